@@ -1,0 +1,116 @@
+/*
+ * worker.c -- the context one thread runs jobs in, and histd_run().
+ *
+ * A CPU worker is nothing but its device number (-1). A GPU worker holds
+ * the CUDA side's per-device context: streams, device buffers and the last
+ * dataset's points, kept between jobs. histd_worker_run() is the single path
+ * every job takes: validate the spec, resolve the default bucket count, look
+ * the kernel up in the registry, check it suits the worker, run, and fill
+ * in the parts of the result that do not depend on the kernel.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+int histd_worker_create(histd_worker **out, int device, char *msg, size_t msglen) {
+  histd_worker *w = calloc(1, sizeof *w);
+  if (w == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a worker");
+  w->device = device < 0 ? -1 : device;
+  if (w->device >= 0) {
+    int rc = histd__cuda_context_create(&w->gpu, device, msg, msglen);
+    if (rc != 0) {
+      free(w);
+      return rc;
+    }
+  }
+  *out = w;
+  return 0;
+}
+
+void histd_worker_destroy(histd_worker *w) {
+  if (w == NULL)
+    return;
+  if (w->gpu != NULL)
+    histd__cuda_context_destroy(w->gpu);
+  free(w);
+}
+
+int histd_worker_device(const histd_worker *w) { return w->device; }
+
+int histd_worker_prefetch(histd_worker *w, const histd_dataset *ds, char *msg,
+                          size_t msglen) {
+  if (w->gpu == NULL)
+    return 0;
+  return histd__cuda_prefetch(w->gpu, ds, msg, msglen);
+}
+
+int histd_worker_run(histd_worker *w, const histd_dataset *ds,
+                     const histd_spec *spec_in, const histd_control *ctl,
+                     histd_result *res, char *msg, size_t msglen) {
+  double t0 = histd_now_ms();
+  memset(res, 0, sizeof *res);
+  int rc = histd_spec_validate(spec_in, msg, msglen);
+  if (rc != 0)
+    return rc;
+  histd_spec spec = *spec_in;
+  if (spec.buckets == 0) {
+    rc = histd_default_buckets(ds, spec.bucket_width, &spec.buckets, msg, msglen);
+    if (rc != 0)
+      return rc;
+  }
+  const histd_kernel *k = histd_kernel_find(spec.kernel);
+  if (k->engine == HISTD_ENGINE_CUDA && w->device < 0)
+    return histd_fail(msg, msglen, HISTD_ENODEV,
+                      "kernel \"%s\" needs a GPU, and this worker runs on the CPU", k->name);
+  if (k->engine == HISTD_ENGINE_CPU && w->device >= 0 && strcmp(k->name, "auto") != 0)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "kernel \"%s\" runs on the CPU, and this worker owns GPU %d",
+                      k->name, w->device);
+  rc = histd_result_init(res, spec.buckets, spec.bucket_width, msg, msglen);
+  if (rc != 0)
+    return rc;
+  res->precision = spec.precision;
+  strcpy(res->kernel, k->name);
+  res->total = ds->n < 2 ? 0 : (uint64_t)ds->n * (ds->n - 1) / 2;
+  rc = k->run(w, ds, &spec, ctl, res, msg, msglen);
+  if (rc != 0) {
+    histd_result_free(res);
+    return rc;
+  }
+  histd__progress(ctl, 1.0);
+  res->timing.total_ms = histd_now_ms() - t0;
+  return 0;
+}
+
+int histd_run(const histd_dataset *ds, const histd_spec *spec,
+              const histd_control *ctl, histd_result *res, char *msg, size_t msglen) {
+  const histd_kernel *k = histd_kernel_find(spec->kernel);
+  int device = -1;
+  if (k != NULL && k->engine == HISTD_ENGINE_CUDA) {
+    device = 0;
+  } else if (k != NULL && strcmp(k->name, "auto") == 0) {
+    int count = 0;
+    histd_device_info info;
+    if (histd_devices(&info, 1, &count, NULL, 0) == 0 && count > 0)
+      device = info.index;
+  }
+  if (device >= 0 && spec->devices != 0) {
+    device = 0;
+    while (device < 64 && !(spec->devices & (UINT64_C(1) << device)))
+      device++;
+  }
+  histd_worker *w;
+  int rc = histd_worker_create(&w, device, msg, msglen);
+  if (rc != 0)
+    return rc;
+  rc = histd_worker_run(w, ds, spec, ctl, res, msg, msglen);
+  histd_worker_destroy(w);
+  return rc;
+}
+
+int histd_devices(histd_device_info *out, int max, int *count, char *msg,
+                  size_t msglen) {
+  return histd__cuda_devices(out, max, count, msg, msglen);
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds histd and runs every test suite: the default build (CUDA compiled
+# where nvcc exists; GPU tests skip without a GPU), then the sanitizer build,
+# then each parser fuzz target for a bounded time. Ends with the line
+#   tests: N passed, N failed, N skipped
+# counted from meson's test logs and the fuzz runs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash deploy/install-deps.sh --test || exit 1
+[ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
+
+passed=0 failed=0 skipped=0
+count_log() { # meson's testlog.json: one JSON object per test
+  local log=$1 p f s
+  p=$(grep -c '"result": "OK"' "$log" || true)
+  s=$(grep -c '"result": "SKIP"' "$log" || true)
+  f=$(grep -cE '"result": "(FAIL|ERROR|TIMEOUT|UNEXPECTEDPASS)"' "$log" || true)
+  passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+}
+build_and_test() { # dir, meson options...
+  local dir=$1; shift
+  if ! { meson setup --wipe "$dir" "$@" >"$dir.setup.log" 2>&1 ||
+         meson setup "$dir" "$@" >"$dir.setup.log" 2>&1; } ||
+     ! ninja -C "$dir" >"$dir.build.log" 2>&1; then
+    echo "build $dir failed:"; tail -40 "$dir.setup.log" "$dir.build.log" 2>/dev/null
+    failed=$((failed + 1)); return
+  fi
+  meson test -C "$dir" --print-errorlogs --num-processes 2
+  count_log "$dir/meson-logs/testlog.json"
+}
+
+build_and_test build-test
+build_and_test build-asan -Dsanitize=true -Dcuda=disabled -Db_lundef=false
+
+# Fuzz targets (clang + libFuzzer), 30 s each, on their seed corpora.
+if command -v clang >/dev/null; then
+  if CC=clang meson setup --wipe build-fuzz -Dfuzz=true -Dcuda=disabled -Dservice=disabled \
+       >build-fuzz.setup.log 2>&1 || CC=clang meson setup build-fuzz -Dfuzz=true \
+       -Dcuda=disabled -Dservice=disabled >build-fuzz.setup.log 2>&1; then
+    ninja -C build-fuzz >build-fuzz.build.log 2>&1 || { tail -30 build-fuzz.build.log; failed=$((failed + 1)); }
+    for f in build-fuzz/tests/io/fuzz_*; do
+      [ -x "$f" ] || continue
+      name=$(basename "$f")
+      corpus="tests/io/corpus/${name#fuzz_}"
+      work=$(mktemp -d)
+      [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
+      if "$f" -max_total_time="${FUZZ_SECONDS:-30}" -rss_limit_mb=2048 "$work" >"build-fuzz/$name.log" 2>&1; then
+        echo "fuzz $name: ok ($(grep -o 'Done [0-9]* runs' "build-fuzz/$name.log"))"; passed=$((passed + 1))
+      else
+        echo "fuzz $name: FAILED"; tail -30 "build-fuzz/$name.log"; failed=$((failed + 1))
+      fi
+      rm -rf "$work"
+    done
+  else
+    echo "fuzz build setup failed"; tail -20 build-fuzz.setup.log; failed=$((failed + 1))
+  fi
+fi
+
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
