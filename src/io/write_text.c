@@ -4,7 +4,7 @@
  *     00:   1234   5678   9012   3456   7890
  *     05:    123     45
  *     T:27538
- *     kernel: cpu (exact), 2 threads, on cpu: 2 threads
+ *     kernel: cpu (exact), on cpu: 2 threads
  *     time: 12.345 ms (kernel 11.000, transfer 0.000, parse 1.200, queue 0.000)
  *
  * Five counts a row, the row's first bucket index zero-padded to at least two
@@ -59,7 +59,7 @@ int histd_write_text(FILE *f, const histd_result *res) {
           res->precision == HISTD_PRECISION_FAST && res->exact ? ", counts exact" : "");
   if (res->block_size != 0)
     fprintf(f, ", block size %" PRIu32, res->block_size);
-  if (res->threads != 0)
+  if (res->threads != 0 && res->device[0] == '\0')
     fprintf(f, ", %" PRIu32 " thread%s", res->threads, res->threads == 1 ? "" : "s");
   if (res->device[0] != '\0')
     fprintf(f, ", on %s", res->device);
