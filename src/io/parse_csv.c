@@ -106,12 +106,16 @@ static int read_header(const char *ls, const char *le, size_t line, size_t *ncol
 
 /* True when no field of the line reads as a number: the line is a header. */
 static bool is_header(const char *ls, const char *le) {
-  fields it = {ls, le, 0, false};
-  const char *tok;
-  size_t tl;
-  while (next_field(&it, &tok, &tl) == 1)
-    if (histd__looks_numeric(tok, tl))
+  const char *q = ls;
+  while (q < le) {
+    while (q < le && (histd__is_blank(*q) || *q == ','))
+      q++;
+    const char *t = q;
+    while (q < le && !histd__is_blank(*q) && *q != ',')
+      q++;
+    if (q > t && histd__looks_numeric(t, (size_t)(q - t)))
       return false;
+  }
   return true;
 }
 

@@ -1,21 +1,36 @@
 /*
  * write_json.c -- a result as a cJSON object (the daemon's job result and
- * `sdh --format json`). 64-bit integers stay exact: up to 2^53 they are
- * plain numbers, above it raw items holding their decimal digits.
+ * `sdh --format json`).
+ *
+ * cJSON keeps numbers as doubles and prints them with "%1.15g", falling back
+ * to "%1.17g" only when an approximate comparison fails, so it can print a
+ * large integer or a double a digit off. Hence: 64-bit integers below 10^15
+ * (exact in 15 digits) are plain numbers, larger ones raw items holding
+ * their exact decimal digits; the bucket width and edges are raw items in
+ * the shortest decimal that reads back as the same double.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "io_internal.h"
 
-#define EXACT_DOUBLE_MAX (UINT64_C(1) << 53)
+#define EXACT_15_DIGITS UINT64_C(1000000000000000)
 
 static cJSON *u64_item(uint64_t v) {
-  if (v <= EXACT_DOUBLE_MAX)
+  if (v < EXACT_15_DIGITS)
     return cJSON_CreateNumber((double)v);
   char digits[24];
   snprintf(digits, sizeof digits, "%" PRIu64, v);
   return cJSON_CreateRaw(digits);
+}
+
+static cJSON *double_item(double v, locale_t loc) {
+  if (!isfinite(v))
+    return cJSON_CreateNull();
+  char buf[40];
+  histd__format_double(buf, sizeof buf, v, loc);
+  return cJSON_CreateRaw(buf);
 }
 
 static bool add(cJSON *obj, const char *key, cJSON *item) {
@@ -39,16 +54,18 @@ static bool push(cJSON *arr, cJSON *item) {
 }
 
 cJSON *histd_result_to_json(const histd_result *res, size_t n) {
-  cJSON *o = cJSON_CreateObject();
-  if (o == NULL)
+  locale_t loc, old;
+  if (histd__c_locale(&loc, NULL, 0) != 0)
     return NULL;
-  bool ok = add(o, "n", u64_item((uint64_t)n)) &&
-            add(o, "bucket_width", cJSON_CreateNumber(res->bucket_width)) &&
+  old = uselocale(loc);
+  cJSON *o = cJSON_CreateObject();
+  bool ok = o != NULL && add(o, "n", u64_item((uint64_t)n)) &&
+            add(o, "bucket_width", double_item(res->bucket_width, loc)) &&
             add(o, "buckets", cJSON_CreateNumber(res->buckets));
   cJSON *edges = ok ? cJSON_CreateArray() : NULL;
   ok = ok && add(o, "edges", edges);
   for (uint32_t b = 0; ok && b <= res->buckets; b++)
-    ok = push(edges, cJSON_CreateNumber((double)b * res->bucket_width));
+    ok = push(edges, double_item((double)b * res->bucket_width, loc));
   cJSON *counts = ok ? cJSON_CreateArray() : NULL;
   ok = ok && add(o, "counts", counts);
   for (uint32_t b = 0; ok && b < res->buckets; b++)
@@ -67,6 +84,8 @@ cJSON *histd_result_to_json(const histd_result *res, size_t n) {
        add(t, "transfer", cJSON_CreateNumber(res->timing.transfer_ms)) &&
        add(t, "kernel", cJSON_CreateNumber(res->timing.kernel_ms)) &&
        add(t, "total", cJSON_CreateNumber(res->timing.total_ms));
+  uselocale(old);
+  freelocale(loc);
   if (!ok) {
     cJSON_Delete(o);
     return NULL;
