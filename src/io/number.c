@@ -167,6 +167,8 @@ int histd__ds_complete(histd_dataset *ds, size_t cap, size_t n, char *msg, size_
 }
 
 void histd__format_double(char *buf, size_t buflen, double v, locale_t loc) {
+  if (buf == NULL || buflen == 0)
+    return;
   for (int prec = 15; prec <= 17; prec++) {
     snprintf(buf, buflen, "%.*g", prec, v);
     if (prec == 17 || strtod_l(buf, NULL, loc) == v)
