@@ -163,6 +163,8 @@ static void test_json(void) {
   /* A key that cannot be a real one, with bytes a message must not echo. */
   BAD(J, "{\"\x01\":1}", "control character");
   BAD(J, "{\"\xff\xfe\":1}", "unknown key \"??\"");
+  BAD(J, "{\"x\\u0000\":[1],\"y\":[1],\"z\":[1]}", "unknown key \"x?u0000\"");
+  BAD(J, "{\"\\u00e9\":[1]}", "unknown key");
 
   BAD_MAX(J, "{\"points\":[[1,2,3],[4,5,6],[7,8,9]]}", 2, "more than 2 points");
   BAD_MAX(J, "{\"x\":[1,2,3],\"y\":[1,2,3],\"z\":[1,2,3]}", 2, "more than 2 points");
