@@ -5,7 +5,8 @@
  *
  * N points (default 1,000,000) uniform in [0, 23000)^3 are written in each
  * format, numbers with 17 significant digits (what a program dumping doubles
- * writes; the worst case for the text parsers), then parsed `runs` times
+ * writes; the worst case for the text parsers), and once more as CSV with 3
+ * decimals (what MD tools write; the number fast path), then parsed `runs` times
  * (default 5) from memory. Prints the median MB/s (input bytes / time) and
  * million points/s, and the parser's peak memory beyond its input (measured
  * in a child process as the growth of the peak RSS during one parse; -1 if
@@ -62,6 +63,9 @@ static char *text_of(size_t n, const double *p, int kind, size_t *len) {
     o += (size_t)sprintf(b + o, "x,y,z\n");
     for (size_t i = 0; i < n; i++)
       o += (size_t)sprintf(b + o, "%.17g,%.17g,%.17g\n", p[3 * i], p[3 * i + 1], p[3 * i + 2]);
+  } else if (kind == 4) { /* csv, 3 decimals: what MD tools often write */
+    for (size_t i = 0; i < n; i++)
+      o += (size_t)sprintf(b + o, "%.3f,%.3f,%.3f\n", p[3 * i], p[3 * i + 1], p[3 * i + 2]);
   } else { /* xyz */
     o += (size_t)sprintf(b + o, "%zu\nbench\n", n);
     for (size_t i = 0; i < n; i++)
@@ -136,22 +140,24 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < 3 * n; i++)
     p[i] = 23000.0 * ((double)(splitmix64(&s) >> 11) * 0x1p-53);
 
-  input in[6] = {{"json points", HISTD_FORMAT_JSON, NULL, 0},
-                 {"json x/y/z", HISTD_FORMAT_JSON, NULL, 0},
-                 {"csv", HISTD_FORMAT_CSV, NULL, 0},
-                 {"xyz", HISTD_FORMAT_XYZ, NULL, 0},
-                 {"f64", HISTD_FORMAT_F64, NULL, 0},
-                 {"f32", HISTD_FORMAT_F32, NULL, 0}};
-  for (int k = 0; k < 4; k++)
-    in[k].buf = text_of(n, p, k, &in[k].len);
-  in[4].len = n * 24;
-  in[4].buf = malloc(in[4].len);
-  in[5].len = n * 12;
+  enum { NIN = 7 };
+  input in[NIN] = {{"json points", HISTD_FORMAT_JSON, NULL, 0},
+                   {"json x/y/z", HISTD_FORMAT_JSON, NULL, 0},
+                   {"csv", HISTD_FORMAT_CSV, NULL, 0},
+                   {"xyz", HISTD_FORMAT_XYZ, NULL, 0},
+                   {"csv %.3f", HISTD_FORMAT_CSV, NULL, 0},
+                   {"f64", HISTD_FORMAT_F64, NULL, 0},
+                   {"f32", HISTD_FORMAT_F32, NULL, 0}};
+  for (int k = 0; k < 5; k++)
+    in[k].buf = text_of(n, p, k == 4 ? 4 : k, &in[k].len);
+  in[5].len = n * 24;
   in[5].buf = malloc(in[5].len);
+  in[6].len = n * 12;
+  in[6].buf = malloc(in[6].len);
   for (size_t i = 0; i < 3 * n; i++) { /* little-endian host assumed here */
-    memcpy(in[4].buf + 8 * i, &p[i], 8);
+    memcpy(in[5].buf + 8 * i, &p[i], 8);
     float f = (float)p[i];
-    memcpy(in[5].buf + 4 * i, &f, 4);
+    memcpy(in[6].buf + 4 * i, &f, 4);
   }
 
   double payload = 24.0 * (double)n;
@@ -160,7 +166,7 @@ int main(int argc, char **argv) {
   printf("%-12s %10s %10s %10s %12s\n", "format", "input MB", "MB/s", "Mpoints/s",
          "peak/payload");
   double *t = malloc((size_t)runs * sizeof *t);
-  for (int k = 0; k < 6; k++) {
+  for (int k = 0; k < NIN; k++) {
     for (int r = 0; r < runs; r++) {
       histd_dataset ds;
       char msg[256];
@@ -180,7 +186,7 @@ int main(int argc, char **argv) {
            (double)in[k].len / 1e3 / ms, (double)n / 1e3 / ms, peak / payload);
   }
   free(t);
-  for (int k = 0; k < 6; k++)
+  for (int k = 0; k < NIN; k++)
     free(in[k].buf);
   free(p);
   return 0;
