@@ -39,7 +39,7 @@ if command -v clang >/dev/null; then
        -Dcuda=disabled -Dservice=disabled >build-fuzz.setup.log 2>&1; then
     ninja -C build-fuzz >build-fuzz.build.log 2>&1 || { tail -30 build-fuzz.build.log; failed=$((failed + 1)); }
     for f in build-fuzz/tests/io/fuzz_*; do
-      [ -x "$f" ] || continue
+      [ -f "$f" ] && [ -x "$f" ] || continue   # not meson's fuzz_*.p folders
       name=$(basename "$f")
       corpus="tests/io/corpus/${name#fuzz_}"
       work=$(mktemp -d)
