@@ -92,18 +92,34 @@ static int expected(jparser *j, const char *path, const char *what) {
                     path ? path : "", path && *path ? ": " : "", what, here, pos);
 }
 
-/* Parses a number at p into *v; path names it in errors. */
-static int number(jparser *j, const char *path, double *v) {
+#define NO_INDEX SIZE_MAX
+
+/* "key", "key[i]" or "key[i][k]": built only when an error needs it. */
+static const char *path_of(char *buf, size_t n, const char *key, size_t i, size_t k) {
+  if (i == NO_INDEX)
+    snprintf(buf, n, "%s", key);
+  else if (k == NO_INDEX)
+    snprintf(buf, n, "%s[%zu]", key, i);
+  else
+    snprintf(buf, n, "%s[%zu][%zu]", key, i, k);
+  return buf;
+}
+
+/* Parses a number at p into *v; key[i][k] names it in errors. */
+static int number(jparser *j, const char *key, size_t i, size_t k, double *v) {
+  char path[64];
   if (j->p >= j->end || is_delim(*j->p))
-    return expected(j, path, "a number");
+    return expected(j, path_of(path, sizeof path, key, i, k), "a number");
   const char *t = j->p;
   while (j->p < j->end && !is_delim(*j->p))
     j->p++;
   size_t len = (size_t)(j->p - t);
-  char q[64], pos[64];
-  switch (histd__parse_number(t, len, HISTD__NUM_JSON, j->loc, v)) {
-  case HISTD__NUM_OK:
+  histd__num_status st = histd__parse_number(t, len, HISTD__NUM_JSON, j->loc, v);
+  if (st == HISTD__NUM_OK)
     return 0;
+  char q[64], pos[64];
+  path_of(path, sizeof path, key, i, k);
+  switch (st) {
   case HISTD__NUM_NONFINITE:
     histd__quote(q, sizeof q, t, len);
     return histd_fail(j->msg, j->msglen, HISTD_EPARSE,
@@ -141,7 +157,7 @@ static int slot(jparser *j, const char *what, size_t i, bool *store) {
 
 /* "points": [[x, y, z], ...]; *n gets the point count. */
 static int points_array(jparser *j, size_t *n) {
-  char path[48];
+  char path[64];
   if (j->p >= j->end || *j->p != '[')
     return expected(j, "points", "an array of points [[x, y, z], ...]");
   j->p++;
@@ -154,9 +170,8 @@ static int points_array(jparser *j, size_t *n) {
   }
   for (;;) {
     skip_ws(j);
-    snprintf(path, sizeof path, "points[%zu]", i);
     if (j->p >= j->end || *j->p != '[')
-      return expected(j, path, "an array [x, y, z]");
+      return expected(j, path_of(path, sizeof path, "points", i, NO_INDEX), "an array [x, y, z]");
     j->p++;
     double v[3] = {0, 0, 0};
     size_t k = 0;
@@ -168,14 +183,13 @@ static int points_array(jparser *j, size_t *n) {
       }
       if (k > 0) {
         if (j->p >= j->end || *j->p != ',')
-          return expected(j, path, "',' or ']' after a coordinate");
+          return expected(j, path_of(path, sizeof path, "points", i, NO_INDEX),
+                          "',' or ']' after a coordinate");
         j->p++;
         skip_ws(j);
       }
-      char epath[96];
-      snprintf(epath, sizeof epath, "%s[%zu]", path, k);
       double d;
-      int rc = number(j, epath, &d);
+      int rc = number(j, "points", i, k, &d);
       if (rc != 0)
         return rc;
       if (k < 3)
@@ -184,7 +198,7 @@ static int points_array(jparser *j, size_t *n) {
     }
     if (k != 3)
       return histd_fail(j->msg, j->msglen, HISTD_EPARSE,
-                        "%s: expected 3 numbers, found %zu", path, k);
+                        "points[%zu]: expected 3 numbers, found %zu", i, k);
     bool store = false;
     int rc = slot(j, "points", i, &store);
     if (rc != 0)
@@ -204,9 +218,8 @@ static int points_array(jparser *j, size_t *n) {
       j->p++;
       break;
     }
-    snprintf(path, sizeof path, "after points[%zu]", i - 1);
     char what[64];
-    snprintf(what, sizeof what, "',' or ']' %s", path);
+    snprintf(what, sizeof what, "',' or ']' after points[%zu]", i - 1);
     return expected(j, "points", what);
   }
   *n = i;
@@ -216,7 +229,6 @@ static int points_array(jparser *j, size_t *n) {
 /* "x" / "y" / "z": [v, ...] into axis a; *n gets the value count. */
 static int axis_array(jparser *j, int a, size_t *n) {
   static const char *const names[3] = {"x", "y", "z"};
-  char path[48];
   if (j->p >= j->end || *j->p != '[')
     return expected(j, names[a], "an array of numbers");
   j->p++;
@@ -229,9 +241,8 @@ static int axis_array(jparser *j, int a, size_t *n) {
   }
   for (;;) {
     skip_ws(j);
-    snprintf(path, sizeof path, "%s[%zu]", names[a], i);
     double d;
-    int rc = number(j, path, &d);
+    int rc = number(j, names[a], i, NO_INDEX, &d);
     if (rc != 0)
       return rc;
     bool store = false;
