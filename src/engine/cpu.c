@@ -60,7 +60,7 @@
  *     (E grows by only 6u per unit of q), so overflow, as counted.
  *  The F32 path is used only where that reasoning holds and pays off:
  *  M < 2^20 (float32 holds q and half-integers exactly; indices < 2^22),
- *  2^-480 <= w <= 2^480, every axis spanning <= 2^500, and delta <= 1/32
+ *  2^-480 <= w <= 2^1000, every axis spanning <= 2^500, and delta <= 1/32
  *  (at most ~6% of the pairs redone). Otherwise, or with huge coordinates
  *  and a tiny width (say 1e15 and 1e-3: M ~ 1e18), the F64 path runs.
  *  precision "fast" skips the redo and reports exact = false.
@@ -185,7 +185,7 @@ static int plan_make(cpu_plan *p, const histd_dataset *ds, const histd_spec *spe
     span = sp > span ? sp : span;
   }
   const double iw = 1.0 / w;
-  bool f32_ok = opt->path != CPU_PATH_F64 && n >= 2 && w >= 0x1p-480 && w <= 0x1p480 &&
+  bool f32_ok = opt->path != CPU_PATH_F64 && n >= 2 && w >= 0x1p-480 && w <= 0x1p1000 &&
                 span <= 0x1p500 && isfinite(span);
   if (f32_ok) {
     for (int a = 0; a < 3; a++) {
