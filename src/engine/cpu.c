@@ -78,7 +78,8 @@
 #include "cpu_internal.h"
 
 #define DEFAULT_TILE 1024u
-#define L1_HIST_BYTES (24u * 1024u) /* room for the histogram copies */
+#define L1_HIST_BYTES (1u * 1024u) /* room for the histogram copies */
+#define PAIR_TABLE_BYTES (32u * 1024u) /* the bucket-pair table's limit */
 
 const char *histd__cpu_isa_name(cpu_isa isa) {
   switch (isa) {
@@ -171,10 +172,13 @@ static int plan_make(cpu_plan *p, const histd_dataset *ds, const histd_spec *spe
   const uint32_t lanes = p->isa == CPU_ISA_AVX512 ? 16 : p->isa == CPU_ISA_AVX2 ? 8 : 4;
 
   /* histogram copies: one per lane while they fit in L1, at least one */
-  c->stride = (buckets + 2 + 15) & ~15u;
+  c->stride = ((buckets + 2 + 15) & ~15u) + 1;
   c->copies = lanes;
   while (c->copies > 1 && (size_t)c->copies * c->stride * 4 > L1_HIST_BYTES)
     c->copies /= 2;
+  if (opt->copies && opt->copies <= lanes && (opt->copies & (opt->copies - 1)) == 0)
+    c->copies = opt->copies;
+  c->hist_size = c->copies * c->stride;
 
   /* ---- can the F32 path be exact here? (see the bound at the top) ---- */
   p->path = CPU_PATH_F64;
@@ -232,7 +236,18 @@ static int plan_make(cpu_plan *p, const histd_dataset *ds, const histd_spec *spe
     p->delta = df;
     p->path = CPU_PATH_F32;
   }
-  p->block = histd__cpu_simd_block(p->isa, p->path, c->exact);
+  /* the bucket-pair table, where it stays small (AVX-512 float32 only) */
+  const uint32_t s2 = buckets + 2;
+  bool pairs = p->path == CPU_PATH_F32 && p->isa == CPU_ISA_AVX512 && opt->pairs >= 0 &&
+               (opt->pairs > 0 || (size_t)s2 * s2 * 4 <= PAIR_TABLE_BYTES) &&
+               (size_t)s2 * s2 < (1u << 26);
+  if (pairs) {
+    c->copies = 1;
+    c->pair_stride = s2;
+    c->redo_base = s2 * s2;
+    c->hist_size = s2 * s2 + s2;
+  }
+  p->block = histd__cpu_simd_block(p->isa, p->path, c->exact, pairs);
   if (p->block == NULL)
     p->block = p->path == CPU_PATH_F32 ? f32_block_generic : f64_block_generic;
   return 0;
@@ -284,14 +299,33 @@ static void flush(cpu_thread *t) {
   const cpu_ctx *c = &job->plan->ctx;
   uint32_t *h = t->hist;
   pthread_mutex_lock(&job->lock);
+  if (c->pair_stride) {
+    const uint32_t s2 = c->pair_stride;
+    for (uint32_t b0 = 0; b0 <= c->buckets; b0++)
+      for (uint32_t b1 = 0; b1 < s2; b1++) {
+        uint32_t v = h[(size_t)b0 * s2 + b1];
+        if (b0 < c->buckets)
+          job->res->counts[b0] += v;
+        else
+          job->res->overflow += v;
+      }
+    for (uint32_t b0 = 0; b0 < s2; b0++)
+      for (uint32_t b1 = 0; b1 <= c->buckets; b1++) {
+        uint32_t v = h[(size_t)b0 * s2 + b1];
+        if (b1 < c->buckets)
+          job->res->counts[b1] += v;
+        else
+          job->res->overflow += v;
+      }
+  }
   for (uint32_t k = 0; k < c->copies; k++) {
-    uint32_t *hk = h + (size_t)k * c->stride;
+    uint32_t *hk = h + c->redo_base + (size_t)k * c->stride;
     for (uint32_t b = 0; b < c->buckets; b++)
       job->res->counts[b] += hk[b];
     job->res->overflow += hk[c->buckets];
   }
   pthread_mutex_unlock(&job->lock);
-  memset(h, 0, (size_t)c->copies * c->stride * sizeof *h);
+  memset(h, 0, (size_t)c->hist_size * sizeof *h);
 }
 
 static void *thread_main(void *arg) {
@@ -342,7 +376,7 @@ int histd__cpu_run_opts(const histd_dataset *ds, const histd_spec *spec,
                         const histd_control *ctl, const cpu_options *opt,
                         histd_result *res, cpu_report *report, char *msg,
                         size_t msglen) {
-  static const cpu_options defaults = {CPU_ISA_AUTO, CPU_PATH_AUTO, 0};
+  static const cpu_options defaults = {CPU_ISA_AUTO, CPU_PATH_AUTO, 0, 0, 0};
   if (opt == NULL)
     opt = &defaults;
   double t0 = histd_now_ms();
@@ -380,7 +414,7 @@ int histd__cpu_run_opts(const histd_dataset *ds, const histd_spec *spec,
     pthread_mutex_destroy(&job.lock);
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for threads");
   }
-  const size_t hist_bytes = (size_t)plan.ctx.copies * plan.ctx.stride * sizeof(uint32_t);
+  const size_t hist_bytes = (size_t)plan.ctx.hist_size * sizeof(uint32_t);
   unsigned started = 0;
   for (; started < nthreads; started++) {
     th[started].job = &job;

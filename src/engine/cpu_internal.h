@@ -33,6 +33,8 @@ typedef struct cpu_options {
   cpu_isa isa;
   cpu_path path; /* F32 is only honoured when the error bound allows it */
   uint32_t tile; /* points per tile, 0 = default                         */
+  uint32_t copies; /* histogram copies (power of two <= lanes), 0 = default */
+  int pairs;       /* bucket-pair table: 0 = when it fits, -1 = never, 1 = force */
 } cpu_options;
 
 /* What the kernel decided and what it saw, for tests and the benchmark. */
@@ -53,6 +55,12 @@ typedef struct cpu_ctx {
   uint32_t buckets;   /* index `buckets` is overflow, `buckets + 1` trash */
   uint32_t stride;    /* uint32 counters per histogram copy (>= buckets+2) */
   uint32_t copies;    /* histogram copies, a power of two <= 16           */
+  /* pair mode (AVX-512 F32, few buckets): h is a pair_stride^2 table of
+   * bucket pairs, then a 1-D histogram at redo_base for the redone pairs.
+   * Otherwise pair_stride = 0 and redo_base = 0 (copy 0). */
+  uint32_t pair_stride;
+  uint32_t redo_base;
+  uint32_t hist_size; /* uint32 counters in h                          */
   float clamp;        /* q is clamped to this half-integer before floor    */
   float delta;        /* |q - rint(q)| < delta and q >= 0.5: redo in f64   */
   bool exact;         /* false: precision "fast", no redo                 */
@@ -82,7 +90,8 @@ static inline uint32_t cpu_exact_index(const cpu_ctx *c, size_t i, size_t j) {
 }
 
 /* The ISA loops (cpu_simd.c); NULL where the compiler or CPU lacks them. */
-cpu_block_fn histd__cpu_simd_block(cpu_isa isa, cpu_path path, bool exact);
+/* pairs: the AVX-512 float32 loop that counts bucket pairs (pair_stride). */
+cpu_block_fn histd__cpu_simd_block(cpu_isa isa, cpu_path path, bool exact, bool pairs);
 bool histd__cpu_isa_supported(cpu_isa isa);
 
 /* The kernel with test knobs; report may be NULL. */

@@ -20,9 +20,9 @@
 static int runs = 0;
 
 /* Runs the kernel with the given knobs and compares with the definition. */
-static void check_case(const histd_dataset *ds, double w, uint32_t buckets, unsigned threads,
-                       cpu_isa isa, cpu_path path, uint32_t tile, const char *what,
-                       cpu_report *rep_out) {
+static void check_case_p(const histd_dataset *ds, double w, uint32_t buckets, unsigned threads,
+                         cpu_isa isa, cpu_path path, uint32_t tile, int pairs, const char *what,
+                         cpu_report *rep_out) {
   histd_spec spec;
   histd_spec_init(&spec);
   spec.bucket_width = w;
@@ -36,7 +36,7 @@ static void check_case(const histd_dataset *ds, double w, uint32_t buckets, unsi
   if (rc != 0)
     return;
   res.total = ds->n < 2 ? 0 : (uint64_t)ds->n * (ds->n - 1) / 2;
-  cpu_options opt = {isa, path, tile};
+  cpu_options opt = {isa, path, tile, 0, pairs};
   cpu_report rep;
   rc = histd__cpu_run_opts(ds, &spec, NULL, &opt, &res, &rep, msg, sizeof msg);
   CHECK(rc == 0, "%s: %s", what, msg);
@@ -60,6 +60,17 @@ static void check_case(const histd_dataset *ds, double w, uint32_t buckets, unsi
       *rep_out = rep;
   }
   histd_result_free(&res);
+}
+
+static void check_case(const histd_dataset *ds, double w, uint32_t buckets, unsigned threads,
+                       cpu_isa isa, cpu_path path, uint32_t tile, const char *what,
+                       cpu_report *rep_out) {
+  check_case_p(ds, w, buckets, threads, isa, path, tile, 0, what, rep_out);
+  /* AVX-512 float32 counts in a bucket-pair table when there are few
+   * buckets: run the other layout too (forced on, or off) */
+  bool small = (uint64_t)(buckets + 2) * (buckets + 2) * 4 <= 32768;
+  if (isa == CPU_ISA_AVX512 && path != CPU_PATH_F64 && (small || buckets <= 1000))
+    check_case_p(ds, w, buckets, threads, isa, path, tile, small ? -1 : 1, what, NULL);
 }
 
 static const cpu_isa isas[] = {CPU_ISA_GENERIC, CPU_ISA_AVX2, CPU_ISA_AVX512};
