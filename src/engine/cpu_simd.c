@@ -13,12 +13,13 @@
  *        with |q - rint(q)| < delta and q >= 0.5 is redone in float64.
  *   F64: the contract's own operations, lane-wise (IEEE vector add, mul,
  *        sqrt and div round exactly like the scalar ones; no FMA here).
- * Every lane counts into its own histogram copy (lane mod copies) so that
- * back-to-back increments of one bucket do not wait on each other.
+ * Lanes count into histogram copy (lane mod copies), or, in the AVX-512
+ * float32 loop with few buckets, two lanes at a time into a table of
+ * bucket pairs (see cpu.c).
  */
 #include "cpu_internal.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(HISTD_NO_SIMD)
 #define HISTD_HAVE_X86_SIMD 1
 #include <immintrin.h>
 
