@@ -1,115 +1,471 @@
 /*
- * cpu.c -- the kernel "cpu": the contract on every core.
+ * cpu.c -- the kernel "cpu": the contract on every core, fast.
  *
- * Threads take blocks of rows from a shared counter, count into private
- * histograms, and the histograms are summed at the end. This first version
- * computes each pair with the reference arithmetic; see the notes in
- * bench/RESULTS.md for the tuned version's design.
+ * Work. The triangle i < j is cut into tiles of T points (T = 1024); a task
+ * is a tile pair (I, J) with I <= J (a rectangle, or a triangle when I = J).
+ * Threads claim tasks from one atomic counter, so they stay busy to the
+ * end. After each task (at most T*T = 1 Mi pairs, about a millisecond) a
+ * thread reports progress and polls the cancel flag.
+ *
+ * Counting. Each thread counts into private 32-bit counters, added into
+ * the 64-bit result under a lock before any could wrap (every 2^32 - T*T
+ * pairs) and at the end. Slot `buckets` is overflow and slot `buckets + 1`
+ * a trash slot for masked-off lanes. The scalar increments, not the
+ * arithmetic, limit the loop (on Zen 4 the arithmetic alone runs ~3.7e9
+ * pairs/s per core, with the increments ~1.4e9), so:
+ *   - with few buckets (a (buckets+2)^2 table fits in 32 KiB) the AVX-512
+ *     loop counts lanes two by two in a table of bucket pairs: half the
+ *     increments; the flush adds each cell to both its buckets;
+ *   - otherwise lanes count into `copies` interleaved histogram copies
+ *     (lane mod copies), a few only: more copies measured slower on Zen 4.
+ *
+ * Arithmetic. Two paths:
+ *
+ *   F64: the contract's operations lane by lane (AVX-512 / AVX2 vectors of
+ *   doubles, or scalar): IEEE add, mul, sqrt and div are correctly rounded
+ *   in vectors as in scalars, and nothing is fused, so this is the
+ *   definition itself.
+ *
+ *   F32 (the default when the bound below allows it): the points are
+ *   centred on the bounding-box centre and divided by the width, then
+ *   rounded to float32: p = fl32(fl64(fl64(x - cx) * fl64(1/w))). The
+ *   estimate is q = fl32(sqrt(dx*dx + dy*dy + dz*dz)) in float32 (the
+ *   vector loops may fuse the sums with FMA), and the bucket floor(q).
+ *   A pair with q >= 0.5 and |q - rint(q)| < delta is redone with the
+ *   contract in float64 on the original coordinates ("refined_pairs").
+ *
+ * The error bound (u = 2^-24, ud = 2^-53; everything in units of w, so the
+ * exact real distance of the pair is D = |Xi - Xj| / w and the reference's
+ * value is q_ref = fl(fl(sqrt(s))/w)). Let M >= max |(x - cx)/w| over every
+ * coordinate.
+ *  (1) Points: each of the four roundings is relative (ud, ud, ud, then u)
+ *      plus an absolute 2^-149 where float32 goes subnormal, so every
+ *      coordinate moves by at most eps = (u + 3.01 ud) M + 2^-149 and each
+ *      point by sqrt(3) eps: the exact distance D_p of the float32 points
+ *      has |D_p - D| <= 2 sqrt(3) eps (triangle inequality).
+ *  (2) Float32 arithmetic on those points: dx = (pi - pj)(1 + a), |a| <= u;
+ *      the sum of three non-negative squares, each rounded at most 5 times
+ *      along its way (square of a rounded difference: 2, product: 1, two
+ *      sums or FMAs: 2), is D_p^2 (1 + t) with |t| <= 5u/(1-5u), plus at
+ *      most 5 * 2^-150 of float32 underflow; sqrt adds one rounding. So
+ *      |q - D_p| <= 3.51 u D_p + 2^-73.
+ *  (3) The reference in float64, by the same count: |q_ref - D| <= 4.51 ud D
+ *      plus float64 underflow, at most 2^-536 / w <= 2^-56 as w >= 2^-480;
+ *      it cannot overflow while every axis spans at most 2^500.
+ *  Adding up, |q - q_ref| <= E = 6u Q + 2 sqrt(3) eps + 2^-50, where Q
+ *  bounds the q of every lane that takes the edge test:
+ *  Q = min(clamp, 2 sqrt(3) M) (1 + 2^-20) + 2^-100 (6u covers 3.51u +
+ *  4.51ud + the second-order terms with room to spare). delta is E times
+ *  (1 + 2^-10), rounded up to a float32. Then:
+ *   - q >= 0.5 and |q - rint(q)| >= delta > E: no integer lies between q
+ *     and q_ref, so floor(q) = floor(q_ref), the contract's bucket. (For
+ *     q >= 0.5, q - rint(q) is exact in float32 by Sterbenz's lemma.)
+ *   - q < 0.5: q_ref < 0.5 + delta < 1, bucket 0 = floor(q).
+ *   - q >= clamp = min(buckets, 2^22) + 0.5: q_ref >= q - E(q) > buckets
+ *     (E grows by only 6u per unit of q), so overflow, as counted.
+ *  The F32 path is used only where that reasoning holds and pays off:
+ *  M < 2^20 (float32 holds q and half-integers exactly; indices < 2^22),
+ *  2^-480 <= w <= 2^1000, every axis spanning <= 2^500, and delta <= 1/32
+ *  (at most ~6% of the pairs redone). Otherwise, or with huge coordinates
+ *  and a tiny width (say 1e15 and 1e-3: M ~ 1e18), the F64 path runs.
+ *  precision "fast" skips the redo and reports exact = false.
+ *
+ * For the benchmark workload (w = 500, 80 buckets, the 23000 box) delta is
+ * about 3e-5 and about one pair in 20,000 is redone.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "engine.h"
+#include "cpu_internal.h"
 
-#define ROWS_PER_TASK 64
+#define DEFAULT_TILE 1024u
+#define L1_HIST_BYTES (1u * 1024u) /* room for the histogram copies */
+#define PAIR_TABLE_BYTES (32u * 1024u) /* the bucket-pair table's limit */
+
+const char *histd__cpu_isa_name(cpu_isa isa) {
+  switch (isa) {
+  case CPU_ISA_GENERIC:
+    return "generic";
+  case CPU_ISA_AVX2:
+    return "avx2";
+  case CPU_ISA_AVX512:
+    return "avx512";
+  default:
+    return "auto";
+  }
+}
+
+/* ---- portable loops (any CPU; the F32 one without FMA) ---------------- */
+
+static void f32_block_generic(const cpu_ctx *c, size_t i0, size_t i1, size_t j0,
+                              size_t j1, bool diag, uint32_t *h, uint64_t *refined) {
+  const uint32_t lanes = c->copies;
+  for (size_t i = i0; i < i1; i++) {
+    const float xi = c->px[i], yi = c->py[i], zi = c->pz[i];
+    size_t j = diag ? i + 1 : j0;
+    for (; j < j1; j++) {
+      float dx = xi - c->px[j], dy = yi - c->py[j], dz = zi - c->pz[j];
+      float sxx = dx * dx, syy = dy * dy, szz = dz * dz;
+      float s = sxx + syy;
+      s = s + szz;
+      float q = sqrtf(s);
+      if (q > c->clamp)
+        q = c->clamp;
+      uint32_t copy = (uint32_t)(j & (lanes - 1)) * c->stride;
+      if (c->exact && q >= 0.5f && fabsf(q - rintf(q)) < c->delta) {
+        h[cpu_exact_index(c, i, j)]++;
+        (*refined)++;
+        continue;
+      }
+      h[copy + (uint32_t)q]++;
+    }
+  }
+}
+
+static void f64_block_generic(const cpu_ctx *c, size_t i0, size_t i1, size_t j0,
+                              size_t j1, bool diag, uint32_t *h, uint64_t *refined) {
+  (void)refined;
+  const uint32_t lanes = c->copies;
+  for (size_t i = i0; i < i1; i++) {
+    size_t j = diag ? i + 1 : j0;
+    for (; j < j1; j++)
+      h[(uint32_t)(j & (lanes - 1)) * c->stride + cpu_exact_index(c, i, j)]++;
+  }
+}
+
+/* ---- the plan: which path, the float32 points, delta --------------------- */
+
+typedef struct cpu_plan {
+  cpu_ctx ctx;
+  float *pts; /* px, py, pz in one allocation, or NULL on the F64 path */
+  cpu_path path;
+  cpu_isa isa;
+  cpu_block_fn block;
+  double delta;
+} cpu_plan;
+
+static cpu_isa best_isa(void) {
+  if (histd__cpu_isa_supported(CPU_ISA_AVX512))
+    return CPU_ISA_AVX512;
+  if (histd__cpu_isa_supported(CPU_ISA_AVX2))
+    return CPU_ISA_AVX2;
+  return CPU_ISA_GENERIC;
+}
+
+/* Decides F32 or F64 and, for F32, fills the float32 points and delta. */
+static int plan_make(cpu_plan *p, const histd_dataset *ds, const histd_spec *spec,
+                     uint32_t buckets, const cpu_options *opt, char *msg, size_t msglen) {
+  memset(p, 0, sizeof *p);
+  cpu_ctx *c = &p->ctx;
+  const size_t n = ds->n;
+  const double w = spec->bucket_width;
+  c->x = ds->x;
+  c->y = ds->y;
+  c->z = ds->z;
+  c->width = w;
+  c->buckets = buckets;
+  c->exact = spec->precision == HISTD_PRECISION_EXACT;
+
+  p->isa = opt->isa == CPU_ISA_AUTO ? best_isa() : opt->isa;
+  if (!histd__cpu_isa_supported(p->isa))
+    return histd_fail(msg, msglen, HISTD_EINVAL, "this CPU lacks the %s instructions",
+                      histd__cpu_isa_name(p->isa));
+  const uint32_t lanes = p->isa == CPU_ISA_AVX512 ? 16 : p->isa == CPU_ISA_AVX2 ? 8 : 4;
+
+  /* histogram copies: one per lane while they fit in L1, at least one */
+  c->stride = ((buckets + 2 + 15) & ~15u) + 1;
+  c->copies = lanes;
+  while (c->copies > 1 && (size_t)c->copies * c->stride * 4 > L1_HIST_BYTES)
+    c->copies /= 2;
+  if (opt->copies && opt->copies <= lanes && (opt->copies & (opt->copies - 1)) == 0)
+    c->copies = opt->copies;
+  c->hist_size = c->copies * c->stride;
+
+  /* ---- can the F32 path be exact here? (see the bound at the top) ---- */
+  p->path = CPU_PATH_F64;
+  double centre[3], m = 0, span = 0;
+  for (int a = 0; a < 3; a++) {
+    centre[a] = 0.5 * ds->min[a] + 0.5 * ds->max[a];
+    double sp = ds->max[a] - ds->min[a];
+    span = sp > span ? sp : span;
+  }
+  const double iw = 1.0 / w;
+  bool f32_ok = opt->path != CPU_PATH_F64 && n >= 2 && w >= 0x1p-480 && w <= 0x1p1000 &&
+                span <= 0x1p500 && isfinite(span);
+  if (f32_ok) {
+    for (int a = 0; a < 3; a++) {
+      double lo = fabs((ds->min[a] - centre[a]) * iw), hi = fabs((ds->max[a] - centre[a]) * iw);
+      m = lo > m ? lo : m;
+      m = hi > m ? hi : m;
+    }
+    m *= 1 + 0x1p-50; /* M: the exact |x - cx| / w from the rounded ones */
+    f32_ok = m < 0x1p20;
+  }
+  double delta = 0;
+  float clamp = (float)(buckets < (1u << 22) ? buckets : (1u << 22)) + 0.5f;
+  if (f32_ok) {
+    const double u = 0x1p-24, ud = 0x1p-53, r3 = 1.7320508075688774; /* > sqrt(3) */
+    double eps = (u + 3.01 * ud) * m + 0x1p-149;
+    double qmax = 2 * r3 * m;
+    double q = (clamp < qmax ? clamp : qmax) * (1 + 0x1p-20) + 0x1p-100;
+    double e = 6 * u * q + 2 * r3 * eps + 0x1p-50;
+    delta = e * (1 + 0x1p-10);
+    f32_ok = delta <= 1.0 / 32;
+  }
+  if (f32_ok) {
+    size_t padded = (n + 15) & ~(size_t)15;
+    float *pts = aligned_alloc(64, 3 * padded * sizeof(float));
+    if (pts == NULL)
+      return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu float32 points", n);
+    const double *src[3] = {ds->x, ds->y, ds->z};
+    for (int a = 0; a < 3; a++) {
+      float *dst = pts + (size_t)a * padded;
+      for (size_t i = 0; i < n; i++)
+        dst[i] = (float)((src[a][i] - centre[a]) * iw);
+      for (size_t i = n; i < padded; i++)
+        dst[i] = 0;
+    }
+    p->pts = pts;
+    c->px = pts;
+    c->py = pts + padded;
+    c->pz = pts + 2 * padded;
+    c->clamp = clamp;
+    float df = (float)delta;
+    if ((double)df < delta)
+      df = nextafterf(df, INFINITY);
+    c->delta = df;
+    p->delta = df;
+    p->path = CPU_PATH_F32;
+  }
+  /* the bucket-pair table, where it stays small (AVX-512 float32 only) */
+  const uint32_t s2 = buckets + 2;
+  bool pairs = p->path == CPU_PATH_F32 && p->isa == CPU_ISA_AVX512 && opt->pairs >= 0 &&
+               (opt->pairs > 0 || (size_t)s2 * s2 * 4 <= PAIR_TABLE_BYTES) &&
+               (size_t)s2 * s2 < (1u << 26);
+  if (pairs) {
+    c->copies = 1;
+    c->pair_stride = s2;
+    c->redo_base = s2 * s2;
+    c->hist_size = s2 * s2 + s2;
+  }
+  p->block = histd__cpu_simd_block(p->isa, p->path, c->exact, pairs);
+  if (p->block == NULL)
+    p->block = p->path == CPU_PATH_F32 ? f32_block_generic : f64_block_generic;
+  return 0;
+}
+
+/* ---- tasks and threads ---------------------------------------------------- */
 
 typedef struct cpu_job {
-  const histd_dataset *ds;
-  const histd_spec *spec;
+  const cpu_plan *plan;
   const histd_control *ctl;
-  uint32_t buckets;
-  atomic_size_t next_row;
-  atomic_uint_fast64_t done;
+  histd_result *res;
+  size_t n, tile, ntiles;
+  uint64_t ntasks;
+  atomic_uint_fast64_t next_task;
+  atomic_uint_fast64_t done_pairs;
   atomic_bool stop;
-  uint64_t total;
+  atomic_bool cancelled;
+  pthread_mutex_t lock; /* guards res->counts, overflow and progress calls */
+  double reported;
 } cpu_job;
 
 typedef struct cpu_thread {
   pthread_t tid;
   cpu_job *job;
-  uint64_t *counts; /* buckets + 1: the last is overflow */
-  int rc;
+  uint32_t *hist;
+  uint64_t refined;
 } cpu_thread;
 
-static void *cpu_thread_main(void *arg) {
+/* Task t -> tile pair (I, J), I <= J, row by row: row I holds ntiles - I. */
+static void task_tiles(const cpu_job *job, uint64_t t, size_t *I, size_t *J) {
+  /* rows before I hold I*nt - I(I-1)/2 tasks; find the largest such I <= t */
+  size_t lo = 0, hi = job->ntiles - 1;
+  const uint64_t nt = job->ntiles;
+  while (lo < hi) {
+    size_t mid = (lo + hi + 1) / 2;
+    uint64_t first = (uint64_t)mid * nt - (uint64_t)mid * (mid - 1) / 2;
+    if (first <= t)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  uint64_t first = (uint64_t)lo * nt - (uint64_t)lo * (lo - 1) / 2;
+  *I = lo;
+  *J = lo + (size_t)(t - first);
+}
+
+static void flush(cpu_thread *t) {
+  cpu_job *job = t->job;
+  const cpu_ctx *c = &job->plan->ctx;
+  uint32_t *h = t->hist;
+  pthread_mutex_lock(&job->lock);
+  if (c->pair_stride) {
+    const uint32_t s2 = c->pair_stride;
+    for (uint32_t b0 = 0; b0 <= c->buckets; b0++)
+      for (uint32_t b1 = 0; b1 < s2; b1++) {
+        uint32_t v = h[(size_t)b0 * s2 + b1];
+        if (b0 < c->buckets)
+          job->res->counts[b0] += v;
+        else
+          job->res->overflow += v;
+      }
+    for (uint32_t b0 = 0; b0 < s2; b0++)
+      for (uint32_t b1 = 0; b1 <= c->buckets; b1++) {
+        uint32_t v = h[(size_t)b0 * s2 + b1];
+        if (b1 < c->buckets)
+          job->res->counts[b1] += v;
+        else
+          job->res->overflow += v;
+      }
+  }
+  for (uint32_t k = 0; k < c->copies; k++) {
+    uint32_t *hk = h + c->redo_base + (size_t)k * c->stride;
+    for (uint32_t b = 0; b < c->buckets; b++)
+      job->res->counts[b] += hk[b];
+    job->res->overflow += hk[c->buckets];
+  }
+  pthread_mutex_unlock(&job->lock);
+  memset(h, 0, (size_t)c->hist_size * sizeof *h);
+}
+
+static void *thread_main(void *arg) {
   cpu_thread *t = arg;
   cpu_job *job = t->job;
-  const histd_dataset *ds = job->ds;
-  const double w = job->spec->bucket_width;
-  const size_t n = ds->n;
+  const cpu_plan *plan = job->plan;
+  const uint64_t total = job->res->total;
+  const uint64_t flush_at = UINT32_MAX - (uint64_t)job->tile * job->tile;
+  uint64_t since_flush = 0;
   for (;;) {
-    size_t r0 = atomic_fetch_add(&job->next_row, ROWS_PER_TASK);
-    if (r0 + 1 >= n || atomic_load(&job->stop))
+    if (atomic_load_explicit(&job->stop, memory_order_relaxed))
       break;
-    size_t r1 = r0 + ROWS_PER_TASK < n ? r0 + ROWS_PER_TASK : n;
-    uint64_t pairs = 0;
-    for (size_t i = r0; i < r1; i++) {
-      for (size_t j = i + 1; j < n; j++) {
-        uint64_t b = histd_pair_bucket(ds->x[i], ds->y[i], ds->z[i], ds->x[j],
-                                       ds->y[j], ds->z[j], w);
-        t->counts[b < job->buckets ? b : job->buckets]++;
-      }
-      pairs += n - 1 - i;
+    uint64_t task = atomic_fetch_add(&job->next_task, 1);
+    if (task >= job->ntasks)
+      break;
+    size_t I, J;
+    task_tiles(job, task, &I, &J);
+    size_t i0 = I * job->tile, i1 = i0 + job->tile < job->n ? i0 + job->tile : job->n;
+    size_t j0 = J * job->tile, j1 = j0 + job->tile < job->n ? j0 + job->tile : job->n;
+    plan->block(&plan->ctx, i0, i1, j0, j1, I == J, t->hist, &t->refined);
+    uint64_t pairs = I == J ? (uint64_t)(i1 - i0) * (i1 - i0 - 1) / 2
+                            : (uint64_t)(i1 - i0) * (j1 - j0);
+    since_flush += pairs;
+    if (since_flush > flush_at) {
+      flush(t);
+      since_flush = 0;
     }
-    uint64_t done = atomic_fetch_add(&job->done, pairs) + pairs;
+    uint64_t done = atomic_fetch_add(&job->done_pairs, pairs) + pairs;
     if (histd__cancelled(job->ctl)) {
+      atomic_store(&job->cancelled, true);
       atomic_store(&job->stop, true);
-      t->rc = HISTD_ECANCELED;
       break;
     }
-    histd__progress(job->ctl, (double)done / (double)job->total);
+    /* progress calls are serialised and never go backwards */
+    double f = total ? (double)done / (double)total : 1.0;
+    pthread_mutex_lock(&job->lock);
+    if (f >= job->reported + 1e-3 && f < 1.0) { /* at most ~1000 calls a run */
+      job->reported = f;
+      histd__progress(job->ctl, f);
+    }
+    pthread_mutex_unlock(&job->lock);
   }
+  flush(t);
   return NULL;
 }
 
-int histd__cpu_run(histd_worker *w, const histd_dataset *ds,
-                   const histd_spec *spec, const histd_control *ctl,
-                   histd_result *res, char *msg, size_t msglen) {
-  (void)w;
-  unsigned nthreads = spec->threads ? spec->threads : histd__cpu_count();
-  cpu_job job = {.ds = ds, .spec = spec, .ctl = ctl, .buckets = res->buckets,
-                 .total = res->total ? res->total : 1};
-  atomic_init(&job.next_row, 0);
-  atomic_init(&job.done, 0);
-  atomic_init(&job.stop, false);
-  cpu_thread *t = calloc(nthreads, sizeof *t);
-  if (t == NULL)
-    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for threads");
+int histd__cpu_run_opts(const histd_dataset *ds, const histd_spec *spec,
+                        const histd_control *ctl, const cpu_options *opt,
+                        histd_result *res, cpu_report *report, char *msg,
+                        size_t msglen) {
+  static const cpu_options defaults = {CPU_ISA_AUTO, CPU_PATH_AUTO, 0, 0, 0};
+  if (opt == NULL)
+    opt = &defaults;
   double t0 = histd_now_ms();
-  int rc = 0;
+  cpu_plan plan;
+  int rc = plan_make(&plan, ds, spec, res->buckets, opt, msg, msglen);
+  if (rc != 0)
+    return rc;
+  if (report != NULL) {
+    report->isa = plan.isa;
+    report->path = plan.path;
+    report->delta = plan.delta;
+  }
+
+  cpu_job job;
+  memset(&job, 0, sizeof job);
+  job.plan = &plan;
+  job.ctl = ctl;
+  job.res = res;
+  job.n = ds->n;
+  job.tile = opt->tile ? opt->tile : DEFAULT_TILE;
+  job.ntiles = ds->n < 2 ? 0 : (ds->n + job.tile - 1) / job.tile;
+  job.ntasks = (uint64_t)job.ntiles * (job.ntiles + 1) / 2;
+  atomic_init(&job.next_task, 0);
+  atomic_init(&job.done_pairs, 0);
+  atomic_init(&job.stop, false);
+  atomic_init(&job.cancelled, false);
+  pthread_mutex_init(&job.lock, NULL);
+
+  unsigned nthreads = spec->threads ? spec->threads : histd__cpu_count();
+  if (nthreads > job.ntasks)
+    nthreads = job.ntasks ? (unsigned)job.ntasks : 1;
+  cpu_thread *th = calloc(nthreads, sizeof *th);
+  if (th == NULL) {
+    free(plan.pts);
+    pthread_mutex_destroy(&job.lock);
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for threads");
+  }
+  const size_t hist_bytes = (size_t)plan.ctx.hist_size * sizeof(uint32_t);
   unsigned started = 0;
   for (; started < nthreads; started++) {
-    t[started].job = &job;
-    t[started].counts = calloc((size_t)res->buckets + 1, sizeof(uint64_t));
-    if (t[started].counts == NULL) {
+    th[started].job = &job;
+    th[started].hist = aligned_alloc(64, (hist_bytes + 63) & ~(size_t)63);
+    if (th[started].hist == NULL) {
       rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for histograms");
       break;
     }
-    if (pthread_create(&t[started].tid, NULL, cpu_thread_main, &t[started]) != 0) {
-      free(t[started].counts);
+    memset(th[started].hist, 0, hist_bytes);
+    if (pthread_create(&th[started].tid, NULL, thread_main, &th[started]) != 0) {
+      free(th[started].hist);
       rc = histd_fail(msg, msglen, HISTD_ENOMEM, "could not start a thread");
       break;
     }
   }
   if (rc != 0)
     atomic_store(&job.stop, true);
+  uint64_t refined = 0;
   for (unsigned i = 0; i < started; i++) {
-    pthread_join(t[i].tid, NULL);
-    for (uint32_t b = 0; b < res->buckets; b++)
-      res->counts[b] += t[i].counts[b];
-    res->overflow += t[i].counts[res->buckets];
-    if (t[i].rc != 0 && rc == 0)
-      rc = histd_fail(msg, msglen, t[i].rc, "cancelled");
-    free(t[i].counts);
+    pthread_join(th[i].tid, NULL);
+    refined += th[i].refined;
+    free(th[i].hist);
   }
-  free(t);
+  free(th);
+  free(plan.pts);
+  pthread_mutex_destroy(&job.lock);
+  if (rc == 0 && atomic_load(&job.cancelled))
+    rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
   if (rc != 0)
     return rc;
-  res->exact = true;
+  res->exact = plan.ctx.exact || plan.path == CPU_PATH_F64;
+  res->refined_pairs = refined;
   res->threads = nthreads;
+  res->block_size = 0;
   res->timing.kernel_ms = histd_now_ms() - t0;
-  snprintf(res->device, sizeof res->device, "cpu: %u threads", nthreads);
+  snprintf(res->device, sizeof res->device, "cpu: %u thread%s, %s, %s", nthreads,
+           nthreads == 1 ? "" : "s", histd__cpu_isa_name(plan.isa),
+           plan.path == CPU_PATH_F32 ? "float32 + float64 redo" : "float64");
+  if (plan.path == CPU_PATH_F32 && !plan.ctx.exact)
+    snprintf(res->device, sizeof res->device, "cpu: %u thread%s, %s, float32", nthreads,
+             nthreads == 1 ? "" : "s", histd__cpu_isa_name(plan.isa));
   return 0;
+}
+
+int histd__cpu_run(histd_worker *w, const histd_dataset *ds, const histd_spec *spec,
+                   const histd_control *ctl, histd_result *res, char *msg, size_t msglen) {
+  (void)w;
+  return histd__cpu_run_opts(ds, spec, ctl, NULL, res, NULL, msg, msglen);
 }

@@ -1,0 +1,389 @@
+/*
+ * cpu_simd.c -- the "cpu" kernel's inner loops for AVX-512 and AVX2+FMA.
+ *
+ * Each function carries its own target attribute, so this file compiles
+ * with the project's baseline flags and the binary runs on any x86-64:
+ * cpu.c asks __builtin_cpu_supports() which loop to call. On other
+ * architectures the file compiles to stubs that return NULL and cpu.c
+ * uses its portable loops.
+ *
+ * The loops follow cpu.c's plan (see the error bound there):
+ *   F32: q = sqrt(dx*dx + dy*dy + dz*dz) on centred coordinates already
+ *        divided by the width; the bucket is floor(min(q, clamp)); a lane
+ *        with |q - rint(q)| < delta and q >= 0.5 is redone in float64.
+ *   F64: the contract's own operations, lane-wise (IEEE vector add, mul,
+ *        sqrt and div round exactly like the scalar ones; no FMA here).
+ * Lanes count into histogram copy (lane mod copies), or, in the AVX-512
+ * float32 loop with few buckets, two lanes at a time into a table of
+ * bucket pairs (see cpu.c).
+ */
+#include "cpu_internal.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(HISTD_NO_SIMD)
+#define HISTD_HAVE_X86_SIMD 1
+#include <immintrin.h>
+
+#define TGT512 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma,bmi,bmi2,popcnt")))
+#define TGT256 __attribute__((target("avx2,fma,bmi,popcnt")))
+
+/* ---- AVX-512 ------------------------------------------------------------ */
+
+TGT512 static inline __m512i lane_offsets16(const cpu_ctx *c) {
+  uint32_t off[16];
+  for (int l = 0; l < 16; l++)
+    off[l] = (uint32_t)(l & (int)(c->copies - 1)) * c->stride;
+  return _mm512_loadu_si512(off);
+}
+
+/* Redo the lanes in `near` in float64 and count them in copy 0. */
+static inline uint64_t redo_lanes(const cpu_ctx *c, size_t i, size_t j, uint32_t near,
+                                  uint32_t *h) {
+  uint64_t n = 0;
+  while (near) {
+    int l = __builtin_ctz(near);
+    near &= near - 1;
+    h[cpu_exact_index(c, i, j + (size_t)l)]++;
+    n++;
+  }
+  return n;
+}
+
+/* Count the 16 (or 8) indices of v. GCC moves the lanes to general
+ * registers with vmovd/vpextrd; that measured faster on Zen 4 than a store
+ * and 16 reloads (a 512-bit store does not forward to 32-bit loads). */
+#define INCREMENT16(h, v)                                                      \
+  do {                                                                         \
+    uint32_t buf_[16] __attribute__((aligned(64)));                           \
+    _mm512_store_si512(buf_, (v));                                             \
+    for (int k_ = 0; k_ < 16; k_++)                                            \
+      (h)[buf_[k_]]++;                                                         \
+  } while (0)
+#define INCREMENT8(h, v)                                                       \
+  do {                                                                         \
+    uint32_t buf_[8] __attribute__((aligned(32)));                            \
+    _mm256_store_si256((__m256i *)buf_, (v));                                  \
+    for (int k_ = 0; k_ < 8; k_++)                                             \
+      (h)[buf_[k_]]++;                                                         \
+  } while (0)
+
+/*
+ * One vector of 16 pairs (i, j..j+15). With `pairs` (few buckets), lanes
+ * 2k and 2k+1 count together in a 2-D table of bucket pairs, index
+ * b0 * pair_stride + b1: half the scalar increments, which are what limits
+ * this loop; cpu.c's flush adds each cell to both of its buckets.
+ */
+TGT512 static inline __attribute__((always_inline)) void f32_pstep512(const cpu_ctx *c, const float *px, const float *py,
+                                      const float *pz, size_t i, size_t j, __mmask16 valid,
+                                      __m512 xi, __m512 yi, __m512 zi, __m512i off,
+                                      __m512 clamp, __m512 delta, uint32_t *h,
+                                      uint64_t *refined, const bool exact, const bool pairs) {
+  __m512 dx = _mm512_sub_ps(xi, _mm512_maskz_loadu_ps(valid, px + j));
+  __m512 dy = _mm512_sub_ps(yi, _mm512_maskz_loadu_ps(valid, py + j));
+  __m512 dz = _mm512_sub_ps(zi, _mm512_maskz_loadu_ps(valid, pz + j));
+  __m512 s = _mm512_mul_ps(dx, dx);
+  s = _mm512_fmadd_ps(dy, dy, s);
+  s = _mm512_fmadd_ps(dz, dz, s);
+  __m512 q = _mm512_min_ps(_mm512_sqrt_ps(s), clamp);
+  __m512i idx = _mm512_cvttps_epi32(q);
+  if (!pairs)
+    idx = _mm512_add_epi32(idx, off);
+  __mmask16 bad = (__mmask16)~valid;
+  if (exact) {
+    __m512 r = _mm512_roundscale_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 dist = _mm512_abs_ps(_mm512_sub_ps(q, r));
+    __mmask16 k = _mm512_cmp_ps_mask(q, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+    k = _mm512_mask_cmp_ps_mask(k & valid, dist, delta, _CMP_LT_OQ);
+    if (__builtin_expect(k != 0, 0))
+      *refined += redo_lanes(c, i, j, k, h + c->redo_base);
+    bad |= k;
+  }
+  if (bad)
+    idx = _mm512_mask_blend_epi32(bad, idx, _mm512_set1_epi32((int)c->buckets + 1));
+  if (pairs) {
+    __m512i cell = _mm512_add_epi64(_mm512_mul_epu32(idx, _mm512_set1_epi64(c->pair_stride)),
+                                    _mm512_srli_epi64(idx, 32));
+    INCREMENT8(h, _mm512_cvtepi64_epi32(cell));
+  } else {
+    INCREMENT16(h, idx);
+  }
+}
+
+TGT512 static inline __attribute__((always_inline)) void f32_pblock512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0,
+                                       size_t j1, bool diag, uint32_t *h, uint64_t *refined,
+                                       const bool exact, const bool pairs) {
+  const __m512i off = lane_offsets16(c);
+  const __m512 clamp = _mm512_set1_ps(c->clamp), delta = _mm512_set1_ps(c->delta);
+  const float *px = c->px, *py = c->py, *pz = c->pz;
+  for (size_t i = i0; i < i1; i++) {
+    const __m512 xi = _mm512_set1_ps(px[i]);
+    const __m512 yi = _mm512_set1_ps(py[i]);
+    const __m512 zi = _mm512_set1_ps(pz[i]);
+    size_t j = diag ? i + 1 : j0;
+    for (; j + 16 <= j1; j += 16)
+      f32_pstep512(c, px, py, pz, i, j, 0xFFFF, xi, yi, zi, off, clamp, delta, h, refined,
+                  exact, pairs);
+    if (j < j1)
+      f32_pstep512(c, px, py, pz, i, j, (__mmask16)((1u << (j1 - j)) - 1), xi, yi, zi, off,
+                  clamp, delta, h, refined, exact, pairs);
+  }
+}
+
+TGT512 static inline void f32_step512(const cpu_ctx *c, size_t i, size_t j, __mmask16 valid,
+                                      __m512 xi, __m512 yi, __m512 zi, __m512i off,
+                                      __m512i trash, uint32_t *h, uint64_t *refined,
+                                      const bool exact) {
+  __m512 dx = _mm512_sub_ps(xi, _mm512_maskz_loadu_ps(valid, c->px + j));
+  __m512 dy = _mm512_sub_ps(yi, _mm512_maskz_loadu_ps(valid, c->py + j));
+  __m512 dz = _mm512_sub_ps(zi, _mm512_maskz_loadu_ps(valid, c->pz + j));
+  __m512 s = _mm512_mul_ps(dx, dx);
+  s = _mm512_fmadd_ps(dy, dy, s);
+  s = _mm512_fmadd_ps(dz, dz, s);
+  __m512 q = _mm512_min_ps(_mm512_sqrt_ps(s), _mm512_set1_ps(c->clamp));
+  __m512i idx = _mm512_add_epi32(_mm512_cvttps_epi32(q), off);
+  __mmask16 bad = (__mmask16)~valid;
+  if (exact) {
+    __m512 r = _mm512_roundscale_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 dist = _mm512_abs_ps(_mm512_sub_ps(q, r));
+    __mmask16 k = _mm512_cmp_ps_mask(q, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+    k = _mm512_mask_cmp_ps_mask(k & valid, dist, _mm512_set1_ps(c->delta), _CMP_LT_OQ);
+    if (__builtin_expect(k != 0, 0))
+      *refined += redo_lanes(c, i, j, k, h);
+    bad |= k;
+  }
+  if (bad)
+    idx = _mm512_mask_blend_epi32(bad, idx, trash);
+  INCREMENT16(h, idx);
+}
+
+TGT512 static inline void f32_block512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0,
+                                       size_t j1, bool diag, uint32_t *h, uint64_t *refined,
+                                       const bool exact) {
+  const __m512i off = lane_offsets16(c);
+  const __m512i trash = _mm512_set1_epi32((int)c->buckets + 1);
+  for (size_t i = i0; i < i1; i++) {
+    const __m512 xi = _mm512_set1_ps(c->px[i]);
+    const __m512 yi = _mm512_set1_ps(c->py[i]);
+    const __m512 zi = _mm512_set1_ps(c->pz[i]);
+    size_t j = diag ? i + 1 : j0;
+    for (; j + 16 <= j1; j += 16)
+      f32_step512(c, i, j, 0xFFFF, xi, yi, zi, off, trash, h, refined, exact);
+    if (j < j1)
+      f32_step512(c, i, j, (__mmask16)((1u << (j1 - j)) - 1), xi, yi, zi, off, trash, h,
+                  refined, exact);
+  }
+}
+
+TGT512 static void f32_exact512_pairs(const cpu_ctx *c, size_t i0, size_t i1, size_t j0,
+                                      size_t j1, bool diag, uint32_t *h, uint64_t *refined) {
+  f32_pblock512(c, i0, i1, j0, j1, diag, h, refined, true, true);
+}
+
+TGT512 static void f32_fast512_pairs(const cpu_ctx *c, size_t i0, size_t i1, size_t j0,
+                                     size_t j1, bool diag, uint32_t *h, uint64_t *refined) {
+  f32_pblock512(c, i0, i1, j0, j1, diag, h, refined, false, true);
+}
+
+TGT512 static void f32_exact512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1,
+                                bool diag, uint32_t *h, uint64_t *refined) {
+  f32_block512(c, i0, i1, j0, j1, diag, h, refined, true);
+}
+
+TGT512 static void f32_fast512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1,
+                               bool diag, uint32_t *h, uint64_t *refined) {
+  f32_block512(c, i0, i1, j0, j1, diag, h, refined, false);
+}
+
+TGT512 static inline __attribute__((always_inline)) void f64_step512(const cpu_ctx *c, size_t j, __mmask8 valid, __m512d xi,
+                                      __m512d yi, __m512d zi, __m256i off, uint32_t *h) {
+  __m512d dx = _mm512_sub_pd(xi, _mm512_maskz_loadu_pd(valid, c->x + j));
+  __m512d dy = _mm512_sub_pd(yi, _mm512_maskz_loadu_pd(valid, c->y + j));
+  __m512d dz = _mm512_sub_pd(zi, _mm512_maskz_loadu_pd(valid, c->z + j));
+  __m512d s = _mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy));
+  s = _mm512_add_pd(s, _mm512_mul_pd(dz, dz));
+  __m512d q = _mm512_div_pd(_mm512_sqrt_pd(s), _mm512_set1_pd(c->width));
+  __m512d b = _mm512_roundscale_pd(q, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  b = _mm512_min_pd(b, _mm512_set1_pd((double)c->buckets)); /* +inf -> overflow */
+  __m256i idx = _mm256_add_epi32(_mm512_cvttpd_epi32(b), off);
+  if (valid != 0xFF)
+    idx = _mm256_mask_blend_epi32(valid, _mm256_set1_epi32((int)c->buckets + 1), idx);
+  uint32_t buf[8] __attribute__((aligned(32)));
+  _mm256_store_si256((__m256i *)buf, idx);
+  for (int k = 0; k < 8; k++)
+    h[buf[k]]++;
+}
+
+TGT512 static void f64_block512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1,
+                                bool diag, uint32_t *h, uint64_t *refined) {
+  (void)refined;
+  uint32_t o[8];
+  for (int l = 0; l < 8; l++)
+    o[l] = (uint32_t)(l & (int)(c->copies - 1)) * c->stride;
+  const __m256i off = _mm256_loadu_si256((const __m256i *)o);
+  for (size_t i = i0; i < i1; i++) {
+    const __m512d xi = _mm512_set1_pd(c->x[i]);
+    const __m512d yi = _mm512_set1_pd(c->y[i]);
+    const __m512d zi = _mm512_set1_pd(c->z[i]);
+    size_t j = diag ? i + 1 : j0;
+    for (; j + 8 <= j1; j += 8)
+      f64_step512(c, j, 0xFF, xi, yi, zi, off, h);
+    if (j < j1)
+      f64_step512(c, j, (__mmask8)((1u << (j1 - j)) - 1), xi, yi, zi, off, h);
+  }
+}
+
+/* ---- AVX2 + FMA --------------------------------------------------------- */
+
+TGT256 static inline __m256i tail_mask8(size_t n) {
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lanes);
+}
+
+TGT256 static inline __attribute__((always_inline)) void f32_step256(const cpu_ctx *c, size_t i, size_t j, size_t nvalid,
+                                      __m256 xi, __m256 yi, __m256 zi, __m256i off,
+                                      __m256i trash, uint32_t *h, uint64_t *refined,
+                                      const bool exact) {
+  __m256 px, py, pz;
+  __m256i vmask = _mm256_set1_epi32(-1);
+  if (nvalid >= 8) {
+    px = _mm256_loadu_ps(c->px + j);
+    py = _mm256_loadu_ps(c->py + j);
+    pz = _mm256_loadu_ps(c->pz + j);
+  } else {
+    vmask = tail_mask8(nvalid);
+    px = _mm256_maskload_ps(c->px + j, vmask);
+    py = _mm256_maskload_ps(c->py + j, vmask);
+    pz = _mm256_maskload_ps(c->pz + j, vmask);
+  }
+  __m256 dx = _mm256_sub_ps(xi, px);
+  __m256 dy = _mm256_sub_ps(yi, py);
+  __m256 dz = _mm256_sub_ps(zi, pz);
+  __m256 s = _mm256_mul_ps(dx, dx);
+  s = _mm256_fmadd_ps(dy, dy, s);
+  s = _mm256_fmadd_ps(dz, dz, s);
+  __m256 q = _mm256_min_ps(_mm256_sqrt_ps(s), _mm256_set1_ps(c->clamp));
+  __m256i idx = _mm256_add_epi32(_mm256_cvttps_epi32(q), off);
+  unsigned valid = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(vmask));
+  unsigned bad = ~valid & 0xFFu;
+  if (exact) {
+    __m256 r = _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 dist = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(q, r));
+    __m256 k = _mm256_and_ps(_mm256_cmp_ps(q, _mm256_set1_ps(0.5f), _CMP_GE_OQ),
+                             _mm256_cmp_ps(dist, _mm256_set1_ps(c->delta), _CMP_LT_OQ));
+    unsigned near = (unsigned)_mm256_movemask_ps(k) & valid;
+    if (__builtin_expect(near != 0, 0))
+      *refined += redo_lanes(c, i, j, near, h);
+    bad |= near;
+  }
+  if (bad) {
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    __m256i m = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bad), bit), bit);
+    idx = _mm256_blendv_epi8(idx, trash, m);
+  }
+  uint32_t buf[8] __attribute__((aligned(32)));
+  _mm256_store_si256((__m256i *)buf, idx);
+  for (int k = 0; k < 8; k++)
+    h[buf[k]]++;
+}
+
+TGT256 static inline __attribute__((always_inline)) void f32_block256(const cpu_ctx *c, size_t i0, size_t i1, size_t j0,
+                                       size_t j1, bool diag, uint32_t *h, uint64_t *refined,
+                                       const bool exact) {
+  uint32_t o[8];
+  for (int l = 0; l < 8; l++)
+    o[l] = (uint32_t)(l & (int)(c->copies - 1)) * c->stride;
+  const __m256i off = _mm256_loadu_si256((const __m256i *)o);
+  const __m256i trash = _mm256_set1_epi32((int)c->buckets + 1);
+  for (size_t i = i0; i < i1; i++) {
+    const __m256 xi = _mm256_set1_ps(c->px[i]);
+    const __m256 yi = _mm256_set1_ps(c->py[i]);
+    const __m256 zi = _mm256_set1_ps(c->pz[i]);
+    size_t j = diag ? i + 1 : j0;
+    for (; j + 8 <= j1; j += 8)
+      f32_step256(c, i, j, 8, xi, yi, zi, off, trash, h, refined, exact);
+    if (j < j1)
+      f32_step256(c, i, j, j1 - j, xi, yi, zi, off, trash, h, refined, exact);
+  }
+}
+
+TGT256 static void f32_exact256(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1,
+                                bool diag, uint32_t *h, uint64_t *refined) {
+  f32_block256(c, i0, i1, j0, j1, diag, h, refined, true);
+}
+
+TGT256 static void f32_fast256(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1,
+                               bool diag, uint32_t *h, uint64_t *refined) {
+  f32_block256(c, i0, i1, j0, j1, diag, h, refined, false);
+}
+
+TGT256 static void f64_block256(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1,
+                                bool diag, uint32_t *h, uint64_t *refined) {
+  (void)refined;
+  const __m256d w = _mm256_set1_pd(c->width);
+  const __m256d nb = _mm256_set1_pd((double)c->buckets);
+  const __m128i off = _mm_setr_epi32(0, (int)((1u & (c->copies - 1)) * c->stride),
+                                     (int)((2u & (c->copies - 1)) * c->stride),
+                                     (int)((3u & (c->copies - 1)) * c->stride));
+  for (size_t i = i0; i < i1; i++) {
+    const __m256d xi = _mm256_set1_pd(c->x[i]);
+    const __m256d yi = _mm256_set1_pd(c->y[i]);
+    const __m256d zi = _mm256_set1_pd(c->z[i]);
+    size_t j = diag ? i + 1 : j0;
+    for (; j + 4 <= j1; j += 4) {
+      __m256d dx = _mm256_sub_pd(xi, _mm256_loadu_pd(c->x + j));
+      __m256d dy = _mm256_sub_pd(yi, _mm256_loadu_pd(c->y + j));
+      __m256d dz = _mm256_sub_pd(zi, _mm256_loadu_pd(c->z + j));
+      __m256d s = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
+      s = _mm256_add_pd(s, _mm256_mul_pd(dz, dz));
+      __m256d q = _mm256_div_pd(_mm256_sqrt_pd(s), w);
+      __m256d b = _mm256_min_pd(_mm256_floor_pd(q), nb);
+      __m128i idx = _mm_add_epi32(_mm256_cvttpd_epi32(b), off);
+      uint32_t buf[4] __attribute__((aligned(16)));
+      _mm_store_si128((__m128i *)buf, idx);
+      h[buf[0]]++;
+      h[buf[1]]++;
+      h[buf[2]]++;
+      h[buf[3]]++;
+    }
+    for (; j < j1; j++)
+      h[cpu_exact_index(c, i, j)]++;
+  }
+}
+
+#endif /* x86-64 */
+
+bool histd__cpu_isa_supported(cpu_isa isa) {
+  switch (isa) {
+  case CPU_ISA_GENERIC:
+    return true;
+#ifdef HISTD_HAVE_X86_SIMD
+  case CPU_ISA_AVX2:
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  case CPU_ISA_AVX512:
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
+           __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
+#endif
+  default:
+    return false;
+  }
+}
+
+cpu_block_fn histd__cpu_simd_block(cpu_isa isa, cpu_path path, bool exact, bool pairs) {
+#ifdef HISTD_HAVE_X86_SIMD
+  if (isa == CPU_ISA_AVX512)
+    return path == CPU_PATH_F64 ? f64_block512
+           : pairs              ? (exact ? f32_exact512_pairs : f32_fast512_pairs)
+           : exact              ? f32_exact512
+                                : f32_fast512;
+  if (isa == CPU_ISA_AVX2)
+    return path == CPU_PATH_F64 ? f64_block256 : exact ? f32_exact256 : f32_fast256;
+#else
+  (void)isa;
+  (void)path;
+  (void)exact;
+  (void)pairs;
+#endif
+  return NULL;
+}
