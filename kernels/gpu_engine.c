@@ -375,8 +375,10 @@ static int dataset_on_device(gpu_ctx *ctx, const histd_dataset *ds, gpu_slot **o
     if (slot_holds(&ctx->slot[i], ds))
       use = i;
   if (use < 0) {
-    /* not the slot a prefetch may be filling for a later job */
-    use = ctx->slot[ctx->cur].fresh && ctx->slot[ctx->cur].valid ? 1 - ctx->cur : ctx->cur;
+    /* not the slot a prefetch is filling for a later job; else keep the
+     * last job's points and use the other slot */
+    int other = 1 - ctx->cur;
+    use = ctx->slot[other].fresh && ctx->slot[other].valid ? ctx->cur : other;
     int rc = slot_load(ctx, &ctx->slot[use], ds, msg, msglen);
     if (rc != 0)
       return rc;
