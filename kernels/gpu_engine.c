@@ -545,6 +545,11 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
     if (rowb <= room)
       p->sink = SDH_SINK_GEN;
   }
+  /* drains of the refine queue: expected entries per drain <= QCAP/2 */
+  double band = jp->mode == SDH_MODE_EXACT ? (double)jp->thresh / (double)(jp->mask + 1) : 0;
+  double every = band > 0 ? (SDH_QCAP / 2.0) / (jp->block * band) : jp->block;
+  every = fmax(32, fmin(every, jp->block));
+  p->drain_every = (uint32_t)every / 32 * 32;
   p->smem = sdh_smem_bytes(p);
   if (p->smem > ctx->smem_optin)
     return histd_fail(msg, msglen, HISTD_EINVAL,
@@ -751,6 +756,8 @@ static int part_run(gpu_ctx *ctx, const histd_dataset *ds, const job_plan *jp, u
         break;
       }
       double target = target_ms > 0 ? fmin(rate * target_ms, last_target * 4) : 1e30;
+      if (head == 0 && target_ms > 0)
+        target = fmin(target, part_pairs / 4);
       last_target = target;
       uint64_t b = units_next(&p, a, ub, target, G);
       uint32_t grid = units_grid(&p, a, b, G);
@@ -774,6 +781,11 @@ static int part_run(gpu_ctx *ctx, const histd_dataset *ds, const job_plan *jp, u
       rate = inflight_pairs[e] / ms;
     done_pairs += inflight_pairs[e];
     tail++;
+    /* a cancel seen while launches remain stops the job, even if the
+     * last launch is already queued */
+    if (!cancelled && (a < ub || tail < head) &&
+        ((pc->ctl && histd__cancelled(pc->ctl)) || (pc->stop && atomic_load(pc->stop))))
+      cancelled = true;
     double frac = part_pairs > 0 ? fmin(done_pairs / part_pairs, 1.0) : 1.0;
     if (pc->ctl)
       histd__progress(pc->ctl, frac);
@@ -1093,11 +1105,13 @@ const size_t histd__cuda_kernel_count = sizeof histd__cuda_kernels / sizeof hist
  */
 void histd__cuda_auto_choice(const histd_dataset *ds, const histd_spec *spec, uint32_t buckets,
                              const char **kernel, uint32_t *block) {
-  (void)ds;
   (void)spec;
   (void)buckets;
   *kernel = "balanced";
-  *block = 256;
+  *block = 1024;
+  /* small jobs: more, smaller tiles keep every SM busy */
+  if (ds->n < 200000)
+    *block = ds->n < 50000 ? 256 : 512;
 }
 
 int histd__cuda_auto_run(histd_worker *w, const histd_dataset *ds, const histd_spec *spec,

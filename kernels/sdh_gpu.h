@@ -41,7 +41,6 @@ enum { SDH_SINK_GLOBAL = 0, SDH_SINK_GEN = 1, SDH_SINK_LANE = 2 };
 enum { SDH_DIAG_TRI = 0, SDH_DIAG_CIRC = 1 };
 
 #define SDH_QCAP 2048u  /* refine-queue entries per block (exact mode) */
-#define SDH_SUBCHUNK 256u /* partners between two queue drains */
 
 typedef struct sdh_params {
   int mode, family, sink, diag;
@@ -60,6 +59,8 @@ typedef struct sdh_params {
   uint32_t rowcap; /* float64 bucket b goes to row min(b, rowcap) */
   /* circular: h = (n-1)/2, even = n % 2 == 0 */
   uint32_t circ_h, circ_even;
+  /* exact mode: partners between two drains of the refine queue */
+  uint32_t drain_every;
   /* device data */
   const float4 *p32; /* centred, scaled float32 points (x, y, z, 0) */
   const double *x64, *y64, *z64; /* the points as given */

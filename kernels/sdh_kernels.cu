@@ -205,28 +205,35 @@ __device__ __forceinline__ uint32_t refine_row(const sdh_params &p, uint32_t i, 
                   __ldg(&p.y64[j]), __ldg(&p.z64[j]), p.width, p.rowcap);
 }
 
+/* The rare path: a pair whose bucket the float32 value cannot decide.
+ * (Out of line, as a call, it cost registers and a stack frame: inlined.) */
+template <int SK, bool QUEUE>
+__device__ __forceinline__ void edge_pair(uint32_t h, uint32_t ai, uint32_t bj, Sink<SK> *sk,
+                                       const sdh_params &p, Blk *blk) {
+  if (h == p.rowbase) { /* only the edge at 0 is near: bucket 0 */
+    sk->add_hi(h);
+  } else if (QUEUE) {
+    uint32_t slot = atomicAdd(blk->qn, 1u);
+    if (slot < SDH_QCAP)
+      blk->q[slot] = make_uint2(ai, bj);
+    else
+      sk->add_hi(p.rowbase + refine_row(p, ai, bj));
+  } else {
+    sk->add_hi(p.rowbase + refine_row(p, ai, bj));
+    atomicAdd(p.refined, 1ull);
+  }
+}
+
 /* One pair. QUEUE: tile kernels queue edge pairs; others refine inline. */
 template <int MODE, int SK, bool QUEUE>
 __device__ __forceinline__ void pair(const float4 &a, const float4 &b, uint32_t ai, uint32_t bj,
                                      Sink<SK> &sk, const sdh_params &p, Blk &blk) {
   uint32_t c = code32(a, b, p.magic);
   uint32_t h = c >> p.shift;
-  if (MODE == SDH_MODE_EXACT && (c & p.mask) < p.thresh) { /* rare */
-    if (h == p.rowbase) { /* only the edge at 0 is near: bucket 0 */
-      sk.add_hi(h);
-    } else if (QUEUE) {
-      uint32_t slot = atomicAdd(blk.qn, 1u);
-      if (slot < SDH_QCAP)
-        blk.q[slot] = make_uint2(ai, bj);
-      else
-        sk.add_hi(p.rowbase + refine_row(p, ai, bj));
-    } else {
-      sk.add_hi(p.rowbase + refine_row(p, ai, bj));
-      atomicAdd(p.refined, 1ull);
-    }
-  } else {
+  if (MODE == SDH_MODE_EXACT && __builtin_expect((c & p.mask) < p.thresh, 0))
+    edge_pair<SK, QUEUE>(h, ai, bj, &sk, p, &blk);
+  else
     sk.add_hi(h);
-  }
 }
 
 template <int MODE, int SK, bool QUEUE>
@@ -332,8 +339,8 @@ __device__ __forceinline__ void meet_tile(bool va, const typename PT<MODE>::T &a
       meet_range<MODE, SK>(a, ai, tile, 0, L, jt, sk, p, blk);
     return;
   } else {
-  for (uint32_t u0 = 0; u0 < L; u0 += SDH_SUBCHUNK) {
-    uint32_t u1 = u0 + SDH_SUBCHUNK < L ? u0 + SDH_SUBCHUNK : L;
+  for (uint32_t u0 = 0; u0 < L; u0 += p.drain_every) {
+    uint32_t u1 = u0 + p.drain_every < L ? u0 + p.drain_every : L;
     if (va)
       meet_range<MODE, SK>(a, ai, tile, u0, u1, jt, sk, p, blk);
     drain<MODE, SK>(sk, p, blk);
@@ -374,7 +381,7 @@ __device__ __forceinline__ void stage(const sdh_params &p, typename PT<MODE>::T 
 /* ---- NAIVE: one thread per point i, j > i from global memory ----------- */
 
 template <int MODE, int SK>
-__global__ void k_naive(sdh_params p, uint64_t u0, uint64_t u1) {
+__global__ void k_naive(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
   Smem s = smem_setup(p);
   Sink<SK> sk;
   sk.init(p, s.hist);
@@ -394,7 +401,7 @@ __global__ void k_naive(sdh_params p, uint64_t u0, uint64_t u1) {
 /* ---- CLASSIC: block I stages partner tiles J in [max(I,u0), u1) -------- */
 
 template <int MODE, int SK>
-__global__ void k_classic(sdh_params p, uint64_t u0, uint64_t u1) {
+__global__ void k_classic(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
   typedef typename PT<MODE>::T T;
   Smem s = smem_setup(p);
   T *tile = (T *)s.tile;
@@ -443,7 +450,7 @@ __device__ void decode_pair(uint64_t q, uint32_t T, uint32_t *I, uint32_t *J) {
 }
 
 template <int MODE, int SK>
-__global__ void k_linear(sdh_params p, uint64_t u0, uint64_t u1) {
+__global__ void k_linear(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
   typedef typename PT<MODE>::T T;
   Smem s = smem_setup(p);
   T *tile = (T *)s.tile;
@@ -503,7 +510,7 @@ __device__ __forceinline__ float4 rotp(const float4 &b, int src) { return rot<0>
 __device__ __forceinline__ D3 rotp(const D3 &b, int src) { return rot64(b, src); }
 
 template <int MODE, int SK>
-__global__ void k_shuffle(sdh_params p, uint64_t u0, uint64_t u1) {
+__global__ void k_shuffle(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
   typedef typename PT<MODE>::T T;
   Smem s = smem_setup(p);
   Sink<SK> sk;
@@ -548,7 +555,7 @@ __global__ void k_shuffle(sdh_params p, uint64_t u0, uint64_t u1) {
           b = rotp(b, next);
         }
       }
-      if (MODE == SDH_MODE_EXACT && (c / 32) % (SDH_SUBCHUNK / 32) == SDH_SUBCHUNK / 32 - 1)
+      if (MODE == SDH_MODE_EXACT && (c + 32) % p.drain_every == 0)
         drain<MODE, SK>(sk, p, s.blk);
     }
     drain<MODE, SK>(sk, p, s.blk);
@@ -563,7 +570,7 @@ __global__ void k_shuffle(sdh_params p, uint64_t u0, uint64_t u1) {
 /* ---- CIRC: each point meets the next (n-1)/2 points circularly --------- */
 
 template <int MODE, int SK>
-__global__ void k_circ(sdh_params p, uint64_t u0, uint64_t u1) {
+__global__ void k_circ(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
   typedef typename PT<MODE>::T T;
   Smem s = smem_setup(p);
   T *tile = (T *)s.tile;
@@ -586,8 +593,8 @@ __global__ void k_circ(sdh_params p, uint64_t u0, uint64_t u1) {
     if (m >= 1 && (m + 1) * B - 1 <= h) {
       /* every offset m*B + u - t lies in [1, h]: no checks; the partner
        * index only matters for refinement, where it is reduced mod n */
-      for (uint32_t c0 = 0; c0 < B; c0 += SDH_SUBCHUNK) {
-        uint32_t c1 = c0 + SDH_SUBCHUNK < B ? c0 + SDH_SUBCHUNK : B;
+      for (uint32_t c0 = 0; c0 < B; c0 += p.drain_every) {
+        uint32_t c1 = c0 + p.drain_every < B ? c0 + p.drain_every : B;
         if (va) {
           if (MODE == SDH_MODE_F64 || start + B <= n) {
 #pragma unroll 8
@@ -630,7 +637,7 @@ __global__ void k_convert(const double *x, const double *y, const double *z, uin
 
 /* ---- dispatch ----------------------------------------------------------- */
 
-typedef void (*kfn)(sdh_params, uint64_t, uint64_t);
+typedef void (*kfn)(const sdh_params, uint64_t, uint64_t);
 
 template <int MODE> static kfn pick_mode(int family, int sink) {
   switch (family) {
