@@ -26,15 +26,18 @@ fi
 if [[ $STEPS == *sass* ]]; then
   obj=build-gpu/kernels/libhistd_cuda.a.p/sdh_kernels.cu.o
   for f in _Z8k_linearILi0ELi2EEv10sdh_paramsmm _Z8k_linearILi0ELi1EEv10sdh_paramsmm _Z9k_classicILi2ELi1EEv10sdh_paramsmm; do
-    cuobjdump -sass -arch sm_90 -fun "$f" "$obj" > "$OUT/sass_$f.txt" 2>&1
+    cuobjdump -sass -arch sm_90 -fun "$f" "$obj" > "/tmp/sass_$f.txt" 2>&1
+    cat "/tmp/sass_$f.txt" >> "$OUT/sass.txt"
   done
   # the hot loop: the instructions between two MUFU.RSQ of the unrolled body
-  python3 - "$OUT/sass__Z8k_linearILi0ELi2EEv10sdh_paramsmm.txt" <<'PY' | tee "$OUT/sass_count.txt"
+  python3 - "/tmp/sass__Z8k_linearILi0ELi2EEv10sdh_paramsmm.txt" <<'PY' | tee "$OUT/sass_count.txt"
 import re, sys, collections
 lines = [l for l in open(sys.argv[1]) if re.search(r'/\*[0-9a-f]{4}\*/', l)]
 idx = [i for i, l in enumerate(lines) if 'MUFU.RSQ' in l]
 best = None
 for a, b in zip(idx, idx[1:]):
+    seg = ''.join(lines[a:b])
+    if 'ATOMS' not in seg or 'DADD' in seg or 'LDG' in seg: continue
     if best is None or b - a < best[1] - best[0]: best = (a, b)
 if best:
     body = lines[best[0]:best[1]]
@@ -46,9 +49,9 @@ fi
 if [[ $STEPS == *test* ]]; then
   t1=$(date +%s)
   meson test -C build-gpu --suite gpu --suite unit --print-errorlogs -t 1 > "$OUT/test.log" 2>&1
-  cp build-gpu/meson-logs/testlog.txt "$OUT/testlog.txt" 2>/dev/null
+  cp build-gpu/meson-logs/testlog.txt "$OUT/testlog.txt" 2>/dev/null; rm -f "$OUT/test.log.keep"
   grep -E "^(Ok|Fail|Skipped|Timeout):" "$OUT/test.log" | tr '\n' ' '; echo
-  grep -E "test_gpu|check failed" "$OUT/testlog.txt" | head -20
+  grep -E "^  |GPU runs|test_gpu:|check failed|skipped" "$OUT/testlog.txt" | grep -v "^  *$" | head -60
   echo "test: $(( $(date +%s) - t1 )) s"
 fi
 if [[ $STEPS == *bench* ]]; then

@@ -381,7 +381,7 @@ __device__ __forceinline__ void stage(const sdh_params &p, typename PT<MODE>::T 
 /* ---- NAIVE: one thread per point i, j > i from global memory ----------- */
 
 template <int MODE, int SK>
-__global__ void k_naive(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
+__global__ void __launch_bounds__(1024, 1) k_naive(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
   Smem s = smem_setup(p);
   Sink<SK> sk;
   sk.init(p, s.hist);
@@ -401,7 +401,7 @@ __global__ void k_naive(const __grid_constant__ sdh_params p, uint64_t u0, uint6
 /* ---- CLASSIC: block I stages partner tiles J in [max(I,u0), u1) -------- */
 
 template <int MODE, int SK>
-__global__ void k_classic(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
+__global__ void __launch_bounds__(1024, 1) k_classic(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
   typedef typename PT<MODE>::T T;
   Smem s = smem_setup(p);
   T *tile = (T *)s.tile;
@@ -450,7 +450,7 @@ __device__ void decode_pair(uint64_t q, uint32_t T, uint32_t *I, uint32_t *J) {
 }
 
 template <int MODE, int SK>
-__global__ void k_linear(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
+__global__ void __launch_bounds__(1024, 1) k_linear(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
   typedef typename PT<MODE>::T T;
   Smem s = smem_setup(p);
   T *tile = (T *)s.tile;
@@ -510,7 +510,7 @@ __device__ __forceinline__ float4 rotp(const float4 &b, int src) { return rot<0>
 __device__ __forceinline__ D3 rotp(const D3 &b, int src) { return rot64(b, src); }
 
 template <int MODE, int SK>
-__global__ void k_shuffle(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
+__global__ void __launch_bounds__(1024, 1) k_shuffle(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
   typedef typename PT<MODE>::T T;
   Smem s = smem_setup(p);
   Sink<SK> sk;
@@ -570,7 +570,7 @@ __global__ void k_shuffle(const __grid_constant__ sdh_params p, uint64_t u0, uin
 /* ---- CIRC: each point meets the next (n-1)/2 points circularly --------- */
 
 template <int MODE, int SK>
-__global__ void k_circ(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
+__global__ void __launch_bounds__(1024, 1) k_circ(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
   typedef typename PT<MODE>::T T;
   Smem s = smem_setup(p);
   T *tile = (T *)s.tile;
