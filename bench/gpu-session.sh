@@ -25,15 +25,15 @@ if [[ $STEPS == *build* ]]; then
 fi
 if [[ $STEPS == *sass* ]]; then
   obj=build-gpu/kernels/libhistd_cuda.a.p/sdh_kernels.cu.o
-  for f in _Z8k_linearILi0ELi2EEv10sdh_paramsmm _Z8k_linearILi0ELi1EEv10sdh_paramsmm _Z9k_classicILi2ELi1EEv10sdh_paramsmm; do
+  for f in _Z8k_linearILi0ELi2EEv10sdh_paramsmm _Z9k_classicILi0ELi1EEv10sdh_paramsmm; do
     cuobjdump -sass -arch sm_90 -fun "$f" "$obj" > "/tmp/sass_$f.txt" 2>&1
     cat "/tmp/sass_$f.txt" >> "$OUT/sass.txt"
   done
   # the hot loop: the instructions between two MUFU.RSQ of the unrolled body
-  python3 - "/tmp/sass__Z8k_linearILi0ELi2EEv10sdh_paramsmm.txt" <<'PY' | tee "$OUT/sass_count.txt"
+  for f in /tmp/sass__Z8k_linearILi0ELi2EEv10sdh_paramsmm.txt /tmp/sass__Z9k_classicILi0ELi1EEv10sdh_paramsmm.txt; do python3 - "$f" <<'PY' | tee "$OUT/sass_count.txt"
 import re, sys, collections
 lines = [l for l in open(sys.argv[1]) if re.search(r'/\*[0-9a-f]{4}\*/', l)]
-idx = [i for i, l in enumerate(lines) if 'MUFU.RSQ' in l]
+idx = [i for i, l in enumerate(lines) if 'MUFU.RSQ ' in l]
 best = None
 for a, b in zip(idx, idx[1:]):
     seg = ''.join(lines[a:b])
@@ -45,6 +45,7 @@ if best:
     print("hot loop: %d SASS instructions per pair (lanes LANE sink, exact):" % len(body), dict(ops))
     for l in body: print("   ", l.strip()[:110])
 PY
+done
 fi
 if [[ $STEPS == *test* ]]; then
   t1=$(date +%s)

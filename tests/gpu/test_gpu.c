@@ -319,39 +319,37 @@ static void test_progress_cancel_errors(void) {
   histd_dataset_free(&ds);
 }
 
-static void test_split(int ndev) {
-  histd_dataset ds = make_set(300007, SHAPE_UNIFORM, 23000, 31);
+static void test_split_kernel(const histd_dataset *ds, const char *k, int ndev) {
   char msg[512];
   histd_result one, many;
-  int rc = run(W, &ds, "balanced", 256, 10, 3984, HISTD_PRECISION_EXACT, NULL, &one, msg,
-               sizeof msg);
+  int rc = run(W, ds, k, 256, 10, 3984, HISTD_PRECISION_EXACT, NULL, &one, msg, sizeof msg);
   CHECK(rc == 0, "single GPU: %s", msg);
   setenv("HISTD_GPU_SPLIT_MIN_PAIRS", "0", 1);
   if (ndev < 2)
     setenv("HISTD_GPU_FAKE_SPLIT", "3", 1);
-  histd_spec spec;
-  histd_spec_init(&spec);
-  spec.bucket_width = 10;
-  spec.buckets = 3984;
-  spec.block_size = 256;
-  spec.devices = 0;
-  snprintf(spec.kernel, sizeof spec.kernel, "balanced");
-  int rc2 = histd_worker_run(W, &ds, &spec, NULL, &many, msg, sizeof msg);
+  int rc2 = run(W, ds, k, 256, 10, 3984, HISTD_PRECISION_EXACT, NULL, &many, msg, sizeof msg);
   unsetenv("HISTD_GPU_SPLIT_MIN_PAIRS");
   unsetenv("HISTD_GPU_FAKE_SPLIT");
   CHECK(rc2 == 0, "split run: %s", msg);
   if (rc == 0 && rc2 == 0) {
     int same = memcmp(one.counts, many.counts, 3984 * sizeof *one.counts) == 0 &&
                one.overflow == many.overflow;
-    CHECK(same, "a job split over %s differs from one GPU",
+    CHECK(same, "%s: a job split over %s differs from one GPU", k,
           ndev >= 2 ? "several GPUs" : "three parts of one GPU");
-    printf("  split over %s (%s): %s\n", ndev >= 2 ? "all GPUs" : "3 parts of one GPU",
+    printf("  %s split over %s (%s): %s\n", k, ndev >= 2 ? "all GPUs" : "3 parts of one GPU",
            many.device, same ? "identical to one GPU" : "DIFFERENT");
   }
   if (rc == 0)
     histd_result_free(&one);
   if (rc2 == 0)
     histd_result_free(&many);
+}
+
+static void test_split(int ndev) {
+  histd_dataset ds = make_set(300007, SHAPE_UNIFORM, 23000, 31);
+  test_split_kernel(&ds, "balanced", ndev);
+  test_split_kernel(&ds, "tiled-privatized", ndev);
+  test_split_kernel(&ds, "circular", ndev);
   histd_dataset_free(&ds);
 }
 
