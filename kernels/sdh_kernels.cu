@@ -317,39 +317,14 @@ __device__ __forceinline__ void finish(Sink<SK> &sk, const sdh_params &p, Smem &
 
 /* ---- inner loops over a partner tile in shared memory ------------------- */
 
-/* anchors a (index ai) meet tile points [u0, u1) (global index jt + u).
- * float32: groups of 8 pairs; an edge pair only clears its predicated ATOMS
- * and sets one predicate, and the group is revisited (rarely) after its 8
- * pairs, so the common path has no divergent branch, no reconvergence
- * barrier and no per-pair trip test. */
+/* anchors a (index ai) meet tile points [u0, u1) (global index jt + u) */
 template <int MODE, int SK>
 __device__ __forceinline__ void meet_range(const typename PT<MODE>::T &a, uint32_t ai,
                                            const typename PT<MODE>::T *tile, uint32_t u0,
                                            uint32_t u1, uint32_t jt, Sink<SK> &sk,
                                            const sdh_params &p, Blk &blk) {
-  uint32_t u = u0;
-  if constexpr (MODE != SDH_MODE_F64) {
-    for (; u + 8 <= u1; u += 8) {
-      bool any = false;
-#pragma unroll
-      for (uint32_t k = 0; k < 8; k++) {
-        uint32_t c = code32(a, tile[u + k], p.magic);
-        bool e = MODE == SDH_MODE_EXACT && (c & p.mask) < p.thresh;
-        if (!e)
-          sk.add_hi(c >> p.shift);
-        any |= e;
-      }
-      if (MODE == SDH_MODE_EXACT && __builtin_expect(any, 0)) {
-        for (uint32_t k = 0; k < 8; k++) {
-          uint32_t c = code32(a, tile[u + k], p.magic);
-          if ((c & p.mask) < p.thresh)
-            edge_pair<SK, true>(c >> p.shift, ai, jt + u + k, &sk, p, &blk);
-        }
-      }
-    }
-  }
-#pragma unroll 4
-  for (; u < u1; u++)
+#pragma unroll 8
+  for (uint32_t u = u0; u < u1; u++)
     pair<MODE, SK, true>(a, tile[u], ai, jt + u, sk, p, blk);
 }
 
