@@ -1119,18 +1119,15 @@ void histd__cuda_auto_choice(const histd_dataset *ds, const histd_spec *spec, ui
                              const char **kernel, uint32_t *block) {
   *kernel = "balanced";
   *block = 1024;
-  /* small jobs: more, smaller tiles keep every SM busy */
+  /* small jobs: more, smaller tiles keep every SM busy (bench: W4 best at
+   * 512, W1, W2, W3 at 1024) */
   if (ds->n < 200000)
     *block = ds->n < 50000 ? 256 : 512;
-  /* large jobs with few buckets: the classic tiled kernel, one block per
-   * anchor tile (thousands of blocks), beat balanced on W2 (1.455e12 vs
-   * 1.371e12 pairs/s on an H200); the single shared histogram is cheap
-   * there because ATOMS.POPC.INC merges lanes that hit the same bucket */
-  double diag_b = histd_dataset_diagonal(ds) / spec->bucket_width;
-  if (ds->n >= 1000000 && diag_b < 256 && buckets < 1u << 20) {
-    *kernel = "tiled-privatized";
-    *block = 256;
-  }
+  /* (tiled-privatized/256 was a few percent faster on W2, but its launches
+   * over partner-tile windows are uneven, and chunking cost it 3% of W2;
+   * balanced's equal shares cost 0.1%) */
+  (void)spec;
+  (void)buckets;
 }
 
 int histd__cuda_auto_run(histd_worker *w, const histd_dataset *ds, const histd_spec *spec,
