@@ -6,6 +6,8 @@
  *
  *   bench_gpu [table] [tune] [chunk] [multi]     (default: all)
  *
+ * The table and the chunking test run on GPU 0 alone (devices = 1); auto
+ * with devices = 0 would split W1..W3 over every GPU.
  * Times are medians of up to 5 runs of kernel_ms (CUDA events around the
  * job's launches on the device; the points stay on the GPU between runs).
  * A slow kernel gets fewer runs (at least 1; 'n' says how many) and is
@@ -135,6 +137,8 @@ static bool wl_selected(const workload *wl) {
   return sel == NULL || *sel == '\0' || strstr(sel, wl->id) != NULL;
 }
 
+static uint64_t wl_ref[4096]; /* tiled-privatized's exact counts */
+
 static void section_table(void) {
   printf("\n== every kernel on W1..W4 (median kernel ms of up to 5 runs) ==\n");
   double rate80[NKER][2] = {{0}};
@@ -156,7 +160,18 @@ static void section_table(void) {
         int n = 0;
         histd_result res;
         double ms = median_runs(wl, kernels[k], 0, pr ? HISTD_PRECISION_FAST : HISTD_PRECISION_EXACT,
-                                0, 5, 2500, &n, &res, NULL);
+                                1, 5, 2500, &n, &res, NULL);
+        uint64_t sum = res.overflow;
+        for (uint32_t b = 0; b < res.buckets; b++)
+          sum += res.counts[b];
+        if (sum != (uint64_t)wl->n * (wl->n - 1) / 2)
+          printf("    %s %s: counts sum to %llu, not n(n-1)/2!\n", wl->id, kernels[k],
+                 (unsigned long long)sum);
+        if (pr == 0 && k == 0)
+          memcpy(wl_ref, res.counts, wl->nb * sizeof *res.counts);
+        else if (pr == 0 && memcmp(wl_ref, res.counts, wl->nb * sizeof *res.counts) != 0)
+          printf("    %s %s exact: counts differ from tiled-privatized exact!\n", wl->id,
+                 kernels[k]);
         if (ms < 0)
           continue;
         cell *c = &table[wi][k][pr];
@@ -186,7 +201,7 @@ static void section_tune(void) {
     workload *wl = &W[wls[a]];
     for (size_t k = 0; k < 4; k++)
       for (size_t b = 0; b < 5; b++) {
-        double ms = median_runs(wl, ks[k], blocks[b], HISTD_PRECISION_EXACT, 0, 3, 1500, NULL,
+        double ms = median_runs(wl, ks[k], blocks[b], HISTD_PRECISION_EXACT, 1, 3, 1500, NULL,
                                 NULL, NULL);
         if (ms > 0)
           printf("  %s %-18s block %4u  %9.3f ms  %9.3e pairs/s\n", wl->id, ks[k], blocks[b], ms,
@@ -197,7 +212,7 @@ static void section_tune(void) {
   for (size_t c = 0; c < 5; c++) {
     setenv("HISTD_GPU_COPIES", copies[c], 1);
     for (size_t b = 1; b < 4; b++) {
-      double ms = median_runs(&W[2], "balanced", blocks[b], HISTD_PRECISION_EXACT, 0, 3, 1500,
+      double ms = median_runs(&W[2], "balanced", blocks[b], HISTD_PRECISION_EXACT, 1, 3, 1500,
                               NULL, NULL, NULL);
       if (ms > 0)
         printf("  W3 balanced copies %-2s block %4u  %9.3f ms  %9.3e pairs/s\n", copies[c],
@@ -215,9 +230,9 @@ static void section_chunk(void) {
   double a[5], b[5];
   for (int r = 0; r < 5; r++) {
     unsetenv("HISTD_GPU_CHUNK_MS");
-    a[r] = run_once(&W[3], "auto", 0, HISTD_PRECISION_EXACT, 0, NULL, NULL);
+    a[r] = run_once(&W[3], "auto", 0, HISTD_PRECISION_EXACT, 1, NULL, NULL);
     setenv("HISTD_GPU_CHUNK_MS", "0", 1);
-    b[r] = run_once(&W[3], "auto", 0, HISTD_PRECISION_EXACT, 0, NULL, NULL);
+    b[r] = run_once(&W[3], "auto", 0, HISTD_PRECISION_EXACT, 1, NULL, NULL);
   }
   unsetenv("HISTD_GPU_CHUNK_MS");
   qsort(a, 5, sizeof a[0], cmp_d);
