@@ -782,7 +782,7 @@ static int part_run(gpu_ctx *ctx, const histd_dataset *ds, const job_plan *jp, u
     done_pairs += inflight_pairs[e];
     tail++;
     double frac = part_pairs > 0 ? fmin(done_pairs / part_pairs, 1.0) : 1.0;
-    if (pc->ctl)
+    if (pc->ctl && !cancelled) /* a cancelled job's progress stops where it was */
       histd__progress(pc->ctl, frac);
     if (pc->done_milli) {
       uint64_t add = (uint64_t)((frac - reported) * pc->weight * 1e9);
