@@ -1,0 +1,337 @@
+/*
+ * bench_gpu.c -- the GPU kernels on the design's workloads W1..W4 (points
+ * uniform in [0, 23000)^3), both precisions, plus auto, the float64
+ * tiled-privatized baseline, the cost of chunked launches on W2, tuning
+ * sweeps for auto's table, and W2 on two GPUs when there are two.
+ *
+ *   bench_gpu [table] [tune] [chunk] [multi]     (default: all)
+ *
+ * The table and the chunking test run on GPU 0 alone (devices = 1); auto
+ * with devices = 0 would split W1..W3 over every GPU.
+ * Times are medians of up to 5 runs of kernel_ms (CUDA events around the
+ * job's launches on the device; the points stay on the GPU between runs).
+ * A slow kernel gets fewer runs (at least 1; 'n' says how many) and is
+ * skipped on a workload where one run would take over 12 s. Pairs/s =
+ * N(N-1)/2 / time. The ratio is to tiled-privatized (same precision) in the
+ * same run. The compact table comes last.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "histd/histd.h"
+
+typedef struct workload {
+  const char *id;
+  size_t n;
+  double w;
+  uint32_t nb;
+  histd_dataset ds;
+} workload;
+
+static workload W[] = {
+    {"W4", 100000, 500, 80, {0}},
+    {"W1", 512000, 500, 80, {0}},
+    {"W3", 512000, 10, 3984, {0}},
+    {"W2", 2000000, 500, 80, {0}},
+};
+#define NW (sizeof W / sizeof W[0])
+
+static const char *const kernels[] = {
+    "tiled-privatized", "tiled-privatized-f64", "auto",      "balanced",   "multi-copy",
+    "register-shuffle", "circular",             "tiled",     "privatized", "naive"};
+#define NKER (sizeof kernels / sizeof kernels[0])
+
+typedef struct cell {
+  double med_ms, pairs_s, refined_frac;
+  int runs;
+  char ran[48];
+  bool done;
+} cell;
+
+static cell table[NW][NKER][2];
+static histd_worker *WK;
+static char gpu_name[256];
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void fill_uniform(histd_dataset *ds, size_t n, uint64_t seed) {
+  histd_dataset_alloc(ds, n, NULL, 0);
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < 3 * n; i++) {
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    ds->x[i] = (double)((s * 2685821657736338717ull) >> 11) * (23000.0 / 9007199254740992.0);
+  }
+  histd_dataset_finish(ds, NULL, 0);
+}
+
+/* One job; returns kernel ms or -1. */
+static double run_once(workload *wl, const char *k, uint32_t block, histd_precision prec,
+                       uint64_t devices, histd_result *keep, double *total_ms) {
+  histd_spec spec;
+  histd_spec_init(&spec);
+  spec.bucket_width = wl->w;
+  spec.buckets = wl->nb;
+  spec.precision = prec;
+  spec.block_size = block;
+  spec.devices = devices;
+  snprintf(spec.kernel, sizeof spec.kernel, "%s", k);
+  histd_result res;
+  char msg[512];
+  if (histd_worker_run(WK, &wl->ds, &spec, NULL, &res, msg, sizeof msg) != 0) {
+    printf("    %s %s on %s: error: %s\n", k, histd_precision_name(prec), wl->id, msg);
+    return -1;
+  }
+  double ms = res.timing.kernel_ms;
+  if (total_ms)
+    *total_ms = res.timing.total_ms;
+  if (keep)
+    *keep = res;
+  else
+    histd_result_free(&res);
+  return ms;
+}
+
+/* Median of up to `maxruns` runs, fewer once `budget_ms` is spent. */
+static double median_runs(workload *wl, const char *k, uint32_t block, histd_precision prec,
+                          uint64_t devices, int maxruns, double budget_ms, int *nruns,
+                          histd_result *last, double *med_total) {
+  double t[16], tot[16], spent = 0;
+  int n = 0;
+  histd_result res;
+  memset(&res, 0, sizeof res);
+  while (n < maxruns && (n == 0 || spent < budget_ms)) {
+    if (n > 0)
+      histd_result_free(&res);
+    double ms = run_once(wl, k, block, prec, devices, &res, &tot[n]);
+    if (ms < 0)
+      return -1;
+    t[n++] = ms;
+    spent += ms;
+  }
+  qsort(t, (size_t)n, sizeof t[0], cmp_d);
+  qsort(tot, (size_t)n, sizeof tot[0], cmp_d);
+  if (nruns)
+    *nruns = n;
+  if (med_total)
+    *med_total = tot[n / 2];
+  if (last)
+    *last = res;
+  else
+    histd_result_free(&res);
+  return t[n / 2];
+}
+
+static double pairs_of(const workload *wl) { return (double)wl->n * (double)(wl->n - 1) / 2; }
+
+static bool wl_selected(const workload *wl) {
+  const char *sel = getenv("BENCH_GPU_WL");
+  return sel == NULL || *sel == '\0' || strstr(sel, wl->id) != NULL;
+}
+
+static uint64_t wl_ref[4096]; /* tiled-privatized's exact counts */
+
+static void section_table(void) {
+  printf("\n== every kernel on W1..W4 (median kernel ms of up to 5 runs) ==\n");
+  double rate80[NKER][2] = {{0}};
+  double max_s = getenv("BENCH_GPU_MAX_S") ? atof(getenv("BENCH_GPU_MAX_S")) : 12.0;
+  for (size_t wi = 0; wi < NW; wi++) {
+    workload *wl = &W[wi];
+    if (!wl_selected(wl))
+      continue;
+    for (size_t k = 0; k < NKER; k++) {
+      for (int pr = 0; pr < 2; pr++) {
+        if (pr == 1 && strcmp(kernels[k], "tiled-privatized-f64") == 0)
+          continue;
+        double rate = rate80[k][pr];
+        if (rate > 0 && pairs_of(wl) / rate > max_s) {
+          printf("  %s %-22s %-5s skipped: one run would take about %.0f s\n", wl->id,
+                 kernels[k], pr ? "fast" : "exact", pairs_of(wl) / rate);
+          continue;
+        }
+        int n = 0;
+        histd_result res;
+        double ms = median_runs(wl, kernels[k], 0, pr ? HISTD_PRECISION_FAST : HISTD_PRECISION_EXACT,
+                                1, 5, 2500, &n, &res, NULL);
+        uint64_t sum = res.overflow;
+        for (uint32_t b = 0; b < res.buckets; b++)
+          sum += res.counts[b];
+        if (sum != (uint64_t)wl->n * (wl->n - 1) / 2)
+          printf("    %s %s: counts sum to %llu, not n(n-1)/2!\n", wl->id, kernels[k],
+                 (unsigned long long)sum);
+        if (pr == 0 && k == 0)
+          memcpy(wl_ref, res.counts, wl->nb * sizeof *res.counts);
+        else if (pr == 0 && memcmp(wl_ref, res.counts, wl->nb * sizeof *res.counts) != 0)
+          printf("    %s %s exact: counts differ from tiled-privatized exact!\n", wl->id,
+                 kernels[k]);
+        if (ms < 0)
+          continue;
+        cell *c = &table[wi][k][pr];
+        c->done = true;
+        c->med_ms = ms;
+        c->runs = n;
+        c->pairs_s = pairs_of(wl) / (ms / 1e3);
+        c->refined_frac = (double)res.refined_pairs / pairs_of(wl);
+        snprintf(c->ran, sizeof c->ran, "%s/%u", res.kernel, res.block_size);
+        histd_result_free(&res);
+        if (wl->nb == 80)
+          rate80[k][pr] = c->pairs_s;
+        printf("  %s %-22s %-5s %10.3f ms  %9.3e pairs/s  n=%d  refined %.2e  (%s)\n", wl->id,
+               kernels[k], pr ? "fast" : "exact", ms, c->pairs_s, n, c->refined_frac, c->ran);
+        fflush(stdout);
+      }
+    }
+  }
+}
+
+static void section_tune(void) {
+  printf("\n== tuning: balanced, block sizes and histogram copies (exact) ==\n");
+  static const uint32_t blocks[] = {64, 128, 256, 512, 1024};
+  static const char *const ks[] = {"balanced", "register-shuffle", "multi-copy", "circular"};
+  size_t wls[] = {0, 1, 2};
+  for (size_t a = 0; a < 3; a++) {
+    workload *wl = &W[wls[a]];
+    for (size_t k = 0; k < 4; k++)
+      for (size_t b = 0; b < 5; b++) {
+        double ms = median_runs(wl, ks[k], blocks[b], HISTD_PRECISION_EXACT, 1, 3, 1500, NULL,
+                                NULL, NULL);
+        if (ms > 0)
+          printf("  %s %-18s block %4u  %9.3f ms  %9.3e pairs/s\n", wl->id, ks[k], blocks[b], ms,
+                 pairs_of(wl) / (ms / 1e3));
+      }
+  }
+  static const char *const copies[] = {"1", "2", "4", "8", "16"};
+  for (size_t c = 0; c < 5; c++) {
+    setenv("HISTD_GPU_COPIES", copies[c], 1);
+    for (size_t b = 1; b < 4; b++) {
+      double ms = median_runs(&W[2], "balanced", blocks[b], HISTD_PRECISION_EXACT, 1, 3, 1500,
+                              NULL, NULL, NULL);
+      if (ms > 0)
+        printf("  W3 balanced copies %-2s block %4u  %9.3f ms  %9.3e pairs/s\n", copies[c],
+               blocks[b], ms, pairs_of(&W[2]) / (ms / 1e3));
+    }
+  }
+  unsetenv("HISTD_GPU_COPIES");
+  fflush(stdout);
+}
+
+static double chunk_overhead = -1, chunked_ms = 0, single_ms = 0;
+
+static void section_chunk(void) {
+  printf("\n== W2 auto: chunked launches (100 ms) vs as few launches as possible ==\n");
+  double a[5], b[5];
+  for (int r = 0; r < 5; r++) {
+    unsetenv("HISTD_GPU_CHUNK_MS");
+    a[r] = run_once(&W[3], "auto", 0, HISTD_PRECISION_EXACT, 1, NULL, NULL);
+    setenv("HISTD_GPU_CHUNK_MS", "0", 1);
+    b[r] = run_once(&W[3], "auto", 0, HISTD_PRECISION_EXACT, 1, NULL, NULL);
+  }
+  unsetenv("HISTD_GPU_CHUNK_MS");
+  qsort(a, 5, sizeof a[0], cmp_d);
+  qsort(b, 5, sizeof b[0], cmp_d);
+  chunked_ms = a[2];
+  single_ms = b[2];
+  chunk_overhead = (a[2] / b[2] - 1) * 100;
+  printf("  chunked %.3f ms, single %.3f ms: overhead %+.2f%%\n", a[2], b[2], chunk_overhead);
+}
+
+static double multi_ms = 0, multi_total = 0, one_ms = 0, one_total = 0;
+static char multi_dev[256];
+
+static void section_multi(int ndev) {
+  if (ndev < 2) {
+    printf("\n== W2 on several GPUs: skipped, this machine has %d GPU ==\n", ndev);
+    return;
+  }
+  printf("\n== W2 auto on 1 GPU vs %d GPUs (median of 5; kernel ms = slowest GPU) ==\n", ndev);
+  histd_result res;
+  one_ms = median_runs(&W[3], "auto", 0, HISTD_PRECISION_EXACT, 1, 5, 1e9, NULL, NULL, &one_total);
+  multi_ms = median_runs(&W[3], "auto", 0, HISTD_PRECISION_EXACT, 0, 5, 1e9, NULL, &res,
+                         &multi_total);
+  if (multi_ms > 0) {
+    snprintf(multi_dev, sizeof multi_dev, "%s", res.device);
+    histd_result_free(&res);
+  }
+  printf("  1 GPU: %.3f ms kernel, %.3f ms total;  %d GPUs: %.3f ms kernel, %.3f ms total\n",
+         one_ms, one_total, ndev, multi_ms, multi_total);
+  printf("  speed-up: %.2fx (kernel), %.2fx (total)  [%s]\n", one_ms / multi_ms,
+         one_total / multi_total, multi_dev);
+}
+
+int main(int argc, char **argv) {
+  bool all = argc < 2, do_table = all, do_tune = all, do_chunk = all, do_multi = all;
+  for (int i = 1; i < argc; i++) {
+    do_table |= strcmp(argv[i], "table") == 0;
+    do_tune |= strcmp(argv[i], "tune") == 0;
+    do_chunk |= strcmp(argv[i], "chunk") == 0;
+    do_multi |= strcmp(argv[i], "multi") == 0;
+  }
+  histd_device_info dev[16];
+  int count = 0;
+  char msg[512] = "";
+  histd_devices(dev, 16, &count, msg, sizeof msg);
+  if (count == 0) {
+    printf("bench_gpu: %s\n", msg);
+    return 77;
+  }
+  snprintf(gpu_name, sizeof gpu_name, "%s (cc %d.%d, %d SMs)", dev[0].name, dev[0].cc_major,
+           dev[0].cc_minor, dev[0].multiprocessors);
+  printf("bench_gpu on %s; %d GPU(s)\n", gpu_name, count);
+  if (histd_worker_create(&WK, dev[0].index, msg, sizeof msg) != 0) {
+    printf("bench_gpu: %s\n", msg);
+    return 1;
+  }
+  for (size_t i = 0; i < NW; i++)
+    fill_uniform(&W[i].ds, W[i].n, 1000 + i);
+  /* warm up: module load, first allocations */
+  run_once(&W[0], "auto", 0, HISTD_PRECISION_EXACT, 0, NULL, NULL);
+  if (do_tune)
+    section_tune();
+  if (do_table)
+    section_table();
+  if (do_chunk)
+    section_chunk();
+  if (do_multi)
+    section_multi(count);
+
+  printf("\n== summary: %s ==\n", gpu_name);
+  if (do_table) {
+    printf("%-4s %-21s %5s %11s %11s %7s %s\n", "wl", "kernel", "prec", "median ms", "pairs/s",
+           "vs t-p", "ran");
+    for (size_t wi = 0; wi < NW; wi++)
+      for (size_t k = 0; k < NKER; k++)
+        for (int pr = 0; pr < 2; pr++) {
+          cell *c = &table[wi][k][pr];
+          if (!c->done)
+            continue;
+          cell *tp = &table[wi][0][pr];
+          double ratio = tp->done ? tp->med_ms / c->med_ms : 0;
+          printf("%-4s %-21s %5s %11.3f %11.3e %6.2fx %s n=%d\n", W[wi].id, kernels[k],
+                 pr ? "fast" : "exact", c->med_ms, c->pairs_s, ratio, c->ran, c->runs);
+        }
+    cell *au = &table[3][2][0], *f64 = &table[3][1][0], *w3 = &table[2][2][0];
+    if (au->done && f64->done)
+      printf("W2 auto exact: %.3e pairs/s (target 1.5e12), %.2fx tiled-privatized-f64 (target 3x)\n",
+             au->pairs_s, f64->med_ms / au->med_ms);
+    if (w3->done)
+      printf("W3 auto exact: %.3e pairs/s (target 0.8e12)\n", w3->pairs_s);
+  }
+  if (chunk_overhead > -100 && do_chunk)
+    printf("W2 chunking overhead: %+.2f%% (%.3f ms chunked vs %.3f ms single; limit 2%%)\n",
+           chunk_overhead, chunked_ms, single_ms);
+  if (multi_ms > 0)
+    printf("W2 %d GPUs: %.2fx one GPU by kernel time, %.2fx by total (target 1.8x)\n", count,
+           one_ms / multi_ms, one_total / multi_total);
+  histd_worker_destroy(WK);
+  for (size_t i = 0; i < NW; i++)
+    histd_dataset_free(&W[i].ds);
+  return 0;
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# gpu-session.sh -- one call on a lent GPU machine: build, disassemble the
+# hot kernel, run the GPU test suite, run bench_gpu; logs go to $OUT.
+#   STEPS="build sass test bench" BENCH_ARGS="table chunk" bash bench/gpu-session.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+STEPS=${STEPS:-build sass test bench}
+export PATH="$PATH:/usr/local/cuda/bin"
+export NCCL_NVLS_ENABLE=0
+if ls ../.debs/*.deb >/dev/null 2>&1; then
+  for f in ../.debs/*.deb; do dpkg -x "$f" /tmp/prefix; done
+  for pc in /tmp/prefix/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc; do
+    sed -i 's|^prefix=.*|prefix=/tmp/prefix/usr|' "$pc"; done
+  export PKG_CONFIG_PATH=/tmp/prefix/usr/lib/x86_64-linux-gnu/pkgconfig
+  export LD_LIBRARY_PATH=/tmp/prefix/usr/lib/x86_64-linux-gnu
+fi
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
+t0=$(date +%s)
+if [[ $STEPS == *build* ]]; then
+  { meson setup build-gpu -Dservice=disabled -Dbuildtype=release >/dev/null &&
+    ninja -C build-gpu; } > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+  grep -A1 "k_linearILi0ELi2E\|k_classicILi2ELi1E\|k_linearILi0ELi1E" "$OUT/build.log" | grep -B1 "Used" | grep -A1 sm_90 | head -12 > "$OUT/ptxas.txt"
+  echo "build: $(( $(date +%s) - t0 )) s"
+fi
+if [[ $STEPS == *sass* ]]; then
+  obj=build-gpu/kernels/libhistd_cuda.a.p/sdh_kernels.cu.o
+  for f in _Z8k_linearILi0ELi2EEv10sdh_paramsmm _Z9k_classicILi0ELi1EEv10sdh_paramsmm; do
+    cuobjdump -sass -arch sm_90 -fun "$f" "$obj" > "/tmp/sass_$f.txt" 2>&1
+    cat "/tmp/sass_$f.txt" >> "$OUT/sass.txt"
+  done
+  # the hot loop: the instructions between two MUFU.RSQ of the unrolled body
+  for f in /tmp/sass__Z8k_linearILi0ELi2EEv10sdh_paramsmm.txt /tmp/sass__Z9k_classicILi0ELi1EEv10sdh_paramsmm.txt; do python3 - "$f" <<'PY' | tee "$OUT/sass_count.txt"
+import re, sys, collections
+lines = [l for l in open(sys.argv[1]) if re.search(r'/\*[0-9a-f]{4}\*/', l)]
+idx = [i for i, l in enumerate(lines) if 'MUFU.RSQ ' in l]
+best = None
+for a, b in zip(idx, idx[1:]):
+    seg = ''.join(lines[a:b])
+    if 'ATOMS' not in seg or 'DADD' in seg or 'LDG' in seg: continue
+    if best is None or b - a < best[1] - best[0]: best = (a, b)
+if best:
+    body = lines[best[0]:best[1]]
+    ops = collections.Counter(re.search(r'\*/\s+(@!?U?P\w+\s+)?([A-Z0-9_.]+)', l).group(2).split('.')[0] for l in body)
+    print("hot loop: %d SASS instructions per pair (lanes LANE sink, exact):" % len(body), dict(ops))
+    for l in body: print("   ", l.strip()[:110])
+PY
+done
+fi
+if [[ $STEPS == *test* ]]; then
+  t1=$(date +%s)
+  meson test -C build-gpu --suite gpu --suite unit --print-errorlogs -t 1 > "$OUT/test.log" 2>&1
+  cp build-gpu/meson-logs/testlog.txt "$OUT/testlog.txt" 2>/dev/null; rm -f "$OUT/test.log.keep"
+  grep -E "^(Ok|Fail|Skipped|Timeout):" "$OUT/test.log" | tr '\n' ' '; echo
+  grep -E "^  |GPU runs|test_gpu:|check failed|skipped" "$OUT/testlog.txt" | grep -v "^  *$" | head -60
+  echo "test: $(( $(date +%s) - t1 )) s"
+fi
+if [[ $STEPS == *bench* ]]; then
+  t1=$(date +%s)
+  ./build-gpu/bench/bench_gpu ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1
+  echo "bench: $(( $(date +%s) - t1 )) s"
+  sed -n '/== summary/,$p' "$OUT/bench.log"
+fi

@@ -1,0 +1,1142 @@
+/*
+ * gpu_engine.c -- the CUDA side of the engine, in C: devices, per-GPU
+ * contexts (a copy stream, a compute stream, device buffers, the last
+ * datasets' points), the plan of a job (precision path, histogram rows,
+ * where counts go), the sequence of short launches that runs it (progress,
+ * cancel), the split of one job over several GPUs, "auto", and the table of
+ * GPU kernels the registry appends to its own.
+ *
+ * The device code and its launchers are in sdh_kernels.cu (sdh_gpu.h).
+ * Every CUDA call is checked; a failure becomes HISTD_EDEVICE carrying
+ * cudaGetErrorString's text, never an abort.
+ *
+ * Environment knobs (for the benchmark and tests, not for users):
+ *   HISTD_GPU_CHUNK_MS   target milliseconds per launch (default 100;
+ *                        0 = as few launches as the 32-bit counters allow)
+ *   HISTD_GPU_COPIES     force the number of shared histogram copies of
+ *                        the lane-privatised kernels (1..32)
+ *   HISTD_GPU_MEM_LIMIT_MB  pretend the GPU has this much free memory
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include "engine.h"
+#include "gpu_engine.h"
+#include "sdh_gpu.h"
+
+/* ---- errors ------------------------------------------------------------- */
+
+#define CK(call, what)                                                          \
+  do {                                                                          \
+    cudaError_t e_ = (call);                                                    \
+    if (e_ != cudaSuccess)                                                      \
+      return cuda_error(msg, msglen, what, ctx->device, e_);                    \
+  } while (0)
+
+static int cuda_error(char *msg, size_t msglen, const char *what, int device, cudaError_t e) {
+  if (e == cudaErrorMemoryAllocation)
+    return histd_fail(msg, msglen, HISTD_ETOOBIG, "GPU %d: out of memory in %s (%s)", device,
+                      what, cudaGetErrorString(e));
+  return histd_fail(msg, msglen, HISTD_EDEVICE, "CUDA error on GPU %d in %s: %s", device, what,
+                    cudaGetErrorString(e));
+}
+
+static double env_double(const char *name, double dflt) {
+  const char *s = getenv(name);
+  if (s == NULL || *s == '\0')
+    return dflt;
+  char *end;
+  double v = strtod(s, &end);
+  return end == s ? dflt : v;
+}
+
+/* ---- kernels ------------------------------------------------------------ */
+
+enum { PREF_GLOBAL, PREF_SINGLE, PREF_WARP, PREF_LANE };
+
+typedef struct kinfo {
+  const char *name;
+  int family, pref, diag;
+  bool f64_only;
+  double est_rate; /* a low guess of pairs per ms, for the first launch */
+} kinfo;
+
+static const kinfo kinfos[] = {
+    {"naive", SDH_FAM_NAIVE, PREF_GLOBAL, SDH_DIAG_TRI, false, 2e6},
+    {"privatized", SDH_FAM_NAIVE, PREF_SINGLE, SDH_DIAG_TRI, false, 5e6},
+    {"tiled", SDH_FAM_CLASSIC, PREF_GLOBAL, SDH_DIAG_TRI, false, 5e6},
+    {"tiled-privatized", SDH_FAM_CLASSIC, PREF_SINGLE, SDH_DIAG_TRI, false, 2e7},
+    {"tiled-privatized-f64", SDH_FAM_CLASSIC, PREF_SINGLE, SDH_DIAG_TRI, true, 1e7},
+    {"balanced", SDH_FAM_LINEAR, PREF_LANE, SDH_DIAG_CIRC, false, 5e7},
+    {"multi-copy", SDH_FAM_CLASSIC, PREF_WARP, SDH_DIAG_TRI, false, 2e7},
+    {"register-shuffle", SDH_FAM_SHUFFLE, PREF_LANE, SDH_DIAG_TRI, false, 2e7},
+    {"circular", SDH_FAM_CIRC, PREF_SINGLE, SDH_DIAG_CIRC, false, 2e7},
+};
+#define KINFO_COUNT (sizeof kinfos / sizeof kinfos[0])
+
+static const kinfo *kinfo_find(const char *name) {
+  for (size_t i = 0; i < KINFO_COUNT; i++)
+    if (strcmp(kinfos[i].name, name) == 0)
+      return &kinfos[i];
+  return NULL;
+}
+
+/* ---- devices ------------------------------------------------------------ */
+
+static int why_no_device(cudaError_t e, char *msg, size_t msglen) {
+  switch (e) {
+  case cudaErrorNoDevice:
+    return histd_fail(msg, msglen, 0, "no CUDA device: the driver reports no GPU");
+  case cudaErrorInsufficientDriver:
+    return histd_fail(msg, msglen, 0,
+                      "no CUDA device: the NVIDIA driver is missing or older than this "
+                      "build's CUDA runtime (%d.%d)",
+                      CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
+  default:
+    return histd_fail(msg, msglen, 0, "no CUDA device: %s", cudaGetErrorString(e));
+  }
+}
+
+int histd__cuda_devices(histd_device_info *out, int max, int *count, char *msg,
+                        size_t msglen) {
+  int n = 0;
+  *count = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return why_no_device(e, msg, msglen);
+  }
+  if (n == 0)
+    return why_no_device(cudaErrorNoDevice, msg, msglen);
+  int prev = 0;
+  cudaGetDevice(&prev);
+  for (int d = 0; d < n && d < max; d++) {
+    struct cudaDeviceProp pr;
+    if (cudaGetDeviceProperties(&pr, d) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
+    histd_device_info *o = &out[*count];
+    memset(o, 0, sizeof *o);
+    o->index = d;
+    snprintf(o->name, sizeof o->name, "%.120s", pr.name);
+    o->cc_major = pr.major;
+    o->cc_minor = pr.minor;
+    o->multiprocessors = pr.multiProcessorCount;
+    o->memory_total = pr.totalGlobalMem;
+    size_t fr = 0, tot = 0;
+    if (cudaSetDevice(d) == cudaSuccess && cudaMemGetInfo(&fr, &tot) == cudaSuccess)
+      o->memory_free = fr;
+    cudaGetLastError();
+    (*count)++;
+  }
+  cudaSetDevice(prev);
+  if (*count == 0)
+    return why_no_device(cudaErrorNoDevice, msg, msglen);
+  return 0;
+}
+
+/* ---- contexts ------------------------------------------------------------ */
+
+typedef struct gpu_slot {
+  double *host; /* pinned: x[0..n) y[0..n) z[0..n) */
+  double *dev;
+  size_t cap, n;
+  const histd_dataset *ds;
+  bool valid, fresh; /* fresh: its copy not yet charged to a job */
+  cudaEvent_t ready, t0, t1;
+} gpu_slot;
+
+struct gpu_ctx {
+  int device;
+  char name[HISTD_DEVICE_NAME_MAX];
+  int sms, cc_major, cc_minor;
+  size_t smem_optin;
+  cudaStream_t copy, compute;
+  gpu_slot slot[2];
+  int cur; /* the slot the last run used */
+  float4 *d32;
+  size_t cap32;
+  unsigned long long *dcounts, *drefined;
+  size_t capcounts;
+  unsigned long long *hcounts; /* pinned */
+  size_t caphcounts;
+#define NEV 4
+  cudaEvent_t ev_start[NEV], ev_end[NEV], k0, k1, d0, d1;
+};
+
+static void slot_free(gpu_slot *s) {
+  if (s->host)
+    cudaFreeHost(s->host);
+  if (s->dev)
+    cudaFree(s->dev);
+  s->host = NULL;
+  s->dev = NULL;
+  s->cap = 0;
+  s->valid = false;
+}
+
+void histd__cuda_context_destroy(void *p) {
+  gpu_ctx *ctx = p;
+  if (ctx == NULL)
+    return;
+  cudaSetDevice(ctx->device);
+  if (ctx->compute)
+    cudaStreamSynchronize(ctx->compute);
+  if (ctx->copy)
+    cudaStreamSynchronize(ctx->copy);
+  for (int i = 0; i < 2; i++) {
+    slot_free(&ctx->slot[i]);
+    if (ctx->slot[i].ready) {
+      cudaEventDestroy(ctx->slot[i].ready);
+      cudaEventDestroy(ctx->slot[i].t0);
+      cudaEventDestroy(ctx->slot[i].t1);
+    }
+  }
+  if (ctx->d32)
+    cudaFree(ctx->d32);
+  if (ctx->dcounts)
+    cudaFree(ctx->dcounts);
+  if (ctx->drefined)
+    cudaFree(ctx->drefined);
+  if (ctx->hcounts)
+    cudaFreeHost(ctx->hcounts);
+  cudaEvent_t *evs[] = {ctx->ev_start, ctx->ev_end};
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < NEV; i++)
+      if (evs[k][i])
+        cudaEventDestroy(evs[k][i]);
+  cudaEvent_t one[] = {ctx->k0, ctx->k1, ctx->d0, ctx->d1};
+  for (int i = 0; i < 4; i++)
+    if (one[i])
+      cudaEventDestroy(one[i]);
+  if (ctx->copy)
+    cudaStreamDestroy(ctx->copy);
+  if (ctx->compute)
+    cudaStreamDestroy(ctx->compute);
+  cudaGetLastError();
+  free(ctx);
+}
+
+static int context_init(gpu_ctx *ctx, char *msg, size_t msglen) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    why_no_device(e, msg, msglen);
+    return HISTD_ENODEV;
+  }
+  if (ctx->device >= n)
+    return histd_fail(msg, msglen, HISTD_ENODEV, "GPU %d requested, but there are %d GPUs",
+                      ctx->device, n);
+  CK(cudaSetDevice(ctx->device), "cudaSetDevice");
+  /* wait for the GPU without spinning a core; ignored once the device is
+   * initialised (another worker on the same GPU got there first) */
+  if (cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess)
+    cudaGetLastError();
+  struct cudaDeviceProp pr;
+  CK(cudaGetDeviceProperties(&pr, ctx->device), "cudaGetDeviceProperties");
+  snprintf(ctx->name, sizeof ctx->name, "%.100s (GPU %d)", pr.name, ctx->device);
+  ctx->sms = pr.multiProcessorCount;
+  ctx->cc_major = pr.major;
+  ctx->cc_minor = pr.minor;
+  ctx->smem_optin = pr.sharedMemPerBlockOptin;
+  if (pr.major < 8)
+    return histd_fail(msg, msglen, HISTD_ENODEV,
+                      "GPU %d (%s) has compute capability %d.%d; histd's kernels need 8.0 or newer",
+                      ctx->device, pr.name, pr.major, pr.minor);
+  CK(cudaStreamCreateWithFlags(&ctx->copy, cudaStreamNonBlocking), "cudaStreamCreate");
+  CK(cudaStreamCreateWithFlags(&ctx->compute, cudaStreamNonBlocking), "cudaStreamCreate");
+  for (int i = 0; i < 2; i++) {
+    CK(cudaEventCreateWithFlags(&ctx->slot[i].ready, cudaEventDisableTiming), "cudaEventCreate");
+    CK(cudaEventCreate(&ctx->slot[i].t0), "cudaEventCreate");
+    CK(cudaEventCreate(&ctx->slot[i].t1), "cudaEventCreate");
+  }
+  for (int i = 0; i < NEV; i++) {
+    CK(cudaEventCreate(&ctx->ev_start[i]), "cudaEventCreate");
+    CK(cudaEventCreate(&ctx->ev_end[i]), "cudaEventCreate");
+  }
+  CK(cudaEventCreate(&ctx->k0), "cudaEventCreate");
+  CK(cudaEventCreate(&ctx->k1), "cudaEventCreate");
+  CK(cudaEventCreate(&ctx->d0), "cudaEventCreate");
+  CK(cudaEventCreate(&ctx->d1), "cudaEventCreate");
+  CK(cudaMalloc((void **)&ctx->drefined, sizeof(unsigned long long)), "cudaMalloc");
+  return 0;
+}
+
+int histd__cuda_context_create(void **out, int device, char *msg, size_t msglen) {
+  gpu_ctx *ctx = calloc(1, sizeof *ctx);
+  if (ctx == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a GPU context");
+  ctx->device = device;
+  int rc = context_init(ctx, msg, msglen);
+  if (rc != 0) {
+    histd__cuda_context_destroy(ctx);
+    return rc;
+  }
+  *out = ctx;
+  return 0;
+}
+
+const char *histd__cuda_context_name(const gpu_ctx *ctx) { return ctx->name; }
+
+/* ---- device memory -------------------------------------------------------- */
+
+static int mem_check(gpu_ctx *ctx, size_t bytes, const char *what, char *msg, size_t msglen) {
+  size_t fr = 0, tot = 0;
+  CK(cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo");
+  double lim = env_double("HISTD_GPU_MEM_LIMIT_MB", -1);
+  if (lim >= 0 && (double)fr > lim * 1048576.0)
+    fr = (size_t)(lim * 1048576.0);
+  size_t reserve = 64u << 20;
+  if (bytes + reserve > fr)
+    return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "the job is too large for GPU %d (%s): %s needs %.1f MiB, and %.1f MiB "
+                      "of its memory is free",
+                      ctx->device, ctx->name, what, (double)bytes / 1048576.0,
+                      (double)fr / 1048576.0);
+  return 0;
+}
+
+static int ensure_slot(gpu_ctx *ctx, gpu_slot *s, size_t n, char *msg, size_t msglen) {
+  if (s->cap >= n && s->host != NULL)
+    return 0;
+  CK(cudaEventSynchronize(s->ready), "cudaEventSynchronize");
+  slot_free(s);
+  size_t bytes = 3 * (n ? n : 1) * sizeof(double);
+  int rc = mem_check(ctx, bytes + 16 * n, "the points (binary64 and float32 copies)", msg,
+                     msglen);
+  if (rc != 0)
+    return rc;
+  CK(cudaMallocHost((void **)&s->host, bytes), "cudaMallocHost");
+  CK(cudaMalloc((void **)&s->dev, bytes), "cudaMalloc (points)");
+  s->cap = n ? n : 1;
+  return 0;
+}
+
+static bool slot_holds(const gpu_slot *s, const histd_dataset *ds) {
+  size_t n = ds->n;
+  return s->valid && s->ds == ds && s->n == n &&
+         memcmp(s->host, ds->x, n * sizeof(double)) == 0 &&
+         memcmp(s->host + n, ds->y, n * sizeof(double)) == 0 &&
+         memcmp(s->host + 2 * n, ds->z, n * sizeof(double)) == 0;
+}
+
+/* Starts copying ds into slot s on the copy stream. */
+static int slot_load(gpu_ctx *ctx, gpu_slot *s, const histd_dataset *ds, char *msg,
+                     size_t msglen) {
+  size_t n = ds->n;
+  CK(cudaEventSynchronize(s->ready), "cudaEventSynchronize"); /* its last copy */
+  int rc = ensure_slot(ctx, s, n, msg, msglen);
+  if (rc != 0)
+    return rc;
+  s->valid = false;
+  memcpy(s->host, ds->x, n * sizeof(double));
+  memcpy(s->host + n, ds->y, n * sizeof(double));
+  memcpy(s->host + 2 * n, ds->z, n * sizeof(double));
+  CK(cudaEventRecord(s->t0, ctx->copy), "cudaEventRecord");
+  if (n)
+    CK(cudaMemcpyAsync(s->dev, s->host, 3 * n * sizeof(double), cudaMemcpyHostToDevice,
+                       ctx->copy),
+       "cudaMemcpyAsync (points)");
+  CK(cudaEventRecord(s->t1, ctx->copy), "cudaEventRecord");
+  CK(cudaEventRecord(s->ready, ctx->copy), "cudaEventRecord");
+  s->ds = ds;
+  s->n = n;
+  s->valid = true;
+  s->fresh = true;
+  return 0;
+}
+
+int histd__cuda_prefetch(void *p, const histd_dataset *ds, char *msg, size_t msglen) {
+  gpu_ctx *ctx = p;
+  if (ctx == NULL || ds == NULL)
+    return 0;
+  CK(cudaSetDevice(ctx->device), "cudaSetDevice");
+  for (int i = 0; i < 2; i++)
+    if (slot_holds(&ctx->slot[i], ds))
+      return 0;
+  return slot_load(ctx, &ctx->slot[1 - ctx->cur], ds, msg, msglen);
+}
+
+/* The slot holding ds after this call (copy queued on the copy stream). */
+static int dataset_on_device(gpu_ctx *ctx, const histd_dataset *ds, gpu_slot **out,
+                             double *transfer_ms, char *msg, size_t msglen) {
+  int use = -1;
+  for (int i = 0; i < 2; i++)
+    if (slot_holds(&ctx->slot[i], ds))
+      use = i;
+  if (use < 0) {
+    /* not the slot a prefetch is filling for a later job; else keep the
+     * last job's points and use the other slot */
+    int other = 1 - ctx->cur;
+    use = ctx->slot[other].fresh && ctx->slot[other].valid ? ctx->cur : other;
+    int rc = slot_load(ctx, &ctx->slot[use], ds, msg, msglen);
+    if (rc != 0)
+      return rc;
+  }
+  gpu_slot *s = &ctx->slot[use];
+  ctx->cur = use;
+  CK(cudaStreamWaitEvent(ctx->compute, s->ready, 0), "cudaStreamWaitEvent");
+  *transfer_ms = 0;
+  if (s->fresh) {
+    float ms = 0;
+    CK(cudaEventSynchronize(s->t1), "cudaEventSynchronize");
+    CK(cudaEventElapsedTime(&ms, s->t0, s->t1), "cudaEventElapsedTime");
+    *transfer_ms = ms;
+    s->fresh = false;
+  }
+  *out = s;
+  return 0;
+}
+
+/* ---- the plan of a job ---------------------------------------------------- */
+
+typedef struct job_plan {
+  const kinfo *k;
+  int mode; /* SDH_MODE_*: EXACT may become F64 when float32 cannot serve */
+  uint32_t block, buckets, rows;
+  double centre[3], inv_w, width;
+  float magic;
+  uint32_t shift, mask, thresh, rowbase, rowcap;
+  double total_pairs;
+} job_plan;
+
+/*
+ * The float32 path's parameters (see the bound in sdh_kernels.cu). Returns
+ * false when float32 cannot serve this job exactly at a useful rate.
+ */
+static bool plan_f32(const histd_dataset *ds, double w, bool exact, job_plan *jp) {
+  const double u = ldexp(1.0, -24), up = 1 + ldexp(1.0, -40);
+  double rho2 = 0;
+  for (int a = 0; a < 3; a++) {
+    double c = ds->min[a] + (ds->max[a] - ds->min[a]) / 2;
+    if (!(c >= ds->min[a] && c <= ds->max[a]))
+      c = ds->min[a];
+    jp->centre[a] = c;
+    double R = fmax(fabs(ds->max[a] - c), fabs(c - ds->min[a])) * up;
+    double rho = R / w * up * (u + ldexp(1.0, -50)) + ldexp(1.0, -140);
+    rho2 += rho * rho;
+  }
+  jp->inv_w = 1.0 / w;
+  double dmax = histd_dataset_diagonal(ds) / w * up;
+  if (!isfinite(dmax) || dmax > 1e6 || !isfinite(jp->inv_w))
+    return false;
+  double E = 8 * u * dmax + 2.1 * sqrt(rho2) * up + ldexp(1.0, -40);
+  if (!exact)
+    E = 0;
+  int k = 0;
+  while (k < 22 && (dmax + 2 * E + 2) * ldexp(1.0, k + 1) < ldexp(1.0, 23))
+    k++;
+  double G = ceil(E * ldexp(1.0, k));
+  if (exact && G < 1)
+    G = 1;
+  if (k < 6 || (2 * G + 1) > ldexp(1.0, k - 4)) /* band wider than 1/16 */
+    return false;
+  jp->shift = (uint32_t)k;
+  jp->mask = (1u << k) - 1;
+  jp->thresh = exact ? (uint32_t)(2 * G + 1) : 0;
+  float base = ldexpf(1.0f, 23 - k);
+  uint32_t bits;
+  memcpy(&bits, &base, sizeof bits);
+  jp->rowbase = bits >> k;
+  jp->magic = (float)(ldexp(1.0, 23 - k) + G * ldexp(1.0, -k)); /* exact */
+  double bhi = floor(dmax + 3 * (G + 1) * ldexp(1.0, -k)) + 1;
+  jp->rows = (uint32_t)bhi + 1;
+  jp->rowcap = jp->rows - 1;
+  return true;
+}
+
+static void plan_f64(const histd_dataset *ds, double w, uint32_t buckets, job_plan *jp) {
+  double bhi = floor(histd_dataset_diagonal(ds) / w * (1 + ldexp(1.0, -40))) + 1;
+  jp->rows = (isfinite(bhi) && bhi + 1 < (double)buckets) ? (uint32_t)bhi + 2 : buckets + 1;
+  jp->rowcap = jp->rows - 1;
+  jp->rowbase = 0;
+  jp->shift = 0;
+  jp->mask = 0;
+  jp->thresh = 0;
+  jp->magic = 0;
+}
+
+static int make_plan(const kinfo *k, const histd_dataset *ds, const histd_spec *spec,
+                     uint32_t buckets, uint32_t block, job_plan *jp) {
+  memset(jp, 0, sizeof *jp);
+  jp->k = k;
+  jp->block = block;
+  jp->buckets = buckets;
+  jp->width = spec->bucket_width;
+  bool exact = spec->precision == HISTD_PRECISION_EXACT;
+  jp->mode = exact ? SDH_MODE_EXACT : SDH_MODE_FAST;
+  if (k->f64_only || !plan_f32(ds, spec->bucket_width, exact, jp)) {
+    jp->mode = SDH_MODE_F64;
+    plan_f64(ds, spec->bucket_width, buckets, jp);
+  }
+  jp->total_pairs = ds->n < 2 ? 0 : (double)ds->n * (double)(ds->n - 1) / 2;
+  return 0;
+}
+
+/* Kernel parameters for one device: where counts go, shared memory. */
+static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, char *msg,
+                       size_t msglen) {
+  memset(p, 0, sizeof *p);
+  p->mode = jp->mode;
+  p->family = jp->k->family;
+  p->diag = jp->k->diag;
+  p->block = jp->block;
+  p->rows = jp->rows;
+  p->magic = jp->magic;
+  p->shift = jp->shift;
+  p->mask = jp->mask;
+  p->thresh = jp->thresh;
+  p->rowbase = jp->rowbase;
+  p->rowcap = jp->rowcap;
+  p->width = jp->width;
+  p->copies = 1;
+  p->row_stride = 1;
+  p->copy_stride = 0;
+  /* room for the histogram: all the device offers, less what the tile and
+   * queue take; lane-private copies only while two blocks fit an SM */
+  p->sink = SDH_SINK_GLOBAL;
+  size_t other = sdh_smem_bytes(p);
+  size_t room = ctx->smem_optin > other ? ctx->smem_optin - other : 0;
+  size_t pair_room = 110 * 1024 > other ? 110 * 1024 - other : 0;
+  size_t rowb = (size_t)jp->rows * 4;
+  int pref = jp->k->pref;
+  if (pref == PREF_LANE) {
+    int force = (int)env_double("HISTD_GPU_COPIES", 0);
+    uint32_t c = 32;
+    if (force >= 1 && force <= 32)
+      c = (uint32_t)force;
+    else
+      while (c > 1 && rowb * c > pair_room)
+        c /= 2;
+    if (c == 32 && rowb * 32 <= room) {
+      p->sink = SDH_SINK_LANE;
+      p->copies = 32;
+      p->row_stride = 32;
+      p->copy_stride = 1;
+    } else if (rowb * c <= room) {
+      p->sink = SDH_SINK_GEN;
+      p->copies = c;
+      p->row_stride = c;
+      p->copy_stride = 1;
+    }
+  } else if (pref == PREF_WARP) {
+    uint32_t stride = jp->rows | 1; /* odd: copies start in different banks */
+    uint32_t c = jp->block / 32;
+    while (c > 1 && (size_t)stride * 4 * c > room)
+      c--;
+    if ((size_t)stride * 4 * c <= room) {
+      p->sink = SDH_SINK_GEN;
+      p->copies = c;
+      p->row_stride = 1;
+      p->copy_stride = stride;
+      p->copy_by_warp = 1;
+    }
+  } else if (pref == PREF_SINGLE) {
+    if (rowb <= room)
+      p->sink = SDH_SINK_GEN;
+  }
+  /* drains of the refine queue: expected entries per drain <= QCAP/2 */
+  double band = jp->mode == SDH_MODE_EXACT ? (double)jp->thresh / (double)(jp->mask + 1) : 0;
+  double every = band > 0 ? (SDH_QCAP / 2.0) / (jp->block * band) : jp->block;
+  every = fmax(32, fmin(every, jp->block));
+  p->drain_every = (uint32_t)every / 32 * 32;
+  p->smem = sdh_smem_bytes(p);
+  if (p->smem > ctx->smem_optin)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "block size %u needs %zu bytes of shared memory; GPU %d offers %zu",
+                      p->block, p->smem, ctx->device, ctx->smem_optin);
+  return 0;
+}
+
+/* ---- launches over unit ranges ------------------------------------------- */
+
+static uint64_t units_total(const sdh_params *p) {
+  uint64_t T = p->tiles, n = p->n, B = p->block;
+  switch (p->family) {
+  case SDH_FAM_NAIVE:
+    return n;
+  case SDH_FAM_CLASSIC:
+    return T;
+  case SDH_FAM_CIRC:
+    return (n / 2 + B - 1) / B + 1;
+  default:
+    return T * (T + 1) / 2;
+  }
+}
+
+/* Pairs (roughly) in units [a, b). */
+static double units_pairs(const sdh_params *p, uint64_t a, uint64_t b) {
+  double B2 = (double)p->block * p->block, da = (double)a, db = (double)b;
+  switch (p->family) {
+  case SDH_FAM_NAIVE:
+    return (db * (db - 1) - da * (da - 1)) / 2;
+  case SDH_FAM_CLASSIC:
+    return (db * (db + 1) - da * (da + 1)) / 2 * B2;
+  case SDH_FAM_CIRC:
+    return (db - da) * p->tiles * B2;
+  default:
+    return (db - da) * B2;
+  }
+}
+
+/* The end of a launch starting at unit a with about `target` pairs, kept
+ * under 2^31 pairs per block (32-bit shared counters). */
+static uint64_t units_next(const sdh_params *p, uint64_t a, uint64_t U, double target,
+                           uint32_t G) {
+  double B = p->block, B2 = B * B, da = (double)a;
+  double lim = 2147483648.0;
+  double d;
+  switch (p->family) {
+  case SDH_FAM_NAIVE:
+    d = ceil(sqrt(da * da + 2 * target)) - da;
+    d = fmin(d, lim / B);
+    break;
+  case SDH_FAM_CLASSIC:
+    d = ceil(sqrt(da * da + 2 * target / B2)) - da;
+    d = fmin(d, lim / B2 - 1);
+    break;
+  case SDH_FAM_CIRC:
+    d = floor(target / (p->tiles * B2));
+    d = fmin(d, lim / B2 - 1);
+    break;
+  default:
+    d = floor(target / B2);
+    d = fmin(d, (double)G * (lim / B2 - 1));
+    break;
+  }
+  if (!(d >= 1))
+    d = 1;
+  uint64_t b = (double)(U - a) <= d ? U : a + (uint64_t)d;
+  return b;
+}
+
+static uint32_t units_grid(const sdh_params *p, uint64_t a, uint64_t b, uint32_t G) {
+  (void)a;
+  switch (p->family) {
+  case SDH_FAM_NAIVE: {
+    uint64_t m = b < p->n ? b : p->n;
+    return (uint32_t)((m + p->block - 1) / p->block);
+  }
+  case SDH_FAM_CLASSIC:
+    return (uint32_t)(b < p->tiles ? b : p->tiles);
+  case SDH_FAM_CIRC:
+    return p->tiles;
+  default:
+    return (uint32_t)((b - a) < G ? (b - a) : G);
+  }
+}
+
+/* How a part reports: single GPU through the job's control, several
+ * through atomics a polling thread reads. */
+typedef struct part_ctl {
+  const histd_control *ctl; /* single GPU, else NULL */
+  atomic_uint_fast64_t *done_milli; /* multi: done fraction * 1e9 summed */
+  atomic_bool *stop;
+  double weight; /* this part's share of the whole job */
+} part_ctl;
+
+typedef struct part_out {
+  uint64_t *rows; /* jp->rows counts */
+  uint64_t refined;
+  double transfer_ms, kernel_ms;
+  char device[HISTD_DEVICE_NAME_MAX];
+  uint32_t sink_copies;
+  int sink;
+} part_out;
+
+/* Runs units [ua, ub) (ub = 0: all) of the job on one GPU. */
+static int part_run(gpu_ctx *ctx, const histd_dataset *ds, const job_plan *jp, uint64_t ua,
+                    uint64_t ub, part_ctl *pc, part_out *out, char *msg, size_t msglen) {
+  CK(cudaSetDevice(ctx->device), "cudaSetDevice");
+  snprintf(out->device, sizeof out->device, "%s", ctx->name);
+  sdh_params p;
+  int rc = make_params(ctx, jp, &p, msg, msglen);
+  if (rc != 0)
+    return rc;
+  out->sink = p.sink;
+  out->sink_copies = p.copies;
+  size_t n = ds->n;
+  if (n > 0x7fffffffu)
+    return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "%zu points: the GPU kernels take at most 2^31-1 points", n);
+  p.n = (uint32_t)n;
+  p.tiles = (uint32_t)((n + jp->block - 1) / jp->block);
+  p.circ_h = (uint32_t)(n > 0 ? (n - 1) / 2 : 0);
+  p.circ_even = n % 2 == 0;
+  /* memory: the counts, plus (in ensure_slot) the points */
+  size_t cbytes = (size_t)jp->rows * sizeof(unsigned long long);
+  if (ctx->capcounts < jp->rows) {
+    if (ctx->dcounts)
+      cudaFree(ctx->dcounts);
+    if (ctx->hcounts)
+      cudaFreeHost(ctx->hcounts);
+    ctx->dcounts = NULL;
+    ctx->hcounts = NULL;
+    ctx->capcounts = 0;
+    rc = mem_check(ctx, cbytes, "the histogram", msg, msglen);
+    if (rc != 0)
+      return rc;
+    CK(cudaMalloc((void **)&ctx->dcounts, cbytes), "cudaMalloc (histogram)");
+    CK(cudaMallocHost((void **)&ctx->hcounts, cbytes), "cudaMallocHost (histogram)");
+    ctx->capcounts = jp->rows;
+  }
+  gpu_slot *slot = NULL;
+  double tms = 0;
+  rc = dataset_on_device(ctx, ds, &slot, &tms, msg, msglen);
+  if (rc != 0)
+    return rc;
+  out->transfer_ms += tms;
+  if (jp->mode != SDH_MODE_F64 && ctx->cap32 < n) {
+    if (ctx->d32)
+      cudaFree(ctx->d32);
+    ctx->d32 = NULL;
+    ctx->cap32 = 0;
+    rc = mem_check(ctx, n * sizeof(float4), "the float32 points", msg, msglen);
+    if (rc != 0)
+      return rc;
+    CK(cudaMalloc((void **)&ctx->d32, n * sizeof(float4)), "cudaMalloc (float32 points)");
+    ctx->cap32 = n;
+  }
+  p.x64 = slot->dev;
+  p.y64 = slot->dev + n;
+  p.z64 = slot->dev + 2 * n;
+  p.p32 = ctx->d32;
+  p.counts = ctx->dcounts;
+  p.refined = ctx->drefined;
+
+  CK(cudaMemsetAsync(ctx->dcounts, 0, cbytes, ctx->compute), "cudaMemsetAsync");
+  CK(cudaMemsetAsync(ctx->drefined, 0, sizeof(unsigned long long), ctx->compute),
+     "cudaMemsetAsync");
+  CK(cudaEventRecord(ctx->k0, ctx->compute), "cudaEventRecord");
+  if (jp->mode != SDH_MODE_F64) {
+    rc = sdh_convert(p.x64, p.y64, p.z64, p.n, jp->centre[0], jp->centre[1], jp->centre[2],
+                     jp->inv_w, ctx->d32, ctx->compute, msg, msglen);
+    if (rc != 0)
+      return rc;
+  }
+
+  uint64_t U = n < 2 ? 0 : units_total(&p);
+  if (ub == 0 || ub > U)
+    ub = U;
+  uint32_t G = 1;
+  if (p.family == SDH_FAM_LINEAR || p.family == SDH_FAM_SHUFFLE) {
+    int per = 0;
+    rc = sdh_blocks_per_sm(&p, &per, msg, msglen);
+    if (rc != 0)
+      return rc;
+    if (per < 1)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "block size %u with %zu bytes of shared memory does not fit GPU %d",
+                        p.block, p.smem, ctx->device);
+    G = (uint32_t)(per * ctx->sms);
+  }
+  double target_ms = env_double("HISTD_GPU_CHUNK_MS", 100);
+  double rate = jp->k->est_rate * (jp->mode == SDH_MODE_F64 ? 0.3 : 1); /* pairs/ms */
+  double part_pairs = ua < ub ? units_pairs(&p, ua, ub) : 0;
+  double done_pairs = 0, reported = 0;
+  uint64_t a = ua;
+  int head = 0, tail = 0; /* launches in flight: ev index tail..head-1 */
+  double inflight_pairs[NEV] = {0};
+  double last_target = rate * (target_ms > 0 ? target_ms : 100);
+  bool cancelled = false;
+  while (a < ub || tail < head) {
+    while (!cancelled && a < ub && head - tail < 2) {
+      if ((pc->ctl && histd__cancelled(pc->ctl)) || (pc->stop && atomic_load(pc->stop))) {
+        cancelled = true;
+        break;
+      }
+      double target = target_ms > 0 ? fmin(rate * target_ms, last_target * 4) : 1e30;
+      if (head == 0 && target_ms > 0)
+        target = fmin(target, part_pairs / 4);
+      last_target = target;
+      uint64_t b = units_next(&p, a, ub, target, G);
+      uint32_t grid = units_grid(&p, a, b, G);
+      int e = head % NEV;
+      CK(cudaEventRecord(ctx->ev_start[e], ctx->compute), "cudaEventRecord");
+      rc = sdh_launch(&p, a, b, grid, ctx->compute, msg, msglen);
+      if (rc != 0)
+        return rc;
+      CK(cudaEventRecord(ctx->ev_end[e], ctx->compute), "cudaEventRecord");
+      inflight_pairs[e] = units_pairs(&p, a, b);
+      head++;
+      a = b;
+    }
+    if (tail == head)
+      break;
+    int e = tail % NEV;
+    CK(cudaEventSynchronize(ctx->ev_end[e]), "a kernel (cudaEventSynchronize)");
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, ctx->ev_start[e], ctx->ev_end[e]), "cudaEventElapsedTime");
+    if (ms > 0.05 && inflight_pairs[e] > 0)
+      rate = inflight_pairs[e] / ms;
+    done_pairs += inflight_pairs[e];
+    tail++;
+    double frac = part_pairs > 0 ? fmin(done_pairs / part_pairs, 1.0) : 1.0;
+    if (pc->ctl && !cancelled) /* a cancelled job's progress stops where it was */
+      histd__progress(pc->ctl, frac);
+    if (pc->done_milli) {
+      uint64_t add = (uint64_t)((frac - reported) * pc->weight * 1e9);
+      atomic_fetch_add(pc->done_milli, add);
+      reported += (double)add / (pc->weight * 1e9);
+    }
+    /* a cancel seen while launches remain stops the job, even if the
+     * last launch is already queued */
+    if (!cancelled && (a < ub || tail < head) &&
+        ((pc->ctl && histd__cancelled(pc->ctl)) || (pc->stop && atomic_load(pc->stop))))
+      cancelled = true;
+  }
+  if (cancelled) {
+    CK(cudaStreamSynchronize(ctx->compute), "cudaStreamSynchronize");
+    return histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
+  }
+  CK(cudaEventRecord(ctx->k1, ctx->compute), "cudaEventRecord");
+  CK(cudaEventRecord(ctx->d0, ctx->compute), "cudaEventRecord");
+  CK(cudaMemcpyAsync(ctx->hcounts, ctx->dcounts, cbytes, cudaMemcpyDeviceToHost, ctx->compute),
+     "cudaMemcpyAsync (histogram)");
+  unsigned long long refined = 0;
+  CK(cudaMemcpyAsync(&refined, ctx->drefined, sizeof refined, cudaMemcpyDeviceToHost,
+                     ctx->compute),
+     "cudaMemcpyAsync (refined)");
+  CK(cudaEventRecord(ctx->d1, ctx->compute), "cudaEventRecord");
+  CK(cudaStreamSynchronize(ctx->compute), "the last kernel (cudaStreamSynchronize)");
+  float kms = 0, dms = 0;
+  CK(cudaEventElapsedTime(&kms, ctx->k0, ctx->k1), "cudaEventElapsedTime");
+  CK(cudaEventElapsedTime(&dms, ctx->d0, ctx->d1), "cudaEventElapsedTime");
+  out->kernel_ms = kms;
+  out->transfer_ms += dms;
+  out->refined = refined;
+  memcpy(out->rows, ctx->hcounts, cbytes);
+  return 0;
+}
+
+/* ---- one job, on one or several GPUs --------------------------------------- */
+
+/* The unit where part i of nd starts, so that parts hold equal pairs:
+ * pairs grow with the square of the unit for NAIVE and CLASSIC. */
+static uint64_t split_point(const sdh_params *p, uint64_t U, int i, int nd) {
+  if (i <= 0)
+    return 0;
+  if (i >= nd)
+    return U;
+  if (p->family == SDH_FAM_NAIVE || p->family == SDH_FAM_CLASSIC)
+    return (uint64_t)llround((double)U * sqrt((double)i / nd));
+  return U * (uint64_t)i / (uint64_t)nd;
+}
+
+typedef struct part_thread {
+  pthread_t tid;
+  gpu_ctx *ctx;
+  bool own; /* ctx made for this job */
+  int device;
+  const histd_dataset *ds;
+  const job_plan *jp;
+  uint64_t ua, ub;
+  part_ctl pc;
+  part_out out;
+  int rc;
+  char msg[256];
+  atomic_bool finished;
+} part_thread;
+
+static void *part_main(void *arg) {
+  part_thread *t = arg;
+  if (t->ctx == NULL) {
+    void *c = NULL;
+    t->rc = histd__cuda_context_create(&c, t->device, t->msg, sizeof t->msg);
+    t->ctx = c;
+    t->own = true;
+  }
+  if (t->rc == 0)
+    t->rc = part_run(t->ctx, t->ds, t->jp, t->ua, t->ub, &t->pc, &t->out, t->msg,
+                     sizeof t->msg);
+  if (t->rc != 0 && t->pc.stop)
+    atomic_store(t->pc.stop, true);
+  atomic_store(&t->finished, true);
+  return NULL;
+}
+
+static void fold_rows(const job_plan *jp, const uint64_t *rows, histd_result *res) {
+  for (uint32_t r = 0; r < jp->rows; r++) {
+    if (r < res->buckets)
+      res->counts[r] += rows[r];
+    else
+      res->overflow += rows[r];
+  }
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* The GPUs a job may use: spec->devices (0 = all), as a list. */
+static int job_devices(const gpu_ctx *ctx, const histd_spec *spec, int *dev, int max) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    count = 0;
+  }
+  int m = 0;
+  /* the worker's own GPU first */
+  if (spec->devices == 0 || (ctx->device < 64 && (spec->devices >> ctx->device) & 1))
+    dev[m++] = ctx->device;
+  for (int d = 0; d < count && d < 64 && m < max; d++)
+    if (d != ctx->device && (spec->devices == 0 || ((spec->devices >> d) & 1)))
+      dev[m++] = d;
+  return m;
+}
+
+static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_spec *spec,
+                    const histd_control *ctl, const job_plan *jp, histd_result *res,
+                    char *msg, size_t msglen) {
+  gpu_ctx *ctx = w->gpu;
+  if (ctx == NULL)
+    return histd_fail(msg, msglen, HISTD_ENODEV, "this worker has no GPU");
+  int dev[64];
+  int nd = job_devices(ctx, spec, dev, 64);
+  if (nd == 0)
+    return histd_fail(msg, msglen, HISTD_ENODEV,
+                      "devices mask 0x%llx selects no GPU of this machine",
+                      (unsigned long long)spec->devices);
+  bool splittable = true;
+  double min_split = env_double("HISTD_GPU_SPLIT_MIN_PAIRS", 2e10);
+  if (!splittable || jp->total_pairs < min_split)
+    nd = 1;
+  if (env_double("HISTD_GPU_FAKE_SPLIT", 0) > 1 && splittable) {
+    /* tests: split over the same GPU, as if it were several */
+    nd = (int)env_double("HISTD_GPU_FAKE_SPLIT", 0);
+    if (nd > 8)
+      nd = 8;
+    for (int i = 0; i < nd; i++)
+      dev[i] = ctx->device;
+  }
+  uint64_t *rows = calloc((size_t)jp->rows * (nd > 1 ? nd : 1), sizeof(uint64_t));
+  if (rows == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u histogram rows",
+                      jp->rows);
+  int rc = 0;
+  if (nd == 1) {
+    part_ctl pc = {ctl, NULL, NULL, 1.0};
+    part_out out;
+    memset(&out, 0, sizeof out);
+    out.rows = rows;
+    gpu_ctx *use = ctx;
+    void *tmp = NULL;
+    if (dev[0] != ctx->device) {
+      rc = histd__cuda_context_create(&tmp, dev[0], msg, msglen);
+      use = tmp;
+    }
+    if (rc == 0)
+      rc = part_run(use, ds, jp, 0, 0, &pc, &out, msg, msglen);
+    if (tmp)
+      histd__cuda_context_destroy(tmp);
+    if (rc == 0) {
+      fold_rows(jp, rows, res);
+      res->refined_pairs = out.refined;
+      res->timing.transfer_ms = out.transfer_ms;
+      res->timing.kernel_ms = out.kernel_ms;
+      snprintf(res->device, sizeof res->device, "%s", out.device);
+    }
+    free(rows);
+    return rc;
+  }
+  /* several GPUs: equal shares of the tile pairs, one host thread each */
+  sdh_params p0;
+  memset(&p0, 0, sizeof p0);
+  p0.family = jp->k->family;
+  p0.block = jp->block;
+  p0.n = (uint32_t)ds->n;
+  p0.tiles = (uint32_t)((ds->n + jp->block - 1) / jp->block);
+  uint64_t U = units_total(&p0);
+  part_thread *t = calloc((size_t)nd, sizeof *t);
+  if (t == NULL) {
+    free(rows);
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for GPU threads");
+  }
+  atomic_uint_fast64_t done;
+  atomic_bool stop;
+  atomic_init(&done, 0);
+  atomic_init(&stop, false);
+  int started = 0;
+  for (int i = 0; i < nd; i++) {
+    t[i].ctx = (i == 0 && dev[0] == ctx->device) ? ctx : NULL;
+    t[i].device = dev[i];
+    t[i].ds = ds;
+    t[i].jp = jp;
+    t[i].ua = split_point(&p0, U, i, nd);
+    t[i].ub = split_point(&p0, U, i + 1, nd);
+    t[i].pc = (part_ctl){NULL, &done, &stop, 1.0 / nd};
+    t[i].out.rows = rows + (size_t)jp->rows * i;
+    atomic_init(&t[i].finished, false);
+    if (t[i].ua >= t[i].ub) {
+      atomic_store(&t[i].finished, true);
+      continue;
+    }
+    if (pthread_create(&t[i].tid, NULL, part_main, &t[i]) != 0) {
+      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "could not start a thread for GPU %d",
+                      dev[i]);
+      atomic_store(&stop, true);
+      break;
+    }
+    started = i + 1;
+  }
+  for (;;) {
+    bool all = true;
+    for (int i = 0; i < started; i++)
+      all = all && atomic_load(&t[i].finished);
+    histd__progress(ctl, fmin((double)atomic_load(&done) / 1e9, 1.0));
+    if (histd__cancelled(ctl))
+      atomic_store(&stop, true);
+    if (all)
+      break;
+    sleep_ms(20);
+  }
+  double kms = 0, tms = 0;
+  res->device[0] = '\0';
+  for (int i = 0; i < nd; i++) {
+    if (i < started && t[i].ua < t[i].ub)
+      pthread_join(t[i].tid, NULL);
+    if (t[i].own && t[i].ctx)
+      histd__cuda_context_destroy(t[i].ctx);
+    if (t[i].rc != 0 && rc == 0)
+      rc = histd_fail(msg, msglen, t[i].rc, "%s", t[i].msg);
+    if (t[i].rc == 0 && t[i].ua < t[i].ub) {
+      fold_rows(jp, t[i].out.rows, res);
+      res->refined_pairs += t[i].out.refined;
+      kms = fmax(kms, t[i].out.kernel_ms);
+      tms = fmax(tms, t[i].out.transfer_ms);
+      size_t len = strlen(res->device);
+      snprintf(res->device + len, sizeof res->device - len, "%s%s", len ? " + " : "",
+               t[i].out.device);
+    }
+  }
+  if (rc == 0 && histd__cancelled(ctl))
+    rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
+  if (rc != 0) {
+    memset(res->counts, 0, (size_t)res->buckets * sizeof *res->counts);
+    res->overflow = 0;
+  }
+  res->timing.kernel_ms = kms;
+  res->timing.transfer_ms = tms;
+  free(t);
+  free(rows);
+  return rc;
+}
+
+/* ---- entry points ---------------------------------------------------------- */
+
+static uint32_t default_block(const kinfo *k) {
+  switch (k->family) {
+  case SDH_FAM_NAIVE:
+    return 256;
+  default:
+    return 256;
+  }
+}
+
+int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
+                           const histd_dataset *ds, const histd_spec *spec,
+                           const histd_control *ctl, histd_result *res, char *msg,
+                           size_t msglen) {
+  const kinfo *k = kinfo_find(name);
+  if (k == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOENT, "no GPU kernel \"%s\"", name);
+  if (block == 0)
+    block = default_block(k);
+  if (block < HISTD_MIN_BLOCK_SIZE || block > HISTD_MAX_BLOCK_SIZE || block % 32 != 0)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "block_size must be a multiple of 32 from %u to %u, got %u",
+                      HISTD_MIN_BLOCK_SIZE, HISTD_MAX_BLOCK_SIZE, block);
+  job_plan jp;
+  make_plan(k, ds, spec, res->buckets, block, &jp);
+  int rc = run_plan(w, ds, spec, ctl, &jp, res, msg, msglen);
+  if (rc != 0)
+    return rc;
+  snprintf(res->kernel, sizeof res->kernel, "%s", k->name);
+  res->block_size = block;
+  res->threads = 0;
+  res->exact = jp.mode != SDH_MODE_FAST;
+  return 0;
+}
+
+#define KERNEL_RUN(fn, nm)                                                                   \
+  static int fn(histd_worker *w, const histd_dataset *ds, const histd_spec *spec,          \
+                const histd_control *ctl, histd_result *res, char *msg, size_t msglen) {   \
+    return histd__cuda_run_kernel(w, nm, spec->block_size, ds, spec, ctl, res, msg,         \
+                                  msglen);                                                 \
+  }
+KERNEL_RUN(run_naive, "naive")
+KERNEL_RUN(run_privatized, "privatized")
+KERNEL_RUN(run_tiled, "tiled")
+KERNEL_RUN(run_tiled_privatized, "tiled-privatized")
+KERNEL_RUN(run_tiled_privatized_f64, "tiled-privatized-f64")
+KERNEL_RUN(run_balanced, "balanced")
+KERNEL_RUN(run_multi_copy, "multi-copy")
+KERNEL_RUN(run_register_shuffle, "register-shuffle")
+KERNEL_RUN(run_circular, "circular")
+
+const histd_kernel histd__cuda_kernels[] = {
+    {"naive", "GPU: one thread per point i, loops j > i, a global atomic per pair",
+     HISTD_ENGINE_CUDA, run_naive},
+    {"privatized", "GPU: naive with a per-block histogram in shared memory",
+     HISTD_ENGINE_CUDA, run_privatized},
+    {"tiled", "GPU: partner tiles staged in shared memory, anchor in registers; global atomics",
+     HISTD_ENGINE_CUDA, run_tiled},
+    {"tiled-privatized", "GPU: tiling plus a shared-memory histogram per block (Algorithm 3)",
+     HISTD_ENGINE_CUDA, run_tiled_privatized},
+    {"tiled-privatized-f64",
+     "GPU: tiled-privatized computed entirely in float64 (Algorithm 3 as the reports ran it)",
+     HISTD_ENGINE_CUDA, run_tiled_privatized_f64},
+    {"balanced",
+     "GPU: equal tile pairs per block and equal pairs per thread; lane-private histograms",
+     HISTD_ENGINE_CUDA, run_balanced},
+    {"multi-copy", "GPU: tiled-privatized with one shared histogram copy per warp",
+     HISTD_ENGINE_CUDA, run_multi_copy},
+    {"register-shuffle", "GPU: partner points in registers, passed between lanes by shuffles",
+     HISTD_ENGINE_CUDA, run_register_shuffle},
+    {"circular", "GPU: each point meets the next (N-1)/2 points circularly (depth N/2)",
+     HISTD_ENGINE_CUDA, run_circular},
+};
+const size_t histd__cuda_kernel_count = sizeof histd__cuda_kernels / sizeof histd__cuda_kernels[0];
+
+/*
+ * "auto": the fastest exact kernel and block size for the job, from the
+ * table measured on an H100 (bench/RESULTS.md, "GPU kernels"): the
+ * lane-privatised balanced kernel wins at every size measured; its block
+ * size depends on how many histogram rows there are.
+ */
+void histd__cuda_auto_choice(const histd_dataset *ds, const histd_spec *spec, uint32_t buckets,
+                             const char **kernel, uint32_t *block) {
+  *kernel = "balanced";
+  *block = 1024;
+  /* small jobs: more, smaller tiles keep every SM busy (bench: W4 best at
+   * 512, W1, W2, W3 at 1024) */
+  if (ds->n < 200000)
+    *block = ds->n < 50000 ? 256 : 512;
+  /* (tiled-privatized/256 was a few percent faster on W2, but its launches
+   * over partner-tile windows are uneven, and chunking cost it 3% of W2;
+   * balanced's equal shares cost 0.1%) */
+  (void)spec;
+  (void)buckets;
+}
+
+int histd__cuda_auto_run(histd_worker *w, const histd_dataset *ds, const histd_spec *spec,
+                         const histd_control *ctl, histd_result *res, char *msg,
+                         size_t msglen) {
+  const char *name;
+  uint32_t block;
+  histd__cuda_auto_choice(ds, spec, res->buckets, &name, &block);
+  if (spec->block_size != 0)
+    block = spec->block_size;
+  return histd__cuda_run_kernel(w, name, block, ds, spec, ctl, res, msg, msglen);
+}

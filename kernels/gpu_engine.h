@@ -1,0 +1,32 @@
+/*
+ * gpu_engine.h -- internal entry points of the CUDA side, beyond those the
+ * engine declares in src/engine/engine.h; used by tests/gpu and bench/.
+ */
+#ifndef HISTD_GPU_ENGINE_H
+#define HISTD_GPU_ENGINE_H
+
+#include "histd/histd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gpu_ctx gpu_ctx;
+
+/* Runs GPU kernel `name` with `block` threads per block (0: its default). */
+int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
+                           const histd_dataset *ds, const histd_spec *spec,
+                           const histd_control *ctl, histd_result *res, char *msg,
+                           size_t msglen);
+
+/* What "auto" would run for this job. */
+void histd__cuda_auto_choice(const histd_dataset *ds, const histd_spec *spec,
+                             uint32_t buckets, const char **kernel, uint32_t *block);
+
+/* "NVIDIA H100 80GB HBM3 (GPU 0)" */
+const char *histd__cuda_context_name(const gpu_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

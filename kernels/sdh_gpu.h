@@ -1,0 +1,96 @@
+/*
+ * sdh_gpu.h -- the interface between the host side of the CUDA engine
+ * (gpu_engine.c, plain C) and the device code (sdh_kernels.cu). Nothing
+ * outside kernels/ (and tests/gpu, bench/) includes it.
+ *
+ * One launch covers a range [u0, u1) of "units" of one kernel family:
+ *   NAIVE    units are partner points j: thread i meets j in [max(i+1,u0), u1)
+ *   CLASSIC  units are partner tiles J: block I meets J in [max(I,u0), u1)
+ *   LINEAR   units are tile pairs (I <= J) in row-major order, split evenly
+ *            over a persistent grid (also SHUFFLE, its register variant)
+ *   CIRC     units are circular steps m: block I meets the B points that
+ *            start m*B after its own, modulo n
+ * so a long job is a sequence of short launches (progress, cancel), and a
+ * LINEAR job's range can be split across GPUs.
+ */
+#ifndef HISTD_SDH_GPU_H
+#define HISTD_SDH_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { SDH_MODE_EXACT = 0, SDH_MODE_FAST = 1, SDH_MODE_F64 = 2 };
+enum {
+  SDH_FAM_NAIVE = 0,
+  SDH_FAM_CLASSIC = 1,
+  SDH_FAM_LINEAR = 2,
+  SDH_FAM_SHUFFLE = 3,
+  SDH_FAM_CIRC = 4
+};
+/* Where counts go: global 64-bit atomics, a shared-memory histogram with
+ * `copies` copies (general layout), or one column per lane (hist[row][lane]). */
+enum { SDH_SINK_GLOBAL = 0, SDH_SINK_GEN = 1, SDH_SINK_LANE = 2 };
+/* The tile a block meets itself in: j > i (triangle) or the next half
+ * circularly (every thread does the same number of pairs). */
+enum { SDH_DIAG_TRI = 0, SDH_DIAG_CIRC = 1 };
+
+#define SDH_QCAP 2048u  /* refine-queue entries per block (exact mode) */
+
+typedef struct sdh_params {
+  int mode, family, sink, diag;
+  uint32_t n;     /* points */
+  uint32_t block; /* threads per block = points per tile */
+  uint32_t tiles; /* ceil(n / block) */
+  uint32_t rows;  /* length of `counts`: histogram rows, folded on the host */
+  /* shared sink: index = copy*copy_stride + row*row_stride */
+  uint32_t copies, row_stride, copy_stride;
+  int copy_by_warp; /* copy = warp % copies; else lane % copies */
+  /* float32 path: code = bits(fmaf_rd(s, rsqrt(s), magic)) */
+  float magic;
+  uint32_t shift, mask, thresh, rowbase;
+  /* float64 path and refinement */
+  double width;
+  uint32_t rowcap; /* float64 bucket b goes to row min(b, rowcap) */
+  /* circular: h = (n-1)/2, even = n % 2 == 0 */
+  uint32_t circ_h, circ_even;
+  /* exact mode: partners between two drains of the refine queue */
+  uint32_t drain_every;
+  /* device data */
+  const float4 *p32; /* centred, scaled float32 points (x, y, z, 0) */
+  const double *x64, *y64, *z64; /* the points as given */
+  unsigned long long *counts; /* rows */
+  unsigned long long *refined;
+  size_t smem; /* dynamic shared memory per block */
+} sdh_params;
+
+/* Shared-memory bytes the kernel needs for p (tile + queue + histogram). */
+size_t sdh_smem_bytes(const sdh_params *p);
+
+/* Blocks of p's kernel that fit on one multiprocessor (0 if none). */
+int sdh_blocks_per_sm(const sdh_params *p, int *blocks, char *msg, size_t msglen);
+
+/* Launches p's kernel over units [u0, u1) with `grid` blocks on stream s.
+ * Returns 0 or HISTD_EDEVICE with CUDA's message. */
+int sdh_launch(const sdh_params *p, uint64_t u0, uint64_t u1, uint32_t grid,
+               cudaStream_t s, char *msg, size_t msglen);
+
+/* p32[i] = float32((x[i] - c) / w) for each axis, computed in binary64
+ * with one rounding to float32 at the end. */
+int sdh_convert(const double *x, const double *y, const double *z, uint32_t n,
+                double cx, double cy, double cz, double inv_w, float4 *p32,
+                cudaStream_t s, char *msg, size_t msglen);
+
+/* Registers and local-memory bytes of p's kernel (for reports). */
+int sdh_kernel_attrs(const sdh_params *p, int *regs, int *local_bytes,
+                     int *max_threads);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,741 @@
+/*
+ * sdh_kernels.cu -- the device code of every GPU kernel, and C-callable
+ * launchers (extern "C", declared in sdh_gpu.h).
+ *
+ * Three precisions share each kernel's traversal:
+ *
+ *   SDH_MODE_F64    the contract itself, per pair, with __dsub_rn/__dmul_rn/
+ *                   __dadd_rn/__dsqrt_rn/__ddiv_rn (no FMA contraction).
+ *   SDH_MODE_FAST   float32 on centred, width-scaled points; no checks.
+ *   SDH_MODE_EXACT  the float32 pair, plus a test whether the contract's
+ *                   value could lie on the other side of a bucket edge; the
+ *                   few pairs that could are queued in shared memory and
+ *                   redone with the F64 arithmetic (so counts are identical
+ *                   to the contract).
+ *
+ * The float32 pair (6 FP32 ops, one MUFU.RSQ, one FFMA.RD):
+ *
+ *   dx = xi - xj (RN, likewise dy, dz), on points already centred on the
+ *   bounding box's centre c and scaled by 1/w on the device in binary64:
+ *   xi~ = f32((x_i - c) * (1/w)).
+ *   s  = fma(dz,dz, fma(dy,dy, fma(dx,dx, 2^-100)))   (s > 0 always)
+ *   r  = rsqrtf(s)                                      (MUFU.RSQ)
+ *   v  = fmaf_rd(s, r, magic), magic = 2^(23-k) + G*2^-k
+ *
+ *   v lies in [2^(23-k), 2^(24-k)) where the float spacing is 2^-k, so its
+ *   23 mantissa bits are F = floor(2^k (q~ + G 2^-k)), q~ = s*r exactly (the
+ *   FMA rounds once, downwards): a fixed-point value with k fraction bits.
+ *   bits(v) >> k = rowbase + floor(q~ + E'), E' = G 2^-k, and
+ *   bits(v) & (2^k-1) are the fraction bits.
+ *
+ * The error bound (host side computes E, see gpu_engine.c: plan_f32()).
+ * Let D be the real distance of the pair divided by w, q_c the contract's
+ * value fl(fl(sqrt(fl(s)))/w) before the floor, q~ = s*r as above.
+ *   - Coordinates: |xi~ - X_i| <= rho_a = R_a/w (2^-24 + 2^-50) + 2^-140,
+ *     X_i = (x_i - c)/w real, R_a the largest |x_i - c| on axis a.
+ *   - dx = (X_i - X_j + eps)(1 + eta) + alpha, |eps| <= 2 rho_a, |eta| <=
+ *     2^-24 and |alpha| <= 2^-125 for a flushed subnormal (-ftz=true).
+ *     So | |d| - D | <= u D + 2.0001 |rho| + 2^-123,  |rho| = norm(rho_a).
+ *   - s = (|d|^2 + 2^-100)(1 + t), |t| <= 3u/(1-3u) (three roundings, each
+ *     FMA exact before it rounds); sqrt(s) = sqrt(|d|^2+2^-100)(1 + t/2+..)
+ *     and sqrt(2^-100) = 2^-50.
+ *   - rsqrtf: at most 2 ulp (CUDA Programming Guide, table of single-
+ *     precision functions), relative 2^-22 = 4u.
+ *   - Contract: q_c = D (1 + z), |z| <= 7.1 * 2^-53 < 2^-50 (seven binary64
+ *     roundings: subtraction, square, two sums, sqrt, division; and
+ *     none before, the contract works on the given coordinates).
+ *   Summing with u = 2^-24 and D <= Dmax (the bounding box's diagonal/w):
+ *     |q~ - q_c| <= E = 8 u Dmax + 2.1 |rho| + 2^-40,
+ *   generous in each term (the exact sum of the relative terms is
+ *   u + 1.5u + 4u + 2^-50 + O(u^2) < 7u).
+ *   If no integer m >= 1 lies in [q~ - E, q~ + E], then floor(q_c) =
+ *   floor(q~ + E') with E' = G 2^-k >= E. With z = 2^k (q~ + E') and
+ *   F = floor(z), an integer m lies in [q~ - E', q~ + E'] only if
+ *   m 2^k lies in [F - 2G, F], i.e. only if (F mod 2^k) <= 2G. So a pair is
+ *   refined iff (bits(v) & mask) < thresh = 2G + 1 and its row is not 0
+ *   (m = 0 is no edge: q_c >= 0 always). k is chosen on the host so that
+ *   q~ + E' < 2^(23-k) for every pair (Dmax + 2E + 2 < 2^(23-k)); jobs where
+ *   that leaves too coarse a k, or E too large (tiny widths, huge ranges)
+ *   run in SDH_MODE_F64 instead, which is the contract itself.
+ */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "histd/histd.h"
+#include "sdh_gpu.h"
+
+#define TINY 7.8886090522101181e-31f /* 2^-100 */
+#define FULL 0xffffffffu
+
+/* ---- the pair arithmetic ------------------------------------------------ */
+
+struct D3 {
+  double x, y, z;
+};
+
+/* The contract, with explicit roundings (no FMA). */
+__device__ __forceinline__ uint32_t bucket64(double xi, double yi, double zi, double xj,
+                                             double yj, double zj, double w, uint32_t cap) {
+  double dx = __dsub_rn(xi, xj);
+  double dy = __dsub_rn(yi, yj);
+  double dz = __dsub_rn(zi, zj);
+  double s = __dadd_rn(__dadd_rn(__dmul_rn(dx, dx), __dmul_rn(dy, dy)), __dmul_rn(dz, dz));
+  double q = __ddiv_rn(__dsqrt_rn(s), w);
+  double b = floor(q);
+  return b < (double)cap ? (uint32_t)b : cap;
+}
+
+__device__ __forceinline__ uint32_t code32(const float4 &a, const float4 &b, float magic) {
+  float dx = __fsub_rn(a.x, b.x);
+  float dy = __fsub_rn(a.y, b.y);
+  float dz = __fsub_rn(a.z, b.z);
+  float s = __fmaf_rn(dx, dx, TINY);
+  s = __fmaf_rn(dy, dy, s);
+  s = __fmaf_rn(dz, dz, s);
+  float r = rsqrtf(s);
+  return __float_as_uint(__fmaf_rd(s, r, magic));
+}
+
+/* ---- points ------------------------------------------------------------- */
+
+template <int MODE> struct PT {
+  typedef float4 T;
+};
+template <> struct PT<SDH_MODE_F64> {
+  typedef D3 T;
+};
+
+template <int MODE>
+__device__ __forceinline__ typename PT<MODE>::T load_point(const sdh_params &p, uint32_t i);
+template <> __device__ __forceinline__ float4 load_point<SDH_MODE_EXACT>(const sdh_params &p,
+                                                                         uint32_t i) {
+  return __ldg(&p.p32[i]);
+}
+template <> __device__ __forceinline__ float4 load_point<SDH_MODE_FAST>(const sdh_params &p,
+                                                                        uint32_t i) {
+  return __ldg(&p.p32[i]);
+}
+template <> __device__ __forceinline__ D3 load_point<SDH_MODE_F64>(const sdh_params &p,
+                                                                   uint32_t i) {
+  D3 d;
+  d.x = __ldg(&p.x64[i]);
+  d.y = __ldg(&p.y64[i]);
+  d.z = __ldg(&p.z64[i]);
+  return d;
+}
+
+/* ---- sinks -------------------------------------------------------------- */
+
+/* Shared-memory atomic increment at a 32-bit shared address. The base
+ * address goes through an opaque move so the compiler keeps it in one
+ * register and the address costs one LEA/IMAD per pair. */
+__device__ __forceinline__ void red_shared(uint32_t addr) {
+  asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(addr));
+}
+__device__ __forceinline__ uint32_t opaque(uint32_t x) {
+  uint32_t y;
+  asm("mov.b32 %0, %1;" : "=r"(y) : "r"(x));
+  return y;
+}
+
+/* add_hi(h): h = rowbase + row (the float32 code's high bits); add_row(r). */
+template <int SK> struct Sink;
+
+template <> struct Sink<SDH_SINK_GLOBAL> {
+  unsigned long long *g;
+  __device__ void init(const sdh_params &p, uint32_t *) { g = p.counts - p.rowbase; }
+  __device__ __forceinline__ void add_hi(uint32_t h) { atomicAdd(g + h, 1ull); }
+  __device__ void flush(const sdh_params &, uint32_t *) {}
+};
+
+template <> struct Sink<SDH_SINK_GEN> {
+  uint32_t hb; /* shared address of this thread's copy, less rowbase rows */
+  uint32_t rs; /* row stride in bytes */
+  __device__ void init(const sdh_params &p, uint32_t *h) {
+    uint32_t words = (p.copies - 1) * p.copy_stride + p.rows * p.row_stride;
+    for (uint32_t k = threadIdx.x; k < words; k += blockDim.x)
+      h[k] = 0;
+    uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    uint32_t copy = p.copy_by_warp ? warp % p.copies : lane % p.copies;
+    rs = p.row_stride * 4;
+    hb = opaque((uint32_t)__cvta_generic_to_shared(h + copy * p.copy_stride) - p.rowbase * rs);
+  }
+  __device__ __forceinline__ void add_hi(uint32_t h) { red_shared(hb + h * rs); }
+  __device__ void flush(const sdh_params &p, uint32_t *h) {
+    for (uint32_t r = threadIdx.x; r < p.rows; r += blockDim.x) {
+      uint32_t sum = 0; /* per launch and block < 2^32 pairs: exact */
+      for (uint32_t c = 0; c < p.copies; c++)
+        sum += h[c * p.copy_stride + r * p.row_stride];
+      if (sum)
+        atomicAdd(&p.counts[r], (unsigned long long)sum);
+    }
+  }
+};
+
+template <> struct Sink<SDH_SINK_LANE> {
+  uint32_t hb; /* shared address of this lane's column, less rowbase rows */
+  __device__ void init(const sdh_params &p, uint32_t *h) {
+    for (uint32_t k = threadIdx.x; k < p.rows * 32; k += blockDim.x)
+      h[k] = 0;
+    hb = opaque((uint32_t)__cvta_generic_to_shared(h + (threadIdx.x & 31)) - p.rowbase * 128);
+  }
+  __device__ __forceinline__ void add_hi(uint32_t h) { red_shared(hb + (h << 7)); }
+  __device__ void flush(const sdh_params &p, uint32_t *h) {
+    for (uint32_t r = threadIdx.x; r < p.rows; r += blockDim.x) {
+      uint32_t sum = 0;
+      for (uint32_t c = 0; c < 32; c++)
+        sum += h[r * 32 + ((c + r) & 31)];
+      if (sum)
+        atomicAdd(&p.counts[r], (unsigned long long)sum);
+    }
+  }
+};
+
+/* ---- per-block state: queue of pairs to refine ------------------------- */
+
+struct Blk {
+  uint2 *q;      /* SDH_QCAP entries (exact mode) */
+  uint32_t *qn;  /* entries requested (may exceed SDH_QCAP) */
+  uint32_t ref;  /* pairs refined so far (thread 0) */
+};
+
+__device__ __forceinline__ uint32_t refine_row(const sdh_params &p, uint32_t i, uint32_t j) {
+  return bucket64(__ldg(&p.x64[i]), __ldg(&p.y64[i]), __ldg(&p.z64[i]), __ldg(&p.x64[j]),
+                  __ldg(&p.y64[j]), __ldg(&p.z64[j]), p.width, p.rowcap);
+}
+
+/* The rare path: a pair whose bucket the float32 value cannot decide.
+ * (Out of line, as a call, it cost registers and a stack frame: inlined.) */
+template <int SK, bool QUEUE>
+__device__ __forceinline__ void edge_pair(uint32_t h, uint32_t ai, uint32_t bj, Sink<SK> *sk,
+                                       const sdh_params &p, Blk *blk) {
+  if (h == p.rowbase) { /* only the edge at 0 is near: bucket 0 */
+    sk->add_hi(h);
+  } else if (QUEUE) {
+    uint32_t slot = atomicAdd(blk->qn, 1u);
+    if (slot < SDH_QCAP)
+      blk->q[slot] = make_uint2(ai, bj);
+    else
+      sk->add_hi(p.rowbase + refine_row(p, ai, bj));
+  } else {
+    sk->add_hi(p.rowbase + refine_row(p, ai, bj));
+    atomicAdd(p.refined, 1ull);
+  }
+}
+
+/* One pair. QUEUE: tile kernels queue edge pairs; others refine inline. */
+template <int MODE, int SK, bool QUEUE>
+__device__ __forceinline__ void pair(const float4 &a, const float4 &b, uint32_t ai, uint32_t bj,
+                                     Sink<SK> &sk, const sdh_params &p, Blk &blk) {
+  uint32_t c = code32(a, b, p.magic);
+  uint32_t h = c >> p.shift;
+  if (MODE == SDH_MODE_EXACT && __builtin_expect((c & p.mask) < p.thresh, 0))
+    edge_pair<SK, QUEUE>(h, ai, bj, &sk, p, &blk);
+  else
+    sk.add_hi(h);
+}
+
+template <int MODE, int SK, bool QUEUE>
+__device__ __forceinline__ void pair(const D3 &a, const D3 &b, uint32_t, uint32_t, Sink<SK> &sk,
+                                     const sdh_params &p, Blk &) {
+  sk.add_hi(bucket64(a.x, a.y, a.z, b.x, b.y, b.z, p.width, p.rowcap));
+}
+
+/* Redo the queued pairs in float64; every thread of the block calls it. */
+template <int MODE, int SK>
+__device__ __forceinline__ void drain(Sink<SK> &sk, const sdh_params &p, Blk &blk) {
+  if constexpr (MODE != SDH_MODE_EXACT)
+    return;
+  __syncthreads();
+  uint32_t n = *blk.qn;
+  if (n != 0) {
+    uint32_t m = n < SDH_QCAP ? n : SDH_QCAP;
+    for (uint32_t e = threadIdx.x; e < m; e += blockDim.x) {
+      uint2 pr = blk.q[e];
+      sk.add_hi(p.rowbase + refine_row(p, pr.x, pr.y));
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      blk.ref += n;
+      *blk.qn = 0;
+    }
+    __syncthreads();
+  }
+}
+
+/* ---- shared-memory layout ----------------------------------------------- */
+
+__host__ __device__ inline size_t tile_bytes(const sdh_params &p) {
+  if (p.family == SDH_FAM_NAIVE || p.family == SDH_FAM_SHUFFLE)
+    return 0;
+  return (size_t)p.block * (p.mode == SDH_MODE_F64 ? sizeof(D3) : sizeof(float4));
+}
+__host__ __device__ inline size_t queue_bytes(const sdh_params &p) {
+  return (p.mode == SDH_MODE_EXACT && p.family != SDH_FAM_NAIVE) ? SDH_QCAP * sizeof(uint2) : 0;
+}
+__host__ __device__ inline size_t hist_words(const sdh_params &p) {
+  if (p.sink == SDH_SINK_GLOBAL)
+    return 0;
+  if (p.sink == SDH_SINK_LANE)
+    return (size_t)p.rows * 32;
+  return (size_t)(p.copies - 1) * p.copy_stride + (size_t)p.rows * p.row_stride;
+}
+
+extern "C" size_t sdh_smem_bytes(const sdh_params *p) {
+  return tile_bytes(*p) + queue_bytes(*p) + 4 * hist_words(*p);
+}
+
+struct Smem {
+  unsigned char *tile;
+  Blk blk;
+  uint32_t *hist;
+};
+
+__device__ __forceinline__ Smem smem_setup(const sdh_params &p) {
+  extern __shared__ uint4 smem_u4[];
+  __shared__ uint32_t s_qn;
+  unsigned char *base = (unsigned char *)smem_u4;
+  Smem s;
+  s.tile = base;
+  s.blk.q = (uint2 *)(base + tile_bytes(p));
+  s.blk.qn = &s_qn;
+  s.blk.ref = 0;
+  s.hist = (uint32_t *)(base + tile_bytes(p) + queue_bytes(p));
+  if (threadIdx.x == 0)
+    s_qn = 0;
+  return s;
+}
+
+template <int MODE, int SK>
+__device__ __forceinline__ void finish(Sink<SK> &sk, const sdh_params &p, Smem &s) {
+  __syncthreads();
+  sk.flush(p, s.hist);
+  if (MODE == SDH_MODE_EXACT && threadIdx.x == 0 && s.blk.ref)
+    atomicAdd(p.refined, (unsigned long long)s.blk.ref);
+}
+
+/* ---- inner loops over a partner tile in shared memory ------------------- */
+
+/* anchors a (index ai) meet tile points [u0, u1) (global index jt + u) */
+template <int MODE, int SK>
+__device__ __forceinline__ void meet_range(const typename PT<MODE>::T &a, uint32_t ai,
+                                           const typename PT<MODE>::T *tile, uint32_t u0,
+                                           uint32_t u1, uint32_t jt, Sink<SK> &sk,
+                                           const sdh_params &p, Blk &blk) {
+#pragma unroll 8
+  for (uint32_t u = u0; u < u1; u++)
+    pair<MODE, SK, true>(a, tile[u], ai, jt + u, sk, p, blk);
+}
+
+/* A full off-diagonal tile of L partners, drained every SDH_SUBCHUNK. */
+template <int MODE, int SK>
+__device__ __forceinline__ void meet_tile(bool va, const typename PT<MODE>::T &a, uint32_t ai,
+                                          const typename PT<MODE>::T *tile, uint32_t L,
+                                          uint32_t jt, Sink<SK> &sk, const sdh_params &p,
+                                          Blk &blk) {
+  if constexpr (MODE != SDH_MODE_EXACT) {
+    if (va)
+      meet_range<MODE, SK>(a, ai, tile, 0, L, jt, sk, p, blk);
+    return;
+  } else {
+  for (uint32_t u0 = 0; u0 < L; u0 += p.drain_every) {
+    uint32_t u1 = u0 + p.drain_every < L ? u0 + p.drain_every : L;
+    if (va)
+      meet_range<MODE, SK>(a, ai, tile, u0, u1, jt, sk, p, blk);
+    drain<MODE, SK>(sk, p, blk);
+  }
+  }
+}
+
+/* The tile meets itself: thread t (anchor t) with L points. */
+template <int MODE, int SK>
+__device__ __forceinline__ void meet_diag(bool va, const typename PT<MODE>::T &a, uint32_t ai,
+                                          const typename PT<MODE>::T *tile, uint32_t L,
+                                          uint32_t jt, Sink<SK> &sk, const sdh_params &p,
+                                          Blk &blk) {
+  uint32_t t = threadIdx.x;
+  if (va) {
+    if (p.diag == SDH_DIAG_TRI) {
+      meet_range<MODE, SK>(a, ai, tile, t + 1, L, jt, sk, p, blk);
+    } else {
+      /* the next (L-1)/2 points circularly, plus the opposite point for the
+       * first half when L is even: every pair once, equal work per thread */
+      uint32_t h = (L - 1) / 2 + ((L % 2 == 0 && t < L / 2) ? 1 : 0);
+      uint32_t e1 = t + 1 + h < L ? t + 1 + h : L;
+      meet_range<MODE, SK>(a, ai, tile, t + 1, e1, jt, sk, p, blk);
+      uint32_t rest = t + 1 + h - e1;
+      meet_range<MODE, SK>(a, ai, tile, 0, rest, jt, sk, p, blk);
+    }
+  }
+  drain<MODE, SK>(sk, p, blk);
+}
+
+template <int MODE>
+__device__ __forceinline__ void stage(const sdh_params &p, typename PT<MODE>::T *tile,
+                                      uint32_t first, uint32_t L) {
+  if (threadIdx.x < L)
+    tile[threadIdx.x] = load_point<MODE>(p, first + threadIdx.x);
+}
+
+/* ---- NAIVE: one thread per point i, j > i from global memory ----------- */
+
+template <int MODE, int SK>
+__global__ void __launch_bounds__(1024, 1) k_naive(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
+  Smem s = smem_setup(p);
+  Sink<SK> sk;
+  sk.init(p, s.hist);
+  __syncthreads();
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < p.n) {
+    typename PT<MODE>::T a = load_point<MODE>(p, i);
+    uint32_t jb = (uint64_t)i + 1 > u0 ? i + 1 : (uint32_t)u0;
+    uint32_t je = u1 < p.n ? (uint32_t)u1 : p.n;
+#pragma unroll 4
+    for (uint32_t j = jb; j < je; j++)
+      pair<MODE, SK, false>(a, load_point<MODE>(p, j), i, j, sk, p, s.blk);
+  }
+  finish<MODE, SK>(sk, p, s);
+}
+
+/* ---- CLASSIC: block I stages partner tiles J in [max(I,u0), u1) -------- */
+
+template <int MODE, int SK>
+__global__ void __launch_bounds__(1024, 1) k_classic(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
+  typedef typename PT<MODE>::T T;
+  Smem s = smem_setup(p);
+  T *tile = (T *)s.tile;
+  Sink<SK> sk;
+  sk.init(p, s.hist);
+  uint32_t I = blockIdx.x, B = blockDim.x;
+  uint32_t ai = I * B + threadIdx.x;
+  bool va = ai < p.n;
+  T a = load_point<MODE>(p, va ? ai : 0);
+  uint32_t J0 = I > u0 ? I : (uint32_t)u0;
+  for (uint32_t J = J0; J < (uint32_t)u1; J++) {
+    uint32_t jt = J * B;
+    uint32_t L = p.n - jt < B ? p.n - jt : B;
+    __syncthreads();
+    stage<MODE>(p, tile, jt, L);
+    __syncthreads();
+    if (J == I)
+      meet_diag<MODE, SK>(va, a, ai, tile, L, jt, sk, p, s.blk);
+    else
+      meet_tile<MODE, SK>(va, a, ai, tile, L, jt, sk, p, s.blk);
+  }
+  finish<MODE, SK>(sk, p, s);
+}
+
+/* ---- LINEAR: tile pairs [u0, u1) split evenly over a persistent grid ---- */
+
+__device__ __forceinline__ uint64_t row_start(uint64_t I, uint64_t T) {
+  return I * T - I * (I - 1) / 2; /* pairs before row I: sum of T-k, k<I */
+}
+
+__device__ void decode_pair(uint64_t q, uint32_t T, uint32_t *I, uint32_t *J) {
+  double b = 2.0 * T + 1.0;
+  double disc = b * b - 8.0 * (double)q;
+  double x = (b - sqrt(disc > 0 ? disc : 0)) / 2.0;
+  int64_t r = (int64_t)x;
+  if (r < 0)
+    r = 0;
+  if (r > (int64_t)T - 1)
+    r = T - 1;
+  while (r > 0 && row_start(r, T) > q)
+    r--;
+  while (r + 1 < T && row_start(r + 1, T) <= q)
+    r++;
+  *I = (uint32_t)r;
+  *J = (uint32_t)(r + (q - row_start(r, T)));
+}
+
+template <int MODE, int SK>
+__global__ void __launch_bounds__(1024, 1) k_linear(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
+  typedef typename PT<MODE>::T T;
+  Smem s = smem_setup(p);
+  T *tile = (T *)s.tile;
+  Sink<SK> sk;
+  sk.init(p, s.hist);
+  uint64_t len = u1 - u0, G = gridDim.x;
+  uint64_t q0 = u0 + len * blockIdx.x / G, q1 = u0 + len * (blockIdx.x + 1) / G;
+  uint32_t B = blockDim.x, I = 0, J = 0, curI = 0xffffffffu;
+  if (q0 < q1)
+    decode_pair(q0, p.tiles, &I, &J);
+  T a;
+  uint32_t ai = 0;
+  bool va = false;
+  for (uint64_t q = q0; q < q1; q++) {
+    if (I != curI) {
+      curI = I;
+      ai = I * B + threadIdx.x;
+      va = ai < p.n;
+      a = load_point<MODE>(p, va ? ai : 0);
+    }
+    uint32_t jt = J * B;
+    uint32_t L = p.n - jt < B ? p.n - jt : B;
+    __syncthreads();
+    stage<MODE>(p, tile, jt, L);
+    __syncthreads();
+    if (J == I)
+      meet_diag<MODE, SK>(va, a, ai, tile, L, jt, sk, p, s.blk);
+    else
+      meet_tile<MODE, SK>(va, a, ai, tile, L, jt, sk, p, s.blk);
+    if (++J == p.tiles) {
+      I++;
+      J = I;
+    }
+  }
+  finish<MODE, SK>(sk, p, s);
+}
+
+/* ---- SHUFFLE: LINEAR, but partners travel between lanes by shuffles ----- */
+
+template <int MODE> struct Shfl;
+template <int MODE> __device__ __forceinline__ float4 rot(const float4 &b, int src) {
+  float4 r;
+  r.x = __shfl_sync(FULL, b.x, src);
+  r.y = __shfl_sync(FULL, b.y, src);
+  r.z = __shfl_sync(FULL, b.z, src);
+  r.w = 0.f;
+  return r;
+}
+__device__ __forceinline__ D3 rot64(const D3 &b, int src) {
+  D3 r;
+  r.x = __shfl_sync(FULL, b.x, src);
+  r.y = __shfl_sync(FULL, b.y, src);
+  r.z = __shfl_sync(FULL, b.z, src);
+  return r;
+}
+__device__ __forceinline__ float4 rotp(const float4 &b, int src) { return rot<0>(b, src); }
+__device__ __forceinline__ D3 rotp(const D3 &b, int src) { return rot64(b, src); }
+
+template <int MODE, int SK>
+__global__ void __launch_bounds__(1024, 1) k_shuffle(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
+  typedef typename PT<MODE>::T T;
+  Smem s = smem_setup(p);
+  Sink<SK> sk;
+  sk.init(p, s.hist);
+  __syncthreads();
+  uint64_t len = u1 - u0, G = gridDim.x;
+  uint64_t q0 = u0 + len * blockIdx.x / G, q1 = u0 + len * (blockIdx.x + 1) / G;
+  uint32_t B = blockDim.x, I = 0, J = 0, curI = 0xffffffffu;
+  uint32_t lane = threadIdx.x & 31, wbase = threadIdx.x & ~31u;
+  int next = (lane + 1) & 31;
+  if (q0 < q1)
+    decode_pair(q0, p.tiles, &I, &J);
+  T a;
+  uint32_t ai = 0;
+  bool va = false, wfull = false;
+  for (uint64_t q = q0; q < q1; q++) {
+    if (I != curI) {
+      curI = I;
+      ai = I * B + threadIdx.x;
+      va = ai < p.n;
+      wfull = I * B + wbase + 31 < p.n; /* the whole warp has anchors */
+      a = load_point<MODE>(p, va ? ai : 0);
+    }
+    uint32_t jt = J * B;
+    uint32_t L = p.n - jt < B ? p.n - jt : B;
+    for (uint32_t c = 0; c < L; c += 32) {
+      uint32_t jl = c + lane; /* this lane's partner, local index */
+      T b = load_point<MODE>(p, jt + (jl < L ? jl : 0));
+      if (wfull && J != I && c + 32 <= L) {
+#pragma unroll 8
+        for (uint32_t st = 0; st < 32; st++) {
+          /* after st rotations this lane holds partner c + (lane+st)%32 */
+          pair<MODE, SK, true>(a, b, ai, jt + c + ((lane + st) & 31), sk, p, s.blk);
+          b = rotp(b, next);
+        }
+      } else {
+        for (uint32_t st = 0; st < 32; st++) {
+          uint32_t jj = c + ((lane + st) & 31);
+          bool ok = va && jj < L && (J != I || jj > threadIdx.x);
+          if (ok)
+            pair<MODE, SK, true>(a, b, ai, jt + jj, sk, p, s.blk);
+          b = rotp(b, next);
+        }
+      }
+      if (MODE == SDH_MODE_EXACT && (c + 32) % p.drain_every == 0)
+        drain<MODE, SK>(sk, p, s.blk);
+    }
+    drain<MODE, SK>(sk, p, s.blk);
+    if (++J == p.tiles) {
+      I++;
+      J = I;
+    }
+  }
+  finish<MODE, SK>(sk, p, s);
+}
+
+/* ---- CIRC: each point meets the next (n-1)/2 points circularly --------- */
+
+template <int MODE, int SK>
+__global__ void __launch_bounds__(1024, 1) k_circ(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
+  typedef typename PT<MODE>::T T;
+  Smem s = smem_setup(p);
+  T *tile = (T *)s.tile;
+  Sink<SK> sk;
+  sk.init(p, s.hist);
+  uint32_t I = blockIdx.x, B = blockDim.x, t = threadIdx.x;
+  uint32_t ai = I * B + t;
+  bool va = ai < p.n;
+  T a = load_point<MODE>(p, va ? ai : 0);
+  const uint64_t n = p.n, h = p.circ_h;
+  for (uint64_t m = u0; m < u1; m++) {
+    uint64_t start = ((uint64_t)I * B + m * B) % n; /* partner u is (start+u) % n */
+    __syncthreads();
+    {
+      uint64_t j = start + t;
+      j = j < n ? j : j % n;
+      tile[t] = load_point<MODE>(p, (uint32_t)j);
+    }
+    __syncthreads();
+    if (m >= 1 && (m + 1) * B - 1 <= h) {
+      /* every offset m*B + u - t lies in [1, h]: no checks; the partner
+       * index only matters for refinement, where it is reduced mod n */
+      for (uint32_t c0 = 0; c0 < B; c0 += p.drain_every) {
+        uint32_t c1 = c0 + p.drain_every < B ? c0 + p.drain_every : B;
+        if (va) {
+          if (MODE == SDH_MODE_F64 || start + B <= n) {
+#pragma unroll 8
+            for (uint32_t u = c0; u < c1; u++)
+              pair<MODE, SK, true>(a, tile[u], ai, (uint32_t)(start + u), sk, p, s.blk);
+          } else {
+#pragma unroll 8
+            for (uint32_t u = c0; u < c1; u++)
+              pair<MODE, SK, true>(a, tile[u], ai, (uint32_t)((start + u) % n), sk, p, s.blk);
+          }
+        }
+        drain<MODE, SK>(sk, p, s.blk);
+      }
+    } else {
+      if (va) {
+        for (uint32_t u = 0; u < B; u++) {
+          int64_t o = (int64_t)(m * B) + u - t; /* offset j - i, each once */
+          bool ok = (o >= 1 && (uint64_t)o <= h) ||
+                    (p.circ_even && (uint64_t)o == n / 2 && ai < n / 2);
+          if (ok)
+            pair<MODE, SK, true>(a, tile[u], ai, (uint32_t)((start + u) % n), sk, p, s.blk);
+        }
+      }
+      drain<MODE, SK>(sk, p, s.blk);
+    }
+  }
+  finish<MODE, SK>(sk, p, s);
+}
+
+/* ---- conversion --------------------------------------------------------- */
+
+__global__ void k_convert(const double *x, const double *y, const double *z, uint32_t n,
+                          double cx, double cy, double cz, double iw, float4 *out) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    out[i] = make_float4(__double2float_rn(__dmul_rn(__dsub_rn(x[i], cx), iw)),
+                         __double2float_rn(__dmul_rn(__dsub_rn(y[i], cy), iw)),
+                         __double2float_rn(__dmul_rn(__dsub_rn(z[i], cz), iw)), 0.f);
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+typedef void (*kfn)(const sdh_params, uint64_t, uint64_t);
+
+template <int MODE> static kfn pick_mode(int family, int sink) {
+  switch (family) {
+  case SDH_FAM_NAIVE:
+    return sink == SDH_SINK_GLOBAL ? k_naive<MODE, SDH_SINK_GLOBAL> : k_naive<MODE, SDH_SINK_GEN>;
+  case SDH_FAM_CLASSIC:
+    return sink == SDH_SINK_GLOBAL ? k_classic<MODE, SDH_SINK_GLOBAL>
+                                   : k_classic<MODE, SDH_SINK_GEN>;
+  case SDH_FAM_LINEAR:
+    return sink == SDH_SINK_GLOBAL ? k_linear<MODE, SDH_SINK_GLOBAL>
+           : sink == SDH_SINK_LANE ? k_linear<MODE, SDH_SINK_LANE>
+                                   : k_linear<MODE, SDH_SINK_GEN>;
+  case SDH_FAM_SHUFFLE:
+    return sink == SDH_SINK_GLOBAL ? k_shuffle<MODE, SDH_SINK_GLOBAL>
+           : sink == SDH_SINK_LANE ? k_shuffle<MODE, SDH_SINK_LANE>
+                                   : k_shuffle<MODE, SDH_SINK_GEN>;
+  case SDH_FAM_CIRC:
+    return sink == SDH_SINK_GLOBAL ? k_circ<MODE, SDH_SINK_GLOBAL> : k_circ<MODE, SDH_SINK_GEN>;
+  }
+  return NULL;
+}
+
+static kfn pick(const sdh_params *p) {
+  switch (p->mode) {
+  case SDH_MODE_EXACT:
+    return pick_mode<SDH_MODE_EXACT>(p->family, p->sink);
+  case SDH_MODE_FAST:
+    return pick_mode<SDH_MODE_FAST>(p->family, p->sink);
+  case SDH_MODE_F64:
+    return pick_mode<SDH_MODE_F64>(p->family, p->sink);
+  }
+  return NULL;
+}
+
+static int cuda_fail(char *msg, size_t msglen, const char *what, cudaError_t e) {
+  return histd_fail(msg, msglen, HISTD_EDEVICE, "CUDA error in %s: %s", what,
+                    cudaGetErrorString(e));
+}
+
+static cudaError_t prepare(const sdh_params *p, kfn f) {
+  size_t smem = p->smem;
+  if (smem > 48 * 1024)
+    return cudaFuncSetAttribute((const void *)f, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)smem);
+  return cudaSuccess;
+}
+
+extern "C" int sdh_blocks_per_sm(const sdh_params *p, int *blocks, char *msg, size_t msglen) {
+  kfn f = pick(p);
+  if (f == NULL)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "no GPU kernel for this family/sink/mode");
+  cudaError_t e = prepare(p, f);
+  if (e != cudaSuccess)
+    return cuda_fail(msg, msglen, "cudaFuncSetAttribute", e);
+  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, (const void *)f, (int)p->block,
+                                                    p->smem);
+  if (e != cudaSuccess)
+    return cuda_fail(msg, msglen, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", e);
+  return 0;
+}
+
+extern "C" int sdh_launch(const sdh_params *p, uint64_t u0, uint64_t u1, uint32_t grid,
+                          cudaStream_t s, char *msg, size_t msglen) {
+  kfn f = pick(p);
+  if (f == NULL)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "no GPU kernel for this family/sink/mode");
+  if (grid == 0 || u0 >= u1)
+    return 0;
+  cudaError_t e = prepare(p, f);
+  if (e != cudaSuccess)
+    return cuda_fail(msg, msglen, "cudaFuncSetAttribute", e);
+  f<<<grid, p->block, p->smem, s>>>(*p, u0, u1);
+  e = cudaGetLastError();
+  if (e != cudaSuccess)
+    return cuda_fail(msg, msglen, "a kernel launch", e);
+  return 0;
+}
+
+extern "C" int sdh_convert(const double *x, const double *y, const double *z, uint32_t n,
+                           double cx, double cy, double cz, double inv_w, float4 *p32,
+                           cudaStream_t s, char *msg, size_t msglen) {
+  if (n == 0)
+    return 0;
+  k_convert<<<(n + 255) / 256, 256, 0, s>>>(x, y, z, n, cx, cy, cz, inv_w, p32);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    return cuda_fail(msg, msglen, "the conversion kernel's launch", e);
+  return 0;
+}
+
+extern "C" int sdh_kernel_attrs(const sdh_params *p, int *regs, int *local_bytes,
+                                int *max_threads) {
+  kfn f = pick(p);
+  cudaFuncAttributes a;
+  if (f == NULL || cudaFuncGetAttributes(&a, (const void *)f) != cudaSuccess)
+    return HISTD_EDEVICE;
+  *regs = a.numRegs;
+  *local_bytes = (int)a.localSizeBytes;
+  *max_threads = a.maxThreadsPerBlock;
+  return 0;
+}

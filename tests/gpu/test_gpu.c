@@ -1,0 +1,382 @@
+/*
+ * test_gpu.c -- every GPU kernel against the contract.
+ *
+ * The reference is gpu_reference.cu (the contract in binary64 on the GPU,
+ * written independently of kernels/), itself checked first against
+ * tests/definition.h (the CPU brute force) on small sets. Then:
+ *   - every kernel x block sizes {32, 64, 256, 1024} x buckets {1, 80,
+ *     3984, 70000} x N {0, 1, 2, 33, 1000, 100003}: exact counts identical,
+ *     fast counts with the right total and close;
+ *   - point sets that stress float32 (far from the origin, coincident
+ *     points, integer lattices with distances on bucket edges, clusters);
+ *   - auto, prefetch, progress and cancel, errors, and a job split over
+ *     several GPUs (or over one GPU as if several) against one GPU.
+ * Exits 77 ("skipped: no CUDA device: <why>") without a usable GPU.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "../definition.h"
+#include "../pointsets.h"
+#include "histd/histd.h"
+
+int gpu_reference_histogram(const double *x, const double *y, const double *z, uint32_t n,
+                            double w, uint32_t nb, uint64_t *counts);
+const char *gpu_reference_error(int e);
+
+static const char *const gpu_kernels[] = {
+    "naive",    "privatized", "tiled",           "tiled-privatized", "tiled-privatized-f64",
+    "balanced", "multi-copy", "register-shuffle", "circular"};
+#define NK (sizeof gpu_kernels / sizeof gpu_kernels[0])
+
+static histd_worker *W;
+static int runs = 0;
+
+/* reference counts: nb entries + overflow */
+static uint64_t *reference(const histd_dataset *ds, double w, uint32_t nb) {
+  uint64_t *ref = calloc((size_t)nb + 1, sizeof *ref);
+  int e = gpu_reference_histogram(ds->x, ds->y, ds->z, (uint32_t)ds->n, w, nb, ref);
+  CHECK(e == 0, "GPU reference failed: %s", gpu_reference_error(e));
+  return ref;
+}
+
+static int run(histd_worker *w, const histd_dataset *ds, const char *k, uint32_t block, double width,
+               uint32_t nb, histd_precision prec, const histd_control *ctl, histd_result *res,
+               char *msg, size_t msglen) {
+  histd_spec spec;
+  histd_spec_init(&spec);
+  spec.bucket_width = width;
+  spec.buckets = nb;
+  spec.precision = prec;
+  spec.block_size = block;
+  snprintf(spec.kernel, sizeof spec.kernel, "%s", k);
+  runs++;
+  return histd_worker_run(w, ds, &spec, ctl, res, msg, msglen);
+}
+
+/* Runs kernel k and compares with ref; returns 1 if identical. */
+static int compare(const histd_dataset *ds, const char *k, uint32_t block, double width,
+                   uint32_t nb, histd_precision prec, const uint64_t *ref, const char *what) {
+  histd_result res;
+  char msg[512] = "";
+  int rc = run(W, ds, k, block, width, nb, prec, NULL, &res, msg, sizeof msg);
+  CHECK(rc == 0, "%s block %u on %s: %s", k, block, what, msg);
+  if (rc != 0)
+    return 0;
+  uint64_t n = ds->n, total = n < 2 ? 0 : n * (n - 1) / 2, sum = res.overflow;
+  for (uint32_t b = 0; b < nb; b++)
+    sum += res.counts[b];
+  CHECK_EQ_U64(sum, total, "sum(counts) + overflow = n(n-1)/2");
+  CHECK(res.block_size == block || block == 0, "%s: ran block %u, asked %u", k, res.block_size,
+        block);
+  CHECK(strstr(res.device, "GPU") != NULL, "%s: device \"%s\"", k, res.device);
+  int ok = 1;
+  if (prec == HISTD_PRECISION_EXACT) {
+    CHECK(res.exact, "%s claims inexact counts in exact mode", k);
+    int bad = 0;
+    for (uint32_t b = 0; b <= nb && bad < 3; b++) {
+      uint64_t got = b < nb ? res.counts[b] : res.overflow;
+      if (got != ref[b]) {
+        bad++;
+        ok = 0;
+        CHECK(0, "%s block %u exact on %s (n=%zu w=%g nb=%u): %s %u: got %" PRIu64
+                 ", want %" PRIu64,
+              k, block, what, ds->n, width, nb, b < nb ? "bucket" : "overflow", b, got, ref[b]);
+      }
+    }
+  } else {
+    uint64_t diff = 0;
+    for (uint32_t b = 0; b <= nb; b++) {
+      uint64_t got = b < nb ? res.counts[b] : res.overflow;
+      diff += got > ref[b] ? got - ref[b] : ref[b] - got;
+    }
+    /* float32 moves pairs within ~8u*diagonal/w buckets of an edge */
+    double tol = (double)total * (2e-3 + 1e-5 * nb) + 2;
+    CHECK((double)diff <= tol, "%s fast on %s: counts differ by %" PRIu64 " of %" PRIu64, k,
+          what, diff, total);
+  }
+  histd_result_free(&res);
+  return ok;
+}
+
+static histd_dataset make_set(size_t n, shape_kind shape, double side, uint64_t seed) {
+  histd_dataset ds;
+  histd_dataset_alloc(&ds, n, NULL, 0);
+  pointset_fill(&ds, shape, side, seed);
+  return ds;
+}
+
+/* The reference itself, against the CPU brute force. */
+static void test_reference(void) {
+  for (int shape = 0; shape < SHAPE_COUNT; shape++) {
+    histd_dataset ds = make_set(1500, (shape_kind)shape, shape == SHAPE_LATTICE ? 9 : 23000, 3);
+    double w = shape == SHAPE_LATTICE ? 1.0 : 97.0;
+    uint32_t nb = 300;
+    def_hist d = definition_histogram(ds.x, ds.y, ds.z, ds.n, w, nb);
+    uint64_t *ref = reference(&ds, w, nb);
+    int bad = 0;
+    for (uint32_t b = 0; b < nb; b++)
+      bad += ref[b] != d.counts[b];
+    bad += ref[nb] != d.overflow;
+    CHECK(bad == 0, "GPU reference differs from the definition on %s (%d buckets)",
+          shape_names[shape], bad);
+    free(d.counts);
+    free(ref);
+    histd_dataset_free(&ds);
+  }
+}
+
+static void test_matrix(void) {
+  static const size_t sizes[] = {0, 1, 2, 33, 1000, 100003};
+  static const uint32_t nbs[] = {1, 80, 3984, 70000};
+  static const double widths[] = {500, 500, 10, 0.569};
+  static const uint32_t blocks[] = {32, 64, 256, 1024};
+  for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+    histd_dataset ds = make_set(sizes[si], SHAPE_UNIFORM, 23000, 11 + si);
+    for (size_t bi = 0; bi < 4; bi++) {
+      uint64_t *ref = reference(&ds, widths[bi], nbs[bi]);
+      char what[64];
+      snprintf(what, sizeof what, "uniform n=%zu nb=%u", ds.n, nbs[bi]);
+      int fails = 0;
+      for (size_t k = 0; k < NK; k++)
+        for (size_t b = 0; b < 4; b++) {
+          fails += !compare(&ds, gpu_kernels[k], blocks[b], widths[bi], nbs[bi],
+                            HISTD_PRECISION_EXACT, ref, what);
+          if (ds.n < 100003 || b == 2)
+            compare(&ds, gpu_kernels[k], blocks[b], widths[bi], nbs[bi], HISTD_PRECISION_FAST,
+                    ref, what);
+        }
+      printf("  %-32s %s\n", what, fails ? "FAILED" : "ok (all kernels, block sizes, precisions)");
+      fflush(stdout);
+      free(ref);
+    }
+    histd_dataset_free(&ds);
+  }
+}
+
+static void test_float32_stress(void) {
+  struct {
+    shape_kind shape;
+    double side, w;
+    uint32_t nb;
+  } cases[] = {
+      {SHAPE_FAR, 23000, 500, 80},      {SHAPE_FAR, 50, 0.01, 9000},
+      {SHAPE_DUPLICATES, 23000, 500, 80}, {SHAPE_DUPLICATES, 100, 1, 200},
+      {SHAPE_LATTICE, 9, 1, 16},        {SHAPE_LATTICE, 9, 0.5, 32},
+      {SHAPE_LATTICE, 9, 3, 6},         {SHAPE_CLUSTERED, 23000, 10, 3984},
+      {SHAPE_CLUSTERED, 23000, 1e-3, 100}, {SHAPE_UNIFORM, 23000, 1e-4, 70000},
+      {SHAPE_UNIFORM, 1e-3, 1e-7, 40000},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    histd_dataset ds = make_set(20011, cases[c].shape, cases[c].side, 100 + c);
+    uint64_t *ref = reference(&ds, cases[c].w, cases[c].nb);
+    char what[96];
+    snprintf(what, sizeof what, "%s side=%g w=%g nb=%u", shape_names[cases[c].shape],
+             cases[c].side, cases[c].w, cases[c].nb);
+    int fails = 0;
+    for (size_t k = 0; k < NK; k++) {
+      fails += !compare(&ds, gpu_kernels[k], 256, cases[c].w, cases[c].nb, HISTD_PRECISION_EXACT,
+                        ref, what);
+      fails += !compare(&ds, gpu_kernels[k], 64, cases[c].w, cases[c].nb, HISTD_PRECISION_EXACT,
+                        ref, what);
+    }
+    fails += !compare(&ds, "auto", 0, cases[c].w, cases[c].nb, HISTD_PRECISION_EXACT, ref, what);
+    printf("  %-44s %s\n", what, fails ? "FAILED" : "ok");
+    fflush(stdout);
+    free(ref);
+    histd_dataset_free(&ds);
+  }
+}
+
+static void test_auto_and_prefetch(void) {
+  histd_dataset a = make_set(50000, SHAPE_UNIFORM, 23000, 7);
+  histd_dataset b = make_set(40000, SHAPE_CLUSTERED, 23000, 8);
+  uint64_t *ra = reference(&a, 500, 80), *rb = reference(&b, 10, 3984);
+  char msg[512];
+  CHECK(histd_worker_prefetch(W, &b, msg, sizeof msg) == 0, "prefetch: %s", msg);
+  histd_result res;
+  int rc = run(W, &a, "auto", 0, 500, 80, HISTD_PRECISION_EXACT, NULL, &res, msg, sizeof msg);
+  CHECK(rc == 0, "auto: %s", msg);
+  if (rc == 0) {
+    CHECK(strcmp(res.kernel, "auto") != 0 && res.block_size >= 32,
+          "auto must name what ran, got \"%s\" block %u", res.kernel, res.block_size);
+    int same = memcmp(res.counts, ra, 80 * sizeof *ra) == 0 && res.overflow == ra[80];
+    CHECK(same, "auto on uniform differs from the reference");
+    CHECK(res.timing.kernel_ms > 0, "kernel_ms %g", res.timing.kernel_ms);
+    printf("  auto ran %s block %u on %s, %.3f ms kernel, %.3f ms transfer, %" PRIu64
+           " pairs refined\n",
+           res.kernel, res.block_size, res.device, res.timing.kernel_ms, res.timing.transfer_ms,
+           res.refined_pairs);
+    histd_result_free(&res);
+  }
+  /* b was prefetched: correct, and its copy is charged to this job */
+  rc = run(W, &b, "auto", 0, 10, 3984, HISTD_PRECISION_EXACT, NULL, &res, msg, sizeof msg);
+  CHECK(rc == 0, "auto after prefetch: %s", msg);
+  if (rc == 0) {
+    int same = memcmp(res.counts, rb, 3984 * sizeof *rb) == 0 && res.overflow == rb[3984];
+    CHECK(same, "auto on the prefetched set differs from the reference");
+    histd_result_free(&res);
+  }
+  /* a changed in place must not be served from the device's stale copy */
+  a.x[17] += 1000;
+  histd_dataset_finish(&a, NULL, 0);
+  free(ra);
+  ra = reference(&a, 500, 80);
+  rc = run(W, &a, "balanced", 128, 500, 80, HISTD_PRECISION_EXACT, NULL, &res, msg, sizeof msg);
+  if (rc == 0) {
+    int same = memcmp(res.counts, ra, 80 * sizeof *ra) == 0 && res.overflow == ra[80];
+    CHECK(same, "a dataset changed in place was served from a stale device copy");
+    histd_result_free(&res);
+  }
+  free(ra);
+  free(rb);
+  histd_dataset_free(&a);
+  histd_dataset_free(&b);
+  printf("  auto, prefetch, cached points: done\n");
+}
+
+typedef struct {
+  int calls;
+  double last;
+  int monotonic;
+  int cancel_after;
+  double cancel_at;
+} watch;
+
+static void on_progress(void *u, double f) {
+  watch *w = u;
+  if (f < w->last || f < 0 || f > 1)
+    w->monotonic = 0;
+  w->last = f;
+  w->calls++;
+}
+static bool on_cancel(void *u) {
+  watch *w = u;
+  if (w->cancel_after >= 0 && w->calls >= w->cancel_after) {
+    if (w->cancel_at == 0)
+      w->cancel_at = histd_now_ms();
+    return true;
+  }
+  return false;
+}
+
+static void test_progress_cancel_errors(void) {
+  histd_dataset ds = make_set(200000, SHAPE_UNIFORM, 23000, 21);
+  char msg[512];
+  histd_result res;
+  watch wt = {0, 0, 1, -1, 0};
+  histd_control ctl = {on_progress, on_cancel, &wt};
+  int rc = run(W, &ds, "tiled-privatized-f64", 256, 500, 80, HISTD_PRECISION_EXACT, &ctl, &res,
+               msg, sizeof msg);
+  CHECK(rc == 0, "progress run: %s", msg);
+  CHECK(wt.calls >= 3, "progress called %d times for 2e10 pairs", wt.calls);
+  CHECK(wt.monotonic && wt.last == 1.0, "progress must rise to 1 (last %g)", wt.last);
+  if (rc == 0)
+    histd_result_free(&res);
+  printf("  progress: %d calls\n", wt.calls);
+
+  /* cancel: the naive kernel on 2e10 pairs takes seconds; stop after one chunk */
+  wt = (watch){0, 0, 1, 1, 0};
+  double t0 = histd_now_ms();
+  rc = run(W, &ds, "naive", 256, 500, 80, HISTD_PRECISION_EXACT, &ctl, &res, msg, sizeof msg);
+  double t1 = histd_now_ms();
+  CHECK(rc == HISTD_ECANCELED, "a cancelled run returns ECANCELED, got %d (%s)", rc, msg);
+  if (rc == 0)
+    histd_result_free(&res);
+  CHECK(wt.cancel_at > 0 && t1 - wt.cancel_at < 1000, "cancel took %.0f ms (limit 1000)",
+        t1 - wt.cancel_at);
+  printf("  cancel: stopped %.0f ms after the request (run %.0f ms)\n", t1 - wt.cancel_at,
+         t1 - t0);
+
+  /* errors: a bad block size; a job too large for the (pretended) memory */
+  rc = run(W, &ds, "balanced", 48, 500, 80, HISTD_PRECISION_EXACT, NULL, &res, msg, sizeof msg);
+  CHECK(rc == HISTD_EINVAL, "block 48 must be EINVAL, got %d", rc);
+  CHECK_STR_CONTAINS(msg, "block_size");
+  histd_worker *w2;
+  rc = histd_worker_create(&w2, histd_worker_device(W), msg, sizeof msg);
+  CHECK(rc == 0, "second worker: %s", msg);
+  if (rc == 0) {
+    setenv("HISTD_GPU_MEM_LIMIT_MB", "1", 1);
+    rc = run(w2, &ds, "balanced", 256, 500, 80, HISTD_PRECISION_EXACT, NULL, &res, msg,
+             sizeof msg);
+    unsetenv("HISTD_GPU_MEM_LIMIT_MB");
+    CHECK(rc == HISTD_ETOOBIG, "a job over the memory limit must be ETOOBIG, got %d", rc);
+    CHECK_STR_CONTAINS(msg, "too large");
+    printf("  too large: \"%s\"\n", msg);
+    /* the worker still works afterwards */
+    rc = run(w2, &ds, "balanced", 256, 500, 80, HISTD_PRECISION_EXACT, NULL, &res, msg,
+             sizeof msg);
+    CHECK(rc == 0, "the worker after a too-large job: %s", msg);
+    if (rc == 0)
+      histd_result_free(&res);
+    histd_worker_destroy(w2);
+  }
+  histd_dataset_free(&ds);
+}
+
+static void test_split_kernel(const histd_dataset *ds, const char *k, int ndev) {
+  char msg[512];
+  histd_result one, many;
+  int rc = run(W, ds, k, 256, 10, 3984, HISTD_PRECISION_EXACT, NULL, &one, msg, sizeof msg);
+  CHECK(rc == 0, "single GPU: %s", msg);
+  setenv("HISTD_GPU_SPLIT_MIN_PAIRS", "0", 1);
+  if (ndev < 2)
+    setenv("HISTD_GPU_FAKE_SPLIT", "3", 1);
+  int rc2 = run(W, ds, k, 256, 10, 3984, HISTD_PRECISION_EXACT, NULL, &many, msg, sizeof msg);
+  unsetenv("HISTD_GPU_SPLIT_MIN_PAIRS");
+  unsetenv("HISTD_GPU_FAKE_SPLIT");
+  CHECK(rc2 == 0, "split run: %s", msg);
+  if (rc == 0 && rc2 == 0) {
+    int same = memcmp(one.counts, many.counts, 3984 * sizeof *one.counts) == 0 &&
+               one.overflow == many.overflow;
+    CHECK(same, "%s: a job split over %s differs from one GPU", k,
+          ndev >= 2 ? "several GPUs" : "three parts of one GPU");
+    printf("  %s split over %s (%s): %s\n", k, ndev >= 2 ? "all GPUs" : "3 parts of one GPU",
+           many.device, same ? "identical to one GPU" : "DIFFERENT");
+  }
+  if (rc == 0)
+    histd_result_free(&one);
+  if (rc2 == 0)
+    histd_result_free(&many);
+}
+
+static void test_split(int ndev) {
+  histd_dataset ds = make_set(300007, SHAPE_UNIFORM, 23000, 31);
+  test_split_kernel(&ds, "balanced", ndev);
+  test_split_kernel(&ds, "tiled-privatized", ndev);
+  test_split_kernel(&ds, "circular", ndev);
+  histd_dataset_free(&ds);
+}
+
+int main(void) {
+  histd_device_info dev[16];
+  int count = 0;
+  char msg[512] = "";
+  histd_devices(dev, 16, &count, msg, sizeof msg);
+  if (count == 0)
+    SKIP("%s", strncmp(msg, "no CUDA device", 14) == 0 ? msg : "no CUDA device: see above");
+  for (int i = 0; i < count; i++)
+    printf("GPU %d: %s, cc %d.%d, %d SMs, %.1f GiB (%.1f free)\n", dev[i].index, dev[i].name,
+           dev[i].cc_major, dev[i].cc_minor, dev[i].multiprocessors,
+           (double)dev[i].memory_total / 1073741824.0, (double)dev[i].memory_free / 1073741824.0);
+  if (histd_worker_create(&W, dev[0].index, msg, sizeof msg) != 0)
+    SKIP("no CUDA device: GPU %d unusable: %s", dev[0].index, msg);
+  double t0 = histd_now_ms();
+  printf("reference vs definition\n");
+  test_reference();
+  printf("matrix\n");
+  test_matrix();
+  printf("float32 stress sets\n");
+  test_float32_stress();
+  test_auto_and_prefetch();
+  test_progress_cancel_errors();
+  test_split(count);
+  histd_worker_destroy(W);
+  printf("%d GPU runs in %.1f s\n", runs, (histd_now_ms() - t0) / 1000);
+  return check_finish("test_gpu");
+}
