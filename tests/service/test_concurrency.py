@@ -67,7 +67,14 @@ def main():
         print("2 waves of %d clients x %d rounds (%d uploads, jobs, polls) in %.1fs" %
               (CLIENTS, ROUNDS, 2 * CLIENTS * ROUNDS, took))
         print("RSS after warm-up %d kB, after %d kB (peak %d kB)" % (rss0, rss1, hwm))
-        check(rss1 < rss0 * 1.25 + 8192, "RSS grew from %d kB to %d kB" % (rss0, rss1))
+        with open(exe, "rb") as f:
+            asan = b"__asan_init" in f.read()
+        if asan:
+            # ASan keeps freed memory in quarantine, so RSS says nothing here;
+            # LeakSanitizer checks for leaks when the daemon exits (exit 0 below).
+            print("ASan build: RSS check left to LeakSanitizer")
+        else:
+            check(rss1 < rss0 * 1.25 + 8192, "RSS grew from %d kB to %d kB" % (rss0, rss1))
         s, _, doc = d.json("GET", "/v1/jobs?limit=10000")
         check(len(doc["jobs"]) == 3 * CLIENTS * ROUNDS, len(doc["jobs"]))
         check(all(j["status"] == "succeeded" for j in doc["jobs"]), "all succeeded")
