@@ -134,9 +134,10 @@ def test_jobs(d, did, pts):
 
 
 def test_progress_and_longpoll(d):
-    # ~2e8 pairs: long enough to watch progress move on a busy 2-core box.
+    # ~2e8 pairs on the one-thread reference kernel: a second or more, long
+    # enough to watch progress move whatever the fast kernels do.
     big = d.upload(random_points(20000, seed=5, box=23000.0), "f64")["id"]
-    job = d.submit(big, bucket_width=500, buckets=80, kernel="cpu")
+    job = d.submit(big, bucket_width=500, buckets=80, kernel="cpu-reference")
     seen = []
     t0 = time.time()
     while time.time() - t0 < 120:
@@ -152,7 +153,7 @@ def test_progress_and_longpoll(d):
     print("progress: ok (%d distinct values seen)" % len(set(seen)))
 
     # Long-poll: ?wait returns as soon as the job ends, not at the deadline.
-    job = d.submit(big, bucket_width=500, buckets=80, kernel="cpu")
+    job = d.submit(big, bucket_width=500, buckets=80, kernel="cpu-reference")
     t0 = time.time()
     s, _, doc = d.json("GET", "/v1/jobs/%s?wait=60" % job["id"])
     took = time.time() - t0

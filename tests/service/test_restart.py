@@ -36,10 +36,11 @@ def main():
         small = d.upload(small_pts, "csv", name="small")
         other = d.upload(random_points(40, seed=32), "json")
         gone = d.upload(random_points(41, seed=33), "json")
-        big = d.upload(random_points(40000, seed=34, box=23000.0), "f64")
+        big = d.upload(random_points(25000, seed=34, box=23000.0), "f64")
         fin = d.wait_job(d.submit(small["id"], bucket_width=40, buckets=30)["id"])
         check(fin["status"] == "succeeded", fin)
-        long_job = d.submit(big["id"], bucket_width=500, buckets=80, kernel="cpu")
+        # The one-thread reference kernel: seconds, so the kill lands mid-job.
+        long_job = d.submit(big["id"], bucket_width=500, buckets=80, kernel="cpu-reference")
         queued = d.submit(big["id"], bucket_width=500, buckets=80, kernel="cpu")
         wait_running(d, long_job["id"])
         _, _, before = d.json("GET", "/v1/datasets")
@@ -63,13 +64,13 @@ def main():
         a = d.wait_job(long_job["id"], timeout=150)
         b = d.wait_job(queued["id"], timeout=150)
         check(a["status"] == "succeeded" and b["status"] == "succeeded", (a, b))
-        n = 40000
+        n = 25000
         check(sum(a["result"]["counts"]) + a["result"]["overflow"] == n * (n - 1) // 2, "total")
         check(a["result"]["counts"] == b["result"]["counts"], "the re-run agrees")
         print("restart after kill -9: datasets and results intact, 2 jobs re-run")
 
         # SIGTERM with a job running: exit 0, the job is queued again.
-        term = d.submit(big["id"], bucket_width=250, buckets=160, kernel="cpu")
+        term = d.submit(big["id"], bucket_width=250, buckets=160, kernel="cpu-reference")
         wait_running(d, term["id"])
         t0 = time.time()
         rc = d.stop(signal.SIGTERM)
