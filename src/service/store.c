@@ -35,6 +35,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,13 +211,13 @@ int store_get_dataset(store *s, const char *id, dataset_meta *m) {
   return rc;
 }
 
-static int write_payload(store *s, const char *id, const void *data, size_t len, char *msg,
-                         size_t msglen) {
-  char final_path[4400], tmp_path[4400];
-  store_payload_path(s, id, final_path, sizeof final_path);
-  snprintf(tmp_path, sizeof tmp_path, "%s/.%s.%ld.%lx.tmp", s->payload_dir, id, (long)getpid(),
-           (unsigned long)pthread_self());
-  int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+/* Writes the payload to a temp file (no fsync yet). */
+static int payload_write_temp(store *s, const void *data, size_t len, char *tmp_path,
+                              size_t tmplen, char *msg, size_t msglen) {
+  static atomic_uint counter;
+  snprintf(tmp_path, tmplen, "%s/.upload.%ld.%u.tmp", s->payload_dir, (long)getpid(),
+           atomic_fetch_add(&counter, 1));
+  int fd = open(tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0)
     return histd_fail(msg, msglen, HISTD_EIO, "cannot create %s: %s", tmp_path,
                       strerror(errno));
@@ -236,12 +237,31 @@ static int write_payload(store *s, const char *id, const void *data, size_t len,
     p += w;
     left -= (size_t)w;
   }
-  if (fsync(fd) != 0 || close(fd) != 0) {
+  if (close(fd) != 0) {
     int e = errno;
+    unlink(tmp_path);
+    return histd_fail(msg, msglen, HISTD_EIO, "cannot write the dataset's payload: %s",
+                      strerror(e));
+  }
+  return 0;
+}
+
+/* Makes the temp file durable under its final name: fsync, rename, fsync
+ * the directory. */
+static int payload_commit(store *s, const char *tmp_path, const char *id, char *msg,
+                          size_t msglen) {
+  char final_path[4400];
+  store_payload_path(s, id, final_path, sizeof final_path);
+  int fd = open(tmp_path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || fdatasync(fd) != 0) {
+    int e = errno;
+    if (fd >= 0)
+      close(fd);
     unlink(tmp_path);
     return histd_fail(msg, msglen, HISTD_EIO, "cannot sync the dataset's payload: %s",
                       strerror(e));
   }
+  close(fd);
   if (rename(tmp_path, final_path) != 0) {
     int e = errno;
     unlink(tmp_path);
@@ -254,6 +274,18 @@ static int write_payload(store *s, const char *id, const void *data, size_t len,
   return 0;
 }
 
+typedef struct hash_job {
+  const void *data;
+  size_t len;
+  char hex[65];
+} hash_job;
+
+static void *hash_main(void *arg) {
+  hash_job *h = arg;
+  sha256_hex(h->data, h->len, h->hex);
+  return NULL;
+}
+
 static bool payload_ok(const store *s, const char *id, size_t n) {
   char path[4400];
   store_payload_path(s, id, path, sizeof path);
@@ -263,21 +295,36 @@ static bool payload_ok(const store *s, const char *id, size_t n) {
 
 int store_put_dataset(store *s, const histd_dataset *ds, const char *format, const char *name,
                       dataset_meta *meta, bool *created, char *msg, size_t msglen) {
-  char id[65];
   size_t bytes = ds->n * 3 * sizeof(double);
-  /* x, y and z are one block of 3n doubles, x first: the payload as is. */
-  sha256_hex(ds->x, bytes, id);
+  /* x, y and z are one block of 3n doubles, x first: the payload as is.
+   * Hash it on a second thread while this one writes the temp file; the
+   * name (the hash) is only needed at the rename. */
+  hash_job hj = {ds->x, bytes, ""};
+  pthread_t hasher;
+  bool threaded = bytes >= ((size_t)1 << 20) && pthread_create(&hasher, NULL, hash_main, &hj) == 0;
+  char tmp_path[4400];
+  char wmsg[256] = "";
+  int wrc = payload_write_temp(s, ds->x, bytes, tmp_path, sizeof tmp_path, wmsg, sizeof wmsg);
+  if (threaded)
+    pthread_join(hasher, NULL);
+  else
+    hash_main(&hj);
+  const char *id = hj.hex;
 
   pthread_mutex_lock(&s->mu);
   int rc = get_dataset_locked(s, id, meta);
   pthread_mutex_unlock(&s->mu);
   bool existed = rc == 0;
   if (rc == 0 && meta->error[0] == '\0' && payload_ok(s, id, meta->n)) {
+    if (wrc == 0)
+      unlink(tmp_path); /* the same points are stored already */
     *created = false;
     return 0;
   }
   /* New, or known but its file went missing or bad: (re)write the file. */
-  rc = write_payload(s, id, ds->x, bytes, msg, msglen);
+  if (wrc != 0)
+    return histd_fail(msg, msglen, wrc, "%s", wmsg);
+  rc = payload_commit(s, tmp_path, id, msg, msglen);
   if (rc != 0)
     return rc;
 
