@@ -74,6 +74,20 @@ void sha256_update(sha256_ctx *c, const void *data, size_t len);
 void sha256_final_hex(sha256_ctx *c, char hex[65]); /* frees c */
 void sha256_hex(const void *data, size_t len, char hex[65]);
 
+/* ---- JSON member spans (json_span.c) -------------------------------------- */
+
+typedef struct json_span {
+  const char *key; /* as written, without the quotes (escapes not decoded) */
+  size_t key_len;
+  const char *value; /* the value's text */
+  size_t value_len;
+} json_span;
+
+/* The top-level members of the object in text[0..len). 0, or -1 when the
+ * text is not a plausible object or has more than max members. */
+int json_object_spans(const char *text, size_t len, json_span *spans, size_t max,
+                      size_t *count);
+
 /* ---- time ------------------------------------------------------------------ */
 
 double wall_now(void);                               /* seconds since the epoch */
