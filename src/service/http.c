@@ -154,6 +154,7 @@ typedef struct request_state {
   bool dispatched;
   bool answered;
   bool body_too_big;
+  bool early; /* answered at the headers; sent at the request's end */
   size_t discarded;
   char allow[128];
 } request_state;
@@ -335,14 +336,27 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     st->r.conn = conn;
     st->r.method = method;
     st->r.url = url;
-    if (admit(st))
-      return finish(st);
+    if (admit(st)) {
+      /* Answered at the headers. With a body on its way (413, 401 ...),
+       * answer now: MHD then closes rather than reads it. Without one, wait
+       * for the end of the request so the connection stays alive. */
+      const char *cl = request_header(&st->r, "Content-Length");
+      bool body_coming = request_header(&st->r, "Transfer-Encoding") != NULL ||
+                         (cl != NULL && strcmp(cl, "0") != 0);
+      if (body_coming)
+        return finish(st);
+      st->early = true;
+    }
     return MHD_YES;
   }
   request *r = &st->r;
   if (st->answered) { /* answered early (413 ...): drop whatever still comes */
     *upload_data_size = 0;
     return MHD_YES;
+  }
+  if (st->early) {
+    *upload_data_size = 0;
+    return finish(st);
   }
   if (*upload_data_size > 0) {
     if (st->body_too_big) {
