@@ -86,6 +86,8 @@ def check_result(res, pts, width, buckets, kernel):
 
 
 def test_jobs(d, did, pts):
+    gpu = bool(d.json("GET", "/v1/devices")[2]["devices"])
+    cuda = {k["name"] for k in d.json("GET", "/v1/kernels")[2]["kernels"] if k["engine"] == "cuda"}
     lat = lattice_points(7)  # 343 points, distances sqrt(k): many exactly on edges
     lid = d.upload(lat, "f64")["id"]
     for kernel in ("cpu-reference", "cpu", "auto"):
@@ -99,11 +101,14 @@ def test_jobs(d, did, pts):
             check(done["progress"] == 1, done)
             res = done["result"]
             check_result(res, points, width, buckets, kernel)
-            want_kernel = "cpu" if kernel == "auto" else kernel
-            check(res["kernel"] == want_kernel, res["kernel"])
+            if kernel == "auto" and gpu:  # auto runs on a GPU worker there
+                check(res["kernel"] in cuda and not done["device"].startswith("cpu"), done)
+            else:
+                want_kernel = "cpu" if kernel == "auto" else kernel
+                check(res["kernel"] == want_kernel, res["kernel"])
+                check(done["device"].startswith("cpu"), done["device"])
             for k in ("queue", "parse", "transfer", "kernel", "total"):
                 check(done["timing_ms"][k] >= 0, done["timing_ms"])
-            check(done["device"].startswith("cpu"), done["device"])
             check(done["started_at"] and done["finished_at"], done)
     print("jobs on cpu-reference, cpu, auto: ok")
 
@@ -197,6 +202,9 @@ def test_small_routes(d):
     names = {k["name"]: k for k in doc["kernels"]}
     for k in ("auto", "cpu", "cpu-reference"):
         check(names[k]["available"] and names[k]["engine"] == "cpu", names[k])
+    for k in names.values():
+        check(k["available"] == (k["engine"] == "cpu" or bool(
+            d.json("GET", "/v1/devices")[2]["devices"])), k)
     s, _, doc = d.json("GET", "/v1/devices")
     check(s == 200 and doc["cpu"]["threads"] >= 1, doc)
     if not doc["devices"]:
