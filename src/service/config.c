@@ -74,6 +74,8 @@ static const setting settings[] = {
      "per-connection buffer memory (default 128k)"},
     {"max-wait", "HISTD_MAX_WAIT", K_INT, F(max_wait),
      "cap, in seconds, of GET /v1/jobs/{id}?wait= (default 30)"},
+    {"access-log", "HISTD_ACCESS_LOG", K_FLAG, F(access_log),
+     "log every request on stderr (method, path, status, bytes in, milliseconds)"},
     {"print-routes", NULL, K_FLAG, F(print_routes), "print the route table and exit"},
 };
 #define NSETTINGS (sizeof settings / sizeof settings[0])
@@ -202,6 +204,8 @@ int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen) {
 
   for (size_t i = 0; i < NSETTINGS; i++) {
     const char *v = settings[i].env ? getenv(settings[i].env) : NULL;
+    if (settings[i].kind == K_FLAG && v != NULL && strcmp(v, "0") == 0)
+      continue;
     if (v != NULL && v[0] != '\0') {
       int rc = apply(cfg, &settings[i], v, settings[i].env, msg, msglen);
       if (rc != 0)

@@ -155,6 +155,8 @@ typedef struct request_state {
   bool answered;
   bool body_too_big;
   bool early; /* answered at the headers; sent at the request's end */
+  double t0;         /* when the headers were in */
+  size_t body_bytes; /* bytes of body received */
   size_t discarded;
   char allow[128];
 } request_state;
@@ -196,6 +198,9 @@ static enum MHD_Result finish(request_state *st) {
   MHD_destroy_response(r->response);
   r->response = NULL;
   st->answered = true;
+  if (r->svc->cfg.access_log)
+    fprintf(stderr, "histd: %s %s %u %zu %.2fms\n", r->method, r->url, r->status,
+            st->body_bytes, histd_now_ms() - st->t0);
   atomic_fetch_add(&r->svc->metrics.http_requests, 1);
   if (r->status >= 400)
     atomic_fetch_add(&r->svc->metrics.http_errors, 1);
@@ -336,6 +341,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     st->r.conn = conn;
     st->r.method = method;
     st->r.url = url;
+    st->t0 = histd_now_ms();
     if (admit(st)) {
       /* Answered at the headers. With a body on its way (413, 401 ...),
        * answer now: MHD then closes rather than reads it. Without one, wait
@@ -359,6 +365,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return finish(st);
   }
   if (*upload_data_size > 0) {
+    st->body_bytes += *upload_data_size;
     if (st->body_too_big) {
       /* MHD cannot answer in the middle of a body: drop the rest and answer
        * 413 at its end, unless the client keeps sending far past the limit. */

@@ -60,6 +60,7 @@ typedef struct config {
   size_t connection_memory_limit;
   int max_wait;                /* cap of ?wait= in seconds */
   bool print_routes;
+  bool access_log;             /* one line per request on stderr */
 } config;
 
 /* Fills cfg from defaults, then the environment, then argv. Returns 0, 1 for

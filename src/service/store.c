@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,6 +47,7 @@
 
 struct store {
   sqlite3 *db;
+  int lock_fd; /* flock on histd.lock: one daemon per data dir */
   pthread_mutex_t mu;
   char dir[4096];
   char payload_dir[4200];
@@ -129,6 +131,18 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
     return histd_fail(msg, msglen, HISTD_EIO, "cannot create the data dir %s: %s", data_dir,
                       strerror(e));
   }
+  /* Two daemons on one data dir would both requeue the same jobs. */
+  char lock_path[4300];
+  snprintf(lock_path, sizeof lock_path, "%s/histd.lock", data_dir);
+  s->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    if (s->lock_fd >= 0)
+      close(s->lock_fd);
+    free(s);
+    return histd_fail(msg, msglen, HISTD_EIO, "%s is in use by another histd (%s)", data_dir,
+                      e == EWOULDBLOCK ? "its lock is held" : strerror(e));
+  }
   sweep_temp_files(s->payload_dir);
   char path[4300];
   snprintf(path, sizeof path, "%s/histd.db", data_dir);
@@ -137,6 +151,7 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
     int rc = histd_fail(msg, msglen, HISTD_EIO, "cannot open %s: %s", path,
                         s->db ? sqlite3_errmsg(s->db) : "out of memory");
     sqlite3_close(s->db);
+    close(s->lock_fd);
     free(s);
     return rc;
   }
@@ -149,6 +164,7 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
                         err ? err : "unknown error");
     sqlite3_free(err);
     sqlite3_close(s->db);
+    close(s->lock_fd);
     free(s);
     return rc;
   }
@@ -160,6 +176,7 @@ void store_close(store *s) {
   if (s == NULL)
     return;
   sqlite3_close(s->db);
+  close(s->lock_fd);
   pthread_mutex_destroy(&s->mu);
   free(s);
 }

@@ -40,7 +40,7 @@ class Daemon:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [self.exe, "--listen", "127.0.0.1:0", "--data-dir",
-             os.path.join(self.data_dir, "data")] + self.args,
+             os.path.join(self.data_dir, "data"), "--access-log"] + self.args,
             stdout=subprocess.PIPE, stderr=log, env=self.env)
         log.close()
         deadline = time.time() + timeout

@@ -48,6 +48,12 @@ def main():
         print("killed -9 with a job running and one queued")
 
         d = Daemon(exe, data_dir=root, args=args).start()
+        # A second daemon on the same data dir refuses to start.
+        try:
+            Daemon(exe, data_dir=root, args=args).start(timeout=5)
+            raise AssertionError("a second daemon started on the same data dir")
+        except RuntimeError as e:
+            check("in use by another histd" in str(e), e)
         _, _, after = d.json("GET", "/v1/datasets")
         check(sorted(x["id"] for x in after["datasets"]) ==
               sorted(x["id"] for x in before["datasets"]), "datasets survive")
