@@ -9,7 +9,7 @@
  * can drop its pages without anyone copying them to swap.
  *
  * The first time a process maps a payload it hashes it and compares with
- * its name (the id is the SHA-256 of the bytes). A mismatch or a missing
+ * its name (the id is the hash of the bytes, sha256.c). A mismatch or a missing
  * file is not fatal: the job fails with a sentence, and the dataset's row
  * records the error so GET /v1/datasets/{id} shows it. A verified file is
  * remembered (by inode, size and mtime) so repeated jobs do not hash again.
@@ -185,13 +185,13 @@ int dataset_acquire(dataset_cache *c, const char *id, loaded_dataset **out, char
   pthread_mutex_unlock(&c->mu);
   if (need_hash) {
     char hex[65];
-    sha256_hex(d->map ? d->map : (void *)empty_payload, d->len, hex);
+    dataset_id_hex(d->ds.x, d->ds.y, d->ds.z, d->ds.n, hex);
     if (strcmp(hex, id) != 0) {
       if (d->map)
         munmap(d->map, d->len);
       free(d);
       return corrupt(c, id, msg, msglen, "the payload file is corrupt (%s)",
-                     "its SHA-256 does not match the dataset id");
+                     "its hash does not match the dataset id");
     }
   }
 

@@ -73,7 +73,18 @@ typedef struct sha256_ctx sha256_ctx;
 sha256_ctx *sha256_new(void);
 void sha256_update(sha256_ctx *c, const void *data, size_t len);
 void sha256_final_hex(sha256_ctx *c, char hex[65]); /* frees c */
+void sha256_final_raw(sha256_ctx *c, unsigned char d[32]); /* frees c */
 void sha256_hex(const void *data, size_t len, char hex[65]);
+
+/* Dataset ids: SHA-256(SHA-256(x) || SHA-256(y) || SHA-256(z)) over the
+ * float64 arrays; at once (the three leaves in parallel), or streaming. */
+void dataset_id_hex(const double *x, const double *y, const double *z, size_t n,
+                    char hex[65]);
+typedef struct dataset_hasher dataset_hasher;
+dataset_hasher *dataset_hasher_new(void);
+void dataset_hasher_update(dataset_hasher *h, int axis, const void *data, size_t len);
+void dataset_hasher_final_hex(dataset_hasher *h, char hex[65]); /* frees h */
+void dataset_hasher_free(dataset_hasher *h);
 
 /* ---- JSON member spans (json_span.c) -------------------------------------- */
 
@@ -146,6 +157,16 @@ const char *store_payload_dir(const store *s);
 int store_put_dataset(store *s, const histd_dataset *ds, const char *format,
                       const char *name, dataset_meta *meta, bool *created,
                       char *msg, size_t msglen);
+/* The streaming path: a temp file in the payload dir for the caller to
+ * fill (x[], y[], z[] at their offsets), then store_put_streamed with its
+ * id and bounds, which syncs, renames and records it (or, when the points
+ * are stored already, drops it). */
+int store_temp_payload(store *s, char *tmp_path, size_t len, int *fd, char *msg,
+                       size_t msglen);
+int store_put_streamed(store *s, const char *tmp_path, const char *id, size_t n,
+                       const double min[3], const double max[3], const char *format,
+                       const char *name, dataset_meta *meta, bool *created, char *msg,
+                       size_t msglen);
 int store_get_dataset(store *s, const char *id, dataset_meta *meta); /* 0 / HISTD_ENOENT */
 /* Calls fn for each dataset, newest first; fn returns false to stop. */
 int store_list_datasets(store *s, size_t limit,

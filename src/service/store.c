@@ -291,18 +291,6 @@ static int payload_commit(store *s, const char *tmp_path, const char *id, char *
   return 0;
 }
 
-typedef struct hash_job {
-  const void *data;
-  size_t len;
-  char hex[65];
-} hash_job;
-
-static void *hash_main(void *arg) {
-  hash_job *h = arg;
-  sha256_hex(h->data, h->len, h->hex);
-  return NULL;
-}
-
 static bool payload_ok(const store *s, const char *id, size_t n) {
   char path[4400];
   store_payload_path(s, id, path, sizeof path);
@@ -310,37 +298,33 @@ static bool payload_ok(const store *s, const char *id, size_t n) {
   return stat(path, &sb) == 0 && (uint64_t)sb.st_size == (uint64_t)n * 24;
 }
 
-int store_put_dataset(store *s, const histd_dataset *ds, const char *format, const char *name,
-                      dataset_meta *meta, bool *created, char *msg, size_t msglen) {
-  size_t bytes = ds->n * 3 * sizeof(double);
-  /* x, y and z are one block of 3n doubles, x first: the payload as is.
-   * Hash it on a second thread while this one writes the temp file; the
-   * name (the hash) is only needed at the rename. */
-  hash_job hj = {ds->x, bytes, ""};
-  pthread_t hasher;
-  bool threaded = bytes >= ((size_t)1 << 20) && pthread_create(&hasher, NULL, hash_main, &hj) == 0;
-  char tmp_path[4400];
-  char wmsg[256] = "";
-  int wrc = payload_write_temp(s, ds->x, bytes, tmp_path, sizeof tmp_path, wmsg, sizeof wmsg);
-  if (threaded)
-    pthread_join(hasher, NULL);
-  else
-    hash_main(&hj);
-  const char *id = hj.hex;
+typedef struct hash_job {
+  const histd_dataset *ds;
+  char hex[65];
+} hash_job;
 
+static void *hash_main(void *arg) {
+  hash_job *h = arg;
+  dataset_id_hex(h->ds->x, h->ds->y, h->ds->z, h->ds->n, h->hex);
+  return NULL;
+}
+
+/* The common end of both upload paths: the payload is in tmp_path (not yet
+ * synced; unlinked here on every path), its id is known. */
+static int commit_dataset(store *s, const char *tmp_path, const char *id, size_t n,
+                          const double min[3], const double max[3], const char *format,
+                          const char *name, dataset_meta *meta, bool *created, char *msg,
+                          size_t msglen) {
   pthread_mutex_lock(&s->mu);
   int rc = get_dataset_locked(s, id, meta);
   pthread_mutex_unlock(&s->mu);
   bool existed = rc == 0;
   if (rc == 0 && meta->error[0] == '\0' && payload_ok(s, id, meta->n)) {
-    if (wrc == 0)
-      unlink(tmp_path); /* the same points are stored already */
+    unlink(tmp_path); /* the same points are stored already */
     *created = false;
     return 0;
   }
   /* New, or known but its file went missing or bad: (re)write the file. */
-  if (wrc != 0)
-    return histd_fail(msg, msglen, wrc, "%s", wmsg);
   rc = payload_commit(s, tmp_path, id, msg, msglen);
   if (rc != 0)
     return rc;
@@ -356,13 +340,13 @@ int store_put_dataset(store *s, const histd_dataset *ds, const char *format, con
     rc = db_fail(s, msg, msglen, "store the dataset");
   } else {
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)ds->n);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)n);
     sqlite3_bind_text(st, 3, format, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 4, name ? name : "", -1, SQLITE_STATIC);
     sqlite3_bind_double(st, 5, wall_now());
     for (int a = 0; a < 3; a++) {
-      sqlite3_bind_double(st, 6 + a, ds->min[a]);
-      sqlite3_bind_double(st, 9 + a, ds->max[a]);
+      sqlite3_bind_double(st, 6 + a, min[a]);
+      sqlite3_bind_double(st, 9 + a, max[a]);
     }
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "store the dataset");
@@ -376,6 +360,47 @@ int store_put_dataset(store *s, const histd_dataset *ds, const char *format, con
   pthread_mutex_unlock(&s->mu);
   *created = !existed;
   return rc;
+}
+
+int store_put_dataset(store *s, const histd_dataset *ds, const char *format, const char *name,
+                      dataset_meta *meta, bool *created, char *msg, size_t msglen) {
+  size_t bytes = ds->n * 3 * sizeof(double);
+  /* x, y and z are one block of 3n doubles, x first: the payload as is.
+   * Hash it on other threads while this one writes the temp file; the name
+   * (the hash) is only needed at the rename. */
+  hash_job hj = {ds, ""};
+  pthread_t hasher;
+  bool threaded = bytes >= ((size_t)1 << 20) && pthread_create(&hasher, NULL, hash_main, &hj) == 0;
+  char tmp_path[4400];
+  int rc = payload_write_temp(s, ds->x, bytes, tmp_path, sizeof tmp_path, msg, msglen);
+  if (threaded)
+    pthread_join(hasher, NULL);
+  else if (rc == 0)
+    hash_main(&hj);
+  if (rc != 0)
+    return rc;
+  return commit_dataset(s, tmp_path, hj.hex, ds->n, ds->min, ds->max, format, name, meta,
+                        created, msg, msglen);
+}
+
+int store_temp_payload(store *s, char *tmp_path, size_t len, int *fd, char *msg,
+                       size_t msglen) {
+  static atomic_uint counter;
+  snprintf(tmp_path, len, "%s/.stream.%ld.%u.tmp", s->payload_dir, (long)getpid(),
+           atomic_fetch_add(&counter, 1));
+  *fd = open(tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (*fd < 0)
+    return histd_fail(msg, msglen, HISTD_EIO, "cannot create %s: %s", tmp_path,
+                      strerror(errno));
+  return 0;
+}
+
+int store_put_streamed(store *s, const char *tmp_path, const char *id, size_t n,
+                       const double min[3], const double max[3], const char *format,
+                       const char *name, dataset_meta *meta, bool *created, char *msg,
+                       size_t msglen) {
+  return commit_dataset(s, tmp_path, id, n, min, max, format, name, meta, created, msg,
+                        msglen);
 }
 
 int store_list_datasets(store *s, size_t limit, bool (*fn)(const dataset_meta *m, void *u),

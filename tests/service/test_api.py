@@ -5,6 +5,7 @@ progress, /v1/histogram, kernels, devices, health.
 usage: test_api.py HISTD_EXE
 """
 import csv
+import hashlib
 import io
 import os
 import struct
@@ -40,6 +41,9 @@ def test_uploads(d):
     check(len(raw) == 24 * n, "payload size")
     xs = struct.unpack("<%dd" % n, raw[:8 * n])
     check(list(xs) == [p[0] for p in grid], "payload is x[] first")
+    # The id: SHA-256 over the SHA-256 of each float64 array (sha256.c).
+    leaves = b"".join(hashlib.sha256(raw[8 * n * a:8 * n * (a + 1)]).digest() for a in range(3))
+    check(did == hashlib.sha256(leaves).hexdigest(), "the id is the documented hash")
 
     # First upload says 201, the same points again 200, both with Location.
     body, ctype = encode(pts, "csv")
