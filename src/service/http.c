@@ -290,6 +290,14 @@ static bool admit(request_state *st) {
         return true;
       }
       st->cap = (size_t)v + 1;
+      r->content_length = (size_t)v;
+      if (st->route->handler == route_datasets_create) {
+        int s = route_datasets_stream(r, v);
+        if (s < 0)
+          return true;
+        if (s > 0)
+          return false; /* no buffer: the chunks go to r->stream */
+      }
     } else {
       st->cap = 64 * 1024;
     }
@@ -373,6 +381,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
       *upload_data_size = 0;
       return st->discarded > 2 * svc->cfg.max_upload_bytes + (1u << 20) ? MHD_NO : MHD_YES;
     }
+    if (r->stream != NULL) {
+      upload_stream_write(r->stream, upload_data, *upload_data_size);
+      *upload_data_size = 0;
+      return MHD_YES;
+    }
     if (r->body != NULL && !append_body(st, upload_data, *upload_data_size)) {
       st->body_too_big = true;
       st->discarded = r->body_len + *upload_data_size;
@@ -411,6 +424,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     return;
   if (st->r.response != NULL)
     MHD_destroy_response(st->r.response);
+  upload_stream_abort(st->r.stream); /* a client that left mid-upload */
   free(st->r.body);
   free(st);
   *con_cls = NULL;

@@ -68,29 +68,89 @@ static void media_type(const char *ct, char *out, size_t len) {
   out[i] = '\0';
 }
 
-void route_datasets_create(request *r) {
-  service *svc = r->svc;
-  histd_format fmt;
+/* The upload's format from ?format= or Content-Type; answers and returns
+ * false when neither says. */
+static bool upload_format(request *r, histd_format *fmt) {
   const char *fq = request_query(r, "format");
   const char *ct = request_header(r, "Content-Type");
   if (fq != NULL) {
-    if (histd_format_parse(fq, &fmt) != 0) {
+    if (histd_format_parse(fq, fmt) != 0) {
       respond_problem(r, 400, "format \"%s\" is not one of json, csv, xyz, f64, f32", fq);
-      return;
+      return false;
     }
-  } else {
-    char mt[128];
-    media_type(ct ? ct : "", mt, sizeof mt);
-    if (mt[0] == '\0' || histd_format_from_content_type(mt, &fmt) != 0) {
-      respond_problem(r, 415,
-                      "cannot tell the format from Content-Type \"%s\": send application/json, "
-                      "text/csv, chemical/x-xyz, application/x-float64 (or "
-                      "application/octet-stream) or application/x-float32, or add "
-                      "?format=json|csv|xyz|f64|f32",
-                      ct ? ct : "");
-      return;
-    }
+    return true;
   }
+  char mt[128];
+  media_type(ct ? ct : "", mt, sizeof mt);
+  if (mt[0] == '\0' || histd_format_from_content_type(mt, fmt) != 0) {
+    respond_problem(r, 415,
+                    "cannot tell the format from Content-Type \"%s\": send application/json, "
+                    "text/csv, chemical/x-xyz, application/x-float64 (or "
+                    "application/octet-stream) or application/x-float32, or add "
+                    "?format=json|csv|xyz|f64|f32",
+                    ct ? ct : "");
+    return false;
+  }
+  return true;
+}
+
+int route_datasets_stream(request *r, unsigned long long content_length) {
+  histd_format fmt;
+  if (!upload_format(r, &fmt))
+    return -1;
+  const char *name = request_query(r, "name");
+  if (fmt != HISTD_FORMAT_F64 || content_length == 0 || content_length % 24 != 0 ||
+      (name != NULL && strlen(name) > 255))
+    return 0; /* the buffered path says what is wrong, if anything */
+  unsigned long long n = content_length / 24;
+  if (n > r->svc->cfg.max_points) {
+    respond_problem(r, 413, "the body holds %llu points, more than the limit of %zu points "
+                            "(--max-points)", n, r->svc->cfg.max_points);
+    return -1;
+  }
+  char msg[256] = "";
+  r->stream = upload_stream_open(r->svc, (size_t)n, msg, sizeof msg);
+  if (r->stream == NULL && msg[0] != '\0') {
+    respond_problem(r, 500, "%s", msg);
+    return -1;
+  }
+  return r->stream != NULL;
+}
+
+static void finish_stream(request *r) {
+  service *svc = r->svc;
+  upload_stream *u = r->stream;
+  r->stream = NULL;
+  dataset_meta meta;
+  bool created = false;
+  char msg[512] = "";
+  unsigned status = upload_stream_finish(u, request_query(r, "name"), &meta, &created, msg,
+                                         sizeof msg);
+  if (status != 0) {
+    if (status == 400)
+      respond_problem(r, 400, "the f64 body could not be read: %s", msg);
+    else
+      respond_problem(r, status, "the dataset could not be stored: %s", msg);
+    return;
+  }
+  dataset_cache_forget(svc->cache, meta.id);
+  atomic_fetch_add(&svc->metrics.upload_bytes, r->content_length);
+  atomic_fetch_add(&svc->metrics.uploads, 1);
+  respond_json(r, created ? 201 : 200, dataset_to_json(&meta));
+  char loc[128];
+  snprintf(loc, sizeof loc, "/v1/datasets/%s", meta.id);
+  response_add_header(r, "Location", loc);
+}
+
+void route_datasets_create(request *r) {
+  service *svc = r->svc;
+  if (r->stream != NULL) {
+    finish_stream(r);
+    return;
+  }
+  histd_format fmt;
+  if (!upload_format(r, &fmt))
+    return;
   const char *name = request_query(r, "name");
   if (name != NULL && strlen(name) > 255) {
     respond_problem(r, 400, "name is longer than 255 characters");

@@ -204,6 +204,18 @@ void dataset_release(dataset_cache *c, loaded_dataset *d);
 /* Forgets a deleted dataset's verification. */
 void dataset_cache_forget(dataset_cache *c, const char *id);
 
+/* ---- streamed float64 uploads (upload_stream.c) ---------------------------- */
+
+struct service;
+typedef struct upload_stream upload_stream;
+/* NULL (and msg empty) when the body should take the buffered path. */
+upload_stream *upload_stream_open(struct service *svc, size_t n, char *msg, size_t msglen);
+void upload_stream_write(upload_stream *u, const char *data, size_t len);
+/* Stores the dataset; 0, or the HTTP status of the failure with msg. Frees u. */
+unsigned upload_stream_finish(upload_stream *u, const char *name, dataset_meta *meta,
+                              bool *created, char *msg, size_t msglen);
+void upload_stream_abort(upload_stream *u); /* frees u, removes its temp file */
+
 /* ---- metrics (metrics.c) ------------------------------------------------------ */
 
 #define METRICS_DURATION_BUCKETS 12
@@ -291,6 +303,8 @@ typedef struct request {
   const char *path_id;   /* the {id} segment, when the route has one */
   char *body;            /* the whole body (NUL-terminated), or NULL */
   size_t body_len;
+  struct upload_stream *stream; /* a raw float64 upload going straight to disk */
+  size_t content_length;
   /* long-poll state */
   bool suspended;
   bool resumed;
@@ -341,6 +355,9 @@ const char *cors_allow_origin(const config *cfg, const char *origin);
 
 /* The handlers (routes_*.c). */
 void route_datasets_create(request *r);
+/* At the headers of POST /v1/datasets: 1 = the body streams (r->stream),
+ * 0 = buffer it, -1 = answered. */
+int route_datasets_stream(request *r, unsigned long long content_length);
 void route_datasets_list(request *r);
 void route_datasets_get(request *r);
 void route_datasets_delete(request *r);

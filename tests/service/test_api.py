@@ -5,6 +5,7 @@ progress, /v1/histogram, kernels, devices, health.
 usage: test_api.py HISTD_EXE
 """
 import csv
+import json
 import hashlib
 import io
 import os
@@ -44,6 +45,18 @@ def test_uploads(d):
     # The id: SHA-256 over the SHA-256 of each float64 array (sha256.c).
     leaves = b"".join(hashlib.sha256(raw[8 * n * a:8 * n * (a + 1)]).digest() for a in range(3))
     check(did == hashlib.sha256(leaves).hexdigest(), "the id is the documented hash")
+
+    # A chunked float64 body (no Content-Length) takes the buffered path and
+    # lands on the same id as the streamed one.
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)
+    raw64 = encode(grid, "f64")[0]
+    conn.request("POST", "/v1/datasets", body=iter([raw64[:1000], raw64[1000:]]),
+                 headers={"Content-Type": "application/x-float64"}, encode_chunked=True)
+    resp = conn.getresponse()
+    doc = json.loads(resp.read())
+    conn.close()
+    check(resp.status == 200 and doc["id"] == did, (resp.status, doc))
 
     # First upload says 201, the same points again 200, both with Location.
     body, ctype = encode(pts, "csv")

@@ -7,6 +7,7 @@ usage: test_errors.py HISTD_EXE
 import json
 import os
 import socket
+import struct
 import sys
 import time
 
@@ -74,6 +75,11 @@ def test_sizes(exe):
         body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(5)) + b"0\r\n\r\n"
         took, resp = raw_exchange(d.port, head, body)
         check(resp.startswith(b"HTTP/1.1 413"), resp[:100])
+        # A raw float64 body over --max-points: 413 at the headers.
+        took, resp = raw_exchange(
+            d.port, b"POST /v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-float64"
+                    b"\r\nContent-Length: 2424\r\n\r\n")
+        check(resp.startswith(b"HTTP/1.1 413") and took < 3, resp[:100])
         # Too many points (under the byte limit): 413 with the limit named.
         problem(d, "POST", "/v1/datasets", "1,2,3\n" * 101, {"Content-Type": "text/csv"},
                 413, "100 points")
@@ -100,7 +106,23 @@ def test_bad_requests(exe):
         problem(d, "POST", "/v1/datasets?format=parquet", "1,2,3\n", {"Content-Type": "text/csv"}, 400)
         problem(d, "POST", "/v1/datasets", "1,2,nan\n", {"Content-Type": "text/csv"}, 400)
         problem(d, "POST", "/v1/datasets", "", {"Content-Type": "text/csv"}, 400)
-        check(payload_files(d) == files, "bad uploads stored nothing")
+        # Raw float64 streams to disk as it arrives: a NaN in the middle, a
+        # length that is no multiple of 24, a client that leaves half-way.
+        raw = bytearray(encode(random_points(5000, seed=8), "f64")[0])
+        raw[24 * 3000 + 8:24 * 3000 + 16] = struct.pack("<d", float("nan"))
+        problem(d, "POST", "/v1/datasets", bytes(raw), {"Content-Type": "application/x-float64"},
+                400, "point 3001: y is not a finite number")
+        problem(d, "POST", "/v1/datasets", bytes(raw[:-5]),
+                {"Content-Type": "application/x-float64"}, 400)
+        sock = socket.create_connection(("127.0.0.1", d.port), timeout=5)
+        sock.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                     b"application/x-float64\r\nContent-Length: 240000\r\n\r\n" + bytes(raw[:50000]))
+        time.sleep(0.3)
+        sock.close()
+        deadline = time.time() + 5
+        while payload_files(d) != files and time.time() < deadline:
+            time.sleep(0.05)
+        check(payload_files(d) == files, "bad uploads stored nothing: %s" % payload_files(d))
         s, _, doc = d.json("GET", "/v1/datasets")
         check(len(doc["datasets"]) == 1, doc)
 
