@@ -425,6 +425,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   if (st->r.response != NULL)
     MHD_destroy_response(st->r.response);
   upload_stream_abort(st->r.stream); /* a client that left mid-upload */
+  sync_task_free(st->r.sync_task);
   free(st->r.body);
   free(st);
   *con_cls = NULL;

@@ -106,8 +106,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "histd: %s\n", msg);
     return 1;
   }
+  if (sync_pool_start(&svc.sync, &svc, msg, sizeof msg) != 0) {
+    fprintf(stderr, "histd: %s\n", msg);
+    return 1;
+  }
   if (http_start(&svc, msg, sizeof msg) != 0) {
     fprintf(stderr, "histd: %s\n", msg);
+    sync_pool_stop(svc.sync);
     jobs_stop(svc.jobs);
     jobs_destroy(svc.jobs);
     store_close(svc.store);
@@ -135,6 +140,7 @@ int main(int argc, char **argv) {
   jobs_resume_waiters(svc.jobs, true); /* long-polls answer with the current state */
   jobs_stop(svc.jobs);                 /* running jobs go back to queued */
   jobs_resume_waiters(svc.jobs, true);
+  sync_pool_stop(svc.sync); /* queued histograms answer 503 */
   http_stop(&svc);
   svc.loop_async = NULL;
   uv_close((uv_handle_t *)&ls.sigint, close_cb);

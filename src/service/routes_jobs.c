@@ -653,8 +653,14 @@ static int split_points(request *r, cJSON **o, histd_dataset *ds) {
   return 1;
 }
 
+static void histogram_answer(request *r);
+
 void route_histogram(request *r) {
   service *svc = r->svc;
+  if (r->resumed && r->sync_task != NULL) {
+    histogram_answer(r);
+    return;
+  }
   double t0 = histd_now_ms();
   static const char *const extra[] = {"points", "x", "y", "z", NULL};
   parsed_params pp;
@@ -687,32 +693,45 @@ void route_histogram(request *r) {
       return;
     }
   }
-  double t_parsed = histd_now_ms();
-  if (pp.spec.threads == 0)
-    pp.spec.threads = 1; /* concurrency comes from concurrent requests */
-  const histd_kernel *k = histd_kernel_find(pp.spec.kernel);
-  histd_result res;
-  int rc;
-  if (k != NULL && k->engine == HISTD_ENGINE_CUDA) {
-    rc = histd_run(&ds, &pp.spec, NULL, &res, msg, sizeof msg);
-  } else {
-    /* Small sets: the CPU, on this HTTP thread ("auto" runs "cpu" here). */
-    histd_worker *w = NULL;
-    rc = histd_worker_create(&w, -1, msg, sizeof msg);
-    if (rc == 0)
-      rc = histd_worker_run(w, &ds, &pp.spec, NULL, &res, msg, sizeof msg);
-    histd_worker_destroy(w);
-  }
-  size_t n = ds.n;
-  histd_dataset_free(&ds);
-  if (rc != 0) {
-    respond_problem(r, rc == HISTD_ENOMEM ? 503 : 422, "%s", msg);
+  sync_task *t = calloc(1, sizeof *t);
+  if (t == NULL) {
+    histd_dataset_free(&ds);
+    respond_problem(r, 503, "out of memory; try again shortly");
     return;
   }
-  res.timing.parse_ms = t_parsed - t0;
-  res.timing.total_ms = histd_now_ms() - t0;
-  atomic_fetch_add(&svc->metrics.pairs_computed, res.total);
-  atomic_fetch_add(&svc->metrics.sync_histograms, 1);
-  respond_json(r, 200, histd_result_to_json(&res, n));
-  histd_result_free(&res);
+  t->conn = r->conn;
+  t->ds = ds;
+  t->spec = pp.spec;
+  if (t->spec.threads == 0)
+    t->spec.threads = 1; /* concurrency comes from concurrent requests */
+  t->parse_ms = histd_now_ms() - t0;
+  r->sync_task = t;
+  if (sync_pool_submit(svc->sync, t) != 0) {
+    r->sync_task = NULL;
+    sync_task_free(t);
+    respond_problem(r, 503, "too many histograms are waiting to be computed; try again shortly");
+    response_add_header(r, "Retry-After", "1");
+    return;
+  }
+  r->suspended = true; /* a pool thread computes it and resumes us */
+}
+
+/* The second call, once the pool is done: answer. */
+static void histogram_answer(request *r) {
+  sync_task *t = r->sync_task;
+  r->sync_task = NULL;
+  if (t->rc != 0) {
+    unsigned status = t->rc == HISTD_ENOMEM || t->rc == HISTD_ECANCELED ? 503 : 422;
+    respond_problem(r, status, "%s", t->msg);
+    sync_task_free(t);
+    return;
+  }
+  histd_result *res = &t->res;
+  res->timing.parse_ms = t->parse_ms;
+  res->timing.queue_ms = t->started_ms - t->queued_ms;
+  res->timing.total_ms += t->parse_ms + res->timing.queue_ms;
+  atomic_fetch_add(&r->svc->metrics.pairs_computed, res->total);
+  atomic_fetch_add(&r->svc->metrics.sync_histograms, 1);
+  respond_json(r, 200, histd_result_to_json(res, t->ds.n));
+  sync_task_free(t);
 }

@@ -269,6 +269,28 @@ bool jobs_wait(jobs *q, const char *id, struct MHD_Connection *conn, double dead
  * (all of them when `all`). */
 void jobs_resume_waiters(jobs *q, bool all);
 
+/* ---- POST /v1/histogram's compute threads (sync_pool.c) ------------------------ */
+
+typedef struct sync_task {
+  struct MHD_Connection *conn;
+  histd_dataset ds;
+  histd_spec spec;
+  histd_result res;
+  int rc;
+  char msg[512];
+  bool done;
+  double parse_ms, queued_ms, started_ms;
+  struct sync_task *next;
+} sync_task;
+
+typedef struct sync_pool sync_pool;
+int sync_pool_start(sync_pool **out, struct service *svc, char *msg, size_t msglen);
+/* Queues t and suspends its connection; HISTD_ETOOBIG when full or stopping. */
+int sync_pool_submit(sync_pool *p, sync_task *t);
+size_t sync_pool_depth(sync_pool *p);
+void sync_pool_stop(sync_pool *p); /* answers what is queued, joins, frees */
+void sync_task_free(sync_task *t);
+
 /* ---- the context ---------------------------------------------------------------- */
 
 typedef struct service {
@@ -276,6 +298,7 @@ typedef struct service {
   store *store;
   dataset_cache *cache;
   jobs *jobs;
+  sync_pool *sync;
   metrics metrics;
   struct MHD_Daemon *mhd;
   void *loop_async; /* uv_async_t*: wakes the loop (thread-safe) */
@@ -304,6 +327,7 @@ typedef struct request {
   char *body;            /* the whole body (NUL-terminated), or NULL */
   size_t body_len;
   struct upload_stream *stream; /* a raw float64 upload going straight to disk */
+  struct sync_task *sync_task;  /* POST /v1/histogram's work, while it is away */
   size_t content_length;
   /* long-poll state */
   bool suspended;
