@@ -94,6 +94,9 @@ char *metrics_render(service *svc, size_t *len) {
 
   header(&b, "histd_queue_depth", "gauge", "Jobs waiting for a worker.");
   put(&b, "histd_queue_depth %zu\n", jobs_queue_depth(svc->jobs));
+  header(&b, "histd_sync_queue_depth", "gauge",
+         "POST /v1/histogram requests waiting for a compute thread.");
+  put(&b, "histd_sync_queue_depth %zu\n", sync_pool_depth(svc->sync));
   header(&b, "histd_jobs_running", "gauge", "Jobs running on a worker now.");
   put(&b, "histd_jobs_running %zu\n", jobs_running(svc->jobs));
   header(&b, "histd_workers", "gauge", "Job workers (GPU and CPU).");
