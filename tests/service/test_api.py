@@ -4,6 +4,7 @@ progress, /v1/histogram, kernels, devices, health.
 
 usage: test_api.py HISTD_EXE
 """
+import array
 import csv
 import json
 import hashlib
@@ -57,6 +58,28 @@ def test_uploads(d):
     doc = json.loads(resp.read())
     conn.close()
     check(resp.status == 200 and doc["id"] == did, (resp.status, doc))
+
+    # A big raw float64 body (hashed on a second thread as it streams in):
+    # the documented id, the same as the buffered (chunked) path's.
+    flat = array.array("d", (c for p in random_points(250000, seed=77) for c in p))
+    big = flat.tobytes()
+    soa = b"".join(flat[a::3].tobytes() for a in range(3))
+    want = hashlib.sha256(b"".join(hashlib.sha256(soa[8 * 250000 * a:8 * 250000 * (a + 1)])
+                                   .digest() for a in range(3))).hexdigest()
+    s1, _, d1 = d.json("POST", "/v1/datasets", big, {"Content-Type": "application/x-float64"})
+    check(s1 == 201 and d1["id"] == want and d1["n"] == 250000, (s1, d1))
+    conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)
+    conn.request("POST", "/v1/datasets", body=iter([big[i:i + (1 << 20)] for i in
+                                                    range(0, len(big), 1 << 20)]),
+                 headers={"Content-Type": "application/x-float64"}, encode_chunked=True)
+    resp = conn.getresponse()
+    d2 = json.loads(resp.read())
+    conn.close()
+    check(resp.status == 200 and d2["id"] == want, (resp.status, d2))
+    with open(os.path.join(d.data_dir, "data", "payloads", want + ".f64"), "rb") as f:
+        check(f.read() == soa, "the streamed payload is x[], y[], z[]")
+    s, _, _ = d.request("DELETE", "/v1/datasets/" + want)
+    check(s == 204, s)
 
     # First upload says 201, the same points again 200, both with Location.
     body, ctype = encode(pts, "csv")
