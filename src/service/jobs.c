@@ -512,10 +512,12 @@ int jobs_cancel(jobs *q, const char *id, job_record *out) {
     return 0;
   }
   if (j != NULL) { /* running: the engine polls the flag a few times a second */
-    atomic_store(&j->cancel, true);
+    bool still_running = j->rec.status == JOB_RUNNING; /* else it just ended */
+    if (still_running)
+      atomic_store(&j->cancel, true);
     copy_record(j, out);
     pthread_mutex_unlock(&q->mu);
-    return 1;
+    return still_running ? 1 : 0;
   }
   pthread_mutex_unlock(&q->mu);
   return store_get_job(q->svc->store, id, out);
