@@ -74,12 +74,53 @@ void respond_empty(request *r, unsigned status) {
   set_response(r, status, resp, NULL);
 }
 
+/* Length of the valid UTF-8 sequence at p (1 to 4), or 0. */
+static size_t utf8_len(const unsigned char *p) {
+  if (p[0] < 0x80)
+    return 1;
+  size_t n = (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
+  if (n == 0 || (n == 2 && p[0] < 0xc2) || (n == 4 && p[0] > 0xf4))
+    return 0;
+  for (size_t i = 1; i < n; i++)
+    if ((p[i] & 0xc0) != 0x80)
+      return 0;
+  if ((n == 3 && p[0] == 0xe0 && p[1] < 0xa0) || (n == 3 && p[0] == 0xed && p[1] > 0x9f) ||
+      (n == 4 && p[0] == 0xf0 && p[1] < 0x90) || (n == 4 && p[0] == 0xf4 && p[1] > 0x8f))
+    return 0;
+  return n;
+}
+
+bool utf8_valid(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    size_t n = utf8_len(p);
+    if (n == 0)
+      return false;
+    p += n;
+  }
+  return true;
+}
+
+/* Details quote what the client sent; keep them valid UTF-8 text. */
+static void sanitize(char *s) {
+  unsigned char *p = (unsigned char *)s;
+  while (*p) {
+    size_t n = utf8_len(p);
+    if (n == 0 || (n == 1 && *p < 0x20)) {
+      *p++ = '?';
+      continue;
+    }
+    p += n;
+  }
+}
+
 void respond_problem(request *r, unsigned status, const char *fmt, ...) {
   char detail[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(detail, sizeof detail, fmt, ap);
   va_end(ap);
+  sanitize(detail);
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "type", "about:blank");
   cJSON_AddStringToObject(o, "title", http_status_title(status));

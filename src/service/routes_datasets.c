@@ -100,7 +100,7 @@ int route_datasets_stream(request *r, unsigned long long content_length) {
     return -1;
   const char *name = request_query(r, "name");
   if (fmt != HISTD_FORMAT_F64 || content_length == 0 || content_length % 24 != 0 ||
-      (name != NULL && strlen(name) > 255))
+      (name != NULL && (strlen(name) > 255 || !utf8_valid(name))))
     return 0; /* the buffered path says what is wrong, if anything */
   unsigned long long n = content_length / 24;
   if (n > r->svc->cfg.max_points) {
@@ -153,7 +153,11 @@ void route_datasets_create(request *r) {
     return;
   const char *name = request_query(r, "name");
   if (name != NULL && strlen(name) > 255) {
-    respond_problem(r, 400, "name is longer than 255 characters");
+    respond_problem(r, 400, "name is longer than 255 bytes");
+    return;
+  }
+  if (name != NULL && !utf8_valid(name)) {
+    respond_problem(r, 400, "name is not valid UTF-8");
     return;
   }
   size_t body_len = r->body_len;

@@ -368,6 +368,7 @@ void respond_problem(request *r, unsigned status, const char *fmt, ...)
 #endif
     ;
 const char *http_status_title(unsigned status);
+bool utf8_valid(const char *s);
 void response_add_header(request *r, const char *name, const char *value);
 
 /* Query parameters and headers. */

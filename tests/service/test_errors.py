@@ -5,6 +5,7 @@ on errors and preflights; the token; nothing stored by a bad request.
 usage: test_errors.py HISTD_EXE
 """
 import json
+import random
 import os
 import socket
 import struct
@@ -105,6 +106,10 @@ def test_bad_requests(exe):
         problem(d, "POST", "/v1/datasets", "1,2,3\n", {"Content-Type": "image/png"}, 415)
         problem(d, "POST", "/v1/datasets?format=parquet", "1,2,3\n", {"Content-Type": "text/csv"}, 400)
         problem(d, "POST", "/v1/datasets", "1,2,nan\n", {"Content-Type": "text/csv"}, 400)
+        problem(d, "POST", "/v1/datasets?name=%ff%fe", "1,2,3\n", {"Content-Type": "text/csv"},
+                400, "UTF-8")
+        problem(d, "POST", "/v1/datasets?name=" + "n" * 256, "1,2,3\n",
+                {"Content-Type": "text/csv"}, 400, "255")
         problem(d, "POST", "/v1/datasets", "", {"Content-Type": "text/csv"}, 400)
         # Raw float64 streams to disk as it arrives: a NaN in the middle, a
         # length that is no multiple of 24, a client that leaves half-way.
@@ -228,6 +233,50 @@ def test_bad_requests(exe):
     print("400/404/405/409/415/422 and CORS: ok")
 
 
+def test_garbage(exe):
+    """Mutated bodies and raw garbage: every answer is a problem or a
+    result, and the daemon lives on."""
+    rng = random.Random(5)
+    with Daemon(exe) as d:
+        ds = d.upload(random_points(30, seed=9))["id"]
+        hist = json.dumps({"points": [list(p) for p in random_points(40, seed=10)],
+                           "bucket_width": 100, "buckets": 20})
+        soa = json.dumps({"x": [1, 2, 3], "y": [4, 5, 6], "z": [7, 8, 9], "bucket_width": 1})
+        job = json.dumps({"dataset": ds, "bucket_width": 100, "kernel": "cpu"})
+        seen = {}
+        for i in range(400):
+            path, base = [("/v1/histogram", hist), ("/v1/histogram", soa), ("/v1/jobs", job),
+                          ("/v1/datasets", hist)][i % 4]
+            b = bytearray(base.encode())
+            for _ in range(rng.randint(1, 4)):
+                op, at = rng.randrange(3), rng.randrange(len(b))
+                if op == 0:
+                    b[at] = rng.choice(b'{}[],:"\\0123456789.eE+-nulltrue \x00\xff')
+                elif op == 1:
+                    del b[at:at + rng.randint(1, 8)]
+                else:
+                    b[at:at] = bytes(rng.choice(b'{}[],:"0123456789') for _ in range(rng.randint(1, 4)))
+            s, h, raw = d.request("POST", path, bytes(b), {"Content-Type": "application/json"})
+            seen[s] = seen.get(s, 0) + 1
+            check(s in (200, 201, 202, 400, 404, 413, 422), (path, s, raw[:200], bytes(b)[:200]))
+            if s >= 400:
+                check(json.loads(raw)["detail"], raw)
+        for _ in range(50):
+            sock = socket.create_connection(("127.0.0.1", d.port), timeout=5)
+            sock.sendall(bytes(rng.randrange(256) for _ in range(rng.randint(1, 300))) + b"\r\n\r\n")
+            try:
+                sock.recv(4096)
+            except OSError:
+                pass
+            sock.close()
+        s, _, _ = d.request("GET", "/healthz")
+        check(s == 200, s)
+        s, _, doc = d.json("GET", "/v1/jobs?limit=1000")
+        check(all(j["status"] in ("queued", "running", "succeeded") for j in doc["jobs"]), doc)
+        check(d.stop() == 0, "exit 0")
+    print("garbage: ok (statuses %s)" % dict(sorted(seen.items())))
+
+
 def test_token_and_queue(exe):
     with Daemon(exe, args=["--cors-origin", "*", "--queue-limit", "2", "--workers", "1"],
                 env={"HISTD_TOKEN": "s3cret-token"}) as d:
@@ -272,6 +321,7 @@ def main():
     exe = sys.argv[1]
     test_sizes(exe)
     test_bad_requests(exe)
+    test_garbage(exe)
     test_token_and_queue(exe)
     print("test_errors: all ok")
 
