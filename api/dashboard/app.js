@@ -594,8 +594,9 @@
     let top;
     if (logy) top = Math.pow(10, Math.max(1, Math.ceil(Math.log10(maxC))));
     else {
-      const last = ticks(0, maxC, 5).slice(-1)[0];
-      top = last >= maxC ? last : maxC * 1.05;
+      const t = ticks(0, maxC, 5);
+      const step = t.length > 1 ? t[1] - t[0] : maxC;
+      top = Math.ceil(maxC / step - 1e-9) * step;
     }
     const sy = logy
       ? (c) => M.t + ph - (c > 0 ? (Math.log10(c) + 0.5) / (Math.log10(top) + 0.5) : 0) * ph
@@ -687,7 +688,9 @@
       const cx = clientX !== undefined ? clientX - wrap.left : ((xa + xb) / 2) * (box.width / W) + (box.left - wrap.left);
       const tw = tip.offsetWidth;
       tip.style.left = Math.min(Math.max(cx - tw / 2, 0), wrap.width - tw) + 'px';
-      tip.style.top = Math.max(sy(counts[i]) * (box.height / H) - tip.offsetHeight - 10, 0) + 'px';
+      const barTop = Math.min(sy(counts[i]), M.t + ph) * (box.height / H);
+      const above = barTop - tip.offsetHeight - 10;
+      tip.style.top = (above >= 0 ? above : Math.min(barTop + 10, box.height - tip.offsetHeight)) + 'px';
     };
     const hide = () => {
       hl.setAttribute('visibility', 'hidden');
@@ -720,7 +723,8 @@
       rows.push(['points', fmtInt(r.n)], ['pairs', fmtInt(r.total)],
         ['buckets', fmtInt(r.buckets) + ' × ' + fmtNum(r.bucket_width)],
         ['overflow', fmtInt(r.overflow)], ['kernel', r.kernel + (r.block_size ? ' · block ' + r.block_size : '')],
-        ['precision', r.precision + (r.exact ? ' (exact)' : r.precision === 'fast' ? ' (may differ near edges)' : '')]);
+        ['precision', r.precision === 'exact' || !r.precision ? 'exact (equals the definition)'
+          : r.precision + (r.exact ? ' (checked exact)' : ' (may differ near bucket edges)')]);
     } else {
       rows.push(['kernel', p.kernel || 'auto'], ['bucket width', fmtNum(p.bucket_width)], ['buckets', p.buckets ? fmtInt(p.buckets) : 'cover all'],
         ['precision', p.precision || 'exact']);
