@@ -1,0 +1,145 @@
+/*
+ * io.h -- the io layer of histd: point-set parsers and histogram writers.
+ *
+ * Parsers turn a whole buffer (or file) in one of five formats into a new
+ * dataset (histd.h), allocated with histd_dataset_alloc and finished (bounds
+ * set). Writers turn a result into text, CSV or a cJSON object. The service
+ * and the CLI use this header; the engine knows nothing of it.
+ *
+ * Conventions are the engine's: 0 or a negative HISTD_E* code, out-params
+ * filled only on success, one sentence in (msg, msglen) on failure.
+ *
+ * ## Input formats
+ *
+ * Every parser reads exactly `len` bytes (the buffer need not be
+ * NUL-terminated), accepts an optional UTF-8 byte-order mark in the text
+ * formats, parses numbers in the C locale whatever the process's locale is,
+ * and rejects: an empty input or one with no points ("no points"),
+ * non-finite coordinates ("nan", "inf", and numbers such as 1e400 that
+ * overflow a double), and more than max_points points (HISTD_ETOOBIG;
+ * max_points 0 means unlimited). Malformed input returns HISTD_EPARSE with
+ * a sentence that says where: "line 17: expected 3 numbers, found 2",
+ * "points[17]: expected 3 numbers, found 2". Numbers are correctly rounded
+ * (strtod); values below the smallest double round to 0 or a subnormal.
+ *
+ * json  One object, either {"points": [[x, y, z], ...]} or
+ *       {"x": [...], "y": [...], "z": [...]} (keys in any order, arrays of
+ *       equal length). Strict JSON numbers (RFC 8259). Unknown, duplicate
+ *       and missing keys, a mix of the two shapes, wrong nesting, and any
+ *       non-number where a coordinate belongs are errors naming the path.
+ * csv   One point per line. Fields are separated by commas or by blanks
+ *       (spaces, tabs), with optional blanks around commas; LF or CRLF line
+ *       ends; the last line may lack its newline. Blank lines and lines
+ *       whose first non-blank character is '#' are skipped. The first
+ *       non-blank, non-comment line is a header when none of its fields is a
+ *       number. A header of exactly 3 fields names the columns in order; a
+ *       longer header must name columns "x", "y" and "z" (case-insensitive,
+ *       quotes allowed), which are then read and the other columns ignored
+ *       (every line must then have as many fields as the header). Without
+ *       such a header each line holds exactly 3 numbers. Decimal numbers
+ *       only ("1", "-2.5", ".5", "5.", "1e-3"); no hex, no quotes.
+ * xyz   The molecular format, one frame: a line with the atom count N, a
+ *       comment line, then N lines "element x y z" (the element is any
+ *       token; columns after z, as in extended XYZ, are ignored). Fewer
+ *       atom lines than N is an error; so is anything but blank lines after
+ *       them: multi-frame trajectories are rejected (split them per frame).
+ * f64   Raw little-endian IEEE-754 binary64 triples x0 y0 z0 x1 y1 z1 ...;
+ *       the length must be a multiple of 24 bytes. Correct on big-endian
+ *       hosts too.
+ * f32   The same with binary32 (12 bytes per point), widened exactly.
+ *
+ * Content types (histd_format_from_content_type, case-insensitive,
+ * parameters such as "; charset=utf-8" ignored):
+ *   application/json, anything/...+json        -> json
+ *   text/csv, application/csv, text/plain,
+ *   text/tab-separated-values                  -> csv  (whitespace columns
+ *                                                 are plain text)
+ *   chemical/x-xyz, application/x-xyz, text/x-xyz -> xyz
+ *   application/octet-stream, application/x-float64 -> f64
+ *   application/x-float32                      -> f32
+ */
+#ifndef HISTD_IO_H
+#define HISTD_IO_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "histd/histd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum histd_format {
+  HISTD_FORMAT_JSON,
+  HISTD_FORMAT_CSV,
+  HISTD_FORMAT_XYZ,
+  HISTD_FORMAT_F64,
+  HISTD_FORMAT_F32
+} histd_format;
+
+#define HISTD_FORMAT_COUNT 5
+
+/* "json", "csv", "xyz", "f64", "f32"; "?" for a value out of range. */
+const char *histd_format_name(histd_format f);
+
+/* The names above (case-insensitive), plus "bin" for f64. HISTD_EINVAL
+ * for anything else. */
+int histd_format_parse(const char *name, histd_format *out);
+
+/* From the file name's extension: .json .csv .tsv .txt(csv) .xyz .f64 .bin
+ * .f32 (case-insensitive). HISTD_EINVAL when there is none or it is unknown. */
+int histd_format_from_path(const char *path, histd_format *out);
+
+/* From an HTTP Content-Type (see the table above). HISTD_EINVAL otherwise. */
+int histd_format_from_content_type(const char *ct, histd_format *out);
+
+/*
+ * Parses buf[0..len) into a new dataset *out (free it with
+ * histd_dataset_free). max_points: 0 = unlimited. On failure *out is left
+ * zeroed and nothing is allocated.
+ */
+int histd_parse(histd_format fmt, const char *buf, size_t len, size_t max_points,
+                histd_dataset *out, char *msg, size_t msglen);
+
+/* Reads a whole file (mapped where possible) and parses it. "-" reads
+ * standard input. HISTD_ENOENT / HISTD_EIO name the path. */
+int histd_parse_file(const char *path, histd_format fmt, size_t max_points,
+                     histd_dataset *out, char *msg, size_t msglen);
+
+/*
+ * Writers.
+ *
+ * histd_write_text: the seed reports' layout. Rows of five counts, each row
+ * prefixed by the index of its first bucket, zero-padded to at least two
+ * digits ("00:", "05:", ...; all prefixes the same width), counts
+ * right-aligned in columns; then "T:<total pairs>"; then "overflow:<count>"
+ * when it is nonzero, then a line naming the kernel, precision, block size
+ * or threads and device, and a line of timings in ms.
+ *
+ * histd_write_csv: the header "bucket,lower,upper,count", one row per bucket
+ * (lower = b*w, upper = (b+1)*w, shortest round-trip decimals), then
+ * "overflow,<buckets*w>,,<count>".
+ *
+ * Both return 0, or HISTD_EIO if the stream reports an error.
+ */
+int histd_write_text(FILE *f, const histd_result *res);
+int histd_write_csv(FILE *f, const histd_result *res);
+
+/*
+ * The result as a JSON object (caller cJSON_Delete()s it; NULL when out of
+ * memory), n being the dataset's point count:
+ *   {"n", "bucket_width", "buckets", "edges": [0, w, ..., buckets*w],
+ *    "counts": [...], "overflow", "total", "kernel", "block_size",
+ *    "precision": "exact"|"fast", "exact", "device",
+ *    "timing_ms": {"queue", "parse", "transfer", "kernel", "total"}}
+ * 64-bit integers above 2^53 are raw items (exact digits when printed).
+ */
+cJSON *histd_result_to_json(const histd_result *res, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HISTD_IO_H */

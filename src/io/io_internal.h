@@ -1,0 +1,78 @@
+/*
+ * io_internal.h -- private helpers shared by the parsers in src/io.
+ * Nothing outside src/io (and its tests) includes it.
+ */
+#ifndef HISTD_IO_INTERNAL_H
+#define HISTD_IO_INTERNAL_H
+
+#include <locale.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "histd/io.h"
+
+/* One parser per format: same contract as histd_parse(). */
+int histd__parse_json(const char *buf, size_t len, size_t max_points,
+                      histd_dataset *out, char *msg, size_t msglen);
+int histd__parse_csv(const char *buf, size_t len, size_t max_points,
+                     histd_dataset *out, char *msg, size_t msglen);
+int histd__parse_xyz(const char *buf, size_t len, size_t max_points,
+                     histd_dataset *out, char *msg, size_t msglen);
+int histd__parse_raw(const char *buf, size_t len, bool f32, size_t max_points,
+                     histd_dataset *out, char *msg, size_t msglen);
+
+/* ---- numbers ----------------------------------------------------------- */
+
+typedef enum histd__num_status {
+  HISTD__NUM_OK,        /* a finite double                                 */
+  HISTD__NUM_SYNTAX,    /* not a number at all                             */
+  HISTD__NUM_NONFINITE, /* "nan", "inf", "infinity" (any case, any sign)   */
+  HISTD__NUM_RANGE,     /* a number whose magnitude overflows a double     */
+  HISTD__NUM_NOMEM      /* a very long token could not be copied          */
+} histd__num_status;
+
+/* The grammar the caller accepts: strict JSON numbers, or the decimal
+ * numbers of the text formats (optional '+', ".5", "5."). */
+typedef enum histd__num_grammar { HISTD__NUM_JSON, HISTD__NUM_TEXT } histd__num_grammar;
+
+/*
+ * Converts tok[0..len) (not NUL-terminated) into *out, correctly rounded,
+ * in the C locale `loc`. Never reads outside the token.
+ */
+histd__num_status histd__parse_number(const char *tok, size_t len, histd__num_grammar g,
+                                      locale_t loc, double *out);
+
+/* True when the token reads as a number or as nan/inf (used by the CSV
+ * header test). */
+bool histd__looks_numeric(const char *tok, size_t len);
+
+/* Copies a token for an error message: at most 40 bytes, non-printable
+ * bytes as '?', "..." when cut. */
+void histd__quote(char *dst, size_t dstlen, const char *tok, size_t len);
+
+/* The C locale for strtod_l: created per parse, freed after. */
+int histd__c_locale(locale_t *out, char *msg, size_t msglen);
+
+/* ---- datasets under construction --------------------------------------- */
+
+/* Allocates room for `cap` points (x at 0, y at cap, z at 2*cap). */
+int histd__ds_reserve(histd_dataset *ds, size_t cap, char *msg, size_t msglen);
+
+/* Shrinks a dataset reserved for `cap` points to its first n points (moving
+ * y and z down) and finishes it (bounds, finiteness). Frees it on failure. */
+int histd__ds_complete(histd_dataset *ds, size_t cap, size_t n, char *msg,
+                       size_t msglen);
+
+/* Skips a UTF-8 byte-order mark. */
+size_t histd__skip_bom(const char *buf, size_t len);
+
+static inline bool histd__is_blank(char c) { return c == ' ' || c == '\t'; }
+
+
+/* ---- writers ----------------------------------------------------------- */
+
+/* The shortest of %.15g, %.16g, %.17g that reads back as v, in the C locale
+ * (the caller passes one from histd__c_locale and has it in use). */
+void histd__format_double(char *buf, size_t buflen, double v, locale_t loc);
+
+#endif

@@ -1,0 +1,175 @@
+/*
+ * number.c -- decimal numbers out of unterminated buffers, correctly rounded.
+ *
+ * The grammar is checked here, byte by byte, so that strtod only ever sees a
+ * token it consumes whole: no hex floats, no "inf"/"nan" words, no leading
+ * blanks, no locale surprises (strtod_l with the C locale). Tokens are
+ * copied into a small stack buffer (heap for absurdly long ones) because
+ * strtod wants a NUL-terminated string and the input buffer is not one.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io_internal.h"
+
+static inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* Length of the longest prefix of s[0..len) that is a number in grammar g,
+ * or 0 if none; the caller compares it with len. */
+static size_t number_syntax(const char *s, size_t len, histd__num_grammar g) {
+  size_t i = 0;
+  if (i < len && (s[i] == '-' || (g == HISTD__NUM_TEXT && s[i] == '+')))
+    i++;
+  size_t int_start = i;
+  while (i < len && is_digit(s[i]))
+    i++;
+  size_t int_digits = i - int_start;
+  if (g == HISTD__NUM_JSON) {
+    if (int_digits == 0 || (int_digits > 1 && s[int_start] == '0'))
+      return 0;
+  }
+  size_t frac_digits = 0;
+  if (i < len && s[i] == '.') {
+    i++;
+    size_t f = i;
+    while (i < len && is_digit(s[i]))
+      i++;
+    frac_digits = i - f;
+    if (g == HISTD__NUM_JSON && frac_digits == 0)
+      return 0;
+  }
+  if (int_digits == 0 && frac_digits == 0)
+    return 0;
+  if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+    i++;
+    if (i < len && (s[i] == '+' || s[i] == '-'))
+      i++;
+    size_t e = i;
+    while (i < len && is_digit(s[i]))
+      i++;
+    if (i == e)
+      return 0;
+  }
+  return i;
+}
+
+static bool word_ieq(const char *s, size_t len, const char *word) {
+  size_t wl = strlen(word);
+  if (len != wl)
+    return false;
+  for (size_t i = 0; i < len; i++) {
+    char c = s[i];
+    if (c >= 'A' && c <= 'Z')
+      c = (char)(c - 'A' + 'a');
+    if (c != word[i])
+      return false;
+  }
+  return true;
+}
+
+static bool nonfinite_word(const char *s, size_t len) {
+  if (len > 0 && (s[0] == '+' || s[0] == '-')) {
+    s++;
+    len--;
+  }
+  return word_ieq(s, len, "nan") || word_ieq(s, len, "inf") ||
+         word_ieq(s, len, "infinity");
+}
+
+bool histd__looks_numeric(const char *tok, size_t len) {
+  return (len > 0 && number_syntax(tok, len, HISTD__NUM_TEXT) == len) ||
+         nonfinite_word(tok, len);
+}
+
+histd__num_status histd__parse_number(const char *tok, size_t len, histd__num_grammar g,
+                                      locale_t loc, double *out) {
+  if (len == 0 || number_syntax(tok, len, g) != len)
+    return nonfinite_word(tok, len) ? HISTD__NUM_NONFINITE : HISTD__NUM_SYNTAX;
+  char small[128];
+  char *s = small;
+  if (len >= sizeof small) {
+    s = malloc(len + 1);
+    if (s == NULL)
+      return HISTD__NUM_NOMEM;
+  }
+  memcpy(s, tok, len);
+  s[len] = '\0';
+  char *end;
+  double v = strtod_l(s, &end, loc);
+  bool whole = (size_t)(end - s) == len;
+  if (s != small)
+    free(s);
+  if (!whole)
+    return HISTD__NUM_SYNTAX; /* cannot happen: the grammar is strtod's subset */
+  if (!isfinite(v))
+    return HISTD__NUM_RANGE;
+  *out = v;
+  return HISTD__NUM_OK;
+}
+
+void histd__quote(char *dst, size_t dstlen, const char *tok, size_t len) {
+  if (dstlen == 0)
+    return;
+  size_t max = 40, o = 0;
+  for (size_t i = 0; i < len && i < max && o + 1 < dstlen; i++) {
+    unsigned char c = (unsigned char)tok[i];
+    dst[o++] = (c >= 0x20 && c < 0x7f && c != '\'' && c != '"' && c != '\\') ? (char)c : '?';
+  }
+  if (len > max) {
+    for (int k = 0; k < 3 && o + 1 < dstlen; k++)
+      dst[o++] = '.';
+  }
+  dst[o] = '\0';
+}
+
+int histd__c_locale(locale_t *out, char *msg, size_t msglen) {
+  locale_t loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+  if (loc == (locale_t)0)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "cannot create the C locale for parsing numbers");
+  *out = loc;
+  return 0;
+}
+
+size_t histd__skip_bom(const char *buf, size_t len) {
+  return (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB &&
+          (unsigned char)buf[2] == 0xBF)
+             ? 3
+             : 0;
+}
+
+/* ---- datasets under construction --------------------------------------- */
+
+int histd__ds_reserve(histd_dataset *ds, size_t cap, char *msg, size_t msglen) {
+  return histd_dataset_alloc(ds, cap, msg, msglen);
+}
+
+int histd__ds_complete(histd_dataset *ds, size_t cap, size_t n, char *msg, size_t msglen) {
+  if (n < cap) {
+    double *base = ds->x;
+    memmove(base + n, base + cap, n * sizeof(double));
+    memmove(base + 2 * n, base + 2 * cap, n * sizeof(double));
+    double *shrunk = realloc(base, (n == 0 ? 1 : 3 * n) * sizeof(double));
+    if (shrunk != NULL)
+      base = shrunk;
+    ds->x = base;
+    ds->y = base + n;
+    ds->z = base + 2 * n;
+    ds->n = n;
+  }
+  int rc = histd_dataset_finish(ds, msg, msglen);
+  if (rc != 0) {
+    histd_dataset_free(ds);
+    return HISTD_EPARSE;
+  }
+  return 0;
+}
+
+void histd__format_double(char *buf, size_t buflen, double v, locale_t loc) {
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(buf, buflen, "%.*g", prec, v);
+    if (prec == 17 || strtod_l(buf, NULL, loc) == v)
+      return;
+  }
+}

@@ -1,0 +1,460 @@
+/*
+ * http.c -- libmicrohttpd: the route table, request bodies, auth and CORS.
+ *
+ * libmicrohttpd runs its own thread pool (MHD_USE_INTERNAL_POLLING_THREAD
+ * with MHD_OPTION_THREAD_POOL_SIZE, epoll underneath) and calls on_request
+ * for every request, several times:
+ *
+ *   1. headers read, no body yet: match the route, check the method, the
+ *      token and Content-Length. Anything wrong is answered right here, so
+ *      an oversized upload gets its 413 before a byte of its body is read
+ *      (and MHD closes the connection rather than drain the body).
+ *   2. zero or more times with body chunks: append to one buffer, sized
+ *      once from Content-Length when the client sends one; a chunked body
+ *      that outgrows --max-upload-bytes is cut off with 413 as soon as it
+ *      does.
+ *   3. body complete: run the route's handler, queue its response.
+ *
+ * A long-polling handler may suspend its connection instead of answering
+ * (jobs.c resumes it); MHD then calls on_request again, and the handler
+ * runs a second time with r->resumed set.
+ *
+ * Every response leaves through finish(), which adds the CORS headers for
+ * the request's Origin, so errors carry them too. The route table is the
+ * single source of the daemon's surface: the dispatcher, 405's Allow
+ * header, OPTIONS preflights and `histd --print-routes` (which the test
+ * compares with api/openapi.yaml) all read it.
+ */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "service.h"
+
+const route service_routes[] = {
+    {"POST", "/v1/datasets", route_datasets_create, true, false,
+     "upload a point set (JSON, CSV, XYZ, raw float64 or float32)"},
+    {"GET", "/v1/datasets", route_datasets_list, false, false, "list datasets, newest first"},
+    {"GET", "/v1/datasets/{id}", route_datasets_get, false, false, "one dataset's metadata"},
+    {"DELETE", "/v1/datasets/{id}", route_datasets_delete, false, false, "delete a dataset"},
+    {"POST", "/v1/jobs", route_jobs_create, true, false, "submit a histogram job"},
+    {"GET", "/v1/jobs", route_jobs_list, false, false, "list jobs, newest first"},
+    {"GET", "/v1/jobs/{id}", route_jobs_get, false, false, "one job (?wait= long-polls)"},
+    {"DELETE", "/v1/jobs/{id}", route_jobs_delete, false, false, "cancel a job"},
+    {"GET", "/v1/jobs/{id}/result", route_jobs_result, false, false,
+     "a finished job's histogram as JSON or CSV"},
+    {"POST", "/v1/histogram", route_histogram, true, false,
+     "points and parameters in, histogram out, in one request"},
+    {"GET", "/v1/kernels", route_kernels, false, false, "the kernel registry"},
+    {"GET", "/v1/devices", route_devices, false, false, "GPUs and CPU threads"},
+    {"GET", "/healthz", route_healthz, false, true, "liveness"},
+    {"GET", "/readyz", route_readyz, false, false, "readiness"},
+    {"GET", "/metrics", route_metrics, false, false, "Prometheus metrics"},
+    {"GET", "/", route_static, false, true, "the dashboard"},
+    {"GET", "/{asset}", route_static, false, true, "the dashboard's static files"},
+};
+const size_t service_route_count = sizeof service_routes / sizeof service_routes[0];
+
+void print_routes(void) {
+  for (size_t i = 0; i < service_route_count; i++)
+    printf("%s %s\n", service_routes[i].method, service_routes[i].pattern);
+}
+
+/* ---- matching --------------------------------------------------------------------- */
+
+/* Matches path against pattern; a {...} segment matches one non-empty
+ * segment, whose start goes to *id. */
+static bool match(const char *pattern, const char *path, const char **id, size_t *idlen) {
+  const char *p = pattern, *s = path;
+  while (*p && *s) {
+    if (*p == '{') {
+      const char *end = strchr(s, '/');
+      size_t len = end ? (size_t)(end - s) : strlen(s);
+      if (len == 0)
+        return false;
+      if (id) {
+        *id = s;
+        *idlen = len;
+      }
+      s += len;
+      p = strchr(p, '}') + 1;
+      continue;
+    }
+    if (*p != *s)
+      return false;
+    p++;
+    s++;
+  }
+  return *p == '\0' && *s == '\0';
+}
+
+/* The static-asset pattern only claims paths that are not the API's. */
+static bool is_api_path(const char *path) {
+  return strncmp(path, "/v1/", 4) == 0 || strcmp(path, "/v1") == 0;
+}
+
+static const route *find_route(const char *method, const char *path, const char **id,
+                               size_t *idlen, bool *path_known, char *allow, size_t allowlen) {
+  const route *found = NULL;
+  *path_known = false;
+  allow[0] = '\0';
+  for (size_t i = 0; i < service_route_count; i++) {
+    const route *rt = &service_routes[i];
+    const char *mid = NULL;
+    size_t mlen = 0;
+    if (strcmp(rt->pattern, "/{asset}") == 0) {
+      /* Any non-API path below /, nested or not, for GET and HEAD only: a
+       * POST to /nowhere is a 404, not a 405. */
+      if (is_api_path(path) || strlen(path) < 2 ||
+          (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0))
+        continue;
+      mid = path + 1;
+      mlen = strlen(mid);
+    } else if (!match(rt->pattern, path, &mid, &mlen)) {
+      continue;
+    }
+    *path_known = true;
+    if (strstr(allow, rt->method) == NULL) {
+      size_t l = strlen(allow);
+      snprintf(allow + l, allowlen - l, "%s%s", l ? ", " : "", rt->method);
+      if (strcmp(rt->method, "GET") == 0) {
+        l = strlen(allow);
+        snprintf(allow + l, allowlen - l, ", HEAD");
+      }
+    }
+    bool same = strcmp(rt->method, method) == 0 ||
+                (strcmp(method, "HEAD") == 0 && strcmp(rt->method, "GET") == 0);
+    if (same && found == NULL) {
+      found = rt;
+      if (id) {
+        *id = mid;
+        *idlen = mlen;
+      }
+    }
+  }
+  if (*path_known) {
+    size_t l = strlen(allow);
+    snprintf(allow + l, allowlen - l, ", OPTIONS");
+  }
+  return found;
+}
+
+/* ---- per-request state ---------------------------------------------------------------- */
+
+typedef struct request_state {
+  request r;
+  const route *route;
+  char id[128];
+  size_t cap;
+  bool dispatched;
+  bool answered;
+  bool body_too_big;
+  char allow[128];
+} request_state;
+
+const char *request_query(request *r, const char *key) {
+  return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *request_header(request *r, const char *key) {
+  return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, key);
+}
+
+void response_add_header(request *r, const char *name, const char *value) {
+  if (r->response != NULL)
+    MHD_add_response_header(r->response, name, value);
+}
+
+static void add_cors(request *r) {
+  const char *origin = request_header(r, "Origin");
+  const char *allow = cors_allow_origin(&r->svc->cfg, origin);
+  if (allow == NULL)
+    return;
+  response_add_header(r, "Access-Control-Allow-Origin", allow);
+  if (strcmp(allow, "*") != 0)
+    response_add_header(r, "Vary", "Origin");
+  response_add_header(r, "Access-Control-Expose-Headers",
+                      "Location, Retry-After, Content-Disposition, Allow");
+}
+
+/* Queues r->response (with CORS headers) and counts it. */
+static enum MHD_Result finish(request_state *st) {
+  request *r = &st->r;
+  if (r->response == NULL)
+    respond_problem(r, 500, "the handler produced no response");
+  if (r->response == NULL)
+    return MHD_NO;
+  add_cors(r);
+  enum MHD_Result rc = MHD_queue_response(r->conn, r->status, r->response);
+  MHD_destroy_response(r->response);
+  r->response = NULL;
+  st->answered = true;
+  atomic_fetch_add(&r->svc->metrics.http_requests, 1);
+  if (r->status >= 400)
+    atomic_fetch_add(&r->svc->metrics.http_errors, 1);
+  return rc;
+}
+
+static bool token_ok(request *r) {
+  const config *cfg = &r->svc->cfg;
+  if (cfg->token[0] == '\0')
+    return true;
+  const char *h = request_header(r, "Authorization");
+  if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
+    return false;
+  h += 7;
+  while (*h == ' ')
+    h++;
+  /* Compare in time independent of where the first difference is. */
+  size_t a = strlen(h), b = strlen(cfg->token);
+  unsigned char diff = a != b;
+  for (size_t i = 0; i < b; i++)
+    diff |= (unsigned char)(cfg->token[i] ^ (i < a ? h[i] : 0));
+  return diff == 0;
+}
+
+static void preflight(request_state *st) {
+  request *r = &st->r;
+  respond_empty(r, 204);
+  response_add_header(r, "Allow", st->allow);
+  if (cors_allow_origin(&r->svc->cfg, request_header(r, "Origin")) != NULL) {
+    response_add_header(r, "Access-Control-Allow-Methods", st->allow);
+    response_add_header(r, "Access-Control-Allow-Headers",
+                        "Authorization, Content-Type, Accept");
+    response_add_header(r, "Access-Control-Max-Age", "600");
+  }
+}
+
+/* First call: route, method, auth, size. Returns true when answered. */
+static bool admit(request_state *st) {
+  request *r = &st->r;
+  const char *id = NULL;
+  size_t idlen = 0;
+  bool path_known;
+  const char *path = r->url;
+  st->route = find_route(r->method, path, &id, &idlen, &path_known, st->allow, sizeof st->allow);
+  if (strcmp(r->method, "OPTIONS") == 0 && path_known) {
+    preflight(st);
+    return true;
+  }
+  if (st->route == NULL) {
+    if (path_known) {
+      respond_problem(r, 405, "%s is not allowed on %s; allowed: %s", r->method, path,
+                      st->allow);
+      response_add_header(r, "Allow", st->allow);
+    } else {
+      respond_problem(r, 404, "there is no route %s (see GET /v1/kernels, /v1/datasets, "
+                              "/v1/jobs, or api/openapi.yaml)", path);
+    }
+    return true;
+  }
+  if (id != NULL) {
+    if (idlen >= sizeof st->id) {
+      respond_problem(r, 404, "no resource has an id that long");
+      return true;
+    }
+    memcpy(st->id, id, idlen);
+    st->id[idlen] = '\0';
+    r->path_id = st->id;
+  }
+  if (!st->route->public_route && !token_ok(r)) {
+    respond_problem(r, 401, "this route needs the header 'Authorization: Bearer <token>' "
+                            "with the daemon's token");
+    response_add_header(r, "WWW-Authenticate", "Bearer realm=\"histd\"");
+    return true;
+  }
+  if (st->route->body) {
+    const char *cl = request_header(r, "Content-Length");
+    if (cl != NULL) {
+      char *end;
+      unsigned long long v = strtoull(cl, &end, 10);
+      if (end == cl || *end != '\0') {
+        respond_problem(r, 400, "Content-Length is not a number");
+        return true;
+      }
+      if (v > r->svc->cfg.max_upload_bytes) {
+        respond_problem(r, 413, "the body has %llu bytes, more than the limit of %zu "
+                                "(--max-upload-bytes)", v, r->svc->cfg.max_upload_bytes);
+        return true;
+      }
+      st->cap = (size_t)v + 1;
+    } else {
+      st->cap = 64 * 1024;
+    }
+    r->body = malloc(st->cap);
+    if (r->body == NULL) {
+      respond_problem(r, 503, "out of memory for the request body; try again shortly");
+      response_add_header(r, "Retry-After", "5");
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool append_body(request_state *st, const char *data, size_t len) {
+  request *r = &st->r;
+  size_t max = r->svc->cfg.max_upload_bytes;
+  if (r->body_len + len > max)
+    return false;
+  if (r->body_len + len + 1 > st->cap) {
+    size_t cap = st->cap * 2;
+    while (cap < r->body_len + len + 1)
+      cap *= 2;
+    if (cap > max + 1)
+      cap = max + 1;
+    char *p = realloc(r->body, cap);
+    if (p == NULL)
+      return false;
+    r->body = p;
+    st->cap = cap;
+  }
+  memcpy(r->body + r->body_len, data, len);
+  r->body_len += len;
+  return true;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls) {
+  (void)version;
+  service *svc = cls;
+  request_state *st = *con_cls;
+  if (st == NULL) {
+    st = calloc(1, sizeof *st);
+    if (st == NULL)
+      return MHD_NO;
+    *con_cls = st;
+    st->r.svc = svc;
+    st->r.conn = conn;
+    st->r.method = method;
+    st->r.url = url;
+    if (admit(st))
+      return finish(st);
+    return MHD_YES;
+  }
+  request *r = &st->r;
+  if (st->answered) { /* answered early (413 ...): drop whatever still comes */
+    *upload_data_size = 0;
+    return MHD_YES;
+  }
+  if (*upload_data_size > 0) {
+    if (r->body != NULL && !append_body(st, upload_data, *upload_data_size)) {
+      *upload_data_size = 0;
+      respond_problem(r, 413, "the body is larger than the limit of %zu bytes "
+                              "(--max-upload-bytes)", svc->cfg.max_upload_bytes);
+      return finish(st);
+    }
+    *upload_data_size = 0;
+    return MHD_YES;
+  }
+  /* The whole request is in (or we were resumed from a long-poll). */
+  if (st->dispatched)
+    r->resumed = true;
+  st->dispatched = true;
+  if (r->body != NULL)
+    r->body[r->body_len] = '\0';
+  r->suspended = false;
+  st->route->handler(r);
+  if (r->suspended)
+    return MHD_YES;
+  return finish(st);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+  (void)cls;
+  (void)conn;
+  (void)toe;
+  request_state *st = *con_cls;
+  if (st == NULL)
+    return;
+  if (st->r.response != NULL)
+    MHD_destroy_response(st->r.response);
+  free(st->r.body);
+  free(st);
+  *con_cls = NULL;
+}
+
+static void on_panic(void *cls, const char *file, unsigned int line, const char *reason) {
+  (void)cls;
+  fprintf(stderr, "histd: libmicrohttpd failed at %s:%u: %s\n", file ? file : "?", line,
+          reason ? reason : "");
+  abort();
+}
+
+static void on_log(void *cls, const char *fmt, va_list ap) {
+  (void)cls;
+  fputs("histd: http: ", stderr);
+  vfprintf(stderr, fmt, ap);
+}
+
+int http_start(service *svc, char *msg, size_t msglen) {
+  const config *cfg = &svc->cfg;
+  char port[8];
+  snprintf(port, sizeof port, "%u", cfg->listen_port);
+  struct addrinfo hints = {0}, *ai = NULL;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  int gai = getaddrinfo(cfg->listen_host, port, &hints, &ai);
+  if (gai != 0)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "cannot resolve --listen host \"%s\": %s",
+                      cfg->listen_host, gai_strerror(gai));
+  int threads = cfg->http_threads;
+  if (threads <= 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    threads = n > 0 ? (int)(2 * n) : 4;
+    if (threads < 4)
+      threads = 4;
+  }
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME |
+                   MHD_USE_ERROR_LOG;
+  if (ai->ai_family == AF_INET6)
+    flags |= MHD_USE_IPv6;
+  MHD_set_panic_func(on_panic, NULL);
+  svc->mhd = MHD_start_daemon(
+      flags, 0, NULL, NULL, on_request, svc,
+      MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
+      MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout,
+      MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->per_ip_connection_limit,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->connection_memory_limit,
+      MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+      MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL,
+      MHD_OPTION_END);
+  freeaddrinfo(ai);
+  if (svc->mhd == NULL)
+    return histd_fail(msg, msglen, HISTD_EIO,
+                      "cannot listen on %s:%u (in use, or not an address of this host?)",
+                      cfg->listen_host, cfg->listen_port);
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(svc->mhd, MHD_DAEMON_INFO_BIND_PORT);
+  unsigned bound = info ? info->port : cfg->listen_port;
+  bool v6 = strchr(cfg->listen_host, ':') != NULL;
+  printf("histd: listening on http://%s%s%s:%u\n", v6 ? "[" : "", cfg->listen_host,
+         v6 ? "]" : "", bound);
+  fflush(stdout);
+  return 0;
+}
+
+void http_quiesce(service *svc) {
+  if (svc->mhd != NULL) {
+    MHD_socket s = MHD_quiesce_daemon(svc->mhd);
+    if (s != MHD_INVALID_SOCKET)
+      close(s);
+  }
+}
+
+void http_stop(service *svc) {
+  if (svc->mhd != NULL) {
+    MHD_stop_daemon(svc->mhd);
+    svc->mhd = NULL;
+  }
+}

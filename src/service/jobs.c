@@ -1,0 +1,591 @@
+/*
+ * jobs.c -- the job queue, the worker pool and the long-poll waiters.
+ *
+ * The shape is redis's bio.c: a mutex, a condition variable, a FIFO of
+ * jobs, and a few threads that pop, work without the lock, and report back.
+ * Each worker thread owns one histd_worker: one per GPU when the engine
+ * finds GPUs (plus one CPU worker, so jobs that name a CPU kernel still
+ * run), else CPU workers. A worker takes the oldest queued job it can run
+ * (a CUDA kernel needs a GPU worker, a CPU kernel a CPU one, "auto" either),
+ * so one engine's backlog never blocks the other's.
+ *
+ * A job's life: submit writes the row (status queued) and only then answers
+ * 202, so an accepted job survives a crash. A worker marks it running in
+ * the store, maps the dataset (datasets.c, shared, never copied), runs it
+ * with a histd_control whose cancelled() reads the job's cancel flag and
+ * the pool's stop flag, and writes the outcome and result in one UPDATE.
+ * Progress moves in memory only (an atomic double the engine writes from
+ * its threads); the store sees state changes, never ticks.
+ *
+ * Stopping (SIGTERM) interrupts running jobs and leaves them, like the
+ * queued ones, queued in the store: the next start runs them again. A
+ * kill -9 leaves rows that say queued or running; startup treats both as
+ * queued. So jobs are at-least-once, and a result is written exactly when
+ * a run completes.
+ *
+ * Finished jobs leave memory: GET reads them from the store. Memory holds
+ * only queued and running jobs, so a long-lived daemon's RSS does not grow
+ * with its history.
+ *
+ * Long-poll (GET /v1/jobs/{id}?wait=S): the HTTP thread registers a waiter
+ * and suspends its connection (MHD_suspend_connection) under the queue's
+ * lock, so a job cannot end between the check and the suspend. When a job
+ * ends, its worker wakes the libuv loop (uv_async), which resumes every
+ * waiter whose job has ended; a loop timer resumes those whose deadline has
+ * passed. No HTTP thread ever blocks on a job.
+ */
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "service.h"
+
+typedef struct job {
+  job_record rec;
+  _Atomic double progress;
+  atomic_bool cancel;
+  struct job *next;
+} job;
+
+typedef struct worker {
+  pthread_t tid;
+  jobs *q;
+  histd_worker *engine;
+  int device;           /* -1: CPU */
+  uint32_t cpu_threads; /* CPU threads per job on a CPU worker */
+  job *current;
+  loaded_dataset *prefetched;
+  bool started;
+} worker;
+
+typedef struct waiter {
+  struct MHD_Connection *conn;
+  char job[33];
+  double deadline;
+  struct waiter *next;
+} waiter;
+
+struct jobs {
+  service *svc;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  job *head, *tail;
+  size_t depth;
+  worker *workers;
+  int nworkers;
+  bool has_gpu;
+  bool stopping;
+  waiter *waiters;
+};
+
+const char *job_status_name(job_status s) {
+  static const char *const names[] = {"queued", "running", "succeeded", "failed", "cancelled"};
+  return (unsigned)s < JOB_STATUS_COUNT ? names[s] : "unknown";
+}
+
+/* ---- helpers (q->mu held) ------------------------------------------------------------ */
+
+static job *find_locked(jobs *q, const char *id, worker **on) {
+  for (int i = 0; i < q->nworkers; i++)
+    if (q->workers[i].current != NULL && strcmp(q->workers[i].current->rec.id, id) == 0) {
+      if (on)
+        *on = &q->workers[i];
+      return q->workers[i].current;
+    }
+  for (job *j = q->head; j != NULL; j = j->next)
+    if (strcmp(j->rec.id, id) == 0) {
+      if (on)
+        *on = NULL;
+      return j;
+    }
+  return NULL;
+}
+
+static void unlink_locked(jobs *q, job *target) {
+  job *prev = NULL;
+  for (job *j = q->head; j != NULL; prev = j, j = j->next) {
+    if (j != target)
+      continue;
+    if (prev)
+      prev->next = j->next;
+    else
+      q->head = j->next;
+    if (q->tail == j)
+      q->tail = prev;
+    q->depth--;
+    j->next = NULL;
+    return;
+  }
+}
+
+static bool fits(const worker *w, const job *j) {
+  const histd_kernel *k = histd_kernel_find(j->rec.spec.kernel);
+  if (k == NULL)
+    return w->device < 0; /* fails with a sentence wherever it runs */
+  bool is_auto = strcmp(k->name, "auto") == 0;
+  if (w->device < 0)
+    return k->engine == HISTD_ENGINE_CPU && !(is_auto && w->q->has_gpu);
+  if (k->engine == HISTD_ENGINE_CPU && !is_auto)
+    return false;
+  uint64_t mask = j->rec.spec.devices;
+  return mask == 0 || (w->device < 64 && (mask & (UINT64_C(1) << w->device)));
+}
+
+static job *take_locked(jobs *q, worker *w) {
+  for (job *j = q->head; j != NULL; j = j->next)
+    if (fits(w, j)) {
+      unlink_locked(q, j);
+      return j;
+    }
+  return NULL;
+}
+
+static void copy_record(const job *j, job_record *out) {
+  *out = j->rec;
+  out->progress = atomic_load(&((job *)j)->progress);
+  if (j->rec.has_result && j->rec.result.counts != NULL) {
+    out->result.counts = malloc((size_t)j->rec.result.buckets * 8 + 8);
+    if (out->result.counts)
+      memcpy(out->result.counts, j->rec.result.counts, (size_t)j->rec.result.buckets * 8);
+    else
+      out->has_result = false;
+  }
+}
+
+static void job_free(job *j) {
+  if (j == NULL)
+    return;
+  job_record_free(&j->rec);
+  free(j);
+}
+
+/* ---- the engine's callbacks ---------------------------------------------------------- */
+
+typedef struct run_ctx {
+  job *job;
+  jobs *q;
+} run_ctx;
+
+static void on_progress(void *user, double fraction) {
+  run_ctx *c = user;
+  atomic_store(&c->job->progress, fraction);
+}
+
+static bool on_cancelled(void *user) {
+  run_ctx *c = user;
+  if (atomic_load(&c->job->cancel))
+    return true;
+  /* q->stopping is written under the lock; a racy read here only delays the
+   * stop by one poll, so read it through an atomic view. */
+  return __atomic_load_n(&c->q->stopping, __ATOMIC_RELAXED);
+}
+
+/* ---- the worker thread ----------------------------------------------------------------- */
+
+static void prefetch_next(worker *w, const char *current_dataset) {
+  jobs *q = w->q;
+  char next_id[65] = "";
+  pthread_mutex_lock(&q->mu);
+  for (job *j = q->head; j != NULL; j = j->next)
+    if (fits(w, j)) {
+      snprintf(next_id, sizeof next_id, "%s", j->rec.dataset);
+      break;
+    }
+  pthread_mutex_unlock(&q->mu);
+  if (next_id[0] == '\0' || strcmp(next_id, current_dataset) == 0)
+    return;
+  loaded_dataset *d;
+  char msg[256];
+  if (dataset_acquire(q->svc->cache, next_id, &d, msg, sizeof msg) != 0)
+    return; /* the job will fail with the sentence when it runs */
+  if (histd_worker_prefetch(w->engine, loaded_dataset_points(d), msg, sizeof msg) != 0) {
+    dataset_release(q->svc->cache, d);
+    return;
+  }
+  w->prefetched = d; /* alive until after the next run */
+}
+
+static void run_one(worker *w, job *j) {
+  jobs *q = w->q;
+  service *svc = q->svc;
+  char msg[512] = "";
+  double t_start = histd_now_ms();
+
+  store_update_job(svc->store, &j->rec, msg, sizeof msg);
+
+  loaded_dataset *d = NULL;
+  histd_result res;
+  memset(&res, 0, sizeof res);
+  int rc = dataset_acquire(svc->cache, j->rec.dataset, &d, msg, sizeof msg);
+  double t_loaded = histd_now_ms();
+  loaded_dataset *old_prefetch = w->prefetched;
+  w->prefetched = NULL;
+  if (rc == 0 && w->device >= 0)
+    prefetch_next(w, j->rec.dataset);
+  dataset_release(svc->cache, old_prefetch);
+
+  if (rc == 0) {
+    histd_spec spec = j->rec.spec;
+    if (w->device < 0 && spec.threads == 0)
+      spec.threads = w->cpu_threads;
+    run_ctx ctx = {j, q};
+    histd_control ctl = {on_progress, on_cancelled, &ctx};
+    rc = histd_worker_run(w->engine, loaded_dataset_points(d), &spec, &ctl, &res, msg,
+                          sizeof msg);
+  }
+  dataset_release(svc->cache, d);
+  double t_end = histd_now_ms();
+
+  pthread_mutex_lock(&q->mu);
+  bool interrupted = rc == HISTD_ECANCELED && !atomic_load(&j->cancel) && q->stopping;
+  job_record *r = &j->rec;
+  if (interrupted) {
+    /* Back to queued in the store: the next start runs it again. */
+    r->status = JOB_QUEUED;
+    r->started_at = 0;
+    r->progress = 0;
+    memset(&r->timing, 0, sizeof r->timing);
+  } else {
+    r->finished_at = wall_now();
+    r->timing.queue_ms = (r->started_at - r->created_at) * 1000.0;
+    if (r->timing.queue_ms < 0)
+      r->timing.queue_ms = 0;
+    r->timing.parse_ms = t_loaded - t_start;
+    r->timing.total_ms = t_end - t_start;
+    if (rc == 0) {
+      r->status = JOB_SUCCEEDED;
+      r->progress = 1;
+      atomic_store(&j->progress, 1.0);
+      r->timing.transfer_ms = res.timing.transfer_ms;
+      r->timing.kernel_ms = res.timing.kernel_ms;
+      res.timing = r->timing;
+      snprintf(r->device, sizeof r->device, "%s", res.device);
+      r->result = res;
+      r->has_result = true;
+      memset(&res, 0, sizeof res);
+    } else if (rc == HISTD_ECANCELED) {
+      r->status = JOB_CANCELLED;
+      r->progress = atomic_load(&j->progress);
+      snprintf(r->error, sizeof r->error, "the job was cancelled");
+    } else {
+      r->status = JOB_FAILED;
+      r->progress = atomic_load(&j->progress);
+      snprintf(r->error, sizeof r->error, "%s", msg[0] ? msg : histd_strerror(rc));
+    }
+  }
+  pthread_mutex_unlock(&q->mu);
+  histd_result_free(&res);
+
+  char msg2[256];
+  if (store_update_job(svc->store, r, msg2, sizeof msg2) != 0)
+    fprintf(stderr, "histd: job %s: %s\n", r->id, msg2);
+  if (!interrupted)
+    metrics_observe_job(&svc->metrics, r->status, (t_end - t_start) / 1000.0,
+                        r->status == JOB_SUCCEEDED ? r->result.total : 0);
+
+  pthread_mutex_lock(&q->mu);
+  w->current = NULL;
+  pthread_mutex_unlock(&q->mu);
+  job_free(j);
+  service_wake(svc);
+}
+
+static void *worker_main(void *arg) {
+  worker *w = arg;
+  jobs *q = w->q;
+  for (;;) {
+    pthread_mutex_lock(&q->mu);
+    job *j = NULL;
+    while (!q->stopping && (j = take_locked(q, w)) == NULL)
+      pthread_cond_wait(&q->cv, &q->mu);
+    if (q->stopping) {
+      if (j != NULL) { /* taken just now: leave it queued (it is in the store) */
+        job_free(j);
+      }
+      pthread_mutex_unlock(&q->mu);
+      break;
+    }
+    j->rec.status = JOB_RUNNING;
+    j->rec.started_at = wall_now();
+    w->current = j;
+    pthread_mutex_unlock(&q->mu);
+    run_one(w, j);
+  }
+  dataset_release(q->svc->cache, w->prefetched);
+  w->prefetched = NULL;
+  return NULL;
+}
+
+/* ---- the pool ----------------------------------------------------------------------- */
+
+static bool restore_one(const job_record *rec, void *u) {
+  jobs *q = u;
+  job *j = calloc(1, sizeof *j);
+  if (j == NULL)
+    return false;
+  j->rec = *rec;
+  j->rec.has_result = false;
+  j->rec.status = JOB_QUEUED;
+  j->rec.started_at = 0;
+  j->rec.progress = 0;
+  atomic_init(&j->progress, 0.0);
+  atomic_init(&j->cancel, false);
+  if (q->tail)
+    q->tail->next = j;
+  else
+    q->head = j;
+  q->tail = j;
+  q->depth++;
+  return true;
+}
+
+int jobs_start(jobs **out, service *svc, char *msg, size_t msglen) {
+  jobs *q = calloc(1, sizeof *q);
+  if (q == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the job queue");
+  q->svc = svc;
+  pthread_mutex_init(&q->mu, NULL);
+  pthread_cond_init(&q->cv, NULL);
+  q->has_gpu = svc->gpu_count > 0;
+
+  int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (ncpu < 1)
+    ncpu = 1;
+  int ngpu_workers = 0, ncpu_workers;
+  if (q->has_gpu) {
+    ngpu_workers = svc->cfg.workers > 0 ? svc->cfg.workers : svc->gpu_count;
+    ncpu_workers = 1;
+  } else {
+    ncpu_workers = svc->cfg.workers > 0 ? svc->cfg.workers : 1;
+  }
+  q->nworkers = ngpu_workers + ncpu_workers;
+  q->workers = calloc((size_t)q->nworkers, sizeof *q->workers);
+  if (q->workers == NULL) {
+    free(q);
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for workers");
+  }
+  for (int i = 0; i < q->nworkers; i++) {
+    worker *w = &q->workers[i];
+    w->q = q;
+    w->device = i < ngpu_workers ? svc->gpus[i % svc->gpu_count].index : -1;
+    int per = ncpu / ncpu_workers;
+    w->cpu_threads = (uint32_t)(per < 1 ? 1 : per);
+    int rc = histd_worker_create(&w->engine, w->device, msg, msglen);
+    if (rc != 0) {
+      for (int k = 0; k < i; k++)
+        histd_worker_destroy(q->workers[k].engine);
+      free(q->workers);
+      free(q);
+      return rc;
+    }
+  }
+
+  /* Jobs that were queued or running when the daemon last stopped. */
+  store_unfinished_jobs(svc->store, restore_one, q);
+  for (job *j = q->head; j != NULL; j = j->next)
+    store_update_job(svc->store, &j->rec, NULL, 0);
+  if (q->depth > 0)
+    fprintf(stderr, "histd: %zu unfinished job(s) from the last run are queued again\n",
+            q->depth);
+
+  for (int i = 0; i < q->nworkers; i++) {
+    if (pthread_create(&q->workers[i].tid, NULL, worker_main, &q->workers[i]) != 0) {
+      jobs_stop(q);
+      jobs_destroy(q);
+      return histd_fail(msg, msglen, HISTD_ENOMEM, "cannot start worker threads");
+    }
+    q->workers[i].started = true;
+  }
+  *out = q;
+  return 0;
+}
+
+void jobs_stop(jobs *q) {
+  if (q == NULL)
+    return;
+  pthread_mutex_lock(&q->mu);
+  q->stopping = true;
+  pthread_cond_broadcast(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+  for (int i = 0; i < q->nworkers; i++)
+    if (q->workers[i].started) {
+      pthread_join(q->workers[i].tid, NULL);
+      q->workers[i].started = false;
+    }
+}
+
+void jobs_destroy(jobs *q) {
+  if (q == NULL)
+    return;
+  while (q->head != NULL) {
+    job *j = q->head;
+    q->head = j->next;
+    job_free(j);
+  }
+  while (q->waiters != NULL) {
+    waiter *w = q->waiters;
+    q->waiters = w->next;
+    free(w);
+  }
+  for (int i = 0; i < q->nworkers; i++)
+    histd_worker_destroy(q->workers[i].engine);
+  free(q->workers);
+  pthread_cond_destroy(&q->cv);
+  pthread_mutex_destroy(&q->mu);
+  free(q);
+}
+
+int jobs_submit(jobs *q, job_record *rec, char *msg, size_t msglen) {
+  job *j = calloc(1, sizeof *j);
+  if (j == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the job");
+  j->rec = *rec;
+  j->rec.status = JOB_QUEUED;
+  j->rec.has_result = false;
+  atomic_init(&j->progress, 0.0);
+  atomic_init(&j->cancel, false);
+  pthread_mutex_lock(&q->mu);
+  if (q->stopping) {
+    pthread_mutex_unlock(&q->mu);
+    free(j);
+    return histd_fail(msg, msglen, HISTD_ETOOBIG, "the daemon is shutting down");
+  }
+  if (q->depth >= q->svc->cfg.queue_limit) {
+    pthread_mutex_unlock(&q->mu);
+    free(j);
+    return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "the job queue is full (%zu jobs waiting); try again shortly",
+                      q->svc->cfg.queue_limit);
+  }
+  /* Durable before it is visible: the row first, then the queue. */
+  int rc = store_put_job(q->svc->store, &j->rec, msg, msglen);
+  if (rc != 0) {
+    pthread_mutex_unlock(&q->mu);
+    free(j);
+    return rc;
+  }
+  if (q->tail)
+    q->tail->next = j;
+  else
+    q->head = j;
+  q->tail = j;
+  q->depth++;
+  *rec = j->rec;
+  pthread_cond_broadcast(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+  atomic_fetch_add(&q->svc->metrics.jobs_submitted, 1);
+  return 0;
+}
+
+int jobs_get(jobs *q, const char *id, job_record *out) {
+  pthread_mutex_lock(&q->mu);
+  job *j = find_locked(q, id, NULL);
+  if (j != NULL) {
+    copy_record(j, out);
+    pthread_mutex_unlock(&q->mu);
+    return 0;
+  }
+  pthread_mutex_unlock(&q->mu);
+  return store_get_job(q->svc->store, id, out);
+}
+
+int jobs_cancel(jobs *q, const char *id, job_record *out) {
+  pthread_mutex_lock(&q->mu);
+  worker *on = NULL;
+  job *j = find_locked(q, id, &on);
+  if (j != NULL && on == NULL) { /* queued: cancelled at once */
+    unlink_locked(q, j);
+    j->rec.status = JOB_CANCELLED;
+    j->rec.finished_at = wall_now();
+    j->rec.timing.queue_ms = (j->rec.finished_at - j->rec.created_at) * 1000.0;
+    snprintf(j->rec.error, sizeof j->rec.error, "the job was cancelled before it started");
+    store_update_job(q->svc->store, &j->rec, NULL, 0);
+    copy_record(j, out);
+    pthread_mutex_unlock(&q->mu);
+    metrics_observe_job(&q->svc->metrics, JOB_CANCELLED, 0, 0);
+    job_free(j);
+    service_wake(q->svc);
+    return 0;
+  }
+  if (j != NULL) { /* running: the engine polls the flag a few times a second */
+    atomic_store(&j->cancel, true);
+    copy_record(j, out);
+    pthread_mutex_unlock(&q->mu);
+    return 1;
+  }
+  pthread_mutex_unlock(&q->mu);
+  return store_get_job(q->svc->store, id, out);
+}
+
+size_t jobs_queue_depth(jobs *q) {
+  pthread_mutex_lock(&q->mu);
+  size_t d = q->depth;
+  pthread_mutex_unlock(&q->mu);
+  return d;
+}
+
+size_t jobs_running(jobs *q) {
+  size_t n = 0;
+  pthread_mutex_lock(&q->mu);
+  for (int i = 0; i < q->nworkers; i++)
+    n += q->workers[i].current != NULL;
+  pthread_mutex_unlock(&q->mu);
+  return n;
+}
+
+size_t jobs_active_on(jobs *q, const char *dataset) {
+  size_t n = 0;
+  pthread_mutex_lock(&q->mu);
+  for (int i = 0; i < q->nworkers; i++)
+    n += q->workers[i].current != NULL && strcmp(q->workers[i].current->rec.dataset, dataset) == 0;
+  for (job *j = q->head; j != NULL; j = j->next)
+    n += strcmp(j->rec.dataset, dataset) == 0;
+  pthread_mutex_unlock(&q->mu);
+  return n;
+}
+
+int jobs_worker_count(jobs *q) { return q->nworkers; }
+bool jobs_on_gpu(jobs *q) { return q->has_gpu; }
+
+/* ---- long-poll ---------------------------------------------------------------------- */
+
+bool jobs_wait(jobs *q, const char *id, struct MHD_Connection *conn, double deadline) {
+  pthread_mutex_lock(&q->mu);
+  if (q->stopping || find_locked(q, id, NULL) == NULL) {
+    pthread_mutex_unlock(&q->mu);
+    return false;
+  }
+  waiter *w = calloc(1, sizeof *w);
+  if (w == NULL) {
+    pthread_mutex_unlock(&q->mu);
+    return false;
+  }
+  w->conn = conn;
+  snprintf(w->job, sizeof w->job, "%s", id);
+  w->deadline = deadline;
+  w->next = q->waiters;
+  q->waiters = w;
+  MHD_suspend_connection(conn);
+  pthread_mutex_unlock(&q->mu);
+  return true;
+}
+
+void jobs_resume_waiters(jobs *q, bool all) {
+  double now = histd_now_ms();
+  pthread_mutex_lock(&q->mu);
+  for (waiter **p = &q->waiters; *p != NULL;) {
+    waiter *w = *p;
+    if (all || q->stopping || now >= w->deadline || find_locked(q, w->job, NULL) == NULL) {
+      *p = w->next;
+      MHD_resume_connection(w->conn);
+      free(w);
+    } else {
+      p = &w->next;
+    }
+  }
+  pthread_mutex_unlock(&q->mu);
+}

@@ -1,0 +1,153 @@
+/*
+ * main.c -- histd, the daemon: startup, the libuv loop, shutdown.
+ *
+ * Three kinds of threads, one owner each:
+ *
+ *   - the main thread runs a libuv loop. It owns the signals (SIGINT and
+ *     SIGTERM start a shutdown; SIGPIPE is ignored), a timer that expires
+ *     long-poll deadlines, and a uv_async that workers and HTTP threads
+ *     poke (service_wake) when a job ends, so the loop resumes the
+ *     connections waiting on it -- redis's bio.c completions, libuv-style;
+ *   - libmicrohttpd's pool threads read requests and run the handlers
+ *     (http.c);
+ *   - the worker pool runs jobs (jobs.c).
+ *
+ * Startup order is inside out: store (the data dir), GPU discovery, the
+ * job pool (which requeues jobs a previous run left unfinished), then HTTP,
+ * so the daemon never accepts a request it cannot serve. Shutdown is the
+ * reverse: stop accepting (quiesce the listen socket), answer long-polls,
+ * stop the workers (running jobs are interrupted and stay queued in the
+ * store for the next start), then close HTTP and the store. Exit status 0.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "service.h"
+
+typedef struct loop_state {
+  service *svc;
+  uv_loop_t loop;
+  uv_signal_t sigint, sigterm;
+  uv_timer_t tick;
+  uv_async_t wake;
+  int signals;
+} loop_state;
+
+void service_wake(service *svc) {
+  if (svc->loop_async != NULL)
+    uv_async_send((uv_async_t *)svc->loop_async);
+}
+
+static void on_wake(uv_async_t *h) {
+  loop_state *ls = h->data;
+  jobs_resume_waiters(ls->svc->jobs, false);
+}
+
+static void on_tick(uv_timer_t *t) {
+  loop_state *ls = t->data;
+  jobs_resume_waiters(ls->svc->jobs, false);
+}
+
+static void close_cb(uv_handle_t *h) { (void)h; }
+
+static void on_signal(uv_signal_t *h, int signum) {
+  loop_state *ls = h->data;
+  service *svc = ls->svc;
+  if (++ls->signals > 1) {
+    fprintf(stderr, "histd: second signal, exiting now\n");
+    exit(1);
+  }
+  fprintf(stderr, "histd: %s received, shutting down\n", signum == SIGINT ? "SIGINT" : "SIGTERM");
+  atomic_store(&svc->stopping, true);
+  http_quiesce(svc); /* no new connections from here on */
+  uv_stop(&ls->loop);
+}
+
+int main(int argc, char **argv) {
+  static service svc; /* big (paths); one per process */
+  char msg[1024];
+  int rc = config_load(&svc.cfg, argc, argv, msg, sizeof msg);
+  if (rc != 0) {
+    if (rc > 0)
+      return 0;
+    fprintf(stderr, "histd: %s\n", msg);
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  svc.started_at = wall_now();
+  pthread_mutex_init(&svc.datasets_mu, NULL);
+  atomic_init(&svc.stopping, false);
+
+  if (store_open(&svc.store, svc.cfg.data_dir, msg, sizeof msg) != 0) {
+    fprintf(stderr, "histd: %s\n", msg);
+    return 1;
+  }
+  dataset_cache_create(&svc.cache, svc.store);
+
+  svc.gpu_reason[0] = '\0';
+  histd_devices(svc.gpus, 16, &svc.gpu_count, svc.gpu_reason, sizeof svc.gpu_reason);
+  if (svc.gpu_count > 16)
+    svc.gpu_count = 16;
+  if (svc.gpu_count == 0 && svc.gpu_reason[0] == '\0')
+    snprintf(svc.gpu_reason, sizeof svc.gpu_reason, "no usable GPU was found");
+
+  loop_state ls;
+  memset(&ls, 0, sizeof ls);
+  ls.svc = &svc;
+  uv_loop_init(&ls.loop);
+  uv_async_init(&ls.loop, &ls.wake, on_wake);
+  ls.wake.data = &ls;
+  svc.loop_async = &ls.wake;
+
+  if (jobs_start(&svc.jobs, &svc, msg, sizeof msg) != 0) {
+    fprintf(stderr, "histd: %s\n", msg);
+    return 1;
+  }
+  if (http_start(&svc, msg, sizeof msg) != 0) {
+    fprintf(stderr, "histd: %s\n", msg);
+    jobs_stop(svc.jobs);
+    jobs_destroy(svc.jobs);
+    store_close(svc.store);
+    return 1;
+  }
+  fprintf(stderr, "histd %s: data in %s, %d %s worker(s)%s%s, dashboard from %s\n",
+          HISTD_VERSION, svc.cfg.data_dir, jobs_worker_count(svc.jobs),
+          svc.gpu_count > 0 ? "GPU+CPU" : "CPU", svc.gpu_count > 0 ? "" : " (",
+          svc.gpu_count > 0 ? "" : svc.gpu_reason, svc.cfg.static_dir);
+  if (svc.gpu_count == 0)
+    fprintf(stderr, "histd: (no GPU: %s)\n", svc.gpu_reason);
+
+  uv_signal_init(&ls.loop, &ls.sigint);
+  uv_signal_init(&ls.loop, &ls.sigterm);
+  ls.sigint.data = ls.sigterm.data = &ls;
+  uv_signal_start(&ls.sigint, on_signal, SIGINT);
+  uv_signal_start(&ls.sigterm, on_signal, SIGTERM);
+  uv_timer_init(&ls.loop, &ls.tick);
+  ls.tick.data = &ls;
+  uv_timer_start(&ls.tick, on_tick, 100, 100);
+
+  uv_run(&ls.loop, UV_RUN_DEFAULT);
+
+  /* A signal stopped the loop. The uv handles stay open until every thread
+   * that may poke them (workers, HTTP threads) has stopped. */
+  jobs_resume_waiters(svc.jobs, true); /* long-polls answer with the current state */
+  jobs_stop(svc.jobs);                 /* running jobs go back to queued */
+  jobs_resume_waiters(svc.jobs, true);
+  http_stop(&svc);
+  svc.loop_async = NULL;
+  uv_close((uv_handle_t *)&ls.sigint, close_cb);
+  uv_close((uv_handle_t *)&ls.sigterm, close_cb);
+  uv_close((uv_handle_t *)&ls.tick, close_cb);
+  uv_close((uv_handle_t *)&ls.wake, close_cb);
+  uv_run(&ls.loop, UV_RUN_DEFAULT);
+  jobs_destroy(svc.jobs);
+  dataset_cache_destroy(svc.cache);
+  store_close(svc.store);
+  uv_loop_close(&ls.loop);
+  pthread_mutex_destroy(&svc.datasets_mu);
+  fprintf(stderr, "histd: stopped\n");
+  return 0;
+}

@@ -1,0 +1,104 @@
+/*
+ * problem.c -- responses: JSON bodies, plain bodies, and errors as
+ * application/problem+json (RFC 9457):
+ *
+ *     {"type":"about:blank","title":"Bad Request","status":400,
+ *      "detail":"bucket_width must be > 0, got -1"}
+ *
+ * The detail is always a sentence a person can act on; the title is the
+ * status's reason phrase, as "about:blank" problems require.
+ */
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service.h"
+
+const char *http_status_title(unsigned status) {
+  switch (status) {
+  case 200: return "OK";
+  case 201: return "Created";
+  case 202: return "Accepted";
+  case 204: return "No Content";
+  case 400: return "Bad Request";
+  case 401: return "Unauthorized";
+  case 403: return "Forbidden";
+  case 404: return "Not Found";
+  case 405: return "Method Not Allowed";
+  case 406: return "Not Acceptable";
+  case 409: return "Conflict";
+  case 413: return "Content Too Large";
+  case 415: return "Unsupported Media Type";
+  case 422: return "Unprocessable Content";
+  case 500: return "Internal Server Error";
+  case 503: return "Service Unavailable";
+  default: return "Error";
+  }
+}
+
+static void set_response(request *r, unsigned status, struct MHD_Response *resp,
+                         const char *content_type) {
+  if (r->response != NULL)
+    MHD_destroy_response(r->response);
+  r->response = resp;
+  r->status = status;
+  if (resp != NULL && content_type != NULL)
+    MHD_add_response_header(resp, "Content-Type", content_type);
+}
+
+void respond_text(request *r, unsigned status, const char *content_type, char *data,
+                  size_t len) {
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer_with_free_callback(len, data, free);
+  if (resp == NULL)
+    free(data);
+  set_response(r, status, resp, content_type);
+}
+
+void respond_json(request *r, unsigned status, cJSON *body) {
+  char *text = body ? cJSON_PrintUnformatted(body) : NULL;
+  cJSON_Delete(body);
+  if (text == NULL) {
+    respond_problem(r, 500, "out of memory while writing the response");
+    return;
+  }
+  size_t len = strlen(text);
+  /* cJSON allocates with malloc (the default hooks), so free() releases it. */
+  respond_text(r, status, "application/json", text, len);
+}
+
+void respond_empty(request *r, unsigned status) {
+  struct MHD_Response *resp = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+  set_response(r, status, resp, NULL);
+}
+
+void respond_problem(request *r, unsigned status, const char *fmt, ...) {
+  char detail[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "type", "about:blank");
+  cJSON_AddStringToObject(o, "title", http_status_title(status));
+  cJSON_AddNumberToObject(o, "status", status);
+  cJSON_AddStringToObject(o, "detail", detail);
+  char *text = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  if (text == NULL) {
+    static const char oom[] = "{\"type\":\"about:blank\",\"title\":\"Internal Server Error\","
+                              "\"status\":500,\"detail\":\"out of memory\"}";
+    set_response(r, 500,
+                 MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom,
+                                                 MHD_RESPMEM_PERSISTENT),
+                 "application/problem+json");
+    return;
+  }
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer_with_free_callback(strlen(text), text, free);
+  if (resp == NULL)
+    free(text);
+  set_response(r, status, resp, "application/problem+json");
+}

@@ -1,0 +1,226 @@
+/*
+ * routes_datasets.c -- POST, GET and DELETE /v1/datasets[/{id}].
+ *
+ * An upload is parsed by the io layer (every format it knows; the format
+ * comes from ?format= or the Content-Type), checked (finite coordinates,
+ * --max-points), and handed to the store, which writes the payload file
+ * durably before the row. Nothing is stored unless all of that succeeded,
+ * so a bad upload leaves no trace. The body buffer is freed as soon as the
+ * points are parsed, so an upload's peak memory is its body plus its points
+ * (about 2x the float64 payload for binary, and body + 24 bytes/point for
+ * text).
+ *
+ * Ids are content hashes: the same points uploaded again answer 200 (not
+ * 201) with the dataset that already exists.
+ *
+ * DELETE refuses (409) while queued or running jobs use the dataset: cancel
+ * them first. Finished jobs keep their results after their dataset is
+ * deleted; their "dataset" field then names an id that answers 404.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service.h"
+
+static bool valid_dataset_id(const char *id) {
+  if (strlen(id) != 64)
+    return false;
+  for (const char *p = id; *p; p++)
+    if (!isxdigit((unsigned char)*p) || isupper((unsigned char)*p))
+      return false;
+  return true;
+}
+
+static cJSON *triple(const double v[3]) {
+  return cJSON_CreateDoubleArray(v, 3);
+}
+
+cJSON *dataset_to_json(const dataset_meta *m) {
+  cJSON *o = cJSON_CreateObject();
+  char ts[40];
+  cJSON_AddStringToObject(o, "id", m->id);
+  cJSON_AddNumberToObject(o, "n", (double)m->n);
+  cJSON_AddNumberToObject(o, "bytes", (double)m->n * 24.0);
+  cJSON_AddStringToObject(o, "format", m->format);
+  cJSON *b = cJSON_AddObjectToObject(o, "bounds");
+  cJSON_AddItemToObject(b, "min", triple(m->min));
+  cJSON_AddItemToObject(b, "max", triple(m->max));
+  format_rfc3339(m->created_at, ts, sizeof ts);
+  cJSON_AddStringToObject(o, "created_at", ts);
+  if (m->name[0] != '\0')
+    cJSON_AddStringToObject(o, "name", m->name);
+  if (m->error[0] != '\0')
+    cJSON_AddStringToObject(o, "error", m->error);
+  return o;
+}
+
+/* "text/csv; charset=utf-8" -> "text/csv" */
+static void media_type(const char *ct, char *out, size_t len) {
+  size_t i = 0;
+  while (ct[i] && ct[i] != ';' && i + 1 < len) {
+    out[i] = (char)tolower((unsigned char)ct[i]);
+    i++;
+  }
+  while (i > 0 && out[i - 1] == ' ')
+    i--;
+  out[i] = '\0';
+}
+
+void route_datasets_create(request *r) {
+  service *svc = r->svc;
+  histd_format fmt;
+  const char *fq = request_query(r, "format");
+  const char *ct = request_header(r, "Content-Type");
+  if (fq != NULL) {
+    if (histd_format_parse(fq, &fmt) != 0) {
+      respond_problem(r, 400, "format \"%s\" is not one of json, csv, xyz, f64, f32", fq);
+      return;
+    }
+  } else {
+    char mt[128];
+    media_type(ct ? ct : "", mt, sizeof mt);
+    if (mt[0] == '\0' || histd_format_from_content_type(mt, &fmt) != 0) {
+      respond_problem(r, 415,
+                      "cannot tell the format from Content-Type \"%s\": send application/json, "
+                      "text/csv, chemical/x-xyz, application/x-float64 (or "
+                      "application/octet-stream) or application/x-float32, or add "
+                      "?format=json|csv|xyz|f64|f32",
+                      ct ? ct : "");
+      return;
+    }
+  }
+  const char *name = request_query(r, "name");
+  if (name != NULL && strlen(name) > 255) {
+    respond_problem(r, 400, "name is longer than 255 characters");
+    return;
+  }
+  size_t body_len = r->body_len;
+  histd_dataset ds;
+  memset(&ds, 0, sizeof ds);
+  char msg[512] = "";
+  int rc = histd_parse(fmt, r->body ? r->body : "", body_len, svc->cfg.max_points, &ds, msg,
+                       sizeof msg);
+  /* The points are out: give the body's memory back before writing. */
+  free(r->body);
+  r->body = NULL;
+  r->body_len = 0;
+  if (rc == 0)
+    rc = histd_dataset_finish(&ds, msg, sizeof msg);
+  if (rc != 0) {
+    histd_dataset_free(&ds);
+    if (rc == HISTD_ETOOBIG)
+      respond_problem(r, 413, "%s (the limit is %zu points, --max-points)", msg,
+                      svc->cfg.max_points);
+    else if (rc == HISTD_ENOMEM)
+      respond_problem(r, 503, "%s", msg);
+    else
+      respond_problem(r, 400, "the %s body could not be read: %s", histd_format_name(fmt),
+                      msg[0] ? msg : histd_strerror(rc));
+    return;
+  }
+  if (ds.n > svc->cfg.max_points) {
+    histd_dataset_free(&ds);
+    respond_problem(r, 413, "the body has more than the limit of %zu points (--max-points)",
+                    svc->cfg.max_points);
+    return;
+  }
+  dataset_meta meta;
+  bool created = false;
+  rc = store_put_dataset(svc->store, &ds, histd_format_name(fmt), name, &meta, &created, msg,
+                         sizeof msg);
+  histd_dataset_free(&ds);
+  if (rc != 0) {
+    respond_problem(r, 500, "the dataset could not be stored: %s", msg);
+    return;
+  }
+  dataset_cache_forget(svc->cache, meta.id); /* a rewritten file is verified anew */
+  atomic_fetch_add(&svc->metrics.upload_bytes, body_len);
+  atomic_fetch_add(&svc->metrics.uploads, 1);
+  respond_json(r, created ? 201 : 200, dataset_to_json(&meta));
+  char loc[128];
+  snprintf(loc, sizeof loc, "/v1/datasets/%s", meta.id);
+  response_add_header(r, "Location", loc);
+}
+
+typedef struct list_ctx {
+  cJSON *arr;
+  store *store;
+} list_ctx;
+
+static bool add_dataset(const dataset_meta *m, void *u) {
+  list_ctx *c = u;
+  dataset_meta copy = *m;
+  store_check_payload(c->store, &copy);
+  cJSON_AddItemToArray(c->arr, dataset_to_json(&copy));
+  return true;
+}
+
+static bool parse_limit(request *r, size_t *limit, size_t dflt, size_t max) {
+  const char *l = request_query(r, "limit");
+  *limit = dflt;
+  if (l == NULL)
+    return true;
+  char *end;
+  long v = strtol(l, &end, 10);
+  if (end == l || *end != '\0' || v < 1) {
+    respond_problem(r, 400, "limit must be a whole number from 1 to %zu, got \"%s\"", max, l);
+    return false;
+  }
+  *limit = (size_t)v > max ? max : (size_t)v;
+  return true;
+}
+
+void route_datasets_list(request *r) {
+  size_t limit;
+  if (!parse_limit(r, &limit, 1000, 100000))
+    return;
+  cJSON *o = cJSON_CreateObject();
+  list_ctx c = {cJSON_AddArrayToObject(o, "datasets"), r->svc->store};
+  if (store_list_datasets(r->svc->store, limit, add_dataset, &c) != 0) {
+    cJSON_Delete(o);
+    respond_problem(r, 500, "the datasets could not be listed");
+    return;
+  }
+  respond_json(r, 200, o);
+}
+
+void route_datasets_get(request *r) {
+  dataset_meta m;
+  if (!valid_dataset_id(r->path_id) || store_get_dataset(r->svc->store, r->path_id, &m) != 0) {
+    respond_problem(r, 404, "no dataset has the id \"%s\"", r->path_id);
+    return;
+  }
+  store_check_payload(r->svc->store, &m);
+  respond_json(r, 200, dataset_to_json(&m));
+}
+
+void route_datasets_delete(request *r) {
+  service *svc = r->svc;
+  if (!valid_dataset_id(r->path_id)) {
+    respond_problem(r, 404, "no dataset has the id \"%s\"", r->path_id);
+    return;
+  }
+  pthread_mutex_lock(&svc->datasets_mu);
+  size_t active = jobs_active_on(svc->jobs, r->path_id);
+  if (active > 0) {
+    pthread_mutex_unlock(&svc->datasets_mu);
+    respond_problem(r, 409, "%zu queued or running job(s) use this dataset; cancel them "
+                            "(DELETE /v1/jobs/{id}) before deleting it", active);
+    return;
+  }
+  char msg[256];
+  int rc = store_delete_dataset(svc->store, r->path_id, msg, sizeof msg);
+  pthread_mutex_unlock(&svc->datasets_mu);
+  if (rc == HISTD_ENOENT) {
+    respond_problem(r, 404, "no dataset has the id \"%s\"", r->path_id);
+    return;
+  }
+  if (rc != 0) {
+    respond_problem(r, 500, "the dataset could not be deleted: %s", msg);
+    return;
+  }
+  dataset_cache_forget(svc->cache, r->path_id);
+  respond_empty(r, 204);
+}

@@ -1,0 +1,641 @@
+/*
+ * routes_jobs.c -- /v1/jobs (submit, list, get, long-poll, cancel, result)
+ * and /v1/histogram (one request, one histogram).
+ *
+ * Job parameters are checked strictly, in this order, so the client hears
+ * about the first real problem: the body is JSON (400), an object (400),
+ * with no unknown fields (400) and fields of the right types (400); the
+ * dataset exists (404) and is intact (422); then the values make sense
+ * (422: histd_spec_validate's sentences, the default bucket count fitting
+ * the limit, a CUDA kernel only where there is a GPU). Only then is the job
+ * stored and queued (202), or refused because the queue is full (503 with
+ * Retry-After).
+ *
+ * Status codes: 400 = the request is malformed; 404 = a named thing does
+ * not exist; 422 = well-formed but impossible values; 409 = the job is not
+ * in a state for that (a result before it succeeded).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "service.h"
+
+/* ---- JSON shapes ---------------------------------------------------------------------- */
+
+static void add_time(cJSON *o, const char *key, double t) {
+  if (t <= 0) {
+    cJSON_AddNullToObject(o, key);
+    return;
+  }
+  char ts[40];
+  format_rfc3339(t, ts, sizeof ts);
+  cJSON_AddStringToObject(o, key, ts);
+}
+
+static cJSON *params_to_json(const histd_spec *s) {
+  cJSON *p = cJSON_CreateObject();
+  cJSON_AddNumberToObject(p, "bucket_width", s->bucket_width);
+  cJSON_AddNumberToObject(p, "buckets", s->buckets);
+  cJSON_AddStringToObject(p, "kernel", s->kernel[0] ? s->kernel : "auto");
+  if (s->block_size)
+    cJSON_AddNumberToObject(p, "block_size", s->block_size);
+  else
+    cJSON_AddNullToObject(p, "block_size");
+  cJSON_AddStringToObject(p, "precision", histd_precision_name(s->precision));
+  cJSON *d = cJSON_AddArrayToObject(p, "devices");
+  for (int i = 0; i < 64; i++)
+    if (s->devices & (UINT64_C(1) << i))
+      cJSON_AddItemToArray(d, cJSON_CreateNumber(i));
+  if (s->threads)
+    cJSON_AddNumberToObject(p, "threads", s->threads);
+  return p;
+}
+
+cJSON *job_to_json(const job_record *j, bool with_counts) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "id", j->id);
+  cJSON_AddStringToObject(o, "status", job_status_name(j->status));
+  cJSON_AddStringToObject(o, "dataset", j->dataset);
+  cJSON_AddNumberToObject(o, "n", (double)j->n);
+  cJSON_AddItemToObject(o, "params", params_to_json(&j->spec));
+  cJSON_AddNumberToObject(o, "progress", j->progress);
+  add_time(o, "created_at", j->created_at);
+  add_time(o, "started_at", j->started_at);
+  add_time(o, "finished_at", j->finished_at);
+  cJSON *t = cJSON_AddObjectToObject(o, "timing_ms");
+  cJSON_AddNumberToObject(t, "queue", j->timing.queue_ms);
+  cJSON_AddNumberToObject(t, "parse", j->timing.parse_ms);
+  cJSON_AddNumberToObject(t, "transfer", j->timing.transfer_ms);
+  cJSON_AddNumberToObject(t, "kernel", j->timing.kernel_ms);
+  cJSON_AddNumberToObject(t, "total", j->timing.total_ms);
+  if (j->device[0])
+    cJSON_AddStringToObject(o, "device", j->device);
+  else
+    cJSON_AddNullToObject(o, "device");
+  if (j->error[0] && (j->status == JOB_FAILED || j->status == JOB_CANCELLED))
+    cJSON_AddStringToObject(o, "error", j->error);
+  if (j->has_result && j->status == JOB_SUCCEEDED) {
+    cJSON *res = NULL;
+    if (with_counts && j->result.counts != NULL) {
+      res = histd_result_to_json(&j->result, j->n);
+    } else {
+      /* Lists leave the counts out: everything but counts and edges. */
+      histd_result copy = j->result;
+      copy.buckets = 0;
+      copy.counts = NULL;
+      res = histd_result_to_json(&copy, j->n);
+      if (res) {
+        cJSON_DeleteItemFromObject(res, "counts");
+        cJSON_DeleteItemFromObject(res, "edges");
+        cJSON_ReplaceItemInObject(res, "buckets", cJSON_CreateNumber(j->result.buckets));
+      }
+    }
+    if (res)
+      cJSON_AddItemToObject(o, "result", res);
+  }
+  return o;
+}
+
+/* ---- parameters ---------------------------------------------------------------------- */
+
+typedef struct parsed_params {
+  histd_spec spec;
+  const char *dataset; /* into the cJSON tree */
+} parsed_params;
+
+static bool is_whole(double v) { return isfinite(v) && floor(v) == v; }
+
+/* Reads one optional whole number in [lo, hi]; answers and returns false on error. */
+static bool get_uint(request *r, const cJSON *o, const char *key, double lo, double hi,
+                     uint32_t *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (v == NULL || cJSON_IsNull(v))
+    return true;
+  if (!cJSON_IsNumber(v)) {
+    respond_problem(r, 400, "%s must be a number", key);
+    return false;
+  }
+  double d = v->valuedouble;
+  if (!is_whole(d)) {
+    respond_problem(r, 422, "%s must be a whole number, got %g", key, d);
+    return false;
+  }
+  if (d < lo || d > hi) {
+    respond_problem(r, 422, "%s must be from %.0f to %.0f, got %.0f", key, lo, hi, d);
+    return false;
+  }
+  *out = (uint32_t)d;
+  return true;
+}
+
+/* Parses and checks the histogram parameters in o (everything but the
+ * points or dataset). allowed: the extra fields the route accepts. */
+static bool parse_params(request *r, const cJSON *o, const char *const *extra,
+                         parsed_params *pp) {
+  static const char *const known[] = {"bucket_width", "buckets", "kernel", "block_size",
+                                      "precision", "devices", "threads", NULL};
+  histd_spec_init(&pp->spec);
+  pp->dataset = NULL;
+  if (!cJSON_IsObject(o)) {
+    respond_problem(r, 400, "the body must be a JSON object");
+    return false;
+  }
+  for (const cJSON *f = o->child; f != NULL; f = f->next) {
+    bool ok = false;
+    for (const char *const *k = known; *k && !ok; k++)
+      ok = strcmp(f->string, *k) == 0;
+    for (const char *const *k = extra; *k && !ok; k++)
+      ok = strcmp(f->string, *k) == 0;
+    if (!ok) {
+      respond_problem(r, 400, "unknown field \"%s\"; the fields are dataset, bucket_width, "
+                              "buckets, kernel, block_size, precision, devices and threads",
+                      f->string);
+      return false;
+    }
+  }
+  histd_spec *s = &pp->spec;
+  const cJSON *w = cJSON_GetObjectItemCaseSensitive(o, "bucket_width");
+  if (w == NULL) {
+    respond_problem(r, 400, "bucket_width is required (a positive number, in the points' "
+                            "distance units)");
+    return false;
+  }
+  if (!cJSON_IsNumber(w)) {
+    respond_problem(r, 400, "bucket_width must be a number");
+    return false;
+  }
+  s->bucket_width = w->valuedouble;
+  const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "buckets");
+  if (b != NULL && cJSON_IsNumber(b) && is_whole(b->valuedouble) &&
+      b->valuedouble > HISTD_MAX_BUCKETS) {
+    respond_problem(r, 422, "buckets must be at most %u (%u MiB of counts), got %.0f",
+                    HISTD_MAX_BUCKETS, HISTD_MAX_BUCKETS / (1u << 17), b->valuedouble);
+    return false;
+  }
+  if (!get_uint(r, o, "buckets", 0, HISTD_MAX_BUCKETS, &s->buckets) ||
+      !get_uint(r, o, "block_size", 0, 1e9, &s->block_size) ||
+      !get_uint(r, o, "threads", 0, 1024, &s->threads))
+    return false;
+  const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "kernel");
+  if (k != NULL && !cJSON_IsNull(k)) {
+    if (!cJSON_IsString(k)) {
+      respond_problem(r, 400, "kernel must be a string (see GET /v1/kernels)");
+      return false;
+    }
+    if (strlen(k->valuestring) >= sizeof s->kernel) {
+      respond_problem(r, 422, "unknown kernel \"%.40s...\" (see GET /v1/kernels)",
+                      k->valuestring);
+      return false;
+    }
+    snprintf(s->kernel, sizeof s->kernel, "%s", k->valuestring[0] ? k->valuestring : "auto");
+  }
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "precision");
+  if (p != NULL && !cJSON_IsNull(p)) {
+    if (!cJSON_IsString(p)) {
+      respond_problem(r, 400, "precision must be a string, \"exact\" or \"fast\"");
+      return false;
+    }
+    if (histd_precision_parse(p->valuestring, &s->precision) != 0) {
+      respond_problem(r, 422, "precision must be \"exact\" or \"fast\", got \"%s\"",
+                      p->valuestring);
+      return false;
+    }
+  }
+  const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "devices");
+  if (d != NULL && !cJSON_IsNull(d)) {
+    if (!cJSON_IsArray(d)) {
+      respond_problem(r, 400, "devices must be an array of GPU indices, e.g. [0, 1]");
+      return false;
+    }
+    for (const cJSON *e = d->child; e != NULL; e = e->next) {
+      if (!cJSON_IsNumber(e) || !is_whole(e->valuedouble) || e->valuedouble < 0 ||
+          e->valuedouble > 63) {
+        respond_problem(r, 400, "devices must hold GPU indices from 0 to 63");
+        return false;
+      }
+      int idx = (int)e->valuedouble;
+      bool present = false;
+      for (int g = 0; g < r->svc->gpu_count; g++)
+        present |= r->svc->gpus[g].index == idx;
+      if (!present) {
+        if (r->svc->gpu_count == 0)
+          respond_problem(r, 422, "devices names GPU %d, but this daemon has no GPU: %s", idx,
+                          r->svc->gpu_reason);
+        else
+          respond_problem(r, 422, "devices names GPU %d, which this daemon does not have "
+                                  "(see GET /v1/devices)", idx);
+        return false;
+      }
+      s->devices |= UINT64_C(1) << idx;
+    }
+  }
+  char msg[256];
+  int rc = histd_spec_validate(s, msg, sizeof msg);
+  if (rc != 0) {
+    respond_problem(r, 422, "%s", msg);
+    return false;
+  }
+  const histd_kernel *kern = histd_kernel_find(s->kernel);
+  if (kern != NULL && kern->engine == HISTD_ENGINE_CUDA && r->svc->gpu_count == 0) {
+    respond_problem(r, 422, "kernel \"%s\" needs a GPU, and this daemon has none (%s); use "
+                            "\"cpu\", \"cpu-reference\" or \"auto\"",
+                    s->kernel, r->svc->gpu_reason);
+    return false;
+  }
+  return true;
+}
+
+static void new_job_id(char id[33]) {
+  unsigned char raw[16];
+  if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
+    double t = histd_now_ms();
+    memcpy(raw, &t, sizeof t);
+    memcpy(raw + 8, &id, sizeof id < 8 ? sizeof id : 8);
+  }
+  static const char digits[] = "0123456789abcdef";
+  for (int i = 0; i < 16; i++) {
+    id[2 * i] = digits[raw[i] >> 4];
+    id[2 * i + 1] = digits[raw[i] & 15];
+  }
+  id[32] = '\0';
+}
+
+static cJSON *parse_body(request *r) {
+  if (r->body == NULL || r->body_len == 0) {
+    respond_problem(r, 400, "the body is empty; send a JSON object");
+    return NULL;
+  }
+  const char *end = NULL;
+  cJSON *o = cJSON_ParseWithLengthOpts(r->body, r->body_len, &end, false);
+  if (o == NULL) {
+    size_t at = end && end >= r->body ? (size_t)(end - r->body) : 0;
+    respond_problem(r, 400, "the body is not valid JSON (error near byte %zu)", at);
+    return NULL;
+  }
+  return o;
+}
+
+/* ---- POST /v1/jobs ----------------------------------------------------------------------- */
+
+void route_jobs_create(request *r) {
+  service *svc = r->svc;
+  cJSON *o = parse_body(r);
+  if (o == NULL)
+    return;
+  static const char *const extra[] = {"dataset", NULL};
+  parsed_params pp;
+  if (!parse_params(r, o, extra, &pp)) {
+    cJSON_Delete(o);
+    return;
+  }
+  const cJSON *ds = cJSON_GetObjectItemCaseSensitive(o, "dataset");
+  if (ds == NULL || !cJSON_IsString(ds)) {
+    respond_problem(r, 400, ds ? "dataset must be a string: a dataset id"
+                               : "dataset is required: the id POST /v1/datasets returned");
+    cJSON_Delete(o);
+    return;
+  }
+  job_record j;
+  memset(&j, 0, sizeof j);
+  j.spec = pp.spec;
+  snprintf(j.dataset, sizeof j.dataset, "%s", ds->valuestring);
+  bool id_ok = strlen(ds->valuestring) == 64;
+  cJSON_Delete(o);
+
+  pthread_mutex_lock(&svc->datasets_mu);
+  dataset_meta m;
+  if (!id_ok || store_get_dataset(svc->store, j.dataset, &m) != 0) {
+    pthread_mutex_unlock(&svc->datasets_mu);
+    respond_problem(r, 404, "no dataset has the id \"%s\" (upload it with POST /v1/datasets)",
+                    j.dataset);
+    return;
+  }
+  store_check_payload(svc->store, &m);
+  if (m.error[0] != '\0') {
+    pthread_mutex_unlock(&svc->datasets_mu);
+    respond_problem(r, 422, "dataset %s cannot be used: %s; upload it again", m.id, m.error);
+    return;
+  }
+  j.n = m.n;
+  if (j.spec.buckets == 0) {
+    histd_dataset box;
+    memset(&box, 0, sizeof box);
+    box.n = m.n;
+    memcpy(box.min, m.min, sizeof m.min);
+    memcpy(box.max, m.max, sizeof m.max);
+    char msg[256];
+    if (histd_default_buckets(&box, j.spec.bucket_width, &j.spec.buckets, msg, sizeof msg) !=
+        0) {
+      pthread_mutex_unlock(&svc->datasets_mu);
+      respond_problem(r, 422, "%s; give a larger bucket_width or an explicit buckets", msg);
+      return;
+    }
+  }
+  new_job_id(j.id);
+  j.created_at = wall_now();
+  j.status = JOB_QUEUED;
+  char msg[256];
+  int rc = jobs_submit(svc->jobs, &j, msg, sizeof msg);
+  pthread_mutex_unlock(&svc->datasets_mu);
+  if (rc == HISTD_ETOOBIG) {
+    respond_problem(r, 503, "%s", msg);
+    response_add_header(r, "Retry-After", "5");
+    return;
+  }
+  if (rc != 0) {
+    respond_problem(r, 500, "the job could not be stored: %s", msg);
+    return;
+  }
+  respond_json(r, 202, job_to_json(&j, false));
+  char loc[64];
+  snprintf(loc, sizeof loc, "/v1/jobs/%s", j.id);
+  response_add_header(r, "Location", loc);
+}
+
+/* ---- GET /v1/jobs ----------------------------------------------------------------------- */
+
+typedef struct list_ctx {
+  cJSON *arr;
+  jobs *jobs;
+} list_ctx;
+
+static bool add_job(const job_record *rec, void *u) {
+  list_ctx *c = u;
+  if (rec->status == JOB_QUEUED || rec->status == JOB_RUNNING) {
+    job_record live; /* the store does not see progress: ask the queue */
+    if (jobs_get(c->jobs, rec->id, &live) == 0) {
+      cJSON_AddItemToArray(c->arr, job_to_json(&live, false));
+      job_record_free(&live);
+      return true;
+    }
+  }
+  cJSON_AddItemToArray(c->arr, job_to_json(rec, false));
+  return true;
+}
+
+void route_jobs_list(request *r) {
+  const char *l = request_query(r, "limit");
+  size_t limit = 100;
+  if (l != NULL) {
+    char *end;
+    long v = strtol(l, &end, 10);
+    if (end == l || *end != '\0' || v < 1 || v > 10000) {
+      respond_problem(r, 400, "limit must be a whole number from 1 to 10000, got \"%s\"", l);
+      return;
+    }
+    limit = (size_t)v;
+  }
+  cJSON *o = cJSON_CreateObject();
+  list_ctx c = {cJSON_AddArrayToObject(o, "jobs"), r->svc->jobs};
+  if (store_list_jobs(r->svc->store, limit, false, add_job, &c) != 0) {
+    cJSON_Delete(o);
+    respond_problem(r, 500, "the jobs could not be listed");
+    return;
+  }
+  respond_json(r, 200, o);
+}
+
+/* ---- GET / DELETE /v1/jobs/{id} ----------------------------------------------------------- */
+
+void route_jobs_get(request *r) {
+  service *svc = r->svc;
+  if (!r->resumed) {
+    const char *w = request_query(r, "wait");
+    if (w != NULL) {
+      char *end;
+      double secs = strtod(w, &end);
+      if (end == w || *end != '\0' || !(secs >= 0) || !isfinite(secs)) {
+        respond_problem(r, 400, "wait must be a number of seconds from 0 to %d, got \"%s\"",
+                        svc->cfg.max_wait, w);
+        return;
+      }
+      if (secs > svc->cfg.max_wait)
+        secs = svc->cfg.max_wait;
+      if (secs > 0 &&
+          jobs_wait(svc->jobs, r->path_id, r->conn, histd_now_ms() + secs * 1000.0)) {
+        r->suspended = true; /* jobs.c resumes us; we run again with r->resumed */
+        return;
+      }
+    }
+  }
+  job_record j;
+  if (jobs_get(svc->jobs, r->path_id, &j) != 0) {
+    respond_problem(r, 404, "no job has the id \"%s\"", r->path_id);
+    return;
+  }
+  respond_json(r, 200, job_to_json(&j, true));
+  job_record_free(&j);
+}
+
+void route_jobs_delete(request *r) {
+  job_record j;
+  int rc = jobs_cancel(r->svc->jobs, r->path_id, &j);
+  if (rc < 0) {
+    respond_problem(r, 404, "no job has the id \"%s\"", r->path_id);
+    return;
+  }
+  /* 202: a running job was asked to stop (it stops within a second);
+   * 200: it was queued and is cancelled, or had already ended. */
+  respond_json(r, rc == 1 ? 202 : 200, job_to_json(&j, false));
+  job_record_free(&j);
+}
+
+/* ---- GET /v1/jobs/{id}/result -------------------------------------------------------------- */
+
+static bool wants_csv(request *r) {
+  const char *f = request_query(r, "format");
+  if (f != NULL)
+    return strcmp(f, "csv") == 0;
+  const char *accept = request_header(r, "Accept");
+  if (accept == NULL)
+    return false;
+  const char *csv = strstr(accept, "text/csv");
+  const char *json = strstr(accept, "application/json");
+  return csv != NULL && (json == NULL || csv < json);
+}
+
+static void respond_result_csv(request *r, const histd_result *res, const char *name) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (f == NULL) {
+    respond_problem(r, 500, "out of memory while writing CSV");
+    return;
+  }
+  int rc = histd_write_csv(f, res);
+  fclose(f);
+  if (rc != 0) {
+    free(text);
+    respond_problem(r, 500, "the CSV could not be written");
+    return;
+  }
+  respond_text(r, 200, "text/csv; charset=utf-8", text, len);
+  char disp[128];
+  snprintf(disp, sizeof disp, "attachment; filename=\"histd-%s.csv\"", name);
+  response_add_header(r, "Content-Disposition", disp);
+}
+
+void route_jobs_result(request *r) {
+  const char *f = request_query(r, "format");
+  if (f != NULL && strcmp(f, "csv") != 0 && strcmp(f, "json") != 0) {
+    respond_problem(r, 400, "format must be \"json\" or \"csv\", got \"%s\"", f);
+    return;
+  }
+  job_record j;
+  if (jobs_get(r->svc->jobs, r->path_id, &j) != 0) {
+    respond_problem(r, 404, "no job has the id \"%s\"", r->path_id);
+    return;
+  }
+  if (j.status != JOB_SUCCEEDED || !j.has_result || j.result.counts == NULL) {
+    respond_problem(r, 409, "job %s is %s, so it has no result%s%s", j.id,
+                    job_status_name(j.status),
+                    j.status == JOB_FAILED || j.status == JOB_CANCELLED ? ": " : "",
+                    j.status == JOB_FAILED || j.status == JOB_CANCELLED ? j.error : "");
+    job_record_free(&j);
+    return;
+  }
+  if (wants_csv(r))
+    respond_result_csv(r, &j.result, j.id);
+  else
+    respond_json(r, 200, histd_result_to_json(&j.result, j.n));
+  job_record_free(&j);
+}
+
+/* ---- POST /v1/histogram ------------------------------------------------------------------ */
+
+/* Points from {"points":[[x,y,z],...]} or {"x":[...],"y":[...],"z":[...]}. */
+static bool points_from_json(request *r, const cJSON *o, histd_dataset *ds) {
+  const cJSON *pts = cJSON_GetObjectItemCaseSensitive(o, "points");
+  const cJSON *ax[3] = {cJSON_GetObjectItemCaseSensitive(o, "x"),
+                        cJSON_GetObjectItemCaseSensitive(o, "y"),
+                        cJSON_GetObjectItemCaseSensitive(o, "z")};
+  size_t max = r->svc->cfg.max_sync_points;
+  char msg[256];
+  if (pts != NULL) {
+    if (ax[0] || ax[1] || ax[2]) {
+      respond_problem(r, 400, "give either points or x, y and z, not both");
+      return false;
+    }
+    if (!cJSON_IsArray(pts)) {
+      respond_problem(r, 400, "points must be an array of [x, y, z] arrays");
+      return false;
+    }
+    size_t n = (size_t)cJSON_GetArraySize(pts);
+    if (n > max) {
+      respond_problem(r, 413, "POST /v1/histogram takes at most %zu points (--max-sync-points), "
+                              "got %zu; upload them with POST /v1/datasets and submit a job",
+                      max, n);
+      return false;
+    }
+    if (histd_dataset_alloc(ds, n, msg, sizeof msg) != 0) {
+      respond_problem(r, 503, "%s", msg);
+      return false;
+    }
+    size_t i = 0;
+    for (const cJSON *p = pts->child; p != NULL; p = p->next, i++) {
+      const cJSON *c0 = cJSON_IsArray(p) ? p->child : NULL;
+      const cJSON *c1 = c0 ? c0->next : NULL;
+      const cJSON *c2 = c1 ? c1->next : NULL;
+      if (!c2 || c2->next || !cJSON_IsNumber(c0) || !cJSON_IsNumber(c1) || !cJSON_IsNumber(c2)) {
+        respond_problem(r, 400, "point %zu must be an array of three numbers [x, y, z]", i + 1);
+        return false;
+      }
+      ds->x[i] = c0->valuedouble;
+      ds->y[i] = c1->valuedouble;
+      ds->z[i] = c2->valuedouble;
+    }
+    return true;
+  }
+  if (!ax[0] || !ax[1] || !ax[2]) {
+    respond_problem(r, 400, "the body needs points ([[x, y, z], ...]) or x, y and z arrays");
+    return false;
+  }
+  static const char *const names[3] = {"x", "y", "z"};
+  for (int a = 0; a < 3; a++)
+    if (!cJSON_IsArray(ax[a])) {
+      respond_problem(r, 400, "%s must be an array of numbers", names[a]);
+      return false;
+    }
+  size_t n = (size_t)cJSON_GetArraySize(ax[0]);
+  if ((size_t)cJSON_GetArraySize(ax[1]) != n || (size_t)cJSON_GetArraySize(ax[2]) != n) {
+    respond_problem(r, 400, "x, y and z must have the same length");
+    return false;
+  }
+  if (n > max) {
+    respond_problem(r, 413, "POST /v1/histogram takes at most %zu points (--max-sync-points), "
+                            "got %zu; upload them with POST /v1/datasets and submit a job",
+                    max, n);
+    return false;
+  }
+  if (histd_dataset_alloc(ds, n, msg, sizeof msg) != 0) {
+    respond_problem(r, 503, "%s", msg);
+    return false;
+  }
+  double *dst[3] = {ds->x, ds->y, ds->z};
+  for (int a = 0; a < 3; a++) {
+    size_t i = 0;
+    for (const cJSON *v = ax[a]->child; v != NULL; v = v->next, i++) {
+      if (!cJSON_IsNumber(v)) {
+        respond_problem(r, 400, "%s[%zu] must be a number", names[a], i);
+        return false;
+      }
+      dst[a][i] = v->valuedouble;
+    }
+  }
+  return true;
+}
+
+void route_histogram(request *r) {
+  service *svc = r->svc;
+  double t0 = histd_now_ms();
+  cJSON *o = parse_body(r);
+  if (o == NULL)
+    return;
+  static const char *const extra[] = {"points", "x", "y", "z", NULL};
+  parsed_params pp;
+  histd_dataset ds;
+  memset(&ds, 0, sizeof ds);
+  char msg[512];
+  if (!parse_params(r, o, extra, &pp) || !points_from_json(r, o, &ds)) {
+    cJSON_Delete(o);
+    histd_dataset_free(&ds);
+    return;
+  }
+  cJSON_Delete(o);
+  if (histd_dataset_finish(&ds, msg, sizeof msg) != 0) {
+    histd_dataset_free(&ds);
+    respond_problem(r, 400, "%s", msg);
+    return;
+  }
+  double t_parsed = histd_now_ms();
+  if (pp.spec.threads == 0)
+    pp.spec.threads = 1; /* concurrency comes from concurrent requests */
+  const histd_kernel *k = histd_kernel_find(pp.spec.kernel);
+  histd_result res;
+  int rc;
+  if (k != NULL && k->engine == HISTD_ENGINE_CUDA) {
+    rc = histd_run(&ds, &pp.spec, NULL, &res, msg, sizeof msg);
+  } else {
+    /* Small sets: the CPU, on this HTTP thread ("auto" runs "cpu" here). */
+    histd_worker *w = NULL;
+    rc = histd_worker_create(&w, -1, msg, sizeof msg);
+    if (rc == 0)
+      rc = histd_worker_run(w, &ds, &pp.spec, NULL, &res, msg, sizeof msg);
+    histd_worker_destroy(w);
+  }
+  size_t n = ds.n;
+  histd_dataset_free(&ds);
+  if (rc != 0) {
+    respond_problem(r, rc == HISTD_ENOMEM ? 503 : 422, "%s", msg);
+    return;
+  }
+  res.timing.parse_ms = t_parsed - t0;
+  res.timing.total_ms = histd_now_ms() - t0;
+  atomic_fetch_add(&svc->metrics.pairs_computed, res.total);
+  atomic_fetch_add(&svc->metrics.sync_histograms, 1);
+  respond_json(r, 200, histd_result_to_json(&res, n));
+  histd_result_free(&res);
+}

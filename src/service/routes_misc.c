@@ -1,0 +1,165 @@
+/*
+ * routes_misc.c -- the small routes: /v1/kernels, /v1/devices, /healthz,
+ * /readyz, /metrics, and the dashboard's static files at /.
+ *
+ * /healthz says the process answers (liveness: no auth, no store access).
+ * /readyz says it can take work: the store answers and the daemon is not
+ * shutting down (readiness: 503 otherwise, so a load balancer drains it).
+ *
+ * Static files are served from --static-dir with a fixed table of
+ * Content-Types; paths with ".." or hidden segments are refused, "/" is
+ * index.html. They need no token (they are public code; the API calls the
+ * page makes carry the token).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "service.h"
+
+void route_kernels(request *r) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON *arr = cJSON_AddArrayToObject(o, "kernels");
+  for (size_t i = 0; i < histd_kernel_count(); i++) {
+    const histd_kernel *k = histd_kernel_at(i);
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "name", k->name);
+    cJSON_AddStringToObject(e, "summary", k->summary ? k->summary : "");
+    cJSON_AddStringToObject(e, "engine", k->engine == HISTD_ENGINE_CUDA ? "cuda" : "cpu");
+    cJSON_AddBoolToObject(e, "available",
+                          k->engine == HISTD_ENGINE_CPU || r->svc->gpu_count > 0);
+    cJSON_AddItemToArray(arr, e);
+  }
+  respond_json(r, 200, o);
+}
+
+void route_devices(request *r) {
+  histd_device_info dev[16];
+  int count = 0;
+  char why[256] = "";
+  histd_devices(dev, 16, &count, why, sizeof why);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "engine", count > 0 ? "cuda" : "cpu");
+  cJSON *arr = cJSON_AddArrayToObject(o, "devices");
+  for (int i = 0; i < count && i < 16; i++) {
+    cJSON *e = cJSON_CreateObject();
+    char cc[16];
+    snprintf(cc, sizeof cc, "%d.%d", dev[i].cc_major, dev[i].cc_minor);
+    cJSON_AddNumberToObject(e, "index", dev[i].index);
+    cJSON_AddStringToObject(e, "name", dev[i].name);
+    cJSON_AddStringToObject(e, "compute_capability", cc);
+    cJSON_AddNumberToObject(e, "multiprocessors", dev[i].multiprocessors);
+    cJSON_AddNumberToObject(e, "memory_total", (double)dev[i].memory_total);
+    cJSON_AddNumberToObject(e, "memory_free", (double)dev[i].memory_free);
+    cJSON_AddItemToArray(arr, e);
+  }
+  cJSON *cpu = cJSON_AddObjectToObject(o, "cpu");
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  cJSON_AddNumberToObject(cpu, "threads", n > 0 ? (double)n : 1);
+  if (count == 0)
+    cJSON_AddStringToObject(o, "gpu_unavailable_reason",
+                            why[0] ? why : "no usable GPU was found");
+  respond_json(r, 200, o);
+}
+
+void route_healthz(request *r) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "status", "ok");
+  cJSON_AddStringToObject(o, "version", HISTD_VERSION);
+  respond_json(r, 200, o);
+}
+
+void route_readyz(request *r) {
+  service *svc = r->svc;
+  uint64_t counts[JOB_STATUS_COUNT];
+  bool store_ok = store_count_jobs(svc->store, counts) == 0;
+  bool stopping = atomic_load(&svc->stopping);
+  if (!store_ok || stopping) {
+    respond_problem(r, 503, "%s", stopping ? "the daemon is shutting down"
+                                           : "the database does not answer");
+    response_add_header(r, "Retry-After", "5");
+    return;
+  }
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "status", "ready");
+  cJSON_AddNumberToObject(o, "workers", jobs_worker_count(svc->jobs));
+  cJSON_AddStringToObject(o, "engine", jobs_on_gpu(svc->jobs) ? "cuda" : "cpu");
+  cJSON_AddNumberToObject(o, "queue_depth", (double)jobs_queue_depth(svc->jobs));
+  respond_json(r, 200, o);
+}
+
+void route_metrics(request *r) {
+  size_t len = 0;
+  char *text = metrics_render(r->svc, &len);
+  if (text == NULL) {
+    respond_problem(r, 500, "out of memory while writing metrics");
+    return;
+  }
+  respond_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
+}
+
+static const char *content_type_for(const char *path) {
+  static const struct {
+    const char *ext, *type;
+  } types[] = {
+      {".html", "text/html; charset=utf-8"},
+      {".js", "text/javascript; charset=utf-8"},
+      {".mjs", "text/javascript; charset=utf-8"},
+      {".css", "text/css; charset=utf-8"},
+      {".json", "application/json"},
+      {".svg", "image/svg+xml"},
+      {".png", "image/png"},
+      {".ico", "image/x-icon"},
+      {".txt", "text/plain; charset=utf-8"},
+      {".map", "application/json"},
+      {".woff2", "font/woff2"},
+      {".yaml", "application/yaml"},
+  };
+  const char *dot = strrchr(path, '.');
+  if (dot != NULL)
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+      if (strcasecmp(dot, types[i].ext) == 0)
+        return types[i].type;
+  return "application/octet-stream";
+}
+
+void route_static(request *r) {
+  const char *path = r->url;
+  const char *rel = strcmp(path, "/") == 0 ? "index.html" : path + 1;
+  /* No "..", no hidden files, no backslashes, no empty segments. */
+  if (strstr(rel, "..") != NULL || strstr(rel, "/.") != NULL || rel[0] == '.' ||
+      strchr(rel, '\\') != NULL || strstr(rel, "//") != NULL || strlen(rel) > 512) {
+    respond_problem(r, 404, "there is no file %s", path);
+    return;
+  }
+  char full[4700];
+  snprintf(full, sizeof full, "%s/%s", r->svc->cfg.static_dir, rel);
+  int fd = open(full, O_RDONLY | O_CLOEXEC);
+  struct stat sb;
+  if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (fd >= 0)
+      close(fd);
+    if (strcmp(path, "/") == 0)
+      respond_problem(r, 404, "the dashboard is not installed (looked in %s; set --static-dir)",
+                      r->svc->cfg.static_dir);
+    else
+      respond_problem(r, 404, "there is no route or file %s", path);
+    return;
+  }
+  struct MHD_Response *resp = MHD_create_response_from_fd((size_t)sb.st_size, fd);
+  if (resp == NULL) {
+    close(fd);
+    respond_problem(r, 500, "cannot send %s", path);
+    return;
+  }
+  r->response = resp;
+  r->status = 200;
+  MHD_add_response_header(resp, "Content-Type", content_type_for(rel));
+  MHD_add_response_header(resp, "Cache-Control", "no-cache");
+  MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+}

@@ -1,0 +1,328 @@
+/*
+ * service.h -- the daemon's private declarations: the one context struct and
+ * the interfaces between the service's rooms.
+ *
+ * The daemon is a handful of rooms around one context (struct service),
+ * after redis and libuv: nothing global, every module reaches the others
+ * through the context it is handed.
+ *
+ *   main.c             flags, startup, the libuv loop (signals, timers, wake-ups)
+ *   config.c           flags and environment variables -> struct config
+ *   http.c             libmicrohttpd: requests, bodies, auth, CORS, the route table
+ *   cors.c             which origins get which CORS headers
+ *   problem.c          application/problem+json errors and response helpers
+ *   routes_datasets.c  /v1/datasets
+ *   routes_jobs.c      /v1/jobs and /v1/histogram
+ *   routes_misc.c      /v1/kernels, /v1/devices, /healthz, /readyz, /metrics, static files
+ *   jobs.c             the job queue, the worker pool, long-poll waiters
+ *   datasets.c         loaded datasets: mmapped payloads shared by refcount
+ *   store.c            SQLite metadata and results, payload files on disk
+ *   sha256.c           content hashes (OpenSSL when present, else portable C)
+ *   metrics.c          counters and the Prometheus text
+ *
+ * Threads: libmicrohttpd's pool threads run the handlers; the worker pool's
+ * threads run jobs; the main thread runs the libuv loop. They meet in the
+ * jobs module (one mutex + condition variable), the store (one mutex around
+ * one SQLite connection) and the metrics (atomics).
+ */
+#ifndef HISTD_SERVICE_H
+#define HISTD_SERVICE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "histd/histd.h"
+#include "histd/io.h"
+
+/* ---- configuration (config.c) ------------------------------------------- */
+
+typedef struct config {
+  char listen_host[256];
+  uint16_t listen_port;        /* 0: any free port (printed at startup) */
+  char data_dir[4096];
+  int workers;                 /* 0: one per GPU, else one CPU worker */
+  size_t max_upload_bytes;
+  size_t max_points;
+  size_t max_sync_points;      /* POST /v1/histogram */
+  size_t queue_limit;
+  char cors_origin[1024];      /* "" (off), "*", or "a,b,c" */
+  char token[256];             /* "" (off) */
+  char static_dir[4096];
+  int http_threads;
+  unsigned connection_timeout; /* seconds */
+  unsigned connection_limit;
+  unsigned per_ip_connection_limit;
+  size_t connection_memory_limit;
+  int max_wait;                /* cap of ?wait= in seconds */
+  bool print_routes;
+} config;
+
+/* Fills cfg from defaults, then the environment, then argv. Returns 0, 1 for
+ * --help/--version/--print-routes handled (exit 0), or -1 with msg. */
+int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen);
+
+/* ---- content hashes (sha256.c) -------------------------------------------- */
+
+typedef struct sha256_ctx sha256_ctx;
+sha256_ctx *sha256_new(void);
+void sha256_update(sha256_ctx *c, const void *data, size_t len);
+void sha256_final_hex(sha256_ctx *c, char hex[65]); /* frees c */
+void sha256_hex(const void *data, size_t len, char hex[65]);
+
+/* ---- time ------------------------------------------------------------------ */
+
+double wall_now(void);                               /* seconds since the epoch */
+void format_rfc3339(double t, char *buf, size_t len); /* "2026-11-21T07:40:01.123Z" */
+
+/* ---- storage (store.c) ----------------------------------------------------- */
+
+typedef struct store store;
+
+typedef struct dataset_meta {
+  char id[65];
+  size_t n;
+  char format[8];
+  char name[256];
+  double created_at;
+  double min[3], max[3];
+  char error[256]; /* "" when the payload is fine as far as we know */
+} dataset_meta;
+
+typedef enum job_status {
+  JOB_QUEUED = 0,
+  JOB_RUNNING,
+  JOB_SUCCEEDED,
+  JOB_FAILED,
+  JOB_CANCELLED,
+  JOB_STATUS_COUNT
+} job_status;
+
+const char *job_status_name(job_status s);
+
+/* A job as the store keeps it (and as the jobs module hands it around). */
+typedef struct job_record {
+  char id[33];
+  int64_t seq;
+  char dataset[65];
+  size_t n;             /* the dataset's points, when known */
+  histd_spec spec;      /* as resolved at submission */
+  job_status status;
+  double progress;
+  double created_at, started_at, finished_at; /* 0 = not yet */
+  histd_timing timing;
+  char device[HISTD_DEVICE_NAME_MAX];
+  char error[512];
+  bool has_result;
+  histd_result result;  /* counts owned when has_result */
+} job_record;
+
+int store_open(store **out, const char *data_dir, char *msg, size_t msglen);
+void store_close(store *s);
+const char *store_payload_dir(const store *s);
+
+/* Writes the dataset's payload (atomically; content-addressed) and its row.
+ * *created is false when the same points were already stored (then meta is
+ * the stored one). */
+int store_put_dataset(store *s, const histd_dataset *ds, const char *format,
+                      const char *name, dataset_meta *meta, bool *created,
+                      char *msg, size_t msglen);
+int store_get_dataset(store *s, const char *id, dataset_meta *meta); /* 0 / HISTD_ENOENT */
+/* Calls fn for each dataset, newest first; fn returns false to stop. */
+int store_list_datasets(store *s, size_t limit,
+                        bool (*fn)(const dataset_meta *m, void *u), void *u);
+int store_delete_dataset(store *s, const char *id, char *msg, size_t msglen);
+void store_set_dataset_error(store *s, const char *id, const char *error);
+/* The payload file's path and whether it exists with the right size. */
+void store_payload_path(const store *s, const char *id, char *path, size_t len);
+void store_check_payload(const store *s, dataset_meta *m);
+
+int store_put_job(store *s, job_record *j, char *msg, size_t msglen); /* sets seq */
+int store_update_job(store *s, const job_record *j, char *msg, size_t msglen);
+int store_get_job(store *s, const char *id, job_record *j); /* result freed by job_record_free */
+int store_list_jobs(store *s, size_t limit, bool with_results,
+                    bool (*fn)(const job_record *j, void *u), void *u);
+/* Jobs that were queued or running when the daemon stopped, oldest first. */
+int store_unfinished_jobs(store *s, bool (*fn)(const job_record *j, void *u), void *u);
+int store_count_jobs(store *s, uint64_t counts[JOB_STATUS_COUNT]);
+int store_count_active_jobs_on(store *s, const char *dataset, size_t *count);
+void job_record_free(job_record *j);
+
+/* ---- loaded datasets (datasets.c) ------------------------------------------ */
+
+typedef struct loaded_dataset loaded_dataset;
+typedef struct dataset_cache dataset_cache;
+
+int dataset_cache_create(dataset_cache **out, store *s);
+void dataset_cache_destroy(dataset_cache *c);
+/* Maps the payload (once; later callers share it) and checks its size and
+ * hash. The histd_dataset is borrowed from the mapping. */
+int dataset_acquire(dataset_cache *c, const char *id, loaded_dataset **out,
+                    char *msg, size_t msglen);
+const histd_dataset *loaded_dataset_points(const loaded_dataset *d);
+void dataset_release(dataset_cache *c, loaded_dataset *d);
+/* Forgets a deleted dataset's verification. */
+void dataset_cache_forget(dataset_cache *c, const char *id);
+
+/* ---- metrics (metrics.c) ------------------------------------------------------ */
+
+#define METRICS_DURATION_BUCKETS 12
+typedef struct metrics {
+  atomic_uint_fast64_t jobs_finished[JOB_STATUS_COUNT];
+  atomic_uint_fast64_t jobs_submitted;
+  atomic_uint_fast64_t pairs_computed;
+  atomic_uint_fast64_t upload_bytes;
+  atomic_uint_fast64_t uploads;
+  atomic_uint_fast64_t http_requests;
+  atomic_uint_fast64_t http_errors;
+  atomic_uint_fast64_t sync_histograms;
+  /* the job-duration histogram, in microseconds so it sums in integers */
+  atomic_uint_fast64_t duration_buckets[METRICS_DURATION_BUCKETS + 1];
+  atomic_uint_fast64_t duration_sum_us;
+  atomic_uint_fast64_t duration_count;
+} metrics;
+
+struct service;
+void metrics_observe_job(metrics *m, job_status final, double seconds, uint64_t pairs);
+/* Appends the Prometheus text exposition to a malloc'd string. */
+char *metrics_render(struct service *svc, size_t *len);
+
+/* ---- jobs (jobs.c) ------------------------------------------------------------ */
+
+typedef struct jobs jobs;
+
+int jobs_start(jobs **out, struct service *svc, char *msg, size_t msglen);
+/* Stops the workers: running jobs are interrupted and stay queued in the
+ * store, so the next start runs them again. */
+void jobs_stop(jobs *q);
+void jobs_destroy(jobs *q);
+
+/* Submits a validated job. Returns 0, HISTD_ETOOBIG when the queue is full. */
+int jobs_submit(jobs *q, job_record *j, char *msg, size_t msglen);
+/* The job's current state: from memory when queued or running, else from
+ * the store. HISTD_ENOENT when unknown. */
+int jobs_get(jobs *q, const char *id, job_record *out);
+/* Cancels: a queued job at once, a running one within a second. */
+int jobs_cancel(jobs *q, const char *id, job_record *out);
+size_t jobs_queue_depth(jobs *q);
+size_t jobs_running(jobs *q);
+size_t jobs_active_on(jobs *q, const char *dataset);
+int jobs_worker_count(jobs *q);
+bool jobs_on_gpu(jobs *q);
+/* Long-poll: registers conn to be resumed when job `id` ends or at the
+ * deadline; returns false (and does not suspend) when the job has ended. */
+struct MHD_Connection;
+bool jobs_wait(jobs *q, const char *id, struct MHD_Connection *conn, double deadline);
+/* From the loop: resumes waiters whose job ended or whose deadline passed
+ * (all of them when `all`). */
+void jobs_resume_waiters(jobs *q, bool all);
+
+/* ---- the context ---------------------------------------------------------------- */
+
+typedef struct service {
+  config cfg;
+  store *store;
+  dataset_cache *cache;
+  jobs *jobs;
+  metrics metrics;
+  struct MHD_Daemon *mhd;
+  void *loop_async; /* uv_async_t*: wakes the loop (thread-safe) */
+  pthread_mutex_t datasets_mu; /* orders dataset deletes against job submits */
+  atomic_bool stopping;
+  double started_at;
+  int gpu_count;
+  histd_device_info gpus[16];
+  char gpu_reason[256];
+} service;
+
+/* Thread-safe: asks the loop to run jobs_resume_waiters soon. */
+void service_wake(service *svc);
+
+/* ---- HTTP (http.c, problem.c, cors.c) ---------------------------------------------- */
+
+struct MHD_Response;
+
+/* One request as the handlers see it. */
+typedef struct request {
+  service *svc;
+  struct MHD_Connection *conn;
+  const char *method;
+  const char *url;
+  const char *path_id;   /* the {id} segment, when the route has one */
+  char *body;            /* the whole body (NUL-terminated), or NULL */
+  size_t body_len;
+  /* long-poll state */
+  bool suspended;
+  bool resumed;
+  double wait_deadline;
+  /* the response the handler built */
+  unsigned status;
+  struct MHD_Response *response;
+} request;
+
+typedef void (*route_handler)(request *r);
+
+typedef struct route {
+  const char *method;
+  const char *pattern; /* "/v1/jobs/{id}/result": {id} matches one segment */
+  route_handler handler;
+  bool body;           /* reads a request body */
+  bool public_route;   /* no token needed */
+  const char *summary;
+} route;
+
+extern const route service_routes[];
+extern const size_t service_route_count;
+void print_routes(void);
+
+int http_start(service *svc, char *msg, size_t msglen);
+void http_stop(service *svc);
+void http_quiesce(service *svc);
+
+/* Response helpers: each sets r->status and r->response. */
+void respond_json(request *r, unsigned status, cJSON *body); /* takes body */
+void respond_text(request *r, unsigned status, const char *content_type,
+                  char *data, size_t len); /* takes data (malloc'd) */
+void respond_empty(request *r, unsigned status);
+void respond_problem(request *r, unsigned status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+const char *http_status_title(unsigned status);
+void response_add_header(request *r, const char *name, const char *value);
+
+/* Query parameters and headers. */
+const char *request_query(request *r, const char *key);
+const char *request_header(request *r, const char *key);
+
+/* CORS: the Access-Control-Allow-Origin value for this Origin, or NULL. */
+const char *cors_allow_origin(const config *cfg, const char *origin);
+
+/* The handlers (routes_*.c). */
+void route_datasets_create(request *r);
+void route_datasets_list(request *r);
+void route_datasets_get(request *r);
+void route_datasets_delete(request *r);
+void route_jobs_create(request *r);
+void route_jobs_list(request *r);
+void route_jobs_get(request *r);
+void route_jobs_delete(request *r);
+void route_jobs_result(request *r);
+void route_histogram(request *r);
+void route_kernels(request *r);
+void route_devices(request *r);
+void route_healthz(request *r);
+void route_readyz(request *r);
+void route_metrics(request *r);
+void route_static(request *r);
+
+/* JSON shapes shared by routes (routes_jobs.c). */
+cJSON *dataset_to_json(const dataset_meta *m);
+cJSON *job_to_json(const job_record *j, bool with_counts);
+
+#endif

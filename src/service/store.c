@@ -1,0 +1,649 @@
+/*
+ * store.c -- durable storage: SQLite for metadata and results, one file per
+ * dataset payload.
+ *
+ * Layout of the data dir:
+ *
+ *     histd.db (+ -wal, -shm)    datasets, jobs and their results
+ *     payloads/<sha256>.f64      one per dataset: x[0..n) y[0..n) z[0..n),
+ *                                float64 little-endian, no header, so it can
+ *                                be mmapped and handed to the engine as is
+ *
+ * Payloads are written the classic atomic way: a temp file in the same
+ * directory, write, fsync, rename over the final name, fsync the directory.
+ * A crash leaves either no file or the whole file, never half of one; stale
+ * temp files are swept at startup. The file is named by the SHA-256 of its
+ * bytes, so the same points uploaded twice land on the same file and id, and
+ * a reader can tell a corrupt file from a good one by hashing it again.
+ * The row goes into SQLite after the file is durable: a crash in between
+ * leaves an orphan file (harmless, reused by the next identical upload),
+ * never a row without a file. Deletes go the other way round.
+ *
+ * SQLite runs in WAL mode with synchronous=FULL. WAL lets readers (GETs)
+ * run while a worker commits, and a kill -9 at any instant leaves the
+ * database consistent in any synchronous mode. FULL rather than NORMAL
+ * because a 201 or 202 is a promise: with NORMAL a power cut may drop the
+ * last commits, i.e. forget a job or dataset the client was told exists.
+ * The cost is one WAL fsync per state change (submit, start, finish),
+ * never per progress tick: progress lives in memory only.
+ *
+ * One connection, one mutex: the daemon's writes are a few per job, and a
+ * single connection keeps SQLite's threading rules out of the picture.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "service.h"
+
+struct store {
+  sqlite3 *db;
+  pthread_mutex_t mu;
+  char dir[4096];
+  char payload_dir[4200];
+};
+
+static const char *const schema =
+    "CREATE TABLE IF NOT EXISTS datasets ("
+    "  id TEXT PRIMARY KEY, n INTEGER NOT NULL, format TEXT NOT NULL,"
+    "  name TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL,"
+    "  minx REAL, miny REAL, minz REAL, maxx REAL, maxy REAL, maxz REAL,"
+    "  error TEXT NOT NULL DEFAULT '');"
+    "CREATE TABLE IF NOT EXISTS jobs ("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,"
+    "  dataset TEXT NOT NULL, n INTEGER NOT NULL,"
+    "  bucket_width REAL NOT NULL, buckets INTEGER NOT NULL, kernel TEXT NOT NULL,"
+    "  block_size INTEGER NOT NULL, precision INTEGER NOT NULL,"
+    "  threads INTEGER NOT NULL, devices INTEGER NOT NULL,"
+    "  status INTEGER NOT NULL, progress REAL NOT NULL,"
+    "  created_at REAL NOT NULL, started_at REAL NOT NULL, finished_at REAL NOT NULL,"
+    "  t_queue REAL, t_parse REAL, t_transfer REAL, t_kernel REAL, t_total REAL,"
+    "  device TEXT NOT NULL DEFAULT '', error TEXT NOT NULL DEFAULT '',"
+    "  has_result INTEGER NOT NULL DEFAULT 0,"
+    "  r_kernel TEXT, r_block_size INTEGER, r_threads INTEGER, r_exact INTEGER,"
+    "  r_refined INTEGER, r_overflow INTEGER, r_total INTEGER, r_counts BLOB);"
+    "CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs(status);"
+    "CREATE INDEX IF NOT EXISTS jobs_by_dataset ON jobs(dataset, status);";
+
+static int db_fail(store *s, char *msg, size_t msglen, const char *what) {
+  return histd_fail(msg, msglen, HISTD_EIO, "the database could not %s: %s", what,
+                    sqlite3_errmsg(s->db));
+}
+
+static int fsync_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY);
+  if (fd < 0)
+    return -1;
+  int rc = fsync(fd);
+  close(fd);
+  return rc;
+}
+
+static int mkdir_p(const char *path) {
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p == '/') {
+      *p = '\0';
+      if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+        return -1;
+      *p = '/';
+    }
+  }
+  if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+    return -1;
+  return 0;
+}
+
+static void sweep_temp_files(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d == NULL)
+    return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    size_t l = strlen(e->d_name);
+    if (l > 4 && strcmp(e->d_name + l - 4, ".tmp") == 0)
+      unlinkat(dirfd(d), e->d_name, 0);
+  }
+  closedir(d);
+}
+
+int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
+  store *s = calloc(1, sizeof *s);
+  if (s == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the store");
+  pthread_mutex_init(&s->mu, NULL);
+  snprintf(s->dir, sizeof s->dir, "%s", data_dir);
+  snprintf(s->payload_dir, sizeof s->payload_dir, "%s/payloads", data_dir);
+  if (mkdir_p(s->payload_dir) != 0) {
+    int e = errno;
+    free(s);
+    return histd_fail(msg, msglen, HISTD_EIO, "cannot create the data dir %s: %s", data_dir,
+                      strerror(e));
+  }
+  sweep_temp_files(s->payload_dir);
+  char path[4300];
+  snprintf(path, sizeof path, "%s/histd.db", data_dir);
+  if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                         SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    int rc = histd_fail(msg, msglen, HISTD_EIO, "cannot open %s: %s", path,
+                        s->db ? sqlite3_errmsg(s->db) : "out of memory");
+    sqlite3_close(s->db);
+    free(s);
+    return rc;
+  }
+  sqlite3_busy_timeout(s->db, 5000);
+  char *err = NULL;
+  if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL,
+                   &err) != SQLITE_OK ||
+      sqlite3_exec(s->db, schema, NULL, NULL, &err) != SQLITE_OK) {
+    int rc = histd_fail(msg, msglen, HISTD_EIO, "cannot set up %s: %s", path,
+                        err ? err : "unknown error");
+    sqlite3_free(err);
+    sqlite3_close(s->db);
+    free(s);
+    return rc;
+  }
+  *out = s;
+  return 0;
+}
+
+void store_close(store *s) {
+  if (s == NULL)
+    return;
+  sqlite3_close(s->db);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}
+
+const char *store_payload_dir(const store *s) { return s->payload_dir; }
+
+void store_payload_path(const store *s, const char *id, char *path, size_t len) {
+  snprintf(path, len, "%s/%s.f64", s->payload_dir, id);
+}
+
+/* ---- datasets ------------------------------------------------------------------- */
+
+static void row_to_dataset(sqlite3_stmt *st, dataset_meta *m) {
+  memset(m, 0, sizeof *m);
+  snprintf(m->id, sizeof m->id, "%s", (const char *)sqlite3_column_text(st, 0));
+  m->n = (size_t)sqlite3_column_int64(st, 1);
+  snprintf(m->format, sizeof m->format, "%s", (const char *)sqlite3_column_text(st, 2));
+  snprintf(m->name, sizeof m->name, "%s", (const char *)sqlite3_column_text(st, 3));
+  m->created_at = sqlite3_column_double(st, 4);
+  for (int a = 0; a < 3; a++) {
+    m->min[a] = sqlite3_column_double(st, 5 + a);
+    m->max[a] = sqlite3_column_double(st, 8 + a);
+  }
+  snprintf(m->error, sizeof m->error, "%s", (const char *)sqlite3_column_text(st, 11));
+}
+
+#define DATASET_COLUMNS \
+  "id, n, format, name, created_at, minx, miny, minz, maxx, maxy, maxz, error"
+
+static int get_dataset_locked(store *s, const char *id, dataset_meta *m) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, "SELECT " DATASET_COLUMNS " FROM datasets WHERE id = ?", -1,
+                         &st, NULL) != SQLITE_OK)
+    return HISTD_EIO;
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  int rc = HISTD_ENOENT;
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    row_to_dataset(st, m);
+    rc = 0;
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int store_get_dataset(store *s, const char *id, dataset_meta *m) {
+  pthread_mutex_lock(&s->mu);
+  int rc = get_dataset_locked(s, id, m);
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+static int write_payload(store *s, const char *id, const void *data, size_t len, char *msg,
+                         size_t msglen) {
+  char final_path[4400], tmp_path[4400];
+  store_payload_path(s, id, final_path, sizeof final_path);
+  snprintf(tmp_path, sizeof tmp_path, "%s/.%s.%ld.%lx.tmp", s->payload_dir, id, (long)getpid(),
+           (unsigned long)pthread_self());
+  int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return histd_fail(msg, msglen, HISTD_EIO, "cannot create %s: %s", tmp_path,
+                      strerror(errno));
+  const char *p = data;
+  size_t left = len;
+  while (left > 0) {
+    ssize_t w = write(fd, p, left > ((size_t)1 << 30) ? (size_t)1 << 30 : left);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      int e = errno;
+      close(fd);
+      unlink(tmp_path);
+      return histd_fail(msg, msglen, HISTD_EIO, "cannot write the dataset's payload: %s",
+                        strerror(e));
+    }
+    p += w;
+    left -= (size_t)w;
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    int e = errno;
+    unlink(tmp_path);
+    return histd_fail(msg, msglen, HISTD_EIO, "cannot sync the dataset's payload: %s",
+                      strerror(e));
+  }
+  if (rename(tmp_path, final_path) != 0) {
+    int e = errno;
+    unlink(tmp_path);
+    return histd_fail(msg, msglen, HISTD_EIO, "cannot rename the dataset's payload: %s",
+                      strerror(e));
+  }
+  if (fsync_dir(s->payload_dir) != 0)
+    return histd_fail(msg, msglen, HISTD_EIO, "cannot sync %s: %s", s->payload_dir,
+                      strerror(errno));
+  return 0;
+}
+
+static bool payload_ok(const store *s, const char *id, size_t n) {
+  char path[4400];
+  store_payload_path(s, id, path, sizeof path);
+  struct stat sb;
+  return stat(path, &sb) == 0 && (uint64_t)sb.st_size == (uint64_t)n * 24;
+}
+
+int store_put_dataset(store *s, const histd_dataset *ds, const char *format, const char *name,
+                      dataset_meta *meta, bool *created, char *msg, size_t msglen) {
+  char id[65];
+  size_t bytes = ds->n * 3 * sizeof(double);
+  /* x, y and z are one block of 3n doubles, x first: the payload as is. */
+  sha256_hex(ds->x, bytes, id);
+
+  pthread_mutex_lock(&s->mu);
+  int rc = get_dataset_locked(s, id, meta);
+  pthread_mutex_unlock(&s->mu);
+  bool existed = rc == 0;
+  if (rc == 0 && meta->error[0] == '\0' && payload_ok(s, id, meta->n)) {
+    *created = false;
+    return 0;
+  }
+  /* New, or known but its file went missing or bad: (re)write the file. */
+  rc = write_payload(s, id, ds->x, bytes, msg, msglen);
+  if (rc != 0)
+    return rc;
+
+  pthread_mutex_lock(&s->mu);
+  sqlite3_stmt *st;
+  rc = 0;
+  if (sqlite3_prepare_v2(s->db,
+                         "INSERT INTO datasets (" DATASET_COLUMNS ") "
+                         "VALUES (?,?,?,?,?,?,?,?,?,?,?, '') "
+                         "ON CONFLICT(id) DO UPDATE SET error = ''",
+                         -1, &st, NULL) != SQLITE_OK) {
+    rc = db_fail(s, msg, msglen, "store the dataset");
+  } else {
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)ds->n);
+    sqlite3_bind_text(st, 3, format, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, name ? name : "", -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 5, wall_now());
+    for (int a = 0; a < 3; a++) {
+      sqlite3_bind_double(st, 6 + a, ds->min[a]);
+      sqlite3_bind_double(st, 9 + a, ds->max[a]);
+    }
+    if (sqlite3_step(st) != SQLITE_DONE)
+      rc = db_fail(s, msg, msglen, "store the dataset");
+    sqlite3_finalize(st);
+  }
+  if (rc == 0) {
+    rc = get_dataset_locked(s, id, meta);
+    if (rc != 0)
+      rc = db_fail(s, msg, msglen, "read the dataset back");
+  }
+  pthread_mutex_unlock(&s->mu);
+  *created = !existed;
+  return rc;
+}
+
+int store_list_datasets(store *s, size_t limit, bool (*fn)(const dataset_meta *m, void *u),
+                        void *u) {
+  pthread_mutex_lock(&s->mu);
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT " DATASET_COLUMNS
+                         " FROM datasets ORDER BY created_at DESC, id LIMIT ?",
+                         -1, &st, NULL) != SQLITE_OK) {
+    pthread_mutex_unlock(&s->mu);
+    return HISTD_EIO;
+  }
+  sqlite3_bind_int64(st, 1, limit ? (sqlite3_int64)limit : -1);
+  /* Collect first, call back without the lock: callbacks may stat files. */
+  size_t cap = 16, count = 0;
+  dataset_meta *rows = malloc(cap * sizeof *rows);
+  while (rows != NULL && sqlite3_step(st) == SQLITE_ROW) {
+    if (count == cap) {
+      dataset_meta *bigger = realloc(rows, 2 * cap * sizeof *rows);
+      if (bigger == NULL)
+        break;
+      rows = bigger;
+      cap *= 2;
+    }
+    row_to_dataset(st, &rows[count++]);
+  }
+  sqlite3_finalize(st);
+  pthread_mutex_unlock(&s->mu);
+  if (rows == NULL)
+    return HISTD_ENOMEM;
+  for (size_t i = 0; i < count; i++)
+    if (!fn(&rows[i], u))
+      break;
+  free(rows);
+  return 0;
+}
+
+int store_delete_dataset(store *s, const char *id, char *msg, size_t msglen) {
+  pthread_mutex_lock(&s->mu);
+  sqlite3_stmt *st;
+  int rc = 0;
+  if (sqlite3_prepare_v2(s->db, "DELETE FROM datasets WHERE id = ?", -1, &st, NULL) != SQLITE_OK) {
+    rc = db_fail(s, msg, msglen, "delete the dataset");
+  } else {
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE)
+      rc = db_fail(s, msg, msglen, "delete the dataset");
+    else if (sqlite3_changes(s->db) == 0)
+      rc = histd_fail(msg, msglen, HISTD_ENOENT, "no dataset has the id \"%s\"", id);
+    sqlite3_finalize(st);
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (rc == 0) {
+    char path[4400];
+    store_payload_path(s, id, path, sizeof path);
+    unlink(path);
+    fsync_dir(s->payload_dir);
+  }
+  return rc;
+}
+
+void store_set_dataset_error(store *s, const char *id, const char *error) {
+  pthread_mutex_lock(&s->mu);
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, "UPDATE datasets SET error = ? WHERE id = ?", -1, &st, NULL) ==
+      SQLITE_OK) {
+    sqlite3_bind_text(st, 1, error, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+    sqlite3_step(st);
+    sqlite3_finalize(st);
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
+void store_check_payload(const store *s, dataset_meta *m) {
+  if (m->error[0] != '\0')
+    return;
+  char path[4400];
+  store_payload_path(s, m->id, path, sizeof path);
+  struct stat sb;
+  if (stat(path, &sb) != 0)
+    snprintf(m->error, sizeof m->error, "the payload file is missing (%s)", strerror(errno));
+  else if ((uint64_t)sb.st_size != (uint64_t)m->n * 24)
+    snprintf(m->error, sizeof m->error,
+             "the payload file is corrupt: %lld bytes where %llu were written",
+             (long long)sb.st_size, (unsigned long long)m->n * 24);
+}
+
+/* ---- jobs --------------------------------------------------------------------------- */
+
+#define JOB_COLUMNS                                                                       \
+  "seq, id, dataset, n, bucket_width, buckets, kernel, block_size, precision, threads, "  \
+  "devices, status, progress, created_at, started_at, finished_at, t_queue, t_parse, "    \
+  "t_transfer, t_kernel, t_total, device, error, has_result, r_kernel, r_block_size, "    \
+  "r_threads, r_exact, r_refined, r_overflow, r_total"
+
+static void row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
+  memset(j, 0, sizeof *j);
+  j->seq = sqlite3_column_int64(st, 0);
+  snprintf(j->id, sizeof j->id, "%s", (const char *)sqlite3_column_text(st, 1));
+  snprintf(j->dataset, sizeof j->dataset, "%s", (const char *)sqlite3_column_text(st, 2));
+  j->n = (size_t)sqlite3_column_int64(st, 3);
+  histd_spec_init(&j->spec);
+  j->spec.bucket_width = sqlite3_column_double(st, 4);
+  j->spec.buckets = (uint32_t)sqlite3_column_int64(st, 5);
+  snprintf(j->spec.kernel, sizeof j->spec.kernel, "%s", (const char *)sqlite3_column_text(st, 6));
+  j->spec.block_size = (uint32_t)sqlite3_column_int64(st, 7);
+  j->spec.precision = (histd_precision)sqlite3_column_int(st, 8);
+  j->spec.threads = (uint32_t)sqlite3_column_int64(st, 9);
+  j->spec.devices = (uint64_t)sqlite3_column_int64(st, 10);
+  j->status = (job_status)sqlite3_column_int(st, 11);
+  j->progress = sqlite3_column_double(st, 12);
+  j->created_at = sqlite3_column_double(st, 13);
+  j->started_at = sqlite3_column_double(st, 14);
+  j->finished_at = sqlite3_column_double(st, 15);
+  j->timing.queue_ms = sqlite3_column_double(st, 16);
+  j->timing.parse_ms = sqlite3_column_double(st, 17);
+  j->timing.transfer_ms = sqlite3_column_double(st, 18);
+  j->timing.kernel_ms = sqlite3_column_double(st, 19);
+  j->timing.total_ms = sqlite3_column_double(st, 20);
+  snprintf(j->device, sizeof j->device, "%s", (const char *)sqlite3_column_text(st, 21));
+  snprintf(j->error, sizeof j->error, "%s", (const char *)sqlite3_column_text(st, 22));
+  j->has_result = sqlite3_column_int(st, 23) != 0;
+  if (j->has_result) {
+    histd_result *r = &j->result;
+    r->buckets = j->spec.buckets;
+    r->bucket_width = j->spec.bucket_width;
+    r->precision = j->spec.precision;
+    const char *k = (const char *)sqlite3_column_text(st, 24);
+    snprintf(r->kernel, sizeof r->kernel, "%s", k ? k : "");
+    r->block_size = (uint32_t)sqlite3_column_int64(st, 25);
+    r->threads = (uint32_t)sqlite3_column_int64(st, 26);
+    r->exact = sqlite3_column_int(st, 27) != 0;
+    r->refined_pairs = (uint64_t)sqlite3_column_int64(st, 28);
+    r->overflow = (uint64_t)sqlite3_column_int64(st, 29);
+    r->total = (uint64_t)sqlite3_column_int64(st, 30);
+    snprintf(r->device, sizeof r->device, "%s", j->device);
+    r->timing = j->timing;
+    if (with_counts) {
+      const void *blob = sqlite3_column_blob(st, 31);
+      size_t bytes = (size_t)sqlite3_column_bytes(st, 31);
+      r->counts = calloc(r->buckets ? r->buckets : 1, sizeof(uint64_t));
+      if (r->counts != NULL && blob != NULL && bytes == (size_t)r->buckets * 8)
+        memcpy(r->counts, blob, bytes);
+    }
+  }
+}
+
+void job_record_free(job_record *j) {
+  if (j != NULL && j->has_result) {
+    free(j->result.counts);
+    j->result.counts = NULL;
+  }
+}
+
+int store_put_job(store *s, job_record *j, char *msg, size_t msglen) {
+  pthread_mutex_lock(&s->mu);
+  sqlite3_stmt *st;
+  int rc = 0;
+  if (sqlite3_prepare_v2(s->db,
+                         "INSERT INTO jobs (id, dataset, n, bucket_width, buckets, kernel, "
+                         "block_size, precision, threads, devices, status, progress, "
+                         "created_at, started_at, finished_at) "
+                         "VALUES (?,?,?,?,?,?,?,?,?,?,?,0,?,0,0)",
+                         -1, &st, NULL) != SQLITE_OK) {
+    rc = db_fail(s, msg, msglen, "store the job");
+  } else {
+    sqlite3_bind_text(st, 1, j->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, j->dataset, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)j->n);
+    sqlite3_bind_double(st, 4, j->spec.bucket_width);
+    sqlite3_bind_int64(st, 5, j->spec.buckets);
+    sqlite3_bind_text(st, 6, j->spec.kernel, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 7, j->spec.block_size);
+    sqlite3_bind_int(st, 8, (int)j->spec.precision);
+    sqlite3_bind_int64(st, 9, j->spec.threads);
+    sqlite3_bind_int64(st, 10, (sqlite3_int64)j->spec.devices);
+    sqlite3_bind_int(st, 11, (int)j->status);
+    sqlite3_bind_double(st, 12, j->created_at);
+    if (sqlite3_step(st) != SQLITE_DONE)
+      rc = db_fail(s, msg, msglen, "store the job");
+    else
+      j->seq = sqlite3_last_insert_rowid(s->db);
+    sqlite3_finalize(st);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+int store_update_job(store *s, const job_record *j, char *msg, size_t msglen) {
+  pthread_mutex_lock(&s->mu);
+  sqlite3_stmt *st;
+  int rc = 0;
+  if (sqlite3_prepare_v2(s->db,
+                         "UPDATE jobs SET status=?, progress=?, started_at=?, finished_at=?, "
+                         "t_queue=?, t_parse=?, t_transfer=?, t_kernel=?, t_total=?, device=?, "
+                         "error=?, has_result=?, r_kernel=?, r_block_size=?, r_threads=?, "
+                         "r_exact=?, r_refined=?, r_overflow=?, r_total=?, r_counts=? "
+                         "WHERE id=?",
+                         -1, &st, NULL) != SQLITE_OK) {
+    rc = db_fail(s, msg, msglen, "update the job");
+  } else {
+    const histd_result *r = &j->result;
+    sqlite3_bind_int(st, 1, (int)j->status);
+    sqlite3_bind_double(st, 2, j->progress);
+    sqlite3_bind_double(st, 3, j->started_at);
+    sqlite3_bind_double(st, 4, j->finished_at);
+    sqlite3_bind_double(st, 5, j->timing.queue_ms);
+    sqlite3_bind_double(st, 6, j->timing.parse_ms);
+    sqlite3_bind_double(st, 7, j->timing.transfer_ms);
+    sqlite3_bind_double(st, 8, j->timing.kernel_ms);
+    sqlite3_bind_double(st, 9, j->timing.total_ms);
+    sqlite3_bind_text(st, 10, j->device, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 11, j->error, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 12, j->has_result ? 1 : 0);
+    if (j->has_result) {
+      sqlite3_bind_text(st, 13, r->kernel, -1, SQLITE_STATIC);
+      sqlite3_bind_int64(st, 14, r->block_size);
+      sqlite3_bind_int64(st, 15, r->threads);
+      sqlite3_bind_int(st, 16, r->exact ? 1 : 0);
+      sqlite3_bind_int64(st, 17, (sqlite3_int64)r->refined_pairs);
+      sqlite3_bind_int64(st, 18, (sqlite3_int64)r->overflow);
+      sqlite3_bind_int64(st, 19, (sqlite3_int64)r->total);
+      sqlite3_bind_blob64(st, 20, r->counts, (sqlite3_uint64)r->buckets * 8, SQLITE_STATIC);
+    }
+    sqlite3_bind_text(st, 21, j->id, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE)
+      rc = db_fail(s, msg, msglen, "update the job");
+    sqlite3_finalize(st);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+int store_get_job(store *s, const char *id, job_record *j) {
+  pthread_mutex_lock(&s->mu);
+  sqlite3_stmt *st;
+  int rc = HISTD_EIO;
+  if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLUMNS ", r_counts FROM jobs WHERE id = ?", -1,
+                         &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    rc = HISTD_ENOENT;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+      row_to_job(st, j, true);
+      rc = 0;
+    }
+    sqlite3_finalize(st);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+static int list_jobs(store *s, const char *sql, sqlite3_int64 limit,
+                     bool (*fn)(const job_record *j, void *u), void *u) {
+  pthread_mutex_lock(&s->mu);
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+    pthread_mutex_unlock(&s->mu);
+    return HISTD_EIO;
+  }
+  if (limit != 0)
+    sqlite3_bind_int64(st, 1, limit);
+  size_t cap = 16, count = 0;
+  job_record *rows = malloc(cap * sizeof *rows);
+  while (rows != NULL && sqlite3_step(st) == SQLITE_ROW) {
+    if (count == cap) {
+      job_record *bigger = realloc(rows, 2 * cap * sizeof *rows);
+      if (bigger == NULL)
+        break;
+      rows = bigger;
+      cap *= 2;
+    }
+    row_to_job(st, &rows[count++], false);
+  }
+  sqlite3_finalize(st);
+  pthread_mutex_unlock(&s->mu);
+  if (rows == NULL)
+    return HISTD_ENOMEM;
+  bool go = true;
+  for (size_t i = 0; i < count; i++) {
+    if (go)
+      go = fn(&rows[i], u);
+  }
+  free(rows);
+  return 0;
+}
+
+int store_list_jobs(store *s, size_t limit, bool with_results,
+                    bool (*fn)(const job_record *j, void *u), void *u) {
+  (void)with_results;
+  return list_jobs(s, "SELECT " JOB_COLUMNS " FROM jobs ORDER BY seq DESC LIMIT ?",
+                   limit ? (sqlite3_int64)limit : -1, fn, u);
+}
+
+int store_unfinished_jobs(store *s, bool (*fn)(const job_record *j, void *u), void *u) {
+  return list_jobs(s, "SELECT " JOB_COLUMNS " FROM jobs WHERE status <= 1 ORDER BY seq", 0, fn,
+                   u);
+}
+
+int store_count_jobs(store *s, uint64_t counts[JOB_STATUS_COUNT]) {
+  memset(counts, 0, sizeof(uint64_t) * JOB_STATUS_COUNT);
+  pthread_mutex_lock(&s->mu);
+  sqlite3_stmt *st;
+  int rc = HISTD_EIO;
+  if (sqlite3_prepare_v2(s->db, "SELECT status, count(*) FROM jobs GROUP BY status", -1, &st,
+                         NULL) == SQLITE_OK) {
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      int status = sqlite3_column_int(st, 0);
+      if (status >= 0 && status < JOB_STATUS_COUNT)
+        counts[status] = (uint64_t)sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    rc = 0;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+int store_count_active_jobs_on(store *s, const char *dataset, size_t *count) {
+  pthread_mutex_lock(&s->mu);
+  sqlite3_stmt *st;
+  int rc = HISTD_EIO;
+  *count = 0;
+  if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM jobs WHERE dataset = ? AND status <= 1",
+                         -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, dataset, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+      *count = (size_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    rc = 0;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}

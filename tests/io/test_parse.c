@@ -1,0 +1,496 @@
+/*
+ * test_parse.c -- the point-set parsers: good inputs of every format read
+ * coordinate by coordinate, every error path (the message checked for its
+ * key words), limits, non-finite and huge numbers, and the same points in
+ * all five formats giving the same dataset.
+ *
+ * Every input is copied into a heap block of exactly its length, so the
+ * sanitizer build catches any read past the end (the parsers must not need
+ * a terminating NUL).
+ */
+#include <locale.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "histd/io.h"
+
+static char msg[512];
+
+/* Parses buf[0..len) from an exact-size heap copy. */
+static int parse_exact(histd_format fmt, const void *buf, size_t len, size_t max,
+                       histd_dataset *ds) {
+  char *copy = malloc(len ? len : 1);
+  if (len)
+    memcpy(copy, buf, len);
+  msg[0] = '\0';
+  int rc = histd_parse(fmt, copy, len, max, ds, msg, sizeof msg);
+  free(copy);
+  return rc;
+}
+
+/* Expects text to parse into n points equal to xyz (x0 y0 z0 x1 ...). */
+static void good_len(int line, histd_format fmt, const void *text, size_t len, size_t n,
+                     const double *xyz) {
+  histd_dataset ds;
+  int rc = parse_exact(fmt, text, len, 0, &ds);
+  CHECK(rc == 0, "line %d (%s): rc %d (%s)", line, histd_format_name(fmt), rc, msg);
+  if (rc != 0)
+    return;
+  CHECK(ds.n == n, "line %d: n = %zu, want %zu", line, ds.n, n);
+  for (size_t i = 0; i < n && i < ds.n; i++) {
+    CHECK(ds.x[i] == xyz[3 * i] && ds.y[i] == xyz[3 * i + 1] && ds.z[i] == xyz[3 * i + 2],
+          "line %d: point %zu = (%.17g, %.17g, %.17g), want (%.17g, %.17g, %.17g)", line, i,
+          ds.x[i], ds.y[i], ds.z[i], xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]);
+  }
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (size_t i = 0; i < n; i++)
+    for (int a = 0; a < 3; a++) {
+      lo[a] = fmin(lo[a], xyz[3 * i + a]);
+      hi[a] = fmax(hi[a], xyz[3 * i + a]);
+    }
+  for (int a = 0; a < 3; a++)
+    CHECK(ds.min[a] == lo[a] && ds.max[a] == hi[a], "line %d: bounds of axis %d", line, a);
+  histd_dataset_free(&ds);
+}
+#define GOOD(fmt, text, n, ...)                                                   \
+  do {                                                                            \
+    const double want_[] = {__VA_ARGS__};                                         \
+    good_len(__LINE__, fmt, text, strlen(text), n, want_);                        \
+  } while (0)
+
+/* Expects an error rc whose message contains every key word given. */
+static void bad_len(int line, histd_format fmt, const void *text, size_t len, size_t max,
+                    int want_rc, ...) {
+  histd_dataset ds;
+  memset(&ds, 0xAB, sizeof ds);
+  int rc = parse_exact(fmt, text, len, max, &ds);
+  CHECK(rc == want_rc, "line %d (%s): rc %d (%s), want %d; message \"%s\"", line,
+        histd_format_name(fmt), rc, histd_strerror(rc), want_rc, msg);
+  CHECK(ds.n == 0 && ds.x == NULL, "line %d: dataset not left empty on error", line);
+  if (rc == 0)
+    histd_dataset_free(&ds);
+  va_list ap;
+  va_start(ap, want_rc);
+  const char *k;
+  while ((k = va_arg(ap, const char *)) != NULL)
+    CHECK(strstr(msg, k) != NULL, "line %d: message \"%s\" lacks \"%s\"", line, msg, k);
+  va_end(ap);
+}
+#define BAD(fmt, text, ...) bad_len(__LINE__, fmt, text, strlen(text), 0, HISTD_EPARSE, __VA_ARGS__, NULL)
+#define BAD_MAX(fmt, text, max, ...) \
+  bad_len(__LINE__, fmt, text, strlen(text), max, HISTD_ETOOBIG, __VA_ARGS__, NULL)
+
+#define J HISTD_FORMAT_JSON
+#define C HISTD_FORMAT_CSV
+#define X HISTD_FORMAT_XYZ
+
+static void test_json(void) {
+  GOOD(J, "{\"points\":[[1,2,3],[4,5,6]]}", 2, 1, 2, 3, 4, 5, 6);
+  GOOD(J, " \n{ \"points\" : [ [ -1.5 , 2e3 , 0.1 ] ] } \n", 1, -1.5, 2000, 0.1);
+  GOOD(J, "{\"x\":[1,4],\"y\":[2,5],\"z\":[3,6]}", 2, 1, 2, 3, 4, 5, 6);
+  GOOD(J, "{\"z\":[3,6],\"x\":[1,4],\"y\":[2,5]}", 2, 1, 2, 3, 4, 5, 6);
+  GOOD(J, "\xEF\xBB\xBF{\"points\":[[0,0,0]]}", 1, 0, 0, 0);
+  GOOD(J, "{\"\\u0078\":[1],\"y\":[2],\"z\":[3]}", 1, 1, 2, 3);
+  GOOD(J, "{\"points\":[[1E2,-0,0.5e-1]]}", 1, 100, -0.0, 0.05);
+  GOOD(J, "{\"points\":[[1e-400,4.9e-324,1.7976931348623157e308]]}", 1, 0, 4.9e-324,
+       1.7976931348623157e308);
+  GOOD(J, "{\"points\":[[1,2,3]]}\r\n\t ", 1, 1, 2, 3);
+
+  BAD(J, "", "empty");
+  BAD(J, " \n\t", "empty");
+  BAD(J, "[[1,2,3]]", "expected a JSON object", "found an array");
+  BAD(J, "{}", "no points", "\"points\"");
+  BAD(J, "{\"points\":[]}", "no points", "empty");
+  BAD(J, "{\"x\":[],\"y\":[],\"z\":[]}", "no points");
+  BAD(J, "{\"points\":[[1,2,3],[1,2]]}", "points[1]: expected 3 numbers, found 2");
+  BAD(J, "{\"points\":[[1,2,3,4]]}", "points[0]: expected 3 numbers, found 4");
+  BAD(J, "{\"points\":[[]]}", "points[0]: expected 3 numbers, found 0");
+  BAD(J, "{\"points\":[[1,2,\"a\"]]}", "points[0][2]", "expected a number", "a string");
+  BAD(J, "{\"points\":[[1,2,null]]}", "points[0][2]", "expected a number", "null");
+  BAD(J, "{\"points\":[[1,true,3]]}", "points[0][1]", "found true");
+  BAD(J, "{\"points\":[[1,[2],3]]}", "points[0][1]", "found an array");
+  BAD(J, "{\"points\":[1,2,3]}", "points[0]", "expected an array [x, y, z]", "a number");
+  BAD(J, "{\"points\":{\"a\":1}}", "points: expected an array", "an object");
+  BAD(J, "{\"points\":[[1,2,3],]}", "points[1]", "expected an array");
+  BAD(J, "{\"points\":[[1,2,]]}", "points[0][2]", "expected a number", "']'");
+  BAD(J, "{\"points\":[[1 2 3]]}", "points[0]", "expected ',' or ']'");
+  BAD(J, "{\"points\":[[1,2,3]", "expected ',' or ']'", "end of the input");
+  BAD(J, "{\"points\":[[1,2,3]]", "expected ',' or '}'", "end of the input");
+  BAD(J, "{\"points\":[[1,2,3]]}x", "unexpected content after the JSON object", "line 1");
+  BAD(J, "{\"points\":[[1,2,3]]}{}", "unexpected content");
+  BAD(J, "{\"x\":[1],\"y\":[1,2],\"z\":[1]}", "y: has 2 values, but x has 1");
+  BAD(J, "{\"x\":[1,2],\"y\":[1,2],\"z\":[1]}", "z: has 1 values, but x has 2");
+  BAD(J, "{\"x\":[1],\"y\":[1]}", "missing the key \"z\"");
+  BAD(J, "{\"y\":[1],\"z\":[1]}", "missing the key \"x\"");
+  BAD(J, "{\"x\":[1],\"y\":[1],\"z\":[1],\"w\":[1]}", "unknown key \"w\"");
+  BAD(J, "{\"name\":\"a\",\"points\":[[1,2,3]]}", "unknown key \"name\"");
+  BAD(J, "{\"x\":[1],\"x\":[1]}", "duplicate key \"x\"");
+  BAD(J, "{\"points\":[[1,2,3]],\"points\":[[1,2,3]]}", "duplicate key \"points\"");
+  BAD(J, "{\"points\":[[1,2,3]],\"x\":[1]}", "\"points\" and \"x\" cannot both be given");
+  BAD(J, "{\"y\":[1],\"points\":[[1,2,3]]}", "\"points\" and \"y\" cannot both be given");
+  BAD(J, "{\"x\":{},\"y\":[1],\"z\":[1]}", "x: expected an array of numbers", "an object");
+  BAD(J, "{\"x\":[1,\"2\"],\"y\":[1],\"z\":[1]}", "x[1]", "expected a number");
+  BAD(J, "{\"points\":[[NaN,2,3]]}", "points[0][0]", "'NaN' is not a finite number");
+  BAD(J, "{\"points\":[[1,-Infinity,3]]}", "points[0][1]", "not a finite number");
+  BAD(J, "{\"points\":[[1,2,1e400]]}", "points[0][2]", "1e400 is too large");
+  BAD(J, "{\"points\":[[1,2,-1e309]]}", "too large");
+  BAD(J, "{\"points\":[[+1,2,3]]}", "points[0][0]", "'+1' is not a valid JSON number");
+  BAD(J, "{\"points\":[[01,2,3]]}", "'01' is not a valid JSON number");
+  BAD(J, "{\"points\":[[.5,2,3]]}", "'.5' is not a valid JSON number");
+  BAD(J, "{\"points\":[[1.,2,3]]}", "'1.' is not a valid JSON number");
+  BAD(J, "{\"points\":[[0x10,2,3]]}", "'0x10' is not a valid JSON number");
+  BAD(J, "{\"points\":[[1,2,3e]]}", "'3e' is not a valid JSON number");
+  BAD(J, "{\"points\":[[1,2,3]]\n,\n\"q\" [1]}", "expected ':' after the key \"q\"", "line 3, column 5");
+  BAD(J, "{\"q\":[1]}", "unknown key \"q\"");
+  BAD(J, "{\"points\" [[1,2,3]]}", "expected ':'", "line 1, column 11");
+  BAD(J, "{points:[[1,2,3]]}", "expected a key in double quotes");
+  BAD(J, "{\"points\":[[1,2,3]],}", "expected a key in double quotes", "'}'");
+  BAD(J, "{\"poi", "unterminated string");
+  BAD(J, "{\"po\\qints\":1}", "invalid escape");
+  BAD(J, "{\"po\\u00", "invalid escape");
+  BAD(J, "{\"po\nints\":1}", "control character");
+  BAD(J, "{\"points\":\n[[1,2,3],\n [4,5,6]\n [7,8,9]]}", "expected ',' or ']' after points[1]",
+      "line 4, column 2");
+  BAD(J, "{\"points\":[[1,2,3]", "end of the input");
+  BAD(J, "{", "expected a key", "end of the input");
+  /* A key that cannot be a real one, with bytes a message must not echo. */
+  BAD(J, "{\"\x01\":1}", "control character");
+  BAD(J, "{\"\xff\xfe\":1}", "unknown key \"??\"");
+
+  BAD_MAX(J, "{\"points\":[[1,2,3],[4,5,6],[7,8,9]]}", 2, "more than 2 points");
+  BAD_MAX(J, "{\"x\":[1,2,3],\"y\":[1,2,3],\"z\":[1,2,3]}", 2, "more than 2 points");
+  histd_dataset ds;
+  const char *ok3 = "{\"points\":[[1,2,3],[4,5,6],[7,8,9]]}";
+  CHECK(histd_parse(J, ok3, strlen(ok3), 3, &ds, msg, sizeof msg) == 0, "max 3: %s", msg);
+  CHECK(ds.n == 3, "max 3: n");
+  histd_dataset_free(&ds);
+}
+
+static void test_csv(void) {
+  GOOD(C, "1,2,3\n4,5,6\n", 2, 1, 2, 3, 4, 5, 6);
+  GOOD(C, "1,2,3\n4,5,6", 2, 1, 2, 3, 4, 5, 6);
+  GOOD(C, "1 2 3\n4\t5\t6\n", 2, 1, 2, 3, 4, 5, 6);
+  GOOD(C, "  1 ,  2,3  \n\t4,\t5 ,6\t\n", 2, 1, 2, 3, 4, 5, 6);
+  GOOD(C, "1,2,3\r\n4,5,6\r\n", 2, 1, 2, 3, 4, 5, 6);
+  GOOD(C, "x,y,z\r\n1,2,3\r\n", 1, 1, 2, 3);
+  GOOD(C, "\n\n# a comment\n  # another\nX Y Z\n\n1 2 3\n\n# c\n4 5 6\n\n", 2, 1, 2, 3, 4, 5,
+       6);
+  GOOD(C, "a,b,c\n1,2,3\n", 1, 1, 2, 3);
+  GOOD(C, "\"x\",\"y\",\"z\"\n1,2,3\n", 1, 1, 2, 3);
+  GOOD(C, "id,element,z,y,x,mass\n7,H,3,2,1,1.008\n8,O,6,5,4,16\n", 2, 1, 2, 3, 4, 5, 6);
+  GOOD(C, ".5,5.,+1\n-1E3,1e-2,-0.0\n", 2, 0.5, 5, 1, -1000, 0.01, -0.0);
+  GOOD(C, "0.1,0.2,0.3\n", 1, 0.1, 0.2, 0.3);
+  GOOD(C, "\xEF\xBB\xBF" "1,2,3", 1, 1, 2, 3);
+  GOOD(C, "1e-400,4.9e-324,1.7976931348623157e308\n", 1, 0, 4.9e-324, 1.7976931348623157e308);
+
+  BAD(C, "", "no points", "empty");
+  BAD(C, "\n\n  \r\n# only comments\n", "no points");
+  BAD(C, "x,y,z\n", "no points", "header");
+  BAD(C, "x,y,z\n\n# nothing\n", "no points", "header");
+  BAD(C, "1,2,3\n4,5\n", "line 2: expected 3 numbers, found 2");
+  BAD(C, "1,2,3\n4,5,6,7\n", "line 2: expected 3 numbers, found 4");
+  BAD(C, "1,2,3\n\n4\n", "line 3: expected 3 numbers, found 1");
+  BAD(C, "1,2,3\n4,abc,6\n", "line 2: 'abc' is not a number");
+  BAD(C, "x,y,z\n1,2,3\nx,y,z\n", "line 3: 'x' is not a number");
+  BAD(C, "1,2,3\n0x10,2,3\n", "line 2: '0x10' is not a number");
+  BAD(C, "1,2,3\n\"1\",2,3\n", "line 2:", "is not a number");
+  BAD(C, "1,2,nan\n", "line 1: 'nan' is not a finite number");
+  BAD(C, "1,2,3\n-inf 2 3\n", "line 2: '-inf' is not a finite number");
+  BAD(C, "1,2,3\n1,Infinity,3\n", "line 2", "not a finite number");
+  BAD(C, "1,2,1e400\n", "line 1: 1e400 is too large for a double");
+  BAD(C, "1,,3\n", "line 1: field 2 is empty");
+  BAD(C, ",1,2,3\n", "line 1: field 1 is empty");
+  BAD(C, "1,2,3,\n", "line 1: field 4 is empty");
+  BAD(C, "1,2,3\r\n4,5\r\n", "line 2: expected 3 numbers, found 2");
+  BAD(C, "a,b,c,d\n1,2,3,4\n", "line 1: the header has 4 columns", "x, y and z");
+  BAD(C, "x,y\n1,2\n", "line 1: the header has 2 columns");
+  BAD(C, "id,x,y,z\n1,2,3,4\n2,3,4\n", "line 3: expected 4 fields (as in the header), found 3");
+  BAD(C, "id,x,y,z\n1,2,q,4\n", "line 2: 'q' is not a number (column y)");
+  BAD(C, "x,,z\n1,2,3\n", "line 1: header field 2 is empty");
+  {
+    /* The token in a message is cut, and control bytes are replaced. */
+    char line[300];
+    memset(line, 'a', sizeof line);
+    memcpy(line + sizeof line - 6, ",1,2\n", 5);
+    line[sizeof line - 1] = '\0';
+    char text[400];
+    snprintf(text, sizeof text, "1,2,3\n%s", line);
+    BAD(C, text, "line 2: 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...' is not a number");
+    BAD(C, "1,2,3\n1,\x1b[31m,3\n", "line 2: '?[31m' is not a number");
+  }
+  BAD_MAX(C, "1,2,3\n4,5,6\n7,8,9\n", 2, "line 3", "more than 2 points");
+  histd_dataset ds;
+  CHECK(histd_parse(C, "1,2,3\n4,5,6\n", 12, 2, &ds, msg, sizeof msg) == 0, "max 2: %s", msg);
+  histd_dataset_free(&ds);
+
+  /* A long number (past the parser's stack buffer) is still correctly rounded. */
+  {
+    char text[1200];
+    size_t o = 0;
+    o += (size_t)snprintf(text + o, sizeof text - o, "0.");
+    for (int i = 0; i < 600; i++)
+      text[o++] = '0';
+    o += (size_t)snprintf(text + o, sizeof text - o, "1e601,");
+    for (int i = 0; i < 300; i++)
+      text[o++] = '0';
+    o += (size_t)snprintf(text + o, sizeof text - o, "3,2.50000000000000000000000000000000001\n");
+    GOOD(C, text, 1, 1, 3, 2.5);
+  }
+}
+
+static void test_xyz(void) {
+  GOOD(X, "3\nwater\nO 0.0 0.0 0.117\nH 0.0 0.757 -0.470\nH 0.0 -0.757 -0.470\n", 3, 0, 0,
+       0.117, 0, 0.757, -0.470, 0, -0.757, -0.470);
+  GOOD(X, "  2  \r\n\r\nC\t1\t2\t3\r\n8 4 5 6\r\n\r\n\n", 2, 1, 2, 3, 4, 5, 6);
+  GOOD(X, "1\n\nH 1 2 3", 1, 1, 2, 3);
+  GOOD(X, "1\nProperties=species:S:1:pos:R:3:vel:R:3\nH 1 2 3 0.1 0.2 0.3\n", 1, 1, 2, 3);
+  GOOD(X, "1\ncomment with 5 numbers 1 2 3 4\nHe 1e2 -2.5 .5\n", 1, 100, -2.5, 0.5);
+
+  BAD(X, "", "empty");
+  BAD(X, "\n \n", "empty");
+  BAD(X, "abc\ncomment\nH 1 2 3\n", "line 1: expected the atom count", "'abc'");
+  BAD(X, "3 atoms\ncomment\nH 1 2 3\n", "line 1: expected the atom count");
+  BAD(X, "-1\n\n", "line 1: expected the atom count");
+  BAD(X, "99999999999999999999999999\n\n", "line 1: expected the atom count");
+  BAD(X, "0\ncomment\n", "line 1: the atom count is 0", "no points");
+  BAD(X, "2", "line 2: missing the comment line");
+  BAD(X, "3\ncomment\nH 1 2 3\nH 4 5 6\n", "announces 3 atoms", "ends after 2");
+  BAD(X, "1000000000\ncomment\nH 1 2 3\n", "announces 1000000000 atoms", "ends after 1");
+  BAD(X, "2\ncomment\nH 1 2 3\n\nH 4 5 6\n", "line 4", "found a blank line");
+  BAD(X, "2\ncomment\nH 1 2 3\nH 4 5\n", "line 4: expected an element and 3 numbers, found 2 numbers");
+  BAD(X, "1\ncomment\nH\n", "line 3: expected an element and 3 numbers, found 0 numbers");
+  BAD(X, "1\ncomment\n1 2 3\n", "line 3", "found 2 numbers");
+  BAD(X, "1\ncomment\nH 1 q 3\n", "line 3: y: 'q' is not a number");
+  BAD(X, "1\ncomment\nH 1 2 nan\n", "line 3: z: 'nan' is not a finite number");
+  BAD(X, "1\ncomment\nH 1e999 2 3\n", "line 3: x:", "not a finite number");
+  BAD(X, "1\nframe 1\nH 1 2 3\n1\nframe 2\nH 4 5 6\n", "line 4: a second frame", "multi-frame");
+  BAD(X, "1\nc\nH 1 2 3\nH 4 5 6\n", "line 4: unexpected content after the 1 atoms");
+  BAD_MAX(X, "3\nc\nH 1 2 3\nH 1 2 3\nH 1 2 3\n", 2, "line 1", "more than 2 points");
+}
+
+static void put_f64(unsigned char *p, double v) {
+  uint64_t u;
+  memcpy(&u, &v, 8);
+  for (int b = 0; b < 8; b++)
+    p[b] = (unsigned char)(u >> (8 * b)); /* little-endian whatever the host */
+}
+
+static void put_f32(unsigned char *p, float v) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  for (int b = 0; b < 4; b++)
+    p[b] = (unsigned char)(u >> (8 * b));
+}
+
+static void test_raw(void) {
+  const double pts[] = {1, 2, 3, -4.5, 0.1, 1e300, 7, 8, 9};
+  unsigned char b64[1 + 72], b32[1 + 36];
+  for (int i = 0; i < 9; i++) {
+    put_f64(b64 + 1 + 8 * i, pts[i]); /* odd offset: unaligned on purpose */
+    put_f32(b32 + 1 + 4 * i, (float)pts[i]);
+  }
+  good_len(__LINE__, HISTD_FORMAT_F64, b64 + 1, 72, 3, pts);
+  /* float32: the same values after rounding to float (1e300 becomes inf). */
+  bad_len(__LINE__, HISTD_FORMAT_F32, b32 + 1, 36, 0, HISTD_EPARSE, "point 2", "z",
+          "not a finite number", NULL);
+  put_f32(b32 + 1 + 4 * 5, 6.0f);
+  const double p32[] = {1, 2, 3, -4.5, (float)0.1, 6, 7, 8, 9};
+  good_len(__LINE__, HISTD_FORMAT_F32, b32 + 1, 36, 3, p32);
+
+  bad_len(__LINE__, HISTD_FORMAT_F64, b64, 0, 0, HISTD_EPARSE, "empty", NULL);
+  bad_len(__LINE__, HISTD_FORMAT_F32, b32, 0, 0, HISTD_EPARSE, "empty", NULL);
+  bad_len(__LINE__, HISTD_FORMAT_F64, b64 + 1, 71, 0, HISTD_EPARSE, "f64 input: 71 bytes",
+          "not a multiple of 24", "cut short after 23 bytes", NULL);
+  bad_len(__LINE__, HISTD_FORMAT_F64, b64 + 1, 12, 0, HISTD_EPARSE, "not a multiple of 24", NULL);
+  bad_len(__LINE__, HISTD_FORMAT_F32, b32 + 1, 37 - 1 - 4, 0, HISTD_EPARSE,
+          "f32 input: 32 bytes", "not a multiple of 12", NULL);
+  bad_len(__LINE__, HISTD_FORMAT_F64, b64 + 1, 72, 2, HISTD_ETOOBIG, "3 points", "more than 2",
+          NULL);
+  unsigned char nan64[24];
+  put_f64(nan64, 1);
+  put_f64(nan64 + 8, NAN);
+  put_f64(nan64 + 16, 3);
+  bad_len(__LINE__, HISTD_FORMAT_F64, nan64, 24, 0, HISTD_EPARSE, "point 1", "y",
+          "not a finite number", NULL);
+  put_f64(nan64 + 8, -INFINITY);
+  bad_len(__LINE__, HISTD_FORMAT_F64, nan64, 24, 0, HISTD_EPARSE, "not a finite number", NULL);
+}
+
+/* The same points written in all five formats parse to the same dataset. */
+static void test_equivalence(void) {
+  enum { N = 150 };
+  double pts[3 * N];
+  uint64_t s = 12345;
+  for (int i = 0; i < 3 * N; i++) /* exact in float32: 24-bit significands */
+    pts[i] = (double)(int32_t)(test_rand_u64(&s) % 2000001 - 1000000) / 64.0;
+  static char json[N * 100], csv[N * 100], xyz[N * 100], xyzsoa[N * 100];
+  static unsigned char f64[N * 24], f32[N * 12];
+  size_t jo = 0, co = 0, xo = 0, so = 0;
+  jo += (size_t)snprintf(json + jo, sizeof json - jo, "{\"points\": [");
+  co += (size_t)snprintf(csv + co, sizeof csv - co, "x,y,z\n");
+  xo += (size_t)snprintf(xyz + xo, sizeof xyz - xo, "%d\nequivalence\n", N);
+  for (int i = 0; i < N; i++) {
+    const double *p = pts + 3 * i;
+    jo += (size_t)snprintf(json + jo, sizeof json - jo, "%s[%.17g, %.17g, %.17g]", i ? ", " : "",
+                           p[0], p[1], p[2]);
+    co += (size_t)snprintf(csv + co, sizeof csv - co, "%.17g,%.17g,%.17g\n", p[0], p[1], p[2]);
+    xo += (size_t)snprintf(xyz + xo, sizeof xyz - xo, "C %.17g %.17g %.17g\n", p[0], p[1], p[2]);
+    for (int a = 0; a < 3; a++) {
+      put_f64(f64 + 24 * i + 8 * a, p[a]);
+      put_f32(f32 + 12 * i + 4 * a, (float)p[a]);
+    }
+  }
+  snprintf(json + jo, sizeof json - jo, "]}");
+  for (int a = 0; a < 3; a++) {
+    so += (size_t)snprintf(xyzsoa + so, sizeof xyzsoa - so, "%s\"%c\": [", a ? ", " : "{",
+                           'x' + a);
+    for (int i = 0; i < N; i++)
+      so += (size_t)snprintf(xyzsoa + so, sizeof xyzsoa - so, "%s%.17g", i ? "," : "",
+                             pts[3 * i + a]);
+    so += (size_t)snprintf(xyzsoa + so, sizeof xyzsoa - so, "]");
+  }
+  snprintf(xyzsoa + so, sizeof xyzsoa - so, "}");
+  good_len(__LINE__, J, json, strlen(json), N, pts);
+  good_len(__LINE__, J, xyzsoa, strlen(xyzsoa), N, pts);
+  good_len(__LINE__, C, csv, strlen(csv), N, pts);
+  good_len(__LINE__, X, xyz, strlen(xyz), N, pts);
+  good_len(__LINE__, HISTD_FORMAT_F64, f64, sizeof f64, N, pts);
+  good_len(__LINE__, HISTD_FORMAT_F32, f32, sizeof f32, N, pts);
+}
+
+static void test_formats(void) {
+  histd_format f;
+  static const char *const names[] = {"json", "csv", "xyz", "f64", "f32"};
+  for (int i = 0; i < HISTD_FORMAT_COUNT; i++) {
+    CHECK(strcmp(histd_format_name((histd_format)i), names[i]) == 0, "name %d", i);
+    CHECK(histd_format_parse(names[i], &f) == 0 && f == (histd_format)i, "parse %s", names[i]);
+  }
+  CHECK(strcmp(histd_format_name((histd_format)99), "?") == 0, "name out of range");
+  CHECK(histd_format_parse("bin", &f) == 0 && f == HISTD_FORMAT_F64, "bin");
+  CHECK(histd_format_parse("JSON", &f) == 0 && f == HISTD_FORMAT_JSON, "JSON");
+  CHECK(histd_format_parse("xml", &f) == HISTD_EINVAL, "xml");
+  CHECK(histd_format_parse(NULL, &f) == HISTD_EINVAL, "NULL name");
+
+  static const struct {
+    const char *path;
+    int f; /* -1: rejected */
+  } paths[] = {{"a.json", HISTD_FORMAT_JSON}, {"dir.x/b.CSV", HISTD_FORMAT_CSV},
+               {"c.tsv", HISTD_FORMAT_CSV},   {"c.txt", HISTD_FORMAT_CSV},
+               {"m.xyz", HISTD_FORMAT_XYZ},   {"p.f64", HISTD_FORMAT_F64},
+               {"p.bin", HISTD_FORMAT_F64},   {"p.f32", HISTD_FORMAT_F32},
+               {"noext", -1},                 {".json", -1},
+               {"a.json/b", -1},              {"a.dat", -1},
+               {"a.", -1}};
+  for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+    int rc = histd_format_from_path(paths[i].path, &f);
+    if (paths[i].f < 0)
+      CHECK(rc == HISTD_EINVAL, "path %s should be rejected", paths[i].path);
+    else
+      CHECK(rc == 0 && f == (histd_format)paths[i].f, "path %s", paths[i].path);
+  }
+
+  static const struct {
+    const char *ct;
+    int f;
+  } cts[] = {{"application/json", HISTD_FORMAT_JSON},
+             {"application/json; charset=utf-8", HISTD_FORMAT_JSON},
+             {"Application/JSON ;charset=UTF-8", HISTD_FORMAT_JSON},
+             {"application/vnd.histd.points+json", HISTD_FORMAT_JSON},
+             {"text/csv", HISTD_FORMAT_CSV},
+             {" text/csv ; header=present", HISTD_FORMAT_CSV},
+             {"text/plain", HISTD_FORMAT_CSV},
+             {"text/tab-separated-values", HISTD_FORMAT_CSV},
+             {"chemical/x-xyz", HISTD_FORMAT_XYZ},
+             {"application/octet-stream", HISTD_FORMAT_F64},
+             {"application/x-float64", HISTD_FORMAT_F64},
+             {"application/x-float32", HISTD_FORMAT_F32},
+             {"application/xml", -1},
+             {"+json", -1},
+             {"", -1},
+             {"text/csvx", -1},
+             {"application/jso", -1}};
+  for (size_t i = 0; i < sizeof cts / sizeof cts[0]; i++) {
+    int rc = histd_format_from_content_type(cts[i].ct, &f);
+    if (cts[i].f < 0)
+      CHECK(rc == HISTD_EINVAL, "content type '%s' should be rejected", cts[i].ct);
+    else
+      CHECK(rc == 0 && f == (histd_format)cts[i].f, "content type '%s'", cts[i].ct);
+  }
+  CHECK(histd_format_from_content_type(NULL, &f) == HISTD_EINVAL, "NULL content type");
+
+  histd_dataset ds;
+  CHECK(histd_parse((histd_format)42, "1", 1, 0, &ds, msg, sizeof msg) == HISTD_EINVAL,
+        "unknown format");
+  CHECK_STR_CONTAINS(msg, "unknown input format");
+  CHECK(histd_parse(C, NULL, 5, 0, &ds, msg, sizeof msg) == HISTD_EINVAL, "NULL buffer");
+  CHECK(histd_parse(C, NULL, 0, 0, &ds, msg, sizeof msg) == HISTD_EPARSE, "NULL empty");
+}
+
+static void test_files(void) {
+  char dir[] = "/tmp/histd-test-parse-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+  char path[256];
+  snprintf(path, sizeof path, "%s/p.csv", dir);
+  FILE *f = fopen(path, "w");
+  fputs("x y z\n1 2 3\n4 5 6\n", f);
+  fclose(f);
+  histd_dataset ds;
+  int rc = histd_parse_file(path, C, 0, &ds, msg, sizeof msg);
+  CHECK(rc == 0 && ds.n == 2 && ds.z[1] == 6, "parse_file: %s", msg);
+  if (rc == 0)
+    histd_dataset_free(&ds);
+  rc = histd_parse_file(path, C, 1, &ds, msg, sizeof msg);
+  CHECK(rc == HISTD_ETOOBIG, "parse_file max: %d", rc);
+
+  char empty[256];
+  snprintf(empty, sizeof empty, "%s/e.f64", dir);
+  fclose(fopen(empty, "w"));
+  rc = histd_parse_file(empty, HISTD_FORMAT_F64, 0, &ds, msg, sizeof msg);
+  CHECK(rc == HISTD_EPARSE, "empty file: %d", rc);
+  CHECK_STR_CONTAINS(msg, "empty");
+
+  char missing[256];
+  snprintf(missing, sizeof missing, "%s/missing.csv", dir);
+  rc = histd_parse_file(missing, C, 0, &ds, msg, sizeof msg);
+  CHECK(rc == HISTD_ENOENT, "missing file: %d", rc);
+  CHECK_STR_CONTAINS(msg, "missing.csv");
+  rc = histd_parse_file(dir, C, 0, &ds, msg, sizeof msg);
+  CHECK(rc == HISTD_EIO, "directory: %d", rc);
+  CHECK_STR_CONTAINS(msg, "is a directory");
+  unlink(path);
+  unlink(empty);
+  rmdir(dir);
+}
+
+/* Numbers read in the C locale even when the process uses a comma locale. */
+static void test_locale(void) {
+  const char *locs[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8"};
+  const char *got = NULL;
+  for (size_t i = 0; i < sizeof locs / sizeof locs[0] && got == NULL; i++)
+    got = setlocale(LC_NUMERIC, locs[i]);
+  if (got == NULL) {
+    printf("locale test: no comma-decimal locale installed, checked the C locale only\n");
+  }
+  GOOD(C, "0.5,1.25,-2.5e1\n", 1, 0.5, 1.25, -25);
+  GOOD(J, "{\"points\":[[0.5,1.25,-2.5e1]]}", 1, 0.5, 1.25, -25);
+  setlocale(LC_NUMERIC, "C");
+}
+
+int main(void) {
+  test_json();
+  test_csv();
+  test_xyz();
+  test_raw();
+  test_equivalence();
+  test_formats();
+  test_files();
+  test_locale();
+  return check_finish("test_parse");
+}

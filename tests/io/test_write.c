@@ -1,0 +1,191 @@
+/*
+ * test_write.c -- the histogram writers: the text layout (row prefixes, five
+ * counts a row, T: line, overflow), the CSV rows and the JSON object
+ * (every key, exact 64-bit counts above 2^53), on hand-made results.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "histd/io.h"
+
+/* Runs a writer into a memory buffer; returns the text (free it). */
+static char *capture(int (*writer)(FILE *, const histd_result *), const histd_result *res) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  int rc = writer(f, res);
+  fclose(f);
+  CHECK(rc == 0, "writer rc %d", rc);
+  return buf;
+}
+
+static void make(histd_result *res, uint32_t buckets, double w) {
+  CHECK(histd_result_init(res, buckets, w, NULL, 0) == 0, "result_init");
+  uint64_t total = 0;
+  for (uint32_t b = 0; b < buckets; b++) {
+    res->counts[b] = (uint64_t)b * b * 1000 + 7;
+    total += res->counts[b];
+  }
+  res->overflow = 0;
+  res->total = total;
+  res->exact = true;
+  strcpy(res->kernel, "cpu");
+  strcpy(res->device, "cpu: 2 threads");
+  res->threads = 2;
+  res->timing.kernel_ms = 1.5;
+  res->timing.total_ms = 2.25;
+}
+
+/* Splits text into lines (modifies it); returns the count. */
+static size_t lines_of(char *text, char **lines, size_t max) {
+  size_t n = 0;
+  for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < max;
+       l = strtok_r(NULL, "\n", &save))
+    lines[n++] = l;
+  return n;
+}
+
+static void test_text(void) {
+  histd_result res;
+  make(&res, 12, 500);
+  char *t = capture(histd_write_text, &res);
+  char *lines[64];
+  size_t n = lines_of(t, lines, 64);
+  CHECK(n == 6, "12 buckets: 3 rows, T, kernel, time: got %zu lines", n);
+  static const char *const prefixes[] = {"00:", "05:", "10:"};
+  for (int r = 0; r < 3 && r < (int)n; r++) {
+    CHECK(strncmp(lines[r], prefixes[r], 3) == 0, "row %d prefix: %s", r, lines[r]);
+    /* the counts of the row, in order */
+    char *p = lines[r] + 3;
+    int k = 0;
+    for (char *end; *p; p = end, k++) {
+      uint64_t v = strtoull(p, &end, 10);
+      if (end == p)
+        break;
+      CHECK_EQ_U64(v, res.counts[5 * r + k], "row count");
+    }
+    CHECK(k == (r < 2 ? 5 : 2), "row %d has %d counts", r, k);
+  }
+  /* the counts are right-aligned: every row's first count ends at one column */
+  CHECK(strlen(lines[0]) == strlen(lines[1]), "aligned rows: '%s' / '%s'", lines[0], lines[1]);
+  char want[64];
+  snprintf(want, sizeof want, "T:%" PRIu64, res.total);
+  CHECK(n > 3 && strcmp(lines[3], want) == 0, "T line: %s", n > 3 ? lines[3] : "");
+  CHECK(n > 4 && strstr(lines[4], "kernel: cpu") == lines[4], "kernel line");
+  CHECK(n > 4 && strstr(lines[4], "exact") && strstr(lines[4], "cpu: 2 threads"), "kernel line: %s",
+        lines[4]);
+  CHECK(n > 5 && strstr(lines[5], "2.250 ms") && strstr(lines[5], "kernel 1.500"), "time line: %s",
+        lines[5]);
+  CHECK(strstr(lines[4], "overflow") == NULL, "no overflow line when zero");
+  free(t);
+
+  /* Overflow shown when nonzero; GPU block size named. */
+  res.overflow = 42;
+  res.total += 42;
+  res.block_size = 256;
+  res.threads = 0;
+  strcpy(res.kernel, "tiled");
+  strcpy(res.device, "NVIDIA H100");
+  t = capture(histd_write_text, &res);
+  CHECK_STR_CONTAINS(t, "\noverflow:42 (distances >= 6000)\n");
+  CHECK_STR_CONTAINS(t, "kernel: tiled (exact), block size 256, on NVIDIA H100\n");
+  free(t);
+  histd_result_free(&res);
+
+  /* 120 buckets: prefixes all three digits wide; 1 bucket: "00:". */
+  make(&res, 120, 1);
+  t = capture(histd_write_text, &res);
+  n = lines_of(t, lines, 64);
+  CHECK(n == 24 + 3, "120 buckets: %zu lines", n);
+  CHECK(strncmp(lines[0], "000:", 4) == 0 && strncmp(lines[1], "005:", 4) == 0 &&
+            strncmp(lines[23], "115:", 4) == 0,
+        "3-digit prefixes: %s / %s / %s", lines[0], lines[1], lines[23]);
+  free(t);
+  histd_result_free(&res);
+  make(&res, 1, 1);
+  t = capture(histd_write_text, &res);
+  CHECK(strncmp(t, "00:", 3) == 0, "1 bucket: %s", t);
+  CHECK_STR_CONTAINS(t, "\nT:7\n");
+  free(t);
+  histd_result_free(&res);
+}
+
+static void test_csv(void) {
+  histd_result res;
+  make(&res, 3, 0.1);
+  res.overflow = 5;
+  char *t = capture(histd_write_csv, &res);
+  const char *want = "bucket,lower,upper,count\n"
+                     "0,0,0.1,7\n"
+                     "1,0.1,0.2,1007\n"
+                     "2,0.2,0.30000000000000004,4007\n"
+                     "overflow,0.30000000000000004,,5\n";
+  CHECK(strcmp(t, want) == 0, "csv:\n%s\nwant:\n%s", t, want);
+  free(t);
+  histd_result_free(&res);
+  make(&res, 2, 500);
+  t = capture(histd_write_csv, &res);
+  CHECK(strcmp(t, "bucket,lower,upper,count\n0,0,500,7\n1,500,1000,1007\noverflow,1000,,0\n") == 0,
+        "csv w=500: %s", t);
+  free(t);
+  histd_result_free(&res);
+}
+
+static void test_json(void) {
+  histd_result res;
+  make(&res, 4, 2.5);
+  res.counts[3] = UINT64_MAX - 1; /* far above 2^53 */
+  res.counts[2] = (UINT64_C(1) << 53) + 1;
+  res.counts[1] = 999999999999999ull; /* the largest plain number */
+  res.counts[0] = 1234567890123456789ull;
+  res.overflow = UINT64_C(1) << 53;
+  res.bucket_width = 0.1;
+  res.total = 123456789012345678ull;
+  res.block_size = 0;
+  res.precision = HISTD_PRECISION_FAST;
+  res.exact = false;
+  res.timing.queue_ms = 0.25;
+  res.timing.parse_ms = 3;
+  res.timing.transfer_ms = 0.5;
+  cJSON *o = histd_result_to_json(&res, 777);
+  CHECK(o != NULL, "to_json");
+  char *s = cJSON_PrintUnformatted(o);
+  CHECK_STR_CONTAINS(s, "\"counts\":[1234567890123456789,999999999999999,9007199254740993,18446744073709551614]");
+  CHECK_STR_CONTAINS(s, "\"overflow\":9007199254740992");
+  CHECK_STR_CONTAINS(s, "\"total\":123456789012345678");
+  CHECK_STR_CONTAINS(s, "\"edges\":[0,0.1,0.2,0.30000000000000004,0.4]");
+  CHECK_STR_CONTAINS(s, "\"n\":777,\"bucket_width\":0.1,\"buckets\":4");
+  CHECK_STR_CONTAINS(s, "\"precision\":\"fast\",\"exact\":false");
+
+  cJSON *back = cJSON_Parse(s);
+  CHECK(back != NULL, "output parses back");
+  static const char *const keys[] = {"n",         "bucket_width", "buckets", "edges",
+                                     "counts",    "overflow",     "total",   "kernel",
+                                     "block_size", "precision",   "exact",   "device",
+                                     "timing_ms"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    CHECK(cJSON_HasObjectItem(back, keys[i]), "key %s", keys[i]);
+  CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(back, "edges")) == 5, "edges: buckets+1");
+  CHECK(strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(back, "kernel")), "cpu") == 0, "kernel");
+  CHECK(strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(back, "device")), "cpu: 2 threads") == 0,
+        "device");
+  cJSON *t = cJSON_GetObjectItem(back, "timing_ms");
+  static const char *const tk[] = {"queue", "parse", "transfer", "kernel", "total"};
+  static const double tv[] = {0.25, 3, 0.5, 1.5, 2.25};
+  for (int i = 0; i < 5; i++)
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(t, tk[i])) == tv[i], "timing %s", tk[i]);
+  cJSON_Delete(back);
+  cJSON_free(s);
+  cJSON_Delete(o);
+  histd_result_free(&res);
+}
+
+int main(void) {
+  test_text();
+  test_csv();
+  test_json();
+  return check_finish("test_write");
+}
