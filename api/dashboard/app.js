@@ -19,6 +19,8 @@
   const FORMATS = {
     json: ['json', 'application/json'],
     csv: ['csv', 'text/csv'],
+    tsv: ['csv', 'text/tab-separated-values'],
+    txt: ['csv', 'text/plain'],
     xyz: ['xyz', 'chemical/x-xyz'],
     f64: ['f64', 'application/octet-stream'],
     bin: ['f64', 'application/octet-stream'],
