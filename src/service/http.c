@@ -420,6 +420,7 @@ int http_start(service *svc, char *msg, size_t msglen) {
   MHD_set_panic_func(on_panic, NULL);
   svc->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, svc,
+      MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL,
       MHD_OPTION_SOCK_ADDR, ai->ai_addr,
       MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
       MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout,
@@ -428,7 +429,6 @@ int http_start(service *svc, char *msg, size_t msglen) {
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->connection_memory_limit,
       MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-      MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL,
       MHD_OPTION_END);
   freeaddrinfo(ai);
   if (svc->mhd == NULL)

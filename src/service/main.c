@@ -113,12 +113,11 @@ int main(int argc, char **argv) {
     store_close(svc.store);
     return 1;
   }
-  fprintf(stderr, "histd %s: data in %s, %d %s worker(s)%s%s, dashboard from %s\n",
+  fprintf(stderr, "histd %s: data in %s, %d worker(s) on %s, dashboard from %s\n",
           HISTD_VERSION, svc.cfg.data_dir, jobs_worker_count(svc.jobs),
-          svc.gpu_count > 0 ? "GPU+CPU" : "CPU", svc.gpu_count > 0 ? "" : " (",
-          svc.gpu_count > 0 ? "" : svc.gpu_reason, svc.cfg.static_dir);
+          svc.gpu_count > 0 ? "GPU + CPU" : "the CPU", svc.cfg.static_dir);
   if (svc.gpu_count == 0)
-    fprintf(stderr, "histd: (no GPU: %s)\n", svc.gpu_reason);
+    fprintf(stderr, "histd: no GPU: %s\n", svc.gpu_reason);
 
   uv_signal_init(&ls.loop, &ls.sigint);
   uv_signal_init(&ls.loop, &ls.sigterm);

@@ -106,9 +106,7 @@ void route_datasets_create(request *r) {
   free(r->body);
   r->body = NULL;
   r->body_len = 0;
-  if (rc == 0)
-    rc = histd_dataset_finish(&ds, msg, sizeof msg);
-  if (rc != 0) {
+  if (rc != 0) { /* (the io layer has checked the points and set the bounds) */
     histd_dataset_free(&ds);
     if (rc == HISTD_ETOOBIG)
       respond_problem(r, 413, "%s (the limit is %zu points, --max-points)", msg,

@@ -253,7 +253,8 @@ static void new_job_id(char id[33]) {
   if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
     double t = histd_now_ms();
     memcpy(raw, &t, sizeof t);
-    memcpy(raw + 8, &id, sizeof id < 8 ? sizeof id : 8);
+    uintptr_t addr = (uintptr_t)id;
+    memcpy(raw + 8, &addr, sizeof addr < 8 ? sizeof addr : 8);
   }
   static const char digits[] = "0123456789abcdef";
   for (int i = 0; i < 16; i++) {
