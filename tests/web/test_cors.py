@@ -68,16 +68,17 @@ def check_headers(d, origin, other):
     if r.header("Access-Control-Allow-Origin") == origin:
         check("origin" in header_list(r.header("Vary")), "Vary: Origin, for caches")
 
-    r = h.http("OPTIONS", d.base + "/v1/jobs", headers={
-        "Origin": origin, "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": "authorization,content-type"})
-    check(200 <= r.status < 300, "the preflight needs no token and answers %d" % r.status)
-    check(r.header("Access-Control-Allow-Origin") in (origin, "*"), "the preflight allows the origin")
-    methods = header_list(r.header("Access-Control-Allow-Methods"))
-    check({"get", "post", "delete"} <= methods, "the preflight allows GET, POST, DELETE: %s" % sorted(methods))
-    allowed = header_list(r.header("Access-Control-Allow-Headers"))
-    check({"authorization", "content-type"} <= allowed or "*" in allowed,
-          "the preflight allows Authorization and Content-Type: %s" % sorted(allowed))
+    for path, method in (("/v1/jobs", "POST"), ("/v1/datasets", "POST"), ("/v1/jobs/some-job", "DELETE")):
+        r = h.http("OPTIONS", d.base + path, headers={
+            "Origin": origin, "Access-Control-Request-Method": method,
+            "Access-Control-Request-Headers": "authorization,content-type"})
+        check(200 <= r.status < 300, "the preflight of %s %s needs no token and answers %d" % (method, path, r.status))
+        check(r.header("Access-Control-Allow-Origin") in (origin, "*"), "the preflight allows the origin")
+        methods = header_list(r.header("Access-Control-Allow-Methods"))
+        check(method.lower() in methods, "the preflight allows %s: %s" % (method, sorted(methods)))
+        allowed = header_list(r.header("Access-Control-Allow-Headers"))
+        check({"authorization", "content-type"} <= allowed or "*" in allowed,
+              "the preflight allows Authorization and Content-Type: %s" % sorted(allowed))
 
     r = h.http("GET", d.base + "/v1/jobs/no-such-job", headers=dict(auth, Origin=origin))
     check(r.status == 404 and r.header("Access-Control-Allow-Origin") in (origin, "*"),
