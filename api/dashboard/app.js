@@ -571,8 +571,10 @@
     $('tip').hidden = true;
     state.focusBar = -1;
     const r = state.result;
-    const W = Math.max(chart.clientWidth || 720, 320);
-    const H = Math.max(chart.clientHeight || 340, 200);
+    // getBoundingClientRect, not clientWidth: Firefox gives 0 for an <svg>'s client size
+    const box0 = chart.getBoundingClientRect();
+    const W = Math.max(Math.round(box0.width) || 720, 320);
+    const H = Math.max(Math.round(box0.height) || 340, 200);
     chart.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
     if (!r || !r.counts || !r.counts.length) {
       chart.setAttribute('aria-label', 'No histogram yet');
