@@ -210,6 +210,7 @@ def run(chromium, chromedriver, work):
         outer = b.rect_window()["height"]
         b.set_window(1280, height + (outer - inner))
         b.wait(lambda: b.js("return window.innerHeight") >= height, 5, "the window to grow")
+        time.sleep(0.4)  # the chart redraws 100 ms after a resize
         b.hover(b.find('#chart rect.bar[data-bucket="%d"]' % busiest))
         b.wait(lambda: b.js("return !document.getElementById('tip').hidden"), 5, "the tooltip")
         shot = b.screenshot(os.path.join(OUT, "dashboard.png"))
