@@ -7,6 +7,7 @@ bucket width 500), uploaded as raw float64 through the file picker.
 """
 import os
 import random
+import shutil
 import struct
 import sys
 import tempfile
@@ -20,6 +21,14 @@ def main():
     out = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "dashboard.png")
     n = int(os.environ.get("POINTS", "10000"))
     work = tempfile.mkdtemp(prefix="histd-shot-")
+    try:
+        shoot(out, n, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(out)
+
+
+def shoot(out, n, work):
     rnd = random.Random(2024)
     path = os.path.join(work, "uniform-%dk.f64" % (n // 1000))
     with open(path, "wb") as f:
@@ -56,7 +65,6 @@ def main():
         b.hover(b.find('#chart rect.bar[data-bucket="21"]'))
         b.wait(lambda: b.js("return !document.getElementById('tip').hidden"), 5, "the tooltip")
         b.screenshot(out)
-    print(out)
 
 
 if __name__ == "__main__":
