@@ -738,21 +738,29 @@
     for (const [k, v] of rows) dl.append(el('dt', { text: k }), el('dd', { text: v }));
   }
 
+  // The queue wait comes before the run; total is the run's wall time
+  // (parse + transfer + kernel + the rest), so the bar shows the run only.
   function renderTiming(job) {
     const t = (job.result && job.result.timing_ms) || job.timing_ms || {};
-    const parts = [['queue', 'queue'], ['parse', 'parse'], ['transfer', 'transfer'], ['kernel', 'kernel']];
     const tb = $('timing').tBodies[0];
     tb.replaceChildren();
     const bar = $('timing-bar');
     bar.replaceChildren();
+    const row = (k, label, title) => el('tr', { title }, el('th', { scope: 'row' }, el('span', { class: 'sw ' + k }), label),
+      el('td', { class: 'num', text: fmtMs(t[k]) }));
+    tb.append(row('queue', 'queue wait', 'from submission to a worker picking the job up'));
+    const parts = [['parse', 'parse', 'reading the stored points'], ['transfer', 'transfer', 'host-device copies'],
+      ['kernel', 'kernel', 'the histogram computation']];
+    const total = +t.total || 0;
     const sum = parts.reduce((a, [k]) => a + (+t[k] || 0), 0);
-    for (const [k, label] of parts) {
-      const v = t[k];
-      tb.append(el('tr', {}, el('th', { scope: 'row' }, el('span', { class: 'sw ' + k }), label), el('td', { class: 'num', text: fmtMs(v) })));
-      if (sum > 0 && v > 0) bar.append(el('span', { class: 'seg ' + k, style: 'flex-grow:' + v, title: label + ' ' + fmtMs(v) }));
+    for (const [k, label, title] of parts) {
+      tb.append(row(k, label, title));
+      if (total > 0 && t[k] > 0) bar.append(el('span', { class: 'seg ' + k, style: 'flex-grow:' + t[k], title: label + ' ' + fmtMs(t[k]) }));
     }
-    tb.append(el('tr', { class: 'total' }, el('th', { scope: 'row', text: 'total' }), el('td', { class: 'num', text: fmtMs(t.total) })));
-    bar.hidden = !(sum > 0);
+    if (total > sum && sum > 0) bar.append(el('span', { class: 'seg other', style: 'flex-grow:' + (total - sum), title: 'other ' + fmtMs(total - sum) }));
+    tb.append(el('tr', { class: 'total', title: 'wall time of the run, queue wait not included' },
+      el('th', { scope: 'row', text: 'run total' }), el('td', { class: 'num', text: fmtMs(t.total) })));
+    bar.hidden = !(total > 0);
   }
 
   function renderCounts() {
