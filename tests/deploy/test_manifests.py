@@ -9,6 +9,7 @@ line up between Deployment and Service, and agreement with the Dockerfile
 import glob
 import os
 import re
+import subprocess
 import sys
 
 try:
@@ -37,6 +38,19 @@ def dockerfile_facts():
     data = re.search(r"HISTD_DATA_DIR=(\S+)", final).group(1)
     port = int(re.search(r"^EXPOSE\s+(\d+)", final, re.M).group(1))
     return {"user": int(user), "data": data, "port": port}
+
+
+def shell_ok(argv):
+    """sh -n on an exec probe's script, and a dry run of its word splitting."""
+    if argv[:2] != ["sh", "-c"] or len(argv) != 3:
+        return True
+    if subprocess.run(["sh", "-n", "-c", argv[2]]).returncode != 0:
+        return False
+    # with a token, the header must stay one word: run it with curl replaced by printf
+    script = argv[2].replace("curl ", "printf '[%s]' ", 1)
+    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
+                         env={"HISTD_TOKEN": "t0k en", "PATH": os.environ.get("PATH", "/usr/bin:/bin")}).stdout
+    return "[Authorization: Bearer t0k en]" in out if "HISTD_TOKEN" in script else True
 
 
 def image_pinned(image):
@@ -134,6 +148,7 @@ def test_k8s(df):
     check("nvidia.com/gpu" not in requests or requests["nvidia.com/gpu"] == gpus,
           "k8s: a GPU request, if any, equals the limit")
 
+    env = {e["name"]: e for e in c.get("env") or []}
     ports = {p.get("name"): p["containerPort"] for p in c.get("ports") or []}
     check(df["port"] in ports.values(), "k8s: the container port is %d" % df["port"])
 
@@ -146,14 +161,23 @@ def test_k8s(df):
                      "k8s: %s is an HTTP GET of %s on port %s" % (name, path, port))
 
     probe_ok("livenessProbe", "/healthz")
-    probe_ok("readinessProbe", "/readyz")
+    rp = c.get("readinessProbe") or {}
+    if "exec" in rp:
+        # an exec probe (curl) can carry the token that /readyz needs when set
+        cmd = " ".join(rp["exec"].get("command") or [])
+        check(re.search(r"curl .*-f.*http://127\.0\.0\.1:%d/readyz" % df["port"], cmd) is not None,
+              "k8s: readinessProbe curls /readyz on port %d and fails on errors" % df["port"])
+        if "HISTD_TOKEN" in env:
+            check("Authorization: Bearer $HISTD_TOKEN" in cmd, "k8s: the readiness probe sends the token when set")
+        check(shell_ok(rp["exec"]["command"]), "k8s: the readiness command is valid sh")
+    else:
+        probe_ok("readinessProbe", "/readyz")
     if c.get("startupProbe"):
         probe_ok("startupProbe", "/healthz")
 
     tp = svc["spec"]["ports"][0]["targetPort"]
     check((ports.get(tp) if isinstance(tp, str) else tp) == df["port"], "k8s: the Service targets the container port")
 
-    env = {e["name"]: e for e in c.get("env") or []}
     check(env.get("HISTD_LISTEN", {}).get("value", "0.0.0.0:").startswith("0.0.0.0:"),
           "k8s: histd listens on the pod's interfaces")
     data_dir = env.get("HISTD_DATA_DIR", {}).get("value", df["data"])
