@@ -154,6 +154,7 @@ typedef struct request_state {
   bool dispatched;
   bool answered;
   bool body_too_big;
+  size_t discarded;
   char allow[128];
 } request_state;
 
@@ -344,14 +345,27 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return MHD_YES;
   }
   if (*upload_data_size > 0) {
-    if (r->body != NULL && !append_body(st, upload_data, *upload_data_size)) {
+    if (st->body_too_big) {
+      /* MHD cannot answer in the middle of a body: drop the rest and answer
+       * 413 at its end, unless the client keeps sending far past the limit. */
+      st->discarded += *upload_data_size;
       *upload_data_size = 0;
-      respond_problem(r, 413, "the body is larger than the limit of %zu bytes "
-                              "(--max-upload-bytes)", svc->cfg.max_upload_bytes);
-      return finish(st);
+      return st->discarded > 2 * svc->cfg.max_upload_bytes + (1u << 20) ? MHD_NO : MHD_YES;
+    }
+    if (r->body != NULL && !append_body(st, upload_data, *upload_data_size)) {
+      st->body_too_big = true;
+      st->discarded = r->body_len + *upload_data_size;
+      free(r->body);
+      r->body = NULL;
+      r->body_len = 0;
     }
     *upload_data_size = 0;
     return MHD_YES;
+  }
+  if (st->body_too_big) {
+    respond_problem(r, 413, "the body is larger than the limit of %zu bytes "
+                            "(--max-upload-bytes)", svc->cfg.max_upload_bytes);
+    return finish(st);
   }
   /* The whole request is in (or we were resumed from a long-poll). */
   if (st->dispatched)

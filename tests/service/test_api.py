@@ -1,0 +1,244 @@
+"""test_api.py -- the happy paths: uploads in every format, jobs on both CPU
+kernels against the definition, results as JSON and CSV, long-poll,
+progress, /v1/histogram, kernels, devices, health.
+
+usage: test_api.py HISTD_EXE
+"""
+import csv
+import io
+import os
+import struct
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemon import Daemon, check, definition, encode, lattice_points, random_points  # noqa: E402
+
+
+def test_uploads(d):
+    pts = random_points(300, seed=1)
+    # f32 needs float32-exact values to hash the same; use a grid of halves.
+    grid = [(x * 0.5, y * 0.25, z * 2.0) for x, y, z in lattice_points(6)]
+    ids = {}
+    for fmt in ("json", "json-xyz", "csv", "xyz", "f64", "f32"):
+        doc = d.upload(grid, fmt, name="grid-" + fmt)
+        check(doc["n"] == len(grid), "%s: n" % fmt)
+        check(doc["bytes"] == 24 * len(grid), "%s: bytes" % fmt)
+        check(doc["bounds"] == {"min": [0, 0, 0], "max": [2.5, 1.25, 10]}, doc["bounds"])
+        check(doc["created_at"].endswith("Z") and "T" in doc["created_at"], doc["created_at"])
+        ids[fmt] = doc["id"]
+    # Content-addressed: the same points in any format are one dataset.
+    check(len(set(ids.values())) == 1, "one id for the same points: %s" % ids)
+    check(ids["json"] == ids["f64"], ids)
+    did = ids["json"]
+    # The stored payload is float64 SoA, named by its hash.
+    path = os.path.join(d.data_dir, "data", "payloads", did + ".f64")
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = len(grid)
+    check(len(raw) == 24 * n, "payload size")
+    xs = struct.unpack("<%dd" % n, raw[:8 * n])
+    check(list(xs) == [p[0] for p in grid], "payload is x[] first")
+
+    # First upload says 201, the same points again 200, both with Location.
+    body, ctype = encode(pts, "csv")
+    s1, h1, doc1 = d.json("POST", "/v1/datasets?name=random300", body, {"Content-Type": ctype})
+    s2, h2, doc2 = d.json("POST", "/v1/datasets", encode(pts, "f64")[0],
+                          {"Content-Type": "application/octet-stream"})
+    check(s1 == 201 and s2 == 200, (s1, s2))
+    check(doc1["id"] == doc2["id"] and h1["location"] == "/v1/datasets/" + doc1["id"], h1)
+    check(doc1["name"] == "random300" and doc1["format"] == "csv", doc1)
+    # ?format= beats Content-Type.
+    s3, _, doc3 = d.json("POST", "/v1/datasets?format=csv", body,
+                         {"Content-Type": "application/octet-stream"})
+    check(s3 == 200 and doc3["id"] == doc1["id"], (s3, doc3))
+
+    s, _, doc = d.json("GET", "/v1/datasets/" + did)
+    check(s == 200 and doc["id"] == did and "error" not in doc, doc)
+    s, _, doc = d.json("GET", "/v1/datasets")
+    listed = [x["id"] for x in doc["datasets"]]
+    check(did in listed and doc1["id"] in listed, listed)
+
+    # DELETE: 204, then 404; a finished job's result outlives its dataset.
+    other = d.upload(random_points(20, seed=99))
+    job = d.wait_job(d.submit(other["id"], bucket_width=100, buckets=20)["id"])
+    check(job["status"] == "succeeded", job)
+    s, _, _ = d.request("DELETE", "/v1/datasets/" + other["id"])
+    check(s == 204, s)
+    s, _, _ = d.request("GET", "/v1/datasets/" + other["id"])
+    check(s == 404, s)
+    check(not os.path.exists(os.path.join(d.data_dir, "data", "payloads", other["id"] + ".f64")),
+          "payload removed")
+    s, _, doc = d.json("GET", "/v1/jobs/%s/result" % job["id"])
+    check(s == 200 and sum(doc["counts"]) + doc["overflow"] == 190, doc)
+    print("uploads: ok")
+    return doc1["id"], pts
+
+
+def check_result(res, pts, width, buckets, kernel):
+    counts, overflow, total = definition(pts, width, buckets)
+    check(res["counts"] == counts, "%s: counts differ from the definition" % kernel)
+    check(res["overflow"] == overflow and res["total"] == total, (res["overflow"], overflow))
+    check(res["buckets"] == buckets and res["bucket_width"] == width, res)
+    check(res["edges"][0] == 0 and len(res["edges"]) == buckets + 1, res["edges"][:3])
+    check(res["exact"] is True and res["precision"] == "exact", res)
+
+
+def test_jobs(d, did, pts):
+    lat = lattice_points(7)  # 343 points, distances sqrt(k): many exactly on edges
+    lid = d.upload(lat, "f64")["id"]
+    for kernel in ("cpu-reference", "cpu", "auto"):
+        for (dataset, points, width, buckets) in ((did, pts, 50.0, 30), (lid, lat, 1.0, 8),
+                                                  (lid, lat, 0.5, 30)):
+            job = d.submit(dataset, bucket_width=width, buckets=buckets, kernel=kernel)
+            check(job["status"] in ("queued", "running", "succeeded"), job)
+            check(job["params"]["kernel"] == kernel and job["params"]["buckets"] == buckets, job)
+            done = d.wait_job(job["id"])
+            check(done["status"] == "succeeded", done)
+            check(done["progress"] == 1, done)
+            res = done["result"]
+            check_result(res, points, width, buckets, kernel)
+            want_kernel = "cpu" if kernel == "auto" else kernel
+            check(res["kernel"] == want_kernel, res["kernel"])
+            for k in ("queue", "parse", "transfer", "kernel", "total"):
+                check(done["timing_ms"][k] >= 0, done["timing_ms"])
+            check(done["device"].startswith("cpu"), done["device"])
+            check(done["started_at"] and done["finished_at"], done)
+    print("jobs on cpu-reference, cpu, auto: ok")
+
+    # Default bucket count covers the diagonal: no overflow.
+    job = d.wait_job(d.submit(did, bucket_width=100)["id"])
+    check(job["params"]["buckets"] == int(job["result"]["buckets"]), job["params"])
+    check(job["result"]["overflow"] == 0, job["result"])
+
+    # Results: JSON, CSV by Accept, CSV by ?format=.
+    jid = job["id"]
+    s, h, doc = d.json("GET", "/v1/jobs/%s/result" % jid)
+    check(s == 200 and h["content-type"].startswith("application/json"), h)
+    s, h, body = d.request("GET", "/v1/jobs/%s/result" % jid, headers={"Accept": "text/csv"})
+    check(s == 200 and h["content-type"].startswith("text/csv"), h)
+    check("attachment" in h["content-disposition"], h)
+    rows = list(csv.reader(io.StringIO(body.decode())))
+    check(rows[0] == ["bucket", "lower", "upper", "count"], rows[0])
+    check([int(r[3]) for r in rows[1:-1]] == doc["counts"], "csv counts")
+    check(rows[-1][0] == "overflow" and int(rows[-1][3]) == doc["overflow"], rows[-1])
+    s2, h2, body2 = d.request("GET", "/v1/jobs/%s/result?format=csv" % jid)
+    check(s2 == 200 and body2 == body, "csv by ?format=")
+
+    # The list: newest first, without counts, ?limit.
+    s, _, doc = d.json("GET", "/v1/jobs?limit=3")
+    check(s == 200 and len(doc["jobs"]) == 3 and doc["jobs"][0]["id"] == jid, doc["jobs"][0])
+    check(all("counts" not in (j.get("result") or {}) for j in doc["jobs"]), "no counts in lists")
+    print("results JSON/CSV, list: ok")
+
+
+def test_progress_and_longpoll(d):
+    # ~2e8 pairs: long enough to watch progress move on a busy 2-core box.
+    big = d.upload(random_points(20000, seed=5, box=23000.0), "f64")["id"]
+    job = d.submit(big, bucket_width=500, buckets=80, kernel="cpu")
+    seen = []
+    t0 = time.time()
+    while time.time() - t0 < 120:
+        s, _, doc = d.json("GET", "/v1/jobs/" + job["id"])
+        seen.append(doc["progress"])
+        if doc["status"] == "succeeded":
+            break
+        time.sleep(0.05)
+    check(doc["status"] == "succeeded", doc)
+    middle = [p for p in seen if 0 < p < 1]
+    check(middle, "progress never seen between 0 and 1: %s" % seen[:20])
+    check(seen == sorted(seen), "progress went backwards")
+    print("progress: ok (%d distinct values seen)" % len(set(seen)))
+
+    # Long-poll: ?wait returns as soon as the job ends, not at the deadline.
+    job = d.submit(big, bucket_width=500, buckets=80, kernel="cpu")
+    t0 = time.time()
+    s, _, doc = d.json("GET", "/v1/jobs/%s?wait=60" % job["id"])
+    took = time.time() - t0
+    check(s == 200 and doc["status"] == "succeeded", doc)
+    check(took < 55, "long-poll returned at the deadline, not at the end: %.1fs" % took)
+    # A short wait on a finished job answers at once; a long one is capped.
+    t0 = time.time()
+    s, _, doc = d.json("GET", "/v1/jobs/%s?wait=5" % job["id"])
+    check(s == 200 and time.time() - t0 < 2, "wait on a finished job")
+    # Many concurrent long-polls on one running job all wake up.
+    job = d.submit(big, bucket_width=500, buckets=80, kernel="cpu")
+    out = []
+
+    def poll():
+        out.append(d.json("GET", "/v1/jobs/%s?wait=60" % job["id"])[2]["status"])
+    threads = [threading.Thread(target=poll) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(90)
+    check(out == ["succeeded"] * 8, out)
+    print("long-poll: ok")
+
+
+def test_histogram(d):
+    pts = random_points(200, seed=3)
+    s, _, doc = d.json("POST", "/v1/histogram",
+                       {"points": [list(p) for p in pts], "bucket_width": 60, "buckets": 25})
+    check(s == 200, (s, doc))
+    check_result(doc, pts, 60.0, 25, "histogram")
+    s, _, doc2 = d.json("POST", "/v1/histogram",
+                        {"x": [p[0] for p in pts], "y": [p[1] for p in pts],
+                         "z": [p[2] for p in pts], "bucket_width": 60, "buckets": 25,
+                         "kernel": "cpu-reference"})
+    check(s == 200 and doc2["counts"] == doc["counts"], (s, doc2))
+    print("/v1/histogram: ok")
+
+
+def test_small_routes(d):
+    s, _, doc = d.json("GET", "/v1/kernels")
+    names = {k["name"]: k for k in doc["kernels"]}
+    for k in ("auto", "cpu", "cpu-reference"):
+        check(names[k]["available"] and names[k]["engine"] == "cpu", names[k])
+    s, _, doc = d.json("GET", "/v1/devices")
+    check(s == 200 and doc["cpu"]["threads"] >= 1, doc)
+    if not doc["devices"]:
+        check(doc["engine"] == "cpu" and doc["gpu_unavailable_reason"], doc)
+    s, _, doc = d.json("GET", "/healthz")
+    check(s == 200 and doc["status"] == "ok", doc)
+    s, _, doc = d.json("GET", "/readyz")
+    check(s == 200 and doc["status"] == "ready", doc)
+    s, h, body = d.request("GET", "/metrics")
+    check(s == 200 and h["content-type"].startswith("text/plain; version=0.0.4"), h)
+    s, h, body = d.request("HEAD", "/healthz")
+    check(s == 200 and body == b"", (s, body))
+    print("kernels, devices, healthz, readyz: ok")
+
+
+def test_static(exe):
+    with Daemon(exe, args=["--static-dir", os.path.join(os.path.dirname(__file__), "static")]) as d:
+        s, h, body = d.request("GET", "/")
+        check(s == 200 and h["content-type"].startswith("text/html"), (s, h))
+        check(b"histd test page" in body, body[:80])
+        s, h, body = d.request("GET", "/app.js")
+        check(s == 200 and h["content-type"].startswith("text/javascript"), h)
+        s, h, body = d.request("GET", "/sub/style.css")
+        check(s == 200 and h["content-type"].startswith("text/css"), h)
+        for bad in ("/../daemon.py", "/%2e%2e/daemon.py", "/nothing.html", "/.hidden"):
+            s, h, _ = d.request("GET", bad)
+            check(s == 404, (bad, s))
+    print("static files: ok")
+
+
+def main():
+    exe = sys.argv[1]
+    with Daemon(exe) as d:
+        did, pts = test_uploads(d)
+        test_jobs(d, did, pts)
+        test_histogram(d)
+        test_small_routes(d)
+        test_progress_and_longpoll(d)
+        rc = d.stop()
+        check(rc == 0, "exit status after SIGTERM: %s" % rc)
+    test_static(exe)
+    print("test_api: all ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""test_cancel.py -- cancelling: a running job on either CPU kernel stops
+within a second; a queued job is cancelled at once; cancelling a finished
+job changes nothing.
+
+usage: test_cancel.py HISTD_EXE
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemon import Daemon, check, random_points  # noqa: E402
+
+
+def wait_running(d, jid, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        s, _, doc = d.json("GET", "/v1/jobs/" + jid)
+        if doc["status"] == "running" and doc["progress"] > 0:
+            return doc
+        time.sleep(0.05)
+    raise AssertionError("job %s never ran: %s" % (jid, doc))
+
+
+def main():
+    exe = sys.argv[1]
+    with Daemon(exe, args=["--workers", "1"]) as d:
+        # 2e10 pairs: hours on this machine, so it is surely running.
+        big = d.upload(random_points(200000, seed=21, box=23000.0), "f64")["id"]
+        for kernel in ("cpu-reference", "cpu"):
+            job = d.submit(big, bucket_width=500, buckets=80, kernel=kernel)
+            queued = d.submit(big, bucket_width=500, buckets=80, kernel=kernel)
+            wait_running(d, job["id"])
+            # The queued one goes at once: 200, cancelled, never started.
+            s, _, doc = d.json("DELETE", "/v1/jobs/" + queued["id"])
+            check(s == 200 and doc["status"] == "cancelled" and doc["started_at"] is None,
+                  (s, doc))
+            t0 = time.time()
+            s, _, doc = d.json("DELETE", "/v1/jobs/" + job["id"])
+            check(s == 202 and doc["status"] == "running", (s, doc))
+            while time.time() - t0 < 5:
+                s, _, doc = d.json("GET", "/v1/jobs/" + job["id"])
+                if doc["status"] != "running":
+                    break
+                time.sleep(0.02)
+            took = time.time() - t0
+            check(doc["status"] == "cancelled", doc)
+            check(took < 1.0, "%s: cancel took %.2fs" % (kernel, took))
+            check(doc["error"] and doc["finished_at"], doc)
+            check("result" not in doc, doc)
+            print("%s: cancelled in %.3fs at progress %.4f" % (kernel, took, doc["progress"]))
+        # Cancelling again, or a finished job: 200 and unchanged.
+        s, _, doc = d.json("DELETE", "/v1/jobs/" + job["id"])
+        check(s == 200 and doc["status"] == "cancelled", (s, doc))
+        small = d.upload(random_points(30, seed=2))["id"]
+        done = d.wait_job(d.submit(small, bucket_width=100)["id"])
+        s, _, doc = d.json("DELETE", "/v1/jobs/" + done["id"])
+        check(s == 200 and doc["status"] == "succeeded", (s, doc))
+        # The worker is free again.
+        done = d.wait_job(d.submit(small, bucket_width=50, kernel="cpu-reference")["id"])
+        check(done["status"] == "succeeded", done)
+        check(d.stop() == 0, "exit 0")
+    print("test_cancel: all ok")
+
+
+if __name__ == "__main__":
+    main()

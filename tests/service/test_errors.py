@@ -1,0 +1,258 @@
+"""test_errors.py -- every error path: 413 before the body, 400, 401, 404,
+405, 409, 415, 422, 503; problem+json bodies with a sentence; CORS headers
+on errors and preflights; the token; nothing stored by a bad request.
+
+usage: test_errors.py HISTD_EXE
+"""
+import json
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemon import Daemon, check, encode, random_points  # noqa: E402
+
+ORIGIN = "https://lab.example.org"
+
+
+def problem(d, method, path, body=None, headers=None, status=None, contains=None):
+    headers = dict(headers or {})
+    headers.setdefault("Origin", ORIGIN)
+    s, h, raw = d.request(method, path, body, headers)
+    check(s == status, "%s %s: wanted %s, got %s: %r" % (method, path, status, s, raw[:300]))
+    check(h.get("content-type", "").startswith("application/problem+json"), h)
+    doc = json.loads(raw)
+    check(doc["status"] == status and doc["type"] == "about:blank" and doc["title"], doc)
+    check(len(doc["detail"]) > 10, doc)
+    if contains:
+        check(contains in doc["detail"], "%r not in %r" % (contains, doc["detail"]))
+    check(h.get("access-control-allow-origin") == ORIGIN, "CORS on a %d: %s" % (status, h))
+    return doc, h
+
+
+def payload_files(d):
+    return sorted(os.listdir(os.path.join(d.data_dir, "data", "payloads")))
+
+
+def raw_exchange(port, head, body=b"", timeout=5):
+    """Sends raw bytes, returns (seconds to first response byte, response)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    t0 = time.time()
+    s.sendall(head + body)
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    return time.time() - t0, data
+
+
+def test_sizes(exe):
+    with Daemon(exe, args=["--max-upload-bytes", "4096", "--max-points", "100",
+                           "--cors-origin", ORIGIN]) as d:
+        # 413 from Content-Length alone: the body is never sent.
+        took, resp = raw_exchange(
+            d.port, b"POST /v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: text/csv\r\n"
+                    b"Content-Length: 10000000000\r\nOrigin: " + ORIGIN.encode() + b"\r\n\r\n")
+        check(resp.startswith(b"HTTP/1.1 413"), resp[:100])
+        check(b"access-control-allow-origin: " + ORIGIN.encode() in resp.lower(), resp)
+        check(took < 3, "413 took %.1fs" % took)
+        # Expect: 100-continue with too large a body: 413, no 100.
+        took, resp = raw_exchange(
+            d.port, b"POST /v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: text/csv\r\n"
+                    b"Expect: 100-continue\r\nContent-Length: 5000\r\n\r\n")
+        check(resp.startswith(b"HTTP/1.1 413"), resp[:100])
+        # A chunked body that outgrows the limit.
+        chunk = b"1,2,3\n" * 200
+        head = (b"POST /v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: text/csv\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n")
+        body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(5)) + b"0\r\n\r\n"
+        took, resp = raw_exchange(d.port, head, body)
+        check(resp.startswith(b"HTTP/1.1 413"), resp[:100])
+        # Too many points (under the byte limit): 413 with the limit named.
+        problem(d, "POST", "/v1/datasets", "1,2,3\n" * 101, {"Content-Type": "text/csv"},
+                413, "100 points")
+        check(payload_files(d) == [], "nothing stored: %s" % payload_files(d))
+        # The daemon still works.
+        s, _, _ = d.request("GET", "/healthz")
+        check(s == 200, s)
+    print("413s: ok")
+
+
+def test_bad_requests(exe):
+    with Daemon(exe, args=["--cors-origin", "http://a.example, " + ORIGIN]) as d:
+        good = d.upload(random_points(50, seed=7))
+        files = payload_files(d)
+        ds = good["id"]
+        # Uploads that cannot be read: 400 or 415, and nothing is stored.
+        problem(d, "POST", "/v1/datasets", "1,2\n3,4,5\n", {"Content-Type": "text/csv"}, 400,
+                "line 1")
+        problem(d, "POST", "/v1/datasets", '{"points": [[1,2,3], [4,5]]}',
+                {"Content-Type": "application/json"}, 400)
+        problem(d, "POST", "/v1/datasets", '{"points": [[1,2,3]', {"Content-Type": "application/json"}, 400)
+        problem(d, "POST", "/v1/datasets", b"\x00" * 25, {"Content-Type": "application/x-float64"}, 400)
+        problem(d, "POST", "/v1/datasets", "1,2,3\n", {"Content-Type": "image/png"}, 415)
+        problem(d, "POST", "/v1/datasets?format=parquet", "1,2,3\n", {"Content-Type": "text/csv"}, 400)
+        problem(d, "POST", "/v1/datasets", "1,2,nan\n", {"Content-Type": "text/csv"}, 400)
+        problem(d, "POST", "/v1/datasets", "", {"Content-Type": "text/csv"}, 400)
+        check(payload_files(d) == files, "bad uploads stored nothing")
+        s, _, doc = d.json("GET", "/v1/datasets")
+        check(len(doc["datasets"]) == 1, doc)
+
+        # Jobs: malformed (400), missing things (404), impossible values (422).
+        J = "/v1/jobs"
+        problem(d, "POST", J, "{not json", {"Content-Type": "application/json"}, 400, "JSON")
+        problem(d, "POST", J, "[1,2]", {"Content-Type": "application/json"}, 400, "object")
+        problem(d, "POST", J, "", {"Content-Type": "application/json"}, 400, "empty")
+        problem(d, "POST", J, {"dataset": ds, "bucket_width": 1, "colour": "red"}, None, 400,
+                "colour")
+        problem(d, "POST", J, {"dataset": ds}, None, 400, "bucket_width")
+        problem(d, "POST", J, {"dataset": ds, "bucket_width": "500"}, None, 400, "number")
+        problem(d, "POST", J, {"dataset": 12, "bucket_width": 5}, None, 400, "dataset")
+        problem(d, "POST", J, {"bucket_width": 5}, None, 400, "dataset")
+        problem(d, "POST", J, {"dataset": ds, "bucket_width": 5, "buckets": "ten"}, None, 400)
+        problem(d, "POST", J, {"dataset": ds, "bucket_width": 5, "kernel": 3}, None, 400)
+        problem(d, "POST", J, {"dataset": ds, "bucket_width": 5, "devices": 0}, None, 400)
+        problem(d, "POST", J, {"dataset": "0" * 64, "bucket_width": 5}, None, 404, "dataset")
+        problem(d, "POST", J, {"dataset": "nope", "bucket_width": 5}, None, 404)
+        problem(d, "POST", J, {"dataset": ds, "bucket_width": 0}, None, 422, "bucket_width")
+        problem(d, "POST", J, {"dataset": ds, "bucket_width": -3}, None, 422, "bucket_width")
+        problem(d, "POST", J, {"dataset": ds, "bucket_width": 1e-300}, None, 422)
+        problem(d, "POST", J, {"dataset": ds, "bucket_width": 1, "buckets": -1}, None, 422)
+        problem(d, "POST", J, {"dataset": ds, "bucket_width": 1, "buckets": 2.5}, None, 422)
+        problem(d, "POST", J, {"dataset": ds, "bucket_width": 1, "buckets": 1e12}, None, 422,
+                "buckets")
+        problem(d, "POST", J, {"dataset": ds, "bucket_width": 1, "buckets": 16777217}, None, 422)
+        problem(d, "POST", J, {"dataset": ds, "bucket_width": 1, "kernel": "quantum"}, None, 422,
+                "quantum")
+        problem(d, "POST", J, {"dataset": ds, "bucket_width": 1, "precision": "sloppy"}, None,
+                422, "precision")
+        problem(d, "POST", J, {"dataset": ds, "bucket_width": 1, "block_size": 33}, None, 422,
+                "block_size")
+        problem(d, "POST", J, {"dataset": ds, "bucket_width": 1, "devices": [7]}, None, 422,
+                "GPU")
+        # NaN and Infinity are not JSON: malformed.
+        problem(d, "POST", J, '{"dataset": "%s", "bucket_width": NaN}' % ds,
+                {"Content-Type": "application/json"}, 400)
+        # A CUDA kernel on a daemon without GPU: 422 with a sentence (when
+        # the registry has CUDA kernels in this build).
+        s, _, kd = d.json("GET", "/v1/kernels")
+        cuda = [k["name"] for k in kd["kernels"] if k["engine"] == "cuda"]
+        s, _, dev = d.json("GET", "/v1/devices")
+        if cuda and not dev["devices"]:
+            problem(d, "POST", J, {"dataset": ds, "bucket_width": 1, "kernel": cuda[0]}, None,
+                    422, "GPU")
+        s, _, doc = d.json("GET", "/v1/jobs")
+        check(doc["jobs"] == [], "no job was stored: %s" % doc)
+
+        # /v1/histogram
+        H = "/v1/histogram"
+        problem(d, "POST", H, {"points": [[1, 2, 3]], "bucket_width": 0}, None, 422)
+        problem(d, "POST", H, {"points": [[1, 2]], "bucket_width": 1}, None, 400, "point 1")
+        problem(d, "POST", H, {"points": [[1, 2, 3]]}, None, 400, "bucket_width")
+        problem(d, "POST", H, {"x": [1], "y": [2], "bucket_width": 1}, None, 400)
+        problem(d, "POST", H, {"points": [[0, 0, 0]] * 20001, "bucket_width": 1}, None, 413,
+                "POST /v1/datasets")
+
+        # Unknown things: 404; wrong methods: 405 with Allow.
+        problem(d, "GET", "/v1/nothing", None, None, 404)
+        problem(d, "POST", "/nothing", "x", None, 404)
+        problem(d, "GET", "/v1/jobs/0123456789abcdef0123456789abcdef", None, None, 404)
+        problem(d, "DELETE", "/v1/jobs/0123456789abcdef0123456789abcdef", None, None, 404)
+        problem(d, "GET", "/v1/jobs/nope/result", None, None, 404)
+        problem(d, "GET", "/v1/datasets/nope", None, None, 404)
+        problem(d, "DELETE", "/v1/datasets/" + "a" * 64, None, None, 404)
+        _, h = problem(d, "PUT", "/v1/jobs", "{}", None, 405)
+        check(set(h["allow"].split(", ")) == {"GET", "HEAD", "POST", "OPTIONS"}, h["allow"])
+        _, h = problem(d, "POST", "/v1/kernels", "{}", None, 405)
+        check("GET" in h["allow"], h)
+        _, h = problem(d, "PATCH", "/v1/datasets/" + ds, "{}", None, 405)
+        check("DELETE" in h["allow"] and "GET" in h["allow"], h)
+        problem(d, "GET", "/v1/jobs?limit=zero", None, None, 400, "limit")
+        problem(d, "GET", "/v1/jobs/abc?wait=soon", None, None, 400, "wait")
+
+        # 409: a result before the job succeeded; deleting a busy dataset.
+        big = d.upload(random_points(200000, seed=11), "f64")["id"]
+        job = d.submit(big, bucket_width=10, kernel="cpu-reference")
+        problem(d, "GET", "/v1/jobs/%s/result" % job["id"], None, None, 409)
+        problem(d, "DELETE", "/v1/datasets/" + big, None, None, 409, "cancel")
+        s, _, doc = d.json("DELETE", "/v1/jobs/" + job["id"])
+        check(s in (200, 202), s)
+        done = d.wait_job(job["id"], timeout=10)
+        check(done["status"] == "cancelled", done)
+        problem(d, "GET", "/v1/jobs/%s/result" % job["id"], None, None, 409, "cancelled")
+        s, _, _ = d.request("DELETE", "/v1/datasets/" + big)
+        check(s == 204, s)
+
+        # CORS: preflight for a listed origin, none for others, on success too.
+        s, h, body = d.request("OPTIONS", "/v1/jobs", headers={
+            "Origin": ORIGIN, "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type"})
+        check(s == 204 and h["access-control-allow-origin"] == ORIGIN, (s, h))
+        check("POST" in h["access-control-allow-methods"], h)
+        check("authorization" in h["access-control-allow-headers"].lower(), h)
+        check("origin" in h.get("vary", "").lower(), h)
+        s, h, _ = d.request("GET", "/v1/kernels", headers={"Origin": "http://a.example"})
+        check(h.get("access-control-allow-origin") == "http://a.example", h)
+        s, h, _ = d.request("GET", "/v1/kernels", headers={"Origin": "https://evil.example"})
+        check("access-control-allow-origin" not in h, h)
+        s, h, _ = d.request("OPTIONS", "/v1/nothing", headers={"Origin": ORIGIN})
+        check(s == 404 and h["access-control-allow-origin"] == ORIGIN, (s, h))
+    print("400/404/405/409/415/422 and CORS: ok")
+
+
+def test_token_and_queue(exe):
+    with Daemon(exe, args=["--cors-origin", "*", "--queue-limit", "2", "--workers", "1"],
+                env={"HISTD_TOKEN": "s3cret-token"}) as d:
+        auth = {"Authorization": "Bearer s3cret-token"}
+        s, h, _ = d.request("GET", "/healthz")
+        check(s == 200 and h["access-control-allow-origin"] == "*", (s, h))
+        for path in ("/v1/kernels", "/v1/datasets", "/v1/jobs", "/metrics", "/readyz"):
+            doc, h = problem(d, "GET", path, None, {"Origin": ORIGIN}, 401) if False else (None, None)
+            s, h, raw = d.request("GET", path, headers={"Origin": ORIGIN})
+            check(s == 401 and h["access-control-allow-origin"] == "*", (path, s, h))
+            check("bearer" in h["www-authenticate"].lower(), h)
+            s, _, _ = d.request("GET", path, headers={"Authorization": "Bearer wrong"})
+            check(s == 401, (path, s))
+            s, _, _ = d.request("GET", path, headers=auth)
+            check(s == 200, (path, s))
+        # Preflights carry no credentials and must pass.
+        s, h, _ = d.request("OPTIONS", "/v1/jobs", headers={"Origin": ORIGIN})
+        check(s == 204, s)
+        # Queue full: 503 with Retry-After.
+        body, ctype = encode(random_points(200000, seed=12), "f64")
+        s, _, doc = d.json("POST", "/v1/datasets", body, dict(auth, **{"Content-Type": ctype}))
+        big = doc["id"]
+        ids = []
+        for _ in range(3):
+            s, h, doc = d.json("POST", "/v1/jobs",
+                               {"dataset": big, "bucket_width": 10, "kernel": "cpu-reference"}, auth)
+            check(s == 202, (s, doc))
+            ids.append(doc["id"])
+            time.sleep(0.3)  # the first one starts running
+        s, h, doc = d.json("POST", "/v1/jobs",
+                           {"dataset": big, "bucket_width": 10, "kernel": "cpu-reference"}, auth)
+        check(s == 503 and h["retry-after"].isdigit(), (s, h, doc))
+        check(h["access-control-allow-origin"] == "*", h)
+        for i in ids:
+            s, _, _ = d.request("DELETE", "/v1/jobs/" + i, headers=auth)
+            check(s in (200, 202), s)
+        check(d.stop() == 0, "exit 0")
+    print("token, 503 queue full: ok")
+
+
+def main():
+    exe = sys.argv[1]
+    test_sizes(exe)
+    test_bad_requests(exe)
+    test_token_and_queue(exe)
+    print("test_errors: all ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""test_openapi.py -- api/openapi.yaml and the daemon agree: the routes the
+daemon serves (histd --print-routes, the table the dispatcher uses) are
+exactly the spec's paths and methods, and live responses -- successes and
+errors -- validate against the spec's schemas for their status codes.
+
+usage: test_openapi.py HISTD_EXE OPENAPI_YAML
+"""
+import os
+import subprocess
+import sys
+
+import jsonschema
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemon import Daemon, check, encode, random_points  # noqa: E402
+
+METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def deref(spec, obj):
+    while isinstance(obj, dict) and "$ref" in obj:
+        node = spec
+        for part in obj["$ref"].lstrip("#/").split("/"):
+            node = node[part]
+        obj = node
+    return obj
+
+
+class Validator:
+    def __init__(self, spec):
+        self.spec = spec
+        self.resolver = jsonschema.RefResolver.from_schema(spec)
+        self.seen = set()
+
+    def schema_valid(self, schema, instance, what):
+        v = jsonschema.Draft202012Validator(schema, resolver=self.resolver)
+        errors = sorted(v.iter_errors(instance), key=lambda e: list(e.path))
+        check(not errors, "%s: %s" % (what, "; ".join(
+            "%s at %s" % (e.message[:200], list(e.absolute_path)) for e in errors[:3])))
+
+    def response(self, method, template, status, headers, doc, raw):
+        op = self.spec["paths"][template][method.lower()]
+        responses = op["responses"]
+        what = "%s %s -> %d" % (method, template, status)
+        check(str(status) in responses, what + ": status not in the spec")
+        resp = deref(self.spec, responses[str(status)])
+        self.seen.add((method, template, status))
+        content = resp.get("content")
+        ctype = headers.get("content-type", "").split(";")[0].strip()
+        if not content:
+            check(raw == b"", what + ": the spec says no body")
+            return
+        check(ctype in content or "*/*" in content, what + ": content-type %s not in %s" %
+              (ctype, list(content)))
+        schema = content.get(ctype, content.get("*/*"))["schema"]
+        if doc is not None:
+            self.schema_valid(schema, doc, what)
+
+    def request_body(self, method, template, ctype, doc):
+        op = self.spec["paths"][template][method.lower()]
+        schema = op["requestBody"]["content"][ctype]["schema"]
+        self.schema_valid(schema, doc, "request %s %s" % (method, template))
+
+
+def test_routes(exe, spec):
+    out = subprocess.run([exe, "--print-routes"], check=True, capture_output=True,
+                         text=True, timeout=10).stdout
+    served = {tuple(line.split(" ", 1)) for line in out.splitlines() if line.strip()}
+    documented = {(m.upper(), p) for p, item in spec["paths"].items() for m in item
+                  if m in METHODS}
+    check(served == documented, "routes differ from the spec:\n  served only: %s\n"
+          "  documented only: %s" % (sorted(served - documented), sorted(documented - served)))
+    print("routes: the daemon's %d routes are the spec's" % len(served))
+
+
+def test_samples(exe, spec):
+    v = Validator(spec)
+    with Daemon(exe, args=["--cors-origin", "*"]) as d:
+        def call(method, template, path, body=None, headers=None, want=None):
+            s, h, raw = d.request(method, path, body, headers)
+            doc = None
+            if raw and "json" in h.get("content-type", ""):
+                import json
+                doc = json.loads(raw)
+            if want is not None:
+                check(s == want, "%s %s: wanted %d, got %d %r" % (method, path, want, s, raw[:200]))
+            v.response(method, template, s, h, doc, raw)
+            return s, doc
+
+        pts = random_points(120, seed=51)
+        body, ctype = encode(pts, "json")
+        import json
+        v.request_body("POST", "/v1/datasets", "application/json", json.loads(body))
+        _, ds = call("POST", "/v1/datasets", "/v1/datasets?name=s", body,
+                     {"Content-Type": ctype}, 201)
+        call("POST", "/v1/datasets", "/v1/datasets", encode(pts, "csv")[0],
+             {"Content-Type": "text/csv"}, 200)
+        call("POST", "/v1/datasets", "/v1/datasets", "1,2\n", {"Content-Type": "text/csv"}, 400)
+        call("POST", "/v1/datasets", "/v1/datasets", "1,2,3\n", {"Content-Type": "image/gif"}, 415)
+        call("GET", "/v1/datasets", "/v1/datasets", want=200)
+        call("GET", "/v1/datasets/{id}", "/v1/datasets/" + ds["id"], want=200)
+        call("GET", "/v1/datasets/{id}", "/v1/datasets/" + "f" * 64, want=404)
+
+        req = {"dataset": ds["id"], "bucket_width": 50, "buckets": 40, "kernel": "cpu",
+               "precision": "exact", "devices": []}
+        v.request_body("POST", "/v1/jobs", "application/json", req)
+        _, job = call("POST", "/v1/jobs", "/v1/jobs", req, None, 202)
+        d.wait_job(job["id"])
+        call("GET", "/v1/jobs/{id}", "/v1/jobs/" + job["id"], want=200)
+        call("GET", "/v1/jobs/{id}", "/v1/jobs/%s?wait=1" % job["id"], want=200)
+        call("GET", "/v1/jobs", "/v1/jobs", want=200)
+        call("GET", "/v1/jobs/{id}/result", "/v1/jobs/%s/result" % job["id"], want=200)
+        call("GET", "/v1/jobs/{id}/result", "/v1/jobs/%s/result?format=csv" % job["id"], want=200)
+        call("DELETE", "/v1/jobs/{id}", "/v1/jobs/" + job["id"], want=200)
+        call("POST", "/v1/jobs", "/v1/jobs", {"dataset": ds["id"], "bucket_width": 0}, None, 422)
+        call("POST", "/v1/jobs", "/v1/jobs", {"dataset": ds["id"], "bucket_width": 1, "x": 1},
+             None, 400)
+        call("POST", "/v1/jobs", "/v1/jobs", {"dataset": "e" * 64, "bucket_width": 1}, None, 404)
+        # A failed and a cancelled job validate too.
+        big = d.upload(random_points(100000, seed=52), "f64")["id"]
+        running = d.json("POST", "/v1/jobs", {"dataset": big, "bucket_width": 1,
+                                              "kernel": "cpu-reference"})[2]
+        queued = d.json("POST", "/v1/jobs", {"dataset": big, "bucket_width": 1,
+                                             "kernel": "cpu-reference"})[2]
+        call("GET", "/v1/jobs/{id}/result", "/v1/jobs/%s/result" % running["id"], want=409)
+        call("DELETE", "/v1/jobs/{id}", "/v1/jobs/" + queued["id"], want=200)
+        import time
+        t0 = time.time()
+        while d.json("GET", "/v1/jobs/" + running["id"])[2]["status"] == "queued" and \
+                time.time() - t0 < 10:
+            time.sleep(0.02)
+        call("DELETE", "/v1/jobs/{id}", "/v1/jobs/" + running["id"], want=202)
+        d.wait_job(running["id"])
+        call("GET", "/v1/jobs/{id}", "/v1/jobs/" + running["id"], want=200)
+        call("GET", "/v1/jobs", "/v1/jobs?limit=10", want=200)
+        call("DELETE", "/v1/datasets/{id}", "/v1/datasets/" + big, want=204)
+        call("DELETE", "/v1/datasets/{id}", "/v1/datasets/" + big, want=404)
+
+        hreq = {"points": [list(p) for p in pts[:50]], "bucket_width": 100}
+        v.request_body("POST", "/v1/histogram", "application/json", hreq)
+        call("POST", "/v1/histogram", "/v1/histogram", hreq, None, 200)
+        call("POST", "/v1/histogram", "/v1/histogram", {"points": [], "bucket_width": -1},
+             None, 422)
+        call("GET", "/v1/kernels", "/v1/kernels", want=200)
+        call("GET", "/v1/devices", "/v1/devices", want=200)
+        call("GET", "/healthz", "/healthz", want=200)
+        call("GET", "/readyz", "/readyz", want=200)
+        call("GET", "/metrics", "/metrics", want=200)
+        call("GET", "/{asset}", "/no-such-file.js", want=404)
+        call("POST", "/v1/datasets", "/v1/datasets", b"x" * 10,
+             {"Content-Type": "text/csv", "Content-Length": "99999999999"}, 413)
+    print("samples: %d (route, status) pairs validated against the spec" % len(v.seen))
+
+    with Daemon(exe, env={"HISTD_TOKEN": "t"}) as d:
+        s, h, raw = d.request("GET", "/v1/jobs")
+        import json
+        v.response("GET", "/v1/jobs", s, h, json.loads(raw), raw)
+        check(s == 401, s)
+
+
+def main():
+    exe, spec_path = sys.argv[1], sys.argv[2]
+    with open(spec_path) as f:
+        spec = yaml.safe_load(f)
+    check(spec["openapi"].startswith("3.1"), "OpenAPI 3.1")
+    jsonschema.Draft202012Validator.check_schema(spec["components"]["schemas"]["Job"])
+    test_routes(exe, spec)
+    test_samples(exe, spec)
+    print("test_openapi: all ok")
+
+
+if __name__ == "__main__":
+    main()
