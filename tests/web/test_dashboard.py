@@ -203,6 +203,35 @@ def run(chromium, chromedriver, work):
 
         b.hover(b.find('#chart rect.bar[data-bucket="%d"]' % busiest))
         b.wait(lambda: b.js("return !document.getElementById('tip').hidden"), 5, "the tooltip")
+        # 9. a long job: the progress bar moves, then Cancel stops it
+        b.js("""
+            const n = 60000, a = new Float64Array(3 * n);
+            let s = 12345; for (let i = 0; i < a.length; i++) { s = (s * 1103515245 + 12345) % 2147483648; a[i] = s / 93.0; }
+            const file = new File([a.buffer], 'long.f64', {type: 'application/octet-stream'});
+            const dt = new DataTransfer(); dt.items.add(file);
+            document.getElementById('drop').dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));
+        """)
+        b.wait(lambda: "60,000 points" in b.text(b.find("#upload-status")), 20, "the binary upload")
+        check(d_json(d, "/v1/datasets/" + b.js("return document.getElementById('dataset').value"))["format"] == "f64",
+              "a .f64 file is sent as float64 triples")
+        b.js("const s = document.getElementById('kernel'); s.value = 'cpu-reference'; s.dispatchEvent(new Event('change'));")
+        b.clear(b.find("#buckets"))
+        before = b.js("return location.hash")
+        b.click(b.find("#submit"))
+        b.wait(lambda: b.js("return location.hash") != before, 10, "the long job")
+        long_id = b.js("return decodeURIComponent(location.hash.replace('#job=', ''))")
+        b.wait(lambda: b.js("return !document.getElementById('cancel').hidden"), 10, "the Cancel button")
+        seen = b.wait(lambda: b.js("const p = document.getElementById('job-progress');"
+                                   "return !p.hidden && p.value > 0 ? p.value : null"), 20, "progress to move")
+        check(0 < seen < 1, "the progress bar moves (%.0f%%)" % (100 * seen))
+        b.click(b.find("#cancel"))
+        check(wait_job_done(b, 15) == "cancelled", "Cancel stops the running job")
+        check(d_json(d, "/v1/jobs/" + long_id)["status"] == "cancelled", "the API says cancelled too")
+        check(b.js("return document.getElementById('cancel').hidden && document.getElementById('dl-csv').disabled"),
+              "no Cancel and no downloads on a cancelled job")
+        b.click(b.find('#jobs tr[data-job="%s"]' % job_id))
+        b.wait(lambda: b.js("return document.querySelectorAll('#chart rect.bar').length") == buckets, 10, "job 1")
+
         # the whole page in one picture, scrolled to the top
         b.js("window.scrollTo(0, 0)")
         height = b.js("return document.documentElement.scrollHeight")
