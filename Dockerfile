@@ -21,6 +21,10 @@
 
 ARG CUDA_VERSION=13.0.0
 ARG UBUNTU_VERSION=24.04
+# histd links the CUDA runtime statically (cudart_static) and the driver
+# comes from the host, so the small "base" flavour runs it too:
+#   docker build --build-arg RUNTIME_FLAVOR=base -t histd:0.1.0-base .
+ARG RUNTIME_FLAVOR=runtime
 
 # ---- build -------------------------------------------------------------------
 FROM nvidia/cuda:${CUDA_VERSION}-devel-ubuntu${UBUNTU_VERSION} AS build
@@ -32,7 +36,7 @@ ARG GPU_ARCH=80,86,89,90
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       meson ninja-build pkg-config gcc libc6-dev \
-      libcjson-dev libuv1-dev libmicrohttpd-dev libsqlite3-dev \
+      libcjson-dev libuv1-dev libmicrohttpd-dev libsqlite3-dev libssl-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -42,20 +46,22 @@ RUN meson setup /build --prefix=/opt/histd --buildtype=release \
  && ninja -C /build \
  && meson install -C /build --skip-subprojects \
  && test -x /opt/histd/bin/histd \
- && test -f /opt/histd/share/histd/dashboard/index.html
+ && test -f /opt/histd/share/histd/dashboard/index.html \
+ && /opt/histd/bin/histd --version
 
 # ---- runtime -----------------------------------------------------------------
-FROM nvidia/cuda:${CUDA_VERSION}-runtime-ubuntu${UBUNTU_VERSION}
+FROM nvidia/cuda:${CUDA_VERSION}-${RUNTIME_FLAVOR}-ubuntu${UBUNTU_VERSION}
 
 LABEL org.opencontainers.image.title="histd" \
       org.opencontainers.image.description="Spatial distance histograms over HTTP, on CUDA GPUs or the CPU" \
       org.opencontainers.image.version="0.1.0" \
       org.opencontainers.image.licenses="MIT"
 
-# The libraries histd links (Ubuntu 24.04 names) and curl for the HEALTHCHECK.
+# The libraries histd links (Ubuntu 24.04 names; libssl for the SHA-256 of
+# dataset ids) and curl for the HEALTHCHECK.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libcjson1 libuv1t64 libmicrohttpd12t64 libsqlite3-0 curl ca-certificates \
+      libcjson1 libuv1t64 libmicrohttpd12t64 libsqlite3-0 libssl3t64 curl ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 histd \
  && useradd --system --uid 10001 --gid histd --home-dir /var/lib/histd \
@@ -63,6 +69,9 @@ RUN apt-get update \
  && install -d -o histd -g histd -m 0750 /var/lib/histd
 
 COPY --from=build /opt/histd /opt/histd
+# Fail the build, not the first start, if a shared library is missing.
+RUN if ldd /opt/histd/bin/histd | grep 'not found'; then exit 1; fi \
+ && /opt/histd/bin/histd --version
 
 # In the container histd listens on every interface; publish the port with
 # -p 127.0.0.1:8080:8080 (or set HISTD_TOKEN) unless it should be public.
