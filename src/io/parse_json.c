@@ -313,7 +313,7 @@ static int key_string(jparser *j, char *key, size_t keycap, const char **raw, si
               h = d < 0 ? -1 : h * 16 + d;
             }
             if (h >= 0) {
-              out = h < 0x80 ? h : 0x80; /* non-ASCII: no key matches */
+              out = (h > 0 && h < 0x80) ? h : 0x80; /* NUL, non-ASCII: no key matches */
               j->p += 4;
             }
           }

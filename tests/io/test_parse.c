@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "../../src/io/io_internal.h"
 #include "histd/io.h"
 
 static char msg[512];
@@ -163,6 +164,8 @@ static void test_json(void) {
   /* A key that cannot be a real one, with bytes a message must not echo. */
   BAD(J, "{\"\x01\":1}", "control character");
   BAD(J, "{\"\xff\xfe\":1}", "unknown key \"??\"");
+  BAD(J, "{\"x\\u0000\":[1],\"y\":[1],\"z\":[1]}", "unknown key \"x?u0000\"");
+  BAD(J, "{\"\\u00e9\":[1]}", "unknown key");
 
   BAD_MAX(J, "{\"points\":[[1,2,3],[4,5,6],[7,8,9]]}", 2, "more than 2 points");
   BAD_MAX(J, "{\"x\":[1,2,3],\"y\":[1,2,3],\"z\":[1,2,3]}", 2, "more than 2 points");
@@ -483,7 +486,53 @@ static void test_locale(void) {
   setlocale(LC_NUMERIC, "C");
 }
 
+/* The number reader (fast path and strtod) against strtod, bit for bit, on
+ * random decimal tokens of every length, point position and exponent. */
+static void test_numbers(void) {
+  locale_t loc;
+  CHECK(histd__c_locale(&loc, NULL, 0) == 0, "C locale");
+  uint64_t s = 2024;
+  char tok[64];
+  int mismatches = 0;
+  for (int k = 0; k < 300000 && mismatches < 10; k++) {
+    size_t o = 0;
+    uint64_t r = test_rand_u64(&s);
+    if (r & 1)
+      tok[o++] = '-';
+    int ndig = 1 + (int)((r >> 1) % 22);
+    int point = (int)((r >> 6) % (uint64_t)(ndig + 1));
+    for (int d = 0; d < ndig; d++) {
+      if (d == point && d > 0)
+        tok[o++] = '.';
+      uint64_t q = test_rand_u64(&s);
+      tok[o++] = (char)('0' + (q % 4 == 0 ? 0 : q % 10)); /* zeros often */
+    }
+    if ((r >> 12) % 3 == 0)
+      o += (size_t)snprintf(tok + o, sizeof tok - o, "e%d", (int)((r >> 16) % 80) - 40);
+    tok[o] = '\0';
+    double want = strtod(tok, NULL), got = -1;
+    histd__num_status st = histd__parse_number(tok, o, HISTD__NUM_TEXT, loc, &got);
+    if (st != HISTD__NUM_OK || memcmp(&got, &want, sizeof got) != 0) {
+      mismatches++;
+      CHECK(0, "'%s': got %.17g (status %d), strtod %.17g", tok, got, (int)st, want);
+    }
+  }
+  static const char *const edge[] = {"9007199254740992", "9007199254740993", "9007199254740993e-22",
+                                     "1e22", "1e23", "123456789012345678", "0.1", "-0", "0e999999",
+                                     "2.2250738585072011e-308", "4.9406564584124654e-324",
+                                     "1.7976931348623157e308", "9999999999999999999", "0.000001e22"};
+  for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+    double want = strtod(edge[i], NULL), got = -1;
+    CHECK(histd__parse_number(edge[i], strlen(edge[i]), HISTD__NUM_TEXT, loc, &got) ==
+                  HISTD__NUM_OK &&
+              memcmp(&got, &want, sizeof got) == 0,
+          "'%s': got %.17g, strtod %.17g", edge[i], got, want);
+  }
+  freelocale(loc);
+}
+
 int main(void) {
+  test_numbers();
   test_json();
   test_csv();
   test_xyz();
