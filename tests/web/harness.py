@@ -150,10 +150,12 @@ class Daemon:
                 self.proc.kill()
                 self.proc.wait()
         self.logf.close()
-        if exc and exc[0] is not None:
-            log("---- histd log ----\n" + self.log_tail())
-        if self.own_dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            if exc and exc[0] is not None:
+                log("---- histd log ----\n" + self.log_tail())
+        finally:
+            if self.own_dir:
+                shutil.rmtree(self.dir, ignore_errors=True)
         return False
 
 
