@@ -1,0 +1,829 @@
+/* histd dashboard: plain JavaScript, no build step, no network but the daemon.
+ *
+ * Talks to the v1 API (api/openapi.yaml): uploads a point file, submits a
+ * job, follows it with GET /v1/jobs/{id}?wait=1, and draws the result as an
+ * SVG bar chart. The API base URL and a bearer token can be set under
+ * "Connection" (kept in localStorage); `?api=URL` in the page's address sets
+ * the base for one visit, so this page also works hosted on another origin
+ * against a daemon started with --cors-origin.
+ */
+'use strict';
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const SVGNS = 'http://www.w3.org/2000/svg';
+  const LS_TOKEN = 'histd.token';
+  const LS_BASE = 'histd.apiBase';
+
+  // File extension -> [format, Content-Type] (the daemon's upload formats).
+  const FORMATS = {
+    json: ['json', 'application/json'],
+    csv: ['csv', 'text/csv'],
+    tsv: ['csv', 'text/tab-separated-values'],
+    txt: ['csv', 'text/plain'],
+    xyz: ['xyz', 'chemical/x-xyz'],
+    f64: ['f64', 'application/octet-stream'],
+    bin: ['f64', 'application/octet-stream'],
+    f32: ['f32', 'application/x-float32'],
+  };
+  const CONTENT_TYPE = {
+    json: 'application/json', csv: 'text/csv', xyz: 'chemical/x-xyz',
+    f64: 'application/octet-stream', f32: 'application/x-float32',
+  };
+  const DONE = new Set(['succeeded', 'failed', 'cancelled']);
+
+  const state = {
+    base: '',
+    token: '',
+    datasets: [],
+    jobs: [],
+    kernels: [],
+    job: null,        // the job on show
+    result: null,     // its result, once succeeded
+    followId: null,   // the job being followed
+    focusBar: -1,
+  };
+
+  /* ---- settings ------------------------------------------------------- */
+
+  function loadSettings() {
+    const q = new URLSearchParams(location.search);
+    state.base = (q.get('api') || localStorage.getItem(LS_BASE) || '').replace(/\/+$/, '');
+    state.token = localStorage.getItem(LS_TOKEN) || '';
+    $('api-base').value = state.base;
+    $('token').value = state.token;
+    for (const [id, path] of [['link-kernels', '/v1/kernels'], ['link-devices', '/v1/devices'], ['link-metrics', '/metrics']]) {
+      if (state.base) $(id).href = state.base + path;
+    }
+  }
+
+  function saveSettings(ev) {
+    ev.preventDefault();
+    const base = $('api-base').value.trim().replace(/\/+$/, '');
+    const token = $('token').value.trim();
+    if (base) localStorage.setItem(LS_BASE, base); else localStorage.removeItem(LS_BASE);
+    if (token) localStorage.setItem(LS_TOKEN, token); else localStorage.removeItem(LS_TOKEN);
+    state.base = base;
+    state.token = token;
+    $('settings').open = false;
+    hideAlert();
+    connect();
+  }
+
+  function clearSettings() {
+    localStorage.removeItem(LS_BASE);
+    localStorage.removeItem(LS_TOKEN);
+    $('api-base').value = '';
+    $('token').value = '';
+    state.base = '';
+    state.token = '';
+    connect();
+  }
+
+  /* ---- HTTP ----------------------------------------------------------- */
+
+  class ApiError extends Error {
+    constructor(status, title, detail) {
+      super(detail || title);
+      this.status = status;
+      this.title = title;
+      this.detail = detail;
+    }
+  }
+
+  function url(path) { return state.base + path; }
+
+  function headers(extra) {
+    const h = Object.assign({}, extra || {});
+    if (state.token) h.Authorization = 'Bearer ' + state.token;
+    return h;
+  }
+
+  // Turns a failed response (problem+json or anything else) into an ApiError.
+  async function problem(res) {
+    let title = res.status + ' ' + (res.statusText || 'error');
+    let detail = '';
+    const text = await res.text().catch(() => '');
+    try {
+      const p = JSON.parse(text);
+      if (p.title) title = p.title;
+      detail = p.detail || '';
+    } catch (_) {
+      detail = text.slice(0, 300);
+    }
+    if (res.status === 401 && !detail) detail = 'this daemon needs a bearer token (Connection, top right).';
+    return new ApiError(res.status, title, detail);
+  }
+
+  async function api(method, path, body, extraHeaders) {
+    const init = { method, headers: headers(extraHeaders) };
+    if (body !== undefined) {
+      init.body = typeof body === 'string' || body instanceof Blob ? body : JSON.stringify(body);
+      if (!(extraHeaders && extraHeaders['Content-Type'])) init.headers['Content-Type'] = 'application/json';
+    }
+    let res;
+    try {
+      res = await fetch(url(path), init);
+    } catch (e) {
+      throw new ApiError(0, 'Cannot reach histd', 'at ' + (state.base || location.origin) + ' (' + e.message + ').');
+    }
+    if (!res.ok) throw await problem(res);
+    const type = res.headers.get('Content-Type') || '';
+    if (res.status === 204) return null;
+    return type.includes('json') ? res.json() : res.text();
+  }
+
+  /* ---- alerts and small formatting helpers ---------------------------- */
+
+  function showAlert(err) {
+    const title = err instanceof ApiError ? err.title : 'Error';
+    const detail = err instanceof ApiError ? (err.detail || '') : String(err.message || err);
+    $('alert-title').textContent = title + (detail ? ':' : '');
+    $('alert-detail').textContent = detail;
+    $('alert').hidden = false;
+  }
+  function hideAlert() { $('alert').hidden = true; }
+
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') e.className = v;
+      else if (k === 'text') e.textContent = v;
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? '' : v);
+    }
+    for (const k of kids) if (k !== null && k !== undefined) e.append(k);
+    return e;
+  }
+  function svg(tag, attrs) {
+    const e = document.createElementNS(SVGNS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    return e;
+  }
+
+  const intFmt = new Intl.NumberFormat('en-US');
+  function fmtInt(n) { return n === undefined || n === null ? '–' : intFmt.format(n); }
+  function fmtNum(x) {
+    if (x === undefined || x === null || !isFinite(x)) return '–';
+    if (x === 0) return '0';
+    const a = Math.abs(x);
+    if (a >= 1e6 || a < 1e-3) return x.toExponential(3).replace(/\.?0+e/, 'e');
+    return String(+x.toPrecision(6));
+  }
+  function fmtShort(n) { // 1234567 -> 1.23M
+    const a = Math.abs(n);
+    for (const [v, s] of [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']]) {
+      if (a >= v) return +(n / v).toPrecision(3) + s;
+    }
+    return String(+n.toPrecision(4));
+  }
+  function fmtMs(ms) {
+    if (ms === undefined || ms === null) return '–';
+    if (ms >= 10000) return (ms / 1000).toFixed(1) + ' s';
+    if (ms >= 100) return ms.toFixed(0) + ' ms';
+    if (ms >= 1) return ms.toFixed(1) + ' ms';
+    return ms.toFixed(3) + ' ms';
+  }
+  function fmtBytes(b) {
+    if (b === undefined || b === null) return '–';
+    for (const [v, s] of [[2 ** 30, 'GiB'], [2 ** 20, 'MiB'], [2 ** 10, 'KiB']]) {
+      if (b >= v) return (b / v).toFixed(1) + ' ' + s;
+    }
+    return b + ' B';
+  }
+  function fmtTime(t) {
+    if (!t) return '–';
+    const d = new Date(t);
+    if (isNaN(d)) return String(t);
+    const now = new Date();
+    const sameDay = d.toDateString() === now.toDateString();
+    return sameDay ? d.toLocaleTimeString() : d.toLocaleString();
+  }
+  function shortId(id) { return String(id || '').slice(0, 8); }
+  function datasetLabel(id) {
+    const d = state.datasets.find((x) => x.id === id);
+    return d ? (d.name || shortId(d.id)) : shortId(id);
+  }
+
+  /* ---- connection: kernels, devices, lists ----------------------------- */
+
+  async function connect() {
+    $('engine').textContent = 'connecting…';
+    $('engine').className = 'engine';
+    try {
+      const [k, d] = await Promise.all([api('GET', '/v1/kernels'), api('GET', '/v1/devices')]);
+      state.kernels = (k && k.kernels) || [];
+      fillKernels();
+      showEngine(d);
+      await refreshLists();
+      const m = /job=([^&]+)/.exec(location.hash);
+      if (m && !state.job) showJob(decodeURIComponent(m[1]));
+    } catch (e) {
+      $('engine').textContent = e.status === 401 ? 'token needed' : 'offline';
+      $('engine').className = 'engine bad';
+      if (e.status === 401) $('settings').open = true;
+      showAlert(e);
+    }
+  }
+
+  function showEngine(d) {
+    const box = $('engine');
+    box.replaceChildren();
+    const devs = (d && d.devices) || [];
+    const engine = (d && d.engine) || 'cpu';
+    let text;
+    if (engine === 'cuda' && devs.length) {
+      const names = devs.map((x) => (typeof x === 'string' ? x : x.name || 'GPU'));
+      text = devs.length === 1 ? names[0] : devs.length + ' GPUs (' + names[0] + ')';
+    } else {
+      const th = d && d.cpu && d.cpu.threads;
+      text = 'CPU engine' + (th ? ' · ' + th + ' threads' : '');
+    }
+    box.append(el('span', { class: 'dot ' + (engine === 'cuda' ? 'gpu' : 'cpu'), 'aria-hidden': 'true' }), text);
+    box.className = 'engine ok';
+    if (d && d.gpu_unavailable_reason) box.title = 'No GPU: ' + d.gpu_unavailable_reason;
+  }
+
+  function fillKernels() {
+    const sel = $('kernel');
+    const prev = sel.value || 'auto';
+    sel.replaceChildren();
+    const list = state.kernels.slice();
+    if (!list.some((k) => k.name === 'auto')) list.unshift({ name: 'auto', summary: 'the fastest exact kernel for the workload', available: true });
+    const groups = {};
+    for (const k of list) {
+      const g = k.name === 'auto' ? '' : (k.engine === 'cuda' ? 'GPU' : 'CPU');
+      (groups[g] = groups[g] || []).push(k);
+    }
+    for (const g of ['', 'CPU', 'GPU']) {
+      if (!groups[g]) continue;
+      const parent = g ? el('optgroup', { label: g + ' kernels' }) : sel;
+      for (const k of groups[g]) {
+        const avail = k.available !== false;
+        parent.append(el('option', { value: k.name, disabled: !avail, text: k.name + (avail ? '' : ' (no GPU)') }));
+      }
+      if (g) sel.append(parent);
+    }
+    sel.value = list.some((k) => k.name === prev && k.available !== false) ? prev : 'auto';
+    kernelInfo();
+  }
+  function kernelInfo() {
+    const k = state.kernels.find((x) => x.name === $('kernel').value);
+    $('kernel-info').textContent = k ? k.summary || '' : 'the fastest exact kernel for the workload';
+  }
+
+  async function refreshLists() {
+    const [d, j] = await Promise.all([api('GET', '/v1/datasets'), api('GET', '/v1/jobs')]);
+    state.datasets = sortNewest((d && d.datasets) || []);
+    state.jobs = sortNewest((j && j.jobs) || []);
+    renderDatasets();
+    renderJobs();
+  }
+  function sortNewest(a) {
+    return a.slice().sort((x, y) => String(y.created_at || '').localeCompare(String(x.created_at || '')));
+  }
+
+  function renderDatasets() {
+    const sel = $('dataset');
+    const prev = sel.value;
+    sel.replaceChildren(el('option', { value: '', text: state.datasets.length ? 'pick a dataset' : 'upload or pick a dataset' }));
+    for (const d of state.datasets) {
+      sel.append(el('option', { value: d.id, text: (d.name || shortId(d.id)) + ' — ' + fmtInt(d.n) + ' points' }));
+    }
+    if (prev && state.datasets.some((d) => d.id === prev)) sel.value = prev;
+    else if (state.datasets.length && !prev) sel.value = state.datasets[0].id;
+    datasetInfo();
+
+    const tb = $('datasets').tBodies[0];
+    tb.replaceChildren();
+    if (!state.datasets.length) tb.append(el('tr', {}, el('td', { colspan: 6, class: 'empty', text: 'No datasets yet.' })));
+    for (const d of state.datasets) {
+      const tr = el('tr', { class: 'clickable', tabindex: 0, 'data-dataset': d.id, title: 'Use this dataset for the next job' },
+        el('td', {}, el('span', { class: 'name', text: d.name || shortId(d.id) })),
+        el('td', { class: 'num', text: fmtInt(d.n) }),
+        el('td', { text: d.format || '–' }),
+        el('td', { class: 'num', text: fmtBytes(d.bytes) }),
+        el('td', { text: fmtTime(d.created_at) }),
+        el('td', { class: 'act' }, el('button', {
+          type: 'button', class: 'icon danger', 'aria-label': 'Delete dataset ' + (d.name || d.id), title: 'Delete',
+          onclick: (ev) => { ev.stopPropagation(); deleteDataset(d); },
+        }, '🗑')));
+      const pick = () => { $('dataset').value = d.id; datasetInfo(); $('width').focus(); };
+      tr.addEventListener('click', pick);
+      tr.addEventListener('keydown', (ev) => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); pick(); } });
+      tb.append(tr);
+    }
+  }
+
+  function datasetInfo() {
+    const d = state.datasets.find((x) => x.id === $('dataset').value);
+    const box = $('dataset-info');
+    if (!d) { box.textContent = ''; return; }
+    const b = d.bounds;
+    let text = fmtInt(d.n) + ' points, ' + fmtInt(d.n * (d.n - 1) / 2) + ' pairs';
+    if (b && b.min && b.max) {
+      const diag = Math.hypot(b.max[0] - b.min[0], b.max[1] - b.min[1], b.max[2] - b.min[2]);
+      text += '; box diagonal ' + fmtNum(diag);
+      box.dataset.diagonal = diag;
+    }
+    box.textContent = text;
+    bucketHint();
+  }
+  function bucketHint() {
+    const diag = +$('dataset-info').dataset.diagonal;
+    const w = +$('width').value;
+    $('buckets').placeholder = diag && w > 0 ? 'cover all (' + (Math.floor(diag / w) + 1) + ')' : 'cover all';
+  }
+
+  function renderJobs() {
+    const tb = $('jobs').tBodies[0];
+    tb.replaceChildren();
+    if (!state.jobs.length) tb.append(el('tr', {}, el('td', { colspan: 7, class: 'empty', text: 'No jobs yet.' })));
+    for (const j of state.jobs) {
+      const p = j.params || {};
+      const t = j.timing_ms || {};
+      const tr = el('tr', { class: 'clickable' + (state.job && state.job.id === j.id ? ' current' : ''), tabindex: 0, 'data-job': j.id, title: 'Show this job' },
+        el('td', {}, el('code', { text: shortId(j.id) })),
+        el('td', {}, el('span', { class: 'badge ' + j.status, text: j.status })),
+        el('td', { text: datasetLabel(j.dataset) }),
+        el('td', { text: p.kernel || 'auto' }),
+        el('td', { class: 'num', text: fmtNum(p.bucket_width) + ' × ' + (p.buckets ? fmtInt(p.buckets) : 'all') }),
+        el('td', { class: 'num', text: DONE.has(j.status) ? fmtMs(t.total) : '' }),
+        el('td', { text: fmtTime(j.created_at) }));
+      const open = () => showJob(j.id);
+      tr.addEventListener('click', open);
+      tr.addEventListener('keydown', (ev) => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); open(); } });
+      tb.append(tr);
+    }
+  }
+
+  function selectTab(which) {
+    for (const t of ['jobs', 'datasets']) {
+      $('tab-' + t).setAttribute('aria-selected', String(t === which));
+      $('panel-' + t).hidden = t !== which;
+    }
+  }
+
+  async function deleteDataset(d) {
+    if (!confirm('Delete dataset ' + (d.name || d.id) + '?')) return;
+    try {
+      await api('DELETE', '/v1/datasets/' + encodeURIComponent(d.id));
+      await refreshLists();
+    } catch (e) { showAlert(e); }
+  }
+
+  /* ---- upload ---------------------------------------------------------- */
+
+  function formatOf(file) {
+    const forced = $('format').value;
+    if (forced) return [forced, CONTENT_TYPE[forced]];
+    const ext = (file.name.split('.').pop() || '').toLowerCase();
+    return FORMATS[ext] || null;
+  }
+
+  function upload(file) {
+    hideAlert();
+    const fmt = formatOf(file);
+    if (!fmt) {
+      showAlert(new ApiError(0, 'Unknown format', 'cannot tell the format of "' + file.name + '" from its name; pick one under Format and drop it again.'));
+      $('format').focus();
+      return;
+    }
+    const q = new URLSearchParams();
+    q.set('name', $('ds-name').value.trim() || file.name);
+    if ($('format').value) q.set('format', fmt[0]);
+    const status = $('upload-status');
+    const bar = $('upload-progress');
+    status.textContent = 'Uploading ' + file.name + ' (' + fmtBytes(file.size) + ', ' + fmt[0] + ')…';
+    status.className = 'status-line';
+    bar.hidden = false;
+    bar.value = 0;
+    // XMLHttpRequest, not fetch, for its upload progress events.
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', url('/v1/datasets?' + q));
+    xhr.setRequestHeader('Content-Type', fmt[1]);
+    if (state.token) xhr.setRequestHeader('Authorization', 'Bearer ' + state.token);
+    xhr.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = e.loaded / e.total; };
+    xhr.onerror = () => {
+      bar.hidden = true;
+      status.textContent = '';
+      showAlert(new ApiError(0, 'Upload failed', 'the connection to histd broke (is the file over --max-upload-bytes?).'));
+    };
+    xhr.onload = async () => {
+      bar.hidden = true;
+      let body = null;
+      try { body = JSON.parse(xhr.responseText); } catch (_) { /* not JSON */ }
+      if (xhr.status < 200 || xhr.status >= 300) {
+        status.textContent = '';
+        const title = (body && body.title) || xhr.status + ' ' + xhr.statusText;
+        const detail = (body && body.detail) || (body ? '' : xhr.responseText.slice(0, 300));
+        showAlert(new ApiError(xhr.status, title, detail));
+        return;
+      }
+      status.textContent = 'Uploaded ' + (body.name || file.name) + ': ' + fmtInt(body.n) + ' points.';
+      status.className = 'status-line ok';
+      $('ds-name').value = '';
+      try { await refreshLists(); } catch (e) { showAlert(e); }
+      $('dataset').value = body.id;
+      datasetInfo();
+    };
+    xhr.send(file);
+  }
+
+  function setupDrop() {
+    const drop = $('drop');
+    const input = $('file');
+    drop.addEventListener('click', () => input.click());
+    drop.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); input.click(); } });
+    input.addEventListener('change', () => { if (input.files.length) upload(input.files[0]); input.value = ''; });
+    for (const ev of ['dragenter', 'dragover']) {
+      drop.addEventListener(ev, (e) => { e.preventDefault(); drop.classList.add('over'); });
+    }
+    for (const ev of ['dragleave', 'drop']) {
+      drop.addEventListener(ev, () => drop.classList.remove('over'));
+    }
+    drop.addEventListener('drop', (e) => {
+      e.preventDefault();
+      if (e.dataTransfer.files.length) upload(e.dataTransfer.files[0]);
+    });
+    // A file dropped anywhere else must not make the browser navigate away.
+    window.addEventListener('dragover', (e) => e.preventDefault());
+    window.addEventListener('drop', (e) => e.preventDefault());
+  }
+
+  /* ---- jobs ------------------------------------------------------------ */
+
+  async function submitJob(ev) {
+    ev.preventDefault();
+    hideAlert();
+    const body = {
+      dataset: $('dataset').value,
+      bucket_width: Number($('width').value),
+      kernel: $('kernel').value || 'auto',
+      precision: document.querySelector('input[name=precision]:checked').value,
+    };
+    if (!body.dataset) { showAlert(new ApiError(0, 'No dataset', 'upload a point file or pick a dataset first.')); return; }
+    if (!(body.bucket_width > 0)) { showAlert(new ApiError(0, 'Bad bucket width', 'the bucket width must be a number > 0.')); $('width').focus(); return; }
+    if ($('buckets').value !== '') body.buckets = Number($('buckets').value);
+    if ($('block-size').value !== '') body.block_size = Number($('block-size').value);
+    const btn = $('submit');
+    btn.disabled = true;
+    try {
+      const job = await api('POST', '/v1/jobs', body);
+      state.jobs.unshift(job);
+      renderJobs();
+      selectTab('jobs');
+      follow(job);
+    } catch (e) {
+      showAlert(e);
+    } finally {
+      btn.disabled = false;
+    }
+  }
+
+  async function showJob(id) {
+    hideAlert();
+    try {
+      const job = await api('GET', '/v1/jobs/' + encodeURIComponent(id));
+      follow(job);
+    } catch (e) { showAlert(e); }
+  }
+
+  // Shows a job and, while it runs, keeps asking for it with ?wait=1 (which
+  // answers at once when the job ends, else after a second with its progress).
+  async function follow(job) {
+    const id = job.id;
+    state.followId = id;
+    history.replaceState(null, '', '#job=' + encodeURIComponent(id));
+    renderJob(job);
+    while (!DONE.has(job.status) && state.followId === id) {
+      const t0 = performance.now();
+      try {
+        job = await api('GET', '/v1/jobs/' + encodeURIComponent(id) + '?wait=1');
+      } catch (e) {
+        if (state.followId === id) showAlert(e);
+        return;
+      }
+      if (state.followId !== id) return;
+      renderJob(job);
+      const spent = performance.now() - t0;
+      if (!DONE.has(job.status) && spent < 250) await sleep(250 - spent);
+    }
+    if (state.followId !== id) return;
+    const i = state.jobs.findIndex((j) => j.id === id);
+    if (i >= 0) state.jobs[i] = job; else state.jobs.unshift(job);
+    renderJobs();
+  }
+  function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
+
+  function renderJob(job) {
+    state.job = job;
+    const st = $('job-status');
+    const bar = $('job-progress');
+    const p = job.params || {};
+    const running = !DONE.has(job.status);
+    st.replaceChildren(
+      el('span', { class: 'badge ' + job.status, text: job.status }), ' ',
+      el('span', { text: 'job ' }), el('code', { text: shortId(job.id) }),
+      el('span', { text: ' on ' + datasetLabel(job.dataset) + ', kernel ' + (p.kernel || 'auto') +
+        (running && job.progress !== undefined ? ' — ' + Math.round(job.progress * 100) + '%' : '') }));
+    if (job.status === 'failed' && job.error) {
+      const msg = typeof job.error === 'string' ? job.error : (job.error.detail || job.error.message || job.error.title || JSON.stringify(job.error));
+      st.append(el('div', { class: 'err', text: msg }));
+    }
+    bar.hidden = !running;
+    bar.value = job.progress || 0;
+    $('cancel').hidden = !running;
+    st.dataset.status = job.status;
+    for (const tr of $('jobs').tBodies[0].rows) tr.classList.toggle('current', tr.dataset.job === job.id);
+    state.result = job.status === 'succeeded' ? job.result || null : null;
+    $('dl-csv').disabled = $('dl-json').disabled = !state.result;
+    renderChart();
+    renderSummary(job);
+    renderTiming(job);
+    renderCounts();
+  }
+
+  async function cancelJob() {
+    if (!state.job) return;
+    try {
+      await api('DELETE', '/v1/jobs/' + encodeURIComponent(state.job.id));
+    } catch (e) { showAlert(e); }
+  }
+
+  /* ---- the chart --------------------------------------------------------- */
+
+  // Round tick steps (1, 2, 5 x 10^k) giving about `want` ticks over [lo, hi].
+  function ticks(lo, hi, want) {
+    if (!(hi > lo)) return [lo];
+    const raw = (hi - lo) / want;
+    const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw) || raw;
+    const out = [];
+    for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(+v.toPrecision(12));
+    return out;
+  }
+
+  function renderChart() {
+    const chart = $('chart');
+    chart.replaceChildren();
+    $('tip').hidden = true;
+    state.focusBar = -1;
+    const r = state.result;
+    // getBoundingClientRect, not clientWidth: Firefox gives 0 for an <svg>'s client size
+    const box0 = chart.getBoundingClientRect();
+    const W = Math.max(Math.round(box0.width) || 720, 320);
+    const H = Math.max(Math.round(box0.height) || 340, 200);
+    chart.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+    if (!r || !r.counts || !r.counts.length) {
+      chart.setAttribute('aria-label', 'No histogram yet');
+      chart.removeAttribute('data-buckets');
+      const msg = state.job && !DONE.has(state.job.status) ? 'computing…' : 'the histogram appears here';
+      chart.append(Object.assign(svg('text', { x: W / 2, y: H / 2, class: 'placeholder', 'text-anchor': 'middle' }), { textContent: msg }));
+      return;
+    }
+    const counts = r.counts.map(Number);
+    const n = counts.length;
+    const edges = r.edges && r.edges.length === n + 1 ? r.edges.map(Number)
+      : Array.from({ length: n + 1 }, (_, i) => i * r.bucket_width);
+    const logy = $('logy').checked;
+    const maxC = Math.max(1, ...counts);
+    const M = { l: 64, r: 16, t: 14, b: 46 };
+    const pw = W - M.l - M.r;
+    const ph = H - M.t - M.b;
+    const x0 = edges[0];
+    const x1 = edges[n];
+    const sx = (v) => M.l + (x1 > x0 ? (v - x0) / (x1 - x0) : 0) * pw;
+    let top;
+    if (logy) top = Math.pow(10, Math.max(1, Math.ceil(Math.log10(maxC))));
+    else {
+      const t = ticks(0, maxC, 5);
+      const step = t.length > 1 ? t[1] - t[0] : maxC;
+      top = Math.ceil(maxC / step - 1e-9) * step;
+    }
+    const sy = logy
+      ? (c) => M.t + ph - (c > 0 ? (Math.log10(c) + 0.5) / (Math.log10(top) + 0.5) : 0) * ph
+      : (c) => M.t + ph - (c / top) * ph;
+
+    chart.setAttribute('data-buckets', n);
+    chart.setAttribute('aria-label', 'Histogram of ' + fmtInt(r.total) + ' pair distances in ' + n +
+      ' buckets of width ' + fmtNum(r.bucket_width) + ' from ' + fmtNum(x0) + ' to ' + fmtNum(x1) +
+      '. Focus the chart and use the arrow keys to read the bars.');
+
+    // grid and y axis
+    const gy = svg('g', { class: 'axis y' });
+    const yt = logy
+      ? Array.from({ length: Math.round(Math.log10(top)) + 1 }, (_, i) => Math.pow(10, i))
+      : ticks(0, top, 5);
+    for (const v of yt) {
+      const y = sy(v);
+      gy.append(svg('line', { x1: M.l, x2: W - M.r, y1: y, y2: y, class: 'grid' }));
+      const t = svg('text', { x: M.l - 8, y: y + 4, 'text-anchor': 'end' });
+      t.textContent = fmtShort(v);
+      gy.append(t);
+    }
+    const ylab = svg('text', { x: 14, y: M.t + ph / 2, 'text-anchor': 'middle', class: 'label', transform: 'rotate(-90 14 ' + (M.t + ph / 2) + ')' });
+    ylab.textContent = 'pairs' + (logy ? ' (log)' : '');
+    gy.append(ylab);
+    chart.append(gy);
+
+    // bars
+    const gb = svg('g', { class: 'bars' });
+    const gap = pw / n > 4 ? 1 : 0;
+    for (let i = 0; i < n; i++) {
+      const c = counts[i];
+      const xa = sx(edges[i]);
+      const xb = sx(edges[i + 1]);
+      let y = sy(c);
+      if (c > 0 && M.t + ph - y < 1) y = M.t + ph - 1; // a non-zero count is always visible
+      const rect = svg('rect', {
+        x: xa + gap / 2, y: Math.min(y, M.t + ph), width: Math.max(xb - xa - gap, 0.5), height: Math.max(M.t + ph - y, 0),
+        class: 'bar', 'data-bucket': i, 'data-count': r.counts[i], 'data-lo': edges[i], 'data-hi': edges[i + 1],
+      });
+      gb.append(rect);
+    }
+    chart.append(gb);
+    // the whole column is the hover target, so thin and empty bars can be read
+    const hit = svg('rect', { x: M.l, y: M.t, width: pw, height: ph, class: 'hit' });
+    chart.append(hit);
+    const hl = svg('rect', { class: 'hl', x: 0, y: M.t, width: 0, height: ph, visibility: 'hidden' });
+    chart.insertBefore(hl, gb);
+
+    // x axis
+    const gx = svg('g', { class: 'axis x' });
+    gx.append(svg('line', { x1: M.l, x2: W - M.r, y1: M.t + ph, y2: M.t + ph, class: 'base' }));
+    for (const v of ticks(x0, x1, Math.max(2, Math.floor(pw / 90)))) {
+      const x = sx(v);
+      gx.append(svg('line', { x1: x, x2: x, y1: M.t + ph, y2: M.t + ph + 5, class: 'tick' }));
+      const t = svg('text', { x, y: M.t + ph + 19, 'text-anchor': 'middle' });
+      t.textContent = fmtShort(v);
+      gx.append(t);
+    }
+    const xlab = svg('text', { x: M.l + pw / 2, y: H - 6, 'text-anchor': 'middle', class: 'label' });
+    xlab.textContent = 'distance (input units; bucket width ' + fmtNum(r.bucket_width) + ')';
+    gx.append(xlab);
+    chart.append(gx);
+
+    const bucketAt = (clientX) => {
+      const box = chart.getBoundingClientRect();
+      const vx = (clientX - box.left) * (W / box.width);
+      const v = x0 + ((vx - M.l) / pw) * (x1 - x0);
+      let i = Math.floor(((v - x0) / (x1 - x0)) * n);
+      return Math.min(n - 1, Math.max(0, i));
+    };
+    const show = (i, clientX) => {
+      state.focusBar = i;
+      const xa = sx(edges[i]);
+      const xb = sx(edges[i + 1]);
+      hl.setAttribute('x', xa);
+      hl.setAttribute('width', Math.max(xb - xa, 1));
+      hl.setAttribute('visibility', 'visible');
+      for (const b of gb.querySelectorAll('.bar.on')) b.classList.remove('on');
+      gb.children[i].classList.add('on');
+      const tip = $('tip');
+      tip.replaceChildren(
+        el('div', { class: 'tip-range', text: '[' + fmtNum(edges[i]) + ', ' + fmtNum(edges[i + 1]) + ')' }),
+        el('div', {}, el('strong', { text: fmtInt(r.counts[i]) }), ' pairs'),
+        el('div', { class: 'tip-sub', text: 'bucket ' + i + (r.total ? ' · ' + (100 * counts[i] / r.total).toPrecision(3) + '%' : '') }));
+      tip.hidden = false;
+      const box = chart.getBoundingClientRect();
+      const wrap = chart.parentElement.getBoundingClientRect();
+      const cx = clientX !== undefined ? clientX - wrap.left : ((xa + xb) / 2) * (box.width / W) + (box.left - wrap.left);
+      const tw = tip.offsetWidth;
+      tip.style.left = Math.min(Math.max(cx - tw / 2, 0), wrap.width - tw) + 'px';
+      const barTop = Math.min(sy(counts[i]), M.t + ph) * (box.height / H);
+      const above = barTop - tip.offsetHeight - 10;
+      tip.style.top = (above >= 0 ? above : Math.min(barTop + 10, box.height - tip.offsetHeight)) + 'px';
+    };
+    const hide = () => {
+      hl.setAttribute('visibility', 'hidden');
+      for (const b of gb.querySelectorAll('.bar.on')) b.classList.remove('on');
+      $('tip').hidden = true;
+    };
+    chart.onmousemove = (e) => show(bucketAt(e.clientX), e.clientX);
+    chart.onmouseleave = hide;
+    chart.onblur = hide;
+    chart.onkeydown = (e) => {
+      let i = state.focusBar;
+      if (e.key === 'ArrowRight') i = Math.min(n - 1, i + 1);
+      else if (e.key === 'ArrowLeft') i = Math.max(0, i < 0 ? 0 : i - 1);
+      else if (e.key === 'Home') i = 0;
+      else if (e.key === 'End') i = n - 1;
+      else if (e.key === 'Escape') { hide(); return; }
+      else return;
+      e.preventDefault();
+      show(i);
+    };
+  }
+
+  function renderSummary(job) {
+    const dl = $('summary');
+    dl.replaceChildren();
+    const r = job.status === 'succeeded' ? job.result : null;
+    const rows = [];
+    const p = job.params || {};
+    if (r) {
+      rows.push(['points', fmtInt(r.n)], ['pairs', fmtInt(r.total)],
+        ['buckets', fmtInt(r.buckets) + ' × ' + fmtNum(r.bucket_width)],
+        ['overflow', fmtInt(r.overflow)], ['kernel', r.kernel + (r.block_size ? ' · block ' + r.block_size : '')],
+        ['precision', r.precision === 'exact' || !r.precision ? 'exact (equals the definition)'
+          : r.precision + (r.exact ? ' (checked exact)' : ' (may differ near bucket edges)')]);
+    } else {
+      rows.push(['kernel', p.kernel || 'auto'], ['bucket width', fmtNum(p.bucket_width)], ['buckets', p.buckets ? fmtInt(p.buckets) : 'cover all'],
+        ['precision', p.precision || 'exact']);
+    }
+    rows.push(['device', (r && r.device) || job.device || '–']);
+    rows.push(['created', fmtTime(job.created_at)]);
+    for (const [k, v] of rows) dl.append(el('dt', { text: k }), el('dd', { text: v }));
+  }
+
+  // The queue wait comes before the run; total is the run's wall time
+  // (parse + transfer + kernel + the rest), so the bar shows the run only.
+  function renderTiming(job) {
+    const t = (job.result && job.result.timing_ms) || job.timing_ms || {};
+    const tb = $('timing').tBodies[0];
+    tb.replaceChildren();
+    const bar = $('timing-bar');
+    bar.replaceChildren();
+    const row = (k, label, title) => el('tr', { title }, el('th', { scope: 'row' }, el('span', { class: 'sw ' + k }), label),
+      el('td', { class: 'num', text: fmtMs(t[k]) }));
+    tb.append(row('queue', 'queue wait', 'from submission to a worker picking the job up'));
+    const parts = [['parse', 'parse', 'reading the stored points'], ['transfer', 'transfer', 'host-device copies'],
+      ['kernel', 'kernel', 'the histogram computation']];
+    const total = +t.total || 0;
+    const sum = parts.reduce((a, [k]) => a + (+t[k] || 0), 0);
+    for (const [k, label, title] of parts) {
+      tb.append(row(k, label, title));
+      if (total > 0 && t[k] > 0) bar.append(el('span', { class: 'seg ' + k, style: 'flex-grow:' + t[k], title: label + ' ' + fmtMs(t[k]) }));
+    }
+    if (total > sum && sum > 0) bar.append(el('span', { class: 'seg other', style: 'flex-grow:' + (total - sum), title: 'other ' + fmtMs(total - sum) }));
+    tb.append(el('tr', { class: 'total', title: 'wall time of the run, queue wait not included' },
+      el('th', { scope: 'row', text: 'run total' }), el('td', { class: 'num', text: fmtMs(t.total) })));
+    bar.hidden = !(total > 0);
+  }
+
+  function renderCounts() {
+    const tb = $('counts').tBodies[0];
+    tb.replaceChildren();
+    const r = state.result;
+    if (!r) return;
+    const n = r.counts.length;
+    const edges = r.edges && r.edges.length === n + 1 ? r.edges : Array.from({ length: n + 1 }, (_, i) => i * r.bucket_width);
+    const LIMIT = 2000;
+    for (let i = 0; i < Math.min(n, LIMIT); i++) {
+      tb.append(el('tr', {}, el('td', { class: 'num', text: i }), el('td', { class: 'num', text: fmtNum(edges[i]) }),
+        el('td', { class: 'num', text: fmtNum(edges[i + 1]) }), el('td', { class: 'num', text: fmtInt(r.counts[i]) })));
+    }
+    if (n > LIMIT) tb.append(el('tr', {}, el('td', { colspan: 4, class: 'empty', text: (n - LIMIT) + ' more buckets: download the CSV.' })));
+    tb.append(el('tr', { class: 'total' }, el('td', { text: 'overflow' }), el('td', { class: 'num', text: fmtNum(edges[n]) }),
+      el('td', { class: 'num', text: '∞' }), el('td', { class: 'num', text: fmtInt(r.overflow) })));
+  }
+
+  async function download(kind) {
+    if (!state.job) return;
+    try {
+      const path = '/v1/jobs/' + encodeURIComponent(state.job.id) + '/result' + (kind === 'csv' ? '?format=csv' : '');
+      const res = await fetch(url(path), { headers: headers({ Accept: kind === 'csv' ? 'text/csv' : 'application/json' }) });
+      if (!res.ok) throw await problem(res);
+      const blob = await res.blob();
+      const a = el('a', { href: URL.createObjectURL(blob), download: 'histd-' + state.job.id + '.' + kind });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+    } catch (e) { showAlert(e); }
+  }
+
+  /* ---- wiring ---------------------------------------------------------- */
+
+  function init() {
+    loadSettings();
+    setupDrop();
+    $('settings-form').addEventListener('submit', saveSettings);
+    $('settings-clear').addEventListener('click', clearSettings);
+    $('alert-close').addEventListener('click', hideAlert);
+    $('job-form').addEventListener('submit', submitJob);
+    $('kernel').addEventListener('change', kernelInfo);
+    $('dataset').addEventListener('change', datasetInfo);
+    $('width').addEventListener('input', bucketHint);
+    $('cancel').addEventListener('click', cancelJob);
+    $('logy').addEventListener('change', renderChart);
+    $('dl-csv').addEventListener('click', () => download('csv'));
+    $('dl-json').addEventListener('click', () => download('json'));
+    $('tab-jobs').addEventListener('click', () => selectTab('jobs'));
+    $('tab-datasets').addEventListener('click', () => selectTab('datasets'));
+    $('refresh').addEventListener('click', () => refreshLists().catch(showAlert));
+    let rt;
+    window.addEventListener('resize', () => { clearTimeout(rt); rt = setTimeout(renderChart, 100); });
+    window.addEventListener('hashchange', () => {
+      const m = /job=([^&]+)/.exec(location.hash);
+      if (m && (!state.job || state.job.id !== decodeURIComponent(m[1]))) showJob(decodeURIComponent(m[1]));
+    });
+    renderChart();
+    renderTiming({});
+    connect();
+  }
+
+  init();
+})();
