@@ -3,7 +3,7 @@
 job on the seed reports' workload shape (points uniform in [0, 23000)^3,
 bucket width 500), uploaded as raw float64 through the file picker.
 
-    HISTD_BIN=build/src/service/histd python3 tests/web/docs_screenshot.py docs-draft/dashboard.png
+    HISTD_BIN=build/src/service/histd python3 tests/web/docs_screenshot.py api/screenshot.png
 """
 import os
 import random

@@ -22,7 +22,7 @@ import threading
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
 
-GUIDE = os.path.join(h.ROOT, "docs-draft", "USERGUIDE.md")
+GUIDE = os.path.join(h.ROOT, "README.md")
 TOKEN = "web-test-token-8d1f"
 
 
