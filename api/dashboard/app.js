@@ -421,12 +421,13 @@
         showAlert(new ApiError(xhr.status, title, detail));
         return;
       }
-      status.textContent = 'Uploaded ' + (body.name || file.name) + ': ' + fmtInt(body.n) + ' points.';
-      status.className = 'status-line ok';
       $('ds-name').value = '';
       try { await refreshLists(); } catch (e) { showAlert(e); }
       $('dataset').value = body.id;
       datasetInfo();
+      // last, so that "Uploaded" means the new dataset is listed and selected
+      status.textContent = 'Uploaded ' + (body.name || file.name) + ': ' + fmtInt(body.n) + ' points.';
+      status.className = 'status-line ok';
     };
     xhr.send(file);
   }
