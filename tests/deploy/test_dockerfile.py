@@ -13,18 +13,10 @@ import os
 import re
 import shlex
 import sys
+from checks import ROOT, check, failures, finish  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INSTRUCTIONS = {"FROM", "RUN", "CMD", "LABEL", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT", "VOLUME",
                 "USER", "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL", "MAINTAINER"}
-failures = []
-
-
-def check(cond, what):
-    print(("ok - " if cond else "FAIL - ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
 
 def parse(path):
     """[(line, INSTRUCTION, argument text)], continuations joined, comments dropped."""
@@ -202,10 +194,7 @@ def main():
     for drop in (".git", "build", "build-test/x", "histd-data"):
         check(ignored(drop), ".dockerignore drops %s" % drop)
 
-    if failures:
-        print("\n%d check(s) failed:\n  %s" % (len(failures), "\n  ".join(failures)))
-        sys.exit(1)
-    print("PASS")
+    finish()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+from checks import ROOT, check, failures, finish  # noqa: E402
 
 try:
     import yaml
@@ -18,16 +19,7 @@ except ImportError:
     print("python3-yaml is missing (Debian: apt-get install python3-yaml; deploy/install-deps.sh --test)")
     sys.exit(1)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEPLOY = os.path.join(ROOT, "deploy")
-failures = []
-
-
-def check(cond, what):
-    print(("ok - " if cond else "FAIL - ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-    return cond
 
 
 def dockerfile_facts():
@@ -214,10 +206,7 @@ def main():
     df = dockerfile_facts()
     test_compose(df)
     test_k8s(df)
-    if failures:
-        print("\n%d check(s) failed:\n  %s" % (len(failures), "\n  ".join(failures)))
-        sys.exit(1)
-    print("PASS")
+    finish()
 
 
 if __name__ == "__main__":

@@ -16,18 +16,11 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "web"))
 import harness as h  # noqa: E402
+from checks import check, finish  # noqa: E402
 
 NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)(\s+-?\d+)?$')
 LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"\s*(,|$)')
-failures = []
-
-
-def check(cond, what):
-    print(("ok - " if cond else "FAIL - ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-    return cond
 
 
 def parse_labels(text):
@@ -171,10 +164,7 @@ def main():
             check(len(gpus - {None}) == len(devices), "%s has one series per GPU (%d)" % (n, len(devices)))
         d.alive()
 
-    if failures:
-        print("\n%d check(s) failed:\n  %s" % (len(failures), "\n  ".join(failures)))
-        sys.exit(1)
-    print("PASS")
+    finish()
 
 
 if __name__ == "__main__":

@@ -16,17 +16,9 @@ import yaml
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "web"))
 import harness as h  # noqa: E402
+from checks import ROOT, check, finish  # noqa: E402
 
-ROOT = h.ROOT
 TOKEN = "probe-token-42"
-failures = []
-
-
-def check(cond, what):
-    print(("ok - " if cond else "FAIL - ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-    return cond
 
 
 def sh(script, env):
@@ -81,10 +73,7 @@ def main():
         check(r.status == 200, "/readyz answers 200 with the token")
         d.alive()
 
-    if failures:
-        print("\n%d check(s) failed:\n  %s" % (len(failures), "\n  ".join(failures)))
-        sys.exit(1)
-    print("PASS")
+    finish()
 
 
 if __name__ == "__main__":

@@ -10,17 +10,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from checks import ROOT, check, finish  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 UNIT = os.path.join(ROOT, "deploy", "histd.service")
-failures = []
-
-
-def check(cond, what):
-    print(("ok - " if cond else "FAIL - ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-    return cond
 
 
 def parse(path):
@@ -111,10 +103,7 @@ def main():
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    if failures:
-        print("\n%d check(s) failed:\n  %s" % (len(failures), "\n  ".join(failures)))
-        sys.exit(1)
-    print("PASS")
+    finish()
 
 
 if __name__ == "__main__":
