@@ -14,7 +14,7 @@ export NCCL_NVLS_ENABLE=0
 if ls ../.debs/*.deb >/dev/null 2>&1; then
   for f in ../.debs/*.deb; do dpkg -x "$f" /tmp/prefix; done
   for pc in /tmp/prefix/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc; do
-    sed -i -e 's|^prefix=.*|prefix=/tmp/prefix/usr|' -e 's|^\(libdir\|includedir\)=/usr|\1=/tmp/prefix/usr|' "$pc"; done
+    sed -i -E -e 's#^prefix=.*#prefix=/tmp/prefix/usr#' -e 's#^(libdir|includedir)=/usr#\1=/tmp/prefix/usr#' "$pc"; done
   export PKG_CONFIG_PATH=/tmp/prefix/usr/lib/x86_64-linux-gnu/pkgconfig
   export LD_LIBRARY_PATH=/tmp/prefix/usr/lib/x86_64-linux-gnu
 fi
