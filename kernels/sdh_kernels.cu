@@ -357,7 +357,10 @@ __device__ __forceinline__ void edge_group(uint32_t m, const float4 &a, uint32_t
  * m (LOP3, IADD, SHF: (c & mask) - thresh is negative iff the pair is near
  * an edge), so the group's body has no branch, no reconvergence and no trip
  * test; one test of m per group sends the rare groups to edge_group. The
- * remainder (< 32 partners) and float64 go pair by pair. */
+ * remainder (< 32 partners) and float64 go pair by pair, and so does exact
+ * mode when edge pairs are too many for groups to pay (p.edge_groups = 0:
+ * then nearly every warp's group has some, and the per-lane walk over them
+ * plus the take-back costs more than a branch per pair). */
 template <int MODE, int SK>
 __device__ __forceinline__ void meet_range(const typename PT<MODE>::T &a, uint32_t ai,
                                            const typename PT<MODE>::T *tile, uint32_t u0,
@@ -365,7 +368,7 @@ __device__ __forceinline__ void meet_range(const typename PT<MODE>::T &a, uint32
                                            const sdh_params &p, Blk &blk) {
   uint32_t u = u0;
   if constexpr (MODE != SDH_MODE_F64) {
-    for (; u + 32 <= u1; u += 32) {
+    for (; (MODE == SDH_MODE_FAST || p.edge_groups) && u + 32 <= u1; u += 32) {
       uint32_t m = 0;
 #pragma unroll
       for (uint32_t k = 0; k < 32; k++) {
