@@ -11,7 +11,11 @@
  *                   value could lie on the other side of a bucket edge; the
  *                   few pairs that could are queued in shared memory and
  *                   redone with the F64 arithmetic (so counts are identical
- *                   to the contract).
+ *                   to the contract). While such pairs are rare, the tile
+ *                   loops go in branch-free groups of 32 pairs: each pair's
+ *                   float32 row is counted and its edge test is one bit of
+ *                   a mask; a group with bits set takes those counts back
+ *                   and queues the pairs (meet_range, edge_group).
  *
  * The float32 pair (6 FP32 ops, one MUFU.RSQ, one FFMA.RD):
  *
