@@ -14,6 +14,12 @@
  * skipped on a workload where one run would take over 12 s. Pairs/s =
  * N(N-1)/2 / time. The ratio is to tiled-privatized (same precision) in the
  * same run. The compact table comes last.
+ *
+ * Quick runs (environment): BENCH_GPU_WL="W2 W3" picks workloads,
+ * BENCH_GPU_KERNELS="auto,tiled-privatized-f64" picks kernels (tiled-
+ * privatized always runs: it is the reference of the ratios and of the
+ * counts), BENCH_GPU_PREC=exact|fast one precision, BENCH_GPU_BUDGET_MS the
+ * time after which a cell stops short of 5 runs (default 2500).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -137,19 +143,40 @@ static bool wl_selected(const workload *wl) {
   return sel == NULL || *sel == '\0' || strstr(sel, wl->id) != NULL;
 }
 
+static bool kernel_selected(size_t k) {
+  const char *sel = getenv("BENCH_GPU_KERNELS");
+  if (k == 0 || sel == NULL || *sel == '\0')
+    return true;
+  size_t len = strlen(kernels[k]);
+  for (const char *p = sel; (p = strstr(p, kernels[k])) != NULL; p += len)
+    if ((p == sel || p[-1] == ',' || p[-1] == ' ') && (p[len] == '\0' || p[len] == ',' || p[len] == ' '))
+      return true;
+  return false;
+}
+
+static bool prec_selected(int pr) {
+  const char *sel = getenv("BENCH_GPU_PREC");
+  return sel == NULL || *sel == '\0' || strcmp(sel, pr ? "fast" : "exact") == 0;
+}
+
 static uint64_t wl_ref[4096]; /* tiled-privatized's exact counts */
 
 static void section_table(void) {
   printf("\n== every kernel on W1..W4 (median kernel ms of up to 5 runs) ==\n");
   double rate80[NKER][2] = {{0}};
   double max_s = getenv("BENCH_GPU_MAX_S") ? atof(getenv("BENCH_GPU_MAX_S")) : 12.0;
+  double budget = getenv("BENCH_GPU_BUDGET_MS") ? atof(getenv("BENCH_GPU_BUDGET_MS")) : 2500;
   for (size_t wi = 0; wi < NW; wi++) {
     workload *wl = &W[wi];
     if (!wl_selected(wl))
       continue;
     for (size_t k = 0; k < NKER; k++) {
+      if (!kernel_selected(k))
+        continue;
       for (int pr = 0; pr < 2; pr++) {
         if (pr == 1 && strcmp(kernels[k], "tiled-privatized-f64") == 0)
+          continue;
+        if (!prec_selected(pr) && !(k == 0 && pr == 0))
           continue;
         double rate = rate80[k][pr];
         if (rate > 0 && pairs_of(wl) / rate > max_s) {
@@ -160,7 +187,7 @@ static void section_table(void) {
         int n = 0;
         histd_result res;
         double ms = median_runs(wl, kernels[k], 0, pr ? HISTD_PRECISION_FAST : HISTD_PRECISION_EXACT,
-                                1, 5, 2500, &n, &res, NULL);
+                                1, 5, budget, &n, &res, NULL);
         uint64_t sum = res.overflow;
         for (uint32_t b = 0; b < res.buckets; b++)
           sum += res.counts[b];

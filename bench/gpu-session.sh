@@ -2,6 +2,9 @@
 # gpu-session.sh -- one call on a lent GPU machine: build, disassemble the
 # hot kernel, run the GPU test suite, run bench_gpu; logs go to $OUT.
 #   STEPS="build sass test bench" BENCH_ARGS="table chunk" bash bench/gpu-session.sh
+# quick: STEPS="build sass test bench" BENCH_ARGS=table BENCH_GPU_WL="W2 W3" \
+#        BENCH_GPU_KERNELS=auto,tiled-privatized-f64 BENCH_GPU_PREC=exact bash bench/gpu-session.sh
+# (bench_gpu.c's header lists those variables)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -11,7 +14,7 @@ export NCCL_NVLS_ENABLE=0
 if ls ../.debs/*.deb >/dev/null 2>&1; then
   for f in ../.debs/*.deb; do dpkg -x "$f" /tmp/prefix; done
   for pc in /tmp/prefix/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc; do
-    sed -i 's|^prefix=.*|prefix=/tmp/prefix/usr|' "$pc"; done
+    sed -i -E -e 's#^prefix=.*#prefix=/tmp/prefix/usr#' -e 's#^(libdir|includedir)=/usr#\1=/tmp/prefix/usr#' "$pc"; done
   export PKG_CONFIG_PATH=/tmp/prefix/usr/lib/x86_64-linux-gnu/pkgconfig
   export LD_LIBRARY_PATH=/tmp/prefix/usr/lib/x86_64-linux-gnu
 fi
@@ -24,28 +27,16 @@ if [[ $STEPS == *build* ]]; then
   echo "build: $(( $(date +%s) - t0 )) s"
 fi
 if [[ $STEPS == *sass* ]]; then
+  # the hot loop of exact balanced (LANE and GEN sinks), exact and fast tiled-privatized
   obj=build-gpu/kernels/libhistd_cuda.a.p/sdh_kernels.cu.o
-  for f in _Z8k_linearILi0ELi2EEv10sdh_paramsmm _Z9k_classicILi0ELi1EEv10sdh_paramsmm; do
+  : > "$OUT/sass_count.txt"
+  for f in _Z8k_linearILi0ELi2EEv10sdh_paramsmm _Z8k_linearILi0ELi1EEv10sdh_paramsmm \
+           _Z9k_classicILi0ELi1EEv10sdh_paramsmm _Z9k_classicILi1ELi1EEv10sdh_paramsmm; do
     cuobjdump -sass -arch sm_90 -fun "$f" "$obj" > "/tmp/sass_$f.txt" 2>&1
     cat "/tmp/sass_$f.txt" >> "$OUT/sass.txt"
+    { echo "$f:"; python3 bench/sass_hotloop.py "/tmp/sass_$f.txt" | head -2; } >> "$OUT/sass_count.txt"
   done
-  # the hot loop: the instructions between two MUFU.RSQ of the unrolled body
-  for f in /tmp/sass__Z8k_linearILi0ELi2EEv10sdh_paramsmm.txt /tmp/sass__Z9k_classicILi0ELi1EEv10sdh_paramsmm.txt; do python3 - "$f" <<'PY' | tee "$OUT/sass_count.txt"
-import re, sys, collections
-lines = [l for l in open(sys.argv[1]) if re.search(r'/\*[0-9a-f]{4}\*/', l)]
-idx = [i for i, l in enumerate(lines) if 'MUFU.RSQ ' in l]
-best = None
-for a, b in zip(idx, idx[1:]):
-    seg = ''.join(lines[a:b])
-    if 'ATOMS' not in seg or 'DADD' in seg or 'LDG' in seg: continue
-    if best is None or b - a < best[1] - best[0]: best = (a, b)
-if best:
-    body = lines[best[0]:best[1]]
-    ops = collections.Counter(re.search(r'\*/\s+(@!?U?P\w+\s+)?([A-Z0-9_.]+)', l).group(2).split('.')[0] for l in body)
-    print("hot loop: %d SASS instructions per pair (lanes LANE sink, exact):" % len(body), dict(ops))
-    for l in body: print("   ", l.strip()[:110])
-PY
-done
+  cat "$OUT/sass_count.txt"
 fi
 if [[ $STEPS == *test* ]]; then
   t1=$(date +%s)

@@ -61,6 +61,9 @@ typedef struct sdh_params {
   uint32_t circ_h, circ_even;
   /* exact mode: partners between two drains of the refine queue */
   uint32_t drain_every;
+  /* exact mode: 1 = branch-free groups of 32 pairs with one edge test per
+   * group (few edge pairs); 0 = an edge test and branch per pair (many) */
+  uint32_t edge_groups;
   /* device data */
   const float4 *p32; /* centred, scaled float32 points (x, y, z, 0) */
   const double *x64, *y64, *z64; /* the points as given */

@@ -11,7 +11,11 @@
  *                   value could lie on the other side of a bucket edge; the
  *                   few pairs that could are queued in shared memory and
  *                   redone with the F64 arithmetic (so counts are identical
- *                   to the contract).
+ *                   to the contract). While such pairs are rare, the tile
+ *                   loops go in branch-free groups of 32 pairs: each pair's
+ *                   float32 row is counted and its edge test is one bit of
+ *                   a mask; a group with bits set takes those counts back
+ *                   and queues the pairs (meet_range, edge_group).
  *
  * The float32 pair (6 FP32 ops, one MUFU.RSQ, one FFMA.RD):
  *
@@ -133,6 +137,10 @@ template <> __device__ __forceinline__ D3 load_point<SDH_MODE_F64>(const sdh_par
 __device__ __forceinline__ void red_shared(uint32_t addr) {
   asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(addr));
 }
+/* The decrement (mod 2^32) that takes back a provisional increment. */
+__device__ __forceinline__ void dec_shared(uint32_t addr) {
+  asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(addr), "r"(0xffffffffu));
+}
 __device__ __forceinline__ uint32_t opaque(uint32_t x) {
   uint32_t y;
   asm("mov.b32 %0, %1;" : "=r"(y) : "r"(x));
@@ -146,6 +154,7 @@ template <> struct Sink<SDH_SINK_GLOBAL> {
   unsigned long long *g;
   __device__ void init(const sdh_params &p, uint32_t *) { g = p.counts - p.rowbase; }
   __device__ __forceinline__ void add_hi(uint32_t h) { atomicAdd(g + h, 1ull); }
+  __device__ __forceinline__ void sub_hi(uint32_t h) { atomicAdd(g + h, ~0ull); }
   __device__ void flush(const sdh_params &, uint32_t *) {}
 };
 
@@ -162,6 +171,7 @@ template <> struct Sink<SDH_SINK_GEN> {
     hb = opaque((uint32_t)__cvta_generic_to_shared(h + copy * p.copy_stride) - p.rowbase * rs);
   }
   __device__ __forceinline__ void add_hi(uint32_t h) { red_shared(hb + h * rs); }
+  __device__ __forceinline__ void sub_hi(uint32_t h) { dec_shared(hb + h * rs); }
   __device__ void flush(const sdh_params &p, uint32_t *h) {
     for (uint32_t r = threadIdx.x; r < p.rows; r += blockDim.x) {
       uint32_t sum = 0; /* per launch and block < 2^32 pairs: exact */
@@ -181,6 +191,7 @@ template <> struct Sink<SDH_SINK_LANE> {
     hb = opaque((uint32_t)__cvta_generic_to_shared(h + (threadIdx.x & 31)) - p.rowbase * 128);
   }
   __device__ __forceinline__ void add_hi(uint32_t h) { red_shared(hb + (h << 7)); }
+  __device__ __forceinline__ void sub_hi(uint32_t h) { dec_shared(hb + (h << 7)); }
   __device__ void flush(const sdh_params &p, uint32_t *h) {
     for (uint32_t r = threadIdx.x; r < p.rows; r += blockDim.x) {
       uint32_t sum = 0;
@@ -317,14 +328,65 @@ __device__ __forceinline__ void finish(Sink<SK> &sk, const sdh_params &p, Smem &
 
 /* ---- inner loops over a partner tile in shared memory ------------------- */
 
-/* anchors a (index ai) meet tile points [u0, u1) (global index jt + u) */
+/* The rare path of a group of 32 float32 pairs (exact mode): bit 31-k of m
+ * is set when pair k (partner tile[u + k]) lies within the error bound of a
+ * bucket edge. Its provisional increment is taken back and the pair queued
+ * for the float64 redo; code32 is recomputed bit for bit (same instructions,
+ * same operands). Row 0's only near edge is 0, which no pair crosses: its
+ * provisional count stands. Kept out of the hot loop's body. */
+template <int SK>
+__device__ __forceinline__ void edge_group(uint32_t m, const float4 &a, uint32_t ai,
+                                        const float4 *tile, uint32_t u, uint32_t jt,
+                                        Sink<SK> &sk, const sdh_params &p, Blk &blk) {
+  do {
+    uint32_t k = __clz(m);
+    m ^= 0x80000000u >> k;
+    uint32_t c = code32(a, tile[u + k], p.magic);
+    uint32_t h = c >> p.shift;
+    if (h != p.rowbase) {
+      sk.sub_hi(h);
+      uint32_t slot = atomicAdd(blk.qn, 1u);
+      if (slot < SDH_QCAP)
+        blk.q[slot] = make_uint2(ai, jt + u + k);
+      else
+        sk.add_hi(p.rowbase + refine_row(p, ai, jt + u + k));
+    }
+  } while (m);
+}
+
+/* anchors a (index ai) meet tile points [u0, u1) (global index jt + u).
+ *
+ * float32: whole groups of 32 partners first. Each pair's float32 row is
+ * counted unconditionally, and its near-edge test only shifts one bit into
+ * m (LOP3, IADD, SHF: (c & mask) - thresh is negative iff the pair is near
+ * an edge), so the group's body has no branch, no reconvergence and no trip
+ * test; one test of m per group sends the rare groups to edge_group. The
+ * remainder (< 32 partners) and float64 go pair by pair, and so does exact
+ * mode when edge pairs are too many for groups to pay (p.edge_groups = 0:
+ * then nearly every warp's group has some, and the per-lane walk over them
+ * plus the take-back costs more than a branch per pair). */
 template <int MODE, int SK>
 __device__ __forceinline__ void meet_range(const typename PT<MODE>::T &a, uint32_t ai,
                                            const typename PT<MODE>::T *tile, uint32_t u0,
                                            uint32_t u1, uint32_t jt, Sink<SK> &sk,
                                            const sdh_params &p, Blk &blk) {
+  uint32_t u = u0;
+  if constexpr (MODE != SDH_MODE_F64) {
+    for (; (MODE == SDH_MODE_FAST || p.edge_groups) && u + 32 <= u1; u += 32) {
+      uint32_t m = 0;
+#pragma unroll
+      for (uint32_t k = 0; k < 32; k++) {
+        uint32_t c = code32(a, tile[u + k], p.magic);
+        sk.add_hi(c >> p.shift);
+        if (MODE == SDH_MODE_EXACT)
+          m = __funnelshift_l((c & p.mask) - p.thresh, m, 1);
+      }
+      if (MODE == SDH_MODE_EXACT && __builtin_expect(m != 0, 0))
+        edge_group<SK>(m, a, ai, tile, u, jt, sk, p, blk);
+    }
+  }
 #pragma unroll 8
-  for (uint32_t u = u0; u < u1; u++)
+  for (; u < u1; u++)
     pair<MODE, SK, true>(a, tile[u], ai, jt + u, sk, p, blk);
 }
 
