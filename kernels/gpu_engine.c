@@ -1114,7 +1114,7 @@ const size_t histd__cuda_kernel_count = sizeof histd__cuda_kernels / sizeof hist
 
 /*
  * "auto": the fastest exact kernel and block size for the job, from the
- * table measured on an H100 (bench/RESULTS.md, "GPU kernels"): the
+ * table measured on an H200 (bench/RESULTS.md, "GPU kernels"): the
  * lane-privatised balanced kernel wins at every size measured; its block
  * size depends on how many histogram rows there are.
  */
