@@ -2,6 +2,9 @@
 # gpu-session.sh -- one call on a lent GPU machine: build, disassemble the
 # hot kernel, run the GPU test suite, run bench_gpu; logs go to $OUT.
 #   STEPS="build sass test bench" BENCH_ARGS="table chunk" bash bench/gpu-session.sh
+# SERVICE=enabled also builds the daemon (from the carried .debs; a stub
+# gnutls.pc stands in for libmicrohttpd's private requirement) and adds the
+# service and cli suites to the test step.
 # quick: STEPS="build sass test bench" BENCH_ARGS=table BENCH_GPU_WL="W2 W3" \
 #        BENCH_GPU_KERNELS=auto,tiled-privatized-f64 BENCH_GPU_PREC=exact bash bench/gpu-session.sh
 # (bench_gpu.c's header lists those variables)
@@ -11,17 +14,26 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 STEPS=${STEPS:-build sass test bench}
 export PATH="$PATH:/usr/local/cuda/bin"
 export NCCL_NVLS_ENABLE=0
-if ls ../.debs/*.deb >/dev/null 2>&1; then
-  for f in ../.debs/*.deb; do dpkg -x "$f" /tmp/prefix; done
+debs=.debs; [ -d "$debs" ] || debs=../.debs   # carried beside the tree or in it
+if ls "$debs"/*.deb >/dev/null 2>&1; then
+  for f in "$debs"/*.deb; do dpkg -x "$f" /tmp/prefix; done
   for pc in /tmp/prefix/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc; do
     sed -i -E -e 's#^prefix=.*#prefix=/tmp/prefix/usr#' -e 's#^(libdir|includedir)=/usr#\1=/tmp/prefix/usr#' "$pc"; done
   export PKG_CONFIG_PATH=/tmp/prefix/usr/lib/x86_64-linux-gnu/pkgconfig
   export LD_LIBRARY_PATH=/tmp/prefix/usr/lib/x86_64-linux-gnu
 fi
+SERVICE=${SERVICE:-disabled}
+suites="--suite gpu --suite unit"
+if [ "$SERVICE" != disabled ]; then
+  pkg-config --exists gnutls 2>/dev/null ||
+    printf 'Name: gnutls\nDescription: stub\nVersion: 3.7.9\nLibs:\nCflags:\n' \
+      > "${PKG_CONFIG_PATH%%:*}/gnutls.pc"
+  suites="$suites --suite cli --suite service"
+fi
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 t0=$(date +%s)
 if [[ $STEPS == *build* ]]; then
-  { meson setup build-gpu -Dservice=disabled -Dbuildtype=release >/dev/null &&
+  { meson setup build-gpu -Dservice=$SERVICE -Dbuildtype=release >/dev/null &&
     ninja -C build-gpu; } > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
   grep -A1 "k_linearILi0ELi2E\|k_classicILi2ELi1E\|k_linearILi0ELi1E" "$OUT/build.log" | grep -B1 "Used" | grep -A1 sm_90 | head -12 > "$OUT/ptxas.txt"
   echo "build: $(( $(date +%s) - t0 )) s"
@@ -40,8 +52,9 @@ if [[ $STEPS == *sass* ]]; then
 fi
 if [[ $STEPS == *test* ]]; then
   t1=$(date +%s)
-  meson test -C build-gpu --suite gpu --suite unit --print-errorlogs -t 1 > "$OUT/test.log" 2>&1
+  meson test -C build-gpu $suites --print-errorlogs -t 1 > "$OUT/test.log" 2>&1
   cp build-gpu/meson-logs/testlog.txt "$OUT/testlog.txt" 2>/dev/null; rm -f "$OUT/test.log.keep"
+  grep -E "^ *[0-9]+/[0-9]+ " "$OUT/test.log"
   grep -E "^(Ok|Fail|Skipped|Timeout):" "$OUT/test.log" | tr '\n' ' '; echo
   grep -E "^  |GPU runs|test_gpu:|check failed|skipped" "$OUT/testlog.txt" | grep -v "^  *$" | head -60
   echo "test: $(( $(date +%s) - t1 )) s"
