@@ -507,120 +507,62 @@ void route_jobs_result(request *r) {
 
 /* ---- POST /v1/histogram ------------------------------------------------------------------ */
 
-/* Points from {"points":[[x,y,z],...]} or {"x":[...],"y":[...],"z":[...]}. */
-static bool points_from_json(request *r, const cJSON *o, histd_dataset *ds) {
-  const cJSON *pts = cJSON_GetObjectItemCaseSensitive(o, "points");
-  const cJSON *ax[3] = {cJSON_GetObjectItemCaseSensitive(o, "x"),
-                        cJSON_GetObjectItemCaseSensitive(o, "y"),
-                        cJSON_GetObjectItemCaseSensitive(o, "z")};
-  size_t max = r->svc->cfg.max_sync_points;
-  char msg[256];
-  if (pts != NULL) {
-    if (ax[0] || ax[1] || ax[2]) {
-      respond_problem(r, 400, "give either points or x, y and z, not both");
-      return false;
-    }
-    if (!cJSON_IsArray(pts)) {
-      respond_problem(r, 400, "points must be an array of [x, y, z] arrays");
-      return false;
-    }
-    size_t n = (size_t)cJSON_GetArraySize(pts);
-    if (n > max) {
-      respond_problem(r, 413, "POST /v1/histogram takes at most %zu points (--max-sync-points), "
-                              "got %zu; upload them with POST /v1/datasets and submit a job",
-                      max, n);
-      return false;
-    }
-    if (histd_dataset_alloc(ds, n, msg, sizeof msg) != 0) {
-      respond_problem(r, 503, "%s", msg);
-      return false;
-    }
-    size_t i = 0;
-    for (const cJSON *p = pts->child; p != NULL; p = p->next, i++) {
-      const cJSON *c0 = cJSON_IsArray(p) ? p->child : NULL;
-      const cJSON *c1 = c0 ? c0->next : NULL;
-      const cJSON *c2 = c1 ? c1->next : NULL;
-      if (!c2 || c2->next || !cJSON_IsNumber(c0) || !cJSON_IsNumber(c1) || !cJSON_IsNumber(c2)) {
-        respond_problem(r, 400, "point %zu must be an array of three numbers [x, y, z]", i + 1);
-        return false;
-      }
-      ds->x[i] = c0->valuedouble;
-      ds->y[i] = c1->valuedouble;
-      ds->z[i] = c2->valuedouble;
-    }
-    return true;
-  }
-  if (!ax[0] || !ax[1] || !ax[2]) {
-    respond_problem(r, 400, "the body needs points ([[x, y, z], ...]) or x, y and z arrays");
-    return false;
-  }
-  static const char *const names[3] = {"x", "y", "z"};
-  for (int a = 0; a < 3; a++)
-    if (!cJSON_IsArray(ax[a])) {
-      respond_problem(r, 400, "%s must be an array of numbers", names[a]);
-      return false;
-    }
-  size_t n = (size_t)cJSON_GetArraySize(ax[0]);
-  if ((size_t)cJSON_GetArraySize(ax[1]) != n || (size_t)cJSON_GetArraySize(ax[2]) != n) {
-    respond_problem(r, 400, "x, y and z must have the same length");
-    return false;
-  }
-  if (n > max) {
-    respond_problem(r, 413, "POST /v1/histogram takes at most %zu points (--max-sync-points), "
-                            "got %zu; upload them with POST /v1/datasets and submit a job",
-                    max, n);
-    return false;
-  }
-  if (histd_dataset_alloc(ds, n, msg, sizeof msg) != 0) {
-    respond_problem(r, 503, "%s", msg);
-    return false;
-  }
-  double *dst[3] = {ds->x, ds->y, ds->z};
-  for (int a = 0; a < 3; a++) {
-    size_t i = 0;
-    for (const cJSON *v = ax[a]->child; v != NULL; v = v->next, i++) {
-      if (!cJSON_IsNumber(v)) {
-        respond_problem(r, 400, "%s[%zu] must be a number", names[a], i);
-        return false;
-      }
-      dst[a][i] = v->valuedouble;
-    }
-  }
-  return true;
-}
-
-/* The fast path: the point members go to the io layer's JSON parser, the
- * rest to cJSON with the points blanked out. Returns 1 when it answered
- * (an error) or filled o and ds, 0 to fall back to the plain cJSON path. */
-static int split_points(request *r, cJSON **o, histd_dataset *ds) {
+/*
+ * The body's points go to the io layer's JSON parser, the same code (and the
+ * same sentences) as an uploaded JSON dataset, without a cJSON node per
+ * number; the other members go to cJSON with the point values blanked out.
+ * Fills *o and ds and returns true, or answers with a problem and returns
+ * false.
+ */
+static bool split_points(request *r, cJSON **o, histd_dataset *ds) {
   json_span spans[16];
   size_t count;
-  if (json_object_spans(r->body, r->body_len, spans, 16, &count) != 0)
-    return 0;
+  if (r->body == NULL || r->body_len == 0 ||
+      json_object_spans(r->body, r->body_len, spans, 16, &count) != 0) {
+    cJSON *whole = parse_body(r); /* words a syntax error precisely */
+    if (whole != NULL) {
+      cJSON_Delete(whole);
+      respond_problem(r, 400, "the body must be a JSON object: points (or x, y and z) and "
+                              "the histogram's parameters");
+    }
+    return false;
+  }
   const json_span *pt[4] = {NULL, NULL, NULL, NULL};
   static const char *const names[4] = {"points", "x", "y", "z"};
   for (size_t i = 0; i < count; i++)
     for (int k = 0; k < 4; k++)
       if (spans[i].key_len == strlen(names[k]) &&
           memcmp(spans[i].key, names[k], spans[i].key_len) == 0) {
-        if (pt[k] != NULL)
-          return 0; /* duplicate keys: let the slow path judge */
+        if (pt[k] != NULL) {
+          respond_problem(r, 400, "the body names \"%s\" twice", names[k]);
+          return false;
+        }
         pt[k] = &spans[i];
       }
-  bool soa = pt[1] && pt[2] && pt[3];
-  if (!(pt[0] && !pt[1] && !pt[2] && !pt[3]) && !(soa && !pt[0]))
-    return 0;
+  bool soa = pt[1] || pt[2] || pt[3];
+  if (pt[0] != NULL && soa) {
+    respond_problem(r, 400, "give either points or x, y and z, not both");
+    return false;
+  }
+  if (pt[0] == NULL && !soa) {
+    respond_problem(r, 400, "the body needs points ([[x, y, z], ...]) or x, y and z arrays");
+    return false;
+  }
   /* The points, alone, in the io layer's JSON shape. */
   size_t cap = 64;
   for (int k = 0; k < 4; k++)
     cap += pt[k] ? pt[k]->value_len : 0;
   char *doc = malloc(cap);
-  if (doc == NULL)
-    return 0;
+  if (doc == NULL) {
+    respond_problem(r, 503, "out of memory; try again shortly");
+    return false;
+  }
   size_t len = 0;
   doc[len++] = '{';
-  for (int k = soa ? 1 : 0; k < (soa ? 4 : 1); k++) {
-    len += (size_t)sprintf(doc + len, "%s\"%s\":", k > 1 ? "," : "", names[k]);
+  for (int k = 0; k < 4; k++) {
+    if (pt[k] == NULL)
+      continue;
+    len += (size_t)sprintf(doc + len, "%s\"%s\":", len > 1 ? "," : "", names[k]);
     memcpy(doc + len, pt[k]->value, pt[k]->value_len);
     len += pt[k]->value_len;
   }
@@ -633,10 +575,12 @@ static int split_points(request *r, cJSON **o, histd_dataset *ds) {
     respond_problem(r, 413, "POST /v1/histogram takes at most %zu points (--max-sync-points); "
                             "upload them with POST /v1/datasets and submit a job",
                     r->svc->cfg.max_sync_points);
-    return 1;
+    return false;
   }
-  if (rc != 0)
-    return 0; /* the slow path finds and words the problem */
+  if (rc != 0) {
+    respond_problem(r, 400, "%s", msg);
+    return false;
+  }
   /* The parameters: the body with the point values blanked to 0. */
   for (int k = 0; k < 4; k++)
     if (pt[k] != NULL) {
@@ -644,13 +588,12 @@ static int split_points(request *r, cJSON **o, histd_dataset *ds) {
       v[0] = '0';
       memset(v + 1, ' ', pt[k]->value_len - 1);
     }
-  *o = cJSON_ParseWithLength(r->body, r->body_len);
+  *o = parse_body(r);
   if (*o == NULL) {
     histd_dataset_free(ds);
-    respond_problem(r, 400, "the body is not valid JSON");
-    return 1;
+    return false;
   }
-  return 1;
+  return true;
 }
 
 static void histogram_answer(request *r);
@@ -666,32 +609,14 @@ void route_histogram(request *r) {
   parsed_params pp;
   histd_dataset ds;
   memset(&ds, 0, sizeof ds);
-  char msg[512];
   cJSON *o = NULL;
-  if (r->body != NULL && split_points(r, &o, &ds)) {
-    if (o == NULL)
-      return; /* answered */
-    bool ok = parse_params(r, o, extra, &pp);
-    cJSON_Delete(o);
-    if (!ok) {
-      histd_dataset_free(&ds);
-      return;
-    }
-  } else {
-    o = parse_body(r);
-    if (o == NULL)
-      return;
-    if (!parse_params(r, o, extra, &pp) || !points_from_json(r, o, &ds)) {
-      cJSON_Delete(o);
-      histd_dataset_free(&ds);
-      return;
-    }
-    cJSON_Delete(o);
-    if (histd_dataset_finish(&ds, msg, sizeof msg) != 0) {
-      histd_dataset_free(&ds);
-      respond_problem(r, 400, "%s", msg);
-      return;
-    }
+  if (!split_points(r, &o, &ds))
+    return;
+  bool ok = parse_params(r, o, extra, &pp);
+  cJSON_Delete(o);
+  if (!ok) {
+    histd_dataset_free(&ds);
+    return;
   }
   sync_task *t = calloc(1, sizeof *t);
   if (t == NULL) {

@@ -140,8 +140,10 @@ def test_samples(exe, spec):
         hreq = {"points": [list(p) for p in pts[:50]], "bucket_width": 100}
         v.request_body("POST", "/v1/histogram", "application/json", hreq)
         call("POST", "/v1/histogram", "/v1/histogram", hreq, None, 200)
-        call("POST", "/v1/histogram", "/v1/histogram", {"points": [], "bucket_width": -1},
+        call("POST", "/v1/histogram", "/v1/histogram", {"points": [[0, 0, 0]], "bucket_width": -1},
              None, 422)
+        call("POST", "/v1/histogram", "/v1/histogram", {"points": [], "bucket_width": 1},
+             None, 400)
         call("GET", "/v1/kernels", "/v1/kernels", want=200)
         call("GET", "/v1/devices", "/v1/devices", want=200)
         call("GET", "/healthz", "/healthz", want=200)
