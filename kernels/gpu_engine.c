@@ -42,6 +42,10 @@
   } while (0)
 
 static int cuda_error(char *msg, size_t msglen, const char *what, int device, cudaError_t e) {
+  /* a failed runtime call also sets the thread's last error; left there, a
+   * non-sticky one (out of memory, a bad argument) would be returned by the
+   * next launch's cudaGetLastError() and fail the worker's next job */
+  (void)cudaGetLastError();
   if (e == cudaErrorMemoryAllocation)
     return histd_fail(msg, msglen, HISTD_ETOOBIG, "GPU %d: out of memory in %s (%s)", device,
                       what, cudaGetErrorString(e));
@@ -661,6 +665,9 @@ typedef struct part_out {
 static int part_run(gpu_ctx *ctx, const histd_dataset *ds, const job_plan *jp, uint64_t ua,
                     uint64_t ub, part_ctl *pc, part_out *out, char *msg, size_t msglen) {
   CK(cudaSetDevice(ctx->device), "cudaSetDevice");
+  /* launches are checked with cudaGetLastError(): start from a clean slate,
+   * whatever failed earlier on this thread (a sticky error stays sticky) */
+  (void)cudaGetLastError();
   snprintf(out->device, sizeof out->device, "%s", ctx->name);
   sdh_params p;
   int rc = make_params(ctx, jp, &p, msg, msglen);

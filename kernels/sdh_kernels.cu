@@ -735,6 +735,7 @@ static kfn pick(const sdh_params *p) {
 }
 
 static int cuda_fail(char *msg, size_t msglen, const char *what, cudaError_t e) {
+  (void)cudaGetLastError(); /* clear a non-sticky error: the next job must not see it */
   return histd_fail(msg, msglen, HISTD_EDEVICE, "CUDA error in %s: %s", what,
                     cudaGetErrorString(e));
 }

@@ -25,6 +25,8 @@
 #include "../pointsets.h"
 #include "histd/histd.h"
 
+#include <cuda_runtime_api.h>
+
 int gpu_reference_histogram(const double *x, const double *y, const double *z, uint32_t n,
                             double w, uint32_t nb, uint64_t *counts);
 const char *gpu_reference_error(int e);
@@ -319,6 +321,27 @@ static void test_progress_cancel_errors(void) {
   histd_dataset_free(&ds);
 }
 
+/* A failed CUDA call leaves its (non-sticky) error as the thread's last
+ * error; the next job on that thread must not report it as its own. */
+static void test_stale_error(void) {
+  histd_dataset ds = make_set(1000, SHAPE_UNIFORM, 23000, 41);
+  uint64_t *ref = reference(&ds, 500, 80);
+  const char *ks[] = {"tiled-privatized", "tiled-privatized-f64"};
+  for (int i = 0; i < 2; i++) {
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, (size_t)1 << 60); /* fails: out of memory */
+    CHECK(e != cudaSuccess, "a 2^60-byte cudaMalloc succeeded");
+    if (e == cudaSuccess)
+      cudaFree(p);
+    int ok = compare(&ds, ks[i], 256, 500, 80, HISTD_PRECISION_EXACT, ref,
+                     "uniform n=1000 after a failed CUDA call");
+    CHECK(ok, "%s: a stale CUDA error from an earlier call failed the job", ks[i]);
+  }
+  free(ref);
+  histd_dataset_free(&ds);
+  printf("  a stale CUDA error does not fail the next job: done\n");
+}
+
 static void test_split_kernel(const histd_dataset *ds, const char *k, int ndev) {
   char msg[512];
   histd_result one, many;
@@ -375,6 +398,7 @@ int main(void) {
   test_float32_stress();
   test_auto_and_prefetch();
   test_progress_cancel_errors();
+  test_stale_error();
   test_split(count);
   histd_worker_destroy(W);
   printf("%d GPU runs in %.1f s\n", runs, (histd_now_ms() - t0) / 1000);
