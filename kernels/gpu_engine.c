@@ -509,8 +509,9 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
   /* room for the histogram: all the device offers, less what the tile and
    * queue take; lane-private copies only while two blocks fit an SM */
   p->sink = SDH_SINK_GLOBAL;
+  size_t optin = ctx->smem_optin > SDH_STATIC_SMEM ? ctx->smem_optin - SDH_STATIC_SMEM : 0;
   size_t other = sdh_smem_bytes(p);
-  size_t room = ctx->smem_optin > other ? ctx->smem_optin - other : 0;
+  size_t room = optin > other ? optin - other : 0;
   size_t pair_room = 110 * 1024 > other ? 110 * 1024 - other : 0;
   size_t rowb = (size_t)jp->rows * 4;
   int pref = jp->k->pref;
@@ -558,10 +559,10 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
    * rare: W1/W2/W4 (band 1.5e-4) gain 25-30%, W3 (band 5e-3) lost 8% */
   p->edge_groups = band < 1e-3;
   p->smem = sdh_smem_bytes(p);
-  if (p->smem > ctx->smem_optin)
+  if (p->smem > optin)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "block size %u needs %zu bytes of shared memory; GPU %d offers %zu",
-                      p->block, p->smem, ctx->device, ctx->smem_optin);
+                      p->block, p->smem, ctx->device, optin);
   return 0;
 }
 

@@ -41,6 +41,10 @@ enum { SDH_SINK_GLOBAL = 0, SDH_SINK_GEN = 1, SDH_SINK_LANE = 2 };
 enum { SDH_DIAG_TRI = 0, SDH_DIAG_CIRC = 1 };
 
 #define SDH_QCAP 2048u  /* refine-queue entries per block (exact mode) */
+/* Static shared memory of every kernel (the queue counter in smem_setup();
+ * ptxas -v reports "16 bytes smem"). The dynamic size plus this must not
+ * exceed the device's sharedMemPerBlockOptin, or the launch fails. */
+#define SDH_STATIC_SMEM 16u
 
 typedef struct sdh_params {
   int mode, family, sink, diag;

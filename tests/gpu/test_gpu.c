@@ -342,6 +342,40 @@ static void test_stale_error(void) {
   printf("  a stale CUDA error does not fail the next job: done\n");
 }
 
+/* A histogram that fills exactly the shared memory a block may opt in to
+ * leaves no room for the kernels' static shared memory: it must go to the
+ * global sink (or fewer copies), not fail the launch. */
+static void test_smem_boundary(int device) {
+  struct cudaDeviceProp pr;
+  if (cudaGetDeviceProperties(&pr, device) != cudaSuccess) {
+    CHECK(0, "cudaGetDeviceProperties failed");
+    return;
+  }
+  size_t optin = pr.sharedMemPerBlockOptin;
+  /* width 0.5 on a 23000 box: every plan is float64 (no refine queue), and
+   * the histogram has buckets + 1 rows of 4 bytes next to a tile of 256
+   * float64 points (24 bytes each; none for the naive family) */
+  histd_dataset ds = make_set(1000, SHAPE_UNIFORM, 23000, 43);
+  struct {
+    const char *k;
+    size_t tile;
+  } cs[] = {{"tiled-privatized-f64", 256 * 24},
+            {"tiled-privatized", 256 * 24},
+            {"circular", 256 * 24},
+            {"privatized", 0}};
+  for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+    uint32_t nb = (uint32_t)((optin - cs[c].tile) / 4 - 1);
+    uint64_t *ref = reference(&ds, 0.5, nb);
+    char what[96];
+    snprintf(what, sizeof what, "uniform n=1000 nb=%u (shared memory full)", nb);
+    int ok = compare(&ds, cs[c].k, 256, 0.5, nb, HISTD_PRECISION_EXACT, ref, what);
+    CHECK(ok, "%s: a histogram filling the opt-in shared memory failed", cs[c].k);
+    free(ref);
+  }
+  histd_dataset_free(&ds);
+  printf("  histograms that fill the opt-in shared memory (%zu bytes): done\n", optin);
+}
+
 static void test_split_kernel(const histd_dataset *ds, const char *k, int ndev) {
   char msg[512];
   histd_result one, many;
@@ -399,6 +433,7 @@ int main(void) {
   test_auto_and_prefetch();
   test_progress_cancel_errors();
   test_stale_error();
+  test_smem_boundary(dev[0].index);
   test_split(count);
   histd_worker_destroy(W);
   printf("%d GPU runs in %.1f s\n", runs, (histd_now_ms() - t0) / 1000);
