@@ -1019,7 +1019,10 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_spec *
       pthread_join(t[i].tid, NULL);
     if (t[i].own && t[i].ctx)
       histd__cuda_context_destroy(t[i].ctx);
-    if (t[i].rc != 0 && rc == 0)
+    /* a part that failed stops the others, which then return ECANCELED:
+     * report the failure, not "cancelled" (a real cancel is checked below) */
+    if (t[i].rc != 0 &&
+        (rc == 0 || (rc == HISTD_ECANCELED && t[i].rc != HISTD_ECANCELED)))
       rc = histd_fail(msg, msglen, t[i].rc, "%s", t[i].msg);
     if (t[i].rc == 0 && t[i].ua < t[i].ub) {
       fold_rows(jp, t[i].out.rows, res);

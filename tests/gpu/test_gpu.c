@@ -402,6 +402,34 @@ static void test_split_kernel(const histd_dataset *ds, const char *k, int ndev) 
     histd_result_free(&many);
 }
 
+/* One part of a split job fails (too large for the pretended memory of the
+ * contexts made for the other parts); the part on the worker's own context,
+ * whose buffers are already there, is stopped. The job must fail with the
+ * failure's message, not as "cancelled". */
+static void test_split_error(void) {
+  histd_dataset ds = make_set(300007, SHAPE_UNIFORM, 23000, 47);
+  char msg[512];
+  histd_result res;
+  int rc = run(W, &ds, "balanced", 256, 500, 80, HISTD_PRECISION_EXACT, NULL, &res, msg,
+               sizeof msg);
+  CHECK(rc == 0, "balanced: %s", msg);
+  if (rc == 0)
+    histd_result_free(&res);
+  setenv("HISTD_GPU_SPLIT_MIN_PAIRS", "0", 1);
+  setenv("HISTD_GPU_FAKE_SPLIT", "3", 1);
+  setenv("HISTD_GPU_MEM_LIMIT_MB", "1", 1);
+  rc = run(W, &ds, "naive", 256, 500, 80, HISTD_PRECISION_EXACT, NULL, &res, msg, sizeof msg);
+  unsetenv("HISTD_GPU_MEM_LIMIT_MB");
+  unsetenv("HISTD_GPU_FAKE_SPLIT");
+  unsetenv("HISTD_GPU_SPLIT_MIN_PAIRS");
+  CHECK(rc == HISTD_ETOOBIG, "a split job whose part failed must report it, got %d (%s)", rc,
+        msg);
+  if (rc == 0)
+    histd_result_free(&res);
+  printf("  a failed part of a split job: \"%s\"\n", msg);
+  histd_dataset_free(&ds);
+}
+
 static void test_split(int ndev) {
   histd_dataset ds = make_set(300007, SHAPE_UNIFORM, 23000, 31);
   test_split_kernel(&ds, "balanced", ndev);
@@ -435,6 +463,7 @@ int main(void) {
   test_stale_error();
   test_smem_boundary(dev[0].index);
   test_split(count);
+  test_split_error();
   histd_worker_destroy(W);
   printf("%d GPU runs in %.1f s\n", runs, (histd_now_ms() - t0) / 1000);
   return check_finish("test_gpu");
