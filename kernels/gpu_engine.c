@@ -663,7 +663,7 @@ typedef struct part_out {
 } part_out;
 
 /* Runs units [ua, ub) (ub = 0: all) of the job on one GPU. */
-static int part_run(gpu_ctx *ctx, const histd_dataset *ds, const job_plan *jp, uint64_t ua,
+static int part_run_streams(gpu_ctx *ctx, const histd_dataset *ds, const job_plan *jp, uint64_t ua,
                     uint64_t ub, part_ctl *pc, part_out *out, char *msg, size_t msglen) {
   CK(cudaSetDevice(ctx->device), "cudaSetDevice");
   /* launches are checked with cudaGetLastError(): start from a clean slate,
@@ -828,6 +828,20 @@ static int part_run(gpu_ctx *ctx, const histd_dataset *ds, const job_plan *jp, u
   out->refined = refined;
   memcpy(out->rows, ctx->hcounts, cbytes);
   return 0;
+}
+
+static int part_run(gpu_ctx *ctx, const histd_dataset *ds, const job_plan *jp, uint64_t ua,
+                    uint64_t ub, part_ctl *pc, part_out *out, char *msg, size_t msglen) {
+  int rc = part_run_streams(ctx, ds, jp, ua, ub, pc, out, msg, msglen);
+  if (rc != 0) {
+    /* a failure can leave launches queued on the compute stream and a copy
+     * on the copy stream: let them finish, so that the next job's copy into
+     * a slot does not overwrite points a kernel of this one still reads */
+    cudaStreamSynchronize(ctx->compute);
+    cudaStreamSynchronize(ctx->copy);
+    (void)cudaGetLastError();
+  }
+  return rc;
 }
 
 /* ---- one job, on one or several GPUs --------------------------------------- */
