@@ -167,6 +167,7 @@ struct gpu_ctx {
   cudaStream_t copy, compute;
   gpu_slot slot[2];
   int cur; /* the slot the last run used */
+  int pf;  /* the slot the last prefetch loaded, until a run uses it; -1 none */
   float4 *d32;
   size_t cap32;
   unsigned long long *dcounts, *drefined;
@@ -281,6 +282,7 @@ int histd__cuda_context_create(void **out, int device, char *msg, size_t msglen)
   if (ctx == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a GPU context");
   ctx->device = device;
+  ctx->pf = -1;
   int rc = context_init(ctx, msg, msglen);
   if (rc != 0) {
     histd__cuda_context_destroy(ctx);
@@ -366,9 +368,26 @@ int histd__cuda_prefetch(void *p, const histd_dataset *ds, char *msg, size_t msg
     return 0;
   CK(cudaSetDevice(ctx->device), "cudaSetDevice");
   for (int i = 0; i < 2; i++)
-    if (slot_holds(&ctx->slot[i], ds))
+    if (slot_holds(&ctx->slot[i], ds)) {
+      ctx->pf = i;
       return 0;
-  return slot_load(ctx, &ctx->slot[1 - ctx->cur], ds, msg, msglen);
+    }
+  /* The service prefetches job k+1's points just before it runs job k,
+   * whose points job k-1's prefetch loaded: the slot of the previous
+   * prefetch is the one about to be used, so load into the other (the last
+   * run's, whose kernels have finished). */
+  int target = ctx->pf >= 0 ? 1 - ctx->pf : 1 - ctx->cur;
+  int rc = slot_load(ctx, &ctx->slot[target], ds, msg, msglen);
+  if (rc == 0)
+    ctx->pf = target;
+  return rc;
+}
+
+int histd__cuda_holds(const histd_worker *w, const histd_dataset *ds) {
+  const gpu_ctx *ctx = w->gpu;
+  if (ctx == NULL)
+    return 0;
+  return slot_holds(&ctx->slot[0], ds) || slot_holds(&ctx->slot[1], ds);
 }
 
 /* The slot holding ds after this call (copy queued on the copy stream). */
@@ -379,14 +398,15 @@ static int dataset_on_device(gpu_ctx *ctx, const histd_dataset *ds, gpu_slot **o
     if (slot_holds(&ctx->slot[i], ds))
       use = i;
   if (use < 0) {
-    /* not the slot a prefetch is filling for a later job; else keep the
-     * last job's points and use the other slot */
-    int other = 1 - ctx->cur;
-    use = ctx->slot[other].fresh && ctx->slot[other].valid ? ctx->cur : other;
+    /* not the slot the last prefetch loaded (a later job's points); else
+     * keep the last job's points and use the other slot */
+    use = ctx->pf >= 0 ? 1 - ctx->pf : 1 - ctx->cur;
     int rc = slot_load(ctx, &ctx->slot[use], ds, msg, msglen);
     if (rc != 0)
       return rc;
   }
+  if (use == ctx->pf)
+    ctx->pf = -1; /* the prefetch served its job */
   gpu_slot *s = &ctx->slot[use];
   ctx->cur = use;
   CK(cudaStreamWaitEvent(ctx->compute, s->ready, 0), "cudaStreamWaitEvent");

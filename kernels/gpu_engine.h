@@ -23,6 +23,9 @@ int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
 void histd__cuda_auto_choice(const histd_dataset *ds, const histd_spec *spec,
                              uint32_t buckets, const char **kernel, uint32_t *block);
 
+/* Tests: 1 if the worker's device holds ds's points (prefetched or kept). */
+int histd__cuda_holds(const histd_worker *w, const histd_dataset *ds);
+
 /* "NVIDIA H100 80GB HBM3 (GPU 0)" */
 const char *histd__cuda_context_name(const gpu_ctx *ctx);
 

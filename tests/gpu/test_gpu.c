@@ -27,6 +27,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "gpu_engine.h"
+
 int gpu_reference_histogram(const double *x, const double *y, const double *z, uint32_t n,
                             double w, uint32_t nb, uint64_t *counts);
 const char *gpu_reference_error(int e);
@@ -240,6 +242,42 @@ static void test_auto_and_prefetch(void) {
   histd_dataset_free(&a);
   histd_dataset_free(&b);
   printf("  auto, prefetch, cached points: done\n");
+}
+
+/* The service's pattern: before it runs job k it prefetches job k+1's
+ * points. Job k's points (prefetched before job k-1 ran) must still be on
+ * the device when job k runs, and the counts must be right. */
+static void test_prefetch_pattern(void) {
+  enum { JOBS = 5 };
+  histd_dataset d[JOBS];
+  uint64_t *ref[JOBS];
+  for (int k = 0; k < JOBS; k++) {
+    d[k] = make_set(20000 + (size_t)k, SHAPE_UNIFORM, 23000, 60 + (uint64_t)k);
+    ref[k] = reference(&d[k], 500, 80);
+  }
+  char msg[512];
+  int kept = 0;
+  for (int k = 0; k < JOBS; k++) {
+    if (k + 1 < JOBS)
+      CHECK(histd_worker_prefetch(W, &d[k + 1], msg, sizeof msg) == 0, "prefetch: %s", msg);
+    if (k > 0) {
+      int held = histd__cuda_holds(W, &d[k]);
+      kept += held;
+      CHECK(held, "job %d: prefetching job %d's points evicted its own", k, k + 1);
+    }
+    char what[64];
+    snprintf(what, sizeof what, "prefetch pattern, job %d", k);
+    compare(&d[k], k % 2 ? "balanced" : "tiled-privatized", 256, 500, 80,
+            HISTD_PRECISION_EXACT, ref[k], what);
+    if (k + 1 < JOBS)
+      CHECK(histd__cuda_holds(W, &d[k + 1]), "job %d evicted the next job's points", k);
+  }
+  for (int k = 0; k < JOBS; k++) {
+    free(ref[k]);
+    histd_dataset_free(&d[k]);
+  }
+  printf("  prefetch pattern: %d of %d jobs found their points on the device\n", kept,
+         JOBS - 1);
 }
 
 typedef struct {
@@ -459,6 +497,7 @@ int main(void) {
   printf("float32 stress sets\n");
   test_float32_stress();
   test_auto_and_prefetch();
+  test_prefetch_pattern();
   test_progress_cancel_errors();
   test_stale_error();
   test_smem_boundary(dev[0].index);
