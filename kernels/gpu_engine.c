@@ -312,14 +312,27 @@ static int mem_check(gpu_ctx *ctx, size_t bytes, const char *what, char *msg, si
   return 0;
 }
 
-static int ensure_slot(gpu_ctx *ctx, gpu_slot *s, size_t n, char *msg, size_t msglen) {
+/* evict: a run may drop the other slot's points (a cache) to make room; a
+ * prefetch may not (they are the points of the job about to run). */
+static int ensure_slot(gpu_ctx *ctx, gpu_slot *s, size_t n, bool evict, char *msg,
+                       size_t msglen) {
   if (s->cap >= n && s->host != NULL)
     return 0;
   CK(cudaEventSynchronize(s->ready), "cudaEventSynchronize");
   slot_free(s);
   size_t bytes = 3 * (n ? n : 1) * sizeof(double);
-  int rc = mem_check(ctx, bytes + 16 * n, "the points (binary64 and float32 copies)", msg,
-                     msglen);
+  /* the float32 copy only where the context has none large enough yet */
+  size_t need = bytes + (ctx->cap32 >= n ? 0 : 16 * n);
+  const char *what = "the points (binary64 and float32 copies)";
+  int rc = mem_check(ctx, need, what, msg, msglen);
+  gpu_slot *o = &ctx->slot[s == &ctx->slot[0] ? 1 : 0];
+  if (rc == HISTD_ETOOBIG && evict && o->dev != NULL) {
+    CK(cudaEventSynchronize(o->ready), "cudaEventSynchronize");
+    slot_free(o);
+    if (ctx->pf == (int)(o - ctx->slot))
+      ctx->pf = -1;
+    rc = mem_check(ctx, need, what, msg, msglen);
+  }
   if (rc != 0)
     return rc;
   CK(cudaMallocHost((void **)&s->host, bytes), "cudaMallocHost");
@@ -337,11 +350,11 @@ static bool slot_holds(const gpu_slot *s, const histd_dataset *ds) {
 }
 
 /* Starts copying ds into slot s on the copy stream. */
-static int slot_load(gpu_ctx *ctx, gpu_slot *s, const histd_dataset *ds, char *msg,
-                     size_t msglen) {
+static int slot_load(gpu_ctx *ctx, gpu_slot *s, const histd_dataset *ds, bool evict,
+                     char *msg, size_t msglen) {
   size_t n = ds->n;
   CK(cudaEventSynchronize(s->ready), "cudaEventSynchronize"); /* its last copy */
-  int rc = ensure_slot(ctx, s, n, msg, msglen);
+  int rc = ensure_slot(ctx, s, n, evict, msg, msglen);
   if (rc != 0)
     return rc;
   s->valid = false;
@@ -377,7 +390,7 @@ int histd__cuda_prefetch(void *p, const histd_dataset *ds, char *msg, size_t msg
    * prefetch is the one about to be used, so load into the other (the last
    * run's, whose kernels have finished). */
   int target = ctx->pf >= 0 ? 1 - ctx->pf : 1 - ctx->cur;
-  int rc = slot_load(ctx, &ctx->slot[target], ds, msg, msglen);
+  int rc = slot_load(ctx, &ctx->slot[target], ds, false, msg, msglen);
   if (rc == 0)
     ctx->pf = target;
   return rc;
@@ -401,7 +414,7 @@ static int dataset_on_device(gpu_ctx *ctx, const histd_dataset *ds, gpu_slot **o
     /* not the slot the last prefetch loaded (a later job's points); else
      * keep the last job's points and use the other slot */
     use = ctx->pf >= 0 ? 1 - ctx->pf : 1 - ctx->cur;
-    int rc = slot_load(ctx, &ctx->slot[use], ds, msg, msglen);
+    int rc = slot_load(ctx, &ctx->slot[use], ds, true, msg, msglen);
     if (rc != 0)
       return rc;
   }

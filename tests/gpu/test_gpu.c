@@ -348,6 +348,26 @@ static void test_progress_cancel_errors(void) {
     CHECK(rc == HISTD_ETOOBIG, "a job over the memory limit must be ETOOBIG, got %d", rc);
     CHECK_STR_CONTAINS(msg, "too large");
     printf("  too large: \"%s\"\n", msg);
+    /* a second set of the same size needs room for its binary64 points
+     * only: the float32 buffer is there (pretend 24n + 64 MiB fits, 40n
+     * + 64 MiB does not) */
+    histd_dataset ds2 = make_set(ds.n, SHAPE_UNIFORM, 23000, 22);
+    rc = run(w2, &ds, "balanced", 256, 500, 80, HISTD_PRECISION_EXACT, NULL, &res, msg,
+             sizeof msg);
+    CHECK(rc == 0, "balanced on a second worker: %s", msg);
+    if (rc == 0)
+      histd_result_free(&res);
+    char lim[32];
+    snprintf(lim, sizeof lim, "%.0f", 64 + (double)ds.n * 32 / 1048576.0);
+    setenv("HISTD_GPU_MEM_LIMIT_MB", lim, 1);
+    rc = run(w2, &ds2, "balanced", 256, 500, 80, HISTD_PRECISION_EXACT, NULL, &res, msg,
+             sizeof msg);
+    unsetenv("HISTD_GPU_MEM_LIMIT_MB");
+    CHECK(rc == 0, "a set that fits the pretended %s MiB next to the float32 buffer: %s", lim,
+          msg);
+    if (rc == 0)
+      histd_result_free(&res);
+    histd_dataset_free(&ds2);
     /* the worker still works afterwards */
     rc = run(w2, &ds, "balanced", 256, 500, 80, HISTD_PRECISION_EXACT, NULL, &res, msg,
              sizeof msg);
