@@ -413,13 +413,18 @@ int histd__cpu_run_opts(const histd_dataset *ds, const histd_spec *spec,
   unsigned nthreads = spec->threads ? spec->threads : histd__cpu_count();
   if (nthreads > job.ntasks)
     nthreads = job.ntasks ? (unsigned)job.ntasks : 1;
+  /* Each thread zeroes (so commits) its own histogram: bound their sum, or
+   * many threads times many buckets exhaust memory (1024 x 64 MiB). */
+  const size_t hist_bytes = (size_t)plan.ctx.hist_size * sizeof(uint32_t);
+  const size_t max_threads = CPU_HIST_BUDGET_BYTES / (hist_bytes ? hist_bytes : 1);
+  if (nthreads > max_threads)
+    nthreads = max_threads ? (unsigned)max_threads : 1;
   cpu_thread *th = calloc(nthreads, sizeof *th);
   if (th == NULL) {
     free(plan.pts);
     pthread_mutex_destroy(&job.lock);
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for threads");
   }
-  const size_t hist_bytes = (size_t)plan.ctx.hist_size * sizeof(uint32_t);
   unsigned started = 0;
   for (; started < nthreads; started++) {
     th[started].job = &job;

@@ -28,6 +28,11 @@ typedef enum cpu_path {
   CPU_PATH_F64       /* the contract's float64 arithmetic on every pair       */
 } cpu_path;
 
+/* The most memory a run's private per-thread histograms may take together:
+ * a run gets fewer threads than it asked for rather than more (each thread
+ * holds about 4 bytes per bucket; 16 Mi buckets are 64 MiB a thread). */
+#define CPU_HIST_BUDGET_BYTES ((size_t)1 << 30)
+
 /* Knobs for tests; histd__cpu_run uses all-AUTO. */
 typedef struct cpu_options {
   cpu_isa isa;

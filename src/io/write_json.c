@@ -12,6 +12,8 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "io_internal.h"
 
@@ -33,20 +35,62 @@ static cJSON *double_item(double v, locale_t loc) {
   return cJSON_CreateRaw(buf);
 }
 
+/* The counts and edges arrays are raw items holding their JSON text: one
+ * string rather than a cJSON node per number, which for HISTD_MAX_BUCKETS
+ * buckets was ~3.4 GB of nodes for a ~240 MB document. */
+typedef struct text {
+  char *p;
+  size_t len, cap;
+} text;
+
+static bool text_put(text *t, const char *s) {
+  size_t n = strlen(s);
+  if (t->len + n + 1 > t->cap) {
+    size_t cap = t->cap ? t->cap : 256;
+    while (cap < t->len + n + 1)
+      cap *= 2;
+    char *p = realloc(t->p, cap);
+    if (p == NULL)
+      return false;
+    t->p = p;
+    t->cap = cap;
+  }
+  memcpy(t->p + t->len, s, n + 1);
+  t->len += n;
+  return true;
+}
+
+static void u64_text(char *buf, size_t len, uint64_t v) { snprintf(buf, len, "%" PRIu64, v); }
+
+static void double_text(char *buf, size_t len, double v, locale_t loc) {
+  if (!isfinite(v))
+    snprintf(buf, len, "null");
+  else
+    histd__format_double(buf, len, v, loc);
+}
+
+/* [e(0), e(1), ... e(count-1)] as one raw item. */
+static cJSON *raw_array(const histd_result *res, uint32_t count, bool edges, locale_t loc) {
+  text t = {NULL, 0, 0};
+  bool ok = text_put(&t, "[");
+  char buf[40];
+  for (uint32_t b = 0; ok && b < count; b++) {
+    if (edges)
+      double_text(buf, sizeof buf, (double)b * res->bucket_width, loc);
+    else
+      u64_text(buf, sizeof buf, res->counts[b]);
+    ok = (b == 0 || text_put(&t, ",")) && text_put(&t, buf);
+  }
+  ok = ok && text_put(&t, "]");
+  cJSON *item = ok ? cJSON_CreateRaw(t.p) : NULL;
+  free(t.p);
+  return item;
+}
+
 static bool add(cJSON *obj, const char *key, cJSON *item) {
   if (item == NULL)
     return false;
   if (!cJSON_AddItemToObject(obj, key, item)) {
-    cJSON_Delete(item);
-    return false;
-  }
-  return true;
-}
-
-static bool push(cJSON *arr, cJSON *item) {
-  if (item == NULL)
-    return false;
-  if (!cJSON_AddItemToArray(arr, item)) {
     cJSON_Delete(item);
     return false;
   }
@@ -62,14 +106,8 @@ cJSON *histd_result_to_json(const histd_result *res, size_t n) {
   bool ok = o != NULL && add(o, "n", u64_item((uint64_t)n)) &&
             add(o, "bucket_width", double_item(res->bucket_width, loc)) &&
             add(o, "buckets", cJSON_CreateNumber(res->buckets));
-  cJSON *edges = ok ? cJSON_CreateArray() : NULL;
-  ok = ok && add(o, "edges", edges);
-  for (uint32_t b = 0; ok && b <= res->buckets; b++)
-    ok = push(edges, double_item((double)b * res->bucket_width, loc));
-  cJSON *counts = ok ? cJSON_CreateArray() : NULL;
-  ok = ok && add(o, "counts", counts);
-  for (uint32_t b = 0; ok && b < res->buckets; b++)
-    ok = push(counts, u64_item(res->counts[b]));
+  ok = ok && add(o, "edges", raw_array(res, res->buckets + 1, true, loc));
+  ok = ok && add(o, "counts", raw_array(res, res->buckets, false, loc));
   ok = ok && add(o, "overflow", u64_item(res->overflow)) &&
        add(o, "total", u64_item(res->total)) &&
        add(o, "kernel", cJSON_CreateString(res->kernel)) &&

@@ -112,7 +112,7 @@ int main(int argc, char **argv) {
   }
   if (http_start(&svc, msg, sizeof msg) != 0) {
     fprintf(stderr, "histd: %s\n", msg);
-    sync_pool_stop(svc.sync);
+    sync_pool_destroy(svc.sync);
     jobs_stop(svc.jobs);
     jobs_destroy(svc.jobs);
     store_close(svc.store);
@@ -149,6 +149,7 @@ int main(int argc, char **argv) {
   uv_close((uv_handle_t *)&ls.wake, close_cb);
   uv_run(&ls.loop, UV_RUN_DEFAULT);
   jobs_destroy(svc.jobs);
+  sync_pool_destroy(svc.sync); /* after http_stop: no handler can reach it now */
   dataset_cache_destroy(svc.cache);
   store_close(svc.store);
   uv_loop_close(&ls.loop);

@@ -288,7 +288,11 @@ int sync_pool_start(sync_pool **out, struct service *svc, char *msg, size_t msgl
 /* Queues t and suspends its connection; HISTD_ETOOBIG when full or stopping. */
 int sync_pool_submit(sync_pool *p, sync_task *t);
 size_t sync_pool_depth(sync_pool *p);
-void sync_pool_stop(sync_pool *p); /* answers what is queued, joins, frees */
+/* Answers what is queued and joins the threads; later submits get
+ * HISTD_ETOOBIG. The pool stays valid (HTTP threads may still call in) until
+ * sync_pool_destroy, after libmicrohttpd has stopped. */
+void sync_pool_stop(sync_pool *p);
+void sync_pool_destroy(sync_pool *p); /* stops if need be, frees */
 void sync_task_free(sync_task *t);
 
 /* ---- the context ---------------------------------------------------------------- */

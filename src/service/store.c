@@ -49,6 +49,10 @@ struct store {
   sqlite3 *db;
   int lock_fd; /* flock on histd.lock: one daemon per data dir */
   pthread_mutex_t mu;
+  /* Orders a payload's check-rename-insert (commit_dataset) against a
+   * delete's row-then-unlink, so a delete cannot unlink the file that a
+   * concurrent upload of the same points has just renamed into place. */
+  pthread_mutex_t commit_mu;
   char dir[4096];
   char payload_dir[4200];
 };
@@ -123,6 +127,7 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
   if (s == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the store");
   pthread_mutex_init(&s->mu, NULL);
+  pthread_mutex_init(&s->commit_mu, NULL);
   snprintf(s->dir, sizeof s->dir, "%s", data_dir);
   snprintf(s->payload_dir, sizeof s->payload_dir, "%s/payloads", data_dir);
   if (mkdir_p(s->payload_dir) != 0) {
@@ -177,6 +182,7 @@ void store_close(store *s) {
     return;
   sqlite3_close(s->db);
   close(s->lock_fd);
+  pthread_mutex_destroy(&s->commit_mu);
   pthread_mutex_destroy(&s->mu);
   free(s);
 }
@@ -311,10 +317,10 @@ static void *hash_main(void *arg) {
 
 /* The common end of both upload paths: the payload is in tmp_path (not yet
  * synced; unlinked here on every path), its id is known. */
-static int commit_dataset(store *s, const char *tmp_path, const char *id, size_t n,
-                          const double min[3], const double max[3], const char *format,
-                          const char *name, dataset_meta *meta, bool *created, char *msg,
-                          size_t msglen) {
+static int commit_dataset_locked(store *s, const char *tmp_path, const char *id, size_t n,
+                                 const double min[3], const double max[3], const char *format,
+                                 const char *name, dataset_meta *meta, bool *created,
+                                 char *msg, size_t msglen) {
   pthread_mutex_lock(&s->mu);
   int rc = get_dataset_locked(s, id, meta);
   pthread_mutex_unlock(&s->mu);
@@ -359,6 +365,17 @@ static int commit_dataset(store *s, const char *tmp_path, const char *id, size_t
   }
   pthread_mutex_unlock(&s->mu);
   *created = !existed;
+  return rc;
+}
+
+static int commit_dataset(store *s, const char *tmp_path, const char *id, size_t n,
+                          const double min[3], const double max[3], const char *format,
+                          const char *name, dataset_meta *meta, bool *created, char *msg,
+                          size_t msglen) {
+  pthread_mutex_lock(&s->commit_mu);
+  int rc = commit_dataset_locked(s, tmp_path, id, n, min, max, format, name, meta, created,
+                                 msg, msglen);
+  pthread_mutex_unlock(&s->commit_mu);
   return rc;
 }
 
@@ -440,6 +457,7 @@ int store_list_datasets(store *s, size_t limit, bool (*fn)(const dataset_meta *m
 }
 
 int store_delete_dataset(store *s, const char *id, char *msg, size_t msglen) {
+  pthread_mutex_lock(&s->commit_mu);
   pthread_mutex_lock(&s->mu);
   sqlite3_stmt *st;
   int rc = 0;
@@ -460,6 +478,7 @@ int store_delete_dataset(store *s, const char *id, char *msg, size_t msglen) {
     unlink(path);
     fsync_dir(s->payload_dir);
   }
+  pthread_mutex_unlock(&s->commit_mu);
   return rc;
 }
 

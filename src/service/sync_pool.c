@@ -99,7 +99,7 @@ int sync_pool_start(sync_pool **out, service *svc, char *msg, size_t msglen) {
   for (int i = 0; i < p->nthreads; i++)
     if (pthread_create(&p->threads[i], NULL, pool_main, p) != 0) {
       p->nthreads = i;
-      sync_pool_stop(p);
+      sync_pool_destroy(p);
       return histd_fail(msg, msglen, HISTD_ENOMEM, "cannot start the histogram threads");
     }
   *out = p;
@@ -142,6 +142,13 @@ void sync_pool_stop(sync_pool *p) {
   pthread_mutex_unlock(&p->mu);
   for (int i = 0; i < p->nthreads; i++)
     pthread_join(p->threads[i], NULL);
+  p->nthreads = 0;
+}
+
+void sync_pool_destroy(sync_pool *p) {
+  if (p == NULL)
+    return;
+  sync_pool_stop(p);
   free(p->threads);
   pthread_cond_destroy(&p->cv);
   pthread_mutex_destroy(&p->mu);

@@ -313,6 +313,50 @@ static void test_error_bound(void) {
   CHECK(worst < 1.0, "the float32 estimate left the error bound (%.3f delta)", worst);
 }
 
+/* Many threads asked for, many buckets: the private histograms (4 bytes a
+ * bucket, one per thread) stay within CPU_HIST_BUDGET_BYTES together, and
+ * the counts are still the definition's. 64 threads x 16 Mi buckets would
+ * be 4 GiB. */
+static void test_thread_memory_bound(void) {
+  const size_t n = 400;
+  const uint32_t buckets = HISTD_MAX_BUCKETS;
+  histd_dataset ds = alloc_ds(n);
+  uint64_t seed = 99;
+  for (size_t i = 0; i < n; i++) {
+    ds.x[i] = test_rand01(&seed) * 100;
+    ds.y[i] = test_rand01(&seed) * 100;
+    ds.z[i] = test_rand01(&seed) * 100;
+  }
+  histd_dataset_finish(&ds, NULL, 0);
+  histd_spec spec;
+  histd_spec_init(&spec);
+  spec.bucket_width = 1e-5;
+  spec.buckets = buckets;
+  spec.threads = 64;
+  histd_result res;
+  char msg[256] = "";
+  CHECK(histd_result_init(&res, buckets, spec.bucket_width, msg, sizeof msg) == 0, "%s", msg);
+  res.total = (uint64_t)n * (n - 1) / 2;
+  cpu_options opt = {CPU_ISA_AUTO, CPU_PATH_AUTO, 16, 0, 0}; /* 325 tasks */
+  int rc = histd__cpu_run_opts(&ds, &spec, NULL, &opt, &res, NULL, msg, sizeof msg);
+  CHECK(rc == 0, "many threads, many buckets: %s", msg);
+  if (rc == 0) {
+    CHECK((uint64_t)res.threads * ((uint64_t)buckets + 2) * 4 <= CPU_HIST_BUDGET_BYTES,
+          "%u threads of %u buckets take more than %zu bytes of private histograms",
+          res.threads, buckets, CPU_HIST_BUDGET_BYTES);
+    CHECK(res.threads >= 1, "at least one thread");
+    def_hist want = definition_histogram(ds.x, ds.y, ds.z, n, spec.bucket_width, buckets);
+    bool same = res.overflow == want.overflow;
+    for (uint32_t b = 0; b < buckets && same; b++)
+      same = res.counts[b] == want.counts[b];
+    CHECK(same, "many threads, many buckets: counts differ from the definition");
+    free(want.counts);
+    runs++;
+  }
+  histd_result_free(&res);
+  histd_dataset_free(&ds);
+}
+
 int main(void) {
   printf("instruction sets here:");
   for (size_t a = 0; a < 3; a++)
@@ -324,6 +368,7 @@ int main(void) {
   test_shapes();
   test_refined_and_fast();
   test_error_bound();
+  test_thread_memory_bound();
   printf("%d kernel runs compared with the definition\n", runs);
   return check_finish("test_cpu");
 }

@@ -183,9 +183,66 @@ static void test_json(void) {
   histd_result_free(&res);
 }
 
+/* cJSON's memory for a large result: counted through cJSON's hooks (a size
+ * header in front of each block). A node per count and per edge was over
+ * 100 bytes a bucket (~3.4 GB for HISTD_MAX_BUCKETS, enough for a few GETs
+ * to exhaust the daemon); the arrays' text is ~10-20 bytes a bucket. */
+static size_t hook_live, hook_peak;
+
+static void *hook_malloc(size_t n) {
+  size_t *p = malloc(n + sizeof(size_t) * 2);
+  if (p == NULL)
+    return NULL;
+  p[0] = n;
+  hook_live += n;
+  if (hook_live > hook_peak)
+    hook_peak = hook_live;
+  return p + 2;
+}
+
+static void hook_free(void *q) {
+  if (q == NULL)
+    return;
+  size_t *p = (size_t *)q - 2;
+  hook_live -= p[0];
+  free(p);
+}
+
+static void test_json_memory(void) {
+  const uint32_t buckets = 1u << 20;
+  histd_result res;
+  CHECK(histd_result_init(&res, buckets, 0.001, NULL, 0) == 0, "result_init");
+  for (uint32_t b = 0; b < buckets; b++)
+    res.counts[b] = (uint64_t)b * 3;
+  cJSON_Hooks hooks = {hook_malloc, hook_free};
+  cJSON_InitHooks(&hooks);
+  hook_live = hook_peak = 0;
+  cJSON *o = histd_result_to_json(&res, 1000);
+  CHECK(o != NULL, "to_json of %u buckets", buckets);
+  size_t peak = hook_peak;
+  char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+  CHECK(s != NULL, "print");
+  if (s != NULL) {
+    CHECK_STR_CONTAINS(s, "\"counts\":[0,3,6,9,");
+    CHECK_STR_CONTAINS(s, "\"edges\":[0,0.001,0.002,0.003,");
+    CHECK_STR_CONTAINS(s, ",3145725],\"overflow\"");
+    cJSON *back = cJSON_Parse(s);
+    CHECK(back != NULL && cJSON_GetArraySize(cJSON_GetObjectItem(back, "counts")) == (int)buckets,
+          "counts parse back");
+    cJSON_Delete(back);
+  }
+  cJSON_free(s);
+  cJSON_Delete(o);
+  cJSON_InitHooks(NULL);
+  CHECK(peak <= (size_t)40 * buckets, "histd_result_to_json took %zu bytes of cJSON memory "
+        "for %u buckets (%.0f a bucket)", peak, buckets, (double)peak / buckets);
+  histd_result_free(&res);
+}
+
 int main(void) {
   test_text();
   test_csv();
   test_json();
+  test_json_memory();
   return check_finish("test_write");
 }
