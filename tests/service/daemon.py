@@ -149,6 +149,17 @@ class Daemon:
         assert hdrs["location"] == "/v1/jobs/" + doc["id"], hdrs
         return doc
 
+    def wait_running(self, job_id, timeout=30):
+        """Until the job runs and its progress has moved; its last document."""
+        deadline = time.time() + timeout
+        doc = None
+        while time.time() < deadline:
+            _, _, doc = self.json("GET", "/v1/jobs/" + job_id)
+            if doc["status"] == "running" and doc["progress"] > 0:
+                return doc
+            time.sleep(0.02)
+        raise AssertionError("job %s never ran: %s" % (job_id, doc))
+
     def wait_job(self, job_id, timeout=60):
         deadline = time.time() + timeout
         while time.time() < deadline:

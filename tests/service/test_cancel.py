@@ -12,15 +12,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemon import Daemon, check, random_points  # noqa: E402
 
 
-def wait_running(d, jid, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        s, _, doc = d.json("GET", "/v1/jobs/" + jid)
-        if doc["status"] == "running" and doc["progress"] > 0:
-            return doc
-        time.sleep(0.05)
-    raise AssertionError("job %s never ran: %s" % (jid, doc))
-
 
 def main():
     exe = sys.argv[1]
@@ -30,7 +21,7 @@ def main():
         for kernel in ("cpu-reference", "cpu"):
             job = d.submit(big, bucket_width=500, buckets=80, kernel=kernel)
             queued = d.submit(big, bucket_width=500, buckets=80, kernel=kernel)
-            wait_running(d, job["id"])
+            d.wait_running(job["id"], timeout=20)
             # The queued one goes at once: 200, cancelled, never started.
             s, _, doc = d.json("DELETE", "/v1/jobs/" + queued["id"])
             check(s == 200 and doc["status"] == "cancelled" and doc["started_at"] is None,

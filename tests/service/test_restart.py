@@ -16,15 +16,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemon import Daemon, check, definition, random_points  # noqa: E402
 
 
-def wait_running(d, jid, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        s, _, doc = d.json("GET", "/v1/jobs/" + jid)
-        if doc["status"] == "running" and doc["progress"] > 0:
-            return doc
-        time.sleep(0.02)
-    raise AssertionError("job %s never ran: %s" % (jid, doc))
-
 
 def main():
     exe = sys.argv[1]
@@ -42,7 +33,7 @@ def main():
         # The one-thread reference kernel: seconds, so the kill lands mid-job.
         long_job = d.submit(big["id"], bucket_width=500, buckets=80, kernel="cpu-reference")
         queued = d.submit(big["id"], bucket_width=500, buckets=80, kernel="cpu")
-        wait_running(d, long_job["id"])
+        d.wait_running(long_job["id"])
         _, _, before = d.json("GET", "/v1/datasets")
         d.stop(signal.SIGKILL)
         print("killed -9 with a job running and one queued")
@@ -77,7 +68,7 @@ def main():
 
         # SIGTERM with a job running: exit 0, the job is queued again.
         term = d.submit(big["id"], bucket_width=250, buckets=160, kernel="cpu-reference")
-        wait_running(d, term["id"])
+        d.wait_running(term["id"])
         t0 = time.time()
         rc = d.stop(signal.SIGTERM)
         check(rc == 0, "exit status %s" % rc)
