@@ -12,7 +12,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemon import Daemon, check, random_points  # noqa: E402
 
 
-
 def main():
     exe = sys.argv[1]
     with Daemon(exe, args=["--workers", "1"]) as d:

@@ -16,7 +16,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemon import Daemon, check, definition, random_points  # noqa: E402
 
 
-
 def main():
     exe = sys.argv[1]
     root = tempfile.mkdtemp(prefix="histd-restart-")
