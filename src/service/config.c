@@ -257,6 +257,13 @@ int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen) {
                "--max-points, --max-upload-bytes and --queue-limit must be positive");
     return -1;
   }
+  /* Bounds that keep the daemon's size arithmetic (buffer doubling, the
+   * drain allowance of twice the limit) far from wrapping. */
+  if (cfg->max_upload_bytes > ((size_t)1 << 40)) {
+    histd_fail(msg, msglen, HISTD_EINVAL, "--max-upload-bytes must be at most 1T, got %zu",
+               cfg->max_upload_bytes);
+    return -1;
+  }
   if (cfg->connection_timeout == 0)
     cfg->connection_timeout = 60;
   if (cfg->max_wait <= 0)

@@ -343,6 +343,38 @@ static bool restore_one(const job_record *rec, void *u) {
   return true;
 }
 
+/* A restored job that no worker of this daemon can take (it names a CUDA
+ * kernel and the daemon restarted without a GPU, or a GPU it no longer
+ * has) fails with the reason instead of waiting forever. Submission
+ * refuses such jobs with a 422; only a restart can produce them. */
+static void fail_unrunnable(jobs *q) {
+  for (job *j = q->head, *next; j != NULL; j = next) {
+    next = j->next;
+    bool runnable = false;
+    for (int i = 0; i < q->nworkers && !runnable; i++)
+      runnable = fits(&q->workers[i], j);
+    if (runnable)
+      continue;
+    const histd_kernel *k = histd_kernel_find(j->rec.spec.kernel);
+    if (k != NULL && k->engine == HISTD_ENGINE_CUDA && !q->has_gpu)
+      snprintf(j->rec.error, sizeof j->rec.error,
+               "kernel \"%s\" needs a GPU, and the daemon restarted without one (%s)",
+               j->rec.spec.kernel, q->svc->gpu_reason);
+    else
+      snprintf(j->rec.error, sizeof j->rec.error,
+               "the job names GPUs the daemon does not have since its restart "
+               "(see GET /v1/devices)");
+    j->rec.status = JOB_FAILED;
+    j->rec.finished_at = wall_now();
+    unlink_locked(q, j);
+    char msg[256];
+    if (store_update_job(q->svc->store, &j->rec, msg, sizeof msg) != 0)
+      fprintf(stderr, "histd: job %s: %s\n", j->rec.id, msg);
+    fprintf(stderr, "histd: job %s failed on restore: %s\n", j->rec.id, j->rec.error);
+    job_free(j);
+  }
+}
+
 int jobs_start(jobs **out, service *svc, char *msg, size_t msglen) {
   jobs *q = calloc(1, sizeof *q);
   if (q == NULL)
@@ -386,6 +418,7 @@ int jobs_start(jobs **out, service *svc, char *msg, size_t msglen) {
 
   /* Jobs that were queued or running when the daemon last stopped. */
   store_unfinished_jobs(svc->store, restore_one, q);
+  fail_unrunnable(q);
   for (job *j = q->head; j != NULL; j = j->next)
     store_update_job(svc->store, &j->rec, NULL, 0);
   if (q->depth > 0)
@@ -493,17 +526,23 @@ int jobs_get(jobs *q, const char *id, job_record *out) {
   return store_get_job(q->svc->store, id, out);
 }
 
-int jobs_cancel(jobs *q, const char *id, job_record *out) {
+int jobs_cancel(jobs *q, const char *id, job_record *out, char *msg, size_t msglen) {
   pthread_mutex_lock(&q->mu);
   worker *on = NULL;
   job *j = find_locked(q, id, &on);
-  if (j != NULL && on == NULL) { /* queued: cancelled at once */
+  if (j != NULL && on == NULL) { /* queued: cancelled at once, once the store says so */
+    job_record cancelled = j->rec;
+    cancelled.status = JOB_CANCELLED;
+    cancelled.finished_at = wall_now();
+    cancelled.timing.queue_ms = (cancelled.finished_at - cancelled.created_at) * 1000.0;
+    snprintf(cancelled.error, sizeof cancelled.error, "the job was cancelled before it started");
+    int rc = store_update_job(q->svc->store, &cancelled, msg, msglen);
+    if (rc != 0) { /* still queued, in the store and here */
+      pthread_mutex_unlock(&q->mu);
+      return rc;
+    }
     unlink_locked(q, j);
-    j->rec.status = JOB_CANCELLED;
-    j->rec.finished_at = wall_now();
-    j->rec.timing.queue_ms = (j->rec.finished_at - j->rec.created_at) * 1000.0;
-    snprintf(j->rec.error, sizeof j->rec.error, "the job was cancelled before it started");
-    store_update_job(q->svc->store, &j->rec, NULL, 0);
+    j->rec = cancelled;
     copy_record(j, out);
     pthread_mutex_unlock(&q->mu);
     metrics_observe_job(&q->svc->metrics, JOB_CANCELLED, 0, 0);

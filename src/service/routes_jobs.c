@@ -433,9 +433,15 @@ void route_jobs_get(request *r) {
 
 void route_jobs_delete(request *r) {
   job_record j;
-  int rc = jobs_cancel(r->svc->jobs, r->path_id, &j);
-  if (rc < 0) {
+  char msg[512] = "";
+  int rc = jobs_cancel(r->svc->jobs, r->path_id, &j, msg, sizeof msg);
+  if (rc == HISTD_ENOENT) {
     respond_problem(r, 404, "no job has the id \"%s\"", r->path_id);
+    return;
+  }
+  if (rc < 0) {
+    respond_problem(r, 500, "the cancellation could not be recorded, so the job is still "
+                            "queued: %s", msg[0] ? msg : histd_strerror(rc));
     return;
   }
   /* 202: a running job was asked to stop (it stops within a second);

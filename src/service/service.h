@@ -254,8 +254,11 @@ int jobs_submit(jobs *q, job_record *j, char *msg, size_t msglen);
 /* The job's current state: from memory when queued or running, else from
  * the store. HISTD_ENOENT when unknown. */
 int jobs_get(jobs *q, const char *id, job_record *out);
-/* Cancels: a queued job at once, a running one within a second. */
-int jobs_cancel(jobs *q, const char *id, job_record *out);
+/* Cancels: a queued job at once, a running one within a second. Returns 1
+ * when a running job was asked to stop, 0 when it is cancelled or had
+ * already ended, HISTD_ENOENT when unknown, or HISTD_EIO (msg says why)
+ * when the store could not record it: the job then stays queued. */
+int jobs_cancel(jobs *q, const char *id, job_record *out, char *msg, size_t msglen);
 size_t jobs_queue_depth(jobs *q);
 size_t jobs_running(jobs *q);
 size_t jobs_active_on(jobs *q, const char *dataset);

@@ -364,6 +364,11 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
       rc = db_fail(s, msg, msglen, "read the dataset back");
   }
   pthread_mutex_unlock(&s->mu);
+  if (rc != 0 && !existed) { /* no row, so no file: nothing stored half-way */
+    char path[4400];
+    store_payload_path(s, id, path, sizeof path);
+    unlink(path);
+  }
   *created = !existed;
   return rc;
 }

@@ -3,10 +3,10 @@ uploaded again: whatever order they end in, a dataset the daemon lists has
 its payload file (a delete used to unlink the file that the concurrent
 upload had just stored, leaving a row without a file behind a 201).
 
-The shim slow_unlink.so (LD_PRELOAD) makes the delete's unlink of the
+The shim faults.so (LD_PRELOAD) makes the delete's unlink of the
 payload slow, so the upload lands between the delete's row and its file.
 
-usage: test_delete_race.py HISTD_EXE SLOW_UNLINK_SO
+usage: test_delete_race.py HISTD_EXE FAULTS_SO
 """
 import os
 import sys

@@ -1,6 +1,7 @@
 """test_errors.py -- every error path: 413 before the body, 400, 401, 404,
 405, 409, 415, 422, 503; problem+json bodies with a sentence; CORS headers
-on errors and preflights; the token; nothing stored by a bad request.
+on errors and preflights; the token; nothing stored by a bad request;
+bad flags and environment values.
 
 usage: test_errors.py HISTD_EXE
 """
@@ -9,7 +10,9 @@ import random
 import os
 import socket
 import struct
+import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -318,8 +321,31 @@ def test_token_and_queue(exe):
     print("token, 503 queue full: ok")
 
 
+def test_flags(exe):
+    """Bad flags and environment values: exit 2 with a sentence, nothing served."""
+    cases = [
+        (["--max-upload-bytes", str(2**64 - 1)], {}, "--max-upload-bytes"),
+        (["--max-upload-bytes", "2T"], {}, "at most 1T"),
+        (["--max-points", "0"], {}, "must be positive"),
+        (["--workers", "many"], {}, "whole number"),
+        (["--listen", "127.0.0.1:99999"], {}, "listen"),
+        ([], {"HISTD_QUEUE_LIMIT": "-3"}, "HISTD_QUEUE_LIMIT"),
+    ]
+    for args, env, want in cases:
+        with tempfile.TemporaryDirectory() as tmp:
+            e = {k: v for k, v in os.environ.items() if not k.startswith("HISTD_")}
+            e.update(env)
+            p = subprocess.run([exe, "--data-dir", tmp] + args, env=e, capture_output=True,
+                               timeout=10)
+            err = p.stderr.decode()
+            check(p.returncode == 2 and want in err, (args, env, p.returncode, err))
+            check(os.listdir(tmp) == [], (args, "created files", os.listdir(tmp)))
+    print("bad flags: ok")
+
+
 def main():
     exe = sys.argv[1]
+    test_flags(exe)
     test_sizes(exe)
     test_bad_requests(exe)
     test_garbage(exe)

@@ -1,0 +1,75 @@
+/*
+ * faults.c -- an LD_PRELOAD shim that injects the faults the service tests
+ * cannot produce from outside the daemon:
+ *
+ *   HISTD_TEST_SLOW_UNLINK_MS=N  unlink() of a payload file (*.f64) sleeps
+ *       N ms first, which widens the window between a delete's row and its
+ *       file to something a test can hit every time (test_delete_race).
+ *   HISTD_TEST_FAIL_DB=PATH  while the file PATH exists, every write to the
+ *       SQLite database (histd.db and its -wal and -journal files) fails
+ *       with ENOSPC, as on a full disk (test_store_fault).
+ */
+#undef _FILE_OFFSET_BITS /* pwrite and pwrite64 are two symbols to replace */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+int unlink(const char *path) {
+  static int (*real_unlink)(const char *);
+  if (real_unlink == NULL)
+    real_unlink = (int (*)(const char *))dlsym(RTLD_NEXT, "unlink");
+  const char *ms = getenv("HISTD_TEST_SLOW_UNLINK_MS");
+  size_t l = strlen(path);
+  if (ms != NULL && l > 4 && strcmp(path + l - 4, ".f64") == 0) {
+    long v = atol(ms);
+    struct timespec ts = {v / 1000, (v % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  return real_unlink(path);
+}
+
+static bool db_write_fails(int fd) {
+  const char *flag = getenv("HISTD_TEST_FAIL_DB");
+  if (flag == NULL || access(flag, F_OK) != 0)
+    return false;
+  char link[64], path[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, path, sizeof path - 1);
+  if (n <= 0)
+    return false;
+  path[n] = '\0';
+  if (strstr(path, "/histd.db") == NULL)
+    return false;
+  errno = ENOSPC;
+  return true;
+}
+
+ssize_t write(int fd, const void *buf, size_t len) {
+  static ssize_t (*real)(int, const void *, size_t);
+  if (real == NULL)
+    real = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+  return db_write_fails(fd) ? -1 : real(fd, buf, len);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t len, off_t off) {
+  static ssize_t (*real)(int, const void *, size_t, off_t);
+  if (real == NULL)
+    real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
+  return db_write_fails(fd) ? -1 : real(fd, buf, len, off);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off) {
+  static ssize_t (*real)(int, const void *, size_t, off64_t);
+  if (real == NULL)
+    real = (ssize_t (*)(int, const void *, size_t, off64_t))dlsym(RTLD_NEXT, "pwrite64");
+  return db_write_fails(fd) ? -1 : real(fd, buf, len, off);
+}
