@@ -9,7 +9,13 @@
  *   1. latency of POST /v1/histogram with `points` (1,000) random points in
  *      [0, 23000)^3, bucket width 500: `requests` (2,000) requests from
  *      `clients` (16) threads, each with its own keep-alive libcurl handle,
- *      after 100 warm-up requests; p50, p90, p99, max and requests/s;
+ *      after 100 warm-up requests; p50, p90, p99, max and requests/s.
+ *      Next to it, the ceiling no HTTP code can beat: the engine alone,
+ *      computing the same histogram as the daemon's histogram pool does
+ *      (a one-thread CPU worker per histogram), on every core for 2 s. A
+ *      closed loop of C clients has mean latency C / throughput (Little's
+ *      law), so C / that ceiling is the least mean latency any daemon on
+ *      this engine and machine could show;
  *   2. upload throughput of a 1,000,000-point dataset as JSON, CSV and
  *      float64 binary: body bytes / wall time of the POST (median of 3, each
  *      upload different points so none is deduplicated), and the daemon's
@@ -35,6 +41,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "histd/histd.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -253,6 +261,73 @@ static double pct(const double *sorted, int n, double p) {
   return sorted[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
 
+typedef struct ceiling_thread {
+  pthread_t tid;
+  histd_dataset ds;
+  double until;
+  long done;
+  int rc;
+} ceiling_thread;
+
+static void *ceiling_main(void *arg) {
+  ceiling_thread *t = arg;
+  histd_spec spec;
+  histd_spec_init(&spec);
+  spec.bucket_width = 500;
+  spec.buckets = 80;
+  spec.threads = 1;
+  char msg[256];
+  while (t->rc == 0 && now_s() < t->until) {
+    histd_worker *w = NULL;
+    histd_result res;
+    t->rc = histd_worker_create(&w, -1, msg, sizeof msg);
+    if (t->rc == 0)
+      t->rc = histd_worker_run(w, &t->ds, &spec, NULL, &res, msg, sizeof msg);
+    histd_worker_destroy(w);
+    if (t->rc == 0) {
+      histd_result_free(&res);
+      t->done++;
+    } else {
+      fprintf(stderr, "bench: engine: %s\n", msg);
+    }
+  }
+  return NULL;
+}
+
+/* Histograms of `points` random points per second, the engine alone on
+ * every core; 0 on failure. */
+static double engine_ceiling(size_t points, int *cores) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  *cores = n < 1 ? 1 : n > 256 ? 256 : (int)n;
+  ceiling_thread *t = calloc((size_t)*cores, sizeof *t);
+  double t0 = now_s(), rate = 0;
+  char msg[256];
+  int started = 0;
+  for (int i = 0; i < *cores; i++) {
+    if (histd_dataset_alloc(&t[i].ds, points, msg, sizeof msg) != 0)
+      break;
+    for (size_t k = 0; k < 3 * points; k++)
+      t[i].ds.x[k] = uniform(23000.0); /* x, y, z are one block */
+    histd_dataset_finish(&t[i].ds, msg, sizeof msg);
+    t[i].until = t0 + 2.0;
+    pthread_create(&t[i].tid, NULL, ceiling_main, &t[i]);
+    started++;
+  }
+  long done = 0;
+  int failed = started < *cores;
+  for (int i = 0; i < started; i++) {
+    pthread_join(t[i].tid, NULL);
+    done += t[i].done;
+    failed |= t[i].rc != 0;
+    histd_dataset_free(&t[i].ds);
+  }
+  double wall = now_s() - t0;
+  if (!failed)
+    rate = done / wall;
+  free(t);
+  return rate;
+}
+
 static int bench_latency(const char *exe, int requests, int clients, size_t points) {
   daemon_proc d;
   if (daemon_start(&d, exe) != 0)
@@ -294,6 +369,15 @@ static int bench_latency(const char *exe, int requests, int clients, size_t poin
   free(t);
   free(req.p);
   daemon_stop(&d);
+
+  int cores;
+  double ceiling = engine_ceiling(points, &cores);
+  if (ceiling <= 0)
+    return 1;
+  printf("  engine alone, %d cores: %.0f histograms/s; so with %d clients no daemon on this\n"
+         "  engine and machine can average under %.3f ms (the daemon above: %.0f%% of that rate)\n",
+         cores, ceiling, clients, clients / ceiling * 1e3, requests / wall / ceiling * 100);
+  fflush(stdout);
   return failures != 0;
 }
 
