@@ -68,6 +68,8 @@ def test_uploads(d):
                                    .digest() for a in range(3))).hexdigest()
     s1, _, d1 = d.json("POST", "/v1/datasets", big, {"Content-Type": "application/x-float64"})
     check(s1 == 201 and d1["id"] == want and d1["n"] == 250000, (s1, d1))
+    check(d1["bounds"] == {"min": [min(flat[a::3]) for a in range(3)],
+                           "max": [max(flat[a::3]) for a in range(3)]}, d1["bounds"])
     conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30)
     conn.request("POST", "/v1/datasets", body=iter([big[i:i + (1 << 20)] for i in
                                                     range(0, len(big), 1 << 20)]),

@@ -120,6 +120,10 @@ def test_bad_requests(exe):
         raw[24 * 3000 + 8:24 * 3000 + 16] = struct.pack("<d", float("nan"))
         problem(d, "POST", "/v1/datasets", bytes(raw), {"Content-Type": "application/x-float64"},
                 400, "point 3001: y is not a finite number")
+        raw[24 * 3000 + 8:24 * 3000 + 16] = struct.pack("<d", 1.0)
+        raw[24 * 4999 + 16:] = struct.pack("<d", float("-inf"))
+        problem(d, "POST", "/v1/datasets", bytes(raw), {"Content-Type": "application/x-float64"},
+                400, "point 5000: z is not a finite number")
         problem(d, "POST", "/v1/datasets", bytes(raw[:-5]),
                 {"Content-Type": "application/x-float64"}, 400)
         sock = socket.create_connection(("127.0.0.1", d.port), timeout=5)
