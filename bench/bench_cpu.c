@@ -181,7 +181,7 @@ int main(int argc, char **argv) {
   }
   char model[256];
   cpu_model(model, sizeof model);
-  printf("CPU: %s (%ld online cores); cpu threads: %s\n", model, sysconf(_SC_NPROCESSORS_ONLN),
+  printf("CPU: %s (%u cores); cpu threads: %s\n", model, histd_cpu_count(),
          threads ? "as given" : "all cores");
   int rc = 0;
   if (only_n)

@@ -297,8 +297,8 @@ static void *ceiling_main(void *arg) {
 /* Histograms of `points` random points per second, the engine alone on
  * every core; 0 on failure. */
 static double engine_ceiling(size_t points, int *cores) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  *cores = n < 1 ? 1 : n > 256 ? 256 : (int)n;
+  unsigned n = histd_cpu_count(); /* taskset-aware, like the daemon's pools */
+  *cores = n > 256 ? 256 : (int)n;
   ceiling_thread *t = calloc((size_t)*cores, sizeof *t);
   double t0 = now_s(), rate = 0;
   char msg[256];

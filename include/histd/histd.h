@@ -267,6 +267,10 @@ int histd_run(const histd_dataset *ds, const histd_spec *spec,
 /* Milliseconds from a monotonic clock. */
 double histd_now_ms(void);
 
+/* The cores this process may run on: its CPU affinity (taskset, a
+ * container's cpuset), else the online count; at least 1. */
+unsigned histd_cpu_count(void);
+
 #ifdef __cplusplus
 }
 #endif

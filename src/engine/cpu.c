@@ -410,7 +410,7 @@ int histd__cpu_run_opts(const histd_dataset *ds, const histd_spec *spec,
   atomic_init(&job.cancelled, false);
   pthread_mutex_init(&job.lock, NULL);
 
-  unsigned nthreads = spec->threads ? spec->threads : histd__cpu_count();
+  unsigned nthreads = spec->threads ? spec->threads : histd_cpu_count();
   if (nthreads > job.ntasks)
     nthreads = job.ntasks ? (unsigned)job.ntasks : 1;
   /* Each thread zeroes (so commits) its own histogram: bound their sum, or

@@ -29,8 +29,6 @@ int histd__cpu_run(histd_worker *w, const histd_dataset *ds,
 bool histd__cancelled(const histd_control *ctl);
 void histd__progress(const histd_control *ctl, double fraction);
 
-/* Number of online CPU cores (at least 1). */
-unsigned histd__cpu_count(void);
 
 /*
  * The CUDA side (kernels/), or the stubs in src/engine/nocuda.c when histd

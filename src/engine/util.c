@@ -1,5 +1,8 @@
 /* util.c -- small helpers shared by the engine's backends. */
-#define _POSIX_C_SOURCE 200809L
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity */
+#endif
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,7 +23,12 @@ void histd__progress(const histd_control *ctl, double fraction) {
     ctl->progress(ctl->user, fraction < 0 ? 0 : fraction > 1 ? 1 : fraction);
 }
 
-unsigned histd__cpu_count(void) {
+unsigned histd_cpu_count(void) {
+#ifdef CPU_COUNT
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return (unsigned)CPU_COUNT(&set);
+#endif
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n < 1 ? 1u : (unsigned)n;
 }

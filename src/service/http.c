@@ -458,8 +458,8 @@ int http_start(service *svc, char *msg, size_t msglen) {
                       cfg->listen_host, gai_strerror(gai));
   int threads = cfg->http_threads;
   if (threads <= 0) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    threads = n > 0 ? (int)(2 * n) : 4;
+    unsigned n = histd_cpu_count();
+    threads = n > 64 ? 128 : (int)(2 * n);
     if (threads < 4)
       threads = 4;
   }

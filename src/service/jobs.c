@@ -384,9 +384,7 @@ int jobs_start(jobs **out, service *svc, char *msg, size_t msglen) {
   pthread_cond_init(&q->cv, NULL);
   q->has_gpu = svc->gpu_count > 0;
 
-  int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (ncpu < 1)
-    ncpu = 1;
+  int ncpu = (int)histd_cpu_count();
   int ngpu_workers = 0, ncpu_workers;
   if (q->has_gpu) {
     ngpu_workers = svc->cfg.workers > 0 ? svc->cfg.workers : svc->gpu_count;

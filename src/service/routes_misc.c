@@ -59,8 +59,7 @@ void route_devices(request *r) {
     cJSON_AddItemToArray(arr, e);
   }
   cJSON *cpu = cJSON_AddObjectToObject(o, "cpu");
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  cJSON_AddNumberToObject(cpu, "threads", n > 0 ? (double)n : 1);
+  cJSON_AddNumberToObject(cpu, "threads", histd_cpu_count());
   if (count == 0)
     cJSON_AddStringToObject(o, "gpu_unavailable_reason",
                             why[0] ? why : "no usable GPU was found");

@@ -89,8 +89,8 @@ int sync_pool_start(sync_pool **out, service *svc, char *msg, size_t msglen) {
   p->svc = svc;
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  p->nthreads = n < 1 ? 1 : n > 64 ? 64 : (int)n;
+  unsigned n = histd_cpu_count();
+  p->nthreads = n > 64 ? 64 : (int)n;
   p->threads = calloc((size_t)p->nthreads, sizeof *p->threads);
   if (p->threads == NULL) {
     free(p);

@@ -265,7 +265,7 @@ def test_small_routes(d):
         check(k["available"] == (k["engine"] == "cpu" or bool(
             d.json("GET", "/v1/devices")[2]["devices"])), k)
     s, _, doc = d.json("GET", "/v1/devices")
-    check(s == 200 and doc["cpu"]["threads"] >= 1, doc)
+    check(s == 200 and doc["cpu"]["threads"] == len(os.sched_getaffinity(0)), doc)
     if not doc["devices"]:
         check(doc["engine"] == "cpu" and doc["gpu_unavailable_reason"], doc)
     s, _, doc = d.json("GET", "/healthz")
@@ -294,8 +294,23 @@ def test_static(exe):
     print("static files: ok")
 
 
+def test_affinity(exe):
+    """The daemon sizes its pools by the cores it may run on (taskset, a
+    container's cpuset), not by the machine's: pinned to one, it says 1."""
+    cpus = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cpus)})  # inherited by the daemon
+    try:
+        with Daemon(exe) as d:
+            s, _, doc = d.json("GET", "/v1/devices")
+            check(s == 200 and doc["cpu"]["threads"] == 1, doc)
+    finally:
+        os.sched_setaffinity(0, cpus)
+    print("cpu affinity: ok")
+
+
 def main():
     exe = sys.argv[1]
+    test_affinity(exe)
     with Daemon(exe) as d:
         did, pts = test_uploads(d)
         test_jobs(d, did, pts)
