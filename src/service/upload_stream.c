@@ -15,12 +15,15 @@
  * (every 8 MiB left ~8 MiB, ~3.3 ms of fdatasync, at the end; 2 MiB
  * measured 3 ms faster per 24 MB upload, bench/RESULTS.md).
  *
- * The temp file is given its full size up front (fallocate), and the
- * staging holds up to 32,768 points (256 KiB per axis) per pwrite: page-
- * cache writes cost mostly per call and per page, and on this kernel
- * (ext4 with large folios) big writes into allocated blocks are ~2.5x
- * cheaper than 32 KiB writes into a growing file (bench/RESULTS.md).
- * A disk without room fails the upload before its body is read.
+ * The temp file's blocks are reserved (fallocate) ahead of the writes,
+ * and the staging holds up to 32,768 points (256 KiB per axis) per
+ * pwrite: page-cache writes cost mostly per call and per page, and on
+ * this kernel (ext4 with large folios) big writes into allocated blocks
+ * are ~2.5x cheaper than 32 KiB writes into a growing file
+ * (bench/RESULTS.md). The reservation doubles as points arrive (up to
+ * twice what has come, at least one staging), not the whole announced
+ * size at once: a client that announces a gigabyte and sends nothing
+ * holds no disk. A disk without room fails the upload with a 500.
  *
  * Uploads of 65,536 points or more hash on a thread of their own: two
  * staging sets take turns, the HTTP thread regroups and writes one while
@@ -68,6 +71,7 @@ struct upload_stream {
   unsigned fail_status;
   char error[256];
   size_t unsynced;
+  size_t reserved; /* points per axis whose blocks are allocated */
   size_t staged, stage_first, stage_cap;
   double *stage[3]; /* the set being filled: x, y, z of stage_cap each */
   double *sets;     /* 1 set, or 2 when a hasher thread takes turns with us */
@@ -164,20 +168,6 @@ upload_stream *upload_stream_open(service *svc, size_t n, char *msg, size_t msgl
     free(u);
     return NULL;
   }
-  /* The whole size now: the writes then land in allocated blocks, and a
-   * full disk says so before the body is read. A file system without
-   * fallocate just grows the file as before. */
-  int e = fallocate(u->fd, 0, 0, (off_t)(n * 24)) == 0 ? 0 : errno;
-  if (e != 0 && e != EOPNOTSUPP && e != ENOSYS) {
-    histd_fail(msg, msglen, HISTD_EIO, "no room for a %zu-byte payload: %s", n * 24,
-               strerror(e));
-    close(u->fd);
-    unlink(u->tmp);
-    dataset_hasher_free(u->hash);
-    free(u->sets);
-    free(u);
-    return NULL;
-  }
   if (two) {
     pthread_mutex_init(&u->mu, NULL);
     pthread_cond_init(&u->cv, NULL);
@@ -203,8 +193,30 @@ static void fail(upload_stream *u, unsigned status, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* Allocates the blocks of points [reserved, upto) of each axis, and more
+ * ahead; false (and the upload failed) when the disk has no room. A file
+ * system without fallocate just grows the file. */
+static bool reserve(upload_stream *u, size_t upto) {
+  if (upto <= u->reserved)
+    return true;
+  size_t want = 2 * upto > upto + u->stage_cap ? 2 * upto : upto + u->stage_cap;
+  if (want > u->n)
+    want = u->n;
+  for (size_t a = 0; a < 3; a++) {
+    off_t at = (off_t)((a * u->n + u->reserved) * sizeof(double));
+    off_t len = (off_t)((want - u->reserved) * sizeof(double));
+    if (fallocate(u->fd, 0, at, len) != 0 && errno != EOPNOTSUPP && errno != ENOSYS) {
+      fail(u, 500, "no room on the disk for the payload after %zu points: %s", u->reserved,
+           strerror(errno));
+      return false;
+    }
+  }
+  u->reserved = want;
+  return true;
+}
+
 static void flush(upload_stream *u) {
-  if (u->staged == 0 || u->failed) {
+  if (u->staged == 0 || u->failed || !reserve(u, u->stage_first + u->staged)) {
     u->stage_first += u->staged;
     u->staged = 0;
     return;

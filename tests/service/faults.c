@@ -5,9 +5,10 @@
  *   HISTD_TEST_SLOW_UNLINK_MS=N  unlink() of a payload file (*.f64) sleeps
  *       N ms first, which widens the window between a delete's row and its
  *       file to something a test can hit every time (test_delete_race).
- *   HISTD_TEST_FAIL_DB=PATH  while the file PATH exists, every write to the
- *       SQLite database (histd.db and its -wal and -journal files) fails
- *       with ENOSPC, as on a full disk (test_store_fault).
+ *   HISTD_TEST_DISK_FULL=PATH  while the file PATH exists, the data dir's
+ *       disk is full: every write to the SQLite database (histd.db and its
+ *       -wal and -journal files) or to a payload file, and every
+ *       fallocate() there, fails with ENOSPC (test_store_fault).
  */
 #undef _FILE_OFFSET_BITS /* pwrite and pwrite64 are two symbols to replace */
 #ifndef _GNU_SOURCE
@@ -37,8 +38,8 @@ int unlink(const char *path) {
   return real_unlink(path);
 }
 
-static bool db_write_fails(int fd) {
-  const char *flag = getenv("HISTD_TEST_FAIL_DB");
+static bool disk_full(int fd) {
+  const char *flag = getenv("HISTD_TEST_DISK_FULL");
   if (flag == NULL || access(flag, F_OK) != 0)
     return false;
   char link[64], path[4096];
@@ -47,7 +48,7 @@ static bool db_write_fails(int fd) {
   if (n <= 0)
     return false;
   path[n] = '\0';
-  if (strstr(path, "/histd.db") == NULL)
+  if (strstr(path, "/histd.db") == NULL && strstr(path, "/payloads/") == NULL)
     return false;
   errno = ENOSPC;
   return true;
@@ -57,19 +58,33 @@ ssize_t write(int fd, const void *buf, size_t len) {
   static ssize_t (*real)(int, const void *, size_t);
   if (real == NULL)
     real = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
-  return db_write_fails(fd) ? -1 : real(fd, buf, len);
+  return disk_full(fd) ? -1 : real(fd, buf, len);
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t len, off_t off) {
   static ssize_t (*real)(int, const void *, size_t, off_t);
   if (real == NULL)
     real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
-  return db_write_fails(fd) ? -1 : real(fd, buf, len, off);
+  return disk_full(fd) ? -1 : real(fd, buf, len, off);
 }
 
 ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off) {
   static ssize_t (*real)(int, const void *, size_t, off64_t);
   if (real == NULL)
     real = (ssize_t (*)(int, const void *, size_t, off64_t))dlsym(RTLD_NEXT, "pwrite64");
-  return db_write_fails(fd) ? -1 : real(fd, buf, len, off);
+  return disk_full(fd) ? -1 : real(fd, buf, len, off);
+}
+
+int fallocate(int fd, int mode, off_t off, off_t len) {
+  static int (*real)(int, int, off_t, off_t);
+  if (real == NULL)
+    real = (int (*)(int, int, off_t, off_t))dlsym(RTLD_NEXT, "fallocate");
+  return disk_full(fd) ? -1 : real(fd, mode, off, len);
+}
+
+int fallocate64(int fd, int mode, off64_t off, off64_t len) {
+  static int (*real)(int, int, off64_t, off64_t);
+  if (real == NULL)
+    real = (int (*)(int, int, off64_t, off64_t))dlsym(RTLD_NEXT, "fallocate64");
+  return disk_full(fd) ? -1 : real(fd, mode, off, len);
 }

@@ -126,10 +126,17 @@ def test_bad_requests(exe):
                 400, "point 5000: z is not a finite number")
         problem(d, "POST", "/v1/datasets", bytes(raw[:-5]),
                 {"Content-Type": "application/x-float64"}, 400)
+        # It announced 10,000,000 points (240 MB) and sent 2,083: the disk
+        # reserved for it follows what came, not what was announced.
         sock = socket.create_connection(("127.0.0.1", d.port), timeout=5)
         sock.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                     b"application/x-float64\r\nContent-Length: 240000\r\n\r\n" + bytes(raw[:50000]))
+                     b"application/x-float64\r\nContent-Length: 240000000\r\n\r\n" +
+                     bytes(raw[:50000]))
         time.sleep(0.3)
+        pay = os.path.join(d.data_dir, "data", "payloads")
+        temps = [os.stat(os.path.join(pay, f)) for f in os.listdir(pay) if f.endswith(".tmp")]
+        check(len(temps) == 1 and temps[0].st_blocks * 512 < (8 << 20),
+              ("disk held by a stalled upload", [t.st_blocks * 512 for t in temps]))
         sock.close()
         deadline = time.time() + 5
         while payload_files(d) != files and time.time() < deadline:

@@ -1,7 +1,7 @@
-"""test_store_fault.py -- a database that cannot be written (a full disk,
-injected by the faults.so shim): every write answers 500 with a sentence,
-nothing is stored half-way, the daemon stays up, and once the disk is
-back the same requests work. Also: jobs restored after a restart that this
+"""test_store_fault.py -- a full disk (injected by the faults.so shim: the
+database and payload files cannot be written): every write answers 500
+with a sentence, nothing is stored half-way, the daemon stays up, and once
+the disk is back the same requests work. Also: jobs restored after a restart that this
 daemon cannot run (a CUDA kernel without a GPU, a GPU it does not have)
 fail with the reason instead of staying queued forever.
 
@@ -30,7 +30,7 @@ def payloads(d):
 
 def test_full_disk(exe, shim, root):
     flag = os.path.join(root, "disk-full")
-    env = {"LD_PRELOAD": shim, "HISTD_TEST_FAIL_DB": flag,
+    env = {"LD_PRELOAD": shim, "HISTD_TEST_DISK_FULL": flag,
            "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
     os.makedirs(os.path.join(root, "a"))
     with Daemon(exe, data_dir=os.path.join(root, "a"), args=["--workers", "1"], env=env) as d:
@@ -46,10 +46,11 @@ def test_full_disk(exe, shim, root):
               (s, doc))
         s, _, doc = d.json("POST", "/v1/jobs", {"dataset": big, "bucket_width": 100})
         check(s == 500 and "could not be stored" in doc["detail"], (s, doc))
-        for fmt in ("f64", "json"):
-            body, ctype = encode(random_points(3000, seed=42), fmt)
+        for fmt, n, says in (("f64", 100000, "no room on the disk"),  # streamed
+                             ("json", 3000, "could not be stored")):
+            body, ctype = encode(random_points(n, seed=42), fmt)
             s, _, doc = d.json("POST", "/v1/datasets", body, {"Content-Type": ctype})
-            check(s == 500 and "could not be stored" in doc["detail"], (fmt, s, doc))
+            check(s == 500 and says in doc["detail"], (fmt, s, doc))
         s, _, _ = d.request("GET", "/healthz")
         check(s == 200, "alive")
         check(listed(d, "datasets") == datasets and listed(d, "jobs") == jobs, "no new rows")
