@@ -8,7 +8,9 @@
  *
  * The device code and its launchers are in sdh_kernels.cu (sdh_gpu.h).
  * Every CUDA call is checked; a failure becomes HISTD_EDEVICE carrying
- * cudaGetErrorString's text, never an abort.
+ * cudaGetErrorString's text, never an abort; a "sticky" one (illegal
+ * address, hardware fault) becomes HISTD_EGPULOST, as no later call of
+ * this process on that GPU can succeed.
  *
  * Environment knobs (for the benchmark and tests, not for users):
  *   HISTD_GPU_CHUNK_MS   target milliseconds per launch (default 100;
@@ -16,6 +18,8 @@
  *   HISTD_GPU_COPIES     force the number of shared histogram copies of
  *                        the lane-privatised kernels (1..32)
  *   HISTD_GPU_MEM_LIMIT_MB  pretend the GPU has this much free memory
+ *   HISTD_TEST_CUDA_FAULT   when set, every job first runs a kernel that
+ *                        writes to an invalid address (a sticky error)
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -46,11 +50,13 @@ static int cuda_error(char *msg, size_t msglen, const char *what, int device, cu
    * non-sticky one (out of memory, a bad argument) would be returned by the
    * next launch's cudaGetLastError() and fail the worker's next job */
   (void)cudaGetLastError();
-  if (e == cudaErrorMemoryAllocation)
-    return histd_fail(msg, msglen, HISTD_ETOOBIG, "GPU %d: out of memory in %s (%s)", device,
-                      what, cudaGetErrorString(e));
-  return histd_fail(msg, msglen, HISTD_EDEVICE, "CUDA error on GPU %d in %s: %s", device, what,
-                    cudaGetErrorString(e));
+  int code = sdh_error_code(e);
+  if (code == HISTD_ETOOBIG)
+    return histd_fail(msg, msglen, code, "GPU %d: out of memory in %s (%s)", device, what,
+                      cudaGetErrorString(e));
+  return histd_fail(msg, msglen, code, "CUDA error on GPU %d in %s: %s%s", device, what,
+                    cudaGetErrorString(e),
+                    code == HISTD_EGPULOST ? " (this process can no longer use that GPU)" : "");
 }
 
 static double env_double(const char *name, double dflt) {
@@ -705,6 +711,11 @@ static int part_run_streams(gpu_ctx *ctx, const histd_dataset *ds, const job_pla
   snprintf(out->device, sizeof out->device, "%s", ctx->name);
   sdh_params p;
   int rc = make_params(ctx, jp, &p, msg, msglen);
+  if (rc == 0 && getenv("HISTD_TEST_CUDA_FAULT") != NULL) {
+    rc = sdh_inject_fault(ctx->compute, msg, msglen);
+    if (rc == 0)
+      CK(cudaStreamSynchronize(ctx->compute), "the fault injection");
+  }
   if (rc != 0)
     return rc;
   out->sink = p.sink;
@@ -1069,7 +1080,8 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_spec *
     /* a part that failed stops the others, which then return ECANCELED:
      * report the failure, not "cancelled" (a real cancel is checked below) */
     if (t[i].rc != 0 &&
-        (rc == 0 || (rc == HISTD_ECANCELED && t[i].rc != HISTD_ECANCELED)))
+        (rc == 0 || (rc == HISTD_ECANCELED && t[i].rc != HISTD_ECANCELED) ||
+         (t[i].rc == HISTD_EGPULOST && rc != HISTD_EGPULOST)))
       rc = histd_fail(msg, msglen, t[i].rc, "%s", t[i].msg);
     if (t[i].rc == 0 && t[i].ua < t[i].ub) {
       fold_rows(jp, t[i].out.rows, res);

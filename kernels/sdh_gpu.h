@@ -93,6 +93,17 @@ int sdh_convert(const double *x, const double *y, const double *z, uint32_t n,
                 double cx, double cy, double cz, double inv_w, float4 *p32,
                 cudaStream_t s, char *msg, size_t msglen);
 
+/* The engine's code for a CUDA error: HISTD_EGPULOST for the "sticky"
+ * ones, after which every CUDA call of this process on that device fails
+ * (CUDA's documentation: the process must be restarted), HISTD_ETOOBIG for
+ * out of memory, else HISTD_EDEVICE. */
+int sdh_error_code(cudaError_t e);
+
+/* Fault injection for the tests (HISTD_TEST_CUDA_FAULT): a kernel that
+ * writes to an invalid address, so the next synchronisation on the device
+ * fails with cudaErrorIllegalAddress, a sticky error. */
+int sdh_inject_fault(cudaStream_t s, char *msg, size_t msglen);
+
 /* Registers and local-memory bytes of p's kernel (for reports). */
 int sdh_kernel_attrs(const sdh_params *p, int *regs, int *local_bytes,
                      int *max_threads);

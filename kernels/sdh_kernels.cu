@@ -734,10 +734,38 @@ static kfn pick(const sdh_params *p) {
   return NULL;
 }
 
+extern "C" int sdh_error_code(cudaError_t e) {
+  switch (e) {
+  case cudaErrorMemoryAllocation:
+    return HISTD_ETOOBIG;
+  case cudaErrorIllegalAddress:
+  case cudaErrorLaunchTimeout:
+  case cudaErrorAssert:
+  case cudaErrorHardwareStackError:
+  case cudaErrorIllegalInstruction:
+  case cudaErrorMisalignedAddress:
+  case cudaErrorInvalidAddressSpace:
+  case cudaErrorInvalidPc:
+  case cudaErrorLaunchFailure:
+  case cudaErrorECCUncorrectable:
+    return HISTD_EGPULOST;
+  default:
+    return HISTD_EDEVICE;
+  }
+}
+
 static int cuda_fail(char *msg, size_t msglen, const char *what, cudaError_t e) {
   (void)cudaGetLastError(); /* clear a non-sticky error: the next job must not see it */
-  return histd_fail(msg, msglen, HISTD_EDEVICE, "CUDA error in %s: %s", what,
+  return histd_fail(msg, msglen, sdh_error_code(e), "CUDA error in %s: %s", what,
                     cudaGetErrorString(e));
+}
+
+__global__ void k_fault(int *p) { *p = 1; }
+
+extern "C" int sdh_inject_fault(cudaStream_t s, char *msg, size_t msglen) {
+  k_fault<<<1, 1, 0, s>>>((int *)(uintptr_t)0x8);
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? 0 : cuda_fail(msg, msglen, "the fault injection", e);
 }
 
 static cudaError_t prepare(const sdh_params *p, kfn f) {

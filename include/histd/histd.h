@@ -49,7 +49,10 @@ enum {
   HISTD_ECANCELED = -125, /* the caller's cancel flag stopped the run      */
   HISTD_EPARSE = -1001,   /* malformed input data                          */
   HISTD_EDEVICE = -1002,  /* a CUDA call failed: the message has CUDA's text */
-  HISTD_ETOOBIG = -1003   /* the job does not fit the device or a limit    */
+  HISTD_ETOOBIG = -1003,  /* the job does not fit the device or a limit    */
+  HISTD_EGPULOST = -1004  /* a CUDA error that ruins the GPU's context for
+                           * this process (illegal address, hardware fault):
+                           * only a new process can use that GPU again      */
 };
 
 /* A short name for an error code ("EINVAL", ...); never NULL. */

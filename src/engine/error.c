@@ -16,6 +16,7 @@ const char *histd_strerror(int err) {
   case HISTD_EPARSE: return "EPARSE";
   case HISTD_EDEVICE: return "EDEVICE";
   case HISTD_ETOOBIG: return "ETOOBIG";
+  case HISTD_EGPULOST: return "EGPULOST";
   default: return "EUNKNOWN";
   }
 }

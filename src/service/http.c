@@ -345,6 +345,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (st == NULL)
       return MHD_NO;
     *con_cls = st;
+    atomic_fetch_add(&svc->http_in_flight, 1);
     st->r.svc = svc;
     st->r.conn = conn;
     st->r.method = method;
@@ -416,12 +417,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-  (void)cls;
   (void)conn;
   (void)toe;
+  service *svc = cls;
   request_state *st = *con_cls;
   if (st == NULL)
     return;
+  atomic_fetch_sub(&svc->http_in_flight, 1);
   if (st->r.response != NULL)
     MHD_destroy_response(st->r.response);
   upload_stream_abort(st->r.stream); /* a client that left mid-upload */
@@ -478,7 +480,7 @@ int http_start(service *svc, char *msg, size_t msglen) {
       MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->per_ip_connection_limit,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->connection_memory_limit,
       MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, svc,
       MHD_OPTION_END);
   freeaddrinfo(ai);
   if (svc->mhd == NULL)
@@ -504,6 +506,10 @@ void http_quiesce(service *svc) {
 
 void http_stop(service *svc) {
   if (svc->mhd != NULL) {
+    /* Let requests under way be answered (a histogram just computed, a
+     * long-poll just resumed), for up to two seconds. */
+    for (int i = 0; i < 400 && atomic_load(&svc->http_in_flight) > 0; i++)
+      usleep(5000);
     MHD_stop_daemon(svc->mhd);
     svc->mhd = NULL;
   }

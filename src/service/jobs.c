@@ -60,6 +60,7 @@ typedef struct worker {
   job *current;
   loaded_dataset *prefetched;
   bool started;
+  bool lost; /* its GPU hit a sticky CUDA error: it takes no more jobs */
 } worker;
 
 typedef struct waiter {
@@ -123,6 +124,8 @@ static void unlink_locked(jobs *q, job *target) {
 }
 
 static bool fits(const worker *w, const job *j) {
+  if (w->lost)
+    return false;
   const histd_kernel *k = histd_kernel_find(j->rec.spec.kernel);
   if (k == NULL)
     return w->device < 0; /* fails with a sentence wherever it runs */
@@ -289,8 +292,11 @@ static void run_one(worker *w, job *j) {
 
   pthread_mutex_lock(&q->mu);
   w->current = NULL;
+  w->lost = w->lost || rc == HISTD_EGPULOST;
   pthread_mutex_unlock(&q->mu);
   job_free(j);
+  if (rc == HISTD_EGPULOST)
+    service_gpu_lost(svc, msg);
   service_wake(svc);
 }
 

@@ -17,7 +17,11 @@
  * so the daemon never accepts a request it cannot serve. Shutdown is the
  * reverse: stop accepting (quiesce the listen socket), answer long-polls,
  * stop the workers (running jobs are interrupted and stay queued in the
- * store for the next start), then close HTTP and the store. Exit status 0.
+ * store for the next start), then close HTTP and the store. Exit status 0
+ * after a signal; 75 (EX_TEMPFAIL) after a GPU lost its CUDA context
+ * (service_gpu_lost), since only a new process can use that GPU again:
+ * systemd (Restart=on-failure), Docker (restart: unless-stopped) and
+ * Kubernetes start one, and the queued jobs run there.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -41,9 +45,29 @@ void service_wake(service *svc) {
     uv_async_send((uv_async_t *)svc->loop_async);
 }
 
+static void shut_down(loop_state *ls) {
+  atomic_store(&ls->svc->stopping, true);
+  http_quiesce(ls->svc); /* no new connections from here on */
+  uv_stop(&ls->loop);
+}
+
+void service_gpu_lost(service *svc, const char *reason) {
+  static atomic_flag once = ATOMIC_FLAG_INIT;
+  if (atomic_flag_test_and_set(&once))
+    return;
+  snprintf(svc->lost_reason, sizeof svc->lost_reason, "%s", reason);
+  atomic_store(&svc->lost, true);
+  service_wake(svc);
+}
+
 static void on_wake(uv_async_t *h) {
   loop_state *ls = h->data;
   jobs_resume_waiters(ls->svc->jobs, false);
+  if (atomic_load(&ls->svc->lost) && !atomic_load(&ls->svc->stopping)) {
+    fprintf(stderr, "histd: %s; stopping, so that a new process can use the GPU "
+                    "(exit status 75)\n", ls->svc->lost_reason);
+    shut_down(ls);
+  }
 }
 
 static void on_tick(uv_timer_t *t) {
@@ -55,15 +79,12 @@ static void close_cb(uv_handle_t *h) { (void)h; }
 
 static void on_signal(uv_signal_t *h, int signum) {
   loop_state *ls = h->data;
-  service *svc = ls->svc;
   if (++ls->signals > 1) {
     fprintf(stderr, "histd: second signal, exiting now\n");
     exit(1);
   }
   fprintf(stderr, "histd: %s received, shutting down\n", signum == SIGINT ? "SIGINT" : "SIGTERM");
-  atomic_store(&svc->stopping, true);
-  http_quiesce(svc); /* no new connections from here on */
-  uv_stop(&ls->loop);
+  shut_down(ls);
 }
 
 int main(int argc, char **argv) {
@@ -80,6 +101,7 @@ int main(int argc, char **argv) {
   svc.started_at = wall_now();
   pthread_mutex_init(&svc.datasets_mu, NULL);
   atomic_init(&svc.stopping, false);
+  atomic_init(&svc.lost, false);
 
   if (store_open(&svc.store, svc.cfg.data_dir, msg, sizeof msg) != 0) {
     fprintf(stderr, "histd: %s\n", msg);
@@ -154,6 +176,7 @@ int main(int argc, char **argv) {
   store_close(svc.store);
   uv_loop_close(&ls.loop);
   pthread_mutex_destroy(&svc.datasets_mu);
-  fprintf(stderr, "histd: stopped\n");
-  return 0;
+  bool lost = atomic_load(&svc.lost);
+  fprintf(stderr, "histd: stopped%s\n", lost ? " (a GPU was lost; exit status 75)" : "");
+  return lost ? 75 : 0;
 }

@@ -652,7 +652,11 @@ static void histogram_answer(request *r) {
   sync_task *t = r->sync_task;
   r->sync_task = NULL;
   if (t->rc != 0) {
-    unsigned status = t->rc == HISTD_ENOMEM || t->rc == HISTD_ECANCELED ? 503 : 422;
+    unsigned status = t->rc == HISTD_ENOMEM || t->rc == HISTD_ECANCELED ||
+                              t->rc == HISTD_EGPULOST
+                          ? 503
+                      : t->rc == HISTD_EDEVICE ? 500
+                                               : 422;
     respond_problem(r, status, "%s", t->msg);
     sync_task_free(t);
     return;

@@ -67,6 +67,11 @@ void route_devices(request *r) {
 }
 
 void route_healthz(request *r) {
+  if (atomic_load(&r->svc->lost)) { /* the process is ending: a new one is needed */
+    respond_problem(r, 503, "%s; the daemon is stopping so that a new process can use the GPU",
+                    r->svc->lost_reason);
+    return;
+  }
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "status", "ok");
   cJSON_AddStringToObject(o, "version", HISTD_VERSION);
@@ -79,8 +84,10 @@ void route_readyz(request *r) {
   bool store_ok = store_count_jobs(svc->store, counts) == 0;
   bool stopping = atomic_load(&svc->stopping);
   if (!store_ok || stopping) {
-    respond_problem(r, 503, "%s", stopping ? "the daemon is shutting down"
-                                           : "the database does not answer");
+    respond_problem(r, 503, "%s%s%s",
+                    stopping ? "the daemon is shutting down" : "the database does not answer",
+                    atomic_load(&svc->lost) ? ": " : "",
+                    atomic_load(&svc->lost) ? svc->lost_reason : "");
     response_add_header(r, "Retry-After", "5");
     return;
   }

@@ -311,6 +311,9 @@ typedef struct service {
   void *loop_async; /* uv_async_t*: wakes the loop (thread-safe) */
   pthread_mutex_t datasets_mu; /* orders dataset deletes against job submits */
   atomic_bool stopping;
+  atomic_bool lost; /* a GPU's context is lost: the process is ending */
+  atomic_int http_in_flight; /* requests begun and not yet answered */
+  char lost_reason[512]; /* written once, before lost is set */
   double started_at;
   int gpu_count;
   histd_device_info gpus[16];
@@ -319,6 +322,13 @@ typedef struct service {
 
 /* Thread-safe: asks the loop to run jobs_resume_waiters soon. */
 void service_wake(service *svc);
+
+/* Thread-safe: a GPU hit a sticky CUDA error (HISTD_EGPULOST), which no
+ * later CUDA call of this process can get past. /healthz turns 503 with
+ * the reason and the daemon shuts down as on SIGTERM (running jobs stay
+ * queued), exiting with status 75 so that its supervisor starts a fresh
+ * process. The first reason is kept. */
+void service_gpu_lost(service *svc, const char *reason);
 
 /* ---- HTTP (http.c, problem.c, cors.c) ---------------------------------------------- */
 

@@ -76,6 +76,8 @@ static void *pool_main(void *arg) {
       snprintf(t->msg, sizeof t->msg, "the daemon is shutting down");
     } else {
       run_task(t);
+      if (t->rc == HISTD_EGPULOST)
+        service_gpu_lost(p->svc, t->msg);
     }
     t->done = true;
     MHD_resume_connection(t->conn);
