@@ -9,7 +9,9 @@
  *   1. latency of POST /v1/histogram with `points` (1,000) random points in
  *      [0, 23000)^3, bucket width 500: `requests` (2,000) requests from
  *      `clients` (16) threads, each with its own keep-alive libcurl handle,
- *      after 100 warm-up requests; p50, p90, p99, max and requests/s.
+ *      after 100 warm-up requests; p50, p90, p99, max and requests/s, and
+ *      the medians of the daemon's own timing_ms (queue wait in its
+ *      histogram pool, parse, kernel) from the answers.
  *      Next to it, the ceiling no HTTP code can beat: the engine alone,
  *      computing the same histogram as the daemon's histogram pool does
  *      (a one-thread CPU worker per histogram), on every core for 2 s. A
@@ -226,9 +228,19 @@ typedef struct lat_thread {
   int port;
   const body *req;
   int count;
-  double *lat;
+  double *lat;             /* seconds, end to end */
+  double *queue, *parse, *kernel; /* ms, the answer's timing_ms */
   int failures;
 } lat_thread;
+
+/* The number after "key": inside the answer's "timing_ms" object, or 0. */
+static double timing_ms(const char *answer, const char *key) {
+  const char *t = answer ? strstr(answer, "\"timing_ms\":{") : NULL;
+  char pat[32];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *v = t ? strstr(t, pat) : NULL;
+  return v ? atof(v + strlen(pat)) : 0;
+}
 
 static void *lat_main(void *arg) {
   lat_thread *t = arg;
@@ -240,6 +252,11 @@ static void *lat_main(void *arg) {
     double t0 = now_s();
     long code = post(c, url, "application/json", t->req->p, t->req->len, &s);
     t->lat[i] = now_s() - t0;
+    if (t->queue != NULL) {
+      t->queue[i] = timing_ms(s.p, "queue");
+      t->parse[i] = timing_ms(s.p, "parse");
+      t->kernel[i] = timing_ms(s.p, "kernel");
+    }
     if (code != 200) {
       t->failures++;
       if (t->failures == 1)
@@ -340,7 +357,8 @@ static int bench_latency(const char *exe, int requests, int clients, size_t poin
   free(warm.lat);
 
   lat_thread *t = calloc((size_t)clients, sizeof *t);
-  double *all = calloc((size_t)requests, sizeof(double));
+  double *all = calloc(4 * (size_t)requests, sizeof(double));
+  double *queue = all + requests, *parse = queue + requests, *kernel = parse + requests;
   int per = requests / clients, given = 0;
   double t0 = now_s();
   for (int i = 0; i < clients; i++) {
@@ -348,6 +366,9 @@ static int bench_latency(const char *exe, int requests, int clients, size_t poin
     t[i].req = &req;
     t[i].count = per + (i < requests % clients);
     t[i].lat = all + given;
+    t[i].queue = queue + given;
+    t[i].parse = parse + given;
+    t[i].kernel = kernel + given;
     given += t[i].count;
     pthread_create(&t[i].tid, NULL, lat_main, &t[i]);
   }
@@ -358,11 +379,16 @@ static int bench_latency(const char *exe, int requests, int clients, size_t poin
   }
   double wall = now_s() - t0;
   qsort(all, (size_t)requests, sizeof(double), cmp_double);
+  qsort(queue, (size_t)requests, sizeof(double), cmp_double);
+  qsort(parse, (size_t)requests, sizeof(double), cmp_double);
+  qsort(kernel, (size_t)requests, sizeof(double), cmp_double);
   printf("histogram latency: %zu points, %d requests, %d clients, body %zu bytes\n", points,
          requests, clients, req.len);
   printf("  p50 %.3f ms  p90 %.3f ms  p99 %.3f ms  max %.3f ms  (%.0f requests/s, %d failed)\n",
          pct(all, requests, 50) * 1e3, pct(all, requests, 90) * 1e3,
          pct(all, requests, 99) * 1e3, all[requests - 1] * 1e3, requests / wall, failures);
+  printf("  the daemon's timing_ms, medians: queue %.3f ms, parse %.3f ms, kernel %.3f ms\n",
+         pct(queue, requests, 50), pct(parse, requests, 50), pct(kernel, requests, 50));
   printf("  daemon VmHWM %ld kB\n", daemon_status_kb(&d, "VmHWM"));
   fflush(stdout);
   free(all);

@@ -235,6 +235,12 @@ int histd__ds_complete(histd_dataset *ds, size_t cap, size_t n, char *msg, size_
 void histd__format_double(char *buf, size_t buflen, double v, locale_t loc) {
   if (buf == NULL || buflen == 0)
     return;
+  /* Whole numbers below 10^15 (bucket edges of a whole width, say) print
+   * as "%.15g" would, without the float formatting and the round trip. */
+  if (v == floor(v) && fabs(v) < 1e15 && !(v == 0 && signbit(v))) {
+    snprintf(buf, buflen, "%lld", (long long)v);
+    return;
+  }
   for (int prec = 15; prec <= 17; prec++) {
     snprintf(buf, buflen, "%.*g", prec, v);
     if (prec == 17 || strtod_l(buf, NULL, loc) == v)

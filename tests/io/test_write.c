@@ -1,7 +1,9 @@
 /*
  * test_write.c -- the histogram writers: the text layout (row prefixes, five
  * counts a row, T: line, overflow), the CSV rows and the JSON object
- * (every key, exact 64-bit counts above 2^53), on hand-made results.
+ * (every key, exact 64-bit counts above 2^53), on hand-made results; and
+ * the number format: the shortest of %.15g, %.16g and %.17g that reads
+ * back as the same double.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "../check.h"
+#include "../../src/io/io_internal.h"
 #include "histd/io.h"
 
 /* Runs a writer into a memory buffer; returns the text (free it). */
@@ -239,7 +242,43 @@ static void test_json_memory(void) {
   histd_result_free(&res);
 }
 
+/* The format, written out: the first of %.15g, %.16g, %.17g that reads back. */
+static void shortest(char *buf, size_t len, double v) {
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(buf, len, "%.*g", prec, v);
+    if (strtod(buf, NULL) == v)
+      return;
+  }
+}
+
+static void test_number_format(void) {
+  locale_t loc;
+  CHECK(histd__c_locale(&loc, NULL, 0) == 0, "locale");
+  double v[4096];
+  size_t n = 0;
+  const double fixed[] = {0.0, -0.0, 1, -1, 500, 0.1, 0.30000000000000004, 1e15 - 1, -(1e15 - 1),
+                          1e15, 1e15 + 1, 9007199254740992.0, 123456789012345.0, 1e300,
+                          5e-324, 2.5, -7.75, 39837.0, 1e14 + 0.5};
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+    v[n++] = fixed[i];
+  uint64_t r = 0x243f6a8885a308d3ull;
+  while (n < 4096) { /* whole numbers of every size, and multiples of a width */
+    r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+    double x = (double)(r >> (r % 64)) * ((r & 1) ? -1 : 1);
+    v[n] = n % 2 ? x : (double)(r % 100000) * 0.1;
+    n++;
+  }
+  for (size_t i = 0; i < n; i++) {
+    char got[40], want[40];
+    histd__format_double(got, sizeof got, v[i], loc);
+    shortest(want, sizeof want, v[i]);
+    CHECK(strcmp(got, want) == 0, "%.17g: \"%s\", want \"%s\"", v[i], got, want);
+  }
+  freelocale(loc);
+}
+
 int main(void) {
+  test_number_format();
   test_text();
   test_csv();
   test_json();
