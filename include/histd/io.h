@@ -3,7 +3,7 @@
  *
  * Parsers turn a whole buffer (or file) in one of five formats into a new
  * dataset (histd.h), allocated with histd_dataset_alloc and finished (bounds
- * set). Writers turn a result into text, CSV or a cJSON object. The service
+ * set). Writers turn a result into text, CSV or JSON on a FILE. The service
  * and the CLI use this header; the engine knows nothing of it.
  *
  * Conventions are the engine's: 0 or a negative HISTD_E* code, out-params
@@ -67,8 +67,6 @@
 
 #include <stddef.h>
 #include <stdio.h>
-
-#include <cjson/cJSON.h>
 
 #include "histd/histd.h"
 
@@ -135,15 +133,20 @@ int histd_write_text(FILE *f, const histd_result *res);
 int histd_write_csv(FILE *f, const histd_result *res);
 
 /*
- * The result as a JSON object (caller cJSON_Delete()s it; NULL when out of
- * memory), n being the dataset's point count:
+ * histd_write_json: the result as one JSON object, n being the dataset's
+ * point count:
  *   {"n", "bucket_width", "buckets", "edges": [0, w, ..., buckets*w],
  *    "counts": [...], "overflow", "total", "kernel", "block_size",
  *    "precision": "exact"|"fast", "exact", "device",
  *    "timing_ms": {"queue", "parse", "transfer", "kernel", "total"}}
- * 64-bit integers above 2^53 are raw items (exact digits when printed).
+ * streamed to f: its memory does not grow with the bucket count. Integers
+ * are exact decimal digits (64-bit counts included), doubles the shortest
+ * round-trip decimals, non-finite ones null. HISTD_JSON_PRETTY puts each
+ * member on its own indented line; HISTD_JSON_SUMMARY leaves out edges and
+ * counts. Returns 0, or HISTD_EIO if the stream reports an error.
  */
-cJSON *histd_result_to_json(const histd_result *res, size_t n);
+enum { HISTD_JSON_PRETTY = 1, HISTD_JSON_SUMMARY = 2 };
+int histd_write_json(FILE *f, const histd_result *res, size_t n, unsigned flags);
 
 #ifdef __cplusplus
 }

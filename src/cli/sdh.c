@@ -349,17 +349,10 @@ int main(int argc, char **argv) {
 
   status = 0;
   if (o.out == OUT_JSON) {
-    cJSON *j = histd_result_to_json(&res, n);
-    char *s = j == NULL ? NULL : o.pretty ? cJSON_Print(j) : cJSON_PrintUnformatted(j);
-    if (s == NULL) {
-      fprintf(stderr, "sdh: out of memory for the JSON output\n");
+    if (histd_write_json(stdout, &res, n, o.pretty ? HISTD_JSON_PRETTY : 0) != 0)
       status = 1;
-    } else {
-      fputs(s, stdout);
+    else
       fputc('\n', stdout);
-    }
-    cJSON_free(s);
-    cJSON_Delete(j);
   } else if (o.out == OUT_CSV) {
     if (histd_write_csv(stdout, &res) != 0)
       status = 1;

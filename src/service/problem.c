@@ -8,11 +8,13 @@
  * The detail is always a sentence a person can act on; the title is the
  * status's reason phrase, as "about:blank" problems require.
  */
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "service.h"
 
@@ -67,6 +69,46 @@ void respond_json(request *r, unsigned status, cJSON *body) {
   size_t len = strlen(text);
   /* cJSON allocates with malloc (the default hooks), so free() releases it. */
   respond_text(r, status, "application/json", text, len);
+}
+
+bool body_open(body_writer *b, const service *svc, bool large) {
+  memset(b, 0, sizeof *b);
+  if (large) {
+    int fd = open(svc->cfg.data_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    b->f = fd >= 0 ? fdopen(fd, "w+") : tmpfile();
+    if (b->f == NULL && fd >= 0)
+      close(fd);
+    b->file = b->f != NULL;
+  }
+  if (b->f == NULL)
+    b->f = open_memstream(&b->mem, &b->len);
+  return b->f != NULL;
+}
+
+void respond_body(request *r, unsigned status, const char *content_type, body_writer *b) {
+  bool ok = fflush(b->f) == 0 && !ferror(b->f);
+  if (b->file) {
+    off_t size = ftello(b->f);
+    int fd = ok && size >= 0 ? dup(fileno(b->f)) : -1;
+    fclose(b->f);
+    struct MHD_Response *resp = fd >= 0 ? MHD_create_response_from_fd64((uint64_t)size, fd)
+                                        : NULL;
+    if (resp == NULL) {
+      if (fd >= 0)
+        close(fd);
+      respond_problem(r, 500, "the response could not be written");
+      return;
+    }
+    set_response(r, status, resp, content_type); /* MHD closes fd with the response */
+    return;
+  }
+  fclose(b->f); /* mem and len are final now */
+  if (!ok || b->mem == NULL) {
+    free(b->mem);
+    respond_problem(r, 500, "out of memory while writing the response");
+    return;
+  }
+  respond_text(r, status, content_type, b->mem, b->len);
 }
 
 void respond_empty(request *r, unsigned status) {

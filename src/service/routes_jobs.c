@@ -54,7 +54,13 @@ static cJSON *params_to_json(const histd_spec *s) {
   return p;
 }
 
-cJSON *job_to_json(const job_record *j, bool with_counts) {
+/* Whether a result's documents are written to a file rather than memory. */
+static bool large_result(const histd_result *res) { return res->buckets > 65536; }
+
+/* The job document; with `summary`, a succeeded job's result without its
+ * edges and counts (lists and the answers to POST and DELETE). GET on one
+ * job adds the whole result (respond_job). */
+static cJSON *job_to_json(const job_record *j, bool summary) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "id", j->id);
   cJSON_AddStringToObject(o, "status", job_status_name(j->status));
@@ -77,26 +83,43 @@ cJSON *job_to_json(const job_record *j, bool with_counts) {
     cJSON_AddNullToObject(o, "device");
   if (j->error[0] && (j->status == JOB_FAILED || j->status == JOB_CANCELLED))
     cJSON_AddStringToObject(o, "error", j->error);
-  if (j->has_result && j->status == JOB_SUCCEEDED) {
-    cJSON *res = NULL;
-    if (with_counts && j->result.counts != NULL) {
-      res = histd_result_to_json(&j->result, j->n);
-    } else {
-      /* Lists leave the counts out: everything but counts and edges. */
-      histd_result copy = j->result;
-      copy.buckets = 0;
-      copy.counts = NULL;
-      res = histd_result_to_json(&copy, j->n);
-      if (res) {
-        cJSON_DeleteItemFromObject(res, "counts");
-        cJSON_DeleteItemFromObject(res, "edges");
-        cJSON_ReplaceItemInObject(res, "buckets", cJSON_CreateNumber(j->result.buckets));
-      }
-    }
+  if (summary && j->has_result && j->status == JOB_SUCCEEDED) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    int rc = f ? histd_write_json(f, &j->result, j->n, HISTD_JSON_SUMMARY) : HISTD_ENOMEM;
+    if (f)
+      fclose(f);
+    cJSON *res = rc == 0 && text ? cJSON_CreateRaw(text) : NULL;
+    free(text);
     if (res)
       cJSON_AddItemToObject(o, "result", res);
   }
   return o;
+}
+
+/* GET /v1/jobs/{id}: the job document with its whole result, which is
+ * streamed into the body after the other members (it may be large). */
+static void respond_job(request *r, const job_record *j) {
+  if (!j->has_result || j->status != JOB_SUCCEEDED || j->result.counts == NULL) {
+    respond_json(r, 200, job_to_json(j, true));
+    return;
+  }
+  cJSON *o = job_to_json(j, false);
+  char *head = o ? cJSON_PrintUnformatted(o) : NULL;
+  cJSON_Delete(o);
+  body_writer b;
+  if (head == NULL || !body_open(&b, r->svc, large_result(&j->result))) {
+    free(head);
+    respond_problem(r, 503, "out of memory while writing the job; try again shortly");
+    return;
+  }
+  fwrite(head, 1, strlen(head) - 1, b.f); /* all but the closing brace */
+  fputs(",\"result\":", b.f);
+  histd_write_json(b.f, &j->result, j->n, 0);
+  fputc('}', b.f);
+  free(head);
+  respond_body(r, 200, "application/json", &b);
 }
 
 /* ---- parameters ---------------------------------------------------------------------- */
@@ -350,7 +373,7 @@ void route_jobs_create(request *r) {
     respond_problem(r, 500, "the job could not be stored: %s", msg);
     return;
   }
-  respond_json(r, 202, job_to_json(&j, false));
+  respond_json(r, 202, job_to_json(&j, true));
   char loc[64];
   snprintf(loc, sizeof loc, "/v1/jobs/%s", j.id);
   response_add_header(r, "Location", loc);
@@ -368,12 +391,12 @@ static bool add_job(const job_record *rec, void *u) {
   if (rec->status == JOB_QUEUED || rec->status == JOB_RUNNING) {
     job_record live; /* the store does not see progress: ask the queue */
     if (jobs_get(c->jobs, rec->id, &live) == 0) {
-      cJSON_AddItemToArray(c->arr, job_to_json(&live, false));
+      cJSON_AddItemToArray(c->arr, job_to_json(&live, true));
       job_record_free(&live);
       return true;
     }
   }
-  cJSON_AddItemToArray(c->arr, job_to_json(rec, false));
+  cJSON_AddItemToArray(c->arr, job_to_json(rec, true));
   return true;
 }
 
@@ -427,7 +450,7 @@ void route_jobs_get(request *r) {
     respond_problem(r, 404, "no job has the id \"%s\"", r->path_id);
     return;
   }
-  respond_json(r, 200, job_to_json(&j, true));
+  respond_job(r, &j);
   job_record_free(&j);
 }
 
@@ -446,51 +469,56 @@ void route_jobs_delete(request *r) {
   }
   /* 202: a running job was asked to stop (it stops within a second);
    * 200: it was queued and is cancelled, or had already ended. */
-  respond_json(r, rc == 1 ? 202 : 200, job_to_json(&j, false));
+  respond_json(r, rc == 1 ? 202 : 200, job_to_json(&j, true));
   job_record_free(&j);
 }
 
 /* ---- GET /v1/jobs/{id}/result -------------------------------------------------------------- */
 
-static bool wants_csv(request *r) {
+/* How the client wants a result: 1 CSV (?format=csv, or text/csv before
+ * application/json in Accept), 0 JSON, -1 answered 400 (a bad ?format=). */
+static int result_format(request *r) {
   const char *f = request_query(r, "format");
+  if (f != NULL && strcmp(f, "csv") != 0 && strcmp(f, "json") != 0) {
+    respond_problem(r, 400, "format must be \"json\" or \"csv\", got \"%s\"", f);
+    return -1;
+  }
   if (f != NULL)
     return strcmp(f, "csv") == 0;
   const char *accept = request_header(r, "Accept");
   if (accept == NULL)
-    return false;
+    return 0;
   const char *csv = strstr(accept, "text/csv");
   const char *json = strstr(accept, "application/json");
   return csv != NULL && (json == NULL || csv < json);
 }
 
-static void respond_result_csv(request *r, const histd_result *res, const char *name) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  if (f == NULL) {
-    respond_problem(r, 500, "out of memory while writing CSV");
+/* A result as JSON, or as CSV (a download named after `name`). */
+static void respond_result(request *r, const histd_result *res, size_t n, bool csv,
+                           const char *name) {
+  body_writer b;
+  if (!body_open(&b, r->svc, large_result(res))) {
+    respond_problem(r, 503, "out of memory while writing the result; try again shortly");
     return;
   }
-  int rc = histd_write_csv(f, res);
-  fclose(f);
-  if (rc != 0) {
-    free(text);
-    respond_problem(r, 500, "the CSV could not be written");
+  if (!csv) {
+    histd_write_json(b.f, res, n, 0);
+    respond_body(r, 200, "application/json", &b);
     return;
   }
-  respond_text(r, 200, "text/csv; charset=utf-8", text, len);
+  histd_write_csv(b.f, res);
+  respond_body(r, 200, "text/csv; charset=utf-8", &b);
+  if (r->status != 200)
+    return;
   char disp[128];
   snprintf(disp, sizeof disp, "attachment; filename=\"histd-%s.csv\"", name);
   response_add_header(r, "Content-Disposition", disp);
 }
 
 void route_jobs_result(request *r) {
-  const char *f = request_query(r, "format");
-  if (f != NULL && strcmp(f, "csv") != 0 && strcmp(f, "json") != 0) {
-    respond_problem(r, 400, "format must be \"json\" or \"csv\", got \"%s\"", f);
+  int csv = result_format(r);
+  if (csv < 0)
     return;
-  }
   job_record j;
   if (jobs_get(r->svc->jobs, r->path_id, &j) != 0) {
     respond_problem(r, 404, "no job has the id \"%s\"", r->path_id);
@@ -504,10 +532,7 @@ void route_jobs_result(request *r) {
     job_record_free(&j);
     return;
   }
-  if (wants_csv(r))
-    respond_result_csv(r, &j.result, j.id);
-  else
-    respond_json(r, 200, histd_result_to_json(&j.result, j.n));
+  respond_result(r, &j.result, j.n, csv == 1, j.id);
   job_record_free(&j);
 }
 
@@ -610,6 +635,8 @@ void route_histogram(request *r) {
     histogram_answer(r);
     return;
   }
+  if (result_format(r) < 0)
+    return;
   double t0 = histd_now_ms();
   static const char *const extra[] = {"points", "x", "y", "z", NULL};
   parsed_params pp;
@@ -667,6 +694,6 @@ static void histogram_answer(request *r) {
   res->timing.total_ms += t->parse_ms + res->timing.queue_ms;
   atomic_fetch_add(&r->svc->metrics.pairs_computed, res->total);
   atomic_fetch_add(&r->svc->metrics.sync_histograms, 1);
-  respond_json(r, 200, histd_result_to_json(res, t->ds.n));
+  respond_result(r, res, t->ds.n, result_format(r) == 1, "histogram");
   sync_task_free(t);
 }

@@ -379,6 +379,20 @@ void respond_json(request *r, unsigned status, cJSON *body); /* takes body */
 void respond_text(request *r, unsigned status, const char *content_type,
                   char *data, size_t len); /* takes data (malloc'd) */
 void respond_empty(request *r, unsigned status);
+
+/* A body written through a FILE: into memory, or, when it may be large (a
+ * result with many buckets), into an unnamed file in the data dir that
+ * libmicrohttpd then sends from the page cache, so that a 16 Mi-bucket
+ * result does not cost the daemon its text in memory. */
+typedef struct body_writer {
+  FILE *f;
+  char *mem;
+  size_t len;
+  bool file;
+} body_writer;
+bool body_open(body_writer *b, const service *svc, bool large);
+/* Answers with what was written (500 if writing failed); closes b. */
+void respond_body(request *r, unsigned status, const char *content_type, body_writer *b);
 void respond_problem(request *r, unsigned status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
@@ -418,6 +432,5 @@ void route_static(request *r);
 
 /* JSON shapes shared by routes (routes_jobs.c). */
 cJSON *dataset_to_json(const dataset_meta *m);
-cJSON *job_to_json(const job_record *j, bool with_counts);
 
 #endif

@@ -196,7 +196,8 @@ static void test_formats(void) {
                      "--format", "json", "--pretty", NULL);
   CHECK(r.status == 0, "buckets 7: exit %d: %s", r.status, r.err);
   check_json("buckets 7", r.out, 250, 7, px, py, pz, N);
-  CHECK_STR_CONTAINS(r.out, "\"kernel\":\t\"cpu-reference\"");
+  CHECK_STR_CONTAINS(r.out, "{\n  \"n\": ");
+  CHECK_STR_CONTAINS(r.out, "\n  \"kernel\": \"cpu-reference\",\n");
   CHECK(strchr(r.out, '\n') != strrchr(r.out, '\n'), "pretty output spans lines");
   run_free(&r);
   /* --input-format overrides an unknown extension. */

@@ -1,11 +1,13 @@
 /*
  * test_write.c -- the histogram writers: the text layout (row prefixes, five
  * counts a row, T: line, overflow), the CSV rows and the JSON object
- * (every key, exact 64-bit counts above 2^53), on hand-made results; and
+ * (every key, exact 64-bit counts above 2^53, read back by cJSON; a large
+ * one streamed without a heap of its own), on hand-made results; and
  * the number format: the shortest of %.15g, %.16g and %.17g that reads
  * back as the same double.
  */
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,8 @@
 #include "../check.h"
 #include "../../src/io/io_internal.h"
 #include "histd/io.h"
+
+#include <cjson/cJSON.h>
 
 /* Runs a writer into a memory buffer; returns the text (free it). */
 static char *capture(int (*writer)(FILE *, const histd_result *), const histd_result *res) {
@@ -142,7 +146,7 @@ static void test_json(void) {
   make(&res, 4, 2.5);
   res.counts[3] = UINT64_MAX - 1; /* far above 2^53 */
   res.counts[2] = (UINT64_C(1) << 53) + 1;
-  res.counts[1] = 999999999999999ull; /* the largest plain number */
+  res.counts[1] = 999999999999999ull;
   res.counts[0] = 1234567890123456789ull;
   res.overflow = UINT64_C(1) << 53;
   res.bucket_width = 0.1;
@@ -153,92 +157,90 @@ static void test_json(void) {
   res.timing.queue_ms = 0.25;
   res.timing.parse_ms = 3;
   res.timing.transfer_ms = 0.5;
-  cJSON *o = histd_result_to_json(&res, 777);
-  CHECK(o != NULL, "to_json");
-  char *s = cJSON_PrintUnformatted(o);
-  CHECK_STR_CONTAINS(s, "\"counts\":[1234567890123456789,999999999999999,9007199254740993,18446744073709551614]");
-  CHECK_STR_CONTAINS(s, "\"overflow\":9007199254740992");
-  CHECK_STR_CONTAINS(s, "\"total\":123456789012345678");
-  CHECK_STR_CONTAINS(s, "\"edges\":[0,0.1,0.2,0.30000000000000004,0.4]");
-  CHECK_STR_CONTAINS(s, "\"n\":777,\"bucket_width\":0.1,\"buckets\":4");
-  CHECK_STR_CONTAINS(s, "\"precision\":\"fast\",\"exact\":false");
-
-  cJSON *back = cJSON_Parse(s);
-  CHECK(back != NULL, "output parses back");
-  static const char *const keys[] = {"n",         "bucket_width", "buckets", "edges",
-                                     "counts",    "overflow",     "total",   "kernel",
-                                     "block_size", "precision",   "exact",   "device",
-                                     "timing_ms"};
-  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-    CHECK(cJSON_HasObjectItem(back, keys[i]), "key %s", keys[i]);
-  CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(back, "edges")) == 5, "edges: buckets+1");
-  CHECK(strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(back, "kernel")), "cpu") == 0, "kernel");
-  CHECK(strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(back, "device")), "cpu: 2 threads") == 0,
-        "device");
-  cJSON *t = cJSON_GetObjectItem(back, "timing_ms");
-  static const char *const tk[] = {"queue", "parse", "transfer", "kernel", "total"};
-  static const double tv[] = {0.25, 3, 0.5, 1.5, 2.25};
-  for (int i = 0; i < 5; i++)
-    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(t, tk[i])) == tv[i], "timing %s", tk[i]);
-  cJSON_Delete(back);
-  cJSON_free(s);
-  cJSON_Delete(o);
+  strcpy(res.device, "GPU \"0\"\\\n"); /* quotes, a backslash, a newline */
+  for (unsigned flags = 0; flags < 4; flags++) {
+    char *s = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&s, &len);
+    CHECK(histd_write_json(f, &res, 777, flags) == 0, "write_json");
+    fclose(f);
+    bool summary = flags & HISTD_JSON_SUMMARY, pretty = flags & HISTD_JSON_PRETTY;
+    CHECK(pretty == (strchr(s, '\n') != NULL), "flags %u: pretty is multi-line", flags);
+    if (!pretty) {
+      CHECK_STR_CONTAINS(s, "\"overflow\":9007199254740992");
+      CHECK_STR_CONTAINS(s, "\"total\":123456789012345678");
+      CHECK_STR_CONTAINS(s, "\"n\":777,\"bucket_width\":0.1,\"buckets\":4");
+      CHECK_STR_CONTAINS(s, "\"precision\":\"fast\",\"exact\":false");
+      if (!summary) {
+        CHECK_STR_CONTAINS(s, "\"counts\":[1234567890123456789,999999999999999,"
+                              "9007199254740993,18446744073709551614]");
+        CHECK_STR_CONTAINS(s, "\"edges\":[0,0.1,0.2,0.30000000000000004,0.4]");
+      }
+    }
+    /* cJSON, an independent reader, sees every member with its value */
+    cJSON *back = cJSON_Parse(s);
+    CHECK(back != NULL, "flags %u: the output parses: %s", flags, s);
+    if (back == NULL) {
+      free(s);
+      continue;
+    }
+    static const char *const keys[] = {"n",          "bucket_width", "buckets", "overflow",
+                                       "total",      "kernel",       "block_size",
+                                       "precision",  "exact",        "device", "timing_ms"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+      CHECK(cJSON_HasObjectItem(back, keys[i]), "key %s", keys[i]);
+    CHECK(cJSON_GetArraySize(back) == 11 + (summary ? 0 : 2), "flags %u: member count", flags);
+    CHECK(summary != cJSON_HasObjectItem(back, "counts"), "counts only in full results");
+    if (!summary)
+      CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(back, "edges")) == 5, "edges: buckets+1");
+    CHECK(strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(back, "kernel")), "cpu") == 0,
+          "kernel");
+    CHECK(strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(back, "device")), res.device) == 0,
+          "device, escaped and read back");
+    cJSON *t = cJSON_GetObjectItem(back, "timing_ms");
+    static const char *const tk[] = {"queue", "parse", "transfer", "kernel", "total"};
+    static const double tv[] = {0.25, 3, 0.5, 1.5, 2.25};
+    for (int i = 0; i < 5; i++)
+      CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(t, tk[i])) == tv[i], "timing %s", tk[i]);
+    cJSON_Delete(back);
+    free(s);
+  }
   histd_result_free(&res);
 }
 
-/* cJSON's memory for a large result: counted through cJSON's hooks (a size
- * header in front of each block). A node per count and per edge was over
- * 100 bytes a bucket (~3.4 GB for HISTD_MAX_BUCKETS, enough for a few GETs
- * to exhaust the daemon); the arrays' text is ~10-20 bytes a bucket. */
-static size_t hook_live, hook_peak;
-
-static void *hook_malloc(size_t n) {
-  size_t *p = malloc(n + sizeof(size_t) * 2);
-  if (p == NULL)
-    return NULL;
-  p[0] = n;
-  hook_live += n;
-  if (hook_live > hook_peak)
-    hook_peak = hook_live;
-  return p + 2;
-}
-
-static void hook_free(void *q) {
-  if (q == NULL)
-    return;
-  size_t *p = (size_t *)q - 2;
-  hook_live -= p[0];
-  free(p);
-}
-
-static void test_json_memory(void) {
+/* A large result streams: the writer allocates nothing that grows with the
+ * bucket count (a cJSON node per count was ~3.4 GB for HISTD_MAX_BUCKETS;
+ * a string per array printed into another, ~0.6 GB). The output is read
+ * back to check it. */
+static void test_json_large(void) {
   const uint32_t buckets = 1u << 20;
   histd_result res;
   CHECK(histd_result_init(&res, buckets, 0.001, NULL, 0) == 0, "result_init");
   for (uint32_t b = 0; b < buckets; b++)
     res.counts[b] = (uint64_t)b * 3;
-  cJSON_Hooks hooks = {hook_malloc, hook_free};
-  cJSON_InitHooks(&hooks);
-  hook_live = hook_peak = 0;
-  cJSON *o = histd_result_to_json(&res, 1000);
-  CHECK(o != NULL, "to_json of %u buckets", buckets);
-  size_t peak = hook_peak;
-  char *s = o ? cJSON_PrintUnformatted(o) : NULL;
-  CHECK(s != NULL, "print");
-  if (s != NULL) {
-    CHECK_STR_CONTAINS(s, "\"counts\":[0,3,6,9,");
-    CHECK_STR_CONTAINS(s, "\"edges\":[0,0.001,0.002,0.003,");
-    CHECK_STR_CONTAINS(s, ",3145725],\"overflow\"");
-    cJSON *back = cJSON_Parse(s);
-    CHECK(back != NULL && cJSON_GetArraySize(cJSON_GetObjectItem(back, "counts")) == (int)buckets,
-          "counts parse back");
-    cJSON_Delete(back);
-  }
-  cJSON_free(s);
-  cJSON_Delete(o);
-  cJSON_InitHooks(NULL);
-  CHECK(peak <= (size_t)40 * buckets, "histd_result_to_json took %zu bytes of cJSON memory "
-        "for %u buckets (%.0f a bucket)", peak, buckets, (double)peak / buckets);
+  FILE *f = tmpfile();
+  CHECK(f != NULL, "tmpfile");
+  if (f == NULL)
+    return;
+  struct mallinfo2 before = mallinfo2();
+  CHECK(histd_write_json(f, &res, 1000, 0) == 0, "write_json of %u buckets", buckets);
+  struct mallinfo2 after = mallinfo2();
+  long len = ftell(f);
+  size_t grew = after.uordblks + after.hblkhd - before.uordblks - before.hblkhd;
+  CHECK(grew < (64 << 10), "the heap grew %zu bytes writing a %ld-byte document", grew, len);
+  char *s = malloc((size_t)len + 1);
+  rewind(f);
+  CHECK(s != NULL && fread(s, 1, (size_t)len, f) == (size_t)len, "read back");
+  s[len] = '\0';
+  fclose(f);
+  CHECK_STR_CONTAINS(s, "\"counts\":[0,3,6,9,");
+  CHECK_STR_CONTAINS(s, "\"edges\":[0,0.001,0.002,0.003,");
+  CHECK_STR_CONTAINS(s, ",3145725],\"overflow\"");
+  cJSON *back = cJSON_Parse(s);
+  CHECK(back != NULL && cJSON_GetArraySize(cJSON_GetObjectItem(back, "counts")) == (int)buckets,
+        "counts parse back");
+  cJSON_Delete(back);
+  free(s);
   histd_result_free(&res);
 }
 
@@ -282,6 +284,6 @@ int main(void) {
   test_text();
   test_csv();
   test_json();
-  test_json_memory();
+  test_json_large();
   return check_finish("test_write");
 }
