@@ -238,6 +238,16 @@ def test_histogram(d):
                          "z": [p[2] for p in pts], "bucket_width": 60, "buckets": 25,
                          "kernel": "cpu-reference"})
     check(s == 200 and doc2["counts"] == doc["counts"], (s, doc2))
+    # CSV on request, and a bad format refused before any work.
+    body = {"points": [list(p) for p in pts], "bucket_width": 60, "buckets": 25}
+    s, h, text = d.request("POST", "/v1/histogram", body, {"Accept": "text/csv"})
+    rows = text.decode().splitlines()
+    counts, overflow, _ = definition(pts, 60.0, 25)
+    check(s == 200 and h["content-type"].startswith("text/csv") and len(rows) == 27 and
+          [int(r.rsplit(",", 1)[1]) for r in rows[1:-1]] == counts and
+          rows[-1] == "overflow,1500,,%d" % overflow, (s, h, rows[:3], rows[-1]))
+    s, _, doc3 = d.json("POST", "/v1/histogram?format=xml", body)
+    check(s == 400 and "format" in doc3["detail"], (s, doc3))
     # Heavy histograms do not hold up the HTTP threads: with more of them in
     # flight than the daemon has HTTP threads, /healthz still answers at once.
     big = {"points": [list(p) for p in random_points(12000, seed=4)], "bucket_width": 100,
