@@ -29,7 +29,6 @@ int histd__cpu_run(histd_worker *w, const histd_dataset *ds,
 bool histd__cancelled(const histd_control *ctl);
 void histd__progress(const histd_control *ctl, double fraction);
 
-
 /*
  * The CUDA side (kernels/), or the stubs in src/engine/nocuda.c when histd
  * is built without CUDA. The kernel table is appended to the registry.

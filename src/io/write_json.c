@@ -115,7 +115,7 @@ int histd_write_json(FILE *f, const histd_result *res, size_t n, unsigned flags)
     for (uint32_t b = 0; b < res->buckets; b++) {
       char digits[24], *d = digits + sizeof digits;
       uint64_t v = res->counts[b];
-      do /* what %" PRIu64 " prints, ~10x faster for 16 Mi counts */
+      do /* the digits by hand: no printf call per count */
         *--d = (char)('0' + v % 10);
       while ((v /= 10) != 0);
       if (b > 0)

@@ -85,8 +85,9 @@ bool body_open(body_writer *b, const service *svc, bool large) {
   return b->f != NULL;
 }
 
-void respond_body(request *r, unsigned status, const char *content_type, body_writer *b) {
-  bool ok = fflush(b->f) == 0 && !ferror(b->f);
+void respond_body(request *r, unsigned status, const char *content_type, body_writer *b,
+                  int rc) {
+  bool ok = fflush(b->f) == 0 && !ferror(b->f) && rc == 0;
   if (b->file) {
     off_t size = ftello(b->f);
     int fd = ok && size >= 0 ? dup(fileno(b->f)) : -1;

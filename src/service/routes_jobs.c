@@ -116,10 +116,10 @@ static void respond_job(request *r, const job_record *j) {
   }
   fwrite(head, 1, strlen(head) - 1, b.f); /* all but the closing brace */
   fputs(",\"result\":", b.f);
-  histd_write_json(b.f, &j->result, j->n, 0);
+  int rc = histd_write_json(b.f, &j->result, j->n, 0);
   fputc('}', b.f);
   free(head);
-  respond_body(r, 200, "application/json", &b);
+  respond_body(r, 200, "application/json", &b, rc);
 }
 
 /* ---- parameters ---------------------------------------------------------------------- */
@@ -502,12 +502,10 @@ static void respond_result(request *r, const histd_result *res, size_t n, bool c
     return;
   }
   if (!csv) {
-    histd_write_json(b.f, res, n, 0);
-    respond_body(r, 200, "application/json", &b);
+    respond_body(r, 200, "application/json", &b, histd_write_json(b.f, res, n, 0));
     return;
   }
-  histd_write_csv(b.f, res);
-  respond_body(r, 200, "text/csv; charset=utf-8", &b);
+  respond_body(r, 200, "text/csv; charset=utf-8", &b, histd_write_csv(b.f, res));
   if (r->status != 200)
     return;
   char disp[128];

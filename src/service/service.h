@@ -391,8 +391,10 @@ typedef struct body_writer {
   bool file;
 } body_writer;
 bool body_open(body_writer *b, const service *svc, bool large);
-/* Answers with what was written (500 if writing failed); closes b. */
-void respond_body(request *r, unsigned status, const char *content_type, body_writer *b);
+/* Answers with what was written; 500 instead if the writer returned
+ * rc != 0 or the stream failed. Closes b. */
+void respond_body(request *r, unsigned status, const char *content_type, body_writer *b,
+                  int rc);
 void respond_problem(request *r, unsigned status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
