@@ -7,7 +7,7 @@
  * below lists them all; --help prints it, so the documentation cannot drift
  * from the code.
  *
- * Sizes accept k/M/G suffixes (powers of 1024). The listen address is
+ * Sizes accept k/M/G suffixes (powers of 1024), durations s/m/h/d. The listen address is
  * HOST:PORT, [IPv6]:PORT or just PORT; port 0 picks a free port, which the
  * daemon prints on stdout ("histd: listening on http://HOST:PORT") so tests
  * can find it without racing for a port.
@@ -29,7 +29,7 @@
 #define HISTD_SOURCE_STATIC_DIR ""
 #endif
 
-enum kind { K_STR, K_INT, K_SIZE, K_FLAG };
+enum kind { K_STR, K_INT, K_SIZE, K_SECONDS, K_FLAG };
 
 typedef struct setting {
   const char *flag;
@@ -74,6 +74,8 @@ static const setting settings[] = {
      "per-connection buffer memory (default 128k)"},
     {"max-wait", "HISTD_MAX_WAIT", K_INT, F(max_wait),
      "cap, in seconds, of GET /v1/jobs/{id}?wait= (default 30)"},
+    {"job-retention", "HISTD_JOB_RETENTION", K_SECONDS, F(job_retention),
+     "how long finished jobs and their results are kept, e.g. 30d or 12h (default 0: for ever)"},
     {"access-log", "HISTD_ACCESS_LOG", K_FLAG, F(access_log),
      "log every request on stderr (method, path, status, bytes in, milliseconds)"},
     {"print-routes", NULL, K_FLAG, F(print_routes), "print the route table and exit"},
@@ -99,6 +101,28 @@ static int parse_size(const char *s, size_t *out) {
   if (*end != '\0' || (v != 0 && mul > SIZE_MAX / v))
     return -1;
   *out = (size_t)(v * mul);
+  return 0;
+}
+
+/* "90", "90s", "15m", "12h", "30d" -> seconds; 0 when malformed or out of
+ * range (one to 100 years' worth of seconds). */
+static int parse_seconds(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno != 0 || end == s || !(v >= 0))
+    return -1;
+  double mul = 1;
+  switch (*end) {
+  case 's': end++; break;
+  case 'm': mul = 60; end++; break;
+  case 'h': mul = 3600; end++; break;
+  case 'd': mul = 86400; end++; break;
+  default: break;
+  }
+  if (*end != '\0' || v * mul > 100.0 * 365 * 86400)
+    return -1;
+  *out = v * mul;
   return 0;
 }
 
@@ -161,6 +185,15 @@ static int apply(config *cfg, const setting *st, const char *value, const char *
       return histd_fail(msg, msglen, HISTD_EINVAL,
                         "%s wants a size such as 1048576 or 512M, got \"%s\"", from, value);
     *(size_t *)field = v;
+    return 0;
+  }
+  case K_SECONDS: {
+    double v;
+    if (parse_seconds(value, &v) != 0)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "%s wants a duration such as 3600, 90m, 12h or 30d, got \"%s\"", from,
+                        value);
+    *(double *)field = v;
     return 0;
   }
   case K_FLAG:

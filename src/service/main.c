@@ -5,7 +5,8 @@
  *
  *   - the main thread runs a libuv loop. It owns the signals (SIGINT and
  *     SIGTERM start a shutdown; SIGPIPE is ignored), a timer that expires
- *     long-poll deadlines, and a uv_async that workers and HTTP threads
+ *     long-poll deadlines, one that deletes finished jobs older than
+ *     --job-retention, and a uv_async that workers and HTTP threads
  *     poke (service_wake) when a job ends, so the loop resumes the
  *     connections waiting on it -- redis's bio.c completions, libuv-style;
  *   - libmicrohttpd's pool threads read requests and run the handlers
@@ -23,6 +24,7 @@
  * systemd (Restart=on-failure), Docker (restart: unless-stopped) and
  * Kubernetes start one, and the queued jobs run there.
  */
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +38,7 @@ typedef struct loop_state {
   uv_loop_t loop;
   uv_signal_t sigint, sigterm;
   uv_timer_t tick;
+  uv_timer_t expire; /* --job-retention: deletes old finished jobs */
   uv_async_t wake;
   int signals;
 } loop_state;
@@ -73,6 +76,19 @@ static void on_wake(uv_async_t *h) {
 static void on_tick(uv_timer_t *t) {
   loop_state *ls = t->data;
   jobs_resume_waiters(ls->svc->jobs, false);
+}
+
+static void on_expire(uv_timer_t *t) {
+  loop_state *ls = t->data;
+  service *svc = ls->svc;
+  uint64_t deleted = 0;
+  char msg[256];
+  if (store_expire_jobs(svc->store, wall_now() - svc->cfg.job_retention, &deleted, msg,
+                        sizeof msg) != 0)
+    fprintf(stderr, "histd: %s\n", msg);
+  else if (deleted > 0)
+    fprintf(stderr, "histd: %" PRIu64 " finished job(s) older than --job-retention removed\n",
+            deleted);
 }
 
 static void close_cb(uv_handle_t *h) { (void)h; }
@@ -154,6 +170,13 @@ int main(int argc, char **argv) {
   uv_timer_init(&ls.loop, &ls.tick);
   ls.tick.data = &ls;
   uv_timer_start(&ls.tick, on_tick, 100, 100);
+  uv_timer_init(&ls.loop, &ls.expire);
+  ls.expire.data = &ls;
+  if (svc.cfg.job_retention > 0) { /* at once, then a few times per retention period */
+    double every = svc.cfg.job_retention / 4;
+    every = every < 1 ? 1 : every > 60 ? 60 : every;
+    uv_timer_start(&ls.expire, on_expire, 0, (uint64_t)(every * 1000));
+  }
 
   uv_run(&ls.loop, UV_RUN_DEFAULT);
 
@@ -168,6 +191,7 @@ int main(int argc, char **argv) {
   uv_close((uv_handle_t *)&ls.sigint, close_cb);
   uv_close((uv_handle_t *)&ls.sigterm, close_cb);
   uv_close((uv_handle_t *)&ls.tick, close_cb);
+  uv_close((uv_handle_t *)&ls.expire, close_cb);
   uv_close((uv_handle_t *)&ls.wake, close_cb);
   uv_run(&ls.loop, UV_RUN_DEFAULT);
   jobs_destroy(svc.jobs);

@@ -59,6 +59,7 @@ typedef struct config {
   unsigned per_ip_connection_limit;
   size_t connection_memory_limit;
   int max_wait;                /* cap of ?wait= in seconds */
+  double job_retention;        /* seconds a finished job is kept; 0 = for ever */
   bool print_routes;
   bool access_log;             /* one line per request on stderr */
 } config;
@@ -185,6 +186,9 @@ int store_list_jobs(store *s, size_t limit, bool with_results,
 /* Jobs that were queued or running when the daemon stopped, oldest first. */
 int store_unfinished_jobs(store *s, bool (*fn)(const job_record *j, void *u), void *u);
 int store_count_jobs(store *s, uint64_t counts[JOB_STATUS_COUNT]);
+/* Deletes finished jobs (succeeded, failed, cancelled) that finished
+ * before `before` (wall-clock seconds); 0 and the number in *deleted. */
+int store_expire_jobs(store *s, double before, uint64_t *deleted, char *msg, size_t msglen);
 int store_count_active_jobs_on(store *s, const char *dataset, size_t *count);
 void job_record_free(job_record *j);
 

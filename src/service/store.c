@@ -725,6 +725,28 @@ int store_unfinished_jobs(store *s, bool (*fn)(const job_record *j, void *u), vo
                    u);
 }
 
+int store_expire_jobs(store *s, double before, uint64_t *deleted, char *msg, size_t msglen) {
+  pthread_mutex_lock(&s->mu);
+  sqlite3_stmt *st;
+  int rc = 0;
+  *deleted = 0;
+  if (sqlite3_prepare_v2(s->db,
+                         "DELETE FROM jobs WHERE status >= 2 AND finished_at > 0 "
+                         "AND finished_at < ?",
+                         -1, &st, NULL) != SQLITE_OK) {
+    rc = db_fail(s, msg, msglen, "expire old jobs");
+  } else {
+    sqlite3_bind_double(st, 1, before);
+    if (sqlite3_step(st) != SQLITE_DONE)
+      rc = db_fail(s, msg, msglen, "expire old jobs");
+    else
+      *deleted = (uint64_t)sqlite3_changes(s->db);
+    sqlite3_finalize(st);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
 int store_count_jobs(store *s, uint64_t counts[JOB_STATUS_COUNT]) {
   memset(counts, 0, sizeof(uint64_t) * JOB_STATUS_COUNT);
   pthread_mutex_lock(&s->mu);

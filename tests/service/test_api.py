@@ -361,8 +361,38 @@ def test_large_result(exe):
         shutil.rmtree(root, ignore_errors=True)
 
 
+def test_retention(exe):
+    """--job-retention: finished jobs older than it leave the store (404),
+    jobs still queued or running stay, whatever their age."""
+    with Daemon(exe, args=["--job-retention", "2s", "--workers", "1"]) as d:
+        small = d.upload(random_points(50, seed=81), "json")["id"]
+        big = d.upload(random_points(200000, seed=82, box=23000.0), "f64")["id"]
+        done = d.wait_job(d.submit(small, bucket_width=100)["id"])
+        check(done["status"] == "succeeded", done)
+        running = d.submit(big, bucket_width=500, buckets=80, kernel="cpu-reference")
+        d.wait_running(running["id"])
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            s, _, _ = d.request("GET", "/v1/jobs/" + done["id"])
+            if s == 404:
+                break
+            time.sleep(0.2)
+        check(s == 404, "a finished job outlived --job-retention 2s")
+        _, _, listed = d.json("GET", "/v1/jobs")
+        check([j["id"] for j in listed["jobs"]] == [running["id"]], listed)
+        s, _, doc = d.json("GET", "/v1/jobs/" + running["id"])
+        check(s == 200 and doc["status"] == "running", doc)
+        s, _, _ = d.request("GET", "/v1/datasets/" + small)
+        check(s == 200, "datasets are not expired")
+        s, _, _ = d.request("DELETE", "/v1/jobs/" + running["id"])
+        check("removed" in d.log(), d.log()[-300:])
+        check(d.stop() == 0, "exit 0")
+    print("--job-retention: old finished jobs removed, running ones kept")
+
+
 def main():
     exe = sys.argv[1]
+    test_retention(exe)
     test_affinity(exe)
     test_large_result(exe)
     with Daemon(exe) as d:
