@@ -341,6 +341,8 @@ def test_flags(exe):
         (["--workers", "many"], {}, "whole number"),
         (["--listen", "127.0.0.1:99999"], {}, "listen"),
         ([], {"HISTD_QUEUE_LIMIT": "-3"}, "HISTD_QUEUE_LIMIT"),
+        (["--job-retention", "5x"], {}, "duration"),
+        ([], {"HISTD_JOB_RETENTION": "-1d"}, "HISTD_JOB_RETENTION"),
     ]
     for args, env, want in cases:
         with tempfile.TemporaryDirectory() as tmp:
