@@ -422,6 +422,19 @@ void route_jobs_list(request *r) {
   respond_json(r, 200, o);
 }
 
+/* The job named in the path, or false once answered: 404 when there is no
+ * such job, 500 when the database cannot be read. */
+static bool get_job(request *r, job_record *j) {
+  int rc = jobs_get(r->svc->jobs, r->path_id, j);
+  if (rc == 0)
+    return true;
+  if (rc == HISTD_ENOENT)
+    respond_problem(r, 404, "no job has the id \"%s\"", r->path_id);
+  else
+    respond_problem(r, 500, "job %s could not be read from the database", r->path_id);
+  return false;
+}
+
 /* ---- GET / DELETE /v1/jobs/{id} ----------------------------------------------------------- */
 
 void route_jobs_get(request *r) {
@@ -446,10 +459,8 @@ void route_jobs_get(request *r) {
     }
   }
   job_record j;
-  if (jobs_get(svc->jobs, r->path_id, &j) != 0) {
-    respond_problem(r, 404, "no job has the id \"%s\"", r->path_id);
+  if (!get_job(r, &j))
     return;
-  }
   respond_job(r, &j);
   job_record_free(&j);
 }
@@ -518,10 +529,8 @@ void route_jobs_result(request *r) {
   if (csv < 0)
     return;
   job_record j;
-  if (jobs_get(r->svc->jobs, r->path_id, &j) != 0) {
-    respond_problem(r, 404, "no job has the id \"%s\"", r->path_id);
+  if (!get_job(r, &j))
     return;
-  }
   if (j.status != JOB_SUCCEEDED || !j.has_result || j.result.counts == NULL) {
     respond_problem(r, 409, "job %s is %s, so it has no result%s%s", j.id,
                     job_status_name(j.status),
