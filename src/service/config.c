@@ -62,6 +62,8 @@ static const setting settings[] = {
      "when set, the API needs 'Authorization: Bearer TOKEN' (not /healthz)"},
     {"static-dir", "HISTD_STATIC_DIR", K_STR, F(static_dir),
      "the dashboard's files, served at / (default: the installed copy)"},
+    {"histogram-threads", "HISTD_HISTOGRAM_THREADS", K_INT, F(histogram_threads),
+     "threads computing POST /v1/histogram (default 0: one per core)"},
     {"http-threads", "HISTD_HTTP_THREADS", K_INT, F(http_threads),
      "libmicrohttpd thread-pool size (default 0: 2 x cores, at least 4)"},
     {"connection-timeout", "HISTD_CONNECTION_TIMEOUT", K_INT, F(connection_timeout),

@@ -54,6 +54,7 @@ typedef struct config {
   char token[256];             /* "" (off) */
   char static_dir[4096];
   int http_threads;
+  int histogram_threads;       /* POST /v1/histogram's pool; 0: one per core */
   unsigned connection_timeout; /* seconds */
   unsigned connection_limit;
   unsigned per_ip_connection_limit;

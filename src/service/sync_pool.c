@@ -91,7 +91,8 @@ int sync_pool_start(sync_pool **out, service *svc, char *msg, size_t msglen) {
   p->svc = svc;
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
-  unsigned n = histd_cpu_count();
+  unsigned n = svc->cfg.histogram_threads > 0 ? (unsigned)svc->cfg.histogram_threads
+                                              : histd_cpu_count();
   p->nthreads = n > 64 ? 64 : (int)n;
   p->threads = calloc((size_t)p->nthreads, sizeof *p->threads);
   if (p->threads == NULL) {

@@ -390,8 +390,32 @@ def test_retention(exe):
     print("--job-retention: old finished jobs removed, running ones kept")
 
 
+def test_histogram_threads(exe):
+    """--histogram-threads 1: two heavy histograms sent together are computed
+    one after the other (the second waits in the pool's queue)."""
+    with Daemon(exe, args=["--histogram-threads", "1"]) as d:
+        body = {"points": [list(p) for p in random_points(6000, seed=91)], "bucket_width": 100,
+                "kernel": "cpu-reference"}
+        answers = []
+        threads = [threading.Thread(target=lambda: answers.append(
+            d.json("POST", "/v1/histogram", body, timeout=120)[2])) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        check(len(answers) == 2 and all("timing_ms" in a for a in answers), answers)
+        first, second = sorted(answers, key=lambda a: a["timing_ms"]["queue"])
+        check(second["timing_ms"]["queue"] >= 0.5 * first["timing_ms"]["kernel"],
+              "the second did not wait for the first: %s, %s" %
+              (first["timing_ms"], second["timing_ms"]))
+        check(d.stop() == 0, "exit 0")
+    print("--histogram-threads 1: the second of two histograms waited %.0f ms" %
+          second["timing_ms"]["queue"])
+
+
 def main():
     exe = sys.argv[1]
+    test_histogram_threads(exe)
     test_retention(exe)
     test_affinity(exe)
     test_large_result(exe)
