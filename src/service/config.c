@@ -49,7 +49,7 @@ static const setting settings[] = {
     {"workers", "HISTD_WORKERS", K_INT, F(workers),
      "job workers (default 0: one per GPU, or one CPU worker using every core)"},
     {"max-upload-bytes", "HISTD_MAX_UPLOAD_BYTES", K_SIZE, F(max_upload_bytes),
-     "largest request body accepted (default 1G)"},
+     "largest request body accepted, at most 1T (default 1G)"},
     {"max-points", "HISTD_MAX_POINTS", K_SIZE, F(max_points),
      "most points in one dataset (default 20000000)"},
     {"max-sync-points", "HISTD_MAX_SYNC_POINTS", K_SIZE, F(max_sync_points),
