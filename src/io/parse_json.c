@@ -35,6 +35,14 @@ static void skip_ws(jparser *j) {
     j->p++;
 }
 
+/* Consumes c if it is the next character. */
+static bool eat(jparser *j, char c) {
+  if (j->p >= j->end || *j->p != c)
+    return false;
+  j->p++;
+  return true;
+}
+
 static bool is_delim(char c) {
   return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == ',' || c == ']' ||
          c == '}' || c == '[' || c == '{' || c == ':' || c == '"';
@@ -158,34 +166,28 @@ static int slot(jparser *j, const char *what, size_t i, bool *store) {
 /* "points": [[x, y, z], ...]; *n gets the point count. */
 static int points_array(jparser *j, size_t *n) {
   char path[64];
-  if (j->p >= j->end || *j->p != '[')
+  if (!eat(j, '['))
     return expected(j, "points", "an array of points [[x, y, z], ...]");
-  j->p++;
   skip_ws(j);
   size_t i = 0;
-  if (j->p < j->end && *j->p == ']') {
-    j->p++;
+  if (eat(j, ']')) {
     *n = 0;
     return 0;
   }
   for (;;) {
     skip_ws(j);
-    if (j->p >= j->end || *j->p != '[')
+    if (!eat(j, '['))
       return expected(j, path_of(path, sizeof path, "points", i, NO_INDEX), "an array [x, y, z]");
-    j->p++;
     double v[3] = {0, 0, 0};
     size_t k = 0;
     for (;;) {
       skip_ws(j);
-      if (j->p < j->end && *j->p == ']') {
-        j->p++;
+      if (eat(j, ']'))
         break;
-      }
       if (k > 0) {
-        if (j->p >= j->end || *j->p != ',')
+        if (!eat(j, ','))
           return expected(j, path_of(path, sizeof path, "points", i, NO_INDEX),
                           "',' or ']' after a coordinate");
-        j->p++;
         skip_ws(j);
       }
       double d;
@@ -210,14 +212,10 @@ static int points_array(jparser *j, size_t *n) {
     }
     i++;
     skip_ws(j);
-    if (j->p < j->end && *j->p == ',') {
-      j->p++;
+    if (eat(j, ','))
       continue;
-    }
-    if (j->p < j->end && *j->p == ']') {
-      j->p++;
+    if (eat(j, ']'))
       break;
-    }
     char what[64];
     snprintf(what, sizeof what, "',' or ']' after points[%zu]", i - 1);
     return expected(j, "points", what);
@@ -229,13 +227,11 @@ static int points_array(jparser *j, size_t *n) {
 /* "x" / "y" / "z": [v, ...] into axis a; *n gets the value count. */
 static int axis_array(jparser *j, int a, size_t *n) {
   static const char *const names[3] = {"x", "y", "z"};
-  if (j->p >= j->end || *j->p != '[')
+  if (!eat(j, '['))
     return expected(j, names[a], "an array of numbers");
-  j->p++;
   skip_ws(j);
   size_t i = 0;
-  if (j->p < j->end && *j->p == ']') {
-    j->p++;
+  if (eat(j, ']')) {
     *n = 0;
     return 0;
   }
@@ -253,18 +249,22 @@ static int axis_array(jparser *j, int a, size_t *n) {
       j->ds->x[(size_t)a * j->cap + i] = d;
     i++;
     skip_ws(j);
-    if (j->p < j->end && *j->p == ',') {
-      j->p++;
+    if (eat(j, ','))
       continue;
-    }
-    if (j->p < j->end && *j->p == ']') {
-      j->p++;
+    if (eat(j, ']'))
       break;
-    }
     return expected(j, names[a], "',' or ']' after a number");
   }
   *n = i;
   return 0;
+}
+
+/* The body names "points" and the axis too. */
+static int both_shapes(char *msg, size_t msglen, const char *axis) {
+  return histd_fail(msg, msglen, HISTD_EPARSE,
+                    "\"points\" and \"%s\" cannot both be given: use either "
+                    "{\"points\": [[x, y, z], ...]} or {\"x\": [...], \"y\": [...], \"z\": [...]}",
+                    axis);
 }
 
 static int hexval(char c) {
@@ -280,9 +280,8 @@ static int hexval(char c) {
 /* A key string at p. key gets its decoded text when it is short ASCII (else
  * ""); raw/rawlen the undecoded bytes for messages. */
 static int key_string(jparser *j, char *key, size_t keycap, const char **raw, size_t *rawlen) {
-  if (j->p >= j->end || *j->p != '"')
+  if (!eat(j, '"'))
     return expected(j, NULL, "a key in double quotes");
-  j->p++;
   *raw = j->p;
   size_t k = 0;
   bool usable = true;
@@ -394,9 +393,7 @@ int histd__parse_json(const char *buf, size_t len, size_t max_points, histd_data
   int first_axis = -1;
   j.p++; /* '{' */
   skip_ws(&j);
-  if (j.p < j.end && *j.p == '}') {
-    j.p++;
-  } else {
+  if (!eat(&j, '}')) {
     for (;;) {
       skip_ws(&j);
       char key[16];
@@ -405,13 +402,12 @@ int histd__parse_json(const char *buf, size_t len, size_t max_points, histd_data
       if ((rc = key_string(&j, key, sizeof key, &raw, &rawlen)) != 0)
         goto fail;
       skip_ws(&j);
-      if (j.p >= j.end || *j.p != ':') {
+      if (!eat(&j, ':')) {
         char what[64];
         snprintf(what, sizeof what, "':' after the key \"%s\"", key);
         rc = expected(&j, NULL, what);
         goto fail;
       }
-      j.p++;
       skip_ws(&j);
       int a = -1;
       for (int q = 0; q < 3; q++)
@@ -423,10 +419,7 @@ int histd__parse_json(const char *buf, size_t len, size_t max_points, histd_data
           goto fail;
         }
         if (first_axis >= 0) {
-          rc = histd_fail(msg, msglen, HISTD_EPARSE,
-                          "\"points\" and \"%s\" cannot both be given: use either "
-                          "{\"points\": [[x, y, z], ...]} or {\"x\": [...], \"y\": [...], \"z\": [...]}",
-                          names[first_axis]);
+          rc = both_shapes(msg, msglen, names[first_axis]);
           goto fail;
         }
         have_points = true;
@@ -438,10 +431,7 @@ int histd__parse_json(const char *buf, size_t len, size_t max_points, histd_data
           goto fail;
         }
         if (have_points) {
-          rc = histd_fail(msg, msglen, HISTD_EPARSE,
-                          "\"points\" and \"%s\" cannot both be given: use either "
-                          "{\"points\": [[x, y, z], ...]} or {\"x\": [...], \"y\": [...], \"z\": [...]}",
-                          names[a]);
+          rc = both_shapes(msg, msglen, names[a]);
           goto fail;
         }
         have_axis[a] = true;
@@ -462,14 +452,10 @@ int histd__parse_json(const char *buf, size_t len, size_t max_points, histd_data
         goto fail;
       }
       skip_ws(&j);
-      if (j.p < j.end && *j.p == ',') {
-        j.p++;
+      if (eat(&j, ','))
         continue;
-      }
-      if (j.p < j.end && *j.p == '}') {
-        j.p++;
+      if (eat(&j, '}'))
         break;
-      }
       rc = expected(&j, NULL, "',' or '}' after a value of the object");
       goto fail;
     }
