@@ -106,6 +106,30 @@ static job *find_locked(jobs *q, const char *id, worker **on) {
   return NULL;
 }
 
+/* A job to queue: rec as it is to be run (queued, not started, no result). */
+static job *job_new(const job_record *rec) {
+  job *j = calloc(1, sizeof *j);
+  if (j == NULL)
+    return NULL;
+  j->rec = *rec;
+  j->rec.status = JOB_QUEUED;
+  j->rec.has_result = false;
+  j->rec.started_at = 0;
+  j->rec.progress = 0;
+  atomic_init(&j->progress, 0.0);
+  atomic_init(&j->cancel, false);
+  return j;
+}
+
+static void append_locked(jobs *q, job *j) {
+  if (q->tail)
+    q->tail->next = j;
+  else
+    q->head = j;
+  q->tail = j;
+  q->depth++;
+}
+
 static void unlink_locked(jobs *q, job *target) {
   job *prev = NULL;
   for (job *j = q->head; j != NULL; prev = j, j = j->next) {
@@ -330,22 +354,10 @@ static void *worker_main(void *arg) {
 
 static bool restore_one(const job_record *rec, void *u) {
   jobs *q = u;
-  job *j = calloc(1, sizeof *j);
+  job *j = job_new(rec);
   if (j == NULL)
     return false;
-  j->rec = *rec;
-  j->rec.has_result = false;
-  j->rec.status = JOB_QUEUED;
-  j->rec.started_at = 0;
-  j->rec.progress = 0;
-  atomic_init(&j->progress, 0.0);
-  atomic_init(&j->cancel, false);
-  if (q->tail)
-    q->tail->next = j;
-  else
-    q->head = j;
-  q->tail = j;
-  q->depth++;
+  append_locked(q, j);
   return true;
 }
 
@@ -477,14 +489,9 @@ void jobs_destroy(jobs *q) {
 }
 
 int jobs_submit(jobs *q, job_record *rec, char *msg, size_t msglen) {
-  job *j = calloc(1, sizeof *j);
+  job *j = job_new(rec);
   if (j == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the job");
-  j->rec = *rec;
-  j->rec.status = JOB_QUEUED;
-  j->rec.has_result = false;
-  atomic_init(&j->progress, 0.0);
-  atomic_init(&j->cancel, false);
   pthread_mutex_lock(&q->mu);
   if (q->stopping) {
     pthread_mutex_unlock(&q->mu);
@@ -505,12 +512,7 @@ int jobs_submit(jobs *q, job_record *rec, char *msg, size_t msglen) {
     free(j);
     return rc;
   }
-  if (q->tail)
-    q->tail->next = j;
-  else
-    q->head = j;
-  q->tail = j;
-  q->depth++;
+  append_locked(q, j);
   *rec = j->rec;
   pthread_cond_broadcast(&q->cv);
   pthread_mutex_unlock(&q->mu);
