@@ -69,6 +69,12 @@ static void header(buf *b, const char *name, const char *type, const char *help)
   put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A counter without labels: its header and its one sample. */
+static void counter(buf *b, const char *name, const char *help, atomic_uint_fast64_t *v) {
+  header(b, name, "counter", help);
+  put(b, "%s %llu\n", name, (unsigned long long)atomic_load(v));
+}
+
 char *metrics_render(service *svc, size_t *len) {
   metrics *m = &svc->metrics;
   buf b = {malloc(8192), 0, 8192, false};
@@ -88,9 +94,8 @@ char *metrics_render(service *svc, size_t *len) {
     put(&b, "histd_jobs_finished_total{status=\"%s\"} %llu\n", job_status_name((job_status)s),
         (unsigned long long)atomic_load(&m->jobs_finished[s]));
 
-  header(&b, "histd_jobs_submitted_total", "counter", "Jobs accepted since the daemon started.");
-  put(&b, "histd_jobs_submitted_total %llu\n",
-      (unsigned long long)atomic_load(&m->jobs_submitted));
+  counter(&b, "histd_jobs_submitted_total", "Jobs accepted since the daemon started.",
+          &m->jobs_submitted);
 
   header(&b, "histd_queue_depth", "gauge", "Jobs waiting for a worker.");
   put(&b, "histd_queue_depth %zu\n", jobs_queue_depth(svc->jobs));
@@ -117,22 +122,18 @@ char *metrics_render(service *svc, size_t *len) {
   put(&b, "histd_job_duration_seconds_count %llu\n",
       (unsigned long long)atomic_load(&m->duration_count));
 
-  header(&b, "histd_pairs_computed_total", "counter",
-         "Point pairs histogrammed by finished jobs and POST /v1/histogram.");
-  put(&b, "histd_pairs_computed_total %llu\n",
-      (unsigned long long)atomic_load(&m->pairs_computed));
+  counter(&b, "histd_pairs_computed_total",
+          "Point pairs histogrammed by finished jobs and POST /v1/histogram.",
+          &m->pairs_computed);
 
-  header(&b, "histd_upload_bytes_total", "counter", "Request body bytes of dataset uploads.");
-  put(&b, "histd_upload_bytes_total %llu\n", (unsigned long long)atomic_load(&m->upload_bytes));
-  header(&b, "histd_uploads_total", "counter", "Datasets uploaded (new or already stored).");
-  put(&b, "histd_uploads_total %llu\n", (unsigned long long)atomic_load(&m->uploads));
-  header(&b, "histd_sync_histograms_total", "counter", "POST /v1/histogram requests answered.");
-  put(&b, "histd_sync_histograms_total %llu\n",
-      (unsigned long long)atomic_load(&m->sync_histograms));
-  header(&b, "histd_http_requests_total", "counter", "HTTP requests answered.");
-  put(&b, "histd_http_requests_total %llu\n", (unsigned long long)atomic_load(&m->http_requests));
-  header(&b, "histd_http_errors_total", "counter", "HTTP requests answered with 4xx or 5xx.");
-  put(&b, "histd_http_errors_total %llu\n", (unsigned long long)atomic_load(&m->http_errors));
+  counter(&b, "histd_upload_bytes_total", "Request body bytes of dataset uploads.",
+          &m->upload_bytes);
+  counter(&b, "histd_uploads_total", "Datasets uploaded (new or already stored).", &m->uploads);
+  counter(&b, "histd_sync_histograms_total", "POST /v1/histogram requests answered.",
+          &m->sync_histograms);
+  counter(&b, "histd_http_requests_total", "HTTP requests answered.", &m->http_requests);
+  counter(&b, "histd_http_errors_total", "HTTP requests answered with 4xx or 5xx.",
+          &m->http_errors);
 
   histd_device_info dev[16];
   int count = 0;
