@@ -160,6 +160,19 @@ class Daemon:
             time.sleep(0.02)
         raise AssertionError("job %s never ran: %s" % (job_id, doc))
 
+    def cancel_running(self, job_id, timeout=10):
+        """DELETEs a running job (202) and polls until it stops; returns the
+        seconds that took and the job's last document."""
+        t0 = time.time()
+        s, _, doc = self.json("DELETE", "/v1/jobs/" + job_id)
+        assert s == 202 and doc["status"] == "running", (s, doc)
+        while time.time() - t0 < timeout:
+            _, _, doc = self.json("GET", "/v1/jobs/" + job_id)
+            if doc["status"] != "running":
+                break
+            time.sleep(0.02)
+        return time.time() - t0, doc
+
     def wait_job(self, job_id, timeout=60):
         deadline = time.time() + timeout
         while time.time() < deadline:

@@ -9,7 +9,6 @@ usage: test_gpu.py HISTD_EXE
 """
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemon import Daemon, check, definition, lattice_points, random_points  # noqa: E402
@@ -72,22 +71,8 @@ def main():
         # Cancel a long GPU job: 5e11 pairs on the slowest kernel.
         big = d.upload(random_points(1000000, seed=62, box=23000.0), "f64")["id"]
         job = d.submit(big, bucket_width=1, buckets=40000, kernel="naive")
-        t0 = time.time()
-        while time.time() - t0 < 60:
-            s, _, doc = d.json("GET", "/v1/jobs/" + job["id"])
-            if doc["status"] == "running" and doc["progress"] > 0:
-                break
-            time.sleep(0.05)
-        check(doc["status"] == "running", doc)
-        t0 = time.time()
-        s, _, doc = d.json("DELETE", "/v1/jobs/" + job["id"])
-        check(s == 202, (s, doc))
-        while time.time() - t0 < 10:
-            s, _, doc = d.json("GET", "/v1/jobs/" + job["id"])
-            if doc["status"] != "running":
-                break
-            time.sleep(0.02)
-        took = time.time() - t0
+        d.wait_running(job["id"], timeout=60)
+        took, doc = d.cancel_running(job["id"])
         check(doc["status"] == "cancelled" and took < 1.0, (took, doc))
         print("GPU job cancelled in %.3fs at progress %.4f" % (took, doc["progress"]))
 
