@@ -103,6 +103,18 @@ static histd_dataset alloc_ds(size_t n) {
   return ds;
 }
 
+/* n points uniform in [base, base + side)^3, from seed; finished. */
+static histd_dataset box_ds(size_t n, double base, double side, uint64_t seed) {
+  histd_dataset ds = alloc_ds(n);
+  for (size_t i = 0; i < n; i++) {
+    ds.x[i] = base + test_rand01(&seed) * side;
+    ds.y[i] = base + test_rand01(&seed) * side;
+    ds.z[i] = base + test_rand01(&seed) * side;
+  }
+  histd_dataset_finish(&ds, NULL, 0);
+  return ds;
+}
+
 /* Pairs at distance k*w, and one ulp (of the coordinate) either side, along
  * axes and along Pythagorean quadruples (a, b, c, d): a^2+b^2+c^2 = d^2. */
 static void test_near_edges(void) {
@@ -182,14 +194,7 @@ static void test_magnitudes(void) {
       {0, 100, 0.003, 70000, true, "70000 buckets, smaller box"},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-    histd_dataset ds = alloc_ds(700);
-    uint64_t s = 1000 + c;
-    for (size_t i = 0; i < ds.n; i++) {
-      ds.x[i] = cases[c].base + test_rand01(&s) * cases[c].side;
-      ds.y[i] = cases[c].base + test_rand01(&s) * cases[c].side;
-      ds.z[i] = cases[c].base + test_rand01(&s) * cases[c].side;
-    }
-    histd_dataset_finish(&ds, NULL, 0);
+    histd_dataset ds = box_ds(700, cases[c].base, cases[c].side, 1000 + c);
     uint32_t buckets = cases[c].buckets;
     if (buckets == 0)
       histd_default_buckets(&ds, cases[c].w, &buckets, NULL, 0);
@@ -264,14 +269,7 @@ static void test_error_bound(void) {
                {0, 23000, 2, 20000},    {5, 1, 1e-4, 17000},   {0, 1e-3, 1e-7, 17000}};
   double worst = 0;
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-    histd_dataset ds = alloc_ds(2000);
-    uint64_t s = 4242 + c;
-    for (size_t i = 0; i < ds.n; i++) {
-      ds.x[i] = cases[c].base + test_rand01(&s) * cases[c].side;
-      ds.y[i] = cases[c].base + test_rand01(&s) * cases[c].side;
-      ds.z[i] = cases[c].base + test_rand01(&s) * cases[c].side;
-    }
-    histd_dataset_finish(&ds, NULL, 0);
+    histd_dataset ds = box_ds(2000, cases[c].base, cases[c].side, 4242 + c);
     /* the kernel's delta for this job */
     cpu_report rep = {0};
     check_case(&ds, cases[c].w, cases[c].buckets, 2, CPU_ISA_AUTO, CPU_PATH_AUTO, 0,
