@@ -15,7 +15,12 @@
  *
  * Startup order is inside out: store (the data dir), GPU discovery, the
  * job pool (which requeues jobs a previous run left unfinished), then HTTP,
- * so the daemon never accepts a request it cannot serve. Shutdown is the
+ * so the daemon never accepts a request it cannot serve. SIGINT and SIGTERM
+ * are blocked before anything starts and the loop's handlers installed
+ * before HTTP: a signal that arrives as soon as /healthz answers (or during
+ * startup) waits, pending, and then stops the daemon cleanly; threads
+ * started meanwhile inherit the blocked mask, so only the main thread ever
+ * takes them. Shutdown is the
  * reverse: stop accepting (quiesce the listen socket), answer long-polls,
  * stop the workers (running jobs are interrupted and stay queued in the
  * store for the next start), then close HTTP and the store. Exit status 0
@@ -114,6 +119,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
   svc.started_at = wall_now();
   pthread_mutex_init(&svc.datasets_mu, NULL);
   atomic_init(&svc.stopping, false);
@@ -139,6 +149,11 @@ int main(int argc, char **argv) {
   uv_async_init(&ls.loop, &ls.wake, on_wake);
   ls.wake.data = &ls;
   svc.loop_async = &ls.wake;
+  uv_signal_init(&ls.loop, &ls.sigint);
+  uv_signal_init(&ls.loop, &ls.sigterm);
+  ls.sigint.data = ls.sigterm.data = &ls;
+  uv_signal_start(&ls.sigint, on_signal, SIGINT);
+  uv_signal_start(&ls.sigterm, on_signal, SIGTERM);
 
   if (jobs_start(&svc.jobs, &svc, msg, sizeof msg) != 0) {
     fprintf(stderr, "histd: %s\n", msg);
@@ -162,11 +177,6 @@ int main(int argc, char **argv) {
   if (svc.gpu_count == 0)
     fprintf(stderr, "histd: no GPU: %s\n", svc.gpu_reason);
 
-  uv_signal_init(&ls.loop, &ls.sigint);
-  uv_signal_init(&ls.loop, &ls.sigterm);
-  ls.sigint.data = ls.sigterm.data = &ls;
-  uv_signal_start(&ls.sigint, on_signal, SIGINT);
-  uv_signal_start(&ls.sigterm, on_signal, SIGTERM);
   uv_timer_init(&ls.loop, &ls.tick);
   ls.tick.data = &ls;
   uv_timer_start(&ls.tick, on_tick, 100, 100);
@@ -178,6 +188,9 @@ int main(int argc, char **argv) {
     uv_timer_start(&ls.expire, on_expire, 0, (uint64_t)(every * 1000));
   }
 
+  /* Only now may a stop signal be taken: everything it stops has started.
+   * One that came earlier is delivered here and handled by uv_run. */
+  pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
   uv_run(&ls.loop, UV_RUN_DEFAULT);
 
   /* A signal stopped the loop. The uv handles stay open until every thread

@@ -9,6 +9,9 @@
  *       disk is full: every write to the SQLite database (histd.db and its
  *       -wal and -journal files) or to a payload file, and every
  *       fallocate() there, fails with ENOSPC (test_store_fault).
+ *   HISTD_TEST_SLOW_SIGNAL_START_MS=N  uv_signal_start() sleeps N ms
+ *       first, which widens any window between the daemon answering and
+ *       its signal handlers being installed (test_startup_signal).
  */
 #undef _FILE_OFFSET_BITS /* pwrite and pwrite64 are two symbols to replace */
 #ifndef _GNU_SOURCE
@@ -24,17 +27,34 @@
 #include <time.h>
 #include <unistd.h>
 
+static void sleep_ms_from(const char *var) {
+  const char *ms = getenv(var);
+  if (ms == NULL)
+    return;
+  long v = atol(ms);
+  struct timespec ts = {v / 1000, (v % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* libuv's, declared here so the shim needs no uv.h */
+typedef struct uv_signal_s uv_signal_t;
+typedef void (*uv_signal_cb)(uv_signal_t *handle, int signum);
+
+int uv_signal_start(uv_signal_t *handle, uv_signal_cb cb, int signum) {
+  static int (*real)(uv_signal_t *, uv_signal_cb, int);
+  if (real == NULL)
+    real = (int (*)(uv_signal_t *, uv_signal_cb, int))dlsym(RTLD_NEXT, "uv_signal_start");
+  sleep_ms_from("HISTD_TEST_SLOW_SIGNAL_START_MS");
+  return real(handle, cb, signum);
+}
+
 int unlink(const char *path) {
   static int (*real_unlink)(const char *);
   if (real_unlink == NULL)
     real_unlink = (int (*)(const char *))dlsym(RTLD_NEXT, "unlink");
-  const char *ms = getenv("HISTD_TEST_SLOW_UNLINK_MS");
   size_t l = strlen(path);
-  if (ms != NULL && l > 4 && strcmp(path + l - 4, ".f64") == 0) {
-    long v = atol(ms);
-    struct timespec ts = {v / 1000, (v % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-  }
+  if (l > 4 && strcmp(path + l - 4, ".f64") == 0)
+    sleep_ms_from("HISTD_TEST_SLOW_UNLINK_MS");
   return real_unlink(path);
 }
 
