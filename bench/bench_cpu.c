@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "histd/histd.h"
+#include "../tests/plain.h"
 
 static uint64_t rng(uint64_t *s) {
   *s ^= *s >> 12;
@@ -80,8 +81,8 @@ static double median(double *v, int n) {
 static double time_kernel(const histd_dataset *ds, const char *kernel, int runs,
                           unsigned threads, histd_result *keep, double *min_ms,
                           double *cpu_med) {
-  histd_spec spec;
-  histd_spec_init(&spec);
+  plain_job spec;
+  plain_init(&spec);
   spec.bucket_width = 500;
   spec.buckets = 80;
   spec.threads = threads;
@@ -92,7 +93,7 @@ static double time_kernel(const histd_dataset *ds, const char *kernel, int runs,
   for (int r = 0; r < runs; r++) {
     histd_result res;
     double c0 = cpu_ms();
-    if (histd_run(ds, &spec, NULL, &res, msg, sizeof msg) != 0) {
+    if (plain_run(ds, &spec, NULL, &res, msg, sizeof msg) != 0) {
       fprintf(stderr, "%s: %s\n", kernel, msg);
       exit(1);
     }

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "histd/histd.h"
+#include "../tests/plain.h"
 
 typedef struct workload {
   const char *id;
@@ -86,8 +87,8 @@ static void fill_uniform(histd_dataset *ds, size_t n, uint64_t seed) {
 /* One job; returns kernel ms or -1. */
 static double run_once(workload *wl, const char *k, uint32_t block, histd_precision prec,
                        uint64_t devices, histd_result *keep, double *total_ms) {
-  histd_spec spec;
-  histd_spec_init(&spec);
+  plain_job spec;
+  plain_init(&spec);
   spec.bucket_width = wl->w;
   spec.buckets = wl->nb;
   spec.precision = prec;
@@ -96,7 +97,7 @@ static double run_once(workload *wl, const char *k, uint32_t block, histd_precis
   snprintf(spec.kernel, sizeof spec.kernel, "%s", k);
   histd_result res;
   char msg[512];
-  if (histd_worker_run(WK, &wl->ds, &spec, NULL, &res, msg, sizeof msg) != 0) {
+  if (plain_worker_run(WK, &wl->ds, &spec, NULL, &res, msg, sizeof msg) != 0) {
     printf("    %s %s on %s: error: %s\n", k, histd_precision_name(prec), wl->id, msg);
     return -1;
   }
@@ -195,7 +196,7 @@ static void section_table(void) {
         double ms = median_runs(wl, kernels[k], 0, pr ? HISTD_PRECISION_FAST : HISTD_PRECISION_EXACT,
                                 1, 5, budget, &n, &res, NULL);
         uint64_t sum = res.overflow;
-        for (uint32_t b = 0; b < res.buckets; b++)
+        for (uint32_t b = 0; b < res.bins.count; b++)
           sum += res.counts[b];
         if (sum != (uint64_t)wl->n * (wl->n - 1) / 2)
           printf("    %s %s: counts sum to %llu, not n(n-1)/2!\n", wl->id, kernels[k],

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "histd/histd.h"
+#include "../tests/plain.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -288,8 +289,8 @@ typedef struct ceiling_thread {
 
 static void *ceiling_main(void *arg) {
   ceiling_thread *t = arg;
-  histd_spec spec;
-  histd_spec_init(&spec);
+  plain_job spec;
+  plain_init(&spec);
   spec.bucket_width = 500;
   spec.buckets = 80;
   spec.threads = 1;
@@ -299,7 +300,7 @@ static void *ceiling_main(void *arg) {
     histd_result res;
     t->rc = histd_worker_create(&w, -1, msg, sizeof msg);
     if (t->rc == 0)
-      t->rc = histd_worker_run(w, &t->ds, &spec, NULL, &res, msg, sizeof msg);
+      t->rc = plain_worker_run(w, &t->ds, &spec, NULL, &res, msg, sizeof msg);
     histd_worker_destroy(w);
     if (t->rc == 0) {
       histd_result_free(&res);

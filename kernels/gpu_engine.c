@@ -509,18 +509,19 @@ static void plan_f64(const histd_dataset *ds, double w, uint32_t buckets, job_pl
   jp->magic = 0;
 }
 
-static int make_plan(const kinfo *k, const histd_dataset *ds, const histd_spec *spec,
-                     uint32_t buckets, uint32_t block, job_plan *jp) {
+static int make_plan(const kinfo *k, const histd_dataset *ds, double width,
+                     histd_precision precision, uint32_t buckets, uint32_t block,
+                     job_plan *jp) {
   memset(jp, 0, sizeof *jp);
   jp->k = k;
   jp->block = block;
   jp->buckets = buckets;
-  jp->width = spec->bucket_width;
-  bool exact = spec->precision == HISTD_PRECISION_EXACT;
+  jp->width = width;
+  bool exact = precision == HISTD_PRECISION_EXACT;
   jp->mode = exact ? SDH_MODE_EXACT : SDH_MODE_FAST;
-  if (k->f64_only || !plan_f32(ds, spec->bucket_width, exact, jp)) {
+  if (k->f64_only || !plan_f32(ds, width, exact, jp)) {
     jp->mode = SDH_MODE_F64;
-    plan_f64(ds, spec->bucket_width, buckets, jp);
+    plan_f64(ds, width, buckets, jp);
   }
   jp->total_pairs = ds->n < 2 ? 0 : (double)ds->n * (double)(ds->n - 1) / 2;
   return 0;
@@ -936,7 +937,7 @@ static void *part_main(void *arg) {
 
 static void fold_rows(const job_plan *jp, const uint64_t *rows, histd_result *res) {
   for (uint32_t r = 0; r < jp->rows; r++) {
-    if (r < res->buckets)
+    if (r < res->bins.count)
       res->counts[r] += rows[r];
     else
       res->overflow += rows[r];
@@ -948,8 +949,8 @@ static void sleep_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
-/* The GPUs a job may use: spec->devices (0 = all), as a list. */
-static int job_devices(const gpu_ctx *ctx, const histd_spec *spec, int *dev, int max) {
+/* The GPUs a job may use: ex->devices (0 = all), as a list. */
+static int job_devices(const gpu_ctx *ctx, const histd_exec *ex, int *dev, int max) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     cudaGetLastError();
@@ -957,26 +958,26 @@ static int job_devices(const gpu_ctx *ctx, const histd_spec *spec, int *dev, int
   }
   int m = 0;
   /* the worker's own GPU first */
-  if (spec->devices == 0 || (ctx->device < 64 && (spec->devices >> ctx->device) & 1))
+  if (ex->devices == 0 || (ctx->device < 64 && (ex->devices >> ctx->device) & 1))
     dev[m++] = ctx->device;
   for (int d = 0; d < count && d < 64 && m < max; d++)
-    if (d != ctx->device && (spec->devices == 0 || ((spec->devices >> d) & 1)))
+    if (d != ctx->device && (ex->devices == 0 || ((ex->devices >> d) & 1)))
       dev[m++] = d;
   return m;
 }
 
-static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_spec *spec,
+static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *ex,
                     const histd_control *ctl, const job_plan *jp, histd_result *res,
                     char *msg, size_t msglen) {
   gpu_ctx *ctx = w->gpu;
   if (ctx == NULL)
     return histd_fail(msg, msglen, HISTD_ENODEV, "this worker has no GPU");
   int dev[64];
-  int nd = job_devices(ctx, spec, dev, 64);
+  int nd = job_devices(ctx, ex, dev, 64);
   if (nd == 0)
     return histd_fail(msg, msglen, HISTD_ENODEV,
                       "devices mask 0x%llx selects no GPU of this machine",
-                      (unsigned long long)spec->devices);
+                      (unsigned long long)ex->devices);
   bool splittable = true;
   double min_split = env_double("HISTD_GPU_SPLIT_MIN_PAIRS", 2e10);
   if (!splittable || jp->total_pairs < min_split)
@@ -1096,7 +1097,7 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_spec *
   if (rc == 0 && histd__cancelled(ctl))
     rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
   if (rc != 0) {
-    memset(res->counts, 0, (size_t)res->buckets * sizeof *res->counts);
+    memset(res->counts, 0, (size_t)res->bins.count * sizeof *res->counts);
     res->overflow = 0;
   }
   res->timing.kernel_ms = kms;
@@ -1118,9 +1119,10 @@ static uint32_t default_block(const kinfo *k) {
 }
 
 int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
-                           const histd_dataset *ds, const histd_spec *spec,
+                           const histd_problem *p, const histd_exec *ex,
                            const histd_control *ctl, histd_result *res, char *msg,
                            size_t msglen) {
+  const histd_dataset *ds = p->a;
   const kinfo *k = kinfo_find(name);
   if (k == NULL)
     return histd_fail(msg, msglen, HISTD_ENOENT, "no GPU kernel \"%s\"", name);
@@ -1131,8 +1133,8 @@ int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
                       "block_size must be a multiple of 32 from %u to %u, got %u",
                       HISTD_MIN_BLOCK_SIZE, HISTD_MAX_BLOCK_SIZE, block);
   job_plan jp;
-  make_plan(k, ds, spec, res->buckets, block, &jp);
-  int rc = run_plan(w, ds, spec, ctl, &jp, res, msg, msglen);
+  make_plan(k, ds, p->bins.width, ex->precision, res->bins.count, block, &jp);
+  int rc = run_plan(w, ds, ex, ctl, &jp, res, msg, msglen);
   if (rc != 0)
     return rc;
   snprintf(res->kernel, sizeof res->kernel, "%s", k->name);
@@ -1142,45 +1144,9 @@ int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
   return 0;
 }
 
-#define KERNEL_RUN(fn, nm)                                                                   \
-  static int fn(histd_worker *w, const histd_dataset *ds, const histd_spec *spec,          \
-                const histd_control *ctl, histd_result *res, char *msg, size_t msglen) {   \
-    return histd__cuda_run_kernel(w, nm, spec->block_size, ds, spec, ctl, res, msg,         \
-                                  msglen);                                                 \
-  }
-KERNEL_RUN(run_naive, "naive")
-KERNEL_RUN(run_privatized, "privatized")
-KERNEL_RUN(run_tiled, "tiled")
-KERNEL_RUN(run_tiled_privatized, "tiled-privatized")
-KERNEL_RUN(run_tiled_privatized_f64, "tiled-privatized-f64")
-KERNEL_RUN(run_balanced, "balanced")
-KERNEL_RUN(run_multi_copy, "multi-copy")
-KERNEL_RUN(run_register_shuffle, "register-shuffle")
-KERNEL_RUN(run_circular, "circular")
-
-const histd_kernel histd__cuda_kernels[] = {
-    {"naive", "GPU: one thread per point i, loops j > i, a global atomic per pair",
-     HISTD_ENGINE_CUDA, run_naive},
-    {"privatized", "GPU: naive with a per-block histogram in shared memory",
-     HISTD_ENGINE_CUDA, run_privatized},
-    {"tiled", "GPU: partner tiles staged in shared memory, anchor in registers; global atomics",
-     HISTD_ENGINE_CUDA, run_tiled},
-    {"tiled-privatized", "GPU: tiling plus a shared-memory histogram per block (Algorithm 3)",
-     HISTD_ENGINE_CUDA, run_tiled_privatized},
-    {"tiled-privatized-f64",
-     "GPU: tiled-privatized computed entirely in float64 (Algorithm 3 as the reports ran it)",
-     HISTD_ENGINE_CUDA, run_tiled_privatized_f64},
-    {"balanced",
-     "GPU: equal tile pairs per block and equal pairs per thread; lane-private histograms",
-     HISTD_ENGINE_CUDA, run_balanced},
-    {"multi-copy", "GPU: tiled-privatized with one shared histogram copy per warp",
-     HISTD_ENGINE_CUDA, run_multi_copy},
-    {"register-shuffle", "GPU: partner points in registers, passed between lanes by shuffles",
-     HISTD_ENGINE_CUDA, run_register_shuffle},
-    {"circular", "GPU: each point meets the next (N-1)/2 points circularly (depth N/2)",
-     HISTD_ENGINE_CUDA, run_circular},
-};
-const size_t histd__cuda_kernel_count = sizeof histd__cuda_kernels / sizeof histd__cuda_kernels[0];
+int histd__cuda_run(HISTD__RUN_ARGS) {
+  return histd__cuda_run_kernel(w, ex->kernel, ex->block_size, p, ex, ctl, res, msg, msglen);
+}
 
 /*
  * "auto": the fastest exact kernel and block size for the job, from the
@@ -1188,8 +1154,8 @@ const size_t histd__cuda_kernel_count = sizeof histd__cuda_kernels / sizeof hist
  * lane-privatised balanced kernel wins at every size measured; its block
  * size depends on how many histogram rows there are.
  */
-void histd__cuda_auto_choice(const histd_dataset *ds, const histd_spec *spec, uint32_t buckets,
-                             const char **kernel, uint32_t *block) {
+void histd__cuda_auto_choice(const histd_dataset *ds, uint32_t buckets, const char **kernel,
+                             uint32_t *block) {
   *kernel = "balanced";
   *block = 1024;
   /* small jobs: more, smaller tiles keep every SM busy (bench: W4 best at
@@ -1199,17 +1165,14 @@ void histd__cuda_auto_choice(const histd_dataset *ds, const histd_spec *spec, ui
   /* (tiled-privatized/256 was a few percent faster on W2, but its launches
    * over partner-tile windows are uneven, and chunking cost it 3% of W2;
    * balanced's equal shares cost 0.1%) */
-  (void)spec;
   (void)buckets;
 }
 
-int histd__cuda_auto_run(histd_worker *w, const histd_dataset *ds, const histd_spec *spec,
-                         const histd_control *ctl, histd_result *res, char *msg,
-                         size_t msglen) {
+int histd__cuda_auto_run(HISTD__RUN_ARGS) {
   const char *name;
   uint32_t block;
-  histd__cuda_auto_choice(ds, spec, res->buckets, &name, &block);
-  if (spec->block_size != 0)
-    block = spec->block_size;
-  return histd__cuda_run_kernel(w, name, block, ds, spec, ctl, res, msg, msglen);
+  histd__cuda_auto_choice(p->a, res->bins.count, &name, &block);
+  if (ex->block_size != 0)
+    block = ex->block_size;
+  return histd__cuda_run_kernel(w, name, block, p, ex, ctl, res, msg, msglen);
 }

@@ -15,13 +15,13 @@ typedef struct gpu_ctx gpu_ctx;
 
 /* Runs GPU kernel `name` with `block` threads per block (0: its default). */
 int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
-                           const histd_dataset *ds, const histd_spec *spec,
+                           const histd_problem *p, const histd_exec *ex,
                            const histd_control *ctl, histd_result *res, char *msg,
                            size_t msglen);
 
 /* What "auto" would run for this job. */
-void histd__cuda_auto_choice(const histd_dataset *ds, const histd_spec *spec,
-                             uint32_t buckets, const char **kernel, uint32_t *block);
+void histd__cuda_auto_choice(const histd_dataset *ds, uint32_t buckets, const char **kernel,
+                             uint32_t *block);
 
 /* Tests: 1 if the worker's device holds ds's points (prefetched or kept). */
 int histd__cuda_holds(const histd_worker *w, const histd_dataset *ds);

@@ -84,8 +84,9 @@ int histd_fail(char *msg, size_t msglen, int err, const char *fmt, ...)
 typedef struct histd_dataset {
   size_t n;
   double *x, *y, *z;
+  double *w;             /* NULL, or n per-point weights (finite)  */
   double min[3], max[3]; /* bounding box; all zero when n == 0 */
-  bool borrowed;
+  bool borrowed;         /* x, y, z (and w) belong to someone else */
 } histd_dataset;
 
 /* Allocates room for n points (coordinates uninitialised, bounds zeroed). */
@@ -94,11 +95,14 @@ int histd_dataset_alloc(histd_dataset *ds, size_t n, char *msg, size_t msglen);
 /* Wraps 3*n doubles laid out x[0..n), y[0..n), z[0..n) without copying. */
 void histd_dataset_borrow(histd_dataset *ds, double *xyz, size_t n);
 
+/* Adds room for n weights (uninitialised) to an allocated dataset. */
+int histd_dataset_alloc_weights(histd_dataset *ds, char *msg, size_t msglen);
+
 /* Releases what alloc made; safe on a zeroed or already-freed dataset. */
 void histd_dataset_free(histd_dataset *ds);
 
 /*
- * Checks every coordinate is finite and computes the bounds. Call it once
+ * Checks every coordinate (and weight) is finite and computes the bounds. Call it once
  * the coordinates are filled in; HISTD_EINVAL names the first bad point.
  */
 int histd_dataset_finish(histd_dataset *ds, char *msg, size_t msglen);
@@ -107,28 +111,130 @@ int histd_dataset_finish(histd_dataset *ds, char *msg, size_t msglen);
  * that no pair's distance (computed the same way) exceeds it. */
 double histd_dataset_diagonal(const histd_dataset *ds);
 
-/* ---- the histogram spec ------------------------------------------------ */
+/* ---- the problem: what to compute --------------------------------------- */
+
+/*
+ * A periodic box, as the three vectors of a lower-triangular cell:
+ * a = (ax, 0, 0), b = (bx, by, 0), c = (cx, cy, cz), with ax, by, cz > 0.
+ * This is LAMMPS's restricted triclinic (lx = ax, ly = by, lz = cz,
+ * xy = bx, xz = cx, yz = cy) and GROMACS's box matrix. ORTHO is the case
+ * bx = cx = cy = 0. Coordinates need not be wrapped into the box; the
+ * minimum-image rule is histd_pair_d in histd/pair.h.
+ */
+typedef enum histd_box_kind {
+  HISTD_BOX_NONE = 0,  /* open space: no periodic images */
+  HISTD_BOX_ORTHO = 1, /* a rectangular box ax x by x cz  */
+  HISTD_BOX_TRICLINIC = 2
+} histd_box_kind;
+
+typedef struct histd_box {
+  histd_box_kind kind;
+  double ax, bx, by, cx, cy, cz;
+} histd_box;
+
+/* The box's volume ax*by*cz, and half its shortest perpendicular width:
+ * the largest distance a periodic job may ask for. */
+double histd_box_volume(const histd_box *box);
+double histd_box_half_width(const histd_box *box);
+
+/*
+ * The bins a distance falls into.
+ *   WIDTH  bin k = floor(d / width) (the original contract); count bins.
+ *   EDGES  count + 1 ascending finite edges: bin k when E[k] <= d < E[k+1],
+ *          d < E[0] is `below`, d >= E[count] is `overflow`. Log bins are
+ *          explicit edges (histd_log_edges), computed once and published.
+ */
+typedef enum histd_bins_kind { HISTD_BINS_WIDTH = 0, HISTD_BINS_EDGES = 1 } histd_bins_kind;
+
+typedef struct histd_bins {
+  histd_bins_kind kind;
+  uint32_t count;      /* 1..HISTD_MAX_BUCKETS; WIDTH may say 0: cover the data */
+  double width;        /* WIDTH: > 0 and finite                              */
+  const double *edges; /* EDGES: count + 1 of them (borrowed)                */
+} histd_bins;
+
+/* Edge k (0..count): k * width, or edges[k]. For WIDTH bins the rule is
+ * floor(d / width), which these nominal edges only describe. */
+double histd_bins_edge(const histd_bins *bins, uint32_t k);
+
+/* count + 1 log-spaced edges from r_min to r_max (both > 0, r_min < r_max):
+ * E[0] = r_min, E[count] = r_max, E[k] = exp(log r_min + k (log r_max -
+ * log r_min) / count) in float64 between. Fails if they are not ascending. */
+int histd_log_edges(double r_min, double r_max, uint32_t count, double *edges,
+                    char *msg, size_t msglen);
+
+typedef enum histd_statistic {
+  HISTD_STAT_HISTOGRAM = 0, /* counts per bin (and weighted sums)            */
+  HISTD_STAT_WITHIN = 1     /* the number of pairs with d <= radius; radius 0:
+                             * collisions, exact equality of x, y and z       */
+} histd_statistic;
+
+/*
+ * A problem: the pairs, how their distance is measured, where it is
+ * counted. It borrows its datasets and edges.
+ *   pairs:   b == NULL: self pairs i < j of a, n(n-1)/2 of them;
+ *            else every (i in a, j in b), n_a * n_b of them (a may be b).
+ *   metric:  box.kind NONE: open space; else the minimum image in the box.
+ *   weights: when weighted, a pair also adds w_i * w_j to its bin's float64
+ *            sum (the datasets' w; b's, or a's for self pairs).
+ */
+typedef struct histd_problem {
+  const histd_dataset *a, *b;
+  histd_box box;
+  histd_bins bins;
+  histd_statistic statistic;
+  double radius; /* WITHIN: >= 0 and finite */
+  bool weighted;
+} histd_problem;
+
+/* What a kernel can do beyond the plain self histogram in WIDTH bins of an
+ * open box; the registry chooses and validates by these. */
+enum {
+  HISTD_CAN_PERIODIC = 1u << 0,
+  HISTD_CAN_CROSS = 1u << 1,
+  HISTD_CAN_WEIGHTS = 1u << 2,
+  HISTD_CAN_EDGES = 1u << 3,
+  HISTD_CAN_WITHIN = 1u << 4
+};
+
+/* The capabilities a problem needs (HISTD_CAN_* bits). */
+unsigned histd_problem_needs(const histd_problem *p);
+
+/* The number of pairs the problem counts (n(n-1)/2 or n_a * n_b). */
+uint64_t histd_problem_pairs(const histd_problem *p);
+
+/* Every bad value gets a sentence: "bucket_width must be > 0", "the last
+ * edge (12) exceeds half the box's shortest width (5)", ... */
+int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen);
+
+/* ---- the execution: how to run it ---------------------------------------- */
 
 typedef enum histd_precision {
   HISTD_PRECISION_EXACT = 0, /* identical to the contract, on every input */
   HISTD_PRECISION_FAST = 1   /* may differ for pairs near a bucket edge   */
 } histd_precision;
 
-typedef struct histd_spec {
-  double bucket_width;       /* > 0 and finite                              */
-  uint32_t buckets;          /* 1..HISTD_MAX_BUCKETS; 0 = cover the diagonal */
-  histd_precision precision; /* default exact                               */
+typedef struct histd_exec {
   char kernel[HISTD_NAME_MAX]; /* a registered name; "" means "auto"       */
   uint32_t block_size;       /* GPU threads per block, 32..1024; 0 = kernel's choice */
   uint32_t threads;          /* CPU threads; 0 = every core                */
   uint64_t devices;          /* GPU bit mask; 0 = every GPU                 */
-} histd_spec;
+  histd_precision precision; /* default exact                               */
+} histd_exec;
 
-/* Defaults: width 0 (must be set), buckets 0, exact, kernel "auto". */
-void histd_spec_init(histd_spec *spec);
+/* Defaults: kernel "auto", exact, everything else 0. */
+void histd_exec_init(histd_exec *ex);
 
-/* Every bad value gets a sentence, e.g. "bucket_width must be > 0". */
-int histd_spec_validate(const histd_spec *spec, char *msg, size_t msglen);
+/* Block size, precision and kernel name; a known kernel that cannot run the
+ * problem (when p is not NULL) is refused with a sentence saying why and
+ * which kernels can. */
+int histd_exec_validate(const histd_exec *ex, const histd_problem *p, char *msg,
+                        size_t msglen);
+
+/* The bin count an equal-width problem that names none gets: every pair of
+ * an open box (the diagonal of A, or of A and B together), or in a periodic
+ * box the bins that fit within its half width. */
+int histd_default_bins(const histd_problem *p, uint32_t *count, char *msg, size_t msglen);
 
 /* floor(diagonal / width) + 1: the bucket count that covers every pair. */
 int histd_default_buckets(const histd_dataset *ds, double width,
@@ -138,7 +244,8 @@ int histd_default_buckets(const histd_dataset *ds, double width,
 const char *histd_precision_name(histd_precision p);
 int histd_precision_parse(const char *s, histd_precision *out);
 
-/* The contract, literally: the bucket of one pair (may be >= buckets). */
+/* The contract, literally: the bucket of one open-box pair in WIDTH bins
+ * (may be >= buckets). histd/pair.h has the whole family. */
 uint64_t histd_pair_bucket(double xi, double yi, double zi, double xj,
                            double yj, double zj, double width);
 
@@ -152,12 +259,25 @@ typedef struct histd_timing {
   double total_ms;    /* wall time of the whole run               */
 } histd_timing;
 
+/*
+ * A result: its bins (a WIDTH description, or EDGES it owns), the counts,
+ * below + overflow, and with weights the per-bin float64 sums. For every
+ * statistic sum(counts) + below + overflow = total, the number of pairs.
+ * WITHIN results have one bin, [0, radius] (count it from `within`).
+ */
 typedef struct histd_result {
-  uint32_t buckets;
-  double bucket_width;
-  uint64_t *counts;  /* buckets entries                          */
-  uint64_t overflow; /* pairs with bucket >= buckets              */
-  uint64_t total;    /* n(n-1)/2 = sum(counts) + overflow         */
+  histd_bins bins;   /* bins.edges, when EDGES, is owned by the result */
+  uint64_t *counts;  /* bins.count entries                        */
+  uint64_t below;    /* pairs with d < E[0] (EDGES only)           */
+  uint64_t overflow; /* pairs at or beyond the last edge           */
+  uint64_t total;    /* the number of pairs                         */
+  double *weighted;  /* NULL, or bins.count weighted sums           */
+  uint64_t n, n_b;   /* points of A, and of B (0 for self pairs)     */
+  bool cross;        /* the pairs were A x B                         */
+  double volume;     /* periodic: the box volume; 0 in open space    */
+  histd_statistic statistic;
+  double radius;     /* WITHIN                                       */
+  uint64_t within;   /* WITHIN: pairs with d <= radius               */
   histd_precision precision;
   bool exact;              /* counts follow the contract            */
   uint64_t refined_pairs;  /* pairs redone in float64 (diagnostics)  */
@@ -168,10 +288,22 @@ typedef struct histd_result {
   histd_timing timing;
 } histd_result;
 
-/* Allocates zeroed counts for `buckets` buckets. */
-int histd_result_init(histd_result *res, uint32_t buckets, double width,
+/* Allocates zeroed counts (and weighted sums when `weighted`) for the bins
+ * (count resolved, never 0), copying explicit edges. */
+int histd_result_init(histd_result *res, const histd_bins *bins, bool weighted,
                       char *msg, size_t msglen);
 void histd_result_free(histd_result *res);
+/* A deep copy (counts, weighted sums, edges); 0 or HISTD_ENOMEM. */
+int histd_result_copy(histd_result *dst, const histd_result *src);
+
+/* g(r) in LAMMPS's `compute rdf` convention for a periodic result
+ * (volume > 0): g_k = counts_k / (P * V_k / V) with P the pairs, V_k = 4/3
+ * pi (E[k+1]^3 - E[k]^3) and V the volume; coordination n_k = the
+ * cumulative count to E[k+1] (below included) per atom of A (self pairs:
+ * 2 * cumulative / n). Bin k's values; call k in order from 0, carrying
+ * *cumulative (start it at 0). */
+void histd_result_rdf_bin(const histd_result *res, uint32_t k, uint64_t *cumulative, double *g,
+                          double *coordination);
 
 /* ---- progress and cancellation ----------------------------------------- */
 
@@ -195,19 +327,25 @@ typedef struct histd_worker histd_worker;
 
 /*
  * One entry of the registry. run() computes into `res`, already initialised
- * with the spec's bucket count (buckets resolved, never 0); it fills counts,
- * overflow, exact, refined_pairs, block_size/threads, device and
- * timing.transfer_ms/kernel_ms. The caller fills the rest.
- * `worker` is the calling worker's context (see histd_worker_*), never NULL.
+ * with the problem's bins (count resolved, never 0) and total; it fills
+ * counts, below, overflow, weighted, within, exact, refined_pairs,
+ * block_size/threads, device and timing.transfer_ms/kernel_ms. The caller
+ * fills the rest. `caps` (HISTD_CAN_*) says which problems it can run; it
+ * is never handed one that needs more. `worker` is the calling worker's
+ * context (see histd_worker_*), never NULL.
  */
 typedef struct histd_kernel {
   const char *name;
   const char *summary; /* one line for --list-kernels and /v1/kernels */
   histd_engine engine;
-  int (*run)(histd_worker *worker, const histd_dataset *ds,
-             const histd_spec *spec, const histd_control *ctl,
-             histd_result *res, char *msg, size_t msglen);
+  unsigned caps;
+  int (*run)(histd_worker *worker, const histd_problem *p, const histd_exec *ex,
+             const histd_control *ctl, histd_result *res, char *msg, size_t msglen);
 } histd_kernel;
+
+/* Whether the kernel can run the problem; if not, a sentence saying why. */
+bool histd_kernel_can(const histd_kernel *k, const histd_problem *p, char *msg,
+                      size_t msglen);
 
 /* The registry: the one table of kernels, in a fixed order. */
 size_t histd_kernel_count(void);
@@ -248,24 +386,24 @@ int histd_worker_create(histd_worker **out, int device, char *msg,
 void histd_worker_destroy(histd_worker *w);
 int histd_worker_device(const histd_worker *w); /* -1 for the CPU */
 
-/* A hint: the next run will be on ds. The dataset must stay alive until that
+/* A hint: the next run will be on ds (its operand a). The dataset must stay alive until that
  * run (or the worker) ends. A no-op on the CPU. */
 int histd_worker_prefetch(histd_worker *w, const histd_dataset *ds,
                           char *msg, size_t msglen);
 
 /*
- * Validates the spec, resolves the default bucket count and "auto", runs the
- * kernel and fills `res` (which it initialises; free it with
+ * Validates the problem and the execution, resolves the default bucket count
+ * and "auto" (the fastest kernel able to run the problem on this worker),
+ * runs the kernel and fills `res` (which it initialises; free it with
  * histd_result_free on success). On failure res is left empty.
  */
-int histd_worker_run(histd_worker *w, const histd_dataset *ds,
-                     const histd_spec *spec, const histd_control *ctl,
-                     histd_result *res, char *msg, size_t msglen);
+int histd_worker_run(histd_worker *w, const histd_problem *p, const histd_exec *ex,
+                     const histd_control *ctl, histd_result *res, char *msg,
+                     size_t msglen);
 
 /* One-shot convenience: a CPU-or-GPU worker made, used and destroyed. */
-int histd_run(const histd_dataset *ds, const histd_spec *spec,
-              const histd_control *ctl, histd_result *res, char *msg,
-              size_t msglen);
+int histd_run(const histd_problem *p, const histd_exec *ex, const histd_control *ctl,
+              histd_result *res, char *msg, size_t msglen);
 
 /* Milliseconds from a monotonic clock. */
 double histd_now_ms(void);

@@ -119,13 +119,17 @@ int histd_parse_file(const char *path, histd_format fmt, size_t max_points,
  * histd_write_text: the seed reports' layout. Rows of five counts, each row
  * prefixed by the index of its first bucket, zero-padded to at least two
  * digits ("00:", "05:", ...; all prefixes the same width), counts
- * right-aligned in columns; then "T:<total pairs>"; then "overflow:<count>"
- * when it is nonzero, then a line naming the kernel, precision, block size
- * or threads and device, and a line of timings in ms.
+ * right-aligned in columns; then "T:<total pairs>"; then "below:<count>"
+ * and "overflow:<count>" when nonzero, then a line naming the kernel,
+ * precision, block size or threads and device, and a line of timings in ms.
+ * A result with weights or a periodic box is a table, a row per bin:
+ * bucket, lower, upper, count[, weighted][, g, coordination]; a count within
+ * a radius is the line "within R: <count>".
  *
- * histd_write_csv: the header "bucket,lower,upper,count", one row per bucket
- * (lower = b*w, upper = (b+1)*w, shortest round-trip decimals), then
- * "overflow,<buckets*w>,,<count>".
+ * histd_write_csv: the header "bucket,lower,upper,count" (plus weighted,
+ * g, coordination as above), one row per bucket with its edges (shortest
+ * round-trip decimals), a "below,,E0,<count>" row for explicit edges, then
+ * "overflow,<last edge>,,<count>"; within a radius: "radius,within,total".
  *
  * Both return 0, or HISTD_EIO if the stream reports an error.
  */
@@ -133,20 +137,23 @@ int histd_write_text(FILE *f, const histd_result *res);
 int histd_write_csv(FILE *f, const histd_result *res);
 
 /*
- * histd_write_json: the result as one JSON object, n being the dataset's
- * point count:
- *   {"n", "bucket_width", "buckets", "edges": [0, w, ..., buckets*w],
- *    "counts": [...], "overflow", "total", "kernel", "block_size",
- *    "precision": "exact"|"fast", "exact", "device",
- *    "timing_ms": {"queue", "parse", "transfer", "kernel", "total"}}
- * streamed to f: its memory does not grow with the bucket count. Integers
- * are exact decimal digits (64-bit counts included), doubles the shortest
- * round-trip decimals, non-finite ones null. HISTD_JSON_PRETTY puts each
- * member on its own indented line; HISTD_JSON_SUMMARY leaves out edges and
- * counts. Returns 0, or HISTD_EIO if the stream reports an error.
+ * histd_write_json: the result as one JSON object:
+ *   {"n", ["n_b" for A x B], ["volume" for periodic boxes],
+ *    "statistic": "histogram", "bins": "width"|"edges", ["bucket_width"],
+ *    "buckets", "edges": [E0, ..., EK], "counts": [...], ["weighted": [...]],
+ *    ["g": [...], "coordination": [...] for periodic boxes], "below",
+ *    "overflow", "total", "kernel", "block_size", "precision", "exact",
+ *    "device", "timing_ms": {"queue", "parse", "transfer", "kernel", "total"}}
+ * or, within a radius, "statistic": "within", "radius", "within",
+ * ["weighted_within"] in place of the bins. Streamed to f: its memory does
+ * not grow with the bucket count. Integers are exact decimal digits (64-bit
+ * counts included), doubles the shortest round-trip decimals, non-finite
+ * ones null. HISTD_JSON_PRETTY puts each member on its own indented line;
+ * HISTD_JSON_SUMMARY leaves out the arrays. Returns 0, or HISTD_EIO if the
+ * stream reports an error.
  */
 enum { HISTD_JSON_PRETTY = 1, HISTD_JSON_SUMMARY = 2 };
-int histd_write_json(FILE *f, const histd_result *res, size_t n, unsigned flags);
+int histd_write_json(FILE *f, const histd_result *res, unsigned flags);
 
 #ifdef __cplusplus
 }

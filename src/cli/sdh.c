@@ -5,6 +5,8 @@
  *
  *     sdh points.csv --width 500
  *     sdh --random 100000 --width 500 --seed 7 --format json
+ *     sdh snapshot.xyz --periodic 20 --r-max 10 --buckets 200   (g(r))
+ *     sdh galaxies.csv --with randoms.csv --log-bins 0.1,100,80 --weighted
  *     sdh --list-kernels
  *
  * Exit status: 0 done, 1 a runtime error (unreadable or malformed input, a
@@ -21,24 +23,29 @@
 
 #include "histd/histd.h"
 #include "histd/io.h"
+#include "histd/params.h"
 
 #define DEFAULT_BOX 23000.0
 #define DEFAULT_SEED UINT64_C(1)
 
-static const char usage_text[] =
-    "usage: sdh FILE --width W [options]\n"
+static const char usage_head[] =
+    "usage: sdh FILE (--width W | --r-max R --buckets K | --edges E | --log-bins A,B,K |\n"
+    "                 --within R) [options]\n"
     "       sdh --random N --width W [--box S] [--seed S] [options]\n"
     "       sdh --list-kernels\n"
     "\n"
-    "Computes the spatial distance histogram of a 3-D point set: the counts of\n"
-    "all N(N-1)/2 pairwise distances in buckets of width W.\n"
+    "Computes 2-body statistics of a 3-D point set: the histogram of all N(N-1)/2\n"
+    "pairwise distances (or of every pair of FILE x FILE2 with --with), in equal,\n"
+    "explicit or log bins, in open space or a periodic box (then with g(r) and the\n"
+    "coordination number), optionally weighted; or the pairs within a radius.\n"
     "\n"
     "Input:\n"
     "  FILE                  points as .json .csv (.tsv .txt) .xyz, or raw\n"
     "                        little-endian triples .f64 (.bin) / .f32; '-' reads\n"
     "                        standard input (needs --input-format)\n"
+    "  --with FILE2          count the pairs of FILE x FILE2 (same formats)\n"
     "  -i, --input-format F  json, csv, xyz, f64 (or bin), f32: overrides the\n"
-    "                        file's extension\n"
+    "                        file's extension (for FILE and FILE2)\n"
     "  --random N            N points uniform in [0, S)^3 instead of a file\n"
     "  --box S               side of the random cube (default 23000)\n"
     "  --seed S              seed of the random points (default 1); the\n"
@@ -46,39 +53,53 @@ static const char usage_text[] =
     "                        (x, y, z of point 0, then of point 1, ...) being\n"
     "                        S * (next() >> 11) * 2^-53\n"
     "\n"
-    "Histogram:\n"
-    "  -w, --width W         bucket width (required, > 0)\n"
-    "  -b, --buckets K       bucket count; default: cover the data's bounding-box\n"
-    "                        diagonal, or floor(S*sqrt(3)/W)+1 with --random\n"
-    "  -k, --kernel NAME     a kernel from --list-kernels (default auto)\n"
-    "  --block-size B        GPU threads per block, multiple of 32, 32..1024\n"
-    "  --precision P         exact (default: counts follow the contract) or fast\n"
-    "  -t, --threads T       CPU threads (default: every core)\n"
-    "  --device D            GPU index to run on (default: the first)\n"
+    "Parameters (the same as the service's job fields; lists are a,b,c):\n";
+
+static const char usage_tail[] =
     "\n"
     "Output:\n"
     "  -f, --format F        text (default: the seed reports' layout, five\n"
-    "                        buckets a row, then T:<total pairs>), json, csv\n"
+    "                        buckets a row, then T:<total pairs>; a table when\n"
+    "                        there are weights or g(r)), json, csv\n"
     "  --pretty              indent the JSON output\n"
     "  --list-kernels        list the kernels: name, engine, summary\n"
+    "  --list-params         list the parameters: name, flag, type, help\n"
     "  -h, --help            this text\n"
     "  --version             the version\n"
     "\n"
     "Exit status: 0 success, 1 runtime error, 2 usage error.\n";
 
+static void usage(void) {
+  fputs(usage_head, stdout);
+  for (size_t i = 0; i < histd_param_count(); i++) {
+    const histd_param *row = histd_param_at(i);
+    if (row->flag == NULL)
+      continue;
+    char left[64];
+    const char *arg = row->type == HISTD_PARAM_BOOL      ? ""
+                      : row->type == HISTD_PARAM_NUMBERS ? " LIST"
+                      : row->type == HISTD_PARAM_STRING  ? " NAME"
+                                                         : " X";
+    if (row->short_flag)
+      snprintf(left, sizeof left, "-%c, --%s%s", row->short_flag, row->flag, arg);
+    else
+      snprintf(left, sizeof left, "--%s%s", row->flag, arg);
+    printf("  %-20s  %s\n", left, row->help);
+  }
+  fputs(usage_tail, stdout);
+}
+
 enum output_format { OUT_TEXT, OUT_JSON, OUT_CSV };
 
 typedef struct options {
-  const char *file;
+  const char *file, *file_b;
   bool have_input_format;
   histd_format input_format;
   bool random;
   uint64_t random_n;
   double box;
   uint64_t seed;
-  double width;
-  bool have_width, have_buckets;
-  histd_spec spec;
+  histd_params params;
   enum output_format out;
   bool pretty;
 } options;
@@ -139,62 +160,78 @@ static int list_kernels(void) {
   return fflush(stdout) == 0 ? 0 : 1;
 }
 
-/* Parses argv into o; returns -1 to go on, else the exit status. */
+/* The parameter table: name, flag, type, help, tab-separated (the
+ * OpenAPI test holds api/openapi.yaml to it). */
+static int list_params(void) {
+  static const char *const types[] = {"number", "count", "string", "bool", "numbers"};
+  for (size_t i = 0; i < histd_param_count(); i++) {
+    const histd_param *row = histd_param_at(i);
+    printf("%s\t--%s\t%s\t%s\n", row->name, row->flag ? row->flag : "", types[row->type],
+           row->help);
+  }
+  return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* Parses argv into o; returns -1 to go on, else the exit status. The
+ * parameters' flags come from the table (histd/params.h), after the CLI's
+ * own. */
 static int parse_args(int argc, char **argv, options *o) {
-  enum { O_RANDOM = 256, O_BOX, O_SEED, O_BLOCK, O_PREC, O_DEVICE, O_PRETTY, O_LIST, O_VERSION };
-  static const struct option longopts[] = {
-      {"width", required_argument, NULL, 'w'},
-      {"buckets", required_argument, NULL, 'b'},
-      {"kernel", required_argument, NULL, 'k'},
-      {"block-size", required_argument, NULL, O_BLOCK},
-      {"precision", required_argument, NULL, O_PREC},
+  enum { O_RANDOM = 256, O_BOX, O_SEED, O_PRETTY, O_LIST, O_LIST_PARAMS, O_VERSION, O_WITH,
+         O_PARAM };
+  static const struct option own[] = {
       {"format", required_argument, NULL, 'f'},
       {"input-format", required_argument, NULL, 'i'},
-      {"threads", required_argument, NULL, 't'},
-      {"device", required_argument, NULL, O_DEVICE},
       {"random", required_argument, NULL, O_RANDOM},
       {"box", required_argument, NULL, O_BOX},
       {"seed", required_argument, NULL, O_SEED},
+      {"with", required_argument, NULL, O_WITH},
       {"pretty", no_argument, NULL, O_PRETTY},
       {"list-kernels", no_argument, NULL, O_LIST},
+      {"list-params", no_argument, NULL, O_LIST_PARAMS},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, O_VERSION},
-      {NULL, 0, NULL, 0},
   };
+  const size_t n_own = sizeof own / sizeof own[0];
+  struct option longopts[64];
+  char shortopts[64] = ":f:i:h";
+  size_t n = 0;
+  for (; n < n_own; n++)
+    longopts[n] = own[n];
+  for (size_t i = 0; i < histd_param_count() && n + 1 < 64; i++) {
+    const histd_param *row = histd_param_at(i);
+    if (row->flag == NULL)
+      continue;
+    longopts[n++] = (struct option){row->flag,
+                                    row->type == HISTD_PARAM_BOOL ? no_argument : required_argument,
+                                    NULL, O_PARAM + (int)i};
+    if (row->short_flag) {
+      size_t l = strlen(shortopts);
+      shortopts[l] = row->short_flag;
+      shortopts[l + 1] = ':';
+      shortopts[l + 2] = '\0';
+    }
+  }
+  longopts[n] = (struct option){NULL, 0, NULL, 0};
   bool have_box = false, have_seed = false;
-  uint64_t u;
+  char msg[512];
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":w:b:k:f:i:t:h", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+    const histd_param *row = NULL;
+    if (c >= O_PARAM) {
+      row = histd_param_at((size_t)(c - O_PARAM));
+    } else if (c < 128) {
+      for (size_t i = 0; i < histd_param_count() && row == NULL; i++)
+        if (histd_param_at(i)->short_flag == c && c != 0)
+          row = histd_param_at(i);
+    }
+    if (row != NULL) {
+      if (histd_param_set_text(&o->params, row, optarg, msg, sizeof msg) != 0)
+        return usage_error("--%s: %s", row->flag, msg);
+      continue;
+    }
+    uint64_t u;
     switch (c) {
-    case 'w':
-      if (!parse_positive(optarg, &o->width))
-        return usage_error("--width must be a positive number, got '%s'", optarg);
-      o->have_width = true;
-      break;
-    case 'b':
-      if (!parse_u64(optarg, &u) || u == 0 || u > HISTD_MAX_BUCKETS)
-        return usage_error("--buckets must be a whole number from 1 to %u, got '%s'",
-                           HISTD_MAX_BUCKETS, optarg);
-      o->spec.buckets = (uint32_t)u;
-      o->have_buckets = true;
-      break;
-    case 'k':
-      if (histd_kernel_find(optarg) == NULL || optarg[0] == '\0')
-        return usage_error("unknown kernel '%s' ('sdh --list-kernels' lists them)", optarg);
-      snprintf(o->spec.kernel, sizeof o->spec.kernel, "%s", optarg);
-      break;
-    case O_BLOCK:
-      if (!parse_u64(optarg, &u) || u < HISTD_MIN_BLOCK_SIZE || u > HISTD_MAX_BLOCK_SIZE ||
-          u % 32 != 0)
-        return usage_error("--block-size must be a multiple of 32 from %u to %u, got '%s'",
-                           HISTD_MIN_BLOCK_SIZE, HISTD_MAX_BLOCK_SIZE, optarg);
-      o->spec.block_size = (uint32_t)u;
-      break;
-    case O_PREC:
-      if (histd_precision_parse(optarg, &o->spec.precision) != 0)
-        return usage_error("--precision must be exact or fast, got '%s'", optarg);
-      break;
     case 'f':
       if (strcmp(optarg, "text") == 0)
         o->out = OUT_TEXT;
@@ -211,21 +248,14 @@ static int parse_args(int argc, char **argv, options *o) {
                            optarg);
       o->have_input_format = true;
       break;
-    case 't':
-      if (!parse_u64(optarg, &u) || u == 0 || u > 65536)
-        return usage_error("--threads must be a whole number from 1 to 65536, got '%s'", optarg);
-      o->spec.threads = (uint32_t)u;
-      break;
-    case O_DEVICE:
-      if (!parse_u64(optarg, &u) || u > 63)
-        return usage_error("--device must be a GPU index from 0 to 63, got '%s'", optarg);
-      o->spec.devices = UINT64_C(1) << u;
+    case O_WITH:
+      o->file_b = optarg;
       break;
     case O_RANDOM:
-      if (!parse_u64(optarg, &o->random_n) || o->random_n == 0 ||
-          o->random_n > (uint64_t)(SIZE_MAX / 24))
+      if (!parse_u64(optarg, &u) || u == 0 || u > (uint64_t)(SIZE_MAX / 24))
         return usage_error("--random must be a positive whole number of points, got '%s'",
                            optarg);
+      o->random_n = u;
       o->random = true;
       break;
     case O_BOX:
@@ -243,8 +273,10 @@ static int parse_args(int argc, char **argv, options *o) {
       break;
     case O_LIST:
       return list_kernels();
+    case O_LIST_PARAMS:
+      return list_params();
     case 'h':
-      fputs(usage_text, stdout);
+      usage();
       return 0;
     case O_VERSION:
       printf("sdh (histd) %s\n", HISTD_VERSION);
@@ -260,37 +292,38 @@ static int parse_args(int argc, char **argv, options *o) {
   if (optind < argc)
     o->file = argv[optind++];
   if (optind < argc)
-    return usage_error("one input file at a time, got also '%s'", argv[optind]);
+    return usage_error("one input file at a time, got also '%s' (--with FILE2 for A x B)",
+                       argv[optind]);
   if (o->file != NULL && o->random)
     return usage_error("give either FILE or --random N, not both");
   if (o->file == NULL && !o->random)
     return usage_error("no input: give a FILE or --random N");
   if ((have_box || have_seed) && !o->random)
     return usage_error("--box and --seed go with --random");
-  if (o->random && o->have_input_format)
-    return usage_error("--input-format goes with a FILE, not --random");
-  if (!o->have_width)
-    return usage_error("--width W is required");
-  o->spec.bucket_width = o->width;
+  if (o->random && (o->have_input_format || o->file_b != NULL))
+    return usage_error("--input-format and --with go with a FILE, not --random");
   if (o->file != NULL && !o->have_input_format &&
       histd_format_from_path(o->file, &o->input_format) != 0)
     return usage_error("cannot tell the format of '%s' from its name; use --input-format "
                        "json|csv|xyz|f64|f32",
                        o->file);
-  if (o->random && !o->have_buckets) {
-    double q = floor(o->box * sqrt(3.0) / o->width);
+  const histd_params *p = &o->params;
+  if (p->bucket_width <= 0 && p->r_max <= 0 && p->edges == NULL && !p->log && !p->has_within)
+    return usage_error("--width W is required (or --r-max with --buckets, --edges, --log-bins, "
+                       "or --within)");
+  if (o->random && p->bucket_width > 0 && p->buckets == 0 && p->box.kind == HISTD_BOX_NONE) {
+    double q = floor(o->box * sqrt(3.0) / p->bucket_width);
     if (!(q < HISTD_MAX_BUCKETS))
       return usage_error("--width %g is too small for --box %g: it needs more than %u buckets",
-                         o->width, o->box, HISTD_MAX_BUCKETS);
-    o->spec.buckets = (uint32_t)q + 1;
+                         p->bucket_width, o->box, HISTD_MAX_BUCKETS);
+    o->params.buckets = (uint32_t)q + 1;
   }
-  char msg[256];
-  if (histd_spec_validate(&o->spec, msg, sizeof msg) != 0)
+  if (histd_exec_validate(&p->exec, NULL, msg, sizeof msg) != 0)
     return usage_error("%s", msg);
   return -1;
 }
 
-static int load(const options *o, histd_dataset *ds) {
+static int load(const options *o, const char *file, histd_dataset *ds) {
   char msg[512];
   if (o->random) {
     size_t n = (size_t)o->random_n;
@@ -311,12 +344,18 @@ static int load(const options *o, histd_dataset *ds) {
     }
     return 0;
   }
-  int rc = histd_parse_file(o->file, o->input_format, 0, ds, msg, sizeof msg);
+  histd_format fmt = o->input_format;
+  if (!o->have_input_format && histd_format_from_path(file, &fmt) != 0) {
+    fprintf(stderr, "sdh: cannot tell the format of '%s' from its name; use --input-format\n",
+            file);
+    return 1;
+  }
+  int rc = histd_parse_file(file, fmt, 0, ds, msg, sizeof msg);
   if (rc != 0) {
     if (rc == HISTD_ENOENT || rc == HISTD_EIO)
       fprintf(stderr, "sdh: %s\n", msg);
     else
-      fprintf(stderr, "sdh: %s (%s): %s\n", o->file, histd_format_name(o->input_format), msg);
+      fprintf(stderr, "sdh: %s (%s): %s\n", file, histd_format_name(fmt), msg);
     return 1;
   }
   return 0;
@@ -324,32 +363,43 @@ static int load(const options *o, histd_dataset *ds) {
 
 int main(int argc, char **argv) {
   options o = {.box = DEFAULT_BOX, .seed = DEFAULT_SEED, .out = OUT_TEXT};
-  histd_spec_init(&o.spec);
+  histd_params_init(&o.params);
   int status = parse_args(argc, argv, &o);
-  if (status >= 0)
+  if (status >= 0) {
+    histd_params_free(&o.params);
     return status;
+  }
 
-  histd_dataset ds;
+  histd_dataset ds, ds_b;
+  memset(&ds_b, 0, sizeof ds_b);
   double t0 = histd_now_ms();
-  if (load(&o, &ds) != 0)
+  if (load(&o, o.file, &ds) != 0 || (o.file_b != NULL && load(&o, o.file_b, &ds_b) != 0)) {
+    histd_params_free(&o.params);
     return 1;
+  }
   double parse_ms = histd_now_ms() - t0;
 
   histd_result res;
+  histd_problem prob;
+  double *edges = NULL;
   char msg[512];
-  int rc = histd_run(&ds, &o.spec, NULL, &res, msg, sizeof msg);
+  int rc = histd_params_problem(&o.params, &ds, o.file_b ? &ds_b : NULL, &prob, &edges, msg,
+                                sizeof msg);
+  if (rc == 0)
+    rc = histd_run(&prob, &o.params.exec, NULL, &res, msg, sizeof msg);
+  free(edges);
+  histd_params_free(&o.params);
+  histd_dataset_free(&ds);
+  histd_dataset_free(&ds_b);
   if (rc != 0) {
     fprintf(stderr, "sdh: %s\n", msg);
-    histd_dataset_free(&ds);
-    return 1;
+    return rc == HISTD_EINVAL ? 2 : 1;
   }
   res.timing.parse_ms = parse_ms;
-  size_t n = ds.n;
-  histd_dataset_free(&ds);
 
   status = 0;
   if (o.out == OUT_JSON) {
-    if (histd_write_json(stdout, &res, n, o.pretty ? HISTD_JSON_PRETTY : 0) != 0)
+    if (histd_write_json(stdout, &res, o.pretty ? HISTD_JSON_PRETTY : 0) != 0)
       status = 1;
     else
       fputc('\n', stdout);

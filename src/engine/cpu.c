@@ -157,18 +157,17 @@ static cpu_isa best_isa(void) {
 }
 
 /* Decides F32 or F64 and, for F32, fills the float32 points and delta. */
-static int plan_make(cpu_plan *p, const histd_dataset *ds, const histd_spec *spec,
+static int plan_make(cpu_plan *p, const histd_dataset *ds, double w, histd_precision precision,
                      uint32_t buckets, const cpu_options *opt, char *msg, size_t msglen) {
   memset(p, 0, sizeof *p);
   cpu_ctx *c = &p->ctx;
   const size_t n = ds->n;
-  const double w = spec->bucket_width;
   c->x = ds->x;
   c->y = ds->y;
   c->z = ds->z;
   c->width = w;
   c->buckets = buckets;
-  c->exact = spec->precision == HISTD_PRECISION_EXACT;
+  c->exact = precision == HISTD_PRECISION_EXACT;
 
   p->isa = opt->isa == CPU_ISA_AUTO ? best_isa() : opt->isa;
   if (!histd__cpu_isa_supported(p->isa))
@@ -261,10 +260,14 @@ static int plan_make(cpu_plan *p, const histd_dataset *ds, const histd_spec *spe
 /* ---- tasks and threads ---------------------------------------------------- */
 
 typedef struct cpu_job {
-  const cpu_plan *plan;
+  const cpu_plan *plan;       /* the float32/float64 loops of a plain problem */
+  const histd_problem *prob;  /* else the general pair loop on this problem   */
+  histd__sink total;          /* the general loop's sinks, merged under lock  */
+  bool cross;                 /* tasks are tile pairs of A x B                */
+  size_t ntiles_b;
   const histd_control *ctl;
   histd_result *res;
-  size_t n, tile, ntiles;
+  size_t n, n_b, tile, ntiles;
   uint64_t ntasks;
   atomic_uint_fast64_t next_task;
   atomic_uint_fast64_t done_pairs;
@@ -277,12 +280,19 @@ typedef struct cpu_job {
 typedef struct cpu_thread {
   pthread_t tid;
   cpu_job *job;
-  uint32_t *hist;
+  uint32_t *hist;     /* the plain loops' private counters */
+  histd__sink sink;   /* the general loop's                */
   uint64_t refined;
 } cpu_thread;
 
-/* Task t -> tile pair (I, J), I <= J, row by row: row I holds ntiles - I. */
+/* Task t -> tile pair (I, J): for A x B every pair, row by row; for self
+ * pairs I <= J, row by row: row I holds ntiles - I. */
 static void task_tiles(const cpu_job *job, uint64_t t, size_t *I, size_t *J) {
+  if (job->cross) {
+    *I = (size_t)(t / job->ntiles_b);
+    *J = (size_t)(t % job->ntiles_b);
+    return;
+  }
   /* rows before I hold I*nt - I(I-1)/2 tasks; find the largest such I <= t */
   size_t lo = 0, hi = job->ntiles - 1;
   const uint64_t nt = job->ntiles;
@@ -301,6 +311,14 @@ static void task_tiles(const cpu_job *job, uint64_t t, size_t *I, size_t *J) {
 
 static void flush(cpu_thread *t) {
   cpu_job *job = t->job;
+  if (job->prob != NULL) {
+    const uint32_t count = job->res->bins.count;
+    pthread_mutex_lock(&job->lock);
+    histd__sink_merge(&job->total, &t->sink, count);
+    pthread_mutex_unlock(&job->lock);
+    memset(t->sink.counts, 0, ((size_t)count + 2) * sizeof *t->sink.counts);
+    return;
+  }
   const cpu_ctx *c = &job->plan->ctx;
   uint32_t *h = t->hist;
   pthread_mutex_lock(&job->lock);
@@ -348,11 +366,15 @@ static void *thread_main(void *arg) {
       break;
     size_t I, J;
     task_tiles(job, task, &I, &J);
+    const bool diag = !job->cross && I == J;
     size_t i0 = I * job->tile, i1 = i0 + job->tile < job->n ? i0 + job->tile : job->n;
-    size_t j0 = J * job->tile, j1 = j0 + job->tile < job->n ? j0 + job->tile : job->n;
-    plan->block(&plan->ctx, i0, i1, j0, j1, I == J, t->hist, &t->refined);
-    uint64_t pairs = I == J ? (uint64_t)(i1 - i0) * (i1 - i0 - 1) / 2
-                            : (uint64_t)(i1 - i0) * (j1 - j0);
+    size_t j0 = J * job->tile, j1 = j0 + job->tile < job->n_b ? j0 + job->tile : job->n_b;
+    if (job->prob != NULL)
+      histd__pairs_block(job->prob, i0, i1, j0, j1, diag, &t->sink);
+    else
+      plan->block(&plan->ctx, i0, i1, j0, j1, diag, t->hist, &t->refined);
+    uint64_t pairs = diag ? (uint64_t)(i1 - i0) * (i1 - i0 - 1) / 2
+                          : (uint64_t)(i1 - i0) * (j1 - j0);
     since_flush += pairs;
     if (since_flush > flush_at) {
       flush(t);
@@ -377,7 +399,7 @@ static void *thread_main(void *arg) {
   return NULL;
 }
 
-int histd__cpu_run_opts(const histd_dataset *ds, const histd_spec *spec,
+int histd__cpu_run_opts(const histd_problem *p, const histd_exec *ex,
                         const histd_control *ctl, const cpu_options *opt,
                         histd_result *res, cpu_report *report, char *msg,
                         size_t msglen) {
@@ -385,57 +407,86 @@ int histd__cpu_run_opts(const histd_dataset *ds, const histd_spec *spec,
   if (opt == NULL)
     opt = &defaults;
   double t0 = histd_now_ms();
+  const histd_dataset *ds = p->a;
+  const bool general = histd_problem_needs(p) != 0;
+  const uint32_t count = res->bins.count;
   cpu_plan plan;
-  int rc = plan_make(&plan, ds, spec, res->buckets, opt, msg, msglen);
-  if (rc != 0)
-    return rc;
+  memset(&plan, 0, sizeof plan);
+  int rc = 0;
+  if (!general) {
+    rc = plan_make(&plan, ds, p->bins.width, ex->precision, count, opt, msg, msglen);
+    if (rc != 0)
+      return rc;
+  }
   if (report != NULL) {
-    report->isa = plan.isa;
-    report->path = plan.path;
+    report->isa = general ? CPU_ISA_GENERIC : plan.isa;
+    report->path = general ? CPU_PATH_F64 : plan.path;
     report->delta = plan.delta;
   }
 
   cpu_job job;
   memset(&job, 0, sizeof job);
-  job.plan = &plan;
+  job.plan = general ? NULL : &plan;
+  job.prob = general ? p : NULL;
+  job.cross = p->b != NULL;
   job.ctl = ctl;
   job.res = res;
   job.n = ds->n;
+  job.n_b = job.cross ? p->b->n : ds->n;
   job.tile = opt->tile ? opt->tile : DEFAULT_TILE;
-  job.ntiles = ds->n < 2 ? 0 : (ds->n + job.tile - 1) / job.tile;
-  job.ntasks = (uint64_t)job.ntiles * (job.ntiles + 1) / 2;
+  job.ntiles = (ds->n + job.tile - 1) / job.tile;
+  job.ntiles_b = (job.n_b + job.tile - 1) / job.tile;
+  if (job.cross)
+    job.ntasks = (uint64_t)job.ntiles * job.ntiles_b;
+  else
+    job.ntasks = ds->n < 2 ? 0 : (uint64_t)job.ntiles * (job.ntiles + 1) / 2;
   atomic_init(&job.next_task, 0);
   atomic_init(&job.done_pairs, 0);
   atomic_init(&job.stop, false);
   atomic_init(&job.cancelled, false);
   pthread_mutex_init(&job.lock, NULL);
+  if (general && histd__sink_init(&job.total, count, p->weighted) != 0) {
+    pthread_mutex_destroy(&job.lock);
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u buckets", count);
+  }
 
-  unsigned nthreads = spec->threads ? spec->threads : histd_cpu_count();
+  unsigned nthreads = ex->threads ? ex->threads : histd_cpu_count();
   if (nthreads > job.ntasks)
     nthreads = job.ntasks ? (unsigned)job.ntasks : 1;
   /* Each thread zeroes (so commits) its own histogram: bound their sum, or
    * many threads times many buckets exhaust memory (1024 x 64 MiB). */
-  const size_t hist_bytes = (size_t)plan.ctx.hist_size * sizeof(uint32_t);
+  const size_t hist_bytes = general ? ((size_t)count + 2) * (p->weighted ? 24 : 8)
+                                    : (size_t)plan.ctx.hist_size * sizeof(uint32_t);
   const size_t max_threads = CPU_HIST_BUDGET_BYTES / (hist_bytes ? hist_bytes : 1);
   if (nthreads > max_threads)
     nthreads = max_threads ? (unsigned)max_threads : 1;
   cpu_thread *th = calloc(nthreads, sizeof *th);
   if (th == NULL) {
     free(plan.pts);
+    histd__sink_free(&job.total);
     pthread_mutex_destroy(&job.lock);
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for threads");
   }
   unsigned started = 0;
   for (; started < nthreads; started++) {
-    th[started].job = &job;
-    th[started].hist = aligned_alloc(64, (hist_bytes + 63) & ~(size_t)63);
-    if (th[started].hist == NULL) {
+    cpu_thread *t = &th[started];
+    t->job = &job;
+    bool ok;
+    if (general) {
+      ok = histd__sink_init(&t->sink, count, p->weighted) == 0;
+    } else {
+      t->hist = aligned_alloc(64, (hist_bytes + 63) & ~(size_t)63);
+      ok = t->hist != NULL;
+      if (ok)
+        memset(t->hist, 0, hist_bytes);
+    }
+    if (!ok) {
       rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for histograms");
       break;
     }
-    memset(th[started].hist, 0, hist_bytes);
-    if (pthread_create(&th[started].tid, NULL, thread_main, &th[started]) != 0) {
-      free(th[started].hist);
+    if (pthread_create(&t->tid, NULL, thread_main, t) != 0) {
+      free(t->hist);
+      histd__sink_free(&t->sink);
       rc = histd_fail(msg, msglen, HISTD_ENOMEM, "could not start a thread");
       break;
     }
@@ -447,30 +498,33 @@ int histd__cpu_run_opts(const histd_dataset *ds, const histd_spec *spec,
     pthread_join(th[i].tid, NULL);
     refined += th[i].refined;
     free(th[i].hist);
+    histd__sink_free(&th[i].sink);
   }
   free(th);
   free(plan.pts);
   pthread_mutex_destroy(&job.lock);
   if (rc == 0 && atomic_load(&job.cancelled))
     rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
+  if (rc == 0 && general)
+    histd__sink_to_result(res, &job.total);
+  histd__sink_free(&job.total);
   if (rc != 0)
     return rc;
-  res->exact = plan.ctx.exact || plan.path == CPU_PATH_F64;
+  res->exact = general || plan.ctx.exact || plan.path == CPU_PATH_F64;
   res->refined_pairs = refined;
   res->threads = nthreads;
   res->block_size = 0;
   res->timing.kernel_ms = histd_now_ms() - t0;
+  const char *arith = general ? "float64"
+                      : plan.path == CPU_PATH_F64 ? "float64"
+                      : plan.ctx.exact ? "float32 + float64 redo" : "float32";
   snprintf(res->device, sizeof res->device, "cpu: %u thread%s, %s, %s", nthreads,
-           nthreads == 1 ? "" : "s", histd__cpu_isa_name(plan.isa),
-           plan.path == CPU_PATH_F32 ? "float32 + float64 redo" : "float64");
-  if (plan.path == CPU_PATH_F32 && !plan.ctx.exact)
-    snprintf(res->device, sizeof res->device, "cpu: %u thread%s, %s, float32", nthreads,
-             nthreads == 1 ? "" : "s", histd__cpu_isa_name(plan.isa));
+           nthreads == 1 ? "" : "s", histd__cpu_isa_name(general ? CPU_ISA_GENERIC : plan.isa),
+           arith);
   return 0;
 }
 
-int histd__cpu_run(histd_worker *w, const histd_dataset *ds, const histd_spec *spec,
-                   const histd_control *ctl, histd_result *res, char *msg, size_t msglen) {
+int histd__cpu_run(HISTD__RUN_ARGS) {
   (void)w;
-  return histd__cpu_run_opts(ds, spec, ctl, NULL, res, NULL, msg, msglen);
+  return histd__cpu_run_opts(p, ex, ctl, NULL, res, NULL, msg, msglen);
 }

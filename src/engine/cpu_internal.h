@@ -100,7 +100,7 @@ cpu_block_fn histd__cpu_simd_block(cpu_isa isa, cpu_path path, bool exact, bool 
 bool histd__cpu_isa_supported(cpu_isa isa);
 
 /* The kernel with test knobs; report may be NULL. */
-int histd__cpu_run_opts(const histd_dataset *ds, const histd_spec *spec,
+int histd__cpu_run_opts(const histd_problem *p, const histd_exec *ex,
                         const histd_control *ctl, const cpu_options *opt,
                         histd_result *res, cpu_report *report, char *msg,
                         size_t msglen);

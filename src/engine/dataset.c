@@ -26,6 +26,21 @@ void histd_dataset_borrow(histd_dataset *ds, double *xyz, size_t n) {
   ds->borrowed = true;
 }
 
+int histd_dataset_alloc_weights(histd_dataset *ds, char *msg, size_t msglen) {
+  /* one block x, y, z, w, so that free() stays one call */
+  const size_t n = ds->n;
+  if (ds->borrowed || n > SIZE_MAX / (4 * sizeof(double)))
+    return histd_fail(msg, msglen, HISTD_EINVAL, "no room for the weights of %zu points", n);
+  double *xyzw = realloc(ds->x, n == 0 ? 1 : 4 * n * sizeof(double));
+  if (xyzw == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu weights", n);
+  ds->x = xyzw;
+  ds->y = xyzw + n;
+  ds->z = xyzw + 2 * n;
+  ds->w = xyzw + 3 * n;
+  return 0;
+}
+
 void histd_dataset_free(histd_dataset *ds) {
   if (ds == NULL)
     return;
@@ -52,6 +67,10 @@ int histd_dataset_finish(histd_dataset *ds, char *msg, size_t msglen) {
     ds->min[a] = lo;
     ds->max[a] = hi;
   }
+  for (size_t i = 0; ds->w != NULL && i < ds->n; i++)
+    if (!isfinite(ds->w[i]))
+      return histd_fail(msg, msglen, HISTD_EINVAL, "point %zu: the weight is not a finite number",
+                        i + 1);
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #define HISTD_ENGINE_H
 
 #include "histd/histd.h"
+#include "histd/pair.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -17,13 +18,56 @@ struct histd_worker {
   void *gpu;  /* the CUDA side's per-device context; NULL on the CPU */
 };
 
+/* The signature every kernel's run() has (histd_kernel.run). */
+#define HISTD__RUN_ARGS                                                              \
+  histd_worker *w, const histd_problem *p, const histd_exec *ex,                     \
+      const histd_control *ctl, histd_result *res, char *msg, size_t msglen
+
 /* The CPU kernels (src/engine/cpu_*.c). */
-int histd__cpu_reference_run(histd_worker *w, const histd_dataset *ds,
-                             const histd_spec *spec, const histd_control *ctl,
-                             histd_result *res, char *msg, size_t msglen);
-int histd__cpu_run(histd_worker *w, const histd_dataset *ds,
-                   const histd_spec *spec, const histd_control *ctl,
-                   histd_result *res, char *msg, size_t msglen);
+int histd__cpu_reference_run(HISTD__RUN_ARGS);
+int histd__cpu_run(HISTD__RUN_ARGS);
+
+/* Collisions (within 0) by hashing the coordinates: O(n) (collide.c); with
+ * weights, also the sum of w_i w_j over the colliding pairs. */
+int histd__collisions(const histd_problem *p, uint64_t *pairs, double *weighted, char *msg,
+                      size_t msglen);
+
+
+/* The problem's metric, flattened for the pair functions of histd/pair.h. */
+static inline histd_metric histd__metric(const histd_box *b) {
+  histd_metric m = {(int)b->kind, b->ax, b->bx, b->by, b->cx, b->cy, b->cz};
+  return m;
+}
+
+/*
+ * The general pair loop: every pair of the block i in [i0, i1), j in
+ * [j0, j1) (j > i when diag; j indexes B for cross problems) through the
+ * contract's functions (histd/pair.h), counted into a sink. The reference
+ * kernel runs it on the whole problem; "cpu" runs it on tiles where its
+ * float32 loops do not apply (pair_loop.c).
+ */
+typedef struct histd__sink {
+  uint64_t *counts;  /* count + 2: [count] below, [count + 1] overflow */
+  double *sum, *err; /* NULL, or count + 2 Neumaier sums of w_i w_j and their
+                      * running compensations */
+} histd__sink;
+
+int histd__sink_init(histd__sink *s, uint32_t count, bool weighted);
+void histd__sink_free(histd__sink *s);
+void histd__pairs_block(const histd_problem *p, size_t i0, size_t i1, size_t j0, size_t j1,
+                        bool diag, histd__sink *s);
+/* Adds sink s into total (same count); then total into the result. */
+void histd__sink_merge(histd__sink *total, const histd__sink *s, uint32_t count);
+void histd__sink_to_result(histd_result *res, const histd__sink *s);
+/* Neumaier's step: sum += v, the lost low part into err. */
+static inline void histd__neumaier(double *sum, double *err, double v) {
+  double t = *sum + v;
+  if (__builtin_fabs(*sum) >= __builtin_fabs(v))
+    *err += (*sum - t) + v;
+  else
+    *err += (v - t) + *sum;
+  *sum = t;
+}
 
 /* Helpers for backends: NULL-safe wrappers around a histd_control. */
 bool histd__cancelled(const histd_control *ctl);
@@ -31,11 +75,9 @@ void histd__progress(const histd_control *ctl, double fraction);
 
 /*
  * The CUDA side (kernels/), or the stubs in src/engine/nocuda.c when histd
- * is built without CUDA. The kernel table is appended to the registry.
+ * is built without CUDA (its kernels are in the registry either way, so a
+ * build without CUDA can say that a GPU kernel needs a GPU).
  */
-extern const histd_kernel histd__cuda_kernels[];
-extern const size_t histd__cuda_kernel_count;
-
 int histd__cuda_devices(histd_device_info *out, int max, int *count,
                         char *msg, size_t msglen);
 int histd__cuda_context_create(void **ctx, int device, char *msg,
@@ -43,10 +85,9 @@ int histd__cuda_context_create(void **ctx, int device, char *msg,
 void histd__cuda_context_destroy(void *ctx);
 int histd__cuda_prefetch(void *ctx, const histd_dataset *ds, char *msg,
                          size_t msglen);
-/* "auto" on a GPU worker: runs the fastest exact kernel for the job. */
-int histd__cuda_auto_run(histd_worker *w, const histd_dataset *ds,
-                         const histd_spec *spec, const histd_control *ctl,
-                         histd_result *res, char *msg, size_t msglen);
+/* The GPU kernel ex->kernel, or (for "auto") the fastest exact one. */
+int histd__cuda_run(HISTD__RUN_ARGS);
+int histd__cuda_auto_run(HISTD__RUN_ARGS);
 
 #ifdef __cplusplus
 }

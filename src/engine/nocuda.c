@@ -1,11 +1,9 @@
 /*
  * nocuda.c -- the CUDA side's entry points for a build without CUDA: no
- * GPU kernels in the registry, no devices, and a sentence saying why.
+ * devices, and GPU kernels (still in the registry) that say why they
+ * cannot run.
  */
 #include "engine.h"
-
-const histd_kernel histd__cuda_kernels[1];
-const size_t histd__cuda_kernel_count = 0;
 
 int histd__cuda_devices(histd_device_info *out, int max, int *count,
                         char *msg, size_t msglen) {
@@ -32,9 +30,12 @@ int histd__cuda_prefetch(void *ctx, const histd_dataset *ds, char *msg, size_t m
   return 0;
 }
 
-int histd__cuda_auto_run(histd_worker *w, const histd_dataset *ds,
-                         const histd_spec *spec, const histd_control *ctl,
-                         histd_result *res, char *msg, size_t msglen) {
-  (void)w; (void)ds; (void)spec; (void)ctl; (void)res;
-  return histd_fail(msg, msglen, HISTD_ENODEV, "histd was built without CUDA");
+int histd__cuda_run(HISTD__RUN_ARGS) {
+  (void)w; (void)p; (void)ctl; (void)res;
+  return histd_fail(msg, msglen, HISTD_ENODEV,
+                    "kernel \"%s\" needs a GPU, and histd was built without CUDA", ex->kernel);
+}
+
+int histd__cuda_auto_run(HISTD__RUN_ARGS) {
+  return histd__cuda_run(w, p, ex, ctl, res, msg, msglen);
 }

@@ -2,53 +2,109 @@
  * registry.c -- the one table of kernels. The CLI and the service look
  * kernel names up here and nowhere else.
  *
- * The table is the CPU kernels below followed by the CUDA side's table
- * (kernels/, empty in a build without CUDA). "auto" resolves at run time:
- * on a GPU worker the CUDA side picks the fastest exact kernel for the job,
- * on a CPU worker it runs "cpu".
+ * Each row says what the kernel can compute beyond the plain histogram
+ * (caps: periodic boxes, cross pairs, weights, explicit edges, within a
+ * radius); the worker never hands a kernel a problem it cannot run, and
+ * "auto" chooses among the able ones. The GPU rows are here whether or not
+ * histd was built with CUDA: without it they run nothing, and say why.
+ *
+ * "auto" resolves at run time: on a GPU worker, the fastest exact GPU
+ * kernel when one can run the problem, on a CPU worker (or when no GPU
+ * kernel can) "cpu".
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "engine.h"
 
-static int auto_run(histd_worker *w, const histd_dataset *ds,
-                    const histd_spec *spec, const histd_control *ctl,
-                    histd_result *res, char *msg, size_t msglen) {
-  if (w->device >= 0)
-    return histd__cuda_auto_run(w, ds, spec, ctl, res, msg, msglen);
-  int rc = histd__cpu_run(w, ds, spec, ctl, res, msg, msglen);
+#define CPU_ALL \
+  (HISTD_CAN_PERIODIC | HISTD_CAN_CROSS | HISTD_CAN_WEIGHTS | HISTD_CAN_EDGES | HISTD_CAN_WITHIN)
+#define GPU_CAPS 0u /* the plain histogram (the GPU issue widens this) */
+
+static int auto_run(HISTD__RUN_ARGS);
+
+static const histd_kernel kernels[] = {
+    {"auto", "the fastest exact kernel for the workload and the worker's device",
+     HISTD_ENGINE_CPU, CPU_ALL, auto_run},
+    {"cpu-reference", "the exactness contract, literally, on one CPU thread",
+     HISTD_ENGINE_CPU, CPU_ALL, histd__cpu_reference_run},
+    {"cpu", "multithreaded, cache-tiled, vectorised CPU engine; exact",
+     HISTD_ENGINE_CPU, CPU_ALL, histd__cpu_run},
+    {"naive", "GPU: one thread per point i, loops j > i, a global atomic per pair",
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run},
+    {"privatized", "GPU: naive with a per-block histogram in shared memory",
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run},
+    {"tiled", "GPU: partner tiles staged in shared memory, anchor in registers; global atomics",
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run},
+    {"tiled-privatized", "GPU: tiling plus a shared-memory histogram per block (Algorithm 3)",
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run},
+    {"tiled-privatized-f64",
+     "GPU: tiled-privatized computed entirely in float64 (Algorithm 3 as the reports ran it)",
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run},
+    {"balanced",
+     "GPU: equal tile pairs per block and equal pairs per thread; lane-private histograms",
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run},
+    {"multi-copy", "GPU: tiled-privatized with one shared histogram copy per warp",
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run},
+    {"register-shuffle", "GPU: partner points in registers, passed between lanes by shuffles",
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run},
+    {"circular", "GPU: each point meets the next (N-1)/2 points circularly (depth N/2)",
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run},
+};
+
+#define KERNEL_COUNT (sizeof kernels / sizeof kernels[0])
+
+static int auto_run(HISTD__RUN_ARGS) {
+  if (w->device >= 0 && (histd_problem_needs(p) & ~GPU_CAPS) == 0)
+    return histd__cuda_auto_run(w, p, ex, ctl, res, msg, msglen);
+  int rc = histd__cpu_run(w, p, ex, ctl, res, msg, msglen);
   if (rc == 0)
     strcpy(res->kernel, "cpu");
   return rc;
 }
 
-static const histd_kernel cpu_kernels[] = {
-    {"auto", "the fastest exact kernel for the workload and the worker's device",
-     HISTD_ENGINE_CPU, auto_run},
-    {"cpu-reference", "the exactness contract, literally, on one CPU thread",
-     HISTD_ENGINE_CPU, histd__cpu_reference_run},
-    {"cpu", "multithreaded, cache-tiled, vectorised CPU engine; exact",
-     HISTD_ENGINE_CPU, histd__cpu_run},
-};
+size_t histd_kernel_count(void) { return KERNEL_COUNT; }
 
-#define CPU_KERNEL_COUNT (sizeof cpu_kernels / sizeof cpu_kernels[0])
-
-size_t histd_kernel_count(void) { return CPU_KERNEL_COUNT + histd__cuda_kernel_count; }
-
-const histd_kernel *histd_kernel_at(size_t i) {
-  if (i < CPU_KERNEL_COUNT)
-    return &cpu_kernels[i];
-  i -= CPU_KERNEL_COUNT;
-  return i < histd__cuda_kernel_count ? &histd__cuda_kernels[i] : NULL;
-}
+const histd_kernel *histd_kernel_at(size_t i) { return i < KERNEL_COUNT ? &kernels[i] : NULL; }
 
 const histd_kernel *histd_kernel_find(const char *name) {
   if (name == NULL)
     return NULL;
   if (name[0] == '\0')
     name = "auto";
-  for (size_t i = 0; i < histd_kernel_count(); i++)
-    if (strcmp(histd_kernel_at(i)->name, name) == 0)
-      return histd_kernel_at(i);
+  for (size_t i = 0; i < KERNEL_COUNT; i++)
+    if (strcmp(kernels[i].name, name) == 0)
+      return &kernels[i];
   return NULL;
+}
+
+static const char *cap_phrase(unsigned cap) {
+  switch (cap) {
+  case HISTD_CAN_PERIODIC:
+    return "periodic boxes";
+  case HISTD_CAN_CROSS:
+    return "cross pairs (A x B)";
+  case HISTD_CAN_WEIGHTS:
+    return "weights";
+  case HISTD_CAN_EDGES:
+    return "explicit or log bin edges";
+  default:
+    return "pair counts within a radius";
+  }
+}
+
+bool histd_kernel_can(const histd_kernel *k, const histd_problem *p, char *msg, size_t msglen) {
+  unsigned missing = histd_problem_needs(p) & ~k->caps;
+  if (missing == 0)
+    return true;
+  unsigned cap = missing & -missing; /* the first one missing */
+  char able[256] = "";
+  size_t len = 0;
+  for (size_t i = 0; i < KERNEL_COUNT; i++)
+    if ((histd_problem_needs(p) & ~kernels[i].caps) == 0 && len < sizeof able)
+      len += (size_t)snprintf(able + len, sizeof able - len, "%s%s", len ? ", " : "",
+                              kernels[i].name);
+  histd_fail(msg, msglen, HISTD_EINVAL, "kernel \"%s\" cannot compute %s; kernels that can: %s",
+             k->name, cap_phrase(cap), able);
+  return false;
 }

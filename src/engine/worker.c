@@ -4,10 +4,15 @@
  * A CPU worker is nothing but its device number (-1). A GPU worker holds
  * the CUDA side's per-device context: streams, device buffers and the last
  * dataset's points, kept between jobs. histd_worker_run() is the single path
- * every job takes: validate the spec, resolve the default bucket count, look
- * the kernel up in the registry, check it suits the worker, run, and fill
- * in the parts of the result that do not depend on the kernel.
+ * every job takes: validate the problem and the execution, resolve the
+ * default bucket count, look the kernel up in the registry, check it suits
+ * the worker, run, and fill in the parts of the result that do not depend
+ * on the kernel. A count within a radius R is run as the one bin [0, R];
+ * within 0 (collisions: exact equality) is hashed here, in O(n), whatever
+ * the kernel.
  */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,21 +51,29 @@ int histd_worker_prefetch(histd_worker *w, const histd_dataset *ds, char *msg,
   return histd__cuda_prefetch(w->gpu, ds, msg, msglen);
 }
 
-int histd_worker_run(histd_worker *w, const histd_dataset *ds,
-                     const histd_spec *spec_in, const histd_control *ctl,
-                     histd_result *res, char *msg, size_t msglen) {
+int histd_worker_run(histd_worker *w, const histd_problem *p_in, const histd_exec *ex_in,
+                     const histd_control *ctl, histd_result *res, char *msg, size_t msglen) {
   double t0 = histd_now_ms();
   memset(res, 0, sizeof *res);
-  int rc = histd_spec_validate(spec_in, msg, msglen);
+  int rc = histd_problem_validate(p_in, msg, msglen);
+  if (rc == 0)
+    rc = histd_exec_validate(ex_in, p_in, msg, msglen);
   if (rc != 0)
     return rc;
-  histd_spec spec = *spec_in;
-  if (spec.buckets == 0) {
-    rc = histd_default_buckets(ds, spec.bucket_width, &spec.buckets, msg, msglen);
+  histd_problem p = *p_in;
+  histd_exec ex = *ex_in;
+  /* within R is the one bin [0, R]: E[0] = 0 <= d < E[1] = the next double
+   * above R, i.e. d <= R */
+  double within_edges[2] = {0, 0};
+  if (p.statistic == HISTD_STAT_WITHIN) {
+    within_edges[1] = nextafter(p.radius, INFINITY);
+    p.bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, within_edges};
+  } else if (p.bins.kind == HISTD_BINS_WIDTH && p.bins.count == 0) {
+    rc = histd_default_bins(&p, &p.bins.count, msg, msglen);
     if (rc != 0)
       return rc;
   }
-  const histd_kernel *k = histd_kernel_find(spec.kernel);
+  const histd_kernel *k = histd_kernel_find(ex.kernel);
   if (k->engine == HISTD_ENGINE_CUDA && w->device < 0)
     return histd_fail(msg, msglen, HISTD_ENODEV,
                       "kernel \"%s\" needs a GPU, and this worker runs on the CPU", k->name);
@@ -68,25 +81,45 @@ int histd_worker_run(histd_worker *w, const histd_dataset *ds,
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "kernel \"%s\" runs on the CPU, and this worker owns GPU %d",
                       k->name, w->device);
-  rc = histd_result_init(res, spec.buckets, spec.bucket_width, msg, msglen);
+  snprintf(ex.kernel, sizeof ex.kernel, "%s", k->name);
+  rc = histd_result_init(res, &p.bins, p.weighted, msg, msglen);
   if (rc != 0)
     return rc;
-  res->precision = spec.precision;
+  res->precision = ex.precision;
+  res->statistic = p.statistic;
+  res->radius = p.radius;
   strcpy(res->kernel, k->name);
-  res->total = ds->n < 2 ? 0 : (uint64_t)ds->n * (ds->n - 1) / 2;
-  rc = k->run(w, ds, &spec, ctl, res, msg, msglen);
+  res->total = histd_problem_pairs(&p);
+  res->n = p.a->n;
+  res->n_b = p.b != NULL ? p.b->n : 0;
+  res->cross = p.b != NULL;
+  res->volume = histd_box_volume(&p.box);
+  if (p.statistic == HISTD_STAT_WITHIN && p.radius == 0) {
+    /* collisions: exact equality, by hashing, whatever the kernel */
+    double tk = histd_now_ms();
+    rc = histd__collisions(&p, &res->counts[0], res->weighted, msg, msglen);
+    res->overflow = res->total - res->counts[0];
+    res->exact = true;
+    res->threads = 1;
+    res->timing.kernel_ms = histd_now_ms() - tk;
+    snprintf(res->device, sizeof res->device, "cpu: 1 thread, hash of the coordinates");
+  } else {
+    rc = k->run(w, &p, &ex, ctl, res, msg, msglen);
+  }
   if (rc != 0) {
     histd_result_free(res);
     return rc;
   }
+  if (p.statistic == HISTD_STAT_WITHIN)
+    res->within = res->counts[0];
   histd__progress(ctl, 1.0);
   res->timing.total_ms = histd_now_ms() - t0;
   return 0;
 }
 
-int histd_run(const histd_dataset *ds, const histd_spec *spec,
-              const histd_control *ctl, histd_result *res, char *msg, size_t msglen) {
-  const histd_kernel *k = histd_kernel_find(spec->kernel);
+int histd_run(const histd_problem *p, const histd_exec *ex, const histd_control *ctl,
+              histd_result *res, char *msg, size_t msglen) {
+  const histd_kernel *k = histd_kernel_find(ex->kernel);
   int device = -1;
   if (k != NULL && k->engine == HISTD_ENGINE_CUDA) {
     device = 0;
@@ -96,16 +129,16 @@ int histd_run(const histd_dataset *ds, const histd_spec *spec,
     if (histd_devices(&info, 1, &count, NULL, 0) == 0 && count > 0)
       device = info.index;
   }
-  if (device >= 0 && spec->devices != 0) {
+  if (device >= 0 && ex->devices != 0) {
     device = 0;
-    while (device < 64 && !(spec->devices & (UINT64_C(1) << device)))
+    while (device < 64 && !(ex->devices & (UINT64_C(1) << device)))
       device++;
   }
   histd_worker *w;
   int rc = histd_worker_create(&w, device, msg, msglen);
   if (rc != 0)
     return rc;
-  rc = histd_worker_run(w, ds, spec, ctl, res, msg, msglen);
+  rc = histd_worker_run(w, p, ex, ctl, res, msg, msglen);
   histd_worker_destroy(w);
   return rc;
 }

@@ -91,38 +91,79 @@ static void str(out *o, const char *k, const char *s) {
   fputc('"', o->f);
 }
 
-int histd_write_json(FILE *f, const histd_result *res, size_t n, unsigned flags) {
+static void u64_digits(FILE *f, uint64_t v, bool comma) {
+  char digits[24], *d = digits + sizeof digits;
+  do /* the digits by hand: no printf call per count */
+    *--d = (char)('0' + v % 10);
+  while ((v /= 10) != 0);
+  if (comma)
+    *--d = ',';
+  fwrite(d, 1, (size_t)(digits + sizeof digits - d), f);
+}
+
+/* An array of the bins' values: what = 'e' edges (count + 1 of them),
+ * 'c' counts, 'w' weighted sums, 'g' g(r), 'n' coordination. */
+static void array(out *o, const char *k, const histd_result *res, char what) {
+  key(o, k);
+  fputc('[', o->f);
+  const uint32_t count = res->bins.count;
+  uint64_t cumulative = 0;
+  for (uint32_t b = 0; b < count + (what == 'e'); b++) {
+    if (what == 'c') {
+      u64_digits(o->f, res->counts[b], b > 0);
+      continue;
+    }
+    if (b > 0)
+      fputc(',', o->f);
+    double g, n;
+    if (what == 'g' || what == 'n')
+      histd_result_rdf_bin(res, b, &cumulative, &g, &n);
+    dbl_text(o, what == 'e'   ? histd_bins_edge(&res->bins, b)
+                : what == 'w' ? res->weighted[b]
+                : what == 'g' ? g
+                              : n);
+  }
+  fputc(']', o->f);
+}
+
+int histd_write_json(FILE *f, const histd_result *res, unsigned flags) {
   locale_t loc, old;
   if (histd__c_locale(&loc, NULL, 0) != 0)
     return HISTD_ENOMEM;
   old = uselocale(loc);
   out o = {f, loc, (flags & HISTD_JSON_PRETTY) != 0, 0, true};
+  const bool whole = !(flags & HISTD_JSON_SUMMARY);
   open_object(&o);
-  u64(&o, "n", (uint64_t)n);
-  dbl(&o, "bucket_width", res->bucket_width);
-  u64(&o, "buckets", res->buckets);
-  if (!(flags & HISTD_JSON_SUMMARY)) {
-    key(&o, "edges");
-    fputc('[', f);
-    for (uint32_t b = 0; b <= res->buckets; b++) {
-      if (b > 0)
-        fputc(',', f);
-      dbl_text(&o, (double)b * res->bucket_width);
+  u64(&o, "n", res->n);
+  if (res->cross)
+    u64(&o, "n_b", res->n_b);
+  if (res->volume > 0)
+    dbl(&o, "volume", res->volume);
+  if (res->statistic == HISTD_STAT_WITHIN) {
+    str(&o, "statistic", "within");
+    dbl(&o, "radius", res->radius);
+    u64(&o, "within", res->within);
+    if (res->weighted != NULL) {
+      key(&o, "weighted_within");
+      dbl_text(&o, res->weighted[0]);
     }
-    fputc(']', f);
-    key(&o, "counts");
-    fputc('[', f);
-    for (uint32_t b = 0; b < res->buckets; b++) {
-      char digits[24], *d = digits + sizeof digits;
-      uint64_t v = res->counts[b];
-      do /* the digits by hand: no printf call per count */
-        *--d = (char)('0' + v % 10);
-      while ((v /= 10) != 0);
-      if (b > 0)
-        *--d = ',';
-      fwrite(d, 1, (size_t)(digits + sizeof digits - d), f);
+  } else {
+    str(&o, "statistic", "histogram");
+    str(&o, "bins", res->bins.kind == HISTD_BINS_EDGES ? "edges" : "width");
+    if (res->bins.kind == HISTD_BINS_WIDTH)
+      dbl(&o, "bucket_width", res->bins.width);
+    u64(&o, "buckets", res->bins.count);
+    if (whole) {
+      array(&o, "edges", res, 'e');
+      array(&o, "counts", res, 'c');
+      if (res->weighted != NULL)
+        array(&o, "weighted", res, 'w');
+      if (res->volume > 0) {
+        array(&o, "g", res, 'g');
+        array(&o, "coordination", res, 'n');
+      }
     }
-    fputc(']', f);
+    u64(&o, "below", res->below);
   }
   u64(&o, "overflow", res->overflow);
   u64(&o, "total", res->total);

@@ -112,8 +112,13 @@ static job *job_new(const job_record *rec) {
   if (j == NULL)
     return NULL;
   j->rec = *rec;
-  j->rec.status = JOB_QUEUED;
   j->rec.has_result = false;
+  memset(&j->rec.result, 0, sizeof j->rec.result);
+  if (histd_params_copy(&j->rec.params, &rec->params, NULL, 0) != 0) {
+    free(j);
+    return NULL;
+  }
+  j->rec.status = JOB_QUEUED;
   j->rec.started_at = 0;
   j->rec.progress = 0;
   atomic_init(&j->progress, 0.0);
@@ -150,7 +155,7 @@ static void unlink_locked(jobs *q, job *target) {
 static bool fits(const worker *w, const job *j) {
   if (w->lost)
     return false;
-  const histd_kernel *k = histd_kernel_find(j->rec.spec.kernel);
+  const histd_kernel *k = histd_kernel_find(j->rec.params.exec.kernel);
   if (k == NULL)
     return w->device < 0; /* fails with a sentence wherever it runs */
   bool is_auto = strcmp(k->name, "auto") == 0;
@@ -158,7 +163,7 @@ static bool fits(const worker *w, const job *j) {
     return k->engine == HISTD_ENGINE_CPU && !(is_auto && w->q->has_gpu);
   if (k->engine == HISTD_ENGINE_CPU && !is_auto)
     return false;
-  uint64_t mask = j->rec.spec.devices;
+  uint64_t mask = j->rec.params.exec.devices;
   return mask == 0 || (w->device < 64 && (mask & (UINT64_C(1) << w->device)));
 }
 
@@ -172,15 +177,13 @@ static job *take_locked(jobs *q, worker *w) {
 }
 
 static void copy_record(const job *j, job_record *out) {
-  *out = j->rec;
-  out->progress = atomic_load(&((job *)j)->progress);
-  if (j->rec.has_result && j->rec.result.counts != NULL) {
-    out->result.counts = malloc((size_t)j->rec.result.buckets * 8 + 8);
-    if (out->result.counts)
-      memcpy(out->result.counts, j->rec.result.counts, (size_t)j->rec.result.buckets * 8);
-    else
-      out->has_result = false;
+  if (job_record_copy(out, &j->rec) != 0) { /* the job without its result */
+    *out = j->rec;
+    out->has_result = false;
+    memset(&out->result, 0, sizeof out->result);
+    histd_params_copy(&out->params, &j->rec.params, NULL, 0);
   }
+  out->progress = atomic_load(&((job *)j)->progress);
 }
 
 static void job_free(job *j) {
@@ -255,15 +258,25 @@ static void run_one(worker *w, job *j) {
     prefetch_next(w, j->rec.dataset);
   dataset_release(svc->cache, old_prefetch);
 
+  loaded_dataset *d_b = NULL;
+  if (rc == 0 && j->rec.dataset_b[0])
+    rc = dataset_acquire(svc->cache, j->rec.dataset_b, &d_b, msg, sizeof msg);
   if (rc == 0) {
-    histd_spec spec = j->rec.spec;
-    if (w->device < 0 && spec.threads == 0)
-      spec.threads = w->cpu_threads;
+    histd_exec ex = j->rec.params.exec;
+    if (w->device < 0 && ex.threads == 0)
+      ex.threads = w->cpu_threads;
     run_ctx ctx = {j, q};
     histd_control ctl = {on_progress, on_cancelled, &ctx};
-    rc = histd_worker_run(w->engine, loaded_dataset_points(d), &spec, &ctl, &res, msg,
-                          sizeof msg);
+    histd_problem prob;
+    double *edges = NULL;
+    rc = histd_params_problem(&j->rec.params, loaded_dataset_points(d),
+                              d_b ? loaded_dataset_points(d_b) : NULL, &prob, &edges, msg,
+                              sizeof msg);
+    if (rc == 0)
+      rc = histd_worker_run(w->engine, &prob, &ex, &ctl, &res, msg, sizeof msg);
+    free(edges);
   }
+  dataset_release(svc->cache, d_b);
   dataset_release(svc->cache, d);
   double t_end = histd_now_ms();
 
@@ -373,11 +386,11 @@ static void fail_unrunnable(jobs *q) {
       runnable = fits(&q->workers[i], j);
     if (runnable)
       continue;
-    const histd_kernel *k = histd_kernel_find(j->rec.spec.kernel);
+    const histd_kernel *k = histd_kernel_find(j->rec.params.exec.kernel);
     if (k != NULL && k->engine == HISTD_ENGINE_CUDA && !q->has_gpu)
       snprintf(j->rec.error, sizeof j->rec.error,
                "kernel \"%s\" needs a GPU, and the daemon restarted without one (%s)",
-               j->rec.spec.kernel, q->svc->gpu_reason);
+               j->rec.params.exec.kernel, q->svc->gpu_reason);
     else
       snprintf(j->rec.error, sizeof j->rec.error,
                "the job names GPUs the daemon does not have since its restart "
@@ -495,12 +508,12 @@ int jobs_submit(jobs *q, job_record *rec, char *msg, size_t msglen) {
   pthread_mutex_lock(&q->mu);
   if (q->stopping) {
     pthread_mutex_unlock(&q->mu);
-    free(j);
+    job_free(j);
     return histd_fail(msg, msglen, HISTD_ETOOBIG, "the daemon is shutting down");
   }
   if (q->depth >= q->svc->cfg.queue_limit) {
     pthread_mutex_unlock(&q->mu);
-    free(j);
+    job_free(j);
     return histd_fail(msg, msglen, HISTD_ETOOBIG,
                       "the job queue is full (%zu jobs waiting); try again shortly",
                       q->svc->cfg.queue_limit);
@@ -509,11 +522,11 @@ int jobs_submit(jobs *q, job_record *rec, char *msg, size_t msglen) {
   int rc = store_put_job(q->svc->store, &j->rec, msg, msglen);
   if (rc != 0) {
     pthread_mutex_unlock(&q->mu);
-    free(j);
+    job_free(j);
     return rc;
   }
   append_locked(q, j);
-  *rec = j->rec;
+  rec->seq = j->rec.seq;
   pthread_cond_broadcast(&q->cv);
   pthread_mutex_unlock(&q->mu);
   atomic_fetch_add(&q->svc->metrics.jobs_submitted, 1);

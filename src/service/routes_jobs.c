@@ -35,27 +35,21 @@ static void add_time(cJSON *o, const char *key, double t) {
   cJSON_AddStringToObject(o, key, ts);
 }
 
-static cJSON *params_to_json(const histd_spec *s) {
-  cJSON *p = cJSON_CreateObject();
-  cJSON_AddNumberToObject(p, "bucket_width", s->bucket_width);
-  cJSON_AddNumberToObject(p, "buckets", s->buckets);
-  cJSON_AddStringToObject(p, "kernel", s->kernel[0] ? s->kernel : "auto");
-  if (s->block_size)
-    cJSON_AddNumberToObject(p, "block_size", s->block_size);
-  else
-    cJSON_AddNullToObject(p, "block_size");
-  cJSON_AddStringToObject(p, "precision", histd_precision_name(s->precision));
-  cJSON *d = cJSON_AddArrayToObject(p, "devices");
-  for (int i = 0; i < 64; i++)
-    if (s->devices & (UINT64_C(1) << i))
-      cJSON_AddItemToArray(d, cJSON_CreateNumber(i));
-  if (s->threads)
-    cJSON_AddNumberToObject(p, "threads", s->threads);
-  return p;
+/* The parameters as the table writes them (histd/params.h). */
+static cJSON *params_to_json(const histd_params *p) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  int rc = f ? histd_params_write_json(f, p) : HISTD_ENOMEM;
+  if (f)
+    fclose(f);
+  cJSON *o = rc == 0 && text ? cJSON_CreateRaw(text) : NULL;
+  free(text);
+  return o ? o : cJSON_CreateObject();
 }
 
 /* Whether a result's documents are written to a file rather than memory. */
-static bool large_result(const histd_result *res) { return res->buckets > 65536; }
+static bool large_result(const histd_result *res) { return res->bins.count > 65536; }
 
 /* The job document; with `summary`, a succeeded job's result without its
  * edges and counts (lists and the answers to POST and DELETE). GET on one
@@ -66,7 +60,11 @@ static cJSON *job_to_json(const job_record *j, bool summary) {
   cJSON_AddStringToObject(o, "status", job_status_name(j->status));
   cJSON_AddStringToObject(o, "dataset", j->dataset);
   cJSON_AddNumberToObject(o, "n", (double)j->n);
-  cJSON_AddItemToObject(o, "params", params_to_json(&j->spec));
+  if (j->dataset_b[0]) {
+    cJSON_AddStringToObject(o, "dataset_b", j->dataset_b);
+    cJSON_AddNumberToObject(o, "n_b", (double)j->n_b);
+  }
+  cJSON_AddItemToObject(o, "params", params_to_json(&j->params));
   cJSON_AddNumberToObject(o, "progress", j->progress);
   add_time(o, "created_at", j->created_at);
   add_time(o, "started_at", j->started_at);
@@ -87,7 +85,7 @@ static cJSON *job_to_json(const job_record *j, bool summary) {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    int rc = f ? histd_write_json(f, &j->result, j->n, HISTD_JSON_SUMMARY) : HISTD_ENOMEM;
+    int rc = f ? histd_write_json(f, &j->result, HISTD_JSON_SUMMARY) : HISTD_ENOMEM;
     if (f)
       fclose(f);
     cJSON *res = rc == 0 && text ? cJSON_CreateRaw(text) : NULL;
@@ -116,7 +114,7 @@ static void respond_job(request *r, const job_record *j) {
   }
   fwrite(head, 1, strlen(head) - 1, b.f); /* all but the closing brace */
   fputs(",\"result\":", b.f);
-  int rc = histd_write_json(b.f, &j->result, j->n, 0);
+  int rc = histd_write_json(b.f, &j->result, 0);
   fputc('}', b.f);
   free(head);
   respond_body(r, 200, "application/json", &b, rc);
@@ -124,151 +122,131 @@ static void respond_job(request *r, const job_record *j) {
 
 /* ---- parameters ---------------------------------------------------------------------- */
 
-typedef struct parsed_params {
-  histd_spec spec;
-  const char *dataset; /* into the cJSON tree */
-} parsed_params;
-
-static bool is_whole(double v) { return isfinite(v) && floor(v) == v; }
-
-/* Reads one optional whole number in [lo, hi]; answers and returns false on error. */
-static bool get_uint(request *r, const cJSON *o, const char *key, double lo, double hi,
-                     uint32_t *out) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-  if (v == NULL || cJSON_IsNull(v))
-    return true;
-  if (!cJSON_IsNumber(v)) {
-    respond_problem(r, 400, "%s must be a number", key);
-    return false;
-  }
-  double d = v->valuedouble;
-  if (!is_whole(d)) {
-    respond_problem(r, 422, "%s must be a whole number, got %g", key, d);
-    return false;
-  }
-  if (d < lo || d > hi) {
-    respond_problem(r, 422, "%s must be from %.0f to %.0f, got %.0f", key, lo, hi, d);
-    return false;
-  }
-  *out = (uint32_t)d;
-  return true;
+/* The fields a route accepts beyond the parameters, for the sentence that
+ * lists them. */
+static void list_fields(char *buf, size_t len, const char *const *extra) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (const char *const *k = extra; *k && used < len; k++)
+    used += (size_t)snprintf(buf + used, len - used, "%s, ", *k);
+  for (size_t i = 0; i < histd_param_count() && used < len; i++)
+    used += (size_t)snprintf(buf + used, len - used, "%s%s", histd_param_at(i)->name,
+                             i + 1 < histd_param_count() ? ", " : "");
 }
 
-/* Parses and checks the histogram parameters in o (everything but the
- * points or dataset). allowed: the extra fields the route accepts. */
+/* Reads the parameters in o through the table (histd/params.h): an unknown
+ * member or a value of the wrong JSON type answers 400, a value the
+ * parameter refuses 422. extra: the other members the route accepts. */
 static bool parse_params(request *r, const cJSON *o, const char *const *extra,
-                         parsed_params *pp) {
-  static const char *const known[] = {"bucket_width", "buckets", "kernel", "block_size",
-                                      "precision", "devices", "threads", NULL};
-  histd_spec_init(&pp->spec);
-  pp->dataset = NULL;
+                         histd_params *p) {
+  histd_params_init(p);
   if (!cJSON_IsObject(o)) {
     respond_problem(r, 400, "the body must be a JSON object");
     return false;
   }
   for (const cJSON *f = o->child; f != NULL; f = f->next) {
     bool ok = false;
-    for (const char *const *k = known; *k && !ok; k++)
-      ok = strcmp(f->string, *k) == 0;
     for (const char *const *k = extra; *k && !ok; k++)
       ok = strcmp(f->string, *k) == 0;
-    if (!ok) {
-      respond_problem(r, 400, "unknown field \"%s\"; the fields are dataset, bucket_width, "
-                              "buckets, kernel, block_size, precision, devices and threads",
-                      f->string);
-      return false;
+    if (ok)
+      continue;
+    const histd_param *row = histd_param_find(f->string);
+    if (row == NULL) {
+      char fields[1024];
+      list_fields(fields, sizeof fields, extra);
+      respond_problem(r, 400, "unknown field \"%.64s\"; the fields are %s", f->string, fields);
+      goto fail;
     }
-  }
-  histd_spec *s = &pp->spec;
-  const cJSON *w = cJSON_GetObjectItemCaseSensitive(o, "bucket_width");
-  if (w == NULL) {
-    respond_problem(r, 400, "bucket_width is required (a positive number, in the points' "
-                            "distance units)");
-    return false;
-  }
-  if (!cJSON_IsNumber(w)) {
-    respond_problem(r, 400, "bucket_width must be a number");
-    return false;
-  }
-  s->bucket_width = w->valuedouble;
-  const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "buckets");
-  if (b != NULL && cJSON_IsNumber(b) && is_whole(b->valuedouble) &&
-      b->valuedouble > HISTD_MAX_BUCKETS) {
-    respond_problem(r, 422, "buckets must be at most %u (%u MiB of counts), got %.0f",
-                    HISTD_MAX_BUCKETS, HISTD_MAX_BUCKETS / (1u << 17), b->valuedouble);
-    return false;
-  }
-  if (!get_uint(r, o, "buckets", 0, HISTD_MAX_BUCKETS, &s->buckets) ||
-      !get_uint(r, o, "block_size", 0, 1e9, &s->block_size) ||
-      !get_uint(r, o, "threads", 0, 1024, &s->threads))
-    return false;
-  const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "kernel");
-  if (k != NULL && !cJSON_IsNull(k)) {
-    if (!cJSON_IsString(k)) {
-      respond_problem(r, 400, "kernel must be a string (see GET /v1/kernels)");
-      return false;
-    }
-    if (strlen(k->valuestring) >= sizeof s->kernel) {
-      respond_problem(r, 422, "unknown kernel \"%.40s...\" (see GET /v1/kernels)",
-                      k->valuestring);
-      return false;
-    }
-    snprintf(s->kernel, sizeof s->kernel, "%s", k->valuestring[0] ? k->valuestring : "auto");
-  }
-  const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "precision");
-  if (p != NULL && !cJSON_IsNull(p)) {
-    if (!cJSON_IsString(p)) {
-      respond_problem(r, 400, "precision must be a string, \"exact\" or \"fast\"");
-      return false;
-    }
-    if (histd_precision_parse(p->valuestring, &s->precision) != 0) {
-      respond_problem(r, 422, "precision must be \"exact\" or \"fast\", got \"%s\"",
-                      p->valuestring);
-      return false;
-    }
-  }
-  const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "devices");
-  if (d != NULL && !cJSON_IsNull(d)) {
-    if (!cJSON_IsArray(d)) {
-      respond_problem(r, 400, "devices must be an array of GPU indices, e.g. [0, 1]");
-      return false;
-    }
-    for (const cJSON *e = d->child; e != NULL; e = e->next) {
-      if (!cJSON_IsNumber(e) || !is_whole(e->valuedouble) || e->valuedouble < 0 ||
-          e->valuedouble > 63) {
-        respond_problem(r, 400, "devices must hold GPU indices from 0 to 63");
-        return false;
+    histd_value v = {HISTD_VALUE_NULL, 0, false, NULL, NULL, 0};
+    double *numbers = NULL;
+    const char *want = NULL;
+    if (cJSON_IsNull(f)) {
+      /* the default */
+    } else if (row->type == HISTD_PARAM_NUMBER || row->type == HISTD_PARAM_COUNT) {
+      want = cJSON_IsNumber(f) ? NULL : "a number";
+      v.kind = HISTD_VALUE_NUMBER;
+      v.number = f->valuedouble;
+    } else if (row->type == HISTD_PARAM_STRING) {
+      want = cJSON_IsString(f) ? NULL : "a string";
+      v.kind = HISTD_VALUE_STRING;
+      v.string = f->valuestring;
+    } else if (row->type == HISTD_PARAM_BOOL) {
+      want = cJSON_IsBool(f) ? NULL : "true or false";
+      v.kind = HISTD_VALUE_BOOL;
+      v.boolean = cJSON_IsTrue(f);
+    } else {
+      int count = cJSON_IsArray(f) ? cJSON_GetArraySize(f) : -1;
+      want = count < 0 ? "an array of numbers" : NULL;
+      numbers = count > 0 ? malloc((size_t)count * sizeof *numbers) : NULL;
+      if (count > 0 && numbers == NULL) {
+        respond_problem(r, 503, "out of memory for %s; try again shortly", row->name);
+        goto fail;
       }
-      int idx = (int)e->valuedouble;
-      bool present = false;
-      for (int g = 0; g < r->svc->gpu_count; g++)
-        present |= r->svc->gpus[g].index == idx;
-      if (!present) {
-        if (r->svc->gpu_count == 0)
-          respond_problem(r, 422, "devices names GPU %d, but this daemon has no GPU: %s", idx,
-                          r->svc->gpu_reason);
+      int i = 0;
+      for (const cJSON *e = count > 0 ? f->child : NULL; e != NULL && want == NULL; e = e->next)
+        if (cJSON_IsNumber(e))
+          numbers[i++] = e->valuedouble;
         else
-          respond_problem(r, 422, "devices names GPU %d, which this daemon does not have "
-                                  "(see GET /v1/devices)", idx);
-        return false;
-      }
-      s->devices |= UINT64_C(1) << idx;
+          want = "an array of numbers";
+      v.kind = HISTD_VALUE_NUMBERS;
+      v.numbers = numbers;
+      v.count = count > 0 ? (size_t)count : 0;
     }
+    if (want != NULL) {
+      free(numbers);
+      respond_problem(r, 400, "%s must be %s", row->name, want);
+      goto fail;
+    }
+    char msg[256];
+    int rc = histd_param_set(p, row, &v, msg, sizeof msg);
+    free(numbers);
+    if (rc != 0) {
+      respond_problem(r, rc == HISTD_ENOMEM ? 503 : 422, "%s", msg);
+      goto fail;
+    }
+  }
+  for (int g = 0; g < 64; g++) {
+    if (!(p->exec.devices & (UINT64_C(1) << g)))
+      continue;
+    bool present = false;
+    for (int i = 0; i < r->svc->gpu_count; i++)
+      present |= r->svc->gpus[i].index == g;
+    if (present)
+      continue;
+    if (r->svc->gpu_count == 0)
+      respond_problem(r, 422, "devices names GPU %d, but this daemon has no GPU: %s", g,
+                      r->svc->gpu_reason);
+    else
+      respond_problem(r, 422, "devices names GPU %d, which this daemon does not have "
+                              "(see GET /v1/devices)", g);
+    goto fail;
   }
   char msg[256];
-  int rc = histd_spec_validate(s, msg, sizeof msg);
-  if (rc != 0) {
+  if (histd_exec_validate(&p->exec, NULL, msg, sizeof msg) != 0) {
     respond_problem(r, 422, "%s", msg);
-    return false;
+    goto fail;
   }
-  const histd_kernel *kern = histd_kernel_find(s->kernel);
+  const histd_kernel *kern = histd_kernel_find(p->exec.kernel);
   if (kern != NULL && kern->engine == HISTD_ENGINE_CUDA && r->svc->gpu_count == 0) {
     respond_problem(r, 422, "kernel \"%s\" needs a GPU, and this daemon has none (%s); use "
                             "\"cpu\", \"cpu-reference\" or \"auto\"",
-                    s->kernel, r->svc->gpu_reason);
-    return false;
+                    p->exec.kernel, r->svc->gpu_reason);
+    goto fail;
   }
   return true;
+fail:
+  histd_params_free(p);
+  return false;
+}
+
+/* A dataset's shape for validation: its size and bounds, no points. */
+static histd_dataset meta_shape(const dataset_meta *m) {
+  histd_dataset d;
+  memset(&d, 0, sizeof d);
+  d.n = m->n;
+  memcpy(d.min, m->min, sizeof d.min);
+  memcpy(d.max, m->max, sizeof d.max);
+  return d;
 }
 
 static void new_job_id(char id[33]) {
@@ -304,79 +282,102 @@ static cJSON *parse_body(request *r) {
 
 /* ---- POST /v1/jobs ----------------------------------------------------------------------- */
 
+/* Looks a dataset up for a job (under datasets_mu): 404 when it does not
+ * exist, 422 when its payload is damaged. */
+static bool job_dataset(request *r, const char *field, const char *id, dataset_meta *m) {
+  if (strlen(id) != 64 || store_get_dataset(r->svc->store, id, m) != 0) {
+    respond_problem(r, 404, "no dataset has the id \"%.80s\" (%s; upload it with POST "
+                            "/v1/datasets)", id, field);
+    return false;
+  }
+  store_check_payload(r->svc->store, m);
+  if (m->error[0] != '\0') {
+    respond_problem(r, 422, "dataset %s cannot be used: %s; upload it again", m->id, m->error);
+    return false;
+  }
+  return true;
+}
+
 void route_jobs_create(request *r) {
   service *svc = r->svc;
   cJSON *o = parse_body(r);
   if (o == NULL)
     return;
-  static const char *const extra[] = {"dataset", NULL};
-  parsed_params pp;
-  if (!parse_params(r, o, extra, &pp)) {
+  static const char *const extra[] = {"dataset", "dataset_b", NULL};
+  job_record j;
+  memset(&j, 0, sizeof j);
+  if (!parse_params(r, o, extra, &j.params)) {
     cJSON_Delete(o);
     return;
   }
   const cJSON *ds = cJSON_GetObjectItemCaseSensitive(o, "dataset");
-  if (ds == NULL || !cJSON_IsString(ds)) {
-    respond_problem(r, 400, ds ? "dataset must be a string: a dataset id"
-                               : "dataset is required: the id POST /v1/datasets returned");
+  const cJSON *ds_b = cJSON_GetObjectItemCaseSensitive(o, "dataset_b");
+  if (ds == NULL || !cJSON_IsString(ds) || (ds_b != NULL && !cJSON_IsString(ds_b))) {
+    respond_problem(r, 400, ds == NULL          ? "dataset is required: the id POST /v1/datasets returned"
+                            : !cJSON_IsString(ds) ? "dataset must be a string: a dataset id"
+                                                  : "dataset_b must be a string: a dataset id");
     cJSON_Delete(o);
+    job_record_free(&j);
     return;
   }
-  job_record j;
-  memset(&j, 0, sizeof j);
-  j.spec = pp.spec;
-  snprintf(j.dataset, sizeof j.dataset, "%s", ds->valuestring);
-  bool id_ok = strlen(ds->valuestring) == 64;
+  snprintf(j.dataset, sizeof j.dataset, "%.64s", ds->valuestring);
+  char id_a[80], id_b[80] = "";
+  snprintf(id_a, sizeof id_a, "%.79s", ds->valuestring);
+  if (ds_b != NULL)
+    snprintf(id_b, sizeof id_b, "%.79s", ds_b->valuestring);
+  snprintf(j.dataset_b, sizeof j.dataset_b, "%.64s", id_b);
   cJSON_Delete(o);
 
   pthread_mutex_lock(&svc->datasets_mu);
-  dataset_meta m;
-  if (!id_ok || store_get_dataset(svc->store, j.dataset, &m) != 0) {
+  dataset_meta m, mb;
+  if (!job_dataset(r, "dataset", id_a, &m) || (id_b[0] && !job_dataset(r, "dataset_b", id_b, &mb))) {
     pthread_mutex_unlock(&svc->datasets_mu);
-    respond_problem(r, 404, "no dataset has the id \"%s\" (upload it with POST /v1/datasets)",
-                    j.dataset);
-    return;
-  }
-  store_check_payload(svc->store, &m);
-  if (m.error[0] != '\0') {
-    pthread_mutex_unlock(&svc->datasets_mu);
-    respond_problem(r, 422, "dataset %s cannot be used: %s; upload it again", m.id, m.error);
+    job_record_free(&j);
     return;
   }
   j.n = m.n;
-  if (j.spec.buckets == 0) {
-    histd_dataset box;
-    memset(&box, 0, sizeof box);
-    box.n = m.n;
-    memcpy(box.min, m.min, sizeof m.min);
-    memcpy(box.max, m.max, sizeof m.max);
-    char msg[256];
-    if (histd_default_buckets(&box, j.spec.bucket_width, &j.spec.buckets, msg, sizeof msg) !=
-        0) {
-      pthread_mutex_unlock(&svc->datasets_mu);
-      respond_problem(r, 422, "%s; give a larger bucket_width or an explicit buckets", msg);
-      return;
-    }
+  j.n_b = id_b[0] ? mb.n : 0;
+  /* the problem's shape: validated, and equal-width bins counted now, so
+   * the job says how many it has */
+  histd_dataset a = meta_shape(&m), b = id_b[0] ? meta_shape(&mb) : a;
+  histd_problem prob;
+  double *edges = NULL;
+  char msg[256];
+  int rc = histd_params_problem(&j.params, &a, id_b[0] ? &b : NULL, &prob, &edges, msg,
+                                sizeof msg);
+  if (rc == 0 && prob.statistic == HISTD_STAT_HISTOGRAM && prob.bins.kind == HISTD_BINS_WIDTH &&
+      prob.bins.count == 0) {
+    rc = histd_default_bins(&prob, &j.params.buckets, msg, sizeof msg);
+    if (rc != 0)
+      snprintf(msg + strlen(msg), sizeof msg - strlen(msg),
+               "; give a larger bucket_width or an explicit buckets");
+  }
+  if (rc == 0)
+    rc = histd_exec_validate(&j.params.exec, &prob, msg, sizeof msg);
+  free(edges);
+  if (rc != 0) {
+    pthread_mutex_unlock(&svc->datasets_mu);
+    respond_problem(r, rc == HISTD_EPARSE ? 400 : 422, "%s", msg);
+    job_record_free(&j);
+    return;
   }
   new_job_id(j.id);
   j.created_at = wall_now();
   j.status = JOB_QUEUED;
-  char msg[256];
-  int rc = jobs_submit(svc->jobs, &j, msg, sizeof msg);
+  rc = jobs_submit(svc->jobs, &j, msg, sizeof msg);
   pthread_mutex_unlock(&svc->datasets_mu);
   if (rc == HISTD_ETOOBIG) {
     respond_problem(r, 503, "%s", msg);
     response_add_header(r, "Retry-After", "5");
-    return;
-  }
-  if (rc != 0) {
+  } else if (rc != 0) {
     respond_problem(r, 500, "the job could not be stored: %s", msg);
-    return;
+  } else {
+    respond_json(r, 202, job_to_json(&j, true));
+    char loc[64];
+    snprintf(loc, sizeof loc, "/v1/jobs/%s", j.id);
+    response_add_header(r, "Location", loc);
   }
-  respond_json(r, 202, job_to_json(&j, true));
-  char loc[64];
-  snprintf(loc, sizeof loc, "/v1/jobs/%s", j.id);
-  response_add_header(r, "Location", loc);
+  job_record_free(&j);
 }
 
 /* ---- GET /v1/jobs ----------------------------------------------------------------------- */
@@ -505,15 +506,14 @@ static int result_format(request *r) {
 }
 
 /* A result as JSON, or as CSV (a download named after `name`). */
-static void respond_result(request *r, const histd_result *res, size_t n, bool csv,
-                           const char *name) {
+static void respond_result(request *r, const histd_result *res, bool csv, const char *name) {
   body_writer b;
   if (!body_open(&b, r->svc, large_result(res))) {
     respond_problem(r, 503, "out of memory while writing the result; try again shortly");
     return;
   }
   if (!csv) {
-    respond_body(r, 200, "application/json", &b, histd_write_json(b.f, res, n, 0));
+    respond_body(r, 200, "application/json", &b, histd_write_json(b.f, res, 0));
     return;
   }
   respond_body(r, 200, "text/csv; charset=utf-8", &b, histd_write_csv(b.f, res));
@@ -539,7 +539,7 @@ void route_jobs_result(request *r) {
     job_record_free(&j);
     return;
   }
-  respond_result(r, &j.result, j.n, csv == 1, j.id);
+  respond_result(r, &j.result, csv == 1, j.id);
   job_record_free(&j);
 }
 
@@ -646,7 +646,7 @@ void route_histogram(request *r) {
     return;
   double t0 = histd_now_ms();
   static const char *const extra[] = {"points", "x", "y", "z", NULL};
-  parsed_params pp;
+  histd_params pp;
   histd_dataset ds;
   memset(&ds, 0, sizeof ds);
   cJSON *o = NULL;
@@ -661,14 +661,15 @@ void route_histogram(request *r) {
   sync_task *t = calloc(1, sizeof *t);
   if (t == NULL) {
     histd_dataset_free(&ds);
+    histd_params_free(&pp);
     respond_problem(r, 503, "out of memory; try again shortly");
     return;
   }
   t->conn = r->conn;
   t->ds = ds;
-  t->spec = pp.spec;
-  if (t->spec.threads == 0)
-    t->spec.threads = 1; /* concurrency comes from concurrent requests */
+  t->params = pp;
+  if (t->params.exec.threads == 0)
+    t->params.exec.threads = 1; /* concurrency comes from concurrent requests */
   t->parse_ms = histd_now_ms() - t0;
   r->sync_task = t;
   if (sync_pool_submit(svc->sync, t) != 0) {
@@ -690,6 +691,7 @@ static void histogram_answer(request *r) {
                               t->rc == HISTD_EGPULOST
                           ? 503
                       : t->rc == HISTD_EDEVICE ? 500
+                      : t->rc == HISTD_EPARSE  ? 400
                                                : 422;
     respond_problem(r, status, "%s", t->msg);
     sync_task_free(t);
@@ -701,6 +703,6 @@ static void histogram_answer(request *r) {
   res->timing.total_ms += t->parse_ms + res->timing.queue_ms;
   atomic_fetch_add(&r->svc->metrics.pairs_computed, res->total);
   atomic_fetch_add(&r->svc->metrics.sync_histograms, 1);
-  respond_result(r, res, t->ds.n, result_format(r) == 1, "histogram");
+  respond_result(r, res, result_format(r) == 1, "histogram");
   sync_task_free(t);
 }

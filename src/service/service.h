@@ -38,6 +38,7 @@
 
 #include "histd/histd.h"
 #include "histd/io.h"
+#include "histd/params.h"
 
 /* ---- configuration (config.c) ------------------------------------------- */
 
@@ -137,8 +138,9 @@ typedef struct job_record {
   char id[33];
   int64_t seq;
   char dataset[65];
-  size_t n;             /* the dataset's points, when known */
-  histd_spec spec;      /* as resolved at submission */
+  char dataset_b[65];   /* "" for self pairs; else A x B */
+  size_t n, n_b;        /* the datasets' points, when known */
+  histd_params params;  /* as resolved at submission; owns its edges */
   job_status status;
   double progress;
   double created_at, started_at, finished_at; /* 0 = not yet */
@@ -191,6 +193,8 @@ int store_count_jobs(store *s, uint64_t counts[JOB_STATUS_COUNT]);
  * before `before` (wall-clock seconds); 0 and the number in *deleted. */
 int store_expire_jobs(store *s, double before, uint64_t *deleted, char *msg, size_t msglen);
 int store_count_active_jobs_on(store *s, const char *dataset, size_t *count);
+/* A deep copy (parameters and result); 0 or HISTD_ENOMEM. */
+int job_record_copy(job_record *dst, const job_record *src);
 void job_record_free(job_record *j);
 
 /* ---- loaded datasets (datasets.c) ------------------------------------------ */
@@ -282,7 +286,7 @@ void jobs_resume_waiters(jobs *q, bool all);
 typedef struct sync_task {
   struct MHD_Connection *conn;
   histd_dataset ds;
-  histd_spec spec;
+  histd_params params;
   histd_result res;
   int rc;
   char msg[512];

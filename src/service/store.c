@@ -75,9 +75,69 @@ static const char *const schema =
     "  device TEXT NOT NULL DEFAULT '', error TEXT NOT NULL DEFAULT '',"
     "  has_result INTEGER NOT NULL DEFAULT 0,"
     "  r_kernel TEXT, r_block_size INTEGER, r_threads INTEGER, r_exact INTEGER,"
-    "  r_refined INTEGER, r_overflow INTEGER, r_total INTEGER, r_counts BLOB);"
+    "  r_refined INTEGER, r_overflow INTEGER, r_total INTEGER, r_counts BLOB,"
+    "  params TEXT, dataset_b TEXT NOT NULL DEFAULT '', n_b INTEGER NOT NULL DEFAULT 0,"
+    "  r_below INTEGER NOT NULL DEFAULT 0, r_weighted BLOB);"
     "CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs(status);"
     "CREATE INDEX IF NOT EXISTS jobs_by_dataset ON jobs(dataset, status);";
+
+/*
+ * Schema versions (PRAGMA user_version):
+ *   0  histd 0.1 before the statistics family: a job's parameters in the
+ *      columns bucket_width, buckets, kernel, block_size, precision,
+ *      threads, devices; results with counts and overflow only.
+ *   2  params (the job's parameters as the JSON of histd/params.h, the one
+ *      truth; the old columns are still written, as a plain histogram's
+ *      view of the job), dataset_b and n_b (A x B), r_below and r_weighted.
+ * A data dir of version 0 is migrated in place, in one transaction: the
+ * new columns are added and each job's params built from its old columns.
+ */
+#define SCHEMA_VERSION 2
+static const char *const migrate_0_to_2 =
+    "ALTER TABLE jobs ADD COLUMN params TEXT;"
+    "ALTER TABLE jobs ADD COLUMN dataset_b TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE jobs ADD COLUMN n_b INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN r_below INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN r_weighted BLOB;"
+    "UPDATE jobs SET params = json_patch(json_patch(json_patch("
+    "  json_object('bucket_width', bucket_width, 'buckets', buckets, 'kernel', kernel,"
+    "              'precision', CASE precision WHEN 1 THEN 'fast' ELSE 'exact' END),"
+    "  CASE WHEN block_size > 0 THEN json_object('block_size', block_size) ELSE '{}' END),"
+    "  CASE WHEN threads > 0 THEN json_object('threads', threads) ELSE '{}' END),"
+    "  CASE WHEN devices > 0 THEN json_object('devices', json('[' || ("
+    "    WITH RECURSIVE bit(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM bit WHERE i < 62)"
+    "    SELECT group_concat(i) FROM bit WHERE (devices >> i) & 1) || ']')) ELSE '{}' END);";
+
+/* Brings the database to SCHEMA_VERSION. A fresh one is created at it. */
+static int schema_migrate(sqlite3 *db, char **err) {
+  sqlite3_stmt *st;
+  int version = -1;
+  if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    version = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  if (version == SCHEMA_VERSION)
+    return SQLITE_OK;
+  if (version > SCHEMA_VERSION) {
+    *err = sqlite3_mprintf("the data dir was written by a newer histd (schema %d; this one "
+                           "reads up to %d)", version, SCHEMA_VERSION);
+    return SQLITE_ERROR;
+  }
+  /* version 0: a fresh database (made above with every column) or 0.1's */
+  bool has_params = false;
+  if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('jobs') WHERE name = 'params'",
+                         -1, &st, NULL) == SQLITE_OK)
+    has_params = sqlite3_step(st) == SQLITE_ROW;
+  sqlite3_finalize(st);
+  int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, err);
+  if (rc == SQLITE_OK && !has_params)
+    rc = sqlite3_exec(db, migrate_0_to_2, NULL, NULL, err);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_exec(db, "PRAGMA user_version = 2; COMMIT", NULL, NULL, err);
+  else
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+  return rc;
+}
 
 static int db_fail(store *s, char *msg, size_t msglen, const char *what) {
   return histd_fail(msg, msglen, HISTD_EIO, "the database could not %s: %s", what,
@@ -164,7 +224,8 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
   char *err = NULL;
   if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL,
                    &err) != SQLITE_OK ||
-      sqlite3_exec(s->db, schema, NULL, NULL, &err) != SQLITE_OK) {
+      sqlite3_exec(s->db, schema, NULL, NULL, &err) != SQLITE_OK ||
+      schema_migrate(s->db, &err) != SQLITE_OK) {
     int rc = histd_fail(msg, msglen, HISTD_EIO, "cannot set up %s: %s", path,
                         err ? err : "unknown error");
     sqlite3_free(err);
@@ -520,7 +581,57 @@ void store_check_payload(const store *s, dataset_meta *m) {
   "seq, id, dataset, n, bucket_width, buckets, kernel, block_size, precision, threads, "  \
   "devices, status, progress, created_at, started_at, finished_at, t_queue, t_parse, "    \
   "t_transfer, t_kernel, t_total, device, error, has_result, r_kernel, r_block_size, "    \
-  "r_threads, r_exact, r_refined, r_overflow, r_total"
+  "r_threads, r_exact, r_refined, r_overflow, r_total, params, dataset_b, n_b, r_below"
+
+/* The job's parameters from their JSON (histd/params.h's table). */
+static void params_from_json(const char *text, histd_params *p) {
+  histd_params_init(p);
+  cJSON *o = text ? cJSON_Parse(text) : NULL;
+  for (const cJSON *f = o ? o->child : NULL; f != NULL; f = f->next) {
+    const histd_param *row = histd_param_find(f->string);
+    if (row == NULL)
+      continue;
+    histd_value v = {HISTD_VALUE_NULL, 0, false, NULL, NULL, 0};
+    double *numbers = NULL;
+    if (cJSON_IsNumber(f)) {
+      v.kind = HISTD_VALUE_NUMBER;
+      v.number = f->valuedouble;
+    } else if (cJSON_IsString(f)) {
+      v.kind = HISTD_VALUE_STRING;
+      v.string = f->valuestring;
+    } else if (cJSON_IsBool(f)) {
+      v.kind = HISTD_VALUE_BOOL;
+      v.boolean = cJSON_IsTrue(f);
+    } else if (cJSON_IsArray(f)) {
+      int count = cJSON_GetArraySize(f), i = 0;
+      numbers = malloc((count ? (size_t)count : 1) * sizeof *numbers);
+      for (const cJSON *e = f->child; numbers && e; e = e->next)
+        numbers[i++] = e->valuedouble;
+      v.kind = numbers ? HISTD_VALUE_NUMBERS : HISTD_VALUE_NULL;
+      v.numbers = numbers;
+      v.count = (size_t)count;
+    }
+    histd_param_set(p, row, &v, NULL, 0);
+    free(numbers);
+  }
+  cJSON_Delete(o);
+}
+
+/* A stored result's bins, from the job's parameters (log edges are the
+ * same function of the same numbers, so they come out the same). */
+static int result_bins(const job_record *j, histd_bins *bins, double **edges) {
+  histd_dataset none;
+  memset(&none, 0, sizeof none);
+  histd_problem prob;
+  int rc = histd_params_problem(&j->params, &none, j->dataset_b[0] ? &none : NULL, &prob, edges,
+                                NULL, 0);
+  if (rc == 0 && prob.statistic == HISTD_STAT_WITHIN) {
+    static const double within_bin[2] = {0, 0}; /* one bin; its edges are not read */
+    prob.bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, within_bin};
+  }
+  *bins = prob.bins;
+  return rc;
+}
 
 static void row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   memset(j, 0, sizeof *j);
@@ -528,14 +639,10 @@ static void row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   snprintf(j->id, sizeof j->id, "%s", (const char *)sqlite3_column_text(st, 1));
   snprintf(j->dataset, sizeof j->dataset, "%s", (const char *)sqlite3_column_text(st, 2));
   j->n = (size_t)sqlite3_column_int64(st, 3);
-  histd_spec_init(&j->spec);
-  j->spec.bucket_width = sqlite3_column_double(st, 4);
-  j->spec.buckets = (uint32_t)sqlite3_column_int64(st, 5);
-  snprintf(j->spec.kernel, sizeof j->spec.kernel, "%s", (const char *)sqlite3_column_text(st, 6));
-  j->spec.block_size = (uint32_t)sqlite3_column_int64(st, 7);
-  j->spec.precision = (histd_precision)sqlite3_column_int(st, 8);
-  j->spec.threads = (uint32_t)sqlite3_column_int64(st, 9);
-  j->spec.devices = (uint64_t)sqlite3_column_int64(st, 10);
+  params_from_json((const char *)sqlite3_column_text(st, 31), &j->params);
+  const char *b = (const char *)sqlite3_column_text(st, 32);
+  snprintf(j->dataset_b, sizeof j->dataset_b, "%s", b ? b : "");
+  j->n_b = (size_t)sqlite3_column_int64(st, 33);
   j->status = (job_status)sqlite3_column_int(st, 11);
   j->progress = sqlite3_column_double(st, 12);
   j->created_at = sqlite3_column_double(st, 13);
@@ -549,36 +656,73 @@ static void row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   snprintf(j->device, sizeof j->device, "%s", (const char *)sqlite3_column_text(st, 21));
   snprintf(j->error, sizeof j->error, "%s", (const char *)sqlite3_column_text(st, 22));
   j->has_result = sqlite3_column_int(st, 23) != 0;
-  if (j->has_result) {
-    histd_result *r = &j->result;
-    r->buckets = j->spec.buckets;
-    r->bucket_width = j->spec.bucket_width;
-    r->precision = j->spec.precision;
-    const char *k = (const char *)sqlite3_column_text(st, 24);
-    snprintf(r->kernel, sizeof r->kernel, "%s", k ? k : "");
-    r->block_size = (uint32_t)sqlite3_column_int64(st, 25);
-    r->threads = (uint32_t)sqlite3_column_int64(st, 26);
-    r->exact = sqlite3_column_int(st, 27) != 0;
-    r->refined_pairs = (uint64_t)sqlite3_column_int64(st, 28);
-    r->overflow = (uint64_t)sqlite3_column_int64(st, 29);
-    r->total = (uint64_t)sqlite3_column_int64(st, 30);
-    snprintf(r->device, sizeof r->device, "%s", j->device);
-    r->timing = j->timing;
-    if (with_counts) {
-      const void *blob = sqlite3_column_blob(st, 31);
-      size_t bytes = (size_t)sqlite3_column_bytes(st, 31);
-      r->counts = calloc(r->buckets ? r->buckets : 1, sizeof(uint64_t));
-      if (r->counts != NULL && blob != NULL && bytes == (size_t)r->buckets * 8)
-        memcpy(r->counts, blob, bytes);
-    }
+  if (!j->has_result)
+    return;
+  histd_result *r = &j->result;
+  histd_bins bins;
+  double *edges = NULL;
+  const bool weighted = with_counts && sqlite3_column_type(st, 35) == SQLITE_BLOB;
+  if (result_bins(j, &bins, &edges) != 0 ||
+      (with_counts && histd_result_init(r, &bins, weighted, NULL, 0) != 0)) {
+    j->has_result = false;
+    free(edges);
+    return;
+  }
+  free(edges);
+  if (!with_counts)
+    r->bins = (histd_bins){bins.kind, bins.count, bins.width, NULL};
+  r->precision = j->params.exec.precision;
+  r->statistic = j->params.has_within ? HISTD_STAT_WITHIN : HISTD_STAT_HISTOGRAM;
+  r->radius = j->params.within;
+  r->n = j->n;
+  r->n_b = j->n_b;
+  r->cross = j->dataset_b[0] != '\0';
+  r->volume = histd_box_volume(&j->params.box);
+  const char *k = (const char *)sqlite3_column_text(st, 24);
+  snprintf(r->kernel, sizeof r->kernel, "%s", k ? k : "");
+  r->block_size = (uint32_t)sqlite3_column_int64(st, 25);
+  r->threads = (uint32_t)sqlite3_column_int64(st, 26);
+  r->exact = sqlite3_column_int(st, 27) != 0;
+  r->refined_pairs = (uint64_t)sqlite3_column_int64(st, 28);
+  r->overflow = (uint64_t)sqlite3_column_int64(st, 29);
+  r->total = (uint64_t)sqlite3_column_int64(st, 30);
+  r->below = (uint64_t)sqlite3_column_int64(st, 34);
+  snprintf(r->device, sizeof r->device, "%s", j->device);
+  r->timing = j->timing;
+  if (with_counts) {
+    const void *blob = sqlite3_column_blob(st, 36);
+    size_t bytes = (size_t)sqlite3_column_bytes(st, 36);
+    if (blob != NULL && bytes == (size_t)bins.count * 8)
+      memcpy(r->counts, blob, bytes);
+    blob = sqlite3_column_blob(st, 35);
+    bytes = (size_t)sqlite3_column_bytes(st, 35);
+    if (weighted && blob != NULL && bytes == (size_t)bins.count * 8)
+      memcpy(r->weighted, blob, bytes);
+    if (r->statistic == HISTD_STAT_WITHIN)
+      r->within = r->counts[0];
   }
 }
 
-void job_record_free(job_record *j) {
-  if (j != NULL && j->has_result) {
-    free(j->result.counts);
-    j->result.counts = NULL;
+int job_record_copy(job_record *dst, const job_record *src) {
+  *dst = *src;
+  memset(&dst->result, 0, sizeof dst->result);
+  if (histd_params_copy(&dst->params, &src->params, NULL, 0) != 0)
+    return HISTD_ENOMEM;
+  if (src->has_result && src->result.counts == NULL)
+    dst->result = src->result; /* a summary: no arrays to own */
+  else if (src->has_result && histd_result_copy(&dst->result, &src->result) != 0) {
+    histd_params_free(&dst->params);
+    return HISTD_ENOMEM;
   }
+  return 0;
+}
+
+void job_record_free(job_record *j) {
+  if (j == NULL)
+    return;
+  if (j->has_result && j->result.counts != NULL)
+    histd_result_free(&j->result);
+  histd_params_free(&j->params);
 }
 
 int store_put_job(store *s, job_record *j, char *msg, size_t msglen) {
@@ -588,23 +732,35 @@ int store_put_job(store *s, job_record *j, char *msg, size_t msglen) {
   if (sqlite3_prepare_v2(s->db,
                          "INSERT INTO jobs (id, dataset, n, bucket_width, buckets, kernel, "
                          "block_size, precision, threads, devices, status, progress, "
-                         "created_at, started_at, finished_at) "
-                         "VALUES (?,?,?,?,?,?,?,?,?,?,?,0,?,0,0)",
+                         "created_at, started_at, finished_at, params, dataset_b, n_b) "
+                         "VALUES (?,?,?,?,?,?,?,?,?,?,?,0,?,0,0,?,?,?)",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "store the job");
   } else {
     sqlite3_bind_text(st, 1, j->id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, j->dataset, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, (sqlite3_int64)j->n);
-    sqlite3_bind_double(st, 4, j->spec.bucket_width);
-    sqlite3_bind_int64(st, 5, j->spec.buckets);
-    sqlite3_bind_text(st, 6, j->spec.kernel, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 7, j->spec.block_size);
-    sqlite3_bind_int(st, 8, (int)j->spec.precision);
-    sqlite3_bind_int64(st, 9, j->spec.threads);
-    sqlite3_bind_int64(st, 10, (sqlite3_int64)j->spec.devices);
+    const histd_params *p = &j->params;
+    sqlite3_bind_double(st, 4, p->bucket_width);
+    sqlite3_bind_int64(st, 5, p->buckets);
+    sqlite3_bind_text(st, 6, p->exec.kernel, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 7, p->exec.block_size);
+    sqlite3_bind_int(st, 8, (int)p->exec.precision);
+    sqlite3_bind_int64(st, 9, p->exec.threads);
+    sqlite3_bind_int64(st, 10, (sqlite3_int64)p->exec.devices);
     sqlite3_bind_int(st, 11, (int)j->status);
     sqlite3_bind_double(st, 12, j->created_at);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f != NULL) {
+      histd_params_write_json(f, p);
+      fclose(f);
+    }
+    sqlite3_bind_text(st, 13, text ? text : "{}", -1, SQLITE_TRANSIENT);
+    free(text);
+    sqlite3_bind_text(st, 14, j->dataset_b, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 15, (sqlite3_int64)j->n_b);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "store the job");
     else
@@ -623,8 +779,8 @@ int store_update_job(store *s, const job_record *j, char *msg, size_t msglen) {
                          "UPDATE jobs SET status=?, progress=?, started_at=?, finished_at=?, "
                          "t_queue=?, t_parse=?, t_transfer=?, t_kernel=?, t_total=?, device=?, "
                          "error=?, has_result=?, r_kernel=?, r_block_size=?, r_threads=?, "
-                         "r_exact=?, r_refined=?, r_overflow=?, r_total=?, r_counts=? "
-                         "WHERE id=?",
+                         "r_exact=?, r_refined=?, r_overflow=?, r_total=?, r_counts=?, "
+                         "r_below=?, r_weighted=? WHERE id=?",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "update the job");
   } else {
@@ -649,9 +805,13 @@ int store_update_job(store *s, const job_record *j, char *msg, size_t msglen) {
       sqlite3_bind_int64(st, 17, (sqlite3_int64)r->refined_pairs);
       sqlite3_bind_int64(st, 18, (sqlite3_int64)r->overflow);
       sqlite3_bind_int64(st, 19, (sqlite3_int64)r->total);
-      sqlite3_bind_blob64(st, 20, r->counts, (sqlite3_uint64)r->buckets * 8, SQLITE_STATIC);
+      sqlite3_bind_blob64(st, 20, r->counts, (sqlite3_uint64)r->bins.count * 8, SQLITE_STATIC);
+      if (r->weighted != NULL)
+        sqlite3_bind_blob64(st, 22, r->weighted, (sqlite3_uint64)r->bins.count * 8,
+                            SQLITE_STATIC);
     }
-    sqlite3_bind_text(st, 21, j->id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 21, j->has_result ? (sqlite3_int64)r->below : 0);
+    sqlite3_bind_text(st, 23, j->id, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "update the job");
     sqlite3_finalize(st);
@@ -664,7 +824,7 @@ int store_get_job(store *s, const char *id, job_record *j) {
   pthread_mutex_lock(&s->mu);
   sqlite3_stmt *st;
   int rc = HISTD_EIO;
-  if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLUMNS ", r_counts FROM jobs WHERE id = ?", -1,
+  if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLUMNS ", r_weighted, r_counts FROM jobs WHERE id = ?", -1,
                          &st, NULL) == SQLITE_OK) {
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     rc = HISTD_ENOENT;
@@ -708,6 +868,7 @@ static int list_jobs(store *s, const char *sql, sqlite3_int64 limit,
   for (size_t i = 0; i < count; i++) {
     if (go)
       go = fn(&rows[i], u);
+    job_record_free(&rows[i]);
   }
   free(rows);
   return 0;

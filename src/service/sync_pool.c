@@ -41,16 +41,22 @@ struct sync_pool {
 };
 
 static void run_task(sync_task *t) {
-  const histd_kernel *k = histd_kernel_find(t->spec.kernel);
-  if (k != NULL && k->engine == HISTD_ENGINE_CUDA) {
-    t->rc = histd_run(&t->ds, &t->spec, NULL, &t->res, t->msg, sizeof t->msg);
+  histd_problem prob;
+  double *edges = NULL;
+  t->rc = histd_params_problem(&t->params, &t->ds, NULL, &prob, &edges, t->msg, sizeof t->msg);
+  if (t->rc != 0)
     return;
+  const histd_kernel *k = histd_kernel_find(t->params.exec.kernel);
+  if (k != NULL && k->engine == HISTD_ENGINE_CUDA) {
+    t->rc = histd_run(&prob, &t->params.exec, NULL, &t->res, t->msg, sizeof t->msg);
+  } else {
+    histd_worker *w = NULL;
+    t->rc = histd_worker_create(&w, -1, t->msg, sizeof t->msg);
+    if (t->rc == 0)
+      t->rc = histd_worker_run(w, &prob, &t->params.exec, NULL, &t->res, t->msg, sizeof t->msg);
+    histd_worker_destroy(w);
   }
-  histd_worker *w = NULL;
-  t->rc = histd_worker_create(&w, -1, t->msg, sizeof t->msg);
-  if (t->rc == 0)
-    t->rc = histd_worker_run(w, &t->ds, &t->spec, NULL, &t->res, t->msg, sizeof t->msg);
-  histd_worker_destroy(w);
+  free(edges);
 }
 
 static void *pool_main(void *arg) {
@@ -162,6 +168,7 @@ void sync_task_free(sync_task *t) {
   if (t == NULL)
     return;
   histd_dataset_free(&t->ds);
+  histd_params_free(&t->params);
   if (t->done && t->rc == 0)
     histd_result_free(&t->res);
   free(t);

@@ -390,22 +390,22 @@ static void test_errors(void) {
   const char *csv = path_in_dir("p.csv");
   expect_exit(2, "no input", NULL, NULL, NULL, NULL, NULL, NULL);
   expect_exit(2, "--width W is required", csv, NULL, NULL, NULL, NULL, NULL);
-  expect_exit(2, "--width must be a positive number", csv, "-w", "0", NULL, NULL, NULL);
-  expect_exit(2, "--width must be a positive number", csv, "-w", "-3", NULL, NULL, NULL);
-  expect_exit(2, "--width must be a positive number", csv, "-w", "abc", NULL, NULL, NULL);
-  expect_exit(2, "--width must be a positive number", csv, "-w", "inf", NULL, NULL, NULL);
+  expect_exit(2, "--width: bucket_width must be > 0", csv, "-w", "0", NULL, NULL, NULL);
+  expect_exit(2, "--width: bucket_width must be > 0", csv, "-w", "-3", NULL, NULL, NULL);
+  expect_exit(2, "--width must be a number, got 'abc'", csv, "-w", "abc", NULL, NULL, NULL);
+  expect_exit(2, "bucket_width must be a finite number", csv, "-w", "inf", NULL, NULL, NULL);
   expect_exit(2, "needs a value", csv, "-w", NULL, NULL, NULL, NULL);
   expect_exit(2, "unknown option '--frobnicate'", csv, "--frobnicate", NULL, NULL, NULL, NULL);
   expect_exit(2, "unknown option '-Q'", csv, "-Q", NULL, NULL, NULL, NULL);
-  expect_exit(2, "unknown kernel 'warp-drive'", csv, "-w", "1", "--kernel", "warp-drive", NULL);
+  expect_exit(2, "--kernel: unknown kernel \"warp-drive\"", csv, "-w", "1", "--kernel", "warp-drive", NULL);
   expect_exit(2, "--format must be text, json or csv", csv, "-w", "1", "--format", "xml", NULL);
   expect_exit(2, "--input-format must be", csv, "-w", "1", "--input-format", "pdb", NULL);
-  expect_exit(2, "--precision must be exact or fast", csv, "-w", "1", "--precision", "close", NULL);
-  expect_exit(2, "--block-size must be a multiple of 32", csv, "-w", "1", "--block-size", "100",
+  expect_exit(2, "--precision: precision must be \"exact\" or \"fast\"", csv, "-w", "1", "--precision", "close", NULL);
+  expect_exit(2, "block_size must be a multiple of 32", csv, "-w", "1", "--block-size", "100",
               NULL);
-  expect_exit(2, "--buckets must be", csv, "-w", "1", "-b", "0", NULL);
-  expect_exit(2, "--buckets must be", csv, "-w", "1", "-b", "99999999999", NULL);
-  expect_exit(2, "--threads must be", csv, "-w", "1", "-t", "-1", NULL);
+  expect_exit(2, "--buckets: buckets must be a whole number", csv, "-w", "1", "-b", "2.5", NULL);
+  expect_exit(2, "--buckets: buckets must be at most", csv, "-w", "1", "-b", "99999999999", NULL);
+  expect_exit(2, "--threads: threads must be from 0 to", csv, "-w", "1", "-t", "-1", NULL);
   expect_exit(2, "cannot tell the format", path_in_dir("p.data"), "-w", "1", NULL, NULL, NULL);
   expect_exit(2, "not both", csv, "--random", "10", "-w", "1", NULL);
   expect_exit(2, "--random must be", "--random", "0", "-w", "1", NULL, NULL);

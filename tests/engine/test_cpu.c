@@ -16,6 +16,7 @@
 #include "../pointsets.h"
 #include "cpu_internal.h"
 #include "histd/histd.h"
+#include "../plain.h"
 
 static int runs = 0;
 
@@ -23,22 +24,24 @@ static int runs = 0;
 static void check_case_p(const histd_dataset *ds, double w, uint32_t buckets, unsigned threads,
                          cpu_isa isa, cpu_path path, uint32_t tile, int pairs, const char *what,
                          cpu_report *rep_out) {
-  histd_spec spec;
-  histd_spec_init(&spec);
+  plain_job spec;
+  plain_init(&spec);
   spec.bucket_width = w;
   spec.buckets = buckets;
   spec.threads = threads;
   snprintf(spec.kernel, sizeof spec.kernel, "cpu");
   histd_result res;
   char msg[256] = "";
-  int rc = histd_result_init(&res, buckets, w, msg, sizeof msg);
+  histd_problem prob = plain_problem(ds, &spec);
+  histd_exec ex = plain_exec(&spec);
+  int rc = histd_result_init(&res, &prob.bins, false, msg, sizeof msg);
   CHECK(rc == 0, "%s: %s", what, msg);
   if (rc != 0)
     return;
   res.total = ds->n < 2 ? 0 : (uint64_t)ds->n * (ds->n - 1) / 2;
   cpu_options opt = {isa, path, tile, 0, pairs};
   cpu_report rep;
-  rc = histd__cpu_run_opts(ds, &spec, NULL, &opt, &res, &rep, msg, sizeof msg);
+  rc = histd__cpu_run_opts(&prob, &ex, NULL, &opt, &res, &rep, msg, sizeof msg);
   CHECK(rc == 0, "%s: %s", what, msg);
   runs++;
   if (rc == 0) {
@@ -228,13 +231,13 @@ static void test_shapes(void) {
 static void test_refined_and_fast(void) {
   histd_dataset ds = alloc_ds(400);
   pointset_fill(&ds, SHAPE_LATTICE, 9, 3);
-  histd_spec spec;
-  histd_spec_init(&spec);
+  plain_job spec;
+  plain_init(&spec);
   spec.bucket_width = 1;
   snprintf(spec.kernel, sizeof spec.kernel, "cpu");
   histd_result res;
   char msg[256];
-  int rc = histd_run(&ds, &spec, NULL, &res, msg, sizeof msg);
+  int rc = plain_run(&ds, &spec, NULL, &res, msg, sizeof msg);
   CHECK(rc == 0, "%s", msg);
   if (rc == 0) {
     CHECK(res.refined_pairs > 0, "lattice distances sit on edges: some pairs must be redone");
@@ -242,11 +245,11 @@ static void test_refined_and_fast(void) {
     histd_result_free(&res);
   }
   spec.precision = HISTD_PRECISION_FAST;
-  rc = histd_run(&ds, &spec, NULL, &res, msg, sizeof msg);
+  rc = plain_run(&ds, &spec, NULL, &res, msg, sizeof msg);
   CHECK(rc == 0, "%s", msg);
   if (rc == 0) {
     uint64_t sum = res.overflow;
-    for (uint32_t b = 0; b < res.buckets; b++)
+    for (uint32_t b = 0; b < res.bins.count; b++)
       sum += res.counts[b];
     CHECK_EQ_U64(sum, res.total, "fast: counts + overflow = total");
     CHECK(!res.exact, "precision fast on the float32 path reports exact = false");
@@ -326,17 +329,19 @@ static void test_thread_memory_bound(void) {
     ds.z[i] = test_rand01(&seed) * 100;
   }
   histd_dataset_finish(&ds, NULL, 0);
-  histd_spec spec;
-  histd_spec_init(&spec);
+  plain_job spec;
+  plain_init(&spec);
   spec.bucket_width = 1e-5;
   spec.buckets = buckets;
   spec.threads = 64;
   histd_result res;
   char msg[256] = "";
-  CHECK(histd_result_init(&res, buckets, spec.bucket_width, msg, sizeof msg) == 0, "%s", msg);
+  histd_problem prob = plain_problem(&ds, &spec);
+  histd_exec ex = plain_exec(&spec);
+  CHECK(histd_result_init(&res, &prob.bins, false, msg, sizeof msg) == 0, "%s", msg);
   res.total = (uint64_t)n * (n - 1) / 2;
   cpu_options opt = {CPU_ISA_AUTO, CPU_PATH_AUTO, 16, 0, 0}; /* 325 tasks */
-  int rc = histd__cpu_run_opts(&ds, &spec, NULL, &opt, &res, NULL, msg, sizeof msg);
+  int rc = histd__cpu_run_opts(&prob, &ex, NULL, &opt, &res, NULL, msg, sizeof msg);
   CHECK(rc == 0, "many threads, many buckets: %s", msg);
   if (rc == 0) {
     CHECK((uint64_t)res.threads * ((uint64_t)buckets + 2) * 4 <= CPU_HIST_BUDGET_BYTES,

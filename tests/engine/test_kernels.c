@@ -9,23 +9,24 @@
 #include "../definition.h"
 #include "../pointsets.h"
 #include "histd/histd.h"
+#include "../plain.h"
 
 static void compare_with_definition(const char *kernel, const histd_dataset *ds,
                                     double width, uint32_t buckets, const char *what) {
-  histd_spec spec;
-  histd_spec_init(&spec);
+  plain_job spec;
+  plain_init(&spec);
   spec.bucket_width = width;
   spec.buckets = buckets;
   snprintf(spec.kernel, sizeof spec.kernel, "%s", kernel);
   histd_result res;
   char msg[256] = "";
-  int rc = histd_run(ds, &spec, NULL, &res, msg, sizeof msg);
+  int rc = plain_run(ds, &spec, NULL, &res, msg, sizeof msg);
   CHECK(rc == 0, "%s on %s: %s", kernel, what, msg);
   if (rc != 0)
     return;
-  uint32_t nb = buckets ? buckets : res.buckets;
+  uint32_t nb = buckets ? buckets : res.bins.count;
   def_hist want = definition_histogram(ds->x, ds->y, ds->z, ds->n, width, nb);
-  CHECK(res.buckets == nb, "%s on %s: %u buckets, want %u", kernel, what, res.buckets, nb);
+  CHECK(res.bins.count == nb, "%s on %s: %u buckets, want %u", kernel, what, res.bins.count, nb);
   int bad = 0;
   for (uint32_t b = 0; b < nb && bad < 5; b++) {
     if (res.counts[b] != want.counts[b]) {
@@ -59,14 +60,14 @@ static histd_dataset make(size_t n, const double (*pts)[3]) {
 
 static uint64_t run_counts(const char *kernel, const histd_dataset *ds, double w,
                            uint32_t buckets, uint64_t *out, uint64_t *overflow) {
-  histd_spec spec;
-  histd_spec_init(&spec);
+  plain_job spec;
+  plain_init(&spec);
   spec.bucket_width = w;
   spec.buckets = buckets;
   snprintf(spec.kernel, sizeof spec.kernel, "%s", kernel);
   histd_result res;
   char msg[256] = "";
-  int rc = histd_run(ds, &spec, NULL, &res, msg, sizeof msg);
+  int rc = plain_run(ds, &spec, NULL, &res, msg, sizeof msg);
   CHECK(rc == 0, "%s: %s", kernel, msg);
   if (rc != 0)
     return 0;
@@ -165,22 +166,22 @@ static void test_progress_and_cancel(const char *k) {
   histd_dataset ds;
   histd_dataset_alloc(&ds, 6000, NULL, 0);
   pointset_fill(&ds, SHAPE_UNIFORM, 100, 5);
-  histd_spec spec;
-  histd_spec_init(&spec);
+  plain_job spec;
+  plain_init(&spec);
   spec.bucket_width = 1;
   snprintf(spec.kernel, sizeof spec.kernel, "%s", k);
   watch w = {0, 0, true, -1};
   histd_control ctl = {on_progress, on_cancel, &w};
   histd_result res;
   char msg[256];
-  int rc = histd_run(&ds, &spec, &ctl, &res, msg, sizeof msg);
+  int rc = plain_run(&ds, &spec, &ctl, &res, msg, sizeof msg);
   CHECK(rc == 0, "%s: %s", k, msg);
   CHECK(w.calls >= 3, "%s: progress called %d times for 18M pairs", k, w.calls);
   CHECK(w.monotonic && w.last == 1.0, "%s: progress must rise to 1 (last %g)", k, w.last);
   if (rc == 0)
     histd_result_free(&res);
   w = (watch){0, 0, true, 1};
-  rc = histd_run(&ds, &spec, &ctl, &res, msg, sizeof msg);
+  rc = plain_run(&ds, &spec, &ctl, &res, msg, sizeof msg);
   CHECK(rc == HISTD_ECANCELED, "%s: a cancelled run returns ECANCELED, got %d", k, rc);
   CHECK(w.last < 1.0, "%s: a cancelled run stops early (progress %g)", k, w.last);
   histd_dataset_free(&ds);

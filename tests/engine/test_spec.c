@@ -1,22 +1,34 @@
 /*
- * test_spec.c -- spec validation (a sentence for every bad value), default
- * bucket counts, the registry, and dataset checks.
+ * test_spec.c -- validation of a plain job's problem and execution (a
+ * sentence for every bad value), default bucket counts, the registry, and
+ * dataset checks.
  */
 #include <math.h>
 
 #include "../check.h"
 #include "histd/histd.h"
+#include "../plain.h"
 
-static void expect_invalid(histd_spec s, const char *needle) {
+/* The problem and the execution a plain job makes, validated. */
+static int validate(const plain_job *j, char *msg, size_t msglen) {
+  histd_dataset none;
+  memset(&none, 0, sizeof none);
+  histd_problem p = plain_problem(&none, j);
+  histd_exec ex = plain_exec(j);
+  int rc = histd_problem_validate(&p, msg, msglen);
+  return rc != 0 ? rc : histd_exec_validate(&ex, &p, msg, msglen);
+}
+
+static void expect_invalid(plain_job s, const char *needle) {
   char msg[256] = "";
-  int rc = histd_spec_validate(&s, msg, sizeof msg);
+  int rc = validate(&s, msg, sizeof msg);
   CHECK(rc < 0, "spec should be rejected (%s)", needle);
   CHECK_STR_CONTAINS(msg, needle);
 }
 
 int main(void) {
-  histd_spec s;
-  histd_spec_init(&s);
+  plain_job s;
+  plain_init(&s);
   CHECK(strcmp(s.kernel, "auto") == 0 && s.precision == HISTD_PRECISION_EXACT,
         "defaults: auto, exact");
   expect_invalid(s, "bucket_width");
@@ -28,8 +40,8 @@ int main(void) {
   expect_invalid(s, "finite");
   s.bucket_width = 1;
   char msg[256];
-  CHECK(histd_spec_validate(&s, msg, sizeof msg) == 0, "valid spec: %s", msg);
-  histd_spec t = s;
+  CHECK(validate(&s, msg, sizeof msg) == 0, "valid spec: %s", msg);
+  plain_job t = s;
   t.buckets = HISTD_MAX_BUCKETS + 1;
   expect_invalid(t, "buckets must be at most");
   t = s;
@@ -89,12 +101,12 @@ int main(void) {
     histd_dataset_alloc(&ds, 2, NULL, 0);
     memset(ds.x, 0, 6 * sizeof(double));
     histd_dataset_finish(&ds, NULL, 0);
-    histd_spec g;
-    histd_spec_init(&g);
+    plain_job g;
+    plain_init(&g);
     g.bucket_width = 1;
     snprintf(g.kernel, sizeof g.kernel, "%s", k->name);
     histd_result r;
-    CHECK(histd_worker_run(w, &ds, &g, NULL, &r, msg, sizeof msg) == HISTD_ENODEV,
+    CHECK(plain_worker_run(w, &ds, &g, NULL, &r, msg, sizeof msg) == HISTD_ENODEV,
           "GPU kernel on a CPU worker");
     CHECK_STR_CONTAINS(msg, "needs a GPU");
     histd_dataset_free(&ds);

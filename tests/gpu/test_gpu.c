@@ -28,6 +28,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gpu_engine.h"
+#include "../plain.h"
 
 int gpu_reference_histogram(const double *x, const double *y, const double *z, uint32_t n,
                             double w, uint32_t nb, uint64_t *counts);
@@ -52,15 +53,15 @@ static uint64_t *reference(const histd_dataset *ds, double w, uint32_t nb) {
 static int run(histd_worker *w, const histd_dataset *ds, const char *k, uint32_t block, double width,
                uint32_t nb, histd_precision prec, const histd_control *ctl, histd_result *res,
                char *msg, size_t msglen) {
-  histd_spec spec;
-  histd_spec_init(&spec);
+  plain_job spec;
+  plain_init(&spec);
   spec.bucket_width = width;
   spec.buckets = nb;
   spec.precision = prec;
   spec.block_size = block;
   snprintf(spec.kernel, sizeof spec.kernel, "%s", k);
   runs++;
-  return histd_worker_run(w, ds, &spec, ctl, res, msg, msglen);
+  return plain_worker_run(w, ds, &spec, ctl, res, msg, msglen);
 }
 
 /* Runs kernel k and compares with ref; returns 1 if identical. */

@@ -93,8 +93,8 @@ def test_unrunnable_after_restart(exe, root):
         # CUDA kernel: no daemon here has a GPU 62.
         db = sqlite3.connect(os.path.join(d.data_dir, "data", "histd.db"))
         with db:
-            db.execute("UPDATE jobs SET kernel = 'balanced', devices = ? WHERE id = ?",
-                       (1 << 62, gpu_job["id"]))
+            db.execute("UPDATE jobs SET params = json_set(params, '$.kernel', 'balanced', "
+                       "'$.devices', json('[62]')) WHERE id = ?", (gpu_job["id"],))
             db.execute("UPDATE jobs SET status = 4 WHERE id = ?", (blocker["id"],))  # cancelled
         db.close()
         d.start()

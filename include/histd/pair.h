@@ -1,0 +1,130 @@
+/*
+ * pair.h -- the exactness contract for one pair, written once, for C and
+ * CUDA alike.
+ *
+ * Every operation below is one IEEE-754 binary64 operation rounded to
+ * nearest on its own: C compiles it with -ffp-contract=off, CUDA through
+ * the __d*_rn intrinsics, which nvcc never fuses. So a kernel that calls
+ * these functions computes the definition itself, bit for bit, on either
+ * side; a kernel that computes faster (float32, vectors) must agree with
+ * them on every pair it counts in precision "exact".
+ *
+ * The distance (histd_pair_d):
+ *
+ *   dx = xi - xj;  dy = yi - yj;  dz = zi - zj
+ *   periodic, orthorhombic box (ax, by, cz), per axis:
+ *       dx = dx - ax * nearbyint(dx / ax)     (same for y with by, z with cz)
+ *   periodic, triclinic box (a, b, c lower-triangular, histd.h), in order:
+ *       n = nearbyint(dz / cz);  dz = dz - cz*n;  dy = dy - cy*n;  dx = dx - cx*n
+ *       n = nearbyint(dy / by);  dy = dy - by*n;  dx = dx - bx*n
+ *       n = nearbyint(dx / ax);  dx = dx - ax*n
+ *   s = (dx*dx + dy*dy) + dz*dz;  d = sqrt(s)
+ *
+ * nearbyint rounds half to even (the default rounding mode). The triclinic
+ * rule is LAMMPS's minimum image written with nearbyint; for every pair
+ * whose nearest image lies within half the box's shortest perpendicular
+ * width (the largest r_max a job may ask for) it finds that image, since
+ * that half-width is at most ax/2, by/2 and cz/2.
+ *
+ * The bin (histd_pair_bin): WIDTH bins b = floor(d / w), overflow when
+ * b >= count; EDGES bins k with E[k] <= d < E[k+1], below when d < E[0],
+ * overflow when d >= E[count]. The bin index returned is 0..count-1, or
+ * HISTD_BIN_BELOW / HISTD_BIN_OVER.
+ */
+#ifndef HISTD_PAIR_H
+#define HISTD_PAIR_H
+
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define HISTD_PAIR_FN __host__ __device__ static inline
+#define HISTD_ADD(a, b) __dadd_rn((a), (b))
+#define HISTD_SUB(a, b) __dsub_rn((a), (b))
+#define HISTD_MUL(a, b) __dmul_rn((a), (b))
+#define HISTD_DIV(a, b) __ddiv_rn((a), (b))
+#define HISTD_SQRT(a) __dsqrt_rn(a)
+#define HISTD_RINT(a) rint(a)
+#define HISTD_FLOOR(a) floor(a)
+#else
+#include <math.h>
+#define HISTD_PAIR_FN static inline
+#define HISTD_ADD(a, b) ((a) + (b))
+#define HISTD_SUB(a, b) ((a) - (b))
+#define HISTD_MUL(a, b) ((a) * (b))
+#define HISTD_DIV(a, b) ((a) / (b))
+#define HISTD_SQRT(a) sqrt(a)
+#define HISTD_RINT(a) nearbyint(a)
+#define HISTD_FLOOR(a) floor(a)
+#endif
+
+#define HISTD_BIN_BELOW 0xFFFFFFFEu
+#define HISTD_BIN_OVER 0xFFFFFFFFu
+
+/* The metric, flattened for kernels: kind 0 open, 1 orthorhombic, 2 triclinic. */
+typedef struct histd_metric {
+  int kind;
+  double ax, bx, by, cx, cy, cz;
+} histd_metric;
+
+/* One periodic axis: d - L * nearbyint(d / L). */
+HISTD_PAIR_FN double histd_wrap(double d, double len) {
+  return HISTD_SUB(d, HISTD_MUL(len, HISTD_RINT(HISTD_DIV(d, len))));
+}
+
+/* The minimum image of a difference vector, in place (open: unchanged). */
+HISTD_PAIR_FN void histd_min_image(const histd_metric *m, double *dx, double *dy, double *dz) {
+  if (m->kind == 1) {
+    *dx = histd_wrap(*dx, m->ax);
+    *dy = histd_wrap(*dy, m->by);
+    *dz = histd_wrap(*dz, m->cz);
+  } else if (m->kind == 2) {
+    double k = HISTD_RINT(HISTD_DIV(*dz, m->cz));
+    *dz = HISTD_SUB(*dz, HISTD_MUL(m->cz, k));
+    *dy = HISTD_SUB(*dy, HISTD_MUL(m->cy, k));
+    *dx = HISTD_SUB(*dx, HISTD_MUL(m->cx, k));
+    k = HISTD_RINT(HISTD_DIV(*dy, m->by));
+    *dy = HISTD_SUB(*dy, HISTD_MUL(m->by, k));
+    *dx = HISTD_SUB(*dx, HISTD_MUL(m->bx, k));
+    k = HISTD_RINT(HISTD_DIV(*dx, m->ax));
+    *dx = HISTD_SUB(*dx, HISTD_MUL(m->ax, k));
+  }
+}
+
+/* The contract's squared distance s of one pair under the metric. */
+HISTD_PAIR_FN double histd_pair_s(const histd_metric *m, double xi, double yi, double zi,
+                                  double xj, double yj, double zj) {
+  double dx = HISTD_SUB(xi, xj), dy = HISTD_SUB(yi, yj), dz = HISTD_SUB(zi, zj);
+  histd_min_image(m, &dx, &dy, &dz);
+  return HISTD_ADD(HISTD_ADD(HISTD_MUL(dx, dx), HISTD_MUL(dy, dy)), HISTD_MUL(dz, dz));
+}
+
+/* The distance d = sqrt(s). */
+HISTD_PAIR_FN double histd_pair_d(const histd_metric *m, double xi, double yi, double zi,
+                                  double xj, double yj, double zj) {
+  return HISTD_SQRT(histd_pair_s(m, xi, yi, zi, xj, yj, zj));
+}
+
+/* WIDTH bins: floor(d / w), or HISTD_BIN_OVER at or beyond count. */
+HISTD_PAIR_FN uint32_t histd_bin_width(double d, double width, uint32_t count) {
+  double b = HISTD_FLOOR(HISTD_DIV(d, width));
+  return b < (double)count ? (uint32_t)b : HISTD_BIN_OVER;
+}
+
+/* EDGES bins: the k with E[k] <= d < E[k+1], by bisection. */
+HISTD_PAIR_FN uint32_t histd_bin_edges(double d, const double *edges, uint32_t count) {
+  if (!(d >= edges[0]))
+    return HISTD_BIN_BELOW;
+  if (d >= edges[count])
+    return HISTD_BIN_OVER;
+  uint32_t lo = 0, hi = count; /* edges[lo] <= d < edges[hi] */
+  while (hi - lo > 1) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (d >= edges[mid])
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+#endif /* HISTD_PAIR_H */

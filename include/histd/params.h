@@ -1,0 +1,114 @@
+/*
+ * params.h -- a job's parameters: one table drives them everywhere.
+ *
+ * Each row of the table (params.c) is one parameter: its JSON name, its
+ * command-line flag, its type, one line of help, how to set it from a value
+ * and how to write it back. The service's POST /v1/jobs and /v1/histogram
+ * bodies, the job documents it renders, the store (which keeps a job's
+ * parameters as the JSON this table writes), `sdh`'s flags and its --help,
+ * and the test that holds api/openapi.yaml to the table all go through it:
+ * a new parameter is one row (plus what it means to the engine).
+ *
+ * The datasets a job runs on (`dataset`, `dataset_b`; sdh's FILE and
+ * --with) are operands, not parameters: the service and the CLI bind them.
+ */
+#ifndef HISTD_PARAMS_H
+#define HISTD_PARAMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "histd/histd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct histd_params {
+  histd_exec exec;
+  histd_box box;        /* "box": kind NONE unless given              */
+  double bucket_width;  /* 0: not given                                */
+  uint32_t buckets;     /* 0: not given                                */
+  double r_max;         /* 0: not given (width = r_max / buckets)      */
+  double *edges;        /* owned; edge_count values, or NULL           */
+  uint32_t edge_count;
+  double log_bins[3];   /* r_min, r_max, K when log                    */
+  bool log;
+  bool has_within;
+  double within;
+  bool weights;
+} histd_params;
+
+typedef enum histd_value_kind {
+  HISTD_VALUE_NULL,
+  HISTD_VALUE_NUMBER,
+  HISTD_VALUE_STRING,
+  HISTD_VALUE_BOOL,
+  HISTD_VALUE_NUMBERS
+} histd_value_kind;
+
+/* A parameter's value as a caller read it (JSON, a flag); borrowed. */
+typedef struct histd_value {
+  histd_value_kind kind;
+  double number;
+  bool boolean;
+  const char *string;
+  const double *numbers;
+  size_t count;
+} histd_value;
+
+typedef enum histd_param_type {
+  HISTD_PARAM_NUMBER,  /* a finite number                          */
+  HISTD_PARAM_COUNT,   /* a whole number                           */
+  HISTD_PARAM_STRING,
+  HISTD_PARAM_BOOL,
+  HISTD_PARAM_NUMBERS  /* an array of numbers (a flag: a,b,c)      */
+} histd_param_type;
+
+typedef struct histd_param {
+  const char *name;  /* JSON member and store key, e.g. "bucket_width" */
+  const char *flag;  /* sdh's long option, e.g. "width"; NULL: none   */
+  char short_flag;   /* or 0 */
+  histd_param_type type;
+  const char *help;  /* one line: --help, the OpenAPI description     */
+  int (*set)(histd_params *p, const histd_value *v, char *msg, size_t msglen);
+  bool (*given)(const histd_params *p);
+  void (*write)(FILE *f, const histd_params *p); /* the JSON value */
+} histd_param;
+
+size_t histd_param_count(void);
+const histd_param *histd_param_at(size_t i);
+const histd_param *histd_param_find(const char *name); /* NULL if unknown */
+
+void histd_params_init(histd_params *p);
+void histd_params_free(histd_params *p);
+int histd_params_copy(histd_params *dst, const histd_params *src, char *msg, size_t msglen);
+
+/* Sets one parameter; a sentence names it when the value is wrong. A null
+ * value leaves the default. */
+int histd_param_set(histd_params *p, const histd_param *row, const histd_value *v, char *msg,
+                    size_t msglen);
+/* The same from a command-line argument (arg NULL for a BOOL flag). */
+int histd_param_set_text(histd_params *p, const histd_param *row, const char *arg, char *msg,
+                         size_t msglen);
+
+/* The parameters as one JSON object, the given ones only (kernel and
+ * precision always). */
+int histd_params_write_json(FILE *f, const histd_params *p);
+
+/*
+ * Binds the parameters to their operands: the problem (a, b: b NULL for
+ * self pairs) with its bins resolved (log edges computed into *edges, which
+ * the caller frees), validated. Exactly one way of binning: bucket_width
+ * [+ buckets], r_max + buckets, edges, or log_bins; or within. A missing or
+ * conflicting way is HISTD_EPARSE (a malformed request), a bad value
+ * HISTD_EINVAL.
+ */
+int histd_params_problem(const histd_params *p, const histd_dataset *a, const histd_dataset *b,
+                         histd_problem *out, double **edges, char *msg, size_t msglen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HISTD_PARAMS_H */

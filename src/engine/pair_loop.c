@@ -1,0 +1,85 @@
+/*
+ * pair_loop.c -- the general pair loop: any problem, through the contract's
+ * own functions (histd/pair.h), one pair at a time, in float64.
+ *
+ * "cpu-reference" runs it over the whole problem on one thread; "cpu" runs
+ * it on tiles, on every core, for the problems its float32 loops do not
+ * cover. A sink collects what a block counted: 64-bit counts with two extra
+ * slots (below, overflow) and, with weights, a Neumaier-compensated sum per
+ * bin, so a bin's weighted sum stays within a few ulps of the sum of
+ * |w_i w_j| whatever the order or the number of threads (plain summation
+ * of 10^10 terms could lose 10^-6 of it).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+int histd__sink_init(histd__sink *s, uint32_t count, bool weighted) {
+  memset(s, 0, sizeof *s);
+  size_t slots = (size_t)count + 2;
+  s->counts = calloc(slots, sizeof *s->counts);
+  if (weighted) {
+    s->sum = calloc(slots, sizeof *s->sum);
+    s->err = calloc(slots, sizeof *s->err);
+  }
+  if (s->counts == NULL || (weighted && (s->sum == NULL || s->err == NULL))) {
+    histd__sink_free(s);
+    return HISTD_ENOMEM;
+  }
+  return 0;
+}
+
+void histd__sink_free(histd__sink *s) {
+  free(s->counts);
+  free(s->sum);
+  free(s->err);
+  memset(s, 0, sizeof *s);
+}
+
+/* slot of a bin index from histd/pair.h: 0..count-1, count (below), count+1 */
+static inline size_t slot_of(uint32_t bin, uint32_t count) {
+  return bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? (size_t)count + 1 : bin;
+}
+
+void histd__pairs_block(const histd_problem *p, size_t i0, size_t i1, size_t j0, size_t j1,
+                        bool diag, histd__sink *s) {
+  const histd_metric m = histd__metric(&p->box);
+  const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
+  const histd_bins *bins = &p->bins;
+  const uint32_t count = bins->count;
+  const bool edges = bins->kind == HISTD_BINS_EDGES;
+  for (size_t i = i0; i < i1; i++) {
+    const double xi = a->x[i], yi = a->y[i], zi = a->z[i];
+    for (size_t j = diag ? (i + 1 > j0 ? i + 1 : j0) : j0; j < j1; j++) {
+      double d = histd_pair_d(&m, xi, yi, zi, b->x[j], b->y[j], b->z[j]);
+      uint32_t bin = edges ? histd_bin_edges(d, bins->edges, count)
+                           : histd_bin_width(d, bins->width, count);
+      size_t k = slot_of(bin, count);
+      s->counts[k]++;
+      if (s->sum != NULL)
+        histd__neumaier(&s->sum[k], &s->err[k], a->w[i] * b->w[j]);
+    }
+  }
+}
+
+void histd__sink_merge(histd__sink *total, const histd__sink *s, uint32_t count) {
+  for (size_t k = 0; k < (size_t)count + 2; k++) {
+    total->counts[k] += s->counts[k];
+    if (total->sum != NULL && s->sum != NULL) {
+      histd__neumaier(&total->sum[k], &total->err[k], s->sum[k]);
+      histd__neumaier(&total->sum[k], &total->err[k], s->err[k]);
+    }
+  }
+}
+
+void histd__sink_to_result(histd_result *res, const histd__sink *s) {
+  const uint32_t count = res->bins.count;
+  for (uint32_t k = 0; k < count; k++) {
+    res->counts[k] += s->counts[k];
+    if (res->weighted != NULL && s->sum != NULL)
+      res->weighted[k] = s->sum[k] + s->err[k];
+  }
+  res->below += s->counts[count];
+  res->overflow += s->counts[count + 1];
+}

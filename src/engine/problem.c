@@ -1,0 +1,274 @@
+/*
+ * problem.c -- what to compute and how: the problem (pairs, metric, bins,
+ * statistic, weights), the execution (kernel, block size, threads,
+ * devices, precision), their defaults and validation, and the helpers
+ * every layer shares (box geometry, bin edges, the number of pairs).
+ *
+ * Validation speaks to people: each refusal is one sentence naming the
+ * value and the rule, because the service passes it on as a 422 and the
+ * CLI prints it.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "engine.h"
+#include "histd/pair.h"
+
+/* ---- the box ------------------------------------------------------------ */
+
+double histd_box_volume(const histd_box *box) {
+  return box->kind == HISTD_BOX_NONE ? 0 : box->ax * box->by * box->cz;
+}
+
+double histd_box_half_width(const histd_box *box) {
+  if (box->kind == HISTD_BOX_NONE)
+    return INFINITY;
+  /* perpendicular widths V / |b x c|, V / |c x a|, V / |a x b| of the cell
+   * a = (ax,0,0), b = (bx,by,0), c = (cx,cy,cz) */
+  double v = histd_box_volume(box);
+  double bc = sqrt(box->by * box->cz * box->by * box->cz + box->bx * box->cz * box->bx * box->cz +
+                   (box->bx * box->cy - box->by * box->cx) * (box->bx * box->cy - box->by * box->cx));
+  double ca = box->ax * sqrt(box->cz * box->cz + box->cy * box->cy);
+  double ab = box->ax * box->by;
+  double w = fmin(v / bc, fmin(v / ca, v / ab));
+  return w / 2;
+}
+
+static int box_validate(const histd_box *b, char *msg, size_t msglen) {
+  if (b->kind == HISTD_BOX_NONE)
+    return 0;
+  if (b->kind != HISTD_BOX_ORTHO && b->kind != HISTD_BOX_TRICLINIC)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "unknown box kind %d", (int)b->kind);
+  const double len[3] = {b->ax, b->by, b->cz};
+  const char *names[3] = {"x", "y", "z"};
+  for (int i = 0; i < 3; i++)
+    if (!isfinite(len[i]) || !(len[i] > 0))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "the box's %s length must be a finite number > 0, got %g", names[i],
+                        len[i]);
+  if (!isfinite(b->bx) || !isfinite(b->cx) || !isfinite(b->cy))
+    return histd_fail(msg, msglen, HISTD_EINVAL, "the box's tilts must be finite numbers");
+  if (b->kind == HISTD_BOX_ORTHO && (b->bx != 0 || b->cx != 0 || b->cy != 0))
+    return histd_fail(msg, msglen, HISTD_EINVAL, "an orthorhombic box has no tilts");
+  return 0;
+}
+
+/* ---- bins ----------------------------------------------------------------- */
+
+double histd_bins_edge(const histd_bins *bins, uint32_t k) {
+  return bins->kind == HISTD_BINS_EDGES ? bins->edges[k] : (double)k * bins->width;
+}
+
+int histd_log_edges(double r_min, double r_max, uint32_t count, double *edges, char *msg,
+                    size_t msglen) {
+  if (!isfinite(r_min) || !isfinite(r_max) || !(r_min > 0) || !(r_min < r_max))
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "log bins need 0 < r_min < r_max (finite), got r_min %g and r_max %g",
+                      r_min, r_max);
+  if (count < 1 || count > HISTD_MAX_BUCKETS)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "log bins need 1 to %u buckets, got %u",
+                      HISTD_MAX_BUCKETS, count);
+  const double l0 = log(r_min), step = (log(r_max) - l0) / count;
+  edges[0] = r_min;
+  for (uint32_t k = 1; k < count; k++)
+    edges[k] = exp(l0 + k * step);
+  edges[count] = r_max;
+  for (uint32_t k = 0; k < count; k++)
+    if (!(edges[k] < edges[k + 1]))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "%u log bins from %g to %g are too narrow for float64 (edges %u "
+                        "and %u are equal)", count, r_min, r_max, k, k + 1);
+  return 0;
+}
+
+static int bins_validate(const histd_bins *b, char *msg, size_t msglen) {
+  if (b->kind == HISTD_BINS_WIDTH) {
+    if (!isfinite(b->width))
+      return histd_fail(msg, msglen, HISTD_EINVAL, "bucket_width must be a finite number");
+    if (!(b->width > 0))
+      return histd_fail(msg, msglen, HISTD_EINVAL, "bucket_width must be > 0, got %g",
+                        b->width);
+    if (b->count > HISTD_MAX_BUCKETS)
+      return histd_fail(msg, msglen, HISTD_EINVAL, "buckets must be at most %u, got %u",
+                        HISTD_MAX_BUCKETS, b->count);
+    return 0;
+  }
+  if (b->kind != HISTD_BINS_EDGES)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "unknown kind of bins %d", (int)b->kind);
+  if (b->count < 1 || b->count > HISTD_MAX_BUCKETS || b->edges == NULL)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "edges must hold 2 to %u values, got %u",
+                      HISTD_MAX_BUCKETS + 1, b->edges ? b->count + 1 : 0);
+  for (uint32_t k = 0; k <= b->count; k++) {
+    if (!isfinite(b->edges[k]))
+      return histd_fail(msg, msglen, HISTD_EINVAL, "edges[%u] must be a finite number", k);
+    if (k > 0 && !(b->edges[k - 1] < b->edges[k]))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "edges must ascend strictly: edges[%u] = %.17g is not above "
+                        "edges[%u] = %.17g", k, b->edges[k], k - 1, b->edges[k - 1]);
+  }
+  return 0;
+}
+
+/* ---- the problem ------------------------------------------------------------ */
+
+unsigned histd_problem_needs(const histd_problem *p) {
+  unsigned needs = 0;
+  if (p->box.kind != HISTD_BOX_NONE)
+    needs |= HISTD_CAN_PERIODIC;
+  if (p->b != NULL)
+    needs |= HISTD_CAN_CROSS;
+  if (p->weighted)
+    needs |= HISTD_CAN_WEIGHTS;
+  if (p->bins.kind == HISTD_BINS_EDGES)
+    needs |= HISTD_CAN_EDGES;
+  if (p->statistic == HISTD_STAT_WITHIN)
+    needs |= HISTD_CAN_WITHIN;
+  return needs;
+}
+
+uint64_t histd_problem_pairs(const histd_problem *p) {
+  if (p->b != NULL)
+    return (uint64_t)p->a->n * p->b->n;
+  return p->a->n < 2 ? 0 : (uint64_t)p->a->n * (p->a->n - 1) / 2;
+}
+
+int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen) {
+  if (p->a == NULL)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "a problem needs its points");
+  int rc = box_validate(&p->box, msg, msglen);
+  if (rc == 0 && p->statistic == HISTD_STAT_HISTOGRAM)
+    rc = bins_validate(&p->bins, msg, msglen);
+  if (rc != 0)
+    return rc;
+  if (p->statistic == HISTD_STAT_WITHIN) {
+    if (!isfinite(p->radius) || !(p->radius >= 0))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "within must be a finite distance >= 0, got %g", p->radius);
+  } else if (p->statistic != HISTD_STAT_HISTOGRAM) {
+    return histd_fail(msg, msglen, HISTD_EINVAL, "unknown statistic %d", (int)p->statistic);
+  }
+  if (p->weighted) {
+    if (p->a->w == NULL)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "weights were asked for, but the points (A) carry none");
+    if (p->b != NULL && p->b->w == NULL)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "weights were asked for, but the second point set (B) carries none");
+  }
+  if (p->box.kind != HISTD_BOX_NONE) {
+    double half = histd_box_half_width(&p->box), r_max;
+    const char *what;
+    if (p->statistic == HISTD_STAT_WITHIN) {
+      r_max = p->radius;
+      what = "the radius";
+    } else if (p->bins.kind == HISTD_BINS_EDGES || p->bins.count != 0) {
+      r_max = histd_bins_edge(&p->bins, p->bins.count);
+      what = "the last bin edge (r_max)";
+    } else {
+      return 0; /* the default count stops at the half width (histd_default_bins) */
+    }
+    /* equal widths: r_max = width * count, which may round one ulp above
+     * the r_max a client gave (width = r_max / buckets) */
+    if (r_max > (p->bins.kind == HISTD_BINS_WIDTH ? half * (1 + 0x1p-50) : half))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "%s, %.17g, exceeds half the periodic box's shortest perpendicular "
+                        "width, %.17g: beyond it a pair has more than one image",
+                        what, r_max, half);
+  }
+  return 0;
+}
+
+int histd_default_buckets(const histd_dataset *ds, double width, uint32_t *buckets, char *msg,
+                          size_t msglen) {
+  if (!(width > 0) || !isfinite(width))
+    return histd_fail(msg, msglen, HISTD_EINVAL, "bucket_width must be > 0, got %g", width);
+  double q = floor(histd_dataset_diagonal(ds) / width);
+  if (!(q < HISTD_MAX_BUCKETS))
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "bucket_width %g is too small: covering the data's diagonal "
+                      "(%g) would need more than %u buckets",
+                      width, histd_dataset_diagonal(ds), HISTD_MAX_BUCKETS);
+  *buckets = (uint32_t)q + 1;
+  return 0;
+}
+
+/* The bin count a WIDTH problem gets when it names none: every pair of an
+ * open box (the diagonal of A, or of A and B together), or in a periodic box
+ * the bins that fit within its half width. */
+int histd_default_bins(const histd_problem *p, uint32_t *count, char *msg, size_t msglen) {
+  const double w = p->bins.width;
+  if (p->box.kind != HISTD_BOX_NONE) {
+    double half = histd_box_half_width(&p->box), q = floor(half / w);
+    if (q * w > half) /* the product rounded up */
+      q -= 1;
+    if (!(q >= 1))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "bucket_width %g is wider than half the periodic box (%g): no bin fits",
+                        w, half);
+    if (!(q <= HISTD_MAX_BUCKETS))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "bucket_width %g is too small: half the box (%g) would need more "
+                        "than %u buckets; give buckets", w, half, HISTD_MAX_BUCKETS);
+    *count = (uint32_t)q;
+    return 0;
+  }
+  histd_dataset hull = *p->a;
+  if (p->b != NULL && p->b->n > 0) {
+    for (int i = 0; i < 3; i++) {
+      hull.min[i] = p->a->n ? fmin(p->a->min[i], p->b->min[i]) : p->b->min[i];
+      hull.max[i] = p->a->n ? fmax(p->a->max[i], p->b->max[i]) : p->b->max[i];
+    }
+    hull.n = p->a->n + p->b->n;
+  }
+  return histd_default_buckets(&hull, w, count, msg, msglen);
+}
+
+/* ---- the execution ------------------------------------------------------------ */
+
+void histd_exec_init(histd_exec *ex) {
+  memset(ex, 0, sizeof *ex);
+  ex->precision = HISTD_PRECISION_EXACT;
+  strcpy(ex->kernel, "auto");
+}
+
+int histd_exec_validate(const histd_exec *ex, const histd_problem *p, char *msg,
+                        size_t msglen) {
+  if (ex->precision != HISTD_PRECISION_EXACT && ex->precision != HISTD_PRECISION_FAST)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "precision must be \"exact\" or \"fast\"");
+  if (ex->block_size != 0 &&
+      (ex->block_size < HISTD_MIN_BLOCK_SIZE || ex->block_size > HISTD_MAX_BLOCK_SIZE ||
+       ex->block_size % 32 != 0))
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "block_size must be a multiple of 32 from %u to %u, got %u",
+                      HISTD_MIN_BLOCK_SIZE, HISTD_MAX_BLOCK_SIZE, ex->block_size);
+  if (memchr(ex->kernel, '\0', sizeof ex->kernel) == NULL)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "kernel name is too long");
+  const histd_kernel *k = histd_kernel_find(ex->kernel);
+  if (k == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOENT,
+                      "unknown kernel \"%s\" (see the list of kernels)", ex->kernel);
+  if (p != NULL && !histd_kernel_can(k, p, msg, msglen))
+    return HISTD_EINVAL;
+  return 0;
+}
+
+const char *histd_precision_name(histd_precision p) {
+  return p == HISTD_PRECISION_FAST ? "fast" : "exact";
+}
+
+int histd_precision_parse(const char *s, histd_precision *out) {
+  if (strcmp(s, "exact") == 0)
+    *out = HISTD_PRECISION_EXACT;
+  else if (strcmp(s, "fast") == 0)
+    *out = HISTD_PRECISION_FAST;
+  else
+    return HISTD_EINVAL;
+  return 0;
+}
+
+uint64_t histd_pair_bucket(double xi, double yi, double zi, double xj, double yj, double zj,
+                           double width) {
+  const histd_metric open = {0, 0, 0, 0, 0, 0, 0};
+  double b = floor(histd_pair_d(&open, xi, yi, zi, xj, yj, zj) / width);
+  return b < 18446744073709551616.0 ? (uint64_t)b : UINT64_MAX;
+}

@@ -1,0 +1,548 @@
+/*
+ * params.c -- the table of a job's parameters (include/histd/params.h).
+ *
+ * One row a parameter, after redis's static_configs[]: its JSON name, its
+ * sdh flag, its type, its help line, and three small functions: set it from
+ * a value, say whether it was given, write it back as JSON. Everything that
+ * reads or writes parameters walks this table: the service's request
+ * bodies and job documents, the store (a job's parameters are the JSON
+ * histd_params_write_json writes), sdh's flags, and the OpenAPI test.
+ *
+ * Boxes are written the way people have them: [L] a cube, [Lx, Ly, Lz],
+ * LAMMPS's [lx, ly, lz, xy, xz, yz], or GROMACS's nine numbers (the box
+ * vectors a, b, c one after another, lower-triangular: ay = az = bz = 0).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "histd/params.h"
+#include "io_internal.h"
+
+/* ---- values --------------------------------------------------------------- */
+
+static int want(const histd_value *v, histd_value_kind kind, const char *name, const char *what,
+                char *msg, size_t msglen) {
+  if (v->kind == kind)
+    return 0;
+  return histd_fail(msg, msglen, HISTD_EINVAL, "%s must be %s", name, what);
+}
+
+static int want_number(const histd_value *v, const char *name, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_NUMBER, name, "a number", msg, msglen);
+  if (rc == 0 && !isfinite(v->number))
+    rc = histd_fail(msg, msglen, HISTD_EINVAL, "%s must be a finite number", name);
+  return rc;
+}
+
+static int want_count(const histd_value *v, const char *name, double hi, uint32_t *out,
+                      char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_NUMBER, name, "a whole number", msg, msglen);
+  if (rc != 0)
+    return rc;
+  if (!isfinite(v->number) || floor(v->number) != v->number)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "%s must be a whole number, got %g", name,
+                      v->number);
+  if (v->number < 0 || v->number > hi)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "%s must be from 0 to %.0f, got %.0f", name,
+                      hi, v->number);
+  *out = (uint32_t)v->number;
+  return 0;
+}
+
+static int want_numbers(const histd_value *v, const char *name, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_NUMBERS, name, "an array of numbers", msg, msglen);
+  for (size_t i = 0; rc == 0 && i < v->count; i++)
+    if (!isfinite(v->numbers[i]))
+      rc = histd_fail(msg, msglen, HISTD_EINVAL, "%s[%zu] must be a finite number", name, i);
+  return rc;
+}
+
+static void write_double(FILE *f, double v) {
+  char buf[40];
+  locale_t loc;
+  if (histd__c_locale(&loc, NULL, 0) != 0)
+    return;
+  histd__format_double(buf, sizeof buf, v, loc);
+  freelocale(loc);
+  fputs(buf, f);
+}
+
+static void write_doubles(FILE *f, const double *v, size_t n) {
+  fputc('[', f);
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      fputc(',', f);
+    write_double(f, v[i]);
+  }
+  fputc(']', f);
+}
+
+/* ---- the rows --------------------------------------------------------------- */
+
+static int set_bucket_width(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want_number(v, "bucket_width", msg, msglen);
+  if (rc == 0 && !(v->number > 0))
+    rc = histd_fail(msg, msglen, HISTD_EINVAL, "bucket_width must be > 0, got %g", v->number);
+  if (rc == 0)
+    p->bucket_width = v->number;
+  return rc;
+}
+static bool given_bucket_width(const histd_params *p) { return p->bucket_width > 0; }
+static void write_bucket_width(FILE *f, const histd_params *p) { write_double(f, p->bucket_width); }
+
+static int set_buckets(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  if (v->kind == HISTD_VALUE_NUMBER && isfinite(v->number) && floor(v->number) == v->number &&
+      v->number > HISTD_MAX_BUCKETS)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "buckets must be at most %u (%u MiB of counts), got %.0f",
+                      HISTD_MAX_BUCKETS, HISTD_MAX_BUCKETS / (1u << 17), v->number);
+  return want_count(v, "buckets", HISTD_MAX_BUCKETS, &p->buckets, msg, msglen);
+}
+static bool given_buckets(const histd_params *p) { return p->buckets > 0; }
+static void write_buckets(FILE *f, const histd_params *p) { fprintf(f, "%" PRIu32, p->buckets); }
+
+static int set_r_max(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want_number(v, "r_max", msg, msglen);
+  if (rc == 0 && !(v->number > 0))
+    rc = histd_fail(msg, msglen, HISTD_EINVAL, "r_max must be > 0, got %g", v->number);
+  if (rc == 0)
+    p->r_max = v->number;
+  return rc;
+}
+static bool given_r_max(const histd_params *p) { return p->r_max > 0; }
+static void write_r_max(FILE *f, const histd_params *p) { write_double(f, p->r_max); }
+
+static int set_edges(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want_numbers(v, "edges", msg, msglen);
+  if (rc != 0)
+    return rc;
+  if (v->count < 2 || v->count > (size_t)HISTD_MAX_BUCKETS + 1)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "edges must hold 2 to %u values, got %zu",
+                      HISTD_MAX_BUCKETS + 1, v->count);
+  for (size_t i = 1; i < v->count; i++)
+    if (!(v->numbers[i - 1] < v->numbers[i]))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "edges must ascend strictly: edges[%zu] = %.17g is not above "
+                        "edges[%zu] = %.17g", i, v->numbers[i], i - 1, v->numbers[i - 1]);
+  double *e = malloc(v->count * sizeof *e);
+  if (e == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu edges", v->count);
+  memcpy(e, v->numbers, v->count * sizeof *e);
+  free(p->edges);
+  p->edges = e;
+  p->edge_count = (uint32_t)v->count;
+  return 0;
+}
+static bool given_edges(const histd_params *p) { return p->edges != NULL; }
+static void write_edges(FILE *f, const histd_params *p) {
+  write_doubles(f, p->edges, p->edge_count);
+}
+
+static int set_log_bins(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want_numbers(v, "log_bins", msg, msglen);
+  if (rc == 0 && v->count != 3)
+    rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                    "log_bins must be [r_min, r_max, buckets], got %zu numbers", v->count);
+  if (rc != 0)
+    return rc;
+  double k = v->numbers[2];
+  if (floor(k) != k || k < 1 || k > HISTD_MAX_BUCKETS)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "log_bins' bucket count must be a whole number from 1 to %u, got %g",
+                      HISTD_MAX_BUCKETS, k);
+  if (!(v->numbers[0] > 0) || !(v->numbers[0] < v->numbers[1]))
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "log_bins needs 0 < r_min < r_max, got r_min %g and r_max %g",
+                      v->numbers[0], v->numbers[1]);
+  memcpy(p->log_bins, v->numbers, sizeof p->log_bins);
+  p->log = true;
+  return 0;
+}
+static bool given_log_bins(const histd_params *p) { return p->log; }
+static void write_log_bins(FILE *f, const histd_params *p) { write_doubles(f, p->log_bins, 3); }
+
+static int set_box(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want_numbers(v, "box", msg, msglen);
+  if (rc != 0)
+    return rc;
+  const double *n = v->numbers;
+  histd_box b = {HISTD_BOX_ORTHO, 0, 0, 0, 0, 0, 0};
+  switch (v->count) {
+  case 1:
+    b.ax = b.by = b.cz = n[0];
+    break;
+  case 3:
+    b.ax = n[0], b.by = n[1], b.cz = n[2];
+    break;
+  case 6: /* LAMMPS: lx ly lz xy xz yz */
+    b.ax = n[0], b.by = n[1], b.cz = n[2], b.bx = n[3], b.cx = n[4], b.cy = n[5];
+    break;
+  case 9: /* GROMACS: a, b, c */
+    if (n[1] != 0 || n[2] != 0 || n[5] != 0)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "a box of nine numbers is the vectors a, b, c with ay = az = bz = 0 "
+                        "(GROMACS's form); got ay %g, az %g, bz %g", n[1], n[2], n[5]);
+    b.ax = n[0], b.bx = n[3], b.by = n[4], b.cx = n[6], b.cy = n[7], b.cz = n[8];
+    break;
+  default:
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "box must hold 1 (a cube), 3 (Lx, Ly, Lz), 6 (LAMMPS: lx, ly, lz, xy, "
+                      "xz, yz) or 9 (GROMACS: the vectors a, b, c) numbers, got %zu", v->count);
+  }
+  if (b.bx != 0 || b.cx != 0 || b.cy != 0)
+    b.kind = HISTD_BOX_TRICLINIC;
+  const double len[3] = {b.ax, b.by, b.cz};
+  for (int i = 0; i < 3; i++)
+    if (!(len[i] > 0))
+      return histd_fail(msg, msglen, HISTD_EINVAL, "the box's lengths must be > 0, got %g",
+                        len[i]);
+  p->box = b;
+  return 0;
+}
+static bool given_box(const histd_params *p) { return p->box.kind != HISTD_BOX_NONE; }
+static void write_box(FILE *f, const histd_params *p) {
+  const histd_box *b = &p->box;
+  double v[6] = {b->ax, b->by, b->cz, b->bx, b->cx, b->cy};
+  write_doubles(f, v, b->kind == HISTD_BOX_TRICLINIC ? 6 : 3);
+}
+
+static int set_within(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want_number(v, "within", msg, msglen);
+  if (rc == 0 && !(v->number >= 0))
+    rc = histd_fail(msg, msglen, HISTD_EINVAL, "within must be a distance >= 0, got %g",
+                    v->number);
+  if (rc == 0) {
+    p->within = v->number;
+    p->has_within = true;
+  }
+  return rc;
+}
+static bool given_within(const histd_params *p) { return p->has_within; }
+static void write_within(FILE *f, const histd_params *p) { write_double(f, p->within); }
+
+static int set_weights(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_BOOL, "weights", "true or false", msg, msglen);
+  if (rc == 0)
+    p->weights = v->boolean;
+  return rc;
+}
+static bool given_weights(const histd_params *p) { return p->weights; }
+static void write_weights(FILE *f, const histd_params *p) { fputs(p->weights ? "true" : "false", f); }
+
+static int set_kernel(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_STRING, "kernel", "a string (see the list of kernels)", msg,
+                msglen);
+  if (rc != 0)
+    return rc;
+  const char *name = v->string[0] ? v->string : "auto";
+  if (strlen(name) >= sizeof p->exec.kernel || histd_kernel_find(name) == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOENT,
+                      "unknown kernel \"%.40s\" (see the list of kernels)", v->string);
+  snprintf(p->exec.kernel, sizeof p->exec.kernel, "%s", name);
+  return 0;
+}
+static bool given_always(const histd_params *p) { (void)p; return true; }
+static void write_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++)
+    fprintf(f, (*s == '"' || *s == '\\') ? "\\%c" : "%c", *s);
+  fputc('"', f);
+}
+static void write_kernel(FILE *f, const histd_params *p) { write_string(f, p->exec.kernel); }
+
+static int set_block_size(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  return want_count(v, "block_size", 1e9, &p->exec.block_size, msg, msglen);
+}
+static bool given_block_size(const histd_params *p) { return p->exec.block_size > 0; }
+static void write_block_size(FILE *f, const histd_params *p) {
+  fprintf(f, "%" PRIu32, p->exec.block_size);
+}
+
+static int set_precision(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_STRING, "precision", "a string, \"exact\" or \"fast\"", msg,
+                msglen);
+  if (rc == 0 && histd_precision_parse(v->string, &p->exec.precision) != 0)
+    rc = histd_fail(msg, msglen, HISTD_EINVAL, "precision must be \"exact\" or \"fast\", got "
+                    "\"%.40s\"", v->string);
+  return rc;
+}
+static void write_precision(FILE *f, const histd_params *p) {
+  write_string(f, histd_precision_name(p->exec.precision));
+}
+
+static int set_threads(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  return want_count(v, "threads", 1024, &p->exec.threads, msg, msglen);
+}
+static bool given_threads(const histd_params *p) { return p->exec.threads > 0; }
+static void write_threads(FILE *f, const histd_params *p) { fprintf(f, "%" PRIu32, p->exec.threads); }
+
+static int set_devices(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want_numbers(v, "devices", msg, msglen);
+  uint64_t mask = 0;
+  for (size_t i = 0; rc == 0 && i < v->count; i++) {
+    double d = v->numbers[i];
+    if (floor(d) != d || d < 0 || d > 63)
+      rc = histd_fail(msg, msglen, HISTD_EINVAL, "devices must hold GPU indices from 0 to 63");
+    else
+      mask |= UINT64_C(1) << (int)d;
+  }
+  if (rc == 0)
+    p->exec.devices = mask;
+  return rc;
+}
+static bool given_devices(const histd_params *p) { return p->exec.devices != 0; }
+static void write_devices(FILE *f, const histd_params *p) {
+  fputc('[', f);
+  for (int i = 0, first = 1; i < 64; i++)
+    if (p->exec.devices & (UINT64_C(1) << i)) {
+      fprintf(f, first ? "%d" : ",%d", i);
+      first = 0;
+    }
+  fputc(']', f);
+}
+
+#define ROW(name, flag, sf, type, help) \
+  {#name, flag, sf, HISTD_PARAM_##type, help, set_##name, given_##name, write_##name}
+
+static const histd_param table[] = {
+    ROW(bucket_width, "width", 'w', NUMBER,
+        "bucket width: bin k holds the distances d with floor(d / width) = k"),
+    ROW(buckets, "buckets", 'b', COUNT,
+        "the number of buckets (default: cover every pair, or half a periodic box)"),
+    ROW(r_max, "r-max", 0, NUMBER, "the last edge; with buckets, width = r_max / buckets"),
+    ROW(edges, "edges", 0, NUMBERS,
+        "explicit ascending bin edges: bin k holds E[k] <= d < E[k+1]"),
+    ROW(log_bins, "log-bins", 0, NUMBERS,
+        "[r_min, r_max, buckets]: log-spaced edges, computed once and published"),
+    ROW(box, "periodic", 0, NUMBERS,
+        "a periodic box: [L], [Lx, Ly, Lz], LAMMPS [lx, ly, lz, xy, xz, yz] or GROMACS' 9 numbers"),
+    ROW(within, "within", 0, NUMBER,
+        "count the pairs with d <= within instead of a histogram (0: exact collisions)"),
+    ROW(weights, "weighted", 0, BOOL, "each pair also adds w_i * w_j to its bin's weighted sum"),
+    {"kernel", "kernel", 'k', HISTD_PARAM_STRING, "a kernel from the list (default auto)",
+     set_kernel, given_always, write_kernel},
+    ROW(block_size, "block-size", 0, COUNT, "GPU threads per block, a multiple of 32, 32..1024"),
+    {"precision", "precision", 0, HISTD_PARAM_STRING,
+     "exact (default: counts follow the contract) or fast", set_precision, given_always,
+     write_precision},
+    ROW(threads, "threads", 't', COUNT, "CPU threads (default: every core)"),
+    ROW(devices, "devices", 0, NUMBERS, "GPU indices to run on (default: every GPU)"),
+};
+
+#define PARAM_COUNT (sizeof table / sizeof table[0])
+
+size_t histd_param_count(void) { return PARAM_COUNT; }
+const histd_param *histd_param_at(size_t i) { return i < PARAM_COUNT ? &table[i] : NULL; }
+const histd_param *histd_param_find(const char *name) {
+  for (size_t i = 0; i < PARAM_COUNT; i++)
+    if (strcmp(table[i].name, name) == 0)
+      return &table[i];
+  return NULL;
+}
+
+/* ---- the whole set -------------------------------------------------------------- */
+
+void histd_params_init(histd_params *p) {
+  memset(p, 0, sizeof *p);
+  histd_exec_init(&p->exec);
+}
+
+void histd_params_free(histd_params *p) {
+  free(p->edges);
+  p->edges = NULL;
+  p->edge_count = 0;
+}
+
+int histd_params_copy(histd_params *dst, const histd_params *src, char *msg, size_t msglen) {
+  *dst = *src;
+  dst->edges = NULL;
+  if (src->edges == NULL)
+    return 0;
+  dst->edges = malloc(src->edge_count * sizeof *dst->edges);
+  if (dst->edges == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u edges", src->edge_count);
+  memcpy(dst->edges, src->edges, src->edge_count * sizeof *dst->edges);
+  return 0;
+}
+
+int histd_param_set(histd_params *p, const histd_param *row, const histd_value *v, char *msg,
+                    size_t msglen) {
+  return v->kind == HISTD_VALUE_NULL ? 0 : row->set(p, v, msg, msglen);
+}
+
+/* Numbers from "a,b,c" or, for edges, a file of numbers (any blanks,
+ * commas or newlines between them). */
+static int numbers_from_text(const char *name, const char *arg, double **out, size_t *count,
+                             char *msg, size_t msglen) {
+  char *text = NULL;
+  const bool file = strcmp(name, "edges") == 0 && arg[0] != '\0' && strchr("+-.0123456789", arg[0]) == NULL;
+  if (file) {
+    FILE *f = fopen(arg, "rb");
+    if (f == NULL)
+      return histd_fail(msg, msglen, HISTD_ENOENT, "cannot read %s: %s", arg, strerror(errno));
+    size_t cap = 0, len = 0;
+    for (int c; (c = fgetc(f)) != EOF;) {
+      if (len + 1 >= cap) {
+        char *t = realloc(text, cap = cap ? 2 * cap : 4096);
+        if (t == NULL) {
+          free(text);
+          fclose(f);
+          return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory reading %s", arg);
+        }
+        text = t;
+      }
+      text[len++] = (char)c;
+    }
+    fclose(f);
+    if (text == NULL)
+      return histd_fail(msg, msglen, HISTD_EINVAL, "%s holds no numbers", arg);
+    text[len] = '\0';
+  }
+  const char *s = file ? text : arg;
+  size_t cap = 16, n = 0;
+  double *v = malloc(cap * sizeof *v);
+  int rc = v ? 0 : HISTD_ENOMEM;
+  while (rc == 0) {
+    while (*s == ',' || *s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+      s++;
+    if (*s == '\0')
+      break;
+    char *end;
+    double d = strtod(s, &end);
+    if (end == s) {
+      rc = histd_fail(msg, msglen, HISTD_EINVAL, "%s: '%.20s' is not a number", name, s);
+      break;
+    }
+    if (n == cap) {
+      double *t = realloc(v, (cap *= 2) * sizeof *v);
+      if (t == NULL) {
+        rc = HISTD_ENOMEM;
+        break;
+      }
+      v = t;
+    }
+    v[n++] = d;
+    s = end;
+  }
+  free(text);
+  if (rc != 0) {
+    free(v);
+    return rc == HISTD_ENOMEM ? histd_fail(msg, msglen, rc, "out of memory") : rc;
+  }
+  *out = v;
+  *count = n;
+  return 0;
+}
+
+int histd_param_set_text(histd_params *p, const histd_param *row, const char *arg, char *msg,
+                         size_t msglen) {
+  histd_value v = {HISTD_VALUE_NULL, 0, false, NULL, NULL, 0};
+  double *numbers = NULL;
+  char *end = NULL;
+  switch (row->type) {
+  case HISTD_PARAM_BOOL:
+    v.kind = HISTD_VALUE_BOOL;
+    v.boolean = true;
+    break;
+  case HISTD_PARAM_STRING:
+    v.kind = HISTD_VALUE_STRING;
+    v.string = arg;
+    break;
+  case HISTD_PARAM_NUMBER:
+  case HISTD_PARAM_COUNT:
+    v.kind = HISTD_VALUE_NUMBER;
+    errno = 0;
+    v.number = strtod(arg, &end);
+    if (end == arg || *end != '\0' || errno == ERANGE)
+      return histd_fail(msg, msglen, HISTD_EINVAL, "--%s must be a number, got '%s'", row->flag,
+                        arg);
+    break;
+  case HISTD_PARAM_NUMBERS: {
+    int rc = numbers_from_text(row->name, arg, &numbers, &v.count, msg, msglen);
+    if (rc != 0)
+      return rc;
+    v.kind = HISTD_VALUE_NUMBERS;
+    v.numbers = numbers;
+    break;
+  }
+  }
+  int rc = row->set(p, &v, msg, msglen);
+  free(numbers);
+  return rc;
+}
+
+int histd_params_write_json(FILE *f, const histd_params *p) {
+  fputc('{', f);
+  bool first = true;
+  for (size_t i = 0; i < PARAM_COUNT; i++) {
+    if (!table[i].given(p))
+      continue;
+    fprintf(f, first ? "\"%s\":" : ",\"%s\":", table[i].name);
+    table[i].write(f, p);
+    first = false;
+  }
+  fputc('}', f);
+  return ferror(f) ? HISTD_EIO : 0;
+}
+
+/* ---- binding ----------------------------------------------------------------------- */
+
+int histd_params_problem(const histd_params *p, const histd_dataset *a, const histd_dataset *b,
+                         histd_problem *out, double **edges, char *msg, size_t msglen) {
+  *edges = NULL;
+  histd_problem pr;
+  memset(&pr, 0, sizeof pr);
+  pr.a = a;
+  pr.b = b;
+  pr.box = p->box;
+  pr.weighted = p->weights;
+  const int ways = given_bucket_width(p) + given_r_max(p) + given_edges(p) + given_log_bins(p) +
+                   p->has_within;
+  if (ways == 0)
+    return histd_fail(msg, msglen, HISTD_EPARSE,
+                      "bucket_width is required (a positive number, in the points' distance "
+                      "units), or r_max and buckets, edges, log_bins, or within");
+  if (ways > 1)
+    return histd_fail(msg, msglen, HISTD_EPARSE,
+                      "give one way of binning: bucket_width, r_max with buckets, edges, "
+                      "log_bins, or within; got %d of them", ways);
+  if (p->buckets > 0 && (given_edges(p) || given_log_bins(p) || p->has_within))
+    return histd_fail(msg, msglen, HISTD_EPARSE,
+                      "buckets goes with bucket_width or r_max, not with %s",
+                      given_edges(p) ? "edges" : given_log_bins(p) ? "log_bins" : "within");
+  if (p->has_within) {
+    pr.statistic = HISTD_STAT_WITHIN;
+    pr.radius = p->within;
+  } else if (given_bucket_width(p)) {
+    pr.bins = (histd_bins){HISTD_BINS_WIDTH, p->buckets, p->bucket_width, NULL};
+  } else if (given_r_max(p)) {
+    if (p->buckets == 0)
+      return histd_fail(msg, msglen, HISTD_EPARSE, "r_max needs buckets (width = r_max / buckets)");
+    pr.bins = (histd_bins){HISTD_BINS_WIDTH, p->buckets, p->r_max / p->buckets, NULL};
+  } else if (given_edges(p)) {
+    pr.bins = (histd_bins){HISTD_BINS_EDGES, p->edge_count - 1, 0, p->edges};
+  } else {
+    uint32_t k = (uint32_t)p->log_bins[2];
+    double *e = malloc(((size_t)k + 1) * sizeof *e);
+    if (e == NULL)
+      return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u edges", k + 1);
+    int rc = histd_log_edges(p->log_bins[0], p->log_bins[1], k, e, msg, msglen);
+    if (rc != 0) {
+      free(e);
+      return rc;
+    }
+    pr.bins = (histd_bins){HISTD_BINS_EDGES, k, 0, e};
+    *edges = e;
+  }
+  int rc = histd_problem_validate(&pr, msg, msglen);
+  if (rc != 0) {
+    free(*edges);
+    *edges = NULL;
+    return rc;
+  }
+  *out = pr;
+  return 0;
+}
