@@ -119,6 +119,12 @@ int histd_worker_run(histd_worker *w, const histd_problem *p_in, const histd_exe
 
 int histd_run(const histd_problem *p, const histd_exec *ex, const histd_control *ctl,
               histd_result *res, char *msg, size_t msglen) {
+  memset(res, 0, sizeof *res);
+  int rc = histd_problem_validate(p, msg, msglen); /* before looking for a GPU */
+  if (rc == 0)
+    rc = histd_exec_validate(ex, p, msg, msglen);
+  if (rc != 0)
+    return rc;
   const histd_kernel *k = histd_kernel_find(ex->kernel);
   int device = -1;
   if (k != NULL && k->engine == HISTD_ENGINE_CUDA) {
@@ -135,7 +141,7 @@ int histd_run(const histd_problem *p, const histd_exec *ex, const histd_control 
       device++;
   }
   histd_worker *w;
-  int rc = histd_worker_create(&w, device, msg, msglen);
+  rc = histd_worker_create(&w, device, msg, msglen);
   if (rc != 0)
     return rc;
   rc = histd_worker_run(w, p, ex, ctl, res, msg, msglen);

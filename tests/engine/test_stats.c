@@ -1,0 +1,432 @@
+/*
+ * test_stats.c -- the statistics family on every CPU kernel, against
+ * definitions written here, independently of the engine:
+ *
+ *   - periodic boxes: the true minimum image, found by trying every image
+ *     within two cells (not the engine's nearbyint rule), on random points
+ *     in orthorhombic and triclinic boxes, self and A x B;
+ *   - a simple cubic lattice, whose shell counts are known in closed form
+ *     (3N pairs at a, 6N at a*sqrt(2), 4N at a*sqrt(3), 3N at 2a);
+ *   - unwrapped coordinates (shifted by whole box vectors) give the same
+ *     counts as wrapped ones;
+ *   - explicit and log edges with distances exactly on edges;
+ *   - within R, and R = 0 (collisions) on sets with many duplicates;
+ *   - weights against a brute force in long double, to 1e-12 of the sum of
+ *     |w_i w_j| in each bin, for several thread counts;
+ *   - A x B with A = B; the r_max limit and other refusals.
+ */
+#include <math.h>
+
+#include "../check.h"
+#include "histd/histd.h"
+
+static uint64_t seed = 12345;
+static double rnd(void) { /* splitmix64 -> [0, 1) */
+  uint64_t z = (seed += 0x9E3779B97F4A7C15u);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+  return (double)((z ^ (z >> 31)) >> 11) * 0x1p-53;
+}
+
+static histd_dataset points(size_t n, double lx, double ly, double lz, bool weights) {
+  histd_dataset ds;
+  histd_dataset_alloc(&ds, n, NULL, 0);
+  if (weights)
+    histd_dataset_alloc_weights(&ds, NULL, 0);
+  for (size_t i = 0; i < n; i++) {
+    ds.x[i] = rnd() * lx;
+    ds.y[i] = rnd() * ly;
+    ds.z[i] = rnd() * lz;
+    if (weights)
+      ds.w[i] = rnd() * 4 - 1;
+  }
+  histd_dataset_finish(&ds, NULL, 0);
+  return ds;
+}
+
+/* ---- the definitions ------------------------------------------------------ */
+
+/* The shortest image of (dx, dy, dz) over every lattice vector i a + j b + k c
+ * with |i|, |j|, |k| <= 2 (a, b, c the box's vectors; none for open space). */
+static double true_distance(const histd_box *b, double dx, double dy, double dz) {
+  if (b->kind == HISTD_BOX_NONE)
+    return sqrt((dx * dx + dy * dy) + dz * dz);
+  double best = INFINITY;
+  for (int i = -2; i <= 2; i++)
+    for (int j = -2; j <= 2; j++)
+      for (int k = -2; k <= 2; k++) {
+        double x = dx + i * b->ax + j * b->bx + k * b->cx;
+        double y = dy + j * b->by + k * b->cy;
+        double z = dz + k * b->cz;
+        double d = sqrt((x * x + y * y) + z * z);
+        best = d < best ? d : best;
+      }
+  return best;
+}
+
+typedef struct want {
+  uint64_t counts[256], below, over;
+  long double sum[256], abs[256];
+} want;
+
+static void count(want *h, const histd_bins *bins, double d, long double w) {
+  int k;
+  if (bins->kind == HISTD_BINS_WIDTH) {
+    double q = floor(d / bins->width);
+    k = q < bins->count ? (int)q : -2;
+  } else if (d < bins->edges[0]) {
+    k = -1;
+  } else {
+    k = -2;
+    for (uint32_t e = 0; e < bins->count; e++)
+      if (bins->edges[e] <= d && d < bins->edges[e + 1])
+        k = (int)e;
+  }
+  if (k == -1)
+    h->below++;
+  else if (k == -2)
+    h->over++;
+  else {
+    h->counts[k]++;
+    h->sum[k] += w;
+    h->abs[k] += fabsl(w);
+  }
+}
+
+static void definition(const histd_problem *p, want *h) {
+  memset(h, 0, sizeof *h);
+  const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
+  for (size_t i = 0; i < a->n; i++)
+    for (size_t j = p->b ? 0 : i + 1; j < b->n; j++) {
+      double d = true_distance(&p->box, a->x[i] - b->x[j], a->y[i] - b->y[j], a->z[i] - b->z[j]);
+      long double w = p->weighted ? (long double)a->w[i] * (long double)b->w[j] : 0;
+      count(h, &p->bins, d, w);
+    }
+}
+
+/* ---- running and comparing -------------------------------------------------------- */
+
+static void compare(const histd_problem *p, const char *what) {
+  want h;
+  definition(p, &h);
+  static const char *const kernels[] = {"cpu-reference", "cpu", "auto"};
+  static const uint32_t threads[] = {1, 1, 3};
+  for (int k = 0; k < 3; k++) {
+    histd_exec ex;
+    histd_exec_init(&ex);
+    snprintf(ex.kernel, sizeof ex.kernel, "%s", kernels[k]);
+    ex.threads = threads[k];
+    histd_result r;
+    char msg[256] = "";
+    int rc = histd_run(p, &ex, NULL, &r, msg, sizeof msg);
+    CHECK(rc == 0, "%s, %s: %s", what, kernels[k], msg);
+    if (rc != 0)
+      continue;
+    uint64_t sum = r.below + r.overflow;
+    int bad = 0;
+    for (uint32_t b = 0; b < r.bins.count; b++) {
+      sum += r.counts[b];
+      if (r.counts[b] != h.counts[b] && bad++ < 3)
+        CHECK(0, "%s, %s: bin %u has %" PRIu64 ", want %" PRIu64, what, kernels[k], b,
+              r.counts[b], h.counts[b]);
+      if (p->weighted) {
+        long double err = fabsl((long double)r.weighted[b] - h.sum[b]);
+        CHECK(err <= 1e-12L * h.abs[b] + 1e-300L, "%s, %s: bin %u weighted %.17g, want %.17Lg",
+              what, kernels[k], b, r.weighted[b], h.sum[b]);
+      }
+    }
+    CHECK_EQ_U64(r.below, h.below, what);
+    CHECK_EQ_U64(r.overflow, h.over, what);
+    CHECK_EQ_U64(sum, r.total, "counts + below + overflow = pairs");
+    CHECK_EQ_U64(r.total, histd_problem_pairs(p), "total = the number of pairs");
+    histd_result_free(&r);
+  }
+}
+
+static histd_problem problem(const histd_dataset *a, const histd_dataset *b, histd_box box,
+                             histd_bins bins) {
+  histd_problem p;
+  memset(&p, 0, sizeof p);
+  p.a = a;
+  p.b = b;
+  p.box = box;
+  p.bins = bins;
+  return p;
+}
+
+static const histd_box OPEN = {HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0};
+
+static void test_periodic_random(void) {
+  const histd_box ortho = {HISTD_BOX_ORTHO, 10, 0, 12, 0, 0, 9};
+  const histd_box tri = {HISTD_BOX_TRICLINIC, 10, 2.5, 11, -1.5, 3, 9.5};
+  histd_dataset a = points(300, 10, 12, 9, false), b = points(200, 10, 12, 9, false);
+  const histd_box *boxes[2] = {&ortho, &tri};
+  for (int i = 0; i < 2; i++) {
+    double half = histd_box_half_width(boxes[i]);
+    histd_bins bins = {HISTD_BINS_WIDTH, 40, half / 40, NULL};
+    histd_problem p = problem(&a, NULL, *boxes[i], bins);
+    compare(&p, i ? "triclinic self" : "orthorhombic self");
+    p.b = &b;
+    compare(&p, i ? "triclinic A x B" : "orthorhombic A x B");
+  }
+  histd_dataset_free(&a);
+  histd_dataset_free(&b);
+}
+
+/* Simple cubic lattice, spacing 1, 6 x 6 x 6 in a periodic cube of 6:
+ * each atom has 6 neighbours at 1, 12 at sqrt 2, 8 at sqrt 3, 6 at 2. */
+static void test_lattice_shells(void) {
+  const int m = 6;
+  histd_dataset ds;
+  histd_dataset_alloc(&ds, (size_t)m * m * m, NULL, 0);
+  size_t n = 0;
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < m; j++)
+      for (int k = 0; k < m; k++, n++) {
+        ds.x[n] = i;
+        ds.y[n] = j;
+        ds.z[n] = k;
+      }
+  histd_dataset_finish(&ds, NULL, 0);
+  const double edges[] = {0.5, 1.2, 1.5, 1.8, 2.1};
+  histd_box box = {HISTD_BOX_ORTHO, m, 0, m, 0, 0, m};
+  histd_problem p = problem(&ds, NULL, box, (histd_bins){HISTD_BINS_EDGES, 4, 0, edges});
+  histd_exec ex;
+  histd_exec_init(&ex);
+  histd_result r;
+  char msg[256] = "";
+  CHECK(histd_run(&p, &ex, NULL, &r, msg, sizeof msg) == 0, "%s", msg);
+  const uint64_t want[4] = {3 * n, 6 * n, 4 * n, 3 * n};
+  for (int b = 0; b < 4; b++)
+    CHECK_EQ_U64(r.counts[b], want[b], "simple cubic shell");
+  /* g(r) of a shell: counts / (P V_k / V) */
+  uint64_t cum = 0;
+  double g, coord;
+  histd_result_rdf_bin(&r, 0, &cum, &g, &coord);
+  double shell = 4.0 / 3.0 * M_PI * (1.2 * 1.2 * 1.2 - 0.5 * 0.5 * 0.5);
+  double expect = (double)(3 * n) / ((double)n * (n - 1) / 2 * shell / (m * m * m));
+  CHECK(fabs(g - expect) <= 1e-12 * expect, "g of the first shell %.17g, want %.17g", g, expect);
+  CHECK(fabs(coord - 6) < 1e-12, "coordination to the first shell: 6, got %g", coord);
+  histd_result_free(&r);
+  histd_dataset_free(&ds);
+}
+
+/* Coordinates on a 2^-20 grid in a box of 8: adding whole box lengths is
+ * exact, and the counts must not change. */
+static void test_unwrapped(void) {
+  histd_dataset a = points(250, 8, 8, 8, false), u;
+  histd_dataset_alloc(&u, a.n, NULL, 0);
+  for (size_t i = 0; i < a.n; i++) {
+    a.x[i] = floor(a.x[i] * 0x1p20) * 0x1p-20;
+    a.y[i] = floor(a.y[i] * 0x1p20) * 0x1p-20;
+    a.z[i] = floor(a.z[i] * 0x1p20) * 0x1p-20;
+    u.x[i] = a.x[i] + 8 * (double)((int)(i % 5) - 2);
+    u.y[i] = a.y[i] - 16 * (double)(i % 3);
+    u.z[i] = a.z[i] + 24 * (double)(i % 2);
+  }
+  histd_dataset_finish(&a, NULL, 0);
+  histd_dataset_finish(&u, NULL, 0);
+  histd_box box = {HISTD_BOX_ORTHO, 8, 0, 8, 0, 0, 8};
+  histd_bins bins = {HISTD_BINS_WIDTH, 64, 4.0 / 64, NULL};
+  histd_problem pa = problem(&a, NULL, box, bins), pu = problem(&u, NULL, box, bins);
+  compare(&pa, "wrapped coordinates");
+  histd_exec ex;
+  histd_exec_init(&ex);
+  histd_result ra, ru;
+  CHECK(histd_run(&pa, &ex, NULL, &ra, NULL, 0) == 0 && histd_run(&pu, &ex, NULL, &ru, NULL, 0) == 0,
+        "runs");
+  CHECK(memcmp(ra.counts, ru.counts, 64 * sizeof *ra.counts) == 0 && ra.overflow == ru.overflow,
+        "wrapped and unwrapped coordinates give identical counts");
+  histd_result_free(&ra);
+  histd_result_free(&ru);
+  histd_dataset_free(&a);
+  histd_dataset_free(&u);
+}
+
+/* An integer lattice (open space): distances 1, 2, 3, sqrt 5, ... land
+ * exactly on integer edges; log edges too. */
+static void test_edges(void) {
+  histd_dataset ds;
+  histd_dataset_alloc(&ds, 64, NULL, 0);
+  for (int i = 0; i < 64; i++) {
+    ds.x[i] = i % 4;
+    ds.y[i] = (i / 4) % 4;
+    ds.z[i] = i / 16;
+  }
+  histd_dataset_finish(&ds, NULL, 0);
+  const double edges[] = {1, 2, 3, 4};
+  histd_problem p = problem(&ds, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 3, 0, edges});
+  compare(&p, "integer edges on an integer lattice");
+  double log_edges[13];
+  char msg[256];
+  CHECK(histd_log_edges(1, 4, 12, log_edges, msg, sizeof msg) == 0, "%s", msg);
+  CHECK(log_edges[0] == 1 && log_edges[12] == 4 && log_edges[6] > 1.99 && log_edges[6] < 2.01,
+        "log edges from 1 to 4: E6 ~ 2");
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 12, 0, log_edges};
+  compare(&p, "log edges");
+  CHECK(histd_log_edges(1, 1, 3, log_edges, msg, sizeof msg) < 0, "r_min = r_max refused");
+  CHECK_STR_CONTAINS(msg, "r_min < r_max");
+  histd_dataset_free(&ds);
+}
+
+static void test_within(void) {
+  /* many duplicates: 400 points drawn from 40 distinct ones, in a box */
+  histd_dataset pool = points(40, 5, 5, 5, false), ds, b;
+  histd_dataset_alloc(&ds, 400, NULL, 0);
+  histd_dataset_alloc(&b, 150, NULL, 0);
+  for (size_t i = 0; i < 400; i++) {
+    size_t k = (size_t)(rnd() * 40);
+    ds.x[i] = pool.x[k], ds.y[i] = pool.y[k], ds.z[i] = k % 7 ? pool.z[k] : -0.0 * pool.z[k];
+    if (i < 150)
+      b.x[i] = pool.x[(k * 7) % 40], b.y[i] = pool.y[(k * 7) % 40], b.z[i] = pool.z[(k * 7) % 40];
+  }
+  histd_dataset_finish(&ds, NULL, 0);
+  histd_dataset_finish(&b, NULL, 0);
+  for (int cross = 0; cross < 2; cross++)
+    for (int r = 0; r < 3; r++) {
+      const double radius = r == 0 ? 0 : r == 1 ? 1.0 : 2.5;
+      histd_problem p = problem(&ds, cross ? &b : NULL, OPEN, (histd_bins){0, 0, 0, NULL});
+      p.statistic = HISTD_STAT_WITHIN;
+      p.radius = radius;
+      uint64_t want = 0;
+      const histd_dataset *o = cross ? &b : &ds;
+      for (size_t i = 0; i < ds.n; i++)
+        for (size_t j = cross ? 0 : i + 1; j < o->n; j++) {
+          double dx = ds.x[i] - o->x[j], dy = ds.y[i] - o->y[j], dz = ds.z[i] - o->z[j];
+          bool in = radius == 0 ? (ds.x[i] == o->x[j] && ds.y[i] == o->y[j] && ds.z[i] == o->z[j])
+                                : sqrt((dx * dx + dy * dy) + dz * dz) <= radius;
+          want += in;
+        }
+      CHECK(want > 0, "the set has pairs within %g", radius);
+      static const char *const kernels[] = {"cpu-reference", "cpu"};
+      for (int k = 0; k < 2; k++) {
+        histd_exec ex;
+        histd_exec_init(&ex);
+        snprintf(ex.kernel, sizeof ex.kernel, "%s", kernels[k]);
+        histd_result res;
+        char msg[256] = "";
+        CHECK(histd_run(&p, &ex, NULL, &res, msg, sizeof msg) == 0, "%s", msg);
+        CHECK(res.within == want, "%s within %g (%s): %" PRIu64 ", want %" PRIu64, kernels[k],
+              radius, cross ? "A x B" : "self", res.within, want);
+        CHECK_EQ_U64(res.within + res.overflow, res.total, "within + beyond = pairs");
+        histd_result_free(&res);
+      }
+    }
+  histd_dataset_free(&pool);
+  histd_dataset_free(&ds);
+  histd_dataset_free(&b);
+}
+
+static void test_weights(void) {
+  histd_dataset a = points(500, 30, 30, 30, true), b = points(300, 30, 30, 30, true);
+  double edges[21];
+  histd_log_edges(0.5, 40, 20, edges, NULL, 0);
+  histd_problem p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 20, 0, edges});
+  p.weighted = true;
+  compare(&p, "weighted self, log edges");
+  p.b = &b;
+  compare(&p, "weighted A x B, log edges");
+  histd_box box = {HISTD_BOX_ORTHO, 30, 0, 30, 0, 0, 30};
+  p.box = box;
+  p.bins = (histd_bins){HISTD_BINS_WIDTH, 30, 0.5, NULL};
+  compare(&p, "weighted A x B, periodic");
+  /* within 0 with weights: the pairs of equal points */
+  histd_dataset d;
+  histd_dataset_alloc(&d, 6, NULL, 0);
+  histd_dataset_alloc_weights(&d, NULL, 0);
+  for (int i = 0; i < 6; i++) {
+    d.x[i] = d.y[i] = d.z[i] = i % 2;
+    d.w[i] = i + 1;
+  }
+  histd_dataset_finish(&d, NULL, 0);
+  histd_problem q = problem(&d, NULL, OPEN, (histd_bins){0, 0, 0, NULL});
+  q.statistic = HISTD_STAT_WITHIN;
+  q.weighted = true;
+  histd_exec ex;
+  histd_exec_init(&ex);
+  histd_result r;
+  CHECK(histd_run(&q, &ex, NULL, &r, NULL, 0) == 0, "weighted collisions");
+  /* groups {1,3,5} and {2,4,6}: 1*3+1*5+3*5 + 2*4+2*6+4*6 = 23 + 44 */
+  CHECK(r.within == 6 && r.weighted[0] == 67, "weighted collisions: %" PRIu64 " pairs, %g",
+        r.within, r.weighted[0]);
+  histd_result_free(&r);
+  histd_dataset_free(&d);
+  histd_dataset_free(&a);
+  histd_dataset_free(&b);
+}
+
+/* A x B with B = A: n^2 pairs, each i-j pair twice and n zero distances. */
+static void test_cross_self(void) {
+  histd_dataset a = points(200, 100, 100, 100, false);
+  histd_bins bins = {HISTD_BINS_WIDTH, 20, 10, NULL};
+  histd_problem self = problem(&a, NULL, OPEN, bins), cross = problem(&a, &a, OPEN, bins);
+  compare(&cross, "A x A");
+  histd_exec ex;
+  histd_exec_init(&ex);
+  histd_result rs, rc;
+  CHECK(histd_run(&self, &ex, NULL, &rs, NULL, 0) == 0 && histd_run(&cross, &ex, NULL, &rc, NULL, 0) == 0,
+        "runs");
+  CHECK_EQ_U64(rc.total, 200 * 200, "A x A has n^2 pairs");
+  for (uint32_t k = 0; k < 20; k++)
+    CHECK_EQ_U64(rc.counts[k], 2 * rs.counts[k] + (k == 0 ? 200 : 0), "A x A = 2 self + n zeros");
+  histd_result_free(&rs);
+  histd_result_free(&rc);
+  histd_dataset_free(&a);
+}
+
+static void expect_refused(const histd_problem *p, const char *kernel, const char *needle) {
+  histd_exec ex;
+  histd_exec_init(&ex);
+  snprintf(ex.kernel, sizeof ex.kernel, "%s", kernel);
+  histd_result r;
+  char msg[256] = "";
+  CHECK(histd_run(p, &ex, NULL, &r, msg, sizeof msg) < 0, "refused: %s", needle);
+  CHECK_STR_CONTAINS(msg, needle);
+}
+
+static void test_refusals(void) {
+  histd_dataset a = points(10, 10, 10, 10, false);
+  histd_box box = {HISTD_BOX_ORTHO, 10, 0, 12, 0, 0, 9};
+  histd_problem p = problem(&a, NULL, box, (histd_bins){HISTD_BINS_WIDTH, 10, 0.5, NULL});
+  expect_refused(&p, "cpu", "exceeds half the periodic box's shortest perpendicular width, 4.5");
+  p.bins.count = 9; /* r_max = 4.5, exactly half: allowed */
+  histd_exec ex;
+  histd_exec_init(&ex);
+  histd_result r;
+  CHECK(histd_run(&p, &ex, NULL, &r, NULL, 0) == 0, "r_max = half the box is allowed");
+  histd_result_free(&r);
+  p.box.bx = 9; /* a strong tilt narrows the box */
+  p.box.kind = HISTD_BOX_TRICLINIC;
+  expect_refused(&p, "cpu", "exceeds half");
+  p.box = box;
+  p.box.ax = -1;
+  expect_refused(&p, "cpu", "x length must be a finite number > 0");
+  p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 10, 1, NULL});
+  p.weighted = true;
+  expect_refused(&p, "cpu", "the points (A) carry none");
+  const double bad[] = {0, 2, 2};
+  p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 2, 0, bad});
+  expect_refused(&p, "cpu", "edges must ascend strictly");
+  p = problem(&a, NULL, box, (histd_bins){HISTD_BINS_WIDTH, 4, 1, NULL});
+  int gpu = -1;
+  for (size_t i = 0; i < histd_kernel_count(); i++)
+    if (histd_kernel_at(i)->engine == HISTD_ENGINE_CUDA && gpu < 0)
+      gpu = (int)i;
+  CHECK(gpu >= 0, "the GPU kernels are in the registry, CUDA or not");
+  if (gpu >= 0)
+    expect_refused(&p, histd_kernel_at((size_t)gpu)->name,
+                   "cannot compute periodic boxes; kernels that can: auto, cpu-reference, cpu");
+  histd_dataset_free(&a);
+}
+
+int main(void) {
+  test_periodic_random();
+  test_lattice_shells();
+  test_unwrapped();
+  test_edges();
+  test_within();
+  test_weights();
+  test_cross_self();
+  test_refusals();
+  return check_finish("test_stats");
+}
