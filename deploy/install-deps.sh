@@ -6,7 +6,7 @@ pkgs=(meson ninja-build pkg-config gcc libc6-dev
       libcjson-dev libuv1-dev libmicrohttpd-dev libsqlite3-dev libssl-dev)
 if [ "${1:-}" = "--test" ]; then
   pkgs+=(clang libclang-rt-14-dev curl libcurl4-openssl-dev python3 python3-yaml
-         python3-jsonschema chromium chromium-driver)
+         python3-jsonschema python3-numpy jq chromium chromium-driver)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -26,8 +26,10 @@
  * compares with api/openapi.yaml) all read it.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -440,10 +442,73 @@ static void on_panic(void *cls, const char *file, unsigned int line, const char 
   abort();
 }
 
+/* libmicrohttpd's own error log. While MHD_start_daemon runs, its messages
+ * are kept (the last one) rather than printed, so that a failed start says
+ * one thing, in http_start's words; afterwards they go to stderr. */
+static pthread_mutex_t start_log_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool start_log_keep;
+static char start_log_last[256];
+
 static void on_log(void *cls, const char *fmt, va_list ap) {
   (void)cls;
-  fputs("histd: http: ", stderr);
-  vfprintf(stderr, fmt, ap);
+  pthread_mutex_lock(&start_log_lock);
+  if (start_log_keep) {
+    vsnprintf(start_log_last, sizeof start_log_last, fmt, ap);
+    size_t n = strlen(start_log_last);
+    while (n > 0 && (start_log_last[n - 1] == '\n' || start_log_last[n - 1] == '.'))
+      start_log_last[--n] = '\0';
+  } else {
+    fputs("histd: http: ", stderr);
+    vfprintf(stderr, fmt, ap);
+  }
+  pthread_mutex_unlock(&start_log_lock);
+}
+
+static void start_log(bool keep) {
+  pthread_mutex_lock(&start_log_lock);
+  start_log_keep = keep;
+  if (keep)
+    start_log_last[0] = '\0';
+  pthread_mutex_unlock(&start_log_lock);
+}
+
+/* Binds and listens on the address itself (rather than leaving it to
+ * libmicrohttpd, whose message on failure names "port 0" when the address
+ * comes by MHD_OPTION_SOCK_ADDR), so that a failure can say which address
+ * and why, in one sentence. The same socket options as libmicrohttpd's:
+ * SO_REUSEADDR, IPv6 only on an IPv6 address. Returns the socket, or -1
+ * with the reason in msg. */
+static int listen_on(const struct addrinfo *ai, const char *where, char *msg, size_t msglen) {
+  int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+  if (fd < 0) {
+    histd_fail(msg, msglen, HISTD_EIO, "cannot listen on %s: cannot make a socket: %s", where,
+               strerror(errno));
+    return -1;
+  }
+  int on = 1;
+  (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  if (ai->ai_family == AF_INET6)
+    (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+  if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0)
+    return fd;
+  int err = errno;
+  close(fd);
+  const char *why;
+  switch (err) {
+  case EADDRINUSE:
+    why = "the port is already in use by another process (choose another with --listen)";
+    break;
+  case EADDRNOTAVAIL:
+    why = "that is not an address of this host";
+    break;
+  case EACCES:
+    why = "permission denied (ports below 1024 need root or CAP_NET_BIND_SERVICE)";
+    break;
+  default:
+    why = strerror(err);
+  }
+  histd_fail(msg, msglen, HISTD_EIO, "cannot listen on %s: %s", where, why);
+  return -1;
 }
 
 int http_start(service *svc, char *msg, size_t msglen) {
@@ -469,27 +534,38 @@ int http_start(service *svc, char *msg, size_t msglen) {
                    MHD_USE_ERROR_LOG;
   if (ai->ai_family == AF_INET6)
     flags |= MHD_USE_IPv6;
+  bool v6 = strchr(cfg->listen_host, ':') != NULL;
+  char where[sizeof cfg->listen_host + 16];
+  snprintf(where, sizeof where, "%s%s%s:%u", v6 ? "[" : "", cfg->listen_host, v6 ? "]" : "",
+           cfg->listen_port);
+  int fd = listen_on(ai, where, msg, msglen);
+  freeaddrinfo(ai);
+  if (fd < 0)
+    return -1;
   MHD_set_panic_func(on_panic, NULL);
+  start_log(true);
   svc->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, svc,
       MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL,
-      MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+      MHD_OPTION_LISTEN_SOCKET, fd,
       MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
       MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout,
       MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit,
       MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->per_ip_connection_limit,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->connection_memory_limit,
-      MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, svc,
       MHD_OPTION_END);
-  freeaddrinfo(ai);
-  if (svc->mhd == NULL)
-    return histd_fail(msg, msglen, HISTD_EIO,
-                      "cannot listen on %s:%u (in use, or not an address of this host?)",
-                      cfg->listen_host, cfg->listen_port);
+  if (svc->mhd == NULL) {
+    /* fd is left open: whether libmicrohttpd closed it on its way out is not
+     * said, and the process is about to exit. */
+    histd_fail(msg, msglen, HISTD_EIO, "cannot start the HTTP server on %s: %s", where,
+               start_log_last[0] ? start_log_last : "libmicrohttpd gave no reason");
+    start_log(false);
+    return -1;
+  }
+  start_log(false);
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(svc->mhd, MHD_DAEMON_INFO_BIND_PORT);
   unsigned bound = info ? info->port : cfg->listen_port;
-  bool v6 = strchr(cfg->listen_host, ':') != NULL;
   printf("histd: listening on http://%s%s%s:%u\n", v6 ? "[" : "", cfg->listen_host,
          v6 ? "]" : "", bound);
   fflush(stdout);

@@ -98,6 +98,16 @@ static void on_expire(uv_timer_t *t) {
 
 static void close_cb(uv_handle_t *h) { (void)h; }
 
+/* A start that fails after the loop is made: the handles made so far (the
+ * signals and the wake-up; not yet the timers) and the loop itself. */
+static void close_loop_early(loop_state *ls) {
+  uv_close((uv_handle_t *)&ls->sigint, close_cb);
+  uv_close((uv_handle_t *)&ls->sigterm, close_cb);
+  uv_close((uv_handle_t *)&ls->wake, close_cb);
+  uv_run(&ls->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&ls->loop);
+}
+
 static void on_signal(uv_signal_t *h, int signum) {
   loop_state *ls = h->data;
   if (++ls->signals > 1) {
@@ -168,6 +178,9 @@ int main(int argc, char **argv) {
     sync_pool_destroy(svc.sync);
     jobs_stop(svc.jobs);
     jobs_destroy(svc.jobs);
+    svc.loop_async = NULL;
+    close_loop_early(&ls);
+    dataset_cache_destroy(svc.cache);
     store_close(svc.store);
     return 1;
   }
