@@ -53,8 +53,21 @@
 #define HISTD_MUL(a, b) ((a) * (b))
 #define HISTD_DIV(a, b) ((a) / (b))
 #define HISTD_SQRT(a) sqrt(a)
-#define HISTD_RINT(a) nearbyint(a)
+#define HISTD_RINT(a) histd_rint(a)
 #define HISTD_FLOOR(a) floor(a)
+/* nearbyint in the default rounding mode, inline: adding and subtracting
+ * 1.5 * 2^52 rounds to the nearest integer, ties to even, exactly, for
+ * |x| < 2^51; larger doubles are integers already. (libm's nearbyint is a
+ * call on baseline x86-64.) It may return +0 where nearbyint gives -0,
+ * which no distance can tell: L * (+-0) subtracted from dx leaves dx's
+ * square unchanged. -ffp-contract=off and no fast-math keep both roundings. */
+static inline double histd_rint(double x) {
+  const double magic = 0x1.8p52;
+  if (!(__builtin_fabs(x) < 0x1p51))
+    return x;
+  double t = x + magic;
+  return t - magic;
+}
 #endif
 
 #define HISTD_BIN_BELOW 0xFFFFFFFEu

@@ -1,0 +1,159 @@
+/*
+ * bench_stats.c -- what the statistics family costs the "cpu" kernel, in
+ * the same run as the plain histogram of as many pairs (the 1.5x target of
+ * the statistics issue) and as "cpu-reference".
+ *
+ *   bench_stats [--runs R] [--ref-runs K] [--scale F]
+ *
+ * S1  periodic g(r): 32,000 points uniform in a cube of side 34 (a liquid's
+ *     density), r_max = L/2, 200 bins; baseline: the plain histogram of the
+ *     same points (open space, 200 bins of the same width)
+ * S2  A x B, weighted, 80 log bins from 0.1 to 23000: 200,000 x 200,000
+ *     points in the 23,000 cube (times --scale, default 0.1: 20,000 x 20,000
+ *     on a 2-core machine); baseline: the plain self histogram of
+ *     sqrt(2) n_a points (the same number of pairs), 80 bins of 500
+ * Medians of R runs (default 3) of kernel time; cpu-reference K runs
+ * (default 1, on S1 only; 0 skips it). Prints the CPU, the load, pairs/s
+ * and the ratios.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "histd/histd.h"
+
+static uint64_t rng_state = 0x5EED2026ull;
+static double rnd(void) {
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return (double)((rng_state * 2685821657736338717ull) >> 11) * 0x1p-53;
+}
+
+static histd_dataset cube(size_t n, double side, bool weights) {
+  histd_dataset ds;
+  histd_dataset_alloc(&ds, n, NULL, 0);
+  if (weights)
+    histd_dataset_alloc_weights(&ds, NULL, 0);
+  for (size_t i = 0; i < n; i++) {
+    ds.x[i] = rnd() * side;
+    ds.y[i] = rnd() * side;
+    ds.z[i] = rnd() * side;
+    if (weights)
+      ds.w[i] = 0.5 + rnd();
+  }
+  histd_dataset_finish(&ds, NULL, 0);
+  return ds;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median kernel ms of `runs` runs. */
+static double timed(const histd_problem *p, const char *kernel, int runs) {
+  double t[64];
+  histd_exec ex;
+  histd_exec_init(&ex);
+  snprintf(ex.kernel, sizeof ex.kernel, "%s", kernel);
+  for (int r = 0; r < runs; r++) {
+    histd_result res;
+    char msg[256];
+    if (histd_run(p, &ex, NULL, &res, msg, sizeof msg) != 0) {
+      fprintf(stderr, "%s: %s\n", kernel, msg);
+      exit(1);
+    }
+    t[r] = res.timing.kernel_ms;
+    histd_result_free(&res);
+  }
+  qsort(t, (size_t)runs, sizeof *t, cmp);
+  return runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]);
+}
+
+static void report(const char *label, const char *what, double ms, uint64_t pairs) {
+  char load[64] = "?";
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f != NULL && fgets(load, sizeof load, f))
+    load[strcspn(load, "\n")] = 0;
+  if (f)
+    fclose(f);
+  printf("%-3s %-34s median %9.1f ms  %.3e pairs/s  load: %s\n", label, what, ms,
+         (double)pairs / (ms / 1e3), load);
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  int runs = 3, ref_runs = 1;
+  double scale = 0.1;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+      runs = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--ref-runs") == 0 && i + 1 < argc)
+      ref_runs = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc)
+      scale = atof(argv[++i]);
+    else {
+      fprintf(stderr, "usage: %s [--runs R] [--ref-runs K] [--scale F]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (runs < 1 || runs > 64 || ref_runs < 0 || ref_runs > 64 || !(scale > 0 && scale <= 1)) {
+    fprintf(stderr, "runs 1..64, ref-runs 0..64, scale in (0, 1]\n");
+    return 2;
+  }
+  printf("cores: %u\n", histd_cpu_count());
+
+  /* S1: periodic g(r) against the plain histogram of the same points */
+  const double side = 34;
+  histd_dataset liquid = cube(32000, side, false);
+  histd_problem rdf;
+  memset(&rdf, 0, sizeof rdf);
+  rdf.a = &liquid;
+  rdf.box = (histd_box){HISTD_BOX_ORTHO, side, 0, side, 0, 0, side};
+  rdf.bins = (histd_bins){HISTD_BINS_WIDTH, 200, side / 2 / 200, NULL};
+  histd_problem plain = rdf;
+  plain.box.kind = HISTD_BOX_NONE;
+  plain.box = (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0};
+  const uint64_t p1 = histd_problem_pairs(&rdf);
+  double t_rdf = timed(&rdf, "cpu", runs), t_plain1 = timed(&plain, "cpu", runs);
+  report("S1", "cpu, periodic g(r)", t_rdf, p1);
+  report("S1", "cpu, plain histogram (baseline)", t_plain1, p1);
+  if (ref_runs > 0) {
+    double t_ref = timed(&rdf, "cpu-reference", ref_runs);
+    report("S1", "cpu-reference, periodic g(r)", t_ref, p1);
+    printf("S1  cpu / cpu-reference: %.2fx faster\n", t_ref / t_rdf);
+  }
+  printf("S1  periodic g(r) costs %.2fx the plain histogram (target <= 1.5x)\n", t_rdf / t_plain1);
+  histd_dataset_free(&liquid);
+
+  /* S2: weighted A x B in log bins against a plain self histogram of as
+   * many pairs */
+  const size_t na = (size_t)(200000 * scale);
+  histd_dataset a = cube(na, 23000, true), b = cube(na, 23000, true);
+  double edges[81];
+  histd_log_edges(0.1, 23000, 80, edges, NULL, 0);
+  histd_problem dr;
+  memset(&dr, 0, sizeof dr);
+  dr.a = &a;
+  dr.b = &b;
+  dr.bins = (histd_bins){HISTD_BINS_EDGES, 80, 0, edges};
+  dr.weighted = true;
+  histd_dataset self = cube((size_t)(na * sqrt(2.0)) + 1, 23000, false);
+  histd_problem base;
+  memset(&base, 0, sizeof base);
+  base.a = &self;
+  base.bins = (histd_bins){HISTD_BINS_WIDTH, 80, 500, NULL};
+  double t_dr = timed(&dr, "cpu", runs), t_base = timed(&base, "cpu", runs);
+  report("S2", "cpu, A x B weighted, 80 log bins", t_dr, histd_problem_pairs(&dr));
+  report("S2", "cpu, plain self histogram (baseline)", t_base, histd_problem_pairs(&base));
+  double per_dr = t_dr / (double)histd_problem_pairs(&dr);
+  double per_base = t_base / (double)histd_problem_pairs(&base);
+  printf("S2  (%zu x %zu) weighted A x B costs %.2fx the plain histogram per pair (target <= 1.5x)\n",
+         na, na, per_dr / per_base);
+  histd_dataset_free(&a);
+  histd_dataset_free(&b);
+  histd_dataset_free(&self);
+  return 0;
+}
