@@ -60,6 +60,9 @@ static const setting settings[] = {
      "origins allowed by CORS: comma-separated list, or * (default: none)"},
     {"token", "HISTD_TOKEN", K_STR, F(token),
      "when set, the API needs 'Authorization: Bearer TOKEN' (not /healthz)"},
+    {"allowed-hosts", "HISTD_ALLOWED_HOSTS", K_STR, F(allowed_hosts),
+     "more names the Host header may carry, comma-separated, beside loopback names and "
+     "the --listen host (* = any; default: none)"},
     {"static-dir", "HISTD_STATIC_DIR", K_STR, F(static_dir),
      "the dashboard's files, served at / (default: the installed copy)"},
     {"histogram-threads", "HISTD_HISTOGRAM_THREADS", K_INT, F(histogram_threads),

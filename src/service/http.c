@@ -155,6 +155,7 @@ typedef struct request_state {
   bool answered;
   bool body_too_big;
   bool early; /* answered at the headers; sent at the request's end */
+  bool close; /* answer with Connection: close (the framing could not be trusted) */
   double t0;         /* when the headers were in */
   size_t body_bytes; /* bytes of body received */
   size_t discarded;
@@ -194,6 +195,8 @@ static enum MHD_Result finish(request_state *st) {
   if (r->response == NULL)
     return MHD_NO;
   add_cors(r);
+  if (st->close)
+    response_add_header(r, "Connection", "close");
   enum MHD_Result rc = MHD_queue_response(r->conn, r->status, r->response);
   MHD_destroy_response(r->response);
   r->response = NULL;
@@ -237,13 +240,27 @@ static void preflight(request_state *st) {
   }
 }
 
-/* First call: route, method, auth, size. Returns true when answered. */
-static bool admit(request_state *st) {
+/* First call: framing, host, route, method, origin, auth, type, size. Returns true
+ * when answered. */
+static bool admit(request_state *st, const char *version) {
   request *r = &st->r;
   const char *id = NULL;
   size_t idlen = 0;
   bool path_known;
   const char *path = r->url;
+  const config *cfg = &r->svc->cfg;
+  unsigned status;
+  char msg[512];
+  if (guard_framing(r->conn, &status, msg, sizeof msg) != 0) {
+    st->close = true;
+    respond_problem(r, status, "%s", msg);
+    return true;
+  }
+  if (guard_host(cfg, request_header(r, "Host"), strcmp(version, "HTTP/1.0") != 0, &status,
+                 msg, sizeof msg) != 0) {
+    respond_problem(r, status, "%s", msg);
+    return true;
+  }
   st->route = find_route(r->method, path, &id, &idlen, &path_known, st->allow, sizeof st->allow);
   if (strcmp(r->method, "OPTIONS") == 0 && path_known) {
     preflight(st);
@@ -269,6 +286,11 @@ static bool admit(request_state *st) {
     st->id[idlen] = '\0';
     r->path_id = st->id;
   }
+  if (guard_origin(cfg, r->method, request_header(r, "Origin"), request_header(r, "Host"),
+                   &status, msg, sizeof msg) != 0) {
+    respond_problem(r, status, "%s", msg);
+    return true;
+  }
   if (!st->route->public_route && !token_ok(r)) {
     respond_problem(r, 401, "this route needs the header 'Authorization: Bearer <token>' "
                             "with the daemon's token");
@@ -276,6 +298,12 @@ static bool admit(request_state *st) {
     return true;
   }
   if (st->route->body) {
+    if (guard_content_type(request_header(r, "Content-Type"),
+                           st->route->handler == route_datasets_create,
+                           request_query(r, "format") != NULL, &status, msg, sizeof msg) != 0) {
+      respond_problem(r, status, "%s", msg);
+      return true;
+    }
     const char *cl = request_header(r, "Content-Length");
     if (cl != NULL) {
       char *end;
@@ -337,7 +365,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
-  (void)version;
   service *svc = cls;
   request_state *st = *con_cls;
   if (st == NULL) {
@@ -351,7 +378,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     st->r.method = method;
     st->r.url = url;
     st->t0 = histd_now_ms();
-    if (admit(st)) {
+    if (admit(st, version)) {
       /* Answered at the headers. With a body on its way (413, 401 ...),
        * answer now: MHD then closes rather than reads it. Without one, wait
        * for the end of the request so the connection stays alive. */

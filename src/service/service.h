@@ -52,6 +52,7 @@ typedef struct config {
   size_t queue_limit;
   char cors_origin[1024];      /* "" (off), "*", or "a,b,c" */
   char token[256];             /* "" (off) */
+  char allowed_hosts[1024];    /* more Host names, "a,b", or "*" */
   char static_dir[4096];
   int http_threads;
   int histogram_threads;       /* POST /v1/histogram's pool; 0: one per core */
@@ -412,6 +413,18 @@ void response_add_header(request *r, const char *name, const char *value);
 /* Query parameters and headers. */
 const char *request_query(request *r, const char *key);
 const char *request_header(request *r, const char *key);
+
+/* What every request must satisfy (guard.c); each returns 0, or a negative
+ * HISTD_E* code with the HTTP status and a sentence. */
+int guard_framing(struct MHD_Connection *conn, unsigned *status, char *msg, size_t msglen);
+int guard_host(const config *cfg, const char *host, bool http11, unsigned *status, char *msg,
+               size_t msglen);
+int guard_origin(const config *cfg, const char *method, const char *origin, const char *host,
+                 unsigned *status, char *msg, size_t msglen);
+int guard_content_type(const char *content_type, bool uploads, bool format_given,
+                       unsigned *status, char *msg, size_t msglen);
+/* localhost, *.localhost, 127.0.0.0/8, ::1, or a name resolving only to them. */
+bool host_is_loopback(const char *host);
 
 /* CORS: the Access-Control-Allow-Origin value for this Origin, or NULL. */
 const char *cors_allow_origin(const config *cfg, const char *origin);
