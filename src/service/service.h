@@ -102,6 +102,13 @@ typedef struct json_span {
  * text is not a plausible object or has more than max members. */
 int json_object_spans(const char *text, size_t len, json_span *spans, size_t max,
                       size_t *count);
+/* Whether the span's key, its escapes decoded, is the ASCII name. */
+bool json_span_key_is(const json_span *s, const char *name);
+
+/* A request body parsed as JSON (json_body.c): 0 and a tree in *out, or
+ * HISTD_EPARSE with a sentence when it is empty, not JSON, or holds a NUL
+ * (a raw byte or \u0000). */
+int json_body_parse(const char *body, size_t len, cJSON **out, char *msg, size_t msglen);
 
 /* ---- time ------------------------------------------------------------------ */
 
