@@ -10,7 +10,8 @@
  * Sizes accept k/M/G suffixes (powers of 1024), durations s/m/h/d. The listen address is
  * HOST:PORT, [IPv6]:PORT or just PORT; port 0 picks a free port, which the
  * daemon prints on stdout ("histd: listening on http://HOST:PORT") so tests
- * can find it without racing for a port.
+ * can find it without racing for a port. A --listen host beyond loopback
+ * without --token is refused unless --allow-anonymous says so.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -60,6 +61,8 @@ static const setting settings[] = {
      "origins allowed by CORS: comma-separated list, or * (default: none)"},
     {"token", "HISTD_TOKEN", K_STR, F(token),
      "when set, the API needs 'Authorization: Bearer TOKEN' (not /healthz)"},
+    {"allow-anonymous", "HISTD_ALLOW_ANONYMOUS", K_FLAG, F(allow_anonymous),
+     "allow listening beyond loopback without --token (refused at start otherwise)"},
     {"allowed-hosts", "HISTD_ALLOWED_HOSTS", K_STR, F(allowed_hosts),
      "more names the Host header may carry, comma-separated, beside loopback names and "
      "the --listen host (* = any; default: none)"},
@@ -300,6 +303,17 @@ int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen) {
   if (cfg->max_upload_bytes > ((size_t)1 << 40)) {
     histd_fail(msg, msglen, HISTD_EINVAL, "--max-upload-bytes must be at most 1T, got %zu",
                cfg->max_upload_bytes);
+    return -1;
+  }
+  /* Anyone who can reach the port could upload, compute and delete: beyond
+   * loopback, that takes a token or an explicit choice to go without. */
+  if (cfg->token[0] == '\0' && !cfg->allow_anonymous && !host_is_loopback(cfg->listen_host)) {
+    histd_fail(msg, msglen, HISTD_EINVAL,
+               "the listen host %s (--listen, HISTD_LISTEN) reaches beyond this machine and "
+               "no --token is set, so anyone who can reach the port could upload, compute "
+               "and delete; set --token (HISTD_TOKEN), listen on 127.0.0.1, or pass "
+               "--allow-anonymous (HISTD_ALLOW_ANONYMOUS=1) to serve without one",
+               cfg->listen_host);
     return -1;
   }
   if (cfg->connection_timeout == 0)

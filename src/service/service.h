@@ -52,6 +52,7 @@ typedef struct config {
   size_t queue_limit;
   char cors_origin[1024];      /* "" (off), "*", or "a,b,c" */
   char token[256];             /* "" (off) */
+  bool allow_anonymous;        /* listen beyond loopback without a token */
   char allowed_hosts[1024];    /* more Host names, "a,b", or "*" */
   char static_dir[4096];
   int http_threads;
