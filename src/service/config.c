@@ -74,6 +74,12 @@ static const setting settings[] = {
      "libmicrohttpd thread-pool size (default 0: 2 x cores, at least 4)"},
     {"connection-timeout", "HISTD_CONNECTION_TIMEOUT", K_INT, F(connection_timeout),
      "seconds an idle connection stays open (default 60)"},
+    {"header-timeout", "HISTD_HEADER_TIMEOUT", K_SECONDS, F(header_timeout),
+     "time a client has to send a whole request head, from the connection's opening or "
+     "the end of its previous request (default 10s; 0 = no limit)"},
+    {"min-body-rate", "HISTD_MIN_BODY_RATE", K_SIZE, F(min_body_rate),
+     "slowest average, in bytes per second, at which a request body may arrive after its "
+     "first second (default 1k; 0 = no minimum)"},
     {"connection-limit", "HISTD_CONNECTION_LIMIT", K_INT, F(connection_limit),
      "most open connections (default 512)"},
     {"per-ip-connection-limit", "HISTD_PER_IP_CONNECTION_LIMIT", K_INT,
@@ -233,6 +239,8 @@ int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen) {
   cfg->max_sync_points = 20000;
   cfg->queue_limit = 1024;
   cfg->connection_timeout = 60;
+  cfg->header_timeout = 10;
+  cfg->min_body_rate = 1024;
   cfg->connection_limit = 512;
   cfg->per_ip_connection_limit = 128;
   cfg->connection_memory_limit = 128 * 1024;

@@ -19,6 +19,11 @@
  * (jobs.c resumes it); MHD then calls on_request again, and the handler
  * runs a second time with r->resumed set.
  *
+ * Connections are watched by deadline.c (a request head in --header-timeout,
+ * a body at --min-body-rate, the per-address limit), through
+ * MHD_OPTION_NOTIFY_CONNECTION, the request-line callback and the calls
+ * below; requests are checked by guard.c before they are routed.
+ *
  * Every response leaves through finish(), which adds the CORS headers for
  * the request's Origin, so errors carry them too. The route table is the
  * single source of the daemon's surface: the dispatcher, 405's Allow
@@ -378,6 +383,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     st->r.method = method;
     st->r.url = url;
     st->t0 = histd_now_ms();
+    const char *cl0 = request_header(&st->r, "Content-Length");
+    deadlines_head_done(svc->deadlines, conn,
+                        request_header(&st->r, "Transfer-Encoding") != NULL ||
+                            (cl0 != NULL && strcmp(cl0, "0") != 0));
     if (admit(st, version)) {
       /* Answered at the headers. With a body on its way (413, 401 ...),
        * answer now: MHD then closes rather than reads it. Without one, wait
@@ -402,6 +411,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   }
   if (*upload_data_size > 0) {
     st->body_bytes += *upload_data_size;
+    deadlines_body(svc->deadlines, conn, *upload_data_size);
     if (st->body_too_big) {
       /* MHD cannot answer in the middle of a body: drop the rest and answer
        * 413 at its end, unless the client keeps sending far past the limit. */
@@ -424,6 +434,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     *upload_data_size = 0;
     return MHD_YES;
   }
+  deadlines_body_done(svc->deadlines, conn); /* the body, if any, is in */
   if (st->body_too_big) {
     respond_problem(r, 413, "the body is larger than the limit of %zu bytes "
                             "(--max-upload-bytes)", svc->cfg.max_upload_bytes);
@@ -444,9 +455,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-  (void)conn;
   (void)toe;
   service *svc = cls;
+  deadlines_request_done(svc->deadlines, conn); /* the next head's deadline starts */
   request_state *st = *con_cls;
   if (st == NULL)
     return;
@@ -458,6 +469,24 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   free(st->r.body);
   free(st);
   *con_cls = NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+  service *svc = cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED)
+    deadlines_opened(svc->deadlines, conn, socket_context);
+  else
+    deadlines_closed(svc->deadlines, socket_context);
+}
+
+/* Called when a request line has been read: the head has begun. Its return
+ * value would become the request's context; on_request wants NULL there. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn) {
+  (void)uri;
+  service *svc = cls;
+  deadlines_request_line(svc->deadlines, conn);
+  return NULL;
 }
 
 static void on_panic(void *cls, const char *file, unsigned int line, const char *reason) {
@@ -504,10 +533,12 @@ int http_start(service *svc, char *msg, size_t msglen) {
       MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
       MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout,
       MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit,
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->per_ip_connection_limit,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, /* deadline.c counts them, evicting slow ones */
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->connection_memory_limit,
       MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, svc,
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, svc,
+      MHD_OPTION_URI_LOG_CALLBACK, on_request_line, svc,
       MHD_OPTION_END);
   freeaddrinfo(ai);
   if (svc->mhd == NULL)

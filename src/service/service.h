@@ -58,6 +58,8 @@ typedef struct config {
   int http_threads;
   int histogram_threads;       /* POST /v1/histogram's pool; 0: one per core */
   unsigned connection_timeout; /* seconds */
+  double header_timeout;       /* seconds to send a request head; 0 = none */
+  size_t min_body_rate;        /* bytes per second; 0 = none */
   unsigned connection_limit;
   unsigned per_ip_connection_limit;
   size_t connection_memory_limit;
@@ -242,6 +244,8 @@ typedef struct metrics {
   atomic_uint_fast64_t http_requests;
   atomic_uint_fast64_t http_errors;
   atomic_uint_fast64_t sync_histograms;
+  atomic_uint_fast64_t http_slow_headers; /* closed: no request head in time */
+  atomic_uint_fast64_t http_slow_bodies;  /* closed: a body below the minimum rate */
   /* the job-duration histogram, in microseconds so it sums in integers */
   atomic_uint_fast64_t duration_buckets[METRICS_DURATION_BUCKETS + 1];
   atomic_uint_fast64_t duration_sum_us;
@@ -312,6 +316,25 @@ void sync_pool_stop(sync_pool *p);
 void sync_pool_destroy(sync_pool *p); /* stops if need be, frees */
 void sync_task_free(sync_task *t);
 
+/* ---- slow clients (deadline.c) ------------------------------------------------------ */
+
+/* Watches every connection: a request head must arrive within
+ * --header-timeout, a body at --min-body-rate; one address holds at most
+ * --per-ip-connection-limit connections, its oldest waiting one making
+ * room. The hooks run on libmicrohttpd's threads, the sweep on the loop. */
+typedef struct deadlines deadlines;
+struct MHD_Connection;
+int deadlines_create(deadlines **out, struct service *svc, char *msg, size_t msglen);
+void deadlines_destroy(deadlines *d); /* after libmicrohttpd has stopped */
+void deadlines_opened(deadlines *d, struct MHD_Connection *conn, void **socket_context);
+void deadlines_closed(deadlines *d, void **socket_context);
+void deadlines_request_line(deadlines *d, struct MHD_Connection *conn);
+void deadlines_head_done(deadlines *d, struct MHD_Connection *conn, bool body_coming);
+void deadlines_body(deadlines *d, struct MHD_Connection *conn, size_t bytes);
+void deadlines_body_done(deadlines *d, struct MHD_Connection *conn);
+void deadlines_request_done(deadlines *d, struct MHD_Connection *conn);
+void deadlines_sweep(deadlines *d); /* closes the offenders */
+
 /* ---- the context ---------------------------------------------------------------- */
 
 typedef struct service {
@@ -320,6 +343,7 @@ typedef struct service {
   dataset_cache *cache;
   jobs *jobs;
   sync_pool *sync;
+  deadlines *deadlines;
   metrics metrics;
   struct MHD_Daemon *mhd;
   void *loop_async; /* uv_async_t*: wakes the loop (thread-safe) */
