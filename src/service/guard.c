@@ -1,8 +1,13 @@
 /*
  * guard.c -- what every request must satisfy before a route sees it.
  *
- * Four checks, each one a reason a request is refused whatever its route:
+ * Five checks, each one a reason a request is refused whatever its route:
  *
+ *   - NULs: libmicrohttpd hands the path and the query parameters over as
+ *     C strings, so a %00 in the request target would cut them short
+ *     ("/v1/x%00y" read as "/v1/x"): such a request is refused (400). (A raw
+ *     NUL byte inside a header line is cut there by libmicrohttpd itself,
+ *     before histd can see it.)
  *   - framing (request smuggling): one Content-Length at most, and never
  *     beside Transfer-Encoding, whose only accepted value is "chunked".
  *     libmicrohttpd reads a body with the first Content-Length it sees and
@@ -85,7 +90,49 @@ int guard_framing(struct MHD_Connection *conn, unsigned *status, char *msg, size
   return 0;
 }
 
+/* ---- NULs ----------------------------------------------------------------------------- */
+
+int guard_nul(bool nul_in_url, unsigned *status, char *msg, size_t msglen) {
+  *status = 400;
+  if (nul_in_url)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the request target holds %%00 (a NUL character), which no path or "
+                      "parameter of this API may contain");
+  return 0;
+}
+
 /* ---- hosts ---------------------------------------------------------------------------- */
+
+/* Whether host is "name", "name:port", "[v6]" or "[v6]:port" (port: digits). */
+static bool host_syntax_ok(const char *host) {
+  const char *port = NULL;
+  if (host[0] == '[') {
+    const char *close = strchr(host, ']');
+    if (close == NULL || close == host + 1)
+      return false;
+    if (close[1] != '\0' && close[1] != ':')
+      return false;
+    port = close[1] == ':' ? close + 2 : NULL;
+  } else {
+    const char *colon = strchr(host, ':');
+    if (colon != NULL && strchr(colon + 1, ':') != NULL)
+      return false; /* a bare IPv6 address: it must be in brackets */
+    if (colon == host)
+      return false;
+    for (const char *p = host; p != colon && *p; p++)
+      if (!isalnum((unsigned char)*p) && *p != '-' && *p != '.' && *p != '_')
+        return false;
+    port = colon ? colon + 1 : NULL;
+  }
+  if (port != NULL) {
+    if (*port == '\0' || strlen(port) > 5)
+      return false;
+    for (const char *p = port; *p; p++)
+      if (!isdigit((unsigned char)*p))
+        return false;
+  }
+  return true;
+}
 
 /* host[0..len) without its port and IPv6 brackets, into out. */
 static void host_name(const char *host, size_t len, char *out, size_t outlen) {
@@ -193,9 +240,10 @@ int guard_host(const config *cfg, const char *host, bool http11, unsigned *statu
   }
   char name[256];
   host_name(host, strlen(host), name, sizeof name);
-  if (name[0] == '\0')
-    return histd_fail(msg, msglen, HISTD_EINVAL, "the Host header \"%.100s\" names no host",
-                      host);
+  if (name[0] == '\0' || !host_syntax_ok(host))
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the Host header \"%.100s\" is not a host name or address with an "
+                      "optional port", host);
   if (loopback_literal(name) || strcmp(name, cfg->listen_host) == 0 ||
       (wildcard_listen(cfg->listen_host) && is_ip_literal(name)) ||
       in_list(cfg->allowed_hosts, name))

@@ -161,6 +161,8 @@ typedef struct request_state {
   bool body_too_big;
   bool early; /* answered at the headers; sent at the request's end */
   bool close; /* answer with Connection: close (the framing could not be trusted) */
+  bool started;     /* on_request has seen this request (and counted it in flight) */
+  bool nul_in_url;  /* the raw request target held %00 */
   double t0;         /* when the headers were in */
   size_t body_bytes; /* bytes of body received */
   size_t discarded;
@@ -258,6 +260,10 @@ static bool admit(request_state *st, const char *version) {
   char msg[512];
   if (guard_framing(r->conn, &status, msg, sizeof msg) != 0) {
     st->close = true;
+    respond_problem(r, status, "%s", msg);
+    return true;
+  }
+  if (guard_nul(st->nul_in_url, &status, msg, sizeof msg) != 0) {
     respond_problem(r, status, "%s", msg);
     return true;
   }
@@ -372,11 +378,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   void **con_cls) {
   service *svc = cls;
   request_state *st = *con_cls;
-  if (st == NULL) {
-    st = calloc(1, sizeof *st);
+  if (st == NULL || !st->started) {
+    if (st == NULL) /* on_request_line could not allocate it */
+      st = calloc(1, sizeof *st);
     if (st == NULL)
       return MHD_NO;
     *con_cls = st;
+    st->started = true;
     atomic_fetch_add(&svc->http_in_flight, 1);
     st->r.svc = svc;
     st->r.conn = conn;
@@ -461,7 +469,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   request_state *st = *con_cls;
   if (st == NULL)
     return;
-  atomic_fetch_sub(&svc->http_in_flight, 1);
+  if (st->started)
+    atomic_fetch_sub(&svc->http_in_flight, 1);
   if (st->r.response != NULL)
     MHD_destroy_response(st->r.response);
   upload_stream_abort(st->r.stream); /* a client that left mid-upload */
@@ -480,13 +489,18 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     deadlines_closed(svc->deadlines, socket_context);
 }
 
-/* Called when a request line has been read: the head has begun. Its return
- * value would become the request's context; on_request wants NULL there. */
+/* Called when a request line has been read, with its target as sent: the
+ * head has begun. Its return value becomes the request's context: the
+ * request's state, which notes a %00 in the target here, since
+ * libmicrohttpd's decoded URL would end at that NUL ("/v1/x%00y" read as
+ * "/v1/x"). on_request completes the state; on_completed frees it. */
 static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn) {
-  (void)uri;
   service *svc = cls;
   deadlines_request_line(svc->deadlines, conn);
-  return NULL;
+  request_state *st = calloc(1, sizeof *st);
+  if (st != NULL && uri != NULL)
+    st->nul_in_url = strstr(uri, "%00") != NULL;
+  return st;
 }
 
 static void on_panic(void *cls, const char *file, unsigned int line, const char *reason) {

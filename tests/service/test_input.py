@@ -1,7 +1,8 @@
 """test_input.py -- input the daemon must read as written, or refuse.
 
 - A NUL in a JSON body (the escape \\u0000, or a raw 0 byte) is refused with
-  400, in any field or key of any JSON route: "cpu\\u0000x" is not "cpu".
+  400, in any field or key of any JSON route: "cpu\\u0000x" is not "cpu";
+  so is %00 in a path or query parameter ("/%00" is not "/").
   An escaped backslash before "u0000" is text, not a NUL.
 - Keys are read with their escapes decoded: in POST /v1/histogram,
   "\\u0070oints" is "points" (so beside x, y and z it is refused, and alone
@@ -63,6 +64,12 @@ def test_nul(d, ds):
             "POST /v1/jobs with kernel \"cpu\\u0000x\"")
     refused(d, "/v1/jobs", b'{"dataset":"' + ds.encode() + b'","bucket_width":1,"kernel":"cpu\x00"}', 400,
             ["NUL"], "POST /v1/jobs with a raw NUL byte")
+    # %00 in the path or a query parameter would cut it short ("/%00" read as "/")
+    for method, path, body in (("GET", "/%00", None), ("GET", "/v1/datasets/" + ds + "%00", None),
+                               ("POST", "/v1/datasets?name=a%00b", "1,2,3\n")):
+        s, h, raw = d.request(method, path, body, {"Content-Type": "text/csv"} if body else None)
+        check(s == 400 and "%00" in json.loads(raw)["detail"], "%s %s: 400, got %d %r" % (method, path, s, raw[:200]))
+    print("ok - %00 in a path or query parameter is 400")
     # an escaped backslash, then the text u0000: no NUL, just an unknown kernel
     s, _, doc = post(d, "/v1/histogram", '{"points":%s,"bucket_width":1,"kernel":"cpu\\\\u0000"}' % pts)
     check(s == 422 and "kernel" in doc["detail"], "\\\\u0000 is text, not a NUL: %d %r" % (s, doc))
