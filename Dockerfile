@@ -73,8 +73,11 @@ COPY --from=build /opt/histd /opt/histd
 RUN if ldd /opt/histd/bin/histd | grep 'not found'; then exit 1; fi \
  && /opt/histd/bin/histd --version
 
-# In the container histd listens on every interface; publish the port with
-# -p 127.0.0.1:8080:8080 (or set HISTD_TOKEN) unless it should be public.
+# In the container histd listens on every interface, so it refuses to start
+# without a token: pass it at run time from a file kept out of the image,
+#   docker run --env-file deploy/histd.env -p 127.0.0.1:8080:8080 histd:0.1.0
+# (HISTD_TOKEN=...; see deploy/histd.env.example). Names other than
+# localhost and IP addresses that clients use go in HISTD_ALLOWED_HOSTS.
 ENV HISTD_LISTEN=0.0.0.0:8080 \
     HISTD_DATA_DIR=/var/lib/histd \
     HISTD_STATIC_DIR=/opt/histd/share/histd/dashboard \

@@ -6,13 +6,21 @@
  * "Connection" (kept in localStorage); `?api=URL` in the page's address sets
  * the base for one visit, so this page also works hosted on another origin
  * against a daemon started with --cors-origin.
+ *
+ * A token belongs to the origin it was saved for (localStorage
+ * 'histd.tokens', origin -> token) and is sent nowhere else: a link whose
+ * ?api= names another origin first asks the user, showing where requests
+ * would go, and even then sends that origin only a token saved for it.
+ * Changing the base under "Connection" shows the token's destination and
+ * swaps in the token saved for the new origin (none: empty).
  */
 'use strict';
 
 (function () {
   const $ = (id) => document.getElementById(id);
   const SVGNS = 'http://www.w3.org/2000/svg';
-  const LS_TOKEN = 'histd.token';
+  const LS_TOKEN = 'histd.token';   // before tokens were kept per origin
+  const LS_TOKENS = 'histd.tokens'; // {"http://host:port": "token", ...}
   const LS_BASE = 'histd.apiBase';
 
   // File extension -> [format, Content-Type] (the daemon's upload formats).
@@ -46,26 +54,98 @@
 
   /* ---- settings ------------------------------------------------------- */
 
-  function loadSettings() {
-    const q = new URLSearchParams(location.search);
-    state.base = (q.get('api') || localStorage.getItem(LS_BASE) || '').replace(/\/+$/, '');
-    state.token = localStorage.getItem(LS_TOKEN) || '';
+  // The origin requests to `base` go to ('' = this page's), or null.
+  function originOf(base) {
+    try { return new URL(base || location.href, location.href).origin; } catch (_) { return null; }
+  }
+  function loadTokens() {
+    let t = {};
+    try { t = JSON.parse(localStorage.getItem(LS_TOKENS) || '{}') || {}; } catch (_) { t = {}; }
+    const legacy = localStorage.getItem(LS_TOKEN);
+    if (legacy) { // saved before tokens had origins: it was for the saved base
+      const o = originOf(localStorage.getItem(LS_BASE) || '');
+      if (o && !(o in t)) t[o] = legacy;
+      localStorage.removeItem(LS_TOKEN);
+      localStorage.setItem(LS_TOKENS, JSON.stringify(t));
+    }
+    return t;
+  }
+  function tokenFor(base) {
+    const o = originOf(base);
+    const t = loadTokens();
+    return o && Object.prototype.hasOwnProperty.call(t, o) ? t[o] : '';
+  }
+  function saveToken(base, token) {
+    const o = originOf(base);
+    if (!o) return;
+    const t = loadTokens();
+    if (token) t[o] = token; else delete t[o];
+    localStorage.setItem(LS_TOKENS, JSON.stringify(t));
+  }
+
+  function useBase(base) {
+    state.base = base;
+    state.token = tokenFor(base);
     $('api-base').value = state.base;
     $('token').value = state.token;
+    $('token').dataset.for = originOf(base) || '';
+    showTokenDest();
     for (const [id, path] of [['link-kernels', '/v1/kernels'], ['link-devices', '/v1/devices'], ['link-metrics', '/metrics']]) {
-      if (state.base) $(id).href = state.base + path;
+      $(id).href = state.base ? state.base + path : path.slice(1);
     }
+  }
+
+  // Where the token in the form would be sent, under the form.
+  function showTokenDest() {
+    const o = originOf($('api-base').value.trim());
+    $('token-dest').textContent = o ? 'Sent only to ' + o + '.' : 'Not a URL: nothing is sent.';
+  }
+
+  // Returns false when the page must wait for the user's answer about ?api=.
+  function loadSettings() {
+    const q = new URLSearchParams(location.search);
+    const saved = (localStorage.getItem(LS_BASE) || '').replace(/\/+$/, '');
+    const asked = (q.get('api') || '').replace(/\/+$/, '');
+    useBase(saved);
+    if (!asked || originOf(asked) === originOf(saved)) {
+      if (asked) useBase(asked);
+      return true;
+    }
+    askBase(asked, saved);
+    return false;
+  }
+
+  // ?api= names another origin than the one in use: ask before talking to it.
+  function askBase(asked, saved) {
+    const to = originOf(asked);
+    const from = originOf(saved);
+    const box = $('api-confirm');
+    $('api-confirm-to').textContent = to || asked;
+    $('api-confirm-token').textContent = !to ? 'It is not a URL.'
+      : tokenFor(asked) ? 'The token you saved for ' + to + ' goes with them.'
+        : 'No token goes with them: you saved none for ' + to + '.' + (tokenFor(saved) ? ' The token for ' + from + ' stays there.' : '');
+    $('api-confirm-use').disabled = !to;
+    $('api-confirm-use').textContent = 'Use ' + (to || asked);
+    $('api-confirm-stay').textContent = 'Stay with ' + from;
+    box.hidden = false;
+    $('engine').textContent = 'waiting for your choice';
+    $('api-confirm-use').onclick = () => { box.hidden = true; useBase(asked); connect(); };
+    $('api-confirm-stay').onclick = () => { box.hidden = true; connect(); };
   }
 
   function saveSettings(ev) {
     ev.preventDefault();
     const base = $('api-base').value.trim().replace(/\/+$/, '');
     const token = $('token').value.trim();
+    if (!originOf(base)) {
+      showAlert(new ApiError(0, 'Not a URL', '"' + base + '" is not an API base URL such as http://127.0.0.1:8080.'));
+      return;
+    }
     if (base) localStorage.setItem(LS_BASE, base); else localStorage.removeItem(LS_BASE);
-    if (token) localStorage.setItem(LS_TOKEN, token); else localStorage.removeItem(LS_TOKEN);
-    state.base = base;
-    state.token = token;
+    saveToken(base, token); // for this base's origin only
+    useBase(base);
     $('settings').open = false;
+    $('api-confirm').hidden = true;
     hideAlert();
     connect();
   }
@@ -73,11 +153,21 @@
   function clearSettings() {
     localStorage.removeItem(LS_BASE);
     localStorage.removeItem(LS_TOKEN);
-    $('api-base').value = '';
-    $('token').value = '';
-    state.base = '';
-    state.token = '';
+    localStorage.removeItem(LS_TOKENS);
+    useBase('');
     connect();
+  }
+
+  // A new base in the form: show where the token goes, and take the token
+  // saved for that origin (if any) rather than carry the old one there.
+  function baseEdited() {
+    const base = $('api-base').value.trim();
+    const o = originOf(base) || '';
+    if ($('token').dataset.for !== o) {
+      $('token').value = o ? tokenFor(base) : '';
+      $('token').dataset.for = o;
+    }
+    showTokenDest();
   }
 
   /* ---- HTTP ----------------------------------------------------------- */
@@ -799,9 +889,10 @@
   /* ---- wiring ---------------------------------------------------------- */
 
   function init() {
-    loadSettings();
+    const ready = loadSettings();
     setupDrop();
     $('settings-form').addEventListener('submit', saveSettings);
+    $('api-base').addEventListener('input', baseEdited);
     $('settings-clear').addEventListener('click', clearSettings);
     $('alert-close').addEventListener('click', hideAlert);
     $('job-form').addEventListener('submit', submitJob);
@@ -823,7 +914,7 @@
     });
     renderChart();
     renderTiming({});
-    connect();
+    if (ready) connect();
   }
 
   init();

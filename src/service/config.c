@@ -10,7 +10,8 @@
  * Sizes accept k/M/G suffixes (powers of 1024), durations s/m/h/d. The listen address is
  * HOST:PORT, [IPv6]:PORT or just PORT; port 0 picks a free port, which the
  * daemon prints on stdout ("histd: listening on http://HOST:PORT") so tests
- * can find it without racing for a port.
+ * can find it without racing for a port. A --listen host beyond loopback
+ * without --token is refused unless --allow-anonymous says so.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -60,6 +61,11 @@ static const setting settings[] = {
      "origins allowed by CORS: comma-separated list, or * (default: none)"},
     {"token", "HISTD_TOKEN", K_STR, F(token),
      "when set, the API needs 'Authorization: Bearer TOKEN' (not /healthz)"},
+    {"allow-anonymous", "HISTD_ALLOW_ANONYMOUS", K_FLAG, F(allow_anonymous),
+     "allow listening beyond loopback without --token (refused at start otherwise)"},
+    {"allowed-hosts", "HISTD_ALLOWED_HOSTS", K_STR, F(allowed_hosts),
+     "more names the Host header may carry, comma-separated, beside loopback names and "
+     "the --listen host (* = any; default: none)"},
     {"static-dir", "HISTD_STATIC_DIR", K_STR, F(static_dir),
      "the dashboard's files, served at / (default: the installed copy)"},
     {"histogram-threads", "HISTD_HISTOGRAM_THREADS", K_INT, F(histogram_threads),
@@ -68,6 +74,12 @@ static const setting settings[] = {
      "libmicrohttpd thread-pool size (default 0: 2 x cores, at least 4)"},
     {"connection-timeout", "HISTD_CONNECTION_TIMEOUT", K_INT, F(connection_timeout),
      "seconds an idle connection stays open (default 60)"},
+    {"header-timeout", "HISTD_HEADER_TIMEOUT", K_SECONDS, F(header_timeout),
+     "time a client has to send a whole request head, from the connection's opening or "
+     "the end of its previous request (default 10s; 0 = no limit)"},
+    {"min-body-rate", "HISTD_MIN_BODY_RATE", K_SIZE, F(min_body_rate),
+     "slowest average, in bytes per second, at which a request body may arrive after its "
+     "first second (default 1k; 0 = no minimum)"},
     {"connection-limit", "HISTD_CONNECTION_LIMIT", K_INT, F(connection_limit),
      "most open connections (default 512)"},
     {"per-ip-connection-limit", "HISTD_PER_IP_CONNECTION_LIMIT", K_INT,
@@ -227,6 +239,8 @@ int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen) {
   cfg->max_sync_points = 20000;
   cfg->queue_limit = 1024;
   cfg->connection_timeout = 60;
+  cfg->header_timeout = 10;
+  cfg->min_body_rate = 1024;
   cfg->connection_limit = 512;
   cfg->per_ip_connection_limit = 128;
   cfg->connection_memory_limit = 128 * 1024;
@@ -297,6 +311,17 @@ int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen) {
   if (cfg->max_upload_bytes > ((size_t)1 << 40)) {
     histd_fail(msg, msglen, HISTD_EINVAL, "--max-upload-bytes must be at most 1T, got %zu",
                cfg->max_upload_bytes);
+    return -1;
+  }
+  /* Anyone who can reach the port could upload, compute and delete: beyond
+   * loopback, that takes a token or an explicit choice to go without. */
+  if (cfg->token[0] == '\0' && !cfg->allow_anonymous && !host_is_loopback(cfg->listen_host)) {
+    histd_fail(msg, msglen, HISTD_EINVAL,
+               "the listen host %s (--listen, HISTD_LISTEN) reaches beyond this machine and "
+               "no --token is set, so anyone who can reach the port could upload, compute "
+               "and delete; set --token (HISTD_TOKEN), listen on 127.0.0.1, or pass "
+               "--allow-anonymous (HISTD_ALLOW_ANONYMOUS=1) to serve without one",
+               cfg->listen_host);
     return -1;
   }
   if (cfg->connection_timeout == 0)

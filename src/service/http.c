@@ -19,6 +19,11 @@
  * (jobs.c resumes it); MHD then calls on_request again, and the handler
  * runs a second time with r->resumed set.
  *
+ * Connections are watched by deadline.c (a request head in --header-timeout,
+ * a body at --min-body-rate, the per-address limit), through
+ * MHD_OPTION_NOTIFY_CONNECTION, the request-line callback and the calls
+ * below; requests are checked by guard.c before they are routed.
+ *
  * Every response leaves through finish(), which adds the CORS headers for
  * the request's Origin, so errors carry them too. The route table is the
  * single source of the daemon's surface: the dispatcher, 405's Allow
@@ -157,6 +162,9 @@ typedef struct request_state {
   bool answered;
   bool body_too_big;
   bool early; /* answered at the headers; sent at the request's end */
+  bool close; /* answer with Connection: close (the framing could not be trusted) */
+  bool started;     /* on_request has seen this request (and counted it in flight) */
+  bool nul_in_url;  /* the raw request target held %00 */
   double t0;         /* when the headers were in */
   size_t body_bytes; /* bytes of body received */
   size_t discarded;
@@ -196,6 +204,8 @@ static enum MHD_Result finish(request_state *st) {
   if (r->response == NULL)
     return MHD_NO;
   add_cors(r);
+  if (st->close)
+    response_add_header(r, "Connection", "close");
   enum MHD_Result rc = MHD_queue_response(r->conn, r->status, r->response);
   MHD_destroy_response(r->response);
   r->response = NULL;
@@ -239,13 +249,31 @@ static void preflight(request_state *st) {
   }
 }
 
-/* First call: route, method, auth, size. Returns true when answered. */
-static bool admit(request_state *st) {
+/* First call: framing, host, route, method, origin, auth, type, size. Returns true
+ * when answered. */
+static bool admit(request_state *st, const char *version) {
   request *r = &st->r;
   const char *id = NULL;
   size_t idlen = 0;
   bool path_known;
   const char *path = r->url;
+  const config *cfg = &r->svc->cfg;
+  unsigned status;
+  char msg[512];
+  if (guard_framing(r->conn, &status, msg, sizeof msg) != 0) {
+    st->close = true;
+    respond_problem(r, status, "%s", msg);
+    return true;
+  }
+  if (guard_nul(st->nul_in_url, &status, msg, sizeof msg) != 0) {
+    respond_problem(r, status, "%s", msg);
+    return true;
+  }
+  if (guard_host(cfg, request_header(r, "Host"), strcmp(version, "HTTP/1.0") != 0, &status,
+                 msg, sizeof msg) != 0) {
+    respond_problem(r, status, "%s", msg);
+    return true;
+  }
   st->route = find_route(r->method, path, &id, &idlen, &path_known, st->allow, sizeof st->allow);
   if (strcmp(r->method, "OPTIONS") == 0 && path_known) {
     preflight(st);
@@ -271,6 +299,11 @@ static bool admit(request_state *st) {
     st->id[idlen] = '\0';
     r->path_id = st->id;
   }
+  if (guard_origin(cfg, r->method, request_header(r, "Origin"), request_header(r, "Host"),
+                   &status, msg, sizeof msg) != 0) {
+    respond_problem(r, status, "%s", msg);
+    return true;
+  }
   if (!st->route->public_route && !token_ok(r)) {
     respond_problem(r, 401, "this route needs the header 'Authorization: Bearer <token>' "
                             "with the daemon's token");
@@ -278,6 +311,12 @@ static bool admit(request_state *st) {
     return true;
   }
   if (st->route->body) {
+    if (guard_content_type(request_header(r, "Content-Type"),
+                           st->route->handler == route_datasets_create,
+                           request_query(r, "format") != NULL, &status, msg, sizeof msg) != 0) {
+      respond_problem(r, status, "%s", msg);
+      return true;
+    }
     const char *cl = request_header(r, "Content-Length");
     if (cl != NULL) {
       char *end;
@@ -339,21 +378,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
-  (void)version;
   service *svc = cls;
   request_state *st = *con_cls;
-  if (st == NULL) {
-    st = calloc(1, sizeof *st);
+  if (st == NULL || !st->started) {
+    if (st == NULL) /* on_request_line could not allocate it */
+      st = calloc(1, sizeof *st);
     if (st == NULL)
       return MHD_NO;
     *con_cls = st;
+    st->started = true;
     atomic_fetch_add(&svc->http_in_flight, 1);
     st->r.svc = svc;
     st->r.conn = conn;
     st->r.method = method;
     st->r.url = url;
     st->t0 = histd_now_ms();
-    if (admit(st)) {
+    const char *cl0 = request_header(&st->r, "Content-Length");
+    deadlines_head_done(svc->deadlines, conn,
+                        request_header(&st->r, "Transfer-Encoding") != NULL ||
+                            (cl0 != NULL && strcmp(cl0, "0") != 0));
+    if (admit(st, version)) {
       /* Answered at the headers. With a body on its way (413, 401 ...),
        * answer now: MHD then closes rather than reads it. Without one, wait
        * for the end of the request so the connection stays alive. */
@@ -377,6 +421,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   }
   if (*upload_data_size > 0) {
     st->body_bytes += *upload_data_size;
+    deadlines_body(svc->deadlines, conn, *upload_data_size);
     if (st->body_too_big) {
       /* MHD cannot answer in the middle of a body: drop the rest and answer
        * 413 at its end, unless the client keeps sending far past the limit. */
@@ -399,6 +444,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     *upload_data_size = 0;
     return MHD_YES;
   }
+  deadlines_body_done(svc->deadlines, conn); /* the body, if any, is in */
   if (st->body_too_big) {
     respond_problem(r, 413, "the body is larger than the limit of %zu bytes "
                             "(--max-upload-bytes)", svc->cfg.max_upload_bytes);
@@ -419,13 +465,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-  (void)conn;
   (void)toe;
   service *svc = cls;
+  deadlines_request_done(svc->deadlines, conn); /* the next head's deadline starts */
   request_state *st = *con_cls;
   if (st == NULL)
     return;
-  atomic_fetch_sub(&svc->http_in_flight, 1);
+  if (st->started)
+    atomic_fetch_sub(&svc->http_in_flight, 1);
   if (st->r.response != NULL)
     MHD_destroy_response(st->r.response);
   upload_stream_abort(st->r.stream); /* a client that left mid-upload */
@@ -433,6 +480,29 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   free(st->r.body);
   free(st);
   *con_cls = NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+  service *svc = cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED)
+    deadlines_opened(svc->deadlines, conn, socket_context);
+  else
+    deadlines_closed(svc->deadlines, socket_context);
+}
+
+/* Called when a request line has been read, with its target as sent: the
+ * head has begun. Its return value becomes the request's context: the
+ * request's state, which notes a %00 in the target here, since
+ * libmicrohttpd's decoded URL would end at that NUL ("/v1/x%00y" read as
+ * "/v1/x"). on_request completes the state; on_completed frees it. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn) {
+  service *svc = cls;
+  deadlines_request_line(svc->deadlines, conn);
+  request_state *st = calloc(1, sizeof *st);
+  if (st != NULL && uri != NULL)
+    st->nul_in_url = strstr(uri, "%00") != NULL;
+  return st;
 }
 
 static void on_panic(void *cls, const char *file, unsigned int line, const char *reason) {
@@ -551,9 +621,11 @@ int http_start(service *svc, char *msg, size_t msglen) {
       MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
       MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout,
       MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit,
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->per_ip_connection_limit,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, /* deadline.c counts them, evicting slow ones */
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->connection_memory_limit,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, svc,
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, svc,
+      MHD_OPTION_URI_LOG_CALLBACK, on_request_line, svc,
       MHD_OPTION_END);
   if (svc->mhd == NULL) {
     /* fd is left open: whether libmicrohttpd closed it on its way out is not

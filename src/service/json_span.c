@@ -13,6 +13,9 @@
  * The scanner checks only what it must to find spans (strings, escapes,
  * nesting); whatever it cannot make sense of makes it give up, and the
  * caller falls back to the full cJSON parse, which says what is wrong.
+ * Keys are compared with their escapes decoded (json_span_key_is), as cJSON
+ * reads them: "\u0070oints" is "points", never an unknown key that cJSON
+ * would then accept beside x, y and z.
  */
 #include <string.h>
 
@@ -102,4 +105,50 @@ int json_object_spans(const char *text, size_t len, json_span *spans, size_t max
       return ws(p + 1, end) == end ? 0 : -1;
     return -1;
   }
+}
+
+static int hex_digit(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+bool json_span_key_is(const json_span *s, const char *name) {
+  const char *p = s->key, *end = s->key + s->key_len;
+  for (; p < end; name++) {
+    int c = (unsigned char)*p++;
+    if (c == '\\') {
+      if (p >= end)
+        return false;
+      char e = *p++;
+      switch (e) {
+      case 'u': {
+        if (end - p < 4)
+          return false;
+        c = 0;
+        for (int i = 0; i < 4; i++) {
+          int d = hex_digit(p[i]);
+          if (d < 0)
+            return false;
+          c = c * 16 + d;
+        }
+        p += 4;
+        break;
+      }
+      case 'b': c = '\b'; break;
+      case 'f': c = '\f'; break;
+      case 'n': c = '\n'; break;
+      case 'r': c = '\r'; break;
+      case 't': c = '\t'; break;
+      default: c = (unsigned char)e; break; /* \" \\ \/ */
+      }
+    }
+    if (*name == '\0' || c == 0 || c >= 0x80 || c != (unsigned char)*name)
+      return false; /* the names are ASCII: no other code point matches */
+  }
+  return *name == '\0';
 }

@@ -5,7 +5,7 @@
  *
  *   - the main thread runs a libuv loop. It owns the signals (SIGINT and
  *     SIGTERM start a shutdown; SIGPIPE is ignored), a timer that expires
- *     long-poll deadlines, one that deletes finished jobs older than
+ *     long-poll deadlines and closes slow clients (deadline.c), one that deletes finished jobs older than
  *     --job-retention, and a uv_async that workers and HTTP threads
  *     poke (service_wake) when a job ends, so the loop resumes the
  *     connections waiting on it -- redis's bio.c completions, libuv-style;
@@ -81,6 +81,7 @@ static void on_wake(uv_async_t *h) {
 static void on_tick(uv_timer_t *t) {
   loop_state *ls = t->data;
   jobs_resume_waiters(ls->svc->jobs, false);
+  deadlines_sweep(ls->svc->deadlines); /* slow heads and bodies */
 }
 
 static void on_expire(uv_timer_t *t) {
@@ -173,6 +174,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "histd: %s\n", msg);
     return 1;
   }
+  if (deadlines_create(&svc.deadlines, &svc, msg, sizeof msg) != 0) {
+    fprintf(stderr, "histd: %s\n", msg);
+    return 1;
+  }
   if (http_start(&svc, msg, sizeof msg) != 0) {
     fprintf(stderr, "histd: %s\n", msg);
     sync_pool_destroy(svc.sync);
@@ -222,6 +227,7 @@ int main(int argc, char **argv) {
   uv_run(&ls.loop, UV_RUN_DEFAULT);
   jobs_destroy(svc.jobs);
   sync_pool_destroy(svc.sync); /* after http_stop: no handler can reach it now */
+  deadlines_destroy(svc.deadlines);
   dataset_cache_destroy(svc.cache);
   store_close(svc.store);
   uv_loop_close(&ls.loop);

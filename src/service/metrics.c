@@ -134,6 +134,13 @@ char *metrics_render(service *svc, size_t *len) {
   counter(&b, "histd_http_requests_total", "HTTP requests answered.", &m->http_requests);
   counter(&b, "histd_http_errors_total", "HTTP requests answered with 4xx or 5xx.",
           &m->http_errors);
+  header(&b, "histd_http_slow_clients_total", "counter",
+         "Connections closed for a request head not in within --header-timeout (header) "
+         "or a body slower than --min-body-rate (body).");
+  put(&b, "histd_http_slow_clients_total{reason=\"header\"} %llu\n",
+      (unsigned long long)atomic_load(&m->http_slow_headers));
+  put(&b, "histd_http_slow_clients_total{reason=\"body\"} %llu\n",
+      (unsigned long long)atomic_load(&m->http_slow_bodies));
 
   histd_device_info dev[16];
   int count = 0;

@@ -33,8 +33,10 @@ const char *http_status_title(unsigned status) {
   case 409: return "Conflict";
   case 413: return "Content Too Large";
   case 415: return "Unsupported Media Type";
+  case 421: return "Misdirected Request";
   case 422: return "Unprocessable Content";
   case 500: return "Internal Server Error";
+  case 501: return "Not Implemented";
   case 503: return "Service Unavailable";
   default: return "Error";
   }

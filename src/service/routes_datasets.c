@@ -18,6 +18,7 @@
  * deleted; their "dataset" field then names an id that answers 404.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,12 +226,13 @@ static bool parse_limit(request *r, size_t *limit, size_t dflt, size_t max) {
   if (l == NULL)
     return true;
   char *end;
+  errno = 0;
   long v = strtol(l, &end, 10);
-  if (end == l || *end != '\0' || v < 1) {
+  if (end == l || *end != '\0' || errno != 0 || v < 1 || (unsigned long)v > max) {
     respond_problem(r, 400, "limit must be a whole number from 1 to %zu, got \"%s\"", max, l);
     return false;
   }
-  *limit = (size_t)v > max ? max : (size_t)v;
+  *limit = (size_t)v;
   return true;
 }
 

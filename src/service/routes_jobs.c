@@ -266,15 +266,10 @@ static void new_job_id(char id[33]) {
 }
 
 static cJSON *parse_body(request *r) {
-  if (r->body == NULL || r->body_len == 0) {
-    respond_problem(r, 400, "the body is empty; send a JSON object");
-    return NULL;
-  }
-  const char *end = NULL;
-  cJSON *o = cJSON_ParseWithLengthOpts(r->body, r->body_len, &end, false);
-  if (o == NULL) {
-    size_t at = end && end >= r->body ? (size_t)(end - r->body) : 0;
-    respond_problem(r, 400, "the body is not valid JSON (error near byte %zu)", at);
+  cJSON *o = NULL;
+  char msg[256];
+  if (json_body_parse(r->body, r->body_len, &o, msg, sizeof msg) != 0) {
+    respond_problem(r, 400, "%s", msg);
     return NULL;
   }
   return o;
@@ -569,8 +564,7 @@ static bool split_points(request *r, cJSON **o, histd_dataset *ds) {
   static const char *const names[4] = {"points", "x", "y", "z"};
   for (size_t i = 0; i < count; i++)
     for (int k = 0; k < 4; k++)
-      if (spans[i].key_len == strlen(names[k]) &&
-          memcmp(spans[i].key, names[k], spans[i].key_len) == 0) {
+      if (json_span_key_is(&spans[i], names[k])) {
         if (pt[k] != NULL) {
           respond_problem(r, 400, "the body names \"%s\" twice", names[k]);
           return false;

@@ -53,10 +53,14 @@ typedef struct config {
   size_t queue_limit;
   char cors_origin[1024];      /* "" (off), "*", or "a,b,c" */
   char token[256];             /* "" (off) */
+  bool allow_anonymous;        /* listen beyond loopback without a token */
+  char allowed_hosts[1024];    /* more Host names, "a,b", or "*" */
   char static_dir[4096];
   int http_threads;
   int histogram_threads;       /* POST /v1/histogram's pool; 0: one per core */
   unsigned connection_timeout; /* seconds */
+  double header_timeout;       /* seconds to send a request head; 0 = none */
+  size_t min_body_rate;        /* bytes per second; 0 = none */
   unsigned connection_limit;
   unsigned per_ip_connection_limit;
   size_t connection_memory_limit;
@@ -102,6 +106,13 @@ typedef struct json_span {
  * text is not a plausible object or has more than max members. */
 int json_object_spans(const char *text, size_t len, json_span *spans, size_t max,
                       size_t *count);
+/* Whether the span's key, its escapes decoded, is the ASCII name. */
+bool json_span_key_is(const json_span *s, const char *name);
+
+/* A request body parsed as JSON (json_body.c): 0 and a tree in *out, or
+ * HISTD_EPARSE with a sentence when it is empty, not JSON, or holds a NUL
+ * (a raw byte or \u0000). */
+int json_body_parse(const char *body, size_t len, cJSON **out, char *msg, size_t msglen);
 
 /* ---- time ------------------------------------------------------------------ */
 
@@ -237,6 +248,8 @@ typedef struct metrics {
   atomic_uint_fast64_t http_requests;
   atomic_uint_fast64_t http_errors;
   atomic_uint_fast64_t sync_histograms;
+  atomic_uint_fast64_t http_slow_headers; /* closed: no request head in time */
+  atomic_uint_fast64_t http_slow_bodies;  /* closed: a body below the minimum rate */
   /* the job-duration histogram, in microseconds so it sums in integers */
   atomic_uint_fast64_t duration_buckets[METRICS_DURATION_BUCKETS + 1];
   atomic_uint_fast64_t duration_sum_us;
@@ -307,6 +320,25 @@ void sync_pool_stop(sync_pool *p);
 void sync_pool_destroy(sync_pool *p); /* stops if need be, frees */
 void sync_task_free(sync_task *t);
 
+/* ---- slow clients (deadline.c) ------------------------------------------------------ */
+
+/* Watches every connection: a request head must arrive within
+ * --header-timeout, a body at --min-body-rate; one address holds at most
+ * --per-ip-connection-limit connections, its oldest waiting one making
+ * room. The hooks run on libmicrohttpd's threads, the sweep on the loop. */
+typedef struct deadlines deadlines;
+struct MHD_Connection;
+int deadlines_create(deadlines **out, struct service *svc, char *msg, size_t msglen);
+void deadlines_destroy(deadlines *d); /* after libmicrohttpd has stopped */
+void deadlines_opened(deadlines *d, struct MHD_Connection *conn, void **socket_context);
+void deadlines_closed(deadlines *d, void **socket_context);
+void deadlines_request_line(deadlines *d, struct MHD_Connection *conn);
+void deadlines_head_done(deadlines *d, struct MHD_Connection *conn, bool body_coming);
+void deadlines_body(deadlines *d, struct MHD_Connection *conn, size_t bytes);
+void deadlines_body_done(deadlines *d, struct MHD_Connection *conn);
+void deadlines_request_done(deadlines *d, struct MHD_Connection *conn);
+void deadlines_sweep(deadlines *d); /* closes the offenders */
+
 /* ---- the context ---------------------------------------------------------------- */
 
 typedef struct service {
@@ -315,6 +347,7 @@ typedef struct service {
   dataset_cache *cache;
   jobs *jobs;
   sync_pool *sync;
+  deadlines *deadlines;
   metrics metrics;
   struct MHD_Daemon *mhd;
   void *loop_async; /* uv_async_t*: wakes the loop (thread-safe) */
@@ -416,6 +449,19 @@ void response_add_header(request *r, const char *name, const char *value);
 /* Query parameters and headers. */
 const char *request_query(request *r, const char *key);
 const char *request_header(request *r, const char *key);
+
+/* What every request must satisfy (guard.c); each returns 0, or a negative
+ * HISTD_E* code with the HTTP status and a sentence. */
+int guard_framing(struct MHD_Connection *conn, unsigned *status, char *msg, size_t msglen);
+int guard_nul(bool nul_in_url, unsigned *status, char *msg, size_t msglen);
+int guard_host(const config *cfg, const char *host, bool http11, unsigned *status, char *msg,
+               size_t msglen);
+int guard_origin(const config *cfg, const char *method, const char *origin, const char *host,
+                 unsigned *status, char *msg, size_t msglen);
+int guard_content_type(const char *content_type, bool uploads, bool format_given,
+                       unsigned *status, char *msg, size_t msglen);
+/* localhost, *.localhost, 127.0.0.0/8, ::1, or a name resolving only to them. */
+bool host_is_loopback(const char *host);
 
 /* CORS: the Access-Control-Allow-Origin value for this Origin, or NULL. */
 const char *cors_allow_origin(const config *cfg, const char *origin);

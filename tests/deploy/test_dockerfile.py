@@ -140,6 +140,8 @@ def main():
     for _, a in fin.get("ENV", []):
         env.update(env_pairs(a))
     check(env.get("HISTD_LISTEN") == "0.0.0.0:8080", "ENV HISTD_LISTEN=0.0.0.0:8080 (reachable through -p)")
+    check("HISTD_TOKEN" not in env, "no token baked into the image (it comes with --env-file at run time)")
+    check("HISTD_ALLOW_ANONYMOUS" not in env, "the image does not opt out of the token")
     data_dir = env.get("HISTD_DATA_DIR")
     check(bool(data_dir), "ENV HISTD_DATA_DIR is set")
 

@@ -76,6 +76,20 @@ def test_compose(df):
     check(env.get("HISTD_LISTEN", "0.0.0.0:%d" % df["port"]).startswith("0.0.0.0:"),
           "compose: histd listens on every interface inside the container")
     check(all(isinstance(v, str) for v in env.values()), "compose: environment values are strings")
+    # the token: from an env file kept out of git, never inline, never waived
+    env_files = svc.get("env_file") or []
+    env_files = [env_files] if isinstance(env_files, (str, dict)) else env_files
+    paths = [e if isinstance(e, str) else e.get("path") for e in env_files]
+    check("histd.env" in paths, "compose: the token comes from the env file histd.env: %s" % paths)
+    check("HISTD_TOKEN" not in env, "compose: no HISTD_TOKEN written in the compose file")
+    check("HISTD_ALLOW_ANONYMOUS" not in env, "compose: does not opt out of the token")
+    example = os.path.join(DEPLOY, "histd.env.example")
+    if check(os.path.isfile(example), "compose: deploy/histd.env.example shows the env file"):
+        with open(example, encoding="utf-8") as f:
+            keys = [line.split("=", 1)[0] for line in f if "=" in line and not line.startswith("#")]
+        check(keys == ["HISTD_TOKEN"], "compose: the example env file sets HISTD_TOKEN: %s" % keys)
+    with open(os.path.join(ROOT, ".gitignore"), encoding="utf-8") as f:
+        check("/deploy/histd.env" in f.read().split(), "compose: git ignores deploy/histd.env")
     data_mounts = [v for v in svc.get("volumes") or [] if isinstance(v, str) and v.split(":")[1] == df["data"]]
     check(len(data_mounts) == 1, "compose: a volume is mounted at the data dir %s" % df["data"])
     if data_mounts:
@@ -182,9 +196,14 @@ def test_k8s(df):
               "k8s: the data dir is the PVC %s" % pvc["metadata"]["name"])
         check(not m.get("readOnly"), "k8s: the data mount is writable")
     check(all(mm["name"] in vols for mm in mounts.values()), "k8s: every mount has a volume")
-    tok = env.get("HISTD_TOKEN")
-    if tok and "valueFrom" in tok:
-        check("secretKeyRef" in tok["valueFrom"], "k8s: the token comes from a Secret")
+    tok = env.get("HISTD_TOKEN") or {}
+    ref = (tok.get("valueFrom") or {}).get("secretKeyRef")
+    check(ref is not None and "value" not in tok, "k8s: the token comes from a Secret")
+    check(ref is not None and not ref.get("optional"), "k8s: the Secret is required, not optional")
+    check("HISTD_ALLOW_ANONYMOUS" not in env, "k8s: does not opt out of the token")
+    hosts = env.get("HISTD_ALLOWED_HOSTS", {}).get("value", "").split(",")
+    check(svc["metadata"]["name"] in hosts, "k8s: the Service's name %s passes the Host check: %s"
+          % (svc["metadata"]["name"], hosts))
 
     psc = pod.get("securityContext") or {}
     csc = c.get("securityContext") or {}

@@ -8,9 +8,11 @@ readiness probe sends it.
 """
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import yaml
 
@@ -25,6 +27,62 @@ def sh(script, env):
     full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     full.update(env)
     return subprocess.run(["sh", "-c", script], env=full, capture_output=True, text=True, timeout=20)
+
+
+def start_as_deployed(env, port):
+    """histd with a deploy file's environment (its listen port moved to a free
+    one, its data dir to a temporary one); (process, None) once it listens,
+    or (None, (exit status, stderr)) when it refuses to start."""
+    full = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    full.update(env)
+    full["HISTD_LISTEN"] = re.sub(r":\d+$", ":%d" % port, full.get("HISTD_LISTEN", "0.0.0.0:8080"))
+    full["HISTD_DATA_DIR"] = tempfile.mkdtemp(prefix="histd-deploy-")
+    full.pop("HISTD_STATIC_DIR", None)
+    p = subprocess.Popen([h.histd_binary()], env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    line = p.stdout.readline()
+    if b"listening on" in line:
+        return p, None
+    p.wait(10)
+    return None, (p.returncode, p.stderr.read().decode(errors="replace").strip())
+
+
+def stop(p):
+    p.terminate()
+    p.wait(10)
+    p.stdout.close()
+    p.stderr.close()
+
+
+def check_token_policy(df_env, compose_env, k8s_env):
+    """Each deploy file, as written, refuses to serve its wide listen address
+    without a token, and serves once the token arrives from its secret."""
+    with open(os.path.join(ROOT, "deploy", "histd.env.example"), encoding="utf-8") as f:
+        example = dict(line.strip().split("=", 1) for line in f if "=" in line and not line.startswith("#"))
+    cases = [("Dockerfile", df_env, {}), ("compose", compose_env, example),
+             ("k8s", k8s_env, {})]
+    for name, env, secret in cases:
+        port = h.free_port()
+        p, refused = start_as_deployed(dict(env, **secret), port)
+        if p is not None:
+            stop(p)
+        check(refused is not None and refused[0] == 2 and "--token" in refused[1],
+              "%s: without a token histd refuses to start (%s)" % (name, refused))
+        p, refused = start_as_deployed(dict(env, **dict(secret, HISTD_TOKEN=TOKEN)), port)
+        if not check(p is not None, "%s: with the token from its secret histd starts (%s)" % (name, refused)):
+            continue
+        try:
+            base = "http://127.0.0.1:%d" % port
+            auth = {"Authorization": "Bearer " + TOKEN}
+            check(h.http("GET", base + "/v1/kernels", headers=auth).status == 200,
+                  "%s: the API answers with the token" % name)
+            check(h.http("GET", base + "/v1/kernels").status == 401, "%s: and not without it" % name)
+            if name == "k8s":
+                r = h.http("GET", base + "/v1/kernels", headers=dict(auth, Host="histd.lab.svc:8080"))
+                check(r.status == 200, "k8s: a client using the Service's name passes the Host check (%d)" % r.status)
+                r = h.http("GET", base + "/v1/kernels", headers=dict(auth, Host="evil.example:8080"))
+                check(r.status == 421, "k8s: another name does not (%d)" % r.status)
+        finally:
+            stop(p)
 
 
 def main():
@@ -72,6 +130,17 @@ def main():
         r = h.http("GET", d.base + "/readyz", headers={"Authorization": "Bearer " + TOKEN})
         check(r.status == 200, "/readyz answers 200 with the token")
         d.alive()
+
+    df_env = {}
+    m = re.search(r"^ENV\s+((?:.*\\\n)*.*)$", df.split("\nFROM ")[-1], re.M)
+    if check(m is not None, "the Dockerfile's final stage sets ENV"):
+        df_env = dict(t.split("=", 1) for t in shlex.split(m.group(1).replace("\\\n", " ")) if "=" in t)
+    cenv = compose["services"]["histd"].get("environment") or {}
+    kenv = {}
+    for e in c.get("env") or []:
+        if "value" in e:
+            kenv[e["name"]] = re.sub(r"\$\(POD_NAMESPACE\)", "lab", e["value"])
+    check_token_policy(df_env, cenv, kenv)
 
     finish()
 

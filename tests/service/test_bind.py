@@ -23,7 +23,9 @@ from daemon import check  # noqa: E402
 def start(exe, listen, data_dir):
     env = {k: v for k, v in os.environ.items() if not k.startswith("HISTD_")}
     try:
-        r = subprocess.run([exe, "--listen", listen, "--data-dir", data_dir],
+        # a token: listening beyond loopback without one is refused before
+        # the bind is tried (test_listen_policy)
+        r = subprocess.run([exe, "--listen", listen, "--data-dir", data_dir, "--token", "t"],
                            stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=60)
     except subprocess.TimeoutExpired:
         raise AssertionError("histd --listen %s did not exit within 60 s" % listen)

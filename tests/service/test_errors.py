@@ -62,26 +62,26 @@ def test_sizes(exe):
                            "--cors-origin", ORIGIN]) as d:
         # 413 from Content-Length alone: the body is never sent.
         took, resp = raw_exchange(
-            d.port, b"POST /v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: text/csv\r\n"
+            d.port, b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/csv\r\n"
                     b"Content-Length: 10000000000\r\nOrigin: " + ORIGIN.encode() + b"\r\n\r\n")
         check(resp.startswith(b"HTTP/1.1 413"), resp[:100])
         check(b"access-control-allow-origin: " + ORIGIN.encode() in resp.lower(), resp)
         check(took < 3, "413 took %.1fs" % took)
         # Expect: 100-continue with too large a body: 413, no 100.
         took, resp = raw_exchange(
-            d.port, b"POST /v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: text/csv\r\n"
+            d.port, b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/csv\r\n"
                     b"Expect: 100-continue\r\nContent-Length: 5000\r\n\r\n")
         check(resp.startswith(b"HTTP/1.1 413"), resp[:100])
         # A chunked body that outgrows the limit.
         chunk = b"1,2,3\n" * 200
-        head = (b"POST /v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: text/csv\r\n"
+        head = (b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/csv\r\n"
                 b"Transfer-Encoding: chunked\r\n\r\n")
         body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(5)) + b"0\r\n\r\n"
         took, resp = raw_exchange(d.port, head, body)
         check(resp.startswith(b"HTTP/1.1 413"), resp[:100])
         # A raw float64 body over --max-points: 413 at the headers.
         took, resp = raw_exchange(
-            d.port, b"POST /v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-float64"
+            d.port, b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-float64"
                     b"\r\nContent-Length: 2424\r\n\r\n")
         check(resp.startswith(b"HTTP/1.1 413") and took < 3, resp[:100])
         # Too many points (under the byte limit): 413 with the limit named.
@@ -129,7 +129,7 @@ def test_bad_requests(exe):
         # It announced 10,000,000 points (240 MB) and sent 2,083: the disk
         # reserved for it follows what came, not what was announced.
         sock = socket.create_connection(("127.0.0.1", d.port), timeout=5)
-        sock.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        sock.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                      b"application/x-float64\r\nContent-Length: 240000000\r\n\r\n" +
                      bytes(raw[:50000]))
         time.sleep(0.3)

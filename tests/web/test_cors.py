@@ -125,12 +125,17 @@ def main():
 def run_browser(b, d, origin, other, code, want):
     page = "%s/?api=%s" % (origin, d.base)
     b.get(page)
+    # ?api= names another origin than the page's: the page asks first
+    b.wait(lambda: b.js("return !document.getElementById('api-confirm').hidden"), 15, "the page to ask about ?api=")
+    check(d.base in b.text(b.find("#api-confirm-to")), "it shows where requests would go")
+    b.click(b.find("#api-confirm-use"))
     b.wait(lambda: b.text(b.find("#engine")) == "token needed", 15, "the page to ask for a token")
     check(b.js("return document.getElementById('settings').open"), "the Connection panel opens by itself")
     b.type(b.find("#token"), TOKEN)
     b.click(b.find("#settings-form button[type=submit]"))
     b.wait(lambda: "ok" in b.attr(b.find("#engine"), "class"), 15, "the page to connect with the token")
-    check(b.js("return localStorage.getItem('histd.token')") == TOKEN, "the token is kept in localStorage")
+    check(b.js("return JSON.parse(localStorage.getItem('histd.tokens'))[arguments[0]]", d.base) == TOKEN,
+          "the token is kept in localStorage, for the daemon's origin")
 
     # a whole job across origins: upload by a drop, submit, chart
     b.js("""
@@ -165,6 +170,8 @@ def run_browser(b, d, origin, other, code, want):
 
     # a page on an origin not on the list cannot read the API
     b.get("%s/?api=%s" % (other, d.base))
+    b.wait(lambda: b.js("return !document.getElementById('api-confirm').hidden"), 15, "the other page to ask about ?api=")
+    b.click(b.find("#api-confirm-use"))
     b.wait(lambda: b.text(b.find("#engine")) in ("offline", "token needed"), 15, "the page on the other origin to fail")
     check(b.text(b.find("#engine")) == "offline", "a page at %s cannot reach the API" % other)
 

@@ -1,0 +1,131 @@
+"""test_slow_clients.py -- slow clients cannot hold connections (slowloris).
+
+The daemon runs with --header-timeout 1 and --min-body-rate 2000 (short, so
+the test is quick). Clients that keep a connection busy while staying
+within libmicrohttpd's idle timeout -- a head sent a byte every 0.2 s, a
+body at 50 bytes per second, a connection that sends nothing -- are closed
+by the daemon soon after their deadline, and each is counted in
+/metrics (histd_http_slow_clients_total). An address at
+--per-ip-connection-limit, all its connections slow heads, still gets its
+next honest request answered. Honest clients (a fast head, a fast upload, a
+kept-alive connection that comes back within the timeout) are untouched.
+
+Timing margins are wide (the daemon closes an offender 1 s to 5 s after
+its deadline here counts as in time; 12 s is the test's give-up) so a
+loaded two-core machine does not make it flaky; without the deadlines the
+daemon never closes these clients (its idle timeout is 60 s).
+
+usage: test_slow_clients.py HISTD_EXE
+"""
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemon import Daemon, check  # noqa: E402
+from rawhttp import exchange, responses  # noqa: E402
+
+GIVE_UP = 12.0
+
+
+def trickle(port, first, byte, every, limit=GIVE_UP):
+    """Sends `first`, then `byte` every `every` s until the daemon closes the
+    connection; returns the seconds until it did (or None)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    t0 = time.monotonic()
+    try:
+        if first:
+            s.sendall(first)
+        s.settimeout(every)
+        while time.monotonic() - t0 < limit:
+            try:
+                data = s.recv(4096)
+                if not data:
+                    return time.monotonic() - t0
+            except socket.timeout:
+                pass
+            except OSError:
+                return time.monotonic() - t0
+            try:
+                if byte:
+                    s.sendall(byte)
+            except OSError:
+                return time.monotonic() - t0
+        return None
+    finally:
+        s.close()
+
+
+def slow_counts(d):
+    _, _, raw = d.request("GET", "/metrics")
+    got = {}
+    for line in raw.decode().splitlines():
+        if line.startswith("histd_http_slow_clients_total{"):
+            got[line.split('"')[1]] = int(float(line.split()[-1]))
+    return got
+
+
+def main(exe):
+    args = ["--header-timeout", "1", "--min-body-rate", "2000", "--per-ip-connection-limit", "6"]
+    with Daemon(exe, args=args) as d:
+        p = d.port
+        before = slow_counts(d)
+        check(set(before) == {"header", "body"}, "/metrics counts slow clients: %s" % before)
+
+        took = trickle(p, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"X", 0.2)
+        check(took is not None and 0.9 <= took <= 6, "a head sent a byte every 0.2 s is closed after ~1 s: %s" % took)
+        print("ok - slow head closed after %.2f s" % took)
+        took = trickle(p, b"", b"", 0.2)
+        check(took is not None and 0.9 <= took <= 6, "a connection that sends nothing is closed after ~1 s: %s" % took)
+        print("ok - silent connection closed after %.2f s" % took)
+        head = (b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/csv\r\n"
+                b"Content-Length: 100000\r\n\r\n")
+        took = trickle(p, head, b"1,2,3\n7,8,9\n", 0.2)
+        check(took is not None and 1.0 <= took <= 7, "a body at 60 B/s is closed after its grace: %s" % took)
+        print("ok - slow body closed after %.2f s" % took)
+        check(d.json("GET", "/v1/datasets")[2]["datasets"] == [], "the slow upload stored nothing")
+
+        # the same address, its connections all slow heads, still gets an answer
+        hogs = []
+        for _ in range(6):
+            s = socket.create_connection(("127.0.0.1", p), timeout=5)
+            s.sendall(b"GET /healthz HTTP/1.1\r\n")
+            hogs.append(s)
+        time.sleep(0.2)
+        s, _, _ = d.request("GET", "/healthz", timeout=5)
+        check(s == 200, "an honest request from an address whose slots slow heads hold: %d" % s)
+        print("ok - an honest request makes room among its address's slow heads")
+        for h in hogs:
+            h.close()
+
+        # honest clients: a fast upload, a kept-alive connection coming back in time
+        body = b"".join(b"%d,%d,%d\n" % (i, i * 2, i * 3) for i in range(40000))
+        out, _ = exchange(p, b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/csv\r\n"
+                          b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body, timeout=20)
+        check(responses(out) and responses(out)[0][0] == 201, "a fast %d-byte upload: %r" % (len(body), out[:100]))
+        conn = socket.create_connection(("127.0.0.1", p), timeout=5)
+        try:
+            for _ in range(2):
+                conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                data = b""
+                while b'"ok"' not in data:
+                    chunk = conn.recv(4096)
+                    check(chunk, "a kept-alive connection answers its second request")
+                    data += chunk
+                time.sleep(0.3)
+        finally:
+            conn.close()
+        print("ok - honest clients untouched")
+
+        after = slow_counts(d)
+        check(after["header"] - before["header"] >= 2 and after["body"] - before["body"] >= 1,
+              "the offenders are counted: %s -> %s" % (before, after))
+        print("ok - /metrics: %s" % after)
+        s, _, _ = d.request("GET", "/healthz")
+        check(s == 200, "the daemon is alive")
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
