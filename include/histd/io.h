@@ -40,8 +40,11 @@
  *       longer header must name columns "x", "y" and "z" (case-insensitive,
  *       quotes allowed), which are then read and the other columns ignored
  *       (every line must then have as many fields as the header). Without
- *       such a header each line holds exactly 3 numbers. Decimal numbers
- *       only ("1", "-2.5", ".5", "5.", "1e-3"); no hex, no quotes.
+ *       such a header each line holds exactly 3 numbers, or 4 when the
+ *       first data line has 4: x, y, z and a weight. A header naming a
+ *       column "w" or "weight" (or x,y,z,w) carries weights too (ds.w).
+ *       Decimal numbers only ("1", "-2.5", ".5", "5.", "1e-3"); no hex, no
+ *       quotes.
  * xyz   The molecular format, one frame: a line with the atom count N, a
  *       comment line, then N lines "element x y z" (the element is any
  *       token; columns after z, as in extended XYZ, are ignored). Fewer

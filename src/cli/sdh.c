@@ -393,7 +393,7 @@ int main(int argc, char **argv) {
   histd_dataset_free(&ds_b);
   if (rc != 0) {
     fprintf(stderr, "sdh: %s\n", msg);
-    return rc == HISTD_EINVAL ? 2 : 1;
+    return rc == HISTD_EINVAL || rc == HISTD_EPARSE ? 2 : 1; /* a usage error, or a run that failed */
   }
   res.timing.parse_ms = parse_ms;
 

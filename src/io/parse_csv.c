@@ -8,8 +8,11 @@
  * nothing is allocated per line. Each number is copied into a small stack
  * buffer for strtod_l (C locale), correctly rounded.
  */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "io_internal.h"
 
@@ -73,14 +76,16 @@ static bool name_is(const char *tok, size_t tl, char axis) {
   return tl == 1 && (tok[0] == axis || tok[0] == axis - 'a' + 'A');
 }
 
-/* Reads the header line [ls, le): sets *ncols and col[3]. */
+/* Reads the header line [ls, le): sets *ncols and col[4] (col[3], the
+ * weight column "w" or "weight", SIZE_MAX when there is none). */
 static int read_header(const char *ls, const char *le, size_t line, size_t *ncols,
-                       size_t col[3], char *msg, size_t msglen) {
+                       size_t col[4], char *msg, size_t msglen) {
   fields it = {ls, le, 0, false};
   const char *tok;
   size_t tl;
   int r;
   bool found[3] = {false, false, false};
+  col[3] = SIZE_MAX;
   while ((r = next_field(&it, &tok, &tl)) == 1) {
     for (int a = 0; a < 3; a++) {
       if (!found[a] && name_is(tok, tl, (char)('x' + a))) {
@@ -88,6 +93,9 @@ static int read_header(const char *ls, const char *le, size_t line, size_t *ncol
         col[a] = it.idx - 1;
       }
     }
+    if (col[3] == SIZE_MAX && (name_is(tok, tl, 'w') ||
+                               (tl == 6 && strncasecmp(tok, "weight", 6) == 0)))
+      col[3] = it.idx - 1;
   }
   if (r < 0)
     return histd_fail(msg, msglen, HISTD_EPARSE, "line %zu: header field %zu is empty", line,
@@ -95,13 +103,23 @@ static int read_header(const char *ls, const char *le, size_t line, size_t *ncol
   *ncols = it.idx;
   if (found[0] && found[1] && found[2])
     return 0;
-  if (it.idx == 3) {
+  if (it.idx == 3 || (it.idx == 4 && col[3] == 3)) {
     col[0] = 0, col[1] = 1, col[2] = 2;
     return 0;
   }
   return histd_fail(msg, msglen, HISTD_EPARSE,
                     "line %zu: the header has %zu columns but does not name all of x, y and z",
                     line, it.idx);
+}
+
+/* The number of fields of a data line (for a file without a header). */
+static size_t count_fields(const char *ls, const char *le) {
+  fields it = {ls, le, 0, false};
+  const char *tok;
+  size_t tl;
+  while (next_field(&it, &tok, &tl) == 1)
+    ;
+  return it.idx;
 }
 
 /* True when no field of the line reads as a number: the line is a header. */
@@ -139,11 +157,11 @@ int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_datas
     histd_dataset_free(&ds);
     return rc;
   }
-  double *xs = ds.x, *ys = ds.x + cap, *zs = ds.x + 2 * cap;
+  double *xs = ds.x, *ys = ds.x + cap, *zs = ds.x + 2 * cap, *ws = NULL;
 
   size_t n = 0, line = 0;
   bool seen_content = false, header = false;
-  size_t ncols = 3, col[3] = {0, 1, 2};
+  size_t ncols = 3, col[4] = {0, 1, 2, SIZE_MAX};
   while (p < end) {
     line++;
     const char *ls = p, *le = memchr(p, '\n', (size_t)(end - p));
@@ -165,30 +183,35 @@ int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_datas
         header = true;
         if ((rc = read_header(ls, le, line, &ncols, col, msg, msglen)) != 0)
           goto fail;
-        continue;
+      } else if (count_fields(ls, le) == 4) { /* x y z w, no header */
+        ncols = 4;
+        col[3] = 3;
       }
+      if (col[3] != SIZE_MAX && (ws = malloc(cap * sizeof *ws)) == NULL) {
+        rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu weights", cap);
+        goto fail;
+      }
+      if (header)
+        continue;
     }
     fields it = {ls, le, 0, false};
     const char *tok;
     size_t tl;
     int r;
-    double v[3] = {0, 0, 0};
+    double v[4] = {0, 0, 0, 0};
     while ((r = next_field(&it, &tok, &tl)) == 1) {
       size_t f = it.idx - 1;
       int a = -1;
-      if (f == col[0])
-        a = 0;
-      else if (f == col[1])
-        a = 1;
-      else if (f == col[2])
-        a = 2;
+      for (int c = 0; c < 4 && a < 0; c++)
+        if (f == col[c])
+          a = c;
       if (a < 0)
         continue;
       histd__num_status st = histd__parse_number(tok, tl, HISTD__NUM_TEXT, loc, &v[a]);
       if (st != HISTD__NUM_OK) {
         char column[32] = "";
         if (ncols != 3)
-          snprintf(column, sizeof column, " (column %c)", 'x' + a);
+          snprintf(column, sizeof column, " (column %c)", "xyzw"[a]);
         rc = number_error(st, line, tok, tl, column, msg, msglen);
         goto fail;
       }
@@ -199,9 +222,10 @@ int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_datas
       goto fail;
     }
     if (it.idx != ncols) {
-      if (ncols == 3)
-        rc = histd_fail(msg, msglen, HISTD_EPARSE, "line %zu: expected 3 numbers, found %zu",
-                        line, it.idx);
+      if (!header)
+        rc = histd_fail(msg, msglen, HISTD_EPARSE, "line %zu: expected %zu numbers%s, found %zu",
+                        line, ncols, ncols == 4 ? " (x, y, z and a weight, as on the first line)" : "",
+                        it.idx);
       else
         rc = histd_fail(msg, msglen, HISTD_EPARSE,
                         "line %zu: expected %zu fields (as in the header), found %zu", line,
@@ -222,10 +246,13 @@ int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_datas
     xs[n] = v[0];
     ys[n] = v[1];
     zs[n] = v[2];
+    if (ws != NULL)
+      ws[n] = v[3];
     n++;
   }
   freelocale(loc);
   if (n == 0) {
+    free(ws);
     histd_dataset_free(&ds);
     return histd_fail(msg, msglen, HISTD_EPARSE, "no points: the input %s",
                       header ? "has a header but no data lines"
@@ -233,12 +260,21 @@ int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_datas
                                      : "is empty or only blank and comment lines");
   }
   rc = histd__ds_complete(&ds, cap, n, msg, msglen);
+  if (rc == 0 && ws != NULL) {
+    rc = histd_dataset_alloc_weights(&ds, msg, msglen);
+    if (rc == 0)
+      memcpy(ds.w, ws, n * sizeof *ws);
+    else
+      histd_dataset_free(&ds);
+  }
+  free(ws);
   if (rc != 0)
     return rc;
   *out = ds;
   return 0;
 fail:
   freelocale(loc);
+  free(ws);
   histd_dataset_free(&ds);
   return rc;
 }

@@ -183,6 +183,12 @@ void route_datasets_create(request *r) {
                       msg[0] ? msg : histd_strerror(rc));
     return;
   }
+  if (ds.w != NULL) { /* not stored yet: refuse rather than drop them */
+    histd_dataset_free(&ds);
+    respond_problem(r, 422, "the points carry weights (a fourth column), which datasets do "
+                            "not store yet; upload x, y and z only (sdh reads weights)");
+    return;
+  }
   if (ds.n > svc->cfg.max_points) {
     histd_dataset_free(&ds);
     respond_problem(r, 413, "the body has more than the limit of %zu points (--max-points)",

@@ -286,6 +286,55 @@ static void test_csv_output(void) {
   run_free(&r);
 }
 
+static void expect_exit(int want, const char *needle, const char *a1, const char *a2,
+                        const char *a3, const char *a4, const char *a5, const char *a6);
+
+/* The statistics flags, on files small enough to work out by hand. */
+static void test_statistics(void) {
+  /* weights in a fourth column: pairs 0-1 (d 5, w 1), 1-2 (d 5, w 0.5),
+   * 0-2 (d 10, w 2) */
+  const char *wcsv = "0 0 0 2\n3 4 0 0.5\n6 8 0 1\n";
+  write_file("w.csv", wcsv, strlen(wcsv));
+  run_result r = run(path_in_dir("w.csv"), "--width", "5", "--buckets", "3", "--weighted", "-f",
+                     "csv", NULL);
+  CHECK(r.status == 0, "--weighted: %s", r.err);
+  CHECK_STR_CONTAINS(r.out, "bucket,lower,upper,count,weighted\n0,0,5,0,0\n1,5,10,2,1.5\n"
+                            "2,10,15,1,2\noverflow,15,,0,\n");
+  run_free(&r);
+  /* collisions: 3 equal points and 2 equal points: 3 + 1 pairs of 10 */
+  const char *dup = "1,2,3\n1,2,3\n4,5,6\n1,2,3\n4,5,6\n";
+  write_file("dup.csv", dup, strlen(dup));
+  r = run(path_in_dir("dup.csv"), "--within", "0", "-f", "csv", NULL);
+  CHECK(r.status == 0, "--within 0: %s", r.err);
+  CHECK_STR_CONTAINS(r.out, "radius,within,total\n0,4,10\n");
+  run_free(&r);
+  /* A x B: w.csv with dup.csv, every pair, in explicit edges */
+  r = run(path_in_dir("w.csv"), "--with", path_in_dir("dup.csv"), "--edges", "1,5,20", "-f",
+          "json", NULL);
+  CHECK(r.status == 0, "--with: %s", r.err);
+  CHECK_STR_CONTAINS(r.out, "\"n\":3,\"n_b\":5");
+  CHECK_STR_CONTAINS(r.out, "\"total\":15");
+  CHECK_STR_CONTAINS(r.out, "\"edges\":[1,5,20]");
+  run_free(&r);
+  /* a periodic cube of 10: (0,0,0)-(9,0,0) is 1 apart; r_max 6 > 5 refused */
+  const char *pbc = "0 0 0\n9 0 0\n";
+  write_file("pbc.csv", pbc, strlen(pbc));
+  r = run(path_in_dir("pbc.csv"), "--periodic", "10", "--r-max", "5", "--buckets", "5", "-f",
+          "csv", NULL);
+  CHECK(r.status == 0, "--periodic: %s", r.err);
+  CHECK_STR_CONTAINS(r.out, "bucket,lower,upper,count,g,coordination\n0,0,1,0,");
+  CHECK_STR_CONTAINS(r.out, "\n1,1,2,1,");
+  run_free(&r);
+  expect_exit(2, "exceeds half the periodic box", path_in_dir("pbc.csv"), "--periodic", "10",
+              "--edges", "0,6", NULL);
+  expect_exit(2, "log_bins needs 0 < r_min < r_max", path_in_dir("pbc.csv"), "--log-bins",
+              "5,1,3", NULL, NULL, NULL);
+  expect_exit(2, "give one way of binning", path_in_dir("pbc.csv"), "--width", "1", "--within",
+              "2", NULL);
+  expect_exit(2, "weights were asked for, but the points (A) carry none", path_in_dir("pbc.csv"),
+              "--width", "1", "--weighted", NULL, NULL);
+}
+
 /* The documented generator: splitmix64 from the seed, x, y, z per point,
  * each box * (next >> 11) * 2^-53. */
 static uint64_t splitmix64(uint64_t *state) {
@@ -447,6 +496,7 @@ int main(int argc, char **argv) {
   test_random();
   test_list_kernels();
   test_errors();
+  test_statistics();
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0)

@@ -248,6 +248,32 @@ static void test_csv(void) {
   }
 }
 
+/* Weights: a fourth column without a header, or a header's w / weight. */
+static void weights(int line, const char *text, size_t n, const double *w) {
+  histd_dataset ds;
+  int rc = parse_exact(C, text, strlen(text), 0, &ds);
+  CHECK(rc == 0, "line %d: %s", line, msg);
+  if (rc != 0)
+    return;
+  CHECK(ds.n == n && ds.w != NULL, "line %d: %zu points with weights, want %zu", line, ds.n, n);
+  for (size_t i = 0; ds.w != NULL && i < n && i < ds.n; i++)
+    CHECK(ds.w[i] == w[i], "line %d: w[%zu] = %g, want %g", line, i, ds.w[i], w[i]);
+  histd_dataset_free(&ds);
+}
+
+static void test_csv_weights(void) {
+  weights(__LINE__, "1,2,3,0.5\n4,5,6,-2\n", 2, (const double[]){0.5, -2});
+  weights(__LINE__, "x y z w\n1 2 3 7\n", 1, (const double[]){7});
+  weights(__LINE__, "id,weight,x,y,z\n1,0.25,1,2,3\n2,4,4,5,6\n", 2, (const double[]){0.25, 4});
+  GOOD(C, "id,weight,x,y,z\n1,0.25,1,2,3\n", 1, 1, 2, 3);
+  histd_dataset ds; /* three columns: no weights */
+  CHECK(parse_exact(C, "1,2,3\n", 6, 0, &ds) == 0 && ds.w == NULL, "no weight column, no w");
+  histd_dataset_free(&ds);
+  BAD(C, "1,2,3,4\n5,6,7\n", "line 2: expected 4 numbers (x, y, z and a weight");
+  BAD(C, "1,2,3\n5,6,7,8\n", "line 2: expected 3 numbers, found 4");
+  BAD(C, "x,y,z,w\n1,2,3,nan\n", "line 2: 'nan' is not a finite number (column w)");
+}
+
 static void test_xyz(void) {
   GOOD(X, "3\nwater\nO 0.0 0.0 0.117\nH 0.0 0.757 -0.470\nH 0.0 -0.757 -0.470\n", 3, 0, 0,
        0.117, 0, 0.757, -0.470, 0, -0.757, -0.470);
@@ -535,6 +561,7 @@ int main(void) {
   test_numbers();
   test_json();
   test_csv();
+  test_csv_weights();
   test_xyz();
   test_raw();
   test_equivalence();
