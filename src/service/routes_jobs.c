@@ -304,8 +304,104 @@ static cJSON *parse_body(request *r) {
 
 /* ---- POST /v1/jobs ----------------------------------------------------------------------- */
 
+/* What POST /v1/jobs decides once its body is parsed; filled by create_job
+ * on a defer.c thread (it waits for the row's fsync), answered by
+ * answer_create on the HTTP thread. */
+typedef struct create_ctx {
+  service *svc;
+  job_record j;
+  bool id_ok;
+  unsigned status; /* 202, or the problem's status */
+  char msg[512];
+} create_ctx;
+
+static void create_job(void *arg) {
+  create_ctx *c = arg;
+  service *svc = c->svc;
+  job_record *j = &c->j;
+  c->status = 500;
+  pthread_rwlock_rdlock(&svc->datasets_lock);
+  dataset_meta m;
+  if (!c->id_ok || store_get_dataset(svc->store, j->dataset, &m) != 0) {
+    pthread_rwlock_unlock(&svc->datasets_lock);
+    c->status = 404;
+    snprintf(c->msg, sizeof c->msg,
+             "no dataset has the id \"%.100s\" (upload it with POST /v1/datasets)", j->dataset);
+    return;
+  }
+  store_check_payload(svc->store, &m);
+  if (m.error[0] != '\0') {
+    pthread_rwlock_unlock(&svc->datasets_lock);
+    c->status = 422;
+    snprintf(c->msg, sizeof c->msg, "dataset %s cannot be used: %s; upload it again", m.id,
+             m.error);
+    return;
+  }
+  j->n = m.n;
+  if (j->spec.buckets == 0) {
+    histd_dataset box;
+    memset(&box, 0, sizeof box);
+    box.n = m.n;
+    memcpy(box.min, m.min, sizeof m.min);
+    memcpy(box.max, m.max, sizeof m.max);
+    char msg[256];
+    if (histd_default_buckets(&box, j->spec.bucket_width, &j->spec.buckets, msg, sizeof msg) !=
+        0) {
+      pthread_rwlock_unlock(&svc->datasets_lock);
+      c->status = 422;
+      snprintf(c->msg, sizeof c->msg, "%s; give a larger bucket_width or an explicit buckets",
+               msg);
+      return;
+    }
+  }
+  uint64_t held = store_data_bytes(svc->store);
+  if (svc->cfg.max_data_bytes != 0 && held >= svc->cfg.max_data_bytes) {
+    pthread_rwlock_unlock(&svc->datasets_lock);
+    c->status = 507;
+    snprintf(c->msg, sizeof c->msg,
+             "the data dir holds %llu bytes, its budget is %zu (--max-data-bytes): there is "
+             "no room for another result; delete datasets or wait for old jobs to expire",
+             (unsigned long long)held, svc->cfg.max_data_bytes);
+    return;
+  }
+  new_job_id(j->id);
+  j->created_at = wall_now();
+  j->status = JOB_QUEUED;
+  char msg[256];
+  int rc = jobs_submit(svc->jobs, j, msg, sizeof msg);
+  pthread_rwlock_unlock(&svc->datasets_lock);
+  if (rc == HISTD_ETOOBIG) {
+    c->status = 503;
+    snprintf(c->msg, sizeof c->msg, "%s", msg);
+  } else if (rc != 0) {
+    snprintf(c->msg, sizeof c->msg, "the job could not be stored: %s", msg);
+  } else {
+    c->status = 202;
+  }
+}
+
+static void answer_create(request *r, create_ctx *c) {
+  if (c->status != 202) {
+    respond_problem(r, c->status, "%s", c->msg);
+    if (c->status == 503)
+      response_add_header(r, "Retry-After", "5");
+    return;
+  }
+  respond_json(r, 202, job_to_json(&c->j, true));
+  char loc[64];
+  snprintf(loc, sizeof loc, "/v1/jobs/%s", c->j.id);
+  response_add_header(r, "Location", loc);
+}
+
 void route_jobs_create(request *r) {
   service *svc = r->svc;
+  if (r->resumed && r->deferred != NULL) {
+    create_ctx *c = r->deferred;
+    r->deferred = NULL;
+    answer_create(r, c);
+    free(c);
+    return;
+  }
   cJSON *o = parse_body(r);
   if (o == NULL)
     return;
@@ -322,61 +418,25 @@ void route_jobs_create(request *r) {
     cJSON_Delete(o);
     return;
   }
-  job_record j;
-  memset(&j, 0, sizeof j);
-  j.spec = pp.spec;
-  snprintf(j.dataset, sizeof j.dataset, "%s", ds->valuestring);
-  bool id_ok = strlen(ds->valuestring) == 64;
+  create_ctx *c = calloc(1, sizeof *c);
+  if (c == NULL) {
+    cJSON_Delete(o);
+    respond_problem(r, 503, "out of memory; try again shortly");
+    return;
+  }
+  c->svc = svc;
+  c->j.spec = pp.spec;
+  snprintf(c->j.dataset, sizeof c->j.dataset, "%s", ds->valuestring);
+  c->id_ok = strlen(ds->valuestring) == 64;
   cJSON_Delete(o);
-
-  pthread_mutex_lock(&svc->datasets_mu);
-  dataset_meta m;
-  if (!id_ok || store_get_dataset(svc->store, j.dataset, &m) != 0) {
-    pthread_mutex_unlock(&svc->datasets_mu);
-    respond_problem(r, 404, "no dataset has the id \"%s\" (upload it with POST /v1/datasets)",
-                    j.dataset);
+  if (defer_submit(svc->defer, r->conn, create_job, c)) {
+    r->deferred = c;
+    r->suspended = true; /* defer.c resumes us once the row is durable */
     return;
   }
-  store_check_payload(svc->store, &m);
-  if (m.error[0] != '\0') {
-    pthread_mutex_unlock(&svc->datasets_mu);
-    respond_problem(r, 422, "dataset %s cannot be used: %s; upload it again", m.id, m.error);
-    return;
-  }
-  j.n = m.n;
-  if (j.spec.buckets == 0) {
-    histd_dataset box;
-    memset(&box, 0, sizeof box);
-    box.n = m.n;
-    memcpy(box.min, m.min, sizeof m.min);
-    memcpy(box.max, m.max, sizeof m.max);
-    char msg[256];
-    if (histd_default_buckets(&box, j.spec.bucket_width, &j.spec.buckets, msg, sizeof msg) !=
-        0) {
-      pthread_mutex_unlock(&svc->datasets_mu);
-      respond_problem(r, 422, "%s; give a larger bucket_width or an explicit buckets", msg);
-      return;
-    }
-  }
-  new_job_id(j.id);
-  j.created_at = wall_now();
-  j.status = JOB_QUEUED;
-  char msg[256];
-  int rc = jobs_submit(svc->jobs, &j, msg, sizeof msg);
-  pthread_mutex_unlock(&svc->datasets_mu);
-  if (rc == HISTD_ETOOBIG) {
-    respond_problem(r, 503, "%s", msg);
-    response_add_header(r, "Retry-After", "5");
-    return;
-  }
-  if (rc != 0) {
-    respond_problem(r, 500, "the job could not be stored: %s", msg);
-    return;
-  }
-  respond_json(r, 202, job_to_json(&j, true));
-  char loc[64];
-  snprintf(loc, sizeof loc, "/v1/jobs/%s", j.id);
-  response_add_header(r, "Location", loc);
+  create_job(c); /* stopping: here and now */
+  answer_create(r, c);
+  free(c);
 }
 
 /* ---- GET /v1/jobs ----------------------------------------------------------------------- */
@@ -423,15 +483,20 @@ void route_jobs_list(request *r) {
 }
 
 /* The job named in the path, or false once answered: 404 when there is no
- * such job, 500 when the database cannot be read. */
+ * such job, 500 when the database cannot be read or the job's stored
+ * result cannot be decoded (never a result of zeros). */
 static bool get_job(request *r, job_record *j) {
+  memset(j, 0, sizeof *j);
   int rc = jobs_get(r->svc->jobs, r->path_id, j);
   if (rc == 0)
     return true;
   if (rc == HISTD_ENOENT)
     respond_problem(r, 404, "no job has the id \"%s\"", r->path_id);
+  else if (j->id[0] != '\0' && j->error[0] != '\0')
+    respond_problem(r, 500, "job %s cannot be served: %s", r->path_id, j->error);
   else
     respond_problem(r, 500, "job %s could not be read from the database", r->path_id);
+  job_record_free(j);
   return false;
 }
 
@@ -465,10 +530,52 @@ void route_jobs_get(request *r) {
   job_record_free(&j);
 }
 
-void route_jobs_delete(request *r) {
+/* DELETE's step on a defer.c thread (a queued job's cancellation waits for
+ * its row's fsync). */
+typedef struct cancel_ctx {
+  service *svc;
+  char id[128];
   job_record j;
-  char msg[512] = "";
-  int rc = jobs_cancel(r->svc->jobs, r->path_id, &j, msg, sizeof msg);
+  int rc;
+  char msg[512];
+} cancel_ctx;
+
+static void cancel_job(void *arg) {
+  cancel_ctx *c = arg;
+  c->rc = jobs_cancel(c->svc->jobs, c->id, &c->j, c->msg, sizeof c->msg);
+}
+
+static void answer_cancel(request *r, cancel_ctx *c);
+
+void route_jobs_delete(request *r) {
+  if (r->resumed && r->deferred != NULL) {
+    cancel_ctx *c = r->deferred;
+    r->deferred = NULL;
+    answer_cancel(r, c);
+    free(c);
+    return;
+  }
+  cancel_ctx *c = calloc(1, sizeof *c);
+  if (c == NULL) {
+    respond_problem(r, 503, "out of memory; try again shortly");
+    return;
+  }
+  c->svc = r->svc;
+  snprintf(c->id, sizeof c->id, "%s", r->path_id);
+  if (defer_submit(r->svc->defer, r->conn, cancel_job, c)) {
+    r->deferred = c;
+    r->suspended = true;
+    return;
+  }
+  cancel_job(c);
+  answer_cancel(r, c);
+  free(c);
+}
+
+static void answer_cancel(request *r, cancel_ctx *c) {
+  job_record j = c->j;
+  char *msg = c->msg;
+  int rc = c->rc;
   if (rc == HISTD_ENOENT) {
     respond_problem(r, 404, "no job has the id \"%s\"", r->path_id);
     return;
