@@ -30,6 +30,7 @@
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,16 +84,9 @@ static bool is_wal(const char *path, size_t n) {
 /* Whether a write to fd of len bytes at off (-1: the file position) ends
  * past HISTD_TEST_WAL_LIMIT's number, fd being the WAL. */
 static bool past_wal_limit(int fd, size_t len, long long off) {
+  /* async-signal-safe calls only: libuv writes from its signal handler */
   const char *flag = getenv("HISTD_TEST_WAL_LIMIT");
   if (flag == NULL)
-    return false;
-  FILE *f = fopen(flag, "r");
-  if (f == NULL)
-    return false;
-  long long limit = -1;
-  int got = fscanf(f, "%lld", &limit);
-  fclose(f);
-  if (got != 1 || limit < 0)
     return false;
   char link[64], path[4096];
   snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
@@ -101,6 +95,18 @@ static bool past_wal_limit(int fd, size_t len, long long off) {
     return false;
   path[n] = '\0';
   if (!is_wal(path, (size_t)n))
+    return false;
+  int ffd = open(flag, O_RDONLY | O_CLOEXEC);
+  if (ffd < 0)
+    return false;
+  char text[32];
+  ssize_t got = read(ffd, text, sizeof text - 1);
+  close(ffd);
+  if (got <= 0)
+    return false;
+  text[got] = '\0';
+  long long limit = strtoll(text, NULL, 10);
+  if (limit <= 0)
     return false;
   if (off < 0)
     off = (long long)lseek(fd, 0, SEEK_CUR);
