@@ -312,7 +312,7 @@ static void run_one(worker *w, job *j) {
   histd_result res;
   memset(&res, 0, sizeof res);
   char why[256];
-  int rc = store_update_job(svc->store, &j->rec, why, sizeof why);
+  int rc = store_mark_job_running(svc->store, &j->rec, why, sizeof why);
   if (rc != 0) /* not recorded as running: do not run it unrecorded */
     snprintf(msg, sizeof msg, "the job could not be recorded as running: %s", why);
   else

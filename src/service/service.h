@@ -188,6 +188,10 @@ void store_check_payload(const store *s, dataset_meta *m);
 
 int store_put_job(store *s, job_record *j, char *msg, size_t msglen); /* sets seq */
 int store_update_job(store *s, const job_record *j, char *msg, size_t msglen);
+/* store_update_job for a job that starts to run: committed (a kill -9
+ * keeps it), but not waited on to reach the disk, since losing it to a
+ * power cut only runs the job again, as a crash while it runs would. */
+int store_mark_job_running(store *s, const job_record *j, char *msg, size_t msglen);
 /* 0, HISTD_ENOENT, or HISTD_EIO: the database cannot be read, or the
  * job's stored result cannot be decoded (then j->error says why and
  * j->has_result is false). The result is freed by job_record_free. */

@@ -618,6 +618,8 @@ void store_check_payload(const store *s, dataset_meta *m) {
 
 /* ---- jobs --------------------------------------------------------------------------- */
 
+static int update_job(store *s, const job_record *j, bool sync, char *msg, size_t msglen);
+
 #define JOB_COLUMNS                                                                       \
   "seq, id, dataset, n, bucket_width, buckets, kernel, block_size, precision, threads, "  \
   "devices, status, progress, created_at, started_at, finished_at, t_queue, t_parse, "    \
@@ -725,6 +727,14 @@ int store_put_job(store *s, job_record *j, char *msg, size_t msglen) {
 }
 
 int store_update_job(store *s, const job_record *j, char *msg, size_t msglen) {
+  return update_job(s, j, true, msg, msglen);
+}
+
+int store_mark_job_running(store *s, const job_record *j, char *msg, size_t msglen) {
+  return update_job(s, j, false, msg, msglen);
+}
+
+static int update_job(store *s, const job_record *j, bool sync, char *msg, size_t msglen) {
   unsigned char *blob = NULL;
   size_t blob_len = 0;
   if (j->has_result) {
@@ -784,7 +794,7 @@ int store_update_job(store *s, const job_record *j, char *msg, size_t msglen) {
   uint64_t seq = rc == 0 ? atomic_fetch_add(&s->committed, 1) + 1 : 0;
   pthread_mutex_unlock(&s->mu);
   free(blob);
-  return rc == 0 ? durable(s, seq, msg, msglen) : rc;
+  return rc == 0 && sync ? durable(s, seq, msg, msglen) : rc;
 }
 
 int store_get_job(store *s, const char *id, job_record *j) {
