@@ -32,8 +32,9 @@
  * time; everyone who committed before that sync began rides on it, so 50
  * clients submitting at once cost a few fsyncs, not 50 in a row, and no
  * reader (and no job-queue lock: jobs.c never calls the store under its
- * mutex) waits on the disk. Progress lives in memory only, never in the
- * database.
+ * mutex) waits on the disk. One write does not wait: a job's 'running'
+ * row (store_mark_job_running), since losing it to a power cut only runs
+ * the job again. Progress lives in memory only, never in the database.
  *
  * Results are stored compactly (result_codec.c: run-length varints behind
  * a version byte; the raw blobs of older data dirs still read), and a
