@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds histd and runs every test suite: the default build (CUDA compiled
 # where nvcc exists; GPU tests skip without a GPU), then the sanitizer build,
-# then each parser fuzz target for a bounded time. Ends with the line
+# then the ThreadSanitizer build (unit and service suites: the threads live
+# there; a report stops the process, and any report in the logs fails the
+# run), then each parser fuzz target for a bounded time. Ends with the line
 #   tests: N passed, N failed, N skipped
 # counted from meson's test logs and the fuzz runs.
 set -uo pipefail
@@ -25,12 +27,21 @@ build_and_test() { # dir, meson options...
     echo "build $dir failed:"; tail -40 "$dir.setup.log" "$dir.build.log" 2>/dev/null
     failed=$((failed + 1)); return
   fi
-  meson test -C "$dir" --print-errorlogs --num-processes 2
+  # shellcheck disable=SC2086 # TEST_ARGS: words for meson test (--suite ...)
+  meson test -C "$dir" --print-errorlogs --num-processes 2 ${TEST_ARGS:-}
   count_log "$dir/meson-logs/testlog.json"
+  if grep -q "WARNING: ThreadSanitizer" "$dir/meson-logs/testlog.txt"; then
+    echo "$dir: ThreadSanitizer reports:"; grep -A30 "WARNING: ThreadSanitizer" \
+      "$dir/meson-logs/testlog.txt" | head -80
+    failed=$((failed + 1))
+  fi
 }
 
 build_and_test build-test
 build_and_test build-asan -Dsanitize=true -Dcuda=disabled -Db_lundef=false
+TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" \
+  TEST_ARGS="--suite unit --suite service" \
+  build_and_test build-tsan -Dtsan=true -Dcuda=disabled
 
 # Fuzz targets (clang + libFuzzer), 30 s each, on their seed corpora.
 if command -v clang >/dev/null; then

@@ -90,6 +90,12 @@ static const setting settings[] = {
      "cap, in seconds, of GET /v1/jobs/{id}?wait= (default 30)"},
     {"job-retention", "HISTD_JOB_RETENTION", K_SECONDS, F(job_retention),
      "how long finished jobs and their results are kept, e.g. 30d or 12h (default 0: for ever)"},
+    {"max-data-bytes", "HISTD_MAX_DATA_BYTES", K_SIZE, F(max_data_bytes),
+     "disk budget of the data dir (payloads, database); uploads and results past it are "
+     "refused with 507 (default 0: none)"},
+    {"max-buffered-bytes", "HISTD_MAX_BUFFERED_BYTES", K_SIZE, F(max_buffered_bytes),
+     "request bodies and large answers held at once, for all clients; beyond it 503 "
+     "(default 1G; 0: no limit)"},
     {"access-log", "HISTD_ACCESS_LOG", K_FLAG, F(access_log),
      "log every request on stderr (method, path, status, bytes in, milliseconds)"},
     {"print-routes", NULL, K_FLAG, F(print_routes), "print the route table and exit"},
@@ -245,6 +251,7 @@ int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen) {
   cfg->per_ip_connection_limit = 128;
   cfg->connection_memory_limit = 128 * 1024;
   cfg->max_wait = 30;
+  cfg->max_buffered_bytes = (size_t)1 << 30;
   /* The installed dashboard, else the source tree's copy (a build dir run). */
   if (access(HISTD_STATIC_DIR "/index.html", R_OK) == 0 || HISTD_SOURCE_STATIC_DIR[0] == '\0')
     snprintf(cfg->static_dir, sizeof cfg->static_dir, "%s", HISTD_STATIC_DIR);

@@ -15,6 +15,14 @@
  *      does.
  *   3. body complete: run the route's handler, queue its response.
  *
+ * Buffered bodies count against --max-buffered-bytes (svc->buffered, one
+ * budget for every request in flight): a body with a Content-Length takes
+ * its whole size at the headers, and is answered 503 with Retry-After
+ * when that would pass the budget (413 when it is larger than the whole
+ * budget); a chunked body takes its buffer as it grows and, past the
+ * budget, is read to its end and answered 503. What a request took is
+ * given back when it completes. Streamed float64 uploads buffer nothing.
+ *
  * A long-polling handler may suspend its connection instead of answering
  * (jobs.c resumes it); MHD then calls on_request again, and the handler
  * runs a second time with r->resumed set.
@@ -161,6 +169,8 @@ typedef struct request_state {
   bool dispatched;
   bool answered;
   bool body_too_big;
+  bool over_budget;  /* a chunked body outgrew --max-buffered-bytes */
+  size_t held;       /* bytes taken from svc->buffered */
   bool early; /* answered at the headers; sent at the request's end */
   bool close; /* answer with Connection: close (the framing could not be trusted) */
   bool started;     /* on_request has seen this request (and counted it in flight) */
@@ -342,6 +352,22 @@ static bool admit(request_state *st, const char *version) {
     } else {
       st->cap = 64 * 1024;
     }
+    budget *b = &r->svc->buffered;
+    if (b->limit != 0 && st->cap > b->limit) {
+      respond_problem(r, 413, "the body has %zu bytes, more than the %llu bytes the daemon "
+                              "buffers for all requests at once (--max-buffered-bytes)",
+                      st->cap - 1, (unsigned long long)b->limit);
+      return true;
+    }
+    if (!budget_take(b, st->cap)) {
+      respond_problem(r, 503, "the daemon is buffering %llu bytes of other requests, near "
+                              "its limit of %llu (--max-buffered-bytes); try again shortly",
+                      (unsigned long long)atomic_load(&b->used),
+                      (unsigned long long)b->limit);
+      response_add_header(r, "Retry-After", "2");
+      return true;
+    }
+    st->held = st->cap;
     r->body = malloc(st->cap);
     if (r->body == NULL) {
       respond_problem(r, 503, "out of memory for the request body; try again shortly");
@@ -352,6 +378,8 @@ static bool admit(request_state *st, const char *version) {
   return false;
 }
 
+/* Appends a chunk; false when the body is too big (st->over_budget set
+ * when it is --max-buffered-bytes rather than --max-upload-bytes). */
 static bool append_body(request_state *st, const char *data, size_t len) {
   request *r = &st->r;
   size_t max = r->svc->cfg.max_upload_bytes;
@@ -363,6 +391,11 @@ static bool append_body(request_state *st, const char *data, size_t len) {
       cap *= 2;
     if (cap > max + 1)
       cap = max + 1;
+    if (!budget_take(&r->svc->buffered, cap - st->cap)) {
+      st->over_budget = true;
+      return false;
+    }
+    st->held += cap - st->cap;
     char *p = realloc(r->body, cap);
     if (p == NULL)
       return false;
@@ -445,6 +478,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return MHD_YES;
   }
   deadlines_body_done(svc->deadlines, conn); /* the body, if any, is in */
+  if (st->body_too_big && st->over_budget) {
+    respond_problem(r, 503, "the daemon is buffering other requests' bodies up to its limit "
+                            "of %llu bytes (--max-buffered-bytes); try again shortly",
+                    (unsigned long long)svc->buffered.limit);
+    response_add_header(r, "Retry-After", "2");
+    return finish(st);
+  }
   if (st->body_too_big) {
     respond_problem(r, 413, "the body is larger than the limit of %zu bytes "
                             "(--max-upload-bytes)", svc->cfg.max_upload_bytes);
@@ -477,7 +517,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     MHD_destroy_response(st->r.response);
   upload_stream_abort(st->r.stream); /* a client that left mid-upload */
   sync_task_free(st->r.sync_task);
+  free(st->r.deferred);
   free(st->r.body);
+  budget_give(&svc->buffered, st->held);
   free(st);
   *con_cls = NULL;
 }

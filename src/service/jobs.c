@@ -17,6 +17,24 @@
  * Progress moves in memory only (an atomic double the engine writes from
  * its threads); the store sees state changes, never ticks.
  *
+ * The queue's mutex is never held across a store call: a store write
+ * waits for the disk (store.c's group commit), and under the mutex it
+ * would make every worker, every GET of a live job and the loop wait on
+ * it too. So submit reserves a place in the queue (q->reserved, counted
+ * against --queue-limit), writes the row unlocked, then appends; a queued
+ * job being cancelled is marked (`cancelling`: no worker takes it, a
+ * second DELETE waits) while its row is written.
+ *
+ * A job's end is only what the store records. When the row cannot say
+ * it (a full disk, a result past --max-data-bytes), the job is failed
+ * with the store's sentence instead: a result that cannot be stored
+ * fails the job, whose failed row (small) is written in its place; a job
+ * that cannot even be recorded as running fails before it runs. If even
+ * the failed row cannot be written, the job stays in memory (q->ended)
+ * as failed, so GET tells the truth until the daemon stops (after a
+ * restart it runs again: the store still has it queued). The metrics
+ * count what the job finally was.
+ *
  * Stopping (SIGTERM) interrupts running jobs and leaves them, like the
  * queued ones, queued in the store: the next start runs them again. A
  * kill -9 leaves rows that say queued or running; startup treats both as
@@ -48,6 +66,7 @@ typedef struct job {
   job_record rec;
   _Atomic double progress;
   atomic_bool cancel;
+  bool cancelling; /* queued, its cancellation being written (q->mu) */
   struct job *next;
 } job;
 
@@ -76,10 +95,12 @@ struct jobs {
   pthread_cond_t cv;
   job *head, *tail;
   size_t depth;
+  size_t reserved; /* submits writing their row: places in the queue held */
+  job *ended;      /* ended, but the store could not record how (see above) */
   worker *workers;
   int nworkers;
   bool has_gpu;
-  bool stopping;
+  atomic_bool stopping; /* written under mu; read without it by on_cancelled */
   waiter *waiters;
 };
 
@@ -90,7 +111,8 @@ const char *job_status_name(job_status s) {
 
 /* ---- helpers (q->mu held) ------------------------------------------------------------ */
 
-static job *find_locked(jobs *q, const char *id, worker **on) {
+/* A queued or running job. */
+static job *find_live_locked(jobs *q, const char *id, worker **on) {
   for (int i = 0; i < q->nworkers; i++)
     if (q->workers[i].current != NULL && strcmp(q->workers[i].current->rec.id, id) == 0) {
       if (on)
@@ -104,6 +126,18 @@ static job *find_locked(jobs *q, const char *id, worker **on) {
       return j;
     }
   return NULL;
+}
+
+/* A queued or running job, or one whose end only memory knows (*on NULL). */
+static job *find_locked(jobs *q, const char *id, worker **on) {
+  job *j = find_live_locked(q, id, on);
+  for (job *e = q->ended; j == NULL && e != NULL; e = e->next)
+    if (strcmp(e->rec.id, id) == 0) {
+      if (on)
+        *on = NULL;
+      j = e;
+    }
+  return j;
 }
 
 /* A job to queue: rec as it is to be run (queued, not started, no result). */
@@ -169,7 +203,7 @@ static bool fits(const worker *w, const job *j) {
 
 static job *take_locked(jobs *q, worker *w) {
   for (job *j = q->head; j != NULL; j = j->next)
-    if (fits(w, j)) {
+    if (!j->cancelling && fits(w, j)) {
       unlink_locked(q, j);
       return j;
     }
@@ -209,9 +243,7 @@ static bool on_cancelled(void *user) {
   run_ctx *c = user;
   if (atomic_load(&c->job->cancel))
     return true;
-  /* q->stopping is written under the lock; a racy read here only delays the
-   * stop by one poll, so read it through an atomic view. */
-  return __atomic_load_n(&c->q->stopping, __ATOMIC_RELAXED);
+  return atomic_load_explicit(&c->q->stopping, memory_order_relaxed);
 }
 
 /* ---- the worker thread ----------------------------------------------------------------- */
@@ -221,7 +253,7 @@ static void prefetch_next(worker *w, const char *current_dataset) {
   char next_id[65] = "";
   pthread_mutex_lock(&q->mu);
   for (job *j = q->head; j != NULL; j = j->next)
-    if (fits(w, j)) {
+    if (!j->cancelling && fits(w, j)) {
       snprintf(next_id, sizeof next_id, "%s", j->rec.dataset);
       break;
     }
@@ -239,23 +271,61 @@ static void prefetch_next(worker *w, const char *current_dataset) {
   w->prefetched = d; /* alive until after the next run */
 }
 
+/* Writes the job's end `r` (a copy: until it is recorded, GET shows the
+ * job still running), then publishes it in j->rec. When the store cannot
+ * take it, the job fails with the store's sentence (without its result);
+ * when even that cannot be written, it is kept in q->ended. Returns true
+ * when the job can leave memory. */
+static bool record_end(jobs *q, job *j, job_record *r) {
+  char msg[256];
+  bool recorded = store_update_job(q->svc->store, r, msg, sizeof msg) == 0;
+  if (!recorded) {
+    fprintf(stderr, "histd: job %s: %s\n", r->id, msg);
+    if (r->status == JOB_SUCCEEDED) { /* its result cannot be kept */
+      r->status = JOB_FAILED;
+      snprintf(r->error, sizeof r->error, "the result could not be stored: %s", msg);
+      histd_result_free(&r->result);
+      r->has_result = false;
+    }
+    /* interrupted by a stop (queued): the store has it queued or running,
+     * and either way the next start runs it again */
+    recorded = r->status == JOB_QUEUED ||
+               store_update_job(q->svc->store, r, msg, sizeof msg) == 0;
+    if (!recorded)
+      fprintf(stderr, "histd: job %s: its end is not recorded either (%s); it is kept in "
+                      "memory as %s\n", r->id, msg, job_status_name(r->status));
+  }
+  pthread_mutex_lock(&q->mu);
+  j->rec = *r;
+  if (!recorded) {
+    j->next = q->ended;
+    q->ended = j;
+  }
+  pthread_mutex_unlock(&q->mu);
+  return recorded;
+}
+
 static void run_one(worker *w, job *j) {
   jobs *q = w->q;
   service *svc = q->svc;
   char msg[512] = "";
   double t_start = histd_now_ms();
 
-  store_update_job(svc->store, &j->rec, msg, sizeof msg);
-
   loaded_dataset *d = NULL;
   histd_result res;
   memset(&res, 0, sizeof res);
-  int rc = dataset_acquire(svc->cache, j->rec.dataset, &d, msg, sizeof msg);
+  char why[256];
+  int rc = store_mark_job_running(svc->store, &j->rec, why, sizeof why);
+  if (rc != 0) /* not recorded as running: do not run it unrecorded */
+    snprintf(msg, sizeof msg, "the job could not be recorded as running: %s", why);
+  else
+    rc = dataset_acquire(svc->cache, j->rec.dataset, &d, msg, sizeof msg);
   double t_loaded = histd_now_ms();
   loaded_dataset *old_prefetch = w->prefetched;
   w->prefetched = NULL;
   if (rc == 0 && w->device >= 0)
     prefetch_next(w, j->rec.dataset);
+  bool ran = rc == 0;
   dataset_release(svc->cache, old_prefetch);
 
   loaded_dataset *d_b = NULL;
@@ -281,8 +351,9 @@ static void run_one(worker *w, job *j) {
   double t_end = histd_now_ms();
 
   pthread_mutex_lock(&q->mu);
-  bool interrupted = rc == HISTD_ECANCELED && !atomic_load(&j->cancel) && q->stopping;
-  job_record *r = &j->rec;
+  bool interrupted = ran && rc == HISTD_ECANCELED && !atomic_load(&j->cancel) &&
+                     atomic_load(&q->stopping);
+  job_record end = j->rec, *r = &end; /* published by record_end */
   if (interrupted) {
     /* Back to queued in the store: the next start runs it again. */
     r->status = JOB_QUEUED;
@@ -299,7 +370,6 @@ static void run_one(worker *w, job *j) {
     if (rc == 0) {
       r->status = JOB_SUCCEEDED;
       r->progress = 1;
-      atomic_store(&j->progress, 1.0);
       r->timing.transfer_ms = res.timing.transfer_ms;
       r->timing.kernel_ms = res.timing.kernel_ms;
       res.timing = r->timing;
@@ -320,9 +390,7 @@ static void run_one(worker *w, job *j) {
   pthread_mutex_unlock(&q->mu);
   histd_result_free(&res);
 
-  char msg2[256];
-  if (store_update_job(svc->store, r, msg2, sizeof msg2) != 0)
-    fprintf(stderr, "histd: job %s: %s\n", r->id, msg2);
+  bool left = record_end(q, j, r); /* may turn a success into a failure */
   if (!interrupted)
     metrics_observe_job(&svc->metrics, r->status, (t_end - t_start) / 1000.0,
                         r->status == JOB_SUCCEEDED ? r->result.total : 0);
@@ -331,7 +399,8 @@ static void run_one(worker *w, job *j) {
   w->current = NULL;
   w->lost = w->lost || rc == HISTD_EGPULOST;
   pthread_mutex_unlock(&q->mu);
-  job_free(j);
+  if (left)
+    job_free(j);
   if (rc == HISTD_EGPULOST)
     service_gpu_lost(svc, msg);
   service_wake(svc);
@@ -343,9 +412,9 @@ static void *worker_main(void *arg) {
   for (;;) {
     pthread_mutex_lock(&q->mu);
     job *j = NULL;
-    while (!q->stopping && (j = take_locked(q, w)) == NULL)
+    while (!atomic_load(&q->stopping) && (j = take_locked(q, w)) == NULL)
       pthread_cond_wait(&q->cv, &q->mu);
-    if (q->stopping) {
+    if (atomic_load(&q->stopping)) {
       if (j != NULL) { /* taken just now: leave it queued (it is in the store) */
         job_free(j);
       }
@@ -413,6 +482,7 @@ int jobs_start(jobs **out, service *svc, char *msg, size_t msglen) {
   q->svc = svc;
   pthread_mutex_init(&q->mu, NULL);
   pthread_cond_init(&q->cv, NULL);
+  atomic_init(&q->stopping, false);
   q->has_gpu = svc->gpu_count > 0;
 
   int ncpu = (int)histd_cpu_count();
@@ -470,7 +540,7 @@ void jobs_stop(jobs *q) {
   if (q == NULL)
     return;
   pthread_mutex_lock(&q->mu);
-  q->stopping = true;
+  atomic_store(&q->stopping, true);
   pthread_cond_broadcast(&q->cv);
   pthread_mutex_unlock(&q->mu);
   for (int i = 0; i < q->nworkers; i++)
@@ -486,6 +556,11 @@ void jobs_destroy(jobs *q) {
   while (q->head != NULL) {
     job *j = q->head;
     q->head = j->next;
+    job_free(j);
+  }
+  while (q->ended != NULL) {
+    job *j = q->ended;
+    q->ended = j->next;
     job_free(j);
   }
   while (q->waiters != NULL) {
@@ -506,25 +581,31 @@ int jobs_submit(jobs *q, job_record *rec, char *msg, size_t msglen) {
   if (j == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the job");
   pthread_mutex_lock(&q->mu);
-  if (q->stopping) {
+  if (atomic_load(&q->stopping)) {
     pthread_mutex_unlock(&q->mu);
     job_free(j);
     return histd_fail(msg, msglen, HISTD_ETOOBIG, "the daemon is shutting down");
   }
-  if (q->depth >= q->svc->cfg.queue_limit) {
+  if (q->depth + q->reserved >= q->svc->cfg.queue_limit) {
     pthread_mutex_unlock(&q->mu);
     job_free(j);
     return histd_fail(msg, msglen, HISTD_ETOOBIG,
                       "the job queue is full (%zu jobs waiting); try again shortly",
                       q->svc->cfg.queue_limit);
   }
+  q->reserved++; /* our place, while the row is written without the lock */
+  pthread_mutex_unlock(&q->mu);
   /* Durable before it is visible: the row first, then the queue. */
   int rc = store_put_job(q->svc->store, &j->rec, msg, msglen);
+  pthread_mutex_lock(&q->mu);
+  q->reserved--;
   if (rc != 0) {
     pthread_mutex_unlock(&q->mu);
     job_free(j);
     return rc;
   }
+  /* Stopping meanwhile: queue it anyway; it is in the store, the workers
+   * are leaving, and the next start runs it. */
   append_locked(q, j);
   rec->seq = j->rec.seq;
   pthread_cond_broadcast(&q->cv);
@@ -549,13 +630,25 @@ int jobs_cancel(jobs *q, const char *id, job_record *out, char *msg, size_t msgl
   pthread_mutex_lock(&q->mu);
   worker *on = NULL;
   job *j = find_locked(q, id, &on);
-  if (j != NULL && on == NULL) { /* queued: cancelled at once, once the store says so */
+  while (j != NULL && j->cancelling) { /* another DELETE is writing it: its outcome */
+    pthread_cond_wait(&q->cv, &q->mu);
+    j = find_locked(q, id, &on);
+  }
+  if (j != NULL && on == NULL && j->rec.status == JOB_QUEUED) {
+    /* queued: cancelled at once, once the store says so; meanwhile no
+     * worker takes it */
     job_record cancelled = j->rec;
+    cancelled.has_result = false;
     cancelled.status = JOB_CANCELLED;
     cancelled.finished_at = wall_now();
     cancelled.timing.queue_ms = (cancelled.finished_at - cancelled.created_at) * 1000.0;
     snprintf(cancelled.error, sizeof cancelled.error, "the job was cancelled before it started");
+    j->cancelling = true;
+    pthread_mutex_unlock(&q->mu);
     int rc = store_update_job(q->svc->store, &cancelled, msg, msglen);
+    pthread_mutex_lock(&q->mu);
+    j->cancelling = false;
+    pthread_cond_broadcast(&q->cv); /* workers may take it again; other DELETEs go on */
     if (rc != 0) { /* still queued, in the store and here */
       pthread_mutex_unlock(&q->mu);
       return rc;
@@ -569,8 +662,9 @@ int jobs_cancel(jobs *q, const char *id, job_record *out, char *msg, size_t msgl
     service_wake(q->svc);
     return 0;
   }
-  if (j != NULL) { /* running: the engine polls the flag a few times a second */
-    bool still_running = j->rec.status == JOB_RUNNING; /* else it just ended */
+  if (j != NULL) { /* running (the engine polls the flag a few times a second), or
+                    * ended with only memory knowing */
+    bool still_running = on != NULL && j->rec.status == JOB_RUNNING; /* else it ended */
     if (still_running)
       atomic_store(&j->cancel, true);
     copy_record(j, out);
@@ -615,7 +709,7 @@ bool jobs_on_gpu(jobs *q) { return q->has_gpu; }
 
 bool jobs_wait(jobs *q, const char *id, struct MHD_Connection *conn, double deadline) {
   pthread_mutex_lock(&q->mu);
-  if (q->stopping || find_locked(q, id, NULL) == NULL) {
+  if (atomic_load(&q->stopping) || find_live_locked(q, id, NULL) == NULL) {
     pthread_mutex_unlock(&q->mu);
     return false;
   }
@@ -639,7 +733,8 @@ void jobs_resume_waiters(jobs *q, bool all) {
   pthread_mutex_lock(&q->mu);
   for (waiter **p = &q->waiters; *p != NULL;) {
     waiter *w = *p;
-    if (all || q->stopping || now >= w->deadline || find_locked(q, w->job, NULL) == NULL) {
+    if (all || atomic_load(&q->stopping) || now >= w->deadline ||
+        find_live_locked(q, w->job, NULL) == NULL) {
       *p = w->next;
       MHD_resume_connection(w->conn);
       free(w);

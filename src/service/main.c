@@ -136,7 +136,12 @@ int main(int argc, char **argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
   svc.started_at = wall_now();
-  pthread_mutex_init(&svc.datasets_mu, NULL);
+  pthread_rwlockattr_t rwa; /* a delete waits for submits under way, not for all to come */
+  pthread_rwlockattr_init(&rwa);
+  pthread_rwlockattr_setkind_np(&rwa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+  pthread_rwlock_init(&svc.datasets_lock, &rwa);
+  pthread_rwlockattr_destroy(&rwa);
+  svc.buffered.limit = svc.cfg.max_buffered_bytes;
   atomic_init(&svc.stopping, false);
   atomic_init(&svc.lost, false);
 
@@ -144,6 +149,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "histd: %s\n", msg);
     return 1;
   }
+  store_set_max_bytes(svc.store, svc.cfg.max_data_bytes);
   dataset_cache_create(&svc.cache, svc.store);
 
   svc.gpu_reason[0] = '\0';
@@ -178,8 +184,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "histd: %s\n", msg);
     return 1;
   }
+  if (defer_pool_start(&svc.defer, msg, sizeof msg) != 0) {
+    fprintf(stderr, "histd: %s\n", msg);
+    return 1;
+  }
   if (http_start(&svc, msg, sizeof msg) != 0) {
     fprintf(stderr, "histd: %s\n", msg);
+    defer_pool_destroy(svc.defer);
+    deadlines_destroy(svc.deadlines);
     sync_pool_destroy(svc.sync);
     jobs_stop(svc.jobs);
     jobs_destroy(svc.jobs);
@@ -217,6 +229,7 @@ int main(int argc, char **argv) {
   jobs_stop(svc.jobs);                 /* running jobs go back to queued */
   jobs_resume_waiters(svc.jobs, true);
   sync_pool_stop(svc.sync); /* queued histograms answer 503 */
+  defer_pool_stop(svc.defer); /* submits under way answer */
   http_stop(&svc);
   svc.loop_async = NULL;
   uv_close((uv_handle_t *)&ls.sigint, close_cb);
@@ -228,10 +241,11 @@ int main(int argc, char **argv) {
   jobs_destroy(svc.jobs);
   sync_pool_destroy(svc.sync); /* after http_stop: no handler can reach it now */
   deadlines_destroy(svc.deadlines);
+  defer_pool_destroy(svc.defer);
   dataset_cache_destroy(svc.cache);
   store_close(svc.store);
   uv_loop_close(&ls.loop);
-  pthread_mutex_destroy(&svc.datasets_mu);
+  pthread_rwlock_destroy(&svc.datasets_lock);
   bool lost = atomic_load(&svc.lost);
   fprintf(stderr, "histd: stopped%s\n", lost ? " (a GPU was lost; exit status 75)" : "");
   return lost ? 75 : 0;

@@ -7,6 +7,14 @@
  *
  * The detail is always a sentence a person can act on; the title is the
  * status's reason phrase, as "about:blank" problems require.
+ *
+ * Large answers (results with many buckets) are written to an unnamed file
+ * in the data dir and sent from it. Each such file counts against
+ * --max-buffered-bytes from the moment it is written until libmicrohttpd
+ * frees the response (sent, or the client gone or timed out); past the
+ * budget the answer is 503 with Retry-After, so clients that ask and never
+ * read cannot pile up unbounded temp files. (An answer larger than the
+ * whole budget is sent when nothing else is held.)
  */
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -38,6 +46,7 @@ const char *http_status_title(unsigned status) {
   case 500: return "Internal Server Error";
   case 501: return "Not Implemented";
   case 503: return "Service Unavailable";
+  case 507: return "Insufficient Storage";
   default: return "Error";
   }
 }
@@ -87,6 +96,28 @@ bool body_open(body_writer *b, const service *svc, bool large) {
   return b->f != NULL;
 }
 
+/* A large answer's file, sent by libmicrohttpd through read_answer. */
+typedef struct answer_file {
+  int fd;
+  uint64_t size;
+  budget *budget;
+} answer_file;
+
+static ssize_t read_answer(void *cls, uint64_t pos, char *buf, size_t max) {
+  answer_file *a = cls;
+  if (pos >= a->size)
+    return MHD_CONTENT_READER_END_OF_STREAM;
+  ssize_t n = pread(a->fd, buf, max, (off_t)pos);
+  return n > 0 ? n : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void free_answer(void *cls) {
+  answer_file *a = cls;
+  close(a->fd);
+  budget_give(a->budget, a->size);
+  free(a);
+}
+
 void respond_body(request *r, unsigned status, const char *content_type, body_writer *b,
                   int rc) {
   bool ok = fflush(b->f) == 0 && !ferror(b->f) && rc == 0;
@@ -94,15 +125,34 @@ void respond_body(request *r, unsigned status, const char *content_type, body_wr
     off_t size = ftello(b->f);
     int fd = ok && size >= 0 ? dup(fileno(b->f)) : -1;
     fclose(b->f);
-    struct MHD_Response *resp = fd >= 0 ? MHD_create_response_from_fd64((uint64_t)size, fd)
-                                        : NULL;
-    if (resp == NULL) {
-      if (fd >= 0)
-        close(fd);
+    if (fd < 0) {
       respond_problem(r, 500, "the response could not be written");
       return;
     }
-    set_response(r, status, resp, content_type); /* MHD closes fd with the response */
+    budget *bud = &r->svc->buffered;
+    if (!budget_take_or_alone(bud, (uint64_t)size)) {
+      close(fd);
+      respond_problem(r, 503, "the answer has %lld bytes, and large answers not yet read by "
+                              "their clients hold the daemon's limit of %llu bytes "
+                              "(--max-buffered-bytes); try again shortly",
+                      (long long)size, (unsigned long long)bud->limit);
+      response_add_header(r, "Retry-After", "5");
+      return;
+    }
+    answer_file *a = malloc(sizeof *a);
+    struct MHD_Response *resp =
+        a ? MHD_create_response_from_callback((uint64_t)size, 256 * 1024, read_answer, a,
+                                              free_answer)
+          : NULL;
+    if (resp == NULL) {
+      free(a);
+      close(fd);
+      budget_give(bud, (uint64_t)size);
+      respond_problem(r, 500, "the response could not be written");
+      return;
+    }
+    *a = (answer_file){fd, (uint64_t)size, bud};
+    set_response(r, status, resp, content_type); /* free_answer closes fd, gives back */
     return;
   }
   fclose(b->f); /* mem and len are final now */

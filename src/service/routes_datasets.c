@@ -13,6 +13,12 @@
  * Ids are content hashes: the same points uploaded again answer 200 (not
  * 201) with the dataset that already exists.
  *
+ * With --max-data-bytes, an upload whose payload (24 bytes a point) would
+ * take the data dir past the budget is refused with 507: at its headers
+ * when it streams, once parsed otherwise. (Uploads in flight at the same
+ * moment are each checked against what is stored, so together they can
+ * pass the budget by what they hold.)
+ *
  * DELETE refuses (409) while queued or running jobs use the dataset: cancel
  * them first. Finished jobs keep their results after their dataset is
  * deleted; their "dataset" field then names an id that answers 404.
@@ -95,6 +101,21 @@ static bool upload_format(request *r, histd_format *fmt) {
   return true;
 }
 
+/* False (answered 507) when n more points would take the data dir past
+ * --max-data-bytes. */
+static bool disk_room(request *r, unsigned long long n) {
+  size_t max = r->svc->cfg.max_data_bytes;
+  if (max == 0)
+    return true;
+  uint64_t held = store_data_bytes(r->svc->store);
+  if (held + n * 24 <= max)
+    return true;
+  respond_problem(r, 507, "the dataset's %llu bytes would take the data dir past its budget "
+                          "of %zu bytes (--max-data-bytes; %llu are in use); delete datasets "
+                          "or old jobs first", n * 24, max, (unsigned long long)held);
+  return false;
+}
+
 int route_datasets_stream(request *r, unsigned long long content_length) {
   histd_format fmt;
   if (!upload_format(r, &fmt))
@@ -109,6 +130,8 @@ int route_datasets_stream(request *r, unsigned long long content_length) {
                             "(--max-points)", n, r->svc->cfg.max_points);
     return -1;
   }
+  if (!disk_room(r, n))
+    return -1;
   char msg[256] = "";
   r->stream = upload_stream_open(r->svc, (size_t)n, msg, sizeof msg);
   if (r->stream == NULL && msg[0] != '\0') {
@@ -195,6 +218,10 @@ void route_datasets_create(request *r) {
                     svc->cfg.max_points);
     return;
   }
+  if (!disk_room(r, ds.n)) {
+    histd_dataset_free(&ds);
+    return;
+  }
   dataset_meta meta;
   bool created = false;
   rc = store_put_dataset(svc->store, &ds, histd_format_name(fmt), name, &meta, &created, msg,
@@ -272,17 +299,17 @@ void route_datasets_delete(request *r) {
     respond_problem(r, 404, "no dataset has the id \"%s\"", r->path_id);
     return;
   }
-  pthread_mutex_lock(&svc->datasets_mu);
+  pthread_rwlock_wrlock(&svc->datasets_lock);
   size_t active = jobs_active_on(svc->jobs, r->path_id);
   if (active > 0) {
-    pthread_mutex_unlock(&svc->datasets_mu);
+    pthread_rwlock_unlock(&svc->datasets_lock);
     respond_problem(r, 409, "%zu queued or running job(s) use this dataset; cancel them "
                             "(DELETE /v1/jobs/{id}) before deleting it", active);
     return;
   }
   char msg[256];
   int rc = store_delete_dataset(svc->store, r->path_id, msg, sizeof msg);
-  pthread_mutex_unlock(&svc->datasets_mu);
+  pthread_rwlock_unlock(&svc->datasets_lock);
   if (rc == HISTD_ENOENT) {
     respond_problem(r, 404, "no dataset has the id \"%s\"", r->path_id);
     return;

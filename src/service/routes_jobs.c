@@ -277,32 +277,138 @@ static cJSON *parse_body(request *r) {
 
 /* ---- POST /v1/jobs ----------------------------------------------------------------------- */
 
-/* Looks a dataset up for a job (under datasets_mu): 404 when it does not
+/* What POST /v1/jobs decides once its body is parsed; filled by create_job
+ * on a defer.c thread (it waits for the row's fsync), answered by
+ * answer_create on the HTTP thread. */
+typedef struct create_ctx {
+  service *svc;
+  job_record j;
+  char id_a[80], id_b[80]; /* as the client sent them ("" for no B) */
+  unsigned status;         /* 202, or the problem's status */
+  char msg[512];
+} create_ctx;
+
+/* Looks a dataset up for a job (under datasets_lock): 404 when it does not
  * exist, 422 when its payload is damaged. */
-static bool job_dataset(request *r, const char *field, const char *id, dataset_meta *m) {
-  if (strlen(id) != 64 || store_get_dataset(r->svc->store, id, m) != 0) {
-    respond_problem(r, 404, "no dataset has the id \"%.80s\" (%s; upload it with POST "
-                            "/v1/datasets)", id, field);
+static bool job_dataset(create_ctx *c, const char *field, const char *id, dataset_meta *m) {
+  if (strlen(id) != 64 || store_get_dataset(c->svc->store, id, m) != 0) {
+    c->status = 404;
+    snprintf(c->msg, sizeof c->msg,
+             "no dataset has the id \"%.80s\" (%s; upload it with POST /v1/datasets)", id, field);
     return false;
   }
-  store_check_payload(r->svc->store, m);
+  store_check_payload(c->svc->store, m);
   if (m->error[0] != '\0') {
-    respond_problem(r, 422, "dataset %s cannot be used: %s; upload it again", m->id, m->error);
+    c->status = 422;
+    snprintf(c->msg, sizeof c->msg, "dataset %s cannot be used: %s; upload it again", m->id,
+             m->error);
     return false;
   }
   return true;
 }
 
+static void create_job(void *arg) {
+  create_ctx *c = arg;
+  service *svc = c->svc;
+  job_record *j = &c->j;
+  c->status = 500;
+  pthread_rwlock_rdlock(&svc->datasets_lock);
+  dataset_meta m, mb;
+  const bool cross = c->id_b[0] != '\0';
+  if (!job_dataset(c, "dataset", c->id_a, &m) || (cross && !job_dataset(c, "dataset_b", c->id_b, &mb))) {
+    pthread_rwlock_unlock(&svc->datasets_lock);
+    return;
+  }
+  j->n = m.n;
+  j->n_b = cross ? mb.n : 0;
+  /* the problem's shape: validated, and equal-width bins counted now, so
+   * the job says how many it has */
+  histd_dataset a = meta_shape(&m), b = cross ? meta_shape(&mb) : a;
+  histd_problem prob;
+  double *edges = NULL;
+  char msg[256];
+  int rc = histd_params_problem(&j->params, &a, cross ? &b : NULL, &prob, &edges, msg, sizeof msg);
+  if (rc == 0 && prob.statistic == HISTD_STAT_HISTOGRAM && prob.bins.kind == HISTD_BINS_WIDTH &&
+      prob.bins.count == 0) {
+    rc = histd_default_bins(&prob, &j->params.buckets, msg, sizeof msg);
+    if (rc != 0)
+      snprintf(msg + strlen(msg), sizeof msg - strlen(msg),
+               "; give a larger bucket_width or an explicit buckets");
+  }
+  if (rc == 0)
+    rc = histd_exec_validate(&j->params.exec, &prob, msg, sizeof msg);
+  free(edges);
+  if (rc != 0) {
+    pthread_rwlock_unlock(&svc->datasets_lock);
+    c->status = rc == HISTD_EPARSE ? 400 : 422;
+    snprintf(c->msg, sizeof c->msg, "%s", msg);
+    return;
+  }
+  uint64_t held = store_data_bytes(svc->store);
+  if (svc->cfg.max_data_bytes != 0 && held >= svc->cfg.max_data_bytes) {
+    pthread_rwlock_unlock(&svc->datasets_lock);
+    c->status = 507;
+    snprintf(c->msg, sizeof c->msg,
+             "the data dir holds %llu bytes, its budget is %zu (--max-data-bytes): there is "
+             "no room for another result; delete datasets or wait for old jobs to expire",
+             (unsigned long long)held, svc->cfg.max_data_bytes);
+    return;
+  }
+  new_job_id(j->id);
+  j->created_at = wall_now();
+  j->status = JOB_QUEUED;
+  rc = jobs_submit(svc->jobs, j, msg, sizeof msg);
+  pthread_rwlock_unlock(&svc->datasets_lock);
+  if (rc == HISTD_ETOOBIG) {
+    c->status = 503;
+    snprintf(c->msg, sizeof c->msg, "%s", msg);
+  } else if (rc != 0) {
+    snprintf(c->msg, sizeof c->msg, "the job could not be stored: %s", msg);
+  } else {
+    c->status = 202;
+  }
+}
+
+static void answer_create(request *r, create_ctx *c) {
+  if (c->status != 202) {
+    respond_problem(r, c->status, "%s", c->msg);
+    if (c->status == 503)
+      response_add_header(r, "Retry-After", "5");
+    return;
+  }
+  respond_json(r, 202, job_to_json(&c->j, true));
+  char loc[64];
+  snprintf(loc, sizeof loc, "/v1/jobs/%s", c->j.id);
+  response_add_header(r, "Location", loc);
+}
+
+static void create_free(create_ctx *c) {
+  job_record_free(&c->j);
+  free(c);
+}
+
 void route_jobs_create(request *r) {
   service *svc = r->svc;
+  if (r->resumed && r->deferred != NULL) {
+    create_ctx *c = r->deferred;
+    r->deferred = NULL;
+    answer_create(r, c);
+    create_free(c);
+    return;
+  }
   cJSON *o = parse_body(r);
   if (o == NULL)
     return;
-  static const char *const extra[] = {"dataset", "dataset_b", NULL};
-  job_record j;
-  memset(&j, 0, sizeof j);
-  if (!parse_params(r, o, extra, &j.params)) {
+  create_ctx *c = calloc(1, sizeof *c);
+  if (c == NULL) {
     cJSON_Delete(o);
+    respond_problem(r, 503, "out of memory; try again shortly");
+    return;
+  }
+  static const char *const extra[] = {"dataset", "dataset_b", NULL};
+  if (!parse_params(r, o, extra, &c->j.params)) {
+    cJSON_Delete(o);
+    free(c);
     return;
   }
   const cJSON *ds = cJSON_GetObjectItemCaseSensitive(o, "dataset");
@@ -312,67 +418,24 @@ void route_jobs_create(request *r) {
                             : !cJSON_IsString(ds) ? "dataset must be a string: a dataset id"
                                                   : "dataset_b must be a string: a dataset id");
     cJSON_Delete(o);
-    job_record_free(&j);
+    create_free(c);
     return;
   }
-  snprintf(j.dataset, sizeof j.dataset, "%.64s", ds->valuestring);
-  char id_a[80], id_b[80] = "";
-  snprintf(id_a, sizeof id_a, "%.79s", ds->valuestring);
+  c->svc = svc;
+  snprintf(c->id_a, sizeof c->id_a, "%.79s", ds->valuestring);
   if (ds_b != NULL)
-    snprintf(id_b, sizeof id_b, "%.79s", ds_b->valuestring);
-  snprintf(j.dataset_b, sizeof j.dataset_b, "%.64s", id_b);
+    snprintf(c->id_b, sizeof c->id_b, "%.79s", ds_b->valuestring);
+  snprintf(c->j.dataset, sizeof c->j.dataset, "%.64s", c->id_a);
+  snprintf(c->j.dataset_b, sizeof c->j.dataset_b, "%.64s", c->id_b);
   cJSON_Delete(o);
-
-  pthread_mutex_lock(&svc->datasets_mu);
-  dataset_meta m, mb;
-  if (!job_dataset(r, "dataset", id_a, &m) || (id_b[0] && !job_dataset(r, "dataset_b", id_b, &mb))) {
-    pthread_mutex_unlock(&svc->datasets_mu);
-    job_record_free(&j);
+  if (defer_submit(svc->defer, r->conn, create_job, c)) {
+    r->deferred = c;
+    r->suspended = true; /* defer.c resumes us once the row is durable */
     return;
   }
-  j.n = m.n;
-  j.n_b = id_b[0] ? mb.n : 0;
-  /* the problem's shape: validated, and equal-width bins counted now, so
-   * the job says how many it has */
-  histd_dataset a = meta_shape(&m), b = id_b[0] ? meta_shape(&mb) : a;
-  histd_problem prob;
-  double *edges = NULL;
-  char msg[256];
-  int rc = histd_params_problem(&j.params, &a, id_b[0] ? &b : NULL, &prob, &edges, msg,
-                                sizeof msg);
-  if (rc == 0 && prob.statistic == HISTD_STAT_HISTOGRAM && prob.bins.kind == HISTD_BINS_WIDTH &&
-      prob.bins.count == 0) {
-    rc = histd_default_bins(&prob, &j.params.buckets, msg, sizeof msg);
-    if (rc != 0)
-      snprintf(msg + strlen(msg), sizeof msg - strlen(msg),
-               "; give a larger bucket_width or an explicit buckets");
-  }
-  if (rc == 0)
-    rc = histd_exec_validate(&j.params.exec, &prob, msg, sizeof msg);
-  free(edges);
-  if (rc != 0) {
-    pthread_mutex_unlock(&svc->datasets_mu);
-    respond_problem(r, rc == HISTD_EPARSE ? 400 : 422, "%s", msg);
-    job_record_free(&j);
-    return;
-  }
-  new_job_id(j.id);
-  j.created_at = wall_now();
-  j.status = JOB_QUEUED;
-  rc = jobs_submit(svc->jobs, &j, msg, sizeof msg);
-  pthread_mutex_unlock(&svc->datasets_mu);
-  if (rc == HISTD_ETOOBIG) {
-    respond_problem(r, 503, "%s", msg);
-    response_add_header(r, "Retry-After", "5");
-  } else if (rc != 0) {
-    respond_problem(r, 500, "the job could not be stored: %s", msg);
-  } else {
-    respond_json(r, 202, job_to_json(&j, true));
-    char loc[64];
-    snprintf(loc, sizeof loc, "/v1/jobs/%s", j.id);
-    response_add_header(r, "Location", loc);
-  }
-  job_record_free(&j);
+  create_job(c); /* stopping: here and now */
+  answer_create(r, c);
+  create_free(c);
 }
 
 /* ---- GET /v1/jobs ----------------------------------------------------------------------- */
@@ -419,15 +482,20 @@ void route_jobs_list(request *r) {
 }
 
 /* The job named in the path, or false once answered: 404 when there is no
- * such job, 500 when the database cannot be read. */
+ * such job, 500 when the database cannot be read or the job's stored
+ * result cannot be decoded (never a result of zeros). */
 static bool get_job(request *r, job_record *j) {
+  memset(j, 0, sizeof *j);
   int rc = jobs_get(r->svc->jobs, r->path_id, j);
   if (rc == 0)
     return true;
   if (rc == HISTD_ENOENT)
     respond_problem(r, 404, "no job has the id \"%s\"", r->path_id);
+  else if (j->id[0] != '\0' && j->error[0] != '\0')
+    respond_problem(r, 500, "job %s cannot be served: %s", r->path_id, j->error);
   else
     respond_problem(r, 500, "job %s could not be read from the database", r->path_id);
+  job_record_free(j);
   return false;
 }
 
@@ -461,10 +529,52 @@ void route_jobs_get(request *r) {
   job_record_free(&j);
 }
 
-void route_jobs_delete(request *r) {
+/* DELETE's step on a defer.c thread (a queued job's cancellation waits for
+ * its row's fsync). */
+typedef struct cancel_ctx {
+  service *svc;
+  char id[128];
   job_record j;
-  char msg[512] = "";
-  int rc = jobs_cancel(r->svc->jobs, r->path_id, &j, msg, sizeof msg);
+  int rc;
+  char msg[512];
+} cancel_ctx;
+
+static void cancel_job(void *arg) {
+  cancel_ctx *c = arg;
+  c->rc = jobs_cancel(c->svc->jobs, c->id, &c->j, c->msg, sizeof c->msg);
+}
+
+static void answer_cancel(request *r, cancel_ctx *c);
+
+void route_jobs_delete(request *r) {
+  if (r->resumed && r->deferred != NULL) {
+    cancel_ctx *c = r->deferred;
+    r->deferred = NULL;
+    answer_cancel(r, c);
+    free(c);
+    return;
+  }
+  cancel_ctx *c = calloc(1, sizeof *c);
+  if (c == NULL) {
+    respond_problem(r, 503, "out of memory; try again shortly");
+    return;
+  }
+  c->svc = r->svc;
+  snprintf(c->id, sizeof c->id, "%s", r->path_id);
+  if (defer_submit(r->svc->defer, r->conn, cancel_job, c)) {
+    r->deferred = c;
+    r->suspended = true;
+    return;
+  }
+  cancel_job(c);
+  answer_cancel(r, c);
+  free(c);
+}
+
+static void answer_cancel(request *r, cancel_ctx *c) {
+  job_record j = c->j;
+  char *msg = c->msg;
+  int rc = c->rc;
   if (rc == HISTD_ENOENT) {
     respond_problem(r, 404, "no job has the id \"%s\"", r->path_id);
     return;

@@ -3,8 +3,11 @@
  * /readyz, /metrics, and the dashboard's static files at /.
  *
  * /healthz says the process answers (liveness: no auth, no store access).
- * /readyz says it can take work: the store answers and the daemon is not
- * shutting down (readiness: 503 otherwise, so a load balancer drains it).
+ * /readyz says it can take work: the store answers, the daemon is not
+ * shutting down, no GPU has lost its context (the process is ending), and
+ * the data dir can take writes: its disk has more than READY_MIN_FREE
+ * bytes free and it is under --max-data-bytes (readiness: 503 otherwise,
+ * with the reason, so a load balancer drains it).
  *
  * Static files are served from --static-dir with a fixed table of
  * Content-Types; paths with ".." or hidden segments are refused, "/" is
@@ -18,7 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
+
+/* Less free space than this on the data dir's disk is a full disk: SQLite
+ * and the payloads could not count on finishing a write. */
+#define READY_MIN_FREE ((uint64_t)16 << 20)
 
 #include "service.h"
 
@@ -78,16 +86,39 @@ void route_healthz(request *r) {
   respond_json(r, 200, o);
 }
 
+/* Why the daemon cannot take work now, into why; false when it can. */
+static bool not_ready(service *svc, char *why, size_t len) {
+  uint64_t counts[JOB_STATUS_COUNT];
+  bool lost = atomic_load(&svc->lost);
+  if (atomic_load(&svc->stopping))
+    snprintf(why, len, "the daemon is shutting down%s%s", lost ? ": " : "",
+             lost ? svc->lost_reason : "");
+  else if (lost)
+    snprintf(why, len, "%s; the daemon is stopping so that a new process can use the GPU",
+             svc->lost_reason);
+  else if (store_count_jobs(svc->store, counts) != 0)
+    snprintf(why, len, "the database does not answer");
+  else {
+    struct statvfs vfs;
+    uint64_t held = store_data_bytes(svc->store);
+    if (statvfs(svc->cfg.data_dir, &vfs) == 0 &&
+        (uint64_t)vfs.f_bavail * vfs.f_frsize < READY_MIN_FREE)
+      snprintf(why, len, "the disk of the data dir %.512s is full (%llu bytes free)",
+               svc->cfg.data_dir, (unsigned long long)vfs.f_bavail * vfs.f_frsize);
+    else if (svc->cfg.max_data_bytes != 0 && held >= svc->cfg.max_data_bytes)
+      snprintf(why, len, "the data dir holds %llu bytes, its budget is %zu (--max-data-bytes)",
+               (unsigned long long)held, svc->cfg.max_data_bytes);
+    else
+      return false;
+  }
+  return true;
+}
+
 void route_readyz(request *r) {
   service *svc = r->svc;
-  uint64_t counts[JOB_STATUS_COUNT];
-  bool store_ok = store_count_jobs(svc->store, counts) == 0;
-  bool stopping = atomic_load(&svc->stopping);
-  if (!store_ok || stopping) {
-    respond_problem(r, 503, "%s%s%s",
-                    stopping ? "the daemon is shutting down" : "the database does not answer",
-                    atomic_load(&svc->lost) ? ": " : "",
-                    atomic_load(&svc->lost) ? svc->lost_reason : "");
+  char why[1200];
+  if (not_ready(svc, why, sizeof why)) {
+    respond_problem(r, 503, "%s", why);
     response_add_header(r, "Retry-After", "5");
     return;
   }

@@ -66,6 +66,8 @@ typedef struct config {
   size_t connection_memory_limit;
   int max_wait;                /* cap of ?wait= in seconds */
   double job_retention;        /* seconds a finished job is kept; 0 = for ever */
+  size_t max_data_bytes;       /* the data dir's disk budget; 0 = none */
+  size_t max_buffered_bytes;   /* request bodies and large answers held at once */
   bool print_routes;
   bool access_log;             /* one line per request on stderr */
 } config;
@@ -163,6 +165,11 @@ typedef struct job_record {
 } job_record;
 
 int store_open(store **out, const char *data_dir, char *msg, size_t msglen);
+/* The data dir's disk budget (0: none): a result that would take the data
+ * dir past it is not stored (store_update_job fails, HISTD_ETOOBIG). */
+void store_set_max_bytes(store *s, uint64_t max_bytes);
+/* What the data dir holds now: payloads, the database and its WAL. */
+uint64_t store_data_bytes(store *s);
 void store_close(store *s);
 const char *store_payload_dir(const store *s);
 
@@ -194,7 +201,14 @@ void store_check_payload(const store *s, dataset_meta *m);
 
 int store_put_job(store *s, job_record *j, char *msg, size_t msglen); /* sets seq */
 int store_update_job(store *s, const job_record *j, char *msg, size_t msglen);
-int store_get_job(store *s, const char *id, job_record *j); /* result freed by job_record_free */
+/* store_update_job for a job that starts to run: committed (a kill -9
+ * keeps it), but not waited on to reach the disk, since losing it to a
+ * power cut only runs the job again, as a crash while it runs would. */
+int store_mark_job_running(store *s, const job_record *j, char *msg, size_t msglen);
+/* 0, HISTD_ENOENT, or HISTD_EIO: the database cannot be read, or the
+ * job's stored result cannot be decoded (then j->error says why and
+ * j->has_result is false). The result is freed by job_record_free. */
+int store_get_job(store *s, const char *id, job_record *j);
 int store_list_jobs(store *s, size_t limit, bool with_results,
                     bool (*fn)(const job_record *j, void *u), void *u);
 /* Jobs that were queued or running when the daemon stopped, oldest first. */
@@ -207,6 +221,32 @@ int store_count_active_jobs_on(store *s, const char *dataset, size_t *count);
 /* A deep copy (parameters and result); 0 or HISTD_ENOMEM. */
 int job_record_copy(job_record *dst, const job_record *src);
 void job_record_free(job_record *j);
+
+/* ---- stored results (result_codec.c) -------------------------------------- */
+
+/* counts[0..buckets) -> a malloc'd blob (version byte first; run-length
+ * varints). 0 or HISTD_ENOMEM. */
+int result_counts_encode(const uint64_t *counts, uint32_t buckets, unsigned char **blob,
+                         size_t *len, char *msg, size_t msglen);
+/* A stored blob (this version, or the raw buckets x 8 bytes histd wrote
+ * before) -> malloc'd counts[0..buckets). 0, or HISTD_EIO with a sentence
+ * when the blob is not a result of that many buckets. */
+int result_counts_decode(const void *blob, size_t len, uint32_t buckets, uint64_t **counts,
+                         char *msg, size_t msglen);
+
+/* ---- byte budgets (budget.c) ---------------------------------------------- */
+
+/* Bytes held at once against a limit (0: no limit), thread-safe. */
+typedef struct budget {
+  atomic_uint_fast64_t used;
+  uint64_t limit;
+} budget;
+/* Takes `bytes` if they fit under the limit; false (nothing taken) if not. */
+bool budget_take(budget *b, uint64_t bytes);
+/* The same, but also takes bytes beyond the limit when nothing else is
+ * held: one thing larger than the whole budget can still be served. */
+bool budget_take_or_alone(budget *b, uint64_t bytes);
+void budget_give(budget *b, uint64_t bytes);
 
 /* ---- loaded datasets (datasets.c) ------------------------------------------ */
 
@@ -338,6 +378,18 @@ void deadlines_body(deadlines *d, struct MHD_Connection *conn, size_t bytes);
 void deadlines_body_done(deadlines *d, struct MHD_Connection *conn);
 void deadlines_request_done(deadlines *d, struct MHD_Connection *conn);
 void deadlines_sweep(deadlines *d); /* closes the offenders */
+/* ---- handler steps that wait on the disk (defer.c) ------------------------------ */
+
+typedef struct defer_pool defer_pool;
+int defer_pool_start(defer_pool **out, char *msg, size_t msglen);
+/* Suspends conn and runs fn(arg) on a pool thread, then resumes conn (the
+ * handler runs again with r->resumed). False when stopping or out of
+ * memory: then the caller runs fn itself. */
+struct MHD_Connection;
+bool defer_submit(defer_pool *p, struct MHD_Connection *conn, void (*fn)(void *arg),
+                  void *arg);
+void defer_pool_stop(defer_pool *p); /* runs what is queued, joins */
+void defer_pool_destroy(defer_pool *p);
 
 /* ---- the context ---------------------------------------------------------------- */
 
@@ -348,10 +400,14 @@ typedef struct service {
   jobs *jobs;
   sync_pool *sync;
   deadlines *deadlines;
+  defer_pool *defer;
   metrics metrics;
   struct MHD_Daemon *mhd;
   void *loop_async; /* uv_async_t*: wakes the loop (thread-safe) */
-  pthread_mutex_t datasets_mu; /* orders dataset deletes against job submits */
+  /* Orders dataset deletes (write) against job submits (read): submits
+   * on different datasets run side by side. */
+  pthread_rwlock_t datasets_lock;
+  budget buffered; /* --max-buffered-bytes: request bodies, large answers */
   atomic_bool stopping;
   atomic_bool lost; /* a GPU's context is lost: the process is ending */
   atomic_int http_in_flight; /* requests begun and not yet answered */
@@ -387,6 +443,7 @@ typedef struct request {
   size_t body_len;
   struct upload_stream *stream; /* a raw float64 upload going straight to disk */
   struct sync_task *sync_task;  /* POST /v1/histogram's work, while it is away */
+  void *deferred;               /* a handler's state while defer.c runs its step (malloc'd) */
   size_t content_length;
   /* long-poll state */
   bool suspended;

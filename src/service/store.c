@@ -19,13 +19,26 @@
  * leaves an orphan file (harmless, reused by the next identical upload),
  * never a row without a file. Deletes go the other way round.
  *
- * SQLite runs in WAL mode with synchronous=FULL. WAL lets readers (GETs)
- * run while a worker commits, and a kill -9 at any instant leaves the
- * database consistent in any synchronous mode. FULL rather than NORMAL
- * because a 201 or 202 is a promise: with NORMAL a power cut may drop the
- * last commits, i.e. forget a job or dataset the client was told exists.
- * The cost is one WAL fsync per state change (submit, start, finish),
- * never per progress tick: progress lives in memory only.
+ * SQLite runs in WAL mode. WAL lets readers (GETs) run while a worker
+ * commits, and a kill -9 at any instant leaves the database consistent in
+ * any synchronous mode. A 201 or 202 is a promise, so every state change
+ * (submit, start, finish, cancel, upload, delete) is on disk before its
+ * caller goes on -- but the fsync that makes it so is a group commit, not
+ * SQLite's own: the connection runs with synchronous=NORMAL (a commit
+ * writes its WAL frames and returns; SQLite still syncs around
+ * checkpoints), and each writer, after its commit and outside the
+ * connection's mutex, waits in durable() until an fdatasync of the WAL
+ * file that began after its commit has returned. One writer syncs at a
+ * time; everyone who committed before that sync began rides on it, so 50
+ * clients submitting at once cost a few fsyncs, not 50 in a row, and no
+ * reader (and no job-queue lock: jobs.c never calls the store under its
+ * mutex) waits on the disk. One write does not wait: a job's 'running'
+ * row (store_mark_job_running), since losing it to a power cut only runs
+ * the job again. Progress lives in memory only, never in the database.
+ *
+ * Results are stored compactly (result_codec.c: run-length varints behind
+ * a version byte; the raw blobs of older data dirs still read), and a
+ * result that would take the data dir past --max-data-bytes is refused.
  *
  * One connection, one mutex: the daemon's writes are a few per job, and a
  * single connection keeps SQLite's threading rules out of the picture.
@@ -55,6 +68,16 @@ struct store {
   pthread_mutex_t commit_mu;
   char dir[4096];
   char payload_dir[4200];
+  /* group commit (durable()): commits made under mu, and the WAL synced */
+  atomic_uint_fast64_t committed;
+  pthread_mutex_t sync_mu;
+  pthread_cond_t sync_cv;
+  uint64_t synced;
+  bool syncing;
+  int wal_fd; /* -1 until the first sync opens it */
+  /* the disk budget (--max-data-bytes; 0: none) and the payloads' bytes */
+  uint64_t max_bytes;
+  atomic_uint_fast64_t payload_bytes;
 };
 
 static const char *const schema =
@@ -139,9 +162,48 @@ static int schema_migrate(sqlite3 *db, char **err) {
   return rc;
 }
 
+static int fsync_dir(const char *dir);
+
 static int db_fail(store *s, char *msg, size_t msglen, const char *what) {
   return histd_fail(msg, msglen, HISTD_EIO, "the database could not %s: %s", what,
                     sqlite3_errmsg(s->db));
+}
+
+/* After a commit numbered seq (s->committed, taken under s->mu): returns
+ * once the WAL has been fdatasync'ed by a sync that began after that
+ * commit; one thread syncs, the others wait for it or the next. */
+static int durable(store *s, uint64_t seq, char *msg, size_t msglen) {
+  pthread_mutex_lock(&s->sync_mu);
+  int rc = 0;
+  while (s->synced < seq && rc == 0) {
+    if (s->syncing) {
+      pthread_cond_wait(&s->sync_cv, &s->sync_mu);
+      continue;
+    }
+    s->syncing = true;
+    pthread_mutex_unlock(&s->sync_mu);
+    uint64_t upto = atomic_load(&s->committed); /* their frames are written */
+    int e = 0;
+    if (s->wal_fd < 0) {
+      char path[4300];
+      snprintf(path, sizeof path, "%s/histd.db-wal", s->dir);
+      s->wal_fd = open(path, O_RDONLY | O_CLOEXEC);
+      if (s->wal_fd < 0 || fsync_dir(s->dir) != 0) /* the file's name, once */
+        e = errno;
+    }
+    if (e == 0 && fdatasync(s->wal_fd) != 0)
+      e = errno;
+    pthread_mutex_lock(&s->sync_mu);
+    s->syncing = false;
+    if (e == 0 && upto > s->synced)
+      s->synced = upto;
+    pthread_cond_broadcast(&s->sync_cv);
+    if (e != 0)
+      rc = histd_fail(msg, msglen, HISTD_EIO, "the database could not be synced to disk: %s",
+                      strerror(e));
+  }
+  pthread_mutex_unlock(&s->sync_mu);
+  return rc;
 }
 
 static int fsync_dir(const char *dir) {
@@ -169,6 +231,35 @@ static int mkdir_p(const char *path) {
   return 0;
 }
 
+/* The bytes of the regular files in dir. */
+static uint64_t dir_bytes(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d == NULL)
+    return 0;
+  uint64_t sum = 0;
+  struct dirent *e;
+  struct stat sb;
+  while ((e = readdir(d)) != NULL)
+    if (fstatat(dirfd(d), e->d_name, &sb, 0) == 0 && S_ISREG(sb.st_mode))
+      sum += (uint64_t)sb.st_size;
+  closedir(d);
+  return sum;
+}
+
+static uint64_t file_bytes(const char *dir, const char *name) {
+  char path[4300];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  struct stat sb;
+  return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+}
+
+void store_set_max_bytes(store *s, uint64_t max_bytes) { s->max_bytes = max_bytes; }
+
+uint64_t store_data_bytes(store *s) {
+  return atomic_load(&s->payload_bytes) + file_bytes(s->dir, "histd.db") +
+         file_bytes(s->dir, "histd.db-wal");
+}
+
 static void sweep_temp_files(const char *dir) {
   DIR *d = opendir(dir);
   if (d == NULL)
@@ -188,6 +279,9 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the store");
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_init(&s->commit_mu, NULL);
+  pthread_mutex_init(&s->sync_mu, NULL);
+  pthread_cond_init(&s->sync_cv, NULL);
+  s->wal_fd = -1;
   snprintf(s->dir, sizeof s->dir, "%s", data_dir);
   snprintf(s->payload_dir, sizeof s->payload_dir, "%s/payloads", data_dir);
   if (mkdir_p(s->payload_dir) != 0) {
@@ -209,6 +303,7 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
                       e == EWOULDBLOCK ? "its lock is held" : strerror(e));
   }
   sweep_temp_files(s->payload_dir);
+  atomic_init(&s->payload_bytes, dir_bytes(s->payload_dir));
   char path[4300];
   snprintf(path, sizeof path, "%s/histd.db", data_dir);
   if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
@@ -222,7 +317,7 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
   }
   sqlite3_busy_timeout(s->db, 5000);
   char *err = NULL;
-  if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL,
+  if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
                    &err) != SQLITE_OK ||
       sqlite3_exec(s->db, schema, NULL, NULL, &err) != SQLITE_OK ||
       schema_migrate(s->db, &err) != SQLITE_OK) {
@@ -242,7 +337,11 @@ void store_close(store *s) {
   if (s == NULL)
     return;
   sqlite3_close(s->db);
+  if (s->wal_fd >= 0)
+    close(s->wal_fd);
   close(s->lock_fd);
+  pthread_cond_destroy(&s->sync_cv);
+  pthread_mutex_destroy(&s->sync_mu);
   pthread_mutex_destroy(&s->commit_mu);
   pthread_mutex_destroy(&s->mu);
   free(s);
@@ -358,13 +457,6 @@ static int payload_commit(store *s, const char *tmp_path, const char *id, char *
   return 0;
 }
 
-static bool payload_ok(const store *s, const char *id, size_t n) {
-  char path[4400];
-  store_payload_path(s, id, path, sizeof path);
-  struct stat sb;
-  return stat(path, &sb) == 0 && (uint64_t)sb.st_size == (uint64_t)n * 24;
-}
-
 typedef struct hash_job {
   const histd_dataset *ds;
   char hex[65];
@@ -377,7 +469,11 @@ static void *hash_main(void *arg) {
 }
 
 /* The common end of both upload paths: the payload is in tmp_path (not yet
- * synced; unlinked here on every path), its id is known. */
+ * synced; unlinked here on every path), its id is known. The temp file's
+ * bytes are known good (its hash is the id), so it always replaces the
+ * stored file, which may be missing, cut short, or the right size with
+ * the wrong bytes: a re-upload repairs a corrupt payload. (Jobs that have
+ * the old file mapped keep their mapping.) */
 static int commit_dataset_locked(store *s, const char *tmp_path, const char *id, size_t n,
                                  const double min[3], const double max[3], const char *format,
                                  const char *name, dataset_meta *meta, bool *created,
@@ -386,15 +482,15 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
   int rc = get_dataset_locked(s, id, meta);
   pthread_mutex_unlock(&s->mu);
   bool existed = rc == 0;
-  if (rc == 0 && meta->error[0] == '\0' && payload_ok(s, id, meta->n)) {
-    unlink(tmp_path); /* the same points are stored already */
-    *created = false;
-    return 0;
-  }
-  /* New, or known but its file went missing or bad: (re)write the file. */
+  char final_path[4400];
+  store_payload_path(s, id, final_path, sizeof final_path);
+  struct stat old;
+  uint64_t old_bytes = stat(final_path, &old) == 0 ? (uint64_t)old.st_size : 0;
   rc = payload_commit(s, tmp_path, id, msg, msglen);
   if (rc != 0)
     return rc;
+  atomic_fetch_add(&s->payload_bytes, (uint64_t)n * 24);
+  atomic_fetch_sub(&s->payload_bytes, old_bytes);
 
   pthread_mutex_lock(&s->mu);
   sqlite3_stmt *st;
@@ -419,16 +515,18 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
       rc = db_fail(s, msg, msglen, "store the dataset");
     sqlite3_finalize(st);
   }
+  uint64_t seq = rc == 0 ? atomic_fetch_add(&s->committed, 1) + 1 : 0;
   if (rc == 0) {
     rc = get_dataset_locked(s, id, meta);
     if (rc != 0)
       rc = db_fail(s, msg, msglen, "read the dataset back");
   }
   pthread_mutex_unlock(&s->mu);
+  if (rc == 0)
+    rc = durable(s, seq, msg, msglen);
   if (rc != 0 && !existed) { /* no row, so no file: nothing stored half-way */
-    char path[4400];
-    store_payload_path(s, id, path, sizeof path);
-    unlink(path);
+    unlink(final_path);
+    atomic_fetch_sub(&s->payload_bytes, (uint64_t)n * 24);
   }
   *created = !existed;
   return rc;
@@ -537,11 +635,16 @@ int store_delete_dataset(store *s, const char *id, char *msg, size_t msglen) {
       rc = histd_fail(msg, msglen, HISTD_ENOENT, "no dataset has the id \"%s\"", id);
     sqlite3_finalize(st);
   }
+  uint64_t seq = rc == 0 ? atomic_fetch_add(&s->committed, 1) + 1 : 0;
   pthread_mutex_unlock(&s->mu);
+  if (rc == 0)
+    rc = durable(s, seq, msg, msglen); /* the row is gone for good before the file */
   if (rc == 0) {
     char path[4400];
     store_payload_path(s, id, path, sizeof path);
-    unlink(path);
+    struct stat sb;
+    if (stat(path, &sb) == 0 && unlink(path) == 0)
+      atomic_fetch_sub(&s->payload_bytes, (uint64_t)sb.st_size);
     fsync_dir(s->payload_dir);
   }
   pthread_mutex_unlock(&s->commit_mu);
@@ -576,6 +679,8 @@ void store_check_payload(const store *s, dataset_meta *m) {
 }
 
 /* ---- jobs --------------------------------------------------------------------------- */
+
+static int update_job(store *s, const job_record *j, bool sync, char *msg, size_t msglen);
 
 #define JOB_COLUMNS                                                                       \
   "seq, id, dataset, n, bucket_width, buckets, kernel, block_size, precision, threads, "  \
@@ -633,7 +738,9 @@ static int result_bins(const job_record *j, histd_bins *bins, double **edges) {
   return rc;
 }
 
-static void row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
+/* 0, or HISTD_EIO when the stored result does not decode (j->error says
+ * why; j->has_result is then false). */
+static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   memset(j, 0, sizeof *j);
   j->seq = sqlite3_column_int64(st, 0);
   snprintf(j->id, sizeof j->id, "%s", (const char *)sqlite3_column_text(st, 1));
@@ -657,7 +764,7 @@ static void row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   snprintf(j->error, sizeof j->error, "%s", (const char *)sqlite3_column_text(st, 22));
   j->has_result = sqlite3_column_int(st, 23) != 0;
   if (!j->has_result)
-    return;
+    return 0;
   histd_result *r = &j->result;
   histd_bins bins;
   double *edges = NULL;
@@ -666,7 +773,8 @@ static void row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
       (with_counts && histd_result_init(r, &bins, weighted, NULL, 0) != 0)) {
     j->has_result = false;
     free(edges);
-    return;
+    snprintf(j->error, sizeof j->error, "the stored result's parameters do not make bins");
+    return HISTD_EIO;
   }
   free(edges);
   if (!with_counts)
@@ -692,15 +800,31 @@ static void row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   if (with_counts) {
     const void *blob = sqlite3_column_blob(st, 36);
     size_t bytes = (size_t)sqlite3_column_bytes(st, 36);
-    if (blob != NULL && bytes == (size_t)bins.count * 8)
-      memcpy(r->counts, blob, bytes);
+    char why[256];
+    uint64_t *counts = NULL;
+    bool bad = result_counts_decode(blob, bytes, bins.count, &counts, why, sizeof why) != 0;
     blob = sqlite3_column_blob(st, 35);
     bytes = (size_t)sqlite3_column_bytes(st, 35);
-    if (weighted && blob != NULL && bytes == (size_t)bins.count * 8)
+    if (!bad && weighted && (blob == NULL || bytes != (size_t)bins.count * 8)) {
+      bad = true;
+      snprintf(why, sizeof why, "the stored weighted sums have %zu bytes, not %zu", bytes,
+               (size_t)bins.count * 8);
+    }
+    if (bad) {
+      free(counts);
+      histd_result_free(r);
+      j->has_result = false;
+      snprintf(j->error, sizeof j->error, "%s", why);
+      return HISTD_EIO;
+    }
+    free(r->counts);
+    r->counts = counts;
+    if (weighted)
       memcpy(r->weighted, blob, bytes);
     if (r->statistic == HISTD_STAT_WITHIN)
       r->within = r->counts[0];
   }
+  return 0;
 }
 
 int job_record_copy(job_record *dst, const job_record *src) {
@@ -767,11 +891,36 @@ int store_put_job(store *s, job_record *j, char *msg, size_t msglen) {
       j->seq = sqlite3_last_insert_rowid(s->db);
     sqlite3_finalize(st);
   }
+  uint64_t seq = rc == 0 ? atomic_fetch_add(&s->committed, 1) + 1 : 0;
   pthread_mutex_unlock(&s->mu);
-  return rc;
+  return rc == 0 ? durable(s, seq, msg, msglen) : rc;
 }
 
 int store_update_job(store *s, const job_record *j, char *msg, size_t msglen) {
+  return update_job(s, j, true, msg, msglen);
+}
+
+int store_mark_job_running(store *s, const job_record *j, char *msg, size_t msglen) {
+  return update_job(s, j, false, msg, msglen);
+}
+
+static int update_job(store *s, const job_record *j, bool sync, char *msg, size_t msglen) {
+  unsigned char *blob = NULL;
+  size_t blob_len = 0;
+  if (j->has_result) {
+    int rc = result_counts_encode(j->result.counts, j->result.bins.count, &blob, &blob_len, msg,
+                                  msglen);
+    if (rc != 0)
+      return rc;
+    uint64_t held = store_data_bytes(s);
+    if (s->max_bytes != 0 && held + blob_len > s->max_bytes) {
+      free(blob);
+      return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                        "the result (%zu bytes) would take the data dir past its budget of "
+                        "%llu bytes (--max-data-bytes; %llu are in use)",
+                        blob_len, (unsigned long long)s->max_bytes, (unsigned long long)held);
+    }
+  }
   pthread_mutex_lock(&s->mu);
   sqlite3_stmt *st;
   int rc = 0;
@@ -805,7 +954,7 @@ int store_update_job(store *s, const job_record *j, char *msg, size_t msglen) {
       sqlite3_bind_int64(st, 17, (sqlite3_int64)r->refined_pairs);
       sqlite3_bind_int64(st, 18, (sqlite3_int64)r->overflow);
       sqlite3_bind_int64(st, 19, (sqlite3_int64)r->total);
-      sqlite3_bind_blob64(st, 20, r->counts, (sqlite3_uint64)r->bins.count * 8, SQLITE_STATIC);
+      sqlite3_bind_blob64(st, 20, blob, (sqlite3_uint64)blob_len, SQLITE_STATIC);
       if (r->weighted != NULL)
         sqlite3_bind_blob64(st, 22, r->weighted, (sqlite3_uint64)r->bins.count * 8,
                             SQLITE_STATIC);
@@ -816,8 +965,10 @@ int store_update_job(store *s, const job_record *j, char *msg, size_t msglen) {
       rc = db_fail(s, msg, msglen, "update the job");
     sqlite3_finalize(st);
   }
+  uint64_t seq = rc == 0 ? atomic_fetch_add(&s->committed, 1) + 1 : 0;
   pthread_mutex_unlock(&s->mu);
-  return rc;
+  free(blob);
+  return rc == 0 && sync ? durable(s, seq, msg, msglen) : rc;
 }
 
 int store_get_job(store *s, const char *id, job_record *j) {
@@ -828,10 +979,8 @@ int store_get_job(store *s, const char *id, job_record *j) {
                          &st, NULL) == SQLITE_OK) {
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     rc = HISTD_ENOENT;
-    if (sqlite3_step(st) == SQLITE_ROW) {
-      row_to_job(st, j, true);
-      rc = 0;
-    }
+    if (sqlite3_step(st) == SQLITE_ROW)
+      rc = row_to_job(st, j, true);
     sqlite3_finalize(st);
   }
   pthread_mutex_unlock(&s->mu);
@@ -858,7 +1007,7 @@ static int list_jobs(store *s, const char *sql, sqlite3_int64 limit,
       rows = bigger;
       cap *= 2;
     }
-    row_to_job(st, &rows[count++], false);
+    (void)row_to_job(st, &rows[count++], false); /* no counts: cannot fail */
   }
   sqlite3_finalize(st);
   pthread_mutex_unlock(&s->mu);

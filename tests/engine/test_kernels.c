@@ -4,6 +4,7 @@
  * random sets of several shapes; totals; cancellation and progress.
  */
 #include <math.h>
+#include <pthread.h>
 
 #include "../check.h"
 #include "../definition.h"
@@ -148,18 +149,31 @@ static void test_random_sets(const char *k) {
   }
 }
 
-typedef struct { int calls; double last; bool monotonic; int cancel_after; } watch;
+/* The callbacks may be called from any of the backend's threads (histd.h),
+ * so the watch takes a lock (ThreadSanitizer saw the plain version race). */
+typedef struct {
+  int calls;
+  double last;
+  bool monotonic;
+  int cancel_after;
+  pthread_mutex_t mu;
+} watch;
 
 static void on_progress(void *u, double f) {
   watch *w = u;
+  pthread_mutex_lock(&w->mu);
   if (f < w->last || f < 0 || f > 1)
     w->monotonic = false;
   w->last = f;
   w->calls++;
+  pthread_mutex_unlock(&w->mu);
 }
 static bool on_cancel(void *u) {
   watch *w = u;
-  return w->cancel_after >= 0 && w->calls >= w->cancel_after;
+  pthread_mutex_lock(&w->mu);
+  bool stop = w->cancel_after >= 0 && w->calls >= w->cancel_after;
+  pthread_mutex_unlock(&w->mu);
+  return stop;
 }
 
 static void test_progress_and_cancel(const char *k) {
@@ -170,7 +184,7 @@ static void test_progress_and_cancel(const char *k) {
   plain_init(&spec);
   spec.bucket_width = 1;
   snprintf(spec.kernel, sizeof spec.kernel, "%s", k);
-  watch w = {0, 0, true, -1};
+  watch w = {0, 0, true, -1, PTHREAD_MUTEX_INITIALIZER};
   histd_control ctl = {on_progress, on_cancel, &w};
   histd_result res;
   char msg[256];
@@ -180,7 +194,7 @@ static void test_progress_and_cancel(const char *k) {
   CHECK(w.monotonic && w.last == 1.0, "%s: progress must rise to 1 (last %g)", k, w.last);
   if (rc == 0)
     histd_result_free(&res);
-  w = (watch){0, 0, true, 1};
+  w = (watch){0, 0, true, 1, PTHREAD_MUTEX_INITIALIZER};
   rc = plain_run(&ds, &spec, &ctl, &res, msg, sizeof msg);
   CHECK(rc == HISTD_ECANCELED, "%s: a cancelled run returns ECANCELED, got %d", k, rc);
   CHECK(w.last < 1.0, "%s: a cancelled run stops early (progress %g)", k, w.last);

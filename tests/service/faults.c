@@ -8,7 +8,18 @@
  *   HISTD_TEST_DISK_FULL=PATH  while the file PATH exists, the data dir's
  *       disk is full: every write to the SQLite database (histd.db and its
  *       -wal and -journal files) or to a payload file, and every
- *       fallocate() there, fails with ENOSPC (test_store_fault).
+ *       fallocate() there, fails with ENOSPC, and statvfs() says the disk
+ *       has no free blocks (test_store_fault).
+ *   HISTD_TEST_WAL_LIMIT=PATH  while the file PATH exists and holds a
+ *       number N, a write to the database's WAL (histd.db-wal) that would
+ *       end past byte N fails with ENOSPC: a disk with a little room left,
+ *       where small updates fit and a large one does not (SQLite writes a
+ *       failed transaction's frames again from the same offset, so the
+ *       next small one fits) (test_result_store).
+ *   HISTD_TEST_STALL_SYNC=PATH  while the file PATH exists, fsync() and
+ *       fdatasync() of the database's WAL wait (a disk that does not
+ *       answer): whatever waits on the disk waits until the test removes
+ *       PATH, and whatever must not, answers meanwhile (test_durability).
  *   HISTD_TEST_SLOW_SIGNAL_START_MS=N  uv_signal_start() sleeps N ms
  *       first, which widens any window between the daemon answering and
  *       its signal handlers being installed (test_startup_signal).
@@ -19,10 +30,12 @@
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,9 +71,53 @@ int unlink(const char *path) {
   return real_unlink(path);
 }
 
-static bool disk_full(int fd) {
+static bool flag_on(void) {
   const char *flag = getenv("HISTD_TEST_DISK_FULL");
-  if (flag == NULL || access(flag, F_OK) != 0)
+  return flag != NULL && access(flag, F_OK) == 0;
+}
+
+static bool is_wal(const char *path, size_t n) {
+  static const char wal[] = "/histd.db-wal";
+  return n >= sizeof wal - 1 && strcmp(path + n - (sizeof wal - 1), wal) == 0;
+}
+
+/* Whether a write to fd of len bytes at off (-1: the file position) ends
+ * past HISTD_TEST_WAL_LIMIT's number, fd being the WAL. */
+static bool past_wal_limit(int fd, size_t len, long long off) {
+  /* async-signal-safe calls only: libuv writes from its signal handler */
+  const char *flag = getenv("HISTD_TEST_WAL_LIMIT");
+  if (flag == NULL)
+    return false;
+  char link[64], path[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, path, sizeof path - 1);
+  if (n <= 0)
+    return false;
+  path[n] = '\0';
+  if (!is_wal(path, (size_t)n))
+    return false;
+  int ffd = open(flag, O_RDONLY | O_CLOEXEC);
+  if (ffd < 0)
+    return false;
+  char text[32];
+  ssize_t got = read(ffd, text, sizeof text - 1);
+  close(ffd);
+  if (got <= 0)
+    return false;
+  text[got] = '\0';
+  long long limit = strtoll(text, NULL, 10);
+  if (limit <= 0)
+    return false;
+  if (off < 0)
+    off = (long long)lseek(fd, 0, SEEK_CUR);
+  if (off + (long long)len <= limit)
+    return false;
+  errno = ENOSPC;
+  return true;
+}
+
+static bool disk_full(int fd) {
+  if (!flag_on())
     return false;
   char link[64], path[4096];
   snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
@@ -78,21 +135,21 @@ ssize_t write(int fd, const void *buf, size_t len) {
   static ssize_t (*real)(int, const void *, size_t);
   if (real == NULL)
     real = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
-  return disk_full(fd) ? -1 : real(fd, buf, len);
+  return disk_full(fd) || past_wal_limit(fd, len, -1) ? -1 : real(fd, buf, len);
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t len, off_t off) {
   static ssize_t (*real)(int, const void *, size_t, off_t);
   if (real == NULL)
     real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
-  return disk_full(fd) ? -1 : real(fd, buf, len, off);
+  return disk_full(fd) || past_wal_limit(fd, len, off) ? -1 : real(fd, buf, len, off);
 }
 
 ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off) {
   static ssize_t (*real)(int, const void *, size_t, off64_t);
   if (real == NULL)
     real = (ssize_t (*)(int, const void *, size_t, off64_t))dlsym(RTLD_NEXT, "pwrite64");
-  return disk_full(fd) ? -1 : real(fd, buf, len, off);
+  return disk_full(fd) || past_wal_limit(fd, len, off) ? -1 : real(fd, buf, len, off);
 }
 
 int fallocate(int fd, int mode, off_t off, off_t len) {
@@ -107,4 +164,64 @@ int fallocate64(int fd, int mode, off64_t off, off64_t len) {
   if (real == NULL)
     real = (int (*)(int, int, off64_t, off64_t))dlsym(RTLD_NEXT, "fallocate64");
   return disk_full(fd) ? -1 : real(fd, mode, off, len);
+}
+
+/* A full disk has no free blocks (the daemon's /readyz asks). */
+static void no_room(struct statvfs *st) {
+  if (flag_on())
+    st->f_bfree = st->f_bavail = 0;
+}
+
+int statvfs(const char *path, struct statvfs *st) {
+  static int (*real)(const char *, struct statvfs *);
+  if (real == NULL)
+    real = (int (*)(const char *, struct statvfs *))dlsym(RTLD_NEXT, "statvfs");
+  int rc = real(path, st);
+  if (rc == 0)
+    no_room(st);
+  return rc;
+}
+
+int statvfs64(const char *path, struct statvfs64 *st) {
+  static int (*real)(const char *, struct statvfs64 *);
+  if (real == NULL)
+    real = (int (*)(const char *, struct statvfs64 *))dlsym(RTLD_NEXT, "statvfs64");
+  int rc = real(path, st);
+  if (rc == 0 && flag_on())
+    st->f_bfree = st->f_bavail = 0;
+  return rc;
+}
+
+/* HISTD_TEST_STALL_SYNC: a sync of the WAL waits while the flag exists. */
+static void stall_if_wal(int fd) {
+  const char *flag = getenv("HISTD_TEST_STALL_SYNC");
+  if (flag == NULL || access(flag, F_OK) != 0)
+    return;
+  char link[64], path[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, path, sizeof path - 1);
+  if (n <= 0)
+    return;
+  path[n] = '\0';
+  if (!is_wal(path, (size_t)n))
+    return;
+  struct timespec ts = {0, 10 * 1000000L};
+  while (access(flag, F_OK) == 0)
+    nanosleep(&ts, NULL);
+}
+
+int fsync(int fd) {
+  static int (*real)(int);
+  if (real == NULL)
+    real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+  stall_if_wal(fd);
+  return real(fd);
+}
+
+int fdatasync(int fd) {
+  static int (*real)(int);
+  if (real == NULL)
+    real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
+  stall_if_wal(fd);
+  return real(fd);
 }

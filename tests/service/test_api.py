@@ -360,7 +360,9 @@ def test_large_result(exe):
             check(s == 200 and doc["status"] == "succeeded" and doc["result"]["counts"] == counts,
                   "job document")
             grew = (d.status_kb("VmHWM") - start) * 1024
-            check(grew < 4 * 8 * buckets, "serving a %d MB result took %d MB" %
+            with open("/proc/%d/maps" % d.pid()) as f:
+                tsan = "libtsan" in f.read()  # its shadow memory grows with any use
+            check(tsan or grew < 4 * 8 * buckets, "serving a %d MB result took %d MB" %
                   (8 * buckets >> 20, grew >> 20))
             print("a %d-bucket result as JSON, CSV and job: right, peak +%d MB" %
                   (buckets, grew >> 20))

@@ -154,6 +154,23 @@ def test_samples(exe, spec):
              {"Content-Type": "text/csv", "Content-Length": "99999999999"}, 413)
     print("samples: %d (route, status) pairs validated against the spec" % len(v.seen))
 
+    # The byte budgets' answers: 507 (--max-data-bytes), 503 (--max-buffered-bytes).
+    with Daemon(exe, args=["--max-data-bytes", "1", "--max-buffered-bytes", "64k"]) as d:
+        import json
+        for method, template, path, body, want in (
+                ("POST", "/v1/datasets", "/v1/datasets", encode(pts, "json")[0], 507),
+                ("POST", "/v1/jobs", "/v1/jobs", {"dataset": "e" * 64, "bucket_width": 1}, 404),
+                ("GET", "/readyz", "/readyz", None, 503)):
+            s, h, raw = d.request(method, path, body, {"Content-Type": "application/json"}
+                                  if body is not None else None)
+            check(s == want, (path, s, raw[:200]))
+            v.response(method, template, s, h, json.loads(raw), raw)
+        s, h, raw = d.request("POST", "/v1/datasets", "x" * 70000,
+                              {"Content-Type": "application/json"})
+        check(s == 413, s)
+        v.response("POST", "/v1/datasets", s, h, json.loads(raw), raw)
+    print("budgets: 507, 503 and 413 validated against the spec")
+
     with Daemon(exe, env={"HISTD_TOKEN": "t"}) as d:
         s, h, raw = d.request("GET", "/v1/jobs")
         import json

@@ -1,0 +1,235 @@
+"""test_budgets.py -- the daemon's byte budgets (issue 15, items 6 and 7):
+
+- --max-data-bytes: an upload that would take the data dir past it is
+  refused with 507 and a sentence, streamed or buffered; a job whose result
+  would ends failed with the sentence; over the budget, POST /v1/jobs
+  answers 507 and /readyz 503;
+- --max-buffered-bytes: request bodies held at once, for all clients: a
+  body while others hold the budget gets 503 with Retry-After (at its
+  headers with a Content-Length, at its end when chunked), a body larger
+  than the whole budget 413; large answers written for clients that do not
+  read them count too, so such clients cannot pile up temp files.
+
+usage: test_budgets.py HISTD_EXE FAULTS_SO
+"""
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemon import Daemon, check, encode, random_points  # noqa: E402
+
+
+def data_bytes(d):
+    root = os.path.join(d.data_dir, "data")
+    total = sum(os.path.getsize(os.path.join(root, "payloads", f))
+                for f in os.listdir(os.path.join(root, "payloads")))
+    return total + sum(os.path.getsize(os.path.join(root, f)) for f in ("histd.db", "histd.db-wal")
+                       if os.path.exists(os.path.join(root, f)))
+
+
+def test_data_budget(exe, root):
+    dd = os.path.join(root, "data")
+    os.makedirs(dd)
+    d = Daemon(exe, data_dir=dd, args=["--workers", "1"]).start()
+    try:
+        pts = random_points(2000, seed=71)
+        ds = d.upload(pts, "json")["id"]
+        check(d.stop() == 0, "exit 0")
+        held = data_bytes(d)  # the WAL is folded into the database at a clean stop
+
+        d.args = ["--workers", "1", "--max-data-bytes", str(held + 200 * 1024)]
+        d.start()
+        # 1.2 MB of points: streamed (answered at its headers), then buffered
+        c = raw_connect(d)
+        c.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                  b"application/x-float64\r\nContent-Length: 1200000\r\n\r\n")
+        status, head, doc = read_answer(c)
+        c.close()
+        check(status == 507 and "--max-data-bytes" in doc["detail"] and
+              doc["title"] == "Insufficient Storage", (status, doc))
+        body, ctype = encode(random_points(50000, seed=72), "json")
+        s, _, doc = d.json("POST", "/v1/datasets", body, {"Content-Type": ctype})
+        check(s == 507 and "--max-data-bytes" in doc["detail"], (s, doc))
+        small = d.wait_job(d.submit(ds, bucket_width=100, buckets=20)["id"])
+        check(small["status"] == "succeeded", small)
+        # a result of ~1 MB (1,999,000 pairs over 10^6 buckets) does not fit
+        big = d.wait_job(d.submit(ds, bucket_width=0.002, buckets=1000000, kernel="cpu")["id"])
+        check(big["status"] == "failed" and "--max-data-bytes" in big["error"] and
+              "result could not be stored" in big["error"], big)
+        s, _, _ = d.json("GET", "/readyz")
+        check(s == 200, s)
+        check(d.stop() == 0, "exit 0")
+        print("--max-data-bytes: uploads 507, a result past it fails the job: %s" % big["error"])
+
+        d.args = ["--workers", "1", "--max-data-bytes", str(held // 2)]
+        d.start()
+        s, _, doc = d.json("POST", "/v1/jobs", {"dataset": ds, "bucket_width": 100})
+        check(s == 507 and "--max-data-bytes" in doc["detail"], (s, doc))
+        s, h, doc = d.json("GET", "/readyz")
+        check(s == 503 and "--max-data-bytes" in doc["detail"], (s, doc))
+        s, _, doc = d.json("GET", "/v1/jobs/" + small["id"])
+        check(s == 200 and doc["status"] == "succeeded", "what is stored still reads")
+        check(d.stop() == 0, "exit 0")
+        print("over --max-data-bytes: POST /v1/jobs 507, /readyz 503")
+    finally:
+        d.kill()
+
+
+def raw_connect(d, rcvbuf=None):
+    s = socket.socket()
+    if rcvbuf:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.settimeout(60)
+    s.connect(("127.0.0.1", d.port))
+    return s
+
+
+def read_status(s):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head = data.split(b"\r\n\r\n")[0].decode()
+    return int(head.split()[1]), head.lower()
+
+
+def read_answer(s):
+    """The status, head and JSON body of an answer with a Content-Length."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    head = head.decode().lower()
+    length = int(head.split("content-length:")[1].split("\r\n")[0])
+    while len(body) < length:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return int(head.split()[1]), head, json.loads(body)
+
+
+def points_json(nbytes, seed):
+    """A JSON points body of exactly nbytes (padded with spaces)."""
+    body = json.dumps({"points": [list(p) for p in random_points(nbytes // 70, seed=seed)]})
+    check(len(body) <= nbytes, "body fits")
+    return (body + " " * (nbytes - len(body))).encode()
+
+
+def test_buffered_budget(exe, root):
+    dd = os.path.join(root, "buffered")
+    os.makedirs(dd)
+    with Daemon(exe, data_dir=dd, args=["--max-buffered-bytes", "1M"]) as d:
+        # larger than the whole budget: 413, at the headers
+        s = raw_connect(d)
+        s.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 2000000\r\n\r\n")
+        status, _ = read_status(s)
+        s.close()
+        check(status == 413, status)
+
+        # one client holds 700 kB of the budget, sending slowly
+        body = points_json(700000, seed=73)
+        hold = raw_connect(d)
+        hold.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body) + body[:1000])
+        other = points_json(700000, seed=74)
+        deadline = time.time() + 30
+        while True:  # until the daemon has read those headers (it then holds the budget)
+            c = raw_connect(d)
+            c.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                      b"application/json\r\nContent-Length: %d\r\n\r\n" % len(other))
+            c.settimeout(2)
+            try:
+                st, h, doc = read_answer(c)  # answered at the headers
+            except socket.timeout:  # taken: it waits for the body
+                c.settimeout(60)
+                c.sendall(other)
+                st, h, doc = read_answer(c)
+            c.close()
+            if st == 503 or time.time() > deadline:
+                break
+        check(st == 503 and "retry-after" in h and "--max-buffered-bytes" in doc["detail"],
+              (st, doc))
+        # chunked: read to its end, then 503
+        conn_body = points_json(700000, seed=75)
+        c = raw_connect(d)
+        c.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n")
+        for i in range(0, len(conn_body), 65536):
+            piece = conn_body[i:i + 65536]
+            c.sendall(b"%x\r\n" % len(piece) + piece + b"\r\n")
+        c.sendall(b"0\r\n\r\n")
+        status, head = read_status(c)
+        c.close()
+        check(status == 503 and "retry-after" in head, (status, head))
+        # the holder finishes: its upload works, and the budget is free again
+        hold.sendall(body[1000:])
+        status, _ = read_status(hold)
+        hold.close()
+        check(status == 201, status)
+        st, _, doc = d.json("POST", "/v1/datasets", points_json(700000, seed=76),
+                            {"Content-Type": "application/json"})
+        check(st == 201, (st, doc))
+        print("--max-buffered-bytes: 413 beyond it, 503 + Retry-After while others hold it")
+
+
+def test_large_answers(exe, root):
+    dd = os.path.join(root, "answers")
+    os.makedirs(dd)
+    with Daemon(exe, data_dir=dd, args=["--max-buffered-bytes", "30M"]) as d:
+        two = d.upload([(0.0, 0.0, 0.0), (3.0, 4.0, 0.0)], "json")["id"]
+        job = d.submit(two, bucket_width=0.001, buckets=2000000)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            s, _, doc = d.json("GET", "/v1/jobs?limit=1")
+            if doc["jobs"][0]["status"] == "succeeded":
+                break
+            time.sleep(0.05)
+        path = "/v1/jobs/%s/result" % job["id"]
+        # a client that asks for ~20 MB and does not read
+        idle = raw_connect(d, rcvbuf=4096)
+        idle.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        deadline = time.time() + 30
+        while True:  # until its answer is written and held
+            s, h, doc = d.json("GET", path)
+            if s == 503 or time.time() > deadline:
+                break
+            time.sleep(0.1)
+        check(s == 503 and "retry-after" in h and "--max-buffered-bytes" in doc["detail"],
+              (s, doc))
+        idle.close()  # the daemon lets go of its answer
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            s, _, body = d.request("GET", path)
+            if s == 200:
+                break
+            time.sleep(0.2)
+        check(s == 200 and json.loads(body)["counts"][5000] == 1, s)
+        print("large answers not read by their clients hold --max-buffered-bytes: 503 beyond")
+
+
+def main():
+    exe = sys.argv[1]
+    root = tempfile.mkdtemp(prefix="histd-budgets-")
+    try:
+        test_data_budget(exe, root)
+        test_buffered_budget(exe, root)
+        test_large_answers(exe, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print("test_budgets: all ok")
+
+
+if __name__ == "__main__":
+    main()

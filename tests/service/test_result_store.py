@@ -1,0 +1,261 @@
+"""test_result_store.py -- how results are stored and what happens when
+they cannot be (issue 15, items 6, 8 and 9):
+
+- a 2-point job with 16 Mi buckets stores a few bytes, not 128 MiB, and
+  results come back exactly as the definition gives them;
+- a data dir written before results were encoded (fixtures/datadir-v0)
+  still serves its results;
+- a stored result of the wrong size is an error (500 with a sentence),
+  never a histogram of zeros;
+- a result the disk has no room for (faults.so: the WAL may not grow past
+  a mark) ends the job failed with SQLite's sentence, the metrics count it
+  failed, and it stays failed after a restart;
+- a job that cannot be recorded as running (faults.so: a full disk) fails
+  instead of running unrecorded; /readyz says 503 on the full disk;
+- re-uploading points whose stored payload is corrupt (right size, wrong
+  bytes) repairs it.
+
+usage: test_result_store.py HISTD_EXE FAULTS_SO
+"""
+import json
+import os
+import re
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemon import Daemon, check, definition, random_points  # noqa: E402
+
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "datadir-v0")
+
+
+def db_path(d):
+    return os.path.join(d.data_dir, "data", "histd.db")
+
+
+def db_bytes(d):
+    return sum(os.path.getsize(db_path(d) + ext) for ext in ("", "-wal")
+               if os.path.exists(db_path(d) + ext))
+
+
+def wait_listed(d, job_id, timeout=60):
+    """Until the job ends, through GET /v1/jobs (summaries: no counts)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        s, _, doc = d.json("GET", "/v1/jobs?limit=10000")
+        check(s == 200, (s, doc))
+        job = [j for j in doc["jobs"] if j["id"] == job_id][0]
+        if job["status"] not in ("queued", "running"):
+            return job
+        time.sleep(0.05)
+    raise AssertionError("job %s did not end within %ss: %s" % (job_id, timeout, job))
+
+
+def finished_total(d):
+    s, _, body = d.request("GET", "/metrics")
+    check(s == 200, s)
+    got = {}
+    for m in re.finditer(rb'^histd_jobs_finished_total\{status="(\w+)"\} (\d+)$', body, re.M):
+        got[m.group(1).decode()] = int(m.group(2))
+    return got
+
+
+def test_compact(exe, root):
+    os.makedirs(os.path.join(root, "compact"))
+    with Daemon(exe, data_dir=os.path.join(root, "compact"), args=["--workers", "1"]) as d:
+        two = d.upload([(0.0, 0.0, 0.0), (3.0, 4.0, 0.0)], "json")["id"]  # one pair at 5
+        before = db_bytes(d)
+        huge = d.submit(two, bucket_width=1, buckets=16777216, kernel="cpu")
+        doc = wait_listed(d, huge["id"])
+        check(doc["status"] == "succeeded", doc)
+        grown = db_bytes(d) - before
+        # the raw counts were 128 MiB; a few pages of WAL are all it may take
+        check(grown < 1 << 20, "16 Mi buckets took %d bytes of database" % grown)
+        db = sqlite3.connect("file:%s?mode=ro" % db_path(d), uri=True)
+        (blob,) = db.execute("SELECT length(r_counts) FROM jobs WHERE id = ?",
+                             (huge["id"],)).fetchone()
+        db.close()
+        check(blob < 64, "the stored result has %d bytes" % blob)
+        # sparse and dense results read back exactly
+        sparse = d.wait_job(d.submit(two, bucket_width=0.001, buckets=70000)["id"])
+        want = [0] * 70000
+        want[5000] = 1
+        check(sparse["result"]["counts"] == want and sparse["result"]["overflow"] == 0,
+              "sparse result")
+        pts = random_points(300, seed=61)
+        dense = d.wait_job(d.submit(d.upload(pts, "json")["id"], bucket_width=1,
+                                    buckets=1500)["id"])
+        counts, overflow, total = definition(pts, 1.0, 1500)
+        check(dense["result"]["counts"] == counts and dense["result"]["overflow"] == overflow
+              and dense["result"]["total"] == total, "dense result")
+        s, _, body = d.request("GET", "/v1/jobs/%s/result?format=csv" % sparse["id"])
+        rows = body.decode().splitlines()
+        nonzero = [r for r in rows[1:] if not r.endswith(",0")]
+        check(s == 200 and len(rows) == 70002 and nonzero == ["5000,5,5.001,1"], (s, nonzero))
+        print("compact: 16 Mi buckets stored in %d bytes (database +%d bytes); results exact"
+              % (blob, grown))
+
+
+def test_old_data_dir(exe, root):
+    dd = os.path.join(root, "old")
+    shutil.copytree(FIXTURE, os.path.join(dd, "data"))
+    pts = random_points(40, seed=7)
+    with Daemon(exe, data_dir=dd) as d:
+        for job_id, width, buckets in (("954e21fc5304825fe02bdc0f221d408f", 50.0, 40),
+                                       ("2e63ed32a19583b39d9a4ca6ef0a522a", 1.0, 3000)):
+            s, _, doc = d.json("GET", "/v1/jobs/%s/result" % job_id)
+            counts, overflow, total = definition(pts, width, buckets)
+            check(s == 200 and doc["counts"] == counts and doc["overflow"] == overflow and
+                  doc["total"] == total, (job_id, s))
+        # and the old data dir takes new work
+        s, _, ds = d.json("GET", "/v1/datasets")
+        job = d.wait_job(d.submit(ds["datasets"][0]["id"], bucket_width=50, buckets=40)["id"])
+        counts, _, _ = definition(pts, 50.0, 40)
+        check(job["result"]["counts"] == counts, job)
+    print("a data dir written before results were encoded serves them exactly")
+
+
+def test_wrong_size(exe, root):
+    os.makedirs(os.path.join(root, "wrong"))
+    d = Daemon(exe, data_dir=os.path.join(root, "wrong"), args=["--workers", "1"]).start()
+    try:
+        ds = d.upload(random_points(30, seed=62), "json")["id"]
+        jobs = [d.wait_job(d.submit(ds, bucket_width=10, buckets=100)["id"])["id"]
+                for _ in range(3)]
+        check(d.stop() == 0, "exit 0")
+        db = sqlite3.connect(db_path(d))
+        with db:
+            # raw (old) blobs one count short, and a blob that is neither form
+            db.execute("UPDATE jobs SET r_counts = zeroblob(792) WHERE id = ?", (jobs[0],))
+            db.execute("UPDATE jobs SET r_counts = x'0102' WHERE id = ?", (jobs[1],))
+        db.close()
+        d.start()
+        for job_id in jobs[:2]:
+            for path in ("/v1/jobs/" + job_id, "/v1/jobs/%s/result" % job_id):
+                s, _, doc = d.json("GET", path)
+                check(s == 500 and "corrupt" in doc["detail"] and "100 buckets" in doc["detail"],
+                      (path, s, doc))
+        s, _, doc = d.json("GET", "/v1/jobs/%s/result" % jobs[2])
+        check(s == 200 and sum(doc["counts"]) + doc["overflow"] == 435, (s, doc))
+        print("a stored result of the wrong size: 500 with a sentence")
+    finally:
+        d.kill()
+
+
+def test_result_without_room(exe, shim, root):
+    mark = os.path.join(root, "wal-limit")
+    env = {"LD_PRELOAD": shim, "HISTD_TEST_WAL_LIMIT": mark,
+           "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
+    os.makedirs(os.path.join(root, "room"))
+    with Daemon(exe, data_dir=os.path.join(root, "room"), args=["--workers", "1"],
+                env=env) as d:
+        pts = random_points(2000, seed=63)
+        ds = d.upload(pts, "json")["id"]
+        small = d.wait_job(d.submit(ds, bucket_width=100, buckets=20)["id"])
+        check(small["status"] == "succeeded", small)
+        before = finished_total(d)
+        wal = db_path(d) + "-wal"
+        with open(mark, "w") as f:  # room for small updates, not for 1 MB of result
+            f.write(str(os.path.getsize(wal) + 128 * 1024))
+        big = d.submit(ds, bucket_width=0.002, buckets=1000000, kernel="cpu")
+        doc = wait_listed(d, big["id"])
+        check(doc["status"] == "failed" and "result could not be stored" in doc["error"] and
+              "database or disk is full" in doc["error"], doc)
+        after = finished_total(d)
+        check(after["failed"] == before["failed"] + 1 and
+              after["succeeded"] == before["succeeded"], (before, after))
+        s, _, doc2 = d.json("GET", "/v1/jobs/%s/result" % big["id"])
+        check(s == 409 and "database or disk is full" in doc2["detail"], (s, doc2))
+        # the others go on: a small result still fits
+        check(d.wait_job(d.submit(ds, bucket_width=100, buckets=20)["id"])["status"] ==
+              "succeeded", "small jobs still succeed")
+        check(d.stop() == 0, "exit 0")
+        d.start()  # the failure was recorded: not run again, not running
+        s, _, doc3 = d.json("GET", "/v1/jobs/" + big["id"])
+        check(s == 200 and doc3["status"] == "failed" and doc3["error"] == doc["error"], doc3)
+        print("a result without room: failed: %s" % doc["error"])
+
+
+def test_full_disk_start(exe, shim, root):
+    flag = os.path.join(root, "disk-full")
+    env = {"LD_PRELOAD": shim, "HISTD_TEST_DISK_FULL": flag,
+           "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
+    os.makedirs(os.path.join(root, "full"))
+    with Daemon(exe, data_dir=os.path.join(root, "full"), args=["--workers", "1"],
+                env=env) as d:
+        s, _, _ = d.json("GET", "/readyz")
+        check(s == 200, s)
+        big = d.upload(random_points(200000, seed=64, box=23000.0), "f64")["id"]
+        small = d.upload(random_points(50, seed=65), "json")["id"]
+        blocker = d.submit(big, bucket_width=500, buckets=80, kernel="cpu-reference")
+        queued = d.submit(small, bucket_width=10, buckets=10)
+        d.wait_running(blocker["id"])
+        open(flag, "w").close()  # the disk is full from here on
+        s, h, doc = d.json("GET", "/readyz")
+        check(s == 503 and "full" in doc["detail"] and "retry-after" in h, (s, doc))
+        d.cancel_running(blocker["id"])
+        doc = d.wait_job(queued["id"], timeout=30)
+        check(doc["status"] == "failed" and "recorded as running" in doc["error"] and
+              "database or disk is full" in doc["error"], doc)
+        s, _, b = d.json("GET", "/v1/jobs/" + blocker["id"])
+        check(b["status"] == "cancelled", b)
+        print("full disk: /readyz 503; a job that cannot be recorded running fails: %s"
+              % doc["error"])
+        os.unlink(flag)
+        s, _, _ = d.json("GET", "/readyz")
+        check(s == 200, s)
+
+
+def test_reupload_repairs(exe, root):
+    os.makedirs(os.path.join(root, "repair"))
+    pts = random_points(500, seed=66)
+    with Daemon(exe, data_dir=os.path.join(root, "repair"), args=["--workers", "1"]) as d:
+        ds = d.upload(pts, "f64")["id"]
+        path = os.path.join(d.data_dir, "data", "payloads", ds + ".f64")
+        size = os.path.getsize(path)
+        with open(path, "r+b") as f:  # same size, one byte different
+            f.seek(100)
+            b = f.read(1)
+            f.seek(100)
+            f.write(bytes([b[0] ^ 0x40]))
+        check(os.path.getsize(path) == size, "same size")
+        for fmt in ("f64", "json"):  # streamed and buffered uploads
+            s, _, doc = d.json("POST", "/v1/datasets", *encode_body(pts, fmt))
+            check(s == 200 and doc["id"] == ds, (s, doc))
+            job = d.wait_job(d.submit(ds, bucket_width=50, buckets=40)["id"])
+            counts, _, _ = definition(pts, 50.0, 40)
+            check(job["status"] == "succeeded" and job["result"]["counts"] == counts, job)
+            with open(path, "r+b") as f:  # corrupt again for the next format
+                f.seek(100)
+                b = f.read(1)
+                f.seek(100)
+                f.write(bytes([b[0] ^ 0x40]))
+    print("a re-upload repairs a payload of the right size and the wrong bytes")
+
+
+def encode_body(pts, fmt):
+    from daemon import encode
+    body, ctype = encode(pts, fmt)
+    return body, {"Content-Type": ctype}
+
+
+def main():
+    exe, shim = sys.argv[1], sys.argv[2]
+    root = tempfile.mkdtemp(prefix="histd-results-")
+    try:
+        test_compact(exe, root)
+        test_old_data_dir(exe, root)
+        test_wrong_size(exe, root)
+        test_result_without_room(exe, shim, root)
+        test_full_disk_start(exe, shim, root)
+        test_reupload_repairs(exe, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print("test_result_store: all ok")
+
+
+if __name__ == "__main__":
+    main()
