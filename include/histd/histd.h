@@ -292,6 +292,11 @@ typedef struct histd_result {
  * (count resolved, never 0), copying explicit edges. */
 int histd_result_init(histd_result *res, const histd_bins *bins, bool weighted,
                       char *msg, size_t msglen);
+/* A result of these bins owning counts and weighted (NULL when unweighted),
+ * which the caller allocated with malloc (bins.count of each); explicit
+ * edges are copied. On failure both are freed. */
+int histd_result_adopt(histd_result *res, const histd_bins *bins, uint64_t *counts,
+                       double *weighted, char *msg, size_t msglen);
 void histd_result_free(histd_result *res);
 /* A deep copy (counts, weighted sums, edges); 0 or HISTD_ENOMEM. */
 int histd_result_copy(histd_result *dst, const histd_result *src);

@@ -6,6 +6,26 @@
 
 #include "histd/histd.h"
 
+int histd_result_adopt(histd_result *res, const histd_bins *bins, uint64_t *counts,
+                       double *weighted, char *msg, size_t msglen) {
+  memset(res, 0, sizeof *res);
+  const uint32_t count = bins->count;
+  res->bins = *bins;
+  res->bins.edges = NULL;
+  res->counts = counts;
+  res->weighted = weighted;
+  if (bins->kind == HISTD_BINS_EDGES) {
+    double *edges = malloc(((size_t)count + 1) * sizeof *edges);
+    if (edges == NULL) {
+      histd_result_free(res);
+      return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u edges", count + 1);
+    }
+    memcpy(edges, bins->edges, ((size_t)count + 1) * sizeof *edges);
+    res->bins.edges = edges;
+  }
+  return 0;
+}
+
 int histd_result_init(histd_result *res, const histd_bins *bins, bool weighted, char *msg,
                       size_t msglen) {
   memset(res, 0, sizeof *res);
@@ -13,24 +33,14 @@ int histd_result_init(histd_result *res, const histd_bins *bins, bool weighted, 
   if (count == 0 || count > HISTD_MAX_BUCKETS)
     return histd_fail(msg, msglen, HISTD_EINVAL, "buckets must be 1 to %u, got %u",
                       HISTD_MAX_BUCKETS, count);
-  res->bins = *bins;
-  res->bins.edges = NULL;
-  res->counts = calloc(count, sizeof *res->counts);
-  double *edges = NULL;
-  if (bins->kind == HISTD_BINS_EDGES) {
-    edges = malloc(((size_t)count + 1) * sizeof *edges);
-    if (edges != NULL)
-      memcpy(edges, bins->edges, ((size_t)count + 1) * sizeof *edges);
-    res->bins.edges = edges;
-  }
-  if (weighted)
-    res->weighted = calloc(count, sizeof *res->weighted);
-  if (res->counts == NULL || (bins->kind == HISTD_BINS_EDGES && edges == NULL) ||
-      (weighted && res->weighted == NULL)) {
-    histd_result_free(res);
+  uint64_t *counts = calloc(count, sizeof *counts);
+  double *sums = weighted ? calloc(count, sizeof *sums) : NULL;
+  if (counts == NULL || (weighted && sums == NULL)) {
+    free(counts);
+    free(sums);
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u buckets", count);
   }
-  return 0;
+  return histd_result_adopt(res, bins, counts, sums, msg, msglen);
 }
 
 void histd_result_free(histd_result *res) {

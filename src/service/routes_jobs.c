@@ -157,41 +157,9 @@ static bool parse_params(request *r, const cJSON *o, const char *const *extra,
       respond_problem(r, 400, "unknown field \"%.64s\"; the fields are %s", f->string, fields);
       goto fail;
     }
-    histd_value v = {HISTD_VALUE_NULL, 0, false, NULL, NULL, 0};
-    double *numbers = NULL;
-    const char *want = NULL;
-    if (cJSON_IsNull(f)) {
-      /* the default */
-    } else if (row->type == HISTD_PARAM_NUMBER || row->type == HISTD_PARAM_COUNT) {
-      want = cJSON_IsNumber(f) ? NULL : "a number";
-      v.kind = HISTD_VALUE_NUMBER;
-      v.number = f->valuedouble;
-    } else if (row->type == HISTD_PARAM_STRING) {
-      want = cJSON_IsString(f) ? NULL : "a string";
-      v.kind = HISTD_VALUE_STRING;
-      v.string = f->valuestring;
-    } else if (row->type == HISTD_PARAM_BOOL) {
-      want = cJSON_IsBool(f) ? NULL : "true or false";
-      v.kind = HISTD_VALUE_BOOL;
-      v.boolean = cJSON_IsTrue(f);
-    } else {
-      int count = cJSON_IsArray(f) ? cJSON_GetArraySize(f) : -1;
-      want = count < 0 ? "an array of numbers" : NULL;
-      numbers = count > 0 ? malloc((size_t)count * sizeof *numbers) : NULL;
-      if (count > 0 && numbers == NULL) {
-        respond_problem(r, 503, "out of memory for %s; try again shortly", row->name);
-        goto fail;
-      }
-      int i = 0;
-      for (const cJSON *e = count > 0 ? f->child : NULL; e != NULL && want == NULL; e = e->next)
-        if (cJSON_IsNumber(e))
-          numbers[i++] = e->valuedouble;
-        else
-          want = "an array of numbers";
-      v.kind = HISTD_VALUE_NUMBERS;
-      v.numbers = numbers;
-      v.count = count > 0 ? (size_t)count : 0;
-    }
+    histd_value v;
+    double *numbers;
+    const char *want = param_value_from_json(row, f, &v, &numbers);
     if (want != NULL) {
       free(numbers);
       respond_problem(r, 400, "%s must be %s", row->name, want);

@@ -111,6 +111,13 @@ int json_object_spans(const char *text, size_t len, json_span *spans, size_t max
 /* Whether the span's key, its escapes decoded, is the ASCII name. */
 bool json_span_key_is(const json_span *s, const char *name);
 
+/* One JSON member as the value of parameter `row` (params_json.c): NULL,
+ * or the phrase naming what the row wants ("a number", ...) when the member
+ * has another JSON type. Arrays fill a malloc'd *numbers (free it after
+ * histd_param_set). A null member is the null value: the default. */
+const char *param_value_from_json(const histd_param *row, const cJSON *f, histd_value *v,
+                                  double **numbers);
+
 /* A request body parsed as JSON (json_body.c): 0 and a tree in *out, or
  * HISTD_EPARSE with a sentence when it is empty, not JSON, or holds a NUL
  * (a raw byte or \u0000). */

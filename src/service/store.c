@@ -696,27 +696,10 @@ static void params_from_json(const char *text, histd_params *p) {
     const histd_param *row = histd_param_find(f->string);
     if (row == NULL)
       continue;
-    histd_value v = {HISTD_VALUE_NULL, 0, false, NULL, NULL, 0};
-    double *numbers = NULL;
-    if (cJSON_IsNumber(f)) {
-      v.kind = HISTD_VALUE_NUMBER;
-      v.number = f->valuedouble;
-    } else if (cJSON_IsString(f)) {
-      v.kind = HISTD_VALUE_STRING;
-      v.string = f->valuestring;
-    } else if (cJSON_IsBool(f)) {
-      v.kind = HISTD_VALUE_BOOL;
-      v.boolean = cJSON_IsTrue(f);
-    } else if (cJSON_IsArray(f)) {
-      int count = cJSON_GetArraySize(f), i = 0;
-      numbers = malloc((count ? (size_t)count : 1) * sizeof *numbers);
-      for (const cJSON *e = f->child; numbers && e; e = e->next)
-        numbers[i++] = e->valuedouble;
-      v.kind = numbers ? HISTD_VALUE_NUMBERS : HISTD_VALUE_NULL;
-      v.numbers = numbers;
-      v.count = (size_t)count;
-    }
-    histd_param_set(p, row, &v, NULL, 0);
+    histd_value v;
+    double *numbers;
+    if (param_value_from_json(row, f, &v, &numbers) == NULL)
+      histd_param_set(p, row, &v, NULL, 0); /* what the table itself wrote */
     free(numbers);
   }
   cJSON_Delete(o);
@@ -769,16 +752,45 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   histd_bins bins;
   double *edges = NULL;
   const bool weighted = with_counts && sqlite3_column_type(st, 35) == SQLITE_BLOB;
-  if (result_bins(j, &bins, &edges) != 0 ||
-      (with_counts && histd_result_init(r, &bins, weighted, NULL, 0) != 0)) {
+  if (result_bins(j, &bins, &edges) != 0) {
     j->has_result = false;
     free(edges);
     snprintf(j->error, sizeof j->error, "the stored result's parameters do not make bins");
     return HISTD_EIO;
   }
-  free(edges);
-  if (!with_counts)
+  if (with_counts) { /* the counts decoded straight into the result: one copy */
+    const void *blob = sqlite3_column_blob(st, 36);
+    size_t bytes = (size_t)sqlite3_column_bytes(st, 36);
+    char why[256];
+    uint64_t *counts = NULL;
+    double *sums = NULL;
+    bool bad = result_counts_decode(blob, bytes, bins.count, &counts, why, sizeof why) != 0;
+    blob = sqlite3_column_blob(st, 35);
+    bytes = (size_t)sqlite3_column_bytes(st, 35);
+    if (!bad && weighted && (blob == NULL || bytes != (size_t)bins.count * 8)) {
+      bad = true;
+      snprintf(why, sizeof why, "the stored weighted sums have %zu bytes, not %zu", bytes,
+               (size_t)bins.count * 8);
+    }
+    if (!bad && weighted && (sums = malloc(bytes)) == NULL) {
+      bad = true;
+      snprintf(why, sizeof why, "out of memory for the weighted sums");
+    }
+    if (bad || histd_result_adopt(r, &bins, counts, sums ? memcpy(sums, blob, bytes) : NULL,
+                                  why, sizeof why) != 0) {
+      if (bad) {
+        free(counts);
+        free(sums);
+      }
+      free(edges);
+      j->has_result = false;
+      snprintf(j->error, sizeof j->error, "%s", why);
+      return HISTD_EIO;
+    }
+  } else {
     r->bins = (histd_bins){bins.kind, bins.count, bins.width, NULL};
+  }
+  free(edges);
   r->precision = j->params.exec.precision;
   r->statistic = j->params.has_within ? HISTD_STAT_WITHIN : HISTD_STAT_HISTOGRAM;
   r->radius = j->params.within;
@@ -797,33 +809,8 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   r->below = (uint64_t)sqlite3_column_int64(st, 34);
   snprintf(r->device, sizeof r->device, "%s", j->device);
   r->timing = j->timing;
-  if (with_counts) {
-    const void *blob = sqlite3_column_blob(st, 36);
-    size_t bytes = (size_t)sqlite3_column_bytes(st, 36);
-    char why[256];
-    uint64_t *counts = NULL;
-    bool bad = result_counts_decode(blob, bytes, bins.count, &counts, why, sizeof why) != 0;
-    blob = sqlite3_column_blob(st, 35);
-    bytes = (size_t)sqlite3_column_bytes(st, 35);
-    if (!bad && weighted && (blob == NULL || bytes != (size_t)bins.count * 8)) {
-      bad = true;
-      snprintf(why, sizeof why, "the stored weighted sums have %zu bytes, not %zu", bytes,
-               (size_t)bins.count * 8);
-    }
-    if (bad) {
-      free(counts);
-      histd_result_free(r);
-      j->has_result = false;
-      snprintf(j->error, sizeof j->error, "%s", why);
-      return HISTD_EIO;
-    }
-    free(r->counts);
-    r->counts = counts;
-    if (weighted)
-      memcpy(r->weighted, blob, bytes);
-    if (r->statistic == HISTD_STAT_WITHIN)
-      r->within = r->counts[0];
-  }
+  if (with_counts && r->statistic == HISTD_STAT_WITHIN)
+    r->within = r->counts[0];
   return 0;
 }
 
