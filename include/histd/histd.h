@@ -73,6 +73,27 @@ int histd_fail(char *msg, size_t msglen, int err, const char *fmt, ...)
 #define HISTD_NAME_MAX 32                /* kernel names, with the NUL      */
 #define HISTD_DEVICE_NAME_MAX 128
 
+/* ---- periodic boxes ---------------------------------------------------- */
+
+/*
+ * A periodic box, as the three vectors of a lower-triangular cell:
+ * a = (ax, 0, 0), b = (bx, by, 0), c = (cx, cy, cz), with ax, by, cz > 0.
+ * This is LAMMPS's restricted triclinic (lx = ax, ly = by, lz = cz,
+ * xy = bx, xz = cx, yz = cy) and GROMACS's box matrix. ORTHO is the case
+ * bx = cx = cy = 0. Coordinates need not be wrapped into the box; the
+ * minimum-image rule is histd_pair_d in histd/pair.h.
+ */
+typedef enum histd_box_kind {
+  HISTD_BOX_NONE = 0,  /* open space: no periodic images */
+  HISTD_BOX_ORTHO = 1, /* a rectangular box ax x by x cz  */
+  HISTD_BOX_TRICLINIC = 2
+} histd_box_kind;
+
+typedef struct histd_box {
+  histd_box_kind kind;
+  double ax, bx, by, cx, cy, cz;
+} histd_box;
+
 /* ---- datasets ---------------------------------------------------------- */
 
 /*
@@ -85,6 +106,7 @@ typedef struct histd_dataset {
   size_t n;
   double *x, *y, *z;
   double *w;             /* NULL, or n per-point weights (finite)  */
+  histd_box box;         /* the periodic box a file gave, or kind NONE */
   double min[3], max[3]; /* bounding box; all zero when n == 0 */
   bool borrowed;         /* x, y, z (and w) belong to someone else */
 } histd_dataset;
@@ -113,24 +135,6 @@ double histd_dataset_diagonal(const histd_dataset *ds);
 
 /* ---- the problem: what to compute --------------------------------------- */
 
-/*
- * A periodic box, as the three vectors of a lower-triangular cell:
- * a = (ax, 0, 0), b = (bx, by, 0), c = (cx, cy, cz), with ax, by, cz > 0.
- * This is LAMMPS's restricted triclinic (lx = ax, ly = by, lz = cz,
- * xy = bx, xz = cx, yz = cy) and GROMACS's box matrix. ORTHO is the case
- * bx = cx = cy = 0. Coordinates need not be wrapped into the box; the
- * minimum-image rule is histd_pair_d in histd/pair.h.
- */
-typedef enum histd_box_kind {
-  HISTD_BOX_NONE = 0,  /* open space: no periodic images */
-  HISTD_BOX_ORTHO = 1, /* a rectangular box ax x by x cz  */
-  HISTD_BOX_TRICLINIC = 2
-} histd_box_kind;
-
-typedef struct histd_box {
-  histd_box_kind kind;
-  double ax, bx, by, cx, cy, cz;
-} histd_box;
 
 /* The box's volume ax*by*cz, and half its shortest perpendicular width:
  * the largest distance a periodic job may ask for. */

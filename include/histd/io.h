@@ -54,6 +54,11 @@
  *       the length must be a multiple of 24 bytes. Correct on big-endian
  *       hosts too.
  * f32   The same with binary32 (12 bytes per point), widened exactly.
+ * lammps  A LAMMPS dump file (dump atom/custom), one frame: x y z, xu yu
+ *       zu or xs ys zs columns found by name (a "w" column is a weight);
+ *       "pp pp pp" bounds give the dataset a periodic box (triclinic with
+ *       xy xz yz), which a job uses when it names none. Extensions
+ *       .lammpstrj .dump .lammpsdump; type text/x-lammps-dump.
  *
  * Content types (histd_format_from_content_type, case-insensitive,
  * parameters such as "; charset=utf-8" ignored):
@@ -82,10 +87,11 @@ typedef enum histd_format {
   HISTD_FORMAT_CSV,
   HISTD_FORMAT_XYZ,
   HISTD_FORMAT_F64,
-  HISTD_FORMAT_F32
+  HISTD_FORMAT_F32,
+  HISTD_FORMAT_LAMMPS
 } histd_format;
 
-#define HISTD_FORMAT_COUNT 5
+#define HISTD_FORMAT_COUNT 6
 
 /* "json", "csv", "xyz", "f64", "f32"; "?" for a value out of range. */
 const char *histd_format_name(histd_format f);

@@ -206,6 +206,12 @@ void route_datasets_create(request *r) {
                       msg[0] ? msg : histd_strerror(rc));
     return;
   }
+  if (ds.box.kind != HISTD_BOX_NONE) { /* likewise */
+    histd_dataset_free(&ds);
+    respond_problem(r, 422, "the file carries a periodic box, which datasets do not store yet; "
+                            "upload the points and give each job its box (\"box\")");
+    return;
+  }
   if (ds.w != NULL) { /* not stored yet: refuse rather than drop them */
     histd_dataset_free(&ds);
     respond_problem(r, 422, "the points carry weights (a fourth column), which datasets do "

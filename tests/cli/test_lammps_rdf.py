@@ -5,7 +5,8 @@ tests/cli/lammps/ holds what Debian's LAMMPS wrote from in.lj (500 atoms
 melted from an fcc lattice, periodic cube): snapshot.dump (the positions,
 %.17g) and rdf.txt (compute rdf 100 bins to 3.0 sigma: bin centre, g,
 coordination; %.17g). sdh computes the same histogram of the same points
-(--periodic L --r-max 3 --buckets 100); every bin's g and coordination must
+(--periodic L --r-max 3 --buckets 100, and the dump itself, whose box sdh
+reads from the file); every bin's g and coordination must
 match LAMMPS's to 1e-9 relative (LAMMPS counts each pair twice and divides
 by N(N-1); histd counts it once and divides by N(N-1)/2).
 
@@ -38,6 +39,12 @@ def main():
     finally:
         os.unlink(csv)
     doc = json.loads(out)
+    # the dump itself, its box read from the file: the same document
+    direct = subprocess.run([sdh, os.path.join(HERE, "snapshot.dump"), "--r-max", "3",
+                             "--buckets", "100", "-f", "json"],
+                            check=True, capture_output=True, text=True).stdout
+    for key in ("counts", "g", "coordination", "volume", "total"):
+        assert json.loads(direct)[key] == doc[key], "reading the dump directly: %s differs" % key
     lammps = [l.split() for l in open(os.path.join(HERE, "rdf.txt"))
               if l.strip() and not l.startswith("#")][1:]
     assert len(lammps) == 100 and doc["buckets"] == 100, (len(lammps), doc["buckets"])

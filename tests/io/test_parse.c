@@ -274,6 +274,63 @@ static void test_csv_weights(void) {
   BAD(C, "x,y,z,w\n1,2,3,nan\n", "line 2: 'nan' is not a finite number (column w)");
 }
 
+#define L HISTD_FORMAT_LAMMPS
+#define DUMP_HEAD "ITEM: TIMESTEP\n5\nITEM: NUMBER OF ATOMS\n2\n"
+
+/* A dump's box, as the dataset carries it. */
+static void dump_box(int line, const char *text, histd_box_kind kind, const double want[6]) {
+  histd_dataset ds;
+  int rc = parse_exact(L, text, strlen(text), 0, &ds);
+  CHECK(rc == 0, "line %d: %s", line, msg);
+  if (rc != 0)
+    return;
+  const histd_box *b = &ds.box;
+  CHECK(b->kind == kind, "line %d: box kind %d, want %d", line, (int)b->kind, (int)kind);
+  if (kind != HISTD_BOX_NONE) {
+    const double got[6] = {b->ax, b->by, b->cz, b->bx, b->cx, b->cy};
+    for (int i = 0; i < 6; i++)
+      CHECK(got[i] == want[i], "line %d: box value %d is %.17g, want %.17g", line, i, got[i],
+            want[i]);
+  }
+  histd_dataset_free(&ds);
+}
+
+static void test_lammps(void) {
+  GOOD(L, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 10\n0 20\n-5 5\nITEM: ATOMS id type x y z\n"
+          "1 1 1 2 3\n2 1 4 5 6\n", 2, 1, 2, 3, 4, 5, 6);
+  /* scaled, and columns in another order */
+  GOOD(L, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 10\n0 20\n-5 5\nITEM: ATOMS zs id ys xs\n"
+          "0.5 1 0.25 0.5\n0 2 1 0\n", 2, 5, 5, 0, 0, 20, -5);
+  /* unwrapped */
+  GOOD(L, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 10\n0 20\n0 5\nITEM: ATOMS id xu yu zu\n"
+          "1 -3 25 7\n2 0 0 0\n", 2, -3, 25, 7, 0, 0, 0);
+  dump_box(__LINE__, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 10\n0 20\n-5 5\nITEM: ATOMS x y z\n"
+                     "1 2 3\n4 5 6\n", HISTD_BOX_ORTHO, (const double[]){10, 20, 10, 0, 0, 0});
+  /* triclinic: bounds are the bounding box; xy 2, xz -1, yz 3:
+   * xlo = 0 - min(0, 2, -1, 1) = 1, xhi = 12 - max(0, 2, -1, 1) = 10 -> lx 9;
+   * ylo = -1 - min(0, 3) = -1, yhi = 11 - 3 = 8 -> ly 9; lz 7 */
+  dump_box(__LINE__, DUMP_HEAD "ITEM: BOX BOUNDS xy xz yz pp pp pp\n0 12 2\n-1 11 -1\n0 7 3\n"
+                     "ITEM: ATOMS x y z\n1 2 3\n4 5 6\n",
+           HISTD_BOX_TRICLINIC, (const double[]){9, 9, 7, 2, -1, 3});
+  dump_box(__LINE__, DUMP_HEAD "ITEM: BOX BOUNDS ff ff ff\n0 10\n0 20\n-5 5\nITEM: ATOMS x y z\n"
+                     "1 2 3\n4 5 6\n", HISTD_BOX_NONE, NULL);
+  BAD(L, "", "line 1", "ITEM: TIMESTEP");
+  BAD(L, DUMP_HEAD "ITEM: BOX BOUNDS pp ff pp\n0 1\n0 1\n0 1\nITEM: ATOMS x y z\n1 2 3\n4 5 6\n",
+      "line 5", "periodic along 2 of its 3 axes");
+  BAD(L, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 1\n0 x\n0 1\nITEM: ATOMS x y z\n1 2 3\n4 5 6\n",
+      "line 7", "the y bounds", "'x' is not a finite number");
+  BAD(L, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 1\n0 1\n0 1\nITEM: ATOMS id type q\n1 1 0\n2 1 0\n",
+      "line 9", "no complete set of x y z");
+  BAD(L, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 1\n0 1\n0 1\nITEM: ATOMS x y z\n1 2 3\n",
+      "line 11", "expected atom 2 of 2");
+  BAD(L, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 1\n0 1\n0 1\nITEM: ATOMS x y z\n1 2 3\n4 5\n",
+      "line 11", "expected 3 columns");
+  BAD(L, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 1\n0 1\n0 1\nITEM: ATOMS x y z\n1 2 3\n4 5 6\n"
+         DUMP_HEAD, "line 12", "a second frame starts here");
+  BAD_MAX(L, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 1\n0 1\n0 1\nITEM: ATOMS x y z\n1 2 3\n4 5 6\n",
+          1, "2 atoms is more than 1 points");
+}
+
 static void test_xyz(void) {
   GOOD(X, "3\nwater\nO 0.0 0.0 0.117\nH 0.0 0.757 -0.470\nH 0.0 -0.757 -0.470\n", 3, 0, 0,
        0.117, 0, 0.757, -0.470, 0, -0.757, -0.470);
@@ -396,7 +453,7 @@ static void test_equivalence(void) {
 
 static void test_formats(void) {
   histd_format f;
-  static const char *const names[] = {"json", "csv", "xyz", "f64", "f32"};
+  static const char *const names[] = {"json", "csv", "xyz", "f64", "f32", "lammps"};
   for (int i = 0; i < HISTD_FORMAT_COUNT; i++) {
     CHECK(strcmp(histd_format_name((histd_format)i), names[i]) == 0, "name %d", i);
     CHECK(histd_format_parse(names[i], &f) == 0 && f == (histd_format)i, "parse %s", names[i]);
@@ -562,6 +619,7 @@ int main(void) {
   test_json();
   test_csv();
   test_csv_weights();
+  test_lammps();
   test_xyz();
   test_raw();
   test_equivalence();

@@ -200,6 +200,11 @@ def test_large_answers(exe, root):
         # a client that asks for ~20 MB and does not read
         idle = raw_connect(d, rcvbuf=4096)
         idle.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        # its answer exists (and holds the budget) once its first bytes come;
+        # polling before that raced with it on a loaded machine: a poll's
+        # answer could take the budget first and the idle client got the 503
+        idle.settimeout(30)
+        check(idle.recv(12).startswith(b"HTTP/1.1 200"), "the idle client's answer starts")
         deadline = time.time() + 30
         while True:  # until its answer is written and held
             s, h, doc = d.json("GET", path)
