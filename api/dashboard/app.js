@@ -383,6 +383,13 @@
     }
     if (prev && state.datasets.some((d) => d.id === prev)) sel.value = prev;
     else if (state.datasets.length && !prev) sel.value = state.datasets[0].id;
+    const selB = $('dataset-b');
+    const prevB = selB.value;
+    selB.replaceChildren(el('option', { value: '', text: 'none' }));
+    for (const d of state.datasets) {
+      selB.append(el('option', { value: d.id, text: (d.name || shortId(d.id)) + ' — ' + fmtInt(d.n) + ' points' }));
+    }
+    selB.value = prevB && state.datasets.some((d) => d.id === prevB) ? prevB : '';
     datasetInfo();
 
     const tb = $('datasets').tBodies[0];
@@ -436,9 +443,9 @@
       const tr = el('tr', { class: 'clickable' + (state.job && state.job.id === j.id ? ' current' : ''), tabindex: 0, 'data-job': j.id, title: 'Show this job' },
         el('td', {}, el('code', { text: shortId(j.id) })),
         el('td', {}, el('span', { class: 'badge ' + j.status, text: j.status })),
-        el('td', { text: datasetLabel(j.dataset) }),
+        el('td', { text: jobDatasets(j) }),
         el('td', { text: p.kernel || 'auto' }),
-        el('td', { class: 'num', text: fmtNum(p.bucket_width) + ' × ' + (p.buckets ? fmtInt(p.buckets) : 'all') }),
+        el('td', { class: 'num', text: binsLabel(p, j.result) }),
         el('td', { class: 'num', text: DONE.has(j.status) ? fmtMs(t.total) : '' }),
         el('td', { text: fmtTime(j.created_at) }));
       const open = () => showJob(j.id);
@@ -550,13 +557,19 @@
     hideAlert();
     const body = {
       dataset: $('dataset').value,
-      bucket_width: Number($('width').value),
       kernel: $('kernel').value || 'auto',
       precision: document.querySelector('input[name=precision]:checked').value,
     };
-    if (!body.dataset) { showAlert(new ApiError(0, 'No dataset', 'upload a point file or pick a dataset first.')); return; }
-    if (!(body.bucket_width > 0)) { showAlert(new ApiError(0, 'Bad bucket width', 'the bucket width must be a number > 0.')); $('width').focus(); return; }
-    if ($('buckets').value !== '') body.buckets = Number($('buckets').value);
+    const refuse = (title, detail, focus) => { showAlert(new ApiError(0, title, detail)); if (focus) $(focus).focus(); return false; };
+    if (!body.dataset) { refuse('No dataset', 'upload a point file or pick a dataset first.'); return; }
+    if (!binningParams(body, refuse)) return;
+    const boxText = $('box').value.trim();
+    if (boxText) {
+      const box = boxText.split(/[\s,;]+/).filter((t) => t !== '').map(Number);
+      if (!box.every((v) => isFinite(v))) { refuse('Bad periodic box', '"' + boxText + '" is not a list of numbers (L, or Lx, Ly, Lz, or six numbers).', 'box'); return; }
+      body.box = box; // the daemon judges the rest (its sentence shows if refused)
+    }
+    if ($('dataset-b').value) body.dataset_b = $('dataset-b').value;
     if ($('block-size').value !== '') body.block_size = Number($('block-size').value);
     const btn = $('submit');
     btn.disabled = true;
@@ -571,6 +584,53 @@
     } finally {
       btn.disabled = false;
     }
+  }
+
+  // The one way of binning chosen in the form, into body; false (after an
+  // alert) when a field is missing or not a number.
+  function binningParams(body, refuse) {
+    const mode = $('binning').value;
+    const num = (id) => ($(id).value === '' ? NaN : Number($(id).value));
+    if (mode === 'rmax') {
+      const rmax = num('r-max');
+      const k = num('rmax-buckets');
+      if (!(rmax > 0)) return refuse('Bad r_max', 'r_max must be a number > 0.', 'r-max');
+      if (!(k >= 1 && Number.isInteger(k))) return refuse('Bad bucket count', 'the buckets must be a whole number >= 1.', 'rmax-buckets');
+      body.r_max = rmax;
+      body.buckets = k;
+    } else if (mode === 'log') {
+      const lo = num('log-min');
+      const hi = num('log-max');
+      const k = num('log-k');
+      if (!(lo > 0)) return refuse('Bad r_min', 'log bins need r_min > 0.', 'log-min');
+      if (!(hi > lo)) return refuse('Bad r_max', 'log bins need r_max > r_min.', 'log-max');
+      if (!(k >= 1 && Number.isInteger(k))) return refuse('Bad K', 'K must be a whole number >= 1.', 'log-k');
+      body.log_bins = [lo, hi, k];
+    } else {
+      body.bucket_width = Number($('width').value);
+      if (!(body.bucket_width > 0)) return refuse('Bad bucket width', 'the bucket width must be a number > 0.', 'width');
+      if ($('buckets').value !== '') body.buckets = Number($('buckets').value);
+    }
+    return true;
+  }
+  function binningShown() {
+    const mode = $('binning').value;
+    $('bins-width').hidden = mode !== 'width';
+    $('bins-rmax').hidden = mode !== 'rmax';
+    $('bins-log').hidden = mode !== 'log';
+  }
+
+  // How a job bins, in a few words (job list, summary).
+  function binsLabel(p, r) {
+    if (r && r.statistic === 'within') return 'd ≤ ' + fmtNum(r.radius);
+    if (p.within !== undefined && p.within !== null) return 'd ≤ ' + fmtNum(p.within);
+    if (p.log_bins) return fmtInt(p.log_bins[2]) + ' log, ' + fmtNum(p.log_bins[0]) + '–' + fmtNum(p.log_bins[1]);
+    if (p.edges) return fmtInt(p.edges.length - 1) + ' edges';
+    if (p.r_max) return fmtInt(p.buckets) + ' to ' + fmtNum(p.r_max);
+    return fmtNum(p.bucket_width) + ' × ' + (p.buckets ? fmtInt(p.buckets) : 'all');
+  }
+  function jobDatasets(j) {
+    return datasetLabel(j.dataset) + (j.dataset_b ? ' × ' + datasetLabel(j.dataset_b) : '');
   }
 
   async function showJob(id) {
@@ -617,7 +677,7 @@
     st.replaceChildren(
       el('span', { class: 'badge ' + job.status, text: job.status }), ' ',
       el('span', { text: 'job ' }), el('code', { text: shortId(job.id) }),
-      el('span', { text: ' on ' + datasetLabel(job.dataset) + ', kernel ' + (p.kernel || 'auto') +
+      el('span', { text: ' on ' + jobDatasets(job) + (p.box ? ' (periodic box ' + p.box.map(fmtNum).join(' × ') + ')' : '') + ', kernel ' + (p.kernel || 'auto') +
         (running && job.progress !== undefined ? ' — ' + Math.round(job.progress * 100) + '%' : '') }));
     if (job.status === 'failed' && job.error) {
       const msg = typeof job.error === 'string' ? job.error : (job.error.detail || job.error.message || job.error.title || JSON.stringify(job.error));
@@ -656,6 +716,36 @@
     return out;
   }
 
+  // Edges whose ratios are all equal (log bins): drawn on a log x axis.
+  function logSpaced(edges) {
+    const n = edges.length - 1;
+    if (n < 2 || !(edges[0] > 0)) return false;
+    const q = edges[1] / edges[0];
+    if (!(q > 1.0001)) return false;
+    for (let i = 1; i < n; i++) if (Math.abs(edges[i + 1] / edges[i] / q - 1) > 1e-6) return false;
+    return true;
+  }
+  // 1, 2, 5 x 10^k ticks over [lo, hi] (lo > 0), fewer when crowded.
+  function logTicks(lo, hi, want) {
+    for (const ms of [[1, 2, 5], [1, 3], [1]]) {
+      const out = [];
+      for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) {
+        for (const m of ms) {
+          const v = +(m * Math.pow(10, e)).toPrecision(12);
+          if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) out.push(v);
+        }
+      }
+      if (out.length <= want || ms.length === 1) return out.length ? out : [lo, hi];
+    }
+    return [lo, hi];
+  }
+  function niceTop(max) {
+    if (!(max > 0)) return 1;
+    const t = ticks(0, max, 5);
+    const step = t.length > 1 ? t[1] - t[0] : max;
+    return Math.ceil(max / step - 1e-9) * step;
+  }
+
   function renderChart() {
     const chart = $('chart');
     chart.replaceChildren();
@@ -667,6 +757,19 @@
     const W = Math.max(Math.round(box0.width) || 720, 320);
     const H = Math.max(Math.round(box0.height) || 340, 200);
     chart.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
+    chart.removeAttribute('data-mode');
+    chart.removeAttribute('data-xscale');
+    if (r && r.statistic === 'within') {
+      chart.setAttribute('data-mode', 'within');
+      chart.setAttribute('aria-label', fmtInt(r.within) + ' of ' + fmtInt(r.total) + ' pairs lie within ' + fmtNum(r.radius));
+      chart.removeAttribute('data-buckets');
+      const big = svg('text', { x: W / 2, y: H / 2 - 8, class: 'within-big', 'text-anchor': 'middle', 'data-within': r.within });
+      big.textContent = fmtInt(r.within) + ' pairs';
+      const sub = svg('text', { x: W / 2, y: H / 2 + 22, class: 'placeholder', 'text-anchor': 'middle' });
+      sub.textContent = 'with d ≤ ' + fmtNum(r.radius) + ', of ' + fmtInt(r.total) + ' pairs';
+      chart.append(big, sub);
+      return;
+    }
     if (!r || !r.counts || !r.counts.length) {
       chart.setAttribute('aria-label', 'No histogram yet');
       chart.removeAttribute('data-buckets');
@@ -678,73 +781,157 @@
     const n = counts.length;
     const edges = r.edges && r.edges.length === n + 1 ? r.edges.map(Number)
       : Array.from({ length: n + 1 }, (_, i) => i * r.bucket_width);
+    const hasG = Array.isArray(r.g) && r.g.length === n;
+    const logx = logSpaced(edges);
     const logy = $('logy').checked;
-    const maxC = Math.max(1, ...counts);
-    const M = { l: 64, r: 16, t: 14, b: 46 };
+    const M = { l: 64, r: hasG ? 64 : 16, t: hasG ? 30 : 14, b: 46 };
     const pw = W - M.l - M.r;
     const ph = H - M.t - M.b;
     const x0 = edges[0];
     const x1 = edges[n];
-    const sx = (v) => M.l + (x1 > x0 ? (v - x0) / (x1 - x0) : 0) * pw;
-    let top;
-    if (logy) top = Math.pow(10, Math.max(1, Math.ceil(Math.log10(maxC))));
-    else {
-      const t = ticks(0, maxC, 5);
-      const step = t.length > 1 ? t[1] - t[0] : maxC;
-      top = Math.ceil(maxC / step - 1e-9) * step;
-    }
-    const sy = logy
-      ? (c) => M.t + ph - (c > 0 ? (Math.log10(c) + 0.5) / (Math.log10(top) + 0.5) : 0) * ph
-      : (c) => M.t + ph - (c / top) * ph;
-
+    // x: linear in the distance, or in its logarithm for log-spaced edges
+    const fx = logx ? Math.log : (v) => v;
+    const sx = (v) => M.l + (x1 > x0 ? (fx(v) - fx(x0)) / (fx(x1) - fx(x0)) : 0) * pw;
+    const unsx = (px) => {
+      const t = (px - M.l) / pw;
+      return logx ? Math.exp(Math.log(x0) + t * (Math.log(x1) - Math.log(x0))) : x0 + t * (x1 - x0);
+    };
+    const centre = (i) => (logx ? Math.sqrt(edges[i] * edges[i + 1]) : (edges[i] + edges[i + 1]) / 2);
+    const equal = r.bins !== 'edges' && !logx && r.bucket_width > 0;
     chart.setAttribute('data-buckets', n);
-    chart.setAttribute('aria-label', 'Histogram of ' + fmtInt(r.total) + ' pair distances in ' + n +
-      ' buckets of width ' + fmtNum(r.bucket_width) + ' from ' + fmtNum(x0) + ' to ' + fmtNum(x1) +
-      '. Focus the chart and use the arrow keys to read the bars.');
-
-    // grid and y axis
+    chart.setAttribute('data-mode', hasG ? 'g' : 'counts');
+    chart.setAttribute('data-xscale', logx ? 'log' : 'linear');
+    const binsText = equal ? ' buckets of width ' + fmtNum(r.bucket_width)
+      : (logx ? ' log-spaced' : ' unequal') + ' bins';
     const gy = svg('g', { class: 'axis y' });
-    const yt = logy
-      ? Array.from({ length: Math.round(Math.log10(top)) + 1 }, (_, i) => Math.pow(10, i))
-      : ticks(0, top, 5);
-    for (const v of yt) {
-      const y = sy(v);
-      gy.append(svg('line', { x1: M.l, x2: W - M.r, y1: y, y2: y, class: 'grid' }));
-      const t = svg('text', { x: M.l - 8, y: y + 4, 'text-anchor': 'end' });
-      t.textContent = fmtShort(v);
-      gy.append(t);
-    }
     const ylab = svg('text', { x: 14, y: M.t + ph / 2, 'text-anchor': 'middle', class: 'label', transform: 'rotate(-90 14 ' + (M.t + ph / 2) + ')' });
-    ylab.textContent = 'pairs' + (logy ? ' (log)' : '');
     gy.append(ylab);
     chart.append(gy);
 
-    // bars
-    const gb = svg('g', { class: 'bars' });
-    const gap = pw / n > 4 ? 1 : 0;
-    for (let i = 0; i < n; i++) {
-      const c = counts[i];
-      const xa = sx(edges[i]);
-      const xb = sx(edges[i + 1]);
-      let y = sy(c);
-      if (c > 0 && M.t + ph - y < 1) y = M.t + ph - 1; // a non-zero count is always visible
-      const rect = svg('rect', {
-        x: xa + gap / 2, y: Math.min(y, M.t + ph), width: Math.max(xb - xa - gap, 0.5), height: Math.max(M.t + ph - y, 0),
-        class: 'bar', 'data-bucket': i, 'data-count': r.counts[i], 'data-lo': edges[i], 'data-hi': edges[i + 1],
-      });
-      gb.append(rect);
+    let marks; // the element per bin that the hover highlights
+    let markY; // its top, for the tooltip
+    const gs = [];
+    const ns = [];
+    if (hasG) {
+      // g(r) on the left axis, the coordination number on the right one
+      for (let i = 0; i < n; i++) {
+        gs.push(r.g[i] === null || r.g[i] === undefined ? null : Number(r.g[i]));
+        const c = r.coordination ? r.coordination[i] : null;
+        ns.push(c === null || c === undefined ? null : Number(c));
+      }
+      const gTop = niceTop(Math.max(0, ...gs.filter((v) => v !== null && isFinite(v))));
+      const nTop = niceTop(Math.max(0, ...ns.filter((v) => v !== null && isFinite(v))));
+      const syg = (v) => M.t + ph - (v / gTop) * ph;
+      const syn = (v) => M.t + ph - (v / nTop) * ph;
+      chart.setAttribute('aria-label', 'g(r) and the coordination number over ' + n + binsText + ' from ' + fmtNum(x0) + ' to ' +
+        fmtNum(x1) + ' (' + fmtInt(r.total) + ' pairs). Focus the chart and use the arrow keys to read the bins.');
+      for (const v of ticks(0, gTop, 5)) {
+        const y = syg(v);
+        gy.append(svg('line', { x1: M.l, x2: W - M.r, y1: y, y2: y, class: 'grid' }));
+        const t = svg('text', { x: M.l - 8, y: y + 4, 'text-anchor': 'end' });
+        t.textContent = fmtShort(v);
+        gy.append(t);
+      }
+      ylab.textContent = 'g(r)';
+      const gy2 = svg('g', { class: 'axis y2', 'data-top': nTop });
+      for (const v of ticks(0, nTop, 5)) {
+        const y = syn(v);
+        gy2.append(svg('line', { x1: W - M.r, x2: W - M.r + 5, y1: y, y2: y, class: 'tick' }));
+        const t = svg('text', { x: W - M.r + 8, y: y + 4, 'text-anchor': 'start', class: 'y2tick' });
+        t.textContent = fmtShort(v);
+        gy2.append(t);
+      }
+      gy2.append(svg('line', { x1: W - M.r, x2: W - M.r, y1: M.t, y2: M.t + ph, class: 'base' }));
+      const yl2 = svg('text', { x: W - 12, y: M.t + ph / 2, 'text-anchor': 'middle', class: 'label', transform: 'rotate(90 ' + (W - 12) + ' ' + (M.t + ph / 2) + ')' });
+      yl2.textContent = 'coordination number n(r)';
+      gy2.append(yl2);
+      chart.append(gy2);
+      const path = (vals, sy) => {
+        let d = '';
+        let pen = false;
+        for (let i = 0; i < n; i++) {
+          if (vals[i] === null || !isFinite(vals[i])) { pen = false; continue; }
+          d += (pen ? 'L' : 'M') + sx(centre(i)).toFixed(2) + ' ' + sy(vals[i]).toFixed(2);
+          pen = true;
+        }
+        return d;
+      };
+      chart.append(svg('path', { class: 'nline', d: path(ns, syn) }), svg('path', { class: 'gline', d: path(gs, syg) }));
+      const gpts = svg('g', { class: 'gpts' });
+      const npts = svg('g', { class: 'npts' });
+      const rad = pw / n > 6 ? 2.5 : 1.5;
+      for (let i = 0; i < n; i++) {
+        const cx = sx(centre(i));
+        const attrs = (cls, v, sy) => ({ class: cls, cx, cy: v === null ? M.t + ph : sy(v), r: v === null ? 0 : rad,
+          'data-bucket': i, 'data-r': centre(i), 'data-lo': edges[i], 'data-hi': edges[i + 1] });
+        gpts.append(svg('circle', Object.assign(attrs('gpt', gs[i], syg), { 'data-g': gs[i] === null ? 'null' : String(gs[i]), 'data-count': r.counts[i] })));
+        npts.append(svg('circle', Object.assign(attrs('npt', ns[i], syn), { 'data-n': ns[i] === null ? 'null' : String(ns[i]) })));
+      }
+      chart.append(npts, gpts);
+      marks = gpts;
+      markY = (i) => Math.min(gs[i] === null ? M.t + ph : syg(gs[i]), ns[i] === null ? M.t + ph : syn(ns[i]));
+      // legend, top right
+      const lg = svg('g', { class: 'legend', role: 'list', 'aria-label': 'legend' });
+      const lx = W - M.r - 270;
+      const ly = 12;
+      const item = (x, cls, label) => {
+        const it = svg('g', { role: 'listitem' });
+        it.append(svg('line', { x1: x, x2: x + 24, y1: ly, y2: ly, class: cls }));
+        const t = svg('text', { x: x + 30, y: ly + 4 });
+        t.textContent = label;
+        it.append(t);
+        lg.append(it);
+      };
+      item(lx, 'gline', 'g(r) (left axis)');
+      item(lx + 130, 'nline', 'n(r) (right axis)');
+      chart.append(lg);
+    } else {
+      const maxC = Math.max(1, ...counts);
+      const top = logy ? Math.pow(10, Math.max(1, Math.ceil(Math.log10(maxC)))) : niceTop(maxC);
+      const sy = logy
+        ? (c) => M.t + ph - (c > 0 ? (Math.log10(c) + 0.5) / (Math.log10(top) + 0.5) : 0) * ph
+        : (c) => M.t + ph - (c / top) * ph;
+      chart.setAttribute('aria-label', 'Histogram of ' + fmtInt(r.total) + ' pair distances in ' + n + binsText +
+        ' from ' + fmtNum(x0) + ' to ' + fmtNum(x1) + '. Focus the chart and use the arrow keys to read the bars.');
+      const yt = logy
+        ? Array.from({ length: Math.round(Math.log10(top)) + 1 }, (_, i) => Math.pow(10, i))
+        : ticks(0, top, 5);
+      for (const v of yt) {
+        const y = sy(v);
+        gy.append(svg('line', { x1: M.l, x2: W - M.r, y1: y, y2: y, class: 'grid' }));
+        const t = svg('text', { x: M.l - 8, y: y + 4, 'text-anchor': 'end' });
+        t.textContent = fmtShort(v);
+        gy.append(t);
+      }
+      ylab.textContent = 'pairs' + (logy ? ' (log)' : '');
+      // bars, each from its lower to its upper edge
+      const gb = svg('g', { class: 'bars' });
+      for (let i = 0; i < n; i++) {
+        const c = counts[i];
+        const xa = sx(edges[i]);
+        const xb = sx(edges[i + 1]);
+        const gap = xb - xa > 4 ? 1 : 0;
+        let y = sy(c);
+        if (c > 0 && M.t + ph - y < 1) y = M.t + ph - 1; // a non-zero count is always visible
+        gb.append(svg('rect', {
+          x: xa + gap / 2, y: Math.min(y, M.t + ph), width: Math.max(xb - xa - gap, 0.5), height: Math.max(M.t + ph - y, 0),
+          class: 'bar', 'data-bucket': i, 'data-count': r.counts[i], 'data-lo': edges[i], 'data-hi': edges[i + 1],
+        }));
+      }
+      chart.append(gb);
+      marks = gb;
+      markY = (i) => Math.min(sy(counts[i]), M.t + ph);
     }
-    chart.append(gb);
-    // the whole column is the hover target, so thin and empty bars can be read
-    const hit = svg('rect', { x: M.l, y: M.t, width: pw, height: ph, class: 'hit' });
-    chart.append(hit);
+    // the whole plot is the hover target, so thin and empty bins can be read
+    chart.append(svg('rect', { x: M.l, y: M.t, width: pw, height: ph, class: 'hit' }));
     const hl = svg('rect', { class: 'hl', x: 0, y: M.t, width: 0, height: ph, visibility: 'hidden' });
-    chart.insertBefore(hl, gb);
+    chart.insertBefore(hl, gy.nextSibling);
 
     // x axis
     const gx = svg('g', { class: 'axis x' });
     gx.append(svg('line', { x1: M.l, x2: W - M.r, y1: M.t + ph, y2: M.t + ph, class: 'base' }));
-    for (const v of ticks(x0, x1, Math.max(2, Math.floor(pw / 90)))) {
+    const want = Math.max(2, Math.floor(pw / 90));
+    for (const v of logx ? logTicks(x0, x1, want) : ticks(x0, x1, want)) {
       const x = sx(v);
       gx.append(svg('line', { x1: x, x2: x, y1: M.t + ph, y2: M.t + ph + 5, class: 'tick' }));
       const t = svg('text', { x, y: M.t + ph + 19, 'text-anchor': 'middle' });
@@ -752,16 +939,21 @@
       gx.append(t);
     }
     const xlab = svg('text', { x: M.l + pw / 2, y: H - 6, 'text-anchor': 'middle', class: 'label' });
-    xlab.textContent = 'distance (input units; bucket width ' + fmtNum(r.bucket_width) + ')';
+    xlab.textContent = (hasG ? 'r' : 'distance') + ' (input units; ' +
+      (equal ? 'bucket width ' + fmtNum(r.bucket_width) : n + (logx ? ' log-spaced bins, log scale' : ' bins')) + ')';
     gx.append(xlab);
     chart.append(gx);
 
     const bucketAt = (clientX) => {
       const box = chart.getBoundingClientRect();
-      const vx = (clientX - box.left) * (W / box.width);
-      const v = x0 + ((vx - M.l) / pw) * (x1 - x0);
-      let i = Math.floor(((v - x0) / (x1 - x0)) * n);
-      return Math.min(n - 1, Math.max(0, i));
+      const v = unsx((clientX - box.left) * (W / box.width));
+      let lo = 0;
+      let hi = n - 1;
+      while (lo < hi) { // the last bin whose lower edge is <= v
+        const mid = (lo + hi + 1) >> 1;
+        if (edges[mid] <= v) lo = mid; else hi = mid - 1;
+      }
+      return lo;
     };
     const show = (i, clientX) => {
       state.focusBar = i;
@@ -770,26 +962,31 @@
       hl.setAttribute('x', xa);
       hl.setAttribute('width', Math.max(xb - xa, 1));
       hl.setAttribute('visibility', 'visible');
-      for (const b of gb.querySelectorAll('.bar.on')) b.classList.remove('on');
-      gb.children[i].classList.add('on');
+      for (const b of chart.querySelectorAll('.on')) b.classList.remove('on');
+      marks.children[i].classList.add('on');
+      if (hasG) chart.querySelector('.npts').children[i].classList.add('on');
       const tip = $('tip');
-      tip.replaceChildren(
-        el('div', { class: 'tip-range', text: '[' + fmtNum(edges[i]) + ', ' + fmtNum(edges[i + 1]) + ')' }),
-        el('div', {}, el('strong', { text: fmtInt(r.counts[i]) }), ' pairs'),
+      const lines = [el('div', { class: 'tip-range', text: '[' + fmtNum(edges[i]) + ', ' + fmtNum(edges[i + 1]) + ')' })];
+      if (hasG) {
+        lines.push(el('div', {}, 'g = ', el('strong', { text: gs[i] === null ? '–' : fmtNum(gs[i]) })),
+          el('div', {}, 'n = ', el('strong', { text: ns[i] === null ? '–' : fmtNum(ns[i]) })));
+      }
+      lines.push(el('div', {}, el('strong', { text: fmtInt(r.counts[i]) }), ' pairs'),
         el('div', { class: 'tip-sub', text: 'bucket ' + i + (r.total ? ' · ' + (100 * counts[i] / r.total).toPrecision(3) + '%' : '') }));
+      tip.replaceChildren(...lines);
       tip.hidden = false;
       const box = chart.getBoundingClientRect();
       const wrap = chart.parentElement.getBoundingClientRect();
       const cx = clientX !== undefined ? clientX - wrap.left : ((xa + xb) / 2) * (box.width / W) + (box.left - wrap.left);
       const tw = tip.offsetWidth;
       tip.style.left = Math.min(Math.max(cx - tw / 2, 0), wrap.width - tw) + 'px';
-      const barTop = Math.min(sy(counts[i]), M.t + ph) * (box.height / H);
+      const barTop = markY(i) * (box.height / H);
       const above = barTop - tip.offsetHeight - 10;
       tip.style.top = (above >= 0 ? above : Math.min(barTop + 10, box.height - tip.offsetHeight)) + 'px';
     };
     const hide = () => {
       hl.setAttribute('visibility', 'hidden');
-      for (const b of gb.querySelectorAll('.bar.on')) b.classList.remove('on');
+      for (const b of chart.querySelectorAll('.on')) b.classList.remove('on');
       $('tip').hidden = true;
     };
     chart.onmousemove = (e) => show(bucketAt(e.clientX), e.clientX);
@@ -815,14 +1012,22 @@
     const rows = [];
     const p = job.params || {};
     if (r) {
-      rows.push(['points', fmtInt(r.n)], ['pairs', fmtInt(r.total)],
-        ['buckets', fmtInt(r.buckets) + ' × ' + fmtNum(r.bucket_width)],
-        ['overflow', fmtInt(r.overflow)], ['kernel', r.kernel + (r.block_size ? ' · block ' + r.block_size : '')],
+      rows.push(['points', fmtInt(r.n) + (r.n_b !== undefined ? ' × ' + fmtInt(r.n_b) + ' (A × B)' : '')], ['pairs', fmtInt(r.total)]);
+      if (r.statistic === 'within') rows.push(['within ' + fmtNum(r.radius), fmtInt(r.within)]);
+      else {
+        const n = r.counts ? r.counts.length : 0;
+        const e = r.edges && r.edges.length === n + 1 ? r.edges : null;
+        rows.push(['buckets', r.bins === 'edges' || !(r.bucket_width > 0)
+          ? fmtInt(n) + (e && logSpaced(e.map(Number)) ? ' log-spaced' : '') + ' bins' + (e ? ', ' + fmtNum(e[0]) + ' to ' + fmtNum(e[n]) : '')
+          : fmtInt(n) + ' × ' + fmtNum(r.bucket_width)]);
+      }
+      if (p.box) rows.push(['periodic box', p.box.map(fmtNum).join(' × ')]);
+      rows.push(['below', r.below !== undefined ? fmtInt(r.below) : '–'], ['overflow', fmtInt(r.overflow)], ['total', fmtInt(r.total)], ['kernel', r.kernel + (r.block_size ? ' · block ' + r.block_size : '')],
         ['precision', r.precision === 'exact' || !r.precision ? 'exact (equals the definition)'
           : r.precision + (r.exact ? ' (checked exact)' : ' (may differ near bucket edges)')]);
     } else {
-      rows.push(['kernel', p.kernel || 'auto'], ['bucket width', fmtNum(p.bucket_width)], ['buckets', p.buckets ? fmtInt(p.buckets) : 'cover all'],
-        ['precision', p.precision || 'exact']);
+      rows.push(['kernel', p.kernel || 'auto'], ['bins', binsLabel(p)], ['precision', p.precision || 'exact']);
+      if (p.box) rows.push(['periodic box', p.box.map(fmtNum).join(' × ')]);
     }
     rows.push(['device', (r && r.device) || job.device || '–']);
     rows.push(['created', fmtTime(job.created_at)]);
@@ -858,17 +1063,27 @@
     const tb = $('counts').tBodies[0];
     tb.replaceChildren();
     const r = state.result;
-    if (!r) return;
+    const hasG = !!(r && Array.isArray(r.g));
+    $('counts').classList.toggle('no-g', !hasG);
+    if (!r || !Array.isArray(r.counts)) return;
     const n = r.counts.length;
     const edges = r.edges && r.edges.length === n + 1 ? r.edges : Array.from({ length: n + 1 }, (_, i) => i * r.bucket_width);
+    const opt = (v) => (v === null || v === undefined ? '–' : fmtNum(Number(v)));
+    const gcells = (i) => (hasG ? [el('td', { class: 'num gcol', text: opt(r.g[i]) }),
+      el('td', { class: 'num gcol', text: opt(r.coordination && r.coordination[i]) })] : []);
+    const cols = hasG ? 6 : 4;
+    if (r.below) {
+      tb.append(el('tr', { class: 'total' }, el('td', { text: 'below' }), el('td', { class: 'num', text: '0' }),
+        el('td', { class: 'num', text: fmtNum(edges[0]) }), el('td', { class: 'num', text: fmtInt(r.below) }), ...(hasG ? [el('td', { colspan: 2 })] : [])));
+    }
     const LIMIT = 2000;
     for (let i = 0; i < Math.min(n, LIMIT); i++) {
       tb.append(el('tr', {}, el('td', { class: 'num', text: i }), el('td', { class: 'num', text: fmtNum(edges[i]) }),
-        el('td', { class: 'num', text: fmtNum(edges[i + 1]) }), el('td', { class: 'num', text: fmtInt(r.counts[i]) })));
+        el('td', { class: 'num', text: fmtNum(edges[i + 1]) }), el('td', { class: 'num', text: fmtInt(r.counts[i]) }), ...gcells(i)));
     }
-    if (n > LIMIT) tb.append(el('tr', {}, el('td', { colspan: 4, class: 'empty', text: (n - LIMIT) + ' more buckets: download the CSV.' })));
+    if (n > LIMIT) tb.append(el('tr', {}, el('td', { colspan: cols, class: 'empty', text: (n - LIMIT) + ' more buckets: download the CSV.' })));
     tb.append(el('tr', { class: 'total' }, el('td', { text: 'overflow' }), el('td', { class: 'num', text: fmtNum(edges[n]) }),
-      el('td', { class: 'num', text: '∞' }), el('td', { class: 'num', text: fmtInt(r.overflow) })));
+      el('td', { class: 'num', text: '∞' }), el('td', { class: 'num', text: fmtInt(r.overflow) }), ...(hasG ? [el('td', { colspan: 2 })] : [])));
   }
 
   async function download(kind) {
@@ -899,6 +1114,8 @@
     $('kernel').addEventListener('change', kernelInfo);
     $('dataset').addEventListener('change', datasetInfo);
     $('width').addEventListener('input', bucketHint);
+    $('binning').addEventListener('change', binningShown);
+    binningShown();
     $('cancel').addEventListener('click', cancelJob);
     $('logy').addEventListener('change', renderChart);
     $('dl-csv').addEventListener('click', () => download('csv'));
