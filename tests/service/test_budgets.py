@@ -39,7 +39,7 @@ def test_data_budget(exe, root):
     try:
         pts = random_points(2000, seed=71)
         ds = d.upload(pts, "json")["id"]
-        check(d.stop() == 0, "exit 0")
+        stopped(d)
         held = data_bytes(d)  # the WAL is folded into the database at a clean stop
 
         d.args = ["--workers", "1", "--max-data-bytes", str(held + 200 * 1024)]
@@ -63,7 +63,7 @@ def test_data_budget(exe, root):
               "result could not be stored" in big["error"], big)
         s, _, _ = d.json("GET", "/readyz")
         check(s == 200, s)
-        check(d.stop() == 0, "exit 0")
+        stopped(d)
         print("--max-data-bytes: uploads 507, a result past it fails the job: %s" % big["error"])
 
         d.args = ["--workers", "1", "--max-data-bytes", str(held // 2)]
@@ -74,10 +74,16 @@ def test_data_budget(exe, root):
         check(s == 503 and "--max-data-bytes" in doc["detail"], (s, doc))
         s, _, doc = d.json("GET", "/v1/jobs/" + small["id"])
         check(s == 200 and doc["status"] == "succeeded", "what is stored still reads")
-        check(d.stop() == 0, "exit 0")
+        stopped(d)
         print("over --max-data-bytes: POST /v1/jobs 507, /readyz 503")
     finally:
         d.kill()
+
+
+def stopped(d):
+    """SIGTERM: exit status 0, or the status and the daemon's log tail."""
+    rc = d.stop()
+    check(rc == 0, "exit status %s after SIGTERM; the daemon's log ends:\n%s" % (rc, d.log()[-4000:]))
 
 
 def raw_connect(d, rcvbuf=None):
