@@ -8,6 +8,7 @@
 #include <locale.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "histd/io.h"
 
@@ -69,6 +70,44 @@ int histd__ds_complete(histd_dataset *ds, size_t cap, size_t n, char *msg,
 size_t histd__skip_bom(const char *buf, size_t len);
 
 static inline bool histd__is_blank(char c) { return c == ' ' || c == '\t'; }
+
+/* Line-by-line reading for the line formats (xyz, lammps): the next line
+ * without its newline, trailing CR and surrounding blanks; `no` counts the
+ * lines returned. */
+typedef struct histd__lines {
+  const char *p, *end;
+  size_t no;
+} histd__lines;
+
+static inline bool histd__next_line(histd__lines *l, const char **ls, const char **le) {
+  if (l->p >= l->end)
+    return false;
+  const char *s = l->p, *e = (const char *)memchr(s, '\n', (size_t)(l->end - s));
+  l->p = e ? e + 1 : l->end;
+  if (e == NULL)
+    e = l->end;
+  if (e > s && e[-1] == '\r')
+    e--;
+  while (s < e && histd__is_blank(*s))
+    s++;
+  while (e > s && histd__is_blank(e[-1]))
+    e--;
+  *ls = s;
+  *le = e;
+  l->no++;
+  return true;
+}
+
+/* The next blank-separated token of [*q, e), or NULL at the end. */
+static inline const char *histd__token(const char **q, const char *e, size_t *tl) {
+  while (*q < e && histd__is_blank(**q))
+    (*q)++;
+  const char *s = *q;
+  while (*q < e && !histd__is_blank(**q))
+    (*q)++;
+  *tl = (size_t)(*q - s);
+  return *tl ? s : NULL;
+}
 
 
 /* ---- writers ----------------------------------------------------------- */

@@ -33,41 +33,11 @@
 #include "io_internal.h"
 
 typedef struct reader {
-  const char *p, *end;
-  size_t no;
+  histd__lines l;
   locale_t loc;
   char *msg;
   size_t msglen;
 } reader;
-
-static bool next_line(reader *r, const char **ls, const char **le) {
-  if (r->p >= r->end)
-    return false;
-  const char *s = r->p, *e = memchr(s, '\n', (size_t)(r->end - s));
-  r->p = e ? e + 1 : r->end;
-  if (e == NULL)
-    e = r->end;
-  if (e > s && e[-1] == '\r')
-    e--;
-  while (s < e && histd__is_blank(*s))
-    s++;
-  while (e > s && histd__is_blank(e[-1]))
-    e--;
-  *ls = s;
-  *le = e;
-  r->no++;
-  return true;
-}
-
-static const char *token(const char **q, const char *e, size_t *tl) {
-  while (*q < e && histd__is_blank(**q))
-    (*q)++;
-  const char *s = *q;
-  while (*q < e && !histd__is_blank(**q))
-    (*q)++;
-  *tl = (size_t)(*q - s);
-  return *tl ? s : NULL;
-}
 
 static bool is(const char *t, size_t tl, const char *word) {
   return t != NULL && tl == strlen(word) && memcmp(t, word, tl) == 0;
@@ -77,12 +47,12 @@ static bool is(const char *t, size_t tl, const char *word) {
 static int item(reader *r, const char *what, const char **rest, const char **le) {
   const char *ls;
   size_t n = strlen(what);
-  if (!next_line(r, &ls, le))
+  if (!histd__next_line(&r->l, &ls, le))
     return histd_fail(r->msg, r->msglen, HISTD_EPARSE, "line %zu: the input ends where "
-                      "\"ITEM: %s\" was expected", r->no + 1, what);
+                      "\"ITEM: %s\" was expected", r->l.no + 1, what);
   if ((size_t)(*le - ls) < 6 + n || memcmp(ls, "ITEM: ", 6) != 0 || memcmp(ls + 6, what, n) != 0)
     return histd_fail(r->msg, r->msglen, HISTD_EPARSE, "line %zu: expected \"ITEM: %s\"",
-                      r->no, what);
+                      r->l.no, what);
   *rest = ls + 6 + n;
   return 0;
 }
@@ -90,31 +60,31 @@ static int item(reader *r, const char *what, const char **rest, const char **le)
 /* n numbers from the next line (exactly n, or at least n when more_ok). */
 static int numbers(reader *r, double *v, int n, int more_ok, const char *what) {
   const char *ls, *le;
-  if (!next_line(r, &ls, &le))
+  if (!histd__next_line(&r->l, &ls, &le))
     return histd_fail(r->msg, r->msglen, HISTD_EPARSE, "line %zu: the input ends where %s "
-                      "was expected", r->no + 1, what);
+                      "was expected", r->l.no + 1, what);
   const char *c = ls;
   size_t tl;
   int i = 0;
-  for (const char *t; (t = token(&c, le, &tl)) != NULL; i++) {
+  for (const char *t; (t = histd__token(&c, le, &tl)) != NULL; i++) {
     if (i >= n && !more_ok)
       break;
     if (i < n && histd__parse_number(t, tl, HISTD__NUM_TEXT, r->loc, &v[i]) != HISTD__NUM_OK) {
       char q[64];
       histd__quote(q, sizeof q, t, tl);
       return histd_fail(r->msg, r->msglen, HISTD_EPARSE,
-                        "line %zu: %s: '%s' is not a finite number", r->no, what, q);
+                        "line %zu: %s: '%s' is not a finite number", r->l.no, what, q);
     }
   }
   if (i < n || (i > n && !more_ok))
     return histd_fail(r->msg, r->msglen, HISTD_EPARSE, "line %zu: %s: expected %d numbers, "
-                      "found %d", r->no, what, n, i);
+                      "found %d", r->l.no, what, n, i);
   return 0;
 }
 
 int histd__parse_lammps(const char *buf, size_t len, size_t max_points, histd_dataset *out,
                         char *msg, size_t msglen) {
-  reader r = {buf + histd__skip_bom(buf, len), buf + len, 0, (locale_t)0, msg, msglen};
+  reader r = {{buf + histd__skip_bom(buf, len), buf + len, 0}, (locale_t)0, msg, msglen};
   const char *rest, *le, *ls;
   int rc = histd__c_locale(&r.loc, msg, msglen);
   if (rc != 0)
@@ -129,23 +99,23 @@ int histd__parse_lammps(const char *buf, size_t len, size_t max_points, histd_da
     goto fail;
   if (!(count_d >= 1 && count_d <= 0x1p53) || count_d != floor(count_d)) {
     rc = histd_fail(msg, msglen, HISTD_EPARSE, "line %zu: the atom count must be a whole "
-                    "number >= 1, got %g", r.no, count_d);
+                    "number >= 1, got %g", r.l.no, count_d);
     goto fail;
   }
   size_t count = (size_t)count_d;
   if (max_points != 0 && count > max_points) {
     rc = histd_fail(msg, msglen, HISTD_ETOOBIG, "line %zu: %zu atoms is more than %zu points, "
-                    "the limit for this input", r.no, count, max_points);
+                    "the limit for this input", r.l.no, count, max_points);
     goto fail;
   }
   /* BOX BOUNDS [xy xz yz] f1 f2 f3 */
   if ((rc = item(&r, "BOX BOUNDS", &rest, &le)) != 0)
     goto fail;
-  size_t bounds_line = r.no, tl;
+  size_t bounds_line = r.l.no, tl;
   const char *c = rest, *t;
   bool tilted = false;
   int periodic = 0, flags = 0;
-  while ((t = token(&c, le, &tl)) != NULL) {
+  while ((t = histd__token(&c, le, &tl)) != NULL) {
     if (is(t, tl, "xy") || is(t, tl, "xz") || is(t, tl, "yz"))
       tilted = true;
     else if (flags < 3) {
@@ -186,7 +156,7 @@ int histd__parse_lammps(const char *buf, size_t len, size_t max_points, histd_da
   int kind = -1; /* 0 x y z, 1 xu yu zu, 2 xs ys zs */
   static const char *const names[3][3] = {{"x", "y", "z"}, {"xu", "yu", "zu"}, {"xs", "ys", "zs"}};
   c = rest;
-  for (; (t = token(&c, le, &tl)) != NULL; cols++) {
+  for (; (t = histd__token(&c, le, &tl)) != NULL; cols++) {
     for (int k = 0; k < 3; k++)
       for (int a = 0; a < 3; a++)
         if (is(t, tl, names[k][a]) && (kind < 0 || kind == k) && col[a] == SIZE_MAX) {
@@ -198,7 +168,7 @@ int histd__parse_lammps(const char *buf, size_t len, size_t max_points, histd_da
   }
   if (kind < 0 || col[0] == SIZE_MAX || col[1] == SIZE_MAX || col[2] == SIZE_MAX) {
     rc = histd_fail(msg, msglen, HISTD_EPARSE, "line %zu: the ATOMS columns name no complete "
-                    "set of x y z, xu yu zu or xs ys zs", r.no);
+                    "set of x y z, xu yu zu or xs ys zs", r.l.no);
     goto fail;
   }
   size_t cap = count;
@@ -212,28 +182,28 @@ int histd__parse_lammps(const char *buf, size_t len, size_t max_points, histd_da
     goto fail;
   }
   for (size_t i = 0; i < count; i++) {
-    bool ended = !next_line(&r, &ls, &le);
+    bool ended = !histd__next_line(&r.l, &ls, &le);
     if (ended || ls == le || i >= cap) {
       rc = histd_fail(msg, msglen, HISTD_EPARSE, "line %zu: expected atom %zu of %zu%s",
-                      r.no + ended, i + 1, count, ended ? ", found the end of the input" : "");
+                      r.l.no + ended, i + 1, count, ended ? ", found the end of the input" : "");
       goto fail_w;
     }
     double v[4] = {0, 0, 0, 0};
     c = ls;
     size_t f = 0;
-    for (; (t = token(&c, le, &tl)) != NULL; f++)
+    for (; (t = histd__token(&c, le, &tl)) != NULL; f++)
       for (int a = 0; a < 4; a++)
         if (f == col[a] &&
             histd__parse_number(t, tl, HISTD__NUM_TEXT, r.loc, &v[a]) != HISTD__NUM_OK) {
           char q[64];
           histd__quote(q, sizeof q, t, tl);
           rc = histd_fail(msg, msglen, HISTD_EPARSE, "line %zu: '%s' is not a finite number",
-                          r.no, q);
+                          r.l.no, q);
           goto fail_w;
         }
     if (f != cols) {
       rc = histd_fail(msg, msglen, HISTD_EPARSE, "line %zu: expected %zu columns (as the ATOMS "
-                      "line names), found %zu", r.no, cols, f);
+                      "line names), found %zu", r.l.no, cols, f);
       goto fail_w;
     }
     if (kind == 2) { /* scaled */
@@ -248,11 +218,11 @@ int histd__parse_lammps(const char *buf, size_t len, size_t max_points, histd_da
     if (ws != NULL)
       ws[i] = v[3];
   }
-  while (next_line(&r, &ls, &le)) {
+  while (histd__next_line(&r.l, &ls, &le)) {
     if (ls == le)
       continue;
     rc = histd_fail(msg, msglen, HISTD_EPARSE,
-                    "line %zu: %s", r.no, memcmp(ls, "ITEM: TIMESTEP", (size_t)(le - ls) < 14 ? (size_t)(le - ls) : 14) == 0
+                    "line %zu: %s", r.l.no, memcmp(ls, "ITEM: TIMESTEP", (size_t)(le - ls) < 14 ? (size_t)(le - ls) : 14) == 0
                         ? "a second frame starts here; several frames are not supported yet "
                           "(one file per frame)"
                         : "unexpected content after the atoms");

@@ -19,34 +19,6 @@
 
 #include "io_internal.h"
 
-typedef struct lines {
-  const char *p, *end;
-  size_t no; /* number of the last line returned */
-} lines;
-
-/* The next line without its newline or trailing CR and leading blanks. */
-static bool next_line(lines *l, const char **ls, const char **le) {
-  if (l->p >= l->end)
-    return false;
-  const char *s = l->p, *e = memchr(s, '\n', (size_t)(l->end - s));
-  if (e == NULL) {
-    e = l->end;
-    l->p = l->end;
-  } else {
-    l->p = e + 1;
-  }
-  if (e > s && e[-1] == '\r')
-    e--;
-  while (s < e && histd__is_blank(*s))
-    s++;
-  while (e > s && histd__is_blank(e[-1]))
-    e--;
-  *ls = s;
-  *le = e;
-  l->no++;
-  return true;
-}
-
 /* A whole line [s, e) that is a decimal count. */
 static bool parse_count(const char *s, const char *e, size_t *out) {
   if (s == e)
@@ -64,20 +36,10 @@ static bool parse_count(const char *s, const char *e, size_t *out) {
   return true;
 }
 
-static const char *token(const char **q, const char *e, size_t *tl) {
-  while (*q < e && histd__is_blank(**q))
-    (*q)++;
-  const char *s = *q;
-  while (*q < e && !histd__is_blank(**q))
-    (*q)++;
-  *tl = (size_t)(*q - s);
-  return *tl ? s : NULL;
-}
-
 int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_dataset *out,
                      char *msg, size_t msglen) {
   size_t bom = histd__skip_bom(buf, len);
-  lines l = {buf + bom, buf + len, 0};
+  histd__lines l = {buf + bom, buf + len, 0};
   const char *ls, *le;
   char q[64];
   bool any = false;
@@ -85,7 +47,7 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
     any = !(histd__is_blank(*c) || *c == '\n' || *c == '\r');
   if (!any)
     return histd_fail(msg, msglen, HISTD_EPARSE, "empty input: no points");
-  next_line(&l, &ls, &le);
+  histd__next_line(&l, &ls, &le);
   size_t count;
   if (!parse_count(ls, le, &count)) {
     histd__quote(q, sizeof q, ls, (size_t)(le - ls));
@@ -98,7 +60,7 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
     return histd_fail(msg, msglen, HISTD_ETOOBIG,
                       "line 1: %zu atoms is more than %zu points, the limit for this input",
                       count, max_points);
-  if (!next_line(&l, &ls, &le))
+  if (!histd__next_line(&l, &ls, &le))
     return histd_fail(msg, msglen, HISTD_EPARSE,
                       "line 2: missing the comment line after the atom count");
 
@@ -115,7 +77,7 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
     return rc;
   }
   for (size_t i = 0; i < count; i++) {
-    if (!next_line(&l, &ls, &le)) {
+    if (!histd__next_line(&l, &ls, &le)) {
       rc = histd_fail(msg, msglen, HISTD_EPARSE,
                       "line 1 announces %zu atoms, but the input ends after %zu", count, i);
       goto fail;
@@ -128,10 +90,10 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
     }
     const char *c = ls;
     size_t tl;
-    token(&c, le, &tl); /* the element */
+    histd__token(&c, le, &tl); /* the element */
     double v[3];
     for (int a = 0; a < 3; a++) {
-      const char *t = token(&c, le, &tl);
+      const char *t = histd__token(&c, le, &tl);
       if (t == NULL) {
         rc = histd_fail(msg, msglen, HISTD_EPARSE,
                         "line %zu: expected an element and 3 numbers, found %d number%s", l.no,
@@ -158,7 +120,7 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
       ds.x[2 * cap + i] = v[2];
     }
   }
-  while (next_line(&l, &ls, &le)) {
+  while (histd__next_line(&l, &ls, &le)) {
     if (ls == le)
       continue;
     size_t next;
