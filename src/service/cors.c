@@ -20,21 +20,13 @@ const char *cors_allow_origin(const config *cfg, const char *origin) {
   if (origin == NULL || origin[0] == '\0')
     return NULL;
   size_t olen = strlen(origin);
-  for (const char *p = list; *p;) {
-    while (*p == ' ' || *p == ',')
-      p++;
-    const char *end = p;
-    while (*end && *end != ',')
-      end++;
-    const char *last = end;
-    while (last > p && last[-1] == ' ')
-      last--;
-    size_t len = (size_t)(last - p);
-    if (len == 1 && *p == '*')
+  const char *p = list, *s;
+  size_t len;
+  while (list_next(&p, &s, &len)) {
+    if (len == 1 && *s == '*')
       return "*";
-    if (len > 0 && len == olen && strncmp(p, origin, len) == 0)
+    if (len == olen && strncmp(s, origin, len) == 0)
       return origin;
-    p = end;
   }
   return NULL;
 }

@@ -211,20 +211,13 @@ static bool wildcard_listen(const char *listen_host) {
 
 /* Whether name is one of the comma-separated entries of list (or list is "*"). */
 static bool in_list(const char *list, const char *name) {
-  for (const char *p = list; *p;) {
-    while (*p == ' ' || *p == ',')
-      p++;
-    const char *end = p;
-    while (*end && *end != ',')
-      end++;
-    const char *last = end;
-    while (last > p && last[-1] == ' ')
-      last--;
+  const char *p = list, *s;
+  size_t len;
+  while (list_next(&p, &s, &len)) {
     char entry[256];
-    host_name(p, (size_t)(last - p), entry, sizeof entry);
-    if ((last - p == 1 && *p == '*') || (entry[0] != '\0' && strcmp(entry, name) == 0))
+    host_name(s, len, entry, sizeof entry);
+    if ((len == 1 && *s == '*') || (entry[0] != '\0' && strcmp(entry, name) == 0))
       return true;
-    p = end;
   }
   return false;
 }

@@ -125,6 +125,10 @@ int json_body_parse(const char *body, size_t len, cJSON **out, char *msg, size_t
 
 /* ---- time ------------------------------------------------------------------ */
 
+/* The next entry of a comma-separated list (--cors-origin, --allowed-hosts)
+ * at *p, blanks around it trimmed: [*s, *s + *len). False at the end. */
+bool list_next(const char **p, const char **s, size_t *len);
+
 double wall_now(void);                               /* seconds since the epoch */
 void format_rfc3339(double t, char *buf, size_t len); /* "2026-11-21T07:40:01.123Z" */
 

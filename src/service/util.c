@@ -4,6 +4,22 @@
 
 #include "service.h"
 
+bool list_next(const char **p, const char **s, size_t *len) {
+  const char *q = *p;
+  while (*q == ' ' || *q == ',')
+    q++;
+  const char *end = q;
+  while (*end && *end != ',')
+    end++;
+  const char *last = end;
+  while (last > q && last[-1] == ' ')
+    last--;
+  *p = end;
+  *s = q;
+  *len = (size_t)(last - q);
+  return *q != '\0';
+}
+
 double wall_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
