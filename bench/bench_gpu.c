@@ -4,7 +4,7 @@
  * tiled-privatized baseline, the cost of chunked launches on W2, tuning
  * sweeps for auto's table, and W2 on two GPUs when there are two.
  *
- *   bench_gpu [table] [tune] [chunk] [multi]     (default: all)
+ *   bench_gpu [table] [tune] [chunk] [multi] [stats]     (default: all)
  *
  * The table and the chunking test run on GPU 0 alone (devices = 1); auto
  * with devices = 0 would split W1..W3 over every GPU.
@@ -300,13 +300,94 @@ static void section_multi(int ndev) {
          one_total / multi_total, multi_dev);
 }
 
+/*
+ * stats: the statistics family on tiled-stats (binary64), against the
+ * plain histogram of as many pairs on "auto" and on tiled-privatized-f64
+ * (the binary64 plain kernel) in the same run:
+ *   GS1 periodic g(r): 512,000 points in the 23,000 cube, r_max = L/2,
+ *       200 bins; baseline: the plain histogram of the same points,
+ *       200 bins of the same width
+ *   GS2 A x B weighted, 80 log bins from 10 to 11,500: 362,039 x 362,039
+ *       (as many pairs as 512,000 self); baseline: W1's 512,000 plain
+ * Medians of 3 runs of kernel_ms; counts + below + overflow checked.
+ */
+static double stats_ms[4];
+
+static double stats_median(const histd_problem *p, const char *k, double *pairs_s) {
+  double t[3];
+  for (int r = 0; r < 3; r++) {
+    histd_exec ex;
+    histd_exec_init(&ex);
+    snprintf(ex.kernel, sizeof ex.kernel, "%s", k);
+    histd_result res;
+    char msg[512];
+    if (histd_worker_run(WK, p, &ex, NULL, &res, msg, sizeof msg) != 0) {
+      printf("    %s: error: %s\n", k, msg);
+      return -1;
+    }
+    uint64_t sum = res.below + res.overflow;
+    for (uint32_t b = 0; b < res.bins.count; b++)
+      sum += res.counts[b];
+    if (sum != res.total)
+      printf("    %s: counts + below + overflow = %llu, pairs %llu: WRONG\n", k,
+             (unsigned long long)sum, (unsigned long long)res.total);
+    t[r] = res.timing.kernel_ms;
+    histd_result_free(&res);
+  }
+  qsort(t, 3, sizeof t[0], cmp_d);
+  *pairs_s = (double)histd_problem_pairs(p) / (t[1] / 1e3);
+  return t[1];
+}
+
+static void section_stats(void) {
+  printf("\n== stats: the statistics family on tiled-stats (binary64) ==\n");
+  const double L = 23000;
+  histd_dataset *a = &W[1].ds; /* W1: 512,000 points in the cube */
+  histd_box box = {HISTD_BOX_ORTHO, L, 0, L, 0, 0, L};
+  histd_problem g = {a, NULL, box, {HISTD_BINS_WIDTH, 200, L / 2 / 200, NULL},
+                     HISTD_STAT_HISTOGRAM, 0, false};
+  histd_problem plain = g;
+  plain.box.kind = HISTD_BOX_NONE;
+  double ps[4];
+  stats_ms[0] = stats_median(&g, "tiled-stats", &ps[0]);
+  stats_ms[1] = stats_median(&plain, "auto", &ps[1]);
+  printf("  GS1 g(r)   tiled-stats %10.1f ms %10.3e pairs/s; plain auto %8.1f ms: %.1fx\n",
+         stats_ms[0], ps[0], stats_ms[1], stats_ms[0] / stats_ms[1]);
+  histd_dataset da, db;
+  size_t nab = 362039;
+  fill_uniform(&da, nab, 77);
+  fill_uniform(&db, nab, 78);
+  histd_dataset_alloc_weights(&da, NULL, 0);
+  histd_dataset_alloc_weights(&db, NULL, 0);
+  for (size_t i = 0; i < nab; i++)
+    da.w[i] = 0.5 + da.x[i] / L, db.w[i] = 1.5 - db.y[i] / L;
+  double edges[81];
+  histd_log_edges(10, 11500, 80, edges, NULL, 0);
+  histd_problem x = {&da, &db, {HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
+                     {HISTD_BINS_EDGES, 80, 0, edges}, HISTD_STAT_HISTOGRAM, 0, true};
+  histd_problem w1 = {a, NULL, {HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
+                      {HISTD_BINS_WIDTH, 80, 500, NULL}, HISTD_STAT_HISTOGRAM, 0, false};
+  stats_ms[2] = stats_median(&x, "tiled-stats", &ps[2]);
+  stats_ms[3] = stats_median(&w1, "tiled-privatized-f64", &ps[3]);
+  double auto_ps;
+  double auto_ms = stats_median(&w1, "auto", &auto_ps);
+  printf("  GS2 A x B  tiled-stats %10.1f ms %10.3e pairs/s; plain f64 %8.1f ms: %.1fx; "
+         "plain auto %.1f ms: %.1fx\n",
+         stats_ms[2], ps[2], stats_ms[3], stats_ms[2] / stats_ms[3], auto_ms,
+         stats_ms[2] / auto_ms);
+  histd_dataset_free(&da);
+  histd_dataset_free(&db);
+}
+
 int main(int argc, char **argv) {
   bool all = argc < 2, do_table = all, do_tune = all, do_chunk = all, do_multi = all;
+  bool do_stats = all;
   for (int i = 1; i < argc; i++) {
     do_table |= strcmp(argv[i], "table") == 0;
     do_tune |= strcmp(argv[i], "tune") == 0;
     do_chunk |= strcmp(argv[i], "chunk") == 0;
     do_multi |= strcmp(argv[i], "multi") == 0;
+    do_stats |= strcmp(argv[i], "stats") == 0;
   }
   histd_device_info dev[16];
   int count = 0;
@@ -335,6 +416,8 @@ int main(int argc, char **argv) {
     section_chunk();
   if (do_multi)
     section_multi(count);
+  if (do_stats)
+    section_stats();
 
   printf("\n== summary: %s ==\n", gpu_name);
   if (do_table) {

@@ -90,4 +90,5 @@ if has bench; then
   ./build-gpu/bench/bench_gpu ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1
   echo "bench: $(( $(date +%s) - t1 )) s"
   sed -n '/== summary/,$p' "$OUT/bench.log"
+  grep -E "^  GS[0-9]|error" "$OUT/bench.log" || true
 fi

@@ -300,6 +300,14 @@ int histd__cuda_context_create(void **out, int device, char *msg, size_t msglen)
 
 const char *histd__cuda_context_name(const gpu_ctx *ctx) { return ctx->name; }
 
+void histd__cuda_context_info(const gpu_ctx *ctx, int *device, void **stream, int *sms,
+                              size_t *smem_optin) {
+  *device = ctx->device;
+  *stream = ctx->compute;
+  *sms = ctx->sms;
+  *smem_optin = ctx->smem_optin;
+}
+
 /* ---- device memory -------------------------------------------------------- */
 
 static int mem_check(gpu_ctx *ctx, size_t bytes, const char *what, char *msg, size_t msglen) {

@@ -29,6 +29,12 @@ int histd__cuda_holds(const histd_worker *w, const histd_dataset *ds);
 /* "NVIDIA H100 80GB HBM3 (GPU 0)" */
 const char *histd__cuda_context_name(const gpu_ctx *ctx);
 
+/* What another driver on the context needs (stats_engine.c): its device,
+ * its compute stream (a cudaStream_t), multiprocessors, and the shared
+ * memory a block may opt in to. */
+void histd__cuda_context_info(const gpu_ctx *ctx, int *device, void **stream, int *sms,
+                              size_t *smem_optin);
+
 #ifdef __cplusplus
 }
 #endif

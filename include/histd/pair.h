@@ -37,7 +37,8 @@
 #include <stdint.h>
 
 #ifdef __CUDACC__
-#define HISTD_PAIR_FN __host__ __device__ static inline
+/* device code only: the __d*_rn intrinsics exist on the device alone */
+#define HISTD_PAIR_FN __device__ static inline
 #define HISTD_ADD(a, b) __dadd_rn((a), (b))
 #define HISTD_SUB(a, b) __dsub_rn((a), (b))
 #define HISTD_MUL(a, b) __dmul_rn((a), (b))

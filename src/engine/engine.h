@@ -88,6 +88,8 @@ int histd__cuda_prefetch(void *ctx, const histd_dataset *ds, char *msg,
 /* The GPU kernel ex->kernel, or (for "auto") the fastest exact one. */
 int histd__cuda_run(HISTD__RUN_ARGS);
 int histd__cuda_auto_run(HISTD__RUN_ARGS);
+/* "tiled-stats": every statistic on the worker's GPU, in binary64. */
+int histd__cuda_stats_run(HISTD__RUN_ARGS);
 
 #ifdef __cplusplus
 }

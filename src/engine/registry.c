@@ -9,8 +9,8 @@
  * histd was built with CUDA: without it they run nothing, and say why.
  *
  * "auto" resolves at run time: on a GPU worker, the fastest exact GPU
- * kernel when one can run the problem, on a CPU worker (or when no GPU
- * kernel can) "cpu".
+ * kernel for the plain histogram, "tiled-stats" for the rest of the
+ * family (unless it does not fit the GPU); on a CPU worker "cpu".
  */
 #include <stdio.h>
 #include <string.h>
@@ -50,6 +50,10 @@ static const histd_kernel kernels[] = {
      HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run},
     {"circular", "GPU: each point meets the next (N-1)/2 points circularly (depth N/2)",
      HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run},
+    {"tiled-stats",
+     "GPU: every statistic (periodic boxes, A x B, weights, edges, within a radius) in "
+     "binary64, the contract itself; partner tiles in shared memory, a histogram per block",
+     HISTD_ENGINE_CUDA, CPU_ALL, histd__cuda_stats_run},
 };
 
 #define KERNEL_COUNT (sizeof kernels / sizeof kernels[0])
@@ -57,6 +61,16 @@ static const histd_kernel kernels[] = {
 static int auto_run(HISTD__RUN_ARGS) {
   if (w->device >= 0 && (histd_problem_needs(p) & ~GPU_CAPS) == 0)
     return histd__cuda_auto_run(w, p, ex, ctl, res, msg, msglen);
+  if (w->device >= 0) {
+    /* the statistics family; a weighted histogram too large for the
+     * GPU's shared memory (or memory) runs on the CPU instead */
+    int rc = histd__cuda_stats_run(w, p, ex, ctl, res, msg, msglen);
+    if (rc != HISTD_ETOOBIG) {
+      if (rc == 0)
+        strcpy(res->kernel, "tiled-stats");
+      return rc;
+    }
+  }
   int rc = histd__cpu_run(w, p, ex, ctl, res, msg, msglen);
   if (rc == 0)
     strcpy(res->kernel, "cpu");

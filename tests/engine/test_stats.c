@@ -1,5 +1,6 @@
 /*
- * test_stats.c -- the statistics family on every CPU kernel, against
+ * test_stats.c -- the statistics family on every kernel able to run it
+ * here (the CPU ones, and on a machine with a GPU the GPU ones), against
  * definitions written here, independently of the engine:
  *
  *   - periodic boxes: the true minimum image, found by trying every image
@@ -18,6 +19,7 @@
 #include <math.h>
 
 #include "../check.h"
+#include "../definition.h"
 #include "histd/histd.h"
 
 static uint64_t seed = 12345;
@@ -106,12 +108,34 @@ static void definition(const histd_problem *p, want *h) {
 
 /* ---- running and comparing -------------------------------------------------------- */
 
+/* The kernels a problem runs on here: the CPU ones and "auto", and where
+ * this machine has a GPU, every GPU kernel able to run the problem. */
+static int kernels_for(const histd_problem *p, const char *names[], uint32_t threads[], int max) {
+  static int gpus = -1;
+  if (gpus < 0) {
+    histd_device_info info;
+    if (histd_devices(&info, 1, &gpus, NULL, 0) != 0)
+      gpus = 0;
+  }
+  int k = 0;
+  names[k] = "cpu-reference", threads[k++] = 1;
+  names[k] = "cpu", threads[k++] = 1;
+  names[k] = "auto", threads[k++] = 3;
+  for (size_t i = 0; i < histd_kernel_count() && k < max; i++) {
+    const histd_kernel *kr = histd_kernel_at(i);
+    if (gpus > 0 && kr->engine == HISTD_ENGINE_CUDA && histd_kernel_can(kr, p, NULL, 0))
+      names[k] = kr->name, threads[k++] = 0;
+  }
+  return k;
+}
+
 static void compare(const histd_problem *p, const char *what) {
   want h;
   definition(p, &h);
-  static const char *const kernels[] = {"cpu-reference", "cpu", "auto"};
-  static const uint32_t threads[] = {1, 1, 3};
-  for (int k = 0; k < 3; k++) {
+  const char *kernels[32];
+  uint32_t threads[32];
+  int nk = kernels_for(p, kernels, threads, 32);
+  for (int k = 0; k < nk; k++) {
     histd_exec ex;
     histd_exec_init(&ex);
     snprintf(ex.kernel, sizeof ex.kernel, "%s", kernels[k]);
@@ -298,8 +322,10 @@ static void test_within(void) {
           want += in;
         }
       CHECK(want > 0, "the set has pairs within %g", radius);
-      static const char *const kernels[] = {"cpu-reference", "cpu"};
-      for (int k = 0; k < 2; k++) {
+      const char *kernels[32];
+      uint32_t threads[32];
+      int nk = kernels_for(&p, kernels, threads, 32);
+      for (int k = 0; k < nk; k++) {
         histd_exec ex;
         histd_exec_init(&ex);
         snprintf(ex.kernel, sizeof ex.kernel, "%s", kernels[k]);
@@ -419,6 +445,88 @@ static void test_refusals(void) {
   histd_dataset_free(&a);
 }
 
+/* The GPU's tiled-stats on what small sets do not reach: several tiles
+ * and launches with partial last tiles, every block size, far-from-origin
+ * points, a histogram too large for shared memory (global atomics), and a
+ * weighted one too large for it (refused; "auto" runs it on the CPU). */
+static void test_gpu_paths(void) {
+  int gpus = 0;
+  histd_device_info info;
+  if (histd_devices(&info, 1, &gpus, NULL, 0) != 0 || gpus == 0) {
+    printf("test_gpu_paths: no GPU here, skipped\n");
+    return;
+  }
+  const histd_box tri = {HISTD_BOX_TRICLINIC, 20, 4.5, 21, -3.5, 2, 19.5};
+  histd_dataset a = points(1500, 20, 21, 19.5, true), b = points(1100, 20, 21, 19.5, true);
+  double half = histd_box_half_width(&tri);
+  double edges[201];
+  CHECK(histd_log_edges(half / 1000, half, 200, edges, NULL, 0) == 0, "log edges");
+  static const uint32_t blocks[] = {32, 64, 128, 256, 1024};
+  for (int bi = 0; bi < 5; bi++)
+    for (int weighted = 0; weighted < 2; weighted++) {
+      if (weighted && blocks[bi] > 128)
+        continue;
+      for (int cross = 0; cross < 2; cross++) {
+        histd_problem p = problem(&a, cross ? &b : NULL, tri,
+                                  (histd_bins){HISTD_BINS_EDGES, 200, 0, edges});
+        p.weighted = weighted;
+        want h;
+        definition(&p, &h);
+        histd_exec ex;
+        histd_exec_init(&ex);
+        snprintf(ex.kernel, sizeof ex.kernel, "tiled-stats");
+        ex.block_size = blocks[bi];
+        histd_result r;
+        char msg[256] = "";
+        CHECK(histd_run(&p, &ex, NULL, &r, msg, sizeof msg) == 0, "%s", msg);
+        int bad = 0;
+        for (uint32_t k = 0; k < 200; k++) {
+          if (r.counts[k] != h.counts[k] && bad++ < 3)
+            CHECK(0, "block %u %s%s: bin %u has %" PRIu64 ", want %" PRIu64, blocks[bi],
+                  cross ? "A x B" : "self", weighted ? " weighted" : "", k, r.counts[k],
+                  h.counts[k]);
+          if (weighted)
+            CHECK(fabsl((long double)r.weighted[k] - h.sum[k]) <= 1e-12L * h.abs[k] + 1e-300L,
+                  "block %u: bin %u weighted %.17g, want %.17Lg", blocks[bi], k,
+                  r.weighted[k], h.sum[k]);
+        }
+        CHECK_EQ_U64(r.below, h.below, "below");
+        CHECK_EQ_U64(r.overflow, h.over, "overflow");
+        histd_result_free(&r);
+      }
+    }
+  /* far from the origin, 40,000 bins: counts in global memory */
+  histd_dataset far = points(2500, 50, 50, 50, true);
+  for (size_t i = 0; i < far.n; i++)
+    far.x[i] += 1e7, far.y[i] -= 3e6;
+  histd_dataset_finish(&far, NULL, 0);
+  histd_problem p = problem(&far, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 40000, 0.002, NULL});
+  def_hist d = definition_histogram(far.x, far.y, far.z, far.n, 0.002, 40000);
+  histd_exec ex;
+  histd_exec_init(&ex);
+  snprintf(ex.kernel, sizeof ex.kernel, "tiled-stats");
+  histd_result r;
+  char msg[256] = "";
+  CHECK(histd_run(&p, &ex, NULL, &r, msg, sizeof msg) == 0, "%s", msg);
+  int bad = 0;
+  for (uint32_t k = 0; k < 40000; k++)
+    if (r.counts[k] != d.counts[k] && bad++ < 3)
+      CHECK(0, "40,000 bins: bin %u has %" PRIu64 ", want %" PRIu64, k, r.counts[k],
+            d.counts[k]);
+  CHECK_EQ_U64(r.overflow, d.overflow, "40,000 bins: overflow");
+  histd_result_free(&r);
+  free(d.counts);
+  p.weighted = true;
+  expect_refused(&p, "tiled-stats", "a weighted histogram on the GPU holds at most");
+  snprintf(ex.kernel, sizeof ex.kernel, "auto");
+  CHECK(histd_run(&p, &ex, NULL, &r, msg, sizeof msg) == 0, "%s", msg);
+  CHECK(strcmp(r.kernel, "cpu") == 0, "auto ran a too-large weighted job on %s", r.kernel);
+  histd_result_free(&r);
+  histd_dataset_free(&far);
+  histd_dataset_free(&a);
+  histd_dataset_free(&b);
+}
+
 int main(void) {
   test_periodic_random();
   test_lattice_shells();
@@ -428,5 +536,6 @@ int main(void) {
   test_weights();
   test_cross_self();
   test_refusals();
+  test_gpu_paths();
   return check_finish("test_stats");
 }

@@ -1,0 +1,247 @@
+/*
+ * stats_engine.c -- the host side of "tiled-stats": every statistic of the
+ * family on one GPU, in binary64 (stats_gpu.h has the design).
+ *
+ * A job copies A (and B, the weights, the edges) to the device, then runs
+ * launches over ranges of A's tiles, each about STATS_LAUNCH_PAIRS pairs,
+ * so that progress moves and a cancel is seen between two launches; the
+ * counts and the blocks' weighted rows come back at the end and are folded
+ * here (Neumaier again, over the rows).
+ *
+ * The points are copied for each job rather than kept on the device as
+ * the plain kernels keep theirs: a statistics job does O(N^2) binary64
+ * work on O(N) bytes, so the copy is a small part of it.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "engine.h"
+#include "gpu_engine.h"
+#include "sdh_gpu.h"
+#include "stats_gpu.h"
+
+#define STATS_LAUNCH_PAIRS 4e9 /* about 50 ms of binary64 pairs on an H100 */
+
+typedef struct stats_job {
+  double *dev;                /* one allocation: A, B, w, edges */
+  unsigned long long *counts; /* slots */
+  double *wrows;              /* 2 * grid * slots: sums then compensations */
+} stats_job;
+
+static int cuda_fail(char *msg, size_t msglen, const char *what, cudaError_t e) {
+  (void)cudaGetLastError();
+  return histd_fail(msg, msglen, sdh_error_code(e), "CUDA error in %s: %s", what,
+                    cudaGetErrorString(e));
+}
+
+#define CK(call, what)                                                                   \
+  do {                                                                                   \
+    cudaError_t e_ = (call);                                                             \
+    if (e_ != cudaSuccess) {                                                             \
+      rc = cuda_fail(msg, msglen, what, e_);                                             \
+      goto out;                                                                          \
+    }                                                                                    \
+  } while (0)
+
+/* Copies n doubles of one array to dst (or nothing when src is NULL). */
+static cudaError_t put(double *dst, const double *src, size_t n, cudaStream_t s) {
+  if (src == NULL || n == 0)
+    return cudaSuccess;
+  return cudaMemcpyAsync(dst, src, n * sizeof(double), cudaMemcpyHostToDevice, s);
+}
+
+/* The block size, and whether the histogram fits shared memory; a
+ * weighted job whose partial sums do not fit is refused. */
+static int choose_layout(stats_params *sp, const histd_exec *ex, size_t optin, char *msg,
+                         size_t msglen) {
+  bool weighted = sp->weighted != 0;
+  uint32_t block = ex->block_size != 0 ? ex->block_size : weighted ? STATS_WEIGHTED_BLOCK : 256;
+  if (weighted && block > STATS_WEIGHTED_BLOCK)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "weighted jobs on tiled-stats run with block_size <= %u (the bound on "
+                      "their sums needs it), got %u",
+                      STATS_WEIGHTED_BLOCK, block);
+  sp->block = block;
+  size_t room = optin - SDH_STATIC_SMEM;
+  if (stats_smem_bytes(sp, 1) <= room) {
+    sp->shared_counts = 1;
+  } else if (stats_smem_bytes(sp, 0) <= room) {
+    sp->shared_counts = 0; /* counts straight to global atomics */
+  } else { /* weighted: 3 doubles per warp and bin, plus the tile */
+    size_t per_bin = 3 * (block / 32) * sizeof(double);
+    size_t tile = (size_t)block * 4 * sizeof(double);
+    return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "a weighted histogram on the GPU holds at most %zu bins at block_size "
+                      "%u, and this job has %u; use fewer bins, a smaller block_size, or "
+                      "kernel \"cpu\"",
+                      (room - tile) / per_bin - 2, block, sp->count);
+  }
+  sp->smem = stats_smem_bytes(sp, sp->shared_counts);
+  return 0;
+}
+
+/* The next launch's end: tiles from t0 until about STATS_LAUNCH_PAIRS. */
+static uint32_t next_stop(const stats_params *sp, uint32_t t0, uint32_t tiles_a,
+                          uint32_t tiles_b) {
+  double pairs = 0, per_tile = (double)sp->block * sp->block;
+  uint32_t t = t0;
+  while (t < tiles_a && (t == t0 || pairs < STATS_LAUNCH_PAIRS)) {
+    pairs += per_tile * (sp->cross ? tiles_b : tiles_b - t);
+    t++;
+  }
+  return t;
+}
+
+int histd__cuda_stats_run(HISTD__RUN_ARGS) {
+  gpu_ctx *ctx = w->gpu;
+  int device, sms;
+  size_t optin;
+  void *stream;
+  histd__cuda_context_info(ctx, &device, &stream, &sms, &optin);
+  cudaStream_t s = stream;
+  const histd_dataset *a = p->a, *b = p->b != NULL ? p->b : p->a;
+  if (a->n > UINT32_MAX / 2 || b->n > UINT32_MAX / 2)
+    return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "tiled-stats takes at most %u points a side", UINT32_MAX / 2);
+  const uint32_t count = res->bins.count, slots = count + 2;
+  stats_params sp;
+  memset(&sp, 0, sizeof sp);
+  sp.metric = histd__metric(&p->box);
+  sp.edges = p->bins.kind == HISTD_BINS_EDGES;
+  sp.count = count;
+  sp.width = p->bins.width;
+  sp.na = (uint32_t)a->n;
+  sp.nb = (uint32_t)b->n;
+  sp.cross = p->b != NULL;
+  stats_job job = {NULL, NULL, NULL};
+  int rc = 0;
+  double t_start = histd_now_ms(), t_kernel = 0, t_back = 0;
+  uint64_t *host_counts = NULL;
+  double *host_rows = NULL;
+  CK(cudaSetDevice(device), "cudaSetDevice");
+  sp.weighted = p->weighted;
+  rc = choose_layout(&sp, ex, optin, msg, msglen);
+  if (rc != 0)
+    goto out;
+  int per_sm = 0;
+  rc = stats_blocks_per_sm(&sp, &per_sm, msg, msglen);
+  if (rc != 0)
+    goto out;
+  if (per_sm < 1) {
+    rc = histd_fail(msg, msglen, HISTD_ETOOBIG,
+                    "tiled-stats with block_size %u and %u bins does not fit a multiprocessor",
+                    sp.block, count);
+    goto out;
+  }
+  const uint32_t tiles_a = (sp.na + sp.block - 1) / sp.block;
+  const uint32_t tiles_b = (sp.nb + sp.block - 1) / sp.block;
+  const uint32_t grid = (uint32_t)sms * (uint32_t)per_sm;
+  const bool weighted = p->weighted;
+  size_t na = a->n, nb = sp.cross ? b->n : 0, ne = sp.edges ? (size_t)count + 1 : 0;
+  size_t doubles = (3 + weighted) * (na + nb) + ne;
+  CK(cudaMalloc((void **)&job.dev, (doubles ? doubles : 1) * sizeof(double)), "cudaMalloc");
+  CK(cudaMalloc((void **)&job.counts, slots * sizeof(unsigned long long)), "cudaMalloc");
+  if (weighted)
+    CK(cudaMalloc((void **)&job.wrows, 2 * (size_t)grid * slots * sizeof(double)), "cudaMalloc");
+  double *at = job.dev;
+  sp.ax = at, at += na;
+  sp.ay = at, at += na;
+  sp.az = at, at += na;
+  sp.aw = weighted ? at : NULL, at += weighted ? na : 0;
+  if (sp.cross) {
+    sp.bx = at, at += nb;
+    sp.by = at, at += nb;
+    sp.bz = at, at += nb;
+    sp.bw = weighted ? at : NULL, at += weighted ? nb : 0;
+  } else {
+    sp.bx = sp.ax, sp.by = sp.ay, sp.bz = sp.az, sp.bw = sp.aw;
+  }
+  sp.dedges = sp.edges ? at : NULL;
+  sp.counts = job.counts;
+  sp.wsum = job.wrows;
+  sp.werr = weighted ? job.wrows + (size_t)grid * slots : NULL;
+  CK(put((double *)sp.ax, a->x, na, s), "the copy of A");
+  CK(put((double *)sp.ay, a->y, na, s), "the copy of A");
+  CK(put((double *)sp.az, a->z, na, s), "the copy of A");
+  if (weighted)
+    CK(put((double *)sp.aw, a->w, na, s), "the copy of A's weights");
+  if (sp.cross) {
+    CK(put((double *)sp.bx, b->x, nb, s), "the copy of B");
+    CK(put((double *)sp.by, b->y, nb, s), "the copy of B");
+    CK(put((double *)sp.bz, b->z, nb, s), "the copy of B");
+    if (weighted)
+      CK(put((double *)sp.bw, b->w, nb, s), "the copy of B's weights");
+  }
+  if (sp.edges)
+    CK(put((double *)sp.dedges, p->bins.edges, ne, s), "the copy of the edges");
+  CK(cudaMemsetAsync(job.counts, 0, slots * sizeof(unsigned long long), s), "cudaMemset");
+  if (weighted)
+    CK(cudaMemsetAsync(job.wrows, 0, 2 * (size_t)grid * slots * sizeof(double), s),
+       "cudaMemset");
+  CK(cudaStreamSynchronize(s), "the copies to the device");
+  double t_copied = histd_now_ms();
+  double done = 0, all = (double)histd_problem_pairs(p);
+  for (uint32_t t0 = 0; t0 < tiles_a;) {
+    if (histd__cancelled(ctl)) {
+      rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
+      goto out;
+    }
+    uint32_t t1 = next_stop(&sp, t0, tiles_a, tiles_b);
+    rc = stats_launch(&sp, t0, t1, t1 - t0 < grid ? t1 - t0 : grid, s, msg, msglen);
+    if (rc != 0)
+      goto out;
+    CK(cudaStreamSynchronize(s), "the tiled-stats kernel");
+    for (uint32_t t = t0; t < t1; t++)
+      done += (double)sp.block * sp.block * (sp.cross ? tiles_b : tiles_b - t);
+    histd__progress(ctl, all > 0 && done < all ? done / all : 0.99);
+    t0 = t1;
+  }
+  t_kernel = histd_now_ms();
+  host_counts = malloc(slots * sizeof *host_counts);
+  host_rows = weighted ? malloc(2 * (size_t)grid * slots * sizeof *host_rows) : NULL;
+  if (host_counts == NULL || (weighted && host_rows == NULL)) {
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the GPU's answer");
+    goto out;
+  }
+  CK(cudaMemcpy(host_counts, job.counts, slots * sizeof *host_counts, cudaMemcpyDeviceToHost),
+     "the copy of the counts");
+  if (weighted)
+    CK(cudaMemcpy(host_rows, job.wrows, 2 * (size_t)grid * slots * sizeof *host_rows,
+                  cudaMemcpyDeviceToHost),
+       "the copy of the weighted sums");
+  t_back = histd_now_ms();
+  for (uint32_t k = 0; k < count; k++)
+    res->counts[k] = host_counts[k];
+  res->below = host_counts[count];
+  res->overflow = host_counts[count + 1];
+  if (weighted)
+    for (uint32_t k = 0; k < count; k++) {
+      double sum = 0, err = 0;
+      for (uint32_t g = 0; g < grid; g++) {
+        histd__neumaier(&sum, &err, host_rows[(size_t)g * slots + k]);
+        histd__neumaier(&sum, &err, host_rows[((size_t)grid + g) * slots + k]);
+      }
+      res->weighted[k] = sum + err;
+    }
+  res->exact = true; /* the contract's own arithmetic, whatever the precision asked */
+  res->refined_pairs = 0;
+  res->block_size = sp.block;
+  res->threads = 0;
+  res->timing.transfer_ms = (t_copied - t_start) + (t_back - t_kernel);
+  res->timing.kernel_ms = t_kernel - t_copied;
+  snprintf(res->device, sizeof res->device, "%s", histd__cuda_context_name(ctx));
+out:
+  free(host_counts);
+  free(host_rows);
+  if (job.dev)
+    cudaFree(job.dev);
+  if (job.counts)
+    cudaFree(job.counts);
+  if (job.wrows)
+    cudaFree(job.wrows);
+  return rc;
+}

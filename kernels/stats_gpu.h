@@ -1,0 +1,79 @@
+/*
+ * stats_gpu.h -- the interface between the host driver of "tiled-stats"
+ * (stats_engine.c, plain C) and its device code (stats_kernels.cu).
+ *
+ * "tiled-stats" runs every problem of the statistics family: open,
+ * orthorhombic and triclinic boxes, self and A x B pairs, equal-width and
+ * explicit edges (log bins and within-R are explicit edges by then), with
+ * or without weights. Each pair goes through histd/pair.h, the contract's
+ * own binary64 functions, so its counts are the contract's by construction.
+ *
+ * One launch covers anchor tiles [t0, t1) of A (tiles of `block` points):
+ * a block holds one anchor point per thread in registers and meets B's
+ * tiles staged in shared memory (self pairs: tiles J >= I, j > i inside
+ * tile I). Counts go to a per-block histogram in shared memory when it
+ * fits, else straight to global 64-bit atomics.
+ *
+ * Weights, within 1e-12 of the exact sum relative to the sum of |w_i w_j|
+ * in the bin, whatever the order: each warp adds its pairs' products with
+ * shared-memory atomics to a partial sum per bin, at most 32 * block terms
+ * between two flushes (block <= 128: at most 4096 terms, so the partial's
+ * error is at most 4095 u sum|terms| < 4.6e-13 of it, u = 2^-53, in any
+ * order); after each partner tile the warp folds its partials into its own
+ * Neumaier (sum, compensation) pair per bin, whose error is about 2u of
+ * what it holds. At the end of a launch the block folds its warps' pairs
+ * into its own row of (sum, compensation) in global memory, again by
+ * Neumaier steps; the host folds the rows. The errors add to well under
+ * 1e-12 of sum |w_i w_j|.
+ */
+#ifndef HISTD_STATS_GPU_H
+#define HISTD_STATS_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "histd/pair.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STATS_WEIGHTED_BLOCK 128u /* the bound above needs block <= 128 */
+
+typedef struct stats_params {
+  histd_metric metric;
+  int edges;         /* 0: width bins, 1: explicit edges */
+  uint32_t count;    /* bins; slots = count + 2 (below, overflow) */
+  double width;      /* width bins */
+  const double *dedges; /* explicit: count + 1 edges on the device */
+  uint32_t na, nb;   /* points of A and B (B = A for self pairs) */
+  int cross;         /* 0: self pairs i < j of A */
+  int weighted;      /* 1: aw and bw hold the weights */
+  const double *ax, *ay, *az, *aw; /* A on the device */
+  const double *bx, *by, *bz, *bw; /* B (the same pointers as A for self) */
+  uint32_t block;    /* threads per block = points per tile */
+  int shared_counts; /* 1: a per-block histogram in shared memory */
+  unsigned long long *counts; /* count + 2 slots */
+  double *wsum, *werr; /* weighted: grid rows of count + 2 (Neumaier pairs) */
+  size_t smem;       /* dynamic shared memory per block */
+} stats_params;
+
+/* Shared-memory bytes of p's kernel, with and without the per-block
+ * histogram (the tile and, when weighted, the warps' partial sums are
+ * always there). */
+size_t stats_smem_bytes(const stats_params *p, int shared_counts);
+
+/* Blocks of p's kernel that fit on one multiprocessor. */
+int stats_blocks_per_sm(const stats_params *p, int *blocks, char *msg, size_t msglen);
+
+/* Launches p's kernel over anchor tiles [t0, t1) with `grid` blocks (the
+ * same grid on every launch of a job: block b owns row b of wsum/werr). */
+int stats_launch(const stats_params *p, uint32_t t0, uint32_t t1, uint32_t grid,
+                 cudaStream_t s, char *msg, size_t msglen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
