@@ -375,6 +375,10 @@ static void section_stats(void) {
          "plain auto %.1f ms: %.1fx\n",
          stats_ms[2], ps[2], stats_ms[3], stats_ms[2] / stats_ms[3], auto_ms,
          stats_ms[2] / auto_ms);
+  x.weighted = false;
+  double unw_ps, unw_ms = stats_median(&x, "tiled-stats", &unw_ps);
+  printf("  GS2 unweighted tiled-stats %10.1f ms %10.3e pairs/s (what the weights cost)\n",
+         unw_ms, unw_ps);
   histd_dataset_free(&da);
   histd_dataset_free(&db);
 }

@@ -54,11 +54,13 @@ static cudaError_t put(double *dst, const double *src, size_t n, cudaStream_t s)
   return cudaMemcpyAsync(dst, src, n * sizeof(double), cudaMemcpyHostToDevice, s);
 }
 
-/* The block size, and whether the histogram fits shared memory; a
- * weighted job whose partial sums do not fit is refused. */
-static int choose_layout(stats_params *sp, const histd_exec *ex, size_t optin, char *msg,
-                         size_t msglen) {
-  bool weighted = sp->weighted != 0;
+/* The block size and the shared-memory layout, the first that fits of,
+ * in order: the edges staged (edge bins), the histogram per block, and for
+ * weights lane columns (only where two blocks still fit a multiprocessor:
+ * one block of 4 warps cannot hide binary64 latency), else warp partials
+ * by atomics. A weighted job whose partials do not fit is refused. */
+static int choose_layout(stats_params *sp, bool weighted, const histd_exec *ex, size_t optin,
+                         char *msg, size_t msglen) {
   uint32_t block = ex->block_size != 0 ? ex->block_size : weighted ? STATS_WEIGHTED_BLOCK : 256;
   if (weighted && block > STATS_WEIGHTED_BLOCK)
     return histd_fail(msg, msglen, HISTD_EINVAL,
@@ -66,22 +68,29 @@ static int choose_layout(stats_params *sp, const histd_exec *ex, size_t optin, c
                       "their sums needs it), got %u",
                       STATS_WEIGHTED_BLOCK, block);
   sp->block = block;
-  size_t room = optin - SDH_STATIC_SMEM;
-  if (stats_smem_bytes(sp, 1) <= room) {
-    sp->shared_counts = 1;
-  } else if (stats_smem_bytes(sp, 0) <= room) {
-    sp->shared_counts = 0; /* counts straight to global atomics */
-  } else { /* weighted: 3 doubles per warp and bin, plus the tile */
-    size_t per_bin = 3 * (block / 32) * sizeof(double);
-    size_t tile = (size_t)block * 4 * sizeof(double);
-    return histd_fail(msg, msglen, HISTD_ETOOBIG,
-                      "a weighted histogram on the GPU holds at most %zu bins at block_size "
-                      "%u, and this job has %u; use fewer bins, a smaller block_size, or "
-                      "kernel \"cpu\"",
-                      (room - tile) / per_bin - 2, block, sp->count);
-  }
-  sp->smem = stats_smem_bytes(sp, sp->shared_counts);
-  return 0;
+  const size_t room = optin - SDH_STATIC_SMEM;
+  static const int wmodes[2][2] = {{STATS_W_NONE, STATS_W_NONE},
+                                   {STATS_W_LANES, STATS_W_ATOMIC}};
+  for (int w = 0; w < 2; w++)
+    for (int counts = 1; counts >= 0; counts--)
+      for (int edges = sp->edges; edges >= 0; edges--) {
+        sp->weighted = wmodes[weighted][w];
+        sp->shared_counts = counts;
+        sp->shared_edges = edges;
+        size_t bytes = stats_smem_bytes(sp);
+        size_t limit = sp->weighted == STATS_W_LANES ? room / 2 - 1024 : room;
+        if (bytes <= limit) {
+          sp->smem = bytes;
+          return 0;
+        }
+      }
+  sp->weighted = STATS_W_ATOMIC, sp->shared_counts = 0, sp->shared_edges = 0;
+  size_t fixed = stats_smem_bytes(sp) - 3 * (block / 32) * ((size_t)sp->count + 2) * 8;
+  return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                    "a weighted histogram on the GPU holds at most %zu bins at block_size "
+                    "%u, and this job has %u; use fewer bins, a smaller block_size, or "
+                    "kernel \"cpu\"",
+                    (room - fixed) / (3 * (block / 32) * 8) - 2, block, sp->count);
 }
 
 /* The next launch's end: tiles from t0 until about STATS_LAUNCH_PAIRS. */
@@ -123,8 +132,7 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   uint64_t *host_counts = NULL;
   double *host_rows = NULL;
   CK(cudaSetDevice(device), "cudaSetDevice");
-  sp.weighted = p->weighted;
-  rc = choose_layout(&sp, ex, optin, msg, msglen);
+  rc = choose_layout(&sp, p->weighted, ex, optin, msg, msglen);
   if (rc != 0)
     goto out;
   int per_sm = 0;

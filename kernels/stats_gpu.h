@@ -15,13 +15,15 @@
  * fits, else straight to global 64-bit atomics.
  *
  * Weights, within 1e-12 of the exact sum relative to the sum of |w_i w_j|
- * in the bin, whatever the order: each warp adds its pairs' products with
- * shared-memory atomics to a partial sum per bin, at most 32 * block terms
- * between two flushes (block <= 128: at most 4096 terms, so the partial's
- * error is at most 4095 u sum|terms| < 4.6e-13 of it, u = 2^-53, in any
- * order); after each partner tile the warp folds its partials into its own
- * Neumaier (sum, compensation) pair per bin, whose error is about 2u of
- * what it holds. At the end of a launch the block folds its warps' pairs
+ * in the bin, whatever the order: each warp adds its pairs' products to
+ * partial sums per bin, either one column per lane (no atomics; when the
+ * columns leave room for two blocks a multiprocessor) or one per warp by
+ * shared-memory atomics; a partial takes at most 32 * block terms between
+ * two flushes (block <= 128: at most 4096 terms, so whatever the order or
+ * tree of the additions its error is at most 4095 u sum|terms| < 4.6e-13
+ * of it, u = 2^-53); after each partner tile the warp folds its partials
+ * into its own Neumaier (sum, compensation) pair per bin, whose error is
+ * about 2u of what it holds. At the end of a launch the block folds its warps' pairs
  * into its own row of (sum, compensation) in global memory, again by
  * Neumaier steps; the host folds the rows. The errors add to well under
  * 1e-12 of sum |w_i w_j|.
@@ -41,6 +43,7 @@ extern "C" {
 #endif
 
 #define STATS_WEIGHTED_BLOCK 128u /* the bound above needs block <= 128 */
+enum { STATS_W_NONE = 0, STATS_W_ATOMIC = 1, STATS_W_LANES = 2 }; /* weighted */
 
 typedef struct stats_params {
   histd_metric metric;
@@ -50,20 +53,19 @@ typedef struct stats_params {
   const double *dedges; /* explicit: count + 1 edges on the device */
   uint32_t na, nb;   /* points of A and B (B = A for self pairs) */
   int cross;         /* 0: self pairs i < j of A */
-  int weighted;      /* 1: aw and bw hold the weights */
+  int weighted;      /* STATS_W_*: aw and bw hold the weights, and how they sum */
   const double *ax, *ay, *az, *aw; /* A on the device */
   const double *bx, *by, *bz, *bw; /* B (the same pointers as A for self) */
   uint32_t block;    /* threads per block = points per tile */
   int shared_counts; /* 1: a per-block histogram in shared memory */
+  int shared_edges;  /* 1: the edges staged in shared memory */
   unsigned long long *counts; /* count + 2 slots */
   double *wsum, *werr; /* weighted: grid rows of count + 2 (Neumaier pairs) */
   size_t smem;       /* dynamic shared memory per block */
 } stats_params;
 
-/* Shared-memory bytes of p's kernel, with and without the per-block
- * histogram (the tile and, when weighted, the warps' partial sums are
- * always there). */
-size_t stats_smem_bytes(const stats_params *p, int shared_counts);
+/* Shared-memory bytes of p's kernel as its fields lay it out. */
+size_t stats_smem_bytes(const stats_params *p);
 
 /* Blocks of p's kernel that fit on one multiprocessor. */
 int stats_blocks_per_sm(const stats_params *p, int *blocks, char *msg, size_t msglen);

@@ -4,8 +4,9 @@
  * keep their bound).
  *
  * One kernel template, specialised on the metric (open, orthorhombic,
- * triclinic), the bins (width, edges) and weights, so each of the twelve
- * variants carries no run-time branch on them. The pair arithmetic is
+ * triclinic), the bins (width, edges) and the weights (none, warp partials
+ * by shared atomics, lane partials), so none of its eighteen variants
+ * branches on them at run time. The pair arithmetic is
  * histd/pair.h's, which nvcc compiles with the __d*_rn intrinsics: no FMA
  * contraction, every operation rounded on its own, as the contract says.
  */
@@ -30,22 +31,27 @@ __device__ __forceinline__ void neumaier(double *sum, double *err, double v) {
 
 struct smem_layout {
   double *tx, *ty, *tz, *tw;   /* the staged partner tile */
-  unsigned long long *hist;    /* slots, or NULL */
-  double *part, *wsum, *werr;  /* weighted: warps x slots each */
+  double *edges;               /* the edges, or NULL (read from global) */
+  unsigned long long *hist;    /* slots, or NULL (global atomics) */
+  double *part, *wsum, *werr;  /* weighted: partials, then warps x slots each */
 };
 
-__host__ __device__ static size_t layout_bytes(uint32_t block, uint32_t slots, bool weighted,
-                                               bool hist) {
-  size_t warps = block / 32;
-  size_t bytes = (size_t)block * sizeof(double) * (weighted ? 4 : 3);
+/* Bytes of the layout, in the order the kernel carves it. Partial sums:
+ * STATS_W_ATOMIC one per warp and slot, STATS_W_LANES one per lane. */
+__host__ __device__ static size_t layout_bytes(uint32_t block, uint32_t count, int wmode,
+                                               bool edges, bool hist) {
+  size_t warps = block / 32, slots = (size_t)count + 2;
+  size_t bytes = (size_t)block * sizeof(double) * (wmode ? 4 : 3);
+  if (edges)
+    bytes += ((size_t)count + 1) * sizeof(double);
   if (hist)
-    bytes += (size_t)slots * sizeof(unsigned long long);
-  if (weighted)
-    bytes += 3 * warps * slots * sizeof(double);
+    bytes += slots * sizeof(unsigned long long);
+  if (wmode)
+    bytes += (wmode == STATS_W_LANES ? 32 + 2 : 3) * warps * slots * sizeof(double);
   return bytes;
 }
 
-template <int METRIC, bool EDGES, bool W>
+template <int METRIC, bool EDGES, int W>
 __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uint32_t t1) {
   extern __shared__ double smem[];
   const uint32_t B = blockDim.x, tid = threadIdx.x;
@@ -57,24 +63,33 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
   L.tz = L.ty + B;
   L.tw = L.tz + B;
   double *next = W ? L.tw + B : L.tz + B;
+  L.edges = EDGES && p.shared_edges ? next : nullptr;
+  if (L.edges)
+    next += count + 1;
   L.hist = p.shared_counts ? (unsigned long long *)next : nullptr;
-  if (p.shared_counts)
+  if (L.hist)
     next += slots;
+  const size_t per_warp = (size_t)slots * (W == STATS_W_LANES ? 32 : 1);
   L.part = next;
-  L.wsum = L.part + (size_t)warps * slots;
+  L.wsum = L.part + warps * per_warp;
   L.werr = L.wsum + (size_t)warps * slots;
 
-  for (uint32_t k = tid; k < slots; k += B)
-    if (L.hist)
+  if (L.edges)
+    for (uint32_t k = tid; k <= count; k += B)
+      L.edges[k] = p.dedges[k];
+  if (L.hist)
+    for (uint32_t k = tid; k < slots; k += B)
       L.hist[k] = 0;
   if (W)
-    for (size_t k = tid; k < 3 * (size_t)warps * slots; k += B)
+    for (size_t k = tid; k < warps * (per_warp + 2 * (size_t)slots); k += B)
       L.part[k] = 0;
   __syncthreads();
 
   histd_metric m = p.metric;
   m.kind = METRIC; /* a constant: histd_min_image's branches fold away */
+  const double *edges = L.edges ? L.edges : p.dedges;
   unsigned long long *hist = L.hist ? L.hist : p.counts;
+  double *part = L.part + warp * per_warp;
   const uint32_t tiles_b = (p.nb + B - 1) / B;
 
   for (uint32_t I = t0 + blockIdx.x; I < t1; I += gridDim.x) {
@@ -98,21 +113,34 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
       if (live)
         for (uint32_t jj = j0; jj < jn; jj++) {
           double d = histd_pair_d(&m, xi, yi, zi, L.tx[jj], L.ty[jj], L.tz[jj]);
-          uint32_t bin = EDGES ? histd_bin_edges(d, p.dedges, count)
+          uint32_t bin = EDGES ? histd_bin_edges(d, edges, count)
                                : histd_bin_width(d, p.width, count);
           uint32_t k = bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? count + 1 : bin;
           atomicAdd(&hist[k], 1ull);
-          if (W)
-            atomicAdd(&L.part[(size_t)warp * slots + k], __dmul_rn(wi, L.tw[jj]));
+          if (W == STATS_W_LANES) /* this lane's own column: no atomic */
+            part[(size_t)k * 32 + lane] = __dadd_rn(part[(size_t)k * 32 + lane],
+                                                     __dmul_rn(wi, L.tw[jj]));
+          else if (W == STATS_W_ATOMIC)
+            atomicAdd(&part[k], __dmul_rn(wi, L.tw[jj]));
         }
-      if (W) { /* at most 32 * B terms per bin since the last flush */
+      if (W == STATS_W_LANES) { /* each slot: the lanes' columns, summed by shuffles */
+        __syncwarp();
+        for (uint32_t k = 0; k < slots; k++) {
+          double v = part[(size_t)k * 32 + lane];
+          part[(size_t)k * 32 + lane] = 0;
+          for (int o = 16; o > 0; o /= 2)
+            v = __dadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
+          if (lane == 0 && v != 0)
+            neumaier(&L.wsum[(size_t)warp * slots + k], &L.werr[(size_t)warp * slots + k], v);
+        }
+        __syncwarp();
+      } else if (W == STATS_W_ATOMIC) { /* at most 32 * B terms per slot since the last */
         __syncwarp();
         for (uint32_t k = lane; k < slots; k += 32) {
-          size_t at = (size_t)warp * slots + k;
-          double v = L.part[at];
+          double v = part[k];
           if (v != 0) {
-            neumaier(&L.wsum[at], &L.werr[at], v);
-            L.part[at] = 0;
+            neumaier(&L.wsum[(size_t)warp * slots + k], &L.werr[(size_t)warp * slots + k], v);
+            part[k] = 0;
           }
         }
         __syncwarp();
@@ -137,21 +165,24 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
 
 typedef void (*stats_fn)(stats_params, uint32_t, uint32_t);
 
-template <int METRIC> static stats_fn pick2(bool edges, bool w) {
-  if (edges)
-    return w ? k_stats<METRIC, true, true> : k_stats<METRIC, true, false>;
-  return w ? k_stats<METRIC, false, true> : k_stats<METRIC, false, false>;
+template <int METRIC, bool EDGES> static stats_fn pick3(int w) {
+  return w == STATS_W_LANES    ? k_stats<METRIC, EDGES, STATS_W_LANES>
+         : w == STATS_W_ATOMIC ? k_stats<METRIC, EDGES, STATS_W_ATOMIC>
+                               : k_stats<METRIC, EDGES, 0>;
+}
+
+template <int METRIC> static stats_fn pick2(bool edges, int w) {
+  return edges ? pick3<METRIC, true>(w) : pick3<METRIC, false>(w);
 }
 
 static stats_fn pick(const stats_params *p) {
-  bool w = p->weighted != 0;
   switch (p->metric.kind) {
   case 1:
-    return pick2<1>(p->edges, w);
+    return pick2<1>(p->edges, p->weighted);
   case 2:
-    return pick2<2>(p->edges, w);
+    return pick2<2>(p->edges, p->weighted);
   default:
-    return pick2<0>(p->edges, w);
+    return pick2<0>(p->edges, p->weighted);
   }
 }
 
@@ -161,8 +192,9 @@ static int fail(char *msg, size_t msglen, const char *what, cudaError_t e) {
                     cudaGetErrorString(e));
 }
 
-extern "C" size_t stats_smem_bytes(const stats_params *p, int shared_counts) {
-  return layout_bytes(p->block, p->count + 2, p->weighted != 0, shared_counts != 0);
+extern "C" size_t stats_smem_bytes(const stats_params *p) {
+  return layout_bytes(p->block, p->count, p->weighted, p->shared_edges != 0,
+                      p->shared_counts != 0);
 }
 
 static cudaError_t prepare(const stats_params *p, stats_fn f) {

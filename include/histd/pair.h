@@ -80,9 +80,26 @@ typedef struct histd_metric {
   double ax, bx, by, cx, cy, cz;
 } histd_metric;
 
+/* nearbyint(d / L), the periodic image of one axis. The division is
+ * skipped where its rounded quotient is sure to round to 0 or +-1: fl(d/L)
+ * is monotone in d, so |d| <= fl(0.49 L) gives |fl(d / L)| <= 0.49 (1 + u)
+ * < 0.5, and fl(0.51 L) <= |d| <= fl(1.49 L) gives 0.5 < |fl(d / L)| < 1.5.
+ * The image is then the literal rule's (a zero may come back +0 where
+ * nearbyint gives -0: L * (+-0) subtracted from d changes no square).
+ * Coordinates in the box, or a box or so outside it, take these branches;
+ * others take the division. */
+HISTD_PAIR_FN double histd_image(double d, double len) {
+  double a = d < 0 ? -d : d;
+  if (a <= HISTD_MUL(0.49, len))
+    return 0;
+  if (a >= HISTD_MUL(0.51, len) && a <= HISTD_MUL(1.49, len))
+    return d < 0 ? -1 : 1;
+  return HISTD_RINT(HISTD_DIV(d, len));
+}
+
 /* One periodic axis: d - L * nearbyint(d / L). */
 HISTD_PAIR_FN double histd_wrap(double d, double len) {
-  return HISTD_SUB(d, HISTD_MUL(len, HISTD_RINT(HISTD_DIV(d, len))));
+  return HISTD_SUB(d, HISTD_MUL(len, histd_image(d, len)));
 }
 
 /* The minimum image of a difference vector, in place (open: unchanged). */
@@ -92,15 +109,14 @@ HISTD_PAIR_FN void histd_min_image(const histd_metric *m, double *dx, double *dy
     *dy = histd_wrap(*dy, m->by);
     *dz = histd_wrap(*dz, m->cz);
   } else if (m->kind == 2) {
-    double k = HISTD_RINT(HISTD_DIV(*dz, m->cz));
+    double k = histd_image(*dz, m->cz);
     *dz = HISTD_SUB(*dz, HISTD_MUL(m->cz, k));
     *dy = HISTD_SUB(*dy, HISTD_MUL(m->cy, k));
     *dx = HISTD_SUB(*dx, HISTD_MUL(m->cx, k));
-    k = HISTD_RINT(HISTD_DIV(*dy, m->by));
+    k = histd_image(*dy, m->by);
     *dy = HISTD_SUB(*dy, HISTD_MUL(m->by, k));
     *dx = HISTD_SUB(*dx, HISTD_MUL(m->bx, k));
-    k = HISTD_RINT(HISTD_DIV(*dx, m->ax));
-    *dx = HISTD_SUB(*dx, HISTD_MUL(m->ax, k));
+    *dx = histd_wrap(*dx, m->ax);
   }
 }
 
