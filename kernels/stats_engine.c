@@ -123,6 +123,7 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   sp.edges = p->bins.kind == HISTD_BINS_EDGES;
   sp.count = count;
   sp.width = p->bins.width;
+  sp.inv_width = sp.edges ? 0 : 1 / p->bins.width;
   sp.na = (uint32_t)a->n;
   sp.nb = (uint32_t)b->n;
   sp.cross = p->b != NULL;

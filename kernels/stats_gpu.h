@@ -49,7 +49,7 @@ typedef struct stats_params {
   histd_metric metric;
   int edges;         /* 0: width bins, 1: explicit edges */
   uint32_t count;    /* bins; slots = count + 2 (below, overflow) */
-  double width;      /* width bins */
+  double width, inv_width; /* width bins: w and fl(1 / w) */
   const double *dedges; /* explicit: count + 1 edges on the device */
   uint32_t na, nb;   /* points of A and B (B = A for self pairs) */
   int cross;         /* 0: self pairs i < j of A */

@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
         for (uint32_t jj = j0; jj < jn; jj++) {
           double d = histd_pair_d(&m, xi, yi, zi, L.tx[jj], L.ty[jj], L.tz[jj]);
           uint32_t bin = EDGES ? histd_bin_edges(d, edges, count)
-                               : histd_bin_width(d, p.width, count);
+                               : histd_bin_width(d, p.width, p.inv_width, count);
           uint32_t k = bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? count + 1 : bin;
           atomicAdd(&hist[k], 1ull);
           if (W == STATS_W_LANES) /* this lane's own column: no atomic */

@@ -74,49 +74,58 @@ static inline double histd_rint(double x) {
 #define HISTD_BIN_BELOW 0xFFFFFFFEu
 #define HISTD_BIN_OVER 0xFFFFFFFFu
 
-/* The metric, flattened for kernels: kind 0 open, 1 orthorhombic, 2 triclinic. */
+/* The metric, flattened for kernels: kind 0 open, 1 orthorhombic, 2
+ * triclinic; iax, iby, icz are 1/ax, 1/by, 1/cz (histd_image's shortcut). */
 typedef struct histd_metric {
   int kind;
   double ax, bx, by, cx, cy, cz;
+  double iax, iby, icz;
 } histd_metric;
 
-/* nearbyint(d / L), the periodic image of one axis. The division is
- * skipped where its rounded quotient is sure to round to 0 or +-1: fl(d/L)
- * is monotone in d, so |d| <= fl(0.49 L) gives |fl(d / L)| <= 0.49 (1 + u)
- * < 0.5, and fl(0.51 L) <= |d| <= fl(1.49 L) gives 0.5 < |fl(d / L)| < 1.5.
- * The image is then the literal rule's (a zero may come back +0 where
- * nearbyint gives -0: L * (+-0) subtracted from d changes no square).
- * Coordinates in the box, or a box or so outside it, take these branches;
- * others take the division. */
-HISTD_PAIR_FN double histd_image(double d, double len) {
-  double a = d < 0 ? -d : d;
-  if (a <= HISTD_MUL(0.49, len))
-    return 0;
-  if (a >= HISTD_MUL(0.51, len) && a <= HISTD_MUL(1.49, len))
-    return d < 0 ? -1 : 1;
+/* Whether q, an estimate of the rounded quotient x = fl(a / b) within
+ * about 3u |x| of it (u = 2^-53), is far enough from every point t + k
+ * (k an integer) that q and x lie on the same side of each: then q can
+ * stand for x in floor (t = 0) or nearbyint (t = 1/2). The margin,
+ * 2^-30 (1 + |q|), is millions of times that error. */
+HISTD_PAIR_FN int histd_clear_of(double q, double t) {
+  double f = HISTD_SUB(q, HISTD_FLOOR(HISTD_SUB(q, t))); /* in [t, t + 1) */
+  double margin = HISTD_MUL(0x1p-30, HISTD_ADD(1.0, q < 0 ? -q : q));
+  return HISTD_SUB(f, t) > margin && HISTD_SUB(HISTD_ADD(t, 1.0), f) > margin;
+}
+
+/* nearbyint(d / L), the periodic image of one axis, given inv = fl(1 / L).
+ * q = fl(d * inv) is within 3u |d / L| of fl(d / L) (two roundings, and
+ * fl(d / L)'s own); where q is clear of every half-integer, nearbyint(q)
+ * is nearbyint(fl(d / L)) (nearbyint is monotone and q, fl(d / L) lie
+ * between the same two half-integers). Elsewhere (about one pair in 10^8,
+ * and ties) the division is done. */
+HISTD_PAIR_FN double histd_image(double d, double len, double inv) {
+  double q = HISTD_MUL(d, inv);
+  if (histd_clear_of(q, 0.5))
+    return HISTD_RINT(q);
   return HISTD_RINT(HISTD_DIV(d, len));
 }
 
 /* One periodic axis: d - L * nearbyint(d / L). */
-HISTD_PAIR_FN double histd_wrap(double d, double len) {
-  return HISTD_SUB(d, HISTD_MUL(len, histd_image(d, len)));
+HISTD_PAIR_FN double histd_wrap(double d, double len, double inv) {
+  return HISTD_SUB(d, HISTD_MUL(len, histd_image(d, len, inv)));
 }
 
 /* The minimum image of a difference vector, in place (open: unchanged). */
 HISTD_PAIR_FN void histd_min_image(const histd_metric *m, double *dx, double *dy, double *dz) {
   if (m->kind == 1) {
-    *dx = histd_wrap(*dx, m->ax);
-    *dy = histd_wrap(*dy, m->by);
-    *dz = histd_wrap(*dz, m->cz);
+    *dx = histd_wrap(*dx, m->ax, m->iax);
+    *dy = histd_wrap(*dy, m->by, m->iby);
+    *dz = histd_wrap(*dz, m->cz, m->icz);
   } else if (m->kind == 2) {
-    double k = histd_image(*dz, m->cz);
+    double k = histd_image(*dz, m->cz, m->icz);
     *dz = HISTD_SUB(*dz, HISTD_MUL(m->cz, k));
     *dy = HISTD_SUB(*dy, HISTD_MUL(m->cy, k));
     *dx = HISTD_SUB(*dx, HISTD_MUL(m->cx, k));
-    k = histd_image(*dy, m->by);
+    k = histd_image(*dy, m->by, m->iby);
     *dy = HISTD_SUB(*dy, HISTD_MUL(m->by, k));
     *dx = HISTD_SUB(*dx, HISTD_MUL(m->bx, k));
-    *dx = histd_wrap(*dx, m->ax);
+    *dx = histd_wrap(*dx, m->ax, m->iax);
   }
 }
 
@@ -134,9 +143,12 @@ HISTD_PAIR_FN double histd_pair_d(const histd_metric *m, double xi, double yi, d
   return HISTD_SQRT(histd_pair_s(m, xi, yi, zi, xj, yj, zj));
 }
 
-/* WIDTH bins: floor(d / w), or HISTD_BIN_OVER at or beyond count. */
-HISTD_PAIR_FN uint32_t histd_bin_width(double d, double width, uint32_t count) {
-  double b = HISTD_FLOOR(HISTD_DIV(d, width));
+/* WIDTH bins: floor(d / w), or HISTD_BIN_OVER at or beyond count, given
+ * inv = fl(1 / w): floor(fl(d * inv)) where that is clear of the integers
+ * (histd_clear_of), else the division. */
+HISTD_PAIR_FN uint32_t histd_bin_width(double d, double width, double inv, uint32_t count) {
+  double q = HISTD_MUL(d, inv);
+  double b = HISTD_FLOOR(histd_clear_of(q, 0) ? q : HISTD_DIV(d, width));
   return b < (double)count ? (uint32_t)b : HISTD_BIN_OVER;
 }
 

@@ -35,7 +35,9 @@ int histd__collisions(const histd_problem *p, uint64_t *pairs, double *weighted,
 
 /* The problem's metric, flattened for the pair functions of histd/pair.h. */
 static inline histd_metric histd__metric(const histd_box *b) {
-  histd_metric m = {(int)b->kind, b->ax, b->bx, b->by, b->cx, b->cy, b->cz};
+  bool box = b->kind != HISTD_BOX_NONE;
+  histd_metric m = {(int)b->kind, b->ax, b->bx, b->by, b->cx, b->cy, b->cz,
+                    box ? 1 / b->ax : 0, box ? 1 / b->by : 0, box ? 1 / b->cz : 0};
   return m;
 }
 

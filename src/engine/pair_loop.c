@@ -49,12 +49,13 @@ void histd__pairs_block(const histd_problem *p, size_t i0, size_t i1, size_t j0,
   const histd_bins *bins = &p->bins;
   const uint32_t count = bins->count;
   const bool edges = bins->kind == HISTD_BINS_EDGES;
+  const double inv_w = edges ? 0 : 1 / bins->width;
   for (size_t i = i0; i < i1; i++) {
     const double xi = a->x[i], yi = a->y[i], zi = a->z[i];
     for (size_t j = diag ? (i + 1 > j0 ? i + 1 : j0) : j0; j < j1; j++) {
       double d = histd_pair_d(&m, xi, yi, zi, b->x[j], b->y[j], b->z[j]);
       uint32_t bin = edges ? histd_bin_edges(d, bins->edges, count)
-                           : histd_bin_width(d, bins->width, count);
+                           : histd_bin_width(d, bins->width, inv_w, count);
       size_t k = slot_of(bin, count);
       s->counts[k]++;
       if (s->sum != NULL)

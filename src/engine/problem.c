@@ -268,7 +268,7 @@ int histd_precision_parse(const char *s, histd_precision *out) {
 
 uint64_t histd_pair_bucket(double xi, double yi, double zi, double xj, double yj, double zj,
                            double width) {
-  const histd_metric open = {0, 0, 0, 0, 0, 0, 0};
+  const histd_metric open = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   double b = floor(histd_pair_d(&open, xi, yi, zi, xj, yj, zj) / width);
   return b < 18446744073709551616.0 ? (uint64_t)b : UINT64_MAX;
 }

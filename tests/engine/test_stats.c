@@ -445,6 +445,28 @@ static void test_refusals(void) {
   histd_dataset_free(&a);
 }
 
+/* Distances that are multiples of the width as doubles compute them:
+ * points k * 0.1 on a line, width 0.1. Many quotients d / w then round to
+ * within an ulp of an integer, where d * (1 / w) and d / w can floor
+ * differently (0.3 / 0.1 = 2.9999999999999996, 0.3 * 10 = 3); the
+ * contract is the division. Open, and in a periodic box. */
+static void test_width_on_multiples(void) {
+  histd_dataset ds;
+  histd_dataset_alloc(&ds, 60, NULL, 0);
+  for (size_t k = 0; k < 60; k++) {
+    ds.x[k] = (double)k * 0.1;
+    ds.y[k] = 0;
+    ds.z[k] = k % 2 ? 0.3 : 0;
+  }
+  histd_dataset_finish(&ds, NULL, 0);
+  histd_problem p = problem(&ds, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 70, 0.1, NULL});
+  compare(&p, "width 0.1, multiples of 0.1");
+  const histd_box box = {HISTD_BOX_ORTHO, 6.0, 0, 6.0, 0, 0, 6.0};
+  p = problem(&ds, NULL, box, (histd_bins){HISTD_BINS_WIDTH, 30, 0.1, NULL});
+  compare(&p, "width 0.1, multiples of 0.1, periodic 6");
+  histd_dataset_free(&ds);
+}
+
 /* The GPU's tiled-stats on what small sets do not reach: several tiles
  * and launches with partial last tiles, every block size, far-from-origin
  * points, a histogram too large for shared memory (global atomics), and a
@@ -536,6 +558,7 @@ int main(void) {
   test_weights();
   test_cross_self();
   test_refusals();
+  test_width_on_multiples();
   test_gpu_paths();
   return check_finish("test_stats");
 }
