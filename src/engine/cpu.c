@@ -72,6 +72,64 @@
  *
  * For the benchmark workload (w = 500, 80 buckets, the 23000 box) delta is
  * about 3e-5 and about one pair in 20,000 is redone.
+ *
+ * The statistics (AVX-512 only: cpu_simd.c's f32_pstep512 with a CPU_K_*
+ * kind; triclinic boxes, other ISAs, weights with more than 4096 bins and
+ * data the bounds below refuse take the general float64 loop, pair_loop.c).
+ * A x B: A's points are px, B's qx; the redo is histd/pair.h's own
+ * histd_pair_d and bin functions (cpu_exact_index), so it is the contract.
+ *
+ * Periodic, orthorhombic box (L per axis; Lw = max L / w; Mr >= max |x| / w
+ * over the raw coordinates of A and B). Each coordinate is wrapped in
+ * float64, x' = x - L floor(x / L), then p = fl32(x' * fl(1/w)); the loop
+ * takes per axis dx = fl32(pi - pj), a = |dx| and the image
+ * m = min(a, fl32(fl32(Lw) - a)).
+ *  (1p) x' is x - L k for an integer k (floor of a rounded quotient may be
+ *      off by one: then x' lies a hair outside [0, L], which is harmless),
+ *      within ud (|x| + 2L) of it; scaling and float32 add (u + 2.01 ud)
+ *      relative, so p is within eps = ud (Mr + 2 Lw) + 1.02 (u + 2.01 ud) Lw
+ *      + 2^-149 of (x - L k) / w, and pi - pj within 2 eps of
+ *      y = (r - L K) / w (r = xi - xj exactly, K an integer), |y| <= 1.02 Lw.
+ *  (2p) the exact image distance of y is dist(y, Lw Z) = min(|y|, Lw - |y|)
+ *      in magnitude for |y| <= 1.5 Lw, a function 1-Lipschitz in y and in
+ *      Lw; the roundings of dx, fl32(Lw) and Lw - a add u 1.02 Lw, u Lw and
+ *      u 1.03 Lw. So each |m| is within e = 2 eps + 3.1 u Lw of the exact
+ *      A = dist(r / w, Lw Z), whichever image either side picked: when r / L
+ *      is near a half-integer both images are near L / 2 and only the
+ *      magnitudes, which this bounds, reach the distance.
+ *  (3p) the contract's wrap t = fl(fl(r) - fl(L nearbyint(fl(fl(r) / L))))
+ *      is within ud (4 |r| + 2 L) <= ud (8 Mr + 2 Lw) w of A in magnitude
+ *      (same argument: its nearbyint may pick the other image only within
+ *      2 ud |r| of the half).
+ *  The float32 sum of squares and sqrt of the m (3 roundings and a sqrt,
+ *  inside (2)'s count) and the reference's (3) are unchanged, so the open
+ *  case's E holds with its point term 2 sqrt(3) eps replaced by
+ *  P = sqrt(3) (2 eps + 3.1 u Lw + ud (8 Mr + 2 Lw)), and Q = min(clamp,
+ *  sqrt(3) Lw). Used where Lw < 2^20, Mr < 2^60 and delta <= 1/32 (S1:
+ *  Lw = 400, delta ~ 2.5e-4 buckets).
+ *
+ * Explicit (and log) edges. The scale w is the power of two <= E[count],
+ * so q_ref = d / w is exact and E[k] / w too: the contract's comparisons
+ * d >= E[k] are q_ref >= E[k] / w. Slot 0 is `below`, bin k slot k + 1.
+ * Per lane |q - q_ref| <= E(q) = 6u q (1 + 2^-20) + P + 2^-50 (the bound
+ * above with Q = q). A table indexed by q's float32 bits (2^m cells an
+ * octave, cells at most about half the narrowest relative bin, at most
+ * 2^16 of them) gives each cell a slot and the one edge (as a float32 thr)
+ * that the reach [lo - E(hi), hi + E(hi)] of its q can cross; the lane's
+ * slot is the cell's, plus one when q >= thr, and the lane is redone when
+ * |q - thr| < (q + thr) erel + eabs, erel = 8u (1 + 2^-20) (covering 6u q,
+ * thr's rounding u thr, and the float32 rounding of the test itself),
+ * eabs = (P + 2^-50)(1 + 2^-10), or when the cell's reach holds two edges
+ * or more (CPU_EDGE_AMBIG). Outside the test q_ref lies on the same side of
+ * that edge as q, and no other edge lies within the reach, so the slot is
+ * the contract's. q is clamped to etop = 2^ehi > 1.01 E[count] / w, whose
+ * cell is overflow: q >= etop gives q_ref >= etop - E(etop) > E[count]/w.
+ * Used where eabs <= 2^-12 (the scale puts E[count] / w in [1, 2)).
+ *
+ * Weights: the loops add w_j to a per-row float64 sum per slot and fold
+ * w_i times it into a Neumaier sum at the end of each row (cpu_internal.h's
+ * cpu_fold_row states the bound: rows of at most 4096 terms keep a bin
+ * within 4.6e-13 of its sum of |w_i w_j|); the counts stay exact integers.
  */
 #include <math.h>
 #include <pthread.h>
@@ -143,8 +201,7 @@ typedef struct cpu_plan {
   cpu_ctx ctx;
   float *pts; /* px, py, pz (and B's qx, qy, qz) in one allocation, or NULL */
   double *wpad;    /* B's weights padded with zeros (CPU_K_WEIGHTS)        */
-  uint32_t *etab;  /* the edge table (CPU_K_EDGES)                         */
-  float *ethr;
+  uint64_t *etab;  /* the edge table (CPU_K_EDGES)                         */
   bool general;    /* a statistics problem the float32 loops do not cover  */
   cpu_path path;
   cpu_isa isa;
@@ -156,7 +213,6 @@ static void plan_free(cpu_plan *p) {
   free(p->pts);
   free(p->wpad);
   free(p->etab);
-  free(p->ethr);
 }
 
 static cpu_isa best_isa(void) {
@@ -217,31 +273,30 @@ static int edge_table(cpu_plan *p, const double *edges, uint32_t count, double w
   c->ebase = (uint32_t)(127 + elo) << m;
   c->etop = ldexpf(1.0f, ehi);
   p->etab = malloc(ncells * sizeof *p->etab);
-  p->ethr = malloc(ncells * sizeof *p->ethr);
-  if (p->etab == NULL || p->ethr == NULL)
+  if (p->etab == NULL)
     return HISTD_ENOMEM;
   for (uint32_t k = 0; k < ncells; k++) {
-    if (k == ncells - 1) { /* q >= etop: q_ref >= etop - E(etop) > E[count] */
-      p->etab[k] = count + 1;
-      p->ethr[k] = INFINITY;
-      continue;
+    uint32_t slot = count + 1; /* the last cell: q >= etop gives q_ref >= etop - E(etop) > top */
+    float thr = INFINITY;
+    if (k < ncells - 1) {
+      double lo = k == 0 ? 0 : f32_of_bits((c->ebase + k) << c->eshift);
+      double hi = f32_of_bits((c->ebase + k + 1) << c->eshift);
+      double e = ((double)c->erel * hi + (double)c->eabs) * (1 + 0x1p-10);
+      double a = lo - e, b = hi + e;
+      a -= fabs(a) * 0x1p-50;
+      b += fabs(b) * 0x1p-50;
+      uint32_t shi = edge_slot(edges, count, b * w);
+      slot = edge_slot(edges, count, a * w);
+      if (shi == slot + 1)
+        thr = (float)(edges[slot] / w);
+      else if (shi != slot)
+        slot |= CPU_EDGE_AMBIG;
     }
-    double lo = k == 0 ? 0 : f32_of_bits((c->ebase + k) << c->eshift);
-    double hi = f32_of_bits((c->ebase + k + 1) << c->eshift);
-    double e = ((double)c->erel * hi + (double)c->eabs) * (1 + 0x1p-10);
-    double a = lo - e, b = hi + e;
-    a -= fabs(a) * 0x1p-50;
-    b += fabs(b) * 0x1p-50;
-    uint32_t slo = edge_slot(edges, count, a * w), shi = edge_slot(edges, count, b * w);
-    p->etab[k] = slo;
-    p->ethr[k] = INFINITY;
-    if (shi == slo + 1)
-      p->ethr[k] = (float)(edges[slo] / w);
-    else if (shi != slo)
-      p->etab[k] |= CPU_EDGE_AMBIG;
+    uint32_t tb;
+    memcpy(&tb, &thr, sizeof tb);
+    p->etab[k] = slot | (uint64_t)tb << 32;
   }
   c->etab = p->etab;
-  c->ethr = p->ethr;
   return 0;
 }
 
@@ -302,8 +357,6 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
     c->copies /= 2;
   if (opt->copies && opt->copies <= lanes && (opt->copies & (opt->copies - 1)) == 0)
     c->copies = opt->copies;
-  if (pr->weighted)
-    c->copies = 1; /* the row sums index by slot */
   c->hist_size = c->copies * c->stride;
 
   /* ---- can the F32 path be exact here? (see the bound at the top) ---- */
@@ -412,14 +465,13 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
       memcpy(p->wpad, b->w, b->n * sizeof *p->wpad);
       c->wa = a->w;
       c->wb = p->wpad;
-      c->wsum_off = ((size_t)c->hist_size * 4 + 63) & ~(size_t)63;
     }
   } else {
     c->width = pr->bins.width;
   }
   /* the bucket-pair table, where it stays small (AVX-512 float32 only) */
   const uint32_t s2 = buckets + 2;
-  bool pairs = !stats && p->path == CPU_PATH_F32 && p->isa == CPU_ISA_AVX512 &&
+  bool pairs = p->path == CPU_PATH_F32 && p->isa == CPU_ISA_AVX512 &&
                opt->pairs >= 0 && (opt->pairs > 0 || (size_t)s2 * s2 * 4 <= PAIR_TABLE_BYTES) &&
                (size_t)s2 * s2 < (1u << 26);
   if (pairs) {
@@ -428,6 +480,7 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
     c->redo_base = s2 * s2;
     c->hist_size = s2 * s2 + s2;
   }
+  c->wsum_off = ((size_t)c->hist_size * 4 + 63) & ~(size_t)63;
   p->block = histd__cpu_simd_block(p->isa, p->path, c->exact, pairs, c->kind);
   if (p->block == NULL)
     p->block = p->path == CPU_PATH_F32 ? f32_block_generic : f64_block_generic;
@@ -486,6 +539,18 @@ static void task_tiles(const cpu_job *job, uint64_t t, size_t *I, size_t *J) {
   *J = lo + (size_t)(t - first);
 }
 
+/* Adds v pairs counted in slot s (cpu_internal.h's numbering; the trash
+ * slot buckets + 1 is never added) to the result. */
+static inline void add_slot(histd_result *res, const cpu_ctx *c, uint32_t s, uint64_t v) {
+  const uint32_t first = (c->kind & CPU_K_EDGES) ? 1 : 0;
+  if (s == c->buckets)
+    res->overflow += v;
+  else if (s < first)
+    res->below += v;
+  else
+    res->counts[s - first] += v;
+}
+
 static void flush(cpu_thread *t) {
   cpu_job *job = t->job;
   if (job->prob != NULL) {
@@ -499,36 +564,28 @@ static void flush(cpu_thread *t) {
   const cpu_ctx *c = &job->plan->ctx;
   uint32_t *h = t->hist;
   pthread_mutex_lock(&job->lock);
-  if (c->pair_stride) {
+  if (c->pair_stride) { /* each cell to both its slots */
     const uint32_t s2 = c->pair_stride;
     for (uint32_t b0 = 0; b0 <= c->buckets; b0++)
-      for (uint32_t b1 = 0; b1 < s2; b1++) {
-        uint32_t v = h[(size_t)b0 * s2 + b1];
-        if (b0 < c->buckets)
-          job->res->counts[b0] += v;
-        else
-          job->res->overflow += v;
-      }
-    for (uint32_t b0 = 0; b0 < s2; b0++)
       for (uint32_t b1 = 0; b1 <= c->buckets; b1++) {
         uint32_t v = h[(size_t)b0 * s2 + b1];
-        if (b1 < c->buckets)
-          job->res->counts[b1] += v;
-        else
-          job->res->overflow += v;
+        add_slot(job->res, c, b0, v);
+        add_slot(job->res, c, b1, v);
       }
+    for (uint32_t b = 0; b <= c->buckets; b++) { /* one lane in the trash */
+      add_slot(job->res, c, b, h[(size_t)b * s2 + c->buckets + 1]);
+      add_slot(job->res, c, b, h[(size_t)(c->buckets + 1) * s2 + b]);
+    }
   }
   const uint32_t first = (c->kind & CPU_K_EDGES) ? 1 : 0; /* edges: slot 0 is below */
   for (uint32_t k = 0; k < c->copies; k++) {
-    uint32_t *hk = h + c->redo_base + (size_t)k * c->stride;
-    job->res->below += first ? hk[0] : 0;
-    for (uint32_t b = first; b < c->buckets; b++)
-      job->res->counts[b - first] += hk[b];
-    job->res->overflow += hk[c->buckets];
+    const uint32_t *hk = h + c->redo_base + (size_t)k * c->stride;
+    for (uint32_t b = 0; b <= c->buckets; b++)
+      add_slot(job->res, c, b, hk[b]);
   }
   if (c->kind & CPU_K_WEIGHTS) { /* slots to the sink's bins, below, overflow */
     const uint32_t count = job->res->bins.count;
-    double *sum = cpu_wsums(c, h) + c->stride, *err = sum + c->stride;
+    double *sum = cpu_wsums(c, h) + c->stride + 16, *err = sum + c->stride;
     for (uint32_t s = 0; s <= c->buckets; s++) {
       uint32_t k = s == c->buckets ? count + 1 : first && s == 0 ? count : s - first;
       histd__neumaier(&job->total.sum[k], &job->total.err[k], sum[s]);
@@ -647,7 +704,7 @@ int histd__cpu_run_opts(const histd_problem *p, const histd_exec *ex,
    * many threads times many buckets exhaust memory (1024 x 64 MiB). */
   const size_t hist_bytes =
       general ? ((size_t)count + 2) * (p->weighted ? 24 : 8)
-      : weighted ? plan.ctx.wsum_off + 3 * (size_t)plan.ctx.stride * sizeof(double)
+      : weighted ? plan.ctx.wsum_off + (3 * (size_t)plan.ctx.stride + 16) * sizeof(double)
                  : (size_t)plan.ctx.hist_size * sizeof(uint32_t);
   const size_t max_threads = CPU_HIST_BUDGET_BYTES / (hist_bytes ? hist_bytes : 1);
   if (nthreads > max_threads)

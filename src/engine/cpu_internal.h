@@ -73,17 +73,20 @@ typedef struct cpu_ctx {
   unsigned kind;       /* CPU_K_* bits; 0 for the plain histogram        */
   float lx, ly, lz;    /* CPU_K_PERIODIC: the box lengths / width        */
   /* CPU_K_EDGES: slot 0 is `below`, bin k is slot k + 1 (so `buckets` is
-   * count + 1); etab[cell] is a slot (| CPU_EDGE_AMBIG), ethr[cell] the one
-   * edge / w_e inside the cell's reach, or +inf. cell = (bits(q) >>
-   * eshift) - ebase, clamped below at 0; q is clamped above at etop. */
+   * count + 1); etab[cell] holds in its low half a slot (| CPU_EDGE_AMBIG),
+   * in its high half the float32 bits of the one edge / w_e inside the
+   * cell's reach, or of +inf (one 64-bit gather brings both). cell =
+   * (bits(q) >> eshift) - ebase, clamped below at 0; q is clamped above at
+   * etop. */
   const double *edges;
-  const uint32_t *etab;
-  const float *ethr;
+  const uint64_t *etab;
   uint32_t eshift, ebase;
   float etop, erel, eabs; /* near an edge: |q - thr| < (q + thr) erel + eabs */
   /* CPU_K_WEIGHTS: A's and B's weights (B's padded with zeros to a whole
-   * vector); the thread's row sums, Neumaier sums and compensations, three
-   * arrays of `stride` doubles, sit in h at byte offset wsum_off. */
+   * vector); the thread's row sums (stride + 16 doubles: the last 16, one
+   * a lane, take the lanes that are not in a bin, so that they form no
+   * chain of dependent adds), Neumaier sums and compensations (`stride`
+   * doubles each) sit in h at byte offset wsum_off. */
   const double *wa, *wb;
   size_t wsum_off;
   uint32_t buckets;   /* index `buckets` is overflow, `buckets + 1` trash */
@@ -136,7 +139,7 @@ static inline double *cpu_wsums(const cpu_ctx *c, uint32_t *h) {
  * within 4.6e-13 of the exact one relative to its sum of |w_i w_j|.
  */
 static inline void cpu_fold_row(const cpu_ctx *c, uint32_t *h, double wi) {
-  double *row = cpu_wsums(c, h), *sum = row + c->stride, *err = sum + c->stride;
+  double *row = cpu_wsums(c, h), *sum = row + c->stride + 16, *err = sum + c->stride;
   for (uint32_t s = 0; s <= c->buckets; s++)
     if (row[s] != 0) {
       histd__neumaier(&sum[s], &err[s], wi * row[s]);

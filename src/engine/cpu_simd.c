@@ -108,8 +108,13 @@ f32_pstep512(const cpu_ctx *c, size_t i, size_t j, __mmask16 valid, __m512 xi, _
     __m512i cell = _mm512_sub_epi32(_mm512_srli_epi32(_mm512_castps_si512(q), (int)c->eshift),
                                     _mm512_set1_epi32((int)c->ebase));
     cell = _mm512_max_epi32(cell, _mm512_setzero_si512());
-    __m512i ent = _mm512_i32gather_epi32(cell, (const int *)c->etab, 4);
-    __m512 thr = _mm512_i32gather_ps(cell, c->ethr, 4);
+    const long long *tab = (const long long *)c->etab;
+    __m512i e0 = _mm512_i32gather_epi64(_mm512_castsi512_si256(cell), tab, 8);
+    __m512i e1 = _mm512_i32gather_epi64(_mm512_extracti64x4_epi64(cell, 1), tab, 8);
+    const __m512i lo = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    __m512i ent = _mm512_permutex2var_epi32(e0, lo, e1);
+    __m512 thr = _mm512_castsi512_ps(
+        _mm512_permutex2var_epi32(e0, _mm512_add_epi32(lo, _mm512_set1_epi32(1)), e1));
     __mmask16 up = _mm512_cmp_ps_mask(q, thr, _CMP_GE_OQ);
     idx = _mm512_and_si512(ent, _mm512_set1_epi32(0x7FFFFFFF));
     idx = _mm512_mask_add_epi32(idx, up, idx, _mm512_set1_epi32(1));
@@ -126,6 +131,17 @@ f32_pstep512(const cpu_ctx *c, size_t i, size_t j, __mmask16 valid, __m512 xi, _
       k = _mm512_mask_cmp_ps_mask(k & valid, dist, delta, _CMP_LT_OQ);
     }
   }
+  __m512i widx = idx; /* the row sum's slot: a bin, or the lane's own spare */
+  if (kind & CPU_K_WEIGHTS) {
+    const uint32_t first = (kind & CPU_K_EDGES) ? 1 : 0, nbins = c->buckets - first;
+    __mmask16 bin = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(idx, _mm512_set1_epi32((int)first)),
+                                            _mm512_set1_epi32((int)nbins)) &
+                    valid & (__mmask16)~k;
+    const __m512i spare = _mm512_add_epi32(_mm512_set1_epi32((int)c->stride),
+                                           _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+                                                             10, 11, 12, 13, 14, 15));
+    widx = _mm512_mask_blend_epi32(bin, spare, idx);
+  }
   if (!pairs)
     idx = _mm512_add_epi32(idx, off);
   if (__builtin_expect(k != 0, 0))
@@ -137,17 +153,20 @@ f32_pstep512(const cpu_ctx *c, size_t i, size_t j, __mmask16 valid, __m512 xi, _
     __m512i cell = _mm512_add_epi64(_mm512_mul_epu32(idx, _mm512_set1_epi64(c->pair_stride)),
                                     _mm512_srli_epi64(idx, 32));
     INCREMENT8(h, _mm512_cvtepi64_epi32(cell));
-  } else if (kind & CPU_K_WEIGHTS) { /* one copy: idx is the slot */
-    uint32_t buf[16] __attribute__((aligned(64)));
+  } else if (!(kind & CPU_K_WEIGHTS)) {
+    INCREMENT16(h, idx);
+  }
+  if (kind & CPU_K_WEIGHTS) { /* the counts (unless paired) and the row sums */
+    uint32_t buf[16] __attribute__((aligned(64))), wbuf[16] __attribute__((aligned(64)));
     double *row = cpu_wsums(c, h);
     const double *wb = c->wb + j;
     _mm512_store_si512(buf, idx);
+    _mm512_store_si512(wbuf, widx);
     for (int l = 0; l < 16; l++) {
-      h[buf[l]]++;
-      row[buf[l]] += wb[l];
+      if (!pairs)
+        h[buf[l]]++;
+      row[wbuf[l]] += wb[l];
     }
-  } else {
-    INCREMENT16(h, idx);
   }
 }
 
@@ -185,17 +204,22 @@ F32_512(f32_exact512_pairs, true, true, 0)
 F32_512(f32_fast512_pairs, false, true, 0)
 F32_512(f32_exact512, true, false, 0)
 F32_512(f32_fast512, false, false, 0)
-F32_512(f32_stats512_1, true, false, 1)
-F32_512(f32_stats512_2, true, false, 2)
-F32_512(f32_stats512_3, true, false, 3)
-F32_512(f32_stats512_4, true, false, 4)
-F32_512(f32_stats512_5, true, false, 5)
-F32_512(f32_stats512_6, true, false, 6)
-F32_512(f32_stats512_7, true, false, 7)
+#define STATS_512(k)                                                                     \
+  F32_512(f32_stats512_##k, true, false, k)                                                \
+  F32_512(f32_stats512_pairs_##k, true, true, k)
+STATS_512(1)
+STATS_512(2)
+STATS_512(3)
+STATS_512(4)
+STATS_512(5)
+STATS_512(6)
+STATS_512(7)
 
-static const cpu_block_fn stats512[8] = {f32_exact512,   f32_stats512_1, f32_stats512_2,
-                                         f32_stats512_3, f32_stats512_4, f32_stats512_5,
-                                         f32_stats512_6, f32_stats512_7};
+static const cpu_block_fn stats512[2][8] = {
+    {f32_exact512, f32_stats512_1, f32_stats512_2, f32_stats512_3, f32_stats512_4,
+     f32_stats512_5, f32_stats512_6, f32_stats512_7},
+    {f32_exact512_pairs, f32_stats512_pairs_1, f32_stats512_pairs_2, f32_stats512_pairs_3,
+     f32_stats512_pairs_4, f32_stats512_pairs_5, f32_stats512_pairs_6, f32_stats512_pairs_7}};
 
 TGT512 static inline __attribute__((always_inline)) void f64_step512(const cpu_ctx *c, size_t j, __mmask8 valid, __m512d xi,
                                       __m512d yi, __m512d zi, __m256i off, uint32_t *h) {
@@ -378,7 +402,7 @@ cpu_block_fn histd__cpu_simd_block(cpu_isa isa, cpu_path path, bool exact, bool 
                                    unsigned kind) {
 #ifdef HISTD_HAVE_X86_SIMD
   if (kind != 0) /* the statistics: AVX-512 float32 only */
-    return isa == CPU_ISA_AVX512 && path == CPU_PATH_F32 ? stats512[kind & 7] : NULL;
+    return isa == CPU_ISA_AVX512 && path == CPU_PATH_F32 ? stats512[pairs][kind & 7] : NULL;
   if (isa == CPU_ISA_AVX512)
     return path == CPU_PATH_F64 ? f64_block512
            : pairs              ? (exact ? f32_exact512_pairs : f32_fast512_pairs)
