@@ -16,6 +16,14 @@
  * Lanes count into histogram copy (lane mod copies), or, in the AVX-512
  * float32 loop with few buckets, two lanes at a time into a table of
  * bucket pairs (see cpu.c).
+ *
+ * The statistics (AVX-512 float32 only, always exact) are the same loop,
+ * f32_pstep512, with a constant `kind`: A x B reads B's points (qx..) for
+ * j; CPU_K_PERIODIC takes the float32 minimum image per axis from points
+ * wrapped into the box; CPU_K_EDGES takes the slot from the edge table
+ * instead of floor(q), redoing lanes near the cell's edge; CPU_K_WEIGHTS
+ * adds w_j to the row sum of the lane's slot. The redo is histd/pair.h's
+ * arithmetic (cpu_exact_index). cpu.c derives each bound.
  */
 #include "cpu_internal.h"
 
