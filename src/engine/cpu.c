@@ -459,7 +459,8 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
     if (edges && edge_table(p, pr->bins.edges, count, w) != 0)
       return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the edge table");
     if (pr->weighted) {
-      p->wpad = calloc(padded_b, sizeof *p->wpad);
+      /* a vector's 16 lanes from any j < n_b (self rows start at i + 1) */
+      p->wpad = calloc(b->n + 16, sizeof *p->wpad);
       if (p->wpad == NULL)
         return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu weights", b->n);
       memcpy(p->wpad, b->w, b->n * sizeof *p->wpad);

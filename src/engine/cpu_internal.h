@@ -82,7 +82,7 @@ typedef struct cpu_ctx {
   const uint64_t *etab;
   uint32_t eshift, ebase;
   float etop, erel, eabs; /* near an edge: |q - thr| < (q + thr) erel + eabs */
-  /* CPU_K_WEIGHTS: A's and B's weights (B's padded with zeros to a whole
+  /* CPU_K_WEIGHTS: A's and B's weights (B's followed by 16 zeros, for a whole
    * vector); the thread's row sums (stride + 16 doubles: the last 16, one
    * a lane, take the lanes that are not in a bin, so that they form no
    * chain of dependent adds), Neumaier sums and compensations (`stride`
