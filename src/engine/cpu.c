@@ -72,6 +72,64 @@
  *
  * For the benchmark workload (w = 500, 80 buckets, the 23000 box) delta is
  * about 3e-5 and about one pair in 20,000 is redone.
+ *
+ * The statistics (AVX-512 only: cpu_simd.c's f32_pstep512 with a CPU_K_*
+ * kind; triclinic boxes, other ISAs, weights with more than 4096 bins and
+ * data the bounds below refuse take the general float64 loop, pair_loop.c).
+ * A x B: A's points are px, B's qx; the redo is histd/pair.h's own
+ * histd_pair_d and bin functions (cpu_exact_index), so it is the contract.
+ *
+ * Periodic, orthorhombic box (L per axis; Lw = max L / w; Mr >= max |x| / w
+ * over the raw coordinates of A and B). Each coordinate is wrapped in
+ * float64, x' = x - L floor(x / L), then p = fl32(x' * fl(1/w)); the loop
+ * takes per axis dx = fl32(pi - pj), a = |dx| and the image
+ * m = min(a, fl32(fl32(Lw) - a)).
+ *  (1p) x' is x - L k for an integer k (floor of a rounded quotient may be
+ *      off by one: then x' lies a hair outside [0, L], which is harmless),
+ *      within ud (|x| + 2L) of it; scaling and float32 add (u + 2.01 ud)
+ *      relative, so p is within eps = ud (Mr + 2 Lw) + 1.02 (u + 2.01 ud) Lw
+ *      + 2^-149 of (x - L k) / w, and pi - pj within 2 eps of
+ *      y = (r - L K) / w (r = xi - xj exactly, K an integer), |y| <= 1.02 Lw.
+ *  (2p) the exact image distance of y is dist(y, Lw Z) = min(|y|, Lw - |y|)
+ *      in magnitude for |y| <= 1.5 Lw, a function 1-Lipschitz in y and in
+ *      Lw; the roundings of dx, fl32(Lw) and Lw - a add u 1.02 Lw, u Lw and
+ *      u 1.03 Lw. So each |m| is within e = 2 eps + 3.1 u Lw of the exact
+ *      A = dist(r / w, Lw Z), whichever image either side picked: when r / L
+ *      is near a half-integer both images are near L / 2 and only the
+ *      magnitudes, which this bounds, reach the distance.
+ *  (3p) the contract's wrap t = fl(fl(r) - fl(L nearbyint(fl(fl(r) / L))))
+ *      is within ud (4 |r| + 2 L) <= ud (8 Mr + 2 Lw) w of A in magnitude
+ *      (same argument: its nearbyint may pick the other image only within
+ *      2 ud |r| of the half).
+ *  The float32 sum of squares and sqrt of the m (3 roundings and a sqrt,
+ *  inside (2)'s count) and the reference's (3) are unchanged, so the open
+ *  case's E holds with its point term 2 sqrt(3) eps replaced by
+ *  P = sqrt(3) (2 eps + 3.1 u Lw + ud (8 Mr + 2 Lw)), and Q = min(clamp,
+ *  sqrt(3) Lw). Used where Lw < 2^20, Mr < 2^60 and delta <= 1/32 (S1:
+ *  Lw = 400, delta ~ 2.5e-4 buckets).
+ *
+ * Explicit (and log) edges. The scale w is the power of two <= E[count],
+ * so q_ref = d / w is exact and E[k] / w too: the contract's comparisons
+ * d >= E[k] are q_ref >= E[k] / w. Slot 0 is `below`, bin k slot k + 1.
+ * Per lane |q - q_ref| <= E(q) = 6u q (1 + 2^-20) + P + 2^-50 (the bound
+ * above with Q = q). A table indexed by q's float32 bits (2^m cells an
+ * octave, cells at most about half the narrowest relative bin, at most
+ * 2^16 of them) gives each cell a slot and the one edge (as a float32 thr)
+ * that the reach [lo - E(hi), hi + E(hi)] of its q can cross; the lane's
+ * slot is the cell's, plus one when q >= thr, and the lane is redone when
+ * |q - thr| < (q + thr) erel + eabs, erel = 8u (1 + 2^-20) (covering 6u q,
+ * thr's rounding u thr, and the float32 rounding of the test itself),
+ * eabs = (P + 2^-50)(1 + 2^-10), or when the cell's reach holds two edges
+ * or more (CPU_EDGE_AMBIG). Outside the test q_ref lies on the same side of
+ * that edge as q, and no other edge lies within the reach, so the slot is
+ * the contract's. q is clamped to etop = 2^ehi > 1.01 E[count] / w, whose
+ * cell is overflow: q >= etop gives q_ref >= etop - E(etop) > E[count]/w.
+ * Used where eabs <= 2^-12 (the scale puts E[count] / w in [1, 2)).
+ *
+ * Weights: the loops add w_j to a per-row float64 sum per slot and fold
+ * w_i times it into a Neumaier sum at the end of each row (cpu_internal.h's
+ * cpu_fold_row states the bound: rows of at most 4096 terms keep a bin
+ * within 4.6e-13 of its sum of |w_i w_j|); the counts stay exact integers.
  */
 #include <math.h>
 #include <pthread.h>
@@ -141,12 +199,21 @@ static void f64_block_generic(const cpu_ctx *c, size_t i0, size_t i1, size_t j0,
 
 typedef struct cpu_plan {
   cpu_ctx ctx;
-  float *pts; /* px, py, pz in one allocation, or NULL on the F64 path */
+  float *pts; /* px, py, pz (and B's qx, qy, qz) in one allocation, or NULL */
+  double *wpad;    /* B's weights padded with zeros (CPU_K_WEIGHTS)        */
+  uint64_t *etab;  /* the edge table (CPU_K_EDGES)                         */
+  bool general;    /* a statistics problem the float32 loops do not cover  */
   cpu_path path;
   cpu_isa isa;
   cpu_block_fn block;
   double delta;
 } cpu_plan;
+
+static void plan_free(cpu_plan *p) {
+  free(p->pts);
+  free(p->wpad);
+  free(p->etab);
+}
 
 static cpu_isa best_isa(void) {
   if (histd__cpu_isa_supported(CPU_ISA_AVX512))
@@ -156,23 +223,131 @@ static cpu_isa best_isa(void) {
   return CPU_ISA_GENERIC;
 }
 
-/* Decides F32 or F64 and, for F32, fills the float32 points and delta. */
-static int plan_make(cpu_plan *p, const histd_dataset *ds, double w, histd_precision precision,
-                     uint32_t buckets, const cpu_options *opt, char *msg, size_t msglen) {
+/* The slot (cpu_internal.h's numbering) of a distance v under the edges. */
+static uint32_t edge_slot(const double *edges, uint32_t count, double v) {
+  uint32_t k = histd_bin_edges(v, edges, count);
+  return k == HISTD_BIN_BELOW ? 0 : k == HISTD_BIN_OVER ? count + 1 : k + 1;
+}
+
+static float f32_up(double v) {
+  float f = (float)v;
+  return (double)f < v ? nextafterf(f, INFINITY) : f;
+}
+
+static float f32_of_bits(uint32_t bits) {
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/*
+ * The edge table (see the bound at the top): cells are the floats q with
+ * the same top m bits of mantissa (2^m cells an octave) from 2^elo to
+ * etop = 2^ehi > 1.01 E[count] / w; cell 0 also takes every smaller q,
+ * the last cell every larger one. A cell's q lie in [lo, hi), so the
+ * contract's q_ref lies in [lo - E, hi + E] with E = erel hi + eabs (the
+ * bound at hi); if no edge lies in that reach, the cell's slot is decided;
+ * if one does, the slot is decided by q >= that edge unless q is within
+ * the tolerance of it; if two or more do, every pair in the cell is redone.
+ */
+static int edge_table(cpu_plan *p, const double *edges, uint32_t count, double w) {
+  cpu_ctx *c = &p->ctx;
+  const double top = edges[count] / w; /* in [1, 2): w is a power of two */
+  uint32_t first = 0;
+  while (!(edges[first] > 0))
+    first++;
+  int elo = ilogb(edges[first] / w) - 1, ehi = ilogb(top * 1.01) + 1;
+  if (elo < -120)
+    elo = -120; /* cell 0 then reaches over many edges: its pairs are redone */
+  double minrel = 1;
+  for (uint32_t k = first; k < count; k++) {
+    double rel = (edges[k + 1] - edges[k]) / edges[k + 1];
+    minrel = rel < minrel ? rel : minrel;
+  }
+  int m = (int)ceil(log2(2 / minrel)); /* cells at most half a bin wide */
+  m = m < 0 ? 0 : m > 12 ? 12 : m;
+  while (m > 0 && ((size_t)(ehi - elo) << m) > ((size_t)1 << 16))
+    m--;
+  const uint32_t ncells = ((uint32_t)(ehi - elo) << m) + 1;
+  c->eshift = 23u - (uint32_t)m;
+  c->ebase = (uint32_t)(127 + elo) << m;
+  c->etop = ldexpf(1.0f, ehi);
+  p->etab = malloc(ncells * sizeof *p->etab);
+  if (p->etab == NULL)
+    return HISTD_ENOMEM;
+  for (uint32_t k = 0; k < ncells; k++) {
+    uint32_t slot = count + 1; /* the last cell: q >= etop gives q_ref >= etop - E(etop) > top */
+    float thr = INFINITY;
+    if (k < ncells - 1) {
+      double lo = k == 0 ? 0 : f32_of_bits((c->ebase + k) << c->eshift);
+      double hi = f32_of_bits((c->ebase + k + 1) << c->eshift);
+      double e = ((double)c->erel * hi + (double)c->eabs) * (1 + 0x1p-10);
+      double a = lo - e, b = hi + e;
+      a -= fabs(a) * 0x1p-50;
+      b += fabs(b) * 0x1p-50;
+      uint32_t shi = edge_slot(edges, count, b * w);
+      slot = edge_slot(edges, count, a * w);
+      if (shi == slot + 1)
+        thr = (float)(edges[slot] / w);
+      else if (shi != slot)
+        slot |= CPU_EDGE_AMBIG;
+    }
+    uint32_t tb;
+    memcpy(&tb, &thr, sizeof tb);
+    p->etab[k] = slot | (uint64_t)tb << 32;
+  }
+  c->etab = p->etab;
+  return 0;
+}
+
+/* The float32 points of one dataset: centred and scaled, or (periodic)
+ * wrapped into the box with x - L floor(x / L) in float64, then scaled. */
+static void to_f32(float *dst, const double *src, size_t n, size_t padded, double centre,
+                   double len, double iw) {
+  for (size_t i = 0; i < n; i++) {
+    double v = len > 0 ? src[i] - len * floor(src[i] / len) : src[i] - centre;
+    dst[i] = (float)(v * iw);
+  }
+  for (size_t i = n; i < padded; i++)
+    dst[i] = 0;
+}
+
+/* Decides F32 or F64 and, for F32, fills the float32 points and the bound;
+ * for a statistics problem the float32 loops do not cover, sets general. */
+static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision precision,
+                     const cpu_options *opt, uint32_t tile, char *msg, size_t msglen) {
   memset(p, 0, sizeof *p);
   cpu_ctx *c = &p->ctx;
-  const size_t n = ds->n;
-  c->x = ds->x;
-  c->y = ds->y;
-  c->z = ds->z;
-  c->width = w;
+  const histd_dataset *a = pr->a, *b = pr->b ? pr->b : pr->a;
+  const bool periodic = pr->box.kind != HISTD_BOX_NONE;
+  const bool edges = pr->bins.kind == HISTD_BINS_EDGES;
+  const uint32_t count = pr->bins.count, buckets = edges ? count + 1 : count;
+  const bool stats = histd_problem_needs(pr) != 0;
+  c->x = a->x;
+  c->y = a->y;
+  c->z = a->z;
+  c->xb = b->x;
+  c->yb = b->y;
+  c->zb = b->z;
+  c->metric = histd__metric(&pr->box);
+  c->kind = (periodic ? CPU_K_PERIODIC : 0u) | (edges ? CPU_K_EDGES : 0u) |
+            (pr->weighted ? CPU_K_WEIGHTS : 0u);
+  c->edges = edges ? pr->bins.edges : NULL;
   c->buckets = buckets;
-  c->exact = precision == HISTD_PRECISION_EXACT;
+  c->exact = precision == HISTD_PRECISION_EXACT || stats; /* statistics: always exact */
 
   p->isa = opt->isa == CPU_ISA_AUTO ? best_isa() : opt->isa;
   if (!histd__cpu_isa_supported(p->isa))
     return histd_fail(msg, msglen, HISTD_EINVAL, "this CPU lacks the %s instructions",
                       histd__cpu_isa_name(p->isa));
+  /* the statistics' float32 loops: AVX-512, orthorhombic or open, weights
+   * with at most 4096 bins (a row's fold) and rows of at most 4096 terms */
+  if (stats && (p->isa != CPU_ISA_AVX512 || pr->box.kind == HISTD_BOX_TRICLINIC ||
+                opt->path == CPU_PATH_F64 || (pr->weighted && count > 4096) || tile > 4096 ||
+                (edges && !(pr->bins.edges[count] > 0)))) {
+    p->general = true;
+    return 0;
+  }
   const uint32_t lanes = p->isa == CPU_ISA_AVX512 ? 16 : p->isa == CPU_ISA_AVX2 ? 8 : 4;
 
   /* histogram copies: one per lane while they fit in L1, at least one */
@@ -186,52 +361,94 @@ static int plan_make(cpu_plan *p, const histd_dataset *ds, double w, histd_preci
 
   /* ---- can the F32 path be exact here? (see the bound at the top) ---- */
   p->path = CPU_PATH_F64;
-  double centre[3], m = 0, span = 0;
-  for (int a = 0; a < 3; a++) {
-    centre[a] = 0.5 * ds->min[a] + 0.5 * ds->max[a];
-    double sp = ds->max[a] - ds->min[a];
-    span = sp > span ? sp : span;
+  /* the scale: the bucket width, or for edges the power of two <= E[count] */
+  const double w = edges ? ldexp(1.0, ilogb(pr->bins.edges[count])) : pr->bins.width;
+  double centre[3], len[3] = {0, 0, 0}, m = 0, span = 0, mraw = 0, lw = 0;
+  for (int ax = 0; ax < 3; ax++) {
+    double lo = a->min[ax] < b->min[ax] ? a->min[ax] : b->min[ax];
+    double hi = a->max[ax] > b->max[ax] ? a->max[ax] : b->max[ax];
+    centre[ax] = 0.5 * lo + 0.5 * hi;
+    span = hi - lo > span ? hi - lo : span;
+    double r = fabs(lo) > fabs(hi) ? fabs(lo) : fabs(hi);
+    mraw = r > mraw ? r : mraw;
+  }
+  if (periodic) {
+    len[0] = pr->box.ax;
+    len[1] = pr->box.by;
+    len[2] = pr->box.cz;
+    for (int ax = 0; ax < 3; ax++)
+      lw = len[ax] > lw ? len[ax] : lw;
   }
   const double iw = 1.0 / w;
-  bool f32_ok = opt->path != CPU_PATH_F64 && n >= 2 && w >= 0x1p-480 && w <= 0x1p1000 &&
-                span <= 0x1p500 && isfinite(span);
+  bool f32_ok = opt->path != CPU_PATH_F64 && a->n >= 1 && b->n >= 1 && (stats || a->n >= 2) &&
+                w >= 0x1p-480 && w <= 0x1p1000 && span <= 0x1p500 && isfinite(span);
   if (f32_ok) {
-    for (int a = 0; a < 3; a++) {
-      double lo = fabs((ds->min[a] - centre[a]) * iw), hi = fabs((ds->max[a] - centre[a]) * iw);
+    for (int ax = 0; ax < 3; ax++) {
+      double lo = a->min[ax] < b->min[ax] ? a->min[ax] : b->min[ax];
+      double hi = a->max[ax] > b->max[ax] ? a->max[ax] : b->max[ax];
+      lo = fabs((lo - centre[ax]) * iw);
+      hi = fabs((hi - centre[ax]) * iw);
       m = lo > m ? lo : m;
       m = hi > m ? hi : m;
     }
     m *= 1 + 0x1p-50; /* M: the exact |x - cx| / w from the rounded ones */
-    f32_ok = m < 0x1p20;
+    mraw = mraw * iw * (1 + 0x1p-50);
+    lw = lw * iw * (1 + 0x1p-50);
+    f32_ok = periodic ? lw < 0x1p20 && mraw < 0x1p60 : m < 0x1p20;
   }
   double delta = 0;
   float clamp = (float)(buckets < (1u << 22) ? buckets : (1u << 22)) + 0.5f;
   if (f32_ok) {
     const double u = 0x1p-24, ud = 0x1p-53, r3 = 1.7320508075688774; /* > sqrt(3) */
-    double eps = (u + 3.01 * ud) * m + 0x1p-149;
-    double qmax = 2 * r3 * m;
-    double q = (clamp < qmax ? clamp : qmax) * (1 + 0x1p-20) + 0x1p-100;
-    double e = 6 * u * q + 2 * r3 * eps + 0x1p-50;
-    delta = e * (1 + 0x1p-10);
-    f32_ok = delta <= 1.0 / 32;
+    double pnt, qmax;
+    if (periodic) { /* (1p) and (2p) at the top */
+      double eps = ud * (mraw + 2 * lw) + 1.02 * (u + 2.01 * ud) * lw + 0x1p-149;
+      pnt = r3 * (2 * eps + 3.1 * u * lw + ud * (8 * mraw + 2 * lw));
+      qmax = r3 * lw;
+    } else {
+      double eps = (u + 3.01 * ud) * m + 0x1p-149;
+      pnt = 2 * r3 * eps;
+      qmax = 2 * r3 * m;
+    }
+    if (edges) {
+      c->erel = f32_up(8 * u * (1 + 0x1p-20));
+      c->eabs = f32_up((pnt + 0x1p-50) * (1 + 0x1p-10));
+      f32_ok = c->eabs <= 0x1p-12f;
+      delta = c->eabs;
+    } else {
+      double q = (clamp < qmax ? clamp : qmax) * (1 + 0x1p-20) + 0x1p-100;
+      double e = 6 * u * q + pnt + 0x1p-50;
+      delta = e * (1 + 0x1p-10);
+      f32_ok = delta <= 1.0 / 32;
+    }
+  }
+  if (stats && !f32_ok) {
+    p->general = true;
+    return 0;
   }
   if (f32_ok) {
-    size_t padded = (n + 15) & ~(size_t)15;
-    float *pts = aligned_alloc(64, 3 * padded * sizeof(float));
+    const size_t padded = (a->n + 15) & ~(size_t)15, padded_b = (b->n + 15) & ~(size_t)15;
+    const bool cross = pr->b != NULL;
+    float *pts = aligned_alloc(64, 3 * (padded + (cross ? padded_b : 0)) * sizeof(float));
     if (pts == NULL)
-      return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu float32 points", n);
-    const double *src[3] = {ds->x, ds->y, ds->z};
-    for (int a = 0; a < 3; a++) {
-      float *dst = pts + (size_t)a * padded;
-      for (size_t i = 0; i < n; i++)
-        dst[i] = (float)((src[a][i] - centre[a]) * iw);
-      for (size_t i = n; i < padded; i++)
-        dst[i] = 0;
-    }
+      return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu float32 points",
+                        a->n);
     p->pts = pts;
+    const double *src[6] = {a->x, a->y, a->z, b->x, b->y, b->z};
+    for (int ax = 0; ax < (cross ? 6 : 3); ax++)
+      to_f32(pts + (ax < 3 ? (size_t)ax * padded : 3 * padded + (size_t)(ax - 3) * padded_b),
+             src[ax], ax < 3 ? a->n : b->n, ax < 3 ? padded : padded_b, centre[ax % 3],
+             len[ax % 3], iw);
     c->px = pts;
     c->py = pts + padded;
     c->pz = pts + 2 * padded;
+    c->qx = cross ? pts + 3 * padded : c->px;
+    c->qy = cross ? c->qx + padded_b : c->py;
+    c->qz = cross ? c->qx + 2 * padded_b : c->pz;
+    c->lx = (float)(len[0] * iw);
+    c->ly = (float)(len[1] * iw);
+    c->lz = (float)(len[2] * iw);
+    c->width = w;
     c->clamp = clamp;
     float df = (float)delta;
     if ((double)df < delta)
@@ -239,11 +456,25 @@ static int plan_make(cpu_plan *p, const histd_dataset *ds, double w, histd_preci
     c->delta = df;
     p->delta = df;
     p->path = CPU_PATH_F32;
+    if (edges && edge_table(p, pr->bins.edges, count, w) != 0)
+      return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the edge table");
+    if (pr->weighted) {
+      /* a vector's 16 lanes from any j < n_b (self rows start at i + 1) */
+      p->wpad = calloc(b->n + 16, sizeof *p->wpad);
+      if (p->wpad == NULL)
+        return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu weights", b->n);
+      memcpy(p->wpad, b->w, b->n * sizeof *p->wpad);
+      c->wa = a->w;
+      c->wb = p->wpad;
+    }
+  } else {
+    c->width = pr->bins.width;
   }
+  c->inv_width = 1 / c->width;
   /* the bucket-pair table, where it stays small (AVX-512 float32 only) */
   const uint32_t s2 = buckets + 2;
-  bool pairs = p->path == CPU_PATH_F32 && p->isa == CPU_ISA_AVX512 && opt->pairs >= 0 &&
-               (opt->pairs > 0 || (size_t)s2 * s2 * 4 <= PAIR_TABLE_BYTES) &&
+  bool pairs = p->path == CPU_PATH_F32 && p->isa == CPU_ISA_AVX512 &&
+               opt->pairs >= 0 && (opt->pairs > 0 || (size_t)s2 * s2 * 4 <= PAIR_TABLE_BYTES) &&
                (size_t)s2 * s2 < (1u << 26);
   if (pairs) {
     c->copies = 1;
@@ -251,7 +482,8 @@ static int plan_make(cpu_plan *p, const histd_dataset *ds, double w, histd_preci
     c->redo_base = s2 * s2;
     c->hist_size = s2 * s2 + s2;
   }
-  p->block = histd__cpu_simd_block(p->isa, p->path, c->exact, pairs);
+  c->wsum_off = ((size_t)c->hist_size * 4 + 63) & ~(size_t)63;
+  p->block = histd__cpu_simd_block(p->isa, p->path, c->exact, pairs, c->kind);
   if (p->block == NULL)
     p->block = p->path == CPU_PATH_F32 ? f32_block_generic : f64_block_generic;
   return 0;
@@ -309,6 +541,18 @@ static void task_tiles(const cpu_job *job, uint64_t t, size_t *I, size_t *J) {
   *J = lo + (size_t)(t - first);
 }
 
+/* Adds v pairs counted in slot s (cpu_internal.h's numbering; the trash
+ * slot buckets + 1 is never added) to the result. */
+static inline void add_slot(histd_result *res, const cpu_ctx *c, uint32_t s, uint64_t v) {
+  const uint32_t first = (c->kind & CPU_K_EDGES) ? 1 : 0;
+  if (s == c->buckets)
+    res->overflow += v;
+  else if (s < first)
+    res->below += v;
+  else
+    res->counts[s - first] += v;
+}
+
 static void flush(cpu_thread *t) {
   cpu_job *job = t->job;
   if (job->prob != NULL) {
@@ -322,30 +566,34 @@ static void flush(cpu_thread *t) {
   const cpu_ctx *c = &job->plan->ctx;
   uint32_t *h = t->hist;
   pthread_mutex_lock(&job->lock);
-  if (c->pair_stride) {
+  if (c->pair_stride) { /* each cell to both its slots */
     const uint32_t s2 = c->pair_stride;
     for (uint32_t b0 = 0; b0 <= c->buckets; b0++)
-      for (uint32_t b1 = 0; b1 < s2; b1++) {
-        uint32_t v = h[(size_t)b0 * s2 + b1];
-        if (b0 < c->buckets)
-          job->res->counts[b0] += v;
-        else
-          job->res->overflow += v;
-      }
-    for (uint32_t b0 = 0; b0 < s2; b0++)
       for (uint32_t b1 = 0; b1 <= c->buckets; b1++) {
         uint32_t v = h[(size_t)b0 * s2 + b1];
-        if (b1 < c->buckets)
-          job->res->counts[b1] += v;
-        else
-          job->res->overflow += v;
+        add_slot(job->res, c, b0, v);
+        add_slot(job->res, c, b1, v);
       }
+    for (uint32_t b = 0; b <= c->buckets; b++) { /* one lane in the trash */
+      add_slot(job->res, c, b, h[(size_t)b * s2 + c->buckets + 1]);
+      add_slot(job->res, c, b, h[(size_t)(c->buckets + 1) * s2 + b]);
+    }
   }
+  const uint32_t first = (c->kind & CPU_K_EDGES) ? 1 : 0; /* edges: slot 0 is below */
   for (uint32_t k = 0; k < c->copies; k++) {
-    uint32_t *hk = h + c->redo_base + (size_t)k * c->stride;
-    for (uint32_t b = 0; b < c->buckets; b++)
-      job->res->counts[b] += hk[b];
-    job->res->overflow += hk[c->buckets];
+    const uint32_t *hk = h + c->redo_base + (size_t)k * c->stride;
+    for (uint32_t b = 0; b <= c->buckets; b++)
+      add_slot(job->res, c, b, hk[b]);
+  }
+  if (c->kind & CPU_K_WEIGHTS) { /* slots to the sink's bins, below, overflow */
+    const uint32_t count = job->res->bins.count;
+    double *sum = cpu_wsums(c, h) + c->stride + 16, *err = sum + c->stride;
+    for (uint32_t s = 0; s <= c->buckets; s++) {
+      uint32_t k = s == c->buckets ? count + 1 : first && s == 0 ? count : s - first;
+      histd__neumaier(&job->total.sum[k], &job->total.err[k], sum[s]);
+      histd__neumaier(&job->total.sum[k], &job->total.err[k], err[s]);
+      sum[s] = err[s] = 0;
+    }
   }
   pthread_mutex_unlock(&job->lock);
   memset(h, 0, (size_t)c->hist_size * sizeof *h);
@@ -408,16 +656,16 @@ int histd__cpu_run_opts(const histd_problem *p, const histd_exec *ex,
     opt = &defaults;
   double t0 = histd_now_ms();
   const histd_dataset *ds = p->a;
-  const bool general = histd_problem_needs(p) != 0;
   const uint32_t count = res->bins.count;
+  const uint32_t tile = opt->tile ? opt->tile : DEFAULT_TILE;
   cpu_plan plan;
-  memset(&plan, 0, sizeof plan);
-  int rc = 0;
-  if (!general) {
-    rc = plan_make(&plan, ds, p->bins.width, ex->precision, count, opt, msg, msglen);
-    if (rc != 0)
-      return rc;
+  int rc = plan_make(&plan, p, ex->precision, opt, tile, msg, msglen);
+  if (rc != 0) {
+    plan_free(&plan);
+    return rc;
   }
+  const bool general = plan.general;
+  const bool weighted = p->weighted; /* a sink for the weighted sums */
   if (report != NULL) {
     report->isa = general ? CPU_ISA_GENERIC : plan.isa;
     report->path = general ? CPU_PATH_F64 : plan.path;
@@ -433,7 +681,7 @@ int histd__cpu_run_opts(const histd_problem *p, const histd_exec *ex,
   job.res = res;
   job.n = ds->n;
   job.n_b = job.cross ? p->b->n : ds->n;
-  job.tile = opt->tile ? opt->tile : DEFAULT_TILE;
+  job.tile = tile;
   job.ntiles = (ds->n + job.tile - 1) / job.tile;
   job.ntiles_b = (job.n_b + job.tile - 1) / job.tile;
   if (job.cross)
@@ -445,7 +693,8 @@ int histd__cpu_run_opts(const histd_problem *p, const histd_exec *ex,
   atomic_init(&job.stop, false);
   atomic_init(&job.cancelled, false);
   pthread_mutex_init(&job.lock, NULL);
-  if (general && histd__sink_init(&job.total, count, p->weighted) != 0) {
+  if ((general || weighted) && histd__sink_init(&job.total, count, p->weighted) != 0) {
+    plan_free(&plan);
     pthread_mutex_destroy(&job.lock);
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u buckets", count);
   }
@@ -455,14 +704,16 @@ int histd__cpu_run_opts(const histd_problem *p, const histd_exec *ex,
     nthreads = job.ntasks ? (unsigned)job.ntasks : 1;
   /* Each thread zeroes (so commits) its own histogram: bound their sum, or
    * many threads times many buckets exhaust memory (1024 x 64 MiB). */
-  const size_t hist_bytes = general ? ((size_t)count + 2) * (p->weighted ? 24 : 8)
-                                    : (size_t)plan.ctx.hist_size * sizeof(uint32_t);
+  const size_t hist_bytes =
+      general ? ((size_t)count + 2) * (p->weighted ? 24 : 8)
+      : weighted ? plan.ctx.wsum_off + (3 * (size_t)plan.ctx.stride + 16) * sizeof(double)
+                 : (size_t)plan.ctx.hist_size * sizeof(uint32_t);
   const size_t max_threads = CPU_HIST_BUDGET_BYTES / (hist_bytes ? hist_bytes : 1);
   if (nthreads > max_threads)
     nthreads = max_threads ? (unsigned)max_threads : 1;
   cpu_thread *th = calloc(nthreads, sizeof *th);
   if (th == NULL) {
-    free(plan.pts);
+    plan_free(&plan);
     histd__sink_free(&job.total);
     pthread_mutex_destroy(&job.lock);
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for threads");
@@ -501,11 +752,11 @@ int histd__cpu_run_opts(const histd_problem *p, const histd_exec *ex,
     histd__sink_free(&th[i].sink);
   }
   free(th);
-  free(plan.pts);
+  plan_free(&plan);
   pthread_mutex_destroy(&job.lock);
   if (rc == 0 && atomic_load(&job.cancelled))
     rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
-  if (rc == 0 && general)
+  if (rc == 0 && (general || weighted))
     histd__sink_to_result(res, &job.total);
   histd__sink_free(&job.total);
   if (rc != 0)

@@ -49,14 +49,47 @@ typedef struct cpu_report {
   double delta; /* the near-edge half-width, in buckets (F32 path) */
 } cpu_report;
 
+/* What a statistics problem adds to the float32 loops (cpu_ctx.kind). */
+enum {
+  CPU_K_PERIODIC = 1u, /* orthorhombic minimum image in float32 (cpu.c)  */
+  CPU_K_EDGES = 2u,    /* explicit edges through the cell table (cpu.c)  */
+  CPU_K_WEIGHTS = 4u   /* per-bin row sums of w_j, folded per row         */
+};
+#define CPU_EDGE_AMBIG 0x80000000u /* a table cell holding two edges or more */
+
 /* The plan every inner loop reads. */
 typedef struct cpu_ctx {
-  /* F32 path: coordinates centred on the bounding-box centre and divided by
-   * the bucket width, so the distance is the bucket coordinate q itself. */
+  /* F32 path: coordinates centred on the bounding-box centre (periodic:
+   * wrapped into the box) and divided by the scale `width`, so the
+   * distance is the bucket coordinate q itself. px.. are A's (the i
+   * points), qx.. B's (the j points; the same arrays for self pairs). */
   const float *px, *py, *pz;
-  /* The dataset's own coordinates, for the float64 path and the redo. */
+  const float *qx, *qy, *qz;
+  /* The datasets' own coordinates, for the float64 path and the redo. */
   const double *x, *y, *z;
-  double width;
+  const double *xb, *yb, *zb;
+  histd_metric metric; /* the contract's metric, for the redo            */
+  double width;        /* WIDTH: the bucket width; EDGES: the scale w_e  */
+  double inv_width;    /* fl(1 / width), for histd_bin_width's shortcut   */
+  unsigned kind;       /* CPU_K_* bits; 0 for the plain histogram        */
+  float lx, ly, lz;    /* CPU_K_PERIODIC: the box lengths / width        */
+  /* CPU_K_EDGES: slot 0 is `below`, bin k is slot k + 1 (so `buckets` is
+   * count + 1); etab[cell] holds in its low half a slot (| CPU_EDGE_AMBIG),
+   * in its high half the float32 bits of the one edge / w_e inside the
+   * cell's reach, or of +inf (one 64-bit gather brings both). cell =
+   * (bits(q) >> eshift) - ebase, clamped below at 0; q is clamped above at
+   * etop. */
+  const double *edges;
+  const uint64_t *etab;
+  uint32_t eshift, ebase;
+  float etop, erel, eabs; /* near an edge: |q - thr| < (q + thr) erel + eabs */
+  /* CPU_K_WEIGHTS: A's and B's weights (B's followed by 16 zeros, for a whole
+   * vector); the thread's row sums (stride + 16 doubles: the last 16, one
+   * a lane, take the lanes that are not in a bin, so that they form no
+   * chain of dependent adds), Neumaier sums and compensations (`stride`
+   * doubles each) sit in h at byte offset wsum_off. */
+  const double *wa, *wb;
+  size_t wsum_off;
   uint32_t buckets;   /* index `buckets` is overflow, `buckets + 1` trash */
   uint32_t stride;    /* uint32 counters per histogram copy (>= buckets+2) */
   uint32_t copies;    /* histogram copies, a power of two <= 16           */
@@ -79,24 +112,47 @@ typedef struct cpu_ctx {
 typedef void (*cpu_block_fn)(const cpu_ctx *c, size_t i0, size_t i1, size_t j0,
                              size_t j1, bool diag, uint32_t *h, uint64_t *refined);
 
-/* The contract for one pair, clamped to `buckets` (= overflow). */
+/* The contract for one pair (histd/pair.h), as a slot: the bucket clamped
+ * to `buckets` (= overflow); with edges, 0 below, k + 1 for bin k. */
 static inline uint32_t cpu_exact_index(const cpu_ctx *c, size_t i, size_t j) {
-  double dx = c->x[i] - c->x[j];
-  double dy = c->y[i] - c->y[j];
-  double dz = c->z[i] - c->z[j];
-  double sxx = dx * dx;
-  double syy = dy * dy;
-  double szz = dz * dz;
-  double s = sxx + syy;
-  s = s + szz;
-  double q = __builtin_sqrt(s) / c->width;
-  double b = __builtin_floor(q);
-  return b < (double)c->buckets ? (uint32_t)b : c->buckets;
+  double d = histd_pair_d(&c->metric, c->x[i], c->y[i], c->z[i], c->xb[j], c->yb[j], c->zb[j]);
+  if (c->kind & CPU_K_EDGES) {
+    uint32_t k = histd_bin_edges(d, c->edges, c->buckets - 1);
+    return k == HISTD_BIN_BELOW ? 0 : k == HISTD_BIN_OVER ? c->buckets : k + 1;
+  }
+  uint32_t b = histd_bin_width(d, c->width, c->inv_width, c->buckets);
+  return b == HISTD_BIN_OVER ? c->buckets : b;
+}
+
+/* The thread's weight arrays in h (CPU_K_WEIGHTS). */
+static inline double *cpu_wsums(const cpu_ctx *c, uint32_t *h) {
+  return (double *)(void *)((char *)h + c->wsum_off);
+}
+
+/*
+ * End of row i (CPU_K_WEIGHTS): row[s] holds the plain float64 sum of the
+ * w_j counted in slot s along this row, at most one tile (<= 4096) of
+ * them; w_i times it goes into the slot's Neumaier sum. The bound: the
+ * recursive sum of n terms is within (n - 1) ud sum |w_j| (ud = 2^-53), the
+ * product adds ud |w_i S|, so each row's part is within n ud of the sum of
+ * its |w_i w_j|; Neumaier's sum over rows (and the threads' merge) adds
+ * 2 ud of the total plus second-order terms. With n <= 4096 a bin's sum is
+ * within 4.6e-13 of the exact one relative to its sum of |w_i w_j|.
+ */
+static inline void cpu_fold_row(const cpu_ctx *c, uint32_t *h, double wi) {
+  double *row = cpu_wsums(c, h), *sum = row + c->stride + 16, *err = sum + c->stride;
+  for (uint32_t s = 0; s <= c->buckets; s++)
+    if (row[s] != 0) {
+      histd__neumaier(&sum[s], &err[s], wi * row[s]);
+      row[s] = 0;
+    }
 }
 
 /* The ISA loops (cpu_simd.c); NULL where the compiler or CPU lacks them. */
 /* pairs: the AVX-512 float32 loop that counts bucket pairs (pair_stride). */
-cpu_block_fn histd__cpu_simd_block(cpu_isa isa, cpu_path path, bool exact, bool pairs);
+/* kind (CPU_K_*): the statistics loops (AVX-512 float32 only; NULL elsewhere). */
+cpu_block_fn histd__cpu_simd_block(cpu_isa isa, cpu_path path, bool exact, bool pairs,
+                                   unsigned kind);
 bool histd__cpu_isa_supported(cpu_isa isa);
 
 /* The kernel with test knobs; report may be NULL. */

@@ -16,6 +16,14 @@
  * Lanes count into histogram copy (lane mod copies), or, in the AVX-512
  * float32 loop with few buckets, two lanes at a time into a table of
  * bucket pairs (see cpu.c).
+ *
+ * The statistics (AVX-512 float32 only, always exact) are the same loop,
+ * f32_pstep512, with a constant `kind`: A x B reads B's points (qx..) for
+ * j; CPU_K_PERIODIC takes the float32 minimum image per axis from points
+ * wrapped into the box; CPU_K_EDGES takes the slot from the edge table
+ * instead of floor(q), redoing lanes near the cell's edge; CPU_K_WEIGHTS
+ * adds w_j to the row sum of the lane's slot. The redo is histd/pair.h's
+ * arithmetic (cpu_exact_index). cpu.c derives each bound.
  */
 #include "cpu_internal.h"
 
@@ -35,14 +43,18 @@ TGT512 static inline __m512i lane_offsets16(const cpu_ctx *c) {
   return _mm512_loadu_si512(off);
 }
 
-/* Redo the lanes in `near` in float64 and count them in copy 0. */
+/* Redo the lanes in `near` in float64 and count them in copy 0 (with
+ * weights, their w_j into the row sums too). */
 static inline uint64_t redo_lanes(const cpu_ctx *c, size_t i, size_t j, uint32_t near,
                                   uint32_t *h) {
   uint64_t n = 0;
   while (near) {
     int l = __builtin_ctz(near);
     near &= near - 1;
-    h[cpu_exact_index(c, i, j + (size_t)l)]++;
+    uint32_t slot = cpu_exact_index(c, i, j + (size_t)l);
+    h[slot]++;
+    if (c->kind & CPU_K_WEIGHTS)
+      cpu_wsums(c, h - c->redo_base)[slot] += c->wb[j + (size_t)l];
     n++;
   }
   return n;
@@ -67,131 +79,155 @@ static inline uint64_t redo_lanes(const cpu_ctx *c, size_t i, size_t j, uint32_t
   } while (0)
 
 /*
- * One vector of 16 pairs (i, j..j+15). With `pairs` (few buckets), lanes
- * 2k and 2k+1 count together in a 2-D table of bucket pairs, index
- * b0 * pair_stride + b1: half the scalar increments, which are what limits
- * this loop; cpu.c's flush adds each cell to both of its buckets.
+ * One vector of 16 pairs (i, j..j+15): A's point i against B's points j..
+ * (the same arrays for self pairs). With `pairs` (few buckets, plain
+ * histogram), lanes 2k and 2k+1 count together in a 2-D table of bucket
+ * pairs, index b0 * pair_stride + b1: half the scalar increments, which
+ * are what limits this loop; cpu.c's flush adds each cell to both of its
+ * buckets. `kind` (CPU_K_*, a constant in each instance) adds the
+ * statistics: the float32 minimum image, the edge table, the weights
+ * (cpu.c derives the bounds each one needs).
  */
-TGT512 static inline __attribute__((always_inline)) void f32_pstep512(const cpu_ctx *c, const float *px, const float *py,
-                                      const float *pz, size_t i, size_t j, __mmask16 valid,
-                                      __m512 xi, __m512 yi, __m512 zi, __m512i off,
-                                      __m512 clamp, __m512 delta, uint32_t *h,
-                                      uint64_t *refined, const bool exact, const bool pairs) {
-  __m512 dx = _mm512_sub_ps(xi, _mm512_maskz_loadu_ps(valid, px + j));
-  __m512 dy = _mm512_sub_ps(yi, _mm512_maskz_loadu_ps(valid, py + j));
-  __m512 dz = _mm512_sub_ps(zi, _mm512_maskz_loadu_ps(valid, pz + j));
+TGT512 static inline __attribute__((always_inline)) void
+f32_pstep512(const cpu_ctx *c, size_t i, size_t j, __mmask16 valid, __m512 xi, __m512 yi,
+             __m512 zi, __m512i off, __m512 clamp, __m512 delta, uint32_t *h,
+             uint64_t *refined, const bool exact, const bool pairs, const unsigned kind) {
+  __m512 dx = _mm512_sub_ps(xi, _mm512_maskz_loadu_ps(valid, c->qx + j));
+  __m512 dy = _mm512_sub_ps(yi, _mm512_maskz_loadu_ps(valid, c->qy + j));
+  __m512 dz = _mm512_sub_ps(zi, _mm512_maskz_loadu_ps(valid, c->qz + j));
+  if (kind & CPU_K_PERIODIC) { /* |dx| < L + ..: the image is min(|dx|, L - |dx|) */
+    dx = _mm512_abs_ps(dx);
+    dy = _mm512_abs_ps(dy);
+    dz = _mm512_abs_ps(dz);
+    dx = _mm512_min_ps(dx, _mm512_sub_ps(_mm512_set1_ps(c->lx), dx));
+    dy = _mm512_min_ps(dy, _mm512_sub_ps(_mm512_set1_ps(c->ly), dy));
+    dz = _mm512_min_ps(dz, _mm512_sub_ps(_mm512_set1_ps(c->lz), dz));
+  }
   __m512 s = _mm512_mul_ps(dx, dx);
   s = _mm512_fmadd_ps(dy, dy, s);
   s = _mm512_fmadd_ps(dz, dz, s);
   __m512 q = _mm512_min_ps(_mm512_sqrt_ps(s), clamp);
-  __m512i idx = _mm512_cvttps_epi32(q);
+  __m512i idx;
+  __mmask16 k = 0;
+  if (kind & CPU_K_EDGES) {
+    /* clamp is etop: the cell from q's bits, the slot from the table, one
+     * comparison with the cell's edge; near it, or in a cell with two
+     * edges, the lane is redone */
+    __m512i cell = _mm512_sub_epi32(_mm512_srli_epi32(_mm512_castps_si512(q), (int)c->eshift),
+                                    _mm512_set1_epi32((int)c->ebase));
+    cell = _mm512_max_epi32(cell, _mm512_setzero_si512());
+    const long long *tab = (const long long *)c->etab;
+    __m512i e0 = _mm512_i32gather_epi64(_mm512_castsi512_si256(cell), tab, 8);
+    __m512i e1 = _mm512_i32gather_epi64(_mm512_extracti64x4_epi64(cell, 1), tab, 8);
+    const __m512i lo = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    __m512i ent = _mm512_permutex2var_epi32(e0, lo, e1);
+    __m512 thr = _mm512_castsi512_ps(
+        _mm512_permutex2var_epi32(e0, _mm512_add_epi32(lo, _mm512_set1_epi32(1)), e1));
+    __mmask16 up = _mm512_cmp_ps_mask(q, thr, _CMP_GE_OQ);
+    idx = _mm512_and_si512(ent, _mm512_set1_epi32(0x7FFFFFFF));
+    idx = _mm512_mask_add_epi32(idx, up, idx, _mm512_set1_epi32(1));
+    __m512 tol = _mm512_fmadd_ps(_mm512_add_ps(q, thr), _mm512_set1_ps(c->erel),
+                                 _mm512_set1_ps(c->eabs));
+    k = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(q, thr)), tol, _CMP_LT_OQ);
+    k = (k | _mm512_test_epi32_mask(ent, _mm512_set1_epi32((int)CPU_EDGE_AMBIG))) & valid;
+  } else {
+    idx = _mm512_cvttps_epi32(q);
+    if (exact) {
+      __m512 r = _mm512_roundscale_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m512 dist = _mm512_abs_ps(_mm512_sub_ps(q, r));
+      k = _mm512_cmp_ps_mask(q, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+      k = _mm512_mask_cmp_ps_mask(k & valid, dist, delta, _CMP_LT_OQ);
+    }
+  }
+  __m512i widx = idx; /* the row sum's slot: a bin, or the lane's own spare */
+  if (kind & CPU_K_WEIGHTS) {
+    const uint32_t first = (kind & CPU_K_EDGES) ? 1 : 0, nbins = c->buckets - first;
+    __mmask16 bin = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(idx, _mm512_set1_epi32((int)first)),
+                                            _mm512_set1_epi32((int)nbins)) &
+                    valid & (__mmask16)~k;
+    const __m512i spare = _mm512_add_epi32(_mm512_set1_epi32((int)c->stride),
+                                           _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+                                                             10, 11, 12, 13, 14, 15));
+    widx = _mm512_mask_blend_epi32(bin, spare, idx);
+  }
   if (!pairs)
     idx = _mm512_add_epi32(idx, off);
-  __mmask16 bad = (__mmask16)~valid;
-  if (exact) {
-    __m512 r = _mm512_roundscale_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 dist = _mm512_abs_ps(_mm512_sub_ps(q, r));
-    __mmask16 k = _mm512_cmp_ps_mask(q, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
-    k = _mm512_mask_cmp_ps_mask(k & valid, dist, delta, _CMP_LT_OQ);
-    if (__builtin_expect(k != 0, 0))
-      *refined += redo_lanes(c, i, j, k, h + c->redo_base);
-    bad |= k;
-  }
+  if (__builtin_expect(k != 0, 0))
+    *refined += redo_lanes(c, i, j, k, h + c->redo_base);
+  __mmask16 bad = (__mmask16)~valid | k;
   if (bad)
     idx = _mm512_mask_blend_epi32(bad, idx, _mm512_set1_epi32((int)c->buckets + 1));
   if (pairs) {
     __m512i cell = _mm512_add_epi64(_mm512_mul_epu32(idx, _mm512_set1_epi64(c->pair_stride)),
                                     _mm512_srli_epi64(idx, 32));
     INCREMENT8(h, _mm512_cvtepi64_epi32(cell));
-  } else {
+  } else if (!(kind & CPU_K_WEIGHTS)) {
     INCREMENT16(h, idx);
   }
-}
-
-TGT512 static inline __attribute__((always_inline)) void f32_pblock512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0,
-                                       size_t j1, bool diag, uint32_t *h, uint64_t *refined,
-                                       const bool exact, const bool pairs) {
-  const __m512i off = lane_offsets16(c);
-  const __m512 clamp = _mm512_set1_ps(c->clamp), delta = _mm512_set1_ps(c->delta);
-  const float *px = c->px, *py = c->py, *pz = c->pz;
-  for (size_t i = i0; i < i1; i++) {
-    const __m512 xi = _mm512_set1_ps(px[i]);
-    const __m512 yi = _mm512_set1_ps(py[i]);
-    const __m512 zi = _mm512_set1_ps(pz[i]);
-    size_t j = diag ? i + 1 : j0;
-    for (; j + 16 <= j1; j += 16)
-      f32_pstep512(c, px, py, pz, i, j, 0xFFFF, xi, yi, zi, off, clamp, delta, h, refined,
-                  exact, pairs);
-    if (j < j1)
-      f32_pstep512(c, px, py, pz, i, j, (__mmask16)((1u << (j1 - j)) - 1), xi, yi, zi, off,
-                  clamp, delta, h, refined, exact, pairs);
+  if (kind & CPU_K_WEIGHTS) { /* the counts (unless paired) and the row sums */
+    uint32_t buf[16] __attribute__((aligned(64))), wbuf[16] __attribute__((aligned(64)));
+    double *row = cpu_wsums(c, h);
+    const double *wb = c->wb + j;
+    _mm512_store_si512(buf, idx);
+    _mm512_store_si512(wbuf, widx);
+    for (int l = 0; l < 16; l++) {
+      if (!pairs)
+        h[buf[l]]++;
+      row[wbuf[l]] += wb[l];
+    }
   }
 }
 
-TGT512 static inline void f32_step512(const cpu_ctx *c, size_t i, size_t j, __mmask16 valid,
-                                      __m512 xi, __m512 yi, __m512 zi, __m512i off,
-                                      __m512i trash, uint32_t *h, uint64_t *refined,
-                                      const bool exact) {
-  __m512 dx = _mm512_sub_ps(xi, _mm512_maskz_loadu_ps(valid, c->px + j));
-  __m512 dy = _mm512_sub_ps(yi, _mm512_maskz_loadu_ps(valid, c->py + j));
-  __m512 dz = _mm512_sub_ps(zi, _mm512_maskz_loadu_ps(valid, c->pz + j));
-  __m512 s = _mm512_mul_ps(dx, dx);
-  s = _mm512_fmadd_ps(dy, dy, s);
-  s = _mm512_fmadd_ps(dz, dz, s);
-  __m512 q = _mm512_min_ps(_mm512_sqrt_ps(s), _mm512_set1_ps(c->clamp));
-  __m512i idx = _mm512_add_epi32(_mm512_cvttps_epi32(q), off);
-  __mmask16 bad = (__mmask16)~valid;
-  if (exact) {
-    __m512 r = _mm512_roundscale_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 dist = _mm512_abs_ps(_mm512_sub_ps(q, r));
-    __mmask16 k = _mm512_cmp_ps_mask(q, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
-    k = _mm512_mask_cmp_ps_mask(k & valid, dist, _mm512_set1_ps(c->delta), _CMP_LT_OQ);
-    if (__builtin_expect(k != 0, 0))
-      *refined += redo_lanes(c, i, j, k, h);
-    bad |= k;
-  }
-  if (bad)
-    idx = _mm512_mask_blend_epi32(bad, idx, trash);
-  INCREMENT16(h, idx);
-}
-
-TGT512 static inline void f32_block512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0,
-                                       size_t j1, bool diag, uint32_t *h, uint64_t *refined,
-                                       const bool exact) {
+TGT512 static inline __attribute__((always_inline)) void
+f32_pblock512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1, bool diag,
+              uint32_t *h, uint64_t *refined, const bool exact, const bool pairs,
+              const unsigned kind) {
   const __m512i off = lane_offsets16(c);
-  const __m512i trash = _mm512_set1_epi32((int)c->buckets + 1);
+  const __m512 clamp = _mm512_set1_ps((kind & CPU_K_EDGES) ? c->etop : c->clamp);
+  const __m512 delta = _mm512_set1_ps(c->delta);
   for (size_t i = i0; i < i1; i++) {
     const __m512 xi = _mm512_set1_ps(c->px[i]);
     const __m512 yi = _mm512_set1_ps(c->py[i]);
     const __m512 zi = _mm512_set1_ps(c->pz[i]);
     size_t j = diag ? i + 1 : j0;
     for (; j + 16 <= j1; j += 16)
-      f32_step512(c, i, j, 0xFFFF, xi, yi, zi, off, trash, h, refined, exact);
+      f32_pstep512(c, i, j, 0xFFFF, xi, yi, zi, off, clamp, delta, h, refined, exact, pairs,
+                   kind);
     if (j < j1)
-      f32_step512(c, i, j, (__mmask16)((1u << (j1 - j)) - 1), xi, yi, zi, off, trash, h,
-                  refined, exact);
+      f32_pstep512(c, i, j, (__mmask16)((1u << (j1 - j)) - 1), xi, yi, zi, off, clamp, delta,
+                   h, refined, exact, pairs, kind);
+    if (kind & CPU_K_WEIGHTS)
+      cpu_fold_row(c, h, c->wa[i]);
   }
 }
 
-TGT512 static void f32_exact512_pairs(const cpu_ctx *c, size_t i0, size_t i1, size_t j0,
-                                      size_t j1, bool diag, uint32_t *h, uint64_t *refined) {
-  f32_pblock512(c, i0, i1, j0, j1, diag, h, refined, true, true);
-}
+/* The instances: the plain loops (pairs table or copies, exact or fast)
+ * and the statistics loops, always exact, one per CPU_K_* combination. */
+#define F32_512(name, exact, pairs, kind)                                                 \
+  TGT512 static void name(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1,  \
+                          bool diag, uint32_t *h, uint64_t *refined) {                   \
+    f32_pblock512(c, i0, i1, j0, j1, diag, h, refined, exact, pairs, kind);              \
+  }
+F32_512(f32_exact512_pairs, true, true, 0)
+F32_512(f32_fast512_pairs, false, true, 0)
+F32_512(f32_exact512, true, false, 0)
+F32_512(f32_fast512, false, false, 0)
+#define STATS_512(k)                                                                     \
+  F32_512(f32_stats512_##k, true, false, k)                                                \
+  F32_512(f32_stats512_pairs_##k, true, true, k)
+STATS_512(1)
+STATS_512(2)
+STATS_512(3)
+STATS_512(4)
+STATS_512(5)
+STATS_512(6)
+STATS_512(7)
 
-TGT512 static void f32_fast512_pairs(const cpu_ctx *c, size_t i0, size_t i1, size_t j0,
-                                     size_t j1, bool diag, uint32_t *h, uint64_t *refined) {
-  f32_pblock512(c, i0, i1, j0, j1, diag, h, refined, false, true);
-}
-
-TGT512 static void f32_exact512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1,
-                                bool diag, uint32_t *h, uint64_t *refined) {
-  f32_block512(c, i0, i1, j0, j1, diag, h, refined, true);
-}
-
-TGT512 static void f32_fast512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1,
-                               bool diag, uint32_t *h, uint64_t *refined) {
-  f32_block512(c, i0, i1, j0, j1, diag, h, refined, false);
-}
+static const cpu_block_fn stats512[2][8] = {
+    {f32_exact512, f32_stats512_1, f32_stats512_2, f32_stats512_3, f32_stats512_4,
+     f32_stats512_5, f32_stats512_6, f32_stats512_7},
+    {f32_exact512_pairs, f32_stats512_pairs_1, f32_stats512_pairs_2, f32_stats512_pairs_3,
+     f32_stats512_pairs_4, f32_stats512_pairs_5, f32_stats512_pairs_6, f32_stats512_pairs_7}};
 
 TGT512 static inline __attribute__((always_inline)) void f64_step512(const cpu_ctx *c, size_t j, __mmask8 valid, __m512d xi,
                                       __m512d yi, __m512d zi, __m256i off, uint32_t *h) {
@@ -370,8 +406,11 @@ bool histd__cpu_isa_supported(cpu_isa isa) {
   }
 }
 
-cpu_block_fn histd__cpu_simd_block(cpu_isa isa, cpu_path path, bool exact, bool pairs) {
+cpu_block_fn histd__cpu_simd_block(cpu_isa isa, cpu_path path, bool exact, bool pairs,
+                                   unsigned kind) {
 #ifdef HISTD_HAVE_X86_SIMD
+  if (kind != 0) /* the statistics: AVX-512 float32 only */
+    return isa == CPU_ISA_AVX512 && path == CPU_PATH_F32 ? stats512[pairs][kind & 7] : NULL;
   if (isa == CPU_ISA_AVX512)
     return path == CPU_PATH_F64 ? f64_block512
            : pairs              ? (exact ? f32_exact512_pairs : f32_fast512_pairs)
@@ -384,6 +423,7 @@ cpu_block_fn histd__cpu_simd_block(cpu_isa isa, cpu_path path, bool exact, bool 
   (void)path;
   (void)exact;
   (void)pairs;
+  (void)kind;
 #endif
   return NULL;
 }

@@ -95,12 +95,29 @@ static void count(want *h, const histd_bins *bins, double d, long double w) {
   }
 }
 
+/* The contract's orthorhombic rule, literally (libm's nearbyint): it may
+ * keep an image an ulp longer than the nearest when dx / L rounds to a
+ * half, which the hard-spot tests below provoke on purpose. */
+static double literal_axis(double d, double len) {
+  volatile double q = d / len, k = nearbyint(q), lk = len * k;
+  return d - lk;
+}
+
+static double literal_distance(const histd_box *b, double dx, double dy, double dz) {
+  double x = literal_axis(dx, b->ax), y = literal_axis(dy, b->by), z = literal_axis(dz, b->cz);
+  volatile double xx = x * x, yy = y * y, zz = z * z, s = xx + yy;
+  s = s + zz;
+  return sqrt(s);
+}
+
 static void definition(const histd_problem *p, want *h) {
   memset(h, 0, sizeof *h);
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
   for (size_t i = 0; i < a->n; i++)
     for (size_t j = p->b ? 0 : i + 1; j < b->n; j++) {
-      double d = true_distance(&p->box, a->x[i] - b->x[j], a->y[i] - b->y[j], a->z[i] - b->z[j]);
+      double dx = a->x[i] - b->x[j], dy = a->y[i] - b->y[j], dz = a->z[i] - b->z[j];
+      double d = p->box.kind == HISTD_BOX_ORTHO ? literal_distance(&p->box, dx, dy, dz)
+                                                : true_distance(&p->box, dx, dy, dz);
       long double w = p->weighted ? (long double)a->w[i] * (long double)b->w[j] : 0;
       count(h, &p->bins, d, w);
     }
@@ -108,8 +125,20 @@ static void definition(const histd_problem *p, want *h) {
 
 /* ---- running and comparing -------------------------------------------------------- */
 
-/* The kernels a problem runs on here: the CPU ones and "auto", and where
- * this machine has a GPU, every GPU kernel able to run the problem. */
+/* Does "cpu" take its float32 loops for the statistics here? (AVX-512) */
+static bool fast_statistics(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("bmi2");
+#else
+  return false;
+#endif
+}
+
+/* The kernels a problem runs on here: every CPU kernel, "cpu" on 1, 2 and
+ * 4 threads, "auto", and where this machine has a GPU every GPU kernel
+ * able to run the problem. */
 static int kernels_for(const histd_problem *p, const char *names[], uint32_t threads[], int max) {
   static int gpus = -1;
   if (gpus < 0) {
@@ -117,10 +146,11 @@ static int kernels_for(const histd_problem *p, const char *names[], uint32_t thr
     if (histd_devices(&info, 1, &gpus, NULL, 0) != 0)
       gpus = 0;
   }
+  static const char *const cpu[] = {"cpu-reference", "cpu", "auto", "cpu", "cpu"};
+  static const uint32_t cpu_threads[] = {1, 1, 3, 2, 4};
   int k = 0;
-  names[k] = "cpu-reference", threads[k++] = 1;
-  names[k] = "cpu", threads[k++] = 1;
-  names[k] = "auto", threads[k++] = 3;
+  for (; k < 5; k++)
+    names[k] = cpu[k], threads[k] = cpu_threads[k];
   for (size_t i = 0; i < histd_kernel_count() && k < max; i++) {
     const histd_kernel *kr = histd_kernel_at(i);
     if (gpus > 0 && kr->engine == HISTD_ENGINE_CUDA && histd_kernel_can(kr, p, NULL, 0))
@@ -129,7 +159,9 @@ static int kernels_for(const histd_problem *p, const char *names[], uint32_t thr
   return k;
 }
 
-static void compare(const histd_problem *p, const char *what) {
+/* Every kernel of kernels_for against the definition; with `fast`, "cpu"
+ * on one thread must say it ran its float32 loops (where it has them). */
+static void compare_fast(const histd_problem *p, const char *what, bool fast) {
   want h;
   definition(p, &h);
   const char *kernels[32];
@@ -159,6 +191,9 @@ static void compare(const histd_problem *p, const char *what) {
               what, kernels[k], b, r.weighted[b], h.sum[b]);
       }
     }
+    if (fast && k == 1 && fast_statistics())
+      CHECK(strstr(r.device, "float32") != NULL, "%s: cpu ran its float32 loops (%s)", what,
+            r.device);
     CHECK_EQ_U64(r.below, h.below, what);
     CHECK_EQ_U64(r.overflow, h.over, what);
     CHECK_EQ_U64(sum, r.total, "counts + below + overflow = pairs");
@@ -166,6 +201,8 @@ static void compare(const histd_problem *p, const char *what) {
     histd_result_free(&r);
   }
 }
+
+static void compare(const histd_problem *p, const char *what) { compare_fast(p, what, false); }
 
 static histd_problem problem(const histd_dataset *a, const histd_dataset *b, histd_box box,
                              histd_bins bins) {
@@ -549,6 +586,193 @@ static void test_gpu_paths(void) {
   histd_dataset_free(&b);
 }
 
+/* ---- the float32 fast paths' hard spots ------------------------------------ */
+
+/* n points on the 1/16 grid of [0, 8)^3, each coordinate then moved by one
+ * of 0, +-2^-40, +-2^-20 (exact: shifting them by whole multiples of 8 up
+ * to 32 stays exact), so that many distances fall exactly on the edges
+ * k/16 or a hair (far below float32's resolution) beside them; and pairs
+ * placed |dx| = 4 = L/2 apart, exactly and 2^-40 either side. */
+static const double HAIR[5] = {0, 0x1p-40, -0x1p-40, 0x1p-20, -0x1p-20};
+
+static double grid16(void) { return floor(rnd() * 128) / 16; }
+
+static histd_dataset hard_points(size_t n, bool weights, bool ulps) {
+  histd_dataset ds;
+  histd_dataset_alloc(&ds, n, NULL, 0);
+  if (weights)
+    histd_dataset_alloc_weights(&ds, NULL, 0);
+  double *c[3] = {ds.x, ds.y, ds.z};
+  for (size_t i = 0; i < n; i++) {
+    for (int a = 0; a < 3; a++) {
+      double v = grid16() + HAIR[(size_t)(rnd() * 5)];
+      if (ulps && rnd() < 0.3) /* one ulp either side (not shift-exact) */
+        v = nextafter(v, rnd() < 0.5 ? -INFINITY : INFINITY);
+      c[a][i] = v < 0 ? v + 8 : v >= 8 ? v - 8 : v;
+    }
+    if (i % 4 == 1) { /* |dx| = L/2 from the previous point, +- a hair */
+      ds.x[i] = ds.x[i - 1] + 4 + HAIR[i % 3];
+      ds.y[i] = ds.y[i - 1];
+      ds.z[i] = ds.z[i - 1] + (i % 8 == 1 ? 0 : 0.25);
+    } else if (i % 4 == 2) { /* 3-4-5: a distance of exactly 5/16 */
+      ds.x[i] = ds.x[i - 2] + 3.0 / 16;
+      ds.y[i] = ds.y[i - 2] + 4.0 / 16;
+      ds.z[i] = ds.z[i - 2];
+    }
+    if (weights)
+      ds.w[i] = rnd() * 4 - 1;
+  }
+  histd_dataset_finish(&ds, NULL, 0);
+  return ds;
+}
+
+/* The same points moved by whole box lengths: +-8, 16, 24 per axis. */
+static histd_dataset unwrap(const histd_dataset *a) {
+  histd_dataset u;
+  histd_dataset_alloc(&u, a->n, NULL, 0);
+  for (size_t i = 0; i < a->n; i++) {
+    u.x[i] = a->x[i] + 8 * (double)((int)(i % 7) - 3);
+    u.y[i] = a->y[i] - 8 * (double)(i % 4);
+    u.z[i] = a->z[i] + 8 * (double)(i % 3);
+  }
+  histd_dataset_finish(&u, NULL, 0);
+  return u;
+}
+
+static void same_counts(const histd_problem *pa, const histd_problem *pu, const char *what) {
+  static const uint32_t threads[] = {1, 2, 3};
+  for (int t = 0; t < 3; t++) {
+    histd_exec ex;
+    histd_exec_init(&ex);
+    snprintf(ex.kernel, sizeof ex.kernel, "cpu");
+    ex.threads = threads[t];
+    histd_result ra, ru;
+    char msg[256] = "";
+    int rc = histd_run(pa, &ex, NULL, &ra, msg, sizeof msg);
+    CHECK(rc == 0, "%s: %s", what, msg);
+    if (rc != 0)
+      continue;
+    rc = histd_run(pu, &ex, NULL, &ru, msg, sizeof msg);
+    CHECK(rc == 0, "%s: %s", what, msg);
+    if (rc == 0) {
+      CHECK(memcmp(ra.counts, ru.counts, ra.bins.count * sizeof *ra.counts) == 0 &&
+                ra.overflow == ru.overflow && ra.below == ru.below,
+            "%s: wrapped and unwrapped give identical counts (%u threads)", what, threads[t]);
+      histd_result_free(&ru);
+    }
+    histd_result_free(&ra);
+  }
+}
+
+static void test_fast_periodic_hard(void) {
+  const histd_box cube = {HISTD_BOX_ORTHO, 8, 0, 8, 0, 0, 8};
+  const histd_box rect = {HISTD_BOX_ORTHO, 8, 0, 10, 0, 0, 9};
+  histd_dataset a = hard_points(600, true, true), b = hard_points(300, true, true);
+  double sixteenths[65], logs[41];
+  for (int k = 0; k <= 64; k++)
+    sixteenths[k] = k / 16.0;
+  histd_log_edges(1.0 / 16, 4, 40, logs, NULL, 0);
+  const histd_bins width = {HISTD_BINS_WIDTH, 64, 1.0 / 16, NULL}; /* r_max = 4 = L/2 */
+  const histd_bins explicit = {HISTD_BINS_EDGES, 64, 0, sixteenths};
+  const histd_bins logbins = {HISTD_BINS_EDGES, 40, 0, logs};
+  const histd_bins *bins[3] = {&width, &explicit, &logbins};
+  const char *names[3] = {"width", "explicit edges", "log edges"};
+  char what[128];
+  for (int k = 0; k < 3; k++)
+    for (int box = 0; box < 2; box++)
+      for (int cross = 0; cross < 2; cross++)
+        for (int w = 0; w < 2; w++) {
+          histd_problem p = problem(&a, cross ? &b : NULL, box ? rect : cube, *bins[k]);
+          p.weighted = w;
+          snprintf(what, sizeof what, "hard spots, periodic %s, %s, %s%s", box ? "8x10x9" : "cube",
+                   names[k], cross ? "A x B" : "self", w ? ", weighted" : "");
+          compare_fast(&p, what, true);
+        }
+  histd_dataset_free(&a);
+  histd_dataset_free(&b);
+}
+
+static void test_fast_unwrapped_hard(void) {
+  const histd_box cube = {HISTD_BOX_ORTHO, 8, 0, 8, 0, 0, 8};
+  histd_dataset a = hard_points(700, false, false), b = hard_points(400, false, false);
+  histd_dataset ua = unwrap(&a), ub = unwrap(&b);
+  double logs[41];
+  histd_log_edges(1.0 / 16, 4, 40, logs, NULL, 0);
+  const histd_bins width = {HISTD_BINS_WIDTH, 64, 1.0 / 16, NULL};
+  const histd_bins logbins = {HISTD_BINS_EDGES, 40, 0, logs};
+  for (int k = 0; k < 2; k++) {
+    histd_problem pa = problem(&a, NULL, cube, k ? logbins : width);
+    histd_problem pu = problem(&ua, NULL, cube, k ? logbins : width);
+    compare_fast(&pu, k ? "unwrapped hard spots, log edges" : "unwrapped hard spots", true);
+    same_counts(&pa, &pu, k ? "hard spots self, log edges" : "hard spots self");
+    pa.b = &b;
+    pu.b = &ub;
+    same_counts(&pa, &pu, k ? "hard spots A x B, log edges" : "hard spots A x B");
+  }
+  histd_dataset_free(&a);
+  histd_dataset_free(&b);
+  histd_dataset_free(&ua);
+  histd_dataset_free(&ub);
+}
+
+/* Open space: points on the x axis at every log edge and an ulp either
+ * side, others off the axis; distances exactly on edges and an ulp from
+ * them. Self and A x B, weighted against the long-double sums. */
+static void test_fast_open_edges_hard(void) {
+  double logs[33];
+  histd_log_edges(0.1, 50, 32, logs, NULL, 0);
+  histd_dataset a, b;
+  histd_dataset_alloc(&a, 33 * 3 + 40, NULL, 0);
+  histd_dataset_alloc_weights(&a, NULL, 0);
+  size_t n = 0;
+  for (int k = 0; k <= 32; k++)
+    for (int s = -1; s <= 1; s++, n++) {
+      a.x[n] = s == 0 ? logs[k] : nextafter(logs[k], s * INFINITY);
+      a.y[n] = a.z[n] = 0;
+      a.w[n] = rnd() * 2 - 0.5;
+    }
+  for (; n < a.n; n++) { /* on the y axis at edges: sqrt(E_i^2 + E_j^2) */
+    a.x[n] = 0;
+    a.y[n] = logs[(n * 7) % 33];
+    a.z[n] = n % 3 ? 0 : logs[(n * 5) % 33];
+    a.w[n] = rnd() * 2 - 0.5;
+  }
+  histd_dataset_finish(&a, NULL, 0);
+  histd_dataset_alloc(&b, 3, NULL, 0); /* the origin, an edge, an ulp below one */
+  histd_dataset_alloc_weights(&b, NULL, 0);
+  b.x[0] = b.y[0] = b.z[0] = 0;
+  b.x[1] = logs[10], b.y[1] = b.z[1] = 0;
+  b.x[2] = 0, b.y[2] = nextafter(logs[20], 0), b.z[2] = 0;
+  b.w[0] = 1, b.w[1] = -2, b.w[2] = 0.5;
+  histd_dataset_finish(&b, NULL, 0);
+  histd_problem p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 32, 0, logs});
+  for (int w = 0; w < 2; w++) {
+    p.weighted = w;
+    p.b = NULL;
+    compare_fast(&p, w ? "open log edges on and beside edges, weighted" : "open log edges on and beside edges", true);
+    p.b = &b;
+    compare_fast(&p, w ? "open log edges A x B, weighted" : "open log edges A x B", true);
+  }
+  histd_dataset_free(&a);
+  histd_dataset_free(&b);
+}
+
+/* Weights over many tiles (rows folded, threads merged) against long
+ * double: 2,500 x 1,800 points, open and periodic, log edges. */
+static void test_fast_weights_many(void) {
+  histd_dataset a = points(2500, 30, 30, 30, true), b = points(1800, 30, 30, 30, true);
+  double edges[25];
+  histd_log_edges(0.3, 15, 24, edges, NULL, 0);
+  histd_problem p = problem(&a, &b, OPEN, (histd_bins){HISTD_BINS_EDGES, 24, 0, edges});
+  p.weighted = true;
+  compare_fast(&p, "weighted A x B over many tiles, log edges", true);
+  p.box = (histd_box){HISTD_BOX_ORTHO, 30, 0, 30, 0, 0, 30};
+  p.b = NULL;
+  compare_fast(&p, "weighted periodic self over many tiles, log edges", true);
+  histd_dataset_free(&a);
+  histd_dataset_free(&b);
+}
+
 int main(void) {
   test_periodic_random();
   test_lattice_shells();
@@ -558,6 +782,10 @@ int main(void) {
   test_weights();
   test_cross_self();
   test_refusals();
+  test_fast_periodic_hard();
+  test_fast_unwrapped_hard();
+  test_fast_open_edges_hard();
+  test_fast_weights_many();
   test_width_on_multiples();
   test_gpu_paths();
   return check_finish("test_stats");
