@@ -129,7 +129,8 @@ int histd_parse_file(const char *path, histd_format fmt, size_t max_points,
  * prefixed by the index of its first bucket, zero-padded to at least two
  * digits ("00:", "05:", ...; all prefixes the same width), counts
  * right-aligned in columns; then "T:<total pairs>"; then "below:<count>"
- * and "overflow:<count>" when nonzero, then a line naming the kernel,
+ * and "overflow:<count>" when nonzero, then for several frames or a
+ * periodic box "frames: F[; periodic box from the file|job]", then a line naming the kernel,
  * precision, block size or threads and device, and a line of timings in ms.
  * A result with weights or a periodic box is a table, a row per bin:
  * bucket, lower, upper, count[, weighted][, g, coordination]; a count within
@@ -147,7 +148,8 @@ int histd_write_csv(FILE *f, const histd_result *res);
 
 /*
  * histd_write_json: the result as one JSON object:
- *   {"n", ["n_b" for A x B], ["volume" for periodic boxes],
+ *   {"n", ["n_b" for A x B], "frames", ["volume", "box_source": "job" |
+ *    "dataset" for periodic boxes],
  *    "statistic": "histogram", "bins": "width"|"edges", ["bucket_width"],
  *    "buckets", "edges": [E0, ..., EK], "counts": [...], ["weighted": [...]],
  *    ["g": [...], "coordination": [...] for periodic boxes], "below",
