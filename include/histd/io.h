@@ -107,7 +107,7 @@ const char *histd_format_name(histd_format f);
  * for anything else. */
 int histd_format_parse(const char *name, histd_format *out);
 
-/* From the file name's extension: .json .csv .tsv .txt(csv) .xyz .f64 .bin
+/* From the file name's extension: .json .csv .tsv .txt(csv) .xyz .extxyz .f64 .bin
  * .f32 (case-insensitive). HISTD_EINVAL when there is none or it is unknown. */
 int histd_format_from_path(const char *path, histd_format *out);
 

@@ -593,7 +593,7 @@ static void test_formats(void) {
     int f; /* -1: rejected */
   } paths[] = {{"a.json", HISTD_FORMAT_JSON}, {"dir.x/b.CSV", HISTD_FORMAT_CSV},
                {"c.tsv", HISTD_FORMAT_CSV},   {"c.txt", HISTD_FORMAT_CSV},
-               {"m.xyz", HISTD_FORMAT_XYZ},   {"p.f64", HISTD_FORMAT_F64},
+               {"m.xyz", HISTD_FORMAT_XYZ},   {"t.extxyz", HISTD_FORMAT_XYZ}, {"p.f64", HISTD_FORMAT_F64},
                {"p.bin", HISTD_FORMAT_F64},   {"p.f32", HISTD_FORMAT_F32},
                {"noext", -1},                 {".json", -1},
                {"a.json/b", -1},              {"a.dat", -1},
