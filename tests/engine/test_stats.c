@@ -111,21 +111,27 @@ static void definition(const histd_problem *p, want *h) {
 
 /* ---- running and comparing -------------------------------------------------------- */
 
+/* Runs p on the kernel with that many threads; a failure is a failed check. */
+static int run_on(const histd_problem *p, const char *kernel, uint32_t threads, histd_result *r,
+                  const char *what) {
+  histd_exec ex;
+  histd_exec_init(&ex);
+  snprintf(ex.kernel, sizeof ex.kernel, "%s", kernel);
+  ex.threads = threads;
+  char msg[256] = "";
+  int rc = histd_run(p, &ex, NULL, r, msg, sizeof msg);
+  CHECK(rc == 0, "%s, %s: %s", what, kernel, msg);
+  return rc;
+}
+
 static void compare(const histd_problem *p, const char *what) {
   want h;
   definition(p, &h);
   static const char *const kernels[] = {"cpu-reference", "cpu", "auto"};
   static const uint32_t threads[] = {1, 1, 3};
   for (int k = 0; k < 3; k++) {
-    histd_exec ex;
-    histd_exec_init(&ex);
-    snprintf(ex.kernel, sizeof ex.kernel, "%s", kernels[k]);
-    ex.threads = threads[k];
     histd_result r;
-    char msg[256] = "";
-    int rc = histd_run(p, &ex, NULL, &r, msg, sizeof msg);
-    CHECK(rc == 0, "%s, %s: %s", what, kernels[k], msg);
-    if (rc != 0)
+    if (run_on(p, kernels[k], threads[k], &r, what) != 0)
       continue;
     uint64_t sum = r.below + r.overflow;
     int bad = 0;
@@ -497,15 +503,8 @@ static void compare_frames(const histd_problem *p, size_t frames, const char *wh
   }
   static const char *const kernels[] = {"cpu-reference", "cpu"};
   for (int k = 0; k < 2; k++) {
-    histd_exec ex;
-    histd_exec_init(&ex);
-    snprintf(ex.kernel, sizeof ex.kernel, "%s", kernels[k]);
-    ex.threads = 2;
     histd_result r;
-    char msg[256] = "";
-    int rc = histd_run(p, &ex, NULL, &r, msg, sizeof msg);
-    CHECK(rc == 0, "%s, %s: %s", what, kernels[k], msg);
-    if (rc != 0)
+    if (run_on(p, kernels[k], 2, &r, what) != 0)
       continue;
     CHECK_EQ_U64(r.frames, frames, what);
     CHECK_EQ_U64(r.total, pairs, what);
