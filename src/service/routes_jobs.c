@@ -665,10 +665,10 @@ static bool split_points(request *r, cJSON **o, histd_dataset *ds) {
     }
     return false;
   }
-  const json_span *pt[4] = {NULL, NULL, NULL, NULL};
-  static const char *const names[4] = {"points", "x", "y", "z"};
+  const json_span *pt[5] = {NULL, NULL, NULL, NULL, NULL};
+  static const char *const names[5] = {"points", "x", "y", "z", "w"}; /* w: the weights */
   for (size_t i = 0; i < count; i++)
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 5; k++)
       if (json_span_key_is(&spans[i], names[k])) {
         if (pt[k] != NULL) {
           respond_problem(r, 400, "the body names \"%s\" twice", names[k]);
@@ -687,7 +687,7 @@ static bool split_points(request *r, cJSON **o, histd_dataset *ds) {
   }
   /* The points, alone, in the io layer's JSON shape. */
   size_t cap = 64;
-  for (int k = 0; k < 4; k++)
+  for (int k = 0; k < 5; k++)
     cap += pt[k] ? pt[k]->value_len : 0;
   char *doc = malloc(cap);
   if (doc == NULL) {
@@ -696,7 +696,7 @@ static bool split_points(request *r, cJSON **o, histd_dataset *ds) {
   }
   size_t len = 0;
   doc[len++] = '{';
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 5; k++) {
     if (pt[k] == NULL)
       continue;
     len += (size_t)sprintf(doc + len, "%s\"%s\":", len > 1 ? "," : "", names[k]);
@@ -719,7 +719,7 @@ static bool split_points(request *r, cJSON **o, histd_dataset *ds) {
     return false;
   }
   /* The parameters: the body with the point values blanked to 0. */
-  for (int k = 0; k < 4; k++)
+  for (int k = 0; k < 5; k++)
     if (pt[k] != NULL) {
       char *v = r->body + (pt[k]->value - r->body);
       v[0] = '0';
@@ -744,7 +744,7 @@ void route_histogram(request *r) {
   if (result_format(r) < 0)
     return;
   double t0 = histd_now_ms();
-  static const char *const extra[] = {"points", "x", "y", "z", NULL};
+  static const char *const extra[] = {"points", "x", "y", "z", "w", NULL};
   histd_params pp;
   histd_dataset ds;
   memset(&ds, 0, sizeof ds);
