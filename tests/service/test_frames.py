@@ -15,6 +15,7 @@ frames (issue 10, sections 4 to 6), through the real daemon:
 - the refusals: weights asked of a dataset that has none, r_max beyond a
   frame's half box, a malformed frame (400 naming its line) -- nothing is
   stored, and the daemon goes on;
+- POST /v1/histogram with weights ("w", or [x, y, z, w] points);
 - a LAMMPS dump of two frames, uploaded with ?format=lammps, is the same
   dataset as the XYZ of the same frames and boxes;
 - a data dir of schema 2 (fixtures/datadir-v2, written by dfaecf5) is
@@ -235,6 +236,15 @@ def test_frames(exe):
         check(r["counts"] == counts and r["box_source"] == "dataset", r)
         close(r["g"], g, 1e-12, "g (lammps)")
         print("frames: a LAMMPS dump of two frames gives the same counts and g(r)")
+
+        # POST /v1/histogram: weights beside the points, or as their fourth number
+        for body in ({"points": [[0, 0, 0], [3, 4, 0], [6, 8, 0]], "w": [1, 2, 3]},
+                     {"points": [[0, 0, 0, 1], [3, 4, 0, 2], [6, 8, 0, 3]]}):
+            body.update(weights=True, bucket_width=5, buckets=3)
+            s, _, doc = d.json("POST", "/v1/histogram", body)
+            check(s == 200 and doc["counts"] == [0, 2, 1] and doc["weighted"] == [0, 8, 3],
+                  (s, doc))
+        print("frames: /v1/histogram takes weights too")
 
 
 def test_v2_data_dir(exe):
