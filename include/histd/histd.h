@@ -102,13 +102,29 @@ typedef struct histd_box {
  * in which case someone else (a file mapping, say) keeps it alive and
  * histd_dataset_free() leaves it alone.
  */
+/*
+ * Frames: a dataset may hold several snapshots of a system (a trajectory),
+ * one after another in its arrays. Frame f is the points [start, start + n)
+ * of x, y, z (and w), with its own periodic box (kind NONE: open space).
+ * The table is offsets and boxes only, so that a later reader can stream
+ * frames from disk one at a time without changing the engine's side.
+ */
+typedef struct histd_frame {
+  size_t start, n;
+  histd_box box;
+} histd_frame;
+
 typedef struct histd_dataset {
-  size_t n;
+  size_t n;              /* all the points, every frame's together    */
   double *x, *y, *z;
   double *w;             /* NULL, or n per-point weights (finite)  */
-  histd_box box;         /* the periodic box a file gave, or kind NONE */
+  histd_box box;         /* the periodic box a file gave (its first frame's), or kind NONE */
   double min[3], max[3]; /* bounding box; all zero when n == 0 */
   bool borrowed;         /* x, y, z (and w) belong to someone else */
+  size_t frames;         /* 0 or 1: one frame, the whole set with `box`  */
+  histd_frame *frame;    /* NULL for one frame, else `frames` of them, back to back
+                          * over [0, n); always owned (malloc'd) by the dataset,
+                          * borrowed or not                                   */
 } histd_dataset;
 
 /* Allocates room for n points (coordinates uninitialised, bounds zeroed). */
@@ -132,6 +148,19 @@ int histd_dataset_finish(histd_dataset *ds, char *msg, size_t msglen);
 /* The bounding box's diagonal, computed with the contract's arithmetic, so
  * that no pair's distance (computed the same way) exceeds it. */
 double histd_dataset_diagonal(const histd_dataset *ds);
+
+/* The number of frames: at least 1. */
+size_t histd_dataset_frames(const histd_dataset *ds);
+
+/* Frame f (0 <= f < histd_dataset_frames) as a borrowed one-frame dataset:
+ * the arrays from its start, its box, its own bounds. Nothing to free. */
+void histd_dataset_frame(const histd_dataset *ds, size_t f, histd_dataset *view);
+
+/* Splits ds into frames of counts[0..frames) points (summing to ds->n) with
+ * boxes[0..frames) (NULL: every frame open); ds->box becomes the first
+ * frame's. One frame is stored as no table. The table is copied. */
+int histd_dataset_set_frames(histd_dataset *ds, size_t frames, const size_t *counts,
+                             const histd_box *boxes, char *msg, size_t msglen);
 
 /* ---- the problem: what to compute --------------------------------------- */
 
@@ -189,6 +218,9 @@ typedef struct histd_problem {
   histd_statistic statistic;
   double radius; /* WITHIN: >= 0 and finite */
   bool weighted;
+  bool frame_boxes; /* the metric is the file's: each frame of a in its own box
+                     * (a->frame[f].box, or a->box for one frame); `box` is
+                     * ignored. False: `box` (the job's) for every frame. */
 } histd_problem;
 
 /* What a kernel can do beyond the plain self histogram in WIDTH bins of an
@@ -204,7 +236,22 @@ enum {
 /* The capabilities a problem needs (HISTD_CAN_* bits). */
 unsigned histd_problem_needs(const histd_problem *p);
 
-/* The number of pairs the problem counts (n(n-1)/2 or n_a * n_b). */
+/*
+ * Several frames. A problem whose a (or b) holds several frames is run
+ * frame by frame (histd_worker_run) and the counts, below, overflow and
+ * weighted sums summed: frame f of a pairs with itself (self pairs), or
+ * with frame f of b when b has as many frames, or with b's only frame when
+ * b has one (b's points are then met by every frame of a). Other frame
+ * counts are refused. The pairs of a frame never meet another frame's.
+ */
+size_t histd_problem_frames(const histd_problem *p);
+/* Frame f of the problem: a one-frame problem on views of a (and b), in
+ * frame f's box when frame_boxes (else `box`). */
+void histd_problem_frame(const histd_problem *p, size_t f, histd_dataset *a,
+                         histd_dataset *b, histd_problem *out);
+
+/* The number of pairs the problem counts (n(n-1)/2 or n_a * n_b, summed
+ * over its frames). */
 uint64_t histd_problem_pairs(const histd_problem *p);
 
 /* Every bad value gets a sentence: "bucket_width must be > 0", "the last
@@ -278,7 +325,11 @@ typedef struct histd_result {
   double *weighted;  /* NULL, or bins.count weighted sums           */
   uint64_t n, n_b;   /* points of A, and of B (0 for self pairs)     */
   bool cross;        /* the pairs were A x B                         */
-  double volume;     /* periodic: the box volume; 0 in open space    */
+  double volume;     /* periodic: the box volume; 0 in open space. With
+                      * several frames, the volume that normalises g(r) by
+                      * the frames' total: total / sum_f (P_f / V_f)     */
+  uint64_t frames;   /* the frames counted (1 for a one-frame dataset)  */
+  bool box_from_dataset; /* periodic: the box was the file's, not the job's */
   histd_statistic statistic;
   double radius;     /* WITHIN                                       */
   uint64_t within;   /* WITHIN: pairs with d <= radius               */
@@ -310,7 +361,9 @@ int histd_result_copy(histd_result *dst, const histd_result *src);
  * pi (E[k+1]^3 - E[k]^3) and V the volume; coordination n_k = the
  * cumulative count to E[k+1] (below included) per atom of A (self pairs:
  * 2 * cumulative / n). Bin k's values; call k in order from 0, carrying
- * *cumulative (start it at 0). */
+ * *cumulative (start it at 0). Over several frames P and n are the frames'
+ * sums and V the `volume` above, so g_k = sum_f counts_f,k /
+ * sum_f (P_f V_k / V_f) and n_k = sum_f cumulative_f / sum_f N_f. */
 void histd_result_rdf_bin(const histd_result *res, uint32_t k, uint64_t *cumulative, double *g,
                           double *coordination);
 

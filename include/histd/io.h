@@ -28,7 +28,9 @@
  *
  * json  One object, either {"points": [[x, y, z], ...]} or
  *       {"x": [...], "y": [...], "z": [...]} (keys in any order, arrays of
- *       equal length). Strict JSON numbers (RFC 8259). Unknown, duplicate
+ *       equal length). Weights: a "w" array beside either shape (one per
+ *       point), or a fourth number in every point ([x, y, z, w]; the first
+ *       point says which). Strict JSON numbers (RFC 8259). Unknown, duplicate
  *       and missing keys, a mix of the two shapes, wrong nesting, and any
  *       non-number where a coordinate belongs are errors naming the path.
  * csv   One point per line. Fields are separated by commas or by blanks
@@ -45,19 +47,24 @@
  *       column "w" or "weight" (or x,y,z,w) carries weights too (ds.w).
  *       Decimal numbers only ("1", "-2.5", ".5", "5.", "1e-3"); no hex, no
  *       quotes.
- * xyz   The molecular format, one frame: a line with the atom count N, a
- *       comment line, then N lines "element x y z" (the element is any
- *       token; columns after z, as in extended XYZ, are ignored). Fewer
- *       atom lines than N is an error; so is anything but blank lines after
- *       them: multi-frame trajectories are rejected (split them per frame).
+ * xyz   The molecular format and extended XYZ, one frame or several one
+ *       after another: a line with the atom count N, a comment line, then N
+ *       lines "element x y z" (the element is any token). One more field
+ *       (on the frame's first atom line) is a weight; two or more are
+ *       ignored. Extended XYZ's keys in the comment line: Lattice="ax ay az
+ *       bx by bz cx cy cz" (lower-triangular) gives the frame a periodic
+ *       box, unless pbc="F F F"; Properties=species:S:1:pos:R:3[:w:R:1...]
+ *       names the columns (pos the coordinates; w, weight or weights the
+ *       weight). Fewer atom lines than N is an error; after them come blank
+ *       lines or the next frame (ds.frames, each with its box).
  * f64   Raw little-endian IEEE-754 binary64 triples x0 y0 z0 x1 y1 z1 ...;
  *       the length must be a multiple of 24 bytes. Correct on big-endian
  *       hosts too.
  * f32   The same with binary32 (12 bytes per point), widened exactly.
- * lammps  A LAMMPS dump file (dump atom/custom), one frame: x y z, xu yu
- *       zu or xs ys zs columns found by name (a "w" column is a weight);
- *       "pp pp pp" bounds give the dataset a periodic box (triclinic with
- *       xy xz yz), which a job uses when it names none. Extensions
+ * lammps  A LAMMPS dump file (dump atom/custom), one frame or several:
+ *       x y z, xu yu zu or xs ys zs columns found by name (a "w" column is
+ *       a weight); "pp pp pp" bounds give the frame a periodic box
+ *       (triclinic with xy xz yz), which a job uses when it names none. Extensions
  *       .lammpstrj .dump .lammpsdump; type text/x-lammps-dump.
  *
  * Content types (histd_format_from_content_type, case-insensitive,
@@ -100,7 +107,7 @@ const char *histd_format_name(histd_format f);
  * for anything else. */
 int histd_format_parse(const char *name, histd_format *out);
 
-/* From the file name's extension: .json .csv .tsv .txt(csv) .xyz .f64 .bin
+/* From the file name's extension: .json .csv .tsv .txt(csv) .xyz .extxyz .f64 .bin
  * .f32 (case-insensitive). HISTD_EINVAL when there is none or it is unknown. */
 int histd_format_from_path(const char *path, histd_format *out);
 
@@ -129,7 +136,8 @@ int histd_parse_file(const char *path, histd_format fmt, size_t max_points,
  * prefixed by the index of its first bucket, zero-padded to at least two
  * digits ("00:", "05:", ...; all prefixes the same width), counts
  * right-aligned in columns; then "T:<total pairs>"; then "below:<count>"
- * and "overflow:<count>" when nonzero, then a line naming the kernel,
+ * and "overflow:<count>" when nonzero, then for several frames or a
+ * periodic box "frames: F[; periodic box from the file|job]", then a line naming the kernel,
  * precision, block size or threads and device, and a line of timings in ms.
  * A result with weights or a periodic box is a table, a row per bin:
  * bucket, lower, upper, count[, weighted][, g, coordination]; a count within
@@ -147,7 +155,8 @@ int histd_write_csv(FILE *f, const histd_result *res);
 
 /*
  * histd_write_json: the result as one JSON object:
- *   {"n", ["n_b" for A x B], ["volume" for periodic boxes],
+ *   {"n", ["n_b" for A x B], "frames", ["volume", "box_source": "job" |
+ *    "dataset" for periodic boxes],
  *    "statistic": "histogram", "bins": "width"|"edges", ["bucket_width"],
  *    "buckets", "edges": [E0, ..., EK], "counts": [...], ["weighted": [...]],
  *    ["g": [...], "coordination": [...] for periodic boxes], "below",

@@ -1,4 +1,5 @@
-/* dataset.c -- point sets: N points in float64, structure of arrays. */
+/* dataset.c -- point sets: N points in float64, structure of arrays, in
+ * one or several frames. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@ void histd_dataset_free(histd_dataset *ds) {
     return;
   if (!ds->borrowed)
     free(ds->x);
+  free(ds->frame);
   memset(ds, 0, sizeof *ds);
 }
 
@@ -81,4 +83,61 @@ double histd_dataset_diagonal(const histd_dataset *ds) {
   double dy = ds->max[1] - ds->min[1];
   double dz = ds->max[2] - ds->min[2];
   return sqrt((dx * dx + dy * dy) + dz * dz);
+}
+
+size_t histd_dataset_frames(const histd_dataset *ds) {
+  return ds->frame != NULL && ds->frames > 1 ? ds->frames : 1;
+}
+
+void histd_dataset_frame(const histd_dataset *ds, size_t f, histd_dataset *view) {
+  if (histd_dataset_frames(ds) == 1) {
+    *view = *ds;
+    view->borrowed = true;
+    view->frames = 0;
+    view->frame = NULL;
+    return;
+  }
+  const histd_frame *fr = &ds->frame[f];
+  memset(view, 0, sizeof *view);
+  view->n = fr->n;
+  view->x = ds->x + fr->start;
+  view->y = ds->y + fr->start;
+  view->z = ds->z + fr->start;
+  view->w = ds->w != NULL ? ds->w + fr->start : NULL;
+  view->box = fr->box;
+  view->borrowed = true;
+  const double *c[3] = {view->x, view->y, view->z};
+  for (int a = 0; a < 3; a++)
+    for (size_t i = 0; i < fr->n; i++) {
+      if (i == 0 || c[a][i] < view->min[a])
+        view->min[a] = c[a][i];
+      if (i == 0 || c[a][i] > view->max[a])
+        view->max[a] = c[a][i];
+    }
+}
+
+int histd_dataset_set_frames(histd_dataset *ds, size_t frames, const size_t *counts,
+                             const histd_box *boxes, char *msg, size_t msglen) {
+  size_t sum = 0;
+  for (size_t f = 0; f < frames; f++) {
+    if (counts[f] > ds->n - sum)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "the frames hold more points than the dataset's %zu", ds->n);
+    sum += counts[f];
+  }
+  if (frames == 0 || sum != ds->n)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the frames hold %zu points, the dataset %zu", sum, ds->n);
+  histd_frame *t = NULL;
+  if (frames > 1) {
+    if (frames > SIZE_MAX / sizeof *t || (t = malloc(frames * sizeof *t)) == NULL)
+      return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu frames", frames);
+    for (size_t f = 0, start = 0; f < frames; start += counts[f], f++)
+      t[f] = (histd_frame){start, counts[f], boxes ? boxes[f] : (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0}};
+  }
+  free(ds->frame);
+  ds->frame = t;
+  ds->frames = frames;
+  ds->box = boxes ? boxes[0] : (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0};
+  return 0;
 }

@@ -9,6 +9,7 @@
  * CLI prints it.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "engine.h"
@@ -113,7 +114,7 @@ static int bins_validate(const histd_bins *b, char *msg, size_t msglen) {
 
 unsigned histd_problem_needs(const histd_problem *p) {
   unsigned needs = 0;
-  if (p->box.kind != HISTD_BOX_NONE)
+  if ((p->frame_boxes ? p->a->box.kind : p->box.kind) != HISTD_BOX_NONE)
     needs |= HISTD_CAN_PERIODIC;
   if (p->b != NULL)
     needs |= HISTD_CAN_CROSS;
@@ -126,10 +127,88 @@ unsigned histd_problem_needs(const histd_problem *p) {
   return needs;
 }
 
+/* ---- frames --------------------------------------------------------------------- */
+
+size_t histd_problem_frames(const histd_problem *p) {
+  size_t fa = histd_dataset_frames(p->a), fb = p->b ? histd_dataset_frames(p->b) : 1;
+  return fa > fb ? fa : fb;
+}
+
+/* Frame f of ds, as the problem pairs it: a one-frame set serves every frame. */
+static size_t frame_of(const histd_dataset *ds, size_t f) {
+  return histd_dataset_frames(ds) == 1 ? 0 : f;
+}
+
+static size_t frame_n(const histd_dataset *ds, size_t f) {
+  return histd_dataset_frames(ds) == 1 ? ds->n : ds->frame[f].n;
+}
+
+void histd_problem_frame(const histd_problem *p, size_t f, histd_dataset *a, histd_dataset *b,
+                         histd_problem *out) {
+  *out = *p;
+  histd_dataset_frame(p->a, frame_of(p->a, f), a);
+  out->a = a;
+  if (p->b != NULL) {
+    histd_dataset_frame(p->b, frame_of(p->b, f), b);
+    out->b = b;
+  }
+  if (p->frame_boxes)
+    out->box = a->box;
+  out->frame_boxes = false;
+}
+
 uint64_t histd_problem_pairs(const histd_problem *p) {
-  if (p->b != NULL)
-    return (uint64_t)p->a->n * p->b->n;
-  return p->a->n < 2 ? 0 : (uint64_t)p->a->n * (p->a->n - 1) / 2;
+  uint64_t sum = 0;
+  for (size_t f = 0, frames = histd_problem_frames(p); f < frames; f++) {
+    uint64_t na = frame_n(p->a, frame_of(p->a, f));
+    if (p->b != NULL)
+      sum += na * frame_n(p->b, frame_of(p->b, f));
+    else
+      sum += na < 2 ? 0 : na * (na - 1) / 2;
+  }
+  return sum;
+}
+
+/* The frames pair up: A's several with as many of B's, or with B's one. */
+static int frames_validate(const histd_problem *p, char *msg, size_t msglen) {
+  size_t fa = histd_dataset_frames(p->a), fb = p->b ? histd_dataset_frames(p->b) : 1;
+  if (fb > 1 && fa == 1)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the second point set (B) has %zu frames and the first (A) one; give the "
+                      "set of several frames as A (dataset) and the one-frame set as B", fb);
+  if (fb > 1 && fa != fb)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "A has %zu frames and B %zu: frame f of A pairs with frame f of B, so "
+                      "they need as many frames (or B one frame, met by every frame of A)",
+                      fa, fb);
+  return 0;
+}
+
+/* r_max (or the radius) within half the box's shortest width; whose says
+ * which box in the sentence. */
+static int box_fits(const histd_problem *p, const histd_box *box, const char *whose, char *msg,
+                    size_t msglen) {
+  if (box->kind == HISTD_BOX_NONE)
+    return 0;
+  double half = histd_box_half_width(box), r_max;
+  const char *what;
+  if (p->statistic == HISTD_STAT_WITHIN) {
+    r_max = p->radius;
+    what = "the radius";
+  } else if (p->bins.kind == HISTD_BINS_EDGES || p->bins.count != 0) {
+    r_max = histd_bins_edge(&p->bins, p->bins.count);
+    what = "the last bin edge (r_max)";
+  } else {
+    return 0; /* the default count stops at the half width (histd_default_bins) */
+  }
+  /* equal widths: r_max = width * count, which may round one ulp above
+   * the r_max a client gave (width = r_max / buckets) */
+  if (r_max > (p->bins.kind == HISTD_BINS_WIDTH ? half * (1 + 0x1p-50) : half))
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "%s, %.17g, exceeds half the periodic box's shortest perpendicular "
+                      "width, %.17g%s: beyond it a pair has more than one image",
+                      what, r_max, half, whose);
+  return 0;
 }
 
 int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen) {
@@ -155,25 +234,24 @@ int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen) {
       return histd_fail(msg, msglen, HISTD_EINVAL,
                         "weights were asked for, but the second point set (B) carries none");
   }
-  if (p->box.kind != HISTD_BOX_NONE) {
-    double half = histd_box_half_width(&p->box), r_max;
-    const char *what;
-    if (p->statistic == HISTD_STAT_WITHIN) {
-      r_max = p->radius;
-      what = "the radius";
-    } else if (p->bins.kind == HISTD_BINS_EDGES || p->bins.count != 0) {
-      r_max = histd_bins_edge(&p->bins, p->bins.count);
-      what = "the last bin edge (r_max)";
-    } else {
-      return 0; /* the default count stops at the half width (histd_default_bins) */
-    }
-    /* equal widths: r_max = width * count, which may round one ulp above
-     * the r_max a client gave (width = r_max / buckets) */
-    if (r_max > (p->bins.kind == HISTD_BINS_WIDTH ? half * (1 + 0x1p-50) : half))
+  if ((rc = frames_validate(p, msg, msglen)) != 0)
+    return rc;
+  if (!p->frame_boxes)
+    return box_fits(p, &p->box, "", msg, msglen);
+  const size_t frames = histd_dataset_frames(p->a);
+  for (size_t f = 0; f < frames; f++) {
+    const histd_box *box = frames == 1 ? &p->a->box : &p->a->frame[f].box;
+    char whose[64] = "";
+    if (frames > 1)
+      snprintf(whose, sizeof whose, " (frame %zu's, from the file)", f + 1);
+    if ((rc = box_validate(box, msg, msglen)) != 0 || (rc = box_fits(p, box, whose, msg, msglen)) != 0)
+      return rc;
+    if ((box->kind == HISTD_BOX_NONE) != (p->a->box.kind == HISTD_BOX_NONE))
       return histd_fail(msg, msglen, HISTD_EINVAL,
-                        "%s, %.17g, exceeds half the periodic box's shortest perpendicular "
-                        "width, %.17g: beyond it a pair has more than one image",
-                        what, r_max, half);
+                        "frame %zu has %s periodic box and frame 1 has %s: the frames of "
+                        "one job must all be periodic or all open", f + 1,
+                        box->kind == HISTD_BOX_NONE ? "no" : "a",
+                        box->kind == HISTD_BOX_NONE ? "one" : "none");
   }
   return 0;
 }
@@ -197,8 +275,15 @@ int histd_default_buckets(const histd_dataset *ds, double width, uint32_t *bucke
  * the bins that fit within its half width. */
 int histd_default_bins(const histd_problem *p, uint32_t *count, char *msg, size_t msglen) {
   const double w = p->bins.width;
-  if (p->box.kind != HISTD_BOX_NONE) {
-    double half = histd_box_half_width(&p->box), q = floor(half / w);
+  const histd_box *box = &p->box;
+  size_t frames = p->frame_boxes ? histd_dataset_frames(p->a) : 1;
+  for (size_t f = 0; p->frame_boxes && f < frames; f++) { /* the narrowest frame's */
+    const histd_box *fb = frames == 1 ? &p->a->box : &p->a->frame[f].box;
+    if (f == 0 || histd_box_half_width(fb) < histd_box_half_width(box))
+      box = fb;
+  }
+  if (box->kind != HISTD_BOX_NONE) {
+    double half = histd_box_half_width(box), q = floor(half / w);
     if (q * w > half) /* the product rounded up */
       q -= 1;
     if (!(q >= 1))

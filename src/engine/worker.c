@@ -7,7 +7,8 @@
  * every job takes: validate the problem and the execution, resolve the
  * default bucket count, look the kernel up in the registry, check it suits
  * the worker, run, and fill in the parts of the result that do not depend
- * on the kernel. A count within a radius R is run as the one bin [0, R];
+ * on the kernel. A dataset of several frames is run frame by frame and
+ * summed (run_frames). A count within a radius R is run as the one bin [0, R];
  * within 0 (collisions: exact equality) is hashed here, in O(n), whatever
  * the kernel.
  */
@@ -49,6 +50,103 @@ int histd_worker_prefetch(histd_worker *w, const histd_dataset *ds, char *msg,
   if (w->gpu == NULL)
     return 0;
   return histd__cuda_prefetch(w->gpu, ds, msg, msglen);
+}
+
+/* One frame's run: collisions (within 0) by hashing, else the kernel. */
+static int run_frame(histd_worker *w, const histd_kernel *k, const histd_problem *p,
+                     const histd_exec *ex, const histd_control *ctl, histd_result *res,
+                     char *msg, size_t msglen) {
+  if (p->statistic == HISTD_STAT_WITHIN && p->radius == 0) {
+    /* collisions: exact equality, by hashing, whatever the kernel */
+    double tk = histd_now_ms();
+    int rc = histd__collisions(p, &res->counts[0], res->weighted, msg, msglen);
+    res->overflow = res->total - res->counts[0];
+    res->exact = true;
+    res->threads = 1;
+    res->timing.kernel_ms = histd_now_ms() - tk;
+    snprintf(res->device, sizeof res->device, "cpu: 1 thread, hash of the coordinates");
+    return rc;
+  }
+  return k->run(w, p, ex, ctl, res, msg, msglen);
+}
+
+/* Frame f's progress, scaled into the whole run's. */
+typedef struct frame_control {
+  const histd_control *outer;
+  double f, frames;
+} frame_control;
+
+static void frame_progress(void *u, double x) {
+  const frame_control *fc = u;
+  histd__progress(fc->outer, (fc->f + x) / fc->frames);
+}
+
+static bool frame_cancelled(void *u) { return histd__cancelled(((const frame_control *)u)->outer); }
+
+/* Several frames: each run on its own (its views of a and b, its box) into
+ * a result of the same bins, and summed into res; weighted sums with
+ * Neumaier's compensation across frames. volume becomes the one that
+ * normalises g(r) by the frames' total: total / sum_f (P_f / V_f). */
+static int run_frames(histd_worker *w, const histd_kernel *k, const histd_problem *p,
+                      const histd_exec *ex, const histd_control *ctl, histd_result *res,
+                      char *msg, size_t msglen) {
+  const size_t frames = histd_problem_frames(p);
+  const uint32_t count = res->bins.count;
+  double *err = p->weighted ? calloc(count, sizeof *err) : NULL, density = 0, v0 = 0;
+  if (p->weighted && err == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u weighted sums", count);
+  int rc = 0;
+  res->exact = true;
+  for (size_t f = 0; f < frames && rc == 0; f++) {
+    histd_dataset a, b;
+    histd_problem pf;
+    histd_problem_frame(p, f, &a, &b, &pf);
+    histd_result part;
+    if ((rc = histd_result_init(&part, &p->bins, p->weighted, msg, msglen)) != 0)
+      break;
+    part.precision = res->precision;
+    part.statistic = res->statistic;
+    part.radius = res->radius;
+    strcpy(part.kernel, res->kernel);
+    part.total = histd_problem_pairs(&pf);
+    part.n = a.n;
+    part.n_b = pf.b != NULL ? b.n : 0;
+    part.cross = res->cross;
+    part.volume = histd_box_volume(&pf.box);
+    frame_control fc = {ctl, (double)f, (double)frames};
+    histd_control sub = {frame_progress, frame_cancelled, &fc};
+    rc = run_frame(w, k, &pf, ex, &sub, &part, msg, msglen);
+    if (rc == 0) {
+      for (uint32_t i = 0; i < count; i++) {
+        res->counts[i] += part.counts[i];
+        if (err != NULL)
+          histd__neumaier(&res->weighted[i], &err[i], part.weighted[i]);
+      }
+      res->below += part.below;
+      res->overflow += part.overflow;
+      res->refined_pairs += part.refined_pairs;
+      res->exact = res->exact && part.exact;
+      res->block_size = part.block_size;
+      res->threads = part.threads;
+      memcpy(res->device, part.device, sizeof res->device);
+      if (strcmp(k->name, "auto") == 0)
+        strcpy(res->kernel, part.kernel);
+      res->timing.transfer_ms += part.timing.transfer_ms;
+      res->timing.kernel_ms += part.timing.kernel_ms;
+      if (part.volume > 0) {
+        density += (double)part.total / part.volume;
+        if (f == 0)
+          v0 = part.volume;
+      }
+    }
+    histd_result_free(&part);
+  }
+  for (uint32_t i = 0; err != NULL && i < count; i++)
+    res->weighted[i] += err[i];
+  free(err);
+  if (v0 > 0)
+    res->volume = density > 0 ? (double)res->total / density : v0;
+  return rc;
 }
 
 int histd_worker_run(histd_worker *w, const histd_problem *p_in, const histd_exec *ex_in,
@@ -93,18 +191,16 @@ int histd_worker_run(histd_worker *w, const histd_problem *p_in, const histd_exe
   res->n = p.a->n;
   res->n_b = p.b != NULL ? p.b->n : 0;
   res->cross = p.b != NULL;
-  res->volume = histd_box_volume(&p.box);
-  if (p.statistic == HISTD_STAT_WITHIN && p.radius == 0) {
-    /* collisions: exact equality, by hashing, whatever the kernel */
-    double tk = histd_now_ms();
-    rc = histd__collisions(&p, &res->counts[0], res->weighted, msg, msglen);
-    res->overflow = res->total - res->counts[0];
-    res->exact = true;
-    res->threads = 1;
-    res->timing.kernel_ms = histd_now_ms() - tk;
-    snprintf(res->device, sizeof res->device, "cpu: 1 thread, hash of the coordinates");
+  res->frames = histd_problem_frames(&p);
+  res->box_from_dataset = p.frame_boxes;
+  if (res->frames > 1) {
+    rc = run_frames(w, k, &p, &ex, ctl, res, msg, msglen);
   } else {
-    rc = k->run(w, &p, &ex, ctl, res, msg, msglen);
+    histd_dataset a, b;
+    histd_problem one;
+    histd_problem_frame(&p, 0, &a, &b, &one); /* the box, from the file or the job */
+    res->volume = histd_box_volume(&one.box);
+    rc = run_frame(w, k, &one, &ex, ctl, res, msg, msglen);
   }
   if (rc != 0) {
     histd_result_free(res);

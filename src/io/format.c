@@ -42,7 +42,8 @@ int histd_format_from_path(const char *path, histd_format *out) {
     histd_format f;
   } exts[] = {
       {"json", HISTD_FORMAT_JSON}, {"csv", HISTD_FORMAT_CSV}, {"tsv", HISTD_FORMAT_CSV},
-      {"txt", HISTD_FORMAT_CSV},   {"xyz", HISTD_FORMAT_XYZ}, {"f64", HISTD_FORMAT_F64},
+      {"txt", HISTD_FORMAT_CSV},   {"xyz", HISTD_FORMAT_XYZ}, {"extxyz", HISTD_FORMAT_XYZ},
+      {"f64", HISTD_FORMAT_F64},
       {"bin", HISTD_FORMAT_F64},   {"f32", HISTD_FORMAT_F32},
       {"lammpstrj", HISTD_FORMAT_LAMMPS}, {"dump", HISTD_FORMAT_LAMMPS},
       {"lammpsdump", HISTD_FORMAT_LAMMPS},

@@ -66,6 +66,27 @@ int histd__ds_reserve(histd_dataset *ds, size_t cap, char *msg, size_t msglen);
 int histd__ds_complete(histd_dataset *ds, size_t cap, size_t n, char *msg,
                        size_t msglen);
 
+/* Grows a dataset reserved for *cap points (and the weights *ws, when ws
+ * and *ws are not NULL) to at least `need`, doubling; y and z move up. */
+int histd__ds_grow(histd_dataset *ds, size_t *cap, size_t need, double **ws, char *msg,
+                   size_t msglen);
+
+/* The frames a parser has read: their point counts and boxes. */
+typedef struct histd__frames {
+  size_t count, cap;
+  size_t *counts;
+  histd_box *boxes;
+} histd__frames;
+int histd__frames_add(histd__frames *t, size_t n, const histd_box *box, char *msg,
+                      size_t msglen);
+void histd__frames_free(histd__frames *t);
+
+/* histd__ds_complete, then the weights ws[0..n) (when not NULL) and the
+ * frame table (when frames > 0: counts and boxes). Frees ds on failure. */
+int histd__ds_complete_all(histd_dataset *ds, size_t cap, size_t n, const double *ws,
+                           size_t frames, const size_t *counts, const histd_box *boxes,
+                           char *msg, size_t msglen);
+
 /* Skips a UTF-8 byte-order mark. */
 size_t histd__skip_bom(const char *buf, size_t len);
 

@@ -232,6 +232,71 @@ int histd__ds_complete(histd_dataset *ds, size_t cap, size_t n, char *msg, size_
   return 0;
 }
 
+int histd__ds_grow(histd_dataset *ds, size_t *cap, size_t need, double **ws, char *msg,
+                   size_t msglen) {
+  if (need <= *cap)
+    return 0;
+  size_t old = *cap, want = old > SIZE_MAX / 2 ? need : 2 * old;
+  if (want < need)
+    want = need;
+  if (want > SIZE_MAX / (3 * sizeof(double)))
+    return histd_fail(msg, msglen, HISTD_ETOOBIG, "%zu points do not fit in memory", want);
+  double *base = realloc(ds->x, 3 * want * sizeof(double));
+  if (base == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu points", want);
+  memmove(base + 2 * want, base + 2 * old, old * sizeof(double)); /* z, then y */
+  memmove(base + want, base + old, old * sizeof(double));
+  ds->x = base;
+  ds->y = base + want;
+  ds->z = base + 2 * want;
+  ds->n = want;
+  if (ws != NULL && *ws != NULL) {
+    double *w = realloc(*ws, want * sizeof(double));
+    if (w == NULL)
+      return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu weights", want);
+    *ws = w;
+  }
+  *cap = want;
+  return 0;
+}
+
+int histd__ds_complete_all(histd_dataset *ds, size_t cap, size_t n, const double *ws,
+                           size_t frames, const size_t *counts, const histd_box *boxes,
+                           char *msg, size_t msglen) {
+  int rc = histd__ds_complete(ds, cap, n, msg, msglen);
+  if (rc == 0 && ws != NULL && (rc = histd_dataset_alloc_weights(ds, msg, msglen)) == 0)
+    memcpy(ds->w, ws, n * sizeof *ws);
+  if (rc == 0 && frames > 0)
+    rc = histd_dataset_set_frames(ds, frames, counts, boxes, msg, msglen);
+  if (rc != 0)
+    histd_dataset_free(ds);
+  return rc;
+}
+
+int histd__frames_add(histd__frames *t, size_t n, const histd_box *box, char *msg,
+                      size_t msglen) {
+  if (t->count == t->cap) {
+    size_t cap = t->cap ? 2 * t->cap : 4;
+    size_t *c = realloc(t->counts, cap * sizeof *c);
+    if (c != NULL)
+      t->counts = c;
+    histd_box *b = c ? realloc(t->boxes, cap * sizeof *b) : NULL;
+    if (b == NULL)
+      return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu frames", cap);
+    t->boxes = b;
+    t->cap = cap;
+  }
+  t->counts[t->count] = n;
+  t->boxes[t->count++] = *box;
+  return 0;
+}
+
+void histd__frames_free(histd__frames *t) {
+  free(t->counts);
+  free(t->boxes);
+  memset(t, 0, sizeof *t);
+}
+
 void histd__format_double(char *buf, size_t buflen, double v, locale_t loc) {
   if (buf == NULL || buflen == 0)
     return;

@@ -497,9 +497,11 @@ int histd_params_problem(const histd_params *p, const histd_dataset *a, const hi
   memset(&pr, 0, sizeof pr);
   pr.a = a;
   pr.b = b;
-  pr.box = p->box; /* the job's box, else the file's (A's; B must agree) */
-  if (pr.box.kind == HISTD_BOX_NONE)
+  pr.box = p->box; /* the job's box, else the file's: each frame of A in its own */
+  if (pr.box.kind == HISTD_BOX_NONE) {
     pr.box = a->box;
+    pr.frame_boxes = true;
+  }
   pr.weighted = p->weights;
   const int ways = given_bucket_width(p) + given_r_max(p) + given_edges(p) + given_log_bins(p) +
                    p->has_within;

@@ -259,14 +259,7 @@ int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_datas
                       : seen_content ? "has no data lines"
                                      : "is empty or only blank and comment lines");
   }
-  rc = histd__ds_complete(&ds, cap, n, msg, msglen);
-  if (rc == 0 && ws != NULL) {
-    rc = histd_dataset_alloc_weights(&ds, msg, msglen);
-    if (rc == 0)
-      memcpy(ds.w, ws, n * sizeof *ws);
-    else
-      histd_dataset_free(&ds);
-  }
+  rc = histd__ds_complete_all(&ds, cap, n, ws, 0, NULL, NULL, msg, msglen);
   free(ws);
   if (rc != 0)
     return rc;

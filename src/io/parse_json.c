@@ -1,5 +1,7 @@
 /*
- * parse_json.c -- {"points": [[x, y, z], ...]} or {"x": [...], "y": [...], "z": [...]}.
+ * parse_json.c -- {"points": [[x, y, z], ...]} or {"x": [...], "y": [...], "z": [...]},
+ * with weights as a "w" array beside either, or as a fourth number of every
+ * point ([x, y, z, w]).
  *
  * A hand-written single-pass parser for exactly these two shapes, rather than
  * a general JSON tree: a tree of a million points is four million heap nodes
@@ -14,6 +16,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "io_internal.h"
@@ -27,7 +30,16 @@ typedef struct jparser {
   size_t cap;        /* slots per axis in ds                              */
   size_t max_points; /* 0 = unlimited                                     */
   bool overflowed;   /* a value past cap was dropped (input must be bad)   */
+  double *w;         /* NULL, or cap weights (allocated on the first one)  */
+  size_t width;      /* numbers per point: 0 (none yet), 3, or 4 (x y z w) */
 } jparser;
+
+/* Room for the weights, on the first one. */
+static int weights_room(jparser *j) {
+  if (j->w == NULL && (j->w = malloc(j->cap * sizeof *j->w)) == NULL)
+    return histd_fail(j->msg, j->msglen, HISTD_ENOMEM, "out of memory for %zu weights", j->cap);
+  return 0;
+}
 
 static void skip_ws(jparser *j) {
   while (j->p < j->end &&
@@ -178,7 +190,7 @@ static int points_array(jparser *j, size_t *n) {
     skip_ws(j);
     if (!eat(j, '['))
       return expected(j, path_of(path, sizeof path, "points", i, NO_INDEX), "an array [x, y, z]");
-    double v[3] = {0, 0, 0};
+    double v[4] = {0, 0, 0, 0};
     size_t k = 0;
     for (;;) {
       skip_ws(j);
@@ -194,21 +206,32 @@ static int points_array(jparser *j, size_t *n) {
       int rc = number(j, "points", i, k, &d);
       if (rc != 0)
         return rc;
-      if (k < 3)
+      if (k < 4)
         v[k] = d;
       k++;
     }
-    if (k != 3)
+    if (j->width == 0 && (k == 3 || k == 4))
+      j->width = k; /* the first point says whether they carry weights */
+    if (k != j->width || k == 0)
       return histd_fail(j->msg, j->msglen, HISTD_EPARSE,
-                        "points[%zu]: expected 3 numbers, found %zu", i, k);
+                        i == 0 ? "points[%zu]: expected 3 numbers (x, y, z) or 4 (x, y, z, w), "
+                                 "found %zu"
+                        : j->width == 4 ? "points[%zu]: expected 4 numbers (x, y, z, w) as "
+                                          "points[0] has, found %zu"
+                                        : "points[%zu]: expected 3 numbers as points[0] has, "
+                                          "found %zu", i, k);
     bool store = false;
     int rc = slot(j, "points", i, &store);
+    if (rc == 0 && k == 4)
+      rc = weights_room(j);
     if (rc != 0)
       return rc;
     if (store) {
       j->ds->x[i] = v[0];
       j->ds->x[j->cap + i] = v[1];
       j->ds->x[2 * j->cap + i] = v[2];
+      if (k == 4)
+        j->w[i] = v[3];
     }
     i++;
     skip_ws(j);
@@ -224,9 +247,13 @@ static int points_array(jparser *j, size_t *n) {
   return 0;
 }
 
-/* "x" / "y" / "z": [v, ...] into axis a; *n gets the value count. */
+/* "x" / "y" / "z" / "w": [v, ...] into axis a (3: the weights); *n gets
+ * the value count. */
 static int axis_array(jparser *j, int a, size_t *n) {
-  static const char *const names[3] = {"x", "y", "z"};
+  static const char *const names[4] = {"x", "y", "z", "w"};
+  int rc0 = a == 3 ? weights_room(j) : 0;
+  if (rc0 != 0)
+    return rc0;
   if (!eat(j, '['))
     return expected(j, names[a], "an array of numbers");
   skip_ws(j);
@@ -245,7 +272,9 @@ static int axis_array(jparser *j, int a, size_t *n) {
     rc = slot(j, names[a], i, &store);
     if (rc != 0)
       return rc;
-    if (store)
+    if (store && a == 3)
+      j->w[i] = d;
+    else if (store)
       j->ds->x[(size_t)a * j->cap + i] = d;
     i++;
     skip_ws(j);
@@ -388,8 +417,8 @@ int histd__parse_json(const char *buf, size_t len, size_t max_points, histd_data
   }
 
   static const char *const names[3] = {"x", "y", "z"};
-  bool have_points = false, have_axis[3] = {false, false, false};
-  size_t n = 0, axis_n[3] = {0, 0, 0};
+  bool have_points = false, have_axis[3] = {false, false, false}, have_w = false;
+  size_t n = 0, axis_n[3] = {0, 0, 0}, w_n = 0;
   int first_axis = -1;
   j.p++; /* '{' */
   skip_ws(&j);
@@ -444,11 +473,20 @@ int histd__parse_json(const char *buf, size_t len, size_t max_points, histd_data
                           names[a], axis_n[a], names[first_axis], axis_n[first_axis]);
           goto fail;
         }
+      } else if (strcmp(key, "w") == 0) {
+        if (have_w) {
+          rc = histd_fail(msg, msglen, HISTD_EPARSE, "duplicate key \"w\"");
+          goto fail;
+        }
+        have_w = true;
+        if ((rc = axis_array(&j, 3, &w_n)) != 0)
+          goto fail;
       } else {
         char q[64];
         histd__quote(q, sizeof q, raw, rawlen);
         rc = histd_fail(msg, msglen, HISTD_EPARSE,
-                        "unknown key \"%s\": expected \"points\", or \"x\", \"y\" and \"z\"", q);
+                        "unknown key \"%s\": expected \"points\", or \"x\", \"y\" and \"z\" "
+                        "(and \"w\", the weights)", q);
         goto fail;
       }
       skip_ws(&j);
@@ -487,18 +525,30 @@ int histd__parse_json(const char *buf, size_t len, size_t max_points, histd_data
                     have_points ? "\"points\" is" : "\"x\", \"y\" and \"z\" are");
     goto fail;
   }
+  if (have_w && j.width == 4) {
+    rc = histd_fail(msg, msglen, HISTD_EPARSE,
+                    "the weights are given twice: as \"w\" and as the points' fourth numbers");
+    goto fail;
+  }
+  if (have_w && w_n != n) {
+    rc = histd_fail(msg, msglen, HISTD_EPARSE, "w: has %zu values, but there are %zu points",
+                    w_n, n);
+    goto fail;
+  }
   if (j.overflowed || n > cap) { /* impossible for valid input; never trust it */
     rc = histd_fail(msg, msglen, HISTD_EPARSE, "internal error: more points than the input can hold");
     goto fail;
   }
   freelocale(j.loc);
-  rc = histd__ds_complete(&ds, cap, n, msg, msglen);
+  rc = histd__ds_complete_all(&ds, cap, n, j.w, 0, NULL, NULL, msg, msglen);
+  free(j.w);
   if (rc != 0)
     return rc;
   *out = ds;
   return 0;
 fail:
   freelocale(j.loc);
+  free(j.w);
   histd_dataset_free(&ds);
   return rc;
 }

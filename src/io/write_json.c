@@ -137,8 +137,11 @@ int histd_write_json(FILE *f, const histd_result *res, unsigned flags) {
   u64(&o, "n", res->n);
   if (res->cross)
     u64(&o, "n_b", res->n_b);
-  if (res->volume > 0)
+  u64(&o, "frames", res->frames > 0 ? res->frames : 1);
+  if (res->volume > 0) {
     dbl(&o, "volume", res->volume);
+    str(&o, "box_source", res->box_from_dataset ? "dataset" : "job");
+  }
   if (res->statistic == HISTD_STAT_WITHIN) {
     str(&o, "statistic", "within");
     dbl(&o, "radius", res->radius);

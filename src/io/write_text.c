@@ -99,6 +99,12 @@ int histd_write_text(FILE *f, const histd_result *res) {
     histd__format_double(lo, sizeof lo, histd_bins_edge(&res->bins, count), loc);
     fprintf(f, "overflow:%" PRIu64 " (distances >= %s)\n", res->overflow, lo);
   }
+  if (res->frames > 1 || res->volume > 0) {
+    fprintf(f, "frames: %" PRIu64, res->frames > 0 ? res->frames : 1);
+    if (res->volume > 0)
+      fprintf(f, "; periodic box from the %s", res->box_from_dataset ? "file" : "job");
+    fputc('\n', f);
+  }
   fprintf(f, "kernel: %s (%s%s)", res->kernel, histd_precision_name(res->precision),
           res->precision == HISTD_PRECISION_FAST && res->exact ? ", counts exact" : "");
   if (res->block_size != 0)

@@ -53,6 +53,14 @@ struct dataset_cache {
 
 static double empty_payload[3];
 
+/* Unmaps and frees one entry (its frame table too). */
+static void loaded_free(loaded_dataset *d) {
+  if (d->map != NULL)
+    munmap(d->map, d->len);
+  histd_dataset_free(&d->ds); /* borrowed points: only the frame table */
+  free(d);
+}
+
 int dataset_cache_create(dataset_cache **out, store *s) {
   dataset_cache *c = calloc(1, sizeof *c);
   if (c == NULL)
@@ -69,9 +77,7 @@ void dataset_cache_destroy(dataset_cache *c) {
   while (c->head != NULL) {
     loaded_dataset *d = c->head;
     c->head = d->next;
-    if (d->map != NULL)
-      munmap(d->map, d->len);
-    free(d);
+    loaded_free(d);
   }
   free(c->ok);
   pthread_mutex_destroy(&c->mu);
@@ -151,7 +157,8 @@ int dataset_acquire(dataset_cache *c, const char *id, loaded_dataset **out, char
   if (fd < 0)
     return corrupt(c, id, msg, msglen, "the payload file is missing (%s)", strerror(errno));
   struct stat sb;
-  if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size != (uint64_t)meta.n * 24) {
+  const uint64_t bytes = dataset_payload_bytes(&meta);
+  if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size != bytes) {
     close(fd);
     return corrupt(c, id, msg, msglen, "the payload file is corrupt (%s)",
                    "its size does not match the number of points");
@@ -164,7 +171,7 @@ int dataset_acquire(dataset_cache *c, const char *id, loaded_dataset **out, char
   snprintf(d->id, sizeof d->id, "%s", id);
   d->refs = 1;
   if (meta.n > 0) {
-    d->len = meta.n * 24;
+    d->len = (size_t)bytes;
     d->map = mmap(NULL, d->len, PROT_READ, MAP_PRIVATE, fd, 0);
     if (d->map == MAP_FAILED) {
       int e = errno;
@@ -179,20 +186,38 @@ int dataset_acquire(dataset_cache *c, const char *id, loaded_dataset **out, char
   close(fd);
   memcpy(d->ds.min, meta.min, sizeof meta.min);
   memcpy(d->ds.max, meta.max, sizeof meta.max);
+  /* the tail: weights, then the frame table (service.h) */
+  const double *tail = meta.n > 0 ? (const double *)d->map + 3 * meta.n : NULL;
+  const size_t tail_len = meta.n > 0 ? (size_t)(bytes / 8 - 3 * meta.n) : 0;
+  if (meta.weighted)
+    d->ds.w = (double *)tail;
+  int rc = 0;
+  if (dataset_has_table(&meta) && meta.n > 0) {
+    char why[160];
+    rc = dataset_frames_from_table(&d->ds, tail + (meta.weighted ? meta.n : 0), meta.frames,
+                                   why, sizeof why);
+    if (rc == HISTD_ENOMEM) {
+      loaded_free(d);
+      return histd_fail(msg, msglen, rc, "%s", why);
+    }
+  }
 
   pthread_mutex_lock(&c->mu);
   bool need_hash = !is_verified(c, id, &sb);
   pthread_mutex_unlock(&c->mu);
   if (need_hash) {
     char hex[65];
-    dataset_id_hex(d->ds.x, d->ds.y, d->ds.z, d->ds.n, hex);
+    dataset_id_hex_tail(d->ds.x, d->ds.y, d->ds.z, d->ds.n, tail, tail_len, hex);
     if (strcmp(hex, id) != 0) {
-      if (d->map)
-        munmap(d->map, d->len);
-      free(d);
+      loaded_free(d);
       return corrupt(c, id, msg, msglen, "the payload file is corrupt (%s)",
                      "its hash does not match the dataset id");
     }
+  }
+  if (rc != 0) { /* a frame table that does not add up, though its hash does */
+    loaded_free(d);
+    return corrupt(c, id, msg, msglen, "the payload file is corrupt (%s)",
+                   "its frames do not add up to its points");
   }
 
   pthread_mutex_lock(&c->mu);
@@ -202,9 +227,7 @@ int dataset_acquire(dataset_cache *c, const char *id, loaded_dataset **out, char
     if (strcmp(o->id, id) == 0) { /* someone mapped it meanwhile: share theirs */
       o->refs++;
       pthread_mutex_unlock(&c->mu);
-      if (d->map)
-        munmap(d->map, d->len);
-      free(d);
+      loaded_free(d);
       *out = o;
       return 0;
     }
@@ -232,7 +255,5 @@ void dataset_release(dataset_cache *c, loaded_dataset *d) {
       break;
     }
   pthread_mutex_unlock(&c->mu);
-  if (d->map != NULL)
-    munmap(d->map, d->len);
-  free(d);
+  loaded_free(d);
 }

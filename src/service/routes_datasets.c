@@ -49,8 +49,18 @@ cJSON *dataset_to_json(const dataset_meta *m) {
   char ts[40];
   cJSON_AddStringToObject(o, "id", m->id);
   cJSON_AddNumberToObject(o, "n", (double)m->n);
-  cJSON_AddNumberToObject(o, "bytes", (double)m->n * 24.0);
+  cJSON_AddNumberToObject(o, "bytes", (double)dataset_payload_bytes(m));
   cJSON_AddStringToObject(o, "format", m->format);
+  cJSON_AddNumberToObject(o, "frames", (double)(m->frames > 1 ? m->frames : 1));
+  cJSON_AddBoolToObject(o, "weighted", m->weighted);
+  if (m->box.kind == HISTD_BOX_NONE) {
+    cJSON_AddNullToObject(o, "box");
+  } else { /* the job parameter's form: [Lx, Ly, Lz] or LAMMPS's six numbers */
+    const histd_box *b = &m->box;
+    const double v[6] = {b->ax, b->by, b->cz, b->bx, b->cx, b->cy};
+    cJSON_AddItemToObject(o, "box",
+                          cJSON_CreateDoubleArray(v, b->kind == HISTD_BOX_TRICLINIC ? 6 : 3));
+  }
   cJSON *b = cJSON_AddObjectToObject(o, "bounds");
   cJSON_AddItemToObject(b, "min", triple(m->min));
   cJSON_AddItemToObject(b, "max", triple(m->max));
@@ -82,7 +92,8 @@ static bool upload_format(request *r, histd_format *fmt) {
   const char *ct = request_header(r, "Content-Type");
   if (fq != NULL) {
     if (histd_format_parse(fq, fmt) != 0) {
-      respond_problem(r, 400, "format \"%s\" is not one of json, csv, xyz, f64, f32", fq);
+      respond_problem(r, 400, "format \"%s\" is not one of json, csv, xyz, f64, f32, lammps",
+                      fq);
       return false;
     }
     return true;
@@ -92,27 +103,27 @@ static bool upload_format(request *r, histd_format *fmt) {
   if (mt[0] == '\0' || histd_format_from_content_type(mt, fmt) != 0) {
     respond_problem(r, 415,
                     "cannot tell the format from Content-Type \"%s\": send application/json, "
-                    "text/csv, chemical/x-xyz, application/x-float64 (or "
+                    "text/csv, chemical/x-xyz, text/x-lammps-dump, application/x-float64 (or "
                     "application/octet-stream) or application/x-float32, or add "
-                    "?format=json|csv|xyz|f64|f32",
+                    "?format=json|csv|xyz|f64|f32|lammps",
                     ct ? ct : "");
     return false;
   }
   return true;
 }
 
-/* False (answered 507) when n more points would take the data dir past
- * --max-data-bytes. */
-static bool disk_room(request *r, unsigned long long n) {
+/* False (answered 507) when a payload of `bytes` would take the data dir
+ * past --max-data-bytes. */
+static bool disk_room(request *r, unsigned long long bytes) {
   size_t max = r->svc->cfg.max_data_bytes;
   if (max == 0)
     return true;
   uint64_t held = store_data_bytes(r->svc->store);
-  if (held + n * 24 <= max)
+  if (held + bytes <= max)
     return true;
   respond_problem(r, 507, "the dataset's %llu bytes would take the data dir past its budget "
                           "of %zu bytes (--max-data-bytes; %llu are in use); delete datasets "
-                          "or old jobs first", n * 24, max, (unsigned long long)held);
+                          "or old jobs first", bytes, max, (unsigned long long)held);
   return false;
 }
 
@@ -130,7 +141,7 @@ int route_datasets_stream(request *r, unsigned long long content_length) {
                             "(--max-points)", n, r->svc->cfg.max_points);
     return -1;
   }
-  if (!disk_room(r, n))
+  if (!disk_room(r, n * 24))
     return -1;
   char msg[256] = "";
   r->stream = upload_stream_open(r->svc, (size_t)n, msg, sizeof msg);
@@ -206,25 +217,16 @@ void route_datasets_create(request *r) {
                       msg[0] ? msg : histd_strerror(rc));
     return;
   }
-  if (ds.box.kind != HISTD_BOX_NONE) { /* likewise */
-    histd_dataset_free(&ds);
-    respond_problem(r, 422, "the file carries a periodic box, which datasets do not store yet; "
-                            "upload the points and give each job its box (\"box\")");
-    return;
-  }
-  if (ds.w != NULL) { /* not stored yet: refuse rather than drop them */
-    histd_dataset_free(&ds);
-    respond_problem(r, 422, "the points carry weights (a fourth column), which datasets do "
-                            "not store yet; upload x, y and z only (sdh reads weights)");
-    return;
-  }
   if (ds.n > svc->cfg.max_points) {
     histd_dataset_free(&ds);
     respond_problem(r, 413, "the body has more than the limit of %zu points (--max-points)",
                     svc->cfg.max_points);
     return;
   }
-  if (!disk_room(r, ds.n)) {
+  dataset_meta shape;
+  size_t tail_len;
+  dataset_tail(&ds, &shape, NULL, &tail_len, NULL, 0);
+  if (!disk_room(r, dataset_payload_bytes(&shape))) {
     histd_dataset_free(&ds);
     return;
   }

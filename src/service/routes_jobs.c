@@ -207,14 +207,34 @@ fail:
   return false;
 }
 
-/* A dataset's shape for validation: its size and bounds, no points. */
-static histd_dataset meta_shape(const dataset_meta *m) {
-  histd_dataset d;
-  memset(&d, 0, sizeof d);
-  d.n = m->n;
-  memcpy(d.min, m->min, sizeof d.min);
-  memcpy(d.max, m->max, sizeof d.max);
-  return d;
+/* A dataset's shape for validation: its size, bounds, whether it has
+ * weights, its frames, no points. The row keeps the first frame's box
+ * only, so every frame gets that one here (and equal shares of the
+ * points); a later frame's narrower box is checked when the job runs. Free
+ * it with histd_dataset_free. */
+static int meta_shape(const dataset_meta *m, histd_dataset *d, char *msg, size_t msglen) {
+  static double weight_marker; /* validation asks only whether w is NULL */
+  memset(d, 0, sizeof *d);
+  d->n = m->n;
+  d->borrowed = true;
+  memcpy(d->min, m->min, sizeof d->min);
+  memcpy(d->max, m->max, sizeof d->max);
+  d->w = m->weighted ? &weight_marker : NULL;
+  d->box = m->box;
+  if (m->frames <= 1 || m->frames > m->n)
+    return 0;
+  size_t *counts = malloc(m->frames * sizeof *counts);
+  histd_box *boxes = malloc(m->frames * sizeof *boxes);
+  int rc = counts && boxes ? 0 : histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory");
+  for (size_t f = 0; rc == 0 && f < m->frames; f++) {
+    counts[f] = m->n / m->frames + (f + 1 == m->frames ? m->n % m->frames : 0);
+    boxes[f] = m->box;
+  }
+  if (rc == 0)
+    rc = histd_dataset_set_frames(d, m->frames, counts, boxes, msg, msglen);
+  free(counts);
+  free(boxes);
+  return rc;
 }
 
 static void new_job_id(char id[33]) {
@@ -291,11 +311,16 @@ static void create_job(void *arg) {
   j->n_b = cross ? mb.n : 0;
   /* the problem's shape: validated, and equal-width bins counted now, so
    * the job says how many it has */
-  histd_dataset a = meta_shape(&m), b = cross ? meta_shape(&mb) : a;
+  histd_dataset a, b;
+  memset(&b, 0, sizeof b);
   histd_problem prob;
   double *edges = NULL;
   char msg[256];
-  int rc = histd_params_problem(&j->params, &a, cross ? &b : NULL, &prob, &edges, msg, sizeof msg);
+  int rc = meta_shape(&m, &a, msg, sizeof msg);
+  if (rc == 0 && cross)
+    rc = meta_shape(&mb, &b, msg, sizeof msg);
+  if (rc == 0)
+    rc = histd_params_problem(&j->params, &a, cross ? &b : NULL, &prob, &edges, msg, sizeof msg);
   if (rc == 0 && prob.statistic == HISTD_STAT_HISTOGRAM && prob.bins.kind == HISTD_BINS_WIDTH &&
       prob.bins.count == 0) {
     rc = histd_default_bins(&prob, &j->params.buckets, msg, sizeof msg);
@@ -306,6 +331,8 @@ static void create_job(void *arg) {
   if (rc == 0)
     rc = histd_exec_validate(&j->params.exec, &prob, msg, sizeof msg);
   free(edges);
+  histd_dataset_free(&a);
+  histd_dataset_free(&b);
   if (rc != 0) {
     pthread_rwlock_unlock(&svc->datasets_lock);
     c->status = rc == HISTD_EPARSE ? 400 : 422;
@@ -638,10 +665,10 @@ static bool split_points(request *r, cJSON **o, histd_dataset *ds) {
     }
     return false;
   }
-  const json_span *pt[4] = {NULL, NULL, NULL, NULL};
-  static const char *const names[4] = {"points", "x", "y", "z"};
+  const json_span *pt[5] = {NULL, NULL, NULL, NULL, NULL};
+  static const char *const names[5] = {"points", "x", "y", "z", "w"}; /* w: the weights */
   for (size_t i = 0; i < count; i++)
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 5; k++)
       if (json_span_key_is(&spans[i], names[k])) {
         if (pt[k] != NULL) {
           respond_problem(r, 400, "the body names \"%s\" twice", names[k]);
@@ -660,7 +687,7 @@ static bool split_points(request *r, cJSON **o, histd_dataset *ds) {
   }
   /* The points, alone, in the io layer's JSON shape. */
   size_t cap = 64;
-  for (int k = 0; k < 4; k++)
+  for (int k = 0; k < 5; k++)
     cap += pt[k] ? pt[k]->value_len : 0;
   char *doc = malloc(cap);
   if (doc == NULL) {
@@ -669,7 +696,7 @@ static bool split_points(request *r, cJSON **o, histd_dataset *ds) {
   }
   size_t len = 0;
   doc[len++] = '{';
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 5; k++) {
     if (pt[k] == NULL)
       continue;
     len += (size_t)sprintf(doc + len, "%s\"%s\":", len > 1 ? "," : "", names[k]);
@@ -692,7 +719,7 @@ static bool split_points(request *r, cJSON **o, histd_dataset *ds) {
     return false;
   }
   /* The parameters: the body with the point values blanked to 0. */
-  for (int k = 0; k < 4; k++)
+  for (int k = 0; k < 5; k++)
     if (pt[k] != NULL) {
       char *v = r->body + (pt[k]->value - r->body);
       v[0] = '0';
@@ -717,7 +744,7 @@ void route_histogram(request *r) {
   if (result_format(r) < 0)
     return;
   double t0 = histd_now_ms();
-  static const char *const extra[] = {"points", "x", "y", "z", NULL};
+  static const char *const extra[] = {"points", "x", "y", "z", "w", NULL};
   histd_params pp;
   histd_dataset ds;
   memset(&ds, 0, sizeof ds);

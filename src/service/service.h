@@ -89,6 +89,11 @@ void sha256_hex(const void *data, size_t len, char hex[65]);
  * float64 arrays; at once (the three leaves in parallel), or streaming. */
 void dataset_id_hex(const double *x, const double *y, const double *z, size_t n,
                     char hex[65]);
+/* The same for a payload with a tail (weights, the frame table: tail_len
+ * doubles after z): SHA-256(H(x) || H(y) || H(z) || H(tail)); no tail is
+ * dataset_id_hex, so a dataset of points only keeps its id. */
+void dataset_id_hex_tail(const double *x, const double *y, const double *z, size_t n,
+                         const double *tail, size_t tail_len, char hex[65]);
 typedef struct dataset_hasher dataset_hasher;
 dataset_hasher *dataset_hasher_new(void);
 void dataset_hasher_update(dataset_hasher *h, int axis, const void *data, size_t len);
@@ -144,7 +149,29 @@ typedef struct dataset_meta {
   double created_at;
   double min[3], max[3];
   char error[256]; /* "" when the payload is fine as far as we know */
+  bool weighted;   /* the payload has n weights after z              */
+  size_t frames;   /* >= 1                                           */
+  histd_box box;   /* the first frame's periodic box, or kind NONE   */
 } dataset_meta;
+
+/*
+ * A dataset's payload file (schema 3): x[n] y[n] z[n], then w[n] when
+ * weighted, then the frame table when there are several frames or a box:
+ * a record of 8 float64 per frame {points, box kind, ax, bx, by, cx, cy,
+ * cz}. All little-endian float64, so the file maps as the engine's arrays.
+ */
+bool dataset_has_table(const dataset_meta *m);
+uint64_t dataset_payload_bytes(const dataset_meta *m);
+#define DATASET_FRAME_RECORD 8
+/* The payload's tail of a parsed dataset (malloc'd, *len doubles; NULL when
+ * none) and its shape (n, bounds, weights, frames, box); tail NULL: the
+ * shape and the length only. */
+int dataset_tail(const histd_dataset *ds, dataset_meta *shape, double **tail, size_t *len,
+                 char *msg, size_t msglen);
+/* The frame table of a mapped payload into ds's frames (HISTD_EIO when
+ * it does not add up). */
+int dataset_frames_from_table(histd_dataset *ds, const double *table, size_t frames, char *msg,
+                              size_t msglen);
 
 typedef enum job_status {
   JOB_QUEUED = 0,

@@ -143,6 +143,11 @@ static void *leaf_main(void *arg) {
 
 void dataset_id_hex(const double *x, const double *y, const double *z, size_t n,
                     char hex[65]) {
+  dataset_id_hex_tail(x, y, z, n, NULL, 0, hex);
+}
+
+void dataset_id_hex_tail(const double *x, const double *y, const double *z, size_t n,
+                         const double *tail, size_t tail_len, char hex[65]) {
   leaf_job j[3] = {{x, n, {0}}, {y, n, {0}}, {z, n, {0}}};
   pthread_t t[2];
   bool threaded[2] = {false, false};
@@ -156,8 +161,15 @@ void dataset_id_hex(const double *x, const double *y, const double *z, size_t n,
     else
       leaf_main(&j[a]);
   }
-  unsigned char leaves[96];
+  unsigned char leaves[128];
   for (int a = 0; a < 3; a++)
     memcpy(leaves + 32 * a, j[a].digest, 32);
+  if (tail_len == 0) {
+    sha256_hex(leaves, 96, hex);
+    return;
+  }
+  leaf_job tj = {tail, tail_len, {0}};
+  leaf_main(&tj);
+  memcpy(leaves + 96, tj.digest, 32);
   sha256_hex(leaves, sizeof leaves, hex);
 }

@@ -6,8 +6,11 @@
  *
  *     histd.db (+ -wal, -shm)    datasets, jobs and their results
  *     payloads/<sha256>.f64      one per dataset: x[0..n) y[0..n) z[0..n),
- *                                float64 little-endian, no header, so it can
- *                                be mmapped and handed to the engine as is
+ *                                then w[0..n) when weighted, then the frame
+ *                                table when it has several frames or a box
+ *                                (service.h), float64 little-endian, no
+ *                                header, so it can be mmapped and handed to
+ *                                the engine as is
  *
  * Payloads are written the classic atomic way: a temp file in the same
  * directory, write, fsync, rename over the final name, fsync the directory.
@@ -46,6 +49,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
@@ -85,7 +89,8 @@ static const char *const schema =
     "  id TEXT PRIMARY KEY, n INTEGER NOT NULL, format TEXT NOT NULL,"
     "  name TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL,"
     "  minx REAL, miny REAL, minz REAL, maxx REAL, maxy REAL, maxz REAL,"
-    "  error TEXT NOT NULL DEFAULT '');"
+    "  error TEXT NOT NULL DEFAULT '', weighted INTEGER NOT NULL DEFAULT 0,"
+    "  frames INTEGER NOT NULL DEFAULT 1, box TEXT NOT NULL DEFAULT '');"
     "CREATE TABLE IF NOT EXISTS jobs ("
     "  seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,"
     "  dataset TEXT NOT NULL, n INTEGER NOT NULL,"
@@ -100,7 +105,8 @@ static const char *const schema =
     "  r_kernel TEXT, r_block_size INTEGER, r_threads INTEGER, r_exact INTEGER,"
     "  r_refined INTEGER, r_overflow INTEGER, r_total INTEGER, r_counts BLOB,"
     "  params TEXT, dataset_b TEXT NOT NULL DEFAULT '', n_b INTEGER NOT NULL DEFAULT 0,"
-    "  r_below INTEGER NOT NULL DEFAULT 0, r_weighted BLOB);"
+    "  r_below INTEGER NOT NULL DEFAULT 0, r_weighted BLOB,"
+    "  r_frames INTEGER NOT NULL DEFAULT 1, r_volume REAL, r_box_source TEXT NOT NULL DEFAULT '');"
     "CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs(status);"
     "CREATE INDEX IF NOT EXISTS jobs_by_dataset ON jobs(dataset, status);";
 
@@ -112,10 +118,25 @@ static const char *const schema =
  *   2  params (the job's parameters as the JSON of histd/params.h, the one
  *      truth; the old columns are still written, as a plain histogram's
  *      view of the job), dataset_b and n_b (A x B), r_below and r_weighted.
- * A data dir of version 0 is migrated in place, in one transaction: the
- * new columns are added and each job's params built from its old columns.
+ *   3  datasets keep weights, boxes and frames: the columns weighted,
+ *      frames and box (the first frame's: "kind ax bx by cx cy cz", '' for
+ *      none), the payload's tail (service.h); results keep r_frames,
+ *      r_volume (the volume that normalises g(r)) and r_box_source ("job"
+ *      or "dataset"). A version-2 payload is a version-3 one of points
+ *      only, so no file changes; a version-2 result's volume is its job's
+ *      box's (r_volume NULL).
+ * A data dir of version 0 or 2 is migrated in place, in one transaction:
+ * the new columns are added and (from 0) each job's params built from its
+ * old columns.
  */
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
+static const char *const migrate_2_to_3 =
+    "ALTER TABLE datasets ADD COLUMN weighted INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE datasets ADD COLUMN frames INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE datasets ADD COLUMN box TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE jobs ADD COLUMN r_frames INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE jobs ADD COLUMN r_volume REAL;"
+    "ALTER TABLE jobs ADD COLUMN r_box_source TEXT NOT NULL DEFAULT '';";
 static const char *const migrate_0_to_2 =
     "ALTER TABLE jobs ADD COLUMN params TEXT;"
     "ALTER TABLE jobs ADD COLUMN dataset_b TEXT NOT NULL DEFAULT '';"
@@ -130,6 +151,19 @@ static const char *const migrate_0_to_2 =
     "  CASE WHEN devices > 0 THEN json_object('devices', json('[' || ("
     "    WITH RECURSIVE bit(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM bit WHERE i < 62)"
     "    SELECT group_concat(i) FROM bit WHERE (devices >> i) & 1) || ']')) ELSE '{}' END);";
+
+static bool has_column(sqlite3 *db, const char *table, const char *column) {
+  sqlite3_stmt *st;
+  bool has = false;
+  if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?", -1, &st,
+                         NULL) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
+    has = sqlite3_step(st) == SQLITE_ROW;
+  }
+  sqlite3_finalize(st);
+  return has;
+}
 
 /* Brings the database to SCHEMA_VERSION. A fresh one is created at it. */
 static int schema_migrate(sqlite3 *db, char **err) {
@@ -146,17 +180,17 @@ static int schema_migrate(sqlite3 *db, char **err) {
                            "reads up to %d)", version, SCHEMA_VERSION);
     return SQLITE_ERROR;
   }
-  /* version 0: a fresh database (made above with every column) or 0.1's */
-  bool has_params = false;
-  if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('jobs') WHERE name = 'params'",
-                         -1, &st, NULL) == SQLITE_OK)
-    has_params = sqlite3_step(st) == SQLITE_ROW;
-  sqlite3_finalize(st);
+  /* version 0 (a fresh database, made above with every column, or 0.1's)
+   * or 2: add what is missing */
+  bool has_params = has_column(db, "jobs", "params");
+  bool has_frames = has_column(db, "datasets", "frames");
   int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, err);
   if (rc == SQLITE_OK && !has_params)
     rc = sqlite3_exec(db, migrate_0_to_2, NULL, NULL, err);
+  if (rc == SQLITE_OK && !has_frames)
+    rc = sqlite3_exec(db, migrate_2_to_3, NULL, NULL, err);
   if (rc == SQLITE_OK)
-    rc = sqlite3_exec(db, "PRAGMA user_version = 2; COMMIT", NULL, NULL, err);
+    rc = sqlite3_exec(db, "PRAGMA user_version = 3; COMMIT", NULL, NULL, err);
   else
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
   return rc;
@@ -367,10 +401,32 @@ static void row_to_dataset(sqlite3_stmt *st, dataset_meta *m) {
     m->max[a] = sqlite3_column_double(st, 8 + a);
   }
   snprintf(m->error, sizeof m->error, "%s", (const char *)sqlite3_column_text(st, 11));
+  m->weighted = sqlite3_column_int(st, 12) != 0;
+  sqlite3_int64 frames = sqlite3_column_int64(st, 13);
+  m->frames = frames > 1 ? (size_t)frames : 1;
+  const char *box = (const char *)sqlite3_column_text(st, 14);
+  int kind = 0;
+  histd_box *b = &m->box;
+  if (box == NULL || sscanf(box, "%d %lf %lf %lf %lf %lf %lf", &kind, &b->ax, &b->bx, &b->by,
+                            &b->cx, &b->cy, &b->cz) != 7 ||
+      kind < HISTD_BOX_ORTHO || kind > HISTD_BOX_TRICLINIC)
+    memset(b, 0, sizeof *b);
+  else
+    b->kind = (histd_box_kind)kind;
+}
+
+bool dataset_has_table(const dataset_meta *m) {
+  return m->frames > 1 || m->box.kind != HISTD_BOX_NONE;
+}
+
+uint64_t dataset_payload_bytes(const dataset_meta *m) {
+  return (uint64_t)m->n * (m->weighted ? 32 : 24) +
+         (dataset_has_table(m) ? (uint64_t)m->frames * DATASET_FRAME_RECORD * 8 : 0);
 }
 
 #define DATASET_COLUMNS \
-  "id, n, format, name, created_at, minx, miny, minz, maxx, maxy, maxz, error"
+  "id, n, format, name, created_at, minx, miny, minz, maxx, maxy, maxz, error, weighted, " \
+  "frames, box"
 
 static int get_dataset_locked(store *s, const char *id, dataset_meta *m) {
   sqlite3_stmt *st;
@@ -394,8 +450,14 @@ int store_get_dataset(store *s, const char *id, dataset_meta *m) {
   return rc;
 }
 
-/* Writes the payload to a temp file (no fsync yet). */
-static int payload_write_temp(store *s, const void *data, size_t len, char *tmp_path,
+/* Writes the payload, count pieces one after another, to a temp file (no
+ * fsync yet). */
+typedef struct piece {
+  const void *data;
+  size_t len;
+} piece;
+
+static int payload_write_temp(store *s, const piece *pieces, int count, char *tmp_path,
                               size_t tmplen, char *msg, size_t msglen) {
   static atomic_uint counter;
   snprintf(tmp_path, tmplen, "%s/.upload.%ld.%u.tmp", s->payload_dir, (long)getpid(),
@@ -404,21 +466,23 @@ static int payload_write_temp(store *s, const void *data, size_t len, char *tmp_
   if (fd < 0)
     return histd_fail(msg, msglen, HISTD_EIO, "cannot create %s: %s", tmp_path,
                       strerror(errno));
-  const char *p = data;
-  size_t left = len;
-  while (left > 0) {
-    ssize_t w = write(fd, p, left > ((size_t)1 << 30) ? (size_t)1 << 30 : left);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0) {
-      int e = errno;
-      close(fd);
-      unlink(tmp_path);
-      return histd_fail(msg, msglen, HISTD_EIO, "cannot write the dataset's payload: %s",
-                        strerror(e));
+  for (int k = 0; k < count; k++) {
+    const char *p = pieces[k].data;
+    size_t left = pieces[k].len;
+    while (left > 0) {
+      ssize_t w = write(fd, p, left > ((size_t)1 << 30) ? (size_t)1 << 30 : left);
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w <= 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp_path);
+        return histd_fail(msg, msglen, HISTD_EIO, "cannot write the dataset's payload: %s",
+                          strerror(e));
+      }
+      p += w;
+      left -= (size_t)w;
     }
-    p += w;
-    left -= (size_t)w;
   }
   if (close(fd) != 0) {
     int e = errno;
@@ -459,23 +523,81 @@ static int payload_commit(store *s, const char *tmp_path, const char *id, char *
 
 typedef struct hash_job {
   const histd_dataset *ds;
+  const double *tail;
+  size_t tail_len;
   char hex[65];
 } hash_job;
 
 static void *hash_main(void *arg) {
   hash_job *h = arg;
-  dataset_id_hex(h->ds->x, h->ds->y, h->ds->z, h->ds->n, h->hex);
+  dataset_id_hex_tail(h->ds->x, h->ds->y, h->ds->z, h->ds->n, h->tail, h->tail_len, h->hex);
   return NULL;
 }
 
+int dataset_tail(const histd_dataset *ds, dataset_meta *shape, double **tail, size_t *len,
+                 char *msg, size_t msglen) {
+  memset(shape, 0, sizeof *shape);
+  shape->n = ds->n;
+  memcpy(shape->min, ds->min, sizeof shape->min);
+  memcpy(shape->max, ds->max, sizeof shape->max);
+  shape->weighted = ds->w != NULL;
+  shape->frames = histd_dataset_frames(ds);
+  shape->box = ds->box;
+  *len = (size_t)((dataset_payload_bytes(shape) - (uint64_t)ds->n * 24) / 8);
+  if (tail != NULL)
+    *tail = NULL;
+  if (tail == NULL || *len == 0)
+    return 0;
+  double *t = malloc(*len * sizeof *t);
+  if (t == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the dataset's frames");
+  size_t k = 0;
+  if (ds->w != NULL) {
+    memcpy(t, ds->w, ds->n * sizeof *t);
+    k = ds->n;
+  }
+  for (size_t f = 0; dataset_has_table(shape) && f < shape->frames; f++) {
+    histd_frame one = {0, ds->n, ds->box};
+    const histd_frame *fr = ds->frame != NULL ? &ds->frame[f] : &one;
+    const double rec[DATASET_FRAME_RECORD] = {(double)fr->n, (double)fr->box.kind, fr->box.ax,
+                                              fr->box.bx, fr->box.by, fr->box.cx, fr->box.cy,
+                                              fr->box.cz};
+    memcpy(t + k, rec, sizeof rec);
+    k += DATASET_FRAME_RECORD;
+  }
+  *tail = t;
+  return 0;
+}
+
+int dataset_frames_from_table(histd_dataset *ds, const double *table, size_t frames, char *msg,
+                              size_t msglen) {
+  size_t *counts = malloc(frames * sizeof *counts);
+  histd_box *boxes = malloc(frames * sizeof *boxes);
+  int rc = counts && boxes ? 0 : histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for frames");
+  for (size_t f = 0; rc == 0 && f < frames; f++) {
+    const double *r = table + f * DATASET_FRAME_RECORD;
+    if (!(r[0] >= 0 && r[0] <= (double)ds->n && r[0] == floor(r[0])) ||
+        !(r[1] == HISTD_BOX_NONE || r[1] == HISTD_BOX_ORTHO || r[1] == HISTD_BOX_TRICLINIC))
+      rc = histd_fail(msg, msglen, HISTD_EIO, "the payload's frame %zu is corrupt", f + 1);
+    counts[f] = (size_t)r[0];
+    boxes[f] = (histd_box){(histd_box_kind)(int)r[1], r[2], r[3], r[4], r[5], r[6], r[7]};
+  }
+  if (rc == 0)
+    rc = histd_dataset_set_frames(ds, frames, counts, boxes, msg, msglen);
+  free(counts);
+  free(boxes);
+  return rc;
+}
+
 /* The common end of both upload paths: the payload is in tmp_path (not yet
- * synced; unlinked here on every path), its id is known. The temp file's
+ * synced; unlinked here on every path), its id is known, shape says its n,
+ * bounds, weights, frames and box. The temp file's
  * bytes are known good (its hash is the id), so it always replaces the
  * stored file, which may be missing, cut short, or the right size with
  * the wrong bytes: a re-upload repairs a corrupt payload. (Jobs that have
  * the old file mapped keep their mapping.) */
-static int commit_dataset_locked(store *s, const char *tmp_path, const char *id, size_t n,
-                                 const double min[3], const double max[3], const char *format,
+static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
+                                 const dataset_meta *shape, const char *format,
                                  const char *name, dataset_meta *meta, bool *created,
                                  char *msg, size_t msglen) {
   pthread_mutex_lock(&s->mu);
@@ -486,10 +608,11 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
   store_payload_path(s, id, final_path, sizeof final_path);
   struct stat old;
   uint64_t old_bytes = stat(final_path, &old) == 0 ? (uint64_t)old.st_size : 0;
+  const uint64_t bytes = dataset_payload_bytes(shape);
   rc = payload_commit(s, tmp_path, id, msg, msglen);
   if (rc != 0)
     return rc;
-  atomic_fetch_add(&s->payload_bytes, (uint64_t)n * 24);
+  atomic_fetch_add(&s->payload_bytes, bytes);
   atomic_fetch_sub(&s->payload_bytes, old_bytes);
 
   pthread_mutex_lock(&s->mu);
@@ -497,20 +620,28 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
   rc = 0;
   if (sqlite3_prepare_v2(s->db,
                          "INSERT INTO datasets (" DATASET_COLUMNS ") "
-                         "VALUES (?,?,?,?,?,?,?,?,?,?,?, '') "
+                         "VALUES (?,?,?,?,?,?,?,?,?,?,?, '',?,?,?) "
                          "ON CONFLICT(id) DO UPDATE SET error = ''",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "store the dataset");
   } else {
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)n);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)shape->n);
     sqlite3_bind_text(st, 3, format, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 4, name ? name : "", -1, SQLITE_STATIC);
     sqlite3_bind_double(st, 5, wall_now());
     for (int a = 0; a < 3; a++) {
-      sqlite3_bind_double(st, 6 + a, min[a]);
-      sqlite3_bind_double(st, 9 + a, max[a]);
+      sqlite3_bind_double(st, 6 + a, shape->min[a]);
+      sqlite3_bind_double(st, 9 + a, shape->max[a]);
     }
+    sqlite3_bind_int(st, 12, shape->weighted ? 1 : 0);
+    sqlite3_bind_int64(st, 13, (sqlite3_int64)(shape->frames > 1 ? shape->frames : 1));
+    char box[200] = "";
+    const histd_box *b = &shape->box;
+    if (b->kind != HISTD_BOX_NONE)
+      snprintf(box, sizeof box, "%d %.17g %.17g %.17g %.17g %.17g %.17g", (int)b->kind, b->ax,
+               b->bx, b->by, b->cx, b->cy, b->cz);
+    sqlite3_bind_text(st, 14, box, -1, SQLITE_TRANSIENT);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "store the dataset");
     sqlite3_finalize(st);
@@ -526,19 +657,18 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
     rc = durable(s, seq, msg, msglen);
   if (rc != 0 && !existed) { /* no row, so no file: nothing stored half-way */
     unlink(final_path);
-    atomic_fetch_sub(&s->payload_bytes, (uint64_t)n * 24);
+    atomic_fetch_sub(&s->payload_bytes, bytes);
   }
   *created = !existed;
   return rc;
 }
 
-static int commit_dataset(store *s, const char *tmp_path, const char *id, size_t n,
-                          const double min[3], const double max[3], const char *format,
-                          const char *name, dataset_meta *meta, bool *created, char *msg,
-                          size_t msglen) {
+static int commit_dataset(store *s, const char *tmp_path, const char *id,
+                          const dataset_meta *shape, const char *format, const char *name,
+                          dataset_meta *meta, bool *created, char *msg, size_t msglen) {
   pthread_mutex_lock(&s->commit_mu);
-  int rc = commit_dataset_locked(s, tmp_path, id, n, min, max, format, name, meta, created,
-                                 msg, msglen);
+  int rc = commit_dataset_locked(s, tmp_path, id, shape, format, name, meta, created, msg,
+                                 msglen);
   pthread_mutex_unlock(&s->commit_mu);
   return rc;
 }
@@ -546,22 +676,30 @@ static int commit_dataset(store *s, const char *tmp_path, const char *id, size_t
 int store_put_dataset(store *s, const histd_dataset *ds, const char *format, const char *name,
                       dataset_meta *meta, bool *created, char *msg, size_t msglen) {
   size_t bytes = ds->n * 3 * sizeof(double);
-  /* x, y and z are one block of 3n doubles, x first: the payload as is.
-   * Hash it on other threads while this one writes the temp file; the name
-   * (the hash) is only needed at the rename. */
-  hash_job hj = {ds, ""};
+  dataset_meta shape;
+  double *tail;
+  size_t tail_len;
+  int rc = dataset_tail(ds, &shape, &tail, &tail_len, msg, msglen);
+  if (rc != 0)
+    return rc;
+  /* x, y and z are one block of 3n doubles, x first: the payload as is,
+   * then its tail (weights, frames). Hash it on other threads while this
+   * one writes the temp file; the name (the hash) is only needed at the
+   * rename. */
+  hash_job hj = {ds, tail, tail_len, ""};
   pthread_t hasher;
   bool threaded = bytes >= ((size_t)1 << 20) && pthread_create(&hasher, NULL, hash_main, &hj) == 0;
   char tmp_path[4400];
-  int rc = payload_write_temp(s, ds->x, bytes, tmp_path, sizeof tmp_path, msg, msglen);
+  const piece pieces[2] = {{ds->x, bytes}, {tail, tail_len * sizeof(double)}};
+  rc = payload_write_temp(s, pieces, 2, tmp_path, sizeof tmp_path, msg, msglen);
   if (threaded)
     pthread_join(hasher, NULL);
   else if (rc == 0)
     hash_main(&hj);
+  free(tail);
   if (rc != 0)
     return rc;
-  return commit_dataset(s, tmp_path, hj.hex, ds->n, ds->min, ds->max, format, name, meta,
-                        created, msg, msglen);
+  return commit_dataset(s, tmp_path, hj.hex, &shape, format, name, meta, created, msg, msglen);
 }
 
 int store_temp_payload(store *s, char *tmp_path, size_t len, int *fd, char *msg,
@@ -580,8 +718,13 @@ int store_put_streamed(store *s, const char *tmp_path, const char *id, size_t n,
                        const double min[3], const double max[3], const char *format,
                        const char *name, dataset_meta *meta, bool *created, char *msg,
                        size_t msglen) {
-  return commit_dataset(s, tmp_path, id, n, min, max, format, name, meta, created, msg,
-                        msglen);
+  dataset_meta shape; /* points only: f64 carries no weights, box or frames */
+  memset(&shape, 0, sizeof shape);
+  shape.n = n;
+  shape.frames = 1;
+  memcpy(shape.min, min, sizeof shape.min);
+  memcpy(shape.max, max, sizeof shape.max);
+  return commit_dataset(s, tmp_path, id, &shape, format, name, meta, created, msg, msglen);
 }
 
 int store_list_datasets(store *s, size_t limit, bool (*fn)(const dataset_meta *m, void *u),
@@ -672,10 +815,10 @@ void store_check_payload(const store *s, dataset_meta *m) {
   struct stat sb;
   if (stat(path, &sb) != 0)
     snprintf(m->error, sizeof m->error, "the payload file is missing (%s)", strerror(errno));
-  else if ((uint64_t)sb.st_size != (uint64_t)m->n * 24)
+  else if ((uint64_t)sb.st_size != dataset_payload_bytes(m))
     snprintf(m->error, sizeof m->error,
              "the payload file is corrupt: %lld bytes where %llu were written",
-             (long long)sb.st_size, (unsigned long long)m->n * 24);
+             (long long)sb.st_size, (unsigned long long)dataset_payload_bytes(m));
 }
 
 /* ---- jobs --------------------------------------------------------------------------- */
@@ -686,7 +829,11 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
   "seq, id, dataset, n, bucket_width, buckets, kernel, block_size, precision, threads, "  \
   "devices, status, progress, created_at, started_at, finished_at, t_queue, t_parse, "    \
   "t_transfer, t_kernel, t_total, device, error, has_result, r_kernel, r_block_size, "    \
-  "r_threads, r_exact, r_refined, r_overflow, r_total, params, dataset_b, n_b, r_below"
+  "r_threads, r_exact, r_refined, r_overflow, r_total, params, dataset_b, n_b, r_below, "     \
+  "r_frames, r_volume, r_box_source"
+/* the columns after JOB_COLUMNS in a query for the whole result */
+#define COL_WEIGHTED 38
+#define COL_COUNTS 39
 
 /* The job's parameters from their JSON (histd/params.h's table). */
 static void params_from_json(const char *text, histd_params *p) {
@@ -711,7 +858,9 @@ static int result_bins(const job_record *j, histd_bins *bins, double **edges) {
   histd_dataset none;
   memset(&none, 0, sizeof none);
   histd_problem prob;
-  int rc = histd_params_problem(&j->params, &none, j->dataset_b[0] ? &none : NULL, &prob, edges,
+  histd_params bins_only = j->params; /* (shallow: edges stay the job's) */
+  bins_only.weights = false;         /* the bins do not depend on the points' weights */
+  int rc = histd_params_problem(&bins_only, &none, j->dataset_b[0] ? &none : NULL, &prob, edges,
                                 NULL, 0);
   if (rc == 0 && prob.statistic == HISTD_STAT_WITHIN) {
     static const double within_bin[2] = {0, 0}; /* one bin; its edges are not read */
@@ -751,7 +900,7 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   histd_result *r = &j->result;
   histd_bins bins;
   double *edges = NULL;
-  const bool weighted = with_counts && sqlite3_column_type(st, 35) == SQLITE_BLOB;
+  const bool weighted = with_counts && sqlite3_column_type(st, COL_WEIGHTED) == SQLITE_BLOB;
   if (result_bins(j, &bins, &edges) != 0) {
     j->has_result = false;
     free(edges);
@@ -759,14 +908,14 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
     return HISTD_EIO;
   }
   if (with_counts) { /* the counts decoded straight into the result: one copy */
-    const void *blob = sqlite3_column_blob(st, 36);
-    size_t bytes = (size_t)sqlite3_column_bytes(st, 36);
+    const void *blob = sqlite3_column_blob(st, COL_COUNTS);
+    size_t bytes = (size_t)sqlite3_column_bytes(st, COL_COUNTS);
     char why[256];
     uint64_t *counts = NULL;
     double *sums = NULL;
     bool bad = result_counts_decode(blob, bytes, bins.count, &counts, why, sizeof why) != 0;
-    blob = sqlite3_column_blob(st, 35);
-    bytes = (size_t)sqlite3_column_bytes(st, 35);
+    blob = sqlite3_column_blob(st, COL_WEIGHTED);
+    bytes = (size_t)sqlite3_column_bytes(st, COL_WEIGHTED);
     if (!bad && weighted && (blob == NULL || bytes != (size_t)bins.count * 8)) {
       bad = true;
       snprintf(why, sizeof why, "the stored weighted sums have %zu bytes, not %zu", bytes,
@@ -797,7 +946,13 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   r->n = j->n;
   r->n_b = j->n_b;
   r->cross = j->dataset_b[0] != '\0';
-  r->volume = histd_box_volume(&j->params.box);
+  /* schema 2's results (r_volume NULL) ran in their job's box */
+  r->volume = sqlite3_column_type(st, 36) == SQLITE_NULL ? histd_box_volume(&j->params.box)
+                                                         : sqlite3_column_double(st, 36);
+  sqlite3_int64 frames = sqlite3_column_int64(st, 35);
+  r->frames = frames > 1 ? (uint64_t)frames : 1;
+  const char *source = (const char *)sqlite3_column_text(st, 37);
+  r->box_from_dataset = source != NULL && strcmp(source, "dataset") == 0;
   const char *k = (const char *)sqlite3_column_text(st, 24);
   snprintf(r->kernel, sizeof r->kernel, "%s", k ? k : "");
   r->block_size = (uint32_t)sqlite3_column_int64(st, 25);
@@ -916,7 +1071,8 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
                          "t_queue=?, t_parse=?, t_transfer=?, t_kernel=?, t_total=?, device=?, "
                          "error=?, has_result=?, r_kernel=?, r_block_size=?, r_threads=?, "
                          "r_exact=?, r_refined=?, r_overflow=?, r_total=?, r_counts=?, "
-                         "r_below=?, r_weighted=? WHERE id=?",
+                         "r_below=?, r_weighted=?, r_frames=?, r_volume=?, r_box_source=? "
+                         "WHERE id=?",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "update the job");
   } else {
@@ -947,7 +1103,12 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
                             SQLITE_STATIC);
     }
     sqlite3_bind_int64(st, 21, j->has_result ? (sqlite3_int64)r->below : 0);
-    sqlite3_bind_text(st, 23, j->id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 23, j->has_result && r->frames > 1 ? (sqlite3_int64)r->frames : 1);
+    if (j->has_result)
+      sqlite3_bind_double(st, 24, r->volume);
+    sqlite3_bind_text(st, 25, !j->has_result || r->volume <= 0 ? ""
+                              : r->box_from_dataset ? "dataset" : "job", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 26, j->id, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "update the job");
     sqlite3_finalize(st);

@@ -10,6 +10,13 @@ reads from the file); every bin's g and coordination must
 match LAMMPS's to 1e-9 relative (LAMMPS counts each pair twice and divides
 by N(N-1); histd counts it once and divides by N(N-1)/2).
 
+Several frames: frames.dump holds three frames of the same liquid (NVE,
+in.frames.lj) and rdf_frames.txt LAMMPS's compute rdf averaged over them
+by fix ave/time (the mean of each frame's g and coordination). With the
+same atoms and volume in every frame that mean is histd's normalisation
+by the frames' total, so sdh on the whole dump must match it to 1e-9 as
+well, and its counts must be the sums of sdh's counts frame by frame.
+
 usage: test_lammps_rdf.py SDH_EXE
 """
 import json
@@ -54,13 +61,49 @@ def main():
                                 ("coordination", float(row[3]), doc["coordination"][k])):
             if abs(got - want) > 1e-9 * abs(want) + (1e-300 if want == 0 else 0):
                 bad.append("bin %d %s: histd %.17g, LAMMPS %.17g" % (k, name, got, want))
+    bad += frames_check(sdh)
     for b in bad[:10]:
         print("FAIL:", b)
     if bad:
         sys.exit(1)
     nonzero = sum(1 for row in lammps if float(row[2]) > 0)
     print("test_lammps_rdf: g and coordination of %d atoms match LAMMPS in all 100 bins "
-          "(%d non-zero) to 1e-9" % (n, nonzero))
+          "(%d non-zero) to 1e-9, on one frame and averaged over three" % (n, nonzero))
+
+
+def sdh_json(sdh, path):
+    return json.loads(subprocess.run([sdh, path, "--r-max", "3", "--buckets", "100", "-f", "json"],
+                                     check=True, capture_output=True, text=True).stdout)
+
+
+def frames_check(sdh):
+    """The three-frame dump against LAMMPS's average, and against sdh frame by frame."""
+    path = os.path.join(HERE, "frames.dump")
+    doc = sdh_json(sdh, path)
+    bad = []
+    if doc["frames"] != 3 or doc["box_source"] != "dataset":
+        bad.append("frames.dump: %s frames, box from the %s" % (doc["frames"], doc["box_source"]))
+    lines = open(path).read().splitlines(True)
+    starts = [i for i, l in enumerate(lines) if l.startswith("ITEM: TIMESTEP")] + [len(lines)]
+    counts = [0] * 100
+    for a, b in zip(starts, starts[1:]):
+        with tempfile.NamedTemporaryFile("w", suffix=".dump", delete=False) as f:
+            f.writelines(lines[a:b])
+        try:
+            one = sdh_json(sdh, f.name)
+        finally:
+            os.unlink(f.name)
+        counts = [x + y for x, y in zip(counts, one["counts"])]
+    if counts != doc["counts"]:
+        bad.append("frames.dump: the counts are not the sums of each frame's")
+    lammps = [l.split() for l in open(os.path.join(HERE, "rdf_frames.txt"))
+              if l.strip() and not l.startswith("#")][1:]
+    for k, row in enumerate(lammps):
+        for name, want, got in (("g", float(row[2]), doc["g"][k]),
+                                ("coordination", float(row[3]), doc["coordination"][k])):
+            if abs(got - want) > 1e-9 * abs(want) + (1e-300 if want == 0 else 0):
+                bad.append("frames.dump bin %d %s: histd %.17g, LAMMPS %.17g" % (k, name, got, want))
+    return bad
 
 
 if __name__ == "__main__":

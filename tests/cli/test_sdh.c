@@ -333,6 +333,25 @@ static void test_statistics(void) {
               "2", NULL);
   expect_exit(2, "weights were asked for, but the points (A) carry none", path_in_dir("pbc.csv"),
               "--width", "1", "--weighted", NULL, NULL);
+  /* two extended-XYZ frames in a cube of 10: d 1 in the first, 2.5 in the second */
+  const char *frames = "2\nLattice=\"10 0 0 0 10 0 0 0 10\"\nAr 0 0 0\nAr 9 0 0\n"
+                       "2\nLattice=\"10 0 0 0 10 0 0 0 10\"\nAr 0 0 0\nAr 0 0 7.5\n";
+  write_file("frames.xyz", frames, strlen(frames));
+  r = run(path_in_dir("frames.xyz"), "--r-max", "5", "--buckets", "5", NULL);
+  CHECK(r.status == 0, "frames: %s", r.err);
+  CHECK_STR_CONTAINS(r.out, "\n       1              1              2              1 ");
+  CHECK_STR_CONTAINS(r.out, "\n       2              2              3              1 ");
+  CHECK_STR_CONTAINS(r.out, "\nT:2\nframes: 2; periodic box from the file\n");
+  run_free(&r);
+  r = run(path_in_dir("frames.xyz"), "--periodic", "20", "--r-max", "5", "--buckets", "5", "-f",
+          "json", NULL);
+  CHECK(r.status == 0, "frames, the job's box: %s", r.err);
+  CHECK_STR_CONTAINS(r.out, "\"frames\":2,\"volume\":8000,\"box_source\":\"job\"");
+  CHECK_STR_CONTAINS(r.out, "\"counts\":[0,0,0,0,0],\"g\""); /* 9 and 7.5 apart now */
+  CHECK_STR_CONTAINS(r.out, "\"overflow\":2,\"total\":2");
+  run_free(&r);
+  expect_exit(2, "has 2 frames and the first (A) one", path_in_dir("pbc.csv"), "--with",
+              path_in_dir("frames.xyz"), "--within", "1", NULL);
 }
 
 /* The documented generator: splitmix64 from the seed, x, y, z per point,

@@ -14,7 +14,12 @@
  *   - within R, and R = 0 (collisions) on sets with many duplicates;
  *   - weights against a brute force in long double, to 1e-12 of the sum of
  *     |w_i w_j| in each bin, for several thread counts;
- *   - A x B with A = B; the r_max limit and other refusals.
+ *   - A x B with A = B; the r_max limit and other refusals;
+ *   - several frames: counts, weighted sums and within-R are the sums of
+ *     each frame's definition (in the frame's own box, or the job's), g(r)
+ *     is sum_f counts_f / sum_f (P_f V_shell / V_f) and coordination
+ *     sum_f cumulative_f / sum_f N_f, written out here; A x B frame by
+ *     frame, a one-frame B against every frame; the refusals.
  */
 #include <math.h>
 
@@ -125,6 +130,19 @@ static void definition(const histd_problem *p, want *h) {
 
 /* ---- running and comparing -------------------------------------------------------- */
 
+/* Runs p on the kernel with that many threads; a failure is a failed check. */
+static int run_on(const histd_problem *p, const char *kernel, uint32_t threads, histd_result *r,
+                  const char *what) {
+  histd_exec ex;
+  histd_exec_init(&ex);
+  snprintf(ex.kernel, sizeof ex.kernel, "%s", kernel);
+  ex.threads = threads;
+  char msg[256] = "";
+  int rc = histd_run(p, &ex, NULL, r, msg, sizeof msg);
+  CHECK(rc == 0, "%s, %s: %s", what, kernel, msg);
+  return rc;
+}
+
 /* Does "cpu" take its float32 loops for the statistics here? (AVX-512) */
 static bool fast_statistics(void) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -173,10 +191,7 @@ static void compare_fast(const histd_problem *p, const char *what, bool fast) {
     snprintf(ex.kernel, sizeof ex.kernel, "%s", kernels[k]);
     ex.threads = threads[k];
     histd_result r;
-    char msg[256] = "";
-    int rc = histd_run(p, &ex, NULL, &r, msg, sizeof msg);
-    CHECK(rc == 0, "%s, %s: %s", what, kernels[k], msg);
-    if (rc != 0)
+    if (run_on(p, kernels[k], threads[k], &r, what) != 0)
       continue;
     uint64_t sum = r.below + r.overflow;
     int bad = 0;
@@ -773,6 +788,200 @@ static void test_fast_weights_many(void) {
   histd_dataset_free(&b);
 }
 
+/* ---- several frames ------------------------------------------------------------- */
+
+/* Frames of n[f] random points in boxes[f] (weighted), one after another. */
+static histd_dataset frames_of(size_t frames, const size_t *n, const histd_box *boxes) {
+  size_t total = 0;
+  for (size_t f = 0; f < frames; f++)
+    total += n[f];
+  histd_dataset ds;
+  histd_dataset_alloc(&ds, total, NULL, 0);
+  histd_dataset_alloc_weights(&ds, NULL, 0);
+  for (size_t f = 0, i = 0; f < frames; f++)
+    for (size_t k = 0; k < n[f]; k++, i++) {
+      ds.x[i] = rnd() * boxes[f].ax * 1.3 - 1; /* some outside the box: unwrapped */
+      ds.y[i] = rnd() * boxes[f].by;
+      ds.z[i] = rnd() * boxes[f].cz;
+      ds.w[i] = rnd() * 2 - 0.5;
+    }
+  histd_dataset_finish(&ds, NULL, 0);
+  CHECK(histd_dataset_set_frames(&ds, frames, n, boxes, NULL, 0) == 0, "set frames");
+  return ds;
+}
+
+/* A one-frame copy of frame f's points (the definition's operand). */
+static histd_dataset copy_frame(const histd_dataset *ds, size_t f) {
+  const histd_frame *fr = &ds->frame[f];
+  histd_dataset c;
+  histd_dataset_alloc(&c, fr->n, NULL, 0);
+  histd_dataset_alloc_weights(&c, NULL, 0);
+  memcpy(c.x, ds->x + fr->start, fr->n * sizeof(double));
+  memcpy(c.y, ds->y + fr->start, fr->n * sizeof(double));
+  memcpy(c.z, ds->z + fr->start, fr->n * sizeof(double));
+  memcpy(c.w, ds->w + fr->start, fr->n * sizeof(double));
+  histd_dataset_finish(&c, NULL, 0);
+  c.box = fr->box;
+  return c;
+}
+
+/* Runs p (several frames) on cpu-reference and cpu; checks its counts,
+ * weighted sums, g and coordination against the frames' definitions. */
+static void compare_frames(const histd_problem *p, size_t frames, const char *what) {
+  want sum, h;
+  memset(&sum, 0, sizeof sum);
+  long double density = 0; /* sum_f P_f / V_f */
+  uint64_t pairs = 0, atoms = 0;
+  for (size_t f = 0; f < frames; f++) {
+    histd_dataset a = copy_frame(p->a, f), b;
+    histd_problem pf = *p;
+    pf.a = &a;
+    pf.frame_boxes = false;
+    if (p->frame_boxes)
+      pf.box = a.box;
+    if (p->b != NULL) {
+      b = p->b->frame != NULL ? copy_frame(p->b, f) : *p->b;
+      pf.b = &b;
+    }
+    definition(&pf, &h);
+    for (uint32_t k = 0; k < 256; k++) {
+      sum.counts[k] += h.counts[k];
+      sum.sum[k] += h.sum[k];
+      sum.abs[k] += h.abs[k];
+    }
+    sum.below += h.below;
+    sum.over += h.over;
+    uint64_t pf_pairs = p->b ? (uint64_t)a.n * pf.b->n : (uint64_t)a.n * (a.n - 1) / 2;
+    pairs += pf_pairs;
+    atoms += a.n;
+    density += (long double)pf_pairs / ((long double)pf.box.ax * pf.box.by * pf.box.cz);
+    histd_dataset_free(&a);
+    if (p->b != NULL && p->b->frame != NULL)
+      histd_dataset_free(&b);
+  }
+  static const char *const kernels[] = {"cpu-reference", "cpu"};
+  for (int k = 0; k < 2; k++) {
+    histd_result r;
+    if (run_on(p, kernels[k], 2, &r, what) != 0)
+      continue;
+    CHECK_EQ_U64(r.frames, frames, what);
+    CHECK_EQ_U64(r.total, pairs, what);
+    CHECK_EQ_U64(r.below, sum.below, what);
+    CHECK_EQ_U64(r.overflow, sum.over, what);
+    uint64_t cumulative = 0, mine = sum.below;
+    for (uint32_t b = 0; b < r.bins.count; b++) {
+      CHECK(r.counts[b] == sum.counts[b], "%s, %s: bin %u has %" PRIu64 ", want %" PRIu64,
+            what, kernels[k], b, r.counts[b], sum.counts[b]);
+      if (p->weighted) {
+        long double err = fabsl((long double)r.weighted[b] - sum.sum[b]);
+        CHECK(err <= 1e-12L * sum.abs[b] + 1e-300L, "%s: bin %u weighted %.17g, want %.17Lg",
+              what, b, r.weighted[b], sum.sum[b]);
+      }
+      if (r.volume > 0) {
+        double g, n;
+        histd_result_rdf_bin(&r, b, &cumulative, &g, &n);
+        long double lo = histd_bins_edge(&r.bins, b), hi = histd_bins_edge(&r.bins, b + 1);
+        long double shell = 4.0L / 3.0L * 3.14159265358979323846L * (hi * hi * hi - lo * lo * lo);
+        long double want_g = (long double)sum.counts[b] / (shell * density);
+        mine += sum.counts[b];
+        long double want_n = (p->b ? 1.0L : 2.0L) * mine / atoms;
+        CHECK(fabsl(g - want_g) <= 1e-12L * fabsl(want_g), "%s: g[%u] %.17g, want %.17Lg", what,
+              b, g, want_g);
+        CHECK(fabsl(n - want_n) <= 1e-12L * fabsl(want_n), "%s: n[%u] %.17g, want %.17Lg", what,
+              b, n, want_n);
+      }
+    }
+    histd_result_free(&r);
+  }
+}
+
+static void test_frames(void) {
+  const size_t n[3] = {30, 45, 21};
+  const histd_box boxes[3] = {{HISTD_BOX_ORTHO, 10, 0, 12, 0, 0, 9},
+                              {HISTD_BOX_ORTHO, 11, 0, 11, 0, 0, 11},
+                              {HISTD_BOX_TRICLINIC, 9.5, 1.5, 10, -1, 0.5, 10.5}};
+  histd_dataset a = frames_of(3, n, boxes);
+  CHECK_EQ_U64(histd_dataset_frames(&a), 3, "three frames");
+  const histd_bins bins = {HISTD_BINS_WIDTH, 16, 0.25, NULL};
+  histd_problem p = problem(&a, NULL, OPEN, bins);
+  p.frame_boxes = true;
+  p.weighted = true;
+  compare_frames(&p, 3, "self, each frame in its own box");
+  p.frame_boxes = false;
+  p.box = (histd_box){HISTD_BOX_ORTHO, 10, 0, 10, 0, 0, 10};
+  compare_frames(&p, 3, "self, the job's box for every frame");
+  const size_t nb[3] = {12, 17, 9};
+  histd_dataset b = frames_of(3, nb, boxes);
+  p = problem(&a, &b, OPEN, bins);
+  p.frame_boxes = true;
+  p.weighted = true;
+  compare_frames(&p, 3, "A x B, frame f with frame f");
+  histd_dataset one = points(13, 10, 10, 10, true);
+  p.b = &one;
+  compare_frames(&p, 3, "A x B, B's one frame with every frame of A");
+  const double edges[] = {0.5, 1, 2, 3.5};
+  p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 3, 0, edges});
+  p.frame_boxes = true;
+  compare_frames(&p, 3, "explicit edges over frames");
+  /* within R and collisions, summed over frames */
+  p = problem(&a, NULL, OPEN, bins);
+  p.statistic = HISTD_STAT_WITHIN;
+  p.radius = 2.5;
+  p.frame_boxes = true;
+  histd_exec ex;
+  histd_exec_init(&ex);
+  histd_result r;
+  char msg[256] = "";
+  uint64_t want_within = 0;
+  for (size_t f = 0; f < 3; f++) {
+    histd_dataset c = copy_frame(&a, f);
+    for (size_t i = 0; i < c.n; i++)
+      for (size_t j = i + 1; j < c.n; j++)
+        want_within += true_distance(&c.box, c.x[i] - c.x[j], c.y[i] - c.y[j], c.z[i] - c.z[j]) <= 2.5;
+    histd_dataset_free(&c);
+  }
+  CHECK(histd_run(&p, &ex, NULL, &r, msg, sizeof msg) == 0, "within over frames: %s", msg);
+  CHECK_EQ_U64(r.within, want_within, "within 2.5, summed over frames");
+  histd_result_free(&r);
+  /* frames with duplicates across them: collisions never pair frames */
+  histd_dataset d;
+  histd_dataset_alloc(&d, 6, NULL, 0);
+  for (size_t i = 0; i < 6; i++)
+    d.x[i] = d.y[i] = d.z[i] = (double)(i % 2); /* 0 1 0 | 1 0 1 */
+  histd_dataset_finish(&d, NULL, 0);
+  const size_t three[2] = {3, 3};
+  CHECK(histd_dataset_set_frames(&d, 2, three, NULL, NULL, 0) == 0, "two open frames");
+  p = problem(&d, NULL, OPEN, bins);
+  p.statistic = HISTD_STAT_WITHIN;
+  p.radius = 0;
+  CHECK(histd_run(&p, &ex, NULL, &r, msg, sizeof msg) == 0, "collisions over frames: %s", msg);
+  CHECK_EQ_U64(r.within, 2, "one collision in each frame, none across");
+  CHECK_EQ_U64(r.total, 6, "3 pairs a frame");
+  histd_result_free(&r);
+  /* refusals */
+  const size_t two[2] = {40, 56};
+  histd_dataset b2 = frames_of(2, two, boxes);
+  p = problem(&a, &b2, boxes[0], bins);
+  expect_refused(&p, "cpu", "A has 3 frames and B 2");
+  p = problem(&one, &a, boxes[0], bins);
+  expect_refused(&p, "cpu", "has 3 frames and the first (A) one");
+  p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 19, 0.25, NULL});
+  p.frame_boxes = true; /* 4.75: beyond frame 1's half width 4.5 */
+  expect_refused(&p, "cpu", "(frame 1's, from the file)");
+  histd_box mixed[2] = {boxes[0], OPEN};
+  CHECK(histd_dataset_set_frames(&d, 2, three, mixed, NULL, 0) == 0, "mixed boxes");
+  p = problem(&d, NULL, OPEN, bins);
+  p.frame_boxes = true;
+  expect_refused(&p, "cpu", "frame 2 has no periodic box and frame 1 has one");
+  CHECK(histd_dataset_set_frames(&d, 2, two, NULL, msg, sizeof msg) != 0, "counts != n");
+  CHECK_STR_CONTAINS(msg, "the frames hold more points than the dataset's 6");
+  histd_dataset_free(&d);
+  histd_dataset_free(&b2);
+  histd_dataset_free(&one);
+  histd_dataset_free(&b);
+  histd_dataset_free(&a);
+}
+
 int main(void) {
   test_periodic_random();
   test_lattice_shells();
@@ -788,5 +997,6 @@ int main(void) {
   test_fast_weights_many();
   test_width_on_multiples();
   test_gpu_paths();
+  test_frames();
   return check_finish("test_stats");
 }

@@ -110,9 +110,9 @@ static void test_json(void) {
   BAD(J, "{}", "no points", "\"points\"");
   BAD(J, "{\"points\":[]}", "no points", "empty");
   BAD(J, "{\"x\":[],\"y\":[],\"z\":[]}", "no points");
-  BAD(J, "{\"points\":[[1,2,3],[1,2]]}", "points[1]: expected 3 numbers, found 2");
-  BAD(J, "{\"points\":[[1,2,3,4]]}", "points[0]: expected 3 numbers, found 4");
-  BAD(J, "{\"points\":[[]]}", "points[0]: expected 3 numbers, found 0");
+  BAD(J, "{\"points\":[[1,2,3],[1,2]]}", "points[1]: expected 3 numbers as points[0] has, found 2");
+  BAD(J, "{\"points\":[[1,2,3,4,5]]}", "points[0]: expected 3 numbers (x, y, z) or 4 (x, y, z, w), found 5");
+  BAD(J, "{\"points\":[[]]}", "points[0]: expected 3 numbers", "found 0");
   BAD(J, "{\"points\":[[1,2,\"a\"]]}", "points[0][2]", "expected a number", "a string");
   BAD(J, "{\"points\":[[1,2,null]]}", "points[0][2]", "expected a number", "null");
   BAD(J, "{\"points\":[[1,true,3]]}", "points[0][1]", "found true");
@@ -130,7 +130,7 @@ static void test_json(void) {
   BAD(J, "{\"x\":[1,2],\"y\":[1,2],\"z\":[1]}", "z: has 1 values, but x has 2");
   BAD(J, "{\"x\":[1],\"y\":[1]}", "missing the key \"z\"");
   BAD(J, "{\"y\":[1],\"z\":[1]}", "missing the key \"x\"");
-  BAD(J, "{\"x\":[1],\"y\":[1],\"z\":[1],\"w\":[1]}", "unknown key \"w\"");
+  BAD(J, "{\"x\":[1],\"y\":[1],\"z\":[1],\"v\":[1]}", "unknown key \"v\"");
   BAD(J, "{\"name\":\"a\",\"points\":[[1,2,3]]}", "unknown key \"name\"");
   BAD(J, "{\"x\":[1],\"x\":[1]}", "duplicate key \"x\"");
   BAD(J, "{\"points\":[[1,2,3]],\"points\":[[1,2,3]]}", "duplicate key \"points\"");
@@ -326,7 +326,9 @@ static void test_lammps(void) {
   BAD(L, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 1\n0 1\n0 1\nITEM: ATOMS x y z\n1 2 3\n4 5\n",
       "line 11", "expected 3 columns");
   BAD(L, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 1\n0 1\n0 1\nITEM: ATOMS x y z\n1 2 3\n4 5 6\n"
-         DUMP_HEAD, "line 12", "a second frame starts here");
+         DUMP_HEAD, "line 16", "\"ITEM: BOX BOUNDS\" was expected");
+  BAD(L, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 1\n0 1\n0 1\nITEM: ATOMS x y z\n1 2 3\n4 5 6\n"
+         "7 8 9\n", "line 12", "unexpected content after the atoms of frame 1");
   BAD_MAX(L, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 1\n0 1\n0 1\nITEM: ATOMS x y z\n1 2 3\n4 5 6\n",
           1, "2 atoms is more than 1 points");
 }
@@ -356,9 +358,131 @@ static void test_xyz(void) {
   BAD(X, "1\ncomment\nH 1 q 3\n", "line 3: y: 'q' is not a number");
   BAD(X, "1\ncomment\nH 1 2 nan\n", "line 3: z: 'nan' is not a finite number");
   BAD(X, "1\ncomment\nH 1e999 2 3\n", "line 3: x:", "not a finite number");
-  BAD(X, "1\nframe 1\nH 1 2 3\n1\nframe 2\nH 4 5 6\n", "line 4: a second frame", "multi-frame");
-  BAD(X, "1\nc\nH 1 2 3\nH 4 5 6\n", "line 4: unexpected content after the 1 atoms");
+  BAD(X, "1\nc\nH 1 2 3\nH 4 5 6\n", "line 4: expected the atom count of frame 2",
+      "unexpected content after the 1 atoms of frame 1");
   BAD_MAX(X, "3\nc\nH 1 2 3\nH 1 2 3\nH 1 2 3\n", 2, "line 1", "more than 2 points");
+}
+
+/* Parses text and checks its frames: the point counts, the boxes and the
+ * weights (w NULL: none), beside the coordinates want (x0 y0 z0 ...). */
+static void frames_ok(int line, histd_format fmt, const char *text, size_t frames,
+                      const size_t *counts, const histd_box *boxes, const double *w,
+                      const double *want) {
+  histd_dataset ds;
+  int rc = parse_exact(fmt, text, strlen(text), 0, &ds);
+  CHECK(rc == 0, "line %d: %s", line, msg);
+  if (rc != 0)
+    return;
+  CHECK(histd_dataset_frames(&ds) == frames, "line %d: %zu frames, want %zu", line,
+        histd_dataset_frames(&ds), frames);
+  size_t n = 0;
+  for (size_t f = 0; f < frames && histd_dataset_frames(&ds) == frames; f++) {
+    histd_dataset v;
+    histd_dataset_frame(&ds, f, &v);
+    CHECK(v.n == counts[f], "line %d: frame %zu has %zu points, want %zu", line, f, v.n,
+          counts[f]);
+    const histd_box *b = &v.box, *e = &boxes[f];
+    CHECK(b->kind == e->kind && b->ax == e->ax && b->bx == e->bx && b->by == e->by &&
+              b->cx == e->cx && b->cy == e->cy && b->cz == e->cz,
+          "line %d: frame %zu's box is %d %g %g %g %g %g %g", line, f, (int)b->kind, b->ax,
+          b->bx, b->by, b->cx, b->cy, b->cz);
+    n += counts[f];
+  }
+  CHECK(ds.n == n, "line %d: %zu points, want %zu", line, ds.n, n);
+  CHECK((ds.w != NULL) == (w != NULL), "line %d: weights %s", line, ds.w ? "present" : "absent");
+  for (size_t i = 0; i < n && i < ds.n; i++) {
+    CHECK(ds.x[i] == want[3 * i] && ds.y[i] == want[3 * i + 1] && ds.z[i] == want[3 * i + 2],
+          "line %d: point %zu is (%g, %g, %g)", line, i, ds.x[i], ds.y[i], ds.z[i]);
+    if (w != NULL && ds.w != NULL)
+      CHECK(ds.w[i] == w[i], "line %d: weight %zu is %g, want %g", line, i, ds.w[i], w[i]);
+  }
+  histd_dataset_free(&ds);
+}
+
+#define OPEN_BOX {HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0}
+#define FRAMES(fmt, text, frames, counts, boxes, w, ...)                                  \
+  frames_ok(__LINE__, fmt, text, frames, (const size_t[])counts, (const histd_box[])boxes, \
+            w, (const double[]){__VA_ARGS__})
+#define LIST(...) {__VA_ARGS__}
+
+static void test_weights_frames(void) {
+  /* JSON: a fourth number, or a "w" array beside either shape */
+  FRAMES(J, "{\"points\":[[1,2,3,0.5],[4,5,6,-2]]}", 1, LIST(2), LIST(OPEN_BOX),
+         ((const double[]){0.5, -2}), 1, 2, 3, 4, 5, 6);
+  FRAMES(J, "{\"w\":[0.5,-2],\"points\":[[1,2,3],[4,5,6]]}", 1, LIST(2), LIST(OPEN_BOX),
+         ((const double[]){0.5, -2}), 1, 2, 3, 4, 5, 6);
+  FRAMES(J, "{\"x\":[1,4],\"y\":[2,5],\"z\":[3,6],\"w\":[0.5,-2]}", 1, LIST(2), LIST(OPEN_BOX),
+         ((const double[]){0.5, -2}), 1, 2, 3, 4, 5, 6);
+  BAD(J, "{\"points\":[[1,2,3,4],[1,2,3]]}", "points[1]: expected 4 numbers (x, y, z, w)");
+  BAD(J, "{\"points\":[[1,2,3]],\"w\":[1,2]}", "w: has 2 values, but there are 1 points");
+  BAD(J, "{\"points\":[[1,2,3,4]],\"w\":[1]}", "the weights are given twice");
+  BAD(J, "{\"w\":[1],\"w\":[1],\"points\":[[1,2,3]]}", "duplicate key \"w\"");
+  BAD(J, "{\"points\":[[1,2,3]],\"w\":[true]}", "w[0]", "expected a number");
+  BAD(J, "{\"points\":[[1,2,3,NaN]]}", "points[0][3]");
+
+  /* XYZ: a fifth field is a weight; extended XYZ; several frames */
+  FRAMES(X, "2\nc\nH 1 2 3 0.5\nO 4 5 6 2\n", 1, LIST(2), LIST(OPEN_BOX),
+         ((const double[]){0.5, 2}), 1, 2, 3, 4, 5, 6);
+  FRAMES(X, "2\nLattice=\"10 0 0 0 12 0 0 0 9\" Properties=species:S:1:pos:R:3:w:R:1 "
+            "pbc=\"T T T\"\nH 1 2 3 0.5\nO 4 5 6 2\n",
+         1, LIST(2), LIST({HISTD_BOX_ORTHO, 10, 0, 12, 0, 0, 9}), ((const double[]){0.5, 2}),
+         1, 2, 3, 4, 5, 6);
+  FRAMES(X, "1\nlattice=\"10 0 0 0 10 0 0 0 10\" time=\"1 2\"\nH 1 2 3\n\n"
+            "2\nLattice=\"9 0 0 2 8 0 -1 0.5 7\" Properties=species:S:1:mass:R:1:pos:R:3\n"
+            "H 1 4 5 6\nO 16 7 8 9\n"
+            "1\nLattice=\"9 0 0 0 9 0 0 0 9\" pbc=\"F F F\"\nC 0 0 0\n",
+         3, LIST(1, 2, 1),
+         LIST({HISTD_BOX_ORTHO, 10, 0, 10, 0, 0, 10}, {HISTD_BOX_TRICLINIC, 9, 2, 8, -1, 0.5, 7},
+              OPEN_BOX),
+         NULL, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0);
+  FRAMES(X, "1\nframe 1\nH 1 2 3 1\n1\nframe 2\nH 4 5 6 3\n", 2, LIST(1, 1),
+         LIST(OPEN_BOX, OPEN_BOX), ((const double[]){1, 3}), 1, 2, 3, 4, 5, 6);
+  BAD(X, "1\nLattice=\"1 0 0 0 1 0 0 0\"\nH 1 2 3\n", "line 2: Lattice needs 9 numbers", "found 8");
+  BAD(X, "1\nLattice=\"1 0 0 0 1 0 0 0 1\nH 1 2 3\n", "line 2: Lattice=\" has no closing quote");
+  BAD(X, "1\nLattice=\"1 0 0 0 1 0 0 0 x\"\nH 1 2 3\n", "line 2: Lattice: 'x' is not a finite");
+  BAD(X, "1\nLattice=\"1 1 0 0 1 0 0 0 1\"\nH 1 2 3\n", "line 2", "lower-triangular", "ay 1");
+  BAD(X, "1\nLattice=\"1 0 0 0 -1 0 0 0 1\"\nH 1 2 3\n", "line 2", "must be > 0");
+  BAD(X, "1\nLattice=\"1 0 0 0 1 0 0 0 1\" pbc=\"T F T\"\nH 1 2 3\n", "line 2",
+      "periodic along 2 of the 3 axes");
+  BAD(X, "1\nLattice=\"1 0 0 0 1 0 0 0 1\" pbc=\"T T\"\nH 1 2 3\n", "line 2", "three flags");
+  BAD(X, "1\nProperties=species:S:1:vel:R:3\nH 1 2 3\n", "line 2", "no pos:R:3");
+  BAD(X, "1\nProperties=species:S\nH 1 2 3\n", "line 2", "name:type:count");
+  BAD(X, "1\nProperties=species:Q:1:pos:R:3\nH 1 2 3\n", "line 2", "'species:Q:1'");
+  BAD(X, "1\nProperties=pos:I:3\nH 1 2 3\n", "line 2", "pos must be pos:R:3");
+  BAD(X, "1\nProperties=species:S:1:pos:R:3:w:S:1\nH 1 2 3 a\n", "line 2",
+      "a weight column must be of type R and count 1");
+  BAD(X, "1\nProperties=species:S:1:pos:R:3:w:R:1\nH 1 2 3\n", "line 3",
+      "expected 5 fields (as Properties names), found 4");
+  BAD(X, "2\nc\nH 1 2 3 1\nH 1 2 3\n", "line 4", "expected element x y z and a weight");
+  BAD(X, "1\nc\nH 1 2 3 abc\n", "line 3: the weight: 'abc' is not a number");
+  BAD(X, "1\nc\nH 1 2 3 1\n1\nc\nH 1 2 3\n", "line 6: frame 2 has none, frame 1 has weights");
+  BAD(X, "1\nc\nH 1 2 3\n1\nc\nH 1 2 3 1\n", "line 6: frame 2 has weights, frame 1 has none");
+  BAD(X, "1\nc\nH 1 2 3\n0\nc\n", "line 4: the atom count is 0");
+  BAD(X, "1\nc\nH 1 2 3\n3\nc\nH 1 2 3\n", "line 4 announces 3 atoms", "ends after 1");
+  BAD(X, "1\nc\nH 1 2 3\n3", "line 5: missing the comment line");
+  BAD_MAX(X, "1\nc\nH 1 2 3\n2\nc\nH 1 2 3\nH 1 2 3\n", 2, "line 4", "more than 2 points");
+
+  /* LAMMPS: several frames, each with its box; a weight column */
+  FRAMES(L, "ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n2\nITEM: BOX BOUNDS pp pp pp\n0 10\n0 20\n"
+            "-5 5\nITEM: ATOMS id x y z w\n1 1 2 3 0.5\n2 4 5 6 1.5\n\n"
+            "ITEM: TIMESTEP\n100\nITEM: NUMBER OF ATOMS\n1\n"
+            "ITEM: BOX BOUNDS xy xz yz pp pp pp\n0 12 2\n-1 11 -1\n0 7 3\n"
+            "ITEM: ATOMS w xs ys zs id\n2 0 0 0 1\n",
+         2, LIST(2, 1),
+         LIST({HISTD_BOX_ORTHO, 10, 0, 20, 0, 0, 10}, {HISTD_BOX_TRICLINIC, 9, 2, 9, -1, 3, 7}),
+         ((const double[]){0.5, 1.5, 2}), 1, 2, 3, 4, 5, 6, 1, -1, 0);
+#define FRAME2 "ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n1\nITEM: BOX BOUNDS pp pp pp\n0 1\n0 1\n0 1\n"
+  BAD(L, FRAME2 "ITEM: ATOMS x y z w\n1 2 3 1\n" FRAME2 "ITEM: ATOMS x y z\n1 2 3\n",
+      "line 19: frame 2 has no weight column and frame 1 has one");
+  BAD(L, FRAME2 "ITEM: ATOMS x y z\n1 2 3\n" FRAME2 "ITEM: ATOMS x y z w\n1 2 3 1\n",
+      "line 19: frame 2 has a weight column and frame 1 has none");
+  BAD(L, FRAME2 "ITEM: ATOMS x y z\n1 2 3\nITEM: TIMESTEP\n1\nITEM: NUMBER OF ATOMS\n1\n"
+         "ITEM: BOX BOUNDS pp pp pp\n0 1\n0 q\n", "line 17: the y bounds");
+  BAD(L, FRAME2 "ITEM: ATOMS x y z\n1 2 3\n" FRAME2 "ITEM: ATOMS x y z\n", "line 20",
+      "expected atom 1 of 1");
+  BAD(L, FRAME2 "ITEM: ATOMS x y z\n1 2 3\nITEM: TIMESTEP\n", "line 12", "the timestep");
+  BAD_MAX(L, FRAME2 "ITEM: ATOMS x y z\n1 2 3\n" FRAME2 "ITEM: ATOMS x y z\n1 2 3\n", 1,
+          "line 14", "more than 1 points");
 }
 
 static void put_f64(unsigned char *p, double v) {
@@ -469,7 +593,7 @@ static void test_formats(void) {
     int f; /* -1: rejected */
   } paths[] = {{"a.json", HISTD_FORMAT_JSON}, {"dir.x/b.CSV", HISTD_FORMAT_CSV},
                {"c.tsv", HISTD_FORMAT_CSV},   {"c.txt", HISTD_FORMAT_CSV},
-               {"m.xyz", HISTD_FORMAT_XYZ},   {"p.f64", HISTD_FORMAT_F64},
+               {"m.xyz", HISTD_FORMAT_XYZ},   {"t.extxyz", HISTD_FORMAT_XYZ}, {"p.f64", HISTD_FORMAT_F64},
                {"p.bin", HISTD_FORMAT_F64},   {"p.f32", HISTD_FORMAT_F32},
                {"noext", -1},                 {".json", -1},
                {"a.json/b", -1},              {"a.dat", -1},
@@ -620,6 +744,7 @@ int main(void) {
   test_csv();
   test_csv_weights();
   test_lammps();
+  test_weights_frames();
   test_xyz();
   test_raw();
   test_equivalence();

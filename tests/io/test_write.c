@@ -176,7 +176,7 @@ static void test_json(void) {
     if (!pretty) {
       CHECK_STR_CONTAINS(s, "\"overflow\":9007199254740992");
       CHECK_STR_CONTAINS(s, "\"total\":123456789012345678");
-      CHECK_STR_CONTAINS(s, "\"n\":777,\"statistic\":\"histogram\",\"bins\":\"width\",\"bucket_width\":0.1,\"buckets\":4");
+      CHECK_STR_CONTAINS(s, "\"n\":777,\"frames\":1,\"statistic\":\"histogram\",\"bins\":\"width\",\"bucket_width\":0.1,\"buckets\":4");
       CHECK_STR_CONTAINS(s, "\"precision\":\"fast\",\"exact\":false");
       if (!summary) {
         CHECK_STR_CONTAINS(s, "\"counts\":[1234567890123456789,999999999999999,"
@@ -196,7 +196,7 @@ static void test_json(void) {
                                        "precision",  "exact",        "device", "timing_ms"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
       CHECK(cJSON_HasObjectItem(back, keys[i]), "key %s", keys[i]);
-    CHECK(cJSON_GetArraySize(back) == 14 + (summary ? 0 : 2), "flags %u: member count", flags);
+    CHECK(cJSON_GetArraySize(back) == 15 + (summary ? 0 : 2), "flags %u: member count", flags);
     CHECK(summary != cJSON_HasObjectItem(back, "counts"), "counts only in full results");
     if (!summary)
       CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(back, "edges")) == 5, "edges: buckets+1");

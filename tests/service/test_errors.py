@@ -195,7 +195,7 @@ def test_bad_requests(exe):
         H = "/v1/histogram"
         problem(d, "POST", H, {"points": [[1, 2, 3]], "bucket_width": 0}, None, 422)
         problem(d, "POST", H, {"points": [[1, 2]], "bucket_width": 1}, None, 400,
-                "points[0]: expected 3 numbers, found 2")
+                "points[0]: expected 3 numbers (x, y, z) or 4 (x, y, z, w), found 2")
         problem(d, "POST", H, {"points": [[1, 2, 3]]}, None, 400, "bucket_width")
         problem(d, "POST", H, {"x": [1], "y": [2], "bucket_width": 1}, None, 400)
         problem(d, "POST", H, {"points": [[0, 0, 0]] * 20001, "bucket_width": 1}, None, 413,
