@@ -220,7 +220,8 @@
     if (!res.ok) throw await problem(res);
     const type = res.headers.get('Content-Type') || '';
     if (res.status === 204) return null;
-    return type.includes('json') ? res.json() : res.text();
+    // counts beyond 2^53 arrive as BigInts, every digit kept (exact-json.js)
+    return type.includes('json') ? window.histdJSON.parse(await res.text()) : res.text();
   }
 
   /* ---- alerts and small formatting helpers ---------------------------- */
@@ -972,7 +973,7 @@
           el('div', {}, 'n = ', el('strong', { text: ns[i] === null ? '–' : fmtNum(ns[i]) })));
       }
       lines.push(el('div', {}, el('strong', { text: fmtInt(r.counts[i]) }), ' pairs'),
-        el('div', { class: 'tip-sub', text: 'bucket ' + i + (r.total ? ' · ' + (100 * counts[i] / r.total).toPrecision(3) + '%' : '') }));
+        el('div', { class: 'tip-sub', text: 'bucket ' + i + (r.total ? ' · ' + (100 * counts[i] / Number(r.total)).toPrecision(3) + '%' : '') }));
       tip.replaceChildren(...lines);
       tip.hidden = false;
       const box = chart.getBoundingClientRect();
