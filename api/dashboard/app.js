@@ -690,7 +690,7 @@
     st.dataset.status = job.status;
     for (const tr of $('jobs').tBodies[0].rows) tr.classList.toggle('current', tr.dataset.job === job.id);
     state.result = job.status === 'succeeded' ? job.result || null : null;
-    $('dl-csv').disabled = $('dl-json').disabled = !state.result;
+    $('dl-csv').disabled = $('dl-json').disabled = $('dl-svg').disabled = $('dl-png').disabled = !state.result;
     renderChart();
     renderSummary(job);
     renderTiming(job);
@@ -1093,12 +1093,84 @@
       const path = '/v1/jobs/' + encodeURIComponent(state.job.id) + '/result' + (kind === 'csv' ? '?format=csv' : '');
       const res = await fetch(url(path), { headers: headers({ Accept: kind === 'csv' ? 'text/csv' : 'application/json' }) });
       if (!res.ok) throw await problem(res);
-      const blob = await res.blob();
-      const a = el('a', { href: URL.createObjectURL(blob), download: 'histd-' + state.job.id + '.' + kind });
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+      saveBlob(await res.blob(), 'histd-' + state.job.id + '.' + kind);
+    } catch (e) { showAlert(e); }
+  }
+
+  /* ---- figures: the chart as SVG or PNG, for a paper ------------------- */
+
+  // The line under an exported figure: what was computed, from what, when.
+  function captionOf(job) {
+    const r = job.result || {};
+    const p = job.params || {};
+    const parts = ['dataset ' + jobDatasets(job),
+      'N = ' + fmtInt(r.n !== undefined ? r.n : job.n) + (r.n_b !== undefined ? ' × ' + fmtInt(r.n_b) : '')];
+    parts.push(p.box ? 'periodic box ' + p.box.map(fmtNum).join(' × ') : 'open boundaries');
+    parts.push('bins ' + binsLabel(p, r), 'kernel ' + (r.kernel || p.kernel || 'auto') + ', ' + (r.precision || p.precision || 'exact'));
+    parts.push('histd job ' + shortId(job.id) + ', ' + (job.finished_at || new Date().toISOString()).slice(0, 10));
+    return parts.join(' · ');
+  }
+
+  // A standalone copy of the chart: the page's CSS resolved into each
+  // element's attributes (an exported file has no stylesheet), a white
+  // background, and the caption line under the plot.
+  const FIGURE_STYLE = ['fill', 'stroke', 'stroke-width', 'stroke-dasharray', 'opacity', 'fill-opacity',
+    'font-size', 'font-family', 'font-weight', 'font-variant-numeric'];
+  function figureSVG() {
+    const live = $('chart');
+    const copy = live.cloneNode(true);
+    const from = [live, ...live.querySelectorAll('*')];
+    const to = [copy, ...copy.querySelectorAll('*')];
+    from.forEach((e, i) => {
+      const cs = getComputedStyle(e);
+      const style = FIGURE_STYLE.map((k) => k + ':' + cs.getPropertyValue(k)).join(';');
+      to[i].setAttribute('style', style);
+      to[i].removeAttribute('class');
+      to[i].removeAttribute('tabindex');
+    });
+    for (const e of copy.querySelectorAll('[data-hit], .hit, .hl')) e.remove();
+    const vb = (live.getAttribute('viewBox') || '0 0 720 340').split(/\s+/).map(Number);
+    const W = vb[2], H = vb[3], CAP = 30;
+    copy.setAttribute('xmlns', SVGNS);
+    copy.setAttribute('viewBox', '0 0 ' + W + ' ' + (H + CAP));
+    copy.setAttribute('width', W);
+    copy.setAttribute('height', H + CAP);
+    copy.removeAttribute('style');
+    const bg = svg('rect', { x: 0, y: 0, width: W, height: H + CAP, fill: '#ffffff' });
+    copy.insertBefore(bg, copy.firstChild);
+    const cap = svg('text', { x: 12, y: H + CAP - 10, 'data-caption': '1',
+      style: 'fill:#333;font-size:11px;font-family:' + getComputedStyle(live).getPropertyValue('font-family') });
+    cap.textContent = captionOf(state.job);
+    copy.append(cap);
+    return { text: new XMLSerializer().serializeToString(copy), width: W, height: H + CAP };
+  }
+
+  function saveBlob(blob, name) {
+    const a = el('a', { href: URL.createObjectURL(blob), download: name });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+  }
+
+  async function exportFigure(kind) {
+    if (!state.job || !state.result) return;
+    try {
+      const fig = figureSVG();
+      const name = 'histd-' + state.job.id + '.' + kind;
+      const svgBlob = new Blob([fig.text], { type: 'image/svg+xml' });
+      if (kind === 'svg') return saveBlob(svgBlob, name);
+      const img = new Image();
+      const src = URL.createObjectURL(svgBlob);
+      await new Promise((ok, fail) => { img.onload = ok; img.onerror = () => fail(new Error('the figure could not be drawn')); img.src = src; });
+      const scale = 3; // ~300 dpi at the chart's size in print
+      const canvas = el('canvas', { width: fig.width * scale, height: fig.height * scale });
+      const ctx = canvas.getContext('2d');
+      ctx.scale(scale, scale);
+      ctx.drawImage(img, 0, 0, fig.width, fig.height);
+      URL.revokeObjectURL(src);
+      const png = await new Promise((ok) => canvas.toBlob(ok, 'image/png'));
+      saveBlob(png, name);
     } catch (e) { showAlert(e); }
   }
 
@@ -1121,6 +1193,8 @@
     $('logy').addEventListener('change', renderChart);
     $('dl-csv').addEventListener('click', () => download('csv'));
     $('dl-json').addEventListener('click', () => download('json'));
+    $('dl-svg').addEventListener('click', () => exportFigure('svg'));
+    $('dl-png').addEventListener('click', () => exportFigure('png'));
     $('tab-jobs').addEventListener('click', () => selectTab('jobs'));
     $('tab-datasets').addEventListener('click', () => selectTab('datasets'));
     $('refresh').addEventListener('click', () => refreshLists().catch(showAlert));

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Counts above 2^53 shown exactly by the dashboard, in headless Chromium.
+"""The dashboard, in headless Chromium, against a stand-in for histd (this
+file answers the dashboard's files and the few routes it calls on load)
+that serves a job no small test could make for real: counts above 2^53.
 
 JSON.parse reads numbers into doubles, which round integers above 2^53;
 histd writes exact 64-bit counts. The dashboard reads every answer through
@@ -14,6 +16,10 @@ exact-json.js (histdJSON.parse), which keeps such integers as BigInts.
    counts, overflow and total are above 2^53 (a real histogram needs
    > 134 million points to get there); the summary, the bars' data-count
    and the bins table show every digit.
+3. The plot exported for a paper: the SVG and PNG buttons give a
+   standalone figure (styles inlined, white background) with the axes'
+   labels and units and a caption line: dataset, N, box, bins, kernel,
+   date. The PNG is the SVG drawn at 3x.
 
 Exit 77 (skip) only when chromium is not installed.
 """
@@ -107,6 +113,52 @@ return out;
 """
 
 
+CAPTURE = """
+window.__blobs = [];
+const create = URL.createObjectURL;
+URL.createObjectURL = function (blob) { window.__blobs.push(blob); return create.call(URL, blob); };
+"""
+
+READ_LAST = """
+const done = arguments[arguments.length - 1];
+const blob = window.__blobs[window.__blobs.length - 1];
+if (!blob) return done(null);
+blob.arrayBuffer().then((buf) => {
+  const bytes = new Uint8Array(buf);
+  let bin = '';
+  for (let i = 0; i < Math.min(bytes.length, 64); i++) bin += String.fromCharCode(bytes[i]);
+  done({type: blob.type, size: bytes.length, head: btoa(bin), text: blob.type.includes('svg') ? new TextDecoder().decode(bytes) : ''});
+});
+"""
+
+
+def export_figures(b):
+    import base64
+    import struct
+    b.js(CAPTURE)
+    b.click(b.find("#dl-svg"))
+    b.wait(lambda: b.js("return window.__blobs.length") >= 1, 10, "the SVG export")
+    fig = b.js_async(READ_LAST)
+    text = fig["text"]
+    check(fig["type"] == "image/svg+xml" and text.startswith("<svg") and
+          'xmlns="http://www.w3.org/2000/svg"' in text, "SVG: a standalone svg document")
+    check('fill="#ffffff"' in text and "style=" in text and "class=" not in text,
+          "SVG: a white background, the page's CSS inlined")
+    for want in ("dataset " + "c" * 8, "N = 200,000,000", "open boundaries", "bins 1 × 3",
+                 "kernel cpu, exact", "2026-01-01", "input units", "pairs"):
+        check(want in text, "SVG: caption and axes say %r" % want)
+    vb = [float(v) for v in text.split('viewBox="', 1)[1].split('"', 1)[0].split()]
+    n = b.js("return window.__blobs.length")
+    b.click(b.find("#dl-png"))
+    b.wait(lambda: b.js("return window.__blobs.length") >= n + 2, 10, "the PNG export")
+    png = b.js_async(READ_LAST)
+    head = base64.b64decode(png["head"])
+    w, hgt = struct.unpack(">II", head[16:24])
+    check(png["type"] == "image/png" and head[:8] == b"\x89PNG\r\n\x1a\n" and
+          (w, hgt) == (int(vb[2]) * 3, int(vb[3]) * 3),
+          "PNG: %dx%d, the SVG (%gx%g) at 3x" % (w, hgt, vb[2], vb[3]))
+
+
 def main():
     chromium = h.find_chromium()
     chromedriver = h.find_chromedriver()
@@ -140,6 +192,7 @@ def main():
             for c in BIG[:2]:
                 check(fmt(c) in page, "the bins table shows %s" % fmt(c))
             check(not b.js("return !document.getElementById('alert').hidden"), "no error shown")
+            export_figures(b)
     finally:
         server.shutdown()
     h.log("PASS")
