@@ -50,6 +50,7 @@
     result: null,     // its result, once succeeded
     followId: null,   // the job being followed
     focusBar: -1,
+    overlays: [],     // results pinned to be drawn with the one on show: {id, label, result}
   };
 
   /* ---- settings ------------------------------------------------------- */
@@ -691,6 +692,8 @@
     for (const tr of $('jobs').tBodies[0].rows) tr.classList.toggle('current', tr.dataset.job === job.id);
     state.result = job.status === 'succeeded' ? job.result || null : null;
     $('dl-csv').disabled = $('dl-json').disabled = $('dl-svg').disabled = $('dl-png').disabled = !state.result;
+    $('overlay-add').disabled = !state.result || state.result.statistic === 'within' ||
+      state.overlays.some((o) => o.id === job.id) || state.overlays.length >= OVERLAY_COLORS.length;
     renderChart();
     renderSummary(job);
     renderTiming(job);
@@ -809,6 +812,9 @@
     gy.append(ylab);
     chart.append(gy);
 
+    // pinned results drawn over this one (not itself; in g(r) mode those with g)
+    const over = state.overlays.filter((o) => !(state.job && o.id === state.job.id) && (!hasG || Array.isArray(o.result.g)));
+    const overMax = (key) => Math.max(0, ...over.flatMap((o) => o.result[key].map(Number).filter((v) => isFinite(v))));
     let marks; // the element per bin that the hover highlights
     let markY; // its top, for the tooltip
     const gs = [];
@@ -820,7 +826,7 @@
         const c = r.coordination ? r.coordination[i] : null;
         ns.push(c === null || c === undefined ? null : Number(c));
       }
-      const gTop = niceTop(Math.max(0, ...gs.filter((v) => v !== null && isFinite(v))));
+      const gTop = niceTop(Math.max(overMax('g'), ...gs.filter((v) => v !== null && isFinite(v))));
       const nTop = niceTop(Math.max(0, ...ns.filter((v) => v !== null && isFinite(v))));
       const syg = (v) => M.t + ph - (v / gTop) * ph;
       const syn = (v) => M.t + ph - (v / nTop) * ph;
@@ -886,8 +892,9 @@
       item(lx, 'gline', 'g(r) (left axis)');
       item(lx + 130, 'nline', 'n(r) (right axis)');
       chart.append(lg);
+      drawOverlays(chart, over, 'g', sx, syg, x0, x1, M.l + 12, M.t + 10); // top left: g(r) is 0 there
     } else {
-      const maxC = Math.max(1, ...counts);
+      const maxC = Math.max(1, overMax('counts'), ...counts);
       const top = logy ? Math.pow(10, Math.max(1, Math.ceil(Math.log10(maxC)))) : niceTop(maxC);
       const sy = logy
         ? (c) => M.t + ph - (c > 0 ? (Math.log10(c) + 0.5) / (Math.log10(top) + 0.5) : 0) * ph
@@ -922,6 +929,7 @@
       chart.append(gb);
       marks = gb;
       markY = (i) => Math.min(sy(counts[i]), M.t + ph);
+      drawOverlays(chart, over, 'counts', sx, sy, x0, x1, W - M.r - 340, M.t + 10);
     }
     // the whole plot is the hover target, so thin and empty bins can be read
     chart.append(svg('rect', { x: M.l, y: M.t, width: pw, height: ph, class: 'hit' }));
@@ -1004,6 +1012,71 @@
       e.preventDefault();
       show(i);
     };
+  }
+
+  /* ---- overlays: several results on one chart -------------------------- */
+
+  const OVERLAY_COLORS = ['#d9480f', '#2b8a3e', '#862e9c', '#c2255c', '#0b7285', '#5f3dc4', '#e67700', '#495057'];
+
+  // Each pinned result as a line over the chart's x range (its own bins:
+  // g(r) through the bin centres, counts as a step line), and a legend
+  // entry for it, the result on show first. Its colour stays with it.
+  function drawOverlays(chart, over, key, sx, sy, x0, x1, lx, ly) {
+    if (!over.length) return;
+    const clamp = (v) => Math.min(Math.max(v, x0), x1);
+    const g = svg('g', { class: 'overlays' });
+    const lg = svg('g', { class: 'legend overlay-legend', role: 'list', 'aria-label': 'overlaid results' });
+    const entry = (y, attrs, label) => {
+      const it = svg('g', { role: 'listitem' });
+      it.append(svg('line', Object.assign({ x1: lx, x2: lx + 24, y1: y, y2: y }, attrs)));
+      const t = svg('text', { x: lx + 30, y: y + 4 });
+      t.textContent = label;
+      it.append(t);
+      lg.append(it);
+    };
+    entry(ly, { class: key === 'g' ? 'gline' : 'bar-key' },
+      overlayLabel(state.job) + ' (shown)');
+    over.forEach((o, k) => {
+      const r = o.result;
+      const vals = r[key].map((v) => (v === null ? null : Number(v)));
+      const e = r.edges.map(Number);
+      let d = '';
+      for (let i = 0; i < vals.length; i++) {
+        if (vals[i] === null || !isFinite(vals[i]) || e[i + 1] <= x0 || e[i] >= x1) continue;
+        if (key === 'g') {
+          const c = (e[i] + e[i + 1]) / 2;
+          if (c < x0 || c > x1) continue;
+          d += (d ? 'L' : 'M') + sx(c).toFixed(2) + ' ' + sy(vals[i]).toFixed(2);
+        } else {
+          const y = sy(vals[i]).toFixed(2);
+          d += (d ? 'L' : 'M') + sx(clamp(e[i])).toFixed(2) + ' ' + y + 'L' + sx(clamp(e[i + 1])).toFixed(2) + ' ' + y;
+        }
+      }
+      g.append(svg('path', { class: 'overlay', d, fill: 'none', stroke: o.color, 'stroke-width': 1.8, 'data-job': o.id }));
+      entry(ly + 18 * (k + 1), { stroke: o.color, 'stroke-width': 2 }, o.label);
+    });
+    chart.append(g, lg);
+  }
+
+  function overlayLabel(job) {
+    return jobDatasets(job) + ' · ' + binsLabel(job.params || {}, job.result) + ' · job ' + shortId(job.id);
+  }
+
+  function overlayAdd() {
+    const job = state.job;
+    if (!job || !state.result || state.overlays.some((o) => o.id === job.id)) return;
+    const used = new Set(state.overlays.map((o) => o.color));
+    const color = OVERLAY_COLORS.find((c) => !used.has(c));
+    if (!color) return;
+    state.overlays.push({ id: job.id, label: overlayLabel(job), result: state.result, color });
+    overlayChanged();
+  }
+
+  function overlayChanged() {
+    const n = state.overlays.length;
+    $('overlay-clear').hidden = n === 0;
+    $('overlay-clear').textContent = 'Clear overlay (' + n + ')';
+    if (state.job) renderJob(state.job); else renderChart();
   }
 
   function renderSummary(job) {
@@ -1194,6 +1267,8 @@
     $('dl-csv').addEventListener('click', () => download('csv'));
     $('dl-json').addEventListener('click', () => download('json'));
     $('dl-svg').addEventListener('click', () => exportFigure('svg'));
+    $('overlay-add').addEventListener('click', overlayAdd);
+    $('overlay-clear').addEventListener('click', () => { state.overlays = []; overlayChanged(); });
     $('dl-png').addEventListener('click', () => exportFigure('png'));
     $('tab-jobs').addEventListener('click', () => selectTab('jobs'));
     $('tab-datasets').addEventListener('click', () => selectTab('datasets'));

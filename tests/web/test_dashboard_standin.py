@@ -20,6 +20,8 @@ exact-json.js (histdJSON.parse), which keeps such integers as BigInts.
    standalone figure (styles inlined, white background) with the axes'
    labels and units and a caption line: dataset, N, box, bins, kernel,
    date. The PNG is the SVG drawn at 3x.
+4. Overlay: a pinned result is drawn over the next one shown, as a step
+   line with a legend entry; never over itself; Clear removes it.
 
 Exit 77 (skip) only when chromium is not installed.
 """
@@ -36,6 +38,7 @@ BIG = [2 ** 53 + 1, 12345678901234567891, 7]
 OVERFLOW = 2 ** 53 + 3
 TOTAL = sum(BIG) + OVERFLOW  # < 2^64
 JOB_ID = "b" * 32
+JOB2 = "d" * 32  # a small histogram, to overlay the big one on
 DASH = os.path.join(h.ROOT, "api", "dashboard")
 
 
@@ -45,19 +48,20 @@ def check(cond, what):
     h.log("ok -", what)
 
 
-def job_text():
+def job_text(job_id=JOB_ID, counts=BIG, overflow=OVERFLOW):
     """The job document as histd writes it: exact integers, no rounding."""
+    total = sum(counts) + overflow
     result = ('{"n":200000000,"statistic":"histogram","bins":"width","bucket_width":1,'
               '"buckets":3,"edges":[0,1,2,3],"counts":[%s],"below":0,"overflow":%d,'
               '"total":%d,"kernel":"cpu","block_size":0,"precision":"exact","exact":true,'
               '"device":"cpu: 12345678901234567890 threads","timing_ms":{"queue":0,"parse":1,'
-              '"transfer":0,"kernel":2,"total":3}}' % (",".join(map(str, BIG)), OVERFLOW, TOTAL))
+              '"transfer":0,"kernel":2,"total":3}}' % (",".join(map(str, counts)), overflow, total))
     return ('{"id":"%s","status":"succeeded","dataset":"%s","n":200000000,'
             '"params":{"bucket_width":1,"buckets":3,"kernel":"cpu","precision":"exact"},'
             '"progress":1,"created_at":"2026-01-01T00:00:00.000Z",'
             '"started_at":"2026-01-01T00:00:00.000Z","finished_at":"2026-01-01T00:00:01.000Z",'
             '"timing_ms":{"queue":0,"parse":1,"transfer":0,"kernel":2,"total":3},'
-            '"device":"cpu","result":%s}' % (JOB_ID, "c" * 64, result))
+            '"device":"cpu","result":%s}' % (job_id, "c" * 64, result))
 
 
 ROUTES = {
@@ -67,6 +71,7 @@ ROUTES = {
     "/v1/datasets": '{"datasets":[]}',
     "/v1/jobs": '{"jobs":[]}',
     "/v1/jobs/" + JOB_ID: None,
+    "/v1/jobs/" + JOB2: job_text(JOB2, [5, 10, 3], 0),
 }
 TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
 
@@ -159,6 +164,29 @@ def export_figures(b):
           "PNG: %dx%d, the SVG (%gx%g) at 3x" % (w, hgt, vb[2], vb[3]))
 
 
+def overlay(b):
+    """Pin the big result, show the small one: the big one is drawn over
+    it, as a line with a legend entry; Clear removes it."""
+    b.click(b.find("#overlay-add"))
+    b.wait(lambda: not b.js("return document.getElementById('overlay-clear').hidden"), 5,
+           "the overlay holds a result")
+    check(b.js("return document.getElementById('overlay-add').disabled"),
+          "a result is pinned once")
+    b.js("location.hash = '#job=%s'" % JOB2)
+    b.wait(lambda: b.attr(b.find("#chart .bar"), "data-count") == "5", 15, "the small job")
+    paths = b.find_all("#chart path.overlay")
+    check(len(paths) == 1 and b.attr(paths[0], "data-job") == JOB_ID and
+          b.attr(paths[0], "d").count("L") >= 5, "the pinned result is drawn as a step line")
+    legend = [b.text(e) for e in b.find_all("#chart .overlay-legend text")]
+    check(len(legend) == 2 and "(shown)" in legend[0] and "job dddddddd" in legend[0] and
+          "job bbbbbbbb" in legend[1], "a legend names both: %s" % legend)
+    b.click(b.find("#overlay-add"))
+    check(len(b.find_all("#chart path.overlay")) == 1, "the one on show is not drawn over itself")
+    b.click(b.find("#overlay-clear"))
+    check(len(b.find_all("#chart path.overlay")) == 0 and
+          b.js("return document.getElementById('overlay-clear').hidden"), "Clear removes them")
+
+
 def main():
     chromium = h.find_chromium()
     chromedriver = h.find_chromedriver()
@@ -193,6 +221,7 @@ def main():
                 check(fmt(c) in page, "the bins table shows %s" % fmt(c))
             check(not b.js("return !document.getElementById('alert').hidden"), "no error shown")
             export_figures(b)
+            overlay(b)
     finally:
         server.shutdown()
     h.log("PASS")
