@@ -238,6 +238,39 @@ static uint64_t rd(const unsigned char *p, int bytes) {
   return v;
 }
 
+/* The arrays an .npz of res holds, by name, comma-separated in order. */
+static void npz_names(const histd_result *res, char *names, size_t cap) {
+  unsigned char *s = NULL;
+  size_t len = 0, at = 0, used = 0;
+  FILE *f = open_memstream((char **)&s, &len);
+  CHECK(histd_write_npz(f, res) == 0, "write_npz");
+  fclose(f);
+  names[0] = '\0';
+  while (at + 30 <= len && rd(s + at, 4) == 0x04034b50) {
+    size_t name_len = rd(s + at + 26, 2), size = rd(s + at + 18, 4);
+    used += (size_t)snprintf(names + used, cap - used, "%s%.*s", used ? "," : "",
+                             (int)name_len - 4, (const char *)s + at + 30);
+    at += 30 + name_len + size;
+  }
+  free(s);
+}
+
+/* Which arrays a result has: weighted sums; a count within a radius. */
+static void test_npz_names(void) {
+  histd_result res;
+  histd_bins bins = {HISTD_BINS_WIDTH, 3, 1.0, NULL};
+  CHECK(histd_result_init(&res, &bins, true, NULL, 0) == 0, "result_init weighted");
+  char names[256];
+  npz_names(&res, names, sizeof names);
+  CHECK(strcmp(names, "n,edges,counts,weighted,below,overflow,total") == 0, "weighted: %s", names);
+  res.statistic = HISTD_STAT_WITHIN;
+  res.cross = true;
+  npz_names(&res, names, sizeof names);
+  CHECK(strcmp(names, "n,n_b,radius,within,weighted_within,overflow,total") == 0, "within: %s",
+        names);
+  histd_result_free(&res);
+}
+
 static void test_npz(void) {
   histd_result res;
   make(&res, 4, 2.5);
@@ -289,6 +322,7 @@ static void test_npz(void) {
         "the central directory follows the entries");
   free(s);
   histd_result_free(&res);
+  test_npz_names();
 }
 
 /* A large result streams: the writer allocates nothing that grows with the
