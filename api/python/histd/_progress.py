@@ -1,6 +1,7 @@
 """A progress bar while a job runs: tqdm's when tqdm is installed (its
 notebook widget in Jupyter), else a plain one on stderr."""
 import sys
+import warnings
 from typing import Any, Optional
 
 
@@ -17,7 +18,9 @@ class Progress:
         if not enabled:
             return
         try:
-            from tqdm.auto import tqdm
+            with warnings.catch_warnings():  # no ipywidgets: tqdm's text bar, quietly
+                warnings.simplefilter("ignore")
+                from tqdm.auto import tqdm
         except ImportError:
             return
         self.bar = tqdm(total=1000, desc=label, unit="‰", leave=True,
