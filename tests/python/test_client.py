@@ -11,6 +11,7 @@ usage: test_client.py HISTD_EXE
 """
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -235,7 +236,10 @@ def test_ctrl_c(c, d):
         while c.job(job_id).status == "queued" and time.time() - t0 < 30:
             time.sleep(0.05)
         check(c.job(job_id).status == "running", "the child's job runs")
-        time.sleep(0.3)  # well inside wait()
+        # inside wait() once its progress bar shows on stderr
+        ready, _, _ = select.select([child.stderr], [], [], 20)
+        check(ready and os.read(child.stderr.fileno(), 64), "the child's progress bar")
+        time.sleep(0.2)
         child.send_signal(signal.SIGINT)
         _, err = child.communicate(timeout=30)
     finally:

@@ -106,9 +106,10 @@ class Job:
         Jupyter). Ctrl-C (KeyboardInterrupt) cancels the job on the daemon,
         then propagates. Raises JobFailed if the job failed or was cancelled,
         TimeoutError after `timeout` seconds (the job goes on)."""
-        bar = Progress(progress, "histd job " + self.id[:8])
+        bar = None
         deadline = None if timeout is None else time.monotonic() + timeout
-        try:
+        try:  # from the first moment: a Ctrl-C while the bar is made cancels too
+            bar = Progress(progress, "histd job " + self.id[:8])
             while not self.done:
                 step = 1.0 if bar.enabled else 10.0
                 if deadline is not None:
@@ -121,12 +122,14 @@ class Job:
                 bar.update(self.progress, self.status)
             bar.update(1.0 if self.status == "succeeded" else self.progress, self.status)
         except KeyboardInterrupt:
-            bar.close()
             try:
                 self.cancel()
-            finally:
-                raise
-        bar.close()
+            except HistdError:  # the daemon is out of reach: Ctrl-C still stops us
+                pass
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
         return self.result()
 
     def result(self) -> Result:
