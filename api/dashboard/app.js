@@ -1185,8 +1185,9 @@
   }
 
   // A standalone copy of the chart: the page's CSS resolved into each
-  // element's attributes (an exported file has no stylesheet), a white
-  // background, and the caption line under the plot.
+  // element's attributes (an exported file has no stylesheet), the card's
+  // background (white; dark where the page is dark, so the text stays
+  // readable), and the caption line under the plot.
   const FIGURE_STYLE = ['fill', 'stroke', 'stroke-width', 'stroke-dasharray', 'opacity', 'fill-opacity',
     'font-size', 'font-family', 'font-weight', 'font-variant-numeric'];
   function figureSVG() {
@@ -1209,10 +1210,13 @@
     copy.setAttribute('width', W);
     copy.setAttribute('height', H + CAP);
     copy.removeAttribute('style');
-    const bg = svg('rect', { x: 0, y: 0, width: W, height: H + CAP, fill: '#ffffff' });
+    const root = getComputedStyle(document.documentElement);
+    const paper = root.getPropertyValue('--card').trim() || '#ffffff';
+    const bg = svg('rect', { x: 0, y: 0, width: W, height: H + CAP, fill: paper });
     copy.insertBefore(bg, copy.firstChild);
     const cap = svg('text', { x: 12, y: H + CAP - 10, 'data-caption': '1',
-      style: 'fill:#333;font-size:11px;font-family:' + getComputedStyle(live).getPropertyValue('font-family') });
+      style: 'fill:' + (root.getPropertyValue('--ink').trim() || '#333') + ';font-size:11px;font-family:' +
+        getComputedStyle(live).getPropertyValue('font-family') });
     cap.textContent = captionOf(state.job);
     copy.append(cap);
     return { text: new XMLSerializer().serializeToString(copy), width: W, height: H + CAP };
