@@ -263,8 +263,9 @@
     if (a >= 1e6 || a < 1e-3) return x.toExponential(3).replace(/\.?0+e/, 'e');
     return String(+x.toPrecision(6));
   }
-  function fmtShort(n) { // 1234567 -> 1.23M
+  function fmtShort(n) { // 1234567 -> 1.23M; 1.25e19 beyond the T's
     const a = Math.abs(n);
+    if (a >= 1e15) return (+n).toExponential(2).replace('e+', 'e');
     for (const [v, s] of [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']]) {
       if (a >= v) return +(n / v).toPrecision(3) + s;
     }

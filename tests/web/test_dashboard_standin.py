@@ -220,6 +220,9 @@ def main():
             for c in BIG[:2]:
                 check(fmt(c) in page, "the bins table shows %s" % fmt(c))
             check(not b.js("return !document.getElementById('alert').hidden"), "no error shown")
+            ticks = [b.text(e) for e in b.find_all("#chart .axis.y text:not(.label)")]
+            check(ticks[-1] == "1.25e19" and all(len(t) <= 8 for t in ticks),
+                  "the y axis reads counts beyond 10^15 in exponent form: %s" % ticks)
             export_figures(b)
             overlay(b)
     finally:
