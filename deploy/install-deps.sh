@@ -6,7 +6,12 @@ pkgs=(meson ninja-build pkg-config gcc libc6-dev
       libcjson-dev libuv1-dev libmicrohttpd-dev libsqlite3-dev libssl-dev)
 if [ "${1:-}" = "--test" ]; then
   pkgs+=(clang libclang-rt-14-dev curl libcurl4-openssl-dev python3 python3-yaml
-         python3-jsonschema python3-numpy jq chromium chromium-driver)
+         python3-jsonschema python3-numpy jq chromium chromium-driver
+         # the Python client's suite (tests/python): its offline install,
+         # progress bar, MDAnalysis and ASE objects, the executed notebook
+         python3-pip python3-venv python3-setuptools python3-wheel python3-tqdm
+         python3-mdanalysis python3-ase python3-matplotlib python3-nbconvert
+         python3-ipykernel)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

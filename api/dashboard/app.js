@@ -50,6 +50,7 @@
     result: null,     // its result, once succeeded
     followId: null,   // the job being followed
     focusBar: -1,
+    overlays: [],     // results pinned to be drawn with the one on show: {id, label, result}
   };
 
   /* ---- settings ------------------------------------------------------- */
@@ -220,7 +221,8 @@
     if (!res.ok) throw await problem(res);
     const type = res.headers.get('Content-Type') || '';
     if (res.status === 204) return null;
-    return type.includes('json') ? res.json() : res.text();
+    // counts beyond 2^53 arrive as BigInts, every digit kept (exact-json.js)
+    return type.includes('json') ? window.histdJSON.parse(await res.text()) : res.text();
   }
 
   /* ---- alerts and small formatting helpers ---------------------------- */
@@ -261,8 +263,9 @@
     if (a >= 1e6 || a < 1e-3) return x.toExponential(3).replace(/\.?0+e/, 'e');
     return String(+x.toPrecision(6));
   }
-  function fmtShort(n) { // 1234567 -> 1.23M
+  function fmtShort(n) { // 1234567 -> 1.23M; 1.25e19 beyond the T's
     const a = Math.abs(n);
+    if (a >= 1e15) return (+n).toExponential(2).replace('e+', 'e');
     for (const [v, s] of [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']]) {
       if (a >= v) return +(n / v).toPrecision(3) + s;
     }
@@ -689,7 +692,9 @@
     st.dataset.status = job.status;
     for (const tr of $('jobs').tBodies[0].rows) tr.classList.toggle('current', tr.dataset.job === job.id);
     state.result = job.status === 'succeeded' ? job.result || null : null;
-    $('dl-csv').disabled = $('dl-json').disabled = !state.result;
+    $('dl-csv').disabled = $('dl-json').disabled = $('dl-svg').disabled = $('dl-png').disabled = !state.result;
+    $('overlay-add').disabled = !state.result || state.result.statistic === 'within' ||
+      state.overlays.some((o) => o.id === job.id) || state.overlays.length >= OVERLAY_COLORS.length;
     renderChart();
     renderSummary(job);
     renderTiming(job);
@@ -808,6 +813,9 @@
     gy.append(ylab);
     chart.append(gy);
 
+    // pinned results drawn over this one (not itself; in g(r) mode those with g)
+    const over = state.overlays.filter((o) => !(state.job && o.id === state.job.id) && (!hasG || Array.isArray(o.result.g)));
+    const overMax = (key) => Math.max(0, ...over.flatMap((o) => o.result[key].map(Number).filter((v) => isFinite(v))));
     let marks; // the element per bin that the hover highlights
     let markY; // its top, for the tooltip
     const gs = [];
@@ -819,7 +827,7 @@
         const c = r.coordination ? r.coordination[i] : null;
         ns.push(c === null || c === undefined ? null : Number(c));
       }
-      const gTop = niceTop(Math.max(0, ...gs.filter((v) => v !== null && isFinite(v))));
+      const gTop = niceTop(Math.max(overMax('g'), ...gs.filter((v) => v !== null && isFinite(v))));
       const nTop = niceTop(Math.max(0, ...ns.filter((v) => v !== null && isFinite(v))));
       const syg = (v) => M.t + ph - (v / gTop) * ph;
       const syn = (v) => M.t + ph - (v / nTop) * ph;
@@ -885,8 +893,9 @@
       item(lx, 'gline', 'g(r) (left axis)');
       item(lx + 130, 'nline', 'n(r) (right axis)');
       chart.append(lg);
+      drawOverlays(chart, over, 'g', sx, syg, x0, x1, M.l + 12, M.t + 10); // top left: g(r) is 0 there
     } else {
-      const maxC = Math.max(1, ...counts);
+      const maxC = Math.max(1, overMax('counts'), ...counts);
       const top = logy ? Math.pow(10, Math.max(1, Math.ceil(Math.log10(maxC)))) : niceTop(maxC);
       const sy = logy
         ? (c) => M.t + ph - (c > 0 ? (Math.log10(c) + 0.5) / (Math.log10(top) + 0.5) : 0) * ph
@@ -921,6 +930,7 @@
       chart.append(gb);
       marks = gb;
       markY = (i) => Math.min(sy(counts[i]), M.t + ph);
+      drawOverlays(chart, over, 'counts', sx, sy, x0, x1, W - M.r - 340, M.t + 10);
     }
     // the whole plot is the hover target, so thin and empty bins can be read
     chart.append(svg('rect', { x: M.l, y: M.t, width: pw, height: ph, class: 'hit' }));
@@ -972,7 +982,7 @@
           el('div', {}, 'n = ', el('strong', { text: ns[i] === null ? '–' : fmtNum(ns[i]) })));
       }
       lines.push(el('div', {}, el('strong', { text: fmtInt(r.counts[i]) }), ' pairs'),
-        el('div', { class: 'tip-sub', text: 'bucket ' + i + (r.total ? ' · ' + (100 * counts[i] / r.total).toPrecision(3) + '%' : '') }));
+        el('div', { class: 'tip-sub', text: 'bucket ' + i + (r.total ? ' · ' + (100 * counts[i] / Number(r.total)).toPrecision(3) + '%' : '') }));
       tip.replaceChildren(...lines);
       tip.hidden = false;
       const box = chart.getBoundingClientRect();
@@ -1003,6 +1013,71 @@
       e.preventDefault();
       show(i);
     };
+  }
+
+  /* ---- overlays: several results on one chart -------------------------- */
+
+  const OVERLAY_COLORS = ['#d9480f', '#2b8a3e', '#862e9c', '#c2255c', '#0b7285', '#5f3dc4', '#e67700', '#495057'];
+
+  // Each pinned result as a line over the chart's x range (its own bins:
+  // g(r) through the bin centres, counts as a step line), and a legend
+  // entry for it, the result on show first. Its colour stays with it.
+  function drawOverlays(chart, over, key, sx, sy, x0, x1, lx, ly) {
+    if (!over.length) return;
+    const clamp = (v) => Math.min(Math.max(v, x0), x1);
+    const g = svg('g', { class: 'overlays' });
+    const lg = svg('g', { class: 'legend overlay-legend', role: 'list', 'aria-label': 'overlaid results' });
+    const entry = (y, attrs, label) => {
+      const it = svg('g', { role: 'listitem' });
+      it.append(svg('line', Object.assign({ x1: lx, x2: lx + 24, y1: y, y2: y }, attrs)));
+      const t = svg('text', { x: lx + 30, y: y + 4 });
+      t.textContent = label;
+      it.append(t);
+      lg.append(it);
+    };
+    entry(ly, { class: key === 'g' ? 'gline' : 'bar-key' },
+      overlayLabel(state.job) + ' (shown)');
+    over.forEach((o, k) => {
+      const r = o.result;
+      const vals = r[key].map((v) => (v === null ? null : Number(v)));
+      const e = r.edges.map(Number);
+      let d = '';
+      for (let i = 0; i < vals.length; i++) {
+        if (vals[i] === null || !isFinite(vals[i]) || e[i + 1] <= x0 || e[i] >= x1) continue;
+        if (key === 'g') {
+          const c = (e[i] + e[i + 1]) / 2;
+          if (c < x0 || c > x1) continue;
+          d += (d ? 'L' : 'M') + sx(c).toFixed(2) + ' ' + sy(vals[i]).toFixed(2);
+        } else {
+          const y = sy(vals[i]).toFixed(2);
+          d += (d ? 'L' : 'M') + sx(clamp(e[i])).toFixed(2) + ' ' + y + 'L' + sx(clamp(e[i + 1])).toFixed(2) + ' ' + y;
+        }
+      }
+      g.append(svg('path', { class: 'overlay', d, fill: 'none', stroke: o.color, 'stroke-width': 1.8, 'data-job': o.id }));
+      entry(ly + 18 * (k + 1), { stroke: o.color, 'stroke-width': 2 }, o.label);
+    });
+    chart.append(g, lg);
+  }
+
+  function overlayLabel(job) {
+    return jobDatasets(job) + ' · ' + binsLabel(job.params || {}, job.result) + ' · job ' + shortId(job.id);
+  }
+
+  function overlayAdd() {
+    const job = state.job;
+    if (!job || !state.result || state.overlays.some((o) => o.id === job.id)) return;
+    const used = new Set(state.overlays.map((o) => o.color));
+    const color = OVERLAY_COLORS.find((c) => !used.has(c));
+    if (!color) return;
+    state.overlays.push({ id: job.id, label: overlayLabel(job), result: state.result, color });
+    overlayChanged();
+  }
+
+  function overlayChanged() {
+    const n = state.overlays.length;
+    $('overlay-clear').hidden = n === 0;
+    $('overlay-clear').textContent = 'Clear overlay (' + n + ')';
+    if (state.job) renderJob(state.job); else renderChart();
   }
 
   function renderSummary(job) {
@@ -1092,12 +1167,88 @@
       const path = '/v1/jobs/' + encodeURIComponent(state.job.id) + '/result' + (kind === 'csv' ? '?format=csv' : '');
       const res = await fetch(url(path), { headers: headers({ Accept: kind === 'csv' ? 'text/csv' : 'application/json' }) });
       if (!res.ok) throw await problem(res);
-      const blob = await res.blob();
-      const a = el('a', { href: URL.createObjectURL(blob), download: 'histd-' + state.job.id + '.' + kind });
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+      saveBlob(await res.blob(), 'histd-' + state.job.id + '.' + kind);
+    } catch (e) { showAlert(e); }
+  }
+
+  /* ---- figures: the chart as SVG or PNG, for a paper ------------------- */
+
+  // The line under an exported figure: what was computed, from what, when.
+  function captionOf(job) {
+    const r = job.result || {};
+    const p = job.params || {};
+    const parts = ['dataset ' + jobDatasets(job),
+      'N = ' + fmtInt(r.n !== undefined ? r.n : job.n) + (r.n_b !== undefined ? ' × ' + fmtInt(r.n_b) : '')];
+    parts.push(p.box ? 'periodic box ' + p.box.map(fmtNum).join(' × ') : 'open boundaries');
+    parts.push('bins ' + binsLabel(p, r), 'kernel ' + (r.kernel || p.kernel || 'auto') + ', ' + (r.precision || p.precision || 'exact'));
+    parts.push('histd job ' + shortId(job.id) + ', ' + (job.finished_at || new Date().toISOString()).slice(0, 10));
+    return parts.join(' · ');
+  }
+
+  // A standalone copy of the chart: the page's CSS resolved into each
+  // element's attributes (an exported file has no stylesheet), the card's
+  // background (white; dark where the page is dark, so the text stays
+  // readable), and the caption line under the plot.
+  const FIGURE_STYLE = ['fill', 'stroke', 'stroke-width', 'stroke-dasharray', 'opacity', 'fill-opacity',
+    'font-size', 'font-family', 'font-weight', 'font-variant-numeric'];
+  function figureSVG() {
+    const live = $('chart');
+    const copy = live.cloneNode(true);
+    const from = [live, ...live.querySelectorAll('*')];
+    const to = [copy, ...copy.querySelectorAll('*')];
+    from.forEach((e, i) => {
+      const cs = getComputedStyle(e);
+      const style = FIGURE_STYLE.map((k) => k + ':' + cs.getPropertyValue(k)).join(';');
+      to[i].setAttribute('style', style);
+      to[i].removeAttribute('class');
+      to[i].removeAttribute('tabindex');
+    });
+    for (const e of copy.querySelectorAll('[data-hit], .hit, .hl')) e.remove();
+    const vb = (live.getAttribute('viewBox') || '0 0 720 340').split(/\s+/).map(Number);
+    const W = vb[2], H = vb[3], CAP = 30;
+    copy.setAttribute('xmlns', SVGNS);
+    copy.setAttribute('viewBox', '0 0 ' + W + ' ' + (H + CAP));
+    copy.setAttribute('width', W);
+    copy.setAttribute('height', H + CAP);
+    copy.removeAttribute('style');
+    const root = getComputedStyle(document.documentElement);
+    const paper = root.getPropertyValue('--card').trim() || '#ffffff';
+    const bg = svg('rect', { x: 0, y: 0, width: W, height: H + CAP, fill: paper });
+    copy.insertBefore(bg, copy.firstChild);
+    const cap = svg('text', { x: 12, y: H + CAP - 10, 'data-caption': '1',
+      style: 'fill:' + (root.getPropertyValue('--ink').trim() || '#333') + ';font-size:11px;font-family:' +
+        getComputedStyle(live).getPropertyValue('font-family') });
+    cap.textContent = captionOf(state.job);
+    copy.append(cap);
+    return { text: new XMLSerializer().serializeToString(copy), width: W, height: H + CAP };
+  }
+
+  function saveBlob(blob, name) {
+    const a = el('a', { href: URL.createObjectURL(blob), download: name });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+  }
+
+  async function exportFigure(kind) {
+    if (!state.job || !state.result) return;
+    try {
+      const fig = figureSVG();
+      const name = 'histd-' + state.job.id + '.' + kind;
+      const svgBlob = new Blob([fig.text], { type: 'image/svg+xml' });
+      if (kind === 'svg') return saveBlob(svgBlob, name);
+      const img = new Image();
+      const src = URL.createObjectURL(svgBlob);
+      await new Promise((ok, fail) => { img.onload = ok; img.onerror = () => fail(new Error('the figure could not be drawn')); img.src = src; });
+      const scale = 3; // ~300 dpi at the chart's size in print
+      const canvas = el('canvas', { width: fig.width * scale, height: fig.height * scale });
+      const ctx = canvas.getContext('2d');
+      ctx.scale(scale, scale);
+      ctx.drawImage(img, 0, 0, fig.width, fig.height);
+      URL.revokeObjectURL(src);
+      const png = await new Promise((ok) => canvas.toBlob(ok, 'image/png'));
+      saveBlob(png, name);
     } catch (e) { showAlert(e); }
   }
 
@@ -1120,6 +1271,10 @@
     $('logy').addEventListener('change', renderChart);
     $('dl-csv').addEventListener('click', () => download('csv'));
     $('dl-json').addEventListener('click', () => download('json'));
+    $('dl-svg').addEventListener('click', () => exportFigure('svg'));
+    $('overlay-add').addEventListener('click', overlayAdd);
+    $('overlay-clear').addEventListener('click', () => { state.overlays = []; overlayChanged(); });
+    $('dl-png').addEventListener('click', () => exportFigure('png'));
     $('tab-jobs').addEventListener('click', () => selectTab('jobs'));
     $('tab-datasets').addEventListener('click', () => selectTab('datasets'));
     $('refresh').addEventListener('click', () => refreshLists().catch(showAlert));

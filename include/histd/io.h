@@ -173,6 +173,16 @@ int histd_write_csv(FILE *f, const histd_result *res);
 enum { HISTD_JSON_PRETTY = 1, HISTD_JSON_SUMMARY = 2 };
 int histd_write_json(FILE *f, const histd_result *res, unsigned flags);
 
+/*
+ * histd_write_npz: the result as a NumPy .npz (a zip of stored .npy
+ * entries): "n", ["n_b"], ["volume"], then "edges" (float64, buckets + 1),
+ * "counts" (uint64, exact), ["weighted"], ["g", "coordination"] (float64)
+ * and "below" (a uint64 scalar), or within a radius "radius", "within",
+ * ["weighted_within"]; then "overflow" and "total" (uint64 scalars).
+ * Streamed to f in 8 KiB chunks. Returns 0, or HISTD_EIO.
+ */
+int histd_write_npz(FILE *f, const histd_result *res);
+
 #ifdef __cplusplus
 }
 #endif

@@ -60,7 +60,8 @@ static const char usage_tail[] =
     "Output:\n"
     "  -f, --format F        text (default: the seed reports' layout, five\n"
     "                        buckets a row, then T:<total pairs>; a table when\n"
-    "                        there are weights or g(r)), json, csv\n"
+    "                        there are weights or g(r)), json, csv, npz\n"
+    "                        (a NumPy .npz: binary, redirect it to a file)\n"
     "  --pretty              indent the JSON output\n"
     "  --list-kernels        list the kernels: name, engine, summary\n"
     "  --list-params         list the parameters: name, flag, type, help\n"
@@ -89,7 +90,7 @@ static void usage(void) {
   fputs(usage_tail, stdout);
 }
 
-enum output_format { OUT_TEXT, OUT_JSON, OUT_CSV };
+enum output_format { OUT_TEXT, OUT_JSON, OUT_CSV, OUT_NPZ };
 
 typedef struct options {
   const char *file, *file_b;
@@ -239,8 +240,10 @@ static int parse_args(int argc, char **argv, options *o) {
         o->out = OUT_JSON;
       else if (strcmp(optarg, "csv") == 0)
         o->out = OUT_CSV;
+      else if (strcmp(optarg, "npz") == 0)
+        o->out = OUT_NPZ;
       else
-        return usage_error("--format must be text, json or csv, got '%s'", optarg);
+        return usage_error("--format must be text, json, csv or npz, got '%s'", optarg);
       break;
     case 'i':
       if (histd_format_parse(optarg, &o->input_format) != 0)
@@ -405,6 +408,9 @@ int main(int argc, char **argv) {
       fputc('\n', stdout);
   } else if (o.out == OUT_CSV) {
     if (histd_write_csv(stdout, &res) != 0)
+      status = 1;
+  } else if (o.out == OUT_NPZ) {
+    if (histd_write_npz(stdout, &res) != 0)
       status = 1;
   } else {
     if (histd_write_text(stdout, &res) != 0)

@@ -498,6 +498,13 @@ static bool get_job(request *r, job_record *j) {
 
 void route_jobs_get(request *r) {
   service *svc = r->svc;
+  /* ?summary=true: the result without its arrays (a client that fetches
+   * them from /result, as an .npz, polls without the whole JSON) */
+  const char *sm = request_query(r, "summary");
+  if (sm != NULL && strcmp(sm, "true") != 0 && strcmp(sm, "false") != 0) {
+    respond_problem(r, 400, "summary must be \"true\" or \"false\", got \"%s\"", sm);
+    return;
+  }
   if (!r->resumed) {
     const char *w = request_query(r, "wait");
     if (w != NULL) {
@@ -520,7 +527,10 @@ void route_jobs_get(request *r) {
   job_record j;
   if (!get_job(r, &j))
     return;
-  respond_job(r, &j);
+  if (sm != NULL && strcmp(sm, "true") == 0)
+    respond_json(r, 200, job_to_json(&j, true));
+  else
+    respond_job(r, &j);
   job_record_free(&j);
 }
 
@@ -587,46 +597,63 @@ static void answer_cancel(request *r, cancel_ctx *c) {
 
 /* ---- GET /v1/jobs/{id}/result -------------------------------------------------------------- */
 
-/* How the client wants a result: 1 CSV (?format=csv, or text/csv before
- * application/json in Accept), 0 JSON, -1 answered 400 (a bad ?format=). */
+/* How the client wants a result. */
+enum { RESULT_JSON, RESULT_CSV, RESULT_NPZ };
+static const char *const format_names[] = {"json", "csv", "npz"};
+
+/* The format a ?format= or an Accept header asks for: ?format= wins; in
+ * Accept, whichever of application/json, text/csv and application/x-npz
+ * comes first (JSON when none does). -1 when answered 400 (a bad
+ * ?format=). */
 static int result_format(request *r) {
+  static const char *const types[] = {"application/json", "text/csv", "application/x-npz"};
   const char *f = request_query(r, "format");
-  if (f != NULL && strcmp(f, "csv") != 0 && strcmp(f, "json") != 0) {
-    respond_problem(r, 400, "format must be \"json\" or \"csv\", got \"%s\"", f);
+  if (f != NULL) {
+    for (int k = 0; k < 3; k++)
+      if (strcmp(f, format_names[k]) == 0)
+        return k;
+    respond_problem(r, 400, "format must be \"json\", \"csv\" or \"npz\", got \"%s\"", f);
     return -1;
   }
-  if (f != NULL)
-    return strcmp(f, "csv") == 0;
   const char *accept = request_header(r, "Accept");
-  if (accept == NULL)
-    return 0;
-  const char *csv = strstr(accept, "text/csv");
-  const char *json = strstr(accept, "application/json");
-  return csv != NULL && (json == NULL || csv < json);
+  int best = RESULT_JSON;
+  const char *first = NULL;
+  for (int k = 0; accept != NULL && k < 3; k++) {
+    const char *at = strstr(accept, types[k]);
+    if (at != NULL && (first == NULL || at < first)) {
+      first = at;
+      best = k;
+    }
+  }
+  return best;
 }
 
-/* A result as JSON, or as CSV (a download named after `name`). */
-static void respond_result(request *r, const histd_result *res, bool csv, const char *name) {
+/* A result as JSON, CSV or NPZ (the last two downloads named after
+ * `name`). */
+static void respond_result(request *r, const histd_result *res, int format, const char *name) {
   body_writer b;
   if (!body_open(&b, r->svc, large_result(res))) {
     respond_problem(r, 503, "out of memory while writing the result; try again shortly");
     return;
   }
-  if (!csv) {
+  if (format == RESULT_JSON) {
     respond_body(r, 200, "application/json", &b, histd_write_json(b.f, res, 0));
     return;
   }
-  respond_body(r, 200, "text/csv; charset=utf-8", &b, histd_write_csv(b.f, res));
+  if (format == RESULT_CSV)
+    respond_body(r, 200, "text/csv; charset=utf-8", &b, histd_write_csv(b.f, res));
+  else
+    respond_body(r, 200, "application/x-npz", &b, histd_write_npz(b.f, res));
   if (r->status != 200)
     return;
   char disp[128];
-  snprintf(disp, sizeof disp, "attachment; filename=\"histd-%s.csv\"", name);
+  snprintf(disp, sizeof disp, "attachment; filename=\"histd-%s.%s\"", name, format_names[format]);
   response_add_header(r, "Content-Disposition", disp);
 }
 
 void route_jobs_result(request *r) {
-  int csv = result_format(r);
-  if (csv < 0)
+  int format = result_format(r);
+  if (format < 0)
     return;
   job_record j;
   if (!get_job(r, &j))
@@ -639,7 +666,7 @@ void route_jobs_result(request *r) {
     job_record_free(&j);
     return;
   }
-  respond_result(r, &j.result, csv == 1, j.id);
+  respond_result(r, &j.result, format, j.id);
   job_record_free(&j);
 }
 
@@ -802,6 +829,6 @@ static void histogram_answer(request *r) {
   res->timing.total_ms += t->parse_ms + res->timing.queue_ms;
   atomic_fetch_add(&r->svc->metrics.pairs_computed, res->total);
   atomic_fetch_add(&r->svc->metrics.sync_histograms, 1);
-  respond_result(r, res, result_format(r) == 1, "histogram");
+  respond_result(r, res, result_format(r), "histogram");
   sync_task_free(t);
 }

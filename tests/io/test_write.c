@@ -2,7 +2,8 @@
  * test_write.c -- the histogram writers: the text layout (row prefixes, five
  * counts a row, T: line, overflow), the CSV rows and the JSON object
  * (every key, exact 64-bit counts above 2^53, read back by cJSON; a large
- * one streamed without a heap of its own), on hand-made results; and
+ * one streamed without a heap of its own), the .npz (zip records, CRCs,
+ * exact uint64 counts), on hand-made results; and
  * the number format: the shortest of %.15g, %.16g and %.17g that reads
  * back as the same double.
  */
@@ -215,6 +216,115 @@ static void test_json(void) {
   histd_result_free(&res);
 }
 
+/* The .npz: a zip whose entries a reader walks by their local headers; each
+ * entry's CRC-32 (computed here bit by bit, independently of the writer's
+ * table) and sizes agree with its bytes; "counts" holds the exact uint64s
+ * (2^53 + 1 and 2^64 - 2 included) after an .npy header aligned to 64
+ * bytes; the central directory names every entry. */
+static uint32_t crc_bitwise(const unsigned char *p, size_t n) {
+  uint32_t c = 0xffffffffu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++)
+      c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
+  }
+  return ~c;
+}
+
+static uint64_t rd(const unsigned char *p, int bytes) {
+  uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; i--)
+    v = v << 8 | p[i];
+  return v;
+}
+
+/* The arrays an .npz of res holds, by name, comma-separated in order. */
+static void npz_names(const histd_result *res, char *names, size_t cap) {
+  unsigned char *s = NULL;
+  size_t len = 0, at = 0, used = 0;
+  FILE *f = open_memstream((char **)&s, &len);
+  CHECK(histd_write_npz(f, res) == 0, "write_npz");
+  fclose(f);
+  names[0] = '\0';
+  while (at + 30 <= len && rd(s + at, 4) == 0x04034b50) {
+    size_t name_len = rd(s + at + 26, 2), size = rd(s + at + 18, 4);
+    used += (size_t)snprintf(names + used, cap - used, "%s%.*s", used ? "," : "",
+                             (int)name_len - 4, (const char *)s + at + 30);
+    at += 30 + name_len + size;
+  }
+  free(s);
+}
+
+/* Which arrays a result has: weighted sums; a count within a radius. */
+static void test_npz_names(void) {
+  histd_result res;
+  histd_bins bins = {HISTD_BINS_WIDTH, 3, 1.0, NULL};
+  CHECK(histd_result_init(&res, &bins, true, NULL, 0) == 0, "result_init weighted");
+  char names[256];
+  npz_names(&res, names, sizeof names);
+  CHECK(strcmp(names, "n,edges,counts,weighted,below,overflow,total") == 0, "weighted: %s", names);
+  res.statistic = HISTD_STAT_WITHIN;
+  res.cross = true;
+  npz_names(&res, names, sizeof names);
+  CHECK(strcmp(names, "n,n_b,radius,within,weighted_within,overflow,total") == 0, "within: %s",
+        names);
+  histd_result_free(&res);
+}
+
+static void test_npz(void) {
+  histd_result res;
+  make(&res, 4, 2.5);
+  res.counts[3] = UINT64_MAX - 1;
+  res.counts[2] = (UINT64_C(1) << 53) + 1;
+  res.overflow = UINT64_C(1) << 53;
+  res.n = 777;
+  res.volume = 1000; /* adds g and coordination */
+  unsigned char *s = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream((char **)&s, &len);
+  CHECK(histd_write_npz(f, &res) == 0, "write_npz");
+  fclose(f);
+  static const char *const want[] = {"n.npy", "volume.npy", "edges.npy", "counts.npy",
+                                     "g.npy", "coordination.npy", "below.npy",
+                                     "overflow.npy", "total.npy"};
+  size_t at = 0, entries = 0;
+  while (at + 30 <= len && rd(s + at, 4) == 0x04034b50) {
+    uint32_t crc = (uint32_t)rd(s + at + 14, 4), size = (uint32_t)rd(s + at + 18, 4);
+    size_t name_len = rd(s + at + 26, 2), extra = rd(s + at + 28, 2);
+    const char *name = (const char *)s + at + 30;
+    const unsigned char *data = s + at + 30 + name_len + extra;
+    CHECK(rd(s + at + 8, 2) == 0 && rd(s + at + 22, 4) == size, "entry stored, not packed");
+    CHECK(entries < 9 && name_len == strlen(want[entries]) &&
+              memcmp(name, want[entries], name_len) == 0,
+          "entry %zu is %s", entries, entries < 9 ? want[entries] : "?");
+    CHECK(data + size <= s + len && crc_bitwise(data, size) == crc, "entry %zu's CRC", entries);
+    CHECK(memcmp(data, "\x93NUMPY\x01\x00", 8) == 0, "an .npy");
+    size_t header = 10 + rd(data + 8, 2);
+    CHECK(header % 64 == 0 && data[header - 1] == '\n', "the .npy header is aligned");
+    if (name_len == 10 && memcmp(name, "counts.npy", 10) == 0) {
+      CHECK(strstr((const char *)data + 10, "'descr': '<u8', 'fortran_order': False, 'shape': (4,)") != NULL,
+            "counts are 4 uint64s");
+      CHECK(size == header + 32, "counts' size");
+      for (int b = 0; b < 4; b++)
+        CHECK(rd(data + header + 8 * b, 8) == res.counts[b], "counts[%d] exact", b);
+    }
+    if (name_len == 12 && memcmp(name, "overflow.npy", 12) == 0)
+      CHECK(strstr((const char *)data + 10, "'shape': ()") != NULL &&
+                rd(data + header, 8) == (UINT64_C(1) << 53),
+            "overflow is a uint64 scalar");
+    at = (size_t)(data - s) + size;
+    entries++;
+  }
+  CHECK(entries == 9, "9 entries, got %zu", entries);
+  CHECK(len >= 22 && rd(s + len - 22, 4) == 0x06054b50 && rd(s + len - 12, 2) == 9,
+        "the end record counts 9 entries");
+  CHECK(rd(s + len - 6, 4) == at && rd(s + at, 4) == 0x02014b50,
+        "the central directory follows the entries");
+  free(s);
+  histd_result_free(&res);
+  test_npz_names();
+}
+
 /* A large result streams: the writer allocates nothing that grows with the
  * bucket count (a cJSON node per count was ~3.4 GB for HISTD_MAX_BUCKETS;
  * a string per array printed into another, ~0.6 GB). The output is read
@@ -293,5 +403,6 @@ int main(void) {
   test_csv();
   test_json();
   test_json_large();
+  test_npz();
   return check_finish("test_write");
 }

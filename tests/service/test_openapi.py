@@ -112,6 +112,14 @@ def test_samples(exe, spec):
         call("GET", "/v1/jobs", "/v1/jobs", want=200)
         call("GET", "/v1/jobs/{id}/result", "/v1/jobs/%s/result" % job["id"], want=200)
         call("GET", "/v1/jobs/{id}/result", "/v1/jobs/%s/result?format=csv" % job["id"], want=200)
+        call("GET", "/v1/jobs/{id}/result", "/v1/jobs/%s/result?format=npz" % job["id"], want=200)
+        call("GET", "/v1/jobs/{id}/result", "/v1/jobs/%s/result" % job["id"],
+             headers={"Accept": "application/x-npz"}, want=200)
+        call("GET", "/v1/jobs/{id}/result", "/v1/jobs/%s/result?format=xml" % job["id"], want=400)
+        _, summ = call("GET", "/v1/jobs/{id}", "/v1/jobs/%s?summary=true" % job["id"], want=200)
+        check("counts" not in summ["result"] and summ["result"]["total"] == 120 * 119 // 2,
+              "summary=true: the result without its arrays")
+        call("GET", "/v1/jobs/{id}", "/v1/jobs/%s?summary=yes" % job["id"], want=400)
         call("DELETE", "/v1/jobs/{id}", "/v1/jobs/" + job["id"], want=200)
         call("POST", "/v1/jobs", "/v1/jobs", {"dataset": ds["id"], "bucket_width": 0}, None, 422)
         call("POST", "/v1/jobs", "/v1/jobs", {"dataset": ds["id"], "bucket_width": 1, "x": 1},
@@ -140,6 +148,7 @@ def test_samples(exe, spec):
         hreq = {"points": [list(p) for p in pts[:50]], "bucket_width": 100}
         v.request_body("POST", "/v1/histogram", "application/json", hreq)
         call("POST", "/v1/histogram", "/v1/histogram", hreq, None, 200)
+        call("POST", "/v1/histogram", "/v1/histogram?format=npz", hreq, None, 200)
         call("POST", "/v1/histogram", "/v1/histogram", {"points": [[0, 0, 0]], "bucket_width": -1},
              None, 422)
         call("POST", "/v1/histogram", "/v1/histogram", {"points": [], "bucket_width": 1},

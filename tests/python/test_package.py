@@ -1,0 +1,59 @@
+"""test_package.py -- api/python installs as the README says, offline
+(no package index: Debian's python3-setuptools and python3-wheel build
+it): a venv with the system's packages, then
+    pip install --no-index --no-build-isolation ./api/python
+and the installed `histd` (not the source tree's) computes a histogram
+against the real daemon. Skips (77) where python3-venv is missing.
+
+usage: test_package.py HISTD_EXE
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from common import ROOT, Daemon, check, exe
+
+CODE = """
+import os, sys, histd
+assert os.path.realpath(histd.__file__).startswith(os.path.realpath(sys.prefix)), histd.__file__
+assert os.path.exists(os.path.join(os.path.dirname(histd.__file__), "py.typed"))
+r = histd.Client(sys.argv[1]).histogram([[0, 0, 0], [3, 4, 0], [6, 8, 0]], 5, 4, progress=False)
+print([int(c) for c in r.counts], r.total)
+"""
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="histd-venv-")
+    try:
+        venv = os.path.join(tmp, "venv")
+        made = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv],
+                              capture_output=True, text=True)
+        if made.returncode != 0:
+            print("skipped: no venv (apt-get install python3-venv): %s" % made.stderr[-300:])
+            sys.exit(77)
+        py = os.path.join(venv, "bin", "python")
+        # a copy: pip builds in the source folder (build/, *.egg-info)
+        src = os.path.join(tmp, "python")
+        shutil.copytree(os.path.join(ROOT, "api", "python"), src,
+                        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__",
+                                                      "examples"))
+        env = dict(os.environ, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+        env.pop("PIP_FIND_LINKS", None)
+        got = subprocess.run([py, "-m", "pip", "install", "--no-index", "--no-build-isolation",
+                              src], capture_output=True, text=True, env=env, timeout=180)
+        check(got.returncode == 0, "pip install failed:\n%s%s" % (got.stdout[-2000:],
+                                                                   got.stderr[-2000:]))
+        with Daemon(exe()) as d:
+            run = subprocess.run([py, "-c", CODE, "http://127.0.0.1:%d" % d.port], cwd=tmp,
+                                 capture_output=True, text=True, timeout=60)
+        check(run.returncode == 0 and run.stdout.strip() == "[0, 2, 1, 0] 3",
+              "the installed client: %s %s" % (run.stdout, run.stderr[-1500:]))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("test_package: pip install --no-index --no-build-isolation ./api/python works offline")
+
+
+if __name__ == "__main__":
+    main()
