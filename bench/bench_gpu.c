@@ -344,8 +344,7 @@ static void section_stats(void) {
   const double L = 23000;
   histd_dataset *a = &W[1].ds; /* W1: 512,000 points in the cube */
   histd_box box = {HISTD_BOX_ORTHO, L, 0, L, 0, 0, L};
-  histd_problem g = {a, NULL, box, {HISTD_BINS_WIDTH, 200, L / 2 / 200, NULL},
-                     HISTD_STAT_HISTOGRAM, 0, false};
+  histd_problem g = {.a = a, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 2 / 200, NULL}};
   histd_problem plain = g;
   plain.box.kind = HISTD_BOX_NONE;
   double ps[4];
@@ -363,10 +362,9 @@ static void section_stats(void) {
     da.w[i] = 0.5 + da.x[i] / L, db.w[i] = 1.5 - db.y[i] / L;
   double edges[81];
   histd_log_edges(10, 11500, 80, edges, NULL, 0);
-  histd_problem x = {&da, &db, {HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
-                     {HISTD_BINS_EDGES, 80, 0, edges}, HISTD_STAT_HISTOGRAM, 0, true};
-  histd_problem w1 = {a, NULL, {HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
-                      {HISTD_BINS_WIDTH, 80, 500, NULL}, HISTD_STAT_HISTOGRAM, 0, false};
+  histd_problem x = {.a = &da, .b = &db, .bins = {HISTD_BINS_EDGES, 80, 0, edges},
+                     .weighted = true};
+  histd_problem w1 = {.a = a, .bins = {HISTD_BINS_WIDTH, 80, 500, NULL}};
   stats_ms[2] = stats_median(&x, "tiled-stats", &ps[2]);
   stats_ms[3] = stats_median(&w1, "tiled-privatized-f64", &ps[3]);
   double auto_ps;
