@@ -39,8 +39,11 @@ build_and_test() { # dir, meson options...
 
 build_and_test build-test
 build_and_test build-asan -Dsanitize=true -Dcuda=disabled -Db_lundef=false
+# ThreadSanitizer runs the daemon 5-15x slower: the tests' own time
+# limits (test_api's 180 s) scale with it (test_api took 110-180 s there
+# on a loaded 2-core machine, and timed out)
 TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" \
-  TEST_ARGS="--suite unit --suite service" \
+  TEST_ARGS="--suite unit --suite service --timeout-multiplier 3" \
   build_and_test build-tsan -Dtsan=true -Dcuda=disabled
 
 # Fuzz targets (clang + libFuzzer), 30 s each, on their seed corpora.

@@ -625,6 +625,7 @@ static int listen_on(const struct addrinfo *ai, const char *where, char *msg, si
 
 int http_start(service *svc, char *msg, size_t msglen) {
   const config *cfg = &svc->cfg;
+  svc->quiesced_fd = -1;
   char port[8];
   snprintf(port, sizeof port, "%u", cfg->listen_port);
   struct addrinfo hints = {0}, *ai = NULL;
@@ -688,9 +689,12 @@ int http_start(service *svc, char *msg, size_t msglen) {
 
 void http_quiesce(service *svc) {
   if (svc->mhd != NULL) {
+    /* the worker threads drop the socket from their epoll sets a moment
+     * later: libmicrohttpd's manual says not to close it before
+     * MHD_stop_daemon (closing it here raced with them, ThreadSanitizer) */
     MHD_socket s = MHD_quiesce_daemon(svc->mhd);
-    if (s != MHD_INVALID_SOCKET)
-      close(s);
+    if (s != MHD_INVALID_SOCKET && svc->quiesced_fd < 0)
+      svc->quiesced_fd = s;
   }
 }
 
@@ -702,5 +706,9 @@ void http_stop(service *svc) {
       usleep(5000);
     MHD_stop_daemon(svc->mhd);
     svc->mhd = NULL;
+  }
+  if (svc->quiesced_fd >= 0) {
+    close(svc->quiesced_fd);
+    svc->quiesced_fd = -1;
   }
 }

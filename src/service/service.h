@@ -441,6 +441,7 @@ typedef struct service {
   defer_pool *defer;
   metrics metrics;
   struct MHD_Daemon *mhd;
+  int quiesced_fd; /* the listening socket after http_quiesce, closed by http_stop; -1 */
   void *loop_async; /* uv_async_t*: wakes the loop (thread-safe) */
   /* Orders dataset deletes (write) against job submits (read): submits
    * on different datasets run side by side. */
