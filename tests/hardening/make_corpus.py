@@ -207,7 +207,7 @@ for i, body in enumerate([
     add("json-jobs-%02d" % i, req("POST", "/v1/jobs", body, ctype=J))
 for i, body in enumerate([
         '{"points":[],"bucket_width":1}', '{"points":[[0,0]],"bucket_width":1}',
-        '{"points":[[0,0,0,0]],"bucket_width":1}', '{"points":[["a",0,0]],"bucket_width":1}',
+        '{"points":[[0,0,0,0,0]],"bucket_width":1}', '{"points":[["a",0,0]],"bucket_width":1}',
         '{"points":[[1e400,0,0],[0,0,0]],"bucket_width":1}', '{"points":[[NaN,0,0],[0,0,0]],"bucket_width":1}',
         '{"points":[[0,0,0],[1,1,1]]}', '{"points":[[0,0,0],[1,1,1]],"bucket_width":1,"x":[1]}',
         '{"x":[0,1],"y":[0,1],"bucket_width":1}', '{"x":[0,1],"y":[0,1],"z":[0],"bucket_width":1}',
@@ -230,7 +230,7 @@ for i, (ct, body) in enumerate([
         (J, '{"points":[[1e999,0,0]]}'), (J, '{"points":[[0,0,0]]'), (J, '{"points":[[0,0,0]],"x":[1],"y":[1],"z":[1]}'),
         (J, '{"\\u0070oints":[[0,0,0]],"x":[1],"y":[1],"z":[1]}'), (J, '{"points":[[0,0,0]],"points":[[1,1,1]]}'),
         (J, '{"points":' + "[" * 1000 + "]" * 1000 + "}"),
-        ("text/csv", "1,2\n"), ("text/csv", "1,2,3,4\n"), ("text/csv", "nan,1,2\n"), ("text/csv", "inf,1,2\n"),
+        ("text/csv", "1,2\n"), ("text/csv", "1,2,3,4,5\n"), ("text/csv", "nan,1,2\n"), ("text/csv", "inf,1,2\n"),
         ("text/csv", "1e999,0,0\n"), ("text/csv", "a,b,c\nd,e,f\n"), ("text/csv", "\x00\x00\x00"), ("text/csv", ""),
         ("text/csv", "1,2,3\n" * 1001), ("text/csv", "\xff\xfe1,2,3\n"),
         ("chemical/x-xyz", "5\ncomment\nC 0 0 0\n"), ("chemical/x-xyz", "x\n\nC 0 0 0\n"),
