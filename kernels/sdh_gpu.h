@@ -99,6 +99,10 @@ int sdh_convert(const double *x, const double *y, const double *z, uint32_t n,
  * out of memory, else HISTD_EDEVICE. */
 int sdh_error_code(cudaError_t e);
 
+/* Clears a non-sticky error (the next job must not see it) and fails with
+ * sdh_error_code(e) and "CUDA error in WHAT: CUDA's text". */
+int sdh_cuda_fail(char *msg, size_t msglen, const char *what, cudaError_t e);
+
 /* Fault injection for the tests (HISTD_TEST_CUDA_FAULT): a kernel that
  * writes to an invalid address, so the next synchronisation on the device
  * fails with cudaErrorIllegalAddress, a sticky error. */

@@ -754,7 +754,7 @@ extern "C" int sdh_error_code(cudaError_t e) {
   }
 }
 
-static int cuda_fail(char *msg, size_t msglen, const char *what, cudaError_t e) {
+extern "C" int sdh_cuda_fail(char *msg, size_t msglen, const char *what, cudaError_t e) {
   (void)cudaGetLastError(); /* clear a non-sticky error: the next job must not see it */
   return histd_fail(msg, msglen, sdh_error_code(e), "CUDA error in %s: %s", what,
                     cudaGetErrorString(e));
@@ -765,7 +765,7 @@ __global__ void k_fault(int *p) { *p = 1; }
 extern "C" int sdh_inject_fault(cudaStream_t s, char *msg, size_t msglen) {
   k_fault<<<1, 1, 0, s>>>((int *)(uintptr_t)0x8);
   cudaError_t e = cudaGetLastError();
-  return e == cudaSuccess ? 0 : cuda_fail(msg, msglen, "the fault injection", e);
+  return e == cudaSuccess ? 0 : sdh_cuda_fail(msg, msglen, "the fault injection", e);
 }
 
 static cudaError_t prepare(const sdh_params *p, kfn f) {
@@ -782,11 +782,11 @@ extern "C" int sdh_blocks_per_sm(const sdh_params *p, int *blocks, char *msg, si
     return histd_fail(msg, msglen, HISTD_EINVAL, "no GPU kernel for this family/sink/mode");
   cudaError_t e = prepare(p, f);
   if (e != cudaSuccess)
-    return cuda_fail(msg, msglen, "cudaFuncSetAttribute", e);
+    return sdh_cuda_fail(msg, msglen, "cudaFuncSetAttribute", e);
   e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, (const void *)f, (int)p->block,
                                                     p->smem);
   if (e != cudaSuccess)
-    return cuda_fail(msg, msglen, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", e);
+    return sdh_cuda_fail(msg, msglen, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", e);
   return 0;
 }
 
@@ -799,11 +799,11 @@ extern "C" int sdh_launch(const sdh_params *p, uint64_t u0, uint64_t u1, uint32_
     return 0;
   cudaError_t e = prepare(p, f);
   if (e != cudaSuccess)
-    return cuda_fail(msg, msglen, "cudaFuncSetAttribute", e);
+    return sdh_cuda_fail(msg, msglen, "cudaFuncSetAttribute", e);
   f<<<grid, p->block, p->smem, s>>>(*p, u0, u1);
   e = cudaGetLastError();
   if (e != cudaSuccess)
-    return cuda_fail(msg, msglen, "a kernel launch", e);
+    return sdh_cuda_fail(msg, msglen, "a kernel launch", e);
   return 0;
 }
 
@@ -815,7 +815,7 @@ extern "C" int sdh_convert(const double *x, const double *y, const double *z, ui
   k_convert<<<(n + 255) / 256, 256, 0, s>>>(x, y, z, n, cx, cy, cz, inv_w, p32);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess)
-    return cuda_fail(msg, msglen, "the conversion kernel's launch", e);
+    return sdh_cuda_fail(msg, msglen, "the conversion kernel's launch", e);
   return 0;
 }
 

@@ -32,17 +32,11 @@ typedef struct stats_job {
   double *wrows;              /* 2 * grid * slots: sums then compensations */
 } stats_job;
 
-static int cuda_fail(char *msg, size_t msglen, const char *what, cudaError_t e) {
-  (void)cudaGetLastError();
-  return histd_fail(msg, msglen, sdh_error_code(e), "CUDA error in %s: %s", what,
-                    cudaGetErrorString(e));
-}
-
 #define CK(call, what)                                                                   \
   do {                                                                                   \
     cudaError_t e_ = (call);                                                             \
     if (e_ != cudaSuccess) {                                                             \
-      rc = cuda_fail(msg, msglen, what, e_);                                             \
+      rc = sdh_cuda_fail(msg, msglen, what, e_);                                         \
       goto out;                                                                          \
     }                                                                                    \
   } while (0)

@@ -186,12 +186,6 @@ static stats_fn pick(const stats_params *p) {
   }
 }
 
-static int fail(char *msg, size_t msglen, const char *what, cudaError_t e) {
-  (void)cudaGetLastError();
-  return histd_fail(msg, msglen, sdh_error_code(e), "CUDA error in %s: %s", what,
-                    cudaGetErrorString(e));
-}
-
 extern "C" size_t stats_smem_bytes(const stats_params *p) {
   return layout_bytes(p->block, p->count, p->weighted, p->shared_edges != 0,
                       p->shared_counts != 0);
@@ -211,7 +205,7 @@ extern "C" int stats_blocks_per_sm(const stats_params *p, int *blocks, char *msg
   if (e == cudaSuccess)
     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, (const void *)f, (int)p->block,
                                                       p->smem);
-  return e == cudaSuccess ? 0 : fail(msg, msglen, "the occupancy query", e);
+  return e == cudaSuccess ? 0 : sdh_cuda_fail(msg, msglen, "the occupancy query", e);
 }
 
 extern "C" int stats_launch(const stats_params *p, uint32_t t0, uint32_t t1, uint32_t grid,
@@ -219,8 +213,8 @@ extern "C" int stats_launch(const stats_params *p, uint32_t t0, uint32_t t1, uin
   stats_fn f = pick(p);
   cudaError_t e = prepare(p, f);
   if (e != cudaSuccess)
-    return fail(msg, msglen, "the kernel's shared-memory setting", e);
+    return sdh_cuda_fail(msg, msglen, "the kernel's shared-memory setting", e);
   f<<<grid, p->block, p->smem, s>>>(*p, t0, t1);
   e = cudaGetLastError();
-  return e == cudaSuccess ? 0 : fail(msg, msglen, "the tiled-stats launch", e);
+  return e == cudaSuccess ? 0 : sdh_cuda_fail(msg, msglen, "the tiled-stats launch", e);
 }
