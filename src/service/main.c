@@ -3,24 +3,29 @@
  *
  * Three kinds of threads, one owner each:
  *
- *   - the main thread runs a libuv loop. It owns the signals (SIGINT and
- *     SIGTERM start a shutdown; SIGPIPE is ignored), a timer that expires
+ *   - the main thread runs a libuv loop. It owns the shutdown (SIGINT and
+ *     SIGTERM start it; SIGPIPE is ignored), a timer that expires
  *     long-poll deadlines and closes slow clients (deadline.c), one that deletes finished jobs older than
  *     --job-retention, and a uv_async that workers and HTTP threads
  *     poke (service_wake) when a job ends, so the loop resumes the
  *     connections waiting on it -- redis's bio.c completions, libuv-style;
  *   - libmicrohttpd's pool threads read requests and run the handlers
  *     (http.c);
- *   - the worker pool runs jobs (jobs.c).
+ *   - the worker pool runs jobs (jobs.c);
+ *   - one thread waits for SIGINT and SIGTERM with sigwait() and wakes the
+ *     loop (a uv_async) to shut down.
  *
  * Startup order is inside out: store (the data dir), GPU discovery, the
  * job pool (which requeues jobs a previous run left unfinished), then HTTP,
  * so the daemon never accepts a request it cannot serve. SIGINT and SIGTERM
- * are blocked before anything starts and the loop's handlers installed
- * before HTTP: a signal that arrives as soon as /healthz answers (or during
- * startup) waits, pending, and then stops the daemon cleanly; threads
- * started meanwhile inherit the blocked mask, so only the main thread ever
- * takes them. Shutdown is the
+ * are blocked before anything starts, in every thread (threads inherit the
+ * mask), and never unblocked: no handler runs, a signal stays pending
+ * until the signal thread, started just before the loop runs, takes it
+ * with sigwait(). So one that arrives as soon as /healthz answers (or
+ * during startup) stops the daemon cleanly. (Handlers installed by libuv
+ * and unblocked on the main thread lost a signal now and then under
+ * ThreadSanitizer, which defers handlers; sigwait has no handler to
+ * defer.) A second signal exits at once. Shutdown is the
  * reverse: stop accepting (quiesce the listen socket), answer long-polls,
  * stop the workers (running jobs are interrupted and stay queued in the
  * store for the next start), then close HTTP and the store. Exit status 0
@@ -41,11 +46,16 @@
 typedef struct loop_state {
   service *svc;
   uv_loop_t loop;
-  uv_signal_t sigint, sigterm;
+  uv_async_t stop; /* the signal thread's wake-up */
+  pthread_mutex_t stop_lock;
+  bool stop_closed; /* under stop_lock: the async is closed, do not send */
+  atomic_int signum;
+  atomic_int signals;
+  pthread_t signal_thread;
+  sigset_t stop_signals;
   uv_timer_t tick;
   uv_timer_t expire; /* --job-retention: deletes old finished jobs */
   uv_async_t wake;
-  int signals;
 } loop_state;
 
 void service_wake(service *svc) {
@@ -102,20 +112,37 @@ static void close_cb(uv_handle_t *h) { (void)h; }
 /* A start that fails after the loop is made: the handles made so far (the
  * signals and the wake-up; not yet the timers) and the loop itself. */
 static void close_loop_early(loop_state *ls) {
-  uv_close((uv_handle_t *)&ls->sigint, close_cb);
-  uv_close((uv_handle_t *)&ls->sigterm, close_cb);
+  uv_close((uv_handle_t *)&ls->stop, close_cb);
   uv_close((uv_handle_t *)&ls->wake, close_cb);
   uv_run(&ls->loop, UV_RUN_DEFAULT);
   uv_loop_close(&ls->loop);
 }
 
-static void on_signal(uv_signal_t *h, int signum) {
-  loop_state *ls = h->data;
-  if (++ls->signals > 1) {
-    fprintf(stderr, "histd: second signal, exiting now\n");
-    exit(1);
+/* The signal thread: takes SIGINT and SIGTERM (blocked everywhere) one
+ * at a time; the first wakes the loop, a second exits at once. */
+static void *signal_main(void *arg) {
+  loop_state *ls = arg;
+  for (;;) {
+    int sig;
+    if (sigwait(&ls->stop_signals, &sig) != 0)
+      continue;
+    if (atomic_fetch_add(&ls->signals, 1) > 0) {
+      fprintf(stderr, "histd: second signal, exiting now\n");
+      _exit(1);
+    }
+    atomic_store(&ls->signum, sig);
+    pthread_mutex_lock(&ls->stop_lock);
+    if (!ls->stop_closed)
+      uv_async_send(&ls->stop);
+    pthread_mutex_unlock(&ls->stop_lock);
   }
-  fprintf(stderr, "histd: %s received, shutting down\n", signum == SIGINT ? "SIGINT" : "SIGTERM");
+  return NULL;
+}
+
+static void on_stop(uv_async_t *h) {
+  loop_state *ls = h->data;
+  fprintf(stderr, "histd: %s received, shutting down\n",
+          atomic_load(&ls->signum) == SIGINT ? "SIGINT" : "SIGTERM");
   shut_down(ls);
 }
 
@@ -130,11 +157,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+  loop_state ls;
+  memset(&ls, 0, sizeof ls);
+  sigemptyset(&ls.stop_signals);
+  sigaddset(&ls.stop_signals, SIGINT);
+  sigaddset(&ls.stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &ls.stop_signals, NULL); /* before any thread */
   svc.started_at = wall_now();
   pthread_rwlockattr_t rwa; /* a delete waits for submits under way, not for all to come */
   pthread_rwlockattr_init(&rwa);
@@ -159,18 +187,14 @@ int main(int argc, char **argv) {
   if (svc.gpu_count == 0 && svc.gpu_reason[0] == '\0')
     snprintf(svc.gpu_reason, sizeof svc.gpu_reason, "no usable GPU was found");
 
-  loop_state ls;
-  memset(&ls, 0, sizeof ls);
   ls.svc = &svc;
   uv_loop_init(&ls.loop);
   uv_async_init(&ls.loop, &ls.wake, on_wake);
   ls.wake.data = &ls;
   svc.loop_async = &ls.wake;
-  uv_signal_init(&ls.loop, &ls.sigint);
-  uv_signal_init(&ls.loop, &ls.sigterm);
-  ls.sigint.data = ls.sigterm.data = &ls;
-  uv_signal_start(&ls.sigint, on_signal, SIGINT);
-  uv_signal_start(&ls.sigterm, on_signal, SIGTERM);
+  uv_async_init(&ls.loop, &ls.stop, on_stop);
+  ls.stop.data = &ls;
+  pthread_mutex_init(&ls.stop_lock, NULL);
 
   if (jobs_start(&svc.jobs, &svc, msg, sizeof msg) != 0) {
     fprintf(stderr, "histd: %s\n", msg);
@@ -219,9 +243,17 @@ int main(int argc, char **argv) {
   }
 
   /* Only now may a stop signal be taken: everything it stops has started.
-   * One that came earlier is delivered here and handled by uv_run. */
-  pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
-  uv_run(&ls.loop, UV_RUN_DEFAULT);
+   * One that came earlier is pending: the signal thread takes it at once,
+   * and uv_run handles its wake-up. */
+  int prc = pthread_create(&ls.signal_thread, NULL, signal_main, &ls);
+  if (prc != 0) {
+    fprintf(stderr, "histd: the signal thread could not start: %s\n", strerror(prc));
+    atomic_store(&svc.stopping, true);
+    http_quiesce(&svc);
+  } else {
+    pthread_detach(ls.signal_thread); /* it waits until the process ends */
+    uv_run(&ls.loop, UV_RUN_DEFAULT);
+  }
 
   /* A signal stopped the loop. The uv handles stay open until every thread
    * that may poke them (workers, HTTP threads) has stopped. */
@@ -232,8 +264,11 @@ int main(int argc, char **argv) {
   defer_pool_stop(svc.defer); /* submits under way answer */
   http_stop(&svc);
   svc.loop_async = NULL;
-  uv_close((uv_handle_t *)&ls.sigint, close_cb);
-  uv_close((uv_handle_t *)&ls.sigterm, close_cb);
+  pthread_mutex_lock(&ls.stop_lock); /* from here a signal exits at once */
+  ls.stop_closed = true;
+  atomic_store(&ls.signals, 1);
+  pthread_mutex_unlock(&ls.stop_lock);
+  uv_close((uv_handle_t *)&ls.stop, close_cb);
   uv_close((uv_handle_t *)&ls.tick, close_cb);
   uv_close((uv_handle_t *)&ls.expire, close_cb);
   uv_close((uv_handle_t *)&ls.wake, close_cb);

@@ -20,9 +20,9 @@
  *       fdatasync() of the database's WAL wait (a disk that does not
  *       answer): whatever waits on the disk waits until the test removes
  *       PATH, and whatever must not, answers meanwhile (test_durability).
- *   HISTD_TEST_SLOW_SIGNAL_START_MS=N  uv_signal_start() sleeps N ms
+ *   HISTD_TEST_SLOW_SIGNAL_START_MS=N  the first sigwait() sleeps N ms
  *       first, which widens any window between the daemon answering and
- *       its signal handlers being installed (test_startup_signal).
+ *       its taking a stop signal (test_startup_signal).
  */
 #undef _FILE_OFFSET_BITS /* pwrite and pwrite64 are two symbols to replace */
 #ifndef _GNU_SOURCE
@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,16 +50,17 @@ static void sleep_ms_from(const char *var) {
   nanosleep(&ts, NULL);
 }
 
-/* libuv's, declared here so the shim needs no uv.h */
-typedef struct uv_signal_s uv_signal_t;
-typedef void (*uv_signal_cb)(uv_signal_t *handle, int signum);
-
-int uv_signal_start(uv_signal_t *handle, uv_signal_cb cb, int signum) {
-  static int (*real)(uv_signal_t *, uv_signal_cb, int);
+/* The daemon's signal thread takes SIGINT and SIGTERM with sigwait(): its
+ * first call sleeps first, so a signal sent as soon as the daemon answers
+ * waits, pending, for longer (the window test_startup_signal widens). */
+int sigwait(const sigset_t *set, int *sig) {
+  static int (*real)(const sigset_t *, int *);
+  static int calls;
   if (real == NULL)
-    real = (int (*)(uv_signal_t *, uv_signal_cb, int))dlsym(RTLD_NEXT, "uv_signal_start");
-  sleep_ms_from("HISTD_TEST_SLOW_SIGNAL_START_MS");
-  return real(handle, cb, signum);
+    real = (int (*)(const sigset_t *, int *))dlsym(RTLD_NEXT, "sigwait");
+  if (calls++ == 0)
+    sleep_ms_from("HISTD_TEST_SLOW_SIGNAL_START_MS");
+  return real(set, sig);
 }
 
 int unlink(const char *path) {

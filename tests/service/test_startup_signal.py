@@ -2,10 +2,11 @@
 the daemon says it is listening stops it cleanly, exit status 0, never the
 signal's default action.
 
-The window between "listening" and the signal handlers used to be a few
-microseconds; the faults.so shim widens whatever window there is
-(HISTD_TEST_SLOW_SIGNAL_START_MS makes uv_signal_start sleep first), so a
-daemon that answers before it can take a signal fails here every time.
+The window between "listening" and the daemon taking signals used to be a
+few microseconds; the faults.so shim widens whatever window there is
+(HISTD_TEST_SLOW_SIGNAL_START_MS makes the signal thread's first sigwait
+sleep first), so a daemon that answers before it can take a signal fails
+here every time.
 Then a few plain starts, signalled at once, as a supervisor would.
 
 usage: test_startup_signal.py HISTD_EXE FAULTS_SO
