@@ -383,7 +383,12 @@ typedef struct histd_control {
 
 /* ---- kernels and the registry ------------------------------------------ */
 
-typedef enum histd_engine { HISTD_ENGINE_CPU = 0, HISTD_ENGINE_CUDA = 1 } histd_engine;
+/* Where a kernel runs: the CPU, a GPU, or (ANY) whichever the worker owns. */
+typedef enum histd_engine {
+  HISTD_ENGINE_CPU = 0,
+  HISTD_ENGINE_CUDA = 1,
+  HISTD_ENGINE_ANY = 2
+} histd_engine;
 
 typedef struct histd_worker histd_worker;
 

@@ -155,7 +155,7 @@ static int list_kernels(void) {
   }
   for (size_t i = 0; i < count; i++) {
     const histd_kernel *k = histd_kernel_at(i);
-    printf("%-*s  %-4s  %s\n", (int)w, k->name, k->engine == HISTD_ENGINE_CUDA ? "cuda" : "cpu",
+    printf("%-*s  %-4s  %s\n", (int)w, k->name, k->engine == HISTD_ENGINE_CUDA ? "cuda" : k->engine == HISTD_ENGINE_ANY ? "any" : "cpu",
            k->summary);
   }
   return fflush(stdout) == 0 ? 0 : 1;

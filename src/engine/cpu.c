@@ -139,6 +139,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "grid.h"
 
 #define DEFAULT_TILE 1024u
 #define L1_HIST_BYTES (1u * 1024u) /* room for the histogram copies */
@@ -494,6 +495,9 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
 typedef struct cpu_job {
   const cpu_plan *plan;       /* the float32/float64 loops of a plain problem */
   const histd_problem *prob;  /* else the general pair loop on this problem   */
+  const histd__grid *grid;    /* tasks are runs of cells (else tile pairs)   */
+  uint64_t chunk;             /* grid: cells per task                        */
+  uint64_t flush_at;          /* pairs a thread counts before it flushes     */
   histd__sink total;          /* the general loop's sinks, merged under lock  */
   bool cross;                 /* tasks are tile pairs of A x B                */
   size_t ntiles_b;
@@ -515,6 +519,7 @@ typedef struct cpu_thread {
   uint32_t *hist;     /* the plain loops' private counters */
   histd__sink sink;   /* the general loop's                */
   uint64_t refined;
+  uint64_t since_flush;
 } cpu_thread;
 
 /* Task t -> tile pair (I, J): for A x B every pair, row by row; for self
@@ -599,35 +604,70 @@ static void flush(cpu_thread *t) {
   memset(h, 0, (size_t)c->hist_size * sizeof *h);
 }
 
+/* Counts a block of pairs in sub-blocks of at most tile x tile (so the
+ * 32-bit counters cannot wrap between flushes); returns its pairs. */
+static uint64_t run_block(cpu_thread *t, const histd__block *b) {
+  cpu_job *job = t->job;
+  const cpu_plan *plan = job->plan;
+  const size_t T = job->tile;
+  uint64_t pairs = 0;
+  for (size_t i0 = b->i0; i0 < b->i1; i0 += T) {
+    const size_t i1 = i0 + T < b->i1 ? i0 + T : b->i1;
+    for (size_t j0 = b->diag ? i0 : b->j0; j0 < b->j1; j0 += T) {
+      const size_t j1 = j0 + T < b->j1 ? j0 + T : b->j1;
+      const bool diag = b->diag && j0 == i0;
+      if (job->prob != NULL)
+        histd__pairs_block(job->prob, i0, i1, j0, j1, diag, &t->sink);
+      else
+        plan->block(&plan->ctx, i0, i1, j0, j1, diag, t->hist, &t->refined);
+      uint64_t n = diag ? (uint64_t)(i1 - i0) * (i1 - i0 - 1) / 2
+                        : (uint64_t)(i1 - i0) * (j1 - j0);
+      pairs += n;
+      t->since_flush += n;
+      if (t->since_flush > job->flush_at) {
+        flush(t);
+        t->since_flush = 0;
+      }
+    }
+  }
+  return pairs;
+}
+
+/* Task t's pairs: a tile pair, or the blocks of a run of cells. */
+static uint64_t run_task(cpu_thread *t, uint64_t task) {
+  cpu_job *job = t->job;
+  if (job->grid != NULL) {
+    const uint64_t c0 = task * job->chunk;
+    const uint64_t c1 = c0 + job->chunk < job->grid->g.cells ? c0 + job->chunk : job->grid->g.cells;
+    uint64_t pairs = 0;
+    histd__block blk[28];
+    for (uint64_t c = c0; c < c1; c++) {
+      uint32_t nb = histd__grid_blocks(job->grid, (uint32_t)c, blk);
+      for (uint32_t k = 0; k < nb; k++)
+        pairs += run_block(t, &blk[k]);
+    }
+    return pairs;
+  }
+  size_t I, J;
+  task_tiles(job, task, &I, &J);
+  histd__block b = {I * job->tile, 0, J * job->tile, 0, !job->cross && I == J};
+  b.i1 = b.i0 + job->tile < job->n ? b.i0 + job->tile : job->n;
+  b.j1 = b.j0 + job->tile < job->n_b ? b.j0 + job->tile : job->n_b;
+  return run_block(t, &b);
+}
+
 static void *thread_main(void *arg) {
   cpu_thread *t = arg;
   cpu_job *job = t->job;
-  const cpu_plan *plan = job->plan;
-  const uint64_t total = job->res->total;
-  const uint64_t flush_at = UINT32_MAX - (uint64_t)job->tile * job->tile;
-  uint64_t since_flush = 0;
+  /* the grid visits only its candidate pairs */
+  const uint64_t total = job->grid != NULL ? job->grid->candidates : job->res->total;
   for (;;) {
     if (atomic_load_explicit(&job->stop, memory_order_relaxed))
       break;
     uint64_t task = atomic_fetch_add(&job->next_task, 1);
     if (task >= job->ntasks)
       break;
-    size_t I, J;
-    task_tiles(job, task, &I, &J);
-    const bool diag = !job->cross && I == J;
-    size_t i0 = I * job->tile, i1 = i0 + job->tile < job->n ? i0 + job->tile : job->n;
-    size_t j0 = J * job->tile, j1 = j0 + job->tile < job->n_b ? j0 + job->tile : job->n_b;
-    if (job->prob != NULL)
-      histd__pairs_block(job->prob, i0, i1, j0, j1, diag, &t->sink);
-    else
-      plan->block(&plan->ctx, i0, i1, j0, j1, diag, t->hist, &t->refined);
-    uint64_t pairs = diag ? (uint64_t)(i1 - i0) * (i1 - i0 - 1) / 2
-                          : (uint64_t)(i1 - i0) * (j1 - j0);
-    since_flush += pairs;
-    if (since_flush > flush_at) {
-      flush(t);
-      since_flush = 0;
-    }
+    uint64_t pairs = run_task(t, task);
     uint64_t done = atomic_fetch_add(&job->done_pairs, pairs) + pairs;
     if (histd__cancelled(job->ctl)) {
       atomic_store(&job->cancelled, true);
@@ -647,13 +687,16 @@ static void *thread_main(void *arg) {
   return NULL;
 }
 
-int histd__cpu_run_opts(const histd_problem *p, const histd_exec *ex,
-                        const histd_control *ctl, const cpu_options *opt,
-                        histd_result *res, cpu_report *report, char *msg,
-                        size_t msglen) {
+/* The problem p, or with a grid its cells' pairs of grid->p (the sorted
+ * sets); the pairs the grid skips are overflow. */
+static int cpu_run(const histd_problem *p, const histd__grid *grid, const histd_exec *ex,
+                   const histd_control *ctl, const cpu_options *opt, histd_result *res,
+                   cpu_report *report, char *msg, size_t msglen) {
   static const cpu_options defaults = {CPU_ISA_AUTO, CPU_PATH_AUTO, 0, 0, 0};
   if (opt == NULL)
     opt = &defaults;
+  if (grid != NULL)
+    p = &grid->p;
   double t0 = histd_now_ms();
   const histd_dataset *ds = p->a;
   const uint32_t count = res->bins.count;
@@ -684,7 +727,14 @@ int histd__cpu_run_opts(const histd_problem *p, const histd_exec *ex,
   job.tile = tile;
   job.ntiles = (ds->n + job.tile - 1) / job.tile;
   job.ntiles_b = (job.n_b + job.tile - 1) / job.tile;
-  if (job.cross)
+  job.flush_at = UINT32_MAX - (uint64_t)job.tile * job.tile;
+  job.grid = grid;
+  if (grid != NULL) { /* tasks of about 256 points of A */
+    const uint64_t cells = grid->g.cells;
+    job.chunk = ds->n > 256 ? cells * 256 / ds->n : cells;
+    job.chunk = job.chunk ? job.chunk : 1;
+    job.ntasks = (cells + job.chunk - 1) / job.chunk;
+  } else if (job.cross)
     job.ntasks = (uint64_t)job.ntiles * job.ntiles_b;
   else
     job.ntasks = ds->n < 2 ? 0 : (uint64_t)job.ntiles * (job.ntiles + 1) / 2;
@@ -758,6 +808,8 @@ int histd__cpu_run_opts(const histd_problem *p, const histd_exec *ex,
     rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
   if (rc == 0 && (general || weighted))
     histd__sink_to_result(res, &job.total);
+  if (rc == 0 && grid != NULL)
+    res->overflow += res->total - grid->candidates;
   histd__sink_free(&job.total);
   if (rc != 0)
     return rc;
@@ -775,7 +827,35 @@ int histd__cpu_run_opts(const histd_problem *p, const histd_exec *ex,
   return 0;
 }
 
+int histd__cpu_run_opts(const histd_problem *p, const histd_exec *ex, const histd_control *ctl,
+                        const cpu_options *opt, histd_result *res, cpu_report *report,
+                        char *msg, size_t msglen) {
+  return cpu_run(p, NULL, ex, ctl, opt, res, report, msg, msglen);
+}
+
 int histd__cpu_run(HISTD__RUN_ARGS) {
   (void)w;
-  return histd__cpu_run_opts(p, ex, ctl, NULL, res, NULL, msg, msglen);
+  return cpu_run(p, NULL, ex, ctl, NULL, res, NULL, msg, msglen);
+}
+
+int histd__cpu_grid_run(HISTD__RUN_ARGS) {
+  (void)w;
+  double t0 = histd_now_ms();
+  histd__grid grid;
+  /* cells hold a point or more on average: emptier cells cost more to
+   * visit than they save */
+  const size_t n = p->b != NULL ? p->b->n : p->a->n;
+  int rc = histd__grid_build(&grid, p, n > 0 ? n : 1, msg, msglen);
+  if (rc != 0)
+    return rc;
+  double tb = histd_now_ms() - t0;
+  rc = cpu_run(p, &grid, ex, ctl, NULL, res, NULL, msg, msglen);
+  if (rc == 0) {
+    res->timing.kernel_ms += tb;
+    size_t len = strlen(res->device);
+    snprintf(res->device + len, sizeof res->device - len, ", %ux%ux%u cells",
+             grid.g.n[0], grid.g.n[1], grid.g.n[2]);
+  }
+  histd__grid_free(&grid);
+  return rc;
 }

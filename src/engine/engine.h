@@ -26,12 +26,18 @@ struct histd_worker {
 /* The CPU kernels (src/engine/cpu_*.c). */
 int histd__cpu_reference_run(HISTD__RUN_ARGS);
 int histd__cpu_run(HISTD__RUN_ARGS);
+/* "grid" on the CPU: the cpu kernel's loops over the cells' blocks (cpu.c). */
+int histd__cpu_grid_run(HISTD__RUN_ARGS);
 
 /* Collisions (within 0) by hashing the coordinates: O(n) (collide.c); with
  * weights, also the sum of w_i w_j over the colliding pairs. */
 int histd__collisions(const histd_problem *p, uint64_t *pairs, double *weighted, char *msg,
                       size_t msglen);
 
+
+/* The box's perpendicular widths across its three pairs of faces (the
+ * planes of constant fractional coordinate a, b, c). */
+void histd__box_widths(const histd_box *box, double w[3]);
 
 /* The problem's metric, flattened for the pair functions of histd/pair.h. */
 static inline histd_metric histd__metric(const histd_box *b) {
@@ -92,6 +98,8 @@ int histd__cuda_run(HISTD__RUN_ARGS);
 int histd__cuda_auto_run(HISTD__RUN_ARGS);
 /* "tiled-stats": every statistic on the worker's GPU, in binary64. */
 int histd__cuda_stats_run(HISTD__RUN_ARGS);
+/* "grid" on the worker's GPU (kernels/grid_engine.c). */
+int histd__cuda_grid_run(HISTD__RUN_ARGS);
 
 #ifdef __cplusplus
 }

@@ -21,9 +21,7 @@ double histd_box_volume(const histd_box *box) {
   return box->kind == HISTD_BOX_NONE ? 0 : box->ax * box->by * box->cz;
 }
 
-double histd_box_half_width(const histd_box *box) {
-  if (box->kind == HISTD_BOX_NONE)
-    return INFINITY;
+void histd__box_widths(const histd_box *box, double w[3]) {
   /* perpendicular widths V / |b x c|, V / |c x a|, V / |a x b| of the cell
    * a = (ax,0,0), b = (bx,by,0), c = (cx,cy,cz) */
   double v = histd_box_volume(box);
@@ -31,8 +29,17 @@ double histd_box_half_width(const histd_box *box) {
                    (box->bx * box->cy - box->by * box->cx) * (box->bx * box->cy - box->by * box->cx));
   double ca = box->ax * sqrt(box->cz * box->cz + box->cy * box->cy);
   double ab = box->ax * box->by;
-  double w = fmin(v / bc, fmin(v / ca, v / ab));
-  return w / 2;
+  w[0] = v / bc;
+  w[1] = v / ca;
+  w[2] = v / ab;
+}
+
+double histd_box_half_width(const histd_box *box) {
+  if (box->kind == HISTD_BOX_NONE)
+    return INFINITY;
+  double w[3];
+  histd__box_widths(box, w);
+  return fmin(w[0], fmin(w[1], w[2])) / 2;
 }
 
 static int box_validate(const histd_box *b, char *msg, size_t msglen) {

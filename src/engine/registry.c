@@ -22,10 +22,15 @@
 #define GPU_CAPS 0u /* the plain histogram (the GPU issue widens this) */
 
 static int auto_run(HISTD__RUN_ARGS);
+static int grid_run(HISTD__RUN_ARGS);
 
 static const histd_kernel kernels[] = {
     {"auto", "the fastest exact kernel for the workload and the worker's device",
-     HISTD_ENGINE_CPU, CPU_ALL, auto_run},
+     HISTD_ENGINE_ANY, CPU_ALL, auto_run},
+    {"grid",
+     "cells of side r_max: each point meets only its neighbour cells' points; every "
+     "statistic, exact; on the worker's GPU or the CPU",
+     HISTD_ENGINE_ANY, CPU_ALL, grid_run},
     {"cpu-reference", "the exactness contract, literally, on one CPU thread",
      HISTD_ENGINE_CPU, CPU_ALL, histd__cpu_reference_run},
     {"cpu", "multithreaded, cache-tiled, vectorised CPU engine; exact",
@@ -75,6 +80,12 @@ static int auto_run(HISTD__RUN_ARGS) {
   if (rc == 0)
     strcpy(res->kernel, "cpu");
   return rc;
+}
+
+static int grid_run(HISTD__RUN_ARGS) {
+  if (w->device >= 0)
+    return histd__cuda_grid_run(w, p, ex, ctl, res, msg, msglen);
+  return histd__cpu_grid_run(w, p, ex, ctl, res, msg, msglen);
 }
 
 size_t histd_kernel_count(void) { return KERNEL_COUNT; }

@@ -175,7 +175,7 @@ int histd_worker_run(histd_worker *w, const histd_problem *p_in, const histd_exe
   if (k->engine == HISTD_ENGINE_CUDA && w->device < 0)
     return histd_fail(msg, msglen, HISTD_ENODEV,
                       "kernel \"%s\" needs a GPU, and this worker runs on the CPU", k->name);
-  if (k->engine == HISTD_ENGINE_CPU && w->device >= 0 && strcmp(k->name, "auto") != 0)
+  if (k->engine == HISTD_ENGINE_CPU && w->device >= 0)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "kernel \"%s\" runs on the CPU, and this worker owns GPU %d",
                       k->name, w->device);
@@ -225,7 +225,7 @@ int histd_run(const histd_problem *p, const histd_exec *ex, const histd_control 
   int device = -1;
   if (k != NULL && k->engine == HISTD_ENGINE_CUDA) {
     device = 0;
-  } else if (k != NULL && strcmp(k->name, "auto") == 0) {
+  } else if (k != NULL && k->engine == HISTD_ENGINE_ANY) {
     int count = 0;
     histd_device_info info;
     if (histd_devices(&info, 1, &count, NULL, 0) == 0 && count > 0)

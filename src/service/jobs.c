@@ -192,10 +192,10 @@ static bool fits(const worker *w, const job *j) {
   const histd_kernel *k = histd_kernel_find(j->rec.params.exec.kernel);
   if (k == NULL)
     return w->device < 0; /* fails with a sentence wherever it runs */
-  bool is_auto = strcmp(k->name, "auto") == 0;
+  /* ANY kernels ("auto", "grid") run on the GPUs when there are some */
   if (w->device < 0)
-    return k->engine == HISTD_ENGINE_CPU && !(is_auto && w->q->has_gpu);
-  if (k->engine == HISTD_ENGINE_CPU && !is_auto)
+    return k->engine == HISTD_ENGINE_CPU || (k->engine == HISTD_ENGINE_ANY && !w->q->has_gpu);
+  if (k->engine == HISTD_ENGINE_CPU)
     return false;
   uint64_t mask = j->rec.params.exec.devices;
   return mask == 0 || (w->device < 64 && (mask & (UINT64_C(1) << w->device)));

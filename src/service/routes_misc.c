@@ -38,9 +38,9 @@ void route_kernels(request *r) {
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "name", k->name);
     cJSON_AddStringToObject(e, "summary", k->summary ? k->summary : "");
-    cJSON_AddStringToObject(e, "engine", k->engine == HISTD_ENGINE_CUDA ? "cuda" : "cpu");
+    cJSON_AddStringToObject(e, "engine", k->engine == HISTD_ENGINE_CUDA ? "cuda" : k->engine == HISTD_ENGINE_ANY ? "any" : "cpu");
     cJSON_AddBoolToObject(e, "available",
-                          k->engine == HISTD_ENGINE_CPU || r->svc->gpu_count > 0);
+                          k->engine != HISTD_ENGINE_CUDA || r->svc->gpu_count > 0);
     cJSON_AddItemToArray(arr, e);
   }
   respond_json(r, 200, o);

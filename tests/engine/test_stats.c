@@ -155,8 +155,9 @@ static bool fast_statistics(void) {
 }
 
 /* The kernels a problem runs on here: every CPU kernel, "cpu" on 1, 2 and
- * 4 threads, "auto", and where this machine has a GPU every GPU kernel
- * able to run the problem. */
+ * 4 threads, "auto", "grid" on 1 and 3 threads (the worker's GPU where
+ * there is one), and where this machine has a GPU every GPU kernel able
+ * to run the problem. */
 static int kernels_for(const histd_problem *p, const char *names[], uint32_t threads[], int max) {
   static int gpus = -1;
   if (gpus < 0) {
@@ -164,10 +165,10 @@ static int kernels_for(const histd_problem *p, const char *names[], uint32_t thr
     if (histd_devices(&info, 1, &gpus, NULL, 0) != 0)
       gpus = 0;
   }
-  static const char *const cpu[] = {"cpu-reference", "cpu", "auto", "cpu", "cpu"};
-  static const uint32_t cpu_threads[] = {1, 1, 3, 2, 4};
+  static const char *const cpu[] = {"cpu-reference", "cpu", "auto", "cpu", "cpu", "grid", "grid"};
+  static const uint32_t cpu_threads[] = {1, 1, 3, 2, 4, 1, 3};
   int k = 0;
-  for (; k < 5; k++)
+  for (; k < 7; k++)
     names[k] = cpu[k], threads[k] = cpu_threads[k];
   for (size_t i = 0; i < histd_kernel_count() && k < max; i++) {
     const histd_kernel *kr = histd_kernel_at(i);
@@ -493,7 +494,7 @@ static void test_refusals(void) {
   CHECK(gpu >= 0, "the GPU kernels are in the registry, CUDA or not");
   if (gpu >= 0)
     expect_refused(&p, histd_kernel_at((size_t)gpu)->name,
-                   "cannot compute periodic boxes; kernels that can: auto, cpu-reference, cpu");
+                   "cannot compute periodic boxes; kernels that can: auto, grid, cpu-reference, cpu");
   histd_dataset_free(&a);
 }
 

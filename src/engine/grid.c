@@ -1,0 +1,219 @@
+/*
+ * grid.c -- the cell grid on the host: its geometry (grid.h states why no
+ * pair it skips can be below r_max) and, for the CPU engine, the points
+ * sorted by cell and the blocks of pairs each cell meets.
+ *
+ * The sort is a counting sort (one pass to count the cells, a prefix sum,
+ * one pass to scatter): O(n), stable, and as fast as the copy it makes.
+ * The GPU sorts the same keys with CUB's radix sort (kernels/).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "grid.h"
+
+#define AXIS_CELLS_MAX (1u << 20)
+
+static double max_abs(const histd_dataset *d) {
+  double m = 0;
+  for (int k = 0; k < 3; k++) {
+    m = fmax(m, fabs(d->min[k]));
+    m = fmax(m, fabs(d->max[k]));
+  }
+  return m;
+}
+
+/* Scales the per-axis counts down until their product is at most max. */
+static void cap_cells(uint32_t n[3], uint64_t max) {
+  while ((uint64_t)n[0] * n[1] * n[2] > max) {
+    int k = n[0] >= n[1] && n[0] >= n[2] ? 0 : n[1] >= n[2] ? 1 : 2;
+    double f = cbrt((double)max / ((double)n[0] * n[1] * n[2]));
+    uint32_t v = (uint32_t)(n[k] * f);
+    n[k] = v >= n[k] ? n[k] - 1 : v < 1 ? 1 : v;
+  }
+}
+
+int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geom *g,
+                     char *msg, size_t msglen) {
+  memset(g, 0, sizeof *g);
+  const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
+  const double r_max = histd_bins_edge(&p->bins, p->bins.count);
+  if (!isfinite(r_max) || !(r_max > 0))
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the grid needs a finite r_max > 0 (the last bin edge), got %g", r_max);
+  const histd_box *box = &p->box;
+  const bool periodic = box->kind != HISTD_BOX_NONE;
+  double m = fmax(max_abs(a), max_abs(b)), bsum = 0, ratio = 1;
+  if (periodic) {
+    bsum = box->ax + fabs(box->bx) + box->by + fabs(box->cx) + fabs(box->cy) + box->cz;
+    double bmin = fmin(box->ax, fmin(box->by, box->cz));
+    double bmax = fmax(fmax(box->ax, box->by), fmax(box->cz, fmax(fabs(box->bx),
+                                                                  fmax(fabs(box->cx), fabs(box->cy)))));
+    ratio = bmax / bmin;
+  }
+  const double reach = r_max * (1 + 0x1p-20) + 0x1p-40 * (m + bsum) * (1 + ratio);
+  g->r_max = r_max;
+  g->reach = reach;
+  g->periodic = periodic;
+  if (periodic) {
+    double w[3];
+    histd__box_widths(box, w);
+    for (int k = 0; k < 3; k++) {
+      double f = floor(w[k] / reach);
+      uint32_t n = f < 1 ? 1 : f > AXIS_CELLS_MAX ? AXIS_CELLS_MAX : (uint32_t)f;
+      while (n > 1 && w[k] / n < reach) /* the division rounded up */
+        n--;
+      g->n[k] = n;
+    }
+    cap_cells(g->n, max_cells);
+    g->bx = box->bx;
+    g->cx = box->cx;
+    g->cy = box->cy;
+    g->iax = 1 / box->ax;
+    g->iby = 1 / box->by;
+    g->icz = 1 / box->cz;
+    for (int k = 0; k < 3; k++)
+      g->scale[k] = g->n[k];
+  } else {
+    double ext[3];
+    for (int k = 0; k < 3; k++) {
+      double lo = fmin(a->min[k], b->min[k]), hi = fmax(a->max[k], b->max[k]);
+      g->lo[k] = lo;
+      ext[k] = hi - lo;
+      double f = floor(ext[k] / reach) + 1;
+      g->n[k] = !(f < AXIS_CELLS_MAX) ? AXIS_CELLS_MAX : (uint32_t)f;
+    }
+    cap_cells(g->n, max_cells);
+    for (int k = 0; k < 3; k++) /* cells at least reach wide, n of them cover the extent */
+      g->scale[k] = 1 / fmax(reach, ext[k] / g->n[k]);
+  }
+  g->cells = (uint64_t)g->n[0] * g->n[1] * g->n[2];
+  return 0;
+}
+
+void histd__grid_free(histd__grid *grid) {
+  free(grid->start_a);
+  if (grid->start_b != grid->start_a)
+    free(grid->start_b);
+  histd_dataset_free(&grid->a);
+  histd_dataset_free(&grid->b);
+  memset(grid, 0, sizeof *grid);
+}
+
+/* Sorts src by cell into dst (with its weights) and fills start (cells + 1). */
+static int sort_by_cell(const histd__grid_geom *g, const histd_dataset *src, bool weights,
+                        histd_dataset *dst, size_t **start_out, char *msg, size_t msglen) {
+  const size_t n = src->n;
+  uint32_t *key = malloc((n ? n : 1) * sizeof *key);
+  size_t *start = calloc(g->cells + 1, sizeof *start);
+  int rc = histd_dataset_alloc(dst, n, msg, msglen);
+  if (rc == 0 && weights)
+    rc = histd_dataset_alloc_weights(dst, msg, msglen);
+  if (rc == 0 && (key == NULL || start == NULL))
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a grid of %llu cells",
+                    (unsigned long long)g->cells);
+  if (rc != 0) {
+    free(key);
+    free(start);
+    histd_dataset_free(dst);
+    return rc;
+  }
+  for (size_t i = 0; i < n; i++) {
+    key[i] = histd__grid_cell(g, src->x[i], src->y[i], src->z[i]);
+    start[key[i] + 1]++;
+  }
+  for (uint64_t c = 0; c < g->cells; c++)
+    start[c + 1] += start[c];
+  size_t *next = malloc((g->cells ? g->cells : 1) * sizeof *next);
+  if (next == NULL) {
+    free(key);
+    free(start);
+    histd_dataset_free(dst);
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a grid of %llu cells",
+                      (unsigned long long)g->cells);
+  }
+  memcpy(next, start, g->cells * sizeof *next);
+  for (size_t i = 0; i < n; i++) {
+    size_t o = next[key[i]]++;
+    dst->x[o] = src->x[i];
+    dst->y[o] = src->y[i];
+    dst->z[o] = src->z[i];
+    if (weights)
+      dst->w[o] = src->w[i];
+  }
+  free(next);
+  free(key);
+  memcpy(dst->min, src->min, sizeof dst->min);
+  memcpy(dst->max, src->max, sizeof dst->max);
+  dst->box = src->box;
+  *start_out = start;
+  return 0;
+}
+
+/* The pairs the grid visits: sum over cells of what histd__grid_blocks
+ * gives. */
+static uint64_t count_candidates(const histd__grid *grid) {
+  uint64_t total = 0;
+  histd__block blk[28];
+  for (uint64_t c = 0; c < grid->g.cells; c++) {
+    uint32_t nb = histd__grid_blocks(grid, (uint32_t)c, blk);
+    for (uint32_t k = 0; k < nb; k++) {
+      uint64_t ni = blk[k].i1 - blk[k].i0;
+      total += blk[k].diag ? ni * (ni - 1) / 2 : ni * (uint64_t)(blk[k].j1 - blk[k].j0);
+    }
+  }
+  return total;
+}
+
+int histd__grid_build(histd__grid *grid, const histd_problem *p, uint64_t max_cells, char *msg,
+                      size_t msglen) {
+  memset(grid, 0, sizeof *grid);
+  if (max_cells > UINT32_MAX)
+    max_cells = UINT32_MAX;
+  int rc = histd__grid_plan(p, max_cells, &grid->g, msg, msglen);
+  if (rc != 0)
+    return rc;
+  const bool cross = p->b != NULL;
+  rc = sort_by_cell(&grid->g, p->a, p->weighted, &grid->a, &grid->start_a, msg, msglen);
+  if (rc == 0 && cross)
+    rc = sort_by_cell(&grid->g, p->b, p->weighted, &grid->b, &grid->start_b, msg, msglen);
+  if (rc != 0) {
+    histd__grid_free(grid);
+    return rc;
+  }
+  if (!cross)
+    grid->start_b = grid->start_a;
+  grid->p = *p;
+  grid->p.a = &grid->a;
+  grid->p.b = cross ? &grid->b : NULL;
+  grid->candidates = count_candidates(grid);
+  return 0;
+}
+
+uint32_t histd__grid_blocks(const histd__grid *grid, uint32_t c, histd__block out[28]) {
+  const bool self = grid->p.b == NULL;
+  const size_t i0 = grid->start_a[c], i1 = grid->start_a[c + 1];
+  if (i1 == i0)
+    return 0;
+  uint32_t nbr[27], m = 0;
+  const uint32_t count = histd__grid_neighbours(&grid->g, c, nbr);
+  if (self && i1 - i0 >= 2)
+    out[m++] = (histd__block){i0, i1, i0, i1, 1};
+  /* runs of consecutive cells (self: only those after c) are one range */
+  for (uint32_t k = 0; k < count;) {
+    if (self && nbr[k] <= c) {
+      k++;
+      continue;
+    }
+    uint32_t e = k;
+    while (e + 1 < count && nbr[e + 1] == nbr[e] + 1)
+      e++;
+    size_t j0 = grid->start_b[nbr[k]], j1 = grid->start_b[nbr[e] + 1];
+    if (j1 > j0)
+      out[m++] = (histd__block){i0, i1, j0, j1, 0};
+    k = e + 1;
+  }
+  return m;
+}

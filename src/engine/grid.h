@@ -1,0 +1,193 @@
+/*
+ * grid.h -- the cell grid of the `grid` algorithm, for C and CUDA alike.
+ *
+ * A job whose bins stop at r_max (the last edge) well below the extent of
+ * its points need not meet every pair: every pair beyond r_max is overflow.
+ * The grid cuts space into cells at least `reach_eff` across, sorts the
+ * points by cell, and compares each point only with the points of its own
+ * and the adjacent cells (27 at most); the pairs it never visits are added
+ * to overflow by arithmetic (the total is known). The pairs it does visit
+ * go through the kernels' usual exact arithmetic, so the counts are the
+ * contract's as long as no unvisited pair could have d < r_max. That is
+ * what the margin below guarantees.
+ *
+ * Cells. Open sets: axis k is cut into n_k cells of side s_k >= reach_eff
+ * from lo_k (the bounding box of A and B together); a point's cell is
+ * floor((x_k - lo_k) / s_k) computed as fl(fl(x_k - lo_k) * fl(1 / s_k)),
+ * clamped to [0, n_k - 1]. Periodic boxes (orthorhombic and triclinic alike,
+ * the lower-triangular cell of histd.h): the fractional coordinates
+ *     f_c = z / cz,  f_b = (y - cy f_c) / by,  f_a = (x - bx f_b - cx f_c) / ax
+ * are reduced mod 1 and axis k is cut into n_k = floor(W_k / reach_eff)
+ * equal slices, W_k the box's perpendicular width across the planes of
+ * constant f_k (V / |b x c|, V / |c x a|, cz). Neighbours wrap mod n_k; an
+ * axis of one or two cells has one or two distinct neighbours (the lists
+ * below never repeat a cell, so no pair is met twice).
+ *
+ * Why an unvisited pair is overflow. Two points whose cells are not
+ * adjacent on axis k differ there by more than one cell in the computed
+ * coordinates. Open: x_j - x_i > s_k minus the rounding of both cell
+ * coordinates. Periodic: the fractional coordinates differ (mod 1) by more
+ * than 1 / n_k minus their rounding, and two points whose f_k differ by t
+ * (mod 1) are at least t W_k apart in every image (W_k is the distance
+ * between the planes f_k = 0 and f_k = 1), so again >= W_k / n_k >=
+ * reach_eff less the rounding. Every rounding involved (the cell
+ * coordinate's few operations; for periodic boxes also the contract's own
+ * wrap, ud (4 |r| + 2 L), histd/pair.h) is at most 2^-48 (M + B) in
+ * length, M the largest |coordinate| and B the sum of the box's
+ * components, times the box's aspect ratio for the fractional coordinates.
+ * So with
+ *     reach_eff = r_max (1 + 2^-20) + 2^-40 (M + B) (1 + Bmax / Bmin)
+ * every unvisited pair's true distance exceeds r_max (1 + 2^-20) by far
+ * more than those roundings, and the contract's d (within a few ulps of
+ * the true distance) is > r_max: overflow, as counted. WIDTH bins count
+ * overflow when fl(d / w) >= count, which d > count w (1 + 2^-21) ensures.
+ * The margin costs nothing measurable: it widens cells by a millionth.
+ *
+ * Order. A cell's linear index is i + n0 (j + n1 k); points are sorted by
+ * it, so a cell's points are contiguous and a row of consecutive cells
+ * too. Self pairs: cell c meets itself (i < j) and its neighbours c' > c;
+ * cross pairs: every A point of cell c meets the B points of every
+ * neighbour. Each pair once.
+ */
+#ifndef HISTD_GRID_H
+#define HISTD_GRID_H
+
+#include <stdint.h>
+
+#include "histd/histd.h"
+
+#ifdef __CUDACC__
+#define HISTD_GRID_FN __host__ __device__ static inline
+#else
+#include <math.h>
+#define HISTD_GRID_FN static inline
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct histd__grid_geom {
+  int periodic;       /* 0: open (lo, scale); 1: a periodic box (fractional) */
+  uint32_t n[3];      /* cells per axis, >= 1                              */
+  uint64_t cells;     /* n0 n1 n2                                          */
+  double lo[3];       /* open: the cells' origin                          */
+  double scale[3];    /* open: 1 / s_k; periodic: n_k                      */
+  double bx, cx, cy;  /* periodic: the box's tilts                        */
+  double iax, iby, icz; /* periodic: 1 / ax, 1 / by, 1 / cz               */
+  double r_max;       /* pairs at or beyond it are overflow                */
+  double reach;       /* reach_eff: no cell is narrower                   */
+} histd__grid_geom;
+
+HISTD_GRID_FN uint32_t histd__grid_axis(double t, uint32_t n) {
+  double f = floor(t);
+  if (!(f >= 0)) /* also NaN, which finite points never give */
+    return 0;
+  return f >= (double)n ? n - 1 : (uint32_t)f;
+}
+
+/* The cell (linear index) of a point. */
+HISTD_GRID_FN uint32_t histd__grid_cell(const histd__grid_geom *g, double x, double y, double z) {
+  double t[3];
+  if (g->periodic) {
+    double fc = z * g->icz;
+    double fb = (y - g->cy * fc) * g->iby;
+    double fa = (x - g->bx * fb - g->cx * fc) * g->iax;
+    t[0] = (fa - floor(fa)) * g->scale[0];
+    t[1] = (fb - floor(fb)) * g->scale[1];
+    t[2] = (fc - floor(fc)) * g->scale[2];
+  } else {
+    t[0] = (x - g->lo[0]) * g->scale[0];
+    t[1] = (y - g->lo[1]) * g->scale[1];
+    t[2] = (z - g->lo[2]) * g->scale[2];
+  }
+  return histd__grid_axis(t[0], g->n[0]) +
+         g->n[0] * (histd__grid_axis(t[1], g->n[1]) +
+                    g->n[1] * histd__grid_axis(t[2], g->n[2]));
+}
+
+/* The distinct neighbours of index i on an axis of n cells (itself
+ * included), ascending; returns how many (1 to 3). */
+HISTD_GRID_FN uint32_t histd__grid_axis_neighbours(uint32_t i, uint32_t n, int periodic,
+                                                   uint32_t out[3]) {
+  if (n <= 3 && periodic) { /* every index is a neighbour */
+    for (uint32_t k = 0; k < n; k++)
+      out[k] = k;
+    return n;
+  }
+  uint32_t m = 0;
+  if (i > 0)
+    out[m++] = i - 1;
+  else if (periodic)
+    out[m++] = n - 1; /* placed last below */
+  uint32_t first = m;
+  out[m++] = i;
+  if (i + 1 < n)
+    out[m++] = i + 1;
+  else if (periodic)
+    out[m++] = 0;
+  /* keep them ascending: a wrapped neighbour moves to its place */
+  if (first == 1 && out[0] > out[1]) { /* i = 0, periodic: n-1, 0, 1 -> 0, 1, n-1 */
+    uint32_t w = out[0];
+    out[0] = out[1];
+    out[1] = out[2];
+    out[2] = w;
+  } else if (m == 3 && out[2] < out[1]) { /* i = n-1, periodic: n-2, n-1, 0 -> 0, n-2, n-1 */
+    uint32_t w = out[2];
+    out[2] = out[1];
+    out[1] = out[0];
+    out[0] = w;
+  }
+  return m;
+}
+
+/* The neighbour cells of cell c (itself included), ascending, distinct;
+ * returns how many (at most 27). */
+HISTD_GRID_FN uint32_t histd__grid_neighbours(const histd__grid_geom *g, uint32_t c,
+                                              uint32_t out[27]) {
+  uint32_t i = c % g->n[0], j = (c / g->n[0]) % g->n[1], k = c / g->n[0] / g->n[1];
+  uint32_t ni[3] = {0, 0, 0}, nj[3] = {0, 0, 0}, nk[3] = {0, 0, 0};
+  uint32_t ci = histd__grid_axis_neighbours(i, g->n[0], g->periodic, ni);
+  uint32_t cj = histd__grid_axis_neighbours(j, g->n[1], g->periodic, nj);
+  uint32_t ck = histd__grid_axis_neighbours(k, g->n[2], g->periodic, nk);
+  uint32_t m = 0;
+  for (uint32_t a = 0; a < ck; a++)
+    for (uint32_t b = 0; b < cj; b++)
+      for (uint32_t d = 0; d < ci; d++)
+        out[m++] = ni[d] + g->n[0] * (nj[b] + g->n[1] * nk[a]);
+  return m;
+}
+
+/* The geometry for a problem (bins resolved, one frame) with at most
+ * max_cells cells: 0, or HISTD_EINVAL when the grid cannot apply (r_max
+ * not finite, or as wide as the points: one cell), with a sentence. */
+int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geom *g,
+                     char *msg, size_t msglen);
+
+/* ---- the CPU's grid: points sorted by cell (grid.c) ---------------------- */
+
+typedef struct histd__grid {
+  histd__grid_geom g;
+  size_t *start_a;    /* cells + 1: A's cell c is [start_a[c], start_a[c+1]) */
+  size_t *start_b;    /* B's (cross), or start_a                         */
+  histd_dataset a, b; /* A (and B, cross) sorted by cell, weights with them */
+  histd_problem p;    /* the problem on the sorted sets                  */
+  uint64_t candidates; /* the pairs the grid visits                     */
+} histd__grid;
+
+/* A block of pairs: i in [i0, i1) x j in [j0, j1) (j > i when diag). */
+typedef struct histd__block {
+  size_t i0, i1, j0, j1;
+  int diag;
+} histd__block;
+
+int histd__grid_build(histd__grid *grid, const histd_problem *p, uint64_t max_cells, char *msg,
+                      size_t msglen);
+void histd__grid_free(histd__grid *grid);
+/* Cell c's blocks (neighbour cells in consecutive runs merged): at most 28. */
+uint32_t histd__grid_blocks(const histd__grid *grid, uint32_t c, histd__block out[28]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
