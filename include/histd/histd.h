@@ -72,6 +72,7 @@ int histd_fail(char *msg, size_t msglen, int err, const char *fmt, ...)
 #define HISTD_MAX_BLOCK_SIZE 1024u
 #define HISTD_NAME_MAX 32                /* kernel names, with the NUL      */
 #define HISTD_DEVICE_NAME_MAX 128
+#define HISTD_REASON_MAX 192             /* why "auto" chose its kernel      */
 
 /* ---- periodic boxes ---------------------------------------------------- */
 
@@ -337,6 +338,7 @@ typedef struct histd_result {
   bool exact;              /* counts follow the contract            */
   uint64_t refined_pairs;  /* pairs redone in float64 (diagnostics)  */
   char kernel[HISTD_NAME_MAX]; /* the kernel that ran ("auto" resolved) */
+  char reason[HISTD_REASON_MAX]; /* why "auto" chose it ("" for a named kernel) */
   uint32_t block_size;     /* GPU block size that ran; 0 on the CPU  */
   uint32_t threads;        /* CPU threads that ran; 0 on the GPU     */
   char device[HISTD_DEVICE_NAME_MAX]; /* "cpu: 2 threads", "NVIDIA H100 ..." */

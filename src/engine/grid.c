@@ -8,6 +8,7 @@
  * The GPU sorts the same keys with CUB's radix sort (kernels/).
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +92,39 @@ int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geo
   }
   g->cells = (uint64_t)g->n[0] * g->n[1] * g->n[2];
   return 0;
+}
+
+/* The largest share of the pairs at which the grid still beats brute
+ * force: CPU and GPU (bench/RESULTS.md, 2026-11-23). */
+#define GRID_SHARE_MAX_CPU 0.5
+#define GRID_SHARE_MAX_GPU 0.5
+
+double histd__grid_share(const histd__grid_geom *g) {
+  double share = 1;
+  for (int k = 0; k < 3; k++) {
+    double n = g->n[k];
+    share *= g->periodic ? fmin(n, 3) / n : (3 * n - 2) / (n * n);
+  }
+  return share;
+}
+
+bool histd__grid_pays(const histd_problem *p, bool gpu, char *why, size_t whylen) {
+  histd__grid_geom g;
+  const size_t n = p->b != NULL ? p->b->n : p->a->n;
+  if (histd__grid_plan(p, n > 0 ? n : 1, &g, NULL, 0) != 0) {
+    if (why != NULL)
+      snprintf(why, whylen, "brute force: the bins have no finite r_max for a grid");
+    return false;
+  }
+  const double share = histd__grid_share(&g), max = gpu ? GRID_SHARE_MAX_GPU : GRID_SHARE_MAX_CPU;
+  const bool pays = g.cells > 1 && share <= max;
+  if (why != NULL)
+    snprintf(why, whylen,
+             "%s: r_max %.6g gives %ux%ux%u cells of side >= r_max, which visit about %.3g%% "
+             "of the pairs (the grid pays below %.0f%%)",
+             pays ? "grid" : "brute force", g.r_max, g.n[0], g.n[1], g.n[2], 100 * share,
+             100 * max);
+  return pays;
 }
 
 void histd__grid_free(histd__grid *grid) {

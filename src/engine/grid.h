@@ -164,6 +164,18 @@ HISTD_GRID_FN uint32_t histd__grid_neighbours(const histd__grid_geom *g, uint32_
 int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geom *g,
                      char *msg, size_t msglen);
 
+/*
+ * The cost model "auto" uses. For points spread evenly, the grid visits a
+ * share of all pairs of about the product over the axes of the share of
+ * cell pairs that are neighbours: min(n, 3) / n on a periodic axis,
+ * (3n - 2) / n^2 on an open one. Its loops cost a little more per pair than
+ * brute force's (shorter runs of points), so the grid pays where that
+ * share is below about GRID_SHARE_MAX (measured: bench/RESULTS.md,
+ * 2026-11-23). Writes a sentence saying which and why into why.
+ */
+double histd__grid_share(const histd__grid_geom *g);
+bool histd__grid_pays(const histd_problem *p, bool gpu, char *why, size_t whylen);
+
 /* ---- the CPU's grid: points sorted by cell (grid.c) ---------------------- */
 
 typedef struct histd__grid {

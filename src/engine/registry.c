@@ -8,14 +8,17 @@
  * "auto" chooses among the able ones. The GPU rows are here whether or not
  * histd was built with CUDA: without it they run nothing, and say why.
  *
- * "auto" resolves at run time: on a GPU worker, the fastest exact GPU
- * kernel for the plain histogram, "tiled-stats" for the rest of the
- * family (unless it does not fit the GPU); on a CPU worker "cpu".
+ * "auto" resolves at run time: "grid" where its cost model says the cells
+ * pay (grid.h), else on a GPU worker the fastest exact GPU kernel for the
+ * plain histogram, "tiled-stats" for the rest of the family (unless it
+ * does not fit the GPU); on a CPU worker "cpu". The result says which ran
+ * and why (histd_result.reason).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "engine.h"
+#include "grid.h"
 
 #define CPU_ALL \
   (HISTD_CAN_PERIODIC | HISTD_CAN_CROSS | HISTD_CAN_WEIGHTS | HISTD_CAN_EDGES | HISTD_CAN_WITHIN)
@@ -63,23 +66,36 @@ static const histd_kernel kernels[] = {
 
 #define KERNEL_COUNT (sizeof kernels / sizeof kernels[0])
 
+/* Sets the kernel that ran and why, when it ran. */
+static int ran(int rc, histd_result *res, const char *kernel, const char *why) {
+  if (rc == 0) {
+    if (kernel != NULL)
+      snprintf(res->kernel, sizeof res->kernel, "%s", kernel);
+    snprintf(res->reason, sizeof res->reason, "%s", why);
+  }
+  return rc;
+}
+
 static int auto_run(HISTD__RUN_ARGS) {
-  if (w->device >= 0 && (histd_problem_needs(p) & ~GPU_CAPS) == 0)
-    return histd__cuda_auto_run(w, p, ex, ctl, res, msg, msglen);
-  if (w->device >= 0) {
+  const bool gpu = w->device >= 0;
+  char why[HISTD_REASON_MAX];
+  if (histd__grid_pays(p, gpu, why, sizeof why)) {
+    int rc = grid_run(w, p, ex, ctl, res, msg, msglen);
+    if (rc != HISTD_ETOOBIG)
+      return ran(rc, res, "grid", why);
+    size_t len = strlen(why); /* brute force, then */
+    snprintf(why + len, sizeof why - len, "; the grid does not fit the GPU");
+  }
+  if (gpu && (histd_problem_needs(p) & ~GPU_CAPS) == 0) /* names its kernel itself */
+    return ran(histd__cuda_auto_run(w, p, ex, ctl, res, msg, msglen), res, NULL, why);
+  if (gpu) {
     /* the statistics family; a weighted histogram too large for the
      * GPU's shared memory (or memory) runs on the CPU instead */
     int rc = histd__cuda_stats_run(w, p, ex, ctl, res, msg, msglen);
-    if (rc != HISTD_ETOOBIG) {
-      if (rc == 0)
-        strcpy(res->kernel, "tiled-stats");
-      return rc;
-    }
+    if (rc != HISTD_ETOOBIG)
+      return ran(rc, res, "tiled-stats", why);
   }
-  int rc = histd__cpu_run(w, p, ex, ctl, res, msg, msglen);
-  if (rc == 0)
-    strcpy(res->kernel, "cpu");
-  return rc;
+  return ran(histd__cpu_run(w, p, ex, ctl, res, msg, msglen), res, "cpu", why);
 }
 
 static int grid_run(HISTD__RUN_ARGS) {

@@ -129,8 +129,10 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
       res->block_size = part.block_size;
       res->threads = part.threads;
       memcpy(res->device, part.device, sizeof res->device);
-      if (strcmp(k->name, "auto") == 0)
+      if (strcmp(k->name, "auto") == 0) {
         strcpy(res->kernel, part.kernel);
+        strcpy(res->reason, part.reason);
+      }
       res->timing.transfer_ms += part.timing.transfer_ms;
       res->timing.kernel_ms += part.timing.kernel_ms;
       if (part.volume > 0) {

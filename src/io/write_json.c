@@ -171,6 +171,8 @@ int histd_write_json(FILE *f, const histd_result *res, unsigned flags) {
   u64(&o, "overflow", res->overflow);
   u64(&o, "total", res->total);
   str(&o, "kernel", res->kernel);
+  if (res->reason[0] != '\0')
+    str(&o, "kernel_reason", res->reason);
   u64(&o, "block_size", res->block_size);
   str(&o, "precision", histd_precision_name(res->precision));
   key(&o, "exact");

@@ -114,6 +114,8 @@ int histd_write_text(FILE *f, const histd_result *res) {
   if (res->device[0] != '\0')
     fprintf(f, ", on %s", res->device);
   fputc('\n', f);
+  if (res->reason[0] != '\0')
+    fprintf(f, "chosen: %s\n", res->reason);
   const histd_timing *t = &res->timing;
   fprintf(f, "time: %.3f ms (kernel %.3f, transfer %.3f, parse %.3f, queue %.3f)\n",
           t->total_ms, t->kernel_ms, t->transfer_ms, t->parse_ms, t->queue_ms);

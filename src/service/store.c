@@ -106,7 +106,8 @@ static const char *const schema =
     "  r_refined INTEGER, r_overflow INTEGER, r_total INTEGER, r_counts BLOB,"
     "  params TEXT, dataset_b TEXT NOT NULL DEFAULT '', n_b INTEGER NOT NULL DEFAULT 0,"
     "  r_below INTEGER NOT NULL DEFAULT 0, r_weighted BLOB,"
-    "  r_frames INTEGER NOT NULL DEFAULT 1, r_volume REAL, r_box_source TEXT NOT NULL DEFAULT '');"
+    "  r_frames INTEGER NOT NULL DEFAULT 1, r_volume REAL, r_box_source TEXT NOT NULL DEFAULT '',"
+    "  r_reason TEXT NOT NULL DEFAULT '');"
     "CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs(status);"
     "CREATE INDEX IF NOT EXISTS jobs_by_dataset ON jobs(dataset, status);";
 
@@ -125,11 +126,14 @@ static const char *const schema =
  *      or "dataset"). A version-2 payload is a version-3 one of points
  *      only, so no file changes; a version-2 result's volume is its job's
  *      box's (r_volume NULL).
- * A data dir of version 0 or 2 is migrated in place, in one transaction:
+ *   4  results keep r_reason (why "auto" chose its kernel; '' before).
+ * A data dir of version 0, 2 or 3 is migrated in place, in one transaction:
  * the new columns are added and (from 0) each job's params built from its
  * old columns.
  */
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
+static const char *const migrate_3_to_4 =
+    "ALTER TABLE jobs ADD COLUMN r_reason TEXT NOT NULL DEFAULT '';";
 static const char *const migrate_2_to_3 =
     "ALTER TABLE datasets ADD COLUMN weighted INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE datasets ADD COLUMN frames INTEGER NOT NULL DEFAULT 1;"
@@ -184,13 +188,16 @@ static int schema_migrate(sqlite3 *db, char **err) {
    * or 2: add what is missing */
   bool has_params = has_column(db, "jobs", "params");
   bool has_frames = has_column(db, "datasets", "frames");
+  bool has_reason = has_column(db, "jobs", "r_reason");
   int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, err);
   if (rc == SQLITE_OK && !has_params)
     rc = sqlite3_exec(db, migrate_0_to_2, NULL, NULL, err);
   if (rc == SQLITE_OK && !has_frames)
     rc = sqlite3_exec(db, migrate_2_to_3, NULL, NULL, err);
+  if (rc == SQLITE_OK && !has_reason)
+    rc = sqlite3_exec(db, migrate_3_to_4, NULL, NULL, err);
   if (rc == SQLITE_OK)
-    rc = sqlite3_exec(db, "PRAGMA user_version = 3; COMMIT", NULL, NULL, err);
+    rc = sqlite3_exec(db, "PRAGMA user_version = 4; COMMIT", NULL, NULL, err);
   else
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
   return rc;
@@ -830,10 +837,10 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
   "devices, status, progress, created_at, started_at, finished_at, t_queue, t_parse, "    \
   "t_transfer, t_kernel, t_total, device, error, has_result, r_kernel, r_block_size, "    \
   "r_threads, r_exact, r_refined, r_overflow, r_total, params, dataset_b, n_b, r_below, "     \
-  "r_frames, r_volume, r_box_source"
+  "r_frames, r_volume, r_box_source, r_reason"
 /* the columns after JOB_COLUMNS in a query for the whole result */
-#define COL_WEIGHTED 38
-#define COL_COUNTS 39
+#define COL_WEIGHTED 39
+#define COL_COUNTS 40
 
 /* The job's parameters from their JSON (histd/params.h's table). */
 static void params_from_json(const char *text, histd_params *p) {
@@ -955,6 +962,8 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   r->box_from_dataset = source != NULL && strcmp(source, "dataset") == 0;
   const char *k = (const char *)sqlite3_column_text(st, 24);
   snprintf(r->kernel, sizeof r->kernel, "%s", k ? k : "");
+  const char *reason = (const char *)sqlite3_column_text(st, 38);
+  snprintf(r->reason, sizeof r->reason, "%s", reason ? reason : "");
   r->block_size = (uint32_t)sqlite3_column_int64(st, 25);
   r->threads = (uint32_t)sqlite3_column_int64(st, 26);
   r->exact = sqlite3_column_int(st, 27) != 0;
@@ -1071,8 +1080,8 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
                          "t_queue=?, t_parse=?, t_transfer=?, t_kernel=?, t_total=?, device=?, "
                          "error=?, has_result=?, r_kernel=?, r_block_size=?, r_threads=?, "
                          "r_exact=?, r_refined=?, r_overflow=?, r_total=?, r_counts=?, "
-                         "r_below=?, r_weighted=?, r_frames=?, r_volume=?, r_box_source=? "
-                         "WHERE id=?",
+                         "r_below=?, r_weighted=?, r_frames=?, r_volume=?, r_box_source=?, "
+                         "r_reason=? WHERE id=?",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "update the job");
   } else {
@@ -1108,7 +1117,8 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
       sqlite3_bind_double(st, 24, r->volume);
     sqlite3_bind_text(st, 25, !j->has_result || r->volume <= 0 ? ""
                               : r->box_from_dataset ? "dataset" : "job", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 26, j->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 26, j->has_result ? r->reason : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 27, j->id, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "update the job");
     sqlite3_finalize(st);

@@ -983,7 +983,166 @@ static void test_frames(void) {
   histd_dataset_free(&a);
 }
 
+/* ---- the grid ------------------------------------------------------------------ */
+
+/* Runs the problem on "grid" (1 and 3 threads, through kernels_for) and on
+ * "auto" against the definition, and checks the grid really cut space into
+ * cells (more than one: else it is brute force) and that "auto" took it
+ * when `auto_grid`, with its reason. */
+static void compare_grid(const histd_problem *p, const char *what, bool auto_grid) {
+  compare(p, what);
+  histd_result r;
+  if (run_on(p, "grid", 0, &r, what) == 0) {
+    unsigned nx = 0, ny = 0, nz = 0;
+    const char *c = strstr(r.device, "cells");
+    CHECK(c != NULL && sscanf(strrchr(r.device, ',') + 1, " %ux%ux%u", &nx, &ny, &nz) == 3 &&
+              (uint64_t)nx * ny * nz > 1,
+          "%s: the grid has cells (%s)", what, r.device);
+    histd_result_free(&r);
+  }
+  if (run_on(p, "auto", 0, &r, what) == 0) {
+    CHECK(!auto_grid || strcmp(r.kernel, "grid") == 0, "%s: auto chose the grid (%s: %s)", what,
+          r.kernel, r.reason);
+    CHECK(strncmp(r.reason, auto_grid ? "grid: " : "brute force: ", auto_grid ? 6 : 13) == 0 ||
+              !auto_grid,
+          "%s: auto says why (%s)", what, r.reason);
+    histd_result_free(&r);
+  }
+}
+
+/* Pairs with d <= R, by the tests' own distance. */
+static uint64_t within_want(const histd_problem *p, double radius) {
+  const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
+  uint64_t n = 0;
+  for (size_t i = 0; i < a->n; i++)
+    for (size_t j = p->b ? 0 : i + 1; j < b->n; j++) {
+      double dx = a->x[i] - b->x[j], dy = a->y[i] - b->y[j], dz = a->z[i] - b->z[j];
+      double d = p->box.kind == HISTD_BOX_ORTHO ? literal_distance(&p->box, dx, dy, dz)
+                                                : true_distance(&p->box, dx, dy, dz);
+      n += d <= radius;
+    }
+  return n;
+}
+
+static histd_dataset shifted(const histd_dataset *src, double by) {
+  histd_dataset ds;
+  histd_dataset_alloc(&ds, src->n, NULL, 0);
+  for (size_t i = 0; i < src->n; i++)
+    ds.x[i] = src->x[i] + by, ds.y[i] = src->y[i] - by, ds.z[i] = src->z[i] + by;
+  histd_dataset_finish(&ds, NULL, 0);
+  return ds;
+}
+
+/*
+ * The grid against the definition: open, orthorhombic and triclinic sets
+ * with r_max at 1%, 10% and 49% of the box (or the points' extent), self
+ * and A x B (B also A), weights, log edges, within R; a cluster of
+ * thousands of points in one cell among empty cells; points a million
+ * box lengths from the origin (open and unwrapped periodic); a lattice
+ * whose distances fall exactly on the edges and on r_max itself.
+ */
+static void test_grid(void) {
+  const histd_box ortho = {HISTD_BOX_ORTHO, 40, 0, 40, 0, 0, 40};
+  const histd_box tri = {HISTD_BOX_TRICLINIC, 40, 8, 38, -6, 5, 41};
+  const histd_box *boxes[3] = {&OPEN, &ortho, &tri};
+  const char *names[3] = {"open", "orthorhombic", "triclinic"};
+  const double frac[3] = {0.01, 0.10, 0.49};
+  char what[160];
+  for (int bi = 0; bi < 3; bi++) {
+    const size_t n = bi == 2 ? 700 : 2000; /* the triclinic definition tries 125 images */
+    histd_dataset a = points(n, 40, 40, 40, true), b = points(n / 2, 40, 40, 40, true);
+    const double span = bi == 0 ? 40 : 2 * histd_box_half_width(boxes[bi]);
+    for (int fi = 0; fi < 3; fi++) {
+      const double r_max = frac[fi] * span;
+      histd_problem p = problem(&a, NULL, *boxes[bi],
+                                (histd_bins){HISTD_BINS_WIDTH, 20, r_max / 20, NULL});
+      const bool pays = fi == 0 || (fi == 1 && bi != 0); /* 10% of an open 40: 9^3 cells pay too */
+      snprintf(what, sizeof what, "grid %s self, r_max %.0f%%", names[bi], 100 * frac[fi]);
+      compare_grid(&p, what, pays);
+      p.b = &b;
+      snprintf(what, sizeof what, "grid %s A x B, r_max %.0f%%", names[bi], 100 * frac[fi]);
+      compare_grid(&p, what, pays);
+      p.b = &a;
+      snprintf(what, sizeof what, "grid %s A x A, r_max %.0f%%", names[bi], 100 * frac[fi]);
+      compare(&p, what);
+      if (fi == 1) {
+        p.b = &b;
+        p.weighted = true;
+        snprintf(what, sizeof what, "grid %s weighted A x B", names[bi]);
+        compare(&p, what);
+        p.b = NULL;
+        snprintf(what, sizeof what, "grid %s weighted self", names[bi]);
+        compare(&p, what);
+        p.weighted = false;
+        double edges[17];
+        histd_log_edges(r_max / 50, r_max, 16, edges, NULL, 0);
+        p.bins = (histd_bins){HISTD_BINS_EDGES, 16, 0, edges};
+        snprintf(what, sizeof what, "grid %s log edges", names[bi]);
+        compare(&p, what);
+        p.statistic = HISTD_STAT_WITHIN;
+        p.radius = r_max / 2;
+        uint64_t want = within_want(&p, p.radius);
+        histd_result r;
+        if (run_on(&p, "grid", 0, &r, "grid within") == 0) {
+          CHECK(want > 0 && r.within == want, "grid %s within %g: %" PRIu64 ", want %" PRIu64,
+                names[bi], p.radius, r.within, want);
+          histd_result_free(&r);
+        }
+      }
+    }
+    histd_dataset_free(&a);
+    histd_dataset_free(&b);
+  }
+
+  /* a cluster: 2500 points in one cell, 400 spread over many empty cells */
+  histd_dataset cl;
+  histd_dataset_alloc(&cl, 2900, NULL, 0);
+  for (size_t i = 0; i < cl.n; i++) {
+    double s = i < 2500 ? 0.5 : 40, o = i < 2500 ? 10 : 0;
+    cl.x[i] = o + rnd() * s, cl.y[i] = o + rnd() * s, cl.z[i] = o + rnd() * s;
+  }
+  histd_dataset_finish(&cl, NULL, 0);
+  for (int bi = 0; bi < 2; bi++) {
+    histd_problem p = problem(&cl, NULL, *boxes[bi], (histd_bins){HISTD_BINS_WIDTH, 10, 0.2, NULL});
+    snprintf(what, sizeof what, "grid %s, a cluster of 2500 in one cell", names[bi]);
+    compare_grid(&p, what, true);
+  }
+
+  /* far from the origin: open at 1e6, periodic unwrapped by 25000 boxes */
+  histd_dataset base = points(1500, 40, 40, 40, false);
+  histd_dataset far = shifted(&base, 1e6);
+  for (int bi = 0; bi < 2; bi++) {
+    histd_problem p = problem(&far, NULL, *boxes[bi], (histd_bins){HISTD_BINS_WIDTH, 16, 0.25, NULL});
+    snprintf(what, sizeof what, "grid %s, points 1e6 from the origin", names[bi]);
+    compare_grid(&p, what, true);
+  }
+  histd_dataset_free(&base);
+  histd_dataset_free(&far);
+
+  /* a simple cubic lattice of spacing 1 in a periodic cube of 12 (and
+   * open): distances 1, sqrt 2, sqrt 3 and 2 = r_max exactly */
+  const int m = 12;
+  histd_dataset lat;
+  histd_dataset_alloc(&lat, (size_t)m * m * m, NULL, 0);
+  for (int i = 0; i < m * m * m; i++)
+    lat.x[i] = i % m, lat.y[i] = (i / m) % m, lat.z[i] = i / (m * m);
+  histd_dataset_finish(&lat, NULL, 0);
+  const histd_box cube = {HISTD_BOX_ORTHO, m, 0, m, 0, 0, m};
+  const double on_edges[] = {0.5, 1, 1.5, 2};
+  for (int bi = 0; bi < 2; bi++) {
+    histd_problem p = problem(&lat, NULL, bi ? cube : OPEN, (histd_bins){HISTD_BINS_WIDTH, 4, 0.5, NULL});
+    snprintf(what, sizeof what, "grid %s lattice, r_max = 2 on a shell", bi ? "periodic" : "open");
+    compare_grid(&p, what, true);
+    p.bins = (histd_bins){HISTD_BINS_EDGES, 3, 0, on_edges};
+    snprintf(what, sizeof what, "grid %s lattice, edges on shells", bi ? "periodic" : "open");
+    compare(&p, what);
+  }
+  histd_dataset_free(&lat);
+  histd_dataset_free(&cl);
+}
+
 int main(void) {
+  test_grid();
   test_periodic_random();
   test_lattice_shells();
   test_unwrapped();
