@@ -346,7 +346,7 @@
     if (!list.some((k) => k.name === 'auto')) list.unshift({ name: 'auto', summary: 'the fastest exact kernel for the workload', available: true });
     const groups = {};
     for (const k of list) {
-      const g = k.name === 'auto' ? '' : (k.engine === 'cuda' ? 'GPU' : 'CPU');
+      const g = k.engine === 'any' ? '' : (k.engine === 'cuda' ? 'GPU' : 'CPU');
       (groups[g] = groups[g] || []).push(k);
     }
     for (const g of ['', 'CPU', 'GPU']) {

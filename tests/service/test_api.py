@@ -278,10 +278,12 @@ def test_histogram(d):
 def test_small_routes(d):
     s, _, doc = d.json("GET", "/v1/kernels")
     names = {k["name"]: k for k in doc["kernels"]}
-    for k in ("auto", "cpu", "cpu-reference"):
+    for k in ("cpu", "cpu-reference"):
         check(names[k]["available"] and names[k]["engine"] == "cpu", names[k])
+    for k in ("auto", "grid"):  # the worker's GPU, or the CPU
+        check(names[k]["available"] and names[k]["engine"] == "any", names[k])
     for k in names.values():
-        check(k["available"] == (k["engine"] == "cpu" or bool(
+        check(k["available"] == (k["engine"] != "cuda" or bool(
             d.json("GET", "/v1/devices")[2]["devices"])), k)
     s, _, doc = d.json("GET", "/v1/devices")
     check(s == 200 and doc["cpu"]["threads"] == len(os.sched_getaffinity(0)), doc)

@@ -65,7 +65,7 @@ def job_text(job_id=JOB_ID, counts=BIG, overflow=OVERFLOW):
 
 
 ROUTES = {
-    "/v1/kernels": '{"kernels":[{"name":"auto","summary":"auto","engine":"cpu","available":true},'
+    "/v1/kernels": '{"kernels":[{"name":"auto","summary":"auto","engine":"any","available":true},'
                    '{"name":"cpu","summary":"cpu","engine":"cpu","available":true}]}',
     "/v1/devices": '{"engine":"cpu","cpu":{"threads":2},"devices":[]}',
     "/v1/datasets": '{"datasets":[]}',
