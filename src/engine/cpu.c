@@ -142,7 +142,12 @@
 #include "grid.h"
 
 #define DEFAULT_TILE 1024u
-#define L1_HIST_BYTES (1u * 1024u) /* room for the histogram copies */
+/* Room for the histogram copies: brute force's pairs mostly land in a few
+ * buckets (or overflow) and measured fastest with few copies; the grid's
+ * candidates spread over every bin, and a copy per lane while they fit in
+ * 16 KiB measured 22% faster on G3 (bench/RESULTS.md, 2026-11-23). */
+#define L1_HIST_BYTES (1u * 1024u)
+#define L1_HIST_BYTES_GRID (16u * 1024u)
 #define PAIR_TABLE_BYTES (32u * 1024u) /* the bucket-pair table's limit */
 
 const char *histd__cpu_isa_name(cpu_isa isa) {
@@ -316,6 +321,7 @@ static void to_f32(float *dst, const double *src, size_t n, size_t padded, doubl
 /* Decides F32 or F64 and, for F32, fills the float32 points and the bound;
  * for a statistics problem the float32 loops do not cover, sets general. */
 static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision precision,
+                     size_t hist_bytes,
                      const cpu_options *opt, uint32_t tile, char *msg, size_t msglen) {
   memset(p, 0, sizeof *p);
   cpu_ctx *c = &p->ctx;
@@ -354,7 +360,7 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
   /* histogram copies: one per lane while they fit in L1, at least one */
   c->stride = ((buckets + 2 + 15) & ~15u) + 1;
   c->copies = lanes;
-  while (c->copies > 1 && (size_t)c->copies * c->stride * 4 > L1_HIST_BYTES)
+  while (c->copies > 1 && (size_t)c->copies * c->stride * 4 > hist_bytes)
     c->copies /= 2;
   if (opt->copies && opt->copies <= lanes && (opt->copies & (opt->copies - 1)) == 0)
     c->copies = opt->copies;
@@ -702,7 +708,8 @@ static int cpu_run(const histd_problem *p, const histd__grid *grid, const histd_
   const uint32_t count = res->bins.count;
   const uint32_t tile = opt->tile ? opt->tile : DEFAULT_TILE;
   cpu_plan plan;
-  int rc = plan_make(&plan, p, ex->precision, opt, tile, msg, msglen);
+  int rc = plan_make(&plan, p, ex->precision, grid ? L1_HIST_BYTES_GRID : L1_HIST_BYTES, opt,
+                     tile, msg, msglen);
   if (rc != 0) {
     plan_free(&plan);
     return rc;
