@@ -26,9 +26,10 @@ class Result:
 
     The normalisation and the run: ``volume`` (the box volume g(r) divides
     by, None in open space), ``statistic`` ("histogram" or "within"),
-    ``bins`` ("width" or "edges"), ``bucket_width``, ``kernel``,
-    ``precision``, ``exact``, ``device``, ``timing_ms`` (queue, parse,
-    transfer, kernel, total) and ``job`` (the job's id, when there was one).
+    ``bins`` ("width" or "edges"), ``bucket_width``, ``kernel`` (and
+    ``kernel_reason``: why "auto" chose it, or None), ``precision``,
+    ``exact``, ``device``, ``timing_ms`` (queue, parse, transfer, kernel,
+    total) and ``job`` (the job's id, when there was one).
     """
 
     edges: Any
@@ -50,6 +51,7 @@ class Result:
         self.radius = doc.get("radius")
         self.weighted_within = doc.get("weighted_within")
         self.kernel = doc.get("kernel")
+        self.kernel_reason = doc.get("kernel_reason")
         self.precision = doc.get("precision")
         self.exact = doc.get("exact")
         self.device = doc.get("device")
