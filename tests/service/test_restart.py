@@ -29,6 +29,10 @@ def main():
         big = d.upload(random_points(25000, seed=34, box=23000.0), "f64")
         fin = d.wait_job(d.submit(small["id"], bucket_width=40, buckets=30)["id"])
         check(fin["status"] == "succeeded", fin)
+        # a cut-off at a tenth of the points' extent: "auto" takes the grid and says why
+        cut = d.wait_job(d.submit(small["id"], bucket_width=20, buckets=5)["id"])
+        check(cut["status"] == "succeeded" and cut["result"]["kernel"] == "grid" and
+              cut["result"]["kernel_reason"].startswith("grid: "), cut)
         # The one-thread reference kernel: seconds, so the kill lands mid-job.
         long_job = d.submit(big["id"], bucket_width=500, buckets=80, kernel="cpu-reference")
         queued = d.submit(big["id"], bucket_width=500, buckets=80, kernel="cpu")
@@ -54,6 +58,11 @@ def main():
         counts, overflow, total = definition(small_pts, 40.0, 30)
         check(again["result"]["counts"] == counts and again["result"]["overflow"] == overflow,
               "and still matches the definition")
+        s, _, again = d.json("GET", "/v1/jobs/" + cut["id"] + "/result")
+        ccounts, coverflow, _ = definition(small_pts, 20.0, 5)
+        check(s == 200 and again["counts"] == ccounts and again["overflow"] == coverflow and
+              again["kernel_reason"] == cut["result"]["kernel_reason"],
+              ("the grid's result and its reason survive", again))
         for j in (long_job, queued):
             s, _, doc = d.json("GET", "/v1/jobs/" + j["id"])
             check(doc["status"] in ("queued", "running", "succeeded"), doc)
