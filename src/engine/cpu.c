@@ -7,6 +7,13 @@
  * end. After each task (at most T*T = 1 Mi pairs, about a millisecond) a
  * thread reports progress and polls the cancel flag.
  *
+ * Grid (the kernel "grid", grid.h): the points sorted by cell, and a task
+ * is a run of cells holding about 256 points of A; each cell's blocks (its
+ * own pairs, and its runs of neighbour cells) go through the same loops,
+ * cut into tiles, and the pairs no cell meets are overflow by arithmetic.
+ * The grid's candidates spread over every bin, so it keeps a histogram
+ * copy per lane while they fit in 16 KiB (L1_HIST_BYTES_GRID).
+ *
  * Counting. Each thread counts into private 32-bit counters, added into
  * the 64-bit result under a lock before any could wrap (every 2^32 - T*T
  * pairs) and at the end. Slot `buckets` is overflow and slot `buckets + 1`
@@ -633,6 +640,14 @@ static uint64_t run_block(cpu_thread *t, const histd__block *b) {
       if (t->since_flush > job->flush_at) {
         flush(t);
         t->since_flush = 0;
+      }
+      /* a grid cell may hold a crowd: look at the cancel flag between tiles */
+      if (atomic_load_explicit(&job->stop, memory_order_relaxed))
+        return pairs;
+      if (job->grid != NULL && histd__cancelled(job->ctl)) {
+        atomic_store(&job->cancelled, true);
+        atomic_store(&job->stop, true);
+        return pairs;
       }
     }
   }
