@@ -17,17 +17,7 @@
 #include "histd/histd.h"
 #include "sdh_gpu.h"
 #include "stats_gpu.h"
-
-/* Neumaier's step on the device: sum += v, the lost low part into err. */
-__device__ __forceinline__ void neumaier(double *sum, double *err, double v) {
-  double s = *sum;
-  double t = __dadd_rn(s, v);
-  if (fabs(s) >= fabs(v))
-    *err = __dadd_rn(*err, __dadd_rn(__dsub_rn(s, t), v));
-  else
-    *err = __dadd_rn(*err, __dadd_rn(__dsub_rn(v, t), s));
-  *sum = t;
-}
+#include "wsum_device.cuh"
 
 struct smem_layout {
   double *tx, *ty, *tz, *tw;   /* the staged partner tile */
@@ -135,15 +125,8 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
         }
         __syncwarp();
       } else if (W == STATS_W_ATOMIC) { /* at most 32 * B terms per slot since the last */
-        __syncwarp();
-        for (uint32_t k = lane; k < slots; k += 32) {
-          double v = part[k];
-          if (v != 0) {
-            neumaier(&L.wsum[(size_t)warp * slots + k], &L.werr[(size_t)warp * slots + k], v);
-            part[k] = 0;
-          }
-        }
-        __syncwarp();
+        wsum_warp_fold(part, L.wsum + (size_t)warp * slots, L.werr + (size_t)warp * slots,
+                       slots, lane);
       }
     }
   }
@@ -153,14 +136,8 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
       if (L.hist[k] != 0)
         atomicAdd(&p.counts[k], L.hist[k]);
   if (W)
-    for (uint32_t k = tid; k < slots; k += B) {
-      double *gs = &p.wsum[(size_t)blockIdx.x * slots + k];
-      double *ge = &p.werr[(size_t)blockIdx.x * slots + k];
-      for (uint32_t v = 0; v < warps; v++) {
-        neumaier(gs, ge, L.wsum[(size_t)v * slots + k]);
-        neumaier(gs, ge, L.werr[(size_t)v * slots + k]);
-      }
-    }
+    wsum_block_fold(L.wsum, L.werr, warps, slots, p.wsum + (size_t)blockIdx.x * slots,
+                    p.werr + (size_t)blockIdx.x * slots);
 }
 
 typedef void (*stats_fn)(stats_params, uint32_t, uint32_t);
