@@ -129,11 +129,20 @@ __global__ void k_chunk_counts(const uint32_t *start, uint32_t cells, uint32_t *
     cnt[c] = c < cells ? (start[c + 1] - start[c] + GRID_CHUNK - 1) / GRID_CHUNK : 0;
 }
 
+/* The bits of a cell index: cells <= 2^bits. */
+static int key_bits(uint64_t cells) {
+  int bits = 1;
+  while (bits < 32 && ((uint64_t)1 << bits) < cells)
+    bits++;
+  return bits;
+}
+
 extern "C" int grid_temp_bytes(uint32_t n, uint64_t cells, size_t *bytes, char *msg,
                                size_t msglen) {
   size_t sort = 0, scan = 0;
   cub::DoubleBuffer<uint32_t> k(nullptr, nullptr), v(nullptr, nullptr);
-  cudaError_t e = cub::DeviceRadixSort::SortPairs(nullptr, sort, k, v, n ? n : 1, 0, 32);
+  cudaError_t e =
+      cub::DeviceRadixSort::SortPairs(nullptr, sort, k, v, n ? n : 1, 0, key_bits(cells));
   if (e == cudaSuccess)
     e = cub::DeviceScan::ExclusiveSum(nullptr, scan, (const uint32_t *)nullptr,
                                       (uint32_t *)nullptr, (uint32_t)(cells + 1));
@@ -150,9 +159,7 @@ extern "C" int grid_sort_set(const histd__grid_geom *g, grid_set *set, grid_scra
     cudaError_t e = cudaMemsetAsync(set->start, 0, ((size_t)cells + 1) * sizeof(uint32_t), s);
     return e == cudaSuccess ? 0 : sdh_cuda_fail(msg, msglen, "cudaMemsetAsync", e);
   }
-  int bits = 1; /* keys < cells <= 2^bits */
-  while (bits < 32 && ((uint64_t)1 << bits) < cells)
-    bits++;
+  const int bits = key_bits(cells); /* keys < cells <= 2^bits */
   k_keys<<<blocks_for(n), 256, 0, s>>>(*g, n, set->x, set->y, set->z, scr->keys, scr->vals);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess)
