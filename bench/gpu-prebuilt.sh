@@ -9,23 +9,35 @@
 # TESTS names the test executables to run (default: test_grid_gpu test_gpu
 # test_stats; test_stats is the unit suite's statistics test, which runs
 # "grid" on the GPU when there is one). The last lines are a short table.
+# The folder is self-contained (this script is copied into it): where the
+# run tool sends another checkout than this one (a helper's worktree: it
+# sends the session's own), pack into an ignored folder of that checkout,
+#   bash bench/gpu-prebuilt.sh pack /work/main/build-grid-bin
+# and run it there: cd build-grid-bin && BIN=. BENCH_ARGS=grid bash gpu-prebuilt.sh
 set -uo pipefail
-cd "$(dirname "$0")/.."
-bin=build-bin
 if [ "${1:-}" = pack ]; then
+  cd "$(dirname "$0")/.."
+  bin=${2:-build-bin}
   rm -rf "$bin" && mkdir -p "$bin"
   for f in build/tests/gpu/test_grid_gpu build/tests/gpu/test_gpu \
            build/tests/engine/test_stats build/bench/bench_gpu; do
     strip -o "$bin/$(basename "$f")" "$f"
   done
   cp -L /usr/local/cuda/lib64/libcudart.so.13 "$bin/"
+  cp bench/gpu-prebuilt.sh "$bin/"
   git rev-parse HEAD > "$bin/commit.txt"
   git status --short >> "$bin/commit.txt"
   du -sh "$bin"
   exit 0
 fi
+if [ -n "${BIN:-}" ]; then
+  bin=$BIN
+else
+  cd "$(dirname "$0")/.."
+  bin=build-bin
+fi
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$(cd "$bin" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "build-bin from: $(head -1 $bin/commit.txt)"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 summary=()
@@ -45,7 +57,7 @@ if [ -n "${BENCH_ARGS:-}" ]; then
   "./$bin/bench_gpu" $BENCH_ARGS > "$OUT/bench.log" 2>&1
   rc=$?
   echo "bench: $(( $(date +%s) - t0 )) s, rc $rc"
-  sed -n '/^== grid/,/^== summary/p' "$OUT/bench.log"
+  sed -n '/^== grid/,/^== summary/p' "$OUT/bench.log" | grep -v '^== summary'
   sed -n '/== summary/,$p' "$OUT/bench.log"
 fi
 echo "== tests"
