@@ -404,9 +404,9 @@ static int g1_same = -1;
 static char g_dev[HISTD_DEVICE_NAME_MAX];
 
 static void grid_parse(const char *dev, double *cand, double *build) {
-  const char *c = strstr(dev, "cells, ");
+  const char *c = strstr(dev, "filter, ");
   *cand = 0, *build = 0;
-  if (c == NULL || sscanf(c + 7, "%lf candidate pairs, cells built in %lf ms", cand, build) != 2)
+  if (c == NULL || sscanf(c + 8, "%lf candidate pairs, cells built in %lf ms", cand, build) != 2)
     printf("    (no candidate count in \"%s\")\n", dev);
 }
 

@@ -42,14 +42,7 @@
 #define GRID_MAX_POINTS (UINT32_MAX / 2)
 #define GRID_LAUNCH_PAIRS 2e10 /* candidate pairs per launch, about 100 ms on an H100 */
 
-#define CK(call, what)                                                                   \
-  do {                                                                                   \
-    cudaError_t e_ = (call);                                                             \
-    if (e_ != cudaSuccess) {                                                             \
-      rc = sdh_cuda_fail(msg, msglen, what, e_);                                         \
-      goto out;                                                                          \
-    }                                                                                    \
-  } while (0)
+#define CK SDH_CK_OUT
 
 /* Carves one allocation; with base NULL it only counts the bytes. */
 typedef struct arena {
@@ -70,6 +63,66 @@ static double filter_cut(const histd__grid_geom *g, const histd_box *box) {
   if (box->kind != HISTD_BOX_NONE && !(0.5 * fmin(box->ax, fmin(box->by, box->cz)) >= g->reach))
     return INFINITY;
   return g->reach * g->reach * (1 + 0x1p-30);
+}
+
+/* The largest |coordinate| of a set (its bounds; 0 when empty). */
+static double span(const histd_dataset *d) {
+  double m = 0;
+  for (int k = 0; k < 3; k++)
+    m = fmax(m, fmax(fabs(d->min[k]), fabs(d->max[k])));
+  return m;
+}
+
+/* The float32 filter (grid_kernels.cu's proof): 1 with its cut and the
+ * float32 translations of the 27 neighbour offsets, or 0 where it does not
+ * apply (a periodic axis of fewer than 5 cells, reach beyond half the
+ * shortest width, or cells too large or small for float32's range). */
+static int plan_filter32(const histd__grid_geom *g, const histd_problem *p, float *cut32,
+                         float delta[81]) {
+  const histd_box *box = &p->box;
+  double edge[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}; /* the cell's edge vectors */
+  double bsum = 0, rho = 1;
+  if (g->periodic) {
+    for (int k = 0; k < 3; k++)
+      if (g->n[k] < 5)
+        return 0;
+    if (!(g->reach <= histd_box_half_width(box)))
+      return 0;
+    edge[0][0] = box->ax / g->n[0];
+    edge[1][0] = box->bx / g->n[1], edge[1][1] = box->by / g->n[1];
+    edge[2][0] = box->cx / g->n[2], edge[2][1] = box->cy / g->n[2], edge[2][2] = box->cz / g->n[2];
+    bsum = box->ax + fabs(box->bx) + box->by + fabs(box->cx) + fabs(box->cy) + box->cz;
+    double bmax = fmax(fmax(box->ax, box->by), fmax(box->cz, fmax(fabs(box->bx),
+                                                                  fmax(fabs(box->cx), fabs(box->cy)))));
+    rho = bmax / fmin(box->ax, fmin(box->by, box->cz));
+  } else {
+    for (int k = 0; k < 3; k++)
+      edge[k][k] = 1 / g->scale[k];
+  }
+  const double m = fmax(span(p->a), p->b != NULL ? span(p->b) : 0);
+  const double ed = 0x1p-44 * (m + bsum) * (1 + rho);
+  double e = 0;
+  for (int x = 0; x < 3; x++) {
+    double r = fabs(edge[0][x]) + fabs(edge[1][x]) + fabs(edge[2][x]);
+    if (!(r <= 0x1p60) || (r != 0 && !(r >= 0x1p-60)))
+      return 0;
+    e += 8.01 * 0x1p-24 * (r * (1 + 0x1p-20) + ed) + 2 * ed + 0x1p-120;
+  }
+  const double cut = (g->reach + e) * (g->reach + e) * (1 + 0x1p-20);
+  if (!(g->reach >= 0x1p-60 && cut <= 0x1p120))
+    return 0;
+  float c = (float)cut;
+  if ((double)c < cut)
+    c = nextafterf(c, INFINITY);
+  *cut32 = c;
+  for (int oz = -1; oz <= 1; oz++)
+    for (int oy = -1; oy <= 1; oy++)
+      for (int ox = -1; ox <= 1; ox++) {
+        const int at = 3 * ((oz + 1) * 9 + (oy + 1) * 3 + (ox + 1));
+        for (int x = 0; x < 3; x++)
+          delta[at + x] = (float)-(ox * edge[0][x] + oy * edge[1][x] + oz * edge[2][x]);
+      }
+  return 1;
 }
 
 /* The block size and the shared-memory layout: the first that fits of the
@@ -112,8 +165,9 @@ static void finish_result(histd_result *res, const grid_params *gp, const gpu_ct
   res->threads = 0;
   if (g != NULL)
     snprintf(res->device, sizeof res->device,
-             "%s, grid %ux%ux%u cells, %.4g candidate pairs, cells built in %.2f ms",
-             histd__cuda_context_name(ctx), g->n[0], g->n[1], g->n[2], candidates, build_ms);
+             "%s, grid %ux%ux%u cells, %s filter, %.4g candidate pairs, cells built in %.2f ms",
+             histd__cuda_context_name(ctx), g->n[0], g->n[1], g->n[2],
+             gp->filter32 ? "float32" : "float64", candidates, build_ms);
   else
     snprintf(res->device, sizeof res->device, "%s, grid: no pairs",
              histd__cuda_context_name(ctx));
@@ -169,6 +223,13 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
   gp.geom = g;
   gp.cells = cells;
   gp.s_cut = filter_cut(&g, &p->box);
+  float delta[81];
+  gp.filter32 = plan_filter32(&g, p, &gp.cut32, delta);
+  if (gp.filter32) { /* its queue is smaller: the layout again */
+    rc = choose_layout(&gp, ex, optin, msg, msglen);
+    if (rc != 0)
+      return rc;
+  }
 
   arena ar = {NULL, 0};
   cudaEvent_t ev[3] = {NULL, NULL, NULL};
@@ -203,6 +264,7 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
   grid_scratch scr;
   uint32_t *cnt = NULL, *chunk_off = NULL, *next = NULL;
   double *dedges = NULL, *wrows = NULL, *aw = NULL;
+  float *ddelta = NULL;
   unsigned long long *dcounts = NULL, *dcand = NULL;
   for (int pass = 0; pass < 2; pass++) {
     if (pass == 1) {
@@ -229,6 +291,9 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
     sa.sy = carve(&ar, (size_t)na * 8);
     sa.sz = carve(&ar, (size_t)na * 8);
     sa.sw = weighted ? carve(&ar, (size_t)na * 8) : NULL;
+    sa.fx = gp.filter32 ? carve(&ar, (size_t)na * 4) : NULL;
+    sa.fy = gp.filter32 ? carve(&ar, (size_t)na * 4) : NULL;
+    sa.fz = gp.filter32 ? carve(&ar, (size_t)na * 4) : NULL;
     sa.start = carve(&ar, ((size_t)cells + 1) * 4);
     if (own_b) {
       sb.n = nb;
@@ -240,6 +305,9 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
       sb.sy = carve(&ar, (size_t)nb * 8);
       sb.sz = carve(&ar, (size_t)nb * 8);
       sb.sw = weighted ? carve(&ar, (size_t)nb * 8) : NULL;
+      sb.fx = gp.filter32 ? carve(&ar, (size_t)nb * 4) : NULL;
+      sb.fy = gp.filter32 ? carve(&ar, (size_t)nb * 4) : NULL;
+      sb.fz = gp.filter32 ? carve(&ar, (size_t)nb * 4) : NULL;
       sb.start = carve(&ar, ((size_t)cells + 1) * 4);
     } else {
       sb = sa;
@@ -251,6 +319,7 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
     cnt = carve(&ar, ((size_t)cells + 1) * 4);
     chunk_off = carve(&ar, ((size_t)cells + 1) * 4);
     dedges = gp.edges ? carve(&ar, ((size_t)count + 1) * 8) : NULL;
+    ddelta = gp.filter32 ? carve(&ar, sizeof delta) : NULL;
     dcounts = carve(&ar, (size_t)slots * 8);
     wrows = weighted ? carve(&ar, 2 * (size_t)grid * slots * 8) : NULL;
     next = carve(&ar, 4);
@@ -273,6 +342,9 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
   if (gp.edges)
     CK(cudaMemcpyAsync(dedges, p->bins.edges, ((size_t)count + 1) * 8, cudaMemcpyHostToDevice, s),
        "the copy of the edges");
+  if (gp.filter32)
+    CK(cudaMemcpyAsync(ddelta, delta, sizeof delta, cudaMemcpyHostToDevice, s),
+       "the copy of the offsets");
   CK(cudaMemsetAsync(dcounts, 0, (size_t)slots * 8, s), "cudaMemsetAsync");
   CK(cudaMemsetAsync(dcand, 0, 8, s), "cudaMemsetAsync");
   if (weighted)
@@ -283,9 +355,9 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
   /* the cells */
   uint32_t chunks = 0;
   CK(cudaEventRecord(ev[0], s), "cudaEventRecord");
-  rc = grid_sort_set(&g, &sa, &scr, s, msg, msglen);
+  rc = grid_sort_set(&g, &gp.metric, &sa, &scr, s, msg, msglen);
   if (rc == 0 && own_b)
-    rc = grid_sort_set(&g, &sb, &scr, s, msg, msglen);
+    rc = grid_sort_set(&g, &gp.metric, &sb, &scr, s, msg, msglen);
   if (rc == 0)
     rc = grid_chunks(sa.start, cells, cnt, chunk_off, &scr, &chunks, s, msg, msglen);
   if (rc != 0)
@@ -297,6 +369,9 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
   gp.dedges = dedges;
   gp.ax = sa.sx, gp.ay = sa.sy, gp.az = sa.sz, gp.aw = sa.sw;
   gp.bx = sb.sx, gp.by = sb.sy, gp.bz = sb.sz, gp.bw = sb.sw;
+  gp.afx = sa.fx, gp.afy = sa.fy, gp.afz = sa.fz;
+  gp.bfx = sb.fx, gp.bfy = sb.fy, gp.bfz = sb.fz;
+  gp.delta = ddelta;
   gp.start_a = sa.start;
   gp.start_b = sb.start;
   gp.chunk_off = chunk_off;

@@ -41,6 +41,8 @@ typedef struct grid_set {
   uint32_t n;
   const double *x, *y, *z, *w; /* as given (w may be NULL) */
   double *sx, *sy, *sz, *sw;   /* sorted by cell (sw NULL without weights) */
+  float *fx, *fy, *fz;         /* float32 filter: the sorted points relative to
+                                * their cell's corner (grid_kernels.cu), or NULL */
   uint32_t *start;             /* cells + 1 */
 } grid_set;
 
@@ -54,9 +56,10 @@ typedef struct grid_scratch {
 /* Bytes CUB needs to sort n pairs and to scan cells + 1 counts. */
 int grid_temp_bytes(uint32_t n, uint64_t cells, size_t *bytes, char *msg, size_t msglen);
 
-/* Steps 1 to 4 for one set, queued on stream s. */
-int grid_sort_set(const histd__grid_geom *g, grid_set *set, grid_scratch *scr, cudaStream_t s,
-                  char *msg, size_t msglen);
+/* Steps 1 to 4 for one set, queued on stream s (m: the box, for the
+ * float32 filter's relative coordinates). */
+int grid_sort_set(const histd__grid_geom *g, const histd_metric *m, grid_set *set,
+                  grid_scratch *scr, cudaStream_t s, char *msg, size_t msglen);
 
 /* Step 5: chunk_off[c] (cells + 1 of them) = the chunks of cells before c,
  * with cnt (cells + 1) as scratch; *chunks = chunk_off[cells] (the stream
@@ -71,11 +74,16 @@ typedef struct grid_params {
   uint32_t count;          /* bins; slots = count + 2 (below, overflow) */
   double width, inv_width; /* width bins: w and fl(1 / w) */
   const double *dedges;    /* explicit: count + 1 edges on the device */
-  double s_cut;            /* the filter: an estimate above it is overflow (grid_kernels.cu) */
+  int filter32;            /* 1: the float32 filter, else the float64 one (grid_kernels.cu) */
+  double s_cut;            /* float64 filter: an estimate above it is overflow */
+  float cut32;             /* float32 filter: likewise */
+  const float *delta;      /* float32 filter: 27 x 3, the translation of each neighbour
+                            * offset (ox, oy, oz), at 3 (9 (oz+1) + 3 (oy+1) + ox+1) */
   int cross;               /* 0: self pairs i < j of A */
   int weighted;            /* aw and bw hold the weights */
   const double *ax, *ay, *az, *aw; /* A sorted by cell */
   const double *bx, *by, *bz, *bw; /* B sorted by cell (A's for self pairs) */
+  const float *afx, *afy, *afz, *bfx, *bfy, *bfz; /* float32 filter: relative to the cells */
   const uint32_t *start_a, *start_b; /* cells + 1 */
   const uint32_t *chunk_off;         /* cells + 1 */
   uint32_t cells;

@@ -4,49 +4,79 @@
  *
  * The pair kernel. A warp takes a chunk: up to 32 points of A in one cell
  * c, one per lane, held in registers. It walks its cell's neighbour cells
- * in runs of consecutive indices (one range of sorted B points each; self
- * pairs: only cells after c, and the cell itself with j > i); 32 B points
- * at a time are loaded by the lanes and passed around by shuffles, so the
- * warp meets (its 32 A points) x (32 B points) per step.
+ * (self pairs: only cells after c, and the cell itself with j > i); 32 B
+ * points at a time are loaded by the lanes and passed around by shuffles,
+ * so the warp meets (its 32 A points) x (32 B points) per step.
  *
- * Each pair goes through two stages.
+ * Each pair goes through two stages: a filter drops pairs that are surely
+ * overflow (overflow is counted by the host as total - sum(counts) -
+ * below), and every other pair (those within reach, about 1/6 of the
+ * candidates of a uniform set) is queued in the warp's shared memory.
+ * When the queue holds 32 pairs the warp takes them one per lane and
+ * applies the contract: histd_pair_s / histd_diff_s (histd/pair.h: the
+ * minimum image with its guard, the sum of squares, every operation
+ * rounded on its own), sqrt, histd_bin_width / histd_bin_edges, and the
+ * counts (a shared-memory histogram per block, or global atomics when it
+ * does not fit). So a pair that is counted is counted by the contract's
+ * own arithmetic, and the filters need only be right about what they
+ * drop. Notation: u = 2^-53, M the largest |coordinate|, B the sum of
+ * |box components|, rho the box's aspect ratio, all as in grid.h, whose
+ * reach = r_max (1 + 2^-20) + 2^-40 (M + B)(1 + rho). The contract's d of
+ * any pair is within e_c = 2^-48 (M + B)(1 + rho) (plus 4u d) of the
+ * length of the lattice image it computes, as every operand of its image
+ * rule is at most 2M + (2M / Bmin + 1) Bmax in size. So a pair whose every
+ * image is at least reach long has d > r_max (1 + 2^-21): overflow for
+ * edges (d >= E[K] = r_max) and for width bins (fl(d / w) >= count, as
+ * grid.h shows).
  *
- *   Filter. dx = xi - xj, dy, dz exactly as the contract rounds them
- *   (__dsub_rn); an estimate s_e of the squared distance: the contract's
- *   image rule with rint and FMA, without histd_image's guard against
- *   half-integers and with the products fused:
- *       ortho:  dx = fma(-ax, rint(dx * iax), dx)  (y, z alike)
- *       tricl.: k = rint(dz * icz); dz, dy, dx -= (cz, cy, cx) k by fma;
- *               k = rint(dy * iby); dy, dx -= (by, bx) k; k = rint(dx * iax); dx -= ax k
- *       s_e = fma(dz, dz, fma(dy, dy, dx * dx))
- *   A pair with s_e > s_cut is overflow and is dropped (overflow is
- *   counted by the host as total - sum(counts) - below). Every other pair
- *   (those within reach, about 1/6 of the candidates for a uniform set)
- *   is queued (its dx, dy, dz and w_i w_j) in the warp's shared memory.
+ * The float32 filter (the host's choice where it applies: open sets, and
+ * periodic boxes with at least 5 cells on each axis and reach <= half the
+ * shortest width). Each point is stored, beside its binary64 coordinates,
+ * relative to its cell's corner in float32 (cell_relative: in binary64 to
+ * within e_d = 2^-44 (M + B)(1 + rho), then rounded once); its components
+ * are at most R_k (1 + 2^-20) + e_d, R the cell's extent along each axis
+ * (ax/n0 + |bx|/n1 + |cx|/n2, by/n1 + |cy|/n2, cz/n2; open: the cell's
+ * sides). A neighbour at offset o in {-1, 0, 1}^3 is met in the image
+ * placed o cells away: D = rel_a - rel_b + delta[o], delta[o] = -(o0/n0 a +
+ * o1/n1 b + o2/n2 c) (open: -o_k s_k), exact in real numbers, rounded to
+ * float32 once (|delta_k| <= R_k). The warp computes
+ *     ap = fl32(rel_a + delta)  (once per neighbour cell),
+ *     dx = fl32(ap - rel_b) (y, z alike),  s32 = fmaf(dz, dz, fmaf(dy, dy, dx * dx)).
+ * Every component carries at most 8.01 2^-24 (R_k (1 + 2^-20) + e_d) + 2 e_d
+ * of error (five float32 roundings of values up to R (rel_a), R (delta),
+ * 2R (ap), R (rel_b) and 3R (dx), and the binary64 ones) plus 2^-120 for
+ * flushed subnormals (-ftz); E is the sum over the axes. s32 is |D32|^2 (1 + t), |t| <= 3.01 2^-24, or less
+ * where underflow flushes (an underestimate). The host's cut32 >= (reach +
+ * E)^2 (1 + 2^-20), rounded up to a float. So s32 > cut32 gives |D| >
+ * reach: this image of the pair is longer than reach. It is the shortest
+ * one whenever the shortest is below reach: an image shorter than reach
+ * (<= half the shortest width W) has every fractional difference below
+ * 1/2 (the distance between the planes f_k = const is W_k >= W); so has
+ * ours (the two cells are adjacent: below 2/n_k <= 2/5, plus rounding);
+ * two images that differ by a lattice vector and both have every
+ * fractional difference below 1/2 are one. Hence every image is at least
+ * reach long, and the pair is overflow. In open sets D is the pair's
+ * difference itself.
  *
- *   The contract. When the queue holds 32 pairs the warp takes them one
- *   per lane: histd_diff_s (histd/pair.h: the minimum image with its
- *   guard, the sum of squares, every operation rounded on its own), sqrt,
- *   histd_bin_width / histd_bin_edges, and the counts (a shared-memory
- *   histogram per block, or global atomics when it does not fit). So a
- *   pair that is counted is counted by the contract's own arithmetic.
- *
- * Why a dropped pair is overflow (u = 2^-53; M the largest |coordinate|,
- * B the sum of |box components|, rho the box's aspect ratio, all as in
- * grid.h, whose reach = r_max (1 + 2^-20) + 2^-40 (M + B)(1 + rho)).
+ * The float64 filter (elsewhere: few cells a periodic axis, or r_max near
+ * half the box). dx = xi - xj, dy, dz exactly as the contract rounds them
+ * (__dsub_rn); an estimate s_e of the squared distance: the contract's
+ * image rule with rint and FMA, without histd_image's guard against
+ * half-integers and with the products fused:
+ *     ortho:  dx = fma(-ax, rint(dx * iax), dx)  (y, z alike)
+ *     tricl.: k = rint(dz * icz); dz, dy, dx -= (cz, cy, cx) k by fma;
+ *             k = rint(dy * iby); dy, dx -= (by, bx) k; k = rint(dx * iax); dx -= ax k
+ *     s_e = fma(dz, dz, fma(dy, dy, dx * dx))
  * s_cut = fl(fl(reach^2) (1 + 2^-30)) >= reach^2 (1 + 2^-31). The host
  * sets s_cut = +inf (nothing dropped) unless, in a periodic box,
  * min(ax, by, cz) / 2 >= reach.
  *  (a) Same images. Where the estimate's rint gives every k the contract's
  *      nearbyint gives, both compute the same lattice vector V = (dx, dy,
- *      dz) - k3 c - k2 b - k1 a. Each of their components is within a few
- *      roundings of V's: every operand is at most 2M + (2M / Bmin + 1) Bmax
- *      in size, so each error is under 2^-48 (M + B)(1 + rho) =: e. The
+ *      dz) - k3 c - k2 b - k1 a, each component within e = e_c of V's. The
  *      estimate's s_e is |V_e|^2 (1 + t), |t| <= 3u (one rounding for the
  *      product, two for the fmas), so s_e > s_cut gives |V_e| > reach (1 +
  *      2^-33), |V| > reach - 2e, and the contract's d >= |V| - 2e - 4u|V|
- *      > r_max (1 + 2^-21): overflow for edges (d >= E[K] = r_max) and for
- *      width bins (fl(d / w) >= count, as grid.h shows).
+ *      > r_max (1 + 2^-21).
  *  (b) Different images. An axis where the two k differ first (z, then y,
  *      then x) has its two inputs within e of each other and their
  *      quotients by the box length within 3u of the exact ones, on both
@@ -58,8 +88,8 @@
  *      asks for it).
  *  Open sets: no images, dx, dy, dz are the contract's own, and s_e is
  *  within 3u of the contract's s: (a) with V = (dx, dy, dz).
- *  NaN never compares above s_cut, so a pair whose estimate overflows to
- *  inf - inf goes to the contract, which decides it.
+ *  NaN never compares above either cut, so a pair whose estimate is NaN
+ *  goes to the contract, which decides it.
  *
  * Weights: the queued product w_i w_j (rounded once) goes into the warp's
  * partial of its slot by a shared-memory atomic; after every 128 drains of
@@ -75,6 +105,7 @@
 #include "grid_gpu.h"
 #include "histd/histd.h"
 #include "sdh_gpu.h"
+#include "launch_util.cuh"
 #include "wsum_device.cuh"
 
 #define FULL 0xffffffffu
@@ -94,16 +125,52 @@ __global__ void k_keys(histd__grid_geom g, uint32_t n, const double *x, const do
   }
 }
 
-__global__ void k_gather(uint32_t n, const uint32_t *idx, const double *x, const double *y,
-                         const double *z, const double *w, double *sx, double *sy, double *sz,
-                         double *sw) {
+/* A point relative to the corner of its cell `key` (the float32 filter's
+ * coordinates): v = x - corner, then reduced by whole box vectors to the
+ * image whose fractional coordinates are nearest zero. The cell's own
+ * points have fractional coordinates in [0, 1/n) relative to its corner
+ * (up to rounding), so whatever floor the key's computation took, this
+ * finds the image inside the cell. */
+__device__ __forceinline__ void cell_relative(const histd__grid_geom &g, const histd_metric &m,
+                                              uint32_t key, double x, double y, double z,
+                                              float *rx, float *ry, float *rz) {
+  const uint32_t i = key % g.n[0], j = (key / g.n[0]) % g.n[1], k = key / g.n[0] / g.n[1];
+  double vx, vy, vz;
+  if (g.periodic) {
+    const double fi = (double)i / g.n[0], fj = (double)j / g.n[1], fk = (double)k / g.n[2];
+    vx = x - (fi * m.ax + fj * m.bx + fk * m.cx);
+    vy = y - (fj * m.by + fk * m.cy);
+    vz = z - fk * m.cz;
+    const double fc = vz * m.icz, fb = (vy - m.cy * fc) * m.iby;
+    const double fa = (vx - m.bx * fb - m.cx * fc) * m.iax;
+    const double na = rint(fa), nb = rint(fb), nc = rint(fc);
+    vx = vx - (na * m.ax + nb * m.bx + nc * m.cx);
+    vy = vy - (nb * m.by + nc * m.cy);
+    vz = vz - nc * m.cz;
+  } else {
+    vx = x - (g.lo[0] + i / g.scale[0]);
+    vy = y - (g.lo[1] + j / g.scale[1]);
+    vz = z - (g.lo[2] + k / g.scale[2]);
+  }
+  *rx = (float)vx;
+  *ry = (float)vy;
+  *rz = (float)vz;
+}
+
+__global__ void k_gather(histd__grid_geom g, histd_metric m, uint32_t n, const uint32_t *key,
+                         const uint32_t *idx, const double *x, const double *y, const double *z,
+                         const double *w, double *sx, double *sy, double *sz, double *sw,
+                         float *fx, float *fy, float *fz) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    uint32_t j = idx[i];
-    sx[i] = x[j];
-    sy[i] = y[j];
-    sz[i] = z[j];
+    const uint32_t j = idx[i];
+    const double px = x[j], py = y[j], pz = z[j];
+    sx[i] = px;
+    sy[i] = py;
+    sz[i] = pz;
     if (w != nullptr)
       sw[i] = w[j];
+    if (fx != nullptr)
+      cell_relative(g, m, key[i], px, py, pz, &fx[i], &fy[i], &fz[i]);
   }
 }
 
@@ -152,8 +219,8 @@ extern "C" int grid_temp_bytes(uint32_t n, uint64_t cells, size_t *bytes, char *
   return 0;
 }
 
-extern "C" int grid_sort_set(const histd__grid_geom *g, grid_set *set, grid_scratch *scr,
-                             cudaStream_t s, char *msg, size_t msglen) {
+extern "C" int grid_sort_set(const histd__grid_geom *g, const histd_metric *m, grid_set *set,
+                             grid_scratch *scr, cudaStream_t s, char *msg, size_t msglen) {
   const uint32_t n = set->n, cells = (uint32_t)g->cells;
   if (n == 0) {
     cudaError_t e = cudaMemsetAsync(set->start, 0, ((size_t)cells + 1) * sizeof(uint32_t), s);
@@ -169,8 +236,9 @@ extern "C" int grid_sort_set(const histd__grid_geom *g, grid_set *set, grid_scra
   e = cub::DeviceRadixSort::SortPairs(scr->temp, tb, k, v, n, 0, bits, s);
   if (e != cudaSuccess)
     return sdh_cuda_fail(msg, msglen, "CUB's radix sort of the cells", e);
-  k_gather<<<blocks_for(n), 256, 0, s>>>(n, v.Current(), set->x, set->y, set->z, set->w,
-                                         set->sx, set->sy, set->sz, set->sw);
+  k_gather<<<blocks_for(n), 256, 0, s>>>(*g, *m, n, k.Current(), v.Current(), set->x, set->y,
+                                         set->z, set->w, set->sx, set->sy, set->sz, set->sw,
+                                         set->fx, set->fy, set->fz);
   k_starts<<<blocks_for((uint64_t)cells + 1), 256, 0, s>>>(n, k.Current(), cells, set->start);
   e = cudaGetLastError();
   return e == cudaSuccess ? 0 : sdh_cuda_fail(msg, msglen, "the grid's gather", e);
@@ -224,18 +292,22 @@ struct grid_sink {
   double *part, *wsum, *werr;
 };
 
-/* A warp's queue of filtered pairs; n is the same in every lane. */
+/* A warp's queue of filtered pairs; n is the same in every lane. The
+ * float64 filter queues the contract's differences (qx, qy, qz) and
+ * w_i w_j (qw); the float32 filter the pair's indices (qi into A's sorted
+ * points, qj into B's), whose binary64 coordinates the drain loads. */
 struct grid_queue {
   double *qx, *qy, *qz, *qw;
+  uint32_t *qi, *qj;
   uint32_t n, drains;
 };
 
-/* The contract for one queued pair. */
-template <int METRIC, bool EDGES, bool W>
-__device__ __forceinline__ void count_pair(const grid_params &p, const histd_metric &m,
-                                           const grid_sink &k, double dx, double dy, double dz,
-                                           double wp) {
-  const double d = __dsqrt_rn(histd_diff_s(&m, dx, dy, dz));
+/* The contract's bin of a pair of squared distance s (histd/pair.h's
+ * arithmetic), counted with its weight product wp. */
+template <bool EDGES, bool W>
+__device__ __forceinline__ void count_s(const grid_params &p, const grid_sink &k, double s,
+                                        double wp) {
+  const double d = __dsqrt_rn(s);
   const uint32_t bin = EDGES ? histd_bin_edges(d, k.edges, p.count)
                              : histd_bin_width(d, p.width, p.inv_width, p.count);
   if (bin == HISTD_BIN_OVER) /* the host counts overflow */
@@ -246,15 +318,22 @@ __device__ __forceinline__ void count_pair(const grid_params &p, const histd_met
     atomicAdd(&k.part[slot], wp);
 }
 
-/* The warp takes the queue's top `take` (<= 32) pairs, one per lane. */
-template <int METRIC, bool EDGES, bool W>
+/* The warp takes the queue's top `take` (<= 32) pairs, one per lane, and
+ * counts them by the contract. */
+template <bool F32, int METRIC, bool EDGES, bool W>
 __device__ __forceinline__ void drain(const grid_params &p, const histd_metric &m,
                                       const grid_sink &k, grid_queue &q, uint32_t take,
                                       uint32_t lane) {
   __syncwarp(); /* the lanes' pushes are visible */
   if (lane < take) {
     const uint32_t e = q.n - take + lane;
-    count_pair<METRIC, EDGES, W>(p, m, k, q.qx[e], q.qy[e], q.qz[e], W ? q.qw[e] : 0.0);
+    if constexpr (F32) {
+      const uint32_t a = q.qi[e], b = q.qj[e];
+      count_s<EDGES, W>(p, k, histd_pair_s(&m, p.ax[a], p.ay[a], p.az[a], p.bx[b], p.by[b], p.bz[b]),
+                        W ? __dmul_rn(p.aw[a], p.bw[b]) : 0.0);
+    } else {
+      count_s<EDGES, W>(p, k, histd_diff_s(&m, q.qx[e], q.qy[e], q.qz[e]), W ? q.qw[e] : 0.0);
+    }
   }
   q.n -= take;
   if (W && ++q.drains == 4096 / 32) { /* at most 4096 terms in a partial */
@@ -264,64 +343,96 @@ __device__ __forceinline__ void drain(const grid_params &p, const histd_metric &
   __syncwarp(); /* the entries read before the next pushes */
 }
 
+/* One lane's pair after its filter: queued when hit; the warp drains 32. */
+template <bool F32, int METRIC, bool EDGES, bool W>
+__device__ __forceinline__ void push(const grid_params &p, const histd_metric &m,
+                                     const grid_sink &k, grid_queue &q, bool hit, uint32_t lane,
+                                     uint32_t i, uint32_t j, double dx, double dy, double dz,
+                                     double wp) {
+  const unsigned mask = __ballot_sync(FULL, hit);
+  if (hit) {
+    const uint32_t pos = q.n + __popc(mask & ((1u << lane) - 1));
+    if constexpr (F32) {
+      q.qi[pos] = i;
+      q.qj[pos] = j;
+    } else {
+      q.qx[pos] = dx;
+      q.qy[pos] = dy;
+      q.qz[pos] = dz;
+      if (W)
+        q.qw[pos] = wp;
+    }
+  }
+  q.n += __popc(mask);
+  if (q.n >= 32)
+    drain<F32, METRIC, EDGES, W>(p, m, k, q, 32, lane);
+}
+
 /* The warp's A points (one per lane, `live` where there is one) meet B's
- * points [j0, j1); DIAG: the A points' own cell, pairs j > i only. */
-template <int METRIC, bool EDGES, bool W, bool DIAG>
+ * points [j0, j1); DIAG: the A points' own cell, pairs j > i only.
+ * Float64 filter: (xi, yi, zi) are the A point's coordinates. Float32
+ * filter: they are its coordinates relative to its cell's corner plus
+ * the offset of this B cell (rounded to float32). */
+template <bool F32, int METRIC, bool EDGES, bool W, bool DIAG, typename T>
 __device__ __forceinline__ void visit(const grid_params &p, const histd_metric &m,
                                       const grid_sink &k, grid_queue &q, uint32_t j0,
-                                      uint32_t j1, uint32_t i, bool live, double xi, double yi,
-                                      double zi, double wi, uint32_t lane,
-                                      unsigned long long &cand) {
+                                      uint32_t j1, uint32_t i, bool live, T xi, T yi, T zi,
+                                      double wi, uint32_t lane, unsigned long long &cand) {
   if (live && j1 > j0)
     cand += DIAG ? (j1 > i + 1 ? j1 - (i + 1) : 0) : j1 - j0;
-  const uint32_t below_me = (1u << lane) - 1;
   for (uint32_t jb = j0; jb < j1; jb += 32) {
     const uint32_t jl = jb + lane;
-    double bxl = 0, byl = 0, bzl = 0, bwl = 0;
+    T bxl = 0, byl = 0, bzl = 0;
+    double bwl = 0;
     if (jl < j1) {
-      bxl = p.bx[jl];
-      byl = p.by[jl];
-      bzl = p.bz[jl];
-      if (W)
-        bwl = p.bw[jl];
+      if constexpr (F32) {
+        bxl = p.bfx[jl];
+        byl = p.bfy[jl];
+        bzl = p.bfz[jl];
+      } else {
+        bxl = p.bx[jl];
+        byl = p.by[jl];
+        bzl = p.bz[jl];
+        if (W)
+          bwl = p.bw[jl];
+      }
     }
     const uint32_t steps = min(32u, j1 - jb);
     for (uint32_t t = 0; t < steps; t++) {
-      const double xj = __shfl_sync(FULL, bxl, t);
-      const double yj = __shfl_sync(FULL, byl, t);
-      const double zj = __shfl_sync(FULL, bzl, t);
-      const double wj = W ? __shfl_sync(FULL, bwl, t) : 0.0;
-      const double dx = __dsub_rn(xi, xj), dy = __dsub_rn(yi, yj), dz = __dsub_rn(zi, zj);
-      const bool hit =
-          live && (!DIAG || jb + t > i) && !(estimate_s<METRIC>(m, dx, dy, dz) > p.s_cut);
-      const unsigned mask = __ballot_sync(FULL, hit);
-      if (hit) {
-        const uint32_t pos = q.n + __popc(mask & below_me);
-        q.qx[pos] = dx;
-        q.qy[pos] = dy;
-        q.qz[pos] = dz;
-        if (W)
-          q.qw[pos] = __dmul_rn(wi, wj);
+      const T xj = __shfl_sync(FULL, bxl, t);
+      const T yj = __shfl_sync(FULL, byl, t);
+      const T zj = __shfl_sync(FULL, bzl, t);
+      const bool pair = live && (!DIAG || jb + t > i);
+      if constexpr (F32) {
+        const float dx = xi - xj, dy = yi - yj, dz = zi - zj;
+        const float s = fmaf(dz, dz, fmaf(dy, dy, dx * dx));
+        push<F32, METRIC, EDGES, W>(p, m, k, q, pair && !(s > p.cut32), lane, i, jb + t, 0, 0,
+                                    0, 0);
+      } else {
+        const double wj = W ? __shfl_sync(FULL, bwl, t) : 0.0;
+        const double dx = __dsub_rn(xi, xj), dy = __dsub_rn(yi, yj), dz = __dsub_rn(zi, zj);
+        const bool hit = pair && !(estimate_s<METRIC>(m, dx, dy, dz) > p.s_cut);
+        push<F32, METRIC, EDGES, W>(p, m, k, q, hit, lane, i, jb + t, dx, dy, dz,
+                                    W ? __dmul_rn(wi, wj) : 0.0);
       }
-      q.n += __popc(mask);
-      if (q.n >= 32)
-        drain<METRIC, EDGES, W>(p, m, k, q, 32, lane);
     }
   }
 }
 
-template <int METRIC, bool EDGES, bool W, bool CROSS>
+template <bool F32, int METRIC, bool EDGES, bool W, bool CROSS>
 __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
     k_grid_pairs(grid_params p, uint32_t k0, uint32_t k1) {
   extern __shared__ double smem[];
   const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
   const uint32_t count = p.count, slots = count + 2;
-  const uint32_t per_queue = GRID_QUEUE * (W ? 4 : 3);
+  const uint32_t per_queue = F32 ? GRID_QUEUE : GRID_QUEUE * (W ? 4 : 3); /* doubles */
   grid_queue q;
   q.qx = smem + (size_t)warp * per_queue;
   q.qy = q.qx + GRID_QUEUE;
   q.qz = q.qy + GRID_QUEUE;
   q.qw = W ? q.qz + GRID_QUEUE : nullptr;
+  q.qi = (uint32_t *)q.qx;
+  q.qj = q.qi + GRID_QUEUE;
   q.n = 0;
   q.drains = 0;
   double *next = smem + (size_t)warps * per_queue;
@@ -354,6 +465,7 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
   histd_metric m = p.metric;
   m.kind = METRIC; /* a constant: histd_min_image's branches fold away */
   unsigned long long cand = 0;
+  const uint32_t n0 = p.geom.n[0], n1 = p.geom.n[1], n2 = p.geom.n[2];
   for (;;) {
     uint32_t t = 0;
     if (lane == 0)
@@ -375,28 +487,72 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
     const uint32_t a_end = p.start_a[c + 1];
     const uint32_t i = first + lane;
     const bool live = i < a_end;
-    const double xi = live ? p.ax[i] : 0, yi = live ? p.ay[i] : 0, zi = live ? p.az[i] : 0;
     const double wi = W && live ? p.aw[i] : 0;
-    if (!CROSS)
-      visit<METRIC, EDGES, W, true>(p, m, k, q, first + 1, a_end, i, live, xi, yi, zi, wi, lane,
-                                    cand);
-    uint32_t nbr[27];
-    const uint32_t nn = histd__grid_neighbours(&p.geom, c, nbr);
-    for (uint32_t a = 0; a < nn;) {
-      if (!CROSS && nbr[a] <= c) { /* self pairs: the cells after c */
-        a++;
-        continue;
+    if constexpr (F32) {
+      /* every neighbour cell by its offset o in {-1, 0, 1}^3 (periodic axes
+       * have >= 5 cells, so the wrapped ones are distinct), with the
+       * offset's float32 translation delta[o] */
+      const float rx = live ? p.afx[i] : 0.f, ry = live ? p.afy[i] : 0.f,
+                  rz = live ? p.afz[i] : 0.f;
+      if (!CROSS)
+        visit<true, METRIC, EDGES, W, true>(p, m, k, q, first + 1, a_end, i, live, rx, ry, rz,
+                                            wi, lane, cand);
+      const int ci = (int)(c % n0), cj = (int)((c / n0) % n1), ck = (int)(c / n0 / n1);
+      for (int oz = -1; oz <= 1; oz++) {
+        int kz = ck + oz;
+        if (kz < 0 || kz >= (int)n2) {
+          if (!p.geom.periodic)
+            continue;
+          kz = kz < 0 ? kz + (int)n2 : kz - (int)n2;
+        }
+        for (int oy = -1; oy <= 1; oy++) {
+          int ky = cj + oy;
+          if (ky < 0 || ky >= (int)n1) {
+            if (!p.geom.periodic)
+              continue;
+            ky = ky < 0 ? ky + (int)n1 : ky - (int)n1;
+          }
+          for (int ox = -1; ox <= 1; ox++) {
+            int kx = ci + ox;
+            if (kx < 0 || kx >= (int)n0) {
+              if (!p.geom.periodic)
+                continue;
+              kx = kx < 0 ? kx + (int)n0 : kx - (int)n0;
+            }
+            const uint32_t c2 = (uint32_t)kx + n0 * ((uint32_t)ky + n1 * (uint32_t)kz);
+            if (!CROSS && c2 <= c) /* self pairs: the cells after c */
+              continue;
+            const float *dl = p.delta + 3 * ((oz + 1) * 9 + (oy + 1) * 3 + (ox + 1));
+            visit<true, METRIC, EDGES, W, false>(p, m, k, q, p.start_b[c2], p.start_b[c2 + 1],
+                                                 i, live, rx + dl[0], ry + dl[1], rz + dl[2],
+                                                 wi, lane, cand);
+          }
+        }
       }
-      uint32_t e = a; /* a run of consecutive cells is one range of points */
-      while (e + 1 < nn && nbr[e + 1] == nbr[e] + 1)
-        e++;
-      visit<METRIC, EDGES, W, false>(p, m, k, q, p.start_b[nbr[a]], p.start_b[nbr[e] + 1], i,
-                                     live, xi, yi, zi, wi, lane, cand);
-      a = e + 1;
+    } else {
+      const double xi = live ? p.ax[i] : 0, yi = live ? p.ay[i] : 0, zi = live ? p.az[i] : 0;
+      if (!CROSS)
+        visit<false, METRIC, EDGES, W, true>(p, m, k, q, first + 1, a_end, i, live, xi, yi, zi,
+                                             wi, lane, cand);
+      uint32_t nbr[27];
+      const uint32_t nn = histd__grid_neighbours(&p.geom, c, nbr);
+      for (uint32_t a = 0; a < nn;) {
+        if (!CROSS && nbr[a] <= c) { /* self pairs: the cells after c */
+          a++;
+          continue;
+        }
+        uint32_t e = a; /* a run of consecutive cells is one range of points */
+        while (e + 1 < nn && nbr[e + 1] == nbr[e] + 1)
+          e++;
+        visit<false, METRIC, EDGES, W, false>(p, m, k, q, p.start_b[nbr[a]],
+                                              p.start_b[nbr[e] + 1], i, live, xi, yi, zi, wi,
+                                              lane, cand);
+        a = e + 1;
+      }
     }
   }
   if (q.n > 0)
-    drain<METRIC, EDGES, W>(p, m, k, q, q.n, lane);
+    drain<F32, METRIC, EDGES, W>(p, m, k, q, q.n, lane);
   if (W)
     wsum_warp_fold(k.part, k.wsum, k.werr, slots, lane);
   __syncthreads();
@@ -416,33 +572,39 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
 
 typedef void (*grid_fn)(grid_params, uint32_t, uint32_t);
 
-template <int METRIC, bool EDGES, bool W> static grid_fn pick4(bool cross) {
-  return cross ? k_grid_pairs<METRIC, EDGES, W, true> : k_grid_pairs<METRIC, EDGES, W, false>;
+template <bool F32, int METRIC, bool EDGES, bool W> static grid_fn pick5(bool cross) {
+  return cross ? k_grid_pairs<F32, METRIC, EDGES, W, true>
+               : k_grid_pairs<F32, METRIC, EDGES, W, false>;
 }
 
-template <int METRIC, bool EDGES> static grid_fn pick3(bool w, bool cross) {
-  return w ? pick4<METRIC, EDGES, true>(cross) : pick4<METRIC, EDGES, false>(cross);
+template <bool F32, int METRIC, bool EDGES> static grid_fn pick4(bool w, bool cross) {
+  return w ? pick5<F32, METRIC, EDGES, true>(cross) : pick5<F32, METRIC, EDGES, false>(cross);
 }
 
-template <int METRIC> static grid_fn pick2(bool edges, bool w, bool cross) {
-  return edges ? pick3<METRIC, true>(w, cross) : pick3<METRIC, false>(w, cross);
+template <bool F32, int METRIC> static grid_fn pick3(bool edges, bool w, bool cross) {
+  return edges ? pick4<F32, METRIC, true>(w, cross) : pick4<F32, METRIC, false>(w, cross);
+}
+
+template <bool F32> static grid_fn pick2(int metric, bool e, bool w, bool c) {
+  switch (metric) {
+  case 1:
+    return pick3<F32, 1>(e, w, c);
+  case 2:
+    return pick3<F32, 2>(e, w, c);
+  default:
+    return pick3<F32, 0>(e, w, c);
+  }
 }
 
 static grid_fn pick(const grid_params *p) {
   const bool e = p->edges != 0, w = p->weighted != 0, c = p->cross != 0;
-  switch (p->metric.kind) {
-  case 1:
-    return pick2<1>(e, w, c);
-  case 2:
-    return pick2<2>(e, w, c);
-  default:
-    return pick2<0>(e, w, c);
-  }
+  return p->filter32 ? pick2<true>(p->metric.kind, e, w, c)
+                     : pick2<false>(p->metric.kind, e, w, c);
 }
 
 extern "C" size_t grid_smem_bytes(const grid_params *p) {
   const size_t warps = p->block / 32, slots = (size_t)p->count + 2;
-  size_t bytes = warps * GRID_QUEUE * (p->weighted ? 4 : 3) * sizeof(double);
+  size_t bytes = warps * GRID_QUEUE * (p->filter32 ? 1 : p->weighted ? 4 : 3) * sizeof(double);
   if (p->weighted)
     bytes += 3 * warps * slots * sizeof(double);
   if (p->edges && p->shared_edges)
@@ -452,26 +614,14 @@ extern "C" size_t grid_smem_bytes(const grid_params *p) {
   return bytes;
 }
 
-static cudaError_t prepare(const grid_params *p, grid_fn f) {
-  if (p->smem > 48 * 1024)
-    return cudaFuncSetAttribute((const void *)f, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)p->smem);
-  return cudaSuccess;
-}
-
 extern "C" int grid_blocks_per_sm(const grid_params *p, int *blocks, char *msg, size_t msglen) {
-  grid_fn f = pick(p);
-  cudaError_t e = prepare(p, f);
-  if (e == cudaSuccess)
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, (const void *)f, (int)p->block,
-                                                      p->smem);
-  return e == cudaSuccess ? 0 : sdh_cuda_fail(msg, msglen, "the occupancy query", e);
+  return kernel_blocks_per_sm(pick(p), p->block, p->smem, blocks, msg, msglen);
 }
 
 extern "C" int grid_pairs_launch(const grid_params *p, uint32_t k0, uint32_t k1, uint32_t grid,
                                  cudaStream_t s, char *msg, size_t msglen) {
   grid_fn f = pick(p);
-  cudaError_t e = prepare(p, f);
+  cudaError_t e = kernel_smem_prepare(f, p->smem);
   if (e != cudaSuccess)
     return sdh_cuda_fail(msg, msglen, "the kernel's shared-memory setting", e);
   f<<<grid, p->block, p->smem, s>>>(*p, k0, k1);

@@ -32,14 +32,7 @@ typedef struct stats_job {
   double *wrows;              /* 2 * grid * slots: sums then compensations */
 } stats_job;
 
-#define CK(call, what)                                                                   \
-  do {                                                                                   \
-    cudaError_t e_ = (call);                                                             \
-    if (e_ != cudaSuccess) {                                                             \
-      rc = sdh_cuda_fail(msg, msglen, what, e_);                                         \
-      goto out;                                                                          \
-    }                                                                                    \
-  } while (0)
+#define CK SDH_CK_OUT
 
 /* Copies n doubles of one array to dst (or nothing when src is NULL). */
 static cudaError_t put(double *dst, const double *src, size_t n, cudaStream_t s) {

@@ -17,6 +17,7 @@
 #include "histd/histd.h"
 #include "sdh_gpu.h"
 #include "stats_gpu.h"
+#include "launch_util.cuh"
 #include "wsum_device.cuh"
 
 struct smem_layout {
@@ -168,27 +169,15 @@ extern "C" size_t stats_smem_bytes(const stats_params *p) {
                       p->shared_counts != 0);
 }
 
-static cudaError_t prepare(const stats_params *p, stats_fn f) {
-  if (p->smem > 48 * 1024)
-    return cudaFuncSetAttribute((const void *)f, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)p->smem);
-  return cudaSuccess;
-}
-
 extern "C" int stats_blocks_per_sm(const stats_params *p, int *blocks, char *msg,
                                    size_t msglen) {
-  stats_fn f = pick(p);
-  cudaError_t e = prepare(p, f);
-  if (e == cudaSuccess)
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, (const void *)f, (int)p->block,
-                                                      p->smem);
-  return e == cudaSuccess ? 0 : sdh_cuda_fail(msg, msglen, "the occupancy query", e);
+  return kernel_blocks_per_sm(pick(p), p->block, p->smem, blocks, msg, msglen);
 }
 
 extern "C" int stats_launch(const stats_params *p, uint32_t t0, uint32_t t1, uint32_t grid,
                             cudaStream_t s, char *msg, size_t msglen) {
   stats_fn f = pick(p);
-  cudaError_t e = prepare(p, f);
+  cudaError_t e = kernel_smem_prepare(f, p->smem);
   if (e != cudaSuccess)
     return sdh_cuda_fail(msg, msglen, "the kernel's shared-memory setting", e);
   f<<<grid, p->block, p->smem, s>>>(*p, t0, t1);

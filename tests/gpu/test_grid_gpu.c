@@ -32,6 +32,7 @@ static int runs = 0;
 /* TEST_GRID_GPU_ON_CPU=1: the same cases on the CPU's grid (a check of
  * this file's definitions on a machine without a GPU) */
 static bool on_cpu = false;
+static int filter32 = 0, filter64 = 0; /* the runs that took each filter */
 static uint64_t rng = 2026;
 
 static double rnd(void) { return test_rand01(&rng); }
@@ -163,6 +164,8 @@ static int compare(const histd_problem *p, const want *h, const uint32_t *blocks
       CHECK(strstr(r.device, "GPU") != NULL && strstr(r.device, "grid") != NULL,
             "%s: grid ran on \"%s\", not on the GPU", what, r.device);
     CHECK(r.exact, "%s: grid claims inexact counts", what);
+    filter32 += strstr(r.device, "float32 filter") != NULL;
+    filter64 += strstr(r.device, "float64 filter") != NULL;
     uint64_t sum = r.below + r.overflow;
     for (uint32_t k = 0; k < r.bins.count; k++)
       sum += r.counts[k];
@@ -406,6 +409,27 @@ static int test_cross_edges_weights(void) {
   histd_dataset_free(&b);
   histd_dataset_free(&ta);
   histd_dataset_free(&tb);
+  /* the same with at least 5 cells an axis (the float32 filter) */
+  histd_dataset a2 = in_box(6000, &ortho, 1, true), b2 = in_box(9000, &ortho, 0, true);
+  p = width_problem(&a2, &b2, ortho, 1.6, 40);
+  p.weighted = true;
+  fails += check(&p, "A x B ortho weighted 6000 x 9000, r_max 1.6");
+  p.b = &a2;
+  fails += check(&p, "A x A ortho weighted, r_max 1.6");
+  p.b = NULL;
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 30, 0, log_edges};
+  histd_log_edges(0.05, 1.6, 30, log_edges, NULL, 0);
+  fails += check(&p, "self ortho weighted, 30 log edges 0.05..1.6");
+  histd_dataset t2 = in_box(6000, &tri, 2, true), u2 = in_box(7000, &tri, 0, true);
+  p = width_problem(&t2, &u2, tri, 1.7, 34);
+  p.weighted = true;
+  fails += check(&p, "A x B triclinic weighted 6000 x 7000, r_max 1.7");
+  p.b = NULL;
+  fails += check(&p, "self triclinic weighted, r_max 1.7");
+  histd_dataset_free(&a2);
+  histd_dataset_free(&b2);
+  histd_dataset_free(&t2);
+  histd_dataset_free(&u2);
   /* weights whose products cancel: sums near zero, |w| sums large */
   histd_dataset c = uniform(5000, 30, 30, 30, 0, true);
   for (size_t i = 0; i < c.n; i++)
@@ -570,6 +594,11 @@ int main(void) {
   if (!on_cpu)
     test_cancel_and_memory();
   histd_worker_destroy(W);
+  if (!on_cpu) {
+    printf("filters: float32 in %d runs, float64 in %d\n", filter32, filter64);
+    CHECK(filter32 >= 10 && filter64 >= 10, "both filters must be tested: float32 %d, float64 %d",
+          filter32, filter64);
+  }
   printf("%d grid runs on the %s in %.1f s, %d case(s) failed\n", runs, on_cpu ? "CPU" : "GPU",
          (histd_now_ms() - t0) / 1000, fails);
   return check_finish("test_grid_gpu");
