@@ -4,7 +4,7 @@
  * tiled-privatized baseline, the cost of chunked launches on W2, tuning
  * sweeps for auto's table, and W2 on two GPUs when there are two.
  *
- *   bench_gpu [table] [tune] [chunk] [multi] [stats]     (default: all)
+ *   bench_gpu [table] [tune] [chunk] [multi] [stats] [grid]    (default: all)
  *
  * The table and the chunking test run on GPU 0 alone (devices = 1); auto
  * with devices = 0 would split W1..W3 over every GPU.
@@ -381,15 +381,158 @@ static void section_stats(void) {
   histd_dataset_free(&db);
 }
 
+/*
+ * grid: the cell grid on the GPU ("grid", kernels/grid_*.c*) on the
+ * design's G1 and G2 (points uniform in the periodic 23,000 cube):
+ *   G1 10,000,000 points, r_max = L/20, 200 bins: grid against brute force
+ *      ("auto", which runs tiled-stats for a periodic box). Brute force on
+ *      10M points would take about half an hour, so it runs on the first
+ *      BENCH_GRID_SUB points (default 250,000) and its time is scaled by
+ *      the pairs to 10M; grid runs on that subsample too and its counts,
+ *      below and overflow must be identical to brute force's.
+ *   G2 100,000,000 points, r_max = L/100, 200 bins: grid alone.
+ * grid: median of 5 runs of kernel_ms (CUDA events around the whole job
+ * on the device: keys, CUB's sort, gather, cell starts, chunks, pair
+ * launches; the points stay on the device between runs, so the copy is
+ * in the first run's transfer_ms only). Brute force: median of 3.
+ * Candidate pairs (those the warps meet) come from the device string.
+ */
+static double g1_ms = -1, g1_build = 0, g1_cand = 0, g1_brute_ms = -1, g1_brute_est = -1;
+static double g2_ms = -1, g2_build = 0, g2_cand = 0, g2_transfer = 0, g2_inrange = 0;
+static size_t g1_sub = 0;
+static int g1_same = -1;
+static char g_dev[HISTD_DEVICE_NAME_MAX];
+
+static void grid_parse(const char *dev, double *cand, double *build) {
+  const char *c = strstr(dev, "filter, ");
+  *cand = 0, *build = 0;
+  if (c == NULL || sscanf(c + 8, "%lf candidate pairs, cells built in %lf ms", cand, build) != 2)
+    printf("    (no candidate count in \"%s\")\n", dev);
+}
+
+/* Median kernel_ms of `runs` runs of p on kernel k; the last result kept. */
+static double grid_median(const histd_problem *p, const char *k, uint32_t block, int runs,
+                          histd_result *last, double *first_transfer) {
+  double t[8];
+  memset(last, 0, sizeof *last);
+  for (int r = 0; r < runs; r++) {
+    histd_exec ex;
+    histd_exec_init(&ex);
+    snprintf(ex.kernel, sizeof ex.kernel, "%s", k);
+    ex.block_size = block;
+    if (r > 0)
+      histd_result_free(last);
+    char msg[512];
+    if (histd_worker_run(WK, p, &ex, NULL, last, msg, sizeof msg) != 0) {
+      printf("    %s: error: %s\n", k, msg);
+      return -1;
+    }
+    uint64_t sum = last->below + last->overflow;
+    for (uint32_t b = 0; b < last->bins.count; b++)
+      sum += last->counts[b];
+    if (sum != last->total)
+      printf("    %s: counts + below + overflow = %llu, pairs %llu: WRONG\n", k,
+             (unsigned long long)sum, (unsigned long long)last->total);
+    if (r == 0 && first_transfer)
+      *first_transfer = last->timing.transfer_ms;
+    t[r] = last->timing.kernel_ms;
+  }
+  qsort(t, (size_t)runs, sizeof t[0], cmp_d);
+  return t[runs / 2];
+}
+
+static void section_grid(void) {
+  printf("\n== grid: cells of side r_max on the GPU (G1, G2) ==\n");
+  const double L = 23000;
+  const histd_box box = {HISTD_BOX_ORTHO, L, 0, L, 0, 0, L};
+  histd_result res;
+  /* warm up: module load */
+  histd_problem warm = {.a = &W[0].ds, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 20 / 200, NULL}};
+  if (grid_median(&warm, "grid", 0, 1, &res, NULL) >= 0)
+    histd_result_free(&res);
+
+  histd_dataset g1;
+  fill_uniform(&g1, 10000000, 2001);
+  histd_problem p1 = {.a = &g1, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 20 / 200, NULL}};
+  double tr = 0;
+  g1_ms = grid_median(&p1, "grid", 0, 5, &res, &tr);
+  if (g1_ms >= 0) {
+    grid_parse(res.device, &g1_cand, &g1_build);
+    snprintf(g_dev, sizeof g_dev, "%s", res.device);
+    printf("  G1 grid, 10,000,000 points, r_max = L/20: %.1f ms (median of 5; cells built in "
+           "%.1f ms), %.4g candidate pairs, %.3e candidate pairs/s; first copy %.1f ms\n"
+           "     [%s]\n",
+           g1_ms, g1_build, g1_cand, g1_cand / (g1_ms / 1e3), tr, res.device);
+    histd_result_free(&res);
+  }
+  printf("  G1 grid by block size (one run each):");
+  for (uint32_t blk = 64; blk <= 256; blk *= 2) {
+    double ms = grid_median(&p1, "grid", blk, 1, &res, NULL);
+    if (ms >= 0) {
+      printf("  %u: %.1f ms", blk, ms);
+      histd_result_free(&res);
+    }
+  }
+  printf("\n");
+  const char *sub_env = getenv("BENCH_GRID_SUB");
+  g1_sub = sub_env ? strtoul(sub_env, NULL, 10) : 250000;
+  if (g1_sub < 2 || g1_sub > g1.n)
+    g1_sub = 250000;
+  histd_dataset sub;
+  histd_dataset_borrow(&sub, g1.x, 0); /* a view of the first g1_sub points */
+  sub.n = g1_sub;
+  sub.x = g1.x, sub.y = g1.y, sub.z = g1.z;
+  sub.borrowed = true;
+  histd_dataset_finish(&sub, NULL, 0);
+  histd_problem ps = p1;
+  ps.a = &sub;
+  histd_result brute, gsub;
+  g1_brute_ms = grid_median(&ps, "auto", 0, 3, &brute, NULL);
+  double gs_ms = grid_median(&ps, "grid", 0, 3, &gsub, NULL);
+  if (g1_brute_ms >= 0 && gs_ms >= 0) {
+    const double sub_pairs = (double)g1_sub * (g1_sub - 1) / 2, all = 1e7 * (1e7 - 1) / 2;
+    g1_brute_est = g1_brute_ms * all / sub_pairs;
+    g1_same = memcmp(brute.counts, gsub.counts, 200 * sizeof *brute.counts) == 0 &&
+              brute.below == gsub.below && brute.overflow == gsub.overflow;
+    printf("  G1 brute force (auto ran %s) on the first %zu points: %.1f ms (median of 3) for "
+           "%.4g pairs, %.3e pairs/s; scaled by pairs to 10M: %.0f ms (estimated, not run)\n",
+           brute.kernel, g1_sub, g1_brute_ms, sub_pairs, sub_pairs / (g1_brute_ms / 1e3),
+           g1_brute_est);
+    printf("  G1 grid on the same %zu points: %.1f ms; counts, below, overflow identical to "
+           "brute force: %s\n",
+           g1_sub, gs_ms, g1_same ? "yes" : "NO");
+    histd_result_free(&brute);
+    histd_result_free(&gsub);
+  }
+  histd_dataset_free(&g1);
+
+  histd_dataset g2;
+  fill_uniform(&g2, 100000000, 2002);
+  histd_problem p2 = {.a = &g2, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 100 / 200, NULL}};
+  g2_ms = grid_median(&p2, "grid", 0, 5, &res, &g2_transfer);
+  if (g2_ms >= 0) {
+    grid_parse(res.device, &g2_cand, &g2_build);
+    g2_inrange = (double)(res.total - res.overflow);
+    printf("  G2 grid, 100,000,000 points, r_max = L/100: %.1f ms including the cells (built "
+           "in %.1f ms: keys, sort, gather, starts), %.4g candidate pairs, %.3e candidate "
+           "pairs/s, %.4g pairs within r_max; first copy %.1f ms\n     [%s]\n",
+           g2_ms, g2_build, g2_cand, g2_cand / (g2_ms / 1e3), g2_inrange, g2_transfer,
+           res.device);
+    histd_result_free(&res);
+  }
+  histd_dataset_free(&g2);
+}
+
 int main(int argc, char **argv) {
   bool all = argc < 2, do_table = all, do_tune = all, do_chunk = all, do_multi = all;
-  bool do_stats = all;
+  bool do_stats = all, do_grid = all;
   for (int i = 1; i < argc; i++) {
     do_table |= strcmp(argv[i], "table") == 0;
     do_tune |= strcmp(argv[i], "tune") == 0;
     do_chunk |= strcmp(argv[i], "chunk") == 0;
     do_multi |= strcmp(argv[i], "multi") == 0;
     do_stats |= strcmp(argv[i], "stats") == 0;
+    do_grid |= strcmp(argv[i], "grid") == 0;
   }
   histd_device_info dev[16];
   int count = 0;
@@ -420,6 +563,8 @@ int main(int argc, char **argv) {
     section_multi(count);
   if (do_stats)
     section_stats();
+  if (do_grid)
+    section_grid();
 
   printf("\n== summary: %s ==\n", gpu_name);
   if (do_table) {
@@ -449,6 +594,18 @@ int main(int argc, char **argv) {
   if (multi_ms > 0)
     printf("W2 %d GPUs: %.2fx one GPU by kernel time, %.2fx by total (target 1.8x)\n", count,
            one_ms / multi_ms, one_total / multi_total);
+  if (g1_ms >= 0)
+    printf("G1 grid %.1f ms (cells %.1f ms), %.3e candidate pairs/s; brute force (auto) "
+           "%.0f ms estimated from %zu points (%.1f ms, counts identical to grid: %s): "
+           "grid %.0fx faster\n",
+           g1_ms, g1_build, g1_cand / (g1_ms / 1e3), g1_brute_est, g1_sub, g1_brute_ms,
+           g1_same == 1 ? "yes" : "NO", g1_brute_est / g1_ms);
+  if (g2_ms >= 0)
+    printf("G2 grid %.1f ms including the cells (%.1f ms), %.4g candidates, %.3e candidate "
+           "pairs/s (target < 1000 ms)\n",
+           g2_ms, g2_build, g2_cand, g2_cand / (g2_ms / 1e3));
+  if (g_dev[0])
+    printf("grid device: %s\n", g_dev);
   histd_worker_destroy(WK);
   for (size_t i = 0; i < NW; i++)
     histd_dataset_free(&W[i].ds);

@@ -449,6 +449,20 @@ static int dataset_on_device(gpu_ctx *ctx, const histd_dataset *ds, gpu_slot **o
   return 0;
 }
 
+int histd__cuda_points(gpu_ctx *ctx, const histd_dataset *ds, const double **dev,
+                       double *transfer_ms, char *msg, size_t msglen) {
+  gpu_slot *s = NULL;
+  int rc = dataset_on_device(ctx, ds, &s, transfer_ms, msg, msglen);
+  if (rc == 0)
+    *dev = s->dev;
+  return rc;
+}
+
+int histd__cuda_mem_check(gpu_ctx *ctx, size_t bytes, const char *what, char *msg,
+                          size_t msglen) {
+  return mem_check(ctx, bytes, what, msg, msglen);
+}
+
 /* ---- the plan of a job ---------------------------------------------------- */
 
 typedef struct job_plan {

@@ -35,6 +35,20 @@ const char *histd__cuda_context_name(const gpu_ctx *ctx);
 void histd__cuda_context_info(const gpu_ctx *ctx, int *device, void **stream, int *sms,
                               size_t *smem_optin);
 
+/* Another driver's points (grid_engine.c): ds's x, y, z on the device,
+ * n doubles each back to back at *dev, loaded through the context's two
+ * slots (or kept there from an earlier job, or a prefetch); the compute
+ * stream waits for the copy, and *transfer_ms is its time if this job is
+ * the first to use it (else 0). Valid until the context's next job. */
+int histd__cuda_points(gpu_ctx *ctx, const histd_dataset *ds, const double **dev,
+                       double *transfer_ms, char *msg, size_t msglen);
+
+/* 0 if `bytes` more fit the device's free memory (less a reserve, and
+ * HISTD_GPU_MEM_LIMIT_MB honoured), else HISTD_ETOOBIG with a sentence
+ * naming `what`. */
+int histd__cuda_mem_check(gpu_ctx *ctx, size_t bytes, const char *what, char *msg,
+                          size_t msglen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,10 +1,444 @@
 /*
- * grid_engine.c -- "grid" on the GPU (being written: the helper's branch
- * replaces this file).
+ * grid_engine.c -- the host side of "grid" on the GPU: the cells built on
+ * the device by sorting (grid_gpu.h), then launches of the pair kernel
+ * over ranges of chunks (grid_kernels.cu: its filter and why the counts
+ * are the contract's), so that progress moves and a cancel is seen
+ * between two launches.
+ *
+ * A's points come through the context's dataset slots (kept on the device
+ * between jobs, or prefetched); B's (A x B with B another set) and the
+ * weights are copied for the job. Everything else lives in one device
+ * allocation whose size is checked against the free memory first: a job
+ * that does not fit is HISTD_ETOOBIG with a sentence.
+ *
+ * Cells: at most max(n_a, n_b) / 16 (where r_max allows that many). The
+ * cells' side is at least r_max's reach whatever their number, so more
+ * cells only shrink them towards it and cut the candidates; but a chunk
+ * is one warp's 32 lanes of A points of one cell, and a warp steps
+ * through its neighbours' B points whatever number of its lanes are
+ * live: below about 16 points a cell the warps' steps per point stop
+ * falling while the chunks' overhead (27 neighbours looked up) grows.
+ *
+ * Overflow is never counted on the device: it is the pairs' total less the
+ * bins and `below` (pairs in cells that are not adjacent, and visited pairs
+ * beyond the last edge, are all overflow).
  */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
 #include "engine.h"
+#include "gpu_engine.h"
+#include "grid.h"
+#include "grid_gpu.h"
+#include "sdh_gpu.h"
+#include "stats_gpu.h"
+
+#define GRID_POINTS_PER_CELL 16
+#define GRID_MAX_CELLS (1u << 28)
+#define GRID_MAX_POINTS (UINT32_MAX / 2)
+#define GRID_LAUNCH_PAIRS 2e10 /* candidate pairs per launch, about 100 ms on an H100 */
+
+#define CK SDH_CK_OUT
+
+/* Carves one allocation; with base NULL it only counts the bytes. */
+typedef struct arena {
+  char *base;
+  size_t used;
+} arena;
+
+static void *carve(arena *ar, size_t bytes) {
+  void *p = ar->base != NULL ? ar->base + ar->used : NULL;
+  ar->used += (bytes + 255) & ~(size_t)255;
+  return p;
+}
+
+/* The filter's cut (grid_kernels.cu's proof): reach^2 (1 + 2^-30), or
+ * +inf (every candidate goes to the contract) where a periodic box is not
+ * at least 2 reach along each of its axes. */
+static double filter_cut(const histd__grid_geom *g, const histd_box *box) {
+  if (box->kind != HISTD_BOX_NONE && !(0.5 * fmin(box->ax, fmin(box->by, box->cz)) >= g->reach))
+    return INFINITY;
+  return g->reach * g->reach * (1 + 0x1p-30);
+}
+
+/* The largest |coordinate| of a set (its bounds; 0 when empty). */
+static double span(const histd_dataset *d) {
+  double m = 0;
+  for (int k = 0; k < 3; k++)
+    m = fmax(m, fmax(fabs(d->min[k]), fabs(d->max[k])));
+  return m;
+}
+
+/* The float32 filter (grid_kernels.cu's proof): 1 with its cut and the
+ * float32 translations of the 27 neighbour offsets, or 0 where it does not
+ * apply (a periodic axis of fewer than 5 cells, reach beyond half the
+ * shortest width, or cells too large or small for float32's range). */
+static int plan_filter32(const histd__grid_geom *g, const histd_problem *p, float *cut32,
+                         float delta[81]) {
+  const histd_box *box = &p->box;
+  double edge[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}; /* the cell's edge vectors */
+  double bsum = 0, rho = 1;
+  if (g->periodic) {
+    for (int k = 0; k < 3; k++)
+      if (g->n[k] < 5)
+        return 0;
+    if (!(g->reach <= histd_box_half_width(box)))
+      return 0;
+    edge[0][0] = box->ax / g->n[0];
+    edge[1][0] = box->bx / g->n[1], edge[1][1] = box->by / g->n[1];
+    edge[2][0] = box->cx / g->n[2], edge[2][1] = box->cy / g->n[2], edge[2][2] = box->cz / g->n[2];
+    bsum = box->ax + fabs(box->bx) + box->by + fabs(box->cx) + fabs(box->cy) + box->cz;
+    double bmax = fmax(fmax(box->ax, box->by), fmax(box->cz, fmax(fabs(box->bx),
+                                                                  fmax(fabs(box->cx), fabs(box->cy)))));
+    rho = bmax / fmin(box->ax, fmin(box->by, box->cz));
+  } else {
+    for (int k = 0; k < 3; k++)
+      edge[k][k] = 1 / g->scale[k];
+  }
+  const double m = fmax(span(p->a), p->b != NULL ? span(p->b) : 0);
+  const double ed = 0x1p-44 * (m + bsum) * (1 + rho);
+  double e = 0;
+  for (int x = 0; x < 3; x++) {
+    double r = fabs(edge[0][x]) + fabs(edge[1][x]) + fabs(edge[2][x]);
+    if (!(r <= 0x1p60) || (r != 0 && !(r >= 0x1p-60)))
+      return 0;
+    e += 8.01 * 0x1p-24 * (r * (1 + 0x1p-20) + ed) + 2 * ed + 0x1p-120;
+  }
+  const double cut = (g->reach + e) * (g->reach + e) * (1 + 0x1p-20);
+  if (!(g->reach >= 0x1p-60 && cut <= 0x1p120))
+    return 0;
+  float c = (float)cut;
+  if ((double)c < cut)
+    c = nextafterf(c, INFINITY);
+  *cut32 = c;
+  for (int oz = -1; oz <= 1; oz++)
+    for (int oy = -1; oy <= 1; oy++)
+      for (int ox = -1; ox <= 1; ox++) {
+        const int at = 3 * ((oz + 1) * 9 + (oy + 1) * 3 + (ox + 1));
+        for (int x = 0; x < 3; x++)
+          delta[at + x] = (float)-(ox * edge[0][x] + oy * edge[1][x] + oz * edge[2][x]);
+      }
+  return 1;
+}
+
+/* The block size and the shared-memory layout: the first that fits of the
+ * block sizes (the job's, else 256 down to 32) with, in order, the
+ * histogram and the edges in shared memory. Weighted jobs need their
+ * partials there; one whose partials fit no block is refused. */
+static int choose_layout(grid_params *gp, const histd_exec *ex, size_t optin, char *msg,
+                         size_t msglen) {
+  static const uint32_t sizes[] = {256, 128, 64, 32};
+  const uint32_t *tries = ex->block_size != 0 ? &ex->block_size : sizes;
+  const int ntries = ex->block_size != 0 ? 1 : 4;
+  if (ex->block_size > GRID_MAX_BLOCK)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "grid on the GPU runs with block_size up to %u, got %u", GRID_MAX_BLOCK,
+                      ex->block_size);
+  for (int b = 0; b < ntries; b++)
+    for (int counts = 1; counts >= 0; counts--)
+      for (int edges = gp->edges; edges >= 0; edges--) {
+        gp->block = tries[b];
+        gp->shared_counts = counts;
+        gp->shared_edges = edges;
+        size_t bytes = grid_smem_bytes(gp);
+        if (bytes <= optin) {
+          gp->smem = bytes;
+          return 0;
+        }
+      }
+  return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                    "a weighted histogram of %u bins does not fit the GPU's shared memory for "
+                    "grid (its partial sums live there: 24 bytes per bin and warp); use fewer "
+                    "bins, a smaller block_size, or the CPU",
+                    gp->count);
+}
+
+static void finish_result(histd_result *res, const grid_params *gp, const gpu_ctx *ctx,
+                          const histd__grid_geom *g, double candidates, double build_ms) {
+  res->exact = true; /* the contract's own arithmetic for every pair counted */
+  res->refined_pairs = 0;
+  res->block_size = gp->block;
+  res->threads = 0;
+  if (g != NULL)
+    snprintf(res->device, sizeof res->device,
+             "%s, grid %ux%ux%u cells, %s filter, %.4g candidate pairs, cells built in %.2f ms",
+             histd__cuda_context_name(ctx), g->n[0], g->n[1], g->n[2],
+             gp->filter32 ? "float32" : "float64", candidates, build_ms);
+  else
+    snprintf(res->device, sizeof res->device, "%s, grid: no pairs",
+             histd__cuda_context_name(ctx));
+}
 
 int histd__cuda_grid_run(HISTD__RUN_ARGS) {
-  (void)w; (void)p; (void)ex; (void)ctl; (void)res;
-  return histd_fail(msg, msglen, HISTD_ENODEV, "the GPU grid is not built yet");
+  gpu_ctx *ctx = w->gpu;
+  int device, sms;
+  size_t optin;
+  void *stream;
+  histd__cuda_context_info(ctx, &device, &stream, &sms, &optin);
+  cudaStream_t s = stream;
+  const bool cross = p->b != NULL;
+  const histd_dataset *a = p->a, *b = cross ? p->b : p->a;
+  const bool own_b = cross && p->b != p->a; /* B's cells are not A's */
+  const bool weighted = p->weighted;
+  if (a->n > GRID_MAX_POINTS || b->n > GRID_MAX_POINTS)
+    return histd_fail(msg, msglen, HISTD_ETOOBIG, "grid on the GPU takes at most %u points a side",
+                      GRID_MAX_POINTS);
+  const uint32_t count = res->bins.count, slots = count + 2;
+  const uint32_t na = (uint32_t)a->n, nb = (uint32_t)b->n, nmax = na > nb ? na : nb;
+  const uint64_t total = histd_problem_pairs(p);
+  grid_params gp;
+  memset(&gp, 0, sizeof gp);
+  gp.metric = histd__metric(&p->box);
+  gp.edges = p->bins.kind == HISTD_BINS_EDGES;
+  gp.count = count;
+  gp.width = p->bins.width;
+  gp.inv_width = gp.edges ? 0 : 1 / p->bins.width;
+  gp.cross = cross;
+  gp.weighted = weighted;
+  int rc = choose_layout(&gp, ex, optin, msg, msglen);
+  if (rc != 0)
+    return rc;
+  cudaError_t e_dev = cudaSetDevice(device);
+  if (e_dev != cudaSuccess)
+    return sdh_cuda_fail(msg, msglen, "cudaSetDevice", e_dev);
+  if (total == 0) {
+    res->below = 0;
+    res->overflow = 0;
+    res->timing.transfer_ms = 0;
+    res->timing.kernel_ms = 0;
+    finish_result(res, &gp, ctx, NULL, 0, 0);
+    return 0;
+  }
+  uint64_t max_cells = nmax / GRID_POINTS_PER_CELL;
+  max_cells = max_cells < 1 ? 1 : max_cells > GRID_MAX_CELLS ? GRID_MAX_CELLS : max_cells;
+  histd__grid_geom g;
+  rc = histd__grid_plan(p, max_cells, &g, msg, msglen);
+  if (rc != 0)
+    return rc;
+  const uint32_t cells = (uint32_t)g.cells;
+  gp.geom = g;
+  gp.cells = cells;
+  gp.s_cut = filter_cut(&g, &p->box);
+  float delta[81];
+  gp.filter32 = plan_filter32(&g, p, &gp.cut32, delta);
+  if (gp.filter32) { /* its queue is smaller: the layout again */
+    rc = choose_layout(&gp, ex, optin, msg, msglen);
+    if (rc != 0)
+      return rc;
+  }
+
+  arena ar = {NULL, 0};
+  cudaEvent_t ev[3] = {NULL, NULL, NULL};
+  uint64_t *host_counts = NULL;
+  double *host_rows = NULL;
+  double t_start = 0, t_points = 0, t_copied = 0, t_back = 0;
+  int per_sm = 0;
+  rc = grid_blocks_per_sm(&gp, &per_sm, msg, msglen);
+  if (rc != 0)
+    return rc;
+  if (per_sm < 1)
+    return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "grid with block_size %u and %u bins does not fit a multiprocessor",
+                      gp.block, count);
+  const uint32_t grid = (uint32_t)sms * (uint32_t)per_sm;
+  size_t temp_bytes = 0;
+  rc = grid_temp_bytes(nmax, cells, &temp_bytes, msg, msglen);
+  if (rc != 0)
+    return rc;
+
+  /* A's points first: the slot checks its own room */
+  const double *dev_a = NULL;
+  rc = histd__cuda_points(ctx, a, &dev_a, &t_points, msg, msglen);
+  if (rc != 0)
+    return rc;
+  cudaError_t e0 = cudaStreamSynchronize(s); /* its copy, timed by the slot */
+  if (e0 != cudaSuccess)
+    return sdh_cuda_fail(msg, msglen, "the copy of A", e0);
+
+  /* one allocation for the rest, sized by a dry run of the same carving */
+  grid_set sa, sb;
+  grid_scratch scr;
+  uint32_t *cnt = NULL, *chunk_off = NULL, *next = NULL;
+  double *dedges = NULL, *wrows = NULL, *aw = NULL;
+  float *ddelta = NULL;
+  unsigned long long *dcounts = NULL, *dcand = NULL;
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) {
+      size_t bytes = ar.used;
+      rc = histd__cuda_mem_check(ctx, bytes, "grid's sorted points and cells", msg, msglen);
+      if (rc != 0)
+        return rc;
+      ar.used = 0;
+      cudaError_t e = cudaMalloc((void **)&ar.base, bytes);
+      if (e != cudaSuccess) {
+        ar.base = NULL;
+        return sdh_cuda_fail(msg, msglen, "cudaMalloc (grid)", e);
+      }
+    }
+    memset(&sa, 0, sizeof sa);
+    memset(&sb, 0, sizeof sb);
+    sa.n = na;
+    sa.x = dev_a;
+    sa.y = dev_a + na;
+    sa.z = dev_a + 2 * (size_t)na;
+    aw = weighted ? carve(&ar, (size_t)na * 8) : NULL;
+    sa.w = aw;
+    sa.sx = carve(&ar, (size_t)na * 8);
+    sa.sy = carve(&ar, (size_t)na * 8);
+    sa.sz = carve(&ar, (size_t)na * 8);
+    sa.sw = weighted ? carve(&ar, (size_t)na * 8) : NULL;
+    sa.fx = gp.filter32 ? carve(&ar, (size_t)na * 4) : NULL;
+    sa.fy = gp.filter32 ? carve(&ar, (size_t)na * 4) : NULL;
+    sa.fz = gp.filter32 ? carve(&ar, (size_t)na * 4) : NULL;
+    sa.start = carve(&ar, ((size_t)cells + 1) * 4);
+    if (own_b) {
+      sb.n = nb;
+      sb.x = carve(&ar, (size_t)nb * 8);
+      sb.y = carve(&ar, (size_t)nb * 8);
+      sb.z = carve(&ar, (size_t)nb * 8);
+      sb.w = weighted ? carve(&ar, (size_t)nb * 8) : NULL;
+      sb.sx = carve(&ar, (size_t)nb * 8);
+      sb.sy = carve(&ar, (size_t)nb * 8);
+      sb.sz = carve(&ar, (size_t)nb * 8);
+      sb.sw = weighted ? carve(&ar, (size_t)nb * 8) : NULL;
+      sb.fx = gp.filter32 ? carve(&ar, (size_t)nb * 4) : NULL;
+      sb.fy = gp.filter32 ? carve(&ar, (size_t)nb * 4) : NULL;
+      sb.fz = gp.filter32 ? carve(&ar, (size_t)nb * 4) : NULL;
+      sb.start = carve(&ar, ((size_t)cells + 1) * 4);
+    } else {
+      sb = sa;
+    }
+    scr.keys = carve(&ar, 2 * (size_t)nmax * 4);
+    scr.vals = carve(&ar, 2 * (size_t)nmax * 4);
+    scr.temp = carve(&ar, temp_bytes);
+    scr.temp_bytes = temp_bytes;
+    cnt = carve(&ar, ((size_t)cells + 1) * 4);
+    chunk_off = carve(&ar, ((size_t)cells + 1) * 4);
+    dedges = gp.edges ? carve(&ar, ((size_t)count + 1) * 8) : NULL;
+    ddelta = gp.filter32 ? carve(&ar, sizeof delta) : NULL;
+    dcounts = carve(&ar, (size_t)slots * 8);
+    wrows = weighted ? carve(&ar, 2 * (size_t)grid * slots * 8) : NULL;
+    next = carve(&ar, 4);
+    dcand = carve(&ar, 8);
+  }
+
+  t_start = histd_now_ms();
+  for (int i = 0; i < 3; i++)
+    CK(cudaEventCreate(&ev[i]), "cudaEventCreate");
+  if (weighted)
+    CK(cudaMemcpyAsync(aw, a->w, (size_t)na * 8, cudaMemcpyHostToDevice, s), "the copy of A's weights");
+  if (own_b) {
+    CK(cudaMemcpyAsync((double *)sb.x, b->x, (size_t)nb * 8, cudaMemcpyHostToDevice, s), "the copy of B");
+    CK(cudaMemcpyAsync((double *)sb.y, b->y, (size_t)nb * 8, cudaMemcpyHostToDevice, s), "the copy of B");
+    CK(cudaMemcpyAsync((double *)sb.z, b->z, (size_t)nb * 8, cudaMemcpyHostToDevice, s), "the copy of B");
+    if (weighted)
+      CK(cudaMemcpyAsync((double *)sb.w, b->w, (size_t)nb * 8, cudaMemcpyHostToDevice, s),
+         "the copy of B's weights");
+  }
+  if (gp.edges)
+    CK(cudaMemcpyAsync(dedges, p->bins.edges, ((size_t)count + 1) * 8, cudaMemcpyHostToDevice, s),
+       "the copy of the edges");
+  if (gp.filter32)
+    CK(cudaMemcpyAsync(ddelta, delta, sizeof delta, cudaMemcpyHostToDevice, s),
+       "the copy of the offsets");
+  CK(cudaMemsetAsync(dcounts, 0, (size_t)slots * 8, s), "cudaMemsetAsync");
+  CK(cudaMemsetAsync(dcand, 0, 8, s), "cudaMemsetAsync");
+  if (weighted)
+    CK(cudaMemsetAsync(wrows, 0, 2 * (size_t)grid * slots * 8, s), "cudaMemsetAsync");
+  CK(cudaStreamSynchronize(s), "the copies to the device");
+  t_copied = histd_now_ms();
+
+  /* the cells */
+  uint32_t chunks = 0;
+  CK(cudaEventRecord(ev[0], s), "cudaEventRecord");
+  rc = grid_sort_set(&g, &gp.metric, &sa, &scr, s, msg, msglen);
+  if (rc == 0 && own_b)
+    rc = grid_sort_set(&g, &gp.metric, &sb, &scr, s, msg, msglen);
+  if (rc == 0)
+    rc = grid_chunks(sa.start, cells, cnt, chunk_off, &scr, &chunks, s, msg, msglen);
+  if (rc != 0)
+    goto out;
+  CK(cudaEventRecord(ev[1], s), "cudaEventRecord");
+
+  /* the pairs, in launches of about GRID_LAUNCH_PAIRS candidates (a
+   * uniform set's estimate) */
+  gp.dedges = dedges;
+  gp.ax = sa.sx, gp.ay = sa.sy, gp.az = sa.sz, gp.aw = sa.sw;
+  gp.bx = sb.sx, gp.by = sb.sy, gp.bz = sb.sz, gp.bw = sb.sw;
+  gp.afx = sa.fx, gp.afy = sa.fy, gp.afz = sa.fz;
+  gp.bfx = sb.fx, gp.bfy = sb.fy, gp.bfz = sb.fz;
+  gp.delta = ddelta;
+  gp.start_a = sa.start;
+  gp.start_b = sb.start;
+  gp.chunk_off = chunk_off;
+  gp.counts = dcounts;
+  gp.wsum = wrows;
+  gp.werr = weighted ? wrows + (size_t)grid * slots : NULL;
+  gp.next = next;
+  gp.candidates = dcand;
+  const double est = (double)na * (27.0 * nb / cells) / (cross ? 1 : 2);
+  double launches = ceil(est / GRID_LAUNCH_PAIRS);
+  launches = launches < 1 ? 1 : launches > chunks ? chunks : launches;
+  const uint32_t per = chunks == 0 ? 1 : (uint32_t)ceil(chunks / launches);
+  for (uint32_t k0 = 0; k0 < chunks; k0 += per) {
+    if (histd__cancelled(ctl)) {
+      rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
+      goto out;
+    }
+    const uint32_t k1 = chunks - k0 > per ? k0 + per : chunks;
+    CK(cudaMemsetAsync(next, 0, 4, s), "cudaMemsetAsync");
+    rc = grid_pairs_launch(&gp, k0, k1, grid, s, msg, msglen);
+    if (rc != 0)
+      goto out;
+    CK(cudaStreamSynchronize(s), "the grid pair kernel");
+    histd__progress(ctl, k1 < chunks ? (double)k1 / chunks : 0.99);
+  }
+  CK(cudaEventRecord(ev[2], s), "cudaEventRecord");
+  CK(cudaEventSynchronize(ev[2]), "cudaEventSynchronize");
+  float build_ms = 0, kernel_ms = 0;
+  CK(cudaEventElapsedTime(&build_ms, ev[0], ev[1]), "cudaEventElapsedTime");
+  CK(cudaEventElapsedTime(&kernel_ms, ev[0], ev[2]), "cudaEventElapsedTime");
+
+  double t_kernel = histd_now_ms();
+  unsigned long long cand = 0;
+  host_counts = malloc((size_t)slots * sizeof *host_counts);
+  host_rows = weighted ? malloc(2 * (size_t)grid * slots * sizeof *host_rows) : NULL;
+  if (host_counts == NULL || (weighted && host_rows == NULL)) {
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the GPU's answer");
+    goto out;
+  }
+  CK(cudaMemcpy(host_counts, dcounts, (size_t)slots * 8, cudaMemcpyDeviceToHost),
+     "the copy of the counts");
+  CK(cudaMemcpy(&cand, dcand, 8, cudaMemcpyDeviceToHost), "the copy of the counts");
+  if (weighted)
+    CK(cudaMemcpy(host_rows, wrows, 2 * (size_t)grid * slots * 8, cudaMemcpyDeviceToHost),
+       "the copy of the weighted sums");
+  t_back = histd_now_ms();
+  uint64_t sum = host_counts[count];
+  for (uint32_t k = 0; k < count; k++) {
+    res->counts[k] = host_counts[k];
+    sum += host_counts[k];
+  }
+  res->below = host_counts[count];
+  res->overflow = total - sum;
+  if (weighted)
+    stats_fold_rows(host_rows, grid, slots, count, res->weighted);
+  res->timing.transfer_ms = t_points + (t_copied - t_start) + (t_back - t_kernel);
+  res->timing.kernel_ms = kernel_ms;
+  finish_result(res, &gp, ctx, &g, (double)cand, build_ms);
+out:
+  free(host_counts);
+  free(host_rows);
+  for (int i = 0; i < 3; i++)
+    if (ev[i] != NULL)
+      cudaEventDestroy(ev[i]);
+  if (ar.base != NULL) {
+    cudaStreamSynchronize(s); /* a failed or cancelled job may leave work queued */
+    cudaFree(ar.base);
+  }
+  return rc;
 }

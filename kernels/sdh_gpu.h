@@ -103,6 +103,18 @@ int sdh_error_code(cudaError_t e);
  * sdh_error_code(e) and "CUDA error in WHAT: CUDA's text". */
 int sdh_cuda_fail(char *msg, size_t msglen, const char *what, cudaError_t e);
 
+/* For host drivers with `int rc`, `msg`, `msglen` and an `out:` label
+ * (stats_engine.c, grid_engine.c): a failed CUDA call sets rc by
+ * sdh_cuda_fail and jumps to out. */
+#define SDH_CK_OUT(call, what)                                                           \
+  do {                                                                                   \
+    cudaError_t e_ = (call);                                                             \
+    if (e_ != cudaSuccess) {                                                             \
+      rc = sdh_cuda_fail(msg, msglen, what, e_);                                         \
+      goto out;                                                                          \
+    }                                                                                    \
+  } while (0)
+
 /* Fault injection for the tests (HISTD_TEST_CUDA_FAULT): a kernel that
  * writes to an invalid address, so the next synchronisation on the device
  * fails with cudaErrorIllegalAddress, a sticky error. */

@@ -32,14 +32,7 @@ typedef struct stats_job {
   double *wrows;              /* 2 * grid * slots: sums then compensations */
 } stats_job;
 
-#define CK(call, what)                                                                   \
-  do {                                                                                   \
-    cudaError_t e_ = (call);                                                             \
-    if (e_ != cudaSuccess) {                                                             \
-      rc = sdh_cuda_fail(msg, msglen, what, e_);                                         \
-      goto out;                                                                          \
-    }                                                                                    \
-  } while (0)
+#define CK SDH_CK_OUT
 
 /* Copies n doubles of one array to dst (or nothing when src is NULL). */
 static cudaError_t put(double *dst, const double *src, size_t n, cudaStream_t s) {
@@ -97,6 +90,18 @@ static uint32_t next_stop(const stats_params *sp, uint32_t t0, uint32_t tiles_a,
     t++;
   }
   return t;
+}
+
+void stats_fold_rows(const double *rows, uint32_t grid, uint32_t slots, uint32_t count,
+                     double *out) {
+  for (uint32_t k = 0; k < count; k++) {
+    double sum = 0, err = 0;
+    for (uint32_t g = 0; g < grid; g++) {
+      histd__neumaier(&sum, &err, rows[(size_t)g * slots + k]);
+      histd__neumaier(&sum, &err, rows[((size_t)grid + g) * slots + k]);
+    }
+    out[k] = sum + err;
+  }
 }
 
 int histd__cuda_stats_run(HISTD__RUN_ARGS) {
@@ -222,14 +227,7 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   res->below = host_counts[count];
   res->overflow = host_counts[count + 1];
   if (weighted)
-    for (uint32_t k = 0; k < count; k++) {
-      double sum = 0, err = 0;
-      for (uint32_t g = 0; g < grid; g++) {
-        histd__neumaier(&sum, &err, host_rows[(size_t)g * slots + k]);
-        histd__neumaier(&sum, &err, host_rows[((size_t)grid + g) * slots + k]);
-      }
-      res->weighted[k] = sum + err;
-    }
+    stats_fold_rows(host_rows, grid, slots, count, res->weighted);
   res->exact = true; /* the contract's own arithmetic, whatever the precision asked */
   res->refined_pairs = 0;
   res->block_size = sp.block;

@@ -75,6 +75,12 @@ int stats_blocks_per_sm(const stats_params *p, int *blocks, char *msg, size_t ms
 int stats_launch(const stats_params *p, uint32_t t0, uint32_t t1, uint32_t grid,
                  cudaStream_t s, char *msg, size_t msglen);
 
+/* The host's last step: rows[0..grid) of sums and rows[grid..2 grid) of
+ * their compensations, `slots` each (block b's at row b), folded by
+ * Neumaier steps into out[0..count). */
+void stats_fold_rows(const double *rows, uint32_t grid, uint32_t slots, uint32_t count,
+                     double *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -17,17 +17,8 @@
 #include "histd/histd.h"
 #include "sdh_gpu.h"
 #include "stats_gpu.h"
-
-/* Neumaier's step on the device: sum += v, the lost low part into err. */
-__device__ __forceinline__ void neumaier(double *sum, double *err, double v) {
-  double s = *sum;
-  double t = __dadd_rn(s, v);
-  if (fabs(s) >= fabs(v))
-    *err = __dadd_rn(*err, __dadd_rn(__dsub_rn(s, t), v));
-  else
-    *err = __dadd_rn(*err, __dadd_rn(__dsub_rn(v, t), s));
-  *sum = t;
-}
+#include "launch_util.cuh"
+#include "wsum_device.cuh"
 
 struct smem_layout {
   double *tx, *ty, *tz, *tw;   /* the staged partner tile */
@@ -135,15 +126,8 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
         }
         __syncwarp();
       } else if (W == STATS_W_ATOMIC) { /* at most 32 * B terms per slot since the last */
-        __syncwarp();
-        for (uint32_t k = lane; k < slots; k += 32) {
-          double v = part[k];
-          if (v != 0) {
-            neumaier(&L.wsum[(size_t)warp * slots + k], &L.werr[(size_t)warp * slots + k], v);
-            part[k] = 0;
-          }
-        }
-        __syncwarp();
+        wsum_warp_fold(part, L.wsum + (size_t)warp * slots, L.werr + (size_t)warp * slots,
+                       slots, lane);
       }
     }
   }
@@ -153,14 +137,8 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
       if (L.hist[k] != 0)
         atomicAdd(&p.counts[k], L.hist[k]);
   if (W)
-    for (uint32_t k = tid; k < slots; k += B) {
-      double *gs = &p.wsum[(size_t)blockIdx.x * slots + k];
-      double *ge = &p.werr[(size_t)blockIdx.x * slots + k];
-      for (uint32_t v = 0; v < warps; v++) {
-        neumaier(gs, ge, L.wsum[(size_t)v * slots + k]);
-        neumaier(gs, ge, L.werr[(size_t)v * slots + k]);
-      }
-    }
+    wsum_block_fold(L.wsum, L.werr, warps, slots, p.wsum + (size_t)blockIdx.x * slots,
+                    p.werr + (size_t)blockIdx.x * slots);
 }
 
 typedef void (*stats_fn)(stats_params, uint32_t, uint32_t);
@@ -191,27 +169,15 @@ extern "C" size_t stats_smem_bytes(const stats_params *p) {
                       p->shared_counts != 0);
 }
 
-static cudaError_t prepare(const stats_params *p, stats_fn f) {
-  if (p->smem > 48 * 1024)
-    return cudaFuncSetAttribute((const void *)f, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)p->smem);
-  return cudaSuccess;
-}
-
 extern "C" int stats_blocks_per_sm(const stats_params *p, int *blocks, char *msg,
                                    size_t msglen) {
-  stats_fn f = pick(p);
-  cudaError_t e = prepare(p, f);
-  if (e == cudaSuccess)
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, (const void *)f, (int)p->block,
-                                                      p->smem);
-  return e == cudaSuccess ? 0 : sdh_cuda_fail(msg, msglen, "the occupancy query", e);
+  return kernel_blocks_per_sm(pick(p), p->block, p->smem, blocks, msg, msglen);
 }
 
 extern "C" int stats_launch(const stats_params *p, uint32_t t0, uint32_t t1, uint32_t grid,
                             cudaStream_t s, char *msg, size_t msglen) {
   stats_fn f = pick(p);
-  cudaError_t e = prepare(p, f);
+  cudaError_t e = kernel_smem_prepare(f, p->smem);
   if (e != cudaSuccess)
     return sdh_cuda_fail(msg, msglen, "the kernel's shared-memory setting", e);
   f<<<grid, p->block, p->smem, s>>>(*p, t0, t1);

@@ -129,12 +129,18 @@ HISTD_PAIR_FN void histd_min_image(const histd_metric *m, double *dx, double *dy
   }
 }
 
+/* The contract's s of a difference vector dx = xi - xj, ... (each
+ * difference rounded on its own): its minimum image, then the sum of
+ * squares. */
+HISTD_PAIR_FN double histd_diff_s(const histd_metric *m, double dx, double dy, double dz) {
+  histd_min_image(m, &dx, &dy, &dz);
+  return HISTD_ADD(HISTD_ADD(HISTD_MUL(dx, dx), HISTD_MUL(dy, dy)), HISTD_MUL(dz, dz));
+}
+
 /* The contract's squared distance s of one pair under the metric. */
 HISTD_PAIR_FN double histd_pair_s(const histd_metric *m, double xi, double yi, double zi,
                                   double xj, double yj, double zj) {
-  double dx = HISTD_SUB(xi, xj), dy = HISTD_SUB(yi, yj), dz = HISTD_SUB(zi, zj);
-  histd_min_image(m, &dx, &dy, &dz);
-  return HISTD_ADD(HISTD_ADD(HISTD_MUL(dx, dx), HISTD_MUL(dy, dy)), HISTD_MUL(dz, dz));
+  return histd_diff_s(m, HISTD_SUB(xi, xj), HISTD_SUB(yi, yj), HISTD_SUB(zi, zj));
 }
 
 /* The distance d = sqrt(s). */

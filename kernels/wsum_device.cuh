@@ -1,0 +1,56 @@
+/*
+ * wsum_device.cuh -- the weighted sums' device steps, shared by the
+ * kernels that sum w_i w_j per bin ("tiled-stats", stats_kernels.cu, and
+ * "grid", grid_kernels.cu); stats_gpu.h states the bound they keep.
+ *
+ * Each warp adds its pairs' products into partials, one per slot (bins,
+ * below, overflow), each taking at most 4096 terms between two folds; a
+ * fold moves every partial into the warp's own Neumaier (sum,
+ * compensation) pair per slot. At the end of a launch the block folds its
+ * warps' pairs into its own row of (sum, compensation) in global memory;
+ * the host folds the rows (stats_fold_rows).
+ */
+#ifndef HISTD_WSUM_DEVICE_CUH
+#define HISTD_WSUM_DEVICE_CUH
+
+#include <stdint.h>
+
+/* Neumaier's step on the device: sum += v, the lost low part into err. */
+__device__ __forceinline__ void neumaier(double *sum, double *err, double v) {
+  double s = *sum;
+  double t = __dadd_rn(s, v);
+  if (fabs(s) >= fabs(v))
+    *err = __dadd_rn(*err, __dadd_rn(__dsub_rn(s, t), v));
+  else
+    *err = __dadd_rn(*err, __dadd_rn(__dsub_rn(v, t), s));
+  *sum = t;
+}
+
+/* One warp (all 32 lanes) folds its partials part[0..slots) into its pairs
+ * wsum/werr[0..slots) and zeroes them. */
+__device__ __forceinline__ void wsum_warp_fold(double *part, double *wsum, double *werr,
+                                               uint32_t slots, uint32_t lane) {
+  __syncwarp();
+  for (uint32_t k = lane; k < slots; k += 32) {
+    double v = part[k];
+    if (v != 0) {
+      neumaier(&wsum[k], &werr[k], v);
+      part[k] = 0;
+    }
+  }
+  __syncwarp();
+}
+
+/* The block (after a barrier) folds its `warps` rows of pairs, wsum/werr
+ * + v * slots, into its global row gsum/gerr[0..slots). */
+__device__ __forceinline__ void wsum_block_fold(const double *wsum, const double *werr,
+                                                uint32_t warps, uint32_t slots, double *gsum,
+                                                double *gerr) {
+  for (uint32_t k = threadIdx.x; k < slots; k += blockDim.x)
+    for (uint32_t v = 0; v < warps; v++) {
+      neumaier(&gsum[k], &gerr[k], wsum[(size_t)v * slots + k]);
+      neumaier(&gsum[k], &gerr[k], werr[(size_t)v * slots + k]);
+    }
+}
+
+#endif
