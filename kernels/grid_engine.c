@@ -56,6 +56,20 @@ static void *carve(arena *ar, size_t bytes) {
   return p;
 }
 
+/* A set's sorted arrays (binary64, weights, float32 relative coordinates)
+ * and its cell starts. */
+static void carve_sorted(arena *ar, grid_set *set, bool weighted, int filter32, uint32_t cells) {
+  const size_t n = set->n;
+  set->sx = carve(ar, n * 8);
+  set->sy = carve(ar, n * 8);
+  set->sz = carve(ar, n * 8);
+  set->sw = weighted ? carve(ar, n * 8) : NULL;
+  set->fx = filter32 ? carve(ar, n * 4) : NULL;
+  set->fy = filter32 ? carve(ar, n * 4) : NULL;
+  set->fz = filter32 ? carve(ar, n * 4) : NULL;
+  set->start = carve(ar, ((size_t)cells + 1) * 4);
+}
+
 /* The filter's cut (grid_kernels.cu's proof): reach^2 (1 + 2^-30), or
  * +inf (every candidate goes to the contract) where a periodic box is not
  * at least 2 reach along each of its axes. */
@@ -287,28 +301,14 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
     sa.z = dev_a + 2 * (size_t)na;
     aw = weighted ? carve(&ar, (size_t)na * 8) : NULL;
     sa.w = aw;
-    sa.sx = carve(&ar, (size_t)na * 8);
-    sa.sy = carve(&ar, (size_t)na * 8);
-    sa.sz = carve(&ar, (size_t)na * 8);
-    sa.sw = weighted ? carve(&ar, (size_t)na * 8) : NULL;
-    sa.fx = gp.filter32 ? carve(&ar, (size_t)na * 4) : NULL;
-    sa.fy = gp.filter32 ? carve(&ar, (size_t)na * 4) : NULL;
-    sa.fz = gp.filter32 ? carve(&ar, (size_t)na * 4) : NULL;
-    sa.start = carve(&ar, ((size_t)cells + 1) * 4);
+    carve_sorted(&ar, &sa, weighted, gp.filter32, cells);
     if (own_b) {
       sb.n = nb;
       sb.x = carve(&ar, (size_t)nb * 8);
       sb.y = carve(&ar, (size_t)nb * 8);
       sb.z = carve(&ar, (size_t)nb * 8);
       sb.w = weighted ? carve(&ar, (size_t)nb * 8) : NULL;
-      sb.sx = carve(&ar, (size_t)nb * 8);
-      sb.sy = carve(&ar, (size_t)nb * 8);
-      sb.sz = carve(&ar, (size_t)nb * 8);
-      sb.sw = weighted ? carve(&ar, (size_t)nb * 8) : NULL;
-      sb.fx = gp.filter32 ? carve(&ar, (size_t)nb * 4) : NULL;
-      sb.fy = gp.filter32 ? carve(&ar, (size_t)nb * 4) : NULL;
-      sb.fz = gp.filter32 ? carve(&ar, (size_t)nb * 4) : NULL;
-      sb.start = carve(&ar, ((size_t)cells + 1) * 4);
+      carve_sorted(&ar, &sb, weighted, gp.filter32, cells);
     } else {
       sb = sa;
     }
