@@ -61,6 +61,32 @@
  *   q~ + E' < 2^(23-k) for every pair (Dmax + 2E + 2 < 2^(23-k)); jobs where
  *   that leaves too coarse a k, or E too large (tiny widths, huge ranges)
  *   run in SDH_MODE_F64 instead, which is the contract itself.
+ *
+ * 16-bit counters (SDH_SINK_H16), for histograms that 32-bit shared
+ * counters cannot hold (B70k: 70,000 buckets): one copy per block, rows 2w
+ * and 2w+1 in the low and high halves of word w; rows from hcap on (only
+ * overflow: hcap <= buckets) have no counter and are not counted anywhere,
+ * and the host sets overflow = n(n-1)/2 - sum(counts). An increment adds
+ * 1 or 2^16 to the word (atom.add, which returns the old word). A thread
+ * whose increment finds bit 14 or 15 of either half set (a half >= 2^14)
+ * later, before the next barrier, clears both halves' bits 14 and 15 with
+ * one atom.and and adds what it cleared (old & 0xC000 of each half) to the
+ * global counts; any thread may do such a clear, and each set bit is
+ * cleared, so moved, exactly once. Invariant: at every barrier each half
+ * holds at most 2^14. Proof: take the last clear of the half before the
+ * barrier (or the barrier before, where the half held <= 2^14). Every
+ * increment after it found bits 14-15 clear, else its thread would have
+ * cleared later; so the half was < 2^14 before each of them, and it is
+ * <= 2^14 after the last. Between two barriers a block makes at most
+ * SDH_H16_EPOCH = 49151 shared increments (the host spaces the barriers:
+ * drain_every partners x block threads, one shared increment per pair;
+ * a drain's adds, <= qcap, lie between barriers of their own; the
+ * exact-mode take-back of a provisional count and a refined pair's count
+ * when the queue is full go to the global counts instead), so a half
+ * never exceeds 2^14 + 49151 < 2^16 and no carry ever reaches its
+ * neighbour. The counts are the shared halves at the end plus what was
+ * moved plus the global adds (mod 2^64), which is exact. The float32
+ * arithmetic, the edge test and the refinement are the same for every sink.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -141,6 +167,17 @@ __device__ __forceinline__ void red_shared(uint32_t addr) {
 __device__ __forceinline__ void dec_shared(uint32_t addr) {
   asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(addr), "r"(0xffffffffu));
 }
+/* Shared-memory atomic add and and, returning the old word (H16 sink). */
+__device__ __forceinline__ uint32_t atom_add_shared(uint32_t addr, uint32_t v) {
+  uint32_t old;
+  asm volatile("atom.shared.add.u32 %0, [%1], %2;" : "=r"(old) : "r"(addr), "r"(v));
+  return old;
+}
+__device__ __forceinline__ uint32_t atom_and_shared(uint32_t addr, uint32_t v) {
+  uint32_t old;
+  asm volatile("atom.shared.and.b32 %0, [%1], %2;" : "=r"(old) : "r"(addr), "r"(v));
+  return old;
+}
 __device__ __forceinline__ uint32_t opaque(uint32_t x) {
   uint32_t y;
   asm("mov.b32 %0, %1;" : "=r"(y) : "r"(x));
@@ -155,6 +192,7 @@ template <> struct Sink<SDH_SINK_GLOBAL> {
   __device__ void init(const sdh_params &p, uint32_t *) { g = p.counts - p.rowbase; }
   __device__ __forceinline__ void add_hi(uint32_t h) { atomicAdd(g + h, 1ull); }
   __device__ __forceinline__ void sub_hi(uint32_t h) { atomicAdd(g + h, ~0ull); }
+  __device__ __forceinline__ void add_far(uint32_t h) { add_hi(h); }
   __device__ void flush(const sdh_params &, uint32_t *) {}
 };
 
@@ -172,6 +210,7 @@ template <> struct Sink<SDH_SINK_GEN> {
   }
   __device__ __forceinline__ void add_hi(uint32_t h) { red_shared(hb + h * rs); }
   __device__ __forceinline__ void sub_hi(uint32_t h) { dec_shared(hb + h * rs); }
+  __device__ __forceinline__ void add_far(uint32_t h) { add_hi(h); }
   __device__ void flush(const sdh_params &p, uint32_t *h) {
     for (uint32_t r = threadIdx.x; r < p.rows; r += blockDim.x) {
       uint32_t sum = 0; /* per launch and block < 2^32 pairs: exact */
@@ -192,6 +231,7 @@ template <> struct Sink<SDH_SINK_LANE> {
   }
   __device__ __forceinline__ void add_hi(uint32_t h) { red_shared(hb + (h << 7)); }
   __device__ __forceinline__ void sub_hi(uint32_t h) { dec_shared(hb + (h << 7)); }
+  __device__ __forceinline__ void add_far(uint32_t h) { add_hi(h); }
   __device__ void flush(const sdh_params &p, uint32_t *h) {
     for (uint32_t r = threadIdx.x; r < p.rows; r += blockDim.x) {
       uint32_t sum = 0;
@@ -203,11 +243,72 @@ template <> struct Sink<SDH_SINK_LANE> {
   }
 };
 
+/* 16-bit counters, two to a word (see the header comment). add_hi() checks
+ * each increment at once; the hot loop's groups use add_ret() and OR the
+ * old words, then settle() every row of a group whose OR has a high bit. */
+#define H16_HIGH 0xC000C000u
+
+template <> struct Sink<SDH_SINK_H16> {
+  uint32_t hb;             /* shared address of word 0, less rowbase/2 words */
+  uint32_t hcap;           /* rows h < hcap (rowbase + p.hcap) are counted */
+  unsigned long long *g;   /* counts - rowbase */
+  __device__ void init(const sdh_params &p, uint32_t *h) {
+    uint32_t words = (p.hcap + 1) / 2;
+    for (uint32_t k = threadIdx.x; k < words; k += blockDim.x)
+      h[k] = 0;
+    hb = opaque((uint32_t)__cvta_generic_to_shared(h) - (p.rowbase >> 1) * 4); /* rowbase even */
+    hcap = p.rowbase + p.hcap;
+    g = p.counts - p.rowbase;
+  }
+  /* the word before the increment (0 for a row without a counter) */
+  __device__ __forceinline__ uint32_t add_ret(uint32_t h) {
+    uint32_t old = 0;
+    if (h < hcap)
+      old = atom_add_shared(hb + (h >> 1) * 4, (h & 1) * 0xffffu + 1u);
+    return old;
+  }
+  /* moves bits 14-15 of both halves of h's word to the global counts */
+  __device__ __forceinline__ void settle(uint32_t h) {
+    if (h >= hcap)
+      return;
+    uint32_t old = atom_and_shared(hb + (h >> 1) * 4, ~H16_HIGH);
+    uint32_t lo = old & 0xc000u, hi = (old >> 16) & 0xc000u;
+    unsigned long long *w = g + (h & ~1u);
+    if (lo)
+      atomicAdd(w, (unsigned long long)lo);
+    if (hi)
+      atomicAdd(w + 1, (unsigned long long)hi);
+  }
+  __device__ __forceinline__ void add_hi(uint32_t h) {
+    if (__builtin_expect((add_ret(h) & H16_HIGH) != 0, 0))
+      settle(h);
+  }
+  /* counts that must not use a shared increment (the epoch bound) */
+  __device__ __forceinline__ void sub_hi(uint32_t h) {
+    if (h < hcap)
+      atomicAdd(g + h, ~0ull);
+  }
+  __device__ __forceinline__ void add_far(uint32_t h) {
+    if (h < hcap)
+      atomicAdd(g + h, 1ull);
+  }
+  __device__ void flush(const sdh_params &p, uint32_t *h) {
+    uint32_t words = (p.hcap + 1) / 2;
+    for (uint32_t k = threadIdx.x; k < words; k += blockDim.x) {
+      uint32_t v = h[k];
+      if (v & 0xffffu)
+        atomicAdd(&p.counts[2 * k], (unsigned long long)(v & 0xffffu));
+      if (v >> 16)
+        atomicAdd(&p.counts[2 * k + 1], (unsigned long long)(v >> 16));
+    }
+  }
+};
+
 /* ---- per-block state: queue of pairs to refine ------------------------- */
 
 struct Blk {
-  uint2 *q;      /* SDH_QCAP entries (exact mode) */
-  uint32_t *qn;  /* entries requested (may exceed SDH_QCAP) */
+  uint2 *q;      /* p.qcap entries (exact mode) */
+  uint32_t *qn;  /* entries requested (may exceed p.qcap) */
   uint32_t ref;  /* pairs refined so far (thread 0) */
 };
 
@@ -225,7 +326,7 @@ __device__ __forceinline__ void edge_pair(uint32_t h, uint32_t ai, uint32_t bj, 
     sk->add_hi(h);
   } else if (QUEUE) {
     uint32_t slot = atomicAdd(blk->qn, 1u);
-    if (slot < SDH_QCAP)
+    if (slot < p.qcap)
       blk->q[slot] = make_uint2(ai, bj);
     else
       sk->add_hi(p.rowbase + refine_row(p, ai, bj));
@@ -261,7 +362,7 @@ __device__ __forceinline__ void drain(Sink<SK> &sk, const sdh_params &p, Blk &bl
   __syncthreads();
   uint32_t n = *blk.qn;
   if (n != 0) {
-    uint32_t m = n < SDH_QCAP ? n : SDH_QCAP;
+    uint32_t m = n < p.qcap ? n : p.qcap;
     for (uint32_t e = threadIdx.x; e < m; e += blockDim.x) {
       uint2 pr = blk.q[e];
       sk.add_hi(p.rowbase + refine_row(p, pr.x, pr.y));
@@ -283,13 +384,16 @@ __host__ __device__ inline size_t tile_bytes(const sdh_params &p) {
   return (size_t)p.block * (p.mode == SDH_MODE_F64 ? sizeof(D3) : sizeof(float4));
 }
 __host__ __device__ inline size_t queue_bytes(const sdh_params &p) {
-  return (p.mode == SDH_MODE_EXACT && p.family != SDH_FAM_NAIVE) ? SDH_QCAP * sizeof(uint2) : 0;
+  return (p.mode == SDH_MODE_EXACT && p.family != SDH_FAM_NAIVE) ? (size_t)p.qcap * sizeof(uint2)
+                                                                   : 0;
 }
 __host__ __device__ inline size_t hist_words(const sdh_params &p) {
   if (p.sink == SDH_SINK_GLOBAL)
     return 0;
   if (p.sink == SDH_SINK_LANE)
     return (size_t)p.rows * 32;
+  if (p.sink == SDH_SINK_H16)
+    return ((size_t)p.hcap + 1) / 2;
   return (size_t)(p.copies - 1) * p.copy_stride + (size_t)p.rows * p.row_stride;
 }
 
@@ -346,12 +450,23 @@ __device__ __forceinline__ void edge_group(uint32_t m, const float4 &a, uint32_t
     if (h != p.rowbase) {
       sk.sub_hi(h);
       uint32_t slot = atomicAdd(blk.qn, 1u);
-      if (slot < SDH_QCAP)
+      if (slot < p.qcap)
         blk.q[slot] = make_uint2(ai, jt + u + k);
       else
-        sk.add_hi(p.rowbase + refine_row(p, ai, jt + u + k));
+        sk.add_far(p.rowbase + refine_row(p, ai, jt + u + k));
     }
   } while (m);
+}
+
+/* H16 sink: some increment of a group found a half at 2^14 or more. Every
+ * row of the group is settled (recomputed bit for bit, as in edge_group). */
+template <int SK>
+__device__ __forceinline__ void settle_group(const float4 &a, const float4 *tile, uint32_t u,
+                                          Sink<SK> &sk, const sdh_params &p) {
+  if constexpr (SK == SDH_SINK_H16) {
+    for (uint32_t k = 0; k < 32; k++)
+      sk.settle(code32(a, tile[u + k], p.magic) >> p.shift);
+  }
 }
 
 /* anchors a (index ai) meet tile points [u0, u1) (global index jt + u).
@@ -373,14 +488,19 @@ __device__ __forceinline__ void meet_range(const typename PT<MODE>::T &a, uint32
   uint32_t u = u0;
   if constexpr (MODE != SDH_MODE_F64) {
     for (; (MODE == SDH_MODE_FAST || p.edge_groups) && u + 32 <= u1; u += 32) {
-      uint32_t m = 0;
+      uint32_t m = 0, hi = 0;
 #pragma unroll
       for (uint32_t k = 0; k < 32; k++) {
         uint32_t c = code32(a, tile[u + k], p.magic);
-        sk.add_hi(c >> p.shift);
+        if constexpr (SK == SDH_SINK_H16)
+          hi |= sk.add_ret(c >> p.shift);
+        else
+          sk.add_hi(c >> p.shift);
         if (MODE == SDH_MODE_EXACT)
           m = __funnelshift_l((c & p.mask) - p.thresh, m, 1);
       }
+      if (SK == SDH_SINK_H16 && __builtin_expect((hi & H16_HIGH) != 0, 0))
+        settle_group<SK>(a, tile, u, sk, p);
       if (MODE == SDH_MODE_EXACT && __builtin_expect(m != 0, 0))
         edge_group<SK>(m, a, ai, tile, u, jt, sk, p, blk);
     }
@@ -396,7 +516,19 @@ __device__ __forceinline__ void meet_tile(bool va, const typename PT<MODE>::T &a
                                           const typename PT<MODE>::T *tile, uint32_t L,
                                           uint32_t jt, Sink<SK> &sk, const sdh_params &p,
                                           Blk &blk) {
-  if constexpr (MODE != SDH_MODE_EXACT) {
+  if constexpr (SK == SDH_SINK_H16) {
+    /* a barrier (or a drain) every drain_every partners: the epoch bound */
+    for (uint32_t u0 = 0; u0 < L; u0 += p.drain_every) {
+      uint32_t u1 = u0 + p.drain_every < L ? u0 + p.drain_every : L;
+      if (va)
+        meet_range<MODE, SK>(a, ai, tile, u0, u1, jt, sk, p, blk);
+      if constexpr (MODE == SDH_MODE_EXACT)
+        drain<MODE, SK>(sk, p, blk);
+      else
+        __syncthreads();
+    }
+    return;
+  } else if constexpr (MODE != SDH_MODE_EXACT) {
     if (va)
       meet_range<MODE, SK>(a, ai, tile, 0, L, jt, sk, p, blk);
     return;
@@ -417,6 +549,45 @@ __device__ __forceinline__ void meet_diag(bool va, const typename PT<MODE>::T &a
                                           uint32_t jt, Sink<SK> &sk, const sdh_params &p,
                                           Blk &blk) {
   uint32_t t = threadIdx.x;
+  if constexpr (SK == SDH_SINK_H16) {
+    /* the same pairs in pieces of at most S partners per thread, with a
+     * barrier (or a drain) after each piece: the epoch bound */
+    const uint32_t S = p.drain_every;
+    if (p.diag == SDH_DIAG_TRI) {
+      for (uint32_t u0 = 0; u0 < L; u0 += S) {
+        uint32_t u1 = u0 + S < L ? u0 + S : L;
+        uint32_t b = t + 1 > u0 ? t + 1 : u0;
+        if (va && b < u1)
+          meet_range<MODE, SK>(a, ai, tile, b, u1, jt, sk, p, blk);
+        if constexpr (MODE == SDH_MODE_EXACT)
+          drain<MODE, SK>(sk, p, blk);
+        else
+          __syncthreads();
+      }
+    } else {
+      /* thread t meets offsets o in [1, h] (partner (t + o) mod L) */
+      uint32_t hmax = (L - 1) / 2 + (L % 2 == 0 ? 1 : 0);
+      uint32_t h = (L - 1) / 2 + ((L % 2 == 0 && t < L / 2) ? 1 : 0);
+      for (uint32_t o0 = 1; o0 <= hmax; o0 += S) {
+        uint32_t o1 = o0 + S < h + 1 ? o0 + S : h + 1; /* offsets [o0, o1) */
+        if (va && o0 < o1) {
+          uint32_t b = t + o0, e = t + o1; /* positions [b, e), mod L */
+          if (b >= L) {
+            meet_range<MODE, SK>(a, ai, tile, b - L, e - L, jt, sk, p, blk);
+          } else {
+            meet_range<MODE, SK>(a, ai, tile, b, e < L ? e : L, jt, sk, p, blk);
+            if (e > L)
+              meet_range<MODE, SK>(a, ai, tile, 0, e - L, jt, sk, p, blk);
+          }
+        }
+        if constexpr (MODE == SDH_MODE_EXACT)
+          drain<MODE, SK>(sk, p, blk);
+        else
+          __syncthreads();
+      }
+    }
+    return;
+  }
   if (va) {
     if (p.diag == SDH_DIAG_TRI) {
       meet_range<MODE, SK>(a, ai, tile, t + 1, L, jt, sk, p, blk);
@@ -707,10 +878,12 @@ template <int MODE> static kfn pick_mode(int family, int sink) {
     return sink == SDH_SINK_GLOBAL ? k_naive<MODE, SDH_SINK_GLOBAL> : k_naive<MODE, SDH_SINK_GEN>;
   case SDH_FAM_CLASSIC:
     return sink == SDH_SINK_GLOBAL ? k_classic<MODE, SDH_SINK_GLOBAL>
+           : sink == SDH_SINK_H16  ? k_classic<MODE, SDH_SINK_H16>
                                    : k_classic<MODE, SDH_SINK_GEN>;
   case SDH_FAM_LINEAR:
     return sink == SDH_SINK_GLOBAL ? k_linear<MODE, SDH_SINK_GLOBAL>
            : sink == SDH_SINK_LANE ? k_linear<MODE, SDH_SINK_LANE>
+           : sink == SDH_SINK_H16  ? k_linear<MODE, SDH_SINK_H16>
                                    : k_linear<MODE, SDH_SINK_GEN>;
   case SDH_FAM_SHUFFLE:
     return sink == SDH_SINK_GLOBAL ? k_shuffle<MODE, SDH_SINK_GLOBAL>
@@ -723,6 +896,8 @@ template <int MODE> static kfn pick_mode(int family, int sink) {
 }
 
 static kfn pick(const sdh_params *p) {
+  if (p->sink == SDH_SINK_H16 && p->family != SDH_FAM_CLASSIC && p->family != SDH_FAM_LINEAR)
+    return NULL; /* the 16-bit sink needs the tile loops' barriers */
   switch (p->mode) {
   case SDH_MODE_EXACT:
     return pick_mode<SDH_MODE_EXACT>(p->family, p->sink);
