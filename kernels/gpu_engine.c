@@ -647,6 +647,34 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
   /* groups of 32 pairs with one edge test each win while edge pairs are
    * rare: W1/W2/W4 (band 1.5e-4) gain 25-30%, W3 (band 5e-3) lost 8% */
   p->edge_groups = band < 1e-3;
+  /* many edge pairs on the 16-bit sink (B70k: 7/64 of the pairs): groups
+   * whose edge pairs go to per-warp queues (sdh_kernels.cu, meet_range_wq),
+   * redone by full warps while other warps count; the block's queue (the
+   * diagonal tiles' edge pairs) goes back to its default size to make room.
+   * HISTD_GPU_EDGE_MODE=0|1|2 forces a mode (tests; 2 on the 16-bit sink
+   * only: the other sinks' kernels are built without it). */
+  int emode = (int)env_double("HISTD_GPU_EDGE_MODE", -1);
+  p->wqcap = 0;
+  if (jp->mode == SDH_MODE_EXACT && emode >= 0 && emode <= 1)
+    p->edge_groups = (uint32_t)emode;
+  if (jp->mode == SDH_MODE_EXACT && p->sink == SDH_SINK_H16 &&
+      (emode == 2 || (emode < 0 && band >= 1e-3))) {
+    sdh_params t = *p;
+    t.qcap = SDH_QCAP;
+    t.edge_groups = 0;
+    size_t used = sdh_smem_bytes(&t), warps = jp->block / 32;
+    /* twice a group's expected entries, plus the < 32 left from before */
+    double want = 64 + 2.0 * 32 * 32 * band;
+    size_t cap = want >= 256 ? 256 : ((size_t)want + 31) / 32 * 32;
+    size_t fit = optin > used ? (optin - used) / (8 * warps) / 32 * 32 : 0;
+    if (fit < cap)
+      cap = fit;
+    if (cap >= 64) {
+      p->edge_groups = 2;
+      p->qcap = SDH_QCAP;
+      p->wqcap = (uint32_t)cap;
+    }
+  }
   p->smem = sdh_smem_bytes(p);
   if (p->smem > optin)
     return histd_fail(msg, msglen, HISTD_EINVAL,

@@ -78,8 +78,13 @@ typedef struct sdh_params {
   uint32_t qcap; /* exact mode: refine-queue entries per block */
   uint32_t hcap; /* H16 sink: rows [0, hcap) are counted, later ones dropped */
   /* exact mode: 1 = branch-free groups of 32 pairs with one edge test per
-   * group (few edge pairs); 0 = an edge test and branch per pair (many) */
+   * group (few edge pairs); 0 = an edge test and branch per pair (many);
+   * 2 = branch-free groups in which edge pairs are not counted but go to
+   * the warp's own queue, which the warp redoes 32 at a time (many edge
+   * pairs; the H16 sink of CLASSIC and LINEAR, full warps off the
+   * diagonal tile) */
   uint32_t edge_groups;
+  uint32_t wqcap; /* edge_groups 2: queue entries per warp */
   /* device data */
   const float4 *p32; /* centred, scaled float32 points (x, y, z, 0) */
   const double *x64, *y64, *z64; /* the points as given */

@@ -79,7 +79,9 @@
  * cleared later; so the half was < 2^14 before each of them, and it is
  * <= 2^14 after the last. Between two barriers a block makes at most
  * SDH_H16_EPOCH = 49151 shared increments (the host spaces the barriers:
- * drain_every partners x block threads, one shared increment per pair;
+ * drain_every partners x block threads <= 32768, one shared increment per
+ * pair, plus the redo of at most 31 pairs per warp left in its queue from
+ * before, <= 992 (edge_groups 2: a warp queue holds < 32 after each group);
  * a drain's adds, <= qcap, lie between barriers of their own; the
  * exact-mode take-back of a provisional count and a refined pair's count
  * when the queue is full go to the global counts instead), so a half
@@ -310,6 +312,9 @@ struct Blk {
   uint2 *q;      /* p.qcap entries (exact mode) */
   uint32_t *qn;  /* entries requested (may exceed p.qcap) */
   uint32_t ref;  /* pairs refined so far (thread 0) */
+  uint2 *wq;     /* edge_groups 2: this warp's queue, p.wqcap entries */
+  uint32_t wn;   /* ... entries in it (the same in every lane) */
+  uint32_t wref; /* ... pairs it took (the same in every lane) */
 };
 
 __device__ __forceinline__ uint32_t refine_row(const sdh_params &p, uint32_t i, uint32_t j) {
@@ -387,6 +392,12 @@ __host__ __device__ inline size_t queue_bytes(const sdh_params &p) {
   return (p.mode == SDH_MODE_EXACT && p.family != SDH_FAM_NAIVE) ? (size_t)p.qcap * sizeof(uint2)
                                                                    : 0;
 }
+__host__ __device__ inline size_t wq_bytes(const sdh_params &p) {
+  return (p.mode == SDH_MODE_EXACT && p.edge_groups == 2 &&
+          (p.family == SDH_FAM_CLASSIC || p.family == SDH_FAM_LINEAR))
+             ? (size_t)(p.block / 32) * p.wqcap * sizeof(uint2)
+             : 0;
+}
 __host__ __device__ inline size_t hist_words(const sdh_params &p) {
   if (p.sink == SDH_SINK_GLOBAL)
     return 0;
@@ -398,7 +409,7 @@ __host__ __device__ inline size_t hist_words(const sdh_params &p) {
 }
 
 extern "C" size_t sdh_smem_bytes(const sdh_params *p) {
-  return tile_bytes(*p) + queue_bytes(*p) + 4 * hist_words(*p);
+  return tile_bytes(*p) + queue_bytes(*p) + wq_bytes(*p) + 4 * hist_words(*p);
 }
 
 struct Smem {
@@ -416,14 +427,37 @@ __device__ __forceinline__ Smem smem_setup(const sdh_params &p) {
   s.blk.q = (uint2 *)(base + tile_bytes(p));
   s.blk.qn = &s_qn;
   s.blk.ref = 0;
-  s.hist = (uint32_t *)(base + tile_bytes(p) + queue_bytes(p));
+  s.blk.wq = (uint2 *)(base + tile_bytes(p) + queue_bytes(p)) + (threadIdx.x >> 5) * p.wqcap;
+  s.blk.wn = 0;
+  s.blk.wref = 0;
+  s.hist = (uint32_t *)(base + tile_bytes(p) + queue_bytes(p) + wq_bytes(p));
   if (threadIdx.x == 0)
     s_qn = 0;
   return s;
 }
 
+/* edge_groups 2: the warp redoes the entries left in its queue (< 32; the
+ * warp is converged here, at the end of its tile loop). */
+template <int MODE, int SK>
+__device__ __forceinline__ void wq_flush(Sink<SK> &sk, const sdh_params &p, Blk &blk) {
+  if constexpr (MODE == SDH_MODE_EXACT && SK == SDH_SINK_H16) {
+    if (p.edge_groups == 2) {
+      uint32_t lane = threadIdx.x & 31;
+      __syncwarp();
+      if (lane < blk.wn) {
+        uint2 pr = blk.wq[lane];
+        sk.add_hi(p.rowbase + refine_row(p, pr.x, pr.y));
+      }
+      blk.wn = 0;
+      if (lane == 0 && blk.wref)
+        atomicAdd(p.refined, (unsigned long long)blk.wref);
+    }
+  }
+}
+
 template <int MODE, int SK>
 __device__ __forceinline__ void finish(Sink<SK> &sk, const sdh_params &p, Smem &s) {
+  wq_flush<MODE, SK>(sk, p, s.blk);
   __syncthreads();
   sk.flush(p, s.hist);
   if (MODE == SDH_MODE_EXACT && threadIdx.x == 0 && s.blk.ref)
@@ -487,7 +521,7 @@ __device__ __forceinline__ void meet_range(const typename PT<MODE>::T &a, uint32
                                            const sdh_params &p, Blk &blk) {
   uint32_t u = u0;
   if constexpr (MODE != SDH_MODE_F64) {
-    for (; (MODE == SDH_MODE_FAST || p.edge_groups) && u + 32 <= u1; u += 32) {
+    for (; (MODE == SDH_MODE_FAST || p.edge_groups == 1) && u + 32 <= u1; u += 32) {
       uint32_t m = 0, hi = 0;
 #pragma unroll
       for (uint32_t k = 0; k < 32; k++) {
@@ -510,18 +544,101 @@ __device__ __forceinline__ void meet_range(const typename PT<MODE>::T &a, uint32
     pair<MODE, SK, true>(a, tile[u], ai, jt + u, sk, p, blk);
 }
 
+/* edge_groups 2 (exact mode, many edge pairs; the 16-bit sink only, so that
+ * the other sinks' kernels keep their registers): a full warp whose anchors
+ * all meet tile points [u0, u1). Groups of 32 partners, branch-free: a pair
+ * near an edge is not counted (its increment is predicated off) and its bit
+ * goes into m, as in meet_range. Then the warp appends its lanes' edge
+ * pairs to its own queue (a prefix sum over lanes, no atomics) and, while
+ * the queue holds 32 or more, each lane redoes one in float64: the redo
+ * runs on full warps, and other warps' groups hide its latency (no block
+ * barrier). A pair the full queue cannot take is redone at once. The rest
+ * (< 32 partners) goes pair by pair through the block's queue. */
+template <int SK>
+__device__ __forceinline__ void meet_range_wq(const float4 &a, uint32_t ai, const float4 *tile,
+                                              uint32_t u0, uint32_t u1, uint32_t jt,
+                                              Sink<SK> &sk, const sdh_params &p, Blk &blk) {
+  const uint32_t lane = threadIdx.x & 31;
+  uint32_t u = u0;
+  for (; u + 32 <= u1; u += 32) {
+    uint32_t m = 0, hi = 0;
+#pragma unroll
+    for (uint32_t k = 0; k < 32; k++) {
+      uint32_t c = code32(a, tile[u + k], p.magic);
+      uint32_t t = (c & p.mask) - p.thresh; /* negative: near an edge */
+      if constexpr (SK == SDH_SINK_H16) {
+        if ((int32_t)t >= 0)
+          hi |= sk.add_ret(c >> p.shift);
+      } else {
+        if ((int32_t)t >= 0)
+          sk.add_hi(c >> p.shift);
+      }
+      m = __funnelshift_l(t, m, 1);
+    }
+    if (SK == SDH_SINK_H16 && __builtin_expect((hi & H16_HIGH) != 0, 0))
+      settle_group<SK>(a, tile, u, sk, p);
+    if (__any_sync(FULL, m != 0)) {
+      uint32_t cnt = __popc(m), incl = cnt;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        uint32_t v = __shfl_up_sync(FULL, incl, d);
+        if (lane >= (uint32_t)d)
+          incl += v;
+      }
+      uint32_t total = __shfl_sync(FULL, incl, 31);
+      uint32_t slot = blk.wn + incl - cnt;
+      __syncwarp(); /* the last redo's reads are done before these writes */
+      while (m) {
+        uint32_t k = __clz(m);
+        m ^= 0x80000000u >> k;
+        if (slot < p.wqcap)
+          blk.wq[slot] = make_uint2(ai, jt + u + k);
+        else
+          sk.add_hi(p.rowbase + refine_row(p, ai, jt + u + k));
+        slot++;
+      }
+      blk.wref += total;
+      blk.wn = blk.wn + total < p.wqcap ? blk.wn + total : p.wqcap;
+      __syncwarp();
+      while (blk.wn >= 32) {
+        blk.wn -= 32;
+        uint2 pr = blk.wq[blk.wn + lane];
+        sk.add_hi(p.rowbase + refine_row(p, pr.x, pr.y));
+      }
+    }
+  }
+  for (; u < u1; u++)
+    pair<SDH_MODE_EXACT, SK, true>(a, tile[u], ai, jt + u, sk, p, blk);
+}
+
+/* Either of the two, for partners [u0, u1) of an off-diagonal tile: wfull,
+ * all 32 anchors of the warp exist (the warp-queue path needs full warps). */
+template <int MODE, int SK>
+__device__ __forceinline__ void meet_part(bool va, bool wfull, const typename PT<MODE>::T &a,
+                                          uint32_t ai, const typename PT<MODE>::T *tile,
+                                          uint32_t u0, uint32_t u1, uint32_t jt, Sink<SK> &sk,
+                                          const sdh_params &p, Blk &blk) {
+  if constexpr (MODE == SDH_MODE_EXACT && SK == SDH_SINK_H16) {
+    if (p.edge_groups == 2 && wfull) {
+      meet_range_wq<SK>(a, ai, tile, u0, u1, jt, sk, p, blk);
+      return;
+    }
+  }
+  if (va)
+    meet_range<MODE, SK>(a, ai, tile, u0, u1, jt, sk, p, blk);
+}
+
 /* A full off-diagonal tile of L partners, drained every SDH_SUBCHUNK. */
 template <int MODE, int SK>
-__device__ __forceinline__ void meet_tile(bool va, const typename PT<MODE>::T &a, uint32_t ai,
-                                          const typename PT<MODE>::T *tile, uint32_t L,
-                                          uint32_t jt, Sink<SK> &sk, const sdh_params &p,
-                                          Blk &blk) {
+__device__ __forceinline__ void meet_tile(bool va, bool wfull, const typename PT<MODE>::T &a,
+                                          uint32_t ai, const typename PT<MODE>::T *tile,
+                                          uint32_t L, uint32_t jt, Sink<SK> &sk,
+                                          const sdh_params &p, Blk &blk) {
   if constexpr (SK == SDH_SINK_H16) {
     /* a barrier (or a drain) every drain_every partners: the epoch bound */
     for (uint32_t u0 = 0; u0 < L; u0 += p.drain_every) {
       uint32_t u1 = u0 + p.drain_every < L ? u0 + p.drain_every : L;
-      if (va)
-        meet_range<MODE, SK>(a, ai, tile, u0, u1, jt, sk, p, blk);
+      meet_part<MODE, SK>(va, wfull, a, ai, tile, u0, u1, jt, sk, p, blk);
       if constexpr (MODE == SDH_MODE_EXACT)
         drain<MODE, SK>(sk, p, blk);
       else
@@ -535,8 +652,7 @@ __device__ __forceinline__ void meet_tile(bool va, const typename PT<MODE>::T &a
   } else {
   for (uint32_t u0 = 0; u0 < L; u0 += p.drain_every) {
     uint32_t u1 = u0 + p.drain_every < L ? u0 + p.drain_every : L;
-    if (va)
-      meet_range<MODE, SK>(a, ai, tile, u0, u1, jt, sk, p, blk);
+    meet_part<MODE, SK>(va, wfull, a, ai, tile, u0, u1, jt, sk, p, blk);
     drain<MODE, SK>(sk, p, blk);
   }
   }
@@ -643,6 +759,7 @@ __global__ void __launch_bounds__(1024, 1) k_classic(const __grid_constant__ sdh
   uint32_t I = blockIdx.x, B = blockDim.x;
   uint32_t ai = I * B + threadIdx.x;
   bool va = ai < p.n;
+  bool wfull = I * B + (threadIdx.x & ~31u) + 31 < p.n; /* the whole warp has anchors */
   T a = load_point<MODE>(p, va ? ai : 0);
   uint32_t J0 = I > u0 ? I : (uint32_t)u0;
   for (uint32_t J = J0; J < (uint32_t)u1; J++) {
@@ -654,7 +771,7 @@ __global__ void __launch_bounds__(1024, 1) k_classic(const __grid_constant__ sdh
     if (J == I)
       meet_diag<MODE, SK>(va, a, ai, tile, L, jt, sk, p, s.blk);
     else
-      meet_tile<MODE, SK>(va, a, ai, tile, L, jt, sk, p, s.blk);
+      meet_tile<MODE, SK>(va, wfull, a, ai, tile, L, jt, sk, p, s.blk);
   }
   finish<MODE, SK>(sk, p, s);
 }
@@ -696,12 +813,13 @@ __global__ void __launch_bounds__(1024, 1) k_linear(const __grid_constant__ sdh_
     decode_pair(q0, p.tiles, &I, &J);
   T a;
   uint32_t ai = 0;
-  bool va = false;
+  bool va = false, wfull = false;
   for (uint64_t q = q0; q < q1; q++) {
     if (I != curI) {
       curI = I;
       ai = I * B + threadIdx.x;
       va = ai < p.n;
+      wfull = I * B + (threadIdx.x & ~31u) + 31 < p.n; /* the whole warp has anchors */
       a = load_point<MODE>(p, va ? ai : 0);
     }
     uint32_t jt = J * B;
@@ -712,7 +830,7 @@ __global__ void __launch_bounds__(1024, 1) k_linear(const __grid_constant__ sdh_
     if (J == I)
       meet_diag<MODE, SK>(va, a, ai, tile, L, jt, sk, p, s.blk);
     else
-      meet_tile<MODE, SK>(va, a, ai, tile, L, jt, sk, p, s.blk);
+      meet_tile<MODE, SK>(va, wfull, a, ai, tile, L, jt, sk, p, s.blk);
     if (++J == p.tiles) {
       I++;
       J = I;
