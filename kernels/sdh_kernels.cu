@@ -180,6 +180,16 @@ __device__ __forceinline__ uint32_t atom_and_shared(uint32_t addr, uint32_t v) {
   asm volatile("atom.shared.and.b32 %0, [%1], %2;" : "=r"(old) : "r"(addr), "r"(v));
   return old;
 }
+/* The same add where ok != 0; else nothing happens and it returns 0 (a
+ * predicated instruction, not a branch). */
+__device__ __forceinline__ uint32_t atom_add_shared_if(uint32_t ok, uint32_t addr, uint32_t v) {
+  uint32_t old = 0;
+  asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %1, 0;\n\t"
+               "@q atom.shared.add.u32 %0, [%2], %3;\n\t}"
+               : "+r"(old)
+               : "r"(ok), "r"(addr), "r"(v));
+  return old;
+}
 __device__ __forceinline__ uint32_t opaque(uint32_t x) {
   uint32_t y;
   asm("mov.b32 %0, %1;" : "=r"(y) : "r"(x));
@@ -246,13 +256,14 @@ template <> struct Sink<SDH_SINK_LANE> {
 };
 
 /* 16-bit counters, two to a word (see the header comment). add_hi() checks
- * each increment at once; the hot loop's groups use add_ret() and OR the
+ * each increment at once; the hot loop's groups use add_code() and OR the
  * old words, then settle() every row of a group whose OR has a high bit. */
 #define H16_HIGH 0xC000C000u
 
 template <> struct Sink<SDH_SINK_H16> {
   uint32_t hb;             /* shared address of word 0, less rowbase/2 words */
   uint32_t hcap;           /* rows h < hcap (rowbase + p.hcap) are counted */
+  uint32_t ccap;           /* float32 codes c < ccap = hcap << shift are */
   unsigned long long *g;   /* counts - rowbase */
   __device__ void init(const sdh_params &p, uint32_t *h) {
     uint32_t words = (p.hcap + 1) / 2;
@@ -260,7 +271,18 @@ template <> struct Sink<SDH_SINK_H16> {
       h[k] = 0;
     hb = opaque((uint32_t)__cvta_generic_to_shared(h) - (p.rowbase >> 1) * 4); /* rowbase even */
     hcap = p.rowbase + p.hcap;
+    /* float32 codes: hcap <= 2^(23-shift) + rowbase rows, so no overflow */
+    ccap = hcap << p.shift;
     g = p.counts - p.rowbase;
+  }
+  /* add_ret of the row of float32 code c (h = c >> shift) where take != 0,
+   * without a branch: the word's byte offset (h >> 1) * 4 is
+   * (c >> (shift-1)) & ~3, the half is bit `shift` of c (float32 plans
+   * have shift >= 6) */
+  __device__ __forceinline__ uint32_t add_code(uint32_t c, uint32_t take, const sdh_params &p) {
+    uint32_t off = (c >> (p.shift - 1)) & ~3u;
+    uint32_t inc = (c >> p.shift) & 1 ? 0x10000u : 1u;
+    return atom_add_shared_if(take & (c < ccap), hb + off, inc);
   }
   /* the word before the increment (0 for a row without a counter) */
   __device__ __forceinline__ uint32_t add_ret(uint32_t h) {
@@ -527,7 +549,7 @@ __device__ __forceinline__ void meet_range(const typename PT<MODE>::T &a, uint32
       for (uint32_t k = 0; k < 32; k++) {
         uint32_t c = code32(a, tile[u + k], p.magic);
         if constexpr (SK == SDH_SINK_H16)
-          hi |= sk.add_ret(c >> p.shift);
+          hi |= sk.add_code(c, 1u, p);
         else
           sk.add_hi(c >> p.shift);
         if (MODE == SDH_MODE_EXACT)
@@ -562,13 +584,12 @@ __device__ __forceinline__ void meet_range_wq(const float4 &a, uint32_t ai, cons
   uint32_t u = u0;
   for (; u + 32 <= u1; u += 32) {
     uint32_t m = 0, hi = 0;
-#pragma unroll
+#pragma unroll 8
     for (uint32_t k = 0; k < 32; k++) {
       uint32_t c = code32(a, tile[u + k], p.magic);
       uint32_t t = (c & p.mask) - p.thresh; /* negative: near an edge */
       if constexpr (SK == SDH_SINK_H16) {
-        if ((int32_t)t >= 0)
-          hi |= sk.add_ret(c >> p.shift);
+        hi |= sk.add_code(c, (int32_t)t >= 0, p);
       } else {
         if ((int32_t)t >= 0)
           sk.add_hi(c >> p.shift);
