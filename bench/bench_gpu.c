@@ -21,6 +21,9 @@
  * privatized always runs: it is the reference of the ratios and of the
  * counts), BENCH_GPU_PREC=exact|fast one precision, BENCH_GPU_BUDGET_MS the
  * time after which a cell stops short of 5 runs (default 2500).
+ * "auto-before" (only when named) is auto as it was before 2026-11-23:
+ * no 16-bit shared sink, float32 refine bands up to 1/16 (the engine's
+ * HISTD_GPU_SINK16=0 HISTD_GPU_BAND_MAX=0.0625), for ratios in one run.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -53,7 +56,8 @@ static workload W[] = {
 
 static const char *const kernels[] = {
     "tiled-privatized", "tiled-privatized-f64", "auto",      "balanced",   "multi-copy",
-    "register-shuffle", "circular",             "tiled",     "privatized", "naive"};
+    "register-shuffle", "circular",             "tiled",     "privatized", "naive",
+    "auto-before"};
 #define NKER (sizeof kernels / sizeof kernels[0])
 
 typedef struct cell {
@@ -94,10 +98,20 @@ static double run_once(workload *wl, const char *k, uint32_t block, histd_precis
   spec.precision = prec;
   spec.block_size = block;
   spec.devices = devices;
-  snprintf(spec.kernel, sizeof spec.kernel, "%s", k);
+  bool before = strcmp(k, "auto-before") == 0;
+  snprintf(spec.kernel, sizeof spec.kernel, "%s", before ? "auto" : k);
+  if (before) {
+    setenv("HISTD_GPU_SINK16", "0", 1);
+    setenv("HISTD_GPU_BAND_MAX", "0.0625", 1);
+  }
   histd_result res;
   char msg[512];
-  if (plain_worker_run(WK, &wl->ds, &spec, NULL, &res, msg, sizeof msg) != 0) {
+  int rc = plain_worker_run(WK, &wl->ds, &spec, NULL, &res, msg, sizeof msg);
+  if (before) {
+    unsetenv("HISTD_GPU_SINK16");
+    unsetenv("HISTD_GPU_BAND_MAX");
+  }
+  if (rc != 0) {
     printf("    %s %s on %s: error: %s\n", k, histd_precision_name(prec), wl->id, msg);
     return -1;
   }
@@ -152,8 +166,10 @@ static bool wl_selected(const workload *wl) {
 
 static bool kernel_selected(size_t k) {
   const char *sel = getenv("BENCH_GPU_KERNELS");
-  if (k == 0 || sel == NULL || *sel == '\0')
+  if (k == 0)
     return true;
+  if (sel == NULL || *sel == '\0')
+    return strcmp(kernels[k], "auto-before") != 0;
   size_t len = strlen(kernels[k]);
   for (const char *p = sel; (p = strstr(p, kernels[k])) != NULL; p += len)
     if ((p == sel || p[-1] == ',' || p[-1] == ' ') && (p[len] == '\0' || p[len] == ',' || p[len] == ' '))

@@ -18,6 +18,12 @@
  *   HISTD_GPU_COPIES     force the number of shared histogram copies of
  *                        the lane-privatised kernels (1..32)
  *   HISTD_GPU_MEM_LIMIT_MB  pretend the GPU has this much free memory
+ *   HISTD_GPU_SINK16     0: never the 16-bit shared sink; 1: whenever the
+ *                        kernel family takes it (tests), not only where
+ *                        32-bit counters do not fit
+ *   HISTD_GPU_BAND_MAX   the widest refine band (share of pairs) the
+ *                        float32 path may take before float64 runs
+ *                        instead (default 1/8; 1/16 before 2026-11-23)
  *   HISTD_TEST_CUDA_FAULT   when set, every job first runs a kernel that
  *                        writes to an invalid address (a sticky error)
  */
@@ -174,6 +180,7 @@ struct gpu_ctx {
   gpu_slot slot[2];
   int cur; /* the slot the last run used */
   int pf;  /* the slot the last prefetch loaded, until a run uses it; -1 none */
+  int last_sink; /* SDH_SINK_* of the last part run here (tests); -1 none */
   float4 *d32;
   size_t cap32;
   unsigned long long *dcounts, *drefined;
@@ -289,6 +296,7 @@ int histd__cuda_context_create(void **out, int device, char *msg, size_t msglen)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a GPU context");
   ctx->device = device;
   ctx->pf = -1;
+  ctx->last_sink = -1;
   int rc = context_init(ctx, msg, msglen);
   if (rc != 0) {
     histd__cuda_context_destroy(ctx);
@@ -417,6 +425,11 @@ int histd__cuda_holds(const histd_worker *w, const histd_dataset *ds) {
   return slot_holds(&ctx->slot[0], ds) || slot_holds(&ctx->slot[1], ds);
 }
 
+int histd__cuda_last_sink(const histd_worker *w) {
+  const gpu_ctx *ctx = w->gpu;
+  return ctx == NULL ? -1 : ctx->last_sink;
+}
+
 /* The slot holding ds after this call (copy queued on the copy stream). */
 static int dataset_on_device(gpu_ctx *ctx, const histd_dataset *ds, gpu_slot **out,
                              double *transfer_ms, char *msg, size_t msglen) {
@@ -504,7 +517,10 @@ static bool plan_f32(const histd_dataset *ds, double w, bool exact, job_plan *jp
   double G = ceil(E * ldexp(1.0, k));
   if (exact && G < 1)
     G = 1;
-  if (k < 6 || (2 * G + 1) > ldexp(1.0, k - 4)) /* band wider than 1/16 */
+  /* a band wider than 1/8 (B70k: 7/64, refined through a larger queue):
+   * float64 throughout is cheaper */
+  double band_max = env_double("HISTD_GPU_BAND_MAX", 0.125);
+  if (k < 6 || (2 * G + 1) > band_max * ldexp(1.0, k))
     return false;
   jp->shift = (uint32_t)k;
   jp->mask = (1u << k) - 1;
@@ -571,6 +587,13 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
   /* room for the histogram: all the device offers, less what the tile and
    * queue take; lane-private copies only while two blocks fit an SM */
   p->sink = SDH_SINK_GLOBAL;
+  /* the refine queue: twice the entries expected between two drains at the
+   * closest spacing (32 partners), at least SDH_QCAP */
+  double band = jp->mode == SDH_MODE_EXACT ? (double)jp->thresh / (double)(jp->mask + 1) : 0;
+  double want = 2.0 * jp->block * 32 * band;
+  p->qcap = SDH_QCAP;
+  if (want > SDH_QCAP)
+    p->qcap = want >= SDH_QCAP_MAX ? SDH_QCAP_MAX : ((uint32_t)want + 255) / 256 * 256;
   size_t optin = ctx->smem_optin > SDH_STATIC_SMEM ? ctx->smem_optin - SDH_STATIC_SMEM : 0;
   size_t other = sdh_smem_bytes(p);
   size_t room = optin > other ? optin - other : 0;
@@ -612,14 +635,60 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
     if (rowb <= room)
       p->sink = SDH_SINK_GEN;
   }
-  /* drains of the refine queue: expected entries per drain <= QCAP/2 */
-  double band = jp->mode == SDH_MODE_EXACT ? (double)jp->thresh / (double)(jp->mask + 1) : 0;
-  double every = band > 0 ? (SDH_QCAP / 2.0) / (jp->block * band) : jp->block;
+  /* 16-bit counters, one copy, for the tile families (their loops have the
+   * barriers the counters need): where 32-bit counters do not fit (B70k),
+   * or always with HISTD_GPU_SINK16=1. Rows from min(rows, buckets) on are
+   * overflow and get no counter. rowbase is even (two rows to a word). */
+  int s16 = (int)env_double("HISTD_GPU_SINK16", -1);
+  uint32_t cap16 = jp->rows < jp->buckets ? jp->rows : jp->buckets;
+  if (pref != PREF_GLOBAL && s16 != 0 && (p->sink == SDH_SINK_GLOBAL || s16 == 1) &&
+      (p->family == SDH_FAM_CLASSIC || p->family == SDH_FAM_LINEAR) && jp->rowbase % 2 == 0 &&
+      ((size_t)cap16 + 1) / 2 * 4 <= room) {
+    p->sink = SDH_SINK_H16;
+    p->copies = 1;
+    p->row_stride = 1;
+    p->copy_stride = 0;
+    p->copy_by_warp = 0;
+    p->hcap = cap16;
+  }
+  /* drains of the refine queue: expected entries per drain <= qcap/2 */
+  double every = band > 0 ? (p->qcap / 2.0) / (jp->block * band) : jp->block;
   every = fmax(32, fmin(every, jp->block));
+  /* H16: at most SDH_H16_EPOCH shared increments between two barriers */
+  if (p->sink == SDH_SINK_H16)
+    every = fmin(every, fmax(32, (double)(SDH_H16_EPOCH / jp->block)));
   p->drain_every = (uint32_t)every / 32 * 32;
   /* groups of 32 pairs with one edge test each win while edge pairs are
    * rare: W1/W2/W4 (band 1.5e-4) gain 25-30%, W3 (band 5e-3) lost 8% */
   p->edge_groups = band < 1e-3;
+  /* many edge pairs on the 16-bit sink (B70k: 7/64 of the pairs): groups
+   * whose edge pairs go to per-warp queues (sdh_kernels.cu, meet_range_wq),
+   * redone by full warps while other warps count; the block's queue (the
+   * diagonal tiles' edge pairs) goes back to its default size to make room.
+   * HISTD_GPU_EDGE_MODE=0|1|2 forces a mode (tests; 2 on the 16-bit sink
+   * only: the other sinks' kernels are built without it). */
+  int emode = (int)env_double("HISTD_GPU_EDGE_MODE", -1);
+  p->wqcap = 0;
+  if (jp->mode == SDH_MODE_EXACT && emode >= 0 && emode <= 1)
+    p->edge_groups = (uint32_t)emode;
+  if (jp->mode == SDH_MODE_EXACT && p->sink == SDH_SINK_H16 &&
+      (emode == 2 || (emode < 0 && band >= 1e-3))) {
+    sdh_params t = *p;
+    t.qcap = SDH_QCAP;
+    t.edge_groups = 0;
+    size_t used = sdh_smem_bytes(&t), warps = jp->block / 32;
+    /* twice a group's expected entries, plus the < 32 left from before */
+    double want = 64 + 2.0 * 32 * 32 * band;
+    size_t cap = want >= 256 ? 256 : ((size_t)want + 31) / 32 * 32;
+    size_t fit = optin > used ? (optin - used) / (8 * warps) / 32 * 32 : 0;
+    if (fit < cap)
+      cap = fit;
+    if (cap >= 64) {
+      p->edge_groups = 2;
+      p->qcap = SDH_QCAP;
+      p->wqcap = (uint32_t)cap;
+    }
+  }
   p->smem = sdh_smem_bytes(p);
   if (p->smem > optin)
     return histd_fail(msg, msglen, HISTD_EINVAL,
@@ -722,6 +791,7 @@ typedef struct part_out {
   char device[HISTD_DEVICE_NAME_MAX];
   uint32_t sink_copies;
   int sink;
+  bool dropped; /* rows past the counted ones were not counted (H16) */
 } part_out;
 
 /* Runs units [ua, ub) (ub = 0: all) of the job on one GPU. */
@@ -743,6 +813,8 @@ static int part_run_streams(gpu_ctx *ctx, const histd_dataset *ds, const job_pla
     return rc;
   out->sink = p.sink;
   out->sink_copies = p.copies;
+  out->dropped = p.sink == SDH_SINK_H16 && p.hcap < jp->rows;
+  ctx->last_sink = p.sink;
   size_t n = ds->n;
   if (n > 0x7fffffffu)
     return histd_fail(msg, msglen, HISTD_ETOOBIG,
@@ -966,6 +1038,15 @@ static void fold_rows(const job_plan *jp, const uint64_t *rows, histd_result *re
   }
 }
 
+/* A part that did not count its overflow rows (H16): every pair not in a
+ * bucket is overflow, overflow = n(n-1)/2 - sum(counts). */
+static void overflow_by_difference(const histd_dataset *ds, histd_result *res) {
+  uint64_t n = ds->n, sum = 0;
+  for (uint32_t b = 0; b < res->bins.count; b++)
+    sum += res->counts[b];
+  res->overflow = (n < 2 ? 0 : n * (n - 1) / 2) - sum;
+}
+
 static void sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
@@ -1034,6 +1115,8 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
       histd__cuda_context_destroy(tmp);
     if (rc == 0) {
       fold_rows(jp, rows, res);
+      if (out.dropped)
+        overflow_by_difference(ds, res);
       res->refined_pairs = out.refined;
       res->timing.transfer_ms = out.transfer_ms;
       res->timing.kernel_ms = out.kernel_ms;
@@ -1094,6 +1177,7 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
     sleep_ms(20);
   }
   double kms = 0, tms = 0;
+  bool dropped = false;
   res->device[0] = '\0';
   for (int i = 0; i < nd; i++) {
     if (i < started && t[i].ua < t[i].ub)
@@ -1108,6 +1192,7 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
       rc = histd_fail(msg, msglen, t[i].rc, "%s", t[i].msg);
     if (t[i].rc == 0 && t[i].ua < t[i].ub) {
       fold_rows(jp, t[i].out.rows, res);
+      dropped = dropped || t[i].out.dropped;
       res->refined_pairs += t[i].out.refined;
       kms = fmax(kms, t[i].out.kernel_ms);
       tms = fmax(tms, t[i].out.transfer_ms);
@@ -1118,6 +1203,8 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
   }
   if (rc == 0 && histd__cancelled(ctl))
     rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
+  if (rc == 0 && dropped)
+    overflow_by_difference(ds, res);
   if (rc != 0) {
     memset(res->counts, 0, (size_t)res->bins.count * sizeof *res->counts);
     res->overflow = 0;

@@ -26,6 +26,11 @@ void histd__cuda_auto_choice(const histd_dataset *ds, uint32_t buckets, const ch
 /* Tests: 1 if the worker's device holds ds's points (prefetched or kept). */
 int histd__cuda_holds(const histd_worker *w, const histd_dataset *ds);
 
+/* Tests: where the last job run on the worker's own GPU counted (an
+ * SDH_SINK_* of sdh_gpu.h: 0 global, 1 and 2 shared 32-bit, 3 shared
+ * 16-bit); -1 before any. */
+int histd__cuda_last_sink(const histd_worker *w);
+
 /* "NVIDIA H100 80GB HBM3 (GPU 0)" */
 const char *histd__cuda_context_name(const gpu_ctx *ctx);
 

@@ -34,13 +34,22 @@ enum {
   SDH_FAM_CIRC = 4
 };
 /* Where counts go: global 64-bit atomics, a shared-memory histogram with
- * `copies` copies (general layout), or one column per lane (hist[row][lane]). */
-enum { SDH_SINK_GLOBAL = 0, SDH_SINK_GEN = 1, SDH_SINK_LANE = 2 };
+ * `copies` copies (general layout), one column per lane (hist[row][lane]),
+ * or (H16, for histograms too large for 32-bit counters; the CLASSIC and
+ * LINEAR families) one copy of 16-bit counters, two to a word, that move
+ * to the global counts in steps of 2^14 before they could wrap; rows from
+ * `hcap` on are not counted at all (the host sets overflow = pairs - sum). */
+enum { SDH_SINK_GLOBAL = 0, SDH_SINK_GEN = 1, SDH_SINK_LANE = 2, SDH_SINK_H16 = 3 };
 /* The tile a block meets itself in: j > i (triangle) or the next half
  * circularly (every thread does the same number of pairs). */
 enum { SDH_DIAG_TRI = 0, SDH_DIAG_CIRC = 1 };
 
-#define SDH_QCAP 2048u  /* refine-queue entries per block (exact mode) */
+#define SDH_QCAP 2048u  /* refine-queue entries per block (exact mode): the default */
+#define SDH_QCAP_MAX 8192u /* ... and the most, for wide refine bands */
+/* H16 sink: at most this many shared increments per block between two
+ * barriers (a counter holds at most 2^14 at a barrier, and must stay under
+ * 2^16 until the next one; sdh_kernels.cu, "16-bit counters"). */
+#define SDH_H16_EPOCH 49151u
 /* Static shared memory of every kernel (the queue counter in smem_setup();
  * ptxas -v reports "16 bytes smem"). The dynamic size plus this must not
  * exceed the device's sharedMemPerBlockOptin, or the launch fails. */
@@ -63,11 +72,19 @@ typedef struct sdh_params {
   uint32_t rowcap; /* float64 bucket b goes to row min(b, rowcap) */
   /* circular: h = (n-1)/2, even = n % 2 == 0 */
   uint32_t circ_h, circ_even;
-  /* exact mode: partners between two drains of the refine queue */
+  /* exact mode: partners between two drains of the refine queue; H16
+   * sink (every mode): partners between two barriers, <= SDH_H16_EPOCH/block */
   uint32_t drain_every;
+  uint32_t qcap; /* exact mode: refine-queue entries per block */
+  uint32_t hcap; /* H16 sink: rows [0, hcap) are counted, later ones dropped */
   /* exact mode: 1 = branch-free groups of 32 pairs with one edge test per
-   * group (few edge pairs); 0 = an edge test and branch per pair (many) */
+   * group (few edge pairs); 0 = an edge test and branch per pair (many);
+   * 2 = branch-free groups in which edge pairs are not counted but go to
+   * the warp's own queue, which the warp redoes 32 at a time (many edge
+   * pairs; the H16 sink of CLASSIC and LINEAR, full warps off the
+   * diagonal tile) */
   uint32_t edge_groups;
+  uint32_t wqcap; /* edge_groups 2: queue entries per warp */
   /* device data */
   const float4 *p32; /* centred, scaled float32 points (x, y, z, 0) */
   const double *x64, *y64, *z64; /* the points as given */

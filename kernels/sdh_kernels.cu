@@ -61,6 +61,34 @@
  *   q~ + E' < 2^(23-k) for every pair (Dmax + 2E + 2 < 2^(23-k)); jobs where
  *   that leaves too coarse a k, or E too large (tiny widths, huge ranges)
  *   run in SDH_MODE_F64 instead, which is the contract itself.
+ *
+ * 16-bit counters (SDH_SINK_H16), for histograms that 32-bit shared
+ * counters cannot hold (B70k: 70,000 buckets): one copy per block, rows 2w
+ * and 2w+1 in the low and high halves of word w; rows from hcap on (only
+ * overflow: hcap <= buckets) have no counter and are not counted anywhere,
+ * and the host sets overflow = n(n-1)/2 - sum(counts). An increment adds
+ * 1 or 2^16 to the word (atom.add, which returns the old word). A thread
+ * whose increment finds bit 14 or 15 of either half set (a half >= 2^14)
+ * later, before the next barrier, clears both halves' bits 14 and 15 with
+ * one atom.and and adds what it cleared (old & 0xC000 of each half) to the
+ * global counts; any thread may do such a clear, and each set bit is
+ * cleared, so moved, exactly once. Invariant: at every barrier each half
+ * holds at most 2^14. Proof: take the last clear of the half before the
+ * barrier (or the barrier before, where the half held <= 2^14). Every
+ * increment after it found bits 14-15 clear, else its thread would have
+ * cleared later; so the half was < 2^14 before each of them, and it is
+ * <= 2^14 after the last. Between two barriers a block makes at most
+ * SDH_H16_EPOCH = 49151 shared increments (the host spaces the barriers:
+ * drain_every partners x block threads <= 32768, one shared increment per
+ * pair, plus the redo of at most 31 pairs per warp left in its queue from
+ * before, <= 992 (edge_groups 2: a warp queue holds < 32 after each group);
+ * a drain's adds, <= qcap, lie between barriers of their own; the
+ * exact-mode take-back of a provisional count and a refined pair's count
+ * when the queue is full go to the global counts instead), so a half
+ * never exceeds 2^14 + 49151 < 2^16 and no carry ever reaches its
+ * neighbour. The counts are the shared halves at the end plus what was
+ * moved plus the global adds (mod 2^64), which is exact. The float32
+ * arithmetic, the edge test and the refinement are the same for every sink.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -141,6 +169,27 @@ __device__ __forceinline__ void red_shared(uint32_t addr) {
 __device__ __forceinline__ void dec_shared(uint32_t addr) {
   asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(addr), "r"(0xffffffffu));
 }
+/* Shared-memory atomic add and and, returning the old word (H16 sink). */
+__device__ __forceinline__ uint32_t atom_add_shared(uint32_t addr, uint32_t v) {
+  uint32_t old;
+  asm volatile("atom.shared.add.u32 %0, [%1], %2;" : "=r"(old) : "r"(addr), "r"(v));
+  return old;
+}
+__device__ __forceinline__ uint32_t atom_and_shared(uint32_t addr, uint32_t v) {
+  uint32_t old;
+  asm volatile("atom.shared.and.b32 %0, [%1], %2;" : "=r"(old) : "r"(addr), "r"(v));
+  return old;
+}
+/* The same add where ok != 0; else nothing happens and it returns 0 (a
+ * predicated instruction, not a branch). */
+__device__ __forceinline__ uint32_t atom_add_shared_if(uint32_t ok, uint32_t addr, uint32_t v) {
+  uint32_t old = 0;
+  asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.u32 q, %1, 0;\n\t"
+               "@q atom.shared.add.u32 %0, [%2], %3;\n\t}"
+               : "+r"(old)
+               : "r"(ok), "r"(addr), "r"(v));
+  return old;
+}
 __device__ __forceinline__ uint32_t opaque(uint32_t x) {
   uint32_t y;
   asm("mov.b32 %0, %1;" : "=r"(y) : "r"(x));
@@ -155,6 +204,7 @@ template <> struct Sink<SDH_SINK_GLOBAL> {
   __device__ void init(const sdh_params &p, uint32_t *) { g = p.counts - p.rowbase; }
   __device__ __forceinline__ void add_hi(uint32_t h) { atomicAdd(g + h, 1ull); }
   __device__ __forceinline__ void sub_hi(uint32_t h) { atomicAdd(g + h, ~0ull); }
+  __device__ __forceinline__ void add_far(uint32_t h) { add_hi(h); }
   __device__ void flush(const sdh_params &, uint32_t *) {}
 };
 
@@ -172,6 +222,7 @@ template <> struct Sink<SDH_SINK_GEN> {
   }
   __device__ __forceinline__ void add_hi(uint32_t h) { red_shared(hb + h * rs); }
   __device__ __forceinline__ void sub_hi(uint32_t h) { dec_shared(hb + h * rs); }
+  __device__ __forceinline__ void add_far(uint32_t h) { add_hi(h); }
   __device__ void flush(const sdh_params &p, uint32_t *h) {
     for (uint32_t r = threadIdx.x; r < p.rows; r += blockDim.x) {
       uint32_t sum = 0; /* per launch and block < 2^32 pairs: exact */
@@ -192,6 +243,7 @@ template <> struct Sink<SDH_SINK_LANE> {
   }
   __device__ __forceinline__ void add_hi(uint32_t h) { red_shared(hb + (h << 7)); }
   __device__ __forceinline__ void sub_hi(uint32_t h) { dec_shared(hb + (h << 7)); }
+  __device__ __forceinline__ void add_far(uint32_t h) { add_hi(h); }
   __device__ void flush(const sdh_params &p, uint32_t *h) {
     for (uint32_t r = threadIdx.x; r < p.rows; r += blockDim.x) {
       uint32_t sum = 0;
@@ -203,12 +255,88 @@ template <> struct Sink<SDH_SINK_LANE> {
   }
 };
 
+/* 16-bit counters, two to a word (see the header comment). add_hi() checks
+ * each increment at once; the hot loop's groups use add_code() and OR the
+ * old words, then settle() every row of a group whose OR has a high bit. */
+#define H16_HIGH 0xC000C000u
+
+template <> struct Sink<SDH_SINK_H16> {
+  uint32_t hb;             /* shared address of word 0, less rowbase/2 words */
+  uint32_t hcap;           /* rows h < hcap (rowbase + p.hcap) are counted */
+  uint32_t ccap;           /* float32 codes c < ccap = hcap << shift are */
+  unsigned long long *g;   /* counts - rowbase */
+  __device__ void init(const sdh_params &p, uint32_t *h) {
+    uint32_t words = (p.hcap + 1) / 2;
+    for (uint32_t k = threadIdx.x; k < words; k += blockDim.x)
+      h[k] = 0;
+    hb = opaque((uint32_t)__cvta_generic_to_shared(h) - (p.rowbase >> 1) * 4); /* rowbase even */
+    hcap = p.rowbase + p.hcap;
+    /* float32 codes: hcap <= 2^(23-shift) + rowbase rows, so no overflow */
+    ccap = hcap << p.shift;
+    g = p.counts - p.rowbase;
+  }
+  /* add_ret of the row of float32 code c (h = c >> shift) where take != 0,
+   * without a branch: the word's byte offset (h >> 1) * 4 is
+   * (c >> (shift-1)) & ~3, the half is bit `shift` of c (float32 plans
+   * have shift >= 6) */
+  __device__ __forceinline__ uint32_t add_code(uint32_t c, uint32_t take, const sdh_params &p) {
+    uint32_t off = (c >> (p.shift - 1)) & ~3u;
+    uint32_t inc = (c >> p.shift) & 1 ? 0x10000u : 1u;
+    return atom_add_shared_if(take & (c < ccap), hb + off, inc);
+  }
+  /* the word before the increment (0 for a row without a counter) */
+  __device__ __forceinline__ uint32_t add_ret(uint32_t h) {
+    uint32_t old = 0;
+    if (h < hcap)
+      old = atom_add_shared(hb + (h >> 1) * 4, (h & 1) * 0xffffu + 1u);
+    return old;
+  }
+  /* moves bits 14-15 of both halves of h's word to the global counts */
+  __device__ __forceinline__ void settle(uint32_t h) {
+    if (h >= hcap)
+      return;
+    uint32_t old = atom_and_shared(hb + (h >> 1) * 4, ~H16_HIGH);
+    uint32_t lo = old & 0xc000u, hi = (old >> 16) & 0xc000u;
+    unsigned long long *w = g + (h & ~1u);
+    if (lo)
+      atomicAdd(w, (unsigned long long)lo);
+    if (hi)
+      atomicAdd(w + 1, (unsigned long long)hi);
+  }
+  __device__ __forceinline__ void add_hi(uint32_t h) {
+    if (__builtin_expect((add_ret(h) & H16_HIGH) != 0, 0))
+      settle(h);
+  }
+  /* counts that must not use a shared increment (the epoch bound) */
+  __device__ __forceinline__ void sub_hi(uint32_t h) {
+    if (h < hcap)
+      atomicAdd(g + h, ~0ull);
+  }
+  __device__ __forceinline__ void add_far(uint32_t h) {
+    if (h < hcap)
+      atomicAdd(g + h, 1ull);
+  }
+  __device__ void flush(const sdh_params &p, uint32_t *h) {
+    uint32_t words = (p.hcap + 1) / 2;
+    for (uint32_t k = threadIdx.x; k < words; k += blockDim.x) {
+      uint32_t v = h[k];
+      if (v & 0xffffu)
+        atomicAdd(&p.counts[2 * k], (unsigned long long)(v & 0xffffu));
+      if (v >> 16)
+        atomicAdd(&p.counts[2 * k + 1], (unsigned long long)(v >> 16));
+    }
+  }
+};
+
 /* ---- per-block state: queue of pairs to refine ------------------------- */
 
 struct Blk {
-  uint2 *q;      /* SDH_QCAP entries (exact mode) */
-  uint32_t *qn;  /* entries requested (may exceed SDH_QCAP) */
+  uint2 *q;      /* p.qcap entries (exact mode) */
+  uint32_t *qn;  /* entries requested (may exceed p.qcap) */
   uint32_t ref;  /* pairs refined so far (thread 0) */
+  uint2 *wq;     /* edge_groups 2: this warp's queue, p.wqcap entries */
+  uint32_t wn;   /* ... entries in it (the same in every lane) */
+  uint32_t wref; /* ... pairs it took (the same in every lane) */
 };
 
 __device__ __forceinline__ uint32_t refine_row(const sdh_params &p, uint32_t i, uint32_t j) {
@@ -225,7 +353,7 @@ __device__ __forceinline__ void edge_pair(uint32_t h, uint32_t ai, uint32_t bj, 
     sk->add_hi(h);
   } else if (QUEUE) {
     uint32_t slot = atomicAdd(blk->qn, 1u);
-    if (slot < SDH_QCAP)
+    if (slot < p.qcap)
       blk->q[slot] = make_uint2(ai, bj);
     else
       sk->add_hi(p.rowbase + refine_row(p, ai, bj));
@@ -261,7 +389,7 @@ __device__ __forceinline__ void drain(Sink<SK> &sk, const sdh_params &p, Blk &bl
   __syncthreads();
   uint32_t n = *blk.qn;
   if (n != 0) {
-    uint32_t m = n < SDH_QCAP ? n : SDH_QCAP;
+    uint32_t m = n < p.qcap ? n : p.qcap;
     for (uint32_t e = threadIdx.x; e < m; e += blockDim.x) {
       uint2 pr = blk.q[e];
       sk.add_hi(p.rowbase + refine_row(p, pr.x, pr.y));
@@ -283,18 +411,27 @@ __host__ __device__ inline size_t tile_bytes(const sdh_params &p) {
   return (size_t)p.block * (p.mode == SDH_MODE_F64 ? sizeof(D3) : sizeof(float4));
 }
 __host__ __device__ inline size_t queue_bytes(const sdh_params &p) {
-  return (p.mode == SDH_MODE_EXACT && p.family != SDH_FAM_NAIVE) ? SDH_QCAP * sizeof(uint2) : 0;
+  return (p.mode == SDH_MODE_EXACT && p.family != SDH_FAM_NAIVE) ? (size_t)p.qcap * sizeof(uint2)
+                                                                   : 0;
+}
+__host__ __device__ inline size_t wq_bytes(const sdh_params &p) {
+  return (p.mode == SDH_MODE_EXACT && p.edge_groups == 2 &&
+          (p.family == SDH_FAM_CLASSIC || p.family == SDH_FAM_LINEAR))
+             ? (size_t)(p.block / 32) * p.wqcap * sizeof(uint2)
+             : 0;
 }
 __host__ __device__ inline size_t hist_words(const sdh_params &p) {
   if (p.sink == SDH_SINK_GLOBAL)
     return 0;
   if (p.sink == SDH_SINK_LANE)
     return (size_t)p.rows * 32;
+  if (p.sink == SDH_SINK_H16)
+    return ((size_t)p.hcap + 1) / 2;
   return (size_t)(p.copies - 1) * p.copy_stride + (size_t)p.rows * p.row_stride;
 }
 
 extern "C" size_t sdh_smem_bytes(const sdh_params *p) {
-  return tile_bytes(*p) + queue_bytes(*p) + 4 * hist_words(*p);
+  return tile_bytes(*p) + queue_bytes(*p) + wq_bytes(*p) + 4 * hist_words(*p);
 }
 
 struct Smem {
@@ -312,14 +449,37 @@ __device__ __forceinline__ Smem smem_setup(const sdh_params &p) {
   s.blk.q = (uint2 *)(base + tile_bytes(p));
   s.blk.qn = &s_qn;
   s.blk.ref = 0;
-  s.hist = (uint32_t *)(base + tile_bytes(p) + queue_bytes(p));
+  s.blk.wq = (uint2 *)(base + tile_bytes(p) + queue_bytes(p)) + (threadIdx.x >> 5) * p.wqcap;
+  s.blk.wn = 0;
+  s.blk.wref = 0;
+  s.hist = (uint32_t *)(base + tile_bytes(p) + queue_bytes(p) + wq_bytes(p));
   if (threadIdx.x == 0)
     s_qn = 0;
   return s;
 }
 
+/* edge_groups 2: the warp redoes the entries left in its queue (< 32; the
+ * warp is converged here, at the end of its tile loop). */
+template <int MODE, int SK>
+__device__ __forceinline__ void wq_flush(Sink<SK> &sk, const sdh_params &p, Blk &blk) {
+  if constexpr (MODE == SDH_MODE_EXACT && SK == SDH_SINK_H16) {
+    if (p.edge_groups == 2) {
+      uint32_t lane = threadIdx.x & 31;
+      __syncwarp();
+      if (lane < blk.wn) {
+        uint2 pr = blk.wq[lane];
+        sk.add_hi(p.rowbase + refine_row(p, pr.x, pr.y));
+      }
+      blk.wn = 0;
+      if (lane == 0 && blk.wref)
+        atomicAdd(p.refined, (unsigned long long)blk.wref);
+    }
+  }
+}
+
 template <int MODE, int SK>
 __device__ __forceinline__ void finish(Sink<SK> &sk, const sdh_params &p, Smem &s) {
+  wq_flush<MODE, SK>(sk, p, s.blk);
   __syncthreads();
   sk.flush(p, s.hist);
   if (MODE == SDH_MODE_EXACT && threadIdx.x == 0 && s.blk.ref)
@@ -346,12 +506,23 @@ __device__ __forceinline__ void edge_group(uint32_t m, const float4 &a, uint32_t
     if (h != p.rowbase) {
       sk.sub_hi(h);
       uint32_t slot = atomicAdd(blk.qn, 1u);
-      if (slot < SDH_QCAP)
+      if (slot < p.qcap)
         blk.q[slot] = make_uint2(ai, jt + u + k);
       else
-        sk.add_hi(p.rowbase + refine_row(p, ai, jt + u + k));
+        sk.add_far(p.rowbase + refine_row(p, ai, jt + u + k));
     }
   } while (m);
+}
+
+/* H16 sink: some increment of a group found a half at 2^14 or more. Every
+ * row of the group is settled (recomputed bit for bit, as in edge_group). */
+template <int SK>
+__device__ __forceinline__ void settle_group(const float4 &a, const float4 *tile, uint32_t u,
+                                          Sink<SK> &sk, const sdh_params &p) {
+  if constexpr (SK == SDH_SINK_H16) {
+    for (uint32_t k = 0; k < 32; k++)
+      sk.settle(code32(a, tile[u + k], p.magic) >> p.shift);
+  }
 }
 
 /* anchors a (index ai) meet tile points [u0, u1) (global index jt + u).
@@ -372,15 +543,20 @@ __device__ __forceinline__ void meet_range(const typename PT<MODE>::T &a, uint32
                                            const sdh_params &p, Blk &blk) {
   uint32_t u = u0;
   if constexpr (MODE != SDH_MODE_F64) {
-    for (; (MODE == SDH_MODE_FAST || p.edge_groups) && u + 32 <= u1; u += 32) {
-      uint32_t m = 0;
+    for (; (MODE == SDH_MODE_FAST || p.edge_groups == 1) && u + 32 <= u1; u += 32) {
+      uint32_t m = 0, hi = 0;
 #pragma unroll
       for (uint32_t k = 0; k < 32; k++) {
         uint32_t c = code32(a, tile[u + k], p.magic);
-        sk.add_hi(c >> p.shift);
+        if constexpr (SK == SDH_SINK_H16)
+          hi |= sk.add_code(c, 1u, p);
+        else
+          sk.add_hi(c >> p.shift);
         if (MODE == SDH_MODE_EXACT)
           m = __funnelshift_l((c & p.mask) - p.thresh, m, 1);
       }
+      if (SK == SDH_SINK_H16 && __builtin_expect((hi & H16_HIGH) != 0, 0))
+        settle_group<SK>(a, tile, u, sk, p);
       if (MODE == SDH_MODE_EXACT && __builtin_expect(m != 0, 0))
         edge_group<SK>(m, a, ai, tile, u, jt, sk, p, blk);
     }
@@ -390,21 +566,114 @@ __device__ __forceinline__ void meet_range(const typename PT<MODE>::T &a, uint32
     pair<MODE, SK, true>(a, tile[u], ai, jt + u, sk, p, blk);
 }
 
+/* edge_groups 2 (exact mode, many edge pairs; the 16-bit sink only, so that
+ * the other sinks' kernels keep their registers): a full warp whose anchors
+ * all meet tile points [u0, u1). Groups of 32 partners, branch-free: a pair
+ * near an edge is not counted (its increment is predicated off) and its bit
+ * goes into m, as in meet_range. Then the warp appends its lanes' edge
+ * pairs to its own queue (a prefix sum over lanes, no atomics) and, while
+ * the queue holds 32 or more, each lane redoes one in float64: the redo
+ * runs on full warps, and other warps' groups hide its latency (no block
+ * barrier). A pair the full queue cannot take is redone at once. The rest
+ * (< 32 partners) goes pair by pair through the block's queue. */
+template <int SK>
+__device__ __forceinline__ void meet_range_wq(const float4 &a, uint32_t ai, const float4 *tile,
+                                              uint32_t u0, uint32_t u1, uint32_t jt,
+                                              Sink<SK> &sk, const sdh_params &p, Blk &blk) {
+  const uint32_t lane = threadIdx.x & 31;
+  uint32_t u = u0;
+  for (; u + 32 <= u1; u += 32) {
+    uint32_t m = 0, hi = 0;
+#pragma unroll 8
+    for (uint32_t k = 0; k < 32; k++) {
+      uint32_t c = code32(a, tile[u + k], p.magic);
+      uint32_t t = (c & p.mask) - p.thresh; /* negative: near an edge */
+      if constexpr (SK == SDH_SINK_H16) {
+        hi |= sk.add_code(c, (int32_t)t >= 0, p);
+      } else {
+        if ((int32_t)t >= 0)
+          sk.add_hi(c >> p.shift);
+      }
+      m = __funnelshift_l(t, m, 1);
+    }
+    if (SK == SDH_SINK_H16 && __builtin_expect((hi & H16_HIGH) != 0, 0))
+      settle_group<SK>(a, tile, u, sk, p);
+    if (__any_sync(FULL, m != 0)) {
+      uint32_t cnt = __popc(m), incl = cnt;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        uint32_t v = __shfl_up_sync(FULL, incl, d);
+        if (lane >= (uint32_t)d)
+          incl += v;
+      }
+      uint32_t total = __shfl_sync(FULL, incl, 31);
+      uint32_t slot = blk.wn + incl - cnt;
+      __syncwarp(); /* the last redo's reads are done before these writes */
+      while (m) {
+        uint32_t k = __clz(m);
+        m ^= 0x80000000u >> k;
+        if (slot < p.wqcap)
+          blk.wq[slot] = make_uint2(ai, jt + u + k);
+        else
+          sk.add_hi(p.rowbase + refine_row(p, ai, jt + u + k));
+        slot++;
+      }
+      blk.wref += total;
+      blk.wn = blk.wn + total < p.wqcap ? blk.wn + total : p.wqcap;
+      __syncwarp();
+      while (blk.wn >= 32) {
+        blk.wn -= 32;
+        uint2 pr = blk.wq[blk.wn + lane];
+        sk.add_hi(p.rowbase + refine_row(p, pr.x, pr.y));
+      }
+    }
+  }
+  for (; u < u1; u++)
+    pair<SDH_MODE_EXACT, SK, true>(a, tile[u], ai, jt + u, sk, p, blk);
+}
+
+/* Either of the two, for partners [u0, u1) of an off-diagonal tile: wfull,
+ * all 32 anchors of the warp exist (the warp-queue path needs full warps). */
+template <int MODE, int SK>
+__device__ __forceinline__ void meet_part(bool va, bool wfull, const typename PT<MODE>::T &a,
+                                          uint32_t ai, const typename PT<MODE>::T *tile,
+                                          uint32_t u0, uint32_t u1, uint32_t jt, Sink<SK> &sk,
+                                          const sdh_params &p, Blk &blk) {
+  if constexpr (MODE == SDH_MODE_EXACT && SK == SDH_SINK_H16) {
+    if (p.edge_groups == 2 && wfull) {
+      meet_range_wq<SK>(a, ai, tile, u0, u1, jt, sk, p, blk);
+      return;
+    }
+  }
+  if (va)
+    meet_range<MODE, SK>(a, ai, tile, u0, u1, jt, sk, p, blk);
+}
+
 /* A full off-diagonal tile of L partners, drained every SDH_SUBCHUNK. */
 template <int MODE, int SK>
-__device__ __forceinline__ void meet_tile(bool va, const typename PT<MODE>::T &a, uint32_t ai,
-                                          const typename PT<MODE>::T *tile, uint32_t L,
-                                          uint32_t jt, Sink<SK> &sk, const sdh_params &p,
-                                          Blk &blk) {
-  if constexpr (MODE != SDH_MODE_EXACT) {
+__device__ __forceinline__ void meet_tile(bool va, bool wfull, const typename PT<MODE>::T &a,
+                                          uint32_t ai, const typename PT<MODE>::T *tile,
+                                          uint32_t L, uint32_t jt, Sink<SK> &sk,
+                                          const sdh_params &p, Blk &blk) {
+  if constexpr (SK == SDH_SINK_H16) {
+    /* a barrier (or a drain) every drain_every partners: the epoch bound */
+    for (uint32_t u0 = 0; u0 < L; u0 += p.drain_every) {
+      uint32_t u1 = u0 + p.drain_every < L ? u0 + p.drain_every : L;
+      meet_part<MODE, SK>(va, wfull, a, ai, tile, u0, u1, jt, sk, p, blk);
+      if constexpr (MODE == SDH_MODE_EXACT)
+        drain<MODE, SK>(sk, p, blk);
+      else
+        __syncthreads();
+    }
+    return;
+  } else if constexpr (MODE != SDH_MODE_EXACT) {
     if (va)
       meet_range<MODE, SK>(a, ai, tile, 0, L, jt, sk, p, blk);
     return;
   } else {
   for (uint32_t u0 = 0; u0 < L; u0 += p.drain_every) {
     uint32_t u1 = u0 + p.drain_every < L ? u0 + p.drain_every : L;
-    if (va)
-      meet_range<MODE, SK>(a, ai, tile, u0, u1, jt, sk, p, blk);
+    meet_part<MODE, SK>(va, wfull, a, ai, tile, u0, u1, jt, sk, p, blk);
     drain<MODE, SK>(sk, p, blk);
   }
   }
@@ -417,6 +686,45 @@ __device__ __forceinline__ void meet_diag(bool va, const typename PT<MODE>::T &a
                                           uint32_t jt, Sink<SK> &sk, const sdh_params &p,
                                           Blk &blk) {
   uint32_t t = threadIdx.x;
+  if constexpr (SK == SDH_SINK_H16) {
+    /* the same pairs in pieces of at most S partners per thread, with a
+     * barrier (or a drain) after each piece: the epoch bound */
+    const uint32_t S = p.drain_every;
+    if (p.diag == SDH_DIAG_TRI) {
+      for (uint32_t u0 = 0; u0 < L; u0 += S) {
+        uint32_t u1 = u0 + S < L ? u0 + S : L;
+        uint32_t b = t + 1 > u0 ? t + 1 : u0;
+        if (va && b < u1)
+          meet_range<MODE, SK>(a, ai, tile, b, u1, jt, sk, p, blk);
+        if constexpr (MODE == SDH_MODE_EXACT)
+          drain<MODE, SK>(sk, p, blk);
+        else
+          __syncthreads();
+      }
+    } else {
+      /* thread t meets offsets o in [1, h] (partner (t + o) mod L) */
+      uint32_t hmax = (L - 1) / 2 + (L % 2 == 0 ? 1 : 0);
+      uint32_t h = (L - 1) / 2 + ((L % 2 == 0 && t < L / 2) ? 1 : 0);
+      for (uint32_t o0 = 1; o0 <= hmax; o0 += S) {
+        uint32_t o1 = o0 + S < h + 1 ? o0 + S : h + 1; /* offsets [o0, o1) */
+        if (va && o0 < o1) {
+          uint32_t b = t + o0, e = t + o1; /* positions [b, e), mod L */
+          if (b >= L) {
+            meet_range<MODE, SK>(a, ai, tile, b - L, e - L, jt, sk, p, blk);
+          } else {
+            meet_range<MODE, SK>(a, ai, tile, b, e < L ? e : L, jt, sk, p, blk);
+            if (e > L)
+              meet_range<MODE, SK>(a, ai, tile, 0, e - L, jt, sk, p, blk);
+          }
+        }
+        if constexpr (MODE == SDH_MODE_EXACT)
+          drain<MODE, SK>(sk, p, blk);
+        else
+          __syncthreads();
+      }
+    }
+    return;
+  }
   if (va) {
     if (p.diag == SDH_DIAG_TRI) {
       meet_range<MODE, SK>(a, ai, tile, t + 1, L, jt, sk, p, blk);
@@ -472,6 +780,7 @@ __global__ void __launch_bounds__(1024, 1) k_classic(const __grid_constant__ sdh
   uint32_t I = blockIdx.x, B = blockDim.x;
   uint32_t ai = I * B + threadIdx.x;
   bool va = ai < p.n;
+  bool wfull = I * B + (threadIdx.x & ~31u) + 31 < p.n; /* the whole warp has anchors */
   T a = load_point<MODE>(p, va ? ai : 0);
   uint32_t J0 = I > u0 ? I : (uint32_t)u0;
   for (uint32_t J = J0; J < (uint32_t)u1; J++) {
@@ -483,7 +792,7 @@ __global__ void __launch_bounds__(1024, 1) k_classic(const __grid_constant__ sdh
     if (J == I)
       meet_diag<MODE, SK>(va, a, ai, tile, L, jt, sk, p, s.blk);
     else
-      meet_tile<MODE, SK>(va, a, ai, tile, L, jt, sk, p, s.blk);
+      meet_tile<MODE, SK>(va, wfull, a, ai, tile, L, jt, sk, p, s.blk);
   }
   finish<MODE, SK>(sk, p, s);
 }
@@ -525,12 +834,13 @@ __global__ void __launch_bounds__(1024, 1) k_linear(const __grid_constant__ sdh_
     decode_pair(q0, p.tiles, &I, &J);
   T a;
   uint32_t ai = 0;
-  bool va = false;
+  bool va = false, wfull = false;
   for (uint64_t q = q0; q < q1; q++) {
     if (I != curI) {
       curI = I;
       ai = I * B + threadIdx.x;
       va = ai < p.n;
+      wfull = I * B + (threadIdx.x & ~31u) + 31 < p.n; /* the whole warp has anchors */
       a = load_point<MODE>(p, va ? ai : 0);
     }
     uint32_t jt = J * B;
@@ -541,7 +851,7 @@ __global__ void __launch_bounds__(1024, 1) k_linear(const __grid_constant__ sdh_
     if (J == I)
       meet_diag<MODE, SK>(va, a, ai, tile, L, jt, sk, p, s.blk);
     else
-      meet_tile<MODE, SK>(va, a, ai, tile, L, jt, sk, p, s.blk);
+      meet_tile<MODE, SK>(va, wfull, a, ai, tile, L, jt, sk, p, s.blk);
     if (++J == p.tiles) {
       I++;
       J = I;
@@ -707,10 +1017,12 @@ template <int MODE> static kfn pick_mode(int family, int sink) {
     return sink == SDH_SINK_GLOBAL ? k_naive<MODE, SDH_SINK_GLOBAL> : k_naive<MODE, SDH_SINK_GEN>;
   case SDH_FAM_CLASSIC:
     return sink == SDH_SINK_GLOBAL ? k_classic<MODE, SDH_SINK_GLOBAL>
+           : sink == SDH_SINK_H16  ? k_classic<MODE, SDH_SINK_H16>
                                    : k_classic<MODE, SDH_SINK_GEN>;
   case SDH_FAM_LINEAR:
     return sink == SDH_SINK_GLOBAL ? k_linear<MODE, SDH_SINK_GLOBAL>
            : sink == SDH_SINK_LANE ? k_linear<MODE, SDH_SINK_LANE>
+           : sink == SDH_SINK_H16  ? k_linear<MODE, SDH_SINK_H16>
                                    : k_linear<MODE, SDH_SINK_GEN>;
   case SDH_FAM_SHUFFLE:
     return sink == SDH_SINK_GLOBAL ? k_shuffle<MODE, SDH_SINK_GLOBAL>
@@ -723,6 +1035,8 @@ template <int MODE> static kfn pick_mode(int family, int sink) {
 }
 
 static kfn pick(const sdh_params *p) {
+  if (p->sink == SDH_SINK_H16 && p->family != SDH_FAM_CLASSIC && p->family != SDH_FAM_LINEAR)
+    return NULL; /* the 16-bit sink needs the tile loops' barriers */
   switch (p->mode) {
   case SDH_MODE_EXACT:
     return pick_mode<SDH_MODE_EXACT>(p->family, p->sink);

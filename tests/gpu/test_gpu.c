@@ -411,9 +411,10 @@ static void test_smem_boundary(int device) {
     return;
   }
   size_t optin = pr.sharedMemPerBlockOptin;
-  /* width 0.5 on a 23000 box: every plan is float64 (no refine queue), and
-   * the histogram has buckets + 1 rows of 4 bytes next to a tile of 256
-   * float64 points (24 bytes each; none for the naive family) */
+  /* width 0.25 on a 23000 box: every plan is float64 (no refine queue; at
+   * 0.5 float32 now runs, with a refine band of 7/64), and the histogram
+   * has buckets + 1 rows of 4 bytes next to a tile of 256 float64 points
+   * (24 bytes each; none for the naive family) */
   histd_dataset ds = make_set(1000, SHAPE_UNIFORM, 23000, 43);
   struct {
     const char *k;
@@ -424,15 +425,151 @@ static void test_smem_boundary(int device) {
             {"privatized", 0}};
   for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
     uint32_t nb = (uint32_t)((optin - cs[c].tile) / 4 - 1);
-    uint64_t *ref = reference(&ds, 0.5, nb);
+    uint64_t *ref = reference(&ds, 0.25, nb);
     char what[96];
     snprintf(what, sizeof what, "uniform n=1000 nb=%u (shared memory full)", nb);
-    int ok = compare(&ds, cs[c].k, 256, 0.5, nb, HISTD_PRECISION_EXACT, ref, what);
+    int ok = compare(&ds, cs[c].k, 256, 0.25, nb, HISTD_PRECISION_EXACT, ref, what);
     CHECK(ok, "%s: a histogram filling the opt-in shared memory failed", cs[c].k);
     free(ref);
   }
   histd_dataset_free(&ds);
   printf("  histograms that fill the opt-in shared memory (%zu bytes): done\n", optin);
+}
+
+/* Points in clusters of exact duplicates: sizes[c] copies of pos[c], in
+ * that order (tiles of one cluster meet tiles of one cluster: every pair of
+ * a tile pair lands in the same bucket). */
+static histd_dataset make_clusters(const size_t *sizes, double (*pos)[3], int nc) {
+  size_t n = 0;
+  for (int c = 0; c < nc; c++)
+    n += sizes[c];
+  histd_dataset ds;
+  histd_dataset_alloc(&ds, n, NULL, 0);
+  size_t i = 0;
+  for (int c = 0; c < nc; c++)
+    for (size_t k = 0; k < sizes[c]; k++, i++) {
+      ds.x[i] = pos[c][0];
+      ds.y[i] = pos[c][1];
+      ds.z[i] = pos[c][2];
+    }
+  histd_dataset_finish(&ds, NULL, 0);
+  return ds;
+}
+
+/*
+ * The 16-bit shared sink (SDH_SINK_H16): counts that cross 2^14, 2^15 and
+ * 2^16 in one block, in a low half (even row) and a high half (odd row);
+ * every pair of a tile pair in one bucket (the most increments of one
+ * counter between two barriers); rows past the last bucket with no counter
+ * (overflow by difference); exact and fast, float32 and float64 plans.
+ */
+static void test_sink16(void) {
+  static const char *const ks[] = {"tiled-privatized", "balanced", "multi-copy",
+                                   "tiled-privatized-f64"};
+  static const uint32_t blocks[] = {32, 256, 1024};
+  /* (1) the sink a job of many buckets gets by itself: three clusters of
+   * 10,000 and one far point, 65,000 rows; 70,000 buckets (all counted)
+   * and 60,000 (the far pairs are overflow, not counted on the GPU) */
+  {
+    size_t sizes[] = {10000, 10000, 10000, 1};
+    double pos[4][3] = {{0, 0, 0}, {12345.5, 0, 0}, {0, 20000.5, 0}, {37528, 37528, 37528}};
+    histd_dataset ds = make_clusters(sizes, pos, 4);
+    static const uint32_t nbs[] = {70000, 60000};
+    for (int bi = 0; bi < 2; bi++) {
+      uint64_t *ref = reference(&ds, 1.0, nbs[bi]);
+      char what[96];
+      snprintf(what, sizeof what, "clusters n=%zu w=1 nb=%u (16-bit sink)", ds.n, nbs[bi]);
+      int fails = 0, sink16 = 0, runs16 = 0;
+      for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
+        for (size_t b = 0; b < 3; b++)
+          for (int pr = 0; pr < 2; pr++) {
+            if (pr == 1 && strcmp(ks[k], "tiled-privatized-f64") == 0)
+              continue;
+            histd_precision prec = pr ? HISTD_PRECISION_FAST : HISTD_PRECISION_EXACT;
+            fails += !compare(&ds, ks[k], blocks[b], 1.0, nbs[bi], prec, ref, what);
+            sink16 += histd__cuda_last_sink(W) == 3;
+            runs16++;
+          }
+      fails += !compare(&ds, "auto", 0, 1.0, nbs[bi], HISTD_PRECISION_EXACT, ref, what);
+      CHECK(histd__cuda_last_sink(W) == 3, "auto on %s counted in sink %d, not the 16-bit one",
+            what, histd__cuda_last_sink(W));
+      CHECK(sink16 == runs16, "%s: %d of %d runs used the 16-bit sink", what, sink16, runs16);
+      printf("  %-48s %s\n", what, fails ? "FAILED" : "ok");
+      free(ref);
+    }
+    histd_dataset_free(&ds);
+  }
+  /* (2) counts at the 16-bit steps in one block (n <= 1024 with block
+   * 1024), in an odd row (41) and an even row (42), the sink forced */
+  {
+    static const size_t ab[][2] = {{127, 129}, {128, 128}, {113, 145}, {217, 151}, {128, 256},
+                                   {192, 256}, {255, 257}, {256, 256}, {23, 2137}};
+    setenv("HISTD_GPU_SINK16", "1", 1);
+    int fails = 0, sink16 = 0, runs16 = 0;
+    for (size_t c = 0; c < sizeof ab / sizeof ab[0]; c++)
+      for (int row = 41; row <= 42; row++) {
+        double pos[2][3] = {{100, 200, 300}, {100 + (row + 0.5) * 10.0, 200, 300}};
+        histd_dataset ds = make_clusters(ab[c], pos, 2);
+        uint64_t *ref = reference(&ds, 10.0, 80);
+        CHECK_EQ_U64(ref[row], (uint64_t)ab[c][0] * ab[c][1], "the reference's cross pairs");
+        char what[96];
+        snprintf(what, sizeof what, "two clusters %zux%zu, row %d (16-bit sink)", ab[c][0],
+                 ab[c][1], row);
+        for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
+          for (uint32_t b = 64; b <= 1024; b *= 16) {
+            fails += !compare(&ds, ks[k], b, 10.0, 80, HISTD_PRECISION_EXACT, ref, what);
+            sink16 += histd__cuda_last_sink(W) == 3;
+            runs16++;
+          }
+        free(ref);
+        histd_dataset_free(&ds);
+      }
+    unsetenv("HISTD_GPU_SINK16");
+    CHECK(sink16 == runs16, "counts at the 16-bit steps: %d of %d runs used the 16-bit sink",
+          sink16, runs16);
+    printf("  %-48s %s\n", "counts at 2^14, 2^15, 2^16 (16-bit sink)", fails ? "FAILED" : "ok");
+  }
+  /* (3) point sets whose pairs lie on bucket edges (float64 redo with
+   * 16-bit counters: take-backs to the global counts in groups, or full
+   * warp queues) and a uniform set (fast mode too): the 16-bit sink
+   * forced, with each of the two edge modes of groups forced */
+  {
+    struct {
+      shape_kind shape;
+      double side, w;
+      uint32_t nb;
+    } cs[] = {{SHAPE_LATTICE, 9, 1, 16}, {SHAPE_DUPLICATES, 23000, 0.5, 70000},
+              {SHAPE_UNIFORM, 23000, 10, 3984}};
+    static const char *const modes[][2] = {{"1", "1"}, {"1", "2"}};
+    static const char *const mode_names[] = {"16-bit sink, take-backs", "16-bit sink, warp queues"};
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+      histd_dataset ds = make_set(20011, cs[c].shape, cs[c].side, 300 + c);
+      uint64_t *ref = reference(&ds, cs[c].w, cs[c].nb);
+      for (size_t md = 0; md < 2; md++) {
+        if (modes[md][0])
+          setenv("HISTD_GPU_SINK16", modes[md][0], 1);
+        if (modes[md][1])
+          setenv("HISTD_GPU_EDGE_MODE", modes[md][1], 1);
+        char what[128];
+        snprintf(what, sizeof what, "%s side=%g w=%g nb=%u (%s)", shape_names[cs[c].shape],
+                 cs[c].side, cs[c].w, cs[c].nb, mode_names[md]);
+        int fails = 0;
+        for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
+          for (size_t b = 0; b < 3; b++) {
+            fails += !compare(&ds, ks[k], blocks[b], cs[c].w, cs[c].nb, HISTD_PRECISION_EXACT,
+                              ref, what);
+            /* fast mode may move every pair of a lattice edge: uniform only */
+            if (strcmp(ks[k], "tiled-privatized-f64") != 0 && cs[c].shape == SHAPE_UNIFORM)
+              compare(&ds, ks[k], blocks[b], cs[c].w, cs[c].nb, HISTD_PRECISION_FAST, ref, what);
+          }
+        unsetenv("HISTD_GPU_SINK16");
+        unsetenv("HISTD_GPU_EDGE_MODE");
+        printf("  %-64s %s\n", what, fails ? "FAILED" : "ok");
+      }
+      free(ref);
+      histd_dataset_free(&ds);
+    }
+  }
 }
 
 static void test_split_kernel(const histd_dataset *ds, const char *k, int ndev) {
@@ -522,6 +659,8 @@ int main(void) {
   test_progress_cancel_errors();
   test_stale_error();
   test_smem_boundary(dev[0].index);
+  printf("16-bit shared sink\n");
+  test_sink16();
   test_split(count);
   test_split_error();
   histd_worker_destroy(W);
