@@ -993,11 +993,11 @@ static void compare_grid(const histd_problem *p, const char *what, bool auto_gri
   compare(p, what);
   histd_result r;
   if (run_on(p, "grid", 0, &r, what) == 0) {
-    unsigned nx = 0, ny = 0, nz = 0;
-    const char *c = strstr(r.device, "cells");
-    CHECK(c != NULL && sscanf(strrchr(r.device, ',') + 1, " %ux%ux%u", &nx, &ny, &nz) == 3 &&
-              (uint64_t)nx * ny * nz > 1,
-          "%s: the grid has cells (%s)", what, r.device);
+    unsigned nx = 0, ny = 0, nz = 0; /* the device names "NxNxN cells" */
+    for (const char *c = r.device; *c != '\0' && nx == 0; c++)
+      if (sscanf(c, "%ux%ux%u cells", &nx, &ny, &nz) != 3)
+        nx = 0;
+    CHECK((uint64_t)nx * ny * nz > 1, "%s: the grid has cells (%s)", what, r.device);
     histd_result_free(&r);
   }
   if (run_on(p, "auto", 0, &r, what) == 0) {
