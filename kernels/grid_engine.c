@@ -37,8 +37,6 @@
 #include "sdh_gpu.h"
 #include "stats_gpu.h"
 
-#define GRID_POINTS_PER_CELL 16
-#define GRID_MAX_CELLS (1u << 28)
 #define GRID_MAX_POINTS (UINT32_MAX / 2)
 #define GRID_LAUNCH_PAIRS 2e10 /* candidate pairs per launch, about 100 ms on an H100 */
 
@@ -227,10 +225,8 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
     finish_result(res, &gp, ctx, NULL, 0, 0);
     return 0;
   }
-  uint64_t max_cells = nmax / GRID_POINTS_PER_CELL;
-  max_cells = max_cells < 1 ? 1 : max_cells > GRID_MAX_CELLS ? GRID_MAX_CELLS : max_cells;
   histd__grid_geom g;
-  rc = histd__grid_plan(p, max_cells, &g, msg, msglen);
+  rc = histd__grid_plan(p, histd__grid_max_cells(p, true), &g, msg, msglen);
   if (rc != 0)
     return rc;
   const uint32_t cells = (uint32_t)g.cells;

@@ -864,10 +864,7 @@ int histd__cpu_grid_run(HISTD__RUN_ARGS) {
   (void)w;
   double t0 = histd_now_ms();
   histd__grid grid;
-  /* cells hold a point or more on average: emptier cells cost more to
-   * visit than they save */
-  const size_t n = p->b != NULL ? p->b->n : p->a->n;
-  int rc = histd__grid_build(&grid, p, n > 0 ? n : 1, msg, msglen);
+  int rc = histd__grid_build(&grid, p, histd__grid_max_cells(p, false), msg, msglen);
   if (rc != 0)
     return rc;
   double tb = histd_now_ms() - t0;

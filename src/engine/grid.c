@@ -108,10 +108,16 @@ double histd__grid_share(const histd__grid_geom *g) {
   return share;
 }
 
+uint64_t histd__grid_max_cells(const histd_problem *p, bool gpu) {
+  const size_t na = p->a->n, nb = p->b != NULL ? p->b->n : na;
+  uint64_t m = gpu ? (na > nb ? na : nb) / 16 : nb;
+  m = m > (1u << 28) ? (1u << 28) : m;
+  return m > 0 ? m : 1;
+}
+
 bool histd__grid_pays(const histd_problem *p, bool gpu, char *why, size_t whylen) {
   histd__grid_geom g;
-  const size_t n = p->b != NULL ? p->b->n : p->a->n;
-  if (histd__grid_plan(p, n > 0 ? n : 1, &g, NULL, 0) != 0) {
+  if (histd__grid_plan(p, histd__grid_max_cells(p, gpu), &g, NULL, 0) != 0) {
     if (why != NULL)
       snprintf(why, whylen, "brute force: the bins have no finite r_max for a grid");
     return false;

@@ -174,6 +174,10 @@ int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geo
  * 2026-11-23). Writes a sentence saying which and why into why.
  */
 double histd__grid_share(const histd__grid_geom *g);
+/* The most cells a grid of this problem gets: on the CPU about a point of
+ * B (or A) a cell (emptier cells cost more to visit than they save); on
+ * the GPU max(n_a, n_b) / 16, at most 2^28 (kernels/grid_engine.c). */
+uint64_t histd__grid_max_cells(const histd_problem *p, bool gpu);
 bool histd__grid_pays(const histd_problem *p, bool gpu, char *why, size_t whylen);
 
 /* ---- the CPU's grid: points sorted by cell (grid.c) ---------------------- */
