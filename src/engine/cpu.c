@@ -133,10 +133,42 @@
  * cell is overflow: q >= etop gives q_ref >= etop - E(etop) > E[count]/w.
  * Used where eabs <= 2^-12 (the scale puts E[count] / w in [1, 2)).
  *
- * Weights: the loops add w_j to a per-row float64 sum per slot and fold
- * w_i times it into a Neumaier sum at the end of each row (cpu_internal.h's
- * cpu_fold_row states the bound: rows of at most 4096 terms keep a bin
- * within 4.6e-13 of its sum of |w_i w_j|); the counts stay exact integers.
+ * Log-spaced edges (CPU_K_LOG: no table, no gather, no square root). The
+ * model lambda(x) = (log2 x - g0 - f0) c1, with g0 an integer and f0, c1
+ * float32 (g0 + f0 ~ log2 E[0]/w, c1 ~ count / log2(E[count] / E[0])),
+ * puts edge k within mu of k: mu = max_k |lambda(E[k]/w) - k| + 2^-30,
+ * measured here in float64 (the 2^-30 covers libm's log2), and the path is
+ * taken only where mu <= 2^-10 (the edges are log-spaced). The loop works
+ * on the float32 sum of squares s itself, lambda(sqrt s) = (log2 s - 2 g0 -
+ * 2 f0) c1 / 2 (2 f0 and c1 / 2 exact in float32): P = fl(fl((getexp(s) -
+ * 2 g0) + fl(L - 2 f0)) c1/2), L = cpu_log2_1p(getmant(s) - 1) (getexp,
+ * getmant and the - 1 are exact for a normal s), |L - log2 mantissa| <= dL
+ * = CPU_LOG2_ERR; the subtraction rounds by at most 2u, the sum by u |sum|,
+ * the product by u |P|, so |P - lambda(sqrt s)| <= eta = c1 (dL + 2u) / 2
+ * + 2.02 u |P|, and the lanes that matter have |P| <= count + 2.
+ * With q = fl(sqrt s), |q - q_ref| <= A q + B as above (A = 6u (1 + 2^-20),
+ * B = P + 2^-50, the point term), so |sqrt s - q_ref| <= A' sqrt s + B with
+ * A' = A + 1.01 u, and for sqrt s >= 2^12 B, |lambda(sqrt s) -
+ * lambda(q_ref)| <= c1 (A' + B / sqrt s) (1 + 2^-11) / ln 2 (as min(sqrt s,
+ * q_ref) >= sqrt s (1 - A' - 2^-12)). Let T0 = eta + mu + c1 A' (1 + 2^-11)
+ * / ln 2, T1 = c1 B (1 + 2^-11) / ln 2 and qmin = max(2^12 B, T1 / T0):
+ * for sqrt s >= qmin the whole error is below tau = 2 T0 (1 + 2^-10). A lane
+ * with s >= qmin^2 (rounded up) and |P - rint(P)| >= tau (exact: Sterbenz)
+ * has lambda(q_ref) strictly between n + mu and n + 1 - mu for n =
+ * floor(P), so E[n] / w < q_ref < E[n + 1] / w: bin n, or below for n < 0
+ * (lambda(q_ref) < -mu <= lambda(E[0] / w)), or overflow for n >= count.
+ * A lane with s <= qb^2 (rounded down), qb (1 + A') + B < E[0] / w, is
+ * below (s = 0 included: getexp(0) = -inf gives P = -inf); the others
+ * under qmin^2, and those within tau of an integer, are redone. Used where
+ * tau <= 1/64 and c1 <= 2^12. S2 (80 bins over 0.1..23000): tau ~ 7e-5 and
+ * qmin ~ 470 / w, so about one pair in 7,000 is redone.
+ *
+ * Weights: the loops add fl(w_i w_j) to a float64 accumulator per slot
+ * (and lane, while the copies fit in L1: lanes that share a slot then form
+ * no chain of dependent adds through memory) and fold the accumulators
+ * into Neumaier sums every 4096 terms at most (cpu_internal.h's weights'
+ * states the bound: a bin within 4.6e-13 of its sum of |w_i w_j|); the
+ * counts stay exact integers.
  */
 #include <math.h>
 #include <pthread.h>
@@ -156,6 +188,7 @@
 #define L1_HIST_BYTES (1u * 1024u)
 #define L1_HIST_BYTES_GRID (16u * 1024u)
 #define PAIR_TABLE_BYTES (32u * 1024u) /* the bucket-pair table's limit */
+#define WACC_L1_BYTES (16u * 1024u) /* weights: an accumulator per lane and slot */
 
 const char *histd__cpu_isa_name(cpu_isa isa) {
   switch (isa) {
@@ -313,6 +346,46 @@ static int edge_table(cpu_plan *p, const double *edges, uint32_t count, double w
   return 0;
 }
 
+/* Log-spaced edges (see the bound at the top): fills the CPU_K_LOG
+ * constants and returns true, or false where the edges are not log-spaced
+ * enough or the bound too loose. pnt is the point term P. */
+static bool log_plan(cpu_ctx *c, const double *edges, uint32_t count, double w, double pnt) {
+  const double u = 0x1p-24, ln2 = 0.6931471805599453;
+  const double a = 6 * u * (1 + 0x1p-20) + 1.01 * u, b = pnt + 0x1p-50;
+  if (!(edges[0] > 0))
+    return false;
+  const double e0 = edges[0] / w, c1d = count / log2(edges[count] / edges[0]);
+  const double g0 = floor(log2(e0));
+  const float f0 = (float)(log2(e0) - g0), c1 = (float)c1d;
+  if (!(c1 > 0) || c1 > 0x1p12f || g0 < -60)
+    return false;
+  double mu = 0;
+  for (uint32_t k = 0; k <= count; k++) {
+    double m = fabs((log2(edges[k] / w) - g0 - f0) * c1 - k);
+    mu = m > mu ? m : mu;
+  }
+  mu += 0x1p-30;
+  if (!(mu <= 0x1p-10))
+    return false;
+  const double eta = c1 * (CPU_LOG2_ERR + 2 * u) / 2 + 2.02 * u * (count + 2);
+  const double t0 = eta + mu + c1 * a * (1 + 0x1p-11) / ln2;
+  const double t1 = c1 * b * (1 + 0x1p-11) / ln2;
+  const double tau = 2 * t0 * (1 + 0x1p-10);
+  double qmin = t1 / t0 > 0x1p12 * b ? t1 / t0 : 0x1p12 * b;
+  if (!(tau <= 1.0 / 64))
+    return false;
+  double qb = (e0 - b) / (1 + a) * (1 - 0x1p-20);
+  c->lg0 = (float)(2 * g0);
+  c->lf0 = 2 * f0;
+  c->lc1 = c1 / 2;
+  c->ltau = f32_up(tau);
+  c->lsmin = f32_up(qmin * qmin * (1 + 0x1p-20));
+  float sb = qb > 0 ? (float)(qb * qb * (1 - 0x1p-20)) : -1.0f;
+  c->lsbelow = qb > 0 && (double)sb > qb * qb ? nextafterf(sb, -INFINITY) : sb;
+  c->kind |= CPU_K_LOG;
+  return true;
+}
+
 /* The float32 points of one dataset: centred and scaled, or (periodic)
  * wrapped into the box with x - L floor(x / L) in float64, then scaled. */
 static void to_f32(float *dst, const double *src, size_t n, size_t padded, double centre,
@@ -355,7 +428,7 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
     return histd_fail(msg, msglen, HISTD_EINVAL, "this CPU lacks the %s instructions",
                       histd__cpu_isa_name(p->isa));
   /* the statistics' float32 loops: AVX-512, orthorhombic or open, weights
-   * with at most 4096 bins (a row's fold) and rows of at most 4096 terms */
+   * with at most 4096 bins (the folds' cost) and tiles of at most 4096 */
   if (stats && (p->isa != CPU_ISA_AVX512 || pr->box.kind == HISTD_BOX_TRICLINIC ||
                 opt->path == CPU_PATH_F64 || (pr->weighted && count > 4096) || tile > 4096 ||
                 (edges && !(pr->bins.edges[count] > 0)))) {
@@ -427,7 +500,7 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
     if (edges) {
       c->erel = f32_up(8 * u * (1 + 0x1p-20));
       c->eabs = f32_up((pnt + 0x1p-50) * (1 + 0x1p-10));
-      f32_ok = c->eabs <= 0x1p-12f;
+      f32_ok = log_plan(c, pr->bins.edges, count, w, pnt) || c->eabs <= 0x1p-12f;
       delta = c->eabs;
     } else {
       double q = (clamp < qmax ? clamp : qmax) * (1 + 0x1p-20) + 0x1p-100;
@@ -470,7 +543,7 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
     c->delta = df;
     p->delta = df;
     p->path = CPU_PATH_F32;
-    if (edges && edge_table(p, pr->bins.edges, count, w) != 0)
+    if (edges && !(c->kind & CPU_K_LOG) && edge_table(p, pr->bins.edges, count, w) != 0)
       return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the edge table");
     if (pr->weighted) {
       /* a vector's 16 lanes from any j < n_b (self rows start at i + 1) */
@@ -497,6 +570,8 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
     c->hist_size = s2 * s2 + s2;
   }
   c->wsum_off = ((size_t)c->hist_size * 4 + 63) & ~(size_t)63;
+  c->wshift = (size_t)c->stride * 16 * sizeof(double) <= WACC_L1_BYTES ? 4 : 0;
+  c->wfold = c->wshift == 4 ? 4096 : 4096 / 16; /* the weights' bound's n = 4096 */
   p->block = histd__cpu_simd_block(p->isa, p->path, c->exact, pairs, c->kind);
   if (p->block == NULL)
     p->block = p->path == CPU_PATH_F32 ? f32_block_generic : f64_block_generic;
@@ -605,7 +680,7 @@ static void flush(cpu_thread *t) {
   }
   if (c->kind & CPU_K_WEIGHTS) { /* slots to the sink's bins, below, overflow */
     const uint32_t count = job->res->bins.count;
-    double *sum = cpu_wsums(c, h) + c->stride + 16, *err = sum + c->stride;
+    double *sum = cpu_wsums(c, h) + cpu_wacc(c), *err = sum + c->stride;
     for (uint32_t s = 0; s <= c->buckets; s++) {
       uint32_t k = s == c->buckets ? count + 1 : first && s == 0 ? count : s - first;
       histd__neumaier(&job->total.sum[k], &job->total.err[k], sum[s]);
@@ -778,7 +853,7 @@ static int cpu_run(const histd_problem *p, const histd__grid *grid, const histd_
    * many threads times many buckets exhaust memory (1024 x 64 MiB). */
   const size_t hist_bytes =
       general ? ((size_t)count + 2) * (p->weighted ? 24 : 8)
-      : weighted ? plan.ctx.wsum_off + (3 * (size_t)plan.ctx.stride + 16) * sizeof(double)
+      : weighted ? plan.ctx.wsum_off + (cpu_wacc(&plan.ctx) + 2 * (size_t)plan.ctx.stride) * sizeof(double)
                  : (size_t)plan.ctx.hist_size * sizeof(uint32_t);
   const size_t max_threads = CPU_HIST_BUDGET_BYTES / (hist_bytes ? hist_bytes : 1);
   if (nthreads > max_threads)
@@ -843,9 +918,12 @@ static int cpu_run(const histd_problem *p, const histd__grid *grid, const histd_
   const char *arith = general ? "float64"
                       : plan.path == CPU_PATH_F64 ? "float64"
                       : plan.ctx.exact ? "float32 + float64 redo" : "float32";
-  snprintf(res->device, sizeof res->device, "cpu: %u thread%s, %s, %s", nthreads,
+  const char *bins = general || !(plan.ctx.kind & CPU_K_EDGES) ? ""
+                     : (plan.ctx.kind & CPU_K_LOG)               ? ", log-bin estimate"
+                                                                 : ", edge table";
+  snprintf(res->device, sizeof res->device, "cpu: %u thread%s, %s, %s%s", nthreads,
            nthreads == 1 ? "" : "s", histd__cpu_isa_name(general ? CPU_ISA_GENERIC : plan.isa),
-           arith);
+           arith, bins);
   return 0;
 }
 

@@ -7,9 +7,11 @@
 #ifndef HISTD_CPU_INTERNAL_H
 #define HISTD_CPU_INTERNAL_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "engine.h"
 
@@ -53,7 +55,9 @@ typedef struct cpu_report {
 enum {
   CPU_K_PERIODIC = 1u, /* orthorhombic minimum image in float32 (cpu.c)  */
   CPU_K_EDGES = 2u,    /* explicit edges through the cell table (cpu.c)  */
-  CPU_K_WEIGHTS = 4u   /* per-bin row sums of w_j, folded per row         */
+  CPU_K_WEIGHTS = 4u,  /* fl(w_i w_j) into per-slot accumulators, folded  */
+  CPU_K_LOG = 8u       /* with CPU_K_EDGES: log-spaced edges, the slot from
+                        * an estimate of log2 q instead of the table      */
 };
 #define CPU_EDGE_AMBIG 0x80000000u /* a table cell holding two edges or more */
 
@@ -83,13 +87,21 @@ typedef struct cpu_ctx {
   const uint64_t *etab;
   uint32_t eshift, ebase;
   float etop, erel, eabs; /* near an edge: |q - thr| < (q + thr) erel + eabs */
+  /* CPU_K_LOG (cpu.c's bound): from the sum of squares s, P = ((getexp(s)
+   * - lg0) + (L - lf0)) lc1, L = cpu_log2_1p(getmant(s) - 1), estimates
+   * the edge coordinate of sqrt s (edge k at P = k); a lane is redone when
+   * |P - rint(P)| < ltau, or when lsbelow < s < lsmin; s <= lsbelow is below. */
+  float lg0, lf0, lc1, ltau, lsmin, lsbelow;
   /* CPU_K_WEIGHTS: A's and B's weights (B's followed by 16 zeros, for a whole
-   * vector); the thread's row sums (stride + 16 doubles: the last 16, one
-   * a lane, take the lanes that are not in a bin, so that they form no
-   * chain of dependent adds), Neumaier sums and compensations (`stride`
-   * doubles each) sit in h at byte offset wsum_off. */
+   * vector). At byte offset wsum_off in h sit the thread's accumulators,
+   * cpu_wacc() doubles: slot s, lane l adds into acc[(s << wshift) +
+   * (l & wmask)] (wshift 4, a copy per lane, while that fits in L1, else 0);
+   * lanes in no bin add into acc[(stride << wshift) + l], one a lane, so
+   * that no two lanes of a vector form a chain of dependent adds. Then the
+   * Neumaier sums and compensations, `stride` doubles each. */
   const double *wa, *wb;
   size_t wsum_off;
+  uint32_t wshift, wfold; /* wfold: vector steps between two folds      */
   uint32_t buckets;   /* index `buckets` is overflow, `buckets + 1` trash */
   uint32_t stride;    /* uint32 counters per histogram copy (>= buckets+2) */
   uint32_t copies;    /* histogram copies, a power of two <= 16           */
@@ -124,29 +136,58 @@ static inline uint32_t cpu_exact_index(const cpu_ctx *c, size_t i, size_t j) {
   return b == HISTD_BIN_OVER ? c->buckets : b;
 }
 
-/* The thread's weight arrays in h (CPU_K_WEIGHTS). */
+/*
+ * log2(1 + t) for t in [0, 1) in float32: a degree-6 polynomial (a
+ * Chebyshev fit) by Horner's rule with fused multiply-adds, the same
+ * operations in this order in cpu_simd.c's vector loop. Within
+ * CPU_LOG2_ERR of log2(1 + t) for every float32 t in [0, 1) (t = m - 1 for
+ * a mantissa m in [1, 2): 2^23 values, all checked by tests/engine's
+ * test_cpu_paths against libm's log2 in float64).
+ */
+#define CPU_LOG2_ERR 0x1p-17
+static const float cpu_log2_coef[7] = {5.065611276222626e-06f, 1.4423954486846924f,
+                                       -0.7169868350028992f,   0.45385614037513733f,
+                                       -0.27235302329063416f,  0.11790508776903152f,
+                                       -0.02482558600604534f};
+static inline float cpu_log2_1p(float t) {
+  float v = cpu_log2_coef[6];
+  for (int k = 5; k >= 0; k--)
+    v = fmaf(v, t, cpu_log2_coef[k]);
+  return v;
+}
+
+/* The thread's weight arrays in h (CPU_K_WEIGHTS): the accumulators, then
+ * the Neumaier sums and their compensations (`stride` doubles each). Slot
+ * s, lane l adds into acc[(s << wshift) + (l & (2^wshift - 1))], and a lane
+ * in no bin into the lane's spare acc[(stride << wshift) + l], so that no
+ * two lanes of a vector form a chain of dependent adds through memory.
+ * (Two accumulators a cell of the bucket-pair table, one RMW for two
+ * lanes, measured slower: a table of 80 bins is 107 KB, beyond L1.) */
+static inline size_t cpu_wacc(const cpu_ctx *c) {
+  return ((size_t)c->stride << c->wshift) + 16;
+}
 static inline double *cpu_wsums(const cpu_ctx *c, uint32_t *h) {
   return (double *)(void *)((char *)h + c->wsum_off);
 }
+/* The slot accumulator t adds to (> buckets: none, a spare or the trash). */
+static inline uint32_t cpu_wacc_slot(const cpu_ctx *c, size_t t) {
+  return (uint32_t)(t >> c->wshift);
+}
 
 /*
- * End of row i (CPU_K_WEIGHTS): row[s] holds the plain float64 sum of the
- * w_j counted in slot s along this row, at most one tile (<= 4096) of
- * them; w_i times it goes into the slot's Neumaier sum. The bound: the
- * recursive sum of n terms is within (n - 1) ud sum |w_j| (ud = 2^-53), the
- * product adds ud |w_i S|, so each row's part is within n ud of the sum of
- * its |w_i w_j|; Neumaier's sum over rows (and the threads' merge) adds
- * 2 ud of the total plus second-order terms. With n <= 4096 a bin's sum is
- * within 4.6e-13 of the exact one relative to its sum of |w_i w_j|.
+ * The weights' bound. The loops add each pair's fl(w_i w_j) to an
+ * accumulator and fold the accumulators into Neumaier sums (a slot's) every
+ * wfold vector steps and at the end of each block, so an accumulator is a
+ * plain float64 sum of at most n = 4096 products: a step adds at most one
+ * to a lane's copy (wfold 4096), 16 to the one copy (wfold 256). The
+ * redone pairs go straight
+ * into the Neumaier sums. The recursive sum of n terms is within (n - 1) ud
+ * of their sum of magnitudes and each product within ud of w_i w_j
+ * (ud = 2^-53), so each fold adds within n ud of its sum of |w_i w_j|;
+ * Neumaier's sum over folds (and the threads' merge) adds 2 ud of the total
+ * plus second-order terms. A bin's sum is thus within 4.6e-13 of the exact
+ * one relative to its sum of |w_i w_j|.
  */
-static inline void cpu_fold_row(const cpu_ctx *c, uint32_t *h, double wi) {
-  double *row = cpu_wsums(c, h), *sum = row + c->stride + 16, *err = sum + c->stride;
-  for (uint32_t s = 0; s <= c->buckets; s++)
-    if (row[s] != 0) {
-      histd__neumaier(&sum[s], &err[s], wi * row[s]);
-      row[s] = 0;
-    }
-}
 
 /* The ISA loops (cpu_simd.c); NULL where the compiler or CPU lacks them. */
 /* pairs: the AVX-512 float32 loop that counts bucket pairs (pair_stride). */

@@ -21,8 +21,10 @@
  * f32_pstep512, with a constant `kind`: A x B reads B's points (qx..) for
  * j; CPU_K_PERIODIC takes the float32 minimum image per axis from points
  * wrapped into the box; CPU_K_EDGES takes the slot from the edge table
- * instead of floor(q), redoing lanes near the cell's edge; CPU_K_WEIGHTS
- * adds w_j to the row sum of the lane's slot. The redo is histd/pair.h's
+ * instead of floor(q), redoing lanes near the cell's edge, and with
+ * CPU_K_LOG (log-spaced edges) from an estimate of log2 q instead of the
+ * table, with no gather; CPU_K_WEIGHTS adds fl(w_i w_j) to the lane's
+ * accumulator of its slot (cpu_fold's bound). The redo is histd/pair.h's
  * arithmetic (cpu_exact_index). cpu.c derives each bound.
  */
 #include "cpu_internal.h"
@@ -44,7 +46,7 @@ TGT512 static inline __m512i lane_offsets16(const cpu_ctx *c) {
 }
 
 /* Redo the lanes in `near` in float64 and count them in copy 0 (with
- * weights, their w_j into the row sums too). */
+ * weights, their fl(w_i w_j) straight into the slot's Neumaier sum). */
 static inline uint64_t redo_lanes(const cpu_ctx *c, size_t i, size_t j, uint32_t near,
                                   uint32_t *h) {
   uint64_t n = 0;
@@ -53,8 +55,10 @@ static inline uint64_t redo_lanes(const cpu_ctx *c, size_t i, size_t j, uint32_t
     near &= near - 1;
     uint32_t slot = cpu_exact_index(c, i, j + (size_t)l);
     h[slot]++;
-    if (c->kind & CPU_K_WEIGHTS)
-      cpu_wsums(c, h - c->redo_base)[slot] += c->wb[j + (size_t)l];
+    if (c->kind & CPU_K_WEIGHTS) {
+      double *sum = cpu_wsums(c, h - c->redo_base) + cpu_wacc(c);
+      histd__neumaier(&sum[slot], &sum[c->stride + slot], c->wa[i] * c->wb[j + (size_t)l]);
+    }
     n++;
   }
   return n;
@@ -106,10 +110,32 @@ f32_pstep512(const cpu_ctx *c, size_t i, size_t j, __mmask16 valid, __m512 xi, _
   __m512 s = _mm512_mul_ps(dx, dx);
   s = _mm512_fmadd_ps(dy, dy, s);
   s = _mm512_fmadd_ps(dz, dz, s);
-  __m512 q = _mm512_min_ps(_mm512_sqrt_ps(s), clamp);
   __m512i idx;
   __mmask16 k = 0;
-  if (kind & CPU_K_EDGES) {
+  if (kind & CPU_K_LOG) {
+    /* the edge coordinate P from log2 s (cpu_log2_1p, the same fused
+     * operations), its floor clamped to [-1, count] the slot - 1; near an
+     * integer, or for small s, the lane is redone (cpu.c's bound) */
+    const __m512 t = _mm512_sub_ps(_mm512_getmant_ps(s, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero),
+                                   _mm512_set1_ps(1.0f));
+    __m512 l2 = _mm512_set1_ps(cpu_log2_coef[6]);
+    for (int d = 5; d >= 0; d--)
+      l2 = _mm512_fmadd_ps(l2, t, _mm512_set1_ps(cpu_log2_coef[d]));
+    const __m512 sv = _mm512_add_ps(_mm512_sub_ps(_mm512_getexp_ps(s), _mm512_set1_ps(c->lg0)),
+                                    _mm512_sub_ps(l2, _mm512_set1_ps(c->lf0)));
+    const __m512 pos = _mm512_mul_ps(sv, _mm512_set1_ps(c->lc1));
+    __m512 fl = _mm512_roundscale_ps(pos, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    fl = _mm512_min_ps(_mm512_max_ps(fl, _mm512_set1_ps(-1.0f)),
+                       _mm512_set1_ps((float)(c->buckets - 1)));
+    idx = _mm512_add_epi32(_mm512_cvttps_epi32(fl), _mm512_set1_epi32(1));
+    const __m512 dist = _mm512_abs_ps(_mm512_sub_ps(
+        pos, _mm512_roundscale_ps(pos, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    k = _mm512_cmp_ps_mask(dist, _mm512_set1_ps(c->ltau), _CMP_LT_OQ);
+    k |= _mm512_cmp_ps_mask(s, _mm512_set1_ps(c->lsmin), _CMP_LT_OQ) &
+         _mm512_cmp_ps_mask(s, _mm512_set1_ps(c->lsbelow), _CMP_GT_OQ);
+    k &= valid;
+  } else if (kind & CPU_K_EDGES) {
+    const __m512 q = _mm512_min_ps(_mm512_sqrt_ps(s), clamp);
     /* clamp is etop: the cell from q's bits, the slot from the table, one
      * comparison with the cell's edge; near it, or in a cell with two
      * edges, the lane is redone */
@@ -131,6 +157,7 @@ f32_pstep512(const cpu_ctx *c, size_t i, size_t j, __mmask16 valid, __m512 xi, _
     k = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(q, thr)), tol, _CMP_LT_OQ);
     k = (k | _mm512_test_epi32_mask(ent, _mm512_set1_epi32((int)CPU_EDGE_AMBIG))) & valid;
   } else {
+    const __m512 q = _mm512_min_ps(_mm512_sqrt_ps(s), clamp);
     idx = _mm512_cvttps_epi32(q);
     if (exact) {
       __m512 r = _mm512_roundscale_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -139,16 +166,18 @@ f32_pstep512(const cpu_ctx *c, size_t i, size_t j, __mmask16 valid, __m512 xi, _
       k = _mm512_mask_cmp_ps_mask(k & valid, dist, delta, _CMP_LT_OQ);
     }
   }
-  __m512i widx = idx; /* the row sum's slot: a bin, or the lane's own spare */
+  __m512i widx = idx; /* the accumulator: a bin's (and lane's), or the lane's spare */
   if (kind & CPU_K_WEIGHTS) {
     const uint32_t first = (kind & CPU_K_EDGES) ? 1 : 0, nbins = c->buckets - first;
     __mmask16 bin = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(idx, _mm512_set1_epi32((int)first)),
                                             _mm512_set1_epi32((int)nbins)) &
                     valid & (__mmask16)~k;
-    const __m512i spare = _mm512_add_epi32(_mm512_set1_epi32((int)c->stride),
-                                           _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
-                                                             10, 11, 12, 13, 14, 15));
-    widx = _mm512_mask_blend_epi32(bin, spare, idx);
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i spare = _mm512_add_epi32(_mm512_set1_epi32((int)(c->stride << c->wshift)), lane);
+    const __m512i own =
+        _mm512_add_epi32(_mm512_sllv_epi32(idx, _mm512_set1_epi32((int)c->wshift)),
+                         _mm512_and_si512(lane, _mm512_set1_epi32((int)(1u << c->wshift) - 1)));
+    widx = _mm512_mask_blend_epi32(bin, spare, own);
   }
   if (!pairs)
     idx = _mm512_add_epi32(idx, off);
@@ -157,6 +186,12 @@ f32_pstep512(const cpu_ctx *c, size_t i, size_t j, __mmask16 valid, __m512 xi, _
   __mmask16 bad = (__mmask16)~valid | k;
   if (bad)
     idx = _mm512_mask_blend_epi32(bad, idx, _mm512_set1_epi32((int)c->buckets + 1));
+  double prod[16] __attribute__((aligned(64))); /* fl(w_i w_j) */
+  if (kind & CPU_K_WEIGHTS) {
+    const __m512d wi = _mm512_set1_pd(c->wa[i]);
+    _mm512_store_pd(prod, _mm512_mul_pd(wi, _mm512_loadu_pd(c->wb + j)));
+    _mm512_store_pd(prod + 8, _mm512_mul_pd(wi, _mm512_loadu_pd(c->wb + j + 8)));
+  }
   if (pairs) {
     __m512i cell = _mm512_add_epi64(_mm512_mul_epu32(idx, _mm512_set1_epi64(c->pair_stride)),
                                     _mm512_srli_epi64(idx, 32));
@@ -164,16 +199,35 @@ f32_pstep512(const cpu_ctx *c, size_t i, size_t j, __mmask16 valid, __m512 xi, _
   } else if (!(kind & CPU_K_WEIGHTS)) {
     INCREMENT16(h, idx);
   }
-  if (kind & CPU_K_WEIGHTS) { /* the counts (unless paired) and the row sums */
+  if (kind & CPU_K_WEIGHTS) { /* the counts (unless paired) and the lane's accumulator */
     uint32_t buf[16] __attribute__((aligned(64))), wbuf[16] __attribute__((aligned(64)));
-    double *row = cpu_wsums(c, h);
-    const double *wb = c->wb + j;
+    double *acc = cpu_wsums(c, h);
     _mm512_store_si512(buf, idx);
     _mm512_store_si512(wbuf, widx);
     for (int l = 0; l < 16; l++) {
       if (!pairs)
         h[buf[l]]++;
-      row[wbuf[l]] += wb[l];
+      acc[wbuf[l]] += prod[l];
+    }
+  }
+}
+
+/* cpu_internal.h's cpu_fold for the AVX-512 loops: the accumulators
+ * scanned 8 at a time, as most of them stay zero. */
+TGT512 static void fold512(const cpu_ctx *c, uint32_t *h) {
+  double *acc = cpu_wsums(c, h), *sum = acc + cpu_wacc(c), *err = sum + c->stride;
+  const size_t n = cpu_wacc(c);
+  for (size_t t0 = 0; t0 < n; t0 += 8) {
+    const __mmask8 in = n - t0 >= 8 ? 0xFF : (__mmask8)((1u << (n - t0)) - 1);
+    __mmask8 nz = _mm512_mask_cmp_pd_mask(in, _mm512_maskz_loadu_pd(in, acc + t0),
+                                          _mm512_setzero_pd(), _CMP_NEQ_UQ);
+    while (nz) {
+      const size_t t = t0 + (size_t)__builtin_ctz(nz);
+      nz &= (__mmask8)(nz - 1);
+      const uint32_t slot = cpu_wacc_slot(c, t);
+      if (slot <= c->buckets)
+        histd__neumaier(&sum[slot], &err[slot], acc[t]);
+      acc[t] = 0;
     }
   }
 }
@@ -185,20 +239,31 @@ f32_pblock512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1, bool
   const __m512i off = lane_offsets16(c);
   const __m512 clamp = _mm512_set1_ps((kind & CPU_K_EDGES) ? c->etop : c->clamp);
   const __m512 delta = _mm512_set1_ps(c->delta);
+  uint32_t steps = 0; /* CPU_K_WEIGHTS: vector steps since the last fold */
   for (size_t i = i0; i < i1; i++) {
     const __m512 xi = _mm512_set1_ps(c->px[i]);
     const __m512 yi = _mm512_set1_ps(c->py[i]);
     const __m512 zi = _mm512_set1_ps(c->pz[i]);
     size_t j = diag ? i + 1 : j0;
-    for (; j + 16 <= j1; j += 16)
+    for (; j + 16 <= j1; j += 16) {
       f32_pstep512(c, i, j, 0xFFFF, xi, yi, zi, off, clamp, delta, h, refined, exact, pairs,
                    kind);
-    if (j < j1)
+      if ((kind & CPU_K_WEIGHTS) && ++steps == c->wfold) {
+        fold512(c, h);
+        steps = 0;
+      }
+    }
+    if (j < j1) {
       f32_pstep512(c, i, j, (__mmask16)((1u << (j1 - j)) - 1), xi, yi, zi, off, clamp, delta,
                    h, refined, exact, pairs, kind);
-    if (kind & CPU_K_WEIGHTS)
-      cpu_fold_row(c, h, c->wa[i]);
+      if ((kind & CPU_K_WEIGHTS) && ++steps == c->wfold) {
+        fold512(c, h);
+        steps = 0;
+      }
+    }
   }
+  if (kind & CPU_K_WEIGHTS)
+    fold512(c, h);
 }
 
 /* The instances: the plain loops (pairs table or copies, exact or fast)
@@ -222,12 +287,20 @@ STATS_512(4)
 STATS_512(5)
 STATS_512(6)
 STATS_512(7)
+STATS_512(10)
+STATS_512(11)
+STATS_512(14)
+STATS_512(15)
 
-static const cpu_block_fn stats512[2][8] = {
+/* by kind; CPU_K_LOG comes only with CPU_K_EDGES */
+static const cpu_block_fn stats512[2][16] = {
     {f32_exact512, f32_stats512_1, f32_stats512_2, f32_stats512_3, f32_stats512_4,
-     f32_stats512_5, f32_stats512_6, f32_stats512_7},
+     f32_stats512_5, f32_stats512_6, f32_stats512_7, NULL, NULL, f32_stats512_10,
+     f32_stats512_11, NULL, NULL, f32_stats512_14, f32_stats512_15},
     {f32_exact512_pairs, f32_stats512_pairs_1, f32_stats512_pairs_2, f32_stats512_pairs_3,
-     f32_stats512_pairs_4, f32_stats512_pairs_5, f32_stats512_pairs_6, f32_stats512_pairs_7}};
+     f32_stats512_pairs_4, f32_stats512_pairs_5, f32_stats512_pairs_6, f32_stats512_pairs_7,
+     NULL, NULL, f32_stats512_pairs_10, f32_stats512_pairs_11, NULL, NULL,
+     f32_stats512_pairs_14, f32_stats512_pairs_15}};
 
 TGT512 static inline __attribute__((always_inline)) void f64_step512(const cpu_ctx *c, size_t j, __mmask8 valid, __m512d xi,
                                       __m512d yi, __m512d zi, __m256i off, uint32_t *h) {
@@ -410,7 +483,7 @@ cpu_block_fn histd__cpu_simd_block(cpu_isa isa, cpu_path path, bool exact, bool 
                                    unsigned kind) {
 #ifdef HISTD_HAVE_X86_SIMD
   if (kind != 0) /* the statistics: AVX-512 float32 only */
-    return isa == CPU_ISA_AVX512 && path == CPU_PATH_F32 ? stats512[pairs][kind & 7] : NULL;
+    return isa == CPU_ISA_AVX512 && path == CPU_PATH_F32 ? stats512[pairs][kind & 15] : NULL;
   if (isa == CPU_ISA_AVX512)
     return path == CPU_PATH_F64 ? f64_block512
            : pairs              ? (exact ? f32_exact512_pairs : f32_fast512_pairs)

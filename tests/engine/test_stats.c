@@ -789,6 +789,81 @@ static void test_fast_weights_many(void) {
   histd_dataset_free(&b);
 }
 
+/* The cpu kernel's log-bin estimate (cpu.c's CPU_K_LOG bound): log edges
+ * of several shapes (one bin, 80 over six decades, 1,000 narrow ones, a
+ * first edge far below the points' spread), points on a ray through every
+ * edge and an ulp either side plus random ones, self and A x B, weighted,
+ * open and periodic, and duplicates (distance 0), against the definition;
+ * and the cpu kernel must have taken the estimate (AVX-512), while edges
+ * that are not log-spaced take the table. */
+static void test_fast_log_estimate(void) {
+  const struct {
+    double r_min, r_max;
+    uint32_t count;
+    double side;
+  } cases[] = {{0.1, 23000, 80, 2300}, {1e-3, 1, 1, 1.5}, {0.5, 40, 250, 30}, {2, 3, 7, 6},
+               {1e-6, 7, 33, 9}};
+  char what[160];
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    const uint32_t count = cases[c].count;
+    double *edges = malloc((count + 1) * sizeof *edges);
+    histd_log_edges(cases[c].r_min, cases[c].r_max, count, edges, NULL, 0);
+    const size_t ray = count + 1 < 60 ? count + 1 : 60;
+    histd_dataset a, b = points(150, cases[c].side, cases[c].side, cases[c].side, true);
+    histd_dataset_alloc(&a, 3 * ray + 400, NULL, 0);
+    histd_dataset_alloc_weights(&a, NULL, 0);
+    size_t n = 0;
+    for (size_t e = 0; e < ray; e++) /* edges (a spread of them) on the x axis from 0 */
+      for (int sgn = -1; sgn <= 1; sgn++, n++) {
+        const double x = edges[e * count / (ray - 1 > 0 ? ray - 1 : 1)];
+        a.x[n] = sgn == 0 ? x : nextafter(x, sgn * INFINITY);
+        a.y[n] = a.z[n] = 0;
+        a.w[n] = rnd() * 2 - 0.5;
+      }
+    for (; n < a.n; n++) {
+      const bool dup = n % 10 == 0 && n > 3 * ray; /* a copy of the point before */
+      a.x[n] = dup ? a.x[n - 1] : rnd() * cases[c].side;
+      a.y[n] = dup ? a.y[n - 1] : rnd() * cases[c].side;
+      a.z[n] = dup ? a.z[n - 1] : rnd() * cases[c].side;
+      a.w[n] = rnd() * 2 - 0.5;
+    }
+    histd_dataset_finish(&a, NULL, 0);
+    const double l = fmax(cases[c].side * 2.2, cases[c].r_max * 2.2); /* r_max < L / 2 */
+    const histd_box boxes[2] = {OPEN, {HISTD_BOX_ORTHO, l, 0, l * 1.1, 0, 0, l * 0.95}};
+    for (int bx = 0; bx < 2; bx++)
+      for (int cross = 0; cross < 2; cross++)
+        for (int w = 0; w < 2; w++) {
+          histd_problem p = problem(&a, cross ? &b : NULL, boxes[bx],
+                                    (histd_bins){HISTD_BINS_EDGES, count, 0, edges});
+          p.weighted = w;
+          snprintf(what, sizeof what, "log estimate, %u bins %g..%g, %s, %s%s", count,
+                   cases[c].r_min, cases[c].r_max, bx ? "periodic" : "open",
+                   cross ? "A x B" : "self", w ? ", weighted" : "");
+          compare_fast(&p, what, true);
+          histd_result r;
+          if (fast_statistics() && run_on(&p, "cpu", 2, &r, what) == 0) {
+            CHECK(strstr(r.device, "log-bin estimate") != NULL, "%s: cpu took it (%s)", what,
+                  r.device);
+            histd_result_free(&r);
+          }
+        }
+    histd_dataset_free(&a);
+    histd_dataset_free(&b);
+    free(edges);
+  }
+  /* edges that are not log-spaced: the table */
+  double uneven[5] = {0.5, 1, 1.2, 3, 7};
+  histd_dataset a = points(300, 5, 5, 5, false);
+  histd_problem p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 4, 0, uneven});
+  compare_fast(&p, "uneven edges", true);
+  histd_result r;
+  if (fast_statistics() && run_on(&p, "cpu", 1, &r, "uneven edges") == 0) {
+    CHECK(strstr(r.device, "edge table") != NULL, "uneven edges take the table (%s)", r.device);
+    histd_result_free(&r);
+  }
+  histd_dataset_free(&a);
+}
+
 /* ---- several frames ------------------------------------------------------------- */
 
 /* Frames of n[f] random points in boxes[f] (weighted), one after another. */
@@ -1155,6 +1230,7 @@ int main(void) {
   test_fast_unwrapped_hard();
   test_fast_open_edges_hard();
   test_fast_weights_many();
+  test_fast_log_estimate();
   test_width_on_multiples();
   test_gpu_paths();
   test_frames();
