@@ -12,7 +12,8 @@
  *     points in the 23,000 cube (times --scale, default 0.1: 20,000 x 20,000
  *     on a 2-core machine); baseline: the plain self histogram of
  *     sqrt(2) n_a points (the same number of pairs), 80 bins of 500
- * Medians of R runs (default 3) of kernel time; cpu-reference K runs
+ * Medians of R runs (default 3) of kernel time, each workload's runs taken
+ * in turns with its baseline's (a passing load weighs on both); cpu-reference K runs
  * (default 1, on S1 only; 0 skips it). Prints the CPU, the load, pairs/s
  * and the ratios.
  */
@@ -52,24 +53,45 @@ static int cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Median kernel ms of `runs` runs. */
-static double timed(const histd_problem *p, const char *kernel, int runs) {
-  double t[64];
+static double run_ms(const histd_problem *p, const char *kernel) {
   histd_exec ex;
   histd_exec_init(&ex);
   snprintf(ex.kernel, sizeof ex.kernel, "%s", kernel);
-  for (int r = 0; r < runs; r++) {
-    histd_result res;
-    char msg[256];
-    if (histd_run(p, &ex, NULL, &res, msg, sizeof msg) != 0) {
-      fprintf(stderr, "%s: %s\n", kernel, msg);
-      exit(1);
-    }
-    t[r] = res.timing.kernel_ms;
-    histd_result_free(&res);
+  histd_result res;
+  char msg[256];
+  if (histd_run(p, &ex, NULL, &res, msg, sizeof msg) != 0) {
+    fprintf(stderr, "%s: %s\n", kernel, msg);
+    exit(1);
   }
+  double ms = res.timing.kernel_ms;
+  histd_result_free(&res);
+  return ms;
+}
+
+static double median(double *t, int runs) {
   qsort(t, (size_t)runs, sizeof *t, cmp);
   return runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]);
+}
+
+/* Median kernel ms of `runs` runs. */
+static double timed(const histd_problem *p, const char *kernel, int runs) {
+  double t[64];
+  for (int r = 0; r < runs; r++)
+    t[r] = run_ms(p, kernel);
+  return median(t, runs);
+}
+
+/* Medians of `runs` runs of p and of its baseline q, taken in turns (p, q,
+ * p, q, ...) so that a load that comes and goes weighs on both alike. */
+static void timed_pair(const histd_problem *p, const histd_problem *q, int runs, double *tp,
+                       double *tq) {
+  double a[64], b[64];
+  for (int r = 0; r < runs; r++) {
+    a[r] = run_ms(p, "cpu");
+    b[r] = run_ms(q, "cpu");
+  }
+  *tp = median(a, runs);
+  *tq = median(b, runs);
 }
 
 static void report(const char *label, const char *what, double ms, uint64_t pairs) {
@@ -117,7 +139,8 @@ int main(int argc, char **argv) {
   plain.box.kind = HISTD_BOX_NONE;
   plain.box = (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0};
   const uint64_t p1 = histd_problem_pairs(&rdf);
-  double t_rdf = timed(&rdf, "cpu", runs), t_plain1 = timed(&plain, "cpu", runs);
+  double t_rdf, t_plain1;
+  timed_pair(&rdf, &plain, runs, &t_rdf, &t_plain1);
   report("S1", "cpu, periodic g(r)", t_rdf, p1);
   report("S1", "cpu, plain histogram (baseline)", t_plain1, p1);
   if (ref_runs > 0) {
@@ -145,7 +168,8 @@ int main(int argc, char **argv) {
   memset(&base, 0, sizeof base);
   base.a = &self;
   base.bins = (histd_bins){HISTD_BINS_WIDTH, 80, 500, NULL};
-  double t_dr = timed(&dr, "cpu", runs), t_base = timed(&base, "cpu", runs);
+  double t_dr, t_base;
+  timed_pair(&dr, &base, runs, &t_dr, &t_base);
   report("S2", "cpu, A x B weighted, 80 log bins", t_dr, histd_problem_pairs(&dr));
   report("S2", "cpu, plain self histogram (baseline)", t_base, histd_problem_pairs(&base));
   double per_dr = t_dr / (double)histd_problem_pairs(&dr);
