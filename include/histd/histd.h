@@ -115,6 +115,33 @@ typedef struct histd_frame {
   histd_box box;
 } histd_frame;
 
+/*
+ * What a file says of its atoms, for selections and exclusions: one entry
+ * an atom of a frame (every frame lists the same atoms in the same order).
+ * Each array is NULL when the file does not carry it. Strings are
+ * NUL-padded in fixed slots: name i is name + i * HISTD_ATOM_STR.
+ */
+#define HISTD_ATOM_STR 8
+typedef struct histd_topology {
+  size_t atoms;   /* atoms a frame                                              */
+  char *name;     /* atom names ("OW", "HW1"), HISTD_ATOM_STR bytes each        */
+  char *element;  /* element symbols ("O"), the same slots                      */
+  char *resname;  /* residue names ("SOL"), the same slots                      */
+  int64_t *resid; /* residue numbers as the file wrote them                     */
+  int64_t *type;  /* LAMMPS atom types                                          */
+  int64_t *mol;   /* molecule ids: LAMMPS's `mol`; GRO and PDB: one a residue  */
+} histd_topology;
+
+/* Which arrays a topology has (histd_topology_alloc, histd_topology_fields). */
+enum {
+  HISTD_TOP_NAME = 1u << 0,
+  HISTD_TOP_ELEMENT = 1u << 1,
+  HISTD_TOP_RESNAME = 1u << 2,
+  HISTD_TOP_RESID = 1u << 3,
+  HISTD_TOP_TYPE = 1u << 4,
+  HISTD_TOP_MOL = 1u << 5
+};
+
 typedef struct histd_dataset {
   size_t n;              /* all the points, every frame's together    */
   double *x, *y, *z;
@@ -126,6 +153,7 @@ typedef struct histd_dataset {
   histd_frame *frame;    /* NULL for one frame, else `frames` of them, back to back
                           * over [0, n); always owned (malloc'd) by the dataset,
                           * borrowed or not                                   */
+  histd_topology *top;   /* NULL, or the atoms of a frame; owned like `frame` */
 } histd_dataset;
 
 /* Allocates room for n points (coordinates uninitialised, bounds zeroed). */
@@ -162,6 +190,31 @@ void histd_dataset_frame(const histd_dataset *ds, size_t f, histd_dataset *view)
  * frame's. One frame is stored as no table. The table is copied. */
 int histd_dataset_set_frames(histd_dataset *ds, size_t frames, const size_t *counts,
                              const histd_box *boxes, char *msg, size_t msglen);
+
+/* Gives ds a topology of `atoms` atoms with the arrays in `fields`
+ * (HISTD_TOP_* bits), zeroed. */
+int histd_topology_alloc(histd_dataset *ds, size_t atoms, unsigned fields, char *msg,
+                         size_t msglen);
+void histd_topology_free(histd_topology *top);
+/* The HISTD_TOP_* bits of the arrays a topology has (0 for NULL). */
+unsigned histd_topology_fields(const histd_topology *top);
+
+/*
+ * A selection: the atoms of ds that `sel` names, every frame, as a new
+ * dataset (coordinates, weights, frames and boxes, and its topology's
+ * entries, copied). sel is "all" or KIND:LIST, LIST comma-separated:
+ *   element:O,H   name:OW   resname:SOL   (element ignores case)
+ *   type:2  resid:1-10  mol:5  index:0-99   (whole numbers and ranges a-b,
+ *                                             inclusive; index counts from 0)
+ * The kinds but index need the file to carry them; every frame must hold the
+ * same atoms. A selection that matches nothing is an error, as is a bad one
+ * (a sentence says why).
+ */
+int histd_dataset_select(const histd_dataset *ds, const char *sel, histd_dataset *out, char *msg,
+                         size_t msglen);
+/* Whether sel is a selection that a topology with these arrays (HISTD_TOP_*
+ * bits; ~0u: any) can answer; the sentence of histd_dataset_select if not. */
+int histd_selection_check(const char *sel, unsigned fields, char *msg, size_t msglen);
 
 /* ---- the problem: what to compute --------------------------------------- */
 
@@ -222,6 +275,8 @@ typedef struct histd_problem {
   bool frame_boxes; /* the metric is the file's: each frame of a in its own box
                      * (a->frame[f].box, or a->box for one frame); `box` is
                      * ignored. False: `box` (the job's) for every frame. */
+  bool exclude_molecule; /* leave out the pairs whose atoms share a molecule
+                          * id (a's and b's topology `mol`; unweighted) */
 } histd_problem;
 
 /* What a kernel can do beyond the plain self histogram in WIDTH bins of an
@@ -322,7 +377,12 @@ typedef struct histd_result {
   uint64_t *counts;  /* bins.count entries                        */
   uint64_t below;    /* pairs with d < E[0] (EDGES only)           */
   uint64_t overflow; /* pairs at or beyond the last edge           */
-  uint64_t total;    /* the number of pairs                         */
+  uint64_t total;    /* the number of pairs (less the excluded ones)  */
+  uint64_t excluded; /* exclude_molecule: the pairs left out          */
+  bool exclude_molecule;
+  /* the selections the operands came from ("" for a whole dataset): the
+   * caller that made them (sdh, the service) fills these in to be shown */
+  char select_a[256], select_b[256];
   double *weighted;  /* NULL, or bins.count weighted sums           */
   uint64_t n, n_b;   /* points of A, and of B (0 for self pairs)     */
   bool cross;        /* the pairs were A x B                         */

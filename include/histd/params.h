@@ -38,6 +38,9 @@ typedef struct histd_params {
   bool has_within;
   double within;
   bool weights;
+  char select_a[256];   /* "": every atom of the dataset (histd_dataset_select) */
+  char select_b[256];   /* "": B is dataset_b whole, or no B (self pairs)   */
+  bool exclude_molecule; /* "exclude": "molecule"                          */
 } histd_params;
 
 typedef enum histd_value_kind {
@@ -107,6 +110,20 @@ int histd_params_write_json(FILE *f, const histd_params *p);
  */
 int histd_params_problem(const histd_params *p, const histd_dataset *a, const histd_dataset *b,
                          histd_problem *out, double **edges, char *msg, size_t msglen);
+
+/*
+ * The operands a job's selections make: A is select_a of a (a whole when
+ * none); B is select_b of b, or b whole, or, with no b, select_b of a (A x B
+ * between two selections of one dataset), or none. The selections are
+ * copies, owned here until histd_operands_free.
+ */
+typedef struct histd_operands {
+  const histd_dataset *a, *b; /* what histd_params_problem takes */
+  histd_dataset sel_a, sel_b;
+} histd_operands;
+int histd_params_operands(const histd_params *p, const histd_dataset *a, const histd_dataset *b,
+                          histd_operands *out, char *msg, size_t msglen);
+void histd_operands_free(histd_operands *o);
 
 #ifdef __cplusplus
 }

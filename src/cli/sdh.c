@@ -386,10 +386,16 @@ int main(int argc, char **argv) {
   histd_problem prob;
   double *edges = NULL;
   char msg[512];
-  int rc = histd_params_problem(&o.params, &ds, o.file_b ? &ds_b : NULL, &prob, &edges, msg,
-                                sizeof msg);
-  if (rc == 0)
-    rc = histd_run(&prob, &o.params.exec, NULL, &res, msg, sizeof msg);
+  histd_operands ops;
+  int rc = histd_params_operands(&o.params, &ds, o.file_b ? &ds_b : NULL, &ops, msg, sizeof msg);
+  if (rc == 0) {
+    rc = histd_params_problem(&o.params, ops.a, ops.b, &prob, &edges, msg, sizeof msg);
+    if (rc == 0 && (rc = histd_run(&prob, &o.params.exec, NULL, &res, msg, sizeof msg)) == 0) {
+      snprintf(res.select_a, sizeof res.select_a, "%s", o.params.select_a);
+      snprintf(res.select_b, sizeof res.select_b, "%s", o.params.select_b);
+    }
+    histd_operands_free(&ops);
+  }
   free(edges);
   histd_params_free(&o.params);
   histd_dataset_free(&ds);

@@ -48,6 +48,7 @@ void histd_dataset_free(histd_dataset *ds) {
   if (!ds->borrowed)
     free(ds->x);
   free(ds->frame);
+  histd_topology_free(ds->top);
   memset(ds, 0, sizeof *ds);
 }
 
@@ -105,6 +106,7 @@ void histd_dataset_frame(const histd_dataset *ds, size_t f, histd_dataset *view)
   view->z = ds->z + fr->start;
   view->w = ds->w != NULL ? ds->w + fr->start : NULL;
   view->box = fr->box;
+  view->top = ds->top;
   view->borrowed = true;
   const double *c[3] = {view->x, view->y, view->z};
   for (int a = 0; a < 3; a++)

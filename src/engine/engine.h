@@ -60,6 +60,39 @@ typedef struct histd__sink {
                       * running compensations */
 } histd__sink;
 
+/* The sink slot of the pair (i of a, j of b; b = a for self pairs) by the
+ * contract (histd/pair.h): a bin 0..count-1, count below, count + 1 over.
+ * inv_w is 1 / width (WIDTH bins). */
+static inline size_t histd__pair_slot(const histd_problem *p, const histd_metric *m,
+                                      double inv_w, size_t i, size_t j) {
+  const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
+  const uint32_t count = p->bins.count;
+  double d = histd_pair_d(m, a->x[i], a->y[i], a->z[i], b->x[j], b->y[j], b->z[j]);
+  uint32_t bin = p->bins.kind == HISTD_BINS_EDGES
+                     ? histd_bin_edges(d, p->bins.edges, count)
+                     : histd_bin_width(d, p->bins.width, inv_w, count);
+  return bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? (size_t)count + 1 : bin;
+}
+
+/*
+ * Exclusions (exclude.c): the pairs of atoms with the same molecule id,
+ * found once by sorting each operand's atoms by molecule, then counted a
+ * frame at a time by the contract so that the worker can take them out of
+ * the kernel's counts exactly.
+ */
+typedef struct histd__exclusions {
+  size_t *a, *b;       /* atom indices sorted by molecule (b NULL: self)   */
+  const int64_t *mol_a, *mol_b;
+  size_t n_a, n_b;
+} histd__exclusions;
+int histd__exclusions_init(histd__exclusions *x, const histd_problem *p, char *msg,
+                           size_t msglen);
+void histd__exclusions_free(histd__exclusions *x);
+/* Frame problem pf's excluded pairs into s (counts only, zeroed first); their
+ * number. */
+uint64_t histd__exclusions_count(const histd__exclusions *x, const histd_problem *pf,
+                                 histd__sink *s);
+
 int histd__sink_init(histd__sink *s, uint32_t count, bool weighted);
 void histd__sink_free(histd__sink *s);
 void histd__pairs_block(const histd_problem *p, size_t i0, size_t i1, size_t j0, size_t j1,

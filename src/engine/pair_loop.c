@@ -37,31 +37,18 @@ void histd__sink_free(histd__sink *s) {
   memset(s, 0, sizeof *s);
 }
 
-/* slot of a bin index from histd/pair.h: 0..count-1, count (below), count+1 */
-static inline size_t slot_of(uint32_t bin, uint32_t count) {
-  return bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? (size_t)count + 1 : bin;
-}
-
 void histd__pairs_block(const histd_problem *p, size_t i0, size_t i1, size_t j0, size_t j1,
                         bool diag, histd__sink *s) {
   const histd_metric m = histd__metric(&p->box);
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
-  const histd_bins *bins = &p->bins;
-  const uint32_t count = bins->count;
-  const bool edges = bins->kind == HISTD_BINS_EDGES;
-  const double inv_w = edges ? 0 : 1 / bins->width;
-  for (size_t i = i0; i < i1; i++) {
-    const double xi = a->x[i], yi = a->y[i], zi = a->z[i];
+  const double inv_w = p->bins.kind == HISTD_BINS_EDGES ? 0 : 1 / p->bins.width;
+  for (size_t i = i0; i < i1; i++)
     for (size_t j = diag ? (i + 1 > j0 ? i + 1 : j0) : j0; j < j1; j++) {
-      double d = histd_pair_d(&m, xi, yi, zi, b->x[j], b->y[j], b->z[j]);
-      uint32_t bin = edges ? histd_bin_edges(d, bins->edges, count)
-                           : histd_bin_width(d, bins->width, inv_w, count);
-      size_t k = slot_of(bin, count);
+      size_t k = histd__pair_slot(p, &m, inv_w, i, j);
       s->counts[k]++;
       if (s->sum != NULL)
         histd__neumaier(&s->sum[k], &s->err[k], a->w[i] * b->w[j]);
     }
-  }
 }
 
 void histd__sink_merge(histd__sink *total, const histd__sink *s, uint32_t count) {

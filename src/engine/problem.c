@@ -191,6 +191,32 @@ static int frames_validate(const histd_problem *p, char *msg, size_t msglen) {
   return 0;
 }
 
+/* exclude_molecule: molecule ids on every operand, each frame the atoms its
+ * topology lists, no weights. */
+static int exclusions_validate(const histd_problem *p, char *msg, size_t msglen) {
+  if (p->weighted)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "exclude molecule cannot be combined with weights (the weighted sums "
+                      "would lose their precision bound); run it unweighted");
+  const histd_dataset *ops[2] = {p->a, p->b};
+  const char *names[2] = {"A", "B"};
+  for (int o = 0; o < 2 && ops[o] != NULL; o++) {
+    const histd_dataset *ds = ops[o];
+    if (ds->top == NULL || ds->top->mol == NULL)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "exclude molecule needs molecule ids, and the points (%s) have none "
+                        "(a LAMMPS dump's mol column, or the residues of a GRO or PDB file)",
+                        names[o]);
+    for (size_t f = 0, frames = histd_dataset_frames(ds); f < frames; f++)
+      if ((frames == 1 ? ds->n : ds->frame[f].n) != ds->top->atoms)
+        return histd_fail(msg, msglen, HISTD_EINVAL,
+                          "frame %zu of the points (%s) holds %zu points and its topology "
+                          "%zu atoms", f + 1, names[o], frames == 1 ? ds->n : ds->frame[f].n,
+                          ds->top->atoms);
+  }
+  return 0;
+}
+
 /* r_max (or the radius) within half the box's shortest width; whose says
  * which box in the sentence. */
 static int box_fits(const histd_problem *p, const histd_box *box, const char *whose, char *msg,
@@ -241,7 +267,8 @@ int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen) {
       return histd_fail(msg, msglen, HISTD_EINVAL,
                         "weights were asked for, but the second point set (B) carries none");
   }
-  if ((rc = frames_validate(p, msg, msglen)) != 0)
+  if ((rc = frames_validate(p, msg, msglen)) != 0 ||
+      (p->exclude_molecule && (rc = exclusions_validate(p, msg, msglen)) != 0))
     return rc;
   if (!p->frame_boxes)
     return box_fits(p, &p->box, "", msg, msglen);

@@ -83,13 +83,34 @@ static void frame_progress(void *u, double x) {
 
 static bool frame_cancelled(void *u) { return histd__cancelled(((const frame_control *)u)->outer); }
 
+/* Takes frame problem pf's excluded pairs (x; NULL: none) out of r: its
+ * counts, below, overflow and total; adds them to r->excluded. */
+static int take_excluded(const histd__exclusions *x, const histd_problem *pf, histd_result *r,
+                         char *msg, size_t msglen) {
+  if (x == NULL)
+    return 0;
+  const uint32_t count = r->bins.count;
+  histd__sink s;
+  if (histd__sink_init(&s, count, false) != 0)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u bins", count);
+  const uint64_t n = histd__exclusions_count(x, pf, &s);
+  for (uint32_t k = 0; k < count; k++)
+    r->counts[k] -= s.counts[k];
+  r->below -= s.counts[count];
+  r->overflow -= s.counts[count + 1];
+  r->total -= n;
+  r->excluded += n;
+  histd__sink_free(&s);
+  return 0;
+}
+
 /* Several frames: each run on its own (its views of a and b, its box) into
  * a result of the same bins, and summed into res; weighted sums with
  * Neumaier's compensation across frames. volume becomes the one that
  * normalises g(r) by the frames' total: total / sum_f (P_f / V_f). */
 static int run_frames(histd_worker *w, const histd_kernel *k, const histd_problem *p,
-                      const histd_exec *ex, const histd_control *ctl, histd_result *res,
-                      char *msg, size_t msglen) {
+                      const histd_exec *ex, const histd_control *ctl,
+                      const histd__exclusions *x, histd_result *res, char *msg, size_t msglen) {
   const size_t frames = histd_problem_frames(p);
   const uint32_t count = res->bins.count;
   double *err = p->weighted ? calloc(count, sizeof *err) : NULL, density = 0, v0 = 0;
@@ -116,6 +137,8 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
     frame_control fc = {ctl, (double)f, (double)frames};
     histd_control sub = {frame_progress, frame_cancelled, &fc};
     rc = run_frame(w, k, &pf, ex, &sub, &part, msg, msglen);
+    if (rc == 0)
+      rc = take_excluded(x, &pf, &part, msg, msglen);
     if (rc == 0) {
       for (uint32_t i = 0; i < count; i++) {
         res->counts[i] += part.counts[i];
@@ -124,6 +147,8 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
       }
       res->below += part.below;
       res->overflow += part.overflow;
+      res->total -= part.excluded;
+      res->excluded += part.excluded;
       res->refined_pairs += part.refined_pairs;
       res->exact = res->exact && part.exact;
       res->block_size = part.block_size;
@@ -195,15 +220,26 @@ int histd_worker_run(histd_worker *w, const histd_problem *p_in, const histd_exe
   res->cross = p.b != NULL;
   res->frames = histd_problem_frames(&p);
   res->box_from_dataset = p.frame_boxes;
+  res->exclude_molecule = p.exclude_molecule;
+  histd__exclusions excl;
+  if (p.exclude_molecule && (rc = histd__exclusions_init(&excl, &p, msg, msglen)) != 0) {
+    histd_result_free(res);
+    return rc;
+  }
+  const histd__exclusions *x = p.exclude_molecule ? &excl : NULL;
   if (res->frames > 1) {
-    rc = run_frames(w, k, &p, &ex, ctl, res, msg, msglen);
+    rc = run_frames(w, k, &p, &ex, ctl, x, res, msg, msglen);
   } else {
     histd_dataset a, b;
     histd_problem one;
     histd_problem_frame(&p, 0, &a, &b, &one); /* the box, from the file or the job */
     res->volume = histd_box_volume(&one.box);
     rc = run_frame(w, k, &one, &ex, ctl, res, msg, msglen);
+    if (rc == 0)
+      rc = take_excluded(x, &one, res, msg, msglen);
   }
+  if (x != NULL)
+    histd__exclusions_free(&excl);
   if (rc != 0) {
     histd_result_free(res);
     return rc;

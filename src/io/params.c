@@ -304,6 +304,46 @@ static void write_devices(FILE *f, const histd_params *p) {
   fputc(']', f);
 }
 
+static int set_selection(char *dst, const histd_value *v, const char *name, char *msg,
+                         size_t msglen) {
+  int rc = want(v, HISTD_VALUE_STRING, name, "a string such as element:O or index:0-99", msg,
+                msglen);
+  if (rc != 0)
+    return rc;
+  if (strlen(v->string) >= 256)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "%s is longer than 255 characters", name);
+  for (const char *c = v->string; *c; c++)
+    if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "%s holds a control or non-ASCII character", name);
+  if ((rc = histd_selection_check(v->string, ~0u, msg, msglen)) != 0)
+    return rc;
+  snprintf(dst, 256, "%s", v->string);
+  return 0;
+}
+static int set_select_a(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  return set_selection(p->select_a, v, "select_a", msg, msglen);
+}
+static bool given_select_a(const histd_params *p) { return p->select_a[0] != '\0'; }
+static void write_select_a(FILE *f, const histd_params *p) { write_string(f, p->select_a); }
+static int set_select_b(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  return set_selection(p->select_b, v, "select_b", msg, msglen);
+}
+static bool given_select_b(const histd_params *p) { return p->select_b[0] != '\0'; }
+static void write_select_b(FILE *f, const histd_params *p) { write_string(f, p->select_b); }
+
+static int set_exclude(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_STRING, "exclude", "the string \"molecule\"", msg, msglen);
+  if (rc == 0 && strcmp(v->string, "molecule") != 0 && v->string[0] != '\0')
+    rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                    "exclude must be \"molecule\" (leave out the pairs within a molecule)");
+  if (rc == 0)
+    p->exclude_molecule = v->string[0] != '\0';
+  return rc;
+}
+static bool given_exclude(const histd_params *p) { return p->exclude_molecule; }
+static void write_exclude(FILE *f, const histd_params *p) { (void)p; write_string(f, "molecule"); }
+
 #define ROW(name, flag, sf, type, help) \
   {#name, flag, sf, HISTD_PARAM_##type, help, set_##name, given_##name, write_##name}
 
@@ -322,6 +362,13 @@ static const histd_param table[] = {
     ROW(within, "within", 0, NUMBER,
         "count the pairs with d <= within instead of a histogram (0: exact collisions)"),
     ROW(weights, "weighted", 0, BOOL, "each pair also adds w_i * w_j to its bin's weighted sum"),
+    ROW(select_a, "select-a", 0, STRING,
+        "the dataset's atoms for A: all, element:O, name:OW, type:2, resname:SOL, resid:1-9, "
+        "mol:3, index:0-99 (comma lists)"),
+    ROW(select_b, "select-b", 0, STRING,
+        "the atoms for B: of dataset_b, or of the dataset itself (A x B of two selections)"),
+    ROW(exclude, "exclude-same", 0, STRING,
+        "molecule: leave out the pairs within one molecule (g(r) counts the others)"),
     {"kernel", "kernel", 'k', HISTD_PARAM_STRING, "a kernel from the list (default auto)",
      set_kernel, given_always, write_kernel},
     ROW(block_size, "block-size", 0, COUNT, "GPU threads per block, a multiple of 32, 32..1024"),
@@ -503,6 +550,7 @@ int histd_params_problem(const histd_params *p, const histd_dataset *a, const hi
     pr.frame_boxes = true;
   }
   pr.weighted = p->weights;
+  pr.exclude_molecule = p->exclude_molecule;
   const int ways = given_bucket_width(p) + given_r_max(p) + given_edges(p) + given_log_bins(p) +
                    p->has_within;
   if (ways == 0)
@@ -549,4 +597,29 @@ int histd_params_problem(const histd_params *p, const histd_dataset *a, const hi
   }
   *out = pr;
   return 0;
+}
+
+/* ---- selections ---------------------------------------------------------------- */
+
+int histd_params_operands(const histd_params *p, const histd_dataset *a, const histd_dataset *b,
+                          histd_operands *out, char *msg, size_t msglen) {
+  memset(out, 0, sizeof *out);
+  out->a = a;
+  out->b = b;
+  int rc = 0;
+  if (p->select_a[0] != '\0' && (rc = histd_dataset_select(a, p->select_a, &out->sel_a, msg,
+                                                            msglen)) == 0)
+    out->a = &out->sel_a;
+  if (rc == 0 && p->select_b[0] != '\0' &&
+      (rc = histd_dataset_select(b != NULL ? b : a, p->select_b, &out->sel_b, msg, msglen)) == 0)
+    out->b = &out->sel_b;
+  if (rc != 0)
+    histd_operands_free(out);
+  return rc;
+}
+
+void histd_operands_free(histd_operands *o) {
+  histd_dataset_free(&o->sel_a);
+  histd_dataset_free(&o->sel_b);
+  o->a = o->b = NULL;
 }

@@ -25,7 +25,15 @@
  * each from its ITEM: TIMESTEP with its own count, box and columns (blank
  * lines between them are skipped); every frame has a weight column or none
  * does. Every malformed line names its number.
+ *
+ * The atoms' descriptions (histd_topology): the columns type, mol and
+ * element. With an id column each frame's atoms are sorted by id (LAMMPS
+ * writes them in any order), so that atom k is the same atom in every
+ * frame; a later frame must then list the same ids with the same type,
+ * mol and element, or the line is named. Frames of different sizes keep
+ * no topology (the plain histogram still runs).
  */
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,12 +42,126 @@
 
 #include "io_internal.h"
 
+/* The topology columns of the frames read so far: frame 1's values are
+ * the topology; a later frame's are checked against them. */
+enum { TOP_ID, TOP_TYPE, TOP_MOL, TOP_ELEMENT, TOP_COLS };
+typedef struct lmp_atom {
+  int64_t id, type, mol;
+  char element[HISTD_ATOM_STR];
+  size_t line; /* where it was read, for a message */
+} lmp_atom;
+
+typedef struct lmp_top {
+  unsigned cols;     /* which TOP_* columns frame 1 had (bits) */
+  size_t atoms;      /* frame 1's count                         */
+  lmp_atom *first;   /* frame 1's atoms, sorted by id            */
+  bool dropped;      /* frames differ in size: no topology       */
+} lmp_top;
+
 typedef struct reader {
   histd__lines l;
   locale_t loc;
   char *msg;
   size_t msglen;
+  lmp_top top;
 } reader;
+
+static int by_id(const void *l, const void *r) {
+  const lmp_atom *a = l, *b = r;
+  return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* A whole number token (LAMMPS writes ids, types and mols as integers). */
+static bool token_int(const char *t, size_t tl, int64_t *out) {
+  char buf[24];
+  if (tl == 0 || tl >= sizeof buf)
+    return false;
+  memcpy(buf, t, tl);
+  buf[tl] = '\0';
+  char *end;
+  errno = 0;
+  long long v = strtoll(buf, &end, 10);
+  if (errno != 0 || *end != '\0')
+    return false;
+  *out = v;
+  return true;
+}
+
+/* Sorts the frame's atoms [first, first + count) by id, its points with
+ * them, and holds its topology to frame 1's (or makes it frame 1's). */
+static int frame_topology(reader *r, unsigned cols, lmp_atom *atoms, size_t count,
+                          histd_dataset *ds, size_t cap, size_t first, double *ws, size_t fno) {
+  lmp_top *t = &r->top;
+  if (cols & (1u << TOP_ID)) {
+    for (size_t i = 0; i < count; i++)
+      atoms[i].line = i; /* the point's index within the frame, for the permutation */
+    qsort(atoms, count, sizeof *atoms, by_id);
+    for (size_t i = 1; i < count; i++)
+      if (atoms[i].id == atoms[i - 1].id)
+        return histd_fail(r->msg, r->msglen, HISTD_EPARSE, "frame %zu lists atom id %lld twice",
+                          fno, (long long)atoms[i].id);
+    double *tmp = malloc((count ? count : 1) * sizeof *tmp);
+    if (tmp == NULL)
+      return histd_fail(r->msg, r->msglen, HISTD_ENOMEM, "out of memory for %zu atoms", count);
+    double *arrays[4] = {ds->x + first, ds->x + cap + first, ds->x + 2 * cap + first,
+                         ws ? ws + first : NULL};
+    for (int a = 0; a < 4; a++) {
+      if (arrays[a] == NULL)
+        continue;
+      for (size_t i = 0; i < count; i++)
+        tmp[i] = arrays[a][atoms[i].line];
+      memcpy(arrays[a], tmp, count * sizeof *tmp);
+    }
+    free(tmp);
+  }
+  if (fno == 1) {
+    t->cols = cols;
+    t->atoms = count;
+    if ((cols & ~(1u << TOP_ID)) == 0)
+      return 0;
+    t->first = malloc((count ? count : 1) * sizeof *t->first);
+    if (t->first == NULL)
+      return histd_fail(r->msg, r->msglen, HISTD_ENOMEM, "out of memory for %zu atoms", count);
+    memcpy(t->first, atoms, count * sizeof *atoms);
+    return 0;
+  }
+  if (t->first == NULL || t->dropped)
+    return 0;
+  if (count != t->atoms || cols != t->cols) {
+    t->dropped = true; /* frames of other sizes or columns: no topology */
+    return 0;
+  }
+  for (size_t i = 0; i < count; i++) {
+    const lmp_atom *a = &atoms[i], *b = &t->first[i];
+    if (a->id != b->id || a->type != b->type || a->mol != b->mol ||
+        memcmp(a->element, b->element, HISTD_ATOM_STR) != 0)
+      return histd_fail(r->msg, r->msglen, HISTD_EPARSE,
+                        "frame %zu: atom %zu (id %lld) differs from frame 1's (id %lld) in its "
+                        "id, type, mol or element: every frame must list the same atoms",
+                        fno, i + 1, (long long)a->id, (long long)b->id);
+  }
+  return 0;
+}
+
+/* frame 1's topology onto the finished dataset */
+static int attach_topology(reader *r, histd_dataset *ds) {
+  const lmp_top *t = &r->top;
+  if (t->first == NULL || t->dropped)
+    return 0;
+  const unsigned fields = ((t->cols & (1u << TOP_TYPE)) ? HISTD_TOP_TYPE : 0u) |
+                          ((t->cols & (1u << TOP_MOL)) ? HISTD_TOP_MOL : 0u) |
+                          ((t->cols & (1u << TOP_ELEMENT)) ? HISTD_TOP_ELEMENT : 0u);
+  int rc = histd_topology_alloc(ds, t->atoms, fields, r->msg, r->msglen);
+  for (size_t i = 0; rc == 0 && i < t->atoms; i++) {
+    if (ds->top->type)
+      ds->top->type[i] = t->first[i].type;
+    if (ds->top->mol)
+      ds->top->mol[i] = t->first[i].mol;
+    if (ds->top->element)
+      memcpy(ds->top->element + i * HISTD_ATOM_STR, t->first[i].element, HISTD_ATOM_STR);
+  }
+  return rc;
+}
 
 static bool is(const char *t, size_t tl, const char *word) {
   return t != NULL && tl == strlen(word) && memcmp(t, word, tl) == 0;
@@ -146,6 +268,8 @@ static int frame(reader *r, size_t max_points, histd_dataset *ds, size_t *cap, s
   if ((rc = item(r, "ATOMS", &rest, &le)) != 0)
     return rc;
   size_t cols = 0, col[4] = {SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX};
+  size_t tcol[TOP_COLS] = {SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX};
+  static const char *const tnames[TOP_COLS] = {"id", "type", "mol", "element"};
   int kind = -1; /* 0 x y z, 1 xu yu zu, 2 xs ys zs */
   static const char *const names[3][3] = {{"x", "y", "z"}, {"xu", "yu", "zu"}, {"xs", "ys", "zs"}};
   c = rest;
@@ -158,7 +282,13 @@ static int frame(reader *r, size_t max_points, histd_dataset *ds, size_t *cap, s
         }
     if (is(t, tl, "w") || is(t, tl, "weight"))
       col[3] = cols;
+    for (int k = 0; k < TOP_COLS; k++)
+      if (is(t, tl, tnames[k]) && tcol[k] == SIZE_MAX)
+        tcol[k] = cols;
   }
+  unsigned tcols = 0;
+  for (int k = 0; k < TOP_COLS; k++)
+    tcols |= tcol[k] != SIZE_MAX ? 1u << k : 0u;
   if (kind < 0 || col[0] == SIZE_MAX || col[1] == SIZE_MAX || col[2] == SIZE_MAX)
     return histd_fail(msg, msglen, HISTD_EPARSE, "line %zu: the ATOMS columns name no complete "
                       "set of x y z, xu yu zu or xs ys zs", r->l.no);
@@ -166,31 +296,60 @@ static int frame(reader *r, size_t max_points, histd_dataset *ds, size_t *cap, s
     return histd_fail(msg, msglen, HISTD_EPARSE, "line %zu: frame %zu has %s weight column and "
                       "frame 1 has %s: every frame has weights or none does", r->l.no, fno,
                       col[3] != SIZE_MAX ? "a" : "no", col[3] != SIZE_MAX ? "none" : "one");
-  size_t room = (size_t)(r->l.end - r->l.p + 1) / 8 + 1; /* what the rest can hold */
+  /* what the rest can hold: an atom's line is at least "0 0 0" and its newline */
+  size_t room = (size_t)(r->l.end - r->l.p + 1) / 6 + 1;
   if ((rc = histd__ds_grow(ds, cap, *used + (count < room ? count : room), ws, msg, msglen)) != 0)
     return rc;
   if (col[3] != SIZE_MAX && *ws == NULL && (*ws = malloc(*cap * sizeof **ws)) == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu weights", *cap);
+  lmp_atom *atoms = NULL; /* the topology columns, when there are any */
+  const size_t natoms = count < room ? count : room;
+  if (tcols != 0 && (atoms = calloc(natoms, sizeof *atoms)) == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu atoms", count);
+  const size_t first = *used;
   for (size_t i = 0; i < count; i++) {
     bool ended = !histd__next_line(&r->l, &ls, &le);
-    if (ended || ls == le || *used >= *cap)
+    if (ended || ls == le || *used >= *cap || i >= natoms) {
+      free(atoms);
       return histd_fail(msg, msglen, HISTD_EPARSE, "line %zu: expected atom %zu of %zu%s",
                         r->l.no + ended, i + 1, count, ended ? ", found the end of the input" : "");
+    }
     double v[4] = {0, 0, 0, 0};
     c = ls;
     size_t f = 0;
-    for (; (t = histd__token(&c, le, &tl)) != NULL; f++)
+    for (; (t = histd__token(&c, le, &tl)) != NULL; f++) {
       for (int a = 0; a < 4; a++)
         if (f == col[a] &&
             histd__parse_number(t, tl, HISTD__NUM_TEXT, r->loc, &v[a]) != HISTD__NUM_OK) {
           char q[64];
           histd__quote(q, sizeof q, t, tl);
+          free(atoms);
           return histd_fail(msg, msglen, HISTD_EPARSE, "line %zu: '%s' is not a finite number",
                             r->l.no, q);
         }
-    if (f != cols)
+      for (int k = 0; atoms != NULL && k < TOP_COLS; k++) {
+        if (f != tcol[k])
+          continue;
+        int64_t *iv = k == TOP_ID ? &atoms[i].id : k == TOP_TYPE ? &atoms[i].type : &atoms[i].mol;
+        bool ok = k == TOP_ELEMENT ? tl < HISTD_ATOM_STR : token_int(t, tl, iv);
+        if (ok && k == TOP_ELEMENT)
+          memcpy(atoms[i].element, t, tl);
+        if (!ok) {
+          char q[64];
+          histd__quote(q, sizeof q, t, tl);
+          free(atoms);
+          return histd_fail(msg, msglen, HISTD_EPARSE, "line %zu: the %s '%s' is not %s",
+                            r->l.no, tnames[k], q,
+                            k == TOP_ELEMENT ? "an element name of at most 7 characters"
+                                             : "a whole number");
+        }
+      }
+    }
+    if (f != cols) {
+      free(atoms);
       return histd_fail(msg, msglen, HISTD_EPARSE, "line %zu: expected %zu columns (as the ATOMS "
                         "line names), found %zu", r->l.no, cols, f);
+    }
     if (kind == 2) { /* scaled */
       double xs = v[0], ys = v[1], zs = v[2];
       v[0] = xlo + xs * lx + ys * xy + zs * xz;
@@ -204,6 +363,12 @@ static int frame(reader *r, size_t max_points, histd_dataset *ds, size_t *cap, s
       (*ws)[*used] = v[3];
     ++*used;
   }
+  rc = frame_topology(r, tcols, atoms, atoms ? count : 0, ds, *cap, first, *ws, fno);
+  if (rc == 0 && atoms == NULL && fno > 1 && r->top.first != NULL)
+    r->top.dropped = true; /* this frame names no topology columns */
+  free(atoms);
+  if (rc != 0)
+    return rc;
   histd_box box = {HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0};
   if (periodic == 3)
     box = (histd_box){tilted && (xy != 0 || xz != 0 || yz != 0) ? HISTD_BOX_TRICLINIC
@@ -214,7 +379,8 @@ static int frame(reader *r, size_t max_points, histd_dataset *ds, size_t *cap, s
 
 int histd__parse_lammps(const char *buf, size_t len, size_t max_points, histd_dataset *out,
                         char *msg, size_t msglen) {
-  reader r = {{buf + histd__skip_bom(buf, len), buf + len, 0}, (locale_t)0, msg, msglen};
+  reader r = {{buf + histd__skip_bom(buf, len), buf + len, 0}, (locale_t)0, msg, msglen,
+              {0, 0, NULL, false}};
   int rc = histd__c_locale(&r.loc, msg, msglen);
   if (rc != 0)
     return rc;
@@ -253,11 +419,15 @@ int histd__parse_lammps(const char *buf, size_t len, size_t max_points, histd_da
                               msg, msglen);
   free(ws);
   histd__frames_free(&frames);
+  if (rc == 0 && (rc = attach_topology(&r, &ds)) != 0)
+    histd_dataset_free(&ds);
+  free(r.top.first);
   if (rc != 0)
     return rc;
   *out = ds;
   return 0;
 fail:
+  free(r.top.first);
   free(ws);
   histd__frames_free(&frames);
   freelocale(r.loc);

@@ -26,6 +26,10 @@
  * every atom line of the frame has it; with two or more, the columns after
  * z are ignored. Every frame has weights or none does.
  *
+ * The element of each atom (the first field, or the species column that
+ * Properties names) makes the topology when every frame lists the same
+ * elements in the same order; frames that differ keep no topology.
+ *
  * Memory: each frame grows the arrays by min(count, what the rest of the
  * input can hold: a line is at least "H 1 2 3" plus a newline), so a lying
  * count cannot make us allocate.
@@ -61,6 +65,7 @@ typedef struct columns {
   size_t count; /* named: the fields a line has                */
   size_t pos;   /* the field of x (y, z follow)                */
   size_t w;     /* the weight's field, or SIZE_MAX             */
+  size_t sp;    /* the element's (species) field, or SIZE_MAX   */
 } columns;
 
 /* The value of key= at the start of a token of [s, e) (any case), or false.
@@ -155,11 +160,12 @@ static int comment_box(const char *s, const char *e, size_t line, locale_t loc, 
 static int comment_columns(const char *s, const char *e, size_t line, columns *col, char *msg,
                            size_t msglen) {
   const char *vs, *ve;
-  *col = (columns){false, 0, 1, SIZE_MAX};
+  *col = (columns){false, 0, 1, SIZE_MAX, 0};
   int has = comment_value(s, e, "Properties", &vs, &ve, line, msg, msglen);
   if (has <= 0)
     return has;
   col->named = true;
+  col->sp = SIZE_MAX;
   bool pos = false;
   for (const char *p = vs; p < ve;) {
     const char *f[3];
@@ -186,6 +192,8 @@ static int comment_columns(const char *s, const char *e, size_t line, columns *c
                         "line %zu: Properties: '%s' is not a name:type:count triple (type S, "
                         "R, I or L; count a whole number from 1)", line, q);
     }
+    if (fl[0] == 7 && memcmp(f[0], "species", 7) == 0 && count == 1)
+      col->sp = col->count;
     if (fl[0] == 3 && memcmp(f[0], "pos", 3) == 0) {
       if (!real || count != 3)
         return histd_fail(msg, msglen, HISTD_EPARSE,
@@ -208,11 +216,14 @@ static int comment_columns(const char *s, const char *e, size_t line, columns *c
   return 0;
 }
 
-/* One atom line [ls, le) of the frame: its coordinates and weight. */
+/* One atom line [ls, le) of the frame: its coordinates and weight, and its
+ * element into el (NUL-padded; "" when too long or absent). */
 static int atom_line(const char *ls, const char *le, size_t line, columns *col, bool first,
-                     locale_t loc, double v[4], char *msg, size_t msglen) {
+                     locale_t loc, double v[4], char el[HISTD_ATOM_STR], char *msg,
+                     size_t msglen) {
   const char *c = ls, *t;
   size_t tl, f = 0;
+  memset(el, 0, HISTD_ATOM_STR);
   if (!col->named && first) { /* element x y z [w]: the first line says */
     size_t fields = 0;
     while (histd__token(&c, le, &tl) != NULL)
@@ -222,6 +233,8 @@ static int atom_line(const char *ls, const char *le, size_t line, columns *col, 
     c = ls;
   }
   for (; (t = histd__token(&c, le, &tl)) != NULL; f++) {
+    if (f == col->sp && tl < HISTD_ATOM_STR)
+      memcpy(el, t, tl);
     int a = f >= col->pos && f < col->pos + 3 ? (int)(f - col->pos) : f == col->w ? 3 : -1;
     if (a < 0)
       continue;
@@ -270,6 +283,8 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
   memset(&ds, 0, sizeof ds);
   histd__frames frames = {0, 0, NULL, NULL};
   double *ws = NULL;
+  char *els = NULL; /* frame 1's elements, HISTD_ATOM_STR each; NULL: none kept */
+  bool els_ok = true;
   size_t cap = 0, used = 0;
   if ((rc = histd__ds_reserve(&ds, 0, msg, msglen)) != 0)
     goto fail;
@@ -316,6 +331,12 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
     if ((rc = histd__ds_grow(&ds, &cap, used + (count < room ? count : room), &ws, msg,
                              msglen)) != 0)
       goto fail;
+    if (fno == 1 && (els = calloc(count < room ? count : room, HISTD_ATOM_STR)) == NULL) {
+      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu atoms", count);
+      goto fail;
+    }
+    if (fno > 1 && count != frames.counts[0])
+      els_ok = false;
     for (size_t i = 0; i < count; i++) {
       if (!histd__next_line(&l, &ls, &le)) {
         rc = histd_fail(msg, msglen, HISTD_EPARSE,
@@ -330,8 +351,14 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
         goto fail;
       }
       double v[4] = {0, 0, 0, 0};
-      if ((rc = atom_line(ls, le, l.no, &col, i == 0, loc, v, msg, msglen)) != 0)
+      char el[HISTD_ATOM_STR];
+      if ((rc = atom_line(ls, le, l.no, &col, i == 0, loc, v, el, msg, msglen)) != 0)
         goto fail;
+      if (fno == 1 && i < (count < room ? count : room))
+        memcpy(els + i * HISTD_ATOM_STR, el, HISTD_ATOM_STR);
+      else if (els_ok && fno > 1 && memcmp(els + i * HISTD_ATOM_STR, el, HISTD_ATOM_STR) != 0)
+        els_ok = false;
+      els_ok = els_ok && el[0] != '\0';
       if (i == 0 && (col.w != SIZE_MAX) != (ws != NULL) && (frames.count > 0 || ws != NULL)) {
         rc = histd_fail(msg, msglen, HISTD_EPARSE,
                         "line %zu: frame %zu %s, frame 1 %s: every frame has weights or none "
@@ -362,7 +389,13 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
   freelocale(loc);
   rc = histd__ds_complete_all(&ds, cap, used, ws, frames.count, frames.counts, frames.boxes,
                               msg, msglen);
+  if (rc == 0 && els_ok && els != NULL &&
+      (rc = histd_topology_alloc(&ds, frames.counts[0], HISTD_TOP_ELEMENT, msg, msglen)) == 0)
+    memcpy(ds.top->element, els, frames.counts[0] * HISTD_ATOM_STR);
+  if (rc != 0 && ds.x != NULL)
+    histd_dataset_free(&ds);
   free(ws);
+  free(els);
   histd__frames_free(&frames);
   if (rc != 0)
     return rc;
@@ -370,6 +403,7 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
   return 0;
 fail:
   freelocale(loc);
+  free(els);
   free(ws);
   histd__frames_free(&frames);
   histd_dataset_free(&ds);

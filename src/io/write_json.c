@@ -137,6 +137,14 @@ int histd_write_json(FILE *f, const histd_result *res, unsigned flags) {
   u64(&o, "n", res->n);
   if (res->cross)
     u64(&o, "n_b", res->n_b);
+  if (res->select_a[0] != '\0')
+    str(&o, "select_a", res->select_a);
+  if (res->select_b[0] != '\0')
+    str(&o, "select_b", res->select_b);
+  if (res->exclude_molecule) {
+    str(&o, "exclude", "molecule");
+    u64(&o, "excluded", res->excluded);
+  }
   u64(&o, "frames", res->frames > 0 ? res->frames : 1);
   if (res->volume > 0) {
     dbl(&o, "volume", res->volume);

@@ -10,7 +10,8 @@
  * Five counts a row, the row's first bucket index zero-padded to at least two
  * digits (every prefix the same width), counts right-aligned two spaces
  * apart, then "T:<total pairs>", "below:" and "overflow:<count>" when
- * nonzero, the kernel and the timings. A result with weights or a periodic
+ * nonzero, "excluded:" and the selections when the job had them, the
+ * kernel and the timings. A result with weights or a periodic
  * box has more than a count per bin; it is a table instead, a row a bin:
  *
  *     bucket      lower      upper   count   weighted   g   coordination
@@ -99,6 +100,13 @@ int histd_write_text(FILE *f, const histd_result *res) {
     histd__format_double(lo, sizeof lo, histd_bins_edge(&res->bins, count), loc);
     fprintf(f, "overflow:%" PRIu64 " (distances >= %s)\n", res->overflow, lo);
   }
+  if (res->exclude_molecule)
+    fprintf(f, "excluded:%" PRIu64 " (pairs within a molecule, not in T)\n", res->excluded);
+  if (res->select_a[0] != '\0' || res->select_b[0] != '\0')
+    fprintf(f, "selections: A %s (%" PRIu64 " atoms), B %s (%" PRIu64 " atoms)\n",
+            res->select_a[0] ? res->select_a : "all", res->n,
+            res->cross ? res->select_b[0] ? res->select_b : "all" : "= A",
+            res->cross ? res->n_b : res->n);
   if (res->frames > 1 || res->volume > 0) {
     fprintf(f, "frames: %" PRIu64, res->frames > 0 ? res->frames : 1);
     if (res->volume > 0)

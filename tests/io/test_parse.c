@@ -333,6 +333,59 @@ static void test_lammps(void) {
           1, "2 atoms is more than 1 points");
 }
 
+/* The atoms' descriptions: a dump's type, mol and element columns with the
+ * atoms sorted by id in every frame; XYZ elements. */
+static void test_topology(void) {
+  const char *two =
+      "ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n3\nITEM: BOX BOUNDS pp pp pp\n0 9\n0 9\n0 9\n"
+      "ITEM: ATOMS id mol type element x y z\n"
+      "7 2 1 O 7 0 0\n3 1 2 H 3 0 0\n5 1 1 O 5 0 0\n"
+      "ITEM: TIMESTEP\n1\nITEM: NUMBER OF ATOMS\n3\nITEM: BOX BOUNDS pp pp pp\n0 9\n0 9\n0 9\n"
+      "ITEM: ATOMS id x y z mol type element\n"
+      "5 1.5 1 1 1 1 O\n7 1.7 1 1 2 1 O\n3 1.3 1 1 1 2 H\n";
+  histd_dataset ds;
+  int rc = parse_exact(L, two, strlen(two), 0, &ds);
+  CHECK(rc == 0, "two frames with a topology: %s", msg);
+  if (rc == 0) {
+    const double want_x[6] = {3, 5, 7, 1.3, 1.5, 1.7}; /* by id in each frame */
+    for (int i = 0; i < 6; i++)
+      CHECK(ds.x[i] == want_x[i], "point %d: x %g, want %g (sorted by id)", i, ds.x[i],
+            want_x[i]);
+    CHECK(ds.top != NULL && ds.top->atoms == 3 && ds.top->type && ds.top->mol &&
+              ds.top->element && !ds.top->name,
+          "the dump's topology: type, mol, element");
+    if (ds.top != NULL && ds.top->type && ds.top->mol && ds.top->element) {
+      CHECK(ds.top->type[0] == 2 && ds.top->type[1] == 1 && ds.top->type[2] == 1 &&
+                ds.top->mol[0] == 1 && ds.top->mol[1] == 1 && ds.top->mol[2] == 2,
+            "types and mols by id");
+      CHECK(strcmp(ds.top->element, "H") == 0 && strcmp(ds.top->element + HISTD_ATOM_STR, "O") == 0,
+            "elements by id");
+    }
+    histd_dataset_free(&ds);
+  }
+  char changed[1024];
+  snprintf(changed, sizeof changed, "%s", two);
+  char *p = strstr(changed, "3 1.3 1 1 1 2 H");
+  p[12] = '3'; /* atom 3's type becomes 3 in frame 2 */
+  BAD(L, changed, "frame 2", "same atoms");
+  BAD(L, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 1\n0 1\n0 1\nITEM: ATOMS id type x y z\n"
+                   "4 1 0 0 0\n4 1 1 1 1\n", "atom id 4 twice");
+  BAD(L, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 1\n0 1\n0 1\nITEM: ATOMS id type x y z\n"
+                   "1 a 0 0 0\n2 1 1 1 1\n", "line 10", "type 'a' is not a whole number");
+  const char *xyz = "2\n\nO 0 0 0\nH 1 0 0\n2\n\nO 0 0 1\nH 1 0 1\n";
+  rc = parse_exact(X, xyz, strlen(xyz), 0, &ds);
+  CHECK(rc == 0 && ds.top != NULL && ds.top->element != NULL &&
+            strcmp(ds.top->element + HISTD_ATOM_STR, "H") == 0,
+        "XYZ elements make a topology");
+  if (rc == 0)
+    histd_dataset_free(&ds);
+  const char *swapped = "2\n\nO 0 0 0\nH 1 0 0\n2\n\nH 0 0 1\nO 1 0 1\n";
+  rc = parse_exact(X, swapped, strlen(swapped), 0, &ds);
+  CHECK(rc == 0 && ds.top == NULL, "XYZ frames with other elements keep no topology");
+  if (rc == 0)
+    histd_dataset_free(&ds);
+}
+
 static void test_xyz(void) {
   GOOD(X, "3\nwater\nO 0.0 0.0 0.117\nH 0.0 0.757 -0.470\nH 0.0 -0.757 -0.470\n", 3, 0, 0,
        0.117, 0, 0.757, -0.470, 0, -0.757, -0.470);
@@ -744,6 +797,7 @@ int main(void) {
   test_csv();
   test_csv_weights();
   test_lammps();
+  test_topology();
   test_weights_frames();
   test_xyz();
   test_raw();

@@ -1,0 +1,328 @@
+/*
+ * topology.c -- what a file says of its atoms, and selections over it.
+ *
+ * A topology describes the atoms of one frame; every frame of a dataset
+ * lists the same atoms in the same order (the readers make it so: a LAMMPS
+ * dump is sorted by atom id). A selection is a predicate over those atoms,
+ * KIND:LIST, and selecting copies the chosen atoms of every frame into a
+ * new dataset, so the engine never learns that selections exist: A x B
+ * between two selections of one dataset is A x B of two datasets.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "engine.h"
+
+void histd_topology_free(histd_topology *top) {
+  if (top == NULL)
+    return;
+  free(top->name);
+  free(top->element);
+  free(top->resname);
+  free(top->resid);
+  free(top->type);
+  free(top->mol);
+  free(top);
+}
+
+unsigned histd_topology_fields(const histd_topology *top) {
+  if (top == NULL)
+    return 0;
+  return (top->name ? HISTD_TOP_NAME : 0u) | (top->element ? HISTD_TOP_ELEMENT : 0u) |
+         (top->resname ? HISTD_TOP_RESNAME : 0u) | (top->resid ? HISTD_TOP_RESID : 0u) |
+         (top->type ? HISTD_TOP_TYPE : 0u) | (top->mol ? HISTD_TOP_MOL : 0u);
+}
+
+int histd_topology_alloc(histd_dataset *ds, size_t atoms, unsigned fields, char *msg,
+                         size_t msglen) {
+  histd_topology *t = calloc(1, sizeof *t);
+  if (t == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a topology");
+  t->atoms = atoms;
+  const size_t n = atoms ? atoms : 1, s = n * HISTD_ATOM_STR;
+  bool ok = true;
+#define TOP_ARRAY(bit, field, bytes)                                                      \
+  if (fields & (bit))                                                                    \
+    ok = ok && (t->field = calloc(1, (bytes))) != NULL;
+  TOP_ARRAY(HISTD_TOP_NAME, name, s)
+  TOP_ARRAY(HISTD_TOP_ELEMENT, element, s)
+  TOP_ARRAY(HISTD_TOP_RESNAME, resname, s)
+  TOP_ARRAY(HISTD_TOP_RESID, resid, n * sizeof(int64_t))
+  TOP_ARRAY(HISTD_TOP_TYPE, type, n * sizeof(int64_t))
+  TOP_ARRAY(HISTD_TOP_MOL, mol, n * sizeof(int64_t))
+#undef TOP_ARRAY
+  if (!ok) {
+    histd_topology_free(t);
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a topology of %zu atoms",
+                      atoms);
+  }
+  histd_topology_free(ds->top);
+  ds->top = t;
+  return 0;
+}
+
+/* ---- selections --------------------------------------------------------- */
+
+typedef enum sel_kind { SEL_ALL, SEL_ELEMENT, SEL_NAME, SEL_RESNAME, SEL_TYPE, SEL_RESID,
+                        SEL_MOL, SEL_INDEX } sel_kind;
+
+static const struct {
+  const char *word;
+  sel_kind kind;
+  unsigned field; /* the topology array it needs (0: none) */
+} sel_kinds[] = {
+    {"element", SEL_ELEMENT, HISTD_TOP_ELEMENT}, {"name", SEL_NAME, HISTD_TOP_NAME},
+    {"resname", SEL_RESNAME, HISTD_TOP_RESNAME}, {"type", SEL_TYPE, HISTD_TOP_TYPE},
+    {"resid", SEL_RESID, HISTD_TOP_RESID},       {"mol", SEL_MOL, HISTD_TOP_MOL},
+    {"index", SEL_INDEX, 0},
+};
+
+/* One item of a LIST: a string (element, name, resname) or a range. */
+typedef struct sel_item {
+  char str[HISTD_ATOM_STR];
+  int64_t lo, hi;
+} sel_item;
+
+typedef struct selection {
+  sel_kind kind;
+  sel_item *items;
+  size_t count;
+} selection;
+
+static bool is_string_kind(sel_kind k) {
+  return k == SEL_ELEMENT || k == SEL_NAME || k == SEL_RESNAME;
+}
+
+/* A whole number (at most 18 digits, optional minus) at *p; advances. */
+static bool read_int(const char **p, const char *end, int64_t *out) {
+  const char *s = *p;
+  bool neg = s < end && *s == '-';
+  if (neg)
+    s++;
+  int64_t v = 0;
+  const char *digits = s;
+  while (s < end && isdigit((unsigned char)*s) && s - digits < 18)
+    v = v * 10 + (*s++ - '0');
+  if (s == digits || (s < end && isdigit((unsigned char)*s)))
+    return false;
+  *out = neg ? -v : v;
+  *p = s;
+  return true;
+}
+
+static int parse_item(selection *sel, const char *s, const char *e, const char *whole,
+                      char *msg, size_t msglen) {
+  sel_item *it = &sel->items[sel->count++];
+  memset(it, 0, sizeof *it);
+  if (e == s)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "selection \"%s\" has an empty item", whole);
+  if (is_string_kind(sel->kind)) {
+    if (e - s >= HISTD_ATOM_STR)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "selection \"%s\": \"%.*s\" is longer than %d characters", whole,
+                        (int)(e - s), s, HISTD_ATOM_STR - 1);
+    memcpy(it->str, s, (size_t)(e - s));
+    return 0;
+  }
+  const char *p = s;
+  bool ok = read_int(&p, e, &it->lo);
+  it->hi = it->lo;
+  if (ok && p < e && *p == '-') {
+    p++;
+    ok = read_int(&p, e, &it->hi);
+  }
+  if (!ok || p != e)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "selection \"%s\": \"%.*s\" is not a whole number or a range a-b", whole,
+                      (int)(e - s), s);
+  if (it->hi < it->lo)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "selection \"%s\": the range %" PRId64 "-%" PRId64 " is empty", whole,
+                      it->lo, it->hi);
+  return 0;
+}
+
+static int parse_selection(const char *text, unsigned fields, selection *sel, char *msg,
+                           size_t msglen) {
+  memset(sel, 0, sizeof *sel);
+  if (text == NULL || strcasecmp(text, "all") == 0)
+    return 0;
+  const char *colon = strchr(text, ':');
+  size_t k = 0, nk = sizeof sel_kinds / sizeof sel_kinds[0];
+  while (colon != NULL && k < nk &&
+         !(strlen(sel_kinds[k].word) == (size_t)(colon - text) &&
+           strncasecmp(sel_kinds[k].word, text, (size_t)(colon - text)) == 0))
+    k++;
+  if (colon == NULL || k == nk)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "selection \"%s\" is not all or KIND:LIST with KIND one of element, "
+                      "name, resname, type, resid, mol, index (e.g. element:O, index:0-99)",
+                      text);
+  sel->kind = sel_kinds[k].kind;
+  if (sel_kinds[k].field && !(fields & sel_kinds[k].field))
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "selection \"%s\": the dataset's file gives its atoms no %s (select by "
+                      "index, or upload a format that carries %s)",
+                      text, sel_kinds[k].word, sel_kinds[k].word);
+  size_t items = 1;
+  for (const char *c = colon + 1; *c; c++)
+    items += *c == ',';
+  if ((sel->items = calloc(items, sizeof *sel->items)) == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a selection");
+  for (const char *s = colon + 1;;) {
+    const char *e = strchr(s, ',');
+    int rc = parse_item(sel, s, e ? e : s + strlen(s), text, msg, msglen);
+    if (rc != 0)
+      return rc;
+    if (e == NULL)
+      return 0;
+    s = e + 1;
+  }
+}
+
+static bool in_ranges(const selection *sel, int64_t v) {
+  for (size_t i = 0; i < sel->count; i++)
+    if (v >= sel->items[i].lo && v <= sel->items[i].hi)
+      return true;
+  return false;
+}
+
+static bool matches(const selection *sel, const histd_topology *top, size_t i) {
+  const char *field = NULL;
+  switch (sel->kind) {
+  case SEL_ALL:
+    return true;
+  case SEL_INDEX:
+    return in_ranges(sel, (int64_t)i);
+  case SEL_TYPE:
+    return in_ranges(sel, top->type[i]);
+  case SEL_RESID:
+    return in_ranges(sel, top->resid[i]);
+  case SEL_MOL:
+    return in_ranges(sel, top->mol[i]);
+  case SEL_ELEMENT:
+    field = top->element;
+    break;
+  case SEL_NAME:
+    field = top->name;
+    break;
+  case SEL_RESNAME:
+    field = top->resname;
+    break;
+  }
+  const char *v = field + i * HISTD_ATOM_STR;
+  for (size_t k = 0; k < sel->count; k++)
+    if (sel->kind == SEL_ELEMENT ? strncasecmp(v, sel->items[k].str, HISTD_ATOM_STR) == 0
+                                 : strncmp(v, sel->items[k].str, HISTD_ATOM_STR) == 0)
+      return true;
+  return false;
+}
+
+int histd_selection_check(const char *text, unsigned fields, char *msg, size_t msglen) {
+  selection sel;
+  int rc = parse_selection(text, fields, &sel, msg, msglen);
+  free(sel.items);
+  return rc;
+}
+
+/* The atoms of a frame: the topology's, all frames alike. */
+static int frame_atoms(const histd_dataset *ds, size_t *atoms, char *msg, size_t msglen) {
+  const size_t frames = histd_dataset_frames(ds);
+  *atoms = ds->top != NULL ? ds->top->atoms : frames == 1 ? ds->n : ds->frame[0].n;
+  for (size_t f = 0; f < frames; f++) {
+    size_t n = frames == 1 ? ds->n : ds->frame[f].n;
+    if (n != *atoms)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "frame %zu has %zu points and the %s %zu: a selection needs every frame "
+                        "to hold the same atoms", f + 1, n,
+                        ds->top != NULL ? "file's atoms are" : "first frame", *atoms);
+  }
+  return 0;
+}
+
+/* Copies the topology entries of the chosen atoms into out. */
+static int select_topology(const histd_topology *top, const size_t *pick, size_t m,
+                           histd_dataset *out, char *msg, size_t msglen) {
+  int rc = histd_topology_alloc(out, m, histd_topology_fields(top), msg, msglen);
+  for (size_t i = 0; rc == 0 && i < m; i++) {
+    const size_t a = pick[i];
+#define COPY_STR(f)                                                                       \
+  if (top->f)                                                                            \
+    memcpy(out->top->f + i * HISTD_ATOM_STR, top->f + a * HISTD_ATOM_STR, HISTD_ATOM_STR);
+#define COPY_INT(f)                                                                       \
+  if (top->f)                                                                            \
+    out->top->f[i] = top->f[a];
+    COPY_STR(name) COPY_STR(element) COPY_STR(resname)
+    COPY_INT(resid) COPY_INT(type) COPY_INT(mol)
+#undef COPY_STR
+#undef COPY_INT
+  }
+  return rc;
+}
+
+int histd_dataset_select(const histd_dataset *ds, const char *text, histd_dataset *out,
+                         char *msg, size_t msglen) {
+  memset(out, 0, sizeof *out);
+  size_t atoms;
+  selection sel;
+  int rc = frame_atoms(ds, &atoms, msg, msglen);
+  if (rc == 0)
+    rc = parse_selection(text, histd_topology_fields(ds->top), &sel, msg, msglen);
+  else
+    memset(&sel, 0, sizeof sel);
+  size_t *pick = NULL, m = 0;
+  if (rc == 0 && (pick = malloc((atoms ? atoms : 1) * sizeof *pick)) == NULL)
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a selection of %zu atoms",
+                    atoms);
+  for (size_t i = 0; rc == 0 && i < atoms; i++)
+    if (matches(&sel, ds->top, i))
+      pick[m++] = i;
+  if (rc == 0 && m == 0)
+    rc = histd_fail(msg, msglen, HISTD_EINVAL, "selection \"%s\" matches none of the %zu atoms",
+                    text ? text : "all", atoms);
+  const size_t frames = histd_dataset_frames(ds);
+  if (rc == 0)
+    rc = histd_dataset_alloc(out, m * frames, msg, msglen);
+  if (rc == 0 && ds->w != NULL)
+    rc = histd_dataset_alloc_weights(out, msg, msglen);
+  size_t *counts = NULL;
+  histd_box *boxes = NULL;
+  if (rc == 0 && frames > 1 &&
+      ((counts = malloc(frames * sizeof *counts)) == NULL ||
+       (boxes = malloc(frames * sizeof *boxes)) == NULL))
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu frames", frames);
+  for (size_t f = 0; rc == 0 && f < frames; f++) {
+    histd_dataset view;
+    histd_dataset_frame(ds, f, &view);
+    for (size_t i = 0; i < m; i++) {
+      out->x[f * m + i] = view.x[pick[i]];
+      out->y[f * m + i] = view.y[pick[i]];
+      out->z[f * m + i] = view.z[pick[i]];
+      if (ds->w != NULL)
+        out->w[f * m + i] = view.w[pick[i]];
+    }
+    if (frames > 1) {
+      counts[f] = m;
+      boxes[f] = view.box;
+    }
+  }
+  if (rc == 0)
+    rc = histd_dataset_finish(out, msg, msglen);
+  if (rc == 0 && frames > 1)
+    rc = histd_dataset_set_frames(out, frames, counts, boxes, msg, msglen);
+  if (rc == 0)
+    out->box = ds->box;
+  if (rc == 0 && ds->top != NULL)
+    rc = select_topology(ds->top, pick, m, out, msg, msglen);
+  free(counts);
+  free(boxes);
+  free(pick);
+  free(sel.items);
+  if (rc != 0)
+    histd_dataset_free(out);
+  return rc;
+}
