@@ -201,6 +201,14 @@ int dataset_acquire(dataset_cache *c, const char *id, loaded_dataset **out, char
       return histd_fail(msg, msglen, rc, "%s", why);
     }
   }
+  if (rc == 0 && meta.topology && meta.n > 0) { /* after the weights and the frame table */
+    const double *top = tail + (meta.weighted ? meta.n : 0) +
+                        (dataset_has_table(&meta) ? meta.frames * DATASET_FRAME_RECORD : 0);
+    if ((rc = dataset_topology_from_tail(&d->ds, &meta, top, msg, msglen)) != 0) {
+      loaded_free(d);
+      return rc;
+    }
+  }
 
   pthread_mutex_lock(&c->mu);
   bool need_hash = !is_verified(c, id, &sb);

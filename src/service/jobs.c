@@ -338,12 +338,20 @@ static void run_one(worker *w, job *j) {
     run_ctx ctx = {j, q};
     histd_control ctl = {on_progress, on_cancelled, &ctx};
     histd_problem prob;
+    histd_operands ops;
     double *edges = NULL;
-    rc = histd_params_problem(&j->rec.params, loaded_dataset_points(d),
-                              d_b ? loaded_dataset_points(d_b) : NULL, &prob, &edges, msg,
-                              sizeof msg);
-    if (rc == 0)
-      rc = histd_worker_run(w->engine, &prob, &ex, &ctl, &res, msg, sizeof msg);
+    rc = histd_params_operands(&j->rec.params, loaded_dataset_points(d),
+                               d_b ? loaded_dataset_points(d_b) : NULL, &ops, msg, sizeof msg);
+    if (rc == 0) {
+      rc = histd_params_problem(&j->rec.params, ops.a, ops.b, &prob, &edges, msg, sizeof msg);
+      if (rc == 0)
+        rc = histd_worker_run(w->engine, &prob, &ex, &ctl, &res, msg, sizeof msg);
+      if (rc == 0) {
+        snprintf(res.select_a, sizeof res.select_a, "%s", j->rec.params.select_a);
+        snprintf(res.select_b, sizeof res.select_b, "%s", j->rec.params.select_b);
+      }
+      histd_operands_free(&ops);
+    }
     free(edges);
   }
   dataset_release(svc->cache, d_b);

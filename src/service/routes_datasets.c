@@ -61,6 +61,9 @@ cJSON *dataset_to_json(const dataset_meta *m) {
     cJSON_AddItemToObject(o, "box",
                           cJSON_CreateDoubleArray(v, b->kind == HISTD_BOX_TRICLINIC ? 6 : 3));
   }
+  cJSON *atoms = m->atoms[0] ? cJSON_Parse(m->atoms) : NULL;
+  if (atoms != NULL)
+    cJSON_AddItemToObject(o, "atoms", atoms);
   cJSON *b = cJSON_AddObjectToObject(o, "bounds");
   cJSON_AddItemToObject(b, "min", triple(m->min));
   cJSON_AddItemToObject(b, "max", triple(m->max));

@@ -295,6 +295,32 @@ static bool job_dataset(create_ctx *c, const char *field, const char *id, datase
   return true;
 }
 
+/* What the selections and exclusions ask of the datasets' atoms, checked
+ * against what their files gave (the run then finds the sizes). */
+static int check_atoms(const histd_params *p, const dataset_meta *m, const dataset_meta *mb,
+                       char *msg, size_t msglen) {
+  const dataset_meta *mbs = mb ? mb : m; /* select_b picks from dataset_b, else the dataset */
+  int rc = 0;
+  if (p->select_a[0])
+    rc = histd_selection_check(p->select_a, m->topology, msg, msglen);
+  if (rc == 0 && p->select_b[0])
+    rc = histd_selection_check(p->select_b, mbs->topology, msg, msglen);
+  if (rc != 0 || !p->exclude_molecule)
+    return rc;
+  if (p->weights)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "exclude molecule cannot be combined with weights (the weighted sums "
+                      "would lose their precision bound); run it unweighted");
+  const dataset_meta *ops[2] = {m, mb ? mb : p->select_b[0] ? m : NULL};
+  for (int o = 0; o < 2 && ops[o] != NULL; o++)
+    if (!(ops[o]->topology & HISTD_TOP_MOL))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "exclude molecule needs molecule ids, and dataset %.16s... has none (a "
+                        "LAMMPS dump's mol column, or the residues of a GRO or PDB file)",
+                        ops[o]->id);
+  return 0;
+}
+
 static void create_job(void *arg) {
   create_ctx *c = arg;
   service *svc = c->svc;
@@ -308,7 +334,7 @@ static void create_job(void *arg) {
     return;
   }
   j->n = m.n;
-  j->n_b = cross ? mb.n : 0;
+  j->n_b = cross ? mb.n : j->params.select_b[0] ? m.n : 0; /* the run tells the selections' */
   /* the problem's shape: validated, and equal-width bins counted now, so
    * the job says how many it has */
   histd_dataset a, b;
@@ -317,10 +343,17 @@ static void create_job(void *arg) {
   double *edges = NULL;
   char msg[256];
   int rc = meta_shape(&m, &a, msg, sizeof msg);
-  if (rc == 0 && cross)
-    rc = meta_shape(&mb, &b, msg, sizeof msg);
+  if (rc == 0 && (cross || j->params.select_b[0]))
+    rc = meta_shape(cross ? &mb : &m, &b, msg, sizeof msg);
   if (rc == 0)
-    rc = histd_params_problem(&j->params, &a, cross ? &b : NULL, &prob, &edges, msg, sizeof msg);
+    rc = check_atoms(&j->params, &m, cross ? &mb : NULL, msg, sizeof msg);
+  /* the shape has no atoms to select or exclude (checked above): the rest */
+  histd_params shape_params = j->params;
+  shape_params.select_a[0] = shape_params.select_b[0] = '\0';
+  shape_params.exclude_molecule = false;
+  if (rc == 0)
+    rc = histd_params_problem(&shape_params, &a, cross || j->params.select_b[0] ? &b : NULL,
+                              &prob, &edges, msg, sizeof msg);
   if (rc == 0 && prob.statistic == HISTD_STAT_HISTOGRAM && prob.bins.kind == HISTD_BINS_WIDTH &&
       prob.bins.count == 0) {
     rc = histd_default_bins(&prob, &j->params.buckets, msg, sizeof msg);

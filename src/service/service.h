@@ -152,13 +152,22 @@ typedef struct dataset_meta {
   bool weighted;   /* the payload has n weights after z              */
   size_t frames;   /* >= 1                                           */
   histd_box box;   /* the first frame's periodic box, or kind NONE   */
+  unsigned topology; /* HISTD_TOP_* bits: the atoms' arrays the payload keeps */
+  char atoms[2048];  /* "" or a JSON object: what the file said of its atoms (atoms.c) */
 } dataset_meta;
+
+/* The JSON text of dataset_meta.atoms for ds ("" when it has one frame and
+ * no topology, or when the text would not fit in len). */
+void dataset_atoms_summary(const histd_dataset *ds, char *out, size_t len);
 
 /*
  * A dataset's payload file (schema 3): x[n] y[n] z[n], then w[n] when
  * weighted, then the frame table when there are several frames or a box:
  * a record of 8 float64 per frame {points, box kind, ax, bx, by, cx, cy,
  * cz}. All little-endian float64, so the file maps as the engine's arrays.
+ * Schema 5 adds the topology (when `topology` is not 0): for each array of
+ * histd_topology in the order of the HISTD_TOP_* bits, one 8-byte slot an
+ * atom of a frame (a name's HISTD_ATOM_STR bytes, or an int64).
  */
 bool dataset_has_table(const dataset_meta *m);
 uint64_t dataset_payload_bytes(const dataset_meta *m);
@@ -168,6 +177,9 @@ uint64_t dataset_payload_bytes(const dataset_meta *m);
  * shape and the length only. */
 int dataset_tail(const histd_dataset *ds, dataset_meta *shape, double **tail, size_t *len,
                  char *msg, size_t msglen);
+/* The topology of a mapped payload (its slots at tail) into ds->top. */
+int dataset_topology_from_tail(histd_dataset *ds, const dataset_meta *m, const double *tail,
+                               char *msg, size_t msglen);
 /* The frame table of a mapped payload into ds's frames (HISTD_EIO when
  * it does not add up). */
 int dataset_frames_from_table(histd_dataset *ds, const double *table, size_t frames, char *msg,

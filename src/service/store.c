@@ -90,7 +90,8 @@ static const char *const schema =
     "  name TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL,"
     "  minx REAL, miny REAL, minz REAL, maxx REAL, maxy REAL, maxz REAL,"
     "  error TEXT NOT NULL DEFAULT '', weighted INTEGER NOT NULL DEFAULT 0,"
-    "  frames INTEGER NOT NULL DEFAULT 1, box TEXT NOT NULL DEFAULT '');"
+    "  frames INTEGER NOT NULL DEFAULT 1, box TEXT NOT NULL DEFAULT '',"
+    "  topology INTEGER NOT NULL DEFAULT 0, atoms TEXT NOT NULL DEFAULT '');"
     "CREATE TABLE IF NOT EXISTS jobs ("
     "  seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,"
     "  dataset TEXT NOT NULL, n INTEGER NOT NULL,"
@@ -107,7 +108,8 @@ static const char *const schema =
     "  params TEXT, dataset_b TEXT NOT NULL DEFAULT '', n_b INTEGER NOT NULL DEFAULT 0,"
     "  r_below INTEGER NOT NULL DEFAULT 0, r_weighted BLOB,"
     "  r_frames INTEGER NOT NULL DEFAULT 1, r_volume REAL, r_box_source TEXT NOT NULL DEFAULT '',"
-    "  r_reason TEXT NOT NULL DEFAULT '');"
+    "  r_reason TEXT NOT NULL DEFAULT '', r_excluded INTEGER NOT NULL DEFAULT 0,"
+    "  r_n INTEGER, r_n_b INTEGER);"
     "CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs(status);"
     "CREATE INDEX IF NOT EXISTS jobs_by_dataset ON jobs(dataset, status);";
 
@@ -127,11 +129,22 @@ static const char *const schema =
  *      only, so no file changes; a version-2 result's volume is its job's
  *      box's (r_volume NULL).
  *   4  results keep r_reason (why "auto" chose its kernel; '' before).
+ *   5  datasets keep their atoms' topology (the column topology, the
+ *      HISTD_TOP_* bits; the payload's tail gains the arrays: 0 before, so
+ *      no file changes) and atoms (atoms.c's summary, '' before); results keep r_excluded (exclude molecule) and
+ *      r_n, r_n_b (the atoms of A and B after selections; NULL before: the
+ *      job's n and n_b).
  * A data dir of version 0, 2 or 3 is migrated in place, in one transaction:
  * the new columns are added and (from 0) each job's params built from its
  * old columns.
  */
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION 5
+static const char *const migrate_4_to_5 =
+    "ALTER TABLE datasets ADD COLUMN topology INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE datasets ADD COLUMN atoms TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE jobs ADD COLUMN r_excluded INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN r_n INTEGER;"
+    "ALTER TABLE jobs ADD COLUMN r_n_b INTEGER;";
 static const char *const migrate_3_to_4 =
     "ALTER TABLE jobs ADD COLUMN r_reason TEXT NOT NULL DEFAULT '';";
 static const char *const migrate_2_to_3 =
@@ -189,6 +202,7 @@ static int schema_migrate(sqlite3 *db, char **err) {
   bool has_params = has_column(db, "jobs", "params");
   bool has_frames = has_column(db, "datasets", "frames");
   bool has_reason = has_column(db, "jobs", "r_reason");
+  bool has_topology = has_column(db, "datasets", "topology");
   int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, err);
   if (rc == SQLITE_OK && !has_params)
     rc = sqlite3_exec(db, migrate_0_to_2, NULL, NULL, err);
@@ -196,8 +210,10 @@ static int schema_migrate(sqlite3 *db, char **err) {
     rc = sqlite3_exec(db, migrate_2_to_3, NULL, NULL, err);
   if (rc == SQLITE_OK && !has_reason)
     rc = sqlite3_exec(db, migrate_3_to_4, NULL, NULL, err);
+  if (rc == SQLITE_OK && !has_topology)
+    rc = sqlite3_exec(db, migrate_4_to_5, NULL, NULL, err);
   if (rc == SQLITE_OK)
-    rc = sqlite3_exec(db, "PRAGMA user_version = 4; COMMIT", NULL, NULL, err);
+    rc = sqlite3_exec(db, "PRAGMA user_version = 5; COMMIT", NULL, NULL, err);
   else
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
   return rc;
@@ -420,20 +436,65 @@ static void row_to_dataset(sqlite3_stmt *st, dataset_meta *m) {
     memset(b, 0, sizeof *b);
   else
     b->kind = (histd_box_kind)kind;
+  m->topology = (unsigned)sqlite3_column_int(st, 15) & ((HISTD_TOP_MOL << 1) - 1);
+  const char *atoms = (const char *)sqlite3_column_text(st, 16);
+  snprintf(m->atoms, sizeof m->atoms, "%s", atoms ? atoms : "");
 }
 
 bool dataset_has_table(const dataset_meta *m) {
   return m->frames > 1 || m->box.kind != HISTD_BOX_NONE;
 }
 
+/* The atoms of a frame and the topology's slots (8 bytes an atom an array). */
+static uint64_t topology_slots(const dataset_meta *m) {
+  return m->topology ? (uint64_t)__builtin_popcount(m->topology) * (m->n / m->frames) : 0;
+}
+
 uint64_t dataset_payload_bytes(const dataset_meta *m) {
   return (uint64_t)m->n * (m->weighted ? 32 : 24) +
-         (dataset_has_table(m) ? (uint64_t)m->frames * DATASET_FRAME_RECORD * 8 : 0);
+         (dataset_has_table(m) ? (uint64_t)m->frames * DATASET_FRAME_RECORD * 8 : 0) +
+         topology_slots(m) * 8;
+}
+
+/* The topology's arrays, one after another in the order of their bits:
+ * each array's bytes (8 an atom) at *slot, which moves on. */
+static void *topology_array(histd_topology *t, unsigned bit) {
+  switch (bit) {
+  case HISTD_TOP_NAME: return t->name;
+  case HISTD_TOP_ELEMENT: return t->element;
+  case HISTD_TOP_RESNAME: return t->resname;
+  case HISTD_TOP_RESID: return t->resid;
+  case HISTD_TOP_TYPE: return t->type;
+  default: return t->mol;
+  }
+}
+
+static void topology_copy(histd_topology *t, unsigned fields, double *tail, bool to_tail) {
+  for (unsigned bit = 1; bit <= HISTD_TOP_MOL; bit <<= 1) {
+    if (!(fields & bit))
+      continue;
+    void *a = topology_array(t, bit);
+    if (to_tail)
+      memcpy(tail, a, t->atoms * 8);
+    else
+      memcpy(a, tail, t->atoms * 8);
+    tail += t->atoms;
+  }
+}
+
+int dataset_topology_from_tail(histd_dataset *ds, const dataset_meta *m, const double *tail,
+                               char *msg, size_t msglen) {
+  if (m->topology == 0)
+    return 0;
+  int rc = histd_topology_alloc(ds, m->n / m->frames, m->topology, msg, msglen);
+  if (rc == 0)
+    topology_copy(ds->top, m->topology, (double *)tail, false);
+  return rc;
 }
 
 #define DATASET_COLUMNS \
   "id, n, format, name, created_at, minx, miny, minz, maxx, maxy, maxz, error, weighted, " \
-  "frames, box"
+  "frames, box, topology, atoms"
 
 static int get_dataset_locked(store *s, const char *id, dataset_meta *m) {
   sqlite3_stmt *st;
@@ -550,6 +611,11 @@ int dataset_tail(const histd_dataset *ds, dataset_meta *shape, double **tail, si
   shape->weighted = ds->w != NULL;
   shape->frames = histd_dataset_frames(ds);
   shape->box = ds->box;
+  shape->topology = histd_topology_fields(ds->top);
+  if (shape->topology && ds->top->atoms * shape->frames != ds->n)
+    shape->topology = 0; /* frames of other sizes: a topology cannot describe them */
+  if (tail != NULL)
+    dataset_atoms_summary(ds, shape->atoms, sizeof shape->atoms);
   *len = (size_t)((dataset_payload_bytes(shape) - (uint64_t)ds->n * 24) / 8);
   if (tail != NULL)
     *tail = NULL;
@@ -572,6 +638,8 @@ int dataset_tail(const histd_dataset *ds, dataset_meta *shape, double **tail, si
     memcpy(t + k, rec, sizeof rec);
     k += DATASET_FRAME_RECORD;
   }
+  if (shape->topology)
+    topology_copy(ds->top, shape->topology, t + k, true);
   *tail = t;
   return 0;
 }
@@ -627,7 +695,7 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
   rc = 0;
   if (sqlite3_prepare_v2(s->db,
                          "INSERT INTO datasets (" DATASET_COLUMNS ") "
-                         "VALUES (?,?,?,?,?,?,?,?,?,?,?, '',?,?,?) "
+                         "VALUES (?,?,?,?,?,?,?,?,?,?,?, '',?,?,?,?,?) "
                          "ON CONFLICT(id) DO UPDATE SET error = ''",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "store the dataset");
@@ -649,6 +717,8 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
       snprintf(box, sizeof box, "%d %.17g %.17g %.17g %.17g %.17g %.17g", (int)b->kind, b->ax,
                b->bx, b->by, b->cx, b->cy, b->cz);
     sqlite3_bind_text(st, 14, box, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 15, (int)shape->topology);
+    sqlite3_bind_text(st, 16, shape->atoms, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "store the dataset");
     sqlite3_finalize(st);
@@ -837,10 +907,10 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
   "devices, status, progress, created_at, started_at, finished_at, t_queue, t_parse, "    \
   "t_transfer, t_kernel, t_total, device, error, has_result, r_kernel, r_block_size, "    \
   "r_threads, r_exact, r_refined, r_overflow, r_total, params, dataset_b, n_b, r_below, "     \
-  "r_frames, r_volume, r_box_source, r_reason"
+  "r_frames, r_volume, r_box_source, r_reason, r_excluded, r_n, r_n_b"
 /* the columns after JOB_COLUMNS in a query for the whole result */
-#define COL_WEIGHTED 39
-#define COL_COUNTS 40
+#define COL_WEIGHTED 42
+#define COL_COUNTS 43
 
 /* The job's parameters from their JSON (histd/params.h's table). */
 static void params_from_json(const char *text, histd_params *p) {
@@ -867,6 +937,7 @@ static int result_bins(const job_record *j, histd_bins *bins, double **edges) {
   histd_problem prob;
   histd_params bins_only = j->params; /* (shallow: edges stay the job's) */
   bins_only.weights = false;         /* the bins do not depend on the points' weights */
+  bins_only.exclude_molecule = false; /* nor on their molecules */
   int rc = histd_params_problem(&bins_only, &none, j->dataset_b[0] ? &none : NULL, &prob, edges,
                                 NULL, 0);
   if (rc == 0 && prob.statistic == HISTD_STAT_WITHIN) {
@@ -950,9 +1021,14 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   r->precision = j->params.exec.precision;
   r->statistic = j->params.has_within ? HISTD_STAT_WITHIN : HISTD_STAT_HISTOGRAM;
   r->radius = j->params.within;
-  r->n = j->n;
-  r->n_b = j->n_b;
-  r->cross = j->dataset_b[0] != '\0';
+  r->n = sqlite3_column_type(st, 40) == SQLITE_NULL ? j->n : (uint64_t)sqlite3_column_int64(st, 40);
+  r->n_b = sqlite3_column_type(st, 41) == SQLITE_NULL ? j->n_b
+                                                      : (uint64_t)sqlite3_column_int64(st, 41);
+  r->excluded = (uint64_t)sqlite3_column_int64(st, 39);
+  r->exclude_molecule = j->params.exclude_molecule;
+  snprintf(r->select_a, sizeof r->select_a, "%s", j->params.select_a);
+  snprintf(r->select_b, sizeof r->select_b, "%s", j->params.select_b);
+  r->cross = j->dataset_b[0] != '\0' || j->params.select_b[0] != '\0';
   /* schema 2's results (r_volume NULL) ran in their job's box */
   r->volume = sqlite3_column_type(st, 36) == SQLITE_NULL ? histd_box_volume(&j->params.box)
                                                          : sqlite3_column_double(st, 36);
@@ -1081,7 +1157,7 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
                          "error=?, has_result=?, r_kernel=?, r_block_size=?, r_threads=?, "
                          "r_exact=?, r_refined=?, r_overflow=?, r_total=?, r_counts=?, "
                          "r_below=?, r_weighted=?, r_frames=?, r_volume=?, r_box_source=?, "
-                         "r_reason=? WHERE id=?",
+                         "r_reason=?, r_excluded=?, r_n=?, r_n_b=? WHERE id=?",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "update the job");
   } else {
@@ -1118,7 +1194,12 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
     sqlite3_bind_text(st, 25, !j->has_result || r->volume <= 0 ? ""
                               : r->box_from_dataset ? "dataset" : "job", -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 26, j->has_result ? r->reason : "", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 27, j->id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 27, j->has_result ? (sqlite3_int64)r->excluded : 0);
+    if (j->has_result) {
+      sqlite3_bind_int64(st, 28, (sqlite3_int64)r->n);
+      sqlite3_bind_int64(st, 29, (sqlite3_int64)r->n_b);
+    }
+    sqlite3_bind_text(st, 30, j->id, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "update the job");
     sqlite3_finalize(st);

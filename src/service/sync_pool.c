@@ -42,10 +42,16 @@ struct sync_pool {
 
 static void run_task(sync_task *t) {
   histd_problem prob;
+  histd_operands ops;
   double *edges = NULL;
-  t->rc = histd_params_problem(&t->params, &t->ds, NULL, &prob, &edges, t->msg, sizeof t->msg);
+  t->rc = histd_params_operands(&t->params, &t->ds, NULL, &ops, t->msg, sizeof t->msg);
   if (t->rc != 0)
     return;
+  t->rc = histd_params_problem(&t->params, ops.a, ops.b, &prob, &edges, t->msg, sizeof t->msg);
+  if (t->rc != 0) {
+    histd_operands_free(&ops);
+    return;
+  }
   const histd_kernel *k = histd_kernel_find(t->params.exec.kernel);
   if (k != NULL && k->engine == HISTD_ENGINE_CUDA) {
     t->rc = histd_run(&prob, &t->params.exec, NULL, &t->res, t->msg, sizeof t->msg);
@@ -56,6 +62,11 @@ static void run_task(sync_task *t) {
       t->rc = histd_worker_run(w, &prob, &t->params.exec, NULL, &t->res, t->msg, sizeof t->msg);
     histd_worker_destroy(w);
   }
+  if (t->rc == 0) {
+    snprintf(t->res.select_a, sizeof t->res.select_a, "%s", t->params.select_a);
+    snprintf(t->res.select_b, sizeof t->res.select_b, "%s", t->params.select_b);
+  }
+  histd_operands_free(&ops);
   free(edges);
 }
 

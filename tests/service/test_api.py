@@ -29,12 +29,22 @@ def test_uploads(d):
     for fmt in ("json", "json-xyz", "csv", "xyz", "f64", "f32"):
         doc = d.upload(grid, fmt, name="grid-" + fmt)
         check(doc["n"] == len(grid), "%s: n" % fmt)
-        check(doc["bytes"] == 24 * len(grid), "%s: bytes" % fmt)
+        # XYZ names its atoms' elements (all C here): the payload keeps them,
+        # 8 bytes an atom, and the dataset says what it holds
+        named = fmt == "xyz"
+        check(doc["bytes"] == (32 if named else 24) * len(grid), "%s: bytes" % fmt)
+        check(named == ("atoms" in doc), "%s: atoms" % fmt)
+        if named:
+            check(doc["atoms"] == {"per_frame": len(grid), "elements": {"C": len(grid)}},
+                  doc["atoms"])
         check(doc["bounds"] == {"min": [0, 0, 0], "max": [2.5, 1.25, 10]}, doc["bounds"])
         check(doc["created_at"].endswith("Z") and "T" in doc["created_at"], doc["created_at"])
         ids[fmt] = doc["id"]
-    # Content-addressed: the same points in any format are one dataset.
+    # Content-addressed: the same points in any format are one dataset (with
+    # the same description of their atoms: XYZ's elements make another).
+    xyz_id = ids.pop("xyz")
     check(len(set(ids.values())) == 1, "one id for the same points: %s" % ids)
+    check(xyz_id != ids["json"], "the elements are part of the dataset")
     check(ids["json"] == ids["f64"], ids)
     did = ids["json"]
     # The stored payload is float64 SoA, named by its hash.

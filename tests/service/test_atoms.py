@@ -1,0 +1,194 @@
+"""test_atoms.py -- selections and exclusions through the real daemon
+(issue 12, items 3, 4 and 7):
+
+- a LAMMPS dump of two frames of a small water box (columns id mol type
+  element x y z, atoms in another order in each frame) is uploaded; GET
+  shows what its file said of the atoms: atoms a frame, the elements and
+  types with their counts, the molecules, the last frame's box;
+- an O-H job (select_a element:O, select_b element:H, exclude molecule) has
+  the counts of a brute force written here (the contract's minimum image
+  per axis, binary64, each frame on its own, pairs within a molecule left
+  out), says how many pairs it excluded and which selections made A and B
+  (with their sizes), and its g(r) is normalised by the pairs allowed;
+- after a restart the result reads back the same, and a new job on the
+  same dataset selects again (the topology is in the payload);
+- the refusals, each a 4xx with a sentence and nothing stored: a selection
+  of a kind the file does not give, exclude on a dataset without molecule
+  ids, exclude with weights, a malformed selection; a selection that
+  matches nothing fails its job with a sentence;
+- POST /v1/histogram with an index selection of inline points.
+
+usage: test_atoms.py HISTD_EXE OPENAPI_YAML
+"""
+import math
+import os
+import random
+import sys
+import tempfile
+import shutil
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from daemon import Daemon, check  # noqa: E402
+
+L = (9.0, 9.5, 10.0)
+
+
+def water(frames, molecules, seed):
+    """Frames of `molecules` waters: (id, mol, type, element, x, y, z) rows."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(frames):
+        rows = []
+        for m in range(molecules):
+            o = [rng.uniform(0, L[a]) for a in range(3)]
+            rows.append((3 * m + 1, m + 1, 1, "O", o[0], o[1], o[2]))
+            for h in range(2):
+                p = [o[a] + rng.uniform(-1, 1) for a in range(3)]
+                rows.append((3 * m + 2 + h, m + 1, 2, "H", p[0], p[1], p[2]))
+        rng.shuffle(rows)
+        out.append(rows)
+    return out
+
+
+def dump(frames):
+    text = []
+    for t, rows in enumerate(frames):
+        text.append("ITEM: TIMESTEP\n%d\nITEM: NUMBER OF ATOMS\n%d\n"
+                    "ITEM: BOX BOUNDS pp pp pp\n0 %r\n0 %r\n0 %r\n"
+                    "ITEM: ATOMS id mol type element x y z\n" % (t, len(rows), *L))
+        text.extend("%d %d %d %s %r %r %r\n" % r for r in rows)
+    return "".join(text)
+
+
+def contract_d(p, q):
+    s = 0.0
+    parts = []
+    for a in range(3):
+        dx = p[a] - q[a]
+        dx = dx - L[a] * round_half_even(dx / L[a])
+        parts.append(dx * dx)
+    s = parts[0] + parts[1]
+    s = s + parts[2]
+    return math.sqrt(s)
+
+
+def round_half_even(v):
+    return float(round(v))  # Python's round() is half-to-even, as nearbyint
+
+
+def definition(frames, r_max, buckets):
+    width = r_max / buckets
+    counts, over, total, excluded = [0] * buckets, 0, 0, 0
+    for rows in frames:
+        o = [r for r in rows if r[3] == "O"]
+        h = [r for r in rows if r[3] == "H"]
+        for a in o:
+            for b in h:
+                if a[1] == b[1]:
+                    excluded += 1
+                    continue
+                total += 1
+                k = math.floor(contract_d(a[4:], b[4:]) / width)
+                if k < buckets:
+                    counts[k] += 1
+                else:
+                    over += 1
+    return counts, over, total, excluded
+
+
+def check_result(doc, frames, r_max, buckets):
+    counts, over, total, excluded = definition(frames, r_max, buckets)
+    n_o = sum(1 for r in frames[0] if r[3] == "O")
+    check(doc["counts"] == counts and doc["overflow"] == over and doc["total"] == total,
+          ("counts", doc["counts"], counts, doc["overflow"], over))
+    check(doc["excluded"] == excluded and doc["exclude"] == "molecule", doc)
+    check(doc["select_a"] == "element:O" and doc["select_b"] == "element:H", doc)
+    check(doc["n"] == n_o * len(frames) and doc["n_b"] == 2 * n_o * len(frames), doc)
+    vol = L[0] * L[1] * L[2]
+    width = r_max / buckets
+    for k in range(buckets):
+        shell = 4.0 / 3.0 * math.pi * ((k + 1) ** 3 - k ** 3) * width ** 3
+        want = counts[k] / (total * shell / vol)
+        got = doc["g"][k]
+        check(abs(got - want) <= 1e-12 * max(want, 1e-300), ("g", k, got, want))
+
+
+def test_atoms(exe):
+    root = tempfile.mkdtemp(prefix="histd-atoms-")
+    frames = water(2, 30, seed=5)
+    r_max, buckets = 4.0, 16
+    try:
+        with Daemon(exe, data_dir=root, args=["--workers", "1"]) as d:
+            s, _, ds = d.json("POST", "/v1/datasets?format=lammps", dump(frames),
+                              {"Content-Type": "text/plain"})
+            check(s == 201, (s, ds))
+            atoms = ds["atoms"]
+            check(atoms["per_frame"] == 90 and atoms["elements"] == {"H": 60, "O": 30} and
+                  atoms["types"] == {"1": 30, "2": 60}, atoms)
+            check(atoms["molecules"] == 30 and atoms["box_last"] == list(L), atoms)
+            s, _, got = d.json("GET", "/v1/datasets/" + ds["id"])
+            check(s == 200 and got["atoms"] == atoms, got)
+            job = d.submit(ds["id"], r_max=r_max, buckets=buckets, select_a="element:O",
+                           select_b="element:H", exclude="molecule")
+            check(job["params"]["select_a"] == "element:O" and
+                  job["params"]["exclude"] == "molecule", job)
+            done = d.wait_job(job["id"])
+            check(done["status"] == "succeeded", done)
+            s, _, res = d.json("GET", "/v1/jobs/%s/result" % job["id"])
+            check(s == 200, (s, res))
+            check_result(res, frames, r_max, buckets)
+
+            # the refusals: 4xx, a sentence, no job
+            plain = d.upload([(0.0, 0.0, 0.0), (1.0, 1.0, 1.0), (2.0, 0.5, 0.0)], "json")
+            for body, says in [
+                ({"dataset": plain["id"], "r_max": 1, "buckets": 2, "select_a": "element:O"},
+                 "gives its atoms no element"),
+                ({"dataset": plain["id"], "r_max": 1, "buckets": 2, "exclude": "molecule"},
+                 "molecule ids"),
+                ({"dataset": ds["id"], "r_max": 1, "buckets": 2, "select_a": "colour:red"},
+                 "KIND:LIST"),
+                ({"dataset": ds["id"], "r_max": 1, "buckets": 2, "exclude": "residue"},
+                 "molecule"),
+            ]:
+                s, _, doc = d.json("POST", "/v1/jobs", body)
+                check(400 <= s < 500 and says in doc.get("detail", ""), (body, s, doc))
+            # a selection that matches nothing: the job fails, saying why
+            job = d.submit(ds["id"], r_max=1, buckets=2, select_a="type:7")
+            done = d.wait_job(job["id"])
+            check(done["status"] == "failed" and "matches none" in done.get("error", ""), done)
+            # inline points, an index selection
+            s, _, doc = d.json("POST", "/v1/histogram",
+                               {"points": [[0, 0, 0], [1, 0, 0], [3, 0, 0], [7, 0, 0]],
+                                "bucket_width": 1, "buckets": 8, "select_a": "index:0-2"})
+            check(s == 200 and doc["n"] == 3 and doc["counts"][1] == 1 and
+                  doc["counts"][2] == 1 and doc["counts"][3] == 1 and
+                  doc["select_a"] == "index:0-2", (s, doc))
+        with Daemon(exe, data_dir=root, args=["--workers", "1"]) as d:  # a restart
+            s, _, res = d.json("GET", "/v1/jobs/%s/result" % job_id_of(d, "element:O"))
+            check(s == 200, (s, res))
+            check_result(res, frames, r_max, buckets)
+            job = d.submit(ds["id"], r_max=r_max, buckets=buckets, select_a="element:O",
+                           select_b="element:H", exclude="molecule")
+            check(d.wait_job(job["id"])["status"] == "succeeded", job)
+            s, _, res = d.json("GET", "/v1/jobs/%s/result" % job["id"])
+            check_result(res, frames, r_max, buckets)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def job_id_of(d, select_a):
+    """The first succeeded job that selected select_a."""
+    s, _, doc = d.json("GET", "/v1/jobs")
+    for j in doc["jobs"]:
+        if j["params"].get("select_a") == select_a and j["status"] == "succeeded":
+            return j["id"]
+    raise AssertionError("no job selected %s: %s" % (select_a, doc))
+
+
+def main():
+    test_atoms(sys.argv[1])
+    print("test_atoms: all ok")
+
+
+if __name__ == "__main__":
+    main()
