@@ -154,6 +154,8 @@ typedef struct histd_dataset {
                           * over [0, n); always owned (malloc'd) by the dataset,
                           * borrowed or not                                   */
   histd_topology *top;   /* NULL, or the atoms of a frame; owned like `frame` */
+  char unit[12];         /* the length unit the file's format implies ("nm",
+                          * "Angstrom"), "" when it does not say       */
 } histd_dataset;
 
 /* Allocates room for n points (coordinates uninitialised, bounds zeroed). */
@@ -394,6 +396,7 @@ typedef struct histd_result {
    * frame_volume[f] (0 in open space); NULL otherwise */
   uint64_t *frame_counts, *frame_total;
   double *frame_volume;
+  char unit[12];     /* A's length unit as its file implies it, or ""  */
   /* the selections the operands came from ("" for a whole dataset): the
    * caller that made them (sdh, the service) fills these in to be shown */
   char select_a[256], select_b[256];

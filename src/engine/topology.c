@@ -341,6 +341,8 @@ int histd_dataset_select(const histd_dataset *ds, const char *text, const histd_
     rc = histd_dataset_finish(out, msg, msglen);
   if (rc == 0)
     rc = histd_dataset_set_frames(out, frames, counts, boxes, msg, msglen);
+  if (rc == 0)
+    memcpy(out->unit, ds->unit, sizeof out->unit);
   if (rc == 0 && ds->top != NULL && !all)
     rc = select_topology(ds->top, pick, m, out, msg, msglen);
   if (rc == 0 && ds->top != NULL && all && frame_atoms(ds, &atoms, NULL, 0) == 0) {

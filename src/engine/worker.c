@@ -226,6 +226,7 @@ int histd_worker_run(histd_worker *w, const histd_problem *p_in, const histd_exe
   res->frames = histd_problem_frames(&p);
   res->box_from_dataset = p.frame_boxes;
   res->exclude_molecule = p.exclude_molecule;
+  memcpy(res->unit, p.a->unit, sizeof res->unit);
   histd__exclusions excl;
   if (p.exclude_molecule && (rc = histd__exclusions_init(&excl, &p, msg, msglen)) != 0) {
     histd_result_free(res);

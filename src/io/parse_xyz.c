@@ -389,6 +389,8 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
   freelocale(loc);
   rc = histd__ds_complete_all(&ds, cap, used, ws, frames.count, frames.counts, frames.boxes,
                               msg, msglen);
+  if (rc == 0)
+    snprintf(ds.unit, sizeof ds.unit, "Angstrom"); /* XYZ's and extended XYZ's convention */
   if (rc == 0 && els_ok && els != NULL &&
       (rc = histd_topology_alloc(&ds, frames.counts[0], HISTD_TOP_ELEMENT, msg, msglen)) == 0)
     memcpy(ds.top->element, els, frames.counts[0] * HISTD_ATOM_STR);

@@ -182,6 +182,8 @@ int histd_write_json(FILE *f, const histd_result *res, unsigned flags) {
     str(&o, "exclude", "molecule");
     u64(&o, "excluded", res->excluded);
   }
+  if (res->unit[0] != '\0')
+    str(&o, "unit", res->unit);
   u64(&o, "frames", res->frames > 0 ? res->frames : 1);
   if (res->volume > 0) {
     dbl(&o, "volume", res->volume);

@@ -53,6 +53,8 @@ cJSON *dataset_to_json(const dataset_meta *m) {
   cJSON_AddStringToObject(o, "format", m->format);
   cJSON_AddNumberToObject(o, "frames", (double)(m->frames > 1 ? m->frames : 1));
   cJSON_AddBoolToObject(o, "weighted", m->weighted);
+  if (m->unit[0] != '\0')
+    cJSON_AddStringToObject(o, "unit", m->unit);
   if (m->box.kind == HISTD_BOX_NONE) {
     cJSON_AddNullToObject(o, "box");
   } else { /* the job parameter's form: [Lx, Ly, Lz] or LAMMPS's six numbers */

@@ -154,6 +154,7 @@ typedef struct dataset_meta {
   histd_box box;   /* the first frame's periodic box, or kind NONE   */
   unsigned topology; /* HISTD_TOP_* bits: the atoms' arrays the payload keeps */
   char atoms[2048];  /* "" or a JSON object: what the file said of its atoms (atoms.c) */
+  char unit[12];     /* the length unit the file's format implies, or ""  */
 } dataset_meta;
 
 /* The JSON text of dataset_meta.atoms for ds ("" when it has one frame and

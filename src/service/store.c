@@ -91,7 +91,8 @@ static const char *const schema =
     "  minx REAL, miny REAL, minz REAL, maxx REAL, maxy REAL, maxz REAL,"
     "  error TEXT NOT NULL DEFAULT '', weighted INTEGER NOT NULL DEFAULT 0,"
     "  frames INTEGER NOT NULL DEFAULT 1, box TEXT NOT NULL DEFAULT '',"
-    "  topology INTEGER NOT NULL DEFAULT 0, atoms TEXT NOT NULL DEFAULT '');"
+    "  topology INTEGER NOT NULL DEFAULT 0, atoms TEXT NOT NULL DEFAULT '',"
+    "  unit TEXT NOT NULL DEFAULT '');"
     "CREATE TABLE IF NOT EXISTS jobs ("
     "  seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,"
     "  dataset TEXT NOT NULL, n INTEGER NOT NULL,"
@@ -109,7 +110,7 @@ static const char *const schema =
     "  r_below INTEGER NOT NULL DEFAULT 0, r_weighted BLOB,"
     "  r_frames INTEGER NOT NULL DEFAULT 1, r_volume REAL, r_box_source TEXT NOT NULL DEFAULT '',"
     "  r_reason TEXT NOT NULL DEFAULT '', r_excluded INTEGER NOT NULL DEFAULT 0,"
-    "  r_n INTEGER, r_n_b INTEGER, r_per_frame BLOB);"
+    "  r_n INTEGER, r_n_b INTEGER, r_per_frame BLOB, r_unit TEXT NOT NULL DEFAULT '');"
     "CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs(status);"
     "CREATE INDEX IF NOT EXISTS jobs_by_dataset ON jobs(dataset, status);";
 
@@ -131,10 +132,12 @@ static const char *const schema =
  *   4  results keep r_reason (why "auto" chose its kernel; '' before).
  *   5  datasets keep their atoms' topology (the column topology, the
  *      HISTD_TOP_* bits; the payload's tail gains the arrays: 0 before, so
- *      no file changes) and atoms (atoms.c's summary, '' before); results keep r_excluded (exclude molecule) and
+ *      no file changes), atoms (atoms.c's summary) and unit (the file's
+ *      length unit), '' before; results keep r_excluded (exclude molecule) and
  *      r_n, r_n_b (the atoms of A and B after selections; NULL before: the
  *      job's n and n_b) and r_per_frame (per_frame: a row a frame of the
- *      frame's pairs, its volume's float64 and its counts, 8 bytes each).
+ *      frame's pairs, its volume's float64 and its counts, 8 bytes each)
+ *      and r_unit.
  * A data dir of version 0, 2 or 3 is migrated in place, in one transaction:
  * the new columns are added and (from 0) each job's params built from its
  * old columns.
@@ -143,10 +146,12 @@ static const char *const schema =
 static const char *const migrate_4_to_5 =
     "ALTER TABLE datasets ADD COLUMN topology INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE datasets ADD COLUMN atoms TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE datasets ADD COLUMN unit TEXT NOT NULL DEFAULT '';"
     "ALTER TABLE jobs ADD COLUMN r_excluded INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE jobs ADD COLUMN r_n INTEGER;"
     "ALTER TABLE jobs ADD COLUMN r_n_b INTEGER;"
-    "ALTER TABLE jobs ADD COLUMN r_per_frame BLOB;";
+    "ALTER TABLE jobs ADD COLUMN r_per_frame BLOB;"
+    "ALTER TABLE jobs ADD COLUMN r_unit TEXT NOT NULL DEFAULT '';";
 static const char *const migrate_3_to_4 =
     "ALTER TABLE jobs ADD COLUMN r_reason TEXT NOT NULL DEFAULT '';";
 static const char *const migrate_2_to_3 =
@@ -441,6 +446,8 @@ static void row_to_dataset(sqlite3_stmt *st, dataset_meta *m) {
   m->topology = (unsigned)sqlite3_column_int(st, 15) & ((HISTD_TOP_MOL << 1) - 1);
   const char *atoms = (const char *)sqlite3_column_text(st, 16);
   snprintf(m->atoms, sizeof m->atoms, "%s", atoms ? atoms : "");
+  const char *unit = (const char *)sqlite3_column_text(st, 17);
+  snprintf(m->unit, sizeof m->unit, "%s", unit ? unit : "");
 }
 
 bool dataset_has_table(const dataset_meta *m) {
@@ -496,7 +503,7 @@ int dataset_topology_from_tail(histd_dataset *ds, const dataset_meta *m, const d
 
 #define DATASET_COLUMNS \
   "id, n, format, name, created_at, minx, miny, minz, maxx, maxy, maxz, error, weighted, " \
-  "frames, box, topology, atoms"
+  "frames, box, topology, atoms, unit"
 
 static int get_dataset_locked(store *s, const char *id, dataset_meta *m) {
   sqlite3_stmt *st;
@@ -614,6 +621,7 @@ int dataset_tail(const histd_dataset *ds, dataset_meta *shape, double **tail, si
   shape->frames = histd_dataset_frames(ds);
   shape->box = ds->box;
   shape->topology = histd_topology_fields(ds->top);
+  memcpy(shape->unit, ds->unit, sizeof shape->unit);
   if (shape->topology && ds->top->atoms * shape->frames != ds->n)
     shape->topology = 0; /* frames of other sizes: a topology cannot describe them */
   if (tail != NULL)
@@ -697,7 +705,7 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
   rc = 0;
   if (sqlite3_prepare_v2(s->db,
                          "INSERT INTO datasets (" DATASET_COLUMNS ") "
-                         "VALUES (?,?,?,?,?,?,?,?,?,?,?, '',?,?,?,?,?) "
+                         "VALUES (?,?,?,?,?,?,?,?,?,?,?, '',?,?,?,?,?,?) "
                          "ON CONFLICT(id) DO UPDATE SET error = ''",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "store the dataset");
@@ -721,6 +729,7 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
     sqlite3_bind_text(st, 14, box, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(st, 15, (int)shape->topology);
     sqlite3_bind_text(st, 16, shape->atoms, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 17, shape->unit, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "store the dataset");
     sqlite3_finalize(st);
@@ -909,11 +918,11 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
   "devices, status, progress, created_at, started_at, finished_at, t_queue, t_parse, "    \
   "t_transfer, t_kernel, t_total, device, error, has_result, r_kernel, r_block_size, "    \
   "r_threads, r_exact, r_refined, r_overflow, r_total, params, dataset_b, n_b, r_below, "     \
-  "r_frames, r_volume, r_box_source, r_reason, r_excluded, r_n, r_n_b"
+  "r_frames, r_volume, r_box_source, r_reason, r_excluded, r_n, r_n_b, r_unit"
 /* the columns after JOB_COLUMNS in a query for the whole result */
-#define COL_WEIGHTED 42
-#define COL_COUNTS 43
-#define COL_PER_FRAME 44
+#define COL_WEIGHTED 43
+#define COL_COUNTS 44
+#define COL_PER_FRAME 45
 
 /* per_frame's table as r_per_frame's blob (malloc'd, *len bytes), and back
  * (false when the blob does not have the result's shape). */
@@ -1055,6 +1064,8 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   r->n_b = sqlite3_column_type(st, 41) == SQLITE_NULL ? j->n_b
                                                       : (uint64_t)sqlite3_column_int64(st, 41);
   r->excluded = (uint64_t)sqlite3_column_int64(st, 39);
+  const char *unit = (const char *)sqlite3_column_text(st, 42);
+  snprintf(r->unit, sizeof r->unit, "%s", unit ? unit : "");
   r->exclude_molecule = j->params.exclude_molecule;
   snprintf(r->select_a, sizeof r->select_a, "%s", j->params.select_a);
   snprintf(r->select_b, sizeof r->select_b, "%s", j->params.select_b);
@@ -1203,7 +1214,8 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
                          "error=?, has_result=?, r_kernel=?, r_block_size=?, r_threads=?, "
                          "r_exact=?, r_refined=?, r_overflow=?, r_total=?, r_counts=?, "
                          "r_below=?, r_weighted=?, r_frames=?, r_volume=?, r_box_source=?, "
-                         "r_reason=?, r_excluded=?, r_n=?, r_n_b=?, r_per_frame=? WHERE id=?",
+                         "r_reason=?, r_excluded=?, r_n=?, r_n_b=?, r_per_frame=?, r_unit=? "
+                         "WHERE id=?",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "update the job");
   } else {
@@ -1247,7 +1259,8 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
     }
     if (pf_blob != NULL)
       sqlite3_bind_blob64(st, 30, pf_blob, (sqlite3_uint64)pf_len, SQLITE_STATIC);
-    sqlite3_bind_text(st, 31, j->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 31, j->has_result ? r->unit : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 32, j->id, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "update the job");
     sqlite3_finalize(st);
