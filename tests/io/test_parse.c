@@ -21,19 +21,14 @@
 #include "../check.h"
 #include "../../src/io/io_internal.h"
 #include "histd/io.h"
+#include "parse_exact.h"
 
 static char msg[512];
 
 /* Parses buf[0..len) from an exact-size heap copy. */
 static int parse_exact(histd_format fmt, const void *buf, size_t len, size_t max,
                        histd_dataset *ds) {
-  char *copy = malloc(len ? len : 1);
-  if (len)
-    memcpy(copy, buf, len);
-  msg[0] = '\0';
-  int rc = histd_parse(fmt, copy, len, max, ds, msg, sizeof msg);
-  free(copy);
-  return rc;
+  return parse_exact_msg(fmt, buf, len, max, ds, msg, sizeof msg);
 }
 
 /* Expects text to parse into n points equal to xyz (x0 y0 z0 x1 ...). */
