@@ -141,6 +141,11 @@ def dcd_check(sdh):
                                      "json"], check=True, capture_output=True, text=True).stdout)
     if own["frames"] != 3 or own["box_source"] != "dataset" or job["box_source"] != "job":
         bad.append("frames.dcd: %s frames, box from the %s" % (own["frames"], own["box_source"]))
+    piped = json.loads(subprocess.run([sdh, "-", "-i", "dcd", "--r-max", "3", "--buckets", "100",
+                                       "-f", "json"], input=raw, check=True,
+                                      capture_output=True).stdout)
+    if piped["g"] != own["g"]:
+        bad.append("frames.dcd on standard input (-i dcd): another g")
     if own["counts"] != dump["counts"] or job["counts"] != dump["counts"]:
         bad.append("frames.dcd: its counts are not the dump's")
     scale = cell[0] ** 3 / length ** 3  # g grows with the volume
