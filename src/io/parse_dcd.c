@@ -105,8 +105,8 @@ static int cut_short(const reader *r, const char *what, size_t need) {
                       "the input ends after %zu (a truncated last frame)",
                       r->frame, what, r->pos, need, r->len - r->pos);
   return histd_fail(r->msg, r->msglen, HISTD_EPARSE,
-                    "byte %zu: the input ends inside the DCD header's %s record (it needs %zu "
-                    "bytes, %zu are left)", r->pos, what, need, r->len - r->pos);
+                    "byte %zu: the input ends inside the DCD header: its %s record needs %zu "
+                    "bytes, %zu are left", r->pos, what, need, r->len - r->pos);
 }
 
 /*
@@ -180,7 +180,7 @@ static int read_header(reader *r, header *h) {
   size_t at, size;
   char w[64];
   int rc;
-  if ((rc = detect(r)) != 0 || (rc = record(r, "header", 84, "CORD and 20 ints", &at, &size)) != 0)
+  if ((rc = detect(r)) != 0 || (rc = record(r, "CORD", 84, "CORD and 20 ints", &at, &size)) != 0)
     return rc;
   int32_t namnf = load_i32(r, at + 36), version = load_i32(r, at + 80);
   h->cell = version != 0 && load_i32(r, at + 44) != 0;
@@ -201,6 +201,10 @@ static int read_header(reader *r, header *h) {
   int32_t natom = load_i32(r, at);
   if (natom <= 0)
     return histd_fail(r->msg, r->msglen, HISTD_EPARSE, "byte %zu: NATOM is %" PRId32 ": no points",
+                      at, natom);
+  if ((uint64_t)natom > SIZE_MAX / 12) /* 32-bit hosts: 4 NATOM must fit */
+    return histd_fail(r->msg, r->msglen, HISTD_ETOOBIG,
+                      "byte %zu: NATOM %" PRId32 " is more atoms than this machine can address",
                       at, natom);
   h->natom = (size_t)natom;
   if (r->pos == r->len)
