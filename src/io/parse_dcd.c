@@ -52,9 +52,9 @@
 typedef struct reader {
   const unsigned char *b;
   size_t len, pos;
-  bool big;  /* the file is big-endian                */
-  size_t mk; /* record marker bytes: 4 or 8          */
-  size_t frame; /* the frame being read (1-based), 0 in the header */
+  bool big;     /* the file is big-endian                           */
+  size_t mk;    /* record marker bytes: 4 or 8                      */
+  size_t frame; /* the frame being read (1-based), 0 in the header  */
   char *msg;
   size_t msglen;
 } reader;
