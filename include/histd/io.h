@@ -1,7 +1,7 @@
 /*
  * io.h -- the io layer of histd: point-set parsers and histogram writers.
  *
- * Parsers turn a whole buffer (or file) in one of five formats into a new
+ * Parsers turn a whole buffer (or file) in one of seven formats into a new
  * dataset (histd.h), allocated with histd_dataset_alloc and finished (bounds
  * set). Writers turn a result into text, CSV or JSON on a FILE. The service
  * and the CLI use this header; the engine knows nothing of it.
@@ -66,6 +66,14 @@
  *       a weight); "pp pp pp" bounds give the frame a periodic box
  *       (triclinic with xy xz yz), which a job uses when it names none. Extensions
  *       .lammpstrj .dump .lammpsdump; type text/x-lammps-dump.
+ * dcd   A CHARMM / NAMD / X-PLOR DCD trajectory (binary: Fortran records
+ *       with 4- or 8-byte markers, either byte order), every frame's NATOM
+ *       float32 coordinates in the file's units, each frame's unit cell
+ *       (when the header says there is one) its periodic box, orthorhombic
+ *       or triclinic; angles as cosines, degrees or a box matrix, read as
+ *       MDAnalysis reads them (src/io/parse_dcd.c). Fixed atoms are
+ *       refused. Errors name the frame and the byte offset. Extension .dcd;
+ *       type application/x-dcd.
  *
  * Content types (histd_format_from_content_type, case-insensitive,
  * parameters such as "; charset=utf-8" ignored):
@@ -76,6 +84,8 @@
  *   chemical/x-xyz, application/x-xyz, text/x-xyz -> xyz
  *   application/octet-stream, application/x-float64 -> f64
  *   application/x-float32                      -> f32
+ *   text/x-lammps-dump                         -> lammps
+ *   application/x-dcd                          -> dcd
  */
 #ifndef HISTD_IO_H
 #define HISTD_IO_H
@@ -95,12 +105,14 @@ typedef enum histd_format {
   HISTD_FORMAT_XYZ,
   HISTD_FORMAT_F64,
   HISTD_FORMAT_F32,
-  HISTD_FORMAT_LAMMPS
+  HISTD_FORMAT_LAMMPS,
+  HISTD_FORMAT_DCD
 } histd_format;
 
-#define HISTD_FORMAT_COUNT 6
+#define HISTD_FORMAT_COUNT 7
 
-/* "json", "csv", "xyz", "f64", "f32"; "?" for a value out of range. */
+/* "json", "csv", "xyz", "f64", "f32", "lammps", "dcd"; "?" for a value out of
+ * range. */
 const char *histd_format_name(histd_format f);
 
 /* The names above (case-insensitive), plus "bin" for f64. HISTD_EINVAL
@@ -108,7 +120,8 @@ const char *histd_format_name(histd_format f);
 int histd_format_parse(const char *name, histd_format *out);
 
 /* From the file name's extension: .json .csv .tsv .txt(csv) .xyz .extxyz .f64 .bin
- * .f32 (case-insensitive). HISTD_EINVAL when there is none or it is unknown. */
+ * .f32 .lammpstrj .dump .lammpsdump .dcd (case-insensitive). HISTD_EINVAL when
+ * there is none or it is unknown. */
 int histd_format_from_path(const char *path, histd_format *out);
 
 /* From an HTTP Content-Type (see the table above). HISTD_EINVAL otherwise. */

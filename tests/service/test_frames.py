@@ -18,6 +18,10 @@ frames (issue 10, sections 4 to 6), through the real daemon:
 - POST /v1/histogram with weights ("w", or [x, y, z, w] points);
 - a LAMMPS dump of two frames, uploaded with ?format=lammps, is the same
   dataset as the XYZ of the same frames and boxes;
+- a DCD trajectory (tests/cli/lammps/frames.dcd), uploaded as
+  application/x-dcd or with ?format=dcd, is stored with its frames and
+  boxes and gives the counts of the LAMMPS dump of the same frames; a
+  truncated one is refused naming its last frame;
 - a data dir of schema 2 (fixtures/datadir-v2, written by dfaecf5) is
   migrated to schema 3 on start: its results read back exactly (the
   periodic one with its g(r) and volume), and after a restart a dataset
@@ -236,6 +240,27 @@ def test_frames(exe):
         check(r["counts"] == counts and r["box_source"] == "dataset", r)
         close(r["g"], g, 1e-12, "g (lammps)")
         print("frames: a LAMMPS dump of two frames gives the same counts and g(r)")
+
+        # a DCD trajectory (binary): by Content-Type or ?format=dcd, each frame's cell its box
+        lammps_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli", "lammps")
+        dcd = open(os.path.join(lammps_dir, "frames.dcd"), "rb").read()
+        s, _, dsd = upload(d, dcd, "application/x-dcd")
+        check(s == 201 and dsd["format"] == "dcd" and dsd["frames"] == 3 and dsd["n"] == 1500 and
+              abs(dsd["box"][0] - 8.3979809569125372) < 1e-6, (s, dsd))
+        s, _, again = upload(d, dcd, "application/octet-stream", "?format=dcd")
+        check(s == 200 and again["id"] == dsd["id"], (s, again))
+        s, _, doc = upload(d, dcd[:-5], "application/x-dcd")
+        check(s == 400 and "frame 3 is cut short" in doc["detail"], (s, doc))
+        s, _, doc = upload(d, dcd, "application/x-dcd", "?format=dcdx")
+        check(s == 400 and "lammps, dcd" in doc["detail"], (s, doc))
+        dump = open(os.path.join(lammps_dir, "frames.dump")).read()
+        s, _, dsl = upload(d, dump, "text/x-lammps-dump")
+        check(s in (200, 201), (s, dsl))
+        rd = run(d, dataset=dsd["id"], r_max=3, buckets=100)
+        rl = run(d, dataset=dsl["id"], r_max=3, buckets=100)
+        check(rd["counts"] == rl["counts"] and rd["box_source"] == "dataset", (rd, rl))
+        print("frames: a DCD of three frames (application/x-dcd or ?format=dcd) is stored with "
+              "its boxes and gives the dump's counts; a truncated one is refused naming its frame")
 
         # POST /v1/histogram: weights beside the points, or as their fourth number
         for body in ({"points": [[0, 0, 0], [3, 4, 0], [6, 8, 0]], "w": [1, 2, 3]},
