@@ -115,6 +115,12 @@ typedef enum histd_format {
  * range. */
 const char *histd_format_name(histd_format f);
 
+/* Every format's name, sep between them ("json|csv|..."), and every
+ * format's own media type ("application/json, text/csv, ..."), for
+ * messages; cut to len. */
+void histd_format_names(char *buf, size_t len, const char *sep);
+void histd_format_types(char *buf, size_t len);
+
 /* The names above (case-insensitive), plus "bin" for f64. HISTD_EINVAL
  * for anything else. */
 int histd_format_parse(const char *name, histd_format *out);

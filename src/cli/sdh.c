@@ -310,10 +310,12 @@ static int parse_args(int argc, char **argv, options *o) {
   if (o->random && (o->have_input_format || o->file_b != NULL))
     return usage_error("--input-format and --with go with a FILE, not --random");
   if (o->file != NULL && !o->have_input_format &&
-      histd_format_from_path(o->file, &o->input_format) != 0)
-    return usage_error("cannot tell the format of '%s' from its name; use --input-format "
-                       "json|csv|xyz|f64|f32|lammps|dcd",
-                       o->file);
+      histd_format_from_path(o->file, &o->input_format) != 0) {
+    char names[256];
+    histd_format_names(names, sizeof names, "|");
+    return usage_error("cannot tell the format of '%s' from its name; use --input-format %s",
+                       o->file, names);
+  }
   const histd_params *p = &o->params;
   if (p->bucket_width <= 0 && p->r_max <= 0 && p->edges == NULL && !p->log && !p->has_within)
     return usage_error("--width W is required (or --r-max with --buckets, --edges, --log-bins, "

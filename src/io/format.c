@@ -64,25 +64,45 @@ int histd_format_from_path(const char *path, histd_format *out) {
   return HISTD_EINVAL;
 }
 
-int histd_format_from_content_type(const char *ct, histd_format *out) {
-  static const struct {
-    const char *type;
-    histd_format f;
-  } types[] = {
-      {"application/json", HISTD_FORMAT_JSON},
-      {"text/csv", HISTD_FORMAT_CSV},
+/* Media types, a format's own first (the one messages name). */
+static const struct {
+  const char *type;
+  histd_format f;
+} types[] = {
+    {"application/json", HISTD_FORMAT_JSON},
+    {"text/csv", HISTD_FORMAT_CSV},
       {"application/csv", HISTD_FORMAT_CSV},
       {"text/plain", HISTD_FORMAT_CSV},
       {"text/tab-separated-values", HISTD_FORMAT_CSV},
       {"chemical/x-xyz", HISTD_FORMAT_XYZ},
       {"application/x-xyz", HISTD_FORMAT_XYZ},
       {"text/x-xyz", HISTD_FORMAT_XYZ},
+        {"application/x-float64", HISTD_FORMAT_F64},
       {"application/octet-stream", HISTD_FORMAT_F64},
-      {"application/x-float64", HISTD_FORMAT_F64},
       {"application/x-float32", HISTD_FORMAT_F32},
       {"text/x-lammps-dump", HISTD_FORMAT_LAMMPS},
       {"application/x-dcd", HISTD_FORMAT_DCD},
-  };
+};
+
+void histd_format_names(char *buf, size_t len, const char *sep) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < HISTD_FORMAT_COUNT && at < len; i++)
+    at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? sep : "", format_names[i]);
+}
+
+void histd_format_types(char *buf, size_t len) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int f = 0; f < HISTD_FORMAT_COUNT && at < len; f++)
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+      if (types[i].f == (histd_format)f) {
+        at += (size_t)snprintf(buf + at, len - at, "%s%s", f ? ", " : "", types[i].type);
+        break;
+      }
+}
+
+int histd_format_from_content_type(const char *ct, histd_format *out) {
   if (ct == NULL)
     return HISTD_EINVAL;
   while (*ct == ' ' || *ct == '\t')

@@ -56,6 +56,7 @@ typedef struct config {
   bool allow_anonymous;        /* listen beyond loopback without a token */
   char allowed_hosts[1024];    /* more Host names, "a,b", or "*" */
   char static_dir[4096];
+  char import_dir[4096];       /* "" (off): POST /v1/datasets?path= reads under it */
   int http_threads;
   int histogram_threads;       /* POST /v1/histogram's pool; 0: one per core */
   unsigned connection_timeout; /* seconds */
