@@ -297,6 +297,16 @@ void histd__frames_free(histd__frames *t) {
   memset(t, 0, sizeof *t);
 }
 
+int histd__box_from_vectors(const double v[9], histd_box *box) {
+  if (v[1] != 0 || v[2] != 0 || v[5] != 0)
+    return HISTD__BOX_NOT_LOWER;
+  if (!(v[0] > 0 && v[4] > 0 && v[8] > 0))
+    return HISTD__BOX_NOT_POSITIVE;
+  *box = (histd_box){v[3] != 0 || v[6] != 0 || v[7] != 0 ? HISTD_BOX_TRICLINIC : HISTD_BOX_ORTHO,
+                     v[0], v[3], v[4], v[6], v[7], v[8]};
+  return 0;
+}
+
 void histd__format_double(char *buf, size_t buflen, double v, locale_t loc) {
   if (buf == NULL || buflen == 0)
     return;
