@@ -23,6 +23,10 @@ int histd__parse_lammps(const char *buf, size_t len, size_t max_points,
                         histd_dataset *out, char *msg, size_t msglen);
 int histd__parse_raw(const char *buf, size_t len, bool f32, size_t max_points,
                      histd_dataset *out, char *msg, size_t msglen);
+int histd__parse_xtc(const char *buf, size_t len, size_t max_points, histd_dataset *out,
+                     char *msg, size_t msglen);
+int histd__parse_trr(const char *buf, size_t len, size_t max_points, histd_dataset *out,
+                     char *msg, size_t msglen);
 
 /* ---- numbers ----------------------------------------------------------- */
 
