@@ -33,10 +33,13 @@
     f64: ['f64', 'application/octet-stream'],
     bin: ['f64', 'application/octet-stream'],
     f32: ['f32', 'application/x-float32'],
+    xtc: ['xtc', 'application/x-xtc'],
+    trr: ['trr', 'application/x-trr'],
   };
   const CONTENT_TYPE = {
     json: 'application/json', csv: 'text/csv', xyz: 'chemical/x-xyz',
     f64: 'application/octet-stream', f32: 'application/x-float32',
+    xtc: 'application/x-xtc', trr: 'application/x-trr',
   };
   const DONE = new Set(['succeeded', 'failed', 'cancelled']);
 
