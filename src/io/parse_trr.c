@@ -18,8 +18,9 @@
  * widened exactly, and the box (xdr.h makes histd's box of it); the virial,
  * the pressure, v and f are skipped, and so are frames that hold no x (a
  * run that wrote velocities or forces more often than coordinates). Every
- * frame has the same natoms. Nothing is allocated before a frame's x is
- * known to be in the input.
+ * frame has the same natoms. The points of the frames with x are reserved
+ * at once after a walk over the headers, each frame's bytes known to be in
+ * the input.
  */
 #include <math.h>
 #include <stdint.h>
@@ -71,11 +72,16 @@ static int header_ints(reader *r, size_t at, int32_t h[NINTS]) {
   return 0;
 }
 
+/* GROMACS's rule: the reals' size from the first of box, x, v, f that is
+ * there (natoms >= 1); 4 and 8 are the sizes that make sense. */
+static int64_t real_of(const int32_t h[NINTS]) {
+  int from = h[BOX] != 0 ? BOX : h[X] != 0 ? X : h[V] != 0 ? V : F;
+  return from == BOX ? h[BOX] / 9 : h[from] / (3 * (int64_t)h[NATOMS]);
+}
+
 /* float (4) or double (8) from the sizes, and every size checked. */
 static int real_size(reader *r, size_t at, const int32_t h[NINTS], size_t *size) {
-  int64_t vec = 3 * (int64_t)h[NATOMS], real = 0;
-  int from = h[BOX] != 0 ? BOX : h[X] != 0 ? X : h[V] != 0 ? V : F; /* the first size set */
-  real = from == BOX ? h[BOX] / 9 : h[from] / vec;
+  int64_t vec = 3 * (int64_t)h[NATOMS], real = real_of(h);
   if (real != 4 && real != 8)
     return histd_fail(r->t.msg, r->t.msglen, HISTD_EPARSE,
                       "frame %zu, byte %zu: the sizes of the box, x, v and f say neither float "
@@ -159,10 +165,37 @@ static int frame(reader *r) {
   return h[X] != 0 ? histd__traj_frame_done(&r->t, &box) : 0;
 }
 
+/* The points of the frames with x from the start that look whole (magic,
+ * sizes of float or double, every byte there), from their headers alone:
+ * what to reserve. */
+static size_t count_points(const unsigned char *p, size_t len) {
+  size_t total = 0, at = 0;
+  while (len - at >= 76 && histd__be32(p + at) == TRR_MAGIC) {
+    int32_t h[NINTS];
+    uint64_t size = 0;
+    for (int k = 0; k < NINTS; k++) {
+      uint32_t u = histd__be32(p + at + 24 + 4 * (size_t)k);
+      h[k] = u > INT32_MAX ? -1 : (int32_t)u;
+      size += k >= BOX && k <= F && k != TOP && k != SYM && h[k] > 0 ? (uint64_t)h[k] : 0;
+    }
+    int64_t real = h[NATOMS] >= 1 ? real_of(h) : 0;
+    if (real != 4 && real != 8)
+      break;
+    size += 76 + 2 * (uint64_t)real;
+    if (size > len - at)
+      break;
+    total += h[X] > 0 ? (size_t)h[NATOMS] : 0;
+    at += (size_t)size;
+  }
+  return total;
+}
+
 int histd__parse_trr(const char *buf, size_t len, size_t max_points, histd_dataset *out,
                      char *msg, size_t msglen) {
   reader r = {{(const unsigned char *)buf, len, 0}, {0}, 0};
   int rc = histd__traj_begin(&r.t, "TRR", len, max_points, msg, msglen);
+  if (rc == 0)
+    rc = histd__traj_reserve(&r.t, count_points(r.x.p, len));
   while (rc == 0 && r.x.off < len)
     rc = frame(&r);
   return histd__traj_end(&r.t, rc, out);

@@ -32,7 +32,8 @@
  * it does in any file a compressor wrote), so no integer overflows and
  * every value is finite (the precision is checked for that too); a block
  * must have at least 2 bits an atom before anything is allocated, and the
- * dataset grows only by what a frame's bytes can hold.
+ * dataset grows only by what a frame's bytes can hold. The frames' points
+ * are reserved at once after a walk over their headers and lengths.
  */
 #include <math.h>
 #include <stdint.h>
@@ -398,10 +399,44 @@ static int frame(reader *r) {
   return rc != 0 ? rc : histd__traj_frame_done(&r->t, &box);
 }
 
+/* The points of the frames from the start that look whole (magic, the
+ * first frame's natoms, every byte there, 2 bits an atom in a block),
+ * from their headers and lengths alone: what to reserve. */
+static size_t count_points(const unsigned char *p, size_t len) {
+  size_t total = 0, at = 0;
+  uint32_t natoms = 0;
+  while (len - at >= 56) {
+    const unsigned char *f = p + at;
+    uint32_t magic = histd__be32(f), n = histd__be32(f + 4);
+    if ((magic != XTC_MAGIC && magic != XTC_MAGIC_2023) || n < 1 || n > INT32_MAX ||
+        (natoms != 0 && n != natoms))
+      break;
+    natoms = n;
+    uint64_t size = 56 + 12 * (uint64_t)n;
+    if (n > XTC_UNCOMPRESSED_MAX) {
+      bool long_len = magic == XTC_MAGIC_2023;
+      size_t head = long_len ? 96 : 92;
+      if (len - at < head)
+        break;
+      uint64_t nbytes = long_len ? histd__be64(f + 88) : histd__be32(f + 88);
+      if (nbytes > len - at - head || n > 4 * nbytes)
+        break;
+      size = head + (nbytes + 3) / 4 * 4;
+    }
+    if (size > len - at)
+      break;
+    total += n;
+    at += (size_t)size;
+  }
+  return total;
+}
+
 int histd__parse_xtc(const char *buf, size_t len, size_t max_points, histd_dataset *out,
                      char *msg, size_t msglen) {
   reader r = {{(const unsigned char *)buf, len, 0}, {0}};
   int rc = histd__traj_begin(&r.t, "XTC", len, max_points, msg, msglen);
+  if (rc == 0)
+    rc = histd__traj_reserve(&r.t, count_points(r.x.p, len));
   while (rc == 0 && r.x.off < len)
     rc = frame(&r);
   return histd__traj_end(&r.t, rc, out);

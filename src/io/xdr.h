@@ -9,8 +9,9 @@
  * returns false and moves nothing, so the caller names the frame and byte.
  *
  * A trajectory: every frame has the first frame's atom count; its points go
- * into one dataset back to back (histd__ds_grow, as the text parsers do),
- * its box into the frame table. Messages read "frame F, byte B: ..." with F
+ * into one dataset back to back (histd__ds_grow, as the text parsers do,
+ * after one reservation for all the frames a first walk over the headers
+ * finds), its box into the frame table. Messages read "frame F, byte B: ..." with F
  * from 1 and B the offset from the start of the input.
  */
 #ifndef HISTD_IO_XDR_H
@@ -139,6 +140,16 @@ static inline int histd__traj_cut(histd__traj *t, size_t fno, size_t at, size_t 
   return histd_fail(t->msg, t->msglen, HISTD_EPARSE,
                     "frame %zu, byte %zu: the frame is cut short: the input ends at byte %zu, "
                     "inside its %s", fno, at, len, where);
+}
+
+/* Room for `points` at once, before the first frame: what a walk over the
+ * frames' headers and lengths found (each frame whole in the input), so
+ * that a long trajectory is allocated once, not grown and copied frame by
+ * frame. Never more than max_points (a frame beyond it fails later). */
+static inline int histd__traj_reserve(histd__traj *t, size_t points) {
+  if (t->max_points != 0 && points > t->max_points)
+    points = t->max_points;
+  return histd__ds_grow(&t->ds, &t->cap, points, NULL, t->msg, t->msglen);
 }
 
 /* Room for frame fno's natoms points (within max_points; `at`: where its
