@@ -79,23 +79,33 @@ static int64_t real_of(const int32_t h[NINTS]) {
   return from == BOX ? h[BOX] / 9 : h[from] / (3 * (int64_t)h[NATOMS]);
 }
 
+/* The blocks a frame may have, and each one's bytes when it is there. */
+static const int blocks[] = {BOX, VIR, PRES, X, V, F};
+static int64_t block_bytes(int k, const int32_t h[NINTS], int64_t real) {
+  return (k <= PRES ? 9 : 3 * (int64_t)h[NATOMS]) * real;
+}
+
+/* The first block whose size is neither 0 nor its bytes, or -1. */
+static int bad_block(const int32_t h[NINTS], int64_t real) {
+  for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
+    if (h[blocks[b]] != 0 && h[blocks[b]] != block_bytes(blocks[b], h, real))
+      return blocks[b];
+  return -1;
+}
+
 /* float (4) or double (8) from the sizes, and every size checked. */
 static int real_size(reader *r, size_t at, const int32_t h[NINTS], size_t *size) {
-  int64_t vec = 3 * (int64_t)h[NATOMS], real = real_of(h);
+  int64_t real = real_of(h);
   if (real != 4 && real != 8)
     return histd_fail(r->t.msg, r->t.msglen, HISTD_EPARSE,
                       "frame %zu, byte %zu: the sizes of the box, x, v and f say neither float "
                       "nor double", r->fno, at);
-  static const int blocks[] = {BOX, VIR, PRES, X, V, F};
-  for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
-    int k = blocks[b];
-    int64_t want = k <= PRES ? 9 * real : vec * real;
-    if (h[k] != 0 && h[k] != want)
-      return histd_fail(r->t.msg, r->t.msglen, HISTD_EPARSE,
-                        "frame %zu, byte %zu: %s is %d, neither 0 nor %lld (%s)", r->fno,
-                        at + 24 + 4 * (size_t)k, size_names[k], h[k], (long long)want,
-                        real == 4 ? "float" : "double");
-  }
+  int k = bad_block(h, real);
+  if (k >= 0)
+    return histd_fail(r->t.msg, r->t.msglen, HISTD_EPARSE,
+                      "frame %zu, byte %zu: %s is %d, neither 0 nor %lld (%s)", r->fno,
+                      at + 24 + 4 * (size_t)k, size_names[k], h[k],
+                      (long long)block_bytes(k, h, real), real == 4 ? "float" : "double");
   *size = (size_t)real;
   return 0;
 }
@@ -166,25 +176,25 @@ static int frame(reader *r) {
 }
 
 /* The points of the frames with x from the start that look whole (magic,
- * sizes of float or double, every byte there), from their headers alone:
- * what to reserve. */
+ * natoms, sizes of float or double that fit natoms, every byte there),
+ * from their headers alone: what to reserve. */
 static size_t count_points(const unsigned char *p, size_t len) {
   size_t total = 0, at = 0;
   while (len - at >= 76 && histd__be32(p + at) == TRR_MAGIC) {
     int32_t h[NINTS];
-    uint64_t size = 0;
     for (int k = 0; k < NINTS; k++) {
       uint32_t u = histd__be32(p + at + 24 + 4 * (size_t)k);
       h[k] = u > INT32_MAX ? -1 : (int32_t)u;
-      size += k >= BOX && k <= F && k != TOP && k != SYM && h[k] > 0 ? (uint64_t)h[k] : 0;
     }
     int64_t real = h[NATOMS] >= 1 ? real_of(h) : 0;
-    if (real != 4 && real != 8)
+    if ((real != 4 && real != 8) || bad_block(h, real) >= 0)
       break;
-    size += 76 + 2 * (uint64_t)real;
+    uint64_t size = 76 + 2 * (uint64_t)real;
+    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
+      size += (uint64_t)h[blocks[b]];
     if (size > len - at)
       break;
-    total += h[X] > 0 ? (size_t)h[NATOMS] : 0;
+    total += h[X] != 0 ? (size_t)h[NATOMS] : 0;
     at += (size_t)size;
   }
   return total;
