@@ -20,7 +20,8 @@
  * clear, the previous run length holds. The run's atoms are packed three
  * integers to smallidx bits with sizes magicints[smallidx], each the
  * previous atom plus (n - magicints[smallidx] / 2); the first of them comes
- * out before the full atom (GROMACS swaps them: water's O after its H).
+ * out before the full atom (the writer swaps an atom with the next one when
+ * they are close, which compresses water better).
  * Coordinates are (float)integer * (float)(1.0 / precision), in float as
  * GROMACS computes them, then widened: exactly what GROMACS and MDAnalysis
  * read.
