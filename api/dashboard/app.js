@@ -38,11 +38,14 @@
     lammpsdump: ['lammps', 'text/x-lammps-dump'],
     dump: ['lammps', 'text/x-lammps-dump'],
     dcd: ['dcd', 'application/x-dcd'],
+    xtc: ['xtc', 'application/x-xtc'],
+    trr: ['trr', 'application/x-trr'],
   };
   const CONTENT_TYPE = {
     json: 'application/json', csv: 'text/csv', xyz: 'chemical/x-xyz',
     f64: 'application/octet-stream', f32: 'application/x-float32',
     lammps: 'text/x-lammps-dump', dcd: 'application/x-dcd',
+    xtc: 'application/x-xtc', trr: 'application/x-trr',
   };
   const DONE = new Set(['succeeded', 'failed', 'cancelled']);
 

@@ -1,7 +1,7 @@
 /*
  * io.h -- the io layer of histd: point-set parsers and histogram writers.
  *
- * Parsers turn a whole buffer (or file) in one of seven formats into a new
+ * Parsers turn a whole buffer (or file) in one of nine formats into a new
  * dataset (histd.h), allocated with histd_dataset_alloc and finished (bounds
  * set). Writers turn a result into text, CSV or JSON on a FILE. The service
  * and the CLI use this header; the engine knows nothing of it.
@@ -74,6 +74,20 @@
  *       MDAnalysis reads them (src/io/parse_dcd.c). Fixed atoms are
  *       refused. Errors name the frame and the byte offset. Extension .dcd;
  *       type application/x-dcd.
+ * xtc   A GROMACS XTC trajectory (XDR, big-endian; magic 1995, or 2023 with
+ *       a 64-bit block length): every frame's coordinates, decompressed
+ *       exactly as GROMACS does (frames of 9 atoms or fewer are stored as
+ *       plain floats), kept in nm as float32 values widened. Every frame
+ *       has the first one's atom count. The box matrix (vectors a, b, c)
+ *       gives the frame a periodic box, orthorhombic or triclinic (lower-
+ *       triangular, as GROMACS writes it); all zeros means none. Extension
+ *       .xtc; type application/x-xtc.
+ * trr   A GROMACS TRR trajectory (full precision, float or double, found
+ *       from the header's sizes): each frame's x and box (as for xtc);
+ *       velocities, forces, virial and pressure are skipped, and so are
+ *       frames that hold no x. Extension .trr; type application/x-trr.
+ *       Errors in xtc and trr name the frame and the byte offset (from 0):
+ *       "frame 3, byte 4812: ...". A last frame cut short is an error.
  *
  * Content types (histd_format_from_content_type, case-insensitive,
  * parameters such as "; charset=utf-8" ignored):
@@ -86,6 +100,8 @@
  *   application/x-float32                      -> f32
  *   text/x-lammps-dump                         -> lammps
  *   application/x-dcd                          -> dcd
+ *   application/x-xtc                          -> xtc
+ *   application/x-trr                          -> trr
  */
 #ifndef HISTD_IO_H
 #define HISTD_IO_H
@@ -106,13 +122,15 @@ typedef enum histd_format {
   HISTD_FORMAT_F64,
   HISTD_FORMAT_F32,
   HISTD_FORMAT_LAMMPS,
-  HISTD_FORMAT_DCD
+  HISTD_FORMAT_DCD,
+  HISTD_FORMAT_XTC,
+  HISTD_FORMAT_TRR
 } histd_format;
 
-#define HISTD_FORMAT_COUNT 7
+#define HISTD_FORMAT_COUNT 9
 
-/* "json", "csv", "xyz", "f64", "f32", "lammps", "dcd"; "?" for a value out of
- * range. */
+/* "json", "csv", "xyz", "f64", "f32", "lammps", "dcd", "xtc", "trr"; "?"
+ * for a value out of range. */
 const char *histd_format_name(histd_format f);
 
 /* Every format's name, sep between them ("json|csv|..."), and every
@@ -126,8 +144,8 @@ void histd_format_types(char *buf, size_t len);
 int histd_format_parse(const char *name, histd_format *out);
 
 /* From the file name's extension: .json .csv .tsv .txt(csv) .xyz .extxyz .f64 .bin
- * .f32 .lammpstrj .dump .lammpsdump .dcd (case-insensitive). HISTD_EINVAL when
- * there is none or it is unknown. */
+ * .f32 .lammpstrj .dump .lammpsdump .dcd .xtc .trr (case-insensitive).
+ * HISTD_EINVAL when there is none or it is unknown. */
 int histd_format_from_path(const char *path, histd_format *out);
 
 /* From an HTTP Content-Type (see the table above). HISTD_EINVAL otherwise. */

@@ -41,13 +41,13 @@ static const char usage_head[] =
     "coordination number), optionally weighted; or the pairs within a radius.\n"
     "\n"
     "Input:\n"
-    "  FILE                  points as .json .csv (.tsv .txt) .xyz (.extxyz), raw\n"
-    "                        little-endian triples .f64 (.bin) / .f32, a LAMMPS\n"
-    "                        dump (.lammpstrj .dump .lammpsdump) or a DCD\n"
-    "                        trajectory (.dcd); '-' reads standard input (needs\n"
-    "                        --input-format)\n"
+    "  FILE                  points as .json .csv (.tsv .txt) .xyz (.extxyz), a\n"
+    "                        LAMMPS dump (.lammpstrj .dump .lammpsdump), a\n"
+    "                        trajectory: DCD (.dcd), GROMACS (.xtc .trr: in nm), or\n"
+    "                        raw little-endian triples .f64 (.bin) / .f32; '-'\n"
+    "                        reads standard input (needs --input-format)\n"
     "  --with FILE2          count the pairs of FILE x FILE2 (same formats)\n"
-    "  -i, --input-format F  json, csv, xyz, f64 (or bin), f32, lammps, dcd:\n"
+    "  -i, --input-format F  json, csv, xyz, lammps, dcd, xtc, trr, f64 (or bin), f32:\n"
     "                        overrides the file's extension (for FILE and FILE2)\n"
     "  --random N            N points uniform in [0, S)^3 instead of a file\n"
     "  --box S               side of the random cube (default 23000)\n"
@@ -116,6 +116,14 @@ static int usage_error(const char *fmt, ...) {
   fputs("\nTry 'sdh --help'.\n", stderr);
   va_end(ap);
   return 2;
+}
+
+/* The format names, for messages. */
+static const char *format_list(void) {
+  static char names[256];
+  if (names[0] == '\0')
+    histd_format_names(names, sizeof names, ", ");
+  return names;
 }
 
 static bool parse_u64(const char *s, uint64_t *out) {
@@ -250,9 +258,8 @@ static int parse_args(int argc, char **argv, options *o) {
       break;
     case 'i':
       if (histd_format_parse(optarg, &o->input_format) != 0)
-        return usage_error("--input-format must be json, csv, xyz, f64 (or bin), f32, lammps or dcd, "
-                           "got '%s'",
-                           optarg);
+        return usage_error("--input-format must be one of %s (or bin for f64), got '%s'",
+                           format_list(), optarg);
       o->have_input_format = true;
       break;
     case O_WITH:
@@ -310,12 +317,9 @@ static int parse_args(int argc, char **argv, options *o) {
   if (o->random && (o->have_input_format || o->file_b != NULL))
     return usage_error("--input-format and --with go with a FILE, not --random");
   if (o->file != NULL && !o->have_input_format &&
-      histd_format_from_path(o->file, &o->input_format) != 0) {
-    char names[256];
-    histd_format_names(names, sizeof names, "|");
-    return usage_error("cannot tell the format of '%s' from its name; use --input-format %s",
-                       o->file, names);
-  }
+      histd_format_from_path(o->file, &o->input_format) != 0)
+    return usage_error("cannot tell the format of '%s' from its name; use --input-format "
+                       "(one of %s)", o->file, format_list());
   const histd_params *p = &o->params;
   if (p->bucket_width <= 0 && p->r_max <= 0 && p->edges == NULL && !p->log && !p->has_within)
     return usage_error("--width W is required (or --r-max with --buckets, --edges, --log-bins, "

@@ -14,7 +14,8 @@
 #include "io_internal.h"
 
 static const char *const format_names[HISTD_FORMAT_COUNT] = {"json", "csv", "xyz", "f64",
-                                                              "f32", "lammps", "dcd"};
+                                                              "f32", "lammps", "dcd", "xtc",
+                                                              "trr"};
 
 const char *histd_format_name(histd_format f) {
   return (unsigned)f < HISTD_FORMAT_COUNT ? format_names[f] : "?";
@@ -47,6 +48,7 @@ int histd_format_from_path(const char *path, histd_format *out) {
       {"bin", HISTD_FORMAT_F64},   {"f32", HISTD_FORMAT_F32},
       {"lammpstrj", HISTD_FORMAT_LAMMPS}, {"dump", HISTD_FORMAT_LAMMPS},
       {"lammpsdump", HISTD_FORMAT_LAMMPS}, {"dcd", HISTD_FORMAT_DCD},
+      {"xtc", HISTD_FORMAT_XTC},          {"trr", HISTD_FORMAT_TRR},
   };
   if (path == NULL)
     return HISTD_EINVAL;
@@ -81,6 +83,8 @@ static const struct {
       {"application/octet-stream", HISTD_FORMAT_F64},
       {"application/x-float32", HISTD_FORMAT_F32},
       {"text/x-lammps-dump", HISTD_FORMAT_LAMMPS},
+      {"application/x-xtc", HISTD_FORMAT_XTC},
+      {"application/x-trr", HISTD_FORMAT_TRR},
       {"application/x-dcd", HISTD_FORMAT_DCD},
 };
 
@@ -151,6 +155,10 @@ int histd_parse(histd_format fmt, const char *buf, size_t len, size_t max_points
     return histd__parse_lammps(buf, len, max_points, out, msg, msglen);
   case HISTD_FORMAT_DCD:
     return histd__parse_dcd(buf, len, max_points, out, msg, msglen);
+  case HISTD_FORMAT_XTC:
+    return histd__parse_xtc(buf, len, max_points, out, msg, msglen);
+  case HISTD_FORMAT_TRR:
+    return histd__parse_trr(buf, len, max_points, out, msg, msglen);
   }
   return histd_fail(msg, msglen, HISTD_EINVAL, "unknown input format %d", (int)fmt);
 }

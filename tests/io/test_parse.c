@@ -625,7 +625,8 @@ static void test_equivalence(void) {
 
 static void test_formats(void) {
   histd_format f;
-  static const char *const names[] = {"json", "csv", "xyz", "f64", "f32", "lammps", "dcd"};
+  static const char *const names[] = {"json", "csv", "xyz", "f64", "f32", "lammps", "dcd", "xtc",
+                                      "trr"};
   for (int i = 0; i < HISTD_FORMAT_COUNT; i++) {
     CHECK(strcmp(histd_format_name((histd_format)i), names[i]) == 0, "name %d", i);
     CHECK(histd_format_parse(names[i], &f) == 0 && f == (histd_format)i, "parse %s", names[i]);
@@ -645,6 +646,7 @@ static void test_formats(void) {
                {"p.bin", HISTD_FORMAT_F64},   {"p.f32", HISTD_FORMAT_F32},
                {"run.dcd", HISTD_FORMAT_DCD}, {"d/RUN.DCD", HISTD_FORMAT_DCD},
                {"t.lammpstrj", HISTD_FORMAT_LAMMPS},
+               {"run/traj.XTC", HISTD_FORMAT_XTC}, {"md.trr", HISTD_FORMAT_TRR},
                {"noext", -1},                 {".json", -1},
                {"a.json/b", -1},              {"a.dat", -1},
                {"a.", -1}};
@@ -674,6 +676,8 @@ static void test_formats(void) {
              {"text/x-lammps-dump", HISTD_FORMAT_LAMMPS},
              {"application/x-dcd", HISTD_FORMAT_DCD},
              {"Application/X-DCD; charset=binary", HISTD_FORMAT_DCD},
+             {"application/x-xtc", HISTD_FORMAT_XTC},
+             {"Application/X-TRR", HISTD_FORMAT_TRR},
              {"application/xml", -1},
              {"+json", -1},
              {"", -1},

@@ -19,6 +19,7 @@ FORMATS = {
     ".json": "json", ".csv": "csv", ".xyz": "xyz", ".f64": "f64", ".bin": "f64",
     ".f32": "f32", ".lammpstrj": "lammps", ".dump": "lammps", ".lammpsdump": "lammps",
     ".dcd": "dcd",
+    ".xtc": "xtc", ".trr": "trr",
 }
 
 
