@@ -1,7 +1,7 @@
 /*
  * io.h -- the io layer of histd: point-set parsers and histogram writers.
  *
- * Parsers turn a whole buffer (or file) in one of five formats into a new
+ * Parsers turn a whole buffer (or file) in one of seven formats into a new
  * dataset (histd.h), allocated with histd_dataset_alloc and finished (bounds
  * set). Writers turn a result into text, CSV or JSON on a FILE. The service
  * and the CLI use this header; the engine knows nothing of it.
@@ -66,6 +66,16 @@
  *       a weight); "pp pp pp" bounds give the frame a periodic box
  *       (triclinic with xy xz yz), which a job uses when it names none. Extensions
  *       .lammpstrj .dump .lammpsdump; type text/x-lammps-dump.
+ * netcdf  An AMBER NetCDF trajectory (Conventions "AMBER"; the classic
+ *       formats CDF-1, CDF-2, CDF-5, not NetCDF-4/HDF5), read with libnetcdf:
+ *       coordinates(frame, atom, spatial) in Angstrom (scale_factor
+ *       honoured), every frame; cell_lengths and cell_angles (degrees), when
+ *       present, give each frame its box (triclinic unless the angles are
+ *       90). Malformed files name the missing variable or dimension, the
+ *       wrong shape, the frame and atom of a non-finite coordinate, or
+ *       libnetcdf's error. Name nc too; extensions .nc .ncdf; type
+ *       application/x-netcdf. Built without libnetcdf (-Dnetcdf=disabled)
+ *       it fails with "histd was built without NetCDF support".
  *
  * Content types (histd_format_from_content_type, case-insensitive,
  * parameters such as "; charset=utf-8" ignored):
@@ -76,6 +86,8 @@
  *   chemical/x-xyz, application/x-xyz, text/x-xyz -> xyz
  *   application/octet-stream, application/x-float64 -> f64
  *   application/x-float32                      -> f32
+ *   text/x-lammps-dump                         -> lammps
+ *   application/x-netcdf                       -> netcdf
  */
 #ifndef HISTD_IO_H
 #define HISTD_IO_H
@@ -95,20 +107,23 @@ typedef enum histd_format {
   HISTD_FORMAT_XYZ,
   HISTD_FORMAT_F64,
   HISTD_FORMAT_F32,
-  HISTD_FORMAT_LAMMPS
+  HISTD_FORMAT_LAMMPS,
+  HISTD_FORMAT_NETCDF
 } histd_format;
 
-#define HISTD_FORMAT_COUNT 6
+#define HISTD_FORMAT_COUNT 7
 
-/* "json", "csv", "xyz", "f64", "f32"; "?" for a value out of range. */
+/* "json", "csv", "xyz", "f64", "f32", "lammps", "netcdf"; "?" for a value
+ * out of range. */
 const char *histd_format_name(histd_format f);
 
-/* The names above (case-insensitive), plus "bin" for f64. HISTD_EINVAL
- * for anything else. */
+/* The names above (case-insensitive), plus "bin" for f64 and "nc" for
+ * netcdf. HISTD_EINVAL for anything else. */
 int histd_format_parse(const char *name, histd_format *out);
 
 /* From the file name's extension: .json .csv .tsv .txt(csv) .xyz .extxyz .f64 .bin
- * .f32 (case-insensitive). HISTD_EINVAL when there is none or it is unknown. */
+ * .f32 .lammpstrj .dump .lammpsdump .nc .ncdf (case-insensitive). HISTD_EINVAL
+ * when there is none or it is unknown. */
 int histd_format_from_path(const char *path, histd_format *out);
 
 /* From an HTTP Content-Type (see the table above). HISTD_EINVAL otherwise. */

@@ -14,7 +14,7 @@
 #include "io_internal.h"
 
 static const char *const format_names[HISTD_FORMAT_COUNT] = {"json", "csv", "xyz", "f64",
-                                                              "f32", "lammps"};
+                                                              "f32", "lammps", "netcdf"};
 
 const char *histd_format_name(histd_format f) {
   return (unsigned)f < HISTD_FORMAT_COUNT ? format_names[f] : "?";
@@ -29,9 +29,15 @@ int histd_format_parse(const char *name, histd_format *out) {
       return 0;
     }
   }
-  if (strcasecmp(name, "bin") == 0) {
-    *out = HISTD_FORMAT_F64;
-    return 0;
+  static const struct {
+    const char *name;
+    histd_format f;
+  } aliases[] = {{"bin", HISTD_FORMAT_F64}, {"nc", HISTD_FORMAT_NETCDF}};
+  for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
+    if (strcasecmp(name, aliases[i].name) == 0) {
+      *out = aliases[i].f;
+      return 0;
+    }
   }
   return HISTD_EINVAL;
 }
@@ -47,6 +53,7 @@ int histd_format_from_path(const char *path, histd_format *out) {
       {"bin", HISTD_FORMAT_F64},   {"f32", HISTD_FORMAT_F32},
       {"lammpstrj", HISTD_FORMAT_LAMMPS}, {"dump", HISTD_FORMAT_LAMMPS},
       {"lammpsdump", HISTD_FORMAT_LAMMPS},
+      {"nc", HISTD_FORMAT_NETCDF},        {"ncdf", HISTD_FORMAT_NETCDF},
   };
   if (path == NULL)
     return HISTD_EINVAL;
@@ -81,6 +88,7 @@ int histd_format_from_content_type(const char *ct, histd_format *out) {
       {"application/x-float64", HISTD_FORMAT_F64},
       {"application/x-float32", HISTD_FORMAT_F32},
       {"text/x-lammps-dump", HISTD_FORMAT_LAMMPS},
+      {"application/x-netcdf", HISTD_FORMAT_NETCDF},
   };
   if (ct == NULL)
     return HISTD_EINVAL;
@@ -128,6 +136,8 @@ int histd_parse(histd_format fmt, const char *buf, size_t len, size_t max_points
     return histd__parse_raw(buf, len, true, max_points, out, msg, msglen);
   case HISTD_FORMAT_LAMMPS:
     return histd__parse_lammps(buf, len, max_points, out, msg, msglen);
+  case HISTD_FORMAT_NETCDF:
+    return histd__parse_netcdf(buf, len, max_points, out, msg, msglen);
   }
   return histd_fail(msg, msglen, HISTD_EINVAL, "unknown input format %d", (int)fmt);
 }

@@ -577,13 +577,14 @@ static void test_equivalence(void) {
 
 static void test_formats(void) {
   histd_format f;
-  static const char *const names[] = {"json", "csv", "xyz", "f64", "f32", "lammps"};
+  static const char *const names[] = {"json", "csv", "xyz", "f64", "f32", "lammps", "netcdf"};
   for (int i = 0; i < HISTD_FORMAT_COUNT; i++) {
     CHECK(strcmp(histd_format_name((histd_format)i), names[i]) == 0, "name %d", i);
     CHECK(histd_format_parse(names[i], &f) == 0 && f == (histd_format)i, "parse %s", names[i]);
   }
   CHECK(strcmp(histd_format_name((histd_format)99), "?") == 0, "name out of range");
   CHECK(histd_format_parse("bin", &f) == 0 && f == HISTD_FORMAT_F64, "bin");
+  CHECK(histd_format_parse("NC", &f) == 0 && f == HISTD_FORMAT_NETCDF, "nc");
   CHECK(histd_format_parse("JSON", &f) == 0 && f == HISTD_FORMAT_JSON, "JSON");
   CHECK(histd_format_parse("xml", &f) == HISTD_EINVAL, "xml");
   CHECK(histd_format_parse(NULL, &f) == HISTD_EINVAL, "NULL name");
@@ -595,6 +596,8 @@ static void test_formats(void) {
                {"c.tsv", HISTD_FORMAT_CSV},   {"c.txt", HISTD_FORMAT_CSV},
                {"m.xyz", HISTD_FORMAT_XYZ},   {"t.extxyz", HISTD_FORMAT_XYZ}, {"p.f64", HISTD_FORMAT_F64},
                {"p.bin", HISTD_FORMAT_F64},   {"p.f32", HISTD_FORMAT_F32},
+               {"t.nc", HISTD_FORMAT_NETCDF}, {"t.NCDF", HISTD_FORMAT_NETCDF},
+               {"t.lammpstrj", HISTD_FORMAT_LAMMPS},
                {"noext", -1},                 {".json", -1},
                {"a.json/b", -1},              {"a.dat", -1},
                {"a.", -1}};
@@ -621,6 +624,8 @@ static void test_formats(void) {
              {"application/octet-stream", HISTD_FORMAT_F64},
              {"application/x-float64", HISTD_FORMAT_F64},
              {"application/x-float32", HISTD_FORMAT_F32},
+             {"text/x-lammps-dump", HISTD_FORMAT_LAMMPS},
+             {"application/x-netcdf", HISTD_FORMAT_NETCDF},
              {"application/xml", -1},
              {"+json", -1},
              {"", -1},
