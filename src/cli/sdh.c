@@ -40,12 +40,15 @@ static const char usage_head[] =
     "coordination number), optionally weighted; or the pairs within a radius.\n"
     "\n"
     "Input:\n"
-    "  FILE                  points as .json .csv (.tsv .txt) .xyz, or raw\n"
-    "                        little-endian triples .f64 (.bin) / .f32; '-' reads\n"
-    "                        standard input (needs --input-format)\n"
+    "  FILE                  points as .json .csv (.tsv .txt) .xyz (.extxyz), a\n"
+    "                        LAMMPS dump (.lammpstrj .dump .lammpsdump), an AMBER\n"
+    "                        NetCDF trajectory (.nc .ncdf), or raw little-endian\n"
+    "                        triples .f64 (.bin) / .f32; '-' reads standard input\n"
+    "                        (needs --input-format)\n"
     "  --with FILE2          count the pairs of FILE x FILE2 (same formats)\n"
-    "  -i, --input-format F  json, csv, xyz, f64 (or bin), f32: overrides the\n"
-    "                        file's extension (for FILE and FILE2)\n"
+    "  -i, --input-format F  json, csv, xyz, f64 (or bin), f32, lammps, netcdf\n"
+    "                        (or nc): overrides the file's extension (for FILE\n"
+    "                        and FILE2)\n"
     "  --random N            N points uniform in [0, S)^3 instead of a file\n"
     "  --box S               side of the random cube (default 23000)\n"
     "  --seed S              seed of the random points (default 1); the\n"
@@ -247,8 +250,8 @@ static int parse_args(int argc, char **argv, options *o) {
       break;
     case 'i':
       if (histd_format_parse(optarg, &o->input_format) != 0)
-        return usage_error("--input-format must be json, csv, xyz, f64 (or bin) or f32, got '%s'",
-                           optarg);
+        return usage_error("--input-format must be json, csv, xyz, f64 (or bin), f32, lammps "
+                           "or netcdf (or nc), got '%s'", optarg);
       o->have_input_format = true;
       break;
     case O_WITH:
@@ -308,7 +311,7 @@ static int parse_args(int argc, char **argv, options *o) {
   if (o->file != NULL && !o->have_input_format &&
       histd_format_from_path(o->file, &o->input_format) != 0)
     return usage_error("cannot tell the format of '%s' from its name; use --input-format "
-                       "json|csv|xyz|f64|f32",
+                       "json|csv|xyz|f64|f32|lammps|netcdf",
                        o->file);
   const histd_params *p = &o->params;
   if (p->bucket_width <= 0 && p->r_max <= 0 && p->edges == NULL && !p->log && !p->has_within)

@@ -92,8 +92,8 @@ static bool upload_format(request *r, histd_format *fmt) {
   const char *ct = request_header(r, "Content-Type");
   if (fq != NULL) {
     if (histd_format_parse(fq, fmt) != 0) {
-      respond_problem(r, 400, "format \"%s\" is not one of json, csv, xyz, f64, f32, lammps",
-                      fq);
+      respond_problem(r, 400, "format \"%s\" is not one of json, csv, xyz, f64, f32, lammps, "
+                      "netcdf", fq);
       return false;
     }
     return true;
@@ -103,9 +103,9 @@ static bool upload_format(request *r, histd_format *fmt) {
   if (mt[0] == '\0' || histd_format_from_content_type(mt, fmt) != 0) {
     respond_problem(r, 415,
                     "cannot tell the format from Content-Type \"%s\": send application/json, "
-                    "text/csv, chemical/x-xyz, text/x-lammps-dump, application/x-float64 (or "
-                    "application/octet-stream) or application/x-float32, or add "
-                    "?format=json|csv|xyz|f64|f32|lammps",
+                    "text/csv, chemical/x-xyz, text/x-lammps-dump, application/x-netcdf, "
+                    "application/x-float64 (or application/octet-stream) or "
+                    "application/x-float32, or add ?format=json|csv|xyz|f64|f32|lammps|netcdf",
                     ct ? ct : "");
     return false;
   }
