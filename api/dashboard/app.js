@@ -30,12 +30,19 @@
     tsv: ['csv', 'text/tab-separated-values'],
     txt: ['csv', 'text/plain'],
     xyz: ['xyz', 'chemical/x-xyz'],
+    extxyz: ['xyz', 'chemical/x-xyz'],
+    lammpstrj: ['lammps', 'text/x-lammps-dump'],
+    dump: ['lammps', 'text/x-lammps-dump'],
+    lammpsdump: ['lammps', 'text/x-lammps-dump'],
+    nc: ['netcdf', 'application/x-netcdf'],
+    ncdf: ['netcdf', 'application/x-netcdf'],
     f64: ['f64', 'application/octet-stream'],
     bin: ['f64', 'application/octet-stream'],
     f32: ['f32', 'application/x-float32'],
   };
   const CONTENT_TYPE = {
     json: 'application/json', csv: 'text/csv', xyz: 'chemical/x-xyz',
+    lammps: 'text/x-lammps-dump', netcdf: 'application/x-netcdf',
     f64: 'application/octet-stream', f32: 'application/x-float32',
   };
   const DONE = new Set(['succeeded', 'failed', 'cancelled']);
