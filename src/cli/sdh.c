@@ -392,6 +392,22 @@ int main(int argc, char **argv) {
     histd_params_free(&o.params);
     return 1;
   }
+  if (o.params.topology[0] != '\0') { /* the atoms' names from another file */
+    histd_dataset top;
+    options to = o;
+    to.have_input_format = false; /* the topology's format comes from its name */
+    char msg[512];
+    int rc = load(&to, o.params.topology, &top);
+    if (rc == 0 && (rc = histd_dataset_adopt_topology(&ds, &top, msg, sizeof msg)) != 0)
+      fprintf(stderr, "sdh: --topology %s: %s\n", o.params.topology, msg);
+    histd_dataset_free(&top);
+    if (rc != 0) {
+      histd_params_free(&o.params);
+      histd_dataset_free(&ds);
+      histd_dataset_free(&ds_b);
+      return rc == 1 ? 1 : 2;
+    }
+  }
   double parse_ms = histd_now_ms() - t0;
 
   histd_result res;
