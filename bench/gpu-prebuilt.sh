@@ -20,7 +20,8 @@ if [ "${1:-}" = pack ]; then
   bin=${2:-build-bin}
   rm -rf "$bin" && mkdir -p "$bin"
   for f in build/tests/gpu/test_grid_gpu build/tests/gpu/test_gpu \
-           build/tests/engine/test_stats build/bench/bench_gpu; do
+           build/tests/engine/test_stats build/tests/engine/test_topology \
+           build/bench/bench_gpu; do
     strip -o "$bin/$(basename "$f")" "$f"
   done
   cp -L /usr/local/cuda/lib64/libcudart.so.13 "$bin/"
