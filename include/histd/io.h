@@ -1,7 +1,7 @@
 /*
  * io.h -- the io layer of histd: point-set parsers and histogram writers.
  *
- * Parsers turn a whole buffer (or file) in one of five formats into a new
+ * Parsers turn a whole buffer (or file) in one of the formats below into a new
  * dataset (histd.h), allocated with histd_dataset_alloc and finished (bounds
  * set). Writers turn a result into text, CSV or JSON on a FILE. The service
  * and the CLI use this header; the engine knows nothing of it.
@@ -66,6 +66,16 @@
  *       a weight); "pp pp pp" bounds give the frame a periodic box
  *       (triclinic with xy xz yz), which a job uses when it names none. Extensions
  *       .lammpstrj .dump .lammpsdump; type text/x-lammps-dump.
+ * gro   GROMACS's GRO, one frame or several (src/io/parse_gro.c): fixed
+ *       columns (the coordinates' width from the decimal points, as GROMACS
+ *       reads them; velocities ignored), nm; the box line's 3 or 9 numbers
+ *       give each frame its box. Atom names, residues, a molecule a residue
+ *       and elements guessed from the names make the topology; every frame
+ *       must list the same atoms. Extension .gro; type application/x-gro.
+ * pdb   PDB ATOM/HETATM records, frames as MODEL ... ENDMDL (or END), boxes
+ *       from CRYST1, Angstrom (src/io/parse_pdb.c); the topology as for gro,
+ *       elements from columns 77-78 when given. Extensions .pdb .ent; type
+ *       chemical/x-pdb.
  *
  * Content types (histd_format_from_content_type, case-insensitive,
  * parameters such as "; charset=utf-8" ignored):
@@ -76,6 +86,9 @@
  *   chemical/x-xyz, application/x-xyz, text/x-xyz -> xyz
  *   application/octet-stream, application/x-float64 -> f64
  *   application/x-float32                      -> f32
+ *   text/x-lammps-dump                         -> lammps
+ *   application/x-gro                          -> gro
+ *   chemical/x-pdb                             -> pdb
  */
 #ifndef HISTD_IO_H
 #define HISTD_IO_H
@@ -95,12 +108,15 @@ typedef enum histd_format {
   HISTD_FORMAT_XYZ,
   HISTD_FORMAT_F64,
   HISTD_FORMAT_F32,
-  HISTD_FORMAT_LAMMPS
+  HISTD_FORMAT_LAMMPS,
+  HISTD_FORMAT_GRO,
+  HISTD_FORMAT_PDB
 } histd_format;
 
-#define HISTD_FORMAT_COUNT 6
+#define HISTD_FORMAT_COUNT 8
 
-/* "json", "csv", "xyz", "f64", "f32"; "?" for a value out of range. */
+/* "json", "csv", "xyz", "f64", "f32", "lammps", "gro", "pdb"; "?" for a
+ * value out of range. */
 const char *histd_format_name(histd_format f);
 
 /* The names above (case-insensitive), plus "bin" for f64. HISTD_EINVAL
@@ -108,7 +124,8 @@ const char *histd_format_name(histd_format f);
 int histd_format_parse(const char *name, histd_format *out);
 
 /* From the file name's extension: .json .csv .tsv .txt(csv) .xyz .extxyz .f64 .bin
- * .f32 (case-insensitive). HISTD_EINVAL when there is none or it is unknown. */
+ * .f32 .lammpstrj .dump .lammpsdump .gro .pdb .ent (case-insensitive).
+ * HISTD_EINVAL when there is none or it is unknown. */
 int histd_format_from_path(const char *path, histd_format *out);
 
 /* From an HTTP Content-Type (see the table above). HISTD_EINVAL otherwise. */

@@ -14,7 +14,7 @@
 #include "io_internal.h"
 
 static const char *const format_names[HISTD_FORMAT_COUNT] = {"json", "csv", "xyz", "f64",
-                                                              "f32", "lammps"};
+                                                              "f32", "lammps", "gro", "pdb"};
 
 const char *histd_format_name(histd_format f) {
   return (unsigned)f < HISTD_FORMAT_COUNT ? format_names[f] : "?";
@@ -47,6 +47,7 @@ int histd_format_from_path(const char *path, histd_format *out) {
       {"bin", HISTD_FORMAT_F64},   {"f32", HISTD_FORMAT_F32},
       {"lammpstrj", HISTD_FORMAT_LAMMPS}, {"dump", HISTD_FORMAT_LAMMPS},
       {"lammpsdump", HISTD_FORMAT_LAMMPS},
+      {"gro", HISTD_FORMAT_GRO}, {"pdb", HISTD_FORMAT_PDB}, {"ent", HISTD_FORMAT_PDB},
   };
   if (path == NULL)
     return HISTD_EINVAL;
@@ -81,6 +82,8 @@ int histd_format_from_content_type(const char *ct, histd_format *out) {
       {"application/x-float64", HISTD_FORMAT_F64},
       {"application/x-float32", HISTD_FORMAT_F32},
       {"text/x-lammps-dump", HISTD_FORMAT_LAMMPS},
+      {"application/x-gro", HISTD_FORMAT_GRO},
+      {"chemical/x-pdb", HISTD_FORMAT_PDB},
   };
   if (ct == NULL)
     return HISTD_EINVAL;
@@ -128,6 +131,10 @@ int histd_parse(histd_format fmt, const char *buf, size_t len, size_t max_points
     return histd__parse_raw(buf, len, true, max_points, out, msg, msglen);
   case HISTD_FORMAT_LAMMPS:
     return histd__parse_lammps(buf, len, max_points, out, msg, msglen);
+  case HISTD_FORMAT_GRO:
+    return histd__parse_gro(buf, len, max_points, out, msg, msglen);
+  case HISTD_FORMAT_PDB:
+    return histd__parse_pdb(buf, len, max_points, out, msg, msglen);
   }
   return histd_fail(msg, msglen, HISTD_EINVAL, "unknown input format %d", (int)fmt);
 }
