@@ -30,12 +30,16 @@
     tsv: ['csv', 'text/tab-separated-values'],
     txt: ['csv', 'text/plain'],
     xyz: ['xyz', 'chemical/x-xyz'],
+    gro: ['gro', 'application/x-gro'],
+    pdb: ['pdb', 'chemical/x-pdb'],
+    ent: ['pdb', 'chemical/x-pdb'],
     f64: ['f64', 'application/octet-stream'],
     bin: ['f64', 'application/octet-stream'],
     f32: ['f32', 'application/x-float32'],
   };
   const CONTENT_TYPE = {
     json: 'application/json', csv: 'text/csv', xyz: 'chemical/x-xyz',
+    gro: 'application/x-gro', pdb: 'chemical/x-pdb',
     f64: 'application/octet-stream', f32: 'application/x-float32',
   };
   const DONE = new Set(['succeeded', 'failed', 'cancelled']);

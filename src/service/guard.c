@@ -319,12 +319,14 @@ int guard_content_type(const char *content_type, bool uploads, bool format_given
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "Content-Type \"%.80s\" is not a point format; with ?format= send "
                       "the format's type (application/json, text/csv, chemical/x-xyz, "
+                      "text/x-lammps-dump, application/x-gro, chemical/x-pdb, "
                       "application/x-float64, application/x-float32) or no Content-Type",
                       content_type);
   return histd_fail(msg, msglen, HISTD_EINVAL,
                     "cannot tell the format from Content-Type \"%.80s\": send "
-                    "application/json, text/csv, chemical/x-xyz, application/x-float64 (or "
+                    "application/json, text/csv, chemical/x-xyz, text/x-lammps-dump, "
+                    "application/x-gro, chemical/x-pdb, application/x-float64 (or "
                     "application/octet-stream) or application/x-float32, or add "
-                    "?format=json|csv|xyz|f64|f32",
+                    "?format=json|csv|xyz|f64|f32|lammps|gro|pdb",
                     content_type ? content_type : "");
 }

@@ -95,8 +95,8 @@ static bool upload_format(request *r, histd_format *fmt) {
   const char *ct = request_header(r, "Content-Type");
   if (fq != NULL) {
     if (histd_format_parse(fq, fmt) != 0) {
-      respond_problem(r, 400, "format \"%s\" is not one of json, csv, xyz, f64, f32, lammps",
-                      fq);
+      respond_problem(r, 400, "format \"%s\" is not one of json, csv, xyz, f64, f32, lammps, "
+                      "gro, pdb", fq);
       return false;
     }
     return true;
@@ -106,9 +106,9 @@ static bool upload_format(request *r, histd_format *fmt) {
   if (mt[0] == '\0' || histd_format_from_content_type(mt, fmt) != 0) {
     respond_problem(r, 415,
                     "cannot tell the format from Content-Type \"%s\": send application/json, "
-                    "text/csv, chemical/x-xyz, text/x-lammps-dump, application/x-float64 (or "
-                    "application/octet-stream) or application/x-float32, or add "
-                    "?format=json|csv|xyz|f64|f32|lammps",
+                    "text/csv, chemical/x-xyz, text/x-lammps-dump, application/x-gro, "
+                    "chemical/x-pdb, application/x-float64 (or application/octet-stream) or "
+                    "application/x-float32, or add ?format=json|csv|xyz|f64|f32|lammps|gro|pdb",
                     ct ? ct : "");
     return false;
   }
