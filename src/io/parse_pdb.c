@@ -36,6 +36,10 @@
  * and a molecule per residue (the counter moves on when the residue
  * number, name or chain changes, or at a TER). Every frame must list the
  * same atoms in the same order.
+ *
+ * Memory: a PDB does not say how many atoms come, so the arrays double as
+ * they fill (each atom is a line of at least 54 bytes) and shrink at the
+ * end; frame 1's atoms are kept besides (about 48 bytes each).
  */
 #include <math.h>
 #include <stdio.h>
