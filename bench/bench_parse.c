@@ -2,6 +2,7 @@
  * bench_parse.c -- parse throughput and peak memory of every input format.
  *
  *     ninja -C build bench/bench_parse && build/bench/bench_parse [N] [runs]
+ *     build/bench/bench_parse --xtc FILE [runs]
  *
  * N points (default 1,000,000) uniform in [0, 23000)^3 are written in each
  * format, numbers with 17 significant digits (what a program dumping doubles
@@ -13,6 +14,11 @@
  * in a child process as the growth of the peak RSS during one parse; -1 if
  * the kernel cannot reset that mark) as a multiple of the float64 payload
  * (24 bytes a point).
+ *
+ * --xtc FILE: the same measures for a GROMACS XTC trajectory (a real file:
+ * bench/bench_xtc_mda.py writes one with MDAnalysis and times MDAnalysis
+ * reading it in the same run), plus frames/s; the last line is
+ * "xtc: MB/s frames/s Mpoints/s" for the script to read.
  */
 #include <malloc.h>
 #include <stdbool.h>
@@ -133,17 +139,97 @@ static double peak_bytes(const input *in) {
   return grow;
 }
 
-int main(int argc, char **argv) {
-  size_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
-  int runs = argc > 2 ? atoi(argv[2]) : 5;
-  if (n == 0 || runs < 1) {
-    fprintf(stderr, "usage: bench_parse [N] [runs]\n");
-    return 2;
+/* Parses `in` runs times: the median wall and thread-CPU ms into *ms, *cms
+ * (and every run's wall ms, sorted, into all[0..runs) when not NULL), and
+ * the points and frames of the last parse; false (said) on an error. */
+static bool measure(const input *in, int runs, double *ms, double *cms, double *all, size_t *n,
+                    size_t *frames) {
+  double *t = malloc((size_t)runs * sizeof *t), *c = malloc((size_t)runs * sizeof *c);
+  bool ok = true;
+  for (int r = 0; r < runs && ok; r++) {
+    histd_dataset ds;
+    char msg[256];
+    double t0 = histd_now_ms(), c0 = cpu_ms();
+    int rc = histd_parse(in->fmt, in->buf, in->len, 0, &ds, msg, sizeof msg);
+    t[r] = histd_now_ms() - t0;
+    c[r] = cpu_ms() - c0;
+    if (rc != 0) {
+      fprintf(stderr, "%s: %s\n", in->name, msg);
+      ok = false;
+      break;
+    }
+    *n = ds.n;
+    *frames = histd_dataset_frames(&ds);
+    histd_dataset_free(&ds);
   }
+  qsort(t, (size_t)runs, sizeof *t, cmp_double);
+  qsort(c, (size_t)runs, sizeof *c, cmp_double);
+  *ms = t[runs / 2];
+  *cms = c[runs / 2];
+  if (all != NULL)
+    memcpy(all, t, (size_t)runs * sizeof *t);
+  free(t);
+  free(c);
+  return ok;
+}
+
+/* --xtc FILE [runs]: a real trajectory, read whole into memory first. */
+static int bench_xtc(const char *path, int runs) {
+  input in = {"xtc", HISTD_FORMAT_XTC, NULL, 0};
+  FILE *f = fopen(path, "rb");
+  if (f == NULL || fseek(f, 0, SEEK_END) != 0) {
+    fprintf(stderr, "bench_parse: cannot read %s\n", path);
+    return 1;
+  }
+  in.len = (size_t)ftell(f);
+  rewind(f);
+  in.buf = malloc(in.len ? in.len : 1);
+  if (fread(in.buf, 1, in.len, f) != in.len) {
+    fprintf(stderr, "bench_parse: cannot read %s\n", path);
+    return 1;
+  }
+  fclose(f);
+  double ms, cms, *all = malloc((size_t)runs * sizeof *all);
+  size_t n = 0, frames = 0;
+  if (!measure(&in, runs, &ms, &cms, all, &n, &frames))
+    return 1;
+  double peak = peak_bytes(&in), payload = 24.0 * (double)n;
+  printf("# bench_parse --xtc %s: %zu frames, %zu points, median of %d runs, payload %.1f MB "
+         "(float64)\n", path, frames, n, runs, payload / 1e6);
+  printf("%-12s %10s %10s %10s %10s %12s %12s\n", "format", "input MB", "MB/s", "frames/s",
+         "Mpoints/s", "MB/cpu-s", "peak/payload");
+  printf("%-12s %10.1f %10.0f %10.0f %10.2f %12.0f %12.2f\n", in.name, (double)in.len / 1e6,
+         (double)in.len / 1e3 / ms, (double)frames * 1e3 / ms, (double)n / 1e3 / ms,
+         (double)in.len / 1e3 / cms, peak / payload);
+  printf("# wall ms of each run, sorted (a fresh process's first run faults its dataset in):");
+  for (int r = 0; r < runs; r++)
+    printf(" %.1f", all[r]);
+  printf("\nxtc: %.1f %.1f %.3f\n", (double)in.len / 1e3 / ms, (double)frames * 1e3 / ms,
+         (double)n / 1e3 / ms);
+  free(all);
+  free(in.buf);
+  return 0;
+}
+
+int main(int argc, char **argv) {
   /* A fixed mmap threshold: big blocks always come from (and go back to)
    * the kernel, so one parse's freed dataset cannot hide the next one's
    * memory in the peak-RSS measurement. */
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  if (argc > 2 && strcmp(argv[1], "--xtc") == 0) {
+    int runs = argc > 3 ? atoi(argv[3]) : 5;
+    if (runs < 1) {
+      fprintf(stderr, "usage: bench_parse --xtc FILE [runs]\n");
+      return 2;
+    }
+    return bench_xtc(argv[2], runs);
+  }
+  size_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
+  int runs = argc > 2 ? atoi(argv[2]) : 5;
+  if (n == 0 || runs < 1) {
+    fprintf(stderr, "usage: bench_parse [N] [runs] | --xtc FILE [runs]\n");
+    return 2;
+  }
   double *p = malloc(3 * n * sizeof *p);
   uint64_t s = 1;
   for (size_t i = 0; i < 3 * n; i++)
@@ -174,31 +260,20 @@ int main(int argc, char **argv) {
          payload / 1e6);
   printf("%-12s %10s %10s %10s %12s %12s\n", "format", "input MB", "MB/s", "Mpoints/s",
          "MB/cpu-s", "peak/payload");
-  double *t = malloc((size_t)runs * sizeof *t), *c = malloc((size_t)runs * sizeof *c);
   for (int k = 0; k < NIN; k++) {
-    for (int r = 0; r < runs; r++) {
-      histd_dataset ds;
-      char msg[256];
-      double t0 = histd_now_ms(), c0 = cpu_ms();
-      int rc = histd_parse(in[k].fmt, in[k].buf, in[k].len, 0, &ds, msg, sizeof msg);
-      t[r] = histd_now_ms() - t0;
-      c[r] = cpu_ms() - c0;
-      if (rc != 0 || ds.n != n) {
-        fprintf(stderr, "%s: %s\n", in[k].name, msg);
-        return 1;
-      }
-      histd_dataset_free(&ds);
+    double ms, cms;
+    size_t got = 0, frames;
+    if (!measure(&in[k], runs, &ms, &cms, NULL, &got, &frames))
+      return 1;
+    if (got != n) {
+      fprintf(stderr, "%s: %zu points, want %zu\n", in[k].name, got, n);
+      return 1;
     }
-    qsort(t, (size_t)runs, sizeof *t, cmp_double);
-    qsort(c, (size_t)runs, sizeof *c, cmp_double);
-    double ms = t[runs / 2], cms = c[runs / 2];
     double peak = peak_bytes(&in[k]);
     printf("%-12s %10.1f %10.0f %10.2f %12.0f %12.2f\n", in[k].name, (double)in[k].len / 1e6,
            (double)in[k].len / 1e3 / ms, (double)n / 1e3 / ms, (double)in[k].len / 1e3 / cms,
            peak / payload);
   }
-  free(t);
-  free(c);
   for (int k = 0; k < NIN; k++)
     free(in[k].buf);
   free(p);

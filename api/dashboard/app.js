@@ -36,11 +36,20 @@
     f64: ['f64', 'application/octet-stream'],
     bin: ['f64', 'application/octet-stream'],
     f32: ['f32', 'application/x-float32'],
+    extxyz: ['xyz', 'chemical/x-xyz'],
+    lammpstrj: ['lammps', 'text/x-lammps-dump'],
+    lammpsdump: ['lammps', 'text/x-lammps-dump'],
+    dump: ['lammps', 'text/x-lammps-dump'],
+    dcd: ['dcd', 'application/x-dcd'],
+    xtc: ['xtc', 'application/x-xtc'],
+    trr: ['trr', 'application/x-trr'],
   };
   const CONTENT_TYPE = {
     json: 'application/json', csv: 'text/csv', xyz: 'chemical/x-xyz',
     gro: 'application/x-gro', pdb: 'chemical/x-pdb',
     f64: 'application/octet-stream', f32: 'application/x-float32',
+    lammps: 'text/x-lammps-dump', dcd: 'application/x-dcd',
+    xtc: 'application/x-xtc', trr: 'application/x-trr',
   };
   const DONE = new Set(['succeeded', 'failed', 'cancelled']);
 
@@ -431,8 +440,24 @@
       text += '; box diagonal ' + fmtNum(diag);
       box.dataset.diagonal = diag;
     }
+    const a = d.atoms;
+    if (d.frames > 1) text += '; ' + fmtInt(d.frames) + ' frames';
+    if (d.unit) text += '; in ' + d.unit;
+    if (a && a.elements) text += '; ' + Object.entries(a.elements).map(([k, v]) => fmtInt(v) + ' ' + k).join(', ');
+    if (a && a.molecules) text += ' in ' + fmtInt(a.molecules) + ' molecules';
     box.textContent = text;
+    offerSelections(a);
     bucketHint();
+  }
+  // The selections a dataset's atoms allow, as suggestions for select_a/b.
+  function offerSelections(a) {
+    const list = $('selections');
+    const opts = ['all'];
+    const kinds = [['elements', 'element'], ['names', 'name'], ['resnames', 'resname'], ['types', 'type']];
+    for (const [key, kind] of kinds)
+      for (const v of Object.keys((a && a[key]) || {})) if (v !== '...') opts.push(kind + ':' + v);
+    list.replaceChildren(...opts.map((v) => el('option', { value: v })));
+    $('exclude').disabled = !(a && a.molecules);
   }
   function bucketHint() {
     const diag = +$('dataset-info').dataset.diagonal;
@@ -577,6 +602,11 @@
       body.box = box; // the daemon judges the rest (its sentence shows if refused)
     }
     if ($('dataset-b').value) body.dataset_b = $('dataset-b').value;
+    for (const [id, key] of [['select-a', 'select_a'], ['select-b', 'select_b'], ['frames', 'frames']]) {
+      const v = $(id).value.trim();
+      if (v) body[key] = v; // the daemon judges them (its sentence shows if refused)
+    }
+    if ($('exclude').checked) body.exclude = 'molecule';
     if ($('block-size').value !== '') body.block_size = Number($('block-size').value);
     const btn = $('submit');
     btn.disabled = true;
@@ -637,7 +667,11 @@
     return fmtNum(p.bucket_width) + ' × ' + (p.buckets ? fmtInt(p.buckets) : 'all');
   }
   function jobDatasets(j) {
-    return datasetLabel(j.dataset) + (j.dataset_b ? ' × ' + datasetLabel(j.dataset_b) : '');
+    const p = j.params || {};
+    const a = datasetLabel(j.dataset) + (p.select_a ? ' [' + p.select_a + ']' : '');
+    const b = j.dataset_b ? datasetLabel(j.dataset_b) + (p.select_b ? ' [' + p.select_b + ']' : '')
+                          : p.select_b ? '[' + p.select_b + ']' : '';
+    return a + (b ? ' × ' + b : '') + (p.exclude ? ', less bonded' : '');
   }
 
   async function showJob(id) {

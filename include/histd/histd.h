@@ -154,6 +154,8 @@ typedef struct histd_dataset {
                           * over [0, n); always owned (malloc'd) by the dataset,
                           * borrowed or not                                   */
   histd_topology *top;   /* NULL, or the atoms of a frame; owned like `frame` */
+  char unit[12];         /* the length unit the file's format implies ("nm",
+                          * "Angstrom"), "" when it does not say       */
 } histd_dataset;
 
 /* Allocates room for n points (coordinates uninitialised, bounds zeroed). */
@@ -207,11 +209,16 @@ unsigned histd_topology_fields(const histd_topology *top);
  *   type:2  resid:1-10  mol:5  index:0-99   (whole numbers and ranges a-b,
  *                                             inclusive; index counts from 0)
  * The kinds but index need the file to carry them; every frame must hold the
- * same atoms. A selection that matches nothing is an error, as is a bad one
- * (a sentence says why).
+ * same atoms ("all" keeps each frame whole, whatever its size). frames
+ * (NULL: every frame) keeps a slice of the frames. A selection that
+ * matches nothing is an error, as is a bad one (a sentence says why).
  */
-int histd_dataset_select(const histd_dataset *ds, const char *sel, histd_dataset *out, char *msg,
-                         size_t msglen);
+/* Frames start, start + step, ... below stop (0: the end), counted from 0. */
+typedef struct histd_slice {
+  size_t start, stop, step;
+} histd_slice;
+int histd_dataset_select(const histd_dataset *ds, const char *sel, const histd_slice *frames,
+                         histd_dataset *out, char *msg, size_t msglen);
 /* Whether sel is a selection that a topology with these arrays (HISTD_TOP_*
  * bits; ~0u: any) can answer; the sentence of histd_dataset_select if not. */
 int histd_selection_check(const char *sel, unsigned fields, char *msg, size_t msglen);
@@ -277,7 +284,11 @@ typedef struct histd_problem {
                      * ignored. False: `box` (the job's) for every frame. */
   bool exclude_molecule; /* leave out the pairs whose atoms share a molecule
                           * id (a's and b's topology `mol`; unweighted) */
+  bool per_frame;        /* the result also keeps each frame's counts     */
 } histd_problem;
+
+/* per_frame keeps frames x bins counts: at most this many (1 GiB). */
+#define HISTD_PER_FRAME_MAX ((uint64_t)1 << 27)
 
 /* What a kernel can do beyond the plain self histogram in WIDTH bins of an
  * open box; the registry chooses and validates by these. */
@@ -380,6 +391,12 @@ typedef struct histd_result {
   uint64_t total;    /* the number of pairs (less the excluded ones)  */
   uint64_t excluded; /* exclude_molecule: the pairs left out          */
   bool exclude_molecule;
+  /* per_frame: frame f's counts are frame_counts[f * bins.count ...], its
+   * pairs (less the excluded) frame_total[f], its box's volume
+   * frame_volume[f] (0 in open space); NULL otherwise */
+  uint64_t *frame_counts, *frame_total;
+  double *frame_volume;
+  char unit[12];     /* A's length unit as its file implies it, or ""  */
   /* the selections the operands came from ("" for a whole dataset): the
    * caller that made them (sdh, the service) fills these in to be shown */
   char select_a[256], select_b[256];
@@ -415,6 +432,9 @@ int histd_result_init(histd_result *res, const histd_bins *bins, bool weighted,
 int histd_result_adopt(histd_result *res, const histd_bins *bins, uint64_t *counts,
                        double *weighted, char *msg, size_t msglen);
 void histd_result_free(histd_result *res);
+/* Allocates zeroed per-frame arrays for `frames` frames of res's bins;
+ * 0 or HISTD_ENOMEM. */
+int histd_result_per_frame(histd_result *res, uint64_t frames);
 /* A deep copy (counts, weighted sums, edges); 0 or HISTD_ENOMEM. */
 int histd_result_copy(histd_result *dst, const histd_result *src);
 
@@ -428,6 +448,8 @@ int histd_result_copy(histd_result *dst, const histd_result *src);
  * sum_f (P_f V_k / V_f) and n_k = sum_f cumulative_f / sum_f N_f. */
 void histd_result_rdf_bin(const histd_result *res, uint32_t k, uint64_t *cumulative, double *g,
                           double *coordination);
+/* per_frame, periodic: frame f's own g in bin k, counts_f,k / (P_f V_k / V_f). */
+double histd_result_frame_g(const histd_result *res, uint64_t f, uint32_t k);
 
 /* ---- progress and cancellation ----------------------------------------- */
 

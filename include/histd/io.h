@@ -1,7 +1,7 @@
 /*
  * io.h -- the io layer of histd: point-set parsers and histogram writers.
  *
- * Parsers turn a whole buffer (or file) in one of the formats below into a new
+ * Parsers turn a whole buffer (or file) in one of eleven formats into a new
  * dataset (histd.h), allocated with histd_dataset_alloc and finished (bounds
  * set). Writers turn a result into text, CSV or JSON on a FILE. The service
  * and the CLI use this header; the engine knows nothing of it.
@@ -66,6 +66,28 @@
  *       a weight); "pp pp pp" bounds give the frame a periodic box
  *       (triclinic with xy xz yz), which a job uses when it names none. Extensions
  *       .lammpstrj .dump .lammpsdump; type text/x-lammps-dump.
+ * dcd   A CHARMM / NAMD / X-PLOR DCD trajectory (binary: Fortran records
+ *       with 4- or 8-byte markers, either byte order), every frame's NATOM
+ *       float32 coordinates in the file's units, each frame's unit cell
+ *       (when the header says there is one) its periodic box, orthorhombic
+ *       or triclinic; angles as cosines, degrees or a box matrix, read as
+ *       MDAnalysis reads them (src/io/parse_dcd.c). Fixed atoms are
+ *       refused. Errors name the frame and the byte offset. Extension .dcd;
+ *       type application/x-dcd.
+ * xtc   A GROMACS XTC trajectory (XDR, big-endian; magic 1995, or 2023 with
+ *       a 64-bit block length): every frame's coordinates, decompressed
+ *       exactly as GROMACS does (frames of 9 atoms or fewer are stored as
+ *       plain floats), kept in nm as float32 values widened. Every frame
+ *       has the first one's atom count. The box matrix (vectors a, b, c)
+ *       gives the frame a periodic box, orthorhombic or triclinic (lower-
+ *       triangular, as GROMACS writes it); all zeros means none. Extension
+ *       .xtc; type application/x-xtc.
+ * trr   A GROMACS TRR trajectory (full precision, float or double, found
+ *       from the header's sizes): each frame's x and box (as for xtc);
+ *       velocities, forces, virial and pressure are skipped, and so are
+ *       frames that hold no x. Extension .trr; type application/x-trr.
+ *       Errors in xtc and trr name the frame and the byte offset (from 0):
+ *       "frame 3, byte 4812: ...". A last frame cut short is an error.
  * gro   GROMACS's GRO, one frame or several (src/io/parse_gro.c): fixed
  *       columns (the coordinates' width from the decimal points, as GROMACS
  *       reads them; velocities ignored), nm; the box line's 3 or 9 numbers
@@ -87,6 +109,9 @@
  *   application/octet-stream, application/x-float64 -> f64
  *   application/x-float32                      -> f32
  *   text/x-lammps-dump                         -> lammps
+ *   application/x-dcd                          -> dcd
+ *   application/x-xtc                          -> xtc
+ *   application/x-trr                          -> trr
  *   application/x-gro                          -> gro
  *   chemical/x-pdb                             -> pdb
  */
@@ -109,22 +134,32 @@ typedef enum histd_format {
   HISTD_FORMAT_F64,
   HISTD_FORMAT_F32,
   HISTD_FORMAT_LAMMPS,
+  HISTD_FORMAT_DCD,
+  HISTD_FORMAT_XTC,
+  HISTD_FORMAT_TRR,
   HISTD_FORMAT_GRO,
   HISTD_FORMAT_PDB
 } histd_format;
 
-#define HISTD_FORMAT_COUNT 8
+#define HISTD_FORMAT_COUNT 11
 
-/* "json", "csv", "xyz", "f64", "f32", "lammps", "gro", "pdb"; "?" for a
- * value out of range. */
+/* "json", "csv", "xyz", "f64", "f32", "lammps", "dcd", "xtc", "trr", "gro",
+ * "pdb"; "?" for a value out of range. */
 const char *histd_format_name(histd_format f);
+
+/* Every format's name, sep between them ("json|csv|..."), and every
+ * format's own media type ("application/json, text/csv, ..."), for
+ * messages; cut to len. */
+void histd_format_names(char *buf, size_t len, const char *sep);
+void histd_format_types(char *buf, size_t len);
 
 /* The names above (case-insensitive), plus "bin" for f64. HISTD_EINVAL
  * for anything else. */
 int histd_format_parse(const char *name, histd_format *out);
 
 /* From the file name's extension: .json .csv .tsv .txt(csv) .xyz .extxyz .f64 .bin
- * .f32 .lammpstrj .dump .lammpsdump .gro .pdb .ent (case-insensitive).
+ * .f32 .lammpstrj .dump .lammpsdump .dcd .xtc .trr .gro .pdb
+ * .ent (case-insensitive).
  * HISTD_EINVAL when there is none or it is unknown. */
 int histd_format_from_path(const char *path, histd_format *out);
 

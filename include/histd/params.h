@@ -41,6 +41,9 @@ typedef struct histd_params {
   char select_a[256];   /* "": every atom of the dataset (histd_dataset_select) */
   char select_b[256];   /* "": B is dataset_b whole, or no B (self pairs)   */
   bool exclude_molecule; /* "exclude": "molecule"                          */
+  bool has_frames;       /* "frames": "START:STOP:STEP" given            */
+  histd_slice frames;
+  bool per_frame;        /* a frames x bins table beside the sums        */
 } histd_params;
 
 typedef enum histd_value_kind {
@@ -114,7 +117,8 @@ int histd_params_problem(const histd_params *p, const histd_dataset *a, const hi
 /*
  * The operands a job's selections make: A is select_a of a (a whole when
  * none); B is select_b of b, or b whole, or, with no b, select_b of a (A x B
- * between two selections of one dataset), or none. The selections are
+ * between two selections of one dataset), or none. `frames` keeps a slice
+ * of A's frames (and of B's, when B has several). The selections are
  * copies, owned here until histd_operands_free.
  */
 typedef struct histd_operands {

@@ -6,6 +6,7 @@
  *     sdh points.csv --width 500
  *     sdh --random 100000 --width 500 --seed 7 --format json
  *     sdh snapshot.xyz --periodic 20 --r-max 10 --buckets 200   (g(r))
+ *     sdh run.dcd --r-max 10 --buckets 200        (g(r) in each frame's box)
  *     sdh water.gro --select-a name:OW --r-max 0.8 --buckets 80  (O-O g(r))
  *     sdh galaxies.csv --with randoms.csv --log-bins 0.1,100,80 --weighted
  *     sdh --list-kernels
@@ -41,14 +42,17 @@ static const char usage_head[] =
     "coordination number), optionally weighted; or the pairs within a radius.\n"
     "\n"
     "Input:\n"
-    "  FILE                  points as .json .csv (.tsv .txt) .xyz, raw\n"
-    "                        little-endian triples .f64 (.bin) / .f32, a LAMMPS\n"
-    "                        dump (.lammpstrj .dump), GROMACS .gro, or .pdb (.ent)\n"
-    "                        (the last three with their atoms for --select-a);\n"
-    "                        '-' reads standard input (needs --input-format)\n"
+    "  FILE                  points as .json .csv (.tsv .txt) .xyz (.extxyz), a\n"
+    "                        LAMMPS dump (.lammpstrj .dump .lammpsdump), a\n"
+    "                        trajectory: DCD (.dcd), GROMACS (.xtc .trr: in nm),\n"
+    "                        GROMACS .gro (nm) or .pdb (.ent: Angstrom), the last\n"
+    "                        two with their atoms' names and residues, or raw\n"
+    "                        little-endian triples .f64 (.bin) / .f32; '-'\n"
+    "                        reads standard input (needs --input-format)\n"
     "  --with FILE2          count the pairs of FILE x FILE2 (same formats)\n"
-    "  -i, --input-format F  json, csv, xyz, f64 (or bin), f32, lammps, gro, pdb:\n"
-    "                        overrides the file's extension (for FILE and FILE2)\n"
+    "  -i, --input-format F  json, csv, xyz, lammps, dcd, xtc, trr, gro, pdb, f64\n"
+    "                        (or bin), f32: overrides the file's extension (for\n"
+    "                        FILE and FILE2)\n"
     "  --random N            N points uniform in [0, S)^3 instead of a file\n"
     "  --box S               side of the random cube (default 23000)\n"
     "  --seed S              seed of the random points (default 1); the\n"
@@ -116,6 +120,14 @@ static int usage_error(const char *fmt, ...) {
   fputs("\nTry 'sdh --help'.\n", stderr);
   va_end(ap);
   return 2;
+}
+
+/* The format names, for messages. */
+static const char *format_list(void) {
+  static char names[256];
+  if (names[0] == '\0')
+    histd_format_names(names, sizeof names, ", ");
+  return names;
 }
 
 static bool parse_u64(const char *s, uint64_t *out) {
@@ -250,8 +262,8 @@ static int parse_args(int argc, char **argv, options *o) {
       break;
     case 'i':
       if (histd_format_parse(optarg, &o->input_format) != 0)
-        return usage_error("--input-format must be json, csv, xyz, f64 (or bin), f32, lammps, "
-                           "gro or pdb, got '%s'", optarg);
+        return usage_error("--input-format must be one of %s (or bin for f64), got '%s'",
+                           format_list(), optarg);
       o->have_input_format = true;
       break;
     case O_WITH:
@@ -311,8 +323,7 @@ static int parse_args(int argc, char **argv, options *o) {
   if (o->file != NULL && !o->have_input_format &&
       histd_format_from_path(o->file, &o->input_format) != 0)
     return usage_error("cannot tell the format of '%s' from its name; use --input-format "
-                       "json|csv|xyz|f64|f32|lammps|gro|pdb",
-                       o->file);
+                       "(one of %s)", o->file, format_list());
   const histd_params *p = &o->params;
   if (p->bucket_width <= 0 && p->r_max <= 0 && p->edges == NULL && !p->log && !p->has_within)
     return usage_error("--width W is required (or --r-max with --buckets, --edges, --log-bins, "

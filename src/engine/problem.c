@@ -267,6 +267,13 @@ int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen) {
       return histd_fail(msg, msglen, HISTD_EINVAL,
                         "weights were asked for, but the second point set (B) carries none");
   }
+  if (p->per_frame && p->statistic == HISTD_STAT_HISTOGRAM &&
+      (uint64_t)histd_problem_frames(p) * p->bins.count > HISTD_PER_FRAME_MAX)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "per_frame keeps %zu frames x %u bins of counts, more than %llu (1 GiB): "
+                      "ask for fewer frames (frames START:STOP:STEP) or bins",
+                      histd_problem_frames(p), p->bins.count,
+                      (unsigned long long)HISTD_PER_FRAME_MAX);
   if ((rc = frames_validate(p, msg, msglen)) != 0 ||
       (p->exclude_molecule && (rc = exclusions_validate(p, msg, msglen)) != 0))
     return rc;

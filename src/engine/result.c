@@ -49,7 +49,18 @@ void histd_result_free(histd_result *res) {
   free(res->counts);
   free(res->weighted);
   free((double *)res->bins.edges);
+  free(res->frame_counts);
+  free(res->frame_total);
+  free(res->frame_volume);
   memset(res, 0, sizeof *res);
+}
+
+int histd_result_per_frame(histd_result *res, uint64_t frames) {
+  const size_t cells = (size_t)frames * res->bins.count;
+  res->frame_counts = calloc(cells ? cells : 1, sizeof *res->frame_counts);
+  res->frame_total = calloc(frames ? frames : 1, sizeof *res->frame_total);
+  res->frame_volume = calloc(frames ? frames : 1, sizeof *res->frame_volume);
+  return res->frame_counts && res->frame_total && res->frame_volume ? 0 : HISTD_ENOMEM;
 }
 
 int histd_result_copy(histd_result *dst, const histd_result *src) {
@@ -66,23 +77,48 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
   if (src->bins.edges != NULL && (e = malloc((count + 1) * sizeof *e)) != NULL)
     memcpy(e, src->bins.edges, (count + 1) * sizeof *e);
   dst->bins.edges = e;
+  dst->frame_counts = NULL;
+  dst->frame_total = NULL;
+  dst->frame_volume = NULL;
+  bool frames_ok = true;
+  if (src->frame_counts != NULL) {
+    const uint64_t frames = src->frames > 0 ? src->frames : 1;
+    frames_ok = histd_result_per_frame(dst, frames) == 0;
+    if (frames_ok) {
+      memcpy(dst->frame_counts, src->frame_counts, frames * count * sizeof *dst->frame_counts);
+      memcpy(dst->frame_total, src->frame_total, frames * sizeof *dst->frame_total);
+      memcpy(dst->frame_volume, src->frame_volume, frames * sizeof *dst->frame_volume);
+    }
+  }
   if ((src->counts && !dst->counts) || (src->weighted && !dst->weighted) ||
-      (src->bins.edges && !e)) {
+      (src->bins.edges && !e) || !frames_ok) {
     histd_result_free(dst);
     return HISTD_ENOMEM;
   }
   return 0;
 }
 
+/* g of `count` pairs in bin k of a histogram of `total` pairs in a box of
+ * `volume`: count / (total V_shell,k / volume) (0 when nothing is expected). */
+static double rdf_g(const histd_bins *bins, uint32_t k, uint64_t count, uint64_t total,
+                    double volume) {
+  const double pi = 3.14159265358979323846;
+  double lo = histd_bins_edge(bins, k), hi = histd_bins_edge(bins, k + 1);
+  double shell = 4.0 / 3.0 * pi * (hi * hi * hi - lo * lo * lo);
+  double expected = (double)total * shell / volume;
+  return expected > 0 ? (double)count / expected : 0;
+}
+
+double histd_result_frame_g(const histd_result *res, uint64_t f, uint32_t k) {
+  return rdf_g(&res->bins, k, res->frame_counts[f * res->bins.count + k], res->frame_total[f],
+               res->frame_volume[f]);
+}
+
 void histd_result_rdf_bin(const histd_result *res, uint32_t k, uint64_t *cumulative, double *g,
                           double *coordination) {
-  const double pi = 3.14159265358979323846;
   if (k == 0)
     *cumulative = res->below;
-  double lo = histd_bins_edge(&res->bins, k), hi = histd_bins_edge(&res->bins, k + 1);
-  double shell = 4.0 / 3.0 * pi * (hi * hi * hi - lo * lo * lo);
-  double expected = (double)res->total * shell / res->volume;
-  *g = expected > 0 ? (double)res->counts[k] / expected : 0;
+  *g = rdf_g(&res->bins, k, res->counts[k], res->total, res->volume);
   *cumulative += res->counts[k];
   *coordination = res->n == 0 ? 0 : (res->cross ? 1.0 : 2.0) * (double)*cumulative / (double)res->n;
 }

@@ -264,60 +264,95 @@ static int select_topology(const histd_topology *top, const size_t *pick, size_t
   return rc;
 }
 
-int histd_dataset_select(const histd_dataset *ds, const char *text, histd_dataset *out,
-                         char *msg, size_t msglen) {
+/* The frames a slice keeps: first, how many, every step. */
+static int slice_frames(const histd_dataset *ds, const histd_slice *sl, size_t *first,
+                        size_t *count, size_t *step, char *msg, size_t msglen) {
+  const size_t frames = histd_dataset_frames(ds);
+  *first = 0;
+  *step = 1;
+  *count = frames;
+  if (sl == NULL)
+    return 0;
+  size_t stop = sl->stop == 0 || sl->stop > frames ? frames : sl->stop;
+  if (sl->step == 0)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "frames: the step must be at least 1");
+  if (sl->start >= stop)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "frames %zu:%zu keep no frame of the %zu the dataset has (frames count "
+                      "from 0)", sl->start, sl->stop, frames);
+  *first = sl->start;
+  *step = sl->step;
+  *count = (stop - sl->start + sl->step - 1) / sl->step;
+  return 0;
+}
+
+int histd_dataset_select(const histd_dataset *ds, const char *text, const histd_slice *sl,
+                         histd_dataset *out, char *msg, size_t msglen) {
   memset(out, 0, sizeof *out);
-  size_t atoms;
+  const bool all = text == NULL || text[0] == '\0' || strcasecmp(text, "all") == 0;
+  size_t atoms = 0, first, frames, step;
   selection sel;
-  int rc = frame_atoms(ds, &atoms, msg, msglen);
-  if (rc == 0)
+  memset(&sel, 0, sizeof sel);
+  int rc = slice_frames(ds, sl, &first, &frames, &step, msg, msglen);
+  /* a selection of atoms needs every frame to hold the same ones; all of
+   * them keeps each frame whole, whatever its size */
+  if (rc == 0 && !all && (rc = frame_atoms(ds, &atoms, msg, msglen)) == 0)
     rc = parse_selection(text, histd_topology_fields(ds->top), &sel, msg, msglen);
-  else
-    memset(&sel, 0, sizeof sel);
-  size_t *pick = NULL, m = 0;
-  if (rc == 0 && (pick = malloc((atoms ? atoms : 1) * sizeof *pick)) == NULL)
+  size_t *pick = NULL, m = 0, total = 0;
+  if (rc == 0 && !all && (pick = malloc((atoms ? atoms : 1) * sizeof *pick)) == NULL)
     rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a selection of %zu atoms",
                     atoms);
-  for (size_t i = 0; rc == 0 && i < atoms; i++)
+  for (size_t i = 0; rc == 0 && !all && i < atoms; i++)
     if (matches(&sel, ds->top, i))
       pick[m++] = i;
-  if (rc == 0 && m == 0)
+  if (rc == 0 && !all && m == 0)
     rc = histd_fail(msg, msglen, HISTD_EINVAL, "selection \"%s\" matches none of the %zu atoms",
-                    text ? text : "all", atoms);
-  const size_t frames = histd_dataset_frames(ds);
+                    text, atoms);
+  for (size_t k = 0; rc == 0 && k < frames; k++) {
+    histd_dataset view;
+    histd_dataset_frame(ds, first + k * step, &view);
+    total += all ? view.n : m;
+  }
   if (rc == 0)
-    rc = histd_dataset_alloc(out, m * frames, msg, msglen);
+    rc = histd_dataset_alloc(out, total, msg, msglen);
   if (rc == 0 && ds->w != NULL)
     rc = histd_dataset_alloc_weights(out, msg, msglen);
   size_t *counts = NULL;
   histd_box *boxes = NULL;
-  if (rc == 0 && frames > 1 &&
-      ((counts = malloc(frames * sizeof *counts)) == NULL ||
-       (boxes = malloc(frames * sizeof *boxes)) == NULL))
+  if (rc == 0 && ((counts = malloc(frames * sizeof *counts)) == NULL ||
+                  (boxes = malloc(frames * sizeof *boxes)) == NULL))
     rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu frames", frames);
-  for (size_t f = 0; rc == 0 && f < frames; f++) {
+  for (size_t k = 0, at = 0; rc == 0 && k < frames; k++) {
     histd_dataset view;
-    histd_dataset_frame(ds, f, &view);
-    for (size_t i = 0; i < m; i++) {
-      out->x[f * m + i] = view.x[pick[i]];
-      out->y[f * m + i] = view.y[pick[i]];
-      out->z[f * m + i] = view.z[pick[i]];
+    histd_dataset_frame(ds, first + k * step, &view);
+    const size_t n = all ? view.n : m;
+    for (size_t i = 0; i < n; i++, at++) {
+      const size_t src = all ? i : pick[i];
+      out->x[at] = view.x[src];
+      out->y[at] = view.y[src];
+      out->z[at] = view.z[src];
       if (ds->w != NULL)
-        out->w[f * m + i] = view.w[pick[i]];
+        out->w[at] = view.w[src];
     }
-    if (frames > 1) {
-      counts[f] = m;
-      boxes[f] = view.box;
-    }
+    counts[k] = n;
+    boxes[k] = view.box;
   }
   if (rc == 0)
     rc = histd_dataset_finish(out, msg, msglen);
-  if (rc == 0 && frames > 1)
+  if (rc == 0)
     rc = histd_dataset_set_frames(out, frames, counts, boxes, msg, msglen);
   if (rc == 0)
-    out->box = ds->box;
-  if (rc == 0 && ds->top != NULL)
+    memcpy(out->unit, ds->unit, sizeof out->unit);
+  if (rc == 0 && ds->top != NULL && !all)
     rc = select_topology(ds->top, pick, m, out, msg, msglen);
+  if (rc == 0 && ds->top != NULL && all && frame_atoms(ds, &atoms, NULL, 0) == 0) {
+    size_t *every = malloc((atoms ? atoms : 1) * sizeof *every);
+    for (size_t i = 0; every != NULL && i < atoms; i++)
+      every[i] = i;
+    rc = every ? select_topology(ds->top, every, atoms, out, msg, msglen)
+               : histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu atoms", atoms);
+    free(every);
+  }
   free(counts);
   free(boxes);
   free(pick);

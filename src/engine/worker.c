@@ -139,6 +139,11 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
     rc = run_frame(w, k, &pf, ex, &sub, &part, msg, msglen);
     if (rc == 0)
       rc = take_excluded(x, &pf, &part, msg, msglen);
+    if (rc == 0 && res->frame_counts != NULL) {
+      memcpy(res->frame_counts + f * count, part.counts, count * sizeof *part.counts);
+      res->frame_total[f] = part.total;
+      res->frame_volume[f] = part.volume;
+    }
     if (rc == 0) {
       for (uint32_t i = 0; i < count; i++) {
         res->counts[i] += part.counts[i];
@@ -221,12 +226,19 @@ int histd_worker_run(histd_worker *w, const histd_problem *p_in, const histd_exe
   res->frames = histd_problem_frames(&p);
   res->box_from_dataset = p.frame_boxes;
   res->exclude_molecule = p.exclude_molecule;
+  memcpy(res->unit, p.a->unit, sizeof res->unit);
   histd__exclusions excl;
   if (p.exclude_molecule && (rc = histd__exclusions_init(&excl, &p, msg, msglen)) != 0) {
     histd_result_free(res);
     return rc;
   }
   const histd__exclusions *x = p.exclude_molecule ? &excl : NULL;
+  if (p.per_frame && histd_result_per_frame(res, res->frames) != 0) {
+    if (x != NULL)
+      histd__exclusions_free(&excl);
+    histd_result_free(res);
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the per-frame counts");
+  }
   if (res->frames > 1) {
     rc = run_frames(w, k, &p, &ex, ctl, x, res, msg, msglen);
   } else {
@@ -237,6 +249,11 @@ int histd_worker_run(histd_worker *w, const histd_problem *p_in, const histd_exe
     rc = run_frame(w, k, &one, &ex, ctl, res, msg, msglen);
     if (rc == 0)
       rc = take_excluded(x, &one, res, msg, msglen);
+    if (rc == 0 && res->frame_counts != NULL) {
+      memcpy(res->frame_counts, res->counts, res->bins.count * sizeof *res->counts);
+      res->frame_total[0] = res->total;
+      res->frame_volume[0] = res->volume;
+    }
   }
   if (x != NULL)
     histd__exclusions_free(&excl);

@@ -14,7 +14,8 @@
 #include "io_internal.h"
 
 static const char *const format_names[HISTD_FORMAT_COUNT] = {"json", "csv", "xyz", "f64",
-                                                              "f32", "lammps", "gro", "pdb"};
+                                                              "f32", "lammps", "dcd", "xtc",
+                                                              "trr", "gro", "pdb"};
 
 const char *histd_format_name(histd_format f) {
   return (unsigned)f < HISTD_FORMAT_COUNT ? format_names[f] : "?";
@@ -46,8 +47,10 @@ int histd_format_from_path(const char *path, histd_format *out) {
       {"f64", HISTD_FORMAT_F64},
       {"bin", HISTD_FORMAT_F64},   {"f32", HISTD_FORMAT_F32},
       {"lammpstrj", HISTD_FORMAT_LAMMPS}, {"dump", HISTD_FORMAT_LAMMPS},
-      {"lammpsdump", HISTD_FORMAT_LAMMPS},
-      {"gro", HISTD_FORMAT_GRO}, {"pdb", HISTD_FORMAT_PDB}, {"ent", HISTD_FORMAT_PDB},
+      {"lammpsdump", HISTD_FORMAT_LAMMPS}, {"dcd", HISTD_FORMAT_DCD},
+      {"xtc", HISTD_FORMAT_XTC},          {"trr", HISTD_FORMAT_TRR},
+      {"gro", HISTD_FORMAT_GRO},          {"pdb", HISTD_FORMAT_PDB},
+      {"ent", HISTD_FORMAT_PDB},
   };
   if (path == NULL)
     return HISTD_EINVAL;
@@ -65,26 +68,49 @@ int histd_format_from_path(const char *path, histd_format *out) {
   return HISTD_EINVAL;
 }
 
-int histd_format_from_content_type(const char *ct, histd_format *out) {
-  static const struct {
-    const char *type;
-    histd_format f;
-  } types[] = {
-      {"application/json", HISTD_FORMAT_JSON},
-      {"text/csv", HISTD_FORMAT_CSV},
+/* Media types, a format's own first (the one messages name). */
+static const struct {
+  const char *type;
+  histd_format f;
+} types[] = {
+    {"application/json", HISTD_FORMAT_JSON},
+    {"text/csv", HISTD_FORMAT_CSV},
       {"application/csv", HISTD_FORMAT_CSV},
       {"text/plain", HISTD_FORMAT_CSV},
       {"text/tab-separated-values", HISTD_FORMAT_CSV},
       {"chemical/x-xyz", HISTD_FORMAT_XYZ},
       {"application/x-xyz", HISTD_FORMAT_XYZ},
       {"text/x-xyz", HISTD_FORMAT_XYZ},
+        {"application/x-float64", HISTD_FORMAT_F64},
       {"application/octet-stream", HISTD_FORMAT_F64},
-      {"application/x-float64", HISTD_FORMAT_F64},
       {"application/x-float32", HISTD_FORMAT_F32},
       {"text/x-lammps-dump", HISTD_FORMAT_LAMMPS},
+      {"application/x-xtc", HISTD_FORMAT_XTC},
+      {"application/x-trr", HISTD_FORMAT_TRR},
+      {"application/x-dcd", HISTD_FORMAT_DCD},
       {"application/x-gro", HISTD_FORMAT_GRO},
       {"chemical/x-pdb", HISTD_FORMAT_PDB},
-  };
+};
+
+void histd_format_names(char *buf, size_t len, const char *sep) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < HISTD_FORMAT_COUNT && at < len; i++)
+    at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? sep : "", format_names[i]);
+}
+
+void histd_format_types(char *buf, size_t len) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int f = 0; f < HISTD_FORMAT_COUNT && at < len; f++)
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+      if (types[i].f == (histd_format)f) {
+        at += (size_t)snprintf(buf + at, len - at, "%s%s", f ? ", " : "", types[i].type);
+        break;
+      }
+}
+
+int histd_format_from_content_type(const char *ct, histd_format *out) {
   if (ct == NULL)
     return HISTD_EINVAL;
   while (*ct == ' ' || *ct == '\t')
@@ -131,6 +157,12 @@ int histd_parse(histd_format fmt, const char *buf, size_t len, size_t max_points
     return histd__parse_raw(buf, len, true, max_points, out, msg, msglen);
   case HISTD_FORMAT_LAMMPS:
     return histd__parse_lammps(buf, len, max_points, out, msg, msglen);
+  case HISTD_FORMAT_DCD:
+    return histd__parse_dcd(buf, len, max_points, out, msg, msglen);
+  case HISTD_FORMAT_XTC:
+    return histd__parse_xtc(buf, len, max_points, out, msg, msglen);
+  case HISTD_FORMAT_TRR:
+    return histd__parse_trr(buf, len, max_points, out, msg, msglen);
   case HISTD_FORMAT_GRO:
     return histd__parse_gro(buf, len, max_points, out, msg, msglen);
   case HISTD_FORMAT_PDB:

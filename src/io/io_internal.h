@@ -21,12 +21,18 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points,
                      histd_dataset *out, char *msg, size_t msglen);
 int histd__parse_lammps(const char *buf, size_t len, size_t max_points,
                         histd_dataset *out, char *msg, size_t msglen);
+int histd__parse_dcd(const char *buf, size_t len, size_t max_points,
+                     histd_dataset *out, char *msg, size_t msglen);
 int histd__parse_gro(const char *buf, size_t len, size_t max_points, histd_dataset *out,
                      char *msg, size_t msglen);
 int histd__parse_pdb(const char *buf, size_t len, size_t max_points, histd_dataset *out,
                      char *msg, size_t msglen);
 int histd__parse_raw(const char *buf, size_t len, bool f32, size_t max_points,
                      histd_dataset *out, char *msg, size_t msglen);
+int histd__parse_xtc(const char *buf, size_t len, size_t max_points, histd_dataset *out,
+                     char *msg, size_t msglen);
+int histd__parse_trr(const char *buf, size_t len, size_t max_points, histd_dataset *out,
+                     char *msg, size_t msglen);
 
 /* ---- numbers ----------------------------------------------------------- */
 
@@ -84,6 +90,14 @@ typedef struct histd__frames {
 int histd__frames_add(histd__frames *t, size_t n, const histd_box *box, char *msg,
                       size_t msglen);
 void histd__frames_free(histd__frames *t);
+
+/* The periodic box of the cell vectors a = v[0..3), b = v[3..6), c =
+ * v[6..9), as histd_box wants them: lower-triangular (ay = az = bz = 0,
+ * as LAMMPS and GROMACS write them) with ax, by, cz > 0; orthorhombic when
+ * bx = cx = cy = 0, else triclinic. Returns 0, HISTD__BOX_NOT_LOWER or
+ * HISTD__BOX_NOT_POSITIVE (box untouched): the caller's message says so. */
+enum { HISTD__BOX_NOT_LOWER = 1, HISTD__BOX_NOT_POSITIVE = 2 };
+int histd__box_from_vectors(const double v[9], histd_box *box);
 
 /* histd__ds_complete, then the weights ws[0..n) (when not NULL) and the
  * frame table (when frames > 0: counts and boxes). Frees ds on failure. */

@@ -4,6 +4,7 @@
  * names with a small table, and frame 1's atoms, kept as the topology and
  * held against every later frame's, atom by atom, as they are read.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,8 +139,10 @@ int histd__atoms_add(histd__atoms *t, histd__atom *a, size_t line, char *msg, si
   return 0;
 }
 
-int histd__mol_open(histd__mol *m, const char *buf, size_t len, char *msg, size_t msglen) {
+int histd__mol_open(histd__mol *m, const char *buf, size_t len, const char *unit, char *msg,
+                    size_t msglen) {
   memset(m, 0, sizeof *m);
+  m->unit = unit;
   m->l = (histd__lines){buf + histd__skip_bom(buf, len), buf + len, 0};
   m->msg = msg;
   m->msglen = msglen;
@@ -195,8 +198,10 @@ int histd__mol_close(histd__mol *m, int rc, histd_dataset *out) {
   if (rc == 0)
     rc = histd__ds_complete_all(&m->ds, m->cap, m->used, NULL, m->frames.count,
                                 m->frames.counts, m->frames.boxes, m->msg, m->msglen);
-  if (rc == 0 && (rc = attach(&m->atoms, &m->ds, m->msg, m->msglen)) == 0)
+  if (rc == 0 && (rc = attach(&m->atoms, &m->ds, m->msg, m->msglen)) == 0) {
+    snprintf(m->ds.unit, sizeof m->ds.unit, "%s", m->unit);
     *out = m->ds;
+  }
   if (rc != 0)
     histd_dataset_free(&m->ds);
   freelocale(m->loc);

@@ -95,6 +95,7 @@ int histd__atoms_add(histd__atoms *t, histd__atom *a, size_t line, char *msg, si
 /* A GRO or PDB file being read: its lines, the points and frames so far
  * (ds reserved for cap points, used of them filled), and the atoms. */
 typedef struct histd__mol {
+  const char *unit; /* the format's length unit, for ds.unit */
   histd__lines l;
   locale_t loc;
   char *msg;
@@ -105,8 +106,10 @@ typedef struct histd__mol {
   histd__atoms atoms;
 } histd__mol;
 
-/* Starts reading buf[0..len) (after a byte-order mark). */
-int histd__mol_open(histd__mol *m, const char *buf, size_t len, char *msg, size_t msglen);
+/* Starts reading buf[0..len) (after a byte-order mark), a format whose
+ * coordinates are in `unit` ("nm", "Angstrom"). */
+int histd__mol_open(histd__mol *m, const char *buf, size_t len, const char *unit, char *msg,
+                    size_t msglen);
 
 /* Appends a point, growing the arrays (doubling) when they are full. */
 int histd__mol_point(histd__mol *m, const double v[3]);
@@ -115,8 +118,8 @@ int histd__mol_point(histd__mol *m, const double v[3]);
  * line `line`: a later frame must have as many atoms as frame 1. */
 int histd__mol_frame(histd__mol *m, size_t line, const histd_box *box);
 
-/* When rc is 0, finishes the dataset (bounds, frames, and frame 1's atoms
- * as its topology: name, element, resname, resid, mol) into *out; frees
+/* When rc is 0, finishes the dataset (bounds, frames, its unit, and frame
+ * 1's atoms as its topology: name, element, resname, resid, mol) into *out; frees
  * the rest either way. Returns rc, or the error finishing it. */
 int histd__mol_close(histd__mol *m, int rc, histd_dataset *out);
 

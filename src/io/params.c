@@ -12,6 +12,7 @@
  * LAMMPS's [lx, ly, lz, xy, xz, yz], or GROMACS's nine numbers (the box
  * vectors a, b, c one after another, lower-triangular: ay = az = bz = 0).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -344,6 +345,60 @@ static int set_exclude(histd_params *p, const histd_value *v, char *msg, size_t 
 static bool given_exclude(const histd_params *p) { return p->exclude_molecule; }
 static void write_exclude(FILE *f, const histd_params *p) { (void)p; write_string(f, "molecule"); }
 
+/* "START:STOP:STEP", each part optional (STOP empty: the end; STEP 1). */
+static int set_frames(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_STRING, "frames", "a string START:STOP:STEP such as 0:100:10",
+                msg, msglen);
+  if (rc != 0)
+    return rc;
+  unsigned long long part[3] = {0, 0, 1};
+  const char *c = v->string;
+  for (int k = 0; k < 3; k++) {
+    if (isdigit((unsigned char)*c)) {
+      char *end;
+      errno = 0;
+      part[k] = strtoull(c, &end, 10);
+      if (errno != 0 || part[k] > (1ull << 40))
+        return histd_fail(msg, msglen, HISTD_EINVAL, "frames: %.20s is too large", c);
+      c = end;
+    }
+    if (*c == '\0')
+      break;
+    if (*c != ':' || k == 2)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "frames must be START:STOP:STEP (whole numbers, each optional: 100:, "
+                        "::10, 0:1000:5), got \"%.40s\"", v->string);
+    c++;
+  }
+  if (part[2] == 0)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "frames: the step must be at least 1");
+  if (part[1] != 0 && part[1] <= part[0])
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "frames: STOP (%llu) must be above START (%llu), or empty for the end",
+                      part[1], part[0]);
+  p->has_frames = true;
+  p->frames = (histd_slice){(size_t)part[0], (size_t)part[1], (size_t)part[2]};
+  return 0;
+}
+static bool given_frames(const histd_params *p) { return p->has_frames; }
+static void write_frames(FILE *f, const histd_params *p) {
+  char buf[80];
+  if (p->frames.stop)
+    snprintf(buf, sizeof buf, "%zu:%zu:%zu", p->frames.start, p->frames.stop, p->frames.step);
+  else
+    snprintf(buf, sizeof buf, "%zu::%zu", p->frames.start, p->frames.step);
+  write_string(f, buf);
+}
+
+static int set_per_frame(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_BOOL, "per_frame", "true or false", msg, msglen);
+  if (rc == 0)
+    p->per_frame = v->boolean;
+  return rc;
+}
+static bool given_per_frame(const histd_params *p) { return p->per_frame; }
+static void write_per_frame(FILE *f, const histd_params *p) { (void)p; fputs("true", f); }
+
 #define ROW(name, flag, sf, type, help) \
   {#name, flag, sf, HISTD_PARAM_##type, help, set_##name, given_##name, write_##name}
 
@@ -369,6 +424,9 @@ static const histd_param table[] = {
         "the atoms for B: of dataset_b, or of the dataset itself (A x B of two selections)"),
     ROW(exclude, "exclude-same", 0, STRING,
         "molecule: leave out the pairs within one molecule (g(r) counts the others)"),
+    ROW(frames, "frames", 0, STRING,
+        "START:STOP:STEP: the frames of a trajectory to count (from 0; each part optional)"),
+    ROW(per_frame, "per-frame", 0, BOOL, "also a frames x bins table of counts (and g(r))"),
     {"kernel", "kernel", 'k', HISTD_PARAM_STRING, "a kernel from the list (default auto)",
      set_kernel, given_always, write_kernel},
     ROW(block_size, "block-size", 0, COUNT, "GPU threads per block, a multiple of 32, 32..1024"),
@@ -551,6 +609,7 @@ int histd_params_problem(const histd_params *p, const histd_dataset *a, const hi
   }
   pr.weighted = p->weights;
   pr.exclude_molecule = p->exclude_molecule;
+  pr.per_frame = p->per_frame;
   const int ways = given_bucket_width(p) + given_r_max(p) + given_edges(p) + given_log_bins(p) +
                    p->has_within;
   if (ways == 0)
@@ -606,12 +665,15 @@ int histd_params_operands(const histd_params *p, const histd_dataset *a, const h
   memset(out, 0, sizeof *out);
   out->a = a;
   out->b = b;
+  const histd_slice *sl = p->has_frames ? &p->frames : NULL;
+  const histd_dataset *bsrc = b != NULL ? b : a;
+  const histd_slice *sl_b = histd_dataset_frames(bsrc) > 1 ? sl : NULL;
   int rc = 0;
-  if (p->select_a[0] != '\0' && (rc = histd_dataset_select(a, p->select_a, &out->sel_a, msg,
-                                                            msglen)) == 0)
+  if ((p->select_a[0] != '\0' || sl != NULL) &&
+      (rc = histd_dataset_select(a, p->select_a, sl, &out->sel_a, msg, msglen)) == 0)
     out->a = &out->sel_a;
-  if (rc == 0 && p->select_b[0] != '\0' &&
-      (rc = histd_dataset_select(b != NULL ? b : a, p->select_b, &out->sel_b, msg, msglen)) == 0)
+  if (rc == 0 && (p->select_b[0] != '\0' || (b != NULL && sl_b != NULL)) &&
+      (rc = histd_dataset_select(bsrc, p->select_b, sl_b, &out->sel_b, msg, msglen)) == 0)
     out->b = &out->sel_b;
   if (rc != 0)
     histd_operands_free(out);

@@ -210,7 +210,7 @@ static bool more(reader *r) {
 int histd__parse_gro(const char *buf, size_t len, size_t max_points, histd_dataset *out,
                      char *msg, size_t msglen) {
   reader r;
-  int rc = histd__mol_open(&r, buf, len, msg, msglen);
+  int rc = histd__mol_open(&r, buf, len, "nm", msg, msglen);
   if (rc != 0)
     return rc;
   histd__lines all = r.l; /* frame 1's title may be blank: look without skipping */

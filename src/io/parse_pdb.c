@@ -209,7 +209,7 @@ int histd__parse_pdb(const char *buf, size_t len, size_t max_points, histd_datas
   reader r;
   memset(&r, 0, sizeof r);
   r.max_points = max_points;
-  int rc = histd__mol_open(&r.m, buf, len, msg, msglen);
+  int rc = histd__mol_open(&r.m, buf, len, "Angstrom", msg, msglen);
   if (rc != 0)
     return rc;
   const char *ls, *le;

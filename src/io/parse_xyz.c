@@ -119,12 +119,14 @@ static int comment_box(const char *s, const char *e, size_t line, locale_t loc, 
   if (k != 9)
     return histd_fail(msg, msglen, HISTD_EPARSE,
                       "line %zu: Lattice needs 9 numbers (the vectors a, b, c), found %d", line, k);
-  if (v[1] != 0 || v[2] != 0 || v[5] != 0)
+  histd_box lattice;
+  int shape = histd__box_from_vectors(v, &lattice);
+  if (shape == HISTD__BOX_NOT_LOWER)
     return histd_fail(msg, msglen, HISTD_EPARSE,
                       "line %zu: Lattice's vectors must be lower-triangular (ay = az = bz = 0, "
                       "as LAMMPS and GROMACS write them); got ay %g, az %g, bz %g",
                       line, v[1], v[2], v[5]);
-  if (!(v[0] > 0 && v[4] > 0 && v[8] > 0))
+  if (shape == HISTD__BOX_NOT_POSITIVE)
     return histd_fail(msg, msglen, HISTD_EPARSE,
                       "line %zu: Lattice's ax, by and cz must be > 0, got %g, %g, %g", line,
                       v[0], v[4], v[8]);
@@ -150,9 +152,7 @@ static int comment_box(const char *s, const char *e, size_t line, locale_t loc, 
                         "periodic boxes or open space", line, periodic);
   }
   if (periodic == 3)
-    *box = (histd_box){v[3] != 0 || v[6] != 0 || v[7] != 0 ? HISTD_BOX_TRICLINIC
-                                                             : HISTD_BOX_ORTHO,
-                       v[0], v[3], v[4], v[6], v[7], v[8]};
+    *box = lattice;
   return 0;
 }
 
@@ -389,6 +389,8 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
   freelocale(loc);
   rc = histd__ds_complete_all(&ds, cap, used, ws, frames.count, frames.counts, frames.boxes,
                               msg, msglen);
+  if (rc == 0)
+    snprintf(ds.unit, sizeof ds.unit, "Angstrom"); /* XYZ's and extended XYZ's convention */
   if (rc == 0 && els_ok && els != NULL &&
       (rc = histd_topology_alloc(&ds, frames.counts[0], HISTD_TOP_ELEMENT, msg, msglen)) == 0)
     memcpy(ds.top->element, els, frames.counts[0] * HISTD_ATOM_STR);

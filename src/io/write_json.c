@@ -126,6 +126,43 @@ static void array(out *o, const char *k, const histd_result *res, char what) {
   fputc(']', o->f);
 }
 
+/* per_frame: each frame's pairs, volume, counts and (periodic) g. */
+static void per_frame(out *o, const histd_result *res) {
+  const uint64_t frames = res->frames > 0 ? res->frames : 1;
+  const uint32_t count = res->bins.count;
+  const bool periodic = res->volume > 0;
+  key(o, "per_frame");
+  open_object(o);
+  for (int part = 0; part < (periodic ? 4 : 2); part++) {
+    static const char *const names[4] = {"total", "counts", "volume", "g"};
+    key(o, names[part]);
+    fputc('[', o->f);
+    for (uint64_t f = 0; f < frames; f++) {
+      if (f > 0)
+        fputc(',', o->f);
+      if (part == 0)
+        u64_digits(o->f, res->frame_total[f], false);
+      else if (part == 2)
+        dbl_text(o, res->frame_volume[f]);
+      else {
+        fputc('[', o->f);
+        for (uint32_t b = 0; b < count; b++) {
+          if (part == 1) {
+            u64_digits(o->f, res->frame_counts[f * count + b], b > 0);
+            continue;
+          }
+          if (b > 0)
+            fputc(',', o->f);
+          dbl_text(o, histd_result_frame_g(res, f, b));
+        }
+        fputc(']', o->f);
+      }
+    }
+    fputc(']', o->f);
+  }
+  close_object(o);
+}
+
 int histd_write_json(FILE *f, const histd_result *res, unsigned flags) {
   locale_t loc, old;
   if (histd__c_locale(&loc, NULL, 0) != 0)
@@ -145,6 +182,8 @@ int histd_write_json(FILE *f, const histd_result *res, unsigned flags) {
     str(&o, "exclude", "molecule");
     u64(&o, "excluded", res->excluded);
   }
+  if (res->unit[0] != '\0')
+    str(&o, "unit", res->unit);
   u64(&o, "frames", res->frames > 0 ? res->frames : 1);
   if (res->volume > 0) {
     dbl(&o, "volume", res->volume);
@@ -174,6 +213,8 @@ int histd_write_json(FILE *f, const histd_result *res, unsigned flags) {
         array(&o, "coordination", res, 'n');
       }
     }
+    if (whole && res->frame_counts != NULL)
+      per_frame(&o, res);
     u64(&o, "below", res->below);
   }
   u64(&o, "overflow", res->overflow);

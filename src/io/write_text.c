@@ -100,6 +100,8 @@ int histd_write_text(FILE *f, const histd_result *res) {
     histd__format_double(lo, sizeof lo, histd_bins_edge(&res->bins, count), loc);
     fprintf(f, "overflow:%" PRIu64 " (distances >= %s)\n", res->overflow, lo);
   }
+  if (res->unit[0] != '\0')
+    fprintf(f, "unit: %s (the file's own; distances and edges are in it)\n", res->unit);
   if (res->exclude_molecule)
     fprintf(f, "excluded:%" PRIu64 " (pairs within a molecule, not in T)\n", res->excluded);
   if (res->select_a[0] != '\0' || res->select_b[0] != '\0')

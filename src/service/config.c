@@ -66,6 +66,9 @@ static const setting settings[] = {
     {"allowed-hosts", "HISTD_ALLOWED_HOSTS", K_STR, F(allowed_hosts),
      "more names the Host header may carry, comma-separated, beside loopback names and "
      "the --listen host (* = any; default: none)"},
+    {"import-dir", "HISTD_IMPORT_DIR", K_STR, F(import_dir),
+     "a directory whose files POST /v1/datasets?path=REL reads in place (default: none, "
+     "imports off)"},
     {"static-dir", "HISTD_STATIC_DIR", K_STR, F(static_dir),
      "the dashboard's files, served at / (default: the installed copy)"},
     {"histogram-threads", "HISTD_HISTOGRAM_THREADS", K_INT, F(histogram_threads),

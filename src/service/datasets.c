@@ -184,6 +184,7 @@ int dataset_acquire(dataset_cache *c, const char *id, loaded_dataset **out, char
     histd_dataset_borrow(&d->ds, empty_payload, 0);
   }
   close(fd);
+  memcpy(d->ds.unit, meta.unit, sizeof d->ds.unit);
   memcpy(d->ds.min, meta.min, sizeof meta.min);
   memcpy(d->ds.max, meta.max, sizeof meta.max);
   /* the tail: weights, then the frame table (service.h) */

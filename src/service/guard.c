@@ -315,18 +315,16 @@ int guard_content_type(const char *content_type, bool uploads, bool format_given
   if ((mt[0] == '\0' && format_given) ||
       (mt[0] != '\0' && histd_format_from_content_type(mt, &f) == 0))
     return 0;
+  char names[256], types[512];
+  histd_format_names(names, sizeof names, "|");
+  histd_format_types(types, sizeof types);
   if (format_given)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "Content-Type \"%.80s\" is not a point format; with ?format= send "
-                      "the format's type (application/json, text/csv, chemical/x-xyz, "
-                      "text/x-lammps-dump, application/x-gro, chemical/x-pdb, "
-                      "application/x-float64, application/x-float32) or no Content-Type",
-                      content_type);
+                      "the format's type (%s) or no Content-Type",
+                      content_type, types);
   return histd_fail(msg, msglen, HISTD_EINVAL,
-                    "cannot tell the format from Content-Type \"%.80s\": send "
-                    "application/json, text/csv, chemical/x-xyz, text/x-lammps-dump, "
-                    "application/x-gro, chemical/x-pdb, application/x-float64 (or "
-                    "application/octet-stream) or application/x-float32, or add "
-                    "?format=json|csv|xyz|f64|f32|lammps|gro|pdb",
-                    content_type ? content_type : "");
+                    "cannot tell the format from Content-Type \"%.80s\": send one of %s, or "
+                    "add ?format=%s (or ?path= for a file under --import-dir)",
+                    content_type ? content_type : "", types, names);
 }

@@ -323,7 +323,8 @@ static bool admit(request_state *st, const char *version) {
   if (st->route->body) {
     if (guard_content_type(request_header(r, "Content-Type"),
                            st->route->handler == route_datasets_create,
-                           request_query(r, "format") != NULL, &status, msg, sizeof msg) != 0) {
+                           request_query(r, "format") != NULL || request_query(r, "path") != NULL,
+                           &status, msg, sizeof msg) != 0) {
       respond_problem(r, status, "%s", msg);
       return true;
     }

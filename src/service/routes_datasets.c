@@ -27,6 +27,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "service.h"
@@ -53,6 +55,8 @@ cJSON *dataset_to_json(const dataset_meta *m) {
   cJSON_AddStringToObject(o, "format", m->format);
   cJSON_AddNumberToObject(o, "frames", (double)(m->frames > 1 ? m->frames : 1));
   cJSON_AddBoolToObject(o, "weighted", m->weighted);
+  if (m->unit[0] != '\0')
+    cJSON_AddStringToObject(o, "unit", m->unit);
   if (m->box.kind == HISTD_BOX_NONE) {
     cJSON_AddNullToObject(o, "box");
   } else { /* the job parameter's form: [Lx, Ly, Lz] or LAMMPS's six numbers */
@@ -93,10 +97,11 @@ static void media_type(const char *ct, char *out, size_t len) {
 static bool upload_format(request *r, histd_format *fmt) {
   const char *fq = request_query(r, "format");
   const char *ct = request_header(r, "Content-Type");
+  char names[256], types[512];
+  histd_format_names(names, sizeof names, ", ");
   if (fq != NULL) {
     if (histd_format_parse(fq, fmt) != 0) {
-      respond_problem(r, 400, "format \"%s\" is not one of json, csv, xyz, f64, f32, lammps, "
-                      "gro, pdb", fq);
+      respond_problem(r, 400, "format \"%s\" is not one of %s", fq, names);
       return false;
     }
     return true;
@@ -104,12 +109,11 @@ static bool upload_format(request *r, histd_format *fmt) {
   char mt[128];
   media_type(ct ? ct : "", mt, sizeof mt);
   if (mt[0] == '\0' || histd_format_from_content_type(mt, fmt) != 0) {
+    histd_format_types(types, sizeof types);
+    histd_format_names(names, sizeof names, "|");
     respond_problem(r, 415,
-                    "cannot tell the format from Content-Type \"%s\": send application/json, "
-                    "text/csv, chemical/x-xyz, text/x-lammps-dump, application/x-gro, "
-                    "chemical/x-pdb, application/x-float64 (or application/octet-stream) or "
-                    "application/x-float32, or add ?format=json|csv|xyz|f64|f32|lammps|gro|pdb",
-                    ct ? ct : "");
+                    "cannot tell the format from Content-Type \"%s\": send one of %s, or add "
+                    "?format=%s", ct ? ct : "", types, names);
     return false;
   }
   return true;
@@ -132,6 +136,8 @@ static bool disk_room(request *r, unsigned long long bytes) {
 
 int route_datasets_stream(request *r, unsigned long long content_length) {
   histd_format fmt;
+  if (request_query(r, "path") != NULL)
+    return 0; /* an import: route_datasets_create answers */
   if (!upload_format(r, &fmt))
     return -1;
   const char *name = request_query(r, "name");
@@ -180,15 +186,124 @@ static void finish_stream(request *r) {
   response_add_header(r, "Location", loc);
 }
 
+/* The end of both ways in (a body, an import): the parse's outcome
+ * answered, or the dataset stored and answered. `what` names the input in
+ * a 400 ("the csv body", "the file run1/a.dcd"); bytes count in the
+ * metrics. Frees ds. */
+static void store_parsed(request *r, int rc, histd_dataset *ds, histd_format fmt,
+                         const char *name, const char *what, size_t bytes, char *msg,
+                         size_t msglen) {
+  service *svc = r->svc;
+  if (rc != 0) { /* (the io layer has checked the points and set the bounds) */
+    histd_dataset_free(ds);
+    if (rc == HISTD_ETOOBIG)
+      respond_problem(r, 413, "%s (the limit is %zu points, --max-points)", msg,
+                      svc->cfg.max_points);
+    else if (rc == HISTD_ENOMEM)
+      respond_problem(r, 503, "%s", msg);
+    else
+      respond_problem(r, 400, "%s could not be read: %s", what, msg[0] ? msg : histd_strerror(rc));
+    return;
+  }
+  if (ds->n > svc->cfg.max_points) {
+    histd_dataset_free(ds);
+    respond_problem(r, 413, "%s has more than the limit of %zu points (--max-points)", what,
+                    svc->cfg.max_points);
+    return;
+  }
+  dataset_meta shape;
+  size_t tail_len;
+  dataset_tail(ds, &shape, NULL, &tail_len, NULL, 0);
+  if (!disk_room(r, dataset_payload_bytes(&shape))) {
+    histd_dataset_free(ds);
+    return;
+  }
+  dataset_meta meta;
+  bool created = false;
+  rc = store_put_dataset(svc->store, ds, histd_format_name(fmt), name, &meta, &created, msg,
+                         msglen);
+  histd_dataset_free(ds);
+  if (rc != 0) {
+    respond_problem(r, 500, "the dataset could not be stored: %s", msg);
+    return;
+  }
+  dataset_cache_forget(svc->cache, meta.id); /* a rewritten file is verified anew */
+  atomic_fetch_add(&svc->metrics.upload_bytes, bytes);
+  atomic_fetch_add(&svc->metrics.uploads, 1);
+  respond_json(r, created ? 201 : 200, dataset_to_json(&meta));
+  char loc[128];
+  snprintf(loc, sizeof loc, "/v1/datasets/%s", meta.id);
+  response_add_header(r, "Location", loc);
+}
+
+/*
+ * An import by reference: ?path=REL names a file under --import-dir (and
+ * nowhere else: no absolute path, no "..", and the resolved path, symlinks
+ * followed, must stay inside the directory). It is mapped and parsed where
+ * it lies, no body copied; its format comes from ?format= or its name.
+ */
+static void import_dataset(request *r, const char *path, const char *name) {
+  service *svc = r->svc;
+  if (svc->cfg.import_dir[0] == '\0') {
+    respond_problem(r, 403, "imports by path are off: start histd with --import-dir DIR to "
+                            "let it read the files under DIR");
+    return;
+  }
+  if (r->body_len > 0) {
+    respond_problem(r, 400, "an import by path takes no body (send the file, or its path)");
+    return;
+  }
+  bool dotdot = strcmp(path, "..") == 0 || strncmp(path, "../", 3) == 0 ||
+                strstr(path, "/../") != NULL ||
+                (strlen(path) >= 3 && strcmp(path + strlen(path) - 3, "/..") == 0);
+  if (path[0] == '\0' || path[0] == '/' || dotdot || strlen(path) > 1024) {
+    respond_problem(r, 403, "path must be relative to the import dir, without \"..\": got "
+                            "\"%.200s\"", path);
+    return;
+  }
+  char base[PATH_MAX], full[PATH_MAX + 1100], real[PATH_MAX];
+  if (realpath(svc->cfg.import_dir, base) == NULL) {
+    respond_problem(r, 500, "the import dir %s cannot be read: %s", svc->cfg.import_dir,
+                    strerror(errno));
+    return;
+  }
+  snprintf(full, sizeof full, "%s/%s", base, path);
+  if (realpath(full, real) == NULL) {
+    int e = errno;
+    respond_problem(r, e == ENOENT || e == ENOTDIR ? 404 : 403,
+                    "no file \"%.200s\" under the import dir (%s)", path, strerror(e));
+    return;
+  }
+  const size_t bl = strlen(base);
+  if (strncmp(real, base, bl) != 0 || (real[bl] != '/' && bl > 1)) {
+    respond_problem(r, 403, "\"%.200s\" leads out of the import dir", path);
+    return;
+  }
+  struct stat sb;
+  if (stat(real, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    respond_problem(r, 400, "\"%.200s\" is not a regular file", path);
+    return;
+  }
+  histd_format fmt;
+  const char *fq = request_query(r, "format");
+  if (fq != NULL ? histd_format_parse(fq, &fmt) != 0 : histd_format_from_path(path, &fmt) != 0) {
+    respond_problem(r, 400, "cannot tell the format of \"%.200s\": name it with ?format=", path);
+    return;
+  }
+  histd_dataset ds;
+  memset(&ds, 0, sizeof ds);
+  char msg[512] = "", what[300];
+  snprintf(what, sizeof what, "the file %.200s", path);
+  int rc = histd_parse_file(real, fmt, svc->cfg.max_points, &ds, msg, sizeof msg);
+  store_parsed(r, rc, &ds, fmt, name ? name : path, what, (size_t)sb.st_size, msg, sizeof msg);
+}
+
 void route_datasets_create(request *r) {
   service *svc = r->svc;
   if (r->stream != NULL) {
     finish_stream(r);
     return;
   }
-  histd_format fmt;
-  if (!upload_format(r, &fmt))
-    return;
   const char *name = request_query(r, "name");
   if (name != NULL && strlen(name) > 255) {
     respond_problem(r, 400, "name is longer than 255 bytes");
@@ -198,57 +313,26 @@ void route_datasets_create(request *r) {
     respond_problem(r, 400, "name is not valid UTF-8");
     return;
   }
+  const char *path = request_query(r, "path");
+  if (path != NULL) {
+    import_dataset(r, path, name);
+    return;
+  }
+  histd_format fmt;
+  if (!upload_format(r, &fmt))
+    return;
   size_t body_len = r->body_len;
   histd_dataset ds;
   memset(&ds, 0, sizeof ds);
-  char msg[512] = "";
+  char msg[512] = "", what[64];
   int rc = histd_parse(fmt, r->body ? r->body : "", body_len, svc->cfg.max_points, &ds, msg,
                        sizeof msg);
   /* The points are out: give the body's memory back before writing. */
   free(r->body);
   r->body = NULL;
   r->body_len = 0;
-  if (rc != 0) { /* (the io layer has checked the points and set the bounds) */
-    histd_dataset_free(&ds);
-    if (rc == HISTD_ETOOBIG)
-      respond_problem(r, 413, "%s (the limit is %zu points, --max-points)", msg,
-                      svc->cfg.max_points);
-    else if (rc == HISTD_ENOMEM)
-      respond_problem(r, 503, "%s", msg);
-    else
-      respond_problem(r, 400, "the %s body could not be read: %s", histd_format_name(fmt),
-                      msg[0] ? msg : histd_strerror(rc));
-    return;
-  }
-  if (ds.n > svc->cfg.max_points) {
-    histd_dataset_free(&ds);
-    respond_problem(r, 413, "the body has more than the limit of %zu points (--max-points)",
-                    svc->cfg.max_points);
-    return;
-  }
-  dataset_meta shape;
-  size_t tail_len;
-  dataset_tail(&ds, &shape, NULL, &tail_len, NULL, 0);
-  if (!disk_room(r, dataset_payload_bytes(&shape))) {
-    histd_dataset_free(&ds);
-    return;
-  }
-  dataset_meta meta;
-  bool created = false;
-  rc = store_put_dataset(svc->store, &ds, histd_format_name(fmt), name, &meta, &created, msg,
-                         sizeof msg);
-  histd_dataset_free(&ds);
-  if (rc != 0) {
-    respond_problem(r, 500, "the dataset could not be stored: %s", msg);
-    return;
-  }
-  dataset_cache_forget(svc->cache, meta.id); /* a rewritten file is verified anew */
-  atomic_fetch_add(&svc->metrics.upload_bytes, body_len);
-  atomic_fetch_add(&svc->metrics.uploads, 1);
-  respond_json(r, created ? 201 : 200, dataset_to_json(&meta));
-  char loc[128];
-  snprintf(loc, sizeof loc, "/v1/datasets/%s", meta.id);
-  response_add_header(r, "Location", loc);
+  snprintf(what, sizeof what, "the %s body", histd_format_name(fmt));
+  store_parsed(r, rc, &ds, fmt, name, what, body_len, msg, sizeof msg);
 }
 
 typedef struct list_ctx {

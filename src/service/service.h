@@ -56,6 +56,7 @@ typedef struct config {
   bool allow_anonymous;        /* listen beyond loopback without a token */
   char allowed_hosts[1024];    /* more Host names, "a,b", or "*" */
   char static_dir[4096];
+  char import_dir[4096];       /* "" (off): POST /v1/datasets?path= reads under it */
   int http_threads;
   int histogram_threads;       /* POST /v1/histogram's pool; 0: one per core */
   unsigned connection_timeout; /* seconds */
@@ -154,6 +155,7 @@ typedef struct dataset_meta {
   histd_box box;   /* the first frame's periodic box, or kind NONE   */
   unsigned topology; /* HISTD_TOP_* bits: the atoms' arrays the payload keeps */
   char atoms[2048];  /* "" or a JSON object: what the file said of its atoms (atoms.c) */
+  char unit[12];     /* the length unit the file's format implies, or ""  */
 } dataset_meta;
 
 /* The JSON text of dataset_meta.atoms for ds ("" when it has one frame and

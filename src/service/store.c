@@ -91,7 +91,8 @@ static const char *const schema =
     "  minx REAL, miny REAL, minz REAL, maxx REAL, maxy REAL, maxz REAL,"
     "  error TEXT NOT NULL DEFAULT '', weighted INTEGER NOT NULL DEFAULT 0,"
     "  frames INTEGER NOT NULL DEFAULT 1, box TEXT NOT NULL DEFAULT '',"
-    "  topology INTEGER NOT NULL DEFAULT 0, atoms TEXT NOT NULL DEFAULT '');"
+    "  topology INTEGER NOT NULL DEFAULT 0, atoms TEXT NOT NULL DEFAULT '',"
+    "  unit TEXT NOT NULL DEFAULT '');"
     "CREATE TABLE IF NOT EXISTS jobs ("
     "  seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,"
     "  dataset TEXT NOT NULL, n INTEGER NOT NULL,"
@@ -109,7 +110,7 @@ static const char *const schema =
     "  r_below INTEGER NOT NULL DEFAULT 0, r_weighted BLOB,"
     "  r_frames INTEGER NOT NULL DEFAULT 1, r_volume REAL, r_box_source TEXT NOT NULL DEFAULT '',"
     "  r_reason TEXT NOT NULL DEFAULT '', r_excluded INTEGER NOT NULL DEFAULT 0,"
-    "  r_n INTEGER, r_n_b INTEGER);"
+    "  r_n INTEGER, r_n_b INTEGER, r_per_frame BLOB, r_unit TEXT NOT NULL DEFAULT '');"
     "CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs(status);"
     "CREATE INDEX IF NOT EXISTS jobs_by_dataset ON jobs(dataset, status);";
 
@@ -131,9 +132,12 @@ static const char *const schema =
  *   4  results keep r_reason (why "auto" chose its kernel; '' before).
  *   5  datasets keep their atoms' topology (the column topology, the
  *      HISTD_TOP_* bits; the payload's tail gains the arrays: 0 before, so
- *      no file changes) and atoms (atoms.c's summary, '' before); results keep r_excluded (exclude molecule) and
+ *      no file changes), atoms (atoms.c's summary) and unit (the file's
+ *      length unit), '' before; results keep r_excluded (exclude molecule) and
  *      r_n, r_n_b (the atoms of A and B after selections; NULL before: the
- *      job's n and n_b).
+ *      job's n and n_b) and r_per_frame (per_frame: a row a frame of the
+ *      frame's pairs, its volume's float64 and its counts, 8 bytes each)
+ *      and r_unit.
  * A data dir of version 0, 2 or 3 is migrated in place, in one transaction:
  * the new columns are added and (from 0) each job's params built from its
  * old columns.
@@ -142,9 +146,12 @@ static const char *const schema =
 static const char *const migrate_4_to_5 =
     "ALTER TABLE datasets ADD COLUMN topology INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE datasets ADD COLUMN atoms TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE datasets ADD COLUMN unit TEXT NOT NULL DEFAULT '';"
     "ALTER TABLE jobs ADD COLUMN r_excluded INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE jobs ADD COLUMN r_n INTEGER;"
-    "ALTER TABLE jobs ADD COLUMN r_n_b INTEGER;";
+    "ALTER TABLE jobs ADD COLUMN r_n_b INTEGER;"
+    "ALTER TABLE jobs ADD COLUMN r_per_frame BLOB;"
+    "ALTER TABLE jobs ADD COLUMN r_unit TEXT NOT NULL DEFAULT '';";
 static const char *const migrate_3_to_4 =
     "ALTER TABLE jobs ADD COLUMN r_reason TEXT NOT NULL DEFAULT '';";
 static const char *const migrate_2_to_3 =
@@ -439,6 +446,8 @@ static void row_to_dataset(sqlite3_stmt *st, dataset_meta *m) {
   m->topology = (unsigned)sqlite3_column_int(st, 15) & ((HISTD_TOP_MOL << 1) - 1);
   const char *atoms = (const char *)sqlite3_column_text(st, 16);
   snprintf(m->atoms, sizeof m->atoms, "%s", atoms ? atoms : "");
+  const char *unit = (const char *)sqlite3_column_text(st, 17);
+  snprintf(m->unit, sizeof m->unit, "%s", unit ? unit : "");
 }
 
 bool dataset_has_table(const dataset_meta *m) {
@@ -494,7 +503,7 @@ int dataset_topology_from_tail(histd_dataset *ds, const dataset_meta *m, const d
 
 #define DATASET_COLUMNS \
   "id, n, format, name, created_at, minx, miny, minz, maxx, maxy, maxz, error, weighted, " \
-  "frames, box, topology, atoms"
+  "frames, box, topology, atoms, unit"
 
 static int get_dataset_locked(store *s, const char *id, dataset_meta *m) {
   sqlite3_stmt *st;
@@ -612,6 +621,7 @@ int dataset_tail(const histd_dataset *ds, dataset_meta *shape, double **tail, si
   shape->frames = histd_dataset_frames(ds);
   shape->box = ds->box;
   shape->topology = histd_topology_fields(ds->top);
+  memcpy(shape->unit, ds->unit, sizeof shape->unit);
   if (shape->topology && ds->top->atoms * shape->frames != ds->n)
     shape->topology = 0; /* frames of other sizes: a topology cannot describe them */
   if (tail != NULL)
@@ -695,7 +705,7 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
   rc = 0;
   if (sqlite3_prepare_v2(s->db,
                          "INSERT INTO datasets (" DATASET_COLUMNS ") "
-                         "VALUES (?,?,?,?,?,?,?,?,?,?,?, '',?,?,?,?,?) "
+                         "VALUES (?,?,?,?,?,?,?,?,?,?,?, '',?,?,?,?,?,?) "
                          "ON CONFLICT(id) DO UPDATE SET error = ''",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "store the dataset");
@@ -719,6 +729,7 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
     sqlite3_bind_text(st, 14, box, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(st, 15, (int)shape->topology);
     sqlite3_bind_text(st, 16, shape->atoms, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 17, shape->unit, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "store the dataset");
     sqlite3_finalize(st);
@@ -907,10 +918,38 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
   "devices, status, progress, created_at, started_at, finished_at, t_queue, t_parse, "    \
   "t_transfer, t_kernel, t_total, device, error, has_result, r_kernel, r_block_size, "    \
   "r_threads, r_exact, r_refined, r_overflow, r_total, params, dataset_b, n_b, r_below, "     \
-  "r_frames, r_volume, r_box_source, r_reason, r_excluded, r_n, r_n_b"
+  "r_frames, r_volume, r_box_source, r_reason, r_excluded, r_n, r_n_b, r_unit"
 /* the columns after JOB_COLUMNS in a query for the whole result */
-#define COL_WEIGHTED 42
-#define COL_COUNTS 43
+#define COL_WEIGHTED 43
+#define COL_COUNTS 44
+#define COL_PER_FRAME 45
+
+/* per_frame's table as r_per_frame's blob (malloc'd, *len bytes), and back
+ * (false when the blob does not have the result's shape). */
+static void *per_frame_encode(const histd_result *r, size_t *len) {
+  const uint64_t frames = r->frames > 0 ? r->frames : 1, row = (uint64_t)r->bins.count + 2;
+  uint64_t *b = malloc(frames * row * 8);
+  for (uint64_t f = 0; b != NULL && f < frames; f++) {
+    b[f * row] = r->frame_total[f];
+    memcpy(&b[f * row + 1], &r->frame_volume[f], 8);
+    memcpy(&b[f * row + 2], r->frame_counts + f * r->bins.count, r->bins.count * 8);
+  }
+  *len = b != NULL ? (size_t)(frames * row * 8) : 0;
+  return b;
+}
+
+static bool per_frame_decode(histd_result *r, const void *blob, size_t bytes) {
+  const uint64_t frames = r->frames > 0 ? r->frames : 1, row = (uint64_t)r->bins.count + 2;
+  if (blob == NULL || bytes != frames * row * 8 || histd_result_per_frame(r, frames) != 0)
+    return false;
+  const uint64_t *b = blob;
+  for (uint64_t f = 0; f < frames; f++) {
+    memcpy(&r->frame_total[f], &b[f * row], 8);
+    memcpy(&r->frame_volume[f], &b[f * row + 1], 8);
+    memcpy(r->frame_counts + f * r->bins.count, &b[f * row + 2], r->bins.count * 8);
+  }
+  return true;
+}
 
 /* The job's parameters from their JSON (histd/params.h's table). */
 static void params_from_json(const char *text, histd_params *p) {
@@ -1025,6 +1064,8 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   r->n_b = sqlite3_column_type(st, 41) == SQLITE_NULL ? j->n_b
                                                       : (uint64_t)sqlite3_column_int64(st, 41);
   r->excluded = (uint64_t)sqlite3_column_int64(st, 39);
+  const char *unit = (const char *)sqlite3_column_text(st, 42);
+  snprintf(r->unit, sizeof r->unit, "%s", unit ? unit : "");
   r->exclude_molecule = j->params.exclude_molecule;
   snprintf(r->select_a, sizeof r->select_a, "%s", j->params.select_a);
   snprintf(r->select_b, sizeof r->select_b, "%s", j->params.select_b);
@@ -1051,6 +1092,14 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   r->timing = j->timing;
   if (with_counts && r->statistic == HISTD_STAT_WITHIN)
     r->within = r->counts[0];
+  if (with_counts && sqlite3_column_type(st, COL_PER_FRAME) == SQLITE_BLOB &&
+      !per_frame_decode(r, sqlite3_column_blob(st, COL_PER_FRAME),
+                        (size_t)sqlite3_column_bytes(st, COL_PER_FRAME))) {
+    histd_result_free(r);
+    j->has_result = false;
+    snprintf(j->error, sizeof j->error, "the stored per-frame counts do not fit the result");
+    return HISTD_EIO;
+  }
   return 0;
 }
 
@@ -1133,19 +1182,27 @@ int store_mark_job_running(store *s, const job_record *j, char *msg, size_t msgl
 
 static int update_job(store *s, const job_record *j, bool sync, char *msg, size_t msglen) {
   unsigned char *blob = NULL;
-  size_t blob_len = 0;
+  size_t blob_len = 0, pf_len = 0;
+  void *pf_blob = NULL;
   if (j->has_result) {
     int rc = result_counts_encode(j->result.counts, j->result.bins.count, &blob, &blob_len, msg,
                                   msglen);
     if (rc != 0)
       return rc;
-    uint64_t held = store_data_bytes(s);
-    if (s->max_bytes != 0 && held + blob_len > s->max_bytes) {
+    if (j->result.frame_counts != NULL &&
+        (pf_blob = per_frame_encode(&j->result, &pf_len)) == NULL) {
       free(blob);
+      return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the per-frame counts");
+    }
+    uint64_t held = store_data_bytes(s);
+    if (s->max_bytes != 0 && held + blob_len + pf_len > s->max_bytes) {
+      free(blob);
+      free(pf_blob);
       return histd_fail(msg, msglen, HISTD_ETOOBIG,
                         "the result (%zu bytes) would take the data dir past its budget of "
                         "%llu bytes (--max-data-bytes; %llu are in use)",
-                        blob_len, (unsigned long long)s->max_bytes, (unsigned long long)held);
+                        blob_len + pf_len, (unsigned long long)s->max_bytes,
+                        (unsigned long long)held);
     }
   }
   pthread_mutex_lock(&s->mu);
@@ -1157,7 +1214,8 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
                          "error=?, has_result=?, r_kernel=?, r_block_size=?, r_threads=?, "
                          "r_exact=?, r_refined=?, r_overflow=?, r_total=?, r_counts=?, "
                          "r_below=?, r_weighted=?, r_frames=?, r_volume=?, r_box_source=?, "
-                         "r_reason=?, r_excluded=?, r_n=?, r_n_b=? WHERE id=?",
+                         "r_reason=?, r_excluded=?, r_n=?, r_n_b=?, r_per_frame=?, r_unit=? "
+                         "WHERE id=?",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "update the job");
   } else {
@@ -1199,7 +1257,10 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
       sqlite3_bind_int64(st, 28, (sqlite3_int64)r->n);
       sqlite3_bind_int64(st, 29, (sqlite3_int64)r->n_b);
     }
-    sqlite3_bind_text(st, 30, j->id, -1, SQLITE_STATIC);
+    if (pf_blob != NULL)
+      sqlite3_bind_blob64(st, 30, pf_blob, (sqlite3_uint64)pf_len, SQLITE_STATIC);
+    sqlite3_bind_text(st, 31, j->has_result ? r->unit : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 32, j->id, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "update the job");
     sqlite3_finalize(st);
@@ -1207,6 +1268,7 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
   uint64_t seq = rc == 0 ? atomic_fetch_add(&s->committed, 1) + 1 : 0;
   pthread_mutex_unlock(&s->mu);
   free(blob);
+  free(pf_blob);
   return rc == 0 && sync ? durable(s, seq, msg, msglen) : rc;
 }
 
@@ -1214,7 +1276,7 @@ int store_get_job(store *s, const char *id, job_record *j) {
   pthread_mutex_lock(&s->mu);
   sqlite3_stmt *st;
   int rc = HISTD_EIO;
-  if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLUMNS ", r_weighted, r_counts FROM jobs WHERE id = ?", -1,
+  if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLUMNS ", r_weighted, r_counts, r_per_frame FROM jobs WHERE id = ?", -1,
                          &st, NULL) == SQLITE_OK) {
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     rc = HISTD_ENOENT;

@@ -17,10 +17,20 @@ same atoms and volume in every frame that mean is histd's normalisation
 by the frames' total, so sdh on the whole dump must match it to 1e-9 as
 well, and its counts must be the sums of sdh's counts frame by frame.
 
+A DCD: frames.dcd holds the same three frames as a DCD trajectory
+(tests/io/data/make_dcd.py: MDAnalysis's DCDWriter, float32 coordinates,
+the cell written from MDAnalysis's float32 dimensions). sdh on it must give
+the dump's counts exactly (no pair moves across a bin edge when its
+coordinates are rounded to float32) and LAMMPS's coordination to 1e-9;
+with the job's box (--periodic L, L the dump's) LAMMPS's g to 1e-9 too,
+and with the file's own box g scaled by the ratio of the volumes (the
+DCD's cell, read here from its bytes, is L rounded to float32).
+
 usage: test_lammps_rdf.py SDH_EXE
 """
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -62,13 +72,15 @@ def main():
             if abs(got - want) > 1e-9 * abs(want) + (1e-300 if want == 0 else 0):
                 bad.append("bin %d %s: histd %.17g, LAMMPS %.17g" % (k, name, got, want))
     bad += frames_check(sdh)
+    bad += dcd_check(sdh)
     for b in bad[:10]:
         print("FAIL:", b)
     if bad:
         sys.exit(1)
     nonzero = sum(1 for row in lammps if float(row[2]) > 0)
     print("test_lammps_rdf: g and coordination of %d atoms match LAMMPS in all 100 bins "
-          "(%d non-zero) to 1e-9, on one frame and averaged over three" % (n, nonzero))
+          "(%d non-zero) to 1e-9, on one frame and averaged over three, from the dump and "
+          "from a DCD" % (n, nonzero))
 
 
 def sdh_json(sdh, path):
@@ -103,6 +115,46 @@ def frames_check(sdh):
                                 ("coordination", float(row[3]), doc["coordination"][k])):
             if abs(got - want) > 1e-9 * abs(want) + (1e-300 if want == 0 else 0):
                 bad.append("frames.dump bin %d %s: histd %.17g, LAMMPS %.17g" % (k, name, got, want))
+    return bad
+
+
+def lammps_rdf_frames():
+    return [[float(v) for v in l.split()] for l in open(os.path.join(HERE, "rdf_frames.txt"))
+            if l.strip() and not l.startswith("#")][1:]
+
+
+def dcd_check(sdh):
+    """frames.dcd (the three frames as a DCD) against the dump and LAMMPS."""
+    lines = open(os.path.join(HERE, "frames.dump")).read().splitlines()
+    lo, hi = (float(v) for v in lines[5].split())
+    length = hi - lo
+    raw = open(os.path.join(HERE, "frames.dcd"), "rb").read()
+    head = 4 + 84 + 4 + 4 + struct.unpack_from("<i", raw, 92)[0] + 4 + 12
+    cell = struct.unpack_from("<6d", raw, head + 4)  # A gamma B beta alpha C
+    bad = []
+    if abs(cell[0] - length) > 1e-6 * length or not cell[0] == cell[2] == cell[5]:
+        bad.append("frames.dcd: first cell %r, the dump's box %.17g" % (cell, length))
+    dump = sdh_json(sdh, os.path.join(HERE, "frames.dump"))
+    own = sdh_json(sdh, os.path.join(HERE, "frames.dcd"))
+    job = json.loads(subprocess.run([sdh, os.path.join(HERE, "frames.dcd"), "--periodic",
+                                     repr(length), "--r-max", "3", "--buckets", "100", "-f",
+                                     "json"], check=True, capture_output=True, text=True).stdout)
+    if own["frames"] != 3 or own["box_source"] != "dataset" or job["box_source"] != "job":
+        bad.append("frames.dcd: %s frames, box from the %s" % (own["frames"], own["box_source"]))
+    piped = json.loads(subprocess.run([sdh, "-", "-i", "dcd", "--r-max", "3", "--buckets", "100",
+                                       "-f", "json"], input=raw, check=True,
+                                      capture_output=True).stdout)
+    if piped["g"] != own["g"]:
+        bad.append("frames.dcd on standard input (-i dcd): another g")
+    if own["counts"] != dump["counts"] or job["counts"] != dump["counts"]:
+        bad.append("frames.dcd: its counts are not the dump's")
+    scale = cell[0] ** 3 / length ** 3  # g grows with the volume
+    for k, row in enumerate(lammps_rdf_frames()):
+        for name, want, got in (("g (job's box)", row[2], job["g"][k]),
+                                ("g (file's box)", row[2] * scale, own["g"][k]),
+                                ("coordination", row[3], own["coordination"][k])):
+            if abs(got - want) > 1e-9 * abs(want) + (1e-300 if want == 0 else 0):
+                bad.append("frames.dcd bin %d %s: histd %.17g, LAMMPS %.17g" % (k, name, got, want))
     return bad
 
 

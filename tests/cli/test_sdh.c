@@ -341,7 +341,8 @@ static void test_statistics(void) {
   CHECK(r.status == 0, "frames: %s", r.err);
   CHECK_STR_CONTAINS(r.out, "\n       1              1              2              1 ");
   CHECK_STR_CONTAINS(r.out, "\n       2              2              3              1 ");
-  CHECK_STR_CONTAINS(r.out, "\nT:2\nframes: 2; periodic box from the file\n");
+  CHECK_STR_CONTAINS(r.out, "\nT:2\nunit: Angstrom (the file's own; distances and edges are "
+                            "in it)\nframes: 2; periodic box from the file\n");
   run_free(&r);
   r = run(path_in_dir("frames.xyz"), "--periodic", "20", "--r-max", "5", "--buckets", "5", "-f",
           "json", NULL);

@@ -121,7 +121,7 @@ static void test_selections(void) {
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     histd_dataset sel;
     char msg[256] = "";
-    int rc = histd_dataset_select(&ds, cases[c].sel, &sel, msg, sizeof msg);
+    int rc = histd_dataset_select(&ds, cases[c].sel, NULL, &sel, msg, sizeof msg);
     CHECK(rc == 0, "%s: %s", cases[c].sel, msg);
     if (rc != 0)
       continue;
@@ -164,7 +164,7 @@ static void test_selections(void) {
   for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
     histd_dataset sel;
     char msg[256] = "";
-    CHECK(histd_dataset_select(&ds, bad[c].sel, &sel, msg, sizeof msg) != 0 && sel.x == NULL,
+    CHECK(histd_dataset_select(&ds, bad[c].sel, NULL, &sel, msg, sizeof msg) != 0 && sel.x == NULL,
           "%s refused", bad[c].sel);
     CHECK(strstr(msg, bad[c].says) != NULL, "%s: \"%s\" says \"%s\"", bad[c].sel, msg,
           bad[c].says);
@@ -177,11 +177,11 @@ static void test_selections(void) {
   histd_dataset_finish(&plain, NULL, 0);
   histd_dataset sel;
   char msg[256] = "";
-  CHECK(histd_dataset_select(&plain, "index:3-5", &sel, msg, sizeof msg) == 0 && sel.n == 3 &&
+  CHECK(histd_dataset_select(&plain, "index:3-5", NULL, &sel, msg, sizeof msg) == 0 && sel.n == 3 &&
             sel.x[0] == 3 && sel.x[2] == 5,
         "index selection without a topology: %s", msg);
   histd_dataset_free(&sel);
-  CHECK(histd_dataset_select(&plain, "element:O", &sel, msg, sizeof msg) != 0 &&
+  CHECK(histd_dataset_select(&plain, "element:O", NULL, &sel, msg, sizeof msg) != 0 &&
             strstr(msg, "gives its atoms no element") != NULL,
         "element without a topology: %s", msg);
   histd_dataset_free(&plain);
@@ -369,6 +369,95 @@ static void test_within(void) {
   histd_dataset_free(&ds);
 }
 
+/* frames 1:5:2 of five, per frame: each kept frame's counts, pairs, volume
+ * and g against the definition; the sums are theirs. */
+static void test_frames(void) {
+  const double L = 11;
+  histd_dataset ds = make_set(120, 5, L);
+  histd_params params;
+  histd_params_init(&params);
+  char msg[256] = "";
+  const histd_param *row = histd_param_find("frames");
+  CHECK(histd_param_set_text(&params, row, "1:5:2", msg, sizeof msg) == 0, "frames: %s", msg);
+  CHECK(histd_param_set_text(&params, histd_param_find("per_frame"), NULL, msg, sizeof msg) == 0,
+        "per_frame: %s", msg);
+  snprintf(params.select_a, sizeof params.select_a, "type:1,2");
+  params.exclude_molecule = true;
+  params.r_max = 5;
+  params.buckets = 10;
+  params.box = (histd_box){HISTD_BOX_ORTHO, L, 0, L, 0, 0, L};
+  histd_operands ops;
+  histd_problem p;
+  double *edges = NULL;
+  int rc = histd_params_operands(&params, &ds, NULL, &ops, msg, sizeof msg);
+  CHECK(rc == 0, "operands: %s", msg);
+  if (rc == 0 && (rc = histd_params_problem(&params, ops.a, ops.b, &p, &edges, msg, sizeof msg)) != 0)
+    CHECK(0, "problem: %s", msg);
+  histd_result r;
+  memset(&r, 0, sizeof r);
+  if (rc == 0) {
+    histd_exec ex;
+    histd_exec_init(&ex);
+    rc = histd_run(&p, &ex, NULL, &r, msg, sizeof msg);
+    CHECK(rc == 0, "run: %s", msg);
+  }
+  if (rc == 0) {
+    CHECK(r.frames == 2 && r.frame_counts != NULL, "two frames kept, per frame");
+    want sum;
+    memset(&sum, 0, sizeof sum);
+    for (uint64_t f = 0; f < 2 && r.frame_counts != NULL; f++) {
+      histd_dataset view;
+      histd_dataset_frame(&ds, 1 + 2 * f, &view); /* frames 1 and 3 of the set */
+      histd_dataset sel;
+      histd_slice one = {1 + 2 * f, 2 + 2 * f, 1};
+      CHECK(histd_dataset_select(&ds, "type:1,2", &one, &sel, msg, sizeof msg) == 0, "%s", msg);
+      want h;
+      memset(&h, 0, sizeof h);
+      definition(&sel, sel.top->mol, NULL, NULL, L, &p.bins, &h);
+      for (uint32_t b = 0; b < p.bins.count; b++) {
+        CHECK(r.frame_counts[f * p.bins.count + b] == h.counts[b],
+              "frame %" PRIu64 " bin %u: %" PRIu64 ", want %" PRIu64, f, b,
+              r.frame_counts[f * p.bins.count + b], h.counts[b]);
+        sum.counts[b] += h.counts[b];
+        double lo = b * 0.5, hi = lo + 0.5;
+        double shell = 4.0 / 3.0 * M_PI * (hi * hi * hi - lo * lo * lo);
+        double want_g = (double)h.counts[b] / ((double)h.total * shell / (L * L * L));
+        double g = histd_result_frame_g(&r, f, b);
+        CHECK(fabs(g - want_g) <= 1e-12 * want_g, "frame %" PRIu64 " g[%u] %.17g, want %.17g",
+              f, b, g, want_g);
+      }
+      CHECK_EQ_U64(r.frame_total[f], h.total, "a frame's allowed pairs");
+      CHECK(r.frame_volume[f] == L * L * L, "a frame's volume");
+      sum.total += h.total;
+      histd_dataset_free(&sel);
+      (void)view;
+    }
+    for (uint32_t b = 0; b < p.bins.count; b++)
+      CHECK_EQ_U64(r.counts[b], sum.counts[b], "the sum of the frames");
+    CHECK_EQ_U64(r.total, sum.total, "the pairs of the frames");
+    histd_result copy;
+    CHECK(histd_result_copy(&copy, &r) == 0 && copy.frame_counts[p.bins.count + 3] ==
+                                                   r.frame_counts[p.bins.count + 3],
+          "a copy keeps the frames");
+    histd_result_free(&copy);
+    histd_result_free(&r);
+  }
+  free(edges);
+  histd_operands_free(&ops);
+  /* the slices that keep nothing, and the malformed ones */
+  histd_slice beyond = {7, 0, 1};
+  histd_dataset sel;
+  CHECK(histd_dataset_select(&ds, NULL, &beyond, &sel, msg, sizeof msg) != 0 &&
+            strstr(msg, "keep no frame") != NULL,
+        "frames beyond the end: %s", msg);
+  const char *bad[] = {"5:2", "a:b", "::0", "1:2:3:4", "-1:"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+    CHECK(histd_param_set_text(&params, row, bad[k], msg, sizeof msg) != 0 &&
+              strstr(msg, "frames") != NULL,
+          "frames \"%s\" refused: %s", bad[k], msg);
+  histd_dataset_free(&ds);
+}
+
 static void test_errors(void) {
   histd_dataset ds = make_set(40, 1, 8);
   histd_dataset_alloc_weights(&ds, NULL, 0);
@@ -402,7 +491,7 @@ static void test_errors(void) {
   size_t counts[2] = {2, 3};
   histd_dataset_set_frames(&two, 2, counts, NULL, NULL, 0);
   histd_dataset sel;
-  CHECK(histd_dataset_select(&two, "index:0", &sel, msg, sizeof msg) != 0 &&
+  CHECK(histd_dataset_select(&two, "index:0", NULL, &sel, msg, sizeof msg) != 0 &&
             strstr(msg, "same atoms") != NULL,
         "frames of other sizes refused: %s", msg);
   histd_dataset_free(&two);
@@ -422,6 +511,7 @@ int main(void) {
   test_selections();
   test_exclusions();
   test_within();
+  test_frames();
   test_errors();
   return check_finish("test_topology");
 }

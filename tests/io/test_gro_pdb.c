@@ -132,6 +132,8 @@ static void against_reference(const char *dir, const char *file, double tol, dou
       }
     }
   }
+  const char *unit = fmt == G ? "nm" : "Angstrom";
+  CHECK(strcmp(ds.unit, unit) == 0, "%s: unit '%s', want '%s'", file, ds.unit, unit);
   printf("%s: %zu atoms x %zu frames match MDAnalysis (largest difference %.2g)\n", file, n,
          frames, worst);
   free(ra);

@@ -21,19 +21,14 @@
 #include "../check.h"
 #include "../../src/io/io_internal.h"
 #include "histd/io.h"
+#include "parse_exact.h"
 
 static char msg[512];
 
 /* Parses buf[0..len) from an exact-size heap copy. */
 static int parse_exact(histd_format fmt, const void *buf, size_t len, size_t max,
                        histd_dataset *ds) {
-  char *copy = malloc(len ? len : 1);
-  if (len)
-    memcpy(copy, buf, len);
-  msg[0] = '\0';
-  int rc = histd_parse(fmt, copy, len, max, ds, msg, sizeof msg);
-  free(copy);
-  return rc;
+  return parse_exact_msg(fmt, buf, len, max, ds, msg, sizeof msg);
 }
 
 /* Expects text to parse into n points equal to xyz (x0 y0 z0 x1 ...). */
@@ -630,7 +625,8 @@ static void test_equivalence(void) {
 
 static void test_formats(void) {
   histd_format f;
-  static const char *const names[] = {"json", "csv", "xyz", "f64", "f32", "lammps", "gro", "pdb"};
+  static const char *const names[] = {"json", "csv", "xyz", "f64", "f32", "lammps", "dcd", "xtc",
+                                      "trr", "gro", "pdb"};
   for (int i = 0; i < HISTD_FORMAT_COUNT; i++) {
     CHECK(strcmp(histd_format_name((histd_format)i), names[i]) == 0, "name %d", i);
     CHECK(histd_format_parse(names[i], &f) == 0 && f == (histd_format)i, "parse %s", names[i]);
@@ -648,6 +644,9 @@ static void test_formats(void) {
                {"c.tsv", HISTD_FORMAT_CSV},   {"c.txt", HISTD_FORMAT_CSV},
                {"m.xyz", HISTD_FORMAT_XYZ},   {"t.extxyz", HISTD_FORMAT_XYZ}, {"p.f64", HISTD_FORMAT_F64},
                {"p.bin", HISTD_FORMAT_F64},   {"p.f32", HISTD_FORMAT_F32},
+               {"run.dcd", HISTD_FORMAT_DCD}, {"d/RUN.DCD", HISTD_FORMAT_DCD},
+               {"t.lammpstrj", HISTD_FORMAT_LAMMPS},
+               {"run/traj.XTC", HISTD_FORMAT_XTC}, {"md.trr", HISTD_FORMAT_TRR},
                {"noext", -1},                 {".json", -1},
                {"a.json/b", -1},              {"a.dat", -1},
                {"a.", -1}};
@@ -674,6 +673,11 @@ static void test_formats(void) {
              {"application/octet-stream", HISTD_FORMAT_F64},
              {"application/x-float64", HISTD_FORMAT_F64},
              {"application/x-float32", HISTD_FORMAT_F32},
+             {"text/x-lammps-dump", HISTD_FORMAT_LAMMPS},
+             {"application/x-dcd", HISTD_FORMAT_DCD},
+             {"Application/X-DCD; charset=binary", HISTD_FORMAT_DCD},
+             {"application/x-xtc", HISTD_FORMAT_XTC},
+             {"Application/X-TRR", HISTD_FORMAT_TRR},
              {"application/xml", -1},
              {"+json", -1},
              {"", -1},

@@ -113,6 +113,21 @@ def check_result(doc, frames, r_max, buckets):
         check(abs(got - want) <= 1e-12 * max(want, 1e-300), ("g", k, got, want))
 
 
+def check_per_frame(doc, frames, r_max, buckets):
+    check(doc["frames"] == len(frames) and "per_frame" in doc, doc)
+    pf = doc["per_frame"]
+    vol = L[0] * L[1] * L[2]
+    width = r_max / buckets
+    for f, rows in enumerate(frames):
+        counts, over, total, excluded = definition([rows], r_max, buckets)
+        check(pf["counts"][f] == counts and pf["total"][f] == total and
+              pf["volume"][f] == vol, ("frame", f, pf, counts, total))
+        for k in range(buckets):
+            shell = 4.0 / 3.0 * math.pi * ((k + 1) ** 3 - k ** 3) * width ** 3
+            want = counts[k] / (total * shell / vol)
+            check(abs(pf["g"][f][k] - want) <= 1e-12 * max(want, 1e-300), ("g", f, k))
+
+
 def test_atoms(exe):
     root = tempfile.mkdtemp(prefix="histd-atoms-")
     frames = water(2, 30, seed=5)
@@ -138,6 +153,14 @@ def test_atoms(exe):
             check(s == 200, (s, res))
             check_result(res, frames, r_max, buckets)
 
+            # frames 1: of the two (the second) with its own table
+            job2 = d.submit(ds["id"], r_max=r_max, buckets=buckets, select_a="element:O",
+                            select_b="element:H", exclude="molecule", frames="1:",
+                            per_frame=True)
+            check(d.wait_job(job2["id"])["status"] == "succeeded", job2)
+            s, _, res2 = d.json("GET", "/v1/jobs/%s/result" % job2["id"])
+            check_per_frame(res2, frames[1:], r_max, buckets)
+
             # the refusals: 4xx, a sentence, no job
             plain = d.upload([(0.0, 0.0, 0.0), (1.0, 1.0, 1.0), (2.0, 0.5, 0.0)], "json")
             for body, says in [
@@ -149,6 +172,8 @@ def test_atoms(exe):
                  "KIND:LIST"),
                 ({"dataset": ds["id"], "r_max": 1, "buckets": 2, "exclude": "residue"},
                  "molecule"),
+                ({"dataset": ds["id"], "r_max": 1, "buckets": 2, "frames": "2:1"}, "STOP"),
+                ({"dataset": ds["id"], "r_max": 1, "buckets": 2, "frames": "x"}, "START:STOP"),
             ]:
                 s, _, doc = d.json("POST", "/v1/jobs", body)
                 check(400 <= s < 500 and says in doc.get("detail", ""), (body, s, doc))
@@ -172,15 +197,18 @@ def test_atoms(exe):
             check(d.wait_job(job["id"])["status"] == "succeeded", job)
             s, _, res = d.json("GET", "/v1/jobs/%s/result" % job["id"])
             check_result(res, frames, r_max, buckets)
+            s, _, again = d.json("GET", "/v1/jobs/%s/result" % job2["id"])
+            check(s == 200 and again["per_frame"] == res2["per_frame"], "per_frame survives")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
 def job_id_of(d, select_a):
-    """The first succeeded job that selected select_a."""
+    """The newest succeeded job that selected select_a from every frame."""
     s, _, doc = d.json("GET", "/v1/jobs")
     for j in doc["jobs"]:
-        if j["params"].get("select_a") == select_a and j["status"] == "succeeded":
+        if (j["params"].get("select_a") == select_a and "frames" not in j["params"] and
+                j["status"] == "succeeded"):
             return j["id"]
     raise AssertionError("no job selected %s: %s" % (select_a, doc))
 

@@ -18,6 +18,15 @@ frames (issue 10, sections 4 to 6), through the real daemon:
 - POST /v1/histogram with weights ("w", or [x, y, z, w] points);
 - a LAMMPS dump of two frames, uploaded with ?format=lammps, is the same
   dataset as the XYZ of the same frames and boxes;
+- a DCD trajectory (tests/cli/lammps/frames.dcd), uploaded as
+  application/x-dcd or with ?format=dcd, is stored with its frames and
+  boxes and gives the counts of the LAMMPS dump of the same frames; a
+  truncated one is refused naming its last frame;
+- GROMACS trajectories (tests/io/data, written by MDAnalysis): an XTC
+  upload (application/x-xtc) keeps its 4 frames and boxes, and a job's
+  counts and g(r) are the definition's over the values MDAnalysis decodes;
+  a TRR (?format=trr) keeps its triclinic box; a cut XTC is refused with
+  400 naming the frame and the byte;
 - a data dir of schema 2 (fixtures/datadir-v2, written by dfaecf5) is
   migrated to schema 3 on start: its results read back exactly (the
   periodic one with its g(r) and volume), and after a restart a dataset
@@ -31,6 +40,7 @@ import os
 import random
 import shutil
 import sqlite3
+import struct
 import sys
 import tempfile
 
@@ -38,6 +48,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemon import Daemon, check, definition, random_points  # noqa: E402
 
 FIXTURE_V2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "datadir-v2")
+XDR_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "io", "data")
 
 BOXES = [(10.0, 11.0, 12.0), (10.5, 10.5, 10.5)]
 
@@ -237,6 +248,27 @@ def test_frames(exe):
         close(r["g"], g, 1e-12, "g (lammps)")
         print("frames: a LAMMPS dump of two frames gives the same counts and g(r)")
 
+        # a DCD trajectory (binary): by Content-Type or ?format=dcd, each frame's cell its box
+        lammps_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli", "lammps")
+        dcd = open(os.path.join(lammps_dir, "frames.dcd"), "rb").read()
+        s, _, dsd = upload(d, dcd, "application/x-dcd")
+        check(s == 201 and dsd["format"] == "dcd" and dsd["frames"] == 3 and dsd["n"] == 1500 and
+              abs(dsd["box"][0] - 8.3979809569125372) < 1e-6, (s, dsd))
+        s, _, again = upload(d, dcd, "application/octet-stream", "?format=dcd")
+        check(s == 200 and again["id"] == dsd["id"], (s, again))
+        s, _, doc = upload(d, dcd[:-5], "application/x-dcd")
+        check(s == 400 and "frame 3 is cut short" in doc["detail"], (s, doc))
+        s, _, doc = upload(d, dcd, "application/x-dcd", "?format=dcdx")
+        check(s == 400 and "lammps, dcd" in doc["detail"], (s, doc))
+        dump = open(os.path.join(lammps_dir, "frames.dump")).read()
+        s, _, dsl = upload(d, dump, "text/x-lammps-dump")
+        check(s in (200, 201), (s, dsl))
+        rd = run(d, dataset=dsd["id"], r_max=3, buckets=100)
+        rl = run(d, dataset=dsl["id"], r_max=3, buckets=100)
+        check(rd["counts"] == rl["counts"] and rd["box_source"] == "dataset", (rd, rl))
+        print("frames: a DCD of three frames (application/x-dcd or ?format=dcd) is stored with "
+              "its boxes and gives the dump's counts; a truncated one is refused naming its frame")
+
         # POST /v1/histogram: weights beside the points, or as their fourth number
         for body in ({"points": [[0, 0, 0], [3, 4, 0], [6, 8, 0]], "w": [1, 2, 3]},
                      {"points": [[0, 0, 0, 1], [3, 4, 0, 2], [6, 8, 0, 3]]}):
@@ -245,6 +277,44 @@ def test_frames(exe):
             check(s == 200 and doc["counts"] == [0, 2, 1] and doc["weighted"] == [0, 8, 3],
                   (s, doc))
         print("frames: /v1/histogram takes weights too")
+
+
+def gromacs_expected(name):
+    """make_xtc.py's NAME.txt: per frame (the box's 9 numbers, [x, y, z, 1])
+    with the float32 values MDAnalysis decoded."""
+    f32 = lambda t: struct.unpack("<f", struct.pack("<f", float(t)))[0]  # noqa: E731
+    frames = []
+    for line in open(os.path.join(XDR_DATA, name + ".txt")):
+        w = line.split()
+        if w and w[0] == "box":
+            frames.append(([f32(t) for t in w[1:]], []))
+        elif frames and len(w) == 3:
+            frames[-1][1].append([f32(t) for t in w] + [1.0])
+    return frames
+
+
+def test_gromacs(exe):
+    with Daemon(exe, args=["--workers", "1"]) as d:
+        xtc = open(os.path.join(XDR_DATA, "water.xtc"), "rb").read()
+        want = gromacs_expected("water.xtc")
+        boxes = [(b[0], b[4], b[8]) for b, _ in want]
+        s, _, ds = upload(d, xtc, "application/x-xtc")
+        check(s == 201 and ds["format"] == "xtc" and ds["frames"] == 4 and ds["n"] == 600 and
+              ds["box"] == list(boxes[0]), (s, ds))
+        counts, _, over, total, g, _ = expect([p for _, p in want], boxes, 0.25, 5)
+        r = run(d, dataset=ds["id"], r_max=1.25, buckets=5)
+        check(r["frames"] == 4 and r["box_source"] == "dataset" and r["counts"] == counts and
+              r["overflow"] == over and r["total"] == total, (r, counts))
+        close(r["g"], g, 1e-12, "g (xtc)")
+        trr = open(os.path.join(XDR_DATA, "water.trr"), "rb").read()
+        b = gromacs_expected("water.trr")[0][0]  # triclinic: [lx, ly, lz, xy, xz, yz]
+        s, _, dt = upload(d, trr, "application/octet-stream", "?format=trr")
+        check(s == 201 and dt["format"] == "trr" and dt["frames"] == 3 and dt["n"] == 180 and
+              dt["box"] == [b[0], b[4], b[8], b[3], b[6], b[7]], (s, dt))
+        s, _, doc = upload(d, xtc[:-10], "application/x-xtc")
+        check(s == 400 and "frame 4, byte 2376: the frame is cut short" in doc["detail"], (s, doc))
+        print("frames: GROMACS XTC and TRR uploads keep their frames and boxes; counts and "
+              "g(r) as defined")
 
 
 def test_v2_data_dir(exe):
@@ -299,6 +369,7 @@ def periodic_one(pts, L, width, buckets):
 def main():
     exe = sys.argv[1]
     test_frames(exe)
+    test_gromacs(exe)
     test_v2_data_dir(exe)
     print("test_frames: all ok")
 

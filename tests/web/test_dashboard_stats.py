@@ -9,8 +9,10 @@ and the positions of the points on the left axis -- equal the job's g from
 GET /v1/jobs/{id}, with the coordination number on a second (right) axis and
 a legend. Then an A x B job in log bins: one bar per bin whose edges and
 counts equal the API's, placed on a log x axis (equal widths for equal
-ratios). Also: a refused submit shows the daemon's problem+json detail, and
-the CSV button fetches /result?format=csv. Screenshots go to
+ratios). Then a LAMMPS dump of waters: the dataset's line names its atoms,
+the selections are offered from them, and the O-H job without the bonded
+pairs goes out as the form says. Also: a refused submit shows the daemon's
+problem+json detail, and the CSV button fetches /result?format=csv. Screenshots go to
 $HISTD_WEB_OUT/dashboard-gr.png and dashboard-log.png.
 
 Exit 77 (skip) only when chromium is not installed.
@@ -46,6 +48,19 @@ def write_csv(path, n, seed, side=20.0):
         f.write("x,y,z\n")
         for _ in range(n):
             f.write("%r,%r,%r\n" % (rnd.uniform(0, side), rnd.uniform(0, side), rnd.uniform(0, side)))
+
+
+def write_water(path, molecules, seed, side=12.0):
+    """A LAMMPS dump of waters: id mol type element x y z, one frame."""
+    rnd = random.Random(seed)
+    with open(path, "w") as f:
+        f.write("ITEM: TIMESTEP\n0\nITEM: NUMBER OF ATOMS\n%d\nITEM: BOX BOUNDS pp pp pp\n"
+                "0 %r\n0 %r\n0 %r\nITEM: ATOMS id mol type element x y z\n" % (3 * molecules, side, side, side))
+        for m in range(molecules):
+            o = [rnd.uniform(0, side) for _ in range(3)]
+            f.write("%d %d 1 O %r %r %r\n" % (3 * m + 1, m + 1, *o))
+            for k in range(2):
+                f.write("%d %d 2 H %r %r %r\n" % (3 * m + 2 + k, m + 1, *[c + rnd.uniform(-0.6, 0.6) for c in o]))
 
 
 def d_json(d, path):
@@ -248,6 +263,40 @@ def run(chromium, chromedriver, work):
         check(gid in rows and lid in rows, "both jobs are in the history list")
         b.js("window.scrollTo(0, 0)")
         h.log("screenshot:", b.screenshot(os.path.join(OUT, "dashboard-log.png")))
+
+        # 4. a water dump: the dataset's atoms offered as selections, the O-H job
+        #    without the bonded pairs sent as the form says
+        water = os.path.join(work, "water.lammpstrj")
+        write_water(water, 40, seed=3)
+        b.type(b.find("#file"), water)
+        b.wait(lambda: "120 points" in b.text(b.find("#upload-status")), min(20, left()), "the water upload")
+        wid = b.js("return document.getElementById('dataset').value")
+        info = b.text(b.find("#dataset-info"))
+        check("40 O" in info and "80 H" in info and "40 molecules" in info,
+              "the dataset's line names its atoms: %r" % info)
+        offered = b.js("return [...document.querySelectorAll('#selections option')].map(o => o.value)")
+        check({"all", "element:O", "element:H", "type:1", "type:2"} <= set(offered),
+              "the selections offered: %s" % offered)
+        check(not b.js("return document.getElementById('exclude').disabled"), "exclusions are offered")
+        choose(b, "dataset-b", "")
+        b.js("document.getElementById('atoms-more').open = true")
+        set_value(b, "#select-a", "element:O")
+        set_value(b, "#select-b", "element:H")
+        b.click(b.find("#exclude"))
+        choose(b, "binning", "rmax")
+        set_value(b, "#r-max", 5)
+        set_value(b, "#rmax-buckets", 20)
+        set_value(b, "#box", "")
+        status, wjob = submit_and_wait(b)
+        check(status == "succeeded", "the O-H job succeeded in the page")
+        job = d_json(d, "/v1/jobs/" + wjob)
+        p, res = job["params"], job["result"]
+        check(p.get("select_a") == "element:O" and p.get("select_b") == "element:H" and
+              p.get("exclude") == "molecule", "the form sent the selections: %s" % p)
+        check(res["n"] == 40 and res["n_b"] == 80 and res["excluded"] == 80 and
+              res["total"] == 40 * 80 - 80, "40 O x 80 H less the 80 bonded pairs: %s" % res["total"])
+        label = b.js("return document.querySelector('#jobs tbody tr[data-job=\"' + arguments[0] + '\"]').textContent", wjob)
+        check("[element:O]" in label and "[element:H]" in label, "the history names the selections: %r" % label)
         d.alive()
 
 

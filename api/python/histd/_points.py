@@ -18,6 +18,8 @@ except ImportError:  # pragma: no cover - exercised where numpy is absent
 FORMATS = {
     ".json": "json", ".csv": "csv", ".xyz": "xyz", ".f64": "f64", ".bin": "f64",
     ".f32": "f32", ".lammpstrj": "lammps", ".dump": "lammps", ".lammpsdump": "lammps",
+    ".dcd": "dcd",
+    ".xtc": "xtc", ".trr": "trr",
     ".gro": "gro", ".pdb": "pdb", ".ent": "pdb",
 }
 
