@@ -37,12 +37,13 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       meson ninja-build pkg-config gcc libc6-dev \
       libcjson-dev libuv1-dev libmicrohttpd-dev libsqlite3-dev libssl-dev \
+      libnetcdf-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
 COPY . .
 RUN meson setup /build --prefix=/opt/histd --buildtype=release \
-      -Dcuda=enabled -Dservice=enabled "-Dgpu_arch=${GPU_ARCH}" \
+      -Dcuda=enabled -Dservice=enabled -Dnetcdf=enabled "-Dgpu_arch=${GPU_ARCH}" \
  && ninja -C /build \
  && meson install -C /build --skip-subprojects \
  && test -x /opt/histd/bin/histd \
@@ -58,10 +59,12 @@ LABEL org.opencontainers.image.title="histd" \
       org.opencontainers.image.licenses="MIT"
 
 # The libraries histd links (Ubuntu 24.04 names; libssl for the SHA-256 of
-# dataset ids) and curl for the HEALTHCHECK.
+# dataset ids, libnetcdf19t64 for AMBER NetCDF trajectories) and curl for
+# the HEALTHCHECK.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libcjson1 libuv1t64 libmicrohttpd12t64 libsqlite3-0 libssl3t64 curl ca-certificates \
+      libcjson1 libuv1t64 libmicrohttpd12t64 libsqlite3-0 libssl3t64 libnetcdf19t64 \
+      curl ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 histd \
  && useradd --system --uid 10001 --gid histd --home-dir /var/lib/histd \

@@ -3,7 +3,8 @@
 # Usage: bash deploy/install-deps.sh [--test]   (--test adds the test tools)
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc libc6-dev
-      libcjson-dev libuv1-dev libmicrohttpd-dev libsqlite3-dev libssl-dev)
+      libcjson-dev libuv1-dev libmicrohttpd-dev libsqlite3-dev libssl-dev
+      libnetcdf-dev)   # libnetcdf: AMBER NetCDF trajectories (-Dnetcdf)
 if [ "${1:-}" = "--test" ]; then
   pkgs+=(clang libclang-rt-14-dev curl libcurl4-openssl-dev python3 python3-yaml
          python3-jsonschema python3-numpy jq chromium chromium-driver

@@ -33,23 +33,25 @@
     gro: ['gro', 'application/x-gro'],
     pdb: ['pdb', 'chemical/x-pdb'],
     ent: ['pdb', 'chemical/x-pdb'],
-    f64: ['f64', 'application/octet-stream'],
-    bin: ['f64', 'application/octet-stream'],
-    f32: ['f32', 'application/x-float32'],
     extxyz: ['xyz', 'chemical/x-xyz'],
     lammpstrj: ['lammps', 'text/x-lammps-dump'],
-    lammpsdump: ['lammps', 'text/x-lammps-dump'],
     dump: ['lammps', 'text/x-lammps-dump'],
+    lammpsdump: ['lammps', 'text/x-lammps-dump'],
     dcd: ['dcd', 'application/x-dcd'],
     xtc: ['xtc', 'application/x-xtc'],
     trr: ['trr', 'application/x-trr'],
+    nc: ['netcdf', 'application/x-netcdf'],
+    ncdf: ['netcdf', 'application/x-netcdf'],
+    f64: ['f64', 'application/octet-stream'],
+    bin: ['f64', 'application/octet-stream'],
+    f32: ['f32', 'application/x-float32'],
   };
   const CONTENT_TYPE = {
     json: 'application/json', csv: 'text/csv', xyz: 'chemical/x-xyz',
+    lammps: 'text/x-lammps-dump', dcd: 'application/x-dcd', xtc: 'application/x-xtc',
+    trr: 'application/x-trr', netcdf: 'application/x-netcdf',
     gro: 'application/x-gro', pdb: 'chemical/x-pdb',
     f64: 'application/octet-stream', f32: 'application/x-float32',
-    lammps: 'text/x-lammps-dump', dcd: 'application/x-dcd',
-    xtc: 'application/x-xtc', trr: 'application/x-trr',
   };
   const DONE = new Set(['succeeded', 'failed', 'cancelled']);
 

@@ -219,6 +219,13 @@ typedef struct histd_slice {
 } histd_slice;
 int histd_dataset_select(const histd_dataset *ds, const char *sel, const histd_slice *frames,
                          histd_dataset *out, char *msg, size_t msglen);
+/* Gives ds (a trajectory without names: XTC, TRR, DCD, NetCDF) a copy of
+ * the topology of `from` (a GRO or PDB of the same system): every frame of
+ * ds must hold as many points as `from` has atoms a frame, or a sentence
+ * says they don't. ds's own topology, if any, is replaced. */
+int histd_dataset_adopt_topology(histd_dataset *ds, const histd_dataset *from, char *msg,
+                                 size_t msglen);
+
 /* Whether sel is a selection that a topology with these arrays (HISTD_TOP_*
  * bits; ~0u: any) can answer; the sentence of histd_dataset_select if not. */
 int histd_selection_check(const char *sel, unsigned fields, char *msg, size_t msglen);

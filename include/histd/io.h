@@ -1,7 +1,7 @@
 /*
  * io.h -- the io layer of histd: point-set parsers and histogram writers.
  *
- * Parsers turn a whole buffer (or file) in one of eleven formats into a new
+ * Parsers turn a whole buffer (or file) in one of twelve formats into a new
  * dataset (histd.h), allocated with histd_dataset_alloc and finished (bounds
  * set). Writers turn a result into text, CSV or JSON on a FILE. The service
  * and the CLI use this header; the engine knows nothing of it.
@@ -88,6 +88,16 @@
  *       frames that hold no x. Extension .trr; type application/x-trr.
  *       Errors in xtc and trr name the frame and the byte offset (from 0):
  *       "frame 3, byte 4812: ...". A last frame cut short is an error.
+ * netcdf  An AMBER NetCDF trajectory (Conventions "AMBER"; the classic
+ *       formats CDF-1, CDF-2, CDF-5, not NetCDF-4/HDF5), read with libnetcdf:
+ *       coordinates(frame, atom, spatial) in Angstrom (scale_factor
+ *       honoured), every frame; cell_lengths and cell_angles (degrees), when
+ *       present, give each frame its box (triclinic unless the angles are
+ *       90). Malformed files name the missing variable or dimension, the
+ *       wrong shape, the frame and atom of a non-finite coordinate, or
+ *       libnetcdf's error. Name nc too; extensions .nc .ncdf; type
+ *       application/x-netcdf. Built without libnetcdf (-Dnetcdf=disabled)
+ *       it fails with "histd was built without NetCDF support".
  * gro   GROMACS's GRO, one frame or several (src/io/parse_gro.c): fixed
  *       columns (the coordinates' width from the decimal points, as GROMACS
  *       reads them; velocities ignored), nm; the box line's 3 or 9 numbers
@@ -112,6 +122,7 @@
  *   application/x-dcd                          -> dcd
  *   application/x-xtc                          -> xtc
  *   application/x-trr                          -> trr
+ *   application/x-netcdf                       -> netcdf
  *   application/x-gro                          -> gro
  *   chemical/x-pdb                             -> pdb
  */
@@ -137,14 +148,15 @@ typedef enum histd_format {
   HISTD_FORMAT_DCD,
   HISTD_FORMAT_XTC,
   HISTD_FORMAT_TRR,
+  HISTD_FORMAT_NETCDF,
   HISTD_FORMAT_GRO,
   HISTD_FORMAT_PDB
 } histd_format;
 
-#define HISTD_FORMAT_COUNT 11
+#define HISTD_FORMAT_COUNT 12
 
-/* "json", "csv", "xyz", "f64", "f32", "lammps", "dcd", "xtc", "trr", "gro",
- * "pdb"; "?" for a value out of range. */
+/* "json", "csv", "xyz", "f64", "f32", "lammps", "dcd", "xtc", "trr",
+ * "netcdf", "gro", "pdb"; "?" for a value out of range. */
 const char *histd_format_name(histd_format f);
 
 /* Every format's name, sep between them ("json|csv|..."), and every
@@ -153,14 +165,13 @@ const char *histd_format_name(histd_format f);
 void histd_format_names(char *buf, size_t len, const char *sep);
 void histd_format_types(char *buf, size_t len);
 
-/* The names above (case-insensitive), plus "bin" for f64. HISTD_EINVAL
- * for anything else. */
+/* The names above (case-insensitive), plus "bin" for f64 and "nc" for
+ * netcdf. HISTD_EINVAL for anything else. */
 int histd_format_parse(const char *name, histd_format *out);
 
 /* From the file name's extension: .json .csv .tsv .txt(csv) .xyz .extxyz .f64 .bin
- * .f32 .lammpstrj .dump .lammpsdump .dcd .xtc .trr .gro .pdb
- * .ent (case-insensitive).
- * HISTD_EINVAL when there is none or it is unknown. */
+ * .f32 .lammpstrj .dump .lammpsdump .dcd .xtc .trr .nc .ncdf .gro .pdb .ent
+ * (case-insensitive). HISTD_EINVAL when there is none or it is unknown. */
 int histd_format_from_path(const char *path, histd_format *out);
 
 /* From an HTTP Content-Type (see the table above). HISTD_EINVAL otherwise. */

@@ -44,6 +44,8 @@ typedef struct histd_params {
   bool has_frames;       /* "frames": "START:STOP:STEP" given            */
   histd_slice frames;
   bool per_frame;        /* a frames x bins table beside the sums        */
+  char topology[4096];   /* "": the dataset's own; else whose atoms to take:
+                          * sdh a file, the service a dataset id          */
 } histd_params;
 
 typedef enum histd_value_kind {

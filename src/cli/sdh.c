@@ -45,14 +45,15 @@ static const char usage_head[] =
     "  FILE                  points as .json .csv (.tsv .txt) .xyz (.extxyz), a\n"
     "                        LAMMPS dump (.lammpstrj .dump .lammpsdump), a\n"
     "                        trajectory: DCD (.dcd), GROMACS (.xtc .trr: in nm),\n"
-    "                        GROMACS .gro (nm) or .pdb (.ent: Angstrom), the last\n"
-    "                        two with their atoms' names and residues, or raw\n"
-    "                        little-endian triples .f64 (.bin) / .f32; '-'\n"
-    "                        reads standard input (needs --input-format)\n"
+    "                        AMBER NetCDF (.nc .ncdf), GROMACS .gro (nm) or .pdb\n"
+    "                        (.ent: Angstrom), these two with their atoms' names\n"
+    "                        and residues, or raw little-endian triples .f64\n"
+    "                        (.bin) / .f32; '-' reads standard input (needs\n"
+    "                        --input-format)\n"
     "  --with FILE2          count the pairs of FILE x FILE2 (same formats)\n"
-    "  -i, --input-format F  json, csv, xyz, lammps, dcd, xtc, trr, gro, pdb, f64\n"
-    "                        (or bin), f32: overrides the file's extension (for\n"
-    "                        FILE and FILE2)\n"
+    "  -i, --input-format F  json, csv, xyz, lammps, dcd, xtc, trr, netcdf (or nc),\n"
+    "                        gro, pdb, f64 (or bin), f32: overrides the file's\n"
+    "                        extension (for FILE and FILE2)\n"
     "  --random N            N points uniform in [0, S)^3 instead of a file\n"
     "  --box S               side of the random cube (default 23000)\n"
     "  --seed S              seed of the random points (default 1); the\n"
@@ -393,6 +394,22 @@ int main(int argc, char **argv) {
   if (load(&o, o.file, &ds) != 0 || (o.file_b != NULL && load(&o, o.file_b, &ds_b) != 0)) {
     histd_params_free(&o.params);
     return 1;
+  }
+  if (o.params.topology[0] != '\0') { /* the atoms' names from another file */
+    histd_dataset top;
+    options to = o;
+    to.have_input_format = false; /* the topology's format comes from its name */
+    char msg[512];
+    int rc = load(&to, o.params.topology, &top);
+    if (rc == 0 && (rc = histd_dataset_adopt_topology(&ds, &top, msg, sizeof msg)) != 0)
+      fprintf(stderr, "sdh: --topology %s: %s\n", o.params.topology, msg);
+    histd_dataset_free(&top);
+    if (rc != 0) {
+      histd_params_free(&o.params);
+      histd_dataset_free(&ds);
+      histd_dataset_free(&ds_b);
+      return rc == 1 ? 1 : 2;
+    }
   }
   double parse_ms = histd_now_ms() - t0;
 

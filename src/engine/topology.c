@@ -264,6 +264,30 @@ static int select_topology(const histd_topology *top, const size_t *pick, size_t
   return rc;
 }
 
+int histd_dataset_adopt_topology(histd_dataset *ds, const histd_dataset *from, char *msg,
+                                 size_t msglen) {
+  if (from->top == NULL)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the topology's file names no atoms (give a GRO, PDB, XYZ or a LAMMPS "
+                      "dump with type or element columns)");
+  const size_t atoms = from->top->atoms, frames = histd_dataset_frames(ds);
+  for (size_t f = 0; f < frames; f++) {
+    const size_t n = frames == 1 ? ds->n : ds->frame[f].n;
+    if (n != atoms)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "frame %zu of the trajectory holds %zu atoms and the topology %zu: "
+                        "they must describe the same system", f + 1, n, atoms);
+  }
+  size_t *every = malloc((atoms ? atoms : 1) * sizeof *every);
+  if (every == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu atoms", atoms);
+  for (size_t i = 0; i < atoms; i++)
+    every[i] = i;
+  int rc = select_topology(from->top, every, atoms, ds, msg, msglen);
+  free(every);
+  return rc;
+}
+
 /* The frames a slice keeps: first, how many, every step. */
 static int slice_frames(const histd_dataset *ds, const histd_slice *sl, size_t *first,
                         size_t *count, size_t *step, char *msg, size_t msglen) {

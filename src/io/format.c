@@ -15,7 +15,7 @@
 
 static const char *const format_names[HISTD_FORMAT_COUNT] = {"json", "csv", "xyz", "f64",
                                                               "f32", "lammps", "dcd", "xtc",
-                                                              "trr", "gro", "pdb"};
+                                                              "trr", "netcdf", "gro", "pdb"};
 
 const char *histd_format_name(histd_format f) {
   return (unsigned)f < HISTD_FORMAT_COUNT ? format_names[f] : "?";
@@ -30,9 +30,15 @@ int histd_format_parse(const char *name, histd_format *out) {
       return 0;
     }
   }
-  if (strcasecmp(name, "bin") == 0) {
-    *out = HISTD_FORMAT_F64;
-    return 0;
+  static const struct {
+    const char *name;
+    histd_format f;
+  } aliases[] = {{"bin", HISTD_FORMAT_F64}, {"nc", HISTD_FORMAT_NETCDF}};
+  for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
+    if (strcasecmp(name, aliases[i].name) == 0) {
+      *out = aliases[i].f;
+      return 0;
+    }
   }
   return HISTD_EINVAL;
 }
@@ -49,6 +55,7 @@ int histd_format_from_path(const char *path, histd_format *out) {
       {"lammpstrj", HISTD_FORMAT_LAMMPS}, {"dump", HISTD_FORMAT_LAMMPS},
       {"lammpsdump", HISTD_FORMAT_LAMMPS}, {"dcd", HISTD_FORMAT_DCD},
       {"xtc", HISTD_FORMAT_XTC},          {"trr", HISTD_FORMAT_TRR},
+      {"nc", HISTD_FORMAT_NETCDF},        {"ncdf", HISTD_FORMAT_NETCDF},
       {"gro", HISTD_FORMAT_GRO},          {"pdb", HISTD_FORMAT_PDB},
       {"ent", HISTD_FORMAT_PDB},
   };
@@ -88,6 +95,7 @@ static const struct {
       {"application/x-xtc", HISTD_FORMAT_XTC},
       {"application/x-trr", HISTD_FORMAT_TRR},
       {"application/x-dcd", HISTD_FORMAT_DCD},
+      {"application/x-netcdf", HISTD_FORMAT_NETCDF},
       {"application/x-gro", HISTD_FORMAT_GRO},
       {"chemical/x-pdb", HISTD_FORMAT_PDB},
 };
@@ -163,6 +171,8 @@ int histd_parse(histd_format fmt, const char *buf, size_t len, size_t max_points
     return histd__parse_xtc(buf, len, max_points, out, msg, msglen);
   case HISTD_FORMAT_TRR:
     return histd__parse_trr(buf, len, max_points, out, msg, msglen);
+  case HISTD_FORMAT_NETCDF:
+    return histd__parse_netcdf(buf, len, max_points, out, msg, msglen);
   case HISTD_FORMAT_GRO:
     return histd__parse_gro(buf, len, max_points, out, msg, msglen);
   case HISTD_FORMAT_PDB:

@@ -23,6 +23,10 @@ int histd__parse_lammps(const char *buf, size_t len, size_t max_points,
                         histd_dataset *out, char *msg, size_t msglen);
 int histd__parse_dcd(const char *buf, size_t len, size_t max_points,
                      histd_dataset *out, char *msg, size_t msglen);
+/* AMBER NetCDF through libnetcdf; without it (HISTD_HAVE_NETCDF unset) an
+ * error saying histd was built without NetCDF support. */
+int histd__parse_netcdf(const char *buf, size_t len, size_t max_points,
+                        histd_dataset *out, char *msg, size_t msglen);
 int histd__parse_gro(const char *buf, size_t len, size_t max_points, histd_dataset *out,
                      char *msg, size_t msglen);
 int histd__parse_pdb(const char *buf, size_t len, size_t max_points, histd_dataset *out,

@@ -390,6 +390,22 @@ static void write_frames(FILE *f, const histd_params *p) {
   write_string(f, buf);
 }
 
+static int set_topology(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_STRING, "topology", "a string (a dataset id, or for sdh a file)",
+                msg, msglen);
+  if (rc == 0 && strlen(v->string) >= sizeof p->topology)
+    rc = histd_fail(msg, msglen, HISTD_EINVAL, "topology is longer than %zu characters",
+                    sizeof p->topology - 1);
+  for (const char *c = v->string; rc == 0 && *c; c++)
+    if ((unsigned char)*c < 0x20)
+      rc = histd_fail(msg, msglen, HISTD_EINVAL, "topology holds a control character");
+  if (rc == 0)
+    snprintf(p->topology, sizeof p->topology, "%s", v->string);
+  return rc;
+}
+static bool given_topology(const histd_params *p) { return p->topology[0] != '\0'; }
+static void write_topology(FILE *f, const histd_params *p) { write_string(f, p->topology); }
+
 static int set_per_frame(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
   int rc = want(v, HISTD_VALUE_BOOL, "per_frame", "true or false", msg, msglen);
   if (rc == 0)
@@ -427,6 +443,9 @@ static const histd_param table[] = {
     ROW(frames, "frames", 0, STRING,
         "START:STOP:STEP: the frames of a trajectory to count (from 0; each part optional)"),
     ROW(per_frame, "per-frame", 0, BOOL, "also a frames x bins table of counts (and g(r))"),
+    ROW(topology, "topology", 0, STRING,
+        "the atoms' names for a trajectory without them: a GRO or PDB of the same system (the "
+        "API: its dataset id; sdh: its file)"),
     {"kernel", "kernel", 'k', HISTD_PARAM_STRING, "a kernel from the list (default auto)",
      set_kernel, given_always, write_kernel},
     ROW(block_size, "block-size", 0, COUNT, "GPU threads per block, a multiple of 32, 32..1024"),

@@ -340,8 +340,22 @@ static void run_one(worker *w, job *j) {
     histd_problem prob;
     histd_operands ops;
     double *edges = NULL;
-    rc = histd_params_operands(&j->rec.params, loaded_dataset_points(d),
-                               d_b ? loaded_dataset_points(d_b) : NULL, &ops, msg, sizeof msg);
+    /* topology: a view of A with another dataset's atoms (the loaded one is shared) */
+    histd_dataset named = *loaded_dataset_points(d);
+    named.top = NULL;
+    named.borrowed = true;
+    const histd_dataset *a = loaded_dataset_points(d);
+    if (j->rec.params.topology[0] != '\0') {
+      loaded_dataset *dt = NULL;
+      rc = dataset_acquire(svc->cache, j->rec.params.topology, &dt, msg, sizeof msg);
+      if (rc == 0)
+        rc = histd_dataset_adopt_topology(&named, loaded_dataset_points(dt), msg, sizeof msg);
+      dataset_release(svc->cache, dt);
+      a = &named;
+    }
+    if (rc == 0)
+      rc = histd_params_operands(&j->rec.params, a, d_b ? loaded_dataset_points(d_b) : NULL,
+                                 &ops, msg, sizeof msg);
     if (rc == 0) {
       rc = histd_params_problem(&j->rec.params, ops.a, ops.b, &prob, &edges, msg, sizeof msg);
       if (rc == 0)
@@ -352,6 +366,7 @@ static void run_one(worker *w, job *j) {
       }
       histd_operands_free(&ops);
     }
+    histd_topology_free(named.top);
     free(edges);
   }
   dataset_release(svc->cache, d_b);

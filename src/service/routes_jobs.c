@@ -333,6 +333,27 @@ static void create_job(void *arg) {
     pthread_rwlock_unlock(&svc->datasets_lock);
     return;
   }
+  dataset_meta mt; /* topology: the atoms of the dataset are another's */
+  if (j->params.topology[0] != '\0') {
+    if (!job_dataset(c, "topology", j->params.topology, &mt)) {
+      pthread_rwlock_unlock(&svc->datasets_lock);
+      return;
+    }
+    const size_t atoms = mt.topology ? mt.n / mt.frames : 0;
+    if (mt.topology == 0 || m.n != atoms * m.frames) {
+      pthread_rwlock_unlock(&svc->datasets_lock);
+      c->status = 422;
+      if (mt.topology == 0)
+        snprintf(c->msg, sizeof c->msg, "the topology dataset %.16s... names no atoms (upload a "
+                 "GRO, PDB, XYZ or a LAMMPS dump with type or element columns)", mt.id);
+      else
+        snprintf(c->msg, sizeof c->msg, "the dataset has %zu points in %zu frames, and its "
+                 "topology %zu atoms a frame: they must describe the same system", m.n,
+                 m.frames, atoms);
+      return;
+    }
+    m.topology = mt.topology; /* what the run's selections will find */
+  }
   j->n = m.n;
   j->n_b = cross ? mb.n : j->params.select_b[0] ? m.n : 0; /* the run tells the selections' */
   /* the problem's shape: validated, and equal-width bins counted now, so

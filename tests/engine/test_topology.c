@@ -458,6 +458,43 @@ static void test_frames(void) {
   histd_dataset_free(&ds);
 }
 
+/* A trajectory without names takes another file's: the same selections as
+ * the named set; counts that differ are refused. */
+static void test_adopt(void) {
+  histd_dataset named = make_set(60, 3, 9), bare = make_set(60, 3, 9), sa, sb;
+  for (size_t i = 0; i < named.n; i++) { /* the same points, no names */
+    bare.x[i] = named.x[i];
+    bare.y[i] = named.y[i];
+    bare.z[i] = named.z[i];
+  }
+  histd_topology_free(bare.top);
+  bare.top = NULL;
+  char msg[256] = "";
+  CHECK(histd_dataset_select(&bare, "type:2", NULL, &sa, msg, sizeof msg) != 0,
+        "no names, no type selection");
+  CHECK(histd_dataset_adopt_topology(&bare, &named, msg, sizeof msg) == 0, "adopt: %s", msg);
+  CHECK(histd_dataset_select(&bare, "type:2", NULL, &sa, msg, sizeof msg) == 0 &&
+            histd_dataset_select(&named, "type:2", NULL, &sb, msg, sizeof msg) == 0,
+        "select after adopting: %s", msg);
+  CHECK(sa.n == sb.n && memcmp(sa.x, sb.x, sa.n * sizeof *sa.x) == 0 &&
+            memcmp(sa.top->mol, sb.top->mol, sa.top->atoms * sizeof *sa.top->mol) == 0,
+        "the adopted names select the same atoms");
+  histd_dataset_free(&sa);
+  histd_dataset_free(&sb);
+  histd_dataset small = make_set(59, 1, 9);
+  CHECK(histd_dataset_adopt_topology(&bare, &small, msg, sizeof msg) != 0 &&
+            strstr(msg, "same system") != NULL,
+        "59 atoms cannot name 60: %s", msg);
+  histd_topology_free(small.top);
+  small.top = NULL;
+  CHECK(histd_dataset_adopt_topology(&bare, &small, msg, sizeof msg) != 0 &&
+            strstr(msg, "names no atoms") != NULL,
+        "a file without names: %s", msg);
+  histd_dataset_free(&small);
+  histd_dataset_free(&named);
+  histd_dataset_free(&bare);
+}
+
 static void test_errors(void) {
   histd_dataset ds = make_set(40, 1, 8);
   histd_dataset_alloc_weights(&ds, NULL, 0);
@@ -512,6 +549,7 @@ int main(void) {
   test_exclusions();
   test_within();
   test_frames();
+  test_adopt();
   test_errors();
   return check_finish("test_topology");
 }

@@ -626,13 +626,14 @@ static void test_equivalence(void) {
 static void test_formats(void) {
   histd_format f;
   static const char *const names[] = {"json", "csv", "xyz", "f64", "f32", "lammps", "dcd", "xtc",
-                                      "trr", "gro", "pdb"};
+                                      "trr", "netcdf", "gro", "pdb"};
   for (int i = 0; i < HISTD_FORMAT_COUNT; i++) {
     CHECK(strcmp(histd_format_name((histd_format)i), names[i]) == 0, "name %d", i);
     CHECK(histd_format_parse(names[i], &f) == 0 && f == (histd_format)i, "parse %s", names[i]);
   }
   CHECK(strcmp(histd_format_name((histd_format)99), "?") == 0, "name out of range");
   CHECK(histd_format_parse("bin", &f) == 0 && f == HISTD_FORMAT_F64, "bin");
+  CHECK(histd_format_parse("NC", &f) == 0 && f == HISTD_FORMAT_NETCDF, "nc");
   CHECK(histd_format_parse("JSON", &f) == 0 && f == HISTD_FORMAT_JSON, "JSON");
   CHECK(histd_format_parse("xml", &f) == HISTD_EINVAL, "xml");
   CHECK(histd_format_parse(NULL, &f) == HISTD_EINVAL, "NULL name");
@@ -647,6 +648,7 @@ static void test_formats(void) {
                {"run.dcd", HISTD_FORMAT_DCD}, {"d/RUN.DCD", HISTD_FORMAT_DCD},
                {"t.lammpstrj", HISTD_FORMAT_LAMMPS},
                {"run/traj.XTC", HISTD_FORMAT_XTC}, {"md.trr", HISTD_FORMAT_TRR},
+               {"t.nc", HISTD_FORMAT_NETCDF}, {"t.NCDF", HISTD_FORMAT_NETCDF},
                {"noext", -1},                 {".json", -1},
                {"a.json/b", -1},              {"a.dat", -1},
                {"a.", -1}};
@@ -678,6 +680,7 @@ static void test_formats(void) {
              {"Application/X-DCD; charset=binary", HISTD_FORMAT_DCD},
              {"application/x-xtc", HISTD_FORMAT_XTC},
              {"Application/X-TRR", HISTD_FORMAT_TRR},
+             {"application/x-netcdf", HISTD_FORMAT_NETCDF},
              {"application/xml", -1},
              {"+json", -1},
              {"", -1},

@@ -23,6 +23,7 @@ usage: test_atoms.py HISTD_EXE OPENAPI_YAML
 import math
 import os
 import random
+import struct
 import sys
 import tempfile
 import shutil
@@ -96,6 +97,19 @@ def definition(frames, r_max, buckets):
     return counts, over, total, excluded
 
 
+def per_bin_excluded(rows, r_max, buckets):
+    """The O-H pairs within a molecule, by bin (what exclusion leaves out)."""
+    width = r_max / buckets
+    out = [0] * buckets
+    for a in rows:
+        for b in rows:
+            if a[3] == "O" and b[3] == "H" and a[1] == b[1]:
+                k = math.floor(contract_d(a[4:], b[4:]) / width)
+                if k < buckets:
+                    out[k] += 1
+    return out
+
+
 def check_result(doc, frames, r_max, buckets):
     counts, over, total, excluded = definition(frames, r_max, buckets)
     n_o = sum(1 for r in frames[0] if r[3] == "O")
@@ -161,6 +175,30 @@ def test_atoms(exe):
             s, _, res2 = d.json("GET", "/v1/jobs/%s/result" % job2["id"])
             check_per_frame(res2, frames[1:], r_max, buckets)
 
+            # a trajectory without names takes another dataset's: the same
+            # frames as raw float64 (one frame), named by an XYZ of frame 0
+            rows = sorted(frames[0], key=lambda r: r[0])  # by id, as the dump's are
+            raw = b"".join(struct.pack("<3d", r[4], r[5], r[6]) for r in rows)  # x y z triples
+            s, _, bare = d.json("POST", "/v1/datasets?format=f64", raw,
+                                {"Content-Type": "application/x-float64"})
+            xyz = "%d\nnames\n" % len(rows) + "".join("%s %r %r %r\n" % (r[3], r[4], r[5], r[6])
+                                                     for r in rows)
+            s2, _, names = d.json("POST", "/v1/datasets", xyz, {"Content-Type": "chemical/x-xyz"})
+            check(s in (200, 201) and s2 in (200, 201), (s, bare, s2, names))
+            job3 = d.submit(bare["id"], r_max=r_max, buckets=buckets, topology=names["id"],
+                            select_a="element:O", select_b="element:H", box=list(L))
+            check(d.wait_job(job3["id"])["status"] == "succeeded", job3)
+            s, _, res3 = d.json("GET", "/v1/jobs/%s/result" % job3["id"])
+            counts, over, total, excluded = definition([frames[0]], r_max, buckets)
+            check(res3["counts"] == [c + e for c, e in zip(counts, per_bin_excluded(frames[0], r_max, buckets))],
+                  ("the names of another dataset", res3["counts"]))
+            s, _, four = d.json("POST", "/v1/datasets", "4\n\nO 0 0 0\nH 1 0 0\nH 0 1 0\nO 5 5 5\n",
+                                {"Content-Type": "chemical/x-xyz"})
+            for topo, says in [(four["id"], "same system"), (bare["id"], "names no atoms")]:
+                s, _, doc = d.json("POST", "/v1/jobs", {"dataset": bare["id"], "r_max": 1,
+                                                        "buckets": 2, "topology": topo})
+                check(s == 422 and says in doc["detail"], (s, doc))
+
             # the refusals: 4xx, a sentence, no job
             plain = d.upload([(0.0, 0.0, 0.0), (1.0, 1.0, 1.0), (2.0, 0.5, 0.0)], "json")
             for body, says in [
@@ -208,7 +246,7 @@ def job_id_of(d, select_a):
     s, _, doc = d.json("GET", "/v1/jobs")
     for j in doc["jobs"]:
         if (j["params"].get("select_a") == select_a and "frames" not in j["params"] and
-                j["status"] == "succeeded"):
+                "topology" not in j["params"] and j["status"] == "succeeded"):
             return j["id"]
     raise AssertionError("no job selected %s: %s" % (select_a, doc))
 

@@ -20,6 +20,7 @@ FORMATS = {
     ".f32": "f32", ".lammpstrj": "lammps", ".dump": "lammps", ".lammpsdump": "lammps",
     ".dcd": "dcd",
     ".xtc": "xtc", ".trr": "trr",
+    ".nc": "netcdf", ".ncdf": "netcdf",
     ".gro": "gro", ".pdb": "pdb", ".ent": "pdb",
 }
 
