@@ -30,6 +30,9 @@
     tsv: ['csv', 'text/tab-separated-values'],
     txt: ['csv', 'text/plain'],
     xyz: ['xyz', 'chemical/x-xyz'],
+    gro: ['gro', 'application/x-gro'],
+    pdb: ['pdb', 'chemical/x-pdb'],
+    ent: ['pdb', 'chemical/x-pdb'],
     extxyz: ['xyz', 'chemical/x-xyz'],
     lammpstrj: ['lammps', 'text/x-lammps-dump'],
     dump: ['lammps', 'text/x-lammps-dump'],
@@ -47,6 +50,7 @@
     json: 'application/json', csv: 'text/csv', xyz: 'chemical/x-xyz',
     lammps: 'text/x-lammps-dump', dcd: 'application/x-dcd', xtc: 'application/x-xtc',
     trr: 'application/x-trr', netcdf: 'application/x-netcdf',
+    gro: 'application/x-gro', pdb: 'chemical/x-pdb',
     f64: 'application/octet-stream', f32: 'application/x-float32',
   };
   const DONE = new Set(['succeeded', 'failed', 'cancelled']);

@@ -1,7 +1,7 @@
 /*
  * io.h -- the io layer of histd: point-set parsers and histogram writers.
  *
- * Parsers turn a whole buffer (or file) in one of ten formats into a new
+ * Parsers turn a whole buffer (or file) in one of twelve formats into a new
  * dataset (histd.h), allocated with histd_dataset_alloc and finished (bounds
  * set). Writers turn a result into text, CSV or JSON on a FILE. The service
  * and the CLI use this header; the engine knows nothing of it.
@@ -98,6 +98,16 @@
  *       libnetcdf's error. Name nc too; extensions .nc .ncdf; type
  *       application/x-netcdf. Built without libnetcdf (-Dnetcdf=disabled)
  *       it fails with "histd was built without NetCDF support".
+ * gro   GROMACS's GRO, one frame or several (src/io/parse_gro.c): fixed
+ *       columns (the coordinates' width from the decimal points, as GROMACS
+ *       reads them; velocities ignored), nm; the box line's 3 or 9 numbers
+ *       give each frame its box. Atom names, residues, a molecule a residue
+ *       and elements guessed from the names make the topology; every frame
+ *       must list the same atoms. Extension .gro; type application/x-gro.
+ * pdb   PDB ATOM/HETATM records, frames as MODEL ... ENDMDL (or END), boxes
+ *       from CRYST1, Angstrom (src/io/parse_pdb.c); the topology as for gro,
+ *       elements from columns 77-78 when given. Extensions .pdb .ent; type
+ *       chemical/x-pdb.
  *
  * Content types (histd_format_from_content_type, case-insensitive,
  * parameters such as "; charset=utf-8" ignored):
@@ -113,6 +123,8 @@
  *   application/x-xtc                          -> xtc
  *   application/x-trr                          -> trr
  *   application/x-netcdf                       -> netcdf
+ *   application/x-gro                          -> gro
+ *   chemical/x-pdb                             -> pdb
  */
 #ifndef HISTD_IO_H
 #define HISTD_IO_H
@@ -136,13 +148,15 @@ typedef enum histd_format {
   HISTD_FORMAT_DCD,
   HISTD_FORMAT_XTC,
   HISTD_FORMAT_TRR,
-  HISTD_FORMAT_NETCDF
+  HISTD_FORMAT_NETCDF,
+  HISTD_FORMAT_GRO,
+  HISTD_FORMAT_PDB
 } histd_format;
 
-#define HISTD_FORMAT_COUNT 10
+#define HISTD_FORMAT_COUNT 12
 
 /* "json", "csv", "xyz", "f64", "f32", "lammps", "dcd", "xtc", "trr",
- * "netcdf"; "?" for a value out of range. */
+ * "netcdf", "gro", "pdb"; "?" for a value out of range. */
 const char *histd_format_name(histd_format f);
 
 /* Every format's name, sep between them ("json|csv|..."), and every
@@ -156,7 +170,7 @@ void histd_format_types(char *buf, size_t len);
 int histd_format_parse(const char *name, histd_format *out);
 
 /* From the file name's extension: .json .csv .tsv .txt(csv) .xyz .extxyz .f64 .bin
- * .f32 .lammpstrj .dump .lammpsdump .dcd .xtc .trr .nc .ncdf
+ * .f32 .lammpstrj .dump .lammpsdump .dcd .xtc .trr .nc .ncdf .gro .pdb .ent
  * (case-insensitive). HISTD_EINVAL when there is none or it is unknown. */
 int histd_format_from_path(const char *path, histd_format *out);
 

@@ -7,6 +7,7 @@
  *     sdh --random 100000 --width 500 --seed 7 --format json
  *     sdh snapshot.xyz --periodic 20 --r-max 10 --buckets 200   (g(r))
  *     sdh run.dcd --r-max 10 --buckets 200        (g(r) in each frame's box)
+ *     sdh water.gro --select-a name:OW --r-max 0.8 --buckets 80  (O-O g(r))
  *     sdh galaxies.csv --with randoms.csv --log-bins 0.1,100,80 --weighted
  *     sdh --list-kernels
  *
@@ -44,13 +45,15 @@ static const char usage_head[] =
     "  FILE                  points as .json .csv (.tsv .txt) .xyz (.extxyz), a\n"
     "                        LAMMPS dump (.lammpstrj .dump .lammpsdump), a\n"
     "                        trajectory: DCD (.dcd), GROMACS (.xtc .trr: in nm),\n"
-    "                        AMBER NetCDF (.nc .ncdf), or raw little-endian\n"
-    "                        triples .f64 (.bin) / .f32; '-' reads standard input\n"
-    "                        (needs --input-format)\n"
+    "                        AMBER NetCDF (.nc .ncdf), GROMACS .gro (nm) or .pdb\n"
+    "                        (.ent: Angstrom), these two with their atoms' names\n"
+    "                        and residues, or raw little-endian triples .f64\n"
+    "                        (.bin) / .f32; '-' reads standard input (needs\n"
+    "                        --input-format)\n"
     "  --with FILE2          count the pairs of FILE x FILE2 (same formats)\n"
     "  -i, --input-format F  json, csv, xyz, lammps, dcd, xtc, trr, netcdf (or nc),\n"
-    "                        f64 (or bin), f32: overrides the file's extension (for\n"
-    "                        FILE and FILE2)\n"
+    "                        gro, pdb, f64 (or bin), f32: overrides the file's\n"
+    "                        extension (for FILE and FILE2)\n"
     "  --random N            N points uniform in [0, S)^3 instead of a file\n"
     "  --box S               side of the random cube (default 23000)\n"
     "  --seed S              seed of the random points (default 1); the\n"

@@ -15,7 +15,7 @@
 
 static const char *const format_names[HISTD_FORMAT_COUNT] = {"json", "csv", "xyz", "f64",
                                                               "f32", "lammps", "dcd", "xtc",
-                                                              "trr", "netcdf"};
+                                                              "trr", "netcdf", "gro", "pdb"};
 
 const char *histd_format_name(histd_format f) {
   return (unsigned)f < HISTD_FORMAT_COUNT ? format_names[f] : "?";
@@ -56,6 +56,8 @@ int histd_format_from_path(const char *path, histd_format *out) {
       {"lammpsdump", HISTD_FORMAT_LAMMPS}, {"dcd", HISTD_FORMAT_DCD},
       {"xtc", HISTD_FORMAT_XTC},          {"trr", HISTD_FORMAT_TRR},
       {"nc", HISTD_FORMAT_NETCDF},        {"ncdf", HISTD_FORMAT_NETCDF},
+      {"gro", HISTD_FORMAT_GRO},          {"pdb", HISTD_FORMAT_PDB},
+      {"ent", HISTD_FORMAT_PDB},
   };
   if (path == NULL)
     return HISTD_EINVAL;
@@ -94,6 +96,8 @@ static const struct {
       {"application/x-trr", HISTD_FORMAT_TRR},
       {"application/x-dcd", HISTD_FORMAT_DCD},
       {"application/x-netcdf", HISTD_FORMAT_NETCDF},
+      {"application/x-gro", HISTD_FORMAT_GRO},
+      {"chemical/x-pdb", HISTD_FORMAT_PDB},
 };
 
 void histd_format_names(char *buf, size_t len, const char *sep) {
@@ -169,6 +173,10 @@ int histd_parse(histd_format fmt, const char *buf, size_t len, size_t max_points
     return histd__parse_trr(buf, len, max_points, out, msg, msglen);
   case HISTD_FORMAT_NETCDF:
     return histd__parse_netcdf(buf, len, max_points, out, msg, msglen);
+  case HISTD_FORMAT_GRO:
+    return histd__parse_gro(buf, len, max_points, out, msg, msglen);
+  case HISTD_FORMAT_PDB:
+    return histd__parse_pdb(buf, len, max_points, out, msg, msglen);
   }
   return histd_fail(msg, msglen, HISTD_EINVAL, "unknown input format %d", (int)fmt);
 }

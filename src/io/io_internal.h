@@ -27,6 +27,10 @@ int histd__parse_dcd(const char *buf, size_t len, size_t max_points,
  * error saying histd was built without NetCDF support. */
 int histd__parse_netcdf(const char *buf, size_t len, size_t max_points,
                         histd_dataset *out, char *msg, size_t msglen);
+int histd__parse_gro(const char *buf, size_t len, size_t max_points, histd_dataset *out,
+                     char *msg, size_t msglen);
+int histd__parse_pdb(const char *buf, size_t len, size_t max_points, histd_dataset *out,
+                     char *msg, size_t msglen);
 int histd__parse_raw(const char *buf, size_t len, bool f32, size_t max_points,
                      histd_dataset *out, char *msg, size_t msglen);
 int histd__parse_xtc(const char *buf, size_t len, size_t max_points, histd_dataset *out,
@@ -110,15 +114,17 @@ size_t histd__skip_bom(const char *buf, size_t len);
 
 static inline bool histd__is_blank(char c) { return c == ' ' || c == '\t'; }
 
-/* Line-by-line reading for the line formats (xyz, lammps): the next line
- * without its newline, trailing CR and surrounding blanks; `no` counts the
- * lines returned. */
+/* Line-by-line reading for the line formats (xyz, lammps, gro, pdb): the
+ * next line without its newline and a CR before it (histd__raw_line: its
+ * blanks kept, so columns count from its first byte), or without its
+ * surrounding blanks too (histd__next_line); `no` counts the lines
+ * returned. */
 typedef struct histd__lines {
   const char *p, *end;
   size_t no;
 } histd__lines;
 
-static inline bool histd__next_line(histd__lines *l, const char **ls, const char **le) {
+static inline bool histd__raw_line(histd__lines *l, const char **ls, const char **le) {
   if (l->p >= l->end)
     return false;
   const char *s = l->p, *e = (const char *)memchr(s, '\n', (size_t)(l->end - s));
@@ -127,13 +133,22 @@ static inline bool histd__next_line(histd__lines *l, const char **ls, const char
     e = l->end;
   if (e > s && e[-1] == '\r')
     e--;
+  *ls = s;
+  *le = e;
+  l->no++;
+  return true;
+}
+
+static inline bool histd__next_line(histd__lines *l, const char **ls, const char **le) {
+  if (!histd__raw_line(l, ls, le))
+    return false;
+  const char *s = *ls, *e = *le;
   while (s < e && histd__is_blank(*s))
     s++;
   while (e > s && histd__is_blank(e[-1]))
     e--;
   *ls = s;
   *le = e;
-  l->no++;
   return true;
 }
 

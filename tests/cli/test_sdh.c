@@ -469,7 +469,7 @@ static void test_errors(void) {
   expect_exit(2, "unknown option '-Q'", csv, "-Q", NULL, NULL, NULL, NULL);
   expect_exit(2, "--kernel: unknown kernel \"warp-drive\"", csv, "-w", "1", "--kernel", "warp-drive", NULL);
   expect_exit(2, "--format must be text, json, csv or npz", csv, "-w", "1", "--format", "xml", NULL);
-  expect_exit(2, "--input-format must be", csv, "-w", "1", "--input-format", "pdb", NULL);
+  expect_exit(2, "--input-format must be", csv, "-w", "1", "--input-format", "mol2", NULL);
   expect_exit(2, "--precision: precision must be \"exact\" or \"fast\"", csv, "-w", "1", "--precision", "close", NULL);
   expect_exit(2, "block_size must be a multiple of 32", csv, "-w", "1", "--block-size", "100",
               NULL);

@@ -626,7 +626,7 @@ static void test_equivalence(void) {
 static void test_formats(void) {
   histd_format f;
   static const char *const names[] = {"json", "csv", "xyz", "f64", "f32", "lammps", "dcd", "xtc",
-                                      "trr", "netcdf"};
+                                      "trr", "netcdf", "gro", "pdb"};
   for (int i = 0; i < HISTD_FORMAT_COUNT; i++) {
     CHECK(strcmp(histd_format_name((histd_format)i), names[i]) == 0, "name %d", i);
     CHECK(histd_format_parse(names[i], &f) == 0 && f == (histd_format)i, "parse %s", names[i]);

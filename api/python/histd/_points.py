@@ -21,6 +21,7 @@ FORMATS = {
     ".dcd": "dcd",
     ".xtc": "xtc", ".trr": "trr",
     ".nc": "netcdf", ".ncdf": "netcdf",
+    ".gro": "gro", ".pdb": "pdb", ".ent": "pdb",
 }
 
 

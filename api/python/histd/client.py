@@ -238,10 +238,11 @@ class Client:
                name: Optional[str] = None) -> Dataset:
         """Uploads a point set: a file path (streamed, of any size; its
         format from its extension unless `format` names one of json, csv,
-        xyz, f64, f32, lammps, dcd, xtc, trr, netcdf), or points: an (N, 3) array or list of
-        triples, or an object with ``.positions`` (an MDAnalysis AtomGroup or
-        Universe, an ASE Atoms), sent as float64. An object's box
-        (``.dimensions`` or ``.cell``) is kept on the Dataset for rdf()."""
+        xyz, f64, f32, lammps, dcd, xtc, trr, netcdf, gro, pdb), or points: an
+        (N, 3) array or list of triples, or an object with ``.positions`` (an
+        MDAnalysis AtomGroup or Universe, an ASE Atoms), sent as float64. An
+        object's box (``.dimensions`` or ``.cell``) is kept on the Dataset for
+        rdf()."""
         query = {}
         if name is not None:
             query["name"] = name
