@@ -2,7 +2,7 @@
  * bench_parse.c -- parse throughput and peak memory of every input format.
  *
  *     ninja -C build bench/bench_parse && build/bench/bench_parse [N] [runs]
- *     build/bench/bench_parse --xtc FILE [runs]
+ *     build/bench/bench_parse --file FORMAT FILE [runs]   (--xtc FILE: --file xtc FILE)
  *
  * N points (default 1,000,000) uniform in [0, 23000)^3 are written in each
  * format, numbers with 17 significant digits (what a program dumping doubles
@@ -15,10 +15,11 @@
  * the kernel cannot reset that mark) as a multiple of the float64 payload
  * (24 bytes a point).
  *
- * --xtc FILE: the same measures for a GROMACS XTC trajectory (a real file:
- * bench/bench_xtc_mda.py writes one with MDAnalysis and times MDAnalysis
- * reading it in the same run), plus frames/s; the last line is
- * "xtc: MB/s frames/s Mpoints/s" for the script to read.
+ * --file FORMAT FILE: the same measures for a real file of any format (a
+ * trajectory: bench/bench_xtc_mda.py and bench/bench_formats.py write them
+ * with MDAnalysis and time MDAnalysis reading them in the same run), plus
+ * frames/s; the last line is "FORMAT: MB/s frames/s Mpoints/s" for the
+ * scripts to read.
  */
 #include <malloc.h>
 #include <stdbool.h>
@@ -173,9 +174,9 @@ static bool measure(const input *in, int runs, double *ms, double *cms, double *
   return ok;
 }
 
-/* --xtc FILE [runs]: a real trajectory, read whole into memory first. */
-static int bench_xtc(const char *path, int runs) {
-  input in = {"xtc", HISTD_FORMAT_XTC, NULL, 0};
+/* --file FORMAT FILE [runs]: a real file, read whole into memory first. */
+static int bench_file(histd_format fmt, const char *path, int runs) {
+  input in = {histd_format_name(fmt), fmt, NULL, 0};
   FILE *f = fopen(path, "rb");
   if (f == NULL || fseek(f, 0, SEEK_END) != 0) {
     fprintf(stderr, "bench_parse: cannot read %s\n", path);
@@ -194,8 +195,8 @@ static int bench_xtc(const char *path, int runs) {
   if (!measure(&in, runs, &ms, &cms, all, &n, &frames))
     return 1;
   double peak = peak_bytes(&in), payload = 24.0 * (double)n;
-  printf("# bench_parse --xtc %s: %zu frames, %zu points, median of %d runs, payload %.1f MB "
-         "(float64)\n", path, frames, n, runs, payload / 1e6);
+  printf("# bench_parse --file %s %s: %zu frames, %zu points, median of %d runs, payload %.1f "
+         "MB (float64)\n", in.name, path, frames, n, runs, payload / 1e6);
   printf("%-12s %10s %10s %10s %10s %12s %12s\n", "format", "input MB", "MB/s", "frames/s",
          "Mpoints/s", "MB/cpu-s", "peak/payload");
   printf("%-12s %10.1f %10.0f %10.0f %10.2f %12.0f %12.2f\n", in.name, (double)in.len / 1e6,
@@ -204,8 +205,8 @@ static int bench_xtc(const char *path, int runs) {
   printf("# wall ms of each run, sorted (a fresh process's first run faults its dataset in):");
   for (int r = 0; r < runs; r++)
     printf(" %.1f", all[r]);
-  printf("\nxtc: %.1f %.1f %.3f\n", (double)in.len / 1e3 / ms, (double)frames * 1e3 / ms,
-         (double)n / 1e3 / ms);
+  printf("\n%s: %.1f %.1f %.3f\n", in.name, (double)in.len / 1e3 / ms,
+         (double)frames * 1e3 / ms, (double)n / 1e3 / ms);
   free(all);
   free(in.buf);
   return 0;
@@ -222,12 +223,21 @@ int main(int argc, char **argv) {
       fprintf(stderr, "usage: bench_parse --xtc FILE [runs]\n");
       return 2;
     }
-    return bench_xtc(argv[2], runs);
+    return bench_file(HISTD_FORMAT_XTC, argv[2], runs);
+  }
+  if (argc > 3 && strcmp(argv[1], "--file") == 0) {
+    histd_format fmt;
+    int runs = argc > 4 ? atoi(argv[4]) : 5;
+    if (histd_format_parse(argv[2], &fmt) != 0 || runs < 1) {
+      fprintf(stderr, "usage: bench_parse --file FORMAT FILE [runs]\n");
+      return 2;
+    }
+    return bench_file(fmt, argv[3], runs);
   }
   size_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
   int runs = argc > 2 ? atoi(argv[2]) : 5;
   if (n == 0 || runs < 1) {
-    fprintf(stderr, "usage: bench_parse [N] [runs] | --xtc FILE [runs]\n");
+    fprintf(stderr, "usage: bench_parse [N] [runs] | --file FORMAT FILE [runs]\n");
     return 2;
   }
   double *p = malloc(3 * n * sizeof *p);

@@ -81,13 +81,6 @@ static double load_f64(const reader *r, size_t at) {
   return d;
 }
 
-static double load_f32(const reader *r, size_t at) {
-  uint32_t u = (uint32_t)load(r, at, 4);
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return (double)f;
-}
-
 /* "frame 3, byte 1234" or, in the header, "byte 1234". */
 static const char *where(const reader *r, size_t at, char *buf, size_t buflen) {
   if (r->frame > 0)
@@ -301,10 +294,23 @@ static int frame(reader *r, const header *h, size_t max_points, histd_dataset *d
     return rc;
   if ((rc = histd__ds_grow(ds, cap, *used + n, NULL, r->msg, r->msglen)) != 0)
     return rc;
+  /* the coordinates: whole words, swapped when the file's byte order is not
+   * the host's (a byte-at-a-time assembly was most of a parse) */
+  const uint16_t probe = 1;
+  unsigned char host_little;
+  memcpy(&host_little, &probe, 1);
+  const bool swap = r->big == (host_little == 1);
   for (int a = 0; a < 3; a++) {
     double *dst = ds->x + (size_t)a * *cap + *used;
+    const unsigned char *src = r->b + xyz[a];
     for (size_t i = 0; i < n; i++) {
-      double v = load_f32(r, xyz[a] + 4 * i);
+      uint32_t u;
+      memcpy(&u, src + 4 * i, 4);
+      if (swap)
+        u = __builtin_bswap32(u);
+      float f;
+      memcpy(&f, &u, 4);
+      double v = f;
       if (!isfinite(v))
         return histd_fail(r->msg, r->msglen, HISTD_EPARSE,
                           "%s: atom %zu's %s is not a finite number (%g)",
@@ -328,8 +334,17 @@ int histd__parse_dcd(const char *buf, size_t len, size_t max_points, histd_datas
   histd_dataset ds;
   histd__frames frames = {0, 0, NULL, NULL};
   size_t cap = 0, used = 0;
-  if ((rc = histd__ds_reserve(&ds, 0, msg, msglen)) != 0)
+  /* every frame has the same records: reserve the frames the rest of the
+   * file can hold at once (growing frame by frame spent most of a big
+   * parse copying y and z up); the file's length bounds it, whatever the
+   * header says */
+  const size_t per_frame = (h.cell ? 48 + 2 * r.mk : 0) + 3 * (4 * h.natom + 2 * r.mk);
+  size_t fit = per_frame > 0 ? (r.len - r.pos) / per_frame * h.natom : 0;
+  if (max_points != 0 && fit > max_points)
+    fit = max_points;
+  if ((rc = histd__ds_reserve(&ds, fit, msg, msglen)) != 0)
     return rc;
+  cap = fit;
   while (r.pos < r.len)
     if ((rc = frame(&r, &h, max_points, &ds, &cap, &used, &frames)) != 0) {
       histd__frames_free(&frames);
