@@ -2,13 +2,16 @@
 # gpu-prebuilt.sh -- the GPU tests and bench_gpu from executables built
 # beforehand on the development machine (same x86-64, CUDA 13.0), so that
 # a lent GPU's time goes to running, not to nvcc.
-#   here:     ninja -C build && bash bench/gpu-prebuilt.sh pack
-#             (stripped copies and libcudart into build-bin/, git-ignored)
+#   here:     meson setup build -Dcuda=enabled -Dservice=disabled -Dnetcdf=disabled
+#             ninja -C build && bash bench/gpu-prebuilt.sh pack
+#             (stripped copies and libcudart into build-bin/, git-ignored;
+#             no libnetcdf: the lent machine has none, and no GPU test reads NetCDF)
 #   on a GPU: BENCH_ARGS=grid bash bench/gpu-prebuilt.sh
 #             (the run tool with carry ["build-bin"]; logs under $OUT)
 # TESTS names the test executables to run (default: test_grid_gpu test_gpu
 # test_stats; test_stats is the unit suite's statistics test, which runs
-# "grid" on the GPU when there is one). The last lines are a short table.
+# "grid" on the GPU when there is one; test_topology, packed too, runs the
+# exclusions through the GPU's auto and grid). The last lines are a short table.
 # The folder is self-contained (this script is copied into it): where the
 # run tool sends another checkout than this one (a helper's worktree: it
 # sends the session's own), pack into an ignored folder of that checkout,
