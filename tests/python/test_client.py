@@ -263,10 +263,62 @@ def test_ctrl_c(c, d):
     print("ctrl-c: SIGINT in wait() cancelled job %s on the daemon" % job_id[:8])
 
 
+def test_trajectory(c):
+    """A LAMMPS dump of waters through the client: selections, exclusions,
+    frames and the per-frame table, checked against a brute force here."""
+    import math
+    import random
+    rng = random.Random(9)
+    L = 10.0
+    frames = []
+    for _ in range(2):
+        rows = []
+        for m in range(20):
+            o = [rng.uniform(0, L) for _ in range(3)]
+            rows.append((3 * m + 1, m + 1, 1, o))
+            for k in range(2):
+                rows.append((3 * m + 2 + k, m + 1, 2, [x + rng.uniform(-0.5, 0.5) for x in o]))
+        frames.append(rows)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "water.lammpstrj")
+        with open(path, "w") as f:
+            for t, rows in enumerate(frames):
+                f.write("ITEM: TIMESTEP\n%d\nITEM: NUMBER OF ATOMS\n%d\nITEM: BOX BOUNDS pp pp pp\n"
+                        "0 %r\n0 %r\n0 %r\nITEM: ATOMS id mol type x y z\n" % (t, len(rows), L, L, L))
+                f.writelines("%d %d %d %r %r %r\n" % (i, m, ty, *p) for i, m, ty, p in rows)
+        job = c.submit(path, select_a="type:1", select_b="type:2", exclude="molecule", r_max=4,
+                       buckets=8, frames="1:", per_frame=True)
+        r = job.wait(timeout=60)
+
+    def d(p, q):
+        s = 0.0
+        for a in range(3):
+            x = p[a] - q[a]
+            x = x - L * round(x / L)
+            s += x * x
+        return math.sqrt(s)
+    rows = frames[1]
+    want, excluded = [0] * 8, 0
+    for i, mi, ti, pi in rows:
+        for j, mj, tj, pj in rows:
+            if ti != 1 or tj != 2:
+                continue
+            if mi == mj:
+                excluded += 1
+            elif d(pi, pj) < 4:
+                want[int(d(pi, pj) / 0.5)] += 1
+    check(list(r.counts) == want and r.excluded == excluded and r.exclude == "molecule",
+          "the client's O-H counts less the bonded pairs: %s, want %s" % (list(r.counts), want))
+    check(r.select_a == "type:1" and r.select_b == "type:2" and r.n == 20 and r.n_b == 40 and
+          r.frames == 1, "the selections and their sizes")
+    check(r.per_frame is not None and r.per_frame["counts"] == [want], "the per-frame table")
+
+
 def main():
     with Daemon(exe(), args=["--workers", "1"]) as d:
         c = client_of(d)
         pts, ds = test_routes(c, d)
+        test_trajectory(c)
         test_statistics(c, pts, ds)
         test_npz_json(c, d, ds)
         test_files(c, pts)

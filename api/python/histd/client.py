@@ -143,7 +143,8 @@ class Job:
         if self.status in ("failed", "cancelled"):
             raise JobFailed(self.doc)
         path = "/v1/jobs/%s/result" % self.id
-        if have_numpy():
+        # the .npz holds the bins' arrays; a per-frame table comes in the JSON
+        if have_numpy() and not (self.doc.get("params") or {}).get("per_frame"):
             raw = self.client._request("GET", path + "?format=npz")
             return Result.from_npz(raw, self.doc.get("result") or {}, self.id)
         return Result(self.client._call("GET", path), job=self.id)
@@ -310,7 +311,11 @@ class Client:
         log_bins = [r_min, r_max, buckets]; within = a radius), a periodic
         ``box`` ([L], [Lx, Ly, Lz], LAMMPS's 6 or GROMACS's 9 numbers),
         ``weights``, and the execution: kernel, block_size, precision
-        ("exact" or "fast"), threads, devices. Parameters left None are not
+        ("exact" or "fast"), threads, devices. Trajectories take
+        ``select_a``/``select_b`` ("element:O", "name:OW", "index:0-99", ...),
+        ``exclude="molecule"``, ``frames="START:STOP:STEP"``, ``per_frame``
+        and ``topology`` (a Dataset, id or file naming the atoms of a
+        trajectory that has no names). Parameters left None are not
         sent (the daemon's defaults); unknown ones in `extra` are sent as
         given, and the daemon's 400 names the known ones."""
         a = self._dataset(data)
@@ -322,6 +327,8 @@ class Client:
                      block_size=block_size, precision=precision, threads=threads,
                      devices=devices)
         given.update(extra)
+        if given.get("topology") is not None:  # a Dataset, an id, or a file to upload
+            given["topology"] = self._dataset(given["topology"]).id
         for k, v in given.items():
             if v is None:
                 continue

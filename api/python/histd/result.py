@@ -7,7 +7,8 @@ from ._points import _np, as_array
 # the arrays a result may hold, and their dtypes
 ARRAYS = {"edges": "f8", "counts": "u8", "weighted": "f8", "g": "f8", "coordination": "f8"}
 # the integer scalars (exact: Python ints)
-INTS = ("n", "n_b", "buckets", "below", "overflow", "total", "within", "block_size")
+INTS = ("n", "n_b", "buckets", "below", "overflow", "total", "within", "block_size", "frames",
+        "excluded")
 
 
 class Result:
@@ -23,6 +24,13 @@ class Result:
     Exact integers: ``n``, ``n_b`` (A x B), ``below`` (pairs under the first
     edge), ``overflow`` (at or beyond the last edge), ``total`` (all pairs),
     ``within`` (a count within ``radius``).
+
+    Trajectories: ``frames`` (the frames counted), ``select_a`` and
+    ``select_b`` (the selections A and B came from, None for a whole
+    dataset), ``exclude`` ("molecule" or None) with ``excluded`` (the pairs
+    left out), ``unit`` (the length unit of A's file, or None), and
+    ``per_frame`` (with ``per_frame=True``: a dict of each frame's
+    ``total``, ``counts``, and periodic ``volume`` and ``g``, as lists).
 
     The normalisation and the run: ``volume`` (the box volume g(r) divides
     by, None in open space), ``statistic`` ("histogram" or "within"),
@@ -52,6 +60,8 @@ class Result:
         self.weighted_within = doc.get("weighted_within")
         self.kernel = doc.get("kernel")
         self.kernel_reason = doc.get("kernel_reason")
+        for k in ("select_a", "select_b", "exclude", "unit", "per_frame"):
+            setattr(self, k, doc.get(k))
         self.precision = doc.get("precision")
         self.exact = doc.get("exact")
         self.device = doc.get("device")
