@@ -185,6 +185,18 @@ int histd_format_from_content_type(const char *ct, histd_format *out);
 int histd_parse(histd_format fmt, const char *buf, size_t len, size_t max_points,
                 histd_dataset *out, char *msg, size_t msglen);
 
+/*
+ * histd_parse, with the points written to the file fd instead of the heap:
+ * on success out's x, y and z are a shared mapping of fd's first 3 * n
+ * doubles (x[n] y[n] z[n], the payload's layout; the file is that long),
+ * and out->borrowed is set. Release it with histd_parse_unmap (never
+ * histd_dataset_free). The parse's other memory (a frame table, weights,
+ * a topology, a frame's scratch) stays on the heap.
+ */
+int histd_parse_to_fd(histd_format fmt, const char *buf, size_t len, size_t max_points, int fd,
+                      histd_dataset *out, char *msg, size_t msglen);
+void histd_parse_unmap(histd_dataset *ds);
+
 /* Reads a whole file and parses it. "-" reads standard input. Regular
  * files are memory-mapped (so the parser's peak memory is its dataset);
  * they must not shrink while being parsed. HISTD_ENOENT / HISTD_EIO name

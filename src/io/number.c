@@ -17,6 +17,8 @@
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
+#include <errno.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
@@ -209,8 +211,69 @@ size_t histd__skip_bom(const char *buf, size_t len) {
 
 /* ---- datasets under construction --------------------------------------- */
 
+/*
+ * The arena: while histd_parse_to_fd runs on this thread, a dataset under
+ * construction keeps its 3 * cap doubles in a shared mapping of that file
+ * (grown with ftruncate and mremap) instead of the heap, so that a big
+ * trajectory's points go to disk through the page cache and the parse's
+ * own memory stays what its format needs beside them.
+ */
+static _Thread_local int arena_fd = -1;
+static _Thread_local void *arena_map; /* the mapping now, to drop it if the parse fails */
+static _Thread_local size_t arena_bytes;
+
+/* The block of 3 * cap doubles at old (3 * old_cap of them; NULL: none),
+ * resized to 3 * cap: realloc, or the arena's file and mapping. */
+static double *block_resize(double *old, size_t old_cap, size_t cap) {
+  const size_t bytes = (cap ? cap : 1) * 3 * sizeof(double);
+  if (arena_fd < 0)
+    return realloc(old, bytes);
+  const size_t old_bytes = (old_cap ? old_cap : 1) * 3 * sizeof(double);
+  if (ftruncate(arena_fd, (off_t)bytes) != 0)
+    return NULL;
+  void *p = old == NULL ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, arena_fd, 0)
+                        : mremap(old, old_bytes, bytes, MREMAP_MAYMOVE);
+  if (p == MAP_FAILED)
+    return NULL;
+  arena_map = p;
+  arena_bytes = bytes;
+  return p;
+}
+
 int histd__ds_reserve(histd_dataset *ds, size_t cap, char *msg, size_t msglen) {
-  return histd_dataset_alloc(ds, cap, msg, msglen);
+  if (arena_fd < 0)
+    return histd_dataset_alloc(ds, cap, msg, msglen);
+  memset(ds, 0, sizeof *ds);
+  double *base = block_resize(NULL, 0, cap);
+  if (base == NULL)
+    return histd_fail(msg, msglen, HISTD_EIO, "cannot map %zu points on disk: %s", cap,
+                      strerror(errno));
+  ds->x = base;
+  ds->y = base + cap;
+  ds->z = base + 2 * cap;
+  ds->n = cap;
+  ds->borrowed = true; /* the arena's: histd_parse_to_fd's caller unmaps it */
+  return 0;
+}
+
+int histd_parse_to_fd(histd_format fmt, const char *buf, size_t len, size_t max_points, int fd,
+                      histd_dataset *out, char *msg, size_t msglen) {
+  arena_fd = fd;
+  arena_map = NULL;
+  int rc = histd_parse(fmt, buf, len, max_points, out, msg, msglen);
+  if (rc != 0 && arena_map != NULL) /* the dataset is gone; its mapping with it */
+    munmap(arena_map, arena_bytes);
+  arena_fd = -1;
+  arena_map = NULL;
+  return rc;
+}
+
+void histd_parse_unmap(histd_dataset *ds) {
+  if (ds->x != NULL && ds->borrowed)
+    munmap(ds->x, (ds->n ? ds->n : 1) * 3 * sizeof(double));
+  ds->x = ds->y = ds->z = NULL;
+  ds->borrowed = false;
+  histd_dataset_free(ds);
 }
 
 int histd__ds_complete(histd_dataset *ds, size_t cap, size_t n, char *msg, size_t msglen) {
@@ -218,7 +281,7 @@ int histd__ds_complete(histd_dataset *ds, size_t cap, size_t n, char *msg, size_
     double *base = ds->x;
     memmove(base + n, base + cap, n * sizeof(double));
     memmove(base + 2 * n, base + 2 * cap, n * sizeof(double));
-    double *shrunk = realloc(base, (n == 0 ? 1 : 3 * n) * sizeof(double));
+    double *shrunk = block_resize(base, cap, n);
     if (shrunk != NULL)
       base = shrunk;
     ds->x = base;
@@ -264,10 +327,11 @@ int histd__ds_grow(histd_dataset *ds, size_t *cap, size_t need, double **ws, cha
     want = need;
   if (want > SIZE_MAX / (3 * sizeof(double)))
     return histd_fail(msg, msglen, HISTD_ETOOBIG, "%zu points do not fit in memory", want);
-  double *base = realloc(ds->x, 3 * want * sizeof(double));
+  double *base = block_resize(ds->x, old, want);
   if (base == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu points", want);
-  huge_pages(base, 3 * want * sizeof(double));
+  if (arena_fd < 0)
+    huge_pages(base, 3 * want * sizeof(double));
   memmove(base + 2 * want, base + 2 * old, old * sizeof(double)); /* z, then y */
   memmove(base + want, base + old, old * sizeof(double));
   ds->x = base;

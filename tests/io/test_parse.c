@@ -798,7 +798,48 @@ static void test_numbers(void) {
   freelocale(loc);
 }
 
+/* histd_parse_to_fd: the same dataset as histd_parse, its points in the
+ * file (x[n] y[n] z[n], the file that long); a malformed input leaves no
+ * mapping and says why. */
+static void test_parse_to_fd(void) {
+  char text[4096];
+  size_t at = 0;
+  for (int f = 0; f < 3; f++) { /* three frames of 40 atoms: the arena grows */
+    at += (size_t)snprintf(text + at, sizeof text - at, "40\nLattice=\"9 0 0 0 9 0 0 0 9\"\n");
+    for (int i = 0; i < 40; i++)
+      at += (size_t)snprintf(text + at, sizeof text - at, "%s %d.5 %d.25 %d\n", i % 3 ? "H" : "O",
+                             i, f, i + f);
+  }
+  histd_dataset heap, disk;
+  CHECK(histd_parse(X, text, at, 0, &heap, msg, sizeof msg) == 0, "heap: %s", msg);
+  FILE *tmp = tmpfile();
+  int fd = fileno(tmp);
+  int rc = histd_parse_to_fd(X, text, at, 0, fd, &disk, msg, sizeof msg);
+  CHECK(rc == 0, "to a file: %s", msg);
+  if (rc == 0) {
+    CHECK(disk.n == heap.n && disk.frames == heap.frames && disk.borrowed &&
+              disk.top != NULL && disk.top->atoms == 40,
+          "the same shape: %zu points, %zu frames", disk.n, disk.frames);
+    CHECK(memcmp(disk.x, heap.x, heap.n * sizeof(double)) == 0 &&
+              memcmp(disk.y, heap.y, heap.n * sizeof(double)) == 0 &&
+              memcmp(disk.z, heap.z, heap.n * sizeof(double)) == 0,
+          "the same points");
+    double back[3];
+    CHECK(fseek(tmp, 0, SEEK_END) == 0 && (size_t)ftell(tmp) == 3 * heap.n * sizeof(double),
+          "the file holds 3 n doubles (%ld bytes)", ftell(tmp));
+    CHECK(pread(fd, back, sizeof back, 0) == (ssize_t)sizeof back && back[0] == heap.x[0] &&
+              pread(fd, back, 8, (off_t)(heap.n * 8)) == 8 && back[0] == heap.y[0],
+          "x then y in the file");
+    histd_parse_unmap(&disk);
+  }
+  histd_dataset_free(&heap);
+  rc = histd_parse_to_fd(X, "2\n\nO 0 0 0\nH 1 x 0\n", 18, 0, fd, &disk, msg, sizeof msg);
+  CHECK(rc != 0 && strstr(msg, "line 4") != NULL, "a malformed file: %s", msg);
+  fclose(tmp);
+}
+
 int main(void) {
+  test_parse_to_fd();
   test_numbers();
   test_json();
   test_csv();
