@@ -50,9 +50,9 @@ static const setting settings[] = {
     {"workers", "HISTD_WORKERS", K_INT, F(workers),
      "job workers (default 0: one per GPU, or one CPU worker using every core)"},
     {"max-upload-bytes", "HISTD_MAX_UPLOAD_BYTES", K_SIZE, F(max_upload_bytes),
-     "largest request body accepted, at most 1T (default 1G)"},
+     "largest request body accepted, at most 1T (default 16G: bodies from 32M spool to disk)"},
     {"max-points", "HISTD_MAX_POINTS", K_SIZE, F(max_points),
-     "most points in one dataset (default 20000000)"},
+     "most points in one dataset, every frame's together (default 20000000)"},
     {"max-sync-points", "HISTD_MAX_SYNC_POINTS", K_SIZE, F(max_sync_points),
      "most points POST /v1/histogram computes while the client waits (default 20000)"},
     {"queue-limit", "HISTD_QUEUE_LIMIT", K_SIZE, F(queue_limit),
@@ -243,7 +243,7 @@ int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen) {
   strcpy(cfg->listen_host, "127.0.0.1");
   cfg->listen_port = 8080;
   strcpy(cfg->data_dir, "histd-data");
-  cfg->max_upload_bytes = (size_t)1 << 30;
+  cfg->max_upload_bytes = (size_t)16 << 30; /* trajectories; big bodies spool to disk */
   cfg->max_points = 20000000;
   cfg->max_sync_points = 20000;
   cfg->queue_limit = 1024;

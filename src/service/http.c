@@ -468,6 +468,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
       *upload_data_size = 0;
       return MHD_YES;
     }
+    if (r->spooling) {
+      route_datasets_spool(r, upload_data, *upload_data_size);
+      *upload_data_size = 0;
+      return MHD_YES;
+    }
     if (r->body != NULL && !append_body(st, upload_data, *upload_data_size)) {
       st->body_too_big = true;
       st->discarded = r->body_len + *upload_data_size;
@@ -517,6 +522,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   if (st->r.response != NULL)
     MHD_destroy_response(st->r.response);
   upload_stream_abort(st->r.stream); /* a client that left mid-upload */
+  if (st->r.spooling) {               /* ... or mid-spool */
+    close(st->r.spool_fd);
+    unlink(st->r.spool_path);
+  }
   sync_task_free(st->r.sync_task);
   free(st->r.deferred);
   free(st->r.body);

@@ -30,6 +30,9 @@
 #include <limits.h>
 #include <sys/stat.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/mman.h>
 
 #include "service.h"
 
@@ -134,6 +137,133 @@ static bool disk_room(request *r, unsigned long long bytes) {
   return false;
 }
 
+static void store_parsed(request *r, int rc, histd_dataset *ds, histd_format fmt,
+                         const char *name, const char *what, size_t bytes, char *msg,
+                         size_t msglen);
+
+/* A dataset stored: 201 (new) or 200 with its document and Location; the
+ * upload counted in the metrics (bytes of input). */
+static void answer_stored(request *r, const dataset_meta *meta, bool created, size_t bytes) {
+  service *svc = r->svc;
+  dataset_cache_forget(svc->cache, meta->id); /* a rewritten file is verified anew */
+  atomic_fetch_add(&svc->metrics.upload_bytes, bytes);
+  atomic_fetch_add(&svc->metrics.uploads, 1);
+  respond_json(r, created ? 201 : 200, dataset_to_json(meta));
+  char loc[128];
+  snprintf(loc, sizeof loc, "/v1/datasets/%s", meta->id);
+  response_add_header(r, "Location", loc);
+}
+
+/* Bodies this large (other than raw float64, which streams) go to a temp
+ * file as they arrive and are parsed from its mapping into another file:
+ * the daemon holds neither the body nor the points in its own memory. */
+#define SPOOL_MIN_BYTES ((unsigned long long)32 << 20)
+
+static int start_spool(request *r, unsigned long long content_length) {
+  if (!disk_room(r, content_length))
+    return -1;
+  char msg[256] = "";
+  if (store_temp_payload(r->svc->store, r->spool_path, sizeof r->spool_path, &r->spool_fd, msg,
+                         sizeof msg) != 0) {
+    respond_problem(r, 500, "%s", msg);
+    return -1;
+  }
+  r->spooling = true;
+  r->spool_errno = 0;
+  return 1;
+}
+
+void route_datasets_spool(request *r, const char *data, size_t len) {
+  while (len > 0 && r->spool_errno == 0) {
+    ssize_t w = write(r->spool_fd, data, len);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      r->spool_errno = w < 0 ? errno : EIO;
+      break;
+    }
+    data += w;
+    len -= (size_t)w;
+  }
+}
+
+/* The end of a spooled body: parsed from its mapping into a payload file,
+ * and stored from there. */
+static void finish_spool(request *r, histd_format fmt, const char *name) {
+  service *svc = r->svc;
+  const int fd = r->spool_fd;
+  r->spooling = false;
+  char msg[512] = "", what[64], tmp[4400];
+  snprintf(what, sizeof what, "the %s body", histd_format_name(fmt));
+  struct stat sb;
+  void *map = NULL;
+  int rc = 0;
+  if (r->spool_errno != 0)
+    rc = histd_fail(msg, sizeof msg, HISTD_EIO, "the body could not be written to disk: %s",
+                    strerror(r->spool_errno));
+  else if (fstat(fd, &sb) != 0 ||
+           (sb.st_size > 0 &&
+            (map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED))
+    rc = histd_fail(msg, sizeof msg, HISTD_EIO, "the spooled body cannot be read: %s",
+                    strerror(errno));
+  if (map == MAP_FAILED)
+    map = NULL;
+  int pfd = -1;
+  if (rc == 0)
+    rc = store_temp_payload(svc->store, tmp, sizeof tmp, &pfd, msg, sizeof msg);
+  histd_dataset ds;
+  memset(&ds, 0, sizeof ds);
+  if (rc == 0) {
+    if (map != NULL)
+      madvise(map, (size_t)sb.st_size, MADV_SEQUENTIAL);
+    rc = histd_parse_to_fd(fmt, map ? map : "", map ? (size_t)sb.st_size : 0,
+                           svc->cfg.max_points, pfd, &ds, msg, sizeof msg);
+  }
+  if (map != NULL)
+    munmap(map, (size_t)sb.st_size);
+  close(fd);
+  unlink(r->spool_path);
+  if (rc == HISTD_EIO) {
+    if (pfd >= 0) {
+      close(pfd);
+      unlink(tmp);
+    }
+    respond_problem(r, 500, "%s", msg);
+    return;
+  }
+  if (rc != 0 || ds.n > svc->cfg.max_points) { /* a 400 or 413, as the buffered path */
+    if (rc == 0) {
+      histd_parse_unmap(&ds);
+      rc = HISTD_ETOOBIG;
+      snprintf(msg, sizeof msg, "the body holds more points than the limit");
+    }
+    close(pfd);
+    unlink(tmp);
+    store_parsed(r, rc, &ds, fmt, name, what, 0, msg, sizeof msg);
+    return;
+  }
+  dataset_meta shape;
+  size_t tail_len;
+  dataset_tail(&ds, &shape, NULL, &tail_len, NULL, 0);
+  if (!disk_room(r, dataset_payload_bytes(&shape))) {
+    histd_parse_unmap(&ds);
+    close(pfd);
+    unlink(tmp);
+    return;
+  }
+  dataset_meta meta;
+  bool created = false;
+  rc = store_put_parsed_file(svc->store, tmp, pfd, &ds, histd_format_name(fmt), name, &meta,
+                             &created, msg, sizeof msg);
+  histd_parse_unmap(&ds);
+  close(pfd);
+  if (rc != 0) {
+    respond_problem(r, 500, "the dataset could not be stored: %s", msg);
+    return;
+  }
+  answer_stored(r, &meta, created, r->content_length);
+}
+
 int route_datasets_stream(request *r, unsigned long long content_length) {
   histd_format fmt;
   if (request_query(r, "path") != NULL)
@@ -141,8 +271,12 @@ int route_datasets_stream(request *r, unsigned long long content_length) {
   if (!upload_format(r, &fmt))
     return -1;
   const char *name = request_query(r, "name");
-  if (fmt != HISTD_FORMAT_F64 || content_length == 0 || content_length % 24 != 0 ||
-      (name != NULL && (strlen(name) > 255 || !utf8_valid(name))))
+  if (name != NULL && (strlen(name) > 255 || !utf8_valid(name)))
+    return 0; /* the buffered path says what is wrong */
+  if (content_length >= SPOOL_MIN_BYTES &&
+      (fmt != HISTD_FORMAT_F64 || content_length % 24 != 0))
+    return start_spool(r, content_length);
+  if (fmt != HISTD_FORMAT_F64 || content_length == 0 || content_length % 24 != 0)
     return 0; /* the buffered path says what is wrong, if anything */
   unsigned long long n = content_length / 24;
   if (n > r->svc->cfg.max_points) {
@@ -162,7 +296,6 @@ int route_datasets_stream(request *r, unsigned long long content_length) {
 }
 
 static void finish_stream(request *r) {
-  service *svc = r->svc;
   upload_stream *u = r->stream;
   r->stream = NULL;
   dataset_meta meta;
@@ -177,13 +310,7 @@ static void finish_stream(request *r) {
       respond_problem(r, status, "the dataset could not be stored: %s", msg);
     return;
   }
-  dataset_cache_forget(svc->cache, meta.id);
-  atomic_fetch_add(&svc->metrics.upload_bytes, r->content_length);
-  atomic_fetch_add(&svc->metrics.uploads, 1);
-  respond_json(r, created ? 201 : 200, dataset_to_json(&meta));
-  char loc[128];
-  snprintf(loc, sizeof loc, "/v1/datasets/%s", meta.id);
-  response_add_header(r, "Location", loc);
+  answer_stored(r, &meta, created, r->content_length);
 }
 
 /* The end of both ways in (a body, an import): the parse's outcome
@@ -227,13 +354,7 @@ static void store_parsed(request *r, int rc, histd_dataset *ds, histd_format fmt
     respond_problem(r, 500, "the dataset could not be stored: %s", msg);
     return;
   }
-  dataset_cache_forget(svc->cache, meta.id); /* a rewritten file is verified anew */
-  atomic_fetch_add(&svc->metrics.upload_bytes, bytes);
-  atomic_fetch_add(&svc->metrics.uploads, 1);
-  respond_json(r, created ? 201 : 200, dataset_to_json(&meta));
-  char loc[128];
-  snprintf(loc, sizeof loc, "/v1/datasets/%s", meta.id);
-  response_add_header(r, "Location", loc);
+  answer_stored(r, &meta, created, bytes);
 }
 
 /*
@@ -302,6 +423,17 @@ void route_datasets_create(request *r) {
   service *svc = r->svc;
   if (r->stream != NULL) {
     finish_stream(r);
+    return;
+  }
+  if (r->spooling) {
+    histd_format fmt;
+    if (upload_format(r, &fmt))
+      finish_spool(r, fmt, request_query(r, "name"));
+    else {
+      close(r->spool_fd);
+      unlink(r->spool_path);
+      r->spooling = false;
+    }
     return;
   }
   const char *name = request_query(r, "name");

@@ -237,6 +237,13 @@ int store_put_dataset(store *s, const histd_dataset *ds, const char *format,
  * are stored already, drops it). */
 int store_temp_payload(store *s, char *tmp_path, size_t len, int *fd, char *msg,
                        size_t msglen);
+/* A dataset parsed into a temp payload file (histd_parse_to_fd: ds's points
+ * are the file's first 3 n doubles): its tail (weights, frames, topology)
+ * appended, hashed from the mapping, synced, renamed and recorded like any
+ * other; the temp file is renamed or removed. */
+int store_put_parsed_file(store *s, const char *tmp_path, int fd, const histd_dataset *ds,
+                          const char *format, const char *name, dataset_meta *meta,
+                          bool *created, char *msg, size_t msglen);
 int store_put_streamed(store *s, const char *tmp_path, const char *id, size_t n,
                        const double min[3], const double max[3], const char *format,
                        const char *name, dataset_meta *meta, bool *created, char *msg,
@@ -495,6 +502,10 @@ typedef struct request {
   char *body;            /* the whole body (NUL-terminated), or NULL */
   size_t body_len;
   struct upload_stream *stream; /* a raw float64 upload going straight to disk */
+  int spool_fd;                 /* spooling: a big body going to a temp file whole */
+  bool spooling;
+  int spool_errno;              /* a write that failed (0: none)               */
+  char spool_path[4400];
   struct sync_task *sync_task;  /* POST /v1/histogram's work, while it is away */
   void *deferred;               /* a handler's state while defer.c runs its step (malloc'd) */
   size_t content_length;
@@ -578,9 +589,11 @@ const char *cors_allow_origin(const config *cfg, const char *origin);
 
 /* The handlers (routes_*.c). */
 void route_datasets_create(request *r);
-/* At the headers of POST /v1/datasets: 1 = the body streams (r->stream),
- * 0 = buffer it, -1 = answered. */
+/* At the headers of POST /v1/datasets: 1 = the body streams (r->stream)
+ * or spools to a temp file (r->spooling), 0 = buffer it, -1 = answered. */
 int route_datasets_stream(request *r, unsigned long long content_length);
+/* A chunk of a spooled body (route_datasets_stream chose to spool it). */
+void route_datasets_spool(request *r, const char *data, size_t len);
 void route_datasets_list(request *r);
 void route_datasets_get(request *r);
 void route_datasets_delete(request *r);

@@ -790,12 +790,35 @@ int store_put_dataset(store *s, const histd_dataset *ds, const char *format, con
   return commit_dataset(s, tmp_path, hj.hex, &shape, format, name, meta, created, msg, msglen);
 }
 
+int store_put_parsed_file(store *s, const char *tmp_path, int fd, const histd_dataset *ds,
+                          const char *format, const char *name, dataset_meta *meta,
+                          bool *created, char *msg, size_t msglen) {
+  dataset_meta shape;
+  double *tail = NULL;
+  size_t tail_len = 0;
+  int rc = dataset_tail(ds, &shape, &tail, &tail_len, msg, msglen);
+  const size_t at = ds->n * 3 * sizeof(double);
+  if (rc == 0 && tail_len > 0 &&
+      pwrite(fd, tail, tail_len * sizeof *tail, (off_t)at) != (ssize_t)(tail_len * sizeof *tail))
+    rc = histd_fail(msg, msglen, HISTD_EIO, "the payload's tail could not be written: %s",
+                    strerror(errno));
+  char id[65];
+  if (rc == 0)
+    dataset_id_hex_tail(ds->x, ds->y, ds->z, ds->n, tail, tail_len, id);
+  free(tail);
+  if (rc != 0) {
+    unlink(tmp_path);
+    return rc;
+  }
+  return commit_dataset(s, tmp_path, id, &shape, format, name, meta, created, msg, msglen);
+}
+
 int store_temp_payload(store *s, char *tmp_path, size_t len, int *fd, char *msg,
                        size_t msglen) {
   static atomic_uint counter;
   snprintf(tmp_path, len, "%s/.stream.%ld.%u.tmp", s->payload_dir, (long)getpid(),
            atomic_fetch_add(&counter, 1));
-  *fd = open(tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  *fd = open(tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (*fd < 0)
     return histd_fail(msg, msglen, HISTD_EIO, "cannot create %s: %s", tmp_path,
                       strerror(errno));
