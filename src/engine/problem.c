@@ -205,7 +205,7 @@ static int exclusions_validate(const histd_problem *p, char *msg, size_t msglen)
     if (ds->top == NULL || ds->top->mol == NULL)
       return histd_fail(msg, msglen, HISTD_EINVAL,
                         "exclude molecule needs molecule ids, and the points (%s) have none "
-                        "(a LAMMPS dump's mol column, or the residues of a GRO or PDB file)",
+                        "(a LAMMPS dump's mol column, the residues of a GRO or PDB file, a CSV's mol column or an extended XYZ's mol:I:1)",
                         names[o]);
     for (size_t f = 0, frames = histd_dataset_frames(ds); f < frames; f++)
       if ((frames == 1 ? ds->n : ds->frame[f].n) != ds->top->atoms)

@@ -170,6 +170,8 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
         if (f == 0)
           v0 = part.volume;
       }
+      histd__progress(ctl, (double)(f + 1) / (double)frames); /* a frame done, whatever
+                                                               * the kernel reported */
     }
     histd_result_free(&part);
   }

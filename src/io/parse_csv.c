@@ -8,6 +8,7 @@
  * nothing is allocated per line. Each number is copied into a small stack
  * buffer for strtod_l (C locale), correctly rounded.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,17 +77,21 @@ static bool name_is(const char *tok, size_t tl, char axis) {
   return tl == 1 && (tok[0] == axis || tok[0] == axis - 'a' + 'A');
 }
 
-/* Reads the header line [ls, le): sets *ncols and col[4] (col[3], the
- * weight column "w" or "weight", SIZE_MAX when there is none). */
+/* Reads the header line [ls, le): sets *ncols and col[5] (col[3], the
+ * weight column "w" or "weight"; col[4], the molecule id column "mol" or
+ * "molecule", for exclusions; SIZE_MAX when there is none). */
 static int read_header(const char *ls, const char *le, size_t line, size_t *ncols,
-                       size_t col[4], char *msg, size_t msglen) {
+                       size_t col[5], char *msg, size_t msglen) {
   fields it = {ls, le, 0, false};
   const char *tok;
   size_t tl;
   int r;
   bool found[3] = {false, false, false};
-  col[3] = SIZE_MAX;
+  col[3] = col[4] = SIZE_MAX;
   while ((r = next_field(&it, &tok, &tl)) == 1) {
+    if (col[4] == SIZE_MAX && ((tl == 3 && strncasecmp(tok, "mol", 3) == 0) ||
+                               (tl == 8 && strncasecmp(tok, "molecule", 8) == 0)))
+      col[4] = it.idx - 1;
     for (int a = 0; a < 3; a++) {
       if (!found[a] && name_is(tok, tl, (char)('x' + a))) {
         found[a] = true;
@@ -158,10 +163,11 @@ int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_datas
     return rc;
   }
   double *xs = ds.x, *ys = ds.x + cap, *zs = ds.x + 2 * cap, *ws = NULL;
+  int64_t *mols = NULL; /* a "mol" column's molecule ids */
 
   size_t n = 0, line = 0;
   bool seen_content = false, header = false;
-  size_t ncols = 3, col[4] = {0, 1, 2, SIZE_MAX};
+  size_t ncols = 3, col[5] = {0, 1, 2, SIZE_MAX, SIZE_MAX};
   while (p < end) {
     line++;
     const char *ls = p, *le = memchr(p, '\n', (size_t)(end - p));
@@ -191,6 +197,10 @@ int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_datas
         rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu weights", cap);
         goto fail;
       }
+      if (col[4] != SIZE_MAX && (mols = malloc(cap * sizeof *mols)) == NULL) {
+        rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu molecule ids", cap);
+        goto fail;
+      }
       if (header)
         continue;
     }
@@ -198,11 +208,11 @@ int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_datas
     const char *tok;
     size_t tl;
     int r;
-    double v[4] = {0, 0, 0, 0};
+    double v[5] = {0, 0, 0, 0, 0};
     while ((r = next_field(&it, &tok, &tl)) == 1) {
       size_t f = it.idx - 1;
       int a = -1;
-      for (int c = 0; c < 4 && a < 0; c++)
+      for (int c = 0; c < 5 && a < 0; c++)
         if (f == col[c])
           a = c;
       if (a < 0)
@@ -211,8 +221,16 @@ int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_datas
       if (st != HISTD__NUM_OK) {
         char column[32] = "";
         if (ncols != 3)
-          snprintf(column, sizeof column, " (column %c)", "xyzw"[a]);
+          snprintf(column, sizeof column, " (column %s)", (const char *[]){"x", "y", "z", "w",
+                                                                           "mol"}[a]);
         rc = number_error(st, line, tok, tl, column, msg, msglen);
+        goto fail;
+      }
+      if (a == 4 && !(v[4] == floor(v[4]) && fabs(v[4]) <= 0x1p53)) {
+        char q[64];
+        histd__quote(q, sizeof q, tok, tl);
+        rc = histd_fail(msg, msglen, HISTD_EPARSE,
+                        "line %zu: the molecule id '%s' is not a whole number", line, q);
         goto fail;
       }
     }
@@ -248,11 +266,14 @@ int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_datas
     zs[n] = v[2];
     if (ws != NULL)
       ws[n] = v[3];
+    if (mols != NULL)
+      mols[n] = (int64_t)v[4];
     n++;
   }
   freelocale(loc);
   if (n == 0) {
     free(ws);
+    free(mols);
     histd_dataset_free(&ds);
     return histd_fail(msg, msglen, HISTD_EPARSE, "no points: the input %s",
                       header ? "has a header but no data lines"
@@ -261,12 +282,21 @@ int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_datas
   }
   rc = histd__ds_complete_all(&ds, cap, n, ws, 0, NULL, NULL, msg, msglen);
   free(ws);
+  if (rc == 0 && mols != NULL) { /* (complete_all freed ds when it failed) */
+    rc = histd_topology_alloc(&ds, n, HISTD_TOP_MOL, msg, msglen);
+    if (rc == 0)
+      memcpy(ds.top->mol, mols, n * sizeof *mols);
+    else
+      histd_dataset_free(&ds);
+  }
+  free(mols);
   if (rc != 0)
     return rc;
   *out = ds;
   return 0;
 fail:
   freelocale(loc);
+  free(mols);
   free(ws);
   histd_dataset_free(&ds);
   return rc;

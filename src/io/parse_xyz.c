@@ -28,13 +28,16 @@
  *
  * The element of each atom (the first field, or the species column that
  * Properties names) makes the topology when every frame lists the same
- * elements in the same order; frames that differ keep no topology.
+ * elements in the same order; frames that differ keep no topology. So does
+ * a molecule id column, mol:I:1 (or molecule:I:1), for exclusions.
  *
  * Memory: each frame grows the arrays by min(count, what the rest of the
  * input can hold: a line is at least "H 1 2 3" plus a newline), so a lying
  * count cannot make us allocate.
  */
 #include <ctype.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +69,7 @@ typedef struct columns {
   size_t pos;   /* the field of x (y, z follow)                */
   size_t w;     /* the weight's field, or SIZE_MAX             */
   size_t sp;    /* the element's (species) field, or SIZE_MAX   */
+  size_t mol;   /* a molecule id field (mol:I:1), or SIZE_MAX    */
 } columns;
 
 /* The value of key= at the start of a token of [s, e) (any case), or false.
@@ -160,7 +164,7 @@ static int comment_box(const char *s, const char *e, size_t line, locale_t loc, 
 static int comment_columns(const char *s, const char *e, size_t line, columns *col, char *msg,
                            size_t msglen) {
   const char *vs, *ve;
-  *col = (columns){false, 0, 1, SIZE_MAX, 0};
+  *col = (columns){false, 0, 1, SIZE_MAX, 0, SIZE_MAX};
   int has = comment_value(s, e, "Properties", &vs, &ve, line, msg, msglen);
   if (has <= 0)
     return has;
@@ -194,6 +198,10 @@ static int comment_columns(const char *s, const char *e, size_t line, columns *c
     }
     if (fl[0] == 7 && memcmp(f[0], "species", 7) == 0 && count == 1)
       col->sp = col->count;
+    if (((fl[0] == 3 && memcmp(f[0], "mol", 3) == 0) ||
+         (fl[0] == 8 && memcmp(f[0], "molecule", 8) == 0)) && count == 1 &&
+        (*f[1] == 'I' || *f[1] == 'i'))
+      col->mol = col->count;
     if (fl[0] == 3 && memcmp(f[0], "pos", 3) == 0) {
       if (!real || count != 3)
         return histd_fail(msg, msglen, HISTD_EPARSE,
@@ -216,11 +224,12 @@ static int comment_columns(const char *s, const char *e, size_t line, columns *c
   return 0;
 }
 
-/* One atom line [ls, le) of the frame: its coordinates and weight, and its
- * element into el (NUL-padded; "" when too long or absent). */
+/* One atom line [ls, le) of the frame: its coordinates and weight, its
+ * element into el (NUL-padded; "" when too long or absent) and its
+ * molecule id into *mol (when Properties names mol:I:1). */
 static int atom_line(const char *ls, const char *le, size_t line, columns *col, bool first,
-                     locale_t loc, double v[4], char el[HISTD_ATOM_STR], char *msg,
-                     size_t msglen) {
+                     locale_t loc, double v[4], char el[HISTD_ATOM_STR], int64_t *mol,
+                     char *msg, size_t msglen) {
   const char *c = ls, *t;
   size_t tl, f = 0;
   memset(el, 0, HISTD_ATOM_STR);
@@ -235,6 +244,17 @@ static int atom_line(const char *ls, const char *le, size_t line, columns *col, 
   for (; (t = histd__token(&c, le, &tl)) != NULL; f++) {
     if (f == col->sp && tl < HISTD_ATOM_STR)
       memcpy(el, t, tl);
+    if (f == col->mol) {
+      double m;
+      if (histd__parse_number(t, tl, HISTD__NUM_TEXT, loc, &m) != HISTD__NUM_OK ||
+          m != floor(m) || fabs(m) > 0x1p53) {
+        char q[64];
+        histd__quote(q, sizeof q, t, tl);
+        return histd_fail(msg, msglen, HISTD_EPARSE,
+                          "line %zu: the molecule id '%s' is not a whole number", line, q);
+      }
+      *mol = (int64_t)m;
+    }
     int a = f >= col->pos && f < col->pos + 3 ? (int)(f - col->pos) : f == col->w ? 3 : -1;
     if (a < 0)
       continue;
@@ -285,6 +305,8 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
   double *ws = NULL;
   char *els = NULL; /* frame 1's elements, HISTD_ATOM_STR each; NULL: none kept */
   bool els_ok = true;
+  int64_t *mols = NULL; /* frame 1's molecule ids (mol:I:1); NULL: none */
+  bool mols_ok = true;
   size_t cap = 0, used = 0;
   if ((rc = histd__ds_reserve(&ds, 0, msg, msglen)) != 0)
     goto fail;
@@ -336,7 +358,14 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
       goto fail;
     }
     if (fno > 1 && count != frames.counts[0])
-      els_ok = false;
+      els_ok = mols_ok = false;
+    if (fno == 1 && col.mol != SIZE_MAX &&
+        (mols = calloc(count < room ? count : room, sizeof *mols)) == NULL) {
+      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu atoms", count);
+      goto fail;
+    }
+    if (fno > 1 && (col.mol != SIZE_MAX) != (mols != NULL))
+      mols_ok = false;
     for (size_t i = 0; i < count; i++) {
       if (!histd__next_line(&l, &ls, &le)) {
         rc = histd_fail(msg, msglen, HISTD_EPARSE,
@@ -352,8 +381,13 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
       }
       double v[4] = {0, 0, 0, 0};
       char el[HISTD_ATOM_STR];
-      if ((rc = atom_line(ls, le, l.no, &col, i == 0, loc, v, el, msg, msglen)) != 0)
+      int64_t mol = 0;
+      if ((rc = atom_line(ls, le, l.no, &col, i == 0, loc, v, el, &mol, msg, msglen)) != 0)
         goto fail;
+      if (mols != NULL && fno == 1 && i < (count < room ? count : room))
+        mols[i] = mol;
+      else if (mols != NULL && mols_ok && fno > 1 && i < frames.counts[0] && mols[i] != mol)
+        mols_ok = false;
       if (fno == 1 && i < (count < room ? count : room))
         memcpy(els + i * HISTD_ATOM_STR, el, HISTD_ATOM_STR);
       else if (els_ok && fno > 1 && memcmp(els + i * HISTD_ATOM_STR, el, HISTD_ATOM_STR) != 0)
@@ -391,13 +425,20 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
                               msg, msglen);
   if (rc == 0)
     snprintf(ds.unit, sizeof ds.unit, "Angstrom"); /* XYZ's and extended XYZ's convention */
-  if (rc == 0 && els_ok && els != NULL &&
-      (rc = histd_topology_alloc(&ds, frames.counts[0], HISTD_TOP_ELEMENT, msg, msglen)) == 0)
-    memcpy(ds.top->element, els, frames.counts[0] * HISTD_ATOM_STR);
+  const unsigned fields = (els_ok && els != NULL ? HISTD_TOP_ELEMENT : 0u) |
+                          (mols_ok && mols != NULL ? HISTD_TOP_MOL : 0u);
+  if (rc == 0 && fields != 0 &&
+      (rc = histd_topology_alloc(&ds, frames.counts[0], fields, msg, msglen)) == 0) {
+    if (ds.top->element)
+      memcpy(ds.top->element, els, frames.counts[0] * HISTD_ATOM_STR);
+    if (ds.top->mol)
+      memcpy(ds.top->mol, mols, frames.counts[0] * sizeof *mols);
+  }
   if (rc != 0 && ds.x != NULL)
     histd_dataset_free(&ds);
   free(ws);
   free(els);
+  free(mols);
   histd__frames_free(&frames);
   if (rc != 0)
     return rc;
@@ -406,6 +447,7 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
 fail:
   freelocale(loc);
   free(els);
+  free(mols);
   free(ws);
   histd__frames_free(&frames);
   histd_dataset_free(&ds);

@@ -65,6 +65,7 @@
 typedef struct job {
   job_record rec;
   _Atomic double progress;
+  _Atomic size_t frames; /* what the running job counts: progress x frames are done */
   atomic_bool cancel;
   bool cancelling; /* queued, its cancellation being written (q->mu) */
   struct job *next;
@@ -156,6 +157,7 @@ static job *job_new(const job_record *rec) {
   j->rec.started_at = 0;
   j->rec.progress = 0;
   atomic_init(&j->progress, 0.0);
+  atomic_init(&j->frames, 0);
   atomic_init(&j->cancel, false);
   return j;
 }
@@ -218,6 +220,7 @@ static void copy_record(const job *j, job_record *out) {
     histd_params_copy(&out->params, &j->rec.params, NULL, 0);
   }
   out->progress = atomic_load(&((job *)j)->progress);
+  out->frames = atomic_load(&((job *)j)->frames);
 }
 
 static void job_free(job *j) {
@@ -358,8 +361,10 @@ static void run_one(worker *w, job *j) {
                                  &ops, msg, sizeof msg);
     if (rc == 0) {
       rc = histd_params_problem(&j->rec.params, ops.a, ops.b, &prob, &edges, msg, sizeof msg);
-      if (rc == 0)
+      if (rc == 0) {
+        atomic_store(&j->frames, histd_problem_frames(&prob));
         rc = histd_worker_run(w->engine, &prob, &ex, &ctl, &res, msg, sizeof msg);
+      }
       if (rc == 0) {
         snprintf(res.select_a, sizeof res.select_a, "%s", j->rec.params.select_a);
         snprintf(res.select_b, sizeof res.select_b, "%s", j->rec.params.select_b);

@@ -66,6 +66,13 @@ static cJSON *job_to_json(const job_record *j, bool summary) {
   }
   cJSON_AddItemToObject(o, "params", params_to_json(&j->params));
   cJSON_AddNumberToObject(o, "progress", j->progress);
+  if (j->status == JOB_RUNNING && j->frames > 1) { /* a trajectory: the frames it has done */
+    double done = j->progress * (double)j->frames;
+    cJSON *f = cJSON_AddObjectToObject(o, "frames");
+    cJSON_AddNumberToObject(f, "done", done < (double)j->frames ? (double)(size_t)done
+                                                                : (double)j->frames);
+    cJSON_AddNumberToObject(f, "total", (double)j->frames);
+  }
   add_time(o, "created_at", j->created_at);
   add_time(o, "started_at", j->started_at);
   add_time(o, "finished_at", j->finished_at);

@@ -208,6 +208,7 @@ typedef struct job_record {
   histd_params params;  /* as resolved at submission; owns its edges */
   job_status status;
   double progress;
+  size_t frames;        /* the frames the running job counts (0: not yet known) */
   double created_at, started_at, finished_at; /* 0 = not yet */
   histd_timing timing;
   char device[HISTD_DEVICE_NAME_MAX];

@@ -381,6 +381,30 @@ static void test_topology(void) {
     histd_dataset_free(&ds);
 }
 
+/* An explicit molecule id column, for exclusions: CSV's "mol", extended
+ * XYZ's mol:I:1. */
+static void test_mol_columns(void) {
+  const char *csv = "x,y,mol,z\n0,0,7,0\n1,0,7,0\n5,0,9,0\n";
+  histd_dataset ds;
+  int rc = parse_exact(C, csv, strlen(csv), 0, &ds);
+  CHECK(rc == 0 && ds.top != NULL && ds.top->mol != NULL && ds.top->mol[0] == 7 &&
+            ds.top->mol[2] == 9 && ds.x[2] == 5 && ds.z[2] == 0,
+        "CSV's mol column: %s", msg);
+  if (rc == 0)
+    histd_dataset_free(&ds);
+  BAD(C, "x,y,z,mol\n0,0,0,1.5\n", "line 2", "molecule id '1.5' is not a whole number");
+  const char *xyz = "2\nProperties=species:S:1:pos:R:3:mol:I:1\nO 0 0 0 4\nH 1 0 0 4\n"
+                    "2\nProperties=species:S:1:pos:R:3:mol:I:1\nO 0 0 1 4\nH 1 0 1 4\n";
+  rc = parse_exact(X, xyz, strlen(xyz), 0, &ds);
+  CHECK(rc == 0 && ds.top != NULL && ds.top->mol != NULL && ds.top->mol[1] == 4 &&
+            ds.top->element != NULL,
+        "XYZ's mol:I:1 column: %s", msg);
+  if (rc == 0)
+    histd_dataset_free(&ds);
+  BAD(X, "1\nProperties=species:S:1:pos:R:3:mol:I:1\nO 0 0 0 x\n", "line 3",
+      "molecule id 'x' is not a whole number");
+}
+
 static void test_xyz(void) {
   GOOD(X, "3\nwater\nO 0.0 0.0 0.117\nH 0.0 0.757 -0.470\nH 0.0 -0.757 -0.470\n", 3, 0, 0,
        0.117, 0, 0.757, -0.470, 0, -0.757, -0.470);
@@ -846,6 +870,7 @@ int main(void) {
   test_csv_weights();
   test_lammps();
   test_topology();
+  test_mol_columns();
   test_weights_frames();
   test_xyz();
   test_raw();

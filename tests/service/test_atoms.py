@@ -199,6 +199,20 @@ def test_atoms(exe):
                                                         "buckets": 2, "topology": topo})
                 check(s == 422 and says in doc["detail"], (s, doc))
 
+            # progress counts frames: a slow job over 12 frames, seen running
+            rng = random.Random(2)
+            xyz = "".join("1500\nLattice=\"30 0 0 0 30 0 0 0 30\"\n" +
+                          "".join("Ar %r %r %r\n" % (rng.uniform(0, 30), rng.uniform(0, 30),
+                                                      rng.uniform(0, 30)) for _ in range(1500))
+                          for _ in range(12))
+            s, _, many = d.json("POST", "/v1/datasets", xyz, {"Content-Type": "chemical/x-xyz"})
+            slow = d.submit(many["id"], r_max=10, buckets=20, kernel="cpu-reference")
+            running = d.wait_running(slow["id"])
+            fr = running.get("frames", {})
+            check(fr.get("total") == 12 and 0 <= fr.get("done", -1) <= 12 and
+                  fr["done"] == int(running["progress"] * 12), ("frames done", running))
+            check(d.wait_job(slow["id"])["status"] == "succeeded", "the slow job ends")
+
             # the refusals: 4xx, a sentence, no job
             plain = d.upload([(0.0, 0.0, 0.0), (1.0, 1.0, 1.0), (2.0, 0.5, 0.0)], "json")
             for body, says in [
