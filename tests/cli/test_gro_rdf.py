@@ -10,7 +10,8 @@ and its atoms' names and residues:
   sdh water.gro --select-a name:OW --r-max 0.8 --buckets 70
   sdh water.gro --select-a name:OW --select-b name:HW1,HW2 --exclude-same molecule ...
 
-Every bin's count must be MDAnalysis's (which counts each OW-OW pair
+Every bin's count must equal a brute force written here (the contract's
+minimum image in float64) and MDAnalysis's (which counts each OW-OW pair
 twice) and its g match to 1e-6 relative (MDAnalysis measures in float32
 Angstrom, histd in float64 nm), except where a pair lies within 1e-5 nm of
 the bin's edges: float32 may put it on the other side, so such a bin's
@@ -56,6 +57,28 @@ def near_edges(atoms, box, pairs):
     return slack
 
 
+def brute_force(atoms, box, pairs):
+    """The contract's counts, written out: per axis dx - L nearbyint(dx / L)
+    (Python's round is half to even, as nearbyint), the squares summed in
+    order, sqrt, then floor(d / width); an independent check of sdh's
+    counts beside MDAnalysis's float32 ones."""
+    width = R_MAX / BUCKETS
+    counts = [0] * BUCKETS
+    for i, j in pairs:
+        s = 0.0
+        parts = []
+        for k in range(3):
+            dx = atoms[i][2][k] - atoms[j][2][k]
+            dx = dx - box[k] * float(round(dx / box[k]))
+            parts.append(dx * dx)
+        s = parts[0] + parts[1]
+        s = s + parts[2]
+        b = math.floor(math.sqrt(s) / width)
+        if b < BUCKETS:
+            counts[b] += 1
+    return counts
+
+
 def mdanalysis(name):
     rows = [l.split() for l in open(os.path.join(HERE, "gro", name)) if not l.startswith("#")]
     return [float(r[1]) for r in rows], [int(r[2]) for r in rows]
@@ -91,6 +114,8 @@ def main():
     oo = sdh(exe, "--select-a", "name:OW")
     g, n = mdanalysis("rdf_oo.txt")
     bad += compare("OW-OW", oo, g, n, 2, near_edges(atoms, box, oo_pairs))
+    if oo["counts"] != brute_force(atoms, box, oo_pairs):
+        bad.append("OW-OW: counts differ from the brute force")
     if oo.get("n") != len(ow):
         bad.append("OW-OW: n %s, want %d" % (oo.get("n"), len(ow)))
 
@@ -98,6 +123,11 @@ def main():
              "--exclude-same", "molecule")
     g, n = mdanalysis("rdf_oh.txt")
     bad += compare("OW-HW", oh, g, n, 1, near_edges(atoms, box, oh_pairs))
+    if oh["counts"] != brute_force(atoms, box, oh_pairs):
+        bad.append("OW-HW: counts differ from the brute force (pairs within a water left out)")
+    if oh.get("excluded") != len(ow) * 2:
+        bad.append("OW-HW: excluded %s, want %d (two O-H a water)" % (oh.get("excluded"),
+                                                                        2 * len(ow)))
     for b in bad[:10]:
         print("FAIL:", b)
     if bad:
