@@ -305,22 +305,32 @@ static void write_devices(FILE *f, const histd_params *p) {
   fputc(']', f);
 }
 
-static int set_selection(char *dst, const histd_value *v, const char *name, char *msg,
-                         size_t msglen) {
-  int rc = want(v, HISTD_VALUE_STRING, name, "a string such as element:O or index:0-99", msg,
-                msglen);
+/* A text parameter for a field of `size` bytes: a string, shorter than the
+ * field, with no control character (nor, when ascii, any past 0x7e). */
+static int want_text(const histd_value *v, const char *name, const char *what, size_t size,
+                     bool ascii, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_STRING, name, what, msg, msglen);
   if (rc != 0)
     return rc;
-  if (strlen(v->string) >= 256)
-    return histd_fail(msg, msglen, HISTD_EINVAL, "%s is longer than 255 characters", name);
+  if (strlen(v->string) >= size)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "%s is longer than %zu characters", name,
+                      size - 1);
   for (const char *c = v->string; *c; c++)
-    if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
-      return histd_fail(msg, msglen, HISTD_EINVAL,
-                        "%s holds a control or non-ASCII character", name);
-  if ((rc = histd_selection_check(v->string, ~0u, msg, msglen)) != 0)
-    return rc;
-  snprintf(dst, 256, "%s", v->string);
+    if ((unsigned char)*c < 0x20 || (ascii && (unsigned char)*c >= 0x7f))
+      return histd_fail(msg, msglen, HISTD_EINVAL, "%s holds a control%s character", name,
+                        ascii ? " or non-ASCII" : "");
   return 0;
+}
+
+static int set_selection(char *dst, const histd_value *v, const char *name, char *msg,
+                         size_t msglen) {
+  int rc = want_text(v, name, "a string such as element:O or index:0-99", 256, true, msg,
+                     msglen);
+  if (rc == 0)
+    rc = histd_selection_check(v->string, ~0u, msg, msglen);
+  if (rc == 0)
+    snprintf(dst, 256, "%s", v->string);
+  return rc;
 }
 static int set_select_a(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
   return set_selection(p->select_a, v, "select_a", msg, msglen);
@@ -391,14 +401,8 @@ static void write_frames(FILE *f, const histd_params *p) {
 }
 
 static int set_topology(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
-  int rc = want(v, HISTD_VALUE_STRING, "topology", "a string (a dataset id, or for sdh a file)",
-                msg, msglen);
-  if (rc == 0 && strlen(v->string) >= sizeof p->topology)
-    rc = histd_fail(msg, msglen, HISTD_EINVAL, "topology is longer than %zu characters",
-                    sizeof p->topology - 1);
-  for (const char *c = v->string; rc == 0 && *c; c++)
-    if ((unsigned char)*c < 0x20)
-      rc = histd_fail(msg, msglen, HISTD_EINVAL, "topology holds a control character");
+  int rc = want_text(v, "topology", "a string (a dataset id, or for sdh a file)",
+                     sizeof p->topology, false, msg, msglen);
   if (rc == 0)
     snprintf(p->topology, sizeof p->topology, "%s", v->string);
   return rc;
