@@ -11,7 +11,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "engine.h"
 
@@ -169,10 +168,6 @@ static inline size_t cpu_wacc(const cpu_ctx *c) {
 static inline double *cpu_wsums(const cpu_ctx *c, uint32_t *h) {
   return (double *)(void *)((char *)h + c->wsum_off);
 }
-/* The slot accumulator t adds to (> buckets: none, a spare or the trash). */
-static inline uint32_t cpu_wacc_slot(const cpu_ctx *c, size_t t) {
-  return (uint32_t)(t >> c->wshift);
-}
 
 /*
  * The weights' bound. The loops add each pair's fl(w_i w_j) to an
@@ -180,8 +175,8 @@ static inline uint32_t cpu_wacc_slot(const cpu_ctx *c, size_t t) {
  * wfold vector steps and at the end of each block, so an accumulator is a
  * plain float64 sum of at most n = 4096 products: a step adds at most one
  * to a lane's copy (wfold 4096), 16 to the one copy (wfold 256). The
- * redone pairs go straight
- * into the Neumaier sums. The recursive sum of n terms is within (n - 1) ud
+ * redone pairs go straight into the Neumaier sums. The recursive sum of n
+ * terms is within (n - 1) ud
  * of their sum of magnitudes and each product within ud of w_i w_j
  * (ud = 2^-53), so each fold adds within n ud of its sum of |w_i w_j|;
  * Neumaier's sum over folds (and the threads' merge) adds 2 ud of the total

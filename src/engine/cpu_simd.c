@@ -22,9 +22,10 @@
  * j; CPU_K_PERIODIC takes the float32 minimum image per axis from points
  * wrapped into the box; CPU_K_EDGES takes the slot from the edge table
  * instead of floor(q), redoing lanes near the cell's edge, and with
- * CPU_K_LOG (log-spaced edges) from an estimate of log2 q instead of the
- * table, with no gather; CPU_K_WEIGHTS adds fl(w_i w_j) to the lane's
- * accumulator of its slot (cpu_fold's bound). The redo is histd/pair.h's
+ * CPU_K_LOG (log-spaced edges) from an estimate of log2 of the sum of
+ * squares instead of the table, with no gather and no square root;
+ * CPU_K_WEIGHTS adds fl(w_i w_j) to the lane's accumulator of its slot
+ * (cpu_internal.h states the weights' bound). The redo is histd/pair.h's
  * arithmetic (cpu_exact_index). cpu.c derives each bound.
  */
 #include "cpu_internal.h"
@@ -212,8 +213,8 @@ f32_pstep512(const cpu_ctx *c, size_t i, size_t j, __mmask16 valid, __m512 xi, _
   }
 }
 
-/* cpu_internal.h's cpu_fold for the AVX-512 loops: the accumulators
- * scanned 8 at a time, as most of them stay zero. */
+/* Folds the weights' accumulators into the Neumaier sums (the bound is in
+ * cpu_internal.h), scanning them 8 at a time, as most of them stay zero. */
 TGT512 static void fold512(const cpu_ctx *c, uint32_t *h) {
   double *acc = cpu_wsums(c, h), *sum = acc + cpu_wacc(c), *err = sum + c->stride;
   const size_t n = cpu_wacc(c);
@@ -224,7 +225,7 @@ TGT512 static void fold512(const cpu_ctx *c, uint32_t *h) {
     while (nz) {
       const size_t t = t0 + (size_t)__builtin_ctz(nz);
       nz &= (__mmask8)(nz - 1);
-      const uint32_t slot = cpu_wacc_slot(c, t);
+      const size_t slot = t >> c->wshift; /* beyond buckets: a spare */
       if (slot <= c->buckets)
         histd__neumaier(&sum[slot], &err[slot], acc[t]);
       acc[t] = 0;
