@@ -138,8 +138,8 @@ static bool disk_room(request *r, unsigned long long bytes) {
 }
 
 static void store_parsed(request *r, int rc, histd_dataset *ds, histd_format fmt,
-                         const char *name, const char *what, size_t bytes, char *msg,
-                         size_t msglen);
+                         const char *name, const char *what, size_t bytes, const char *tmp,
+                         int tmp_fd, char *msg, size_t msglen);
 
 /* A dataset stored: 201 (new) or 200 with its document and Location; the
  * upload counted in the metrics (bytes of input). */
@@ -223,45 +223,18 @@ static void finish_spool(request *r, histd_format fmt, const char *name) {
     munmap(map, (size_t)sb.st_size);
   close(fd);
   unlink(r->spool_path);
-  if (rc == HISTD_EIO) {
-    if (pfd >= 0) {
-      close(pfd);
-      unlink(tmp);
-    }
+  if (pfd < 0) { /* the spool or the payload's temp file failed */
     respond_problem(r, 500, "%s", msg);
     return;
   }
-  if (rc != 0 || ds.n > svc->cfg.max_points) { /* a 400 or 413, as the buffered path */
-    if (rc == 0) {
-      histd_parse_unmap(&ds);
-      rc = HISTD_ETOOBIG;
-      snprintf(msg, sizeof msg, "the body holds more points than the limit");
-    }
+  if (rc == HISTD_EIO) { /* the payload file could not be mapped */
     close(pfd);
     unlink(tmp);
-    store_parsed(r, rc, &ds, fmt, name, what, 0, msg, sizeof msg);
+    respond_problem(r, 500, "%s", msg);
     return;
   }
-  dataset_meta shape;
-  size_t tail_len;
-  dataset_tail(&ds, &shape, NULL, &tail_len, NULL, 0);
-  if (!disk_room(r, dataset_payload_bytes(&shape))) {
-    histd_parse_unmap(&ds);
-    close(pfd);
-    unlink(tmp);
-    return;
-  }
-  dataset_meta meta;
-  bool created = false;
-  rc = store_put_parsed_file(svc->store, tmp, pfd, &ds, histd_format_name(fmt), name, &meta,
-                             &created, msg, sizeof msg);
-  histd_parse_unmap(&ds);
+  store_parsed(r, rc, &ds, fmt, name, what, r->content_length, tmp, pfd, msg, sizeof msg);
   close(pfd);
-  if (rc != 0) {
-    respond_problem(r, 500, "the dataset could not be stored: %s", msg);
-    return;
-  }
-  answer_stored(r, &meta, created, r->content_length);
 }
 
 int route_datasets_stream(request *r, unsigned long long content_length) {
@@ -313,48 +286,57 @@ static void finish_stream(request *r) {
   answer_stored(r, &meta, created, r->content_length);
 }
 
-/* The end of both ways in (a body, an import): the parse's outcome
- * answered, or the dataset stored and answered. `what` names the input in
- * a 400 ("the csv body", "the file run1/a.dcd"); bytes count in the
- * metrics. Frees ds. */
+/* The end of every way in (a body, a spooled body, an import): the parse's
+ * outcome answered, or the dataset stored and answered. `what` names the
+ * input in a 400 ("the csv body", "the file run1/a.dcd"); bytes count in
+ * the metrics. tmp (NULL: none) is the payload file a spooled body was
+ * parsed into (histd_parse_to_fd, open as tmp_fd): ds's points are its, it
+ * is stored from there, and removed when it is not. Releases ds. */
 static void store_parsed(request *r, int rc, histd_dataset *ds, histd_format fmt,
-                         const char *name, const char *what, size_t bytes, char *msg,
-                         size_t msglen) {
+                         const char *name, const char *what, size_t bytes, const char *tmp,
+                         int tmp_fd, char *msg, size_t msglen) {
   service *svc = r->svc;
-  if (rc != 0) { /* (the io layer has checked the points and set the bounds) */
-    histd_dataset_free(ds);
-    if (rc == HISTD_ETOOBIG)
-      respond_problem(r, 413, "%s (the limit is %zu points, --max-points)", msg,
-                      svc->cfg.max_points);
-    else if (rc == HISTD_ENOMEM)
-      respond_problem(r, 503, "%s", msg);
-    else
-      respond_problem(r, 400, "%s could not be read: %s", what, msg[0] ? msg : histd_strerror(rc));
-    return;
+  void (*release)(histd_dataset *) = tmp ? histd_parse_unmap : histd_dataset_free;
+  if (rc == HISTD_ETOOBIG) { /* (the io layer has checked the points and set the bounds) */
+    respond_problem(r, 413, "%s (the limit is %zu points, --max-points)", msg,
+                    svc->cfg.max_points);
+    goto drop;
+  }
+  if (rc == HISTD_ENOMEM) {
+    respond_problem(r, 503, "%s", msg);
+    goto drop;
+  }
+  if (rc != 0) {
+    respond_problem(r, 400, "%s could not be read: %s", what, msg[0] ? msg : histd_strerror(rc));
+    goto drop;
   }
   if (ds->n > svc->cfg.max_points) {
-    histd_dataset_free(ds);
     respond_problem(r, 413, "%s has more than the limit of %zu points (--max-points)", what,
                     svc->cfg.max_points);
-    return;
+    goto drop;
   }
   dataset_meta shape;
   size_t tail_len;
   dataset_tail(ds, &shape, NULL, &tail_len, NULL, 0);
-  if (!disk_room(r, dataset_payload_bytes(&shape))) {
-    histd_dataset_free(ds);
-    return;
-  }
+  if (!disk_room(r, dataset_payload_bytes(&shape))) /* (it answered 507) */
+    goto drop;
   dataset_meta meta;
   bool created = false;
-  rc = store_put_dataset(svc->store, ds, histd_format_name(fmt), name, &meta, &created, msg,
-                         msglen);
-  histd_dataset_free(ds);
+  rc = tmp != NULL ? store_put_parsed_file(svc->store, tmp, tmp_fd, ds, histd_format_name(fmt),
+                                           name, &meta, &created, msg, msglen)
+                   : store_put_dataset(svc->store, ds, histd_format_name(fmt), name, &meta,
+                                       &created, msg, msglen);
+  release(ds);
   if (rc != 0) {
     respond_problem(r, 500, "the dataset could not be stored: %s", msg);
     return;
   }
   answer_stored(r, &meta, created, bytes);
+  return;
+drop:
+  release(ds);
+  if (tmp != NULL)
+    unlink(tmp);
 }
 
 /*
@@ -416,7 +398,8 @@ static void import_dataset(request *r, const char *path, const char *name) {
   char msg[512] = "", what[300];
   snprintf(what, sizeof what, "the file %.200s", path);
   int rc = histd_parse_file(real, fmt, svc->cfg.max_points, &ds, msg, sizeof msg);
-  store_parsed(r, rc, &ds, fmt, name ? name : path, what, (size_t)sb.st_size, msg, sizeof msg);
+  store_parsed(r, rc, &ds, fmt, name ? name : path, what, (size_t)sb.st_size, NULL, -1, msg,
+               sizeof msg);
 }
 
 void route_datasets_create(request *r) {
@@ -464,7 +447,7 @@ void route_datasets_create(request *r) {
   r->body = NULL;
   r->body_len = 0;
   snprintf(what, sizeof what, "the %s body", histd_format_name(fmt));
-  store_parsed(r, rc, &ds, fmt, name, what, body_len, msg, sizeof msg);
+  store_parsed(r, rc, &ds, fmt, name, what, body_len, NULL, -1, msg, sizeof msg);
 }
 
 typedef struct list_ctx {
