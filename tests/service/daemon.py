@@ -218,6 +218,19 @@ def definition(points, width, buckets):
     return counts, overflow, n * (n - 1) // 2
 
 
+def image_d(a, b, box):
+    """The contract's distance in an orthorhombic box: per axis dx - L *
+    nearbyint(dx / L) (Python's round is round-half-even, as nearbyint)."""
+    s = 0.0
+    parts = []
+    for k in range(3):
+        dx = a[k] - b[k]
+        dx = dx - box[k] * round(dx / box[k])
+        parts.append(dx * dx)
+    s = (parts[0] + parts[1]) + parts[2]
+    return math.sqrt(s)
+
+
 def encode(points, fmt):
     if fmt == "json":
         return json.dumps({"points": [list(p) for p in points]}), "application/json"

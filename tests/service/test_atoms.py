@@ -29,7 +29,7 @@ import tempfile
 import shutil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon import Daemon, check  # noqa: E402
+from daemon import Daemon, check, image_d  # noqa: E402
 
 L = (9.0, 9.5, 10.0)
 
@@ -61,22 +61,6 @@ def dump(frames):
     return "".join(text)
 
 
-def contract_d(p, q):
-    s = 0.0
-    parts = []
-    for a in range(3):
-        dx = p[a] - q[a]
-        dx = dx - L[a] * round_half_even(dx / L[a])
-        parts.append(dx * dx)
-    s = parts[0] + parts[1]
-    s = s + parts[2]
-    return math.sqrt(s)
-
-
-def round_half_even(v):
-    return float(round(v))  # Python's round() is half-to-even, as nearbyint
-
-
 def definition(frames, r_max, buckets):
     width = r_max / buckets
     counts, over, total, excluded = [0] * buckets, 0, 0, 0
@@ -89,7 +73,7 @@ def definition(frames, r_max, buckets):
                     excluded += 1
                     continue
                 total += 1
-                k = math.floor(contract_d(a[4:], b[4:]) / width)
+                k = math.floor(image_d(a[4:], b[4:], L) / width)
                 if k < buckets:
                     counts[k] += 1
                 else:
@@ -104,7 +88,7 @@ def per_bin_excluded(rows, r_max, buckets):
     for a in rows:
         for b in rows:
             if a[3] == "O" and b[3] == "H" and a[1] == b[1]:
-                k = math.floor(contract_d(a[4:], b[4:]) / width)
+                k = math.floor(image_d(a[4:], b[4:], L) / width)
                 if k < buckets:
                     out[k] += 1
     return out

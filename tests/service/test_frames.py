@@ -45,7 +45,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon import Daemon, check, definition, random_points  # noqa: E402
+from daemon import Daemon, check, definition, image_d, random_points  # noqa: E402
 
 FIXTURE_V2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "datadir-v2")
 XDR_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "io", "data")
@@ -72,19 +72,6 @@ def extxyz(frames, boxes=BOXES, weights=True):
         for p in pts:
             out.append("Ar %r %r %r%s\n" % (p[0], p[1], p[2], " %r" % p[3] if weights else ""))
     return "".join(out)
-
-
-def image_d(a, b, box):
-    """The contract's distance in an orthorhombic box: per axis dx - L *
-    nearbyint(dx / L) (Python's round is round-half-even, as nearbyint)."""
-    s = 0.0
-    parts = []
-    for k in range(3):
-        dx = a[k] - b[k]
-        dx = dx - box[k] * round(dx / box[k])
-        parts.append(dx * dx)
-    s = (parts[0] + parts[1]) + parts[2]
-    return math.sqrt(s)
 
 
 def frame_hist(a, b, box, width, buckets):
