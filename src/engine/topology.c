@@ -244,12 +244,12 @@ static int frame_atoms(const histd_dataset *ds, size_t *atoms, char *msg, size_t
   return 0;
 }
 
-/* Copies the topology entries of the chosen atoms into out. */
+/* Copies the topology entries of the chosen atoms (pick; NULL: all m) into out. */
 static int select_topology(const histd_topology *top, const size_t *pick, size_t m,
                            histd_dataset *out, char *msg, size_t msglen) {
   int rc = histd_topology_alloc(out, m, histd_topology_fields(top), msg, msglen);
   for (size_t i = 0; rc == 0 && i < m; i++) {
-    const size_t a = pick[i];
+    const size_t a = pick != NULL ? pick[i] : i;
 #define COPY_STR(f)                                                                       \
   if (top->f)                                                                            \
     memcpy(out->top->f + i * HISTD_ATOM_STR, top->f + a * HISTD_ATOM_STR, HISTD_ATOM_STR);
@@ -278,14 +278,7 @@ int histd_dataset_adopt_topology(histd_dataset *ds, const histd_dataset *from, c
                         "frame %zu of the trajectory holds %zu atoms and the topology %zu: "
                         "they must describe the same system", f + 1, n, atoms);
   }
-  size_t *every = malloc((atoms ? atoms : 1) * sizeof *every);
-  if (every == NULL)
-    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu atoms", atoms);
-  for (size_t i = 0; i < atoms; i++)
-    every[i] = i;
-  int rc = select_topology(from->top, every, atoms, ds, msg, msglen);
-  free(every);
-  return rc;
+  return select_topology(from->top, NULL, atoms, ds, msg, msglen);
 }
 
 /* The frames a slice keeps: first, how many, every step. */
@@ -369,14 +362,8 @@ int histd_dataset_select(const histd_dataset *ds, const char *text, const histd_
     memcpy(out->unit, ds->unit, sizeof out->unit);
   if (rc == 0 && ds->top != NULL && !all)
     rc = select_topology(ds->top, pick, m, out, msg, msglen);
-  if (rc == 0 && ds->top != NULL && all && frame_atoms(ds, &atoms, NULL, 0) == 0) {
-    size_t *every = malloc((atoms ? atoms : 1) * sizeof *every);
-    for (size_t i = 0; every != NULL && i < atoms; i++)
-      every[i] = i;
-    rc = every ? select_topology(ds->top, every, atoms, out, msg, msglen)
-               : histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu atoms", atoms);
-    free(every);
-  }
+  if (rc == 0 && ds->top != NULL && all && frame_atoms(ds, &atoms, NULL, 0) == 0)
+    rc = select_topology(ds->top, NULL, atoms, out, msg, msglen);
   free(counts);
   free(boxes);
   free(pick);
