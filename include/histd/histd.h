@@ -413,6 +413,8 @@ typedef struct histd_result {
   double volume;     /* periodic: the box volume; 0 in open space. With
                       * several frames, the volume that normalises g(r) by
                       * the frames' total: total / sum_f (P_f / V_f)     */
+  double density;    /* periodic: sum over frames of total_f / V_f, which
+                      * partials add up (histd_result_add); 0 in open space */
   uint64_t frames;   /* the frames counted (1 for a one-frame dataset)  */
   bool box_from_dataset; /* periodic: the box was the file's, not the job's */
   histd_statistic statistic;
@@ -558,6 +560,63 @@ int histd_worker_prefetch(histd_worker *w, const histd_dataset *ds,
 int histd_worker_run(histd_worker *w, const histd_problem *p, const histd_exec *ex,
                      const histd_control *ctl, histd_result *res, char *msg,
                      size_t msglen);
+
+/* ---- shards: one job's pairs cut into independent pieces ---------------- */
+
+/*
+ * A shard is a block pair: the pairs between rows [i0, i1) of A and columns
+ * [j0, j1) of B (of A again for self pairs), in every frame. Self pairs are
+ * cut into the blocks (bi, bj) with bj >= bi: a diagonal block is the self
+ * pairs of its points, any other the cross pairs of two disjoint blocks;
+ * A x B into every (bi, bj). The shards of a plan count every pair of the
+ * problem exactly once, so their results, added (histd_result_add), are
+ * the problem's (counts identical; weighted sums to rounding). A cluster
+ * node or a batch task runs one shard; the merger adds them up.
+ */
+typedef struct histd_shard {
+  uint64_t index;  /* 0 .. plan count - 1 */
+  uint64_t i0, i1; /* A's points, each frame's */
+  uint64_t j0, j1; /* B's points (A's for self pairs) */
+} histd_shard;
+
+typedef struct histd_shard_plan {
+  bool self;         /* self pairs: blocks (bi, bj >= bi) of A */
+  uint64_t n_a, n_b; /* the operands' points (a frame's most); n_b 0 for self */
+  uint64_t block;    /* points per block (the last may be shorter) */
+  uint64_t rows, cols; /* blocks of A and of B (cols == rows for self) */
+  uint64_t count;    /* shards */
+} histd_shard_plan;
+
+/* A plan of at most `want` shards (at least 1) for problem p: blocks as
+ * even as the count allows. A problem that cannot be cut (collisions,
+ * counted by hashing in O(n); a kernel that cannot run A x B blocks) gets
+ * one shard, the whole problem. */
+void histd_shard_plan_make(const histd_problem *p, const char *kernel, uint64_t want,
+                           histd_shard_plan *plan);
+/* Shard s of the plan (s < count). */
+void histd_shard_get(const histd_shard_plan *plan, uint64_t s, histd_shard *out);
+/* The pairs shard sh holds over every frame of p, before exclusions. */
+uint64_t histd_shard_pairs(const histd_problem *p, const histd_shard *sh);
+
+/* histd_worker_run on the pairs of shard sh only (NULL: all of them). The
+ * result is a partial: add partials with histd_result_add. */
+int histd_worker_run_shard(histd_worker *w, const histd_problem *p, const histd_exec *ex,
+                           const histd_shard *sh, const histd_control *ctl,
+                           histd_result *res, char *msg, size_t msglen);
+
+/* A partial's bookkeeping holds: sum(counts) + below + overflow = total and
+ * total + excluded = `pairs` (histd_shard_pairs), with the same bins as
+ * `bins`; else HISTD_EIO with a sentence saying what is off. */
+int histd_result_check(const histd_result *part, const histd_bins *bins, uint64_t pairs,
+                       char *msg, size_t msglen);
+/* Adds partial `part` into `sum` (a copy of the first partial, by
+ * histd_result_copy; its kernel, device and flags stand for all): counts, below, overflow, total, excluded, per-frame tables,
+ * weighted sums (with their compensation in err[bins.count], zeroed by the
+ * caller; NULL when unweighted) and the g(r) volume. Finish with
+ * histd_result_add_done. */
+int histd_result_add(histd_result *sum, double *err, const histd_result *part, char *msg,
+                     size_t msglen);
+void histd_result_add_done(histd_result *sum, double *err);
 
 /* One-shot convenience: a CPU-or-GPU worker made, used and destroyed. */
 int histd_run(const histd_problem *p, const histd_exec *ex, const histd_control *ctl,

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "histd/histd.h"
+#include "engine.h"
 
 int histd_dataset_alloc(histd_dataset *ds, size_t n, char *msg, size_t msglen) {
   memset(ds, 0, sizeof *ds);
@@ -99,18 +99,22 @@ void histd_dataset_frame(const histd_dataset *ds, size_t f, histd_dataset *view)
     return;
   }
   const histd_frame *fr = &ds->frame[f];
-  memset(view, 0, sizeof *view);
-  view->n = fr->n;
-  view->x = ds->x + fr->start;
-  view->y = ds->y + fr->start;
-  view->z = ds->z + fr->start;
-  view->w = ds->w != NULL ? ds->w + fr->start : NULL;
+  histd__view(ds, fr->start, fr->n, view);
   view->box = fr->box;
   view->top = ds->top;
+}
+
+void histd__view(const histd_dataset *ds, size_t start, size_t n, histd_dataset *view) {
+  memset(view, 0, sizeof *view);
+  view->n = n;
+  view->x = ds->x + start;
+  view->y = ds->y + start;
+  view->z = ds->z + start;
+  view->w = ds->w != NULL ? ds->w + start : NULL;
   view->borrowed = true;
   const double *c[3] = {view->x, view->y, view->z};
   for (int a = 0; a < 3; a++)
-    for (size_t i = 0; i < fr->n; i++) {
+    for (size_t i = 0; i < n; i++) {
       if (i == 0 || c[a][i] < view->min[a])
         view->min[a] = c[a][i];
       if (i == 0 || c[a][i] > view->max[a])

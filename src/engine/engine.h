@@ -88,10 +88,17 @@ typedef struct histd__exclusions {
 int histd__exclusions_init(histd__exclusions *x, const histd_problem *p, char *msg,
                            size_t msglen);
 void histd__exclusions_free(histd__exclusions *x);
-/* Frame problem pf's excluded pairs into s (counts only, zeroed first); their
- * number. */
+/* Frame problem pf's excluded pairs within shard sh (NULL: all) into s
+ * (counts only, zeroed first); their number. */
 uint64_t histd__exclusions_count(const histd__exclusions *x, const histd_problem *pf,
-                                 histd__sink *s);
+                                 const histd_shard *sh, histd__sink *s);
+/* A borrowed view of ds's points [start, start + n) with their bounds (no
+ * box, topology or frames). */
+void histd__view(const histd_dataset *ds, size_t start, size_t n, histd_dataset *view);
+/* Shard sh of one-frame problem pf: views of its blocks in a (and b) and
+ * the problem on them (self pairs of a diagonal block, else A x B). */
+void histd__problem_shard(const histd_problem *pf, const histd_shard *sh, histd_dataset *a,
+                          histd_dataset *b, histd_problem *out);
 
 int histd__sink_init(histd__sink *s, uint32_t count, bool weighted);
 void histd__sink_free(histd__sink *s);

@@ -79,8 +79,20 @@ static size_t run_end(const size_t *idx, const int64_t *mol, size_t s, size_t n)
   return e;
 }
 
+/* Whether pair (i of A, j of B; or i, j of A for self pairs) is shard sh's. */
+static bool in_shard(const histd_shard *sh, bool self, size_t i, size_t j) {
+  if (sh == NULL)
+    return true;
+  if (self && i > j) {
+    size_t t = i;
+    i = j;
+    j = t;
+  }
+  return i >= sh->i0 && i < sh->i1 && j >= sh->j0 && j < sh->j1;
+}
+
 uint64_t histd__exclusions_count(const histd__exclusions *x, const histd_problem *pf,
-                                 histd__sink *s) {
+                                 const histd_shard *sh, histd__sink *s) {
   const histd_metric m = histd__metric(&pf->box);
   const double inv_w = pf->bins.kind == HISTD_BINS_EDGES ? 0 : 1 / pf->bins.width;
   memset(s->counts, 0, ((size_t)pf->bins.count + 2) * sizeof *s->counts);
@@ -89,8 +101,11 @@ uint64_t histd__exclusions_count(const histd__exclusions *x, const histd_problem
     for (size_t r = 0, e; r < x->n_a; r = e) {
       e = run_end(x->a, x->mol_a, r, x->n_a);
       for (size_t i = r; i < e; i++)
-        for (size_t j = i + 1; j < e; j++, n++)
-          s->counts[histd__pair_slot(pf, &m, inv_w, x->a[i], x->a[j])]++;
+        for (size_t j = i + 1; j < e; j++)
+          if (in_shard(sh, true, x->a[i], x->a[j])) {
+            s->counts[histd__pair_slot(pf, &m, inv_w, x->a[i], x->a[j])]++;
+            n++;
+          }
     }
     return n;
   }
@@ -100,8 +115,11 @@ uint64_t histd__exclusions_count(const histd__exclusions *x, const histd_problem
     eb = run_end(x->b, x->mol_b, rb, x->n_b);
     if (ma == mb)
       for (size_t i = ra; i < ea; i++)
-        for (size_t j = rb; j < eb; j++, n++)
-          s->counts[histd__pair_slot(pf, &m, inv_w, x->a[i], x->b[j])]++;
+        for (size_t j = rb; j < eb; j++)
+          if (in_shard(sh, false, x->a[i], x->b[j])) {
+            s->counts[histd__pair_slot(pf, &m, inv_w, x->a[i], x->b[j])]++;
+            n++;
+          }
     if (ma <= mb)
       ra = ea;
     if (mb <= ma)

@@ -83,17 +83,18 @@ static void frame_progress(void *u, double x) {
 
 static bool frame_cancelled(void *u) { return histd__cancelled(((const frame_control *)u)->outer); }
 
-/* Takes frame problem pf's excluded pairs (x; NULL: none) out of r: its
- * counts, below, overflow and total; adds them to r->excluded. */
-static int take_excluded(const histd__exclusions *x, const histd_problem *pf, histd_result *r,
-                         char *msg, size_t msglen) {
+/* Takes frame problem pf's excluded pairs (x; NULL: none) within shard sh
+ * (NULL: all) out of r: its counts, below, overflow and total; adds them to
+ * r->excluded. */
+static int take_excluded(const histd__exclusions *x, const histd_problem *pf,
+                         const histd_shard *sh, histd_result *r, char *msg, size_t msglen) {
   if (x == NULL)
     return 0;
   const uint32_t count = r->bins.count;
   histd__sink s;
   if (histd__sink_init(&s, count, false) != 0)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u bins", count);
-  const uint64_t n = histd__exclusions_count(x, pf, &s);
+  const uint64_t n = histd__exclusions_count(x, pf, sh, &s);
   for (uint32_t k = 0; k < count; k++)
     r->counts[k] -= s.counts[k];
   r->below -= s.counts[count];
@@ -109,7 +110,7 @@ static int take_excluded(const histd__exclusions *x, const histd_problem *pf, hi
  * Neumaier's compensation across frames. volume becomes the one that
  * normalises g(r) by the frames' total: total / sum_f (P_f / V_f). */
 static int run_frames(histd_worker *w, const histd_kernel *k, const histd_problem *p,
-                      const histd_exec *ex, const histd_control *ctl,
+                      const histd_exec *ex, const histd_shard *sh, const histd_control *ctl,
                       const histd__exclusions *x, histd_result *res, char *msg, size_t msglen) {
   const size_t frames = histd_problem_frames(p);
   const uint32_t count = res->bins.count;
@@ -119,9 +120,13 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
   int rc = 0;
   res->exact = true;
   for (size_t f = 0; f < frames && rc == 0; f++) {
-    histd_dataset a, b;
-    histd_problem pf;
+    histd_dataset a, b, sa, sb;
+    histd_problem pf, ps;
     histd_problem_frame(p, f, &a, &b, &pf);
+    if (sh != NULL)
+      histd__problem_shard(&pf, sh, &sa, &sb, &ps);
+    else
+      ps = pf;
     histd_result part;
     if ((rc = histd_result_init(&part, &p->bins, p->weighted, msg, msglen)) != 0)
       break;
@@ -129,16 +134,16 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
     part.statistic = res->statistic;
     part.radius = res->radius;
     strcpy(part.kernel, res->kernel);
-    part.total = histd_problem_pairs(&pf);
+    part.total = histd_problem_pairs(&ps);
     part.n = a.n;
     part.n_b = pf.b != NULL ? b.n : 0;
     part.cross = res->cross;
     part.volume = histd_box_volume(&pf.box);
     frame_control fc = {ctl, (double)f, (double)frames};
     histd_control sub = {frame_progress, frame_cancelled, &fc};
-    rc = run_frame(w, k, &pf, ex, &sub, &part, msg, msglen);
+    rc = run_frame(w, k, &ps, ex, &sub, &part, msg, msglen);
     if (rc == 0)
-      rc = take_excluded(x, &pf, &part, msg, msglen);
+      rc = take_excluded(x, &pf, sh, &part, msg, msglen);
     if (rc == 0 && res->frame_counts != NULL) {
       memcpy(res->frame_counts + f * count, part.counts, count * sizeof *part.counts);
       res->frame_total[f] = part.total;
@@ -178,13 +183,20 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
   for (uint32_t i = 0; err != NULL && i < count; i++)
     res->weighted[i] += err[i];
   free(err);
+  res->density = density;
   if (v0 > 0)
     res->volume = density > 0 ? (double)res->total / density : v0;
   return rc;
 }
 
-int histd_worker_run(histd_worker *w, const histd_problem *p_in, const histd_exec *ex_in,
+int histd_worker_run(histd_worker *w, const histd_problem *p, const histd_exec *ex,
                      const histd_control *ctl, histd_result *res, char *msg, size_t msglen) {
+  return histd_worker_run_shard(w, p, ex, NULL, ctl, res, msg, msglen);
+}
+
+int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const histd_exec *ex_in,
+                           const histd_shard *sh, const histd_control *ctl, histd_result *res,
+                           char *msg, size_t msglen) {
   double t0 = histd_now_ms();
   memset(res, 0, sizeof *res);
   int rc = histd_problem_validate(p_in, msg, msglen);
@@ -221,7 +233,7 @@ int histd_worker_run(histd_worker *w, const histd_problem *p_in, const histd_exe
   res->statistic = p.statistic;
   res->radius = p.radius;
   strcpy(res->kernel, k->name);
-  res->total = histd_problem_pairs(&p);
+  res->total = sh != NULL ? histd_shard_pairs(&p, sh) : histd_problem_pairs(&p);
   res->n = p.a->n;
   res->n_b = p.b != NULL ? p.b->n : 0;
   res->cross = p.b != NULL;
@@ -242,15 +254,21 @@ int histd_worker_run(histd_worker *w, const histd_problem *p_in, const histd_exe
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the per-frame counts");
   }
   if (res->frames > 1) {
-    rc = run_frames(w, k, &p, &ex, ctl, x, res, msg, msglen);
+    rc = run_frames(w, k, &p, &ex, sh, ctl, x, res, msg, msglen);
   } else {
-    histd_dataset a, b;
-    histd_problem one;
+    histd_dataset a, b, sa, sb;
+    histd_problem one, part;
     histd_problem_frame(&p, 0, &a, &b, &one); /* the box, from the file or the job */
+    if (sh != NULL)
+      histd__problem_shard(&one, sh, &sa, &sb, &part);
+    else
+      part = one;
     res->volume = histd_box_volume(&one.box);
-    rc = run_frame(w, k, &one, &ex, ctl, res, msg, msglen);
+    rc = run_frame(w, k, &part, &ex, ctl, res, msg, msglen);
     if (rc == 0)
-      rc = take_excluded(x, &one, res, msg, msglen);
+      rc = take_excluded(x, &one, sh, res, msg, msglen);
+    if (rc == 0 && res->volume > 0)
+      res->density = (double)res->total / res->volume;
     if (rc == 0 && res->frame_counts != NULL) {
       memcpy(res->frame_counts, res->counts, res->bins.count * sizeof *res->counts);
       res->frame_total[0] = res->total;

@@ -25,6 +25,7 @@
 
 #include "../check.h"
 #include "../definition.h"
+#include "../shards.h"
 #include "histd/histd.h"
 
 static uint64_t seed = 12345;
@@ -183,17 +184,19 @@ static int kernels_for(const histd_problem *p, const char *names[], uint32_t thr
 static void compare_fast(const histd_problem *p, const char *what, bool fast) {
   want h;
   definition(p, &h);
-  const char *kernels[32];
+  const char *kernels[34];
   uint32_t threads[32];
   int nk = kernels_for(p, kernels, threads, 32);
-  for (int k = 0; k < nk; k++) {
-    histd_exec ex;
-    histd_exec_init(&ex);
-    snprintf(ex.kernel, sizeof ex.kernel, "%s", kernels[k]);
-    ex.threads = threads[k];
+  /* and cut into shards: "cpu" in 7, "grid" in 4 */
+  static const char *const sharded[] = {"cpu", "grid"};
+  static const uint64_t shards[] = {7, 4};
+  for (int k = 0; k < nk + 2; k++) {
     histd_result r;
-    if (run_on(p, kernels[k], threads[k], &r, what) != 0)
+    if (k >= nk ? run_sharded(p, sharded[k - nk], shards[k - nk], &r, what) != 0
+                : run_on(p, kernels[k], threads[k], &r, what) != 0)
       continue;
+    if (k >= nk)
+      kernels[k] = "sharded";
     uint64_t sum = r.below + r.overflow;
     int bad = 0;
     for (uint32_t b = 0; b < r.bins.count; b++) {
@@ -935,10 +938,10 @@ static void compare_frames(const histd_problem *p, size_t frames, const char *wh
     if (p->b != NULL && p->b->frame != NULL)
       histd_dataset_free(&b);
   }
-  static const char *const kernels[] = {"cpu-reference", "cpu"};
-  for (int k = 0; k < 2; k++) {
+  static const char *const kernels[] = {"cpu-reference", "cpu", "cpu in 5 shards"};
+  for (int k = 0; k < 3; k++) {
     histd_result r;
-    if (run_on(p, kernels[k], 2, &r, what) != 0)
+    if (k == 2 ? run_sharded(p, "cpu", 5, &r, what) != 0 : run_on(p, kernels[k], 2, &r, what) != 0)
       continue;
     CHECK_EQ_U64(r.frames, frames, what);
     CHECK_EQ_U64(r.total, pairs, what);
@@ -1228,7 +1231,58 @@ static void test_grid(void) {
   histd_dataset_free(&cl);
 }
 
+/* Every plan's shards hold every pair exactly once, and as many as
+ * histd_shard_pairs says: pairs marked one by one here, self and A x B, for
+ * sizes around the block boundaries and every shard count up to 30. */
+static void test_shard_partition(void) {
+  static unsigned char seen[40][40];
+  for (size_t na = 0; na <= 23; na += (na < 5 ? 1 : 6))
+    for (size_t nb = 0; nb <= 17; nb += (nb < 3 ? 1 : 7))
+      for (uint64_t want = 1; want <= 30; want++) {
+        histd_dataset a = points(na, 5, 5, 5, false), b = points(nb, 5, 5, 5, false);
+        const bool self = nb == 0;
+        histd_problem p = problem(&a, self ? NULL : &b, OPEN,
+                                  (histd_bins){HISTD_BINS_WIDTH, 4, 1, NULL});
+        histd_shard_plan plan;
+        histd_shard_plan_make(&p, "cpu", want, &plan);
+        CHECK(plan.count >= 1 && plan.count <= (want > 1 ? want : 1),
+              "%zu x %zu in %llu shards: planned %llu", na, nb, (unsigned long long)want,
+              (unsigned long long)plan.count);
+        memset(seen, 0, sizeof seen);
+        uint64_t held = 0;
+        for (uint64_t s = 0; s < plan.count; s++) {
+          histd_shard sh;
+          histd_shard_get(&plan, s, &sh);
+          held += histd_shard_pairs(&p, &sh);
+          for (size_t i = sh.i0; i < sh.i1; i++)
+            for (size_t j = sh.j0; j < sh.j1; j++)
+              if (!self)
+                seen[i][j]++;
+              else if (i < j || (i != j && sh.i0 != sh.j0))
+                seen[i < j ? i : j][i < j ? j : i]++;
+        }
+        uint64_t bad = 0;
+        for (size_t i = 0; i < na; i++)
+          for (size_t j = self ? i + 1 : 0; j < (self ? na : nb); j++)
+            bad += seen[i][j] != 1;
+        CHECK(bad == 0, "%zu x %zu, %llu shards: %llu pairs not held exactly once", na, nb,
+              (unsigned long long)plan.count, (unsigned long long)bad);
+        CHECK_EQ_U64(held, histd_problem_pairs(&p), "the shards' pairs add up");
+        histd_dataset_free(&a);
+        histd_dataset_free(&b);
+      }
+  /* collisions are counted whole, by hashing */
+  histd_dataset a = points(50, 5, 5, 5, false);
+  histd_problem p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 4, 1, NULL});
+  p.statistic = HISTD_STAT_WITHIN;
+  histd_shard_plan plan;
+  histd_shard_plan_make(&p, "cpu", 10, &plan);
+  CHECK_EQ_U64(plan.count, 1, "collisions are one shard");
+  histd_dataset_free(&a);
+}
+
 int main(void) {
+  test_shard_partition();
   test_grid();
   test_periodic_random();
   test_lattice_shells();

@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "../check.h"
+#include "../shards.h"
 #include "histd/histd.h"
 #include "histd/params.h"
 
@@ -269,8 +270,8 @@ static void check_exclusions(const histd_dataset *ds, const char *sa, const char
     definition(&a, ops.a->top->mol, ops.b ? &b : NULL, ops.b ? ops.b->top->mol : NULL, L, bins,
                &h);
   }
-  const char *kernels[] = {"cpu-reference", "cpu", "grid", "auto"};
-  for (int k = 0; k < 4; k++) {
+  const char *kernels[] = {"cpu-reference", "cpu", "grid", "auto", "cpu in 6 shards"};
+  for (int k = 0; k < 5; k++) {
     histd_problem p;
     memset(&p, 0, sizeof p);
     p.a = ops.a;
@@ -283,10 +284,15 @@ static void check_exclusions(const histd_dataset *ds, const char *sa, const char
     snprintf(ex.kernel, sizeof ex.kernel, "%s", kernels[k]);
     ex.threads = 2;
     histd_result r;
-    rc = histd_run(&p, &ex, NULL, &r, msg, sizeof msg);
-    CHECK(rc == 0, "%s, %s: %s", what, kernels[k], msg);
-    if (rc != 0)
-      continue;
+    if (k == 4) {
+      if (run_sharded(&p, "cpu", 6, &r, what) != 0)
+        continue;
+    } else {
+      rc = histd_run(&p, &ex, NULL, &r, msg, sizeof msg);
+      CHECK(rc == 0, "%s, %s: %s", what, kernels[k], msg);
+      if (rc != 0)
+        continue;
+    }
     for (uint32_t b = 0; b < bins->count; b++)
       CHECK(r.counts[b] == h.counts[b], "%s, %s: bin %u has %" PRIu64 ", want %" PRIu64, what,
             kernels[k], b, r.counts[b], h.counts[b]);
