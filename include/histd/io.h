@@ -258,6 +258,19 @@ int histd_write_json(FILE *f, const histd_result *res, unsigned flags);
  */
 int histd_write_npz(FILE *f, const histd_result *res);
 
+/*
+ * A shard's result (a partial, histd_worker_run_shard) as bytes, for a
+ * batch task's file or a cluster's database, and back: every field that
+ * histd_result_add needs, bit for bit (little-endian hosts). encode: a
+ * malloc'd buffer, 0 or HISTD_ENOMEM. decode: a result to free with
+ * histd_result_free, or HISTD_EIO with a sentence on bytes that are not a
+ * whole partial.
+ */
+int histd_partial_encode(const histd_result *r, unsigned char **out, size_t *len, char *msg,
+                         size_t msglen);
+int histd_partial_decode(const void *bytes, size_t len, histd_result *r, char *msg,
+                         size_t msglen);
+
 #ifdef __cplusplus
 }
 #endif
