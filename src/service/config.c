@@ -101,6 +101,18 @@ static const setting settings[] = {
      "(default 1G; 0: no limit)"},
     {"access-log", "HISTD_ACCESS_LOG", K_FLAG, F(access_log),
      "log every request on stderr (method, path, status, bytes in, milliseconds)"},
+    {"coordinator", "HISTD_COORDINATOR", K_STR, F(coordinator),
+     "cluster mode: the PostgreSQL that coordinates the nodes, a libpq connection string or "
+     "URI (default: none, one host with SQLite)"},
+    {"shared-store", "HISTD_SHARED_STORE", K_STR, F(shared_store),
+     "cluster mode: where the nodes share datasets, a directory every node mounts or "
+     "s3://BUCKET/PREFIX (endpoint and keys from the AWS_ variables)"},
+    {"lease", "HISTD_LEASE", K_SECONDS, F(lease),
+     "cluster mode: how long a shard's claim lasts unless renewed, e.g. 30s (default 30s)"},
+    {"node-name", "HISTD_NODE_NAME", K_STR, F(node_name),
+     "cluster mode: this node's name in the coordinator (default host:port)"},
+    {"shard-pairs", "HISTD_SHARD_PAIRS", K_SIZE, F(shard_pairs),
+     "cluster mode: about how many pairs make one shard (default 20G)"},
     {"print-routes", NULL, K_FLAG, F(print_routes), "print the route table and exit"},
 };
 #define NSETTINGS (sizeof settings / sizeof settings[0])

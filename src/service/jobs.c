@@ -308,6 +308,47 @@ static bool record_end(jobs *q, job *j, job_record *r) {
   return recorded;
 }
 
+int job_bind(service *svc, const job_record *rec, loaded_dataset *d, job_binding *b, char *msg,
+             size_t msglen) {
+  memset(b, 0, sizeof *b);
+  int rc = 0;
+  if (rec->dataset_b[0])
+    rc = dataset_acquire(svc->cache, rec->dataset_b, &b->d_b, msg, msglen);
+  /* topology: a view of A with another dataset's atoms (the loaded one is shared) */
+  b->named = *loaded_dataset_points(d);
+  b->named.top = NULL;
+  b->named.borrowed = true;
+  const histd_dataset *a = loaded_dataset_points(d);
+  if (rc == 0 && rec->params.topology[0] != '\0') {
+    loaded_dataset *dt = NULL;
+    rc = dataset_acquire(svc->cache, rec->params.topology, &dt, msg, msglen);
+    if (rc == 0)
+      rc = histd_dataset_adopt_topology(&b->named, loaded_dataset_points(dt), msg, msglen);
+    dataset_release(svc->cache, dt);
+    a = &b->named;
+  }
+  if (rc == 0)
+    rc = histd_params_operands(&rec->params, a, b->d_b ? loaded_dataset_points(b->d_b) : NULL,
+                               &b->ops, msg, msglen);
+  if (rc == 0) {
+    b->have_ops = true;
+    rc = histd_params_problem(&rec->params, b->ops.a, b->ops.b, &b->prob, &b->edges, msg,
+                              msglen);
+  }
+  if (rc != 0)
+    job_unbind(svc, b);
+  return rc;
+}
+
+void job_unbind(service *svc, job_binding *b) {
+  if (b->have_ops)
+    histd_operands_free(&b->ops);
+  histd_topology_free(b->named.top);
+  free(b->edges);
+  dataset_release(svc->cache, b->d_b);
+  memset(b, 0, sizeof *b);
+}
+
 static void run_one(worker *w, job *j) {
   jobs *q = w->q;
   service *svc = q->svc;
@@ -331,50 +372,24 @@ static void run_one(worker *w, job *j) {
   bool ran = rc == 0;
   dataset_release(svc->cache, old_prefetch);
 
-  loaded_dataset *d_b = NULL;
-  if (rc == 0 && j->rec.dataset_b[0])
-    rc = dataset_acquire(svc->cache, j->rec.dataset_b, &d_b, msg, sizeof msg);
   if (rc == 0) {
     histd_exec ex = j->rec.params.exec;
     if (w->device < 0 && ex.threads == 0)
       ex.threads = w->cpu_threads;
     run_ctx ctx = {j, q};
     histd_control ctl = {on_progress, on_cancelled, &ctx};
-    histd_problem prob;
-    histd_operands ops;
-    double *edges = NULL;
-    /* topology: a view of A with another dataset's atoms (the loaded one is shared) */
-    histd_dataset named = *loaded_dataset_points(d);
-    named.top = NULL;
-    named.borrowed = true;
-    const histd_dataset *a = loaded_dataset_points(d);
-    if (j->rec.params.topology[0] != '\0') {
-      loaded_dataset *dt = NULL;
-      rc = dataset_acquire(svc->cache, j->rec.params.topology, &dt, msg, sizeof msg);
-      if (rc == 0)
-        rc = histd_dataset_adopt_topology(&named, loaded_dataset_points(dt), msg, sizeof msg);
-      dataset_release(svc->cache, dt);
-      a = &named;
-    }
-    if (rc == 0)
-      rc = histd_params_operands(&j->rec.params, a, d_b ? loaded_dataset_points(d_b) : NULL,
-                                 &ops, msg, sizeof msg);
+    job_binding b;
+    rc = job_bind(svc, &j->rec, d, &b, msg, sizeof msg);
     if (rc == 0) {
-      rc = histd_params_problem(&j->rec.params, ops.a, ops.b, &prob, &edges, msg, sizeof msg);
-      if (rc == 0) {
-        atomic_store(&j->frames, histd_problem_frames(&prob));
-        rc = histd_worker_run(w->engine, &prob, &ex, &ctl, &res, msg, sizeof msg);
-      }
+      atomic_store(&j->frames, histd_problem_frames(&b.prob));
+      rc = histd_worker_run(w->engine, &b.prob, &ex, &ctl, &res, msg, sizeof msg);
       if (rc == 0) {
         snprintf(res.select_a, sizeof res.select_a, "%s", j->rec.params.select_a);
         snprintf(res.select_b, sizeof res.select_b, "%s", j->rec.params.select_b);
       }
-      histd_operands_free(&ops);
+      job_unbind(svc, &b);
     }
-    histd_topology_free(named.top);
-    free(edges);
   }
-  dataset_release(svc->cache, d_b);
   dataset_release(svc->cache, d);
   double t_end = histd_now_ms();
 
@@ -512,6 +527,15 @@ int jobs_start(jobs **out, service *svc, char *msg, size_t msglen) {
   pthread_cond_init(&q->cv, NULL);
   atomic_init(&q->stopping, false);
   q->has_gpu = svc->gpu_count > 0;
+  if (svc->cluster != NULL) { /* the cluster's workers take shards instead */
+    int rc = cluster_start(svc->cluster, msg, msglen);
+    if (rc != 0) {
+      free(q);
+      return rc;
+    }
+    *out = q;
+    return 0;
+  }
 
   int ncpu = (int)histd_cpu_count();
   int ngpu_workers = 0, ncpu_workers;
@@ -567,6 +591,7 @@ int jobs_start(jobs **out, service *svc, char *msg, size_t msglen) {
 void jobs_stop(jobs *q) {
   if (q == NULL)
     return;
+  cluster_stop(q->svc->cluster);
   pthread_mutex_lock(&q->mu);
   atomic_store(&q->stopping, true);
   pthread_cond_broadcast(&q->cv);
@@ -605,6 +630,12 @@ void jobs_destroy(jobs *q) {
 }
 
 int jobs_submit(jobs *q, job_record *rec, char *msg, size_t msglen) {
+  if (q->svc->cluster != NULL) {
+    int rc = cluster_submit(q->svc->cluster, rec, msg, msglen);
+    if (rc == 0)
+      atomic_fetch_add(&q->svc->metrics.jobs_submitted, 1);
+    return rc;
+  }
   job *j = job_new(rec);
   if (j == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the job");
@@ -643,6 +674,8 @@ int jobs_submit(jobs *q, job_record *rec, char *msg, size_t msglen) {
 }
 
 int jobs_get(jobs *q, const char *id, job_record *out) {
+  if (q->svc->cluster != NULL)
+    return cluster_get_job(q->svc->cluster, id, out);
   pthread_mutex_lock(&q->mu);
   job *j = find_locked(q, id, NULL);
   if (j != NULL) {
@@ -655,6 +688,8 @@ int jobs_get(jobs *q, const char *id, job_record *out) {
 }
 
 int jobs_cancel(jobs *q, const char *id, job_record *out, char *msg, size_t msglen) {
+  if (q->svc->cluster != NULL)
+    return cluster_cancel(q->svc->cluster, id, out, msg, msglen);
   pthread_mutex_lock(&q->mu);
   worker *on = NULL;
   job *j = find_locked(q, id, &on);
@@ -735,7 +770,15 @@ bool jobs_on_gpu(jobs *q) { return q->has_gpu; }
 
 /* ---- long-poll ---------------------------------------------------------------------- */
 
+int jobs_list(jobs *q, size_t limit, bool (*fn)(const job_record *j, void *u), void *u) {
+  if (q->svc->cluster != NULL)
+    return cluster_list_jobs(q->svc->cluster, limit, fn, u);
+  return store_list_jobs(q->svc->store, limit, false, fn, u);
+}
+
 bool jobs_wait(jobs *q, const char *id, struct MHD_Connection *conn, double deadline) {
+  if (q->svc->cluster != NULL) /* no long-poll across nodes: the current state */
+    return false;
   pthread_mutex_lock(&q->mu);
   if (atomic_load(&q->stopping) || find_live_locked(q, id, NULL) == NULL) {
     pthread_mutex_unlock(&q->mu);

@@ -146,7 +146,45 @@ static void on_stop(uv_async_t *h) {
   shut_down(ls);
 }
 
+/* `histd migrate [--coordinator URL]`: the coordinator's schema, created or
+ * upgraded (the daemon also does it as it starts). */
+static int migrate_main(int argc, char **argv) {
+  const char *url = getenv("HISTD_COORDINATOR");
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--coordinator") == 0 && i + 1 < argc)
+      url = argv[++i];
+    else if (strncmp(argv[i], "--coordinator=", 14) == 0)
+      url = argv[i] + 14;
+    else {
+      fprintf(stderr, "usage: histd migrate --coordinator URL (or HISTD_COORDINATOR)\n");
+      return 2;
+    }
+  }
+  if (url == NULL || !*url) {
+    fprintf(stderr, "histd migrate: name the coordinator: --coordinator URL\n");
+    return 2;
+  }
+  char msg[512];
+  if (cluster_migrate(url, msg, sizeof msg) != 0) {
+    fprintf(stderr, "histd migrate: %s\n", msg);
+    return 1;
+  }
+  printf("histd migrate: the coordinator's schema is current\n");
+  return 0;
+}
+
+/* Subcommands: `histd NAME ...` runs one and exits; anything else is the daemon. */
+static const struct {
+  const char *name;
+  int (*main)(int argc, char **argv);
+} subcommands[] = {
+    {"migrate", migrate_main},
+};
+
 int main(int argc, char **argv) {
+  for (size_t i = 0; argc > 1 && i < sizeof subcommands / sizeof *subcommands; i++)
+    if (strcmp(argv[1], subcommands[i].name) == 0)
+      return subcommands[i].main(argc - 1, argv + 1);
   static service svc; /* big (paths); one per process */
   char msg[1024];
   int rc = config_load(&svc.cfg, argc, argv, msg, sizeof msg);
@@ -187,6 +225,11 @@ int main(int argc, char **argv) {
   if (svc.gpu_count == 0 && svc.gpu_reason[0] == '\0')
     snprintf(svc.gpu_reason, sizeof svc.gpu_reason, "no usable GPU was found");
 
+  if (svc.cfg.coordinator[0] && cluster_open(&svc.cluster, &svc, msg, sizeof msg) != 0) {
+    fprintf(stderr, "histd: %s\n", msg);
+    return 1;
+  }
+
   ls.svc = &svc;
   uv_loop_init(&ls.loop);
   uv_async_init(&ls.loop, &ls.wake, on_wake);
@@ -225,6 +268,8 @@ int main(int argc, char **argv) {
     store_close(svc.store);
     return 1;
   }
+  if (svc.cluster != NULL)
+    cluster_listen(svc.cluster, &ls.loop);
   fprintf(stderr, "histd %s: data in %s, %d worker(s) on %s, dashboard from %s\n",
           HISTD_VERSION, svc.cfg.data_dir, jobs_worker_count(svc.jobs),
           svc.gpu_count > 0 ? "GPU + CPU" : "the CPU", svc.cfg.static_dir);
@@ -268,6 +313,8 @@ int main(int argc, char **argv) {
   ls.stop_closed = true;
   atomic_store(&ls.signals, 1);
   pthread_mutex_unlock(&ls.stop_lock);
+  if (svc.cluster != NULL)
+    cluster_unlisten(svc.cluster);
   uv_close((uv_handle_t *)&ls.stop, close_cb);
   uv_close((uv_handle_t *)&ls.tick, close_cb);
   uv_close((uv_handle_t *)&ls.expire, close_cb);
@@ -277,6 +324,7 @@ int main(int argc, char **argv) {
   sync_pool_destroy(svc.sync); /* after http_stop: no handler can reach it now */
   deadlines_destroy(svc.deadlines);
   defer_pool_destroy(svc.defer);
+  cluster_close(svc.cluster);
   dataset_cache_destroy(svc.cache);
   store_close(svc.store);
   uv_loop_close(&ls.loop);

@@ -144,6 +144,12 @@ static void store_parsed(request *r, int rc, histd_dataset *ds, histd_format fmt
 /* A dataset stored: 201 (new) or 200 with its document and Location; the
  * upload counted in the metrics (bytes of input). */
 static void answer_stored(request *r, const dataset_meta *meta, bool created, size_t bytes) {
+  char msg[512];
+  if (r->svc->cluster != NULL && cluster_publish_dataset(r->svc->cluster, meta, msg, sizeof msg)) {
+    respond_problem(r, 503, "the dataset is stored on this node but could not be shared with "
+                    "the cluster (upload it again): %s", msg);
+    return;
+  }
   service *svc = r->svc;
   dataset_cache_forget(svc->cache, meta->id); /* a rewritten file is verified anew */
   atomic_fetch_add(&svc->metrics.upload_bytes, bytes);
@@ -485,7 +491,8 @@ void route_datasets_list(request *r) {
     return;
   cJSON *o = cJSON_CreateObject();
   list_ctx c = {cJSON_AddArrayToObject(o, "datasets"), r->svc->store};
-  if (store_list_datasets(r->svc->store, limit, add_dataset, &c) != 0) {
+  if ((r->svc->cluster != NULL ? cluster_list_datasets(r->svc->cluster, limit, add_dataset, &c)
+                              : store_list_datasets(r->svc->store, limit, add_dataset, &c)) != 0) {
     cJSON_Delete(o);
     respond_problem(r, 500, "the datasets could not be listed");
     return;
@@ -495,7 +502,9 @@ void route_datasets_list(request *r) {
 
 void route_datasets_get(request *r) {
   dataset_meta m;
-  if (!valid_dataset_id(r->path_id) || store_get_dataset(r->svc->store, r->path_id, &m) != 0) {
+  if (!valid_dataset_id(r->path_id) ||
+      (r->svc->cluster != NULL ? cluster_find_dataset(r->svc->cluster, r->path_id, &m)
+                               : store_get_dataset(r->svc->store, r->path_id, &m)) != 0) {
     respond_problem(r, 404, "no dataset has the id \"%s\"", r->path_id);
     return;
   }
@@ -518,7 +527,14 @@ void route_datasets_delete(request *r) {
     return;
   }
   char msg[256];
-  int rc = store_delete_dataset(svc->store, r->path_id, msg, sizeof msg);
+  int shared = svc->cluster != NULL ? cluster_delete_dataset(svc->cluster, r->path_id, msg,
+                                                             sizeof msg)
+                                    : HISTD_ENOENT;
+  int rc = shared == 0 || shared == HISTD_ENOENT
+               ? store_delete_dataset(svc->store, r->path_id, msg, sizeof msg)
+               : shared;
+  if (rc == HISTD_ENOENT && shared == 0) /* the cluster's, never fetched here */
+    rc = 0;
   pthread_rwlock_unlock(&svc->datasets_lock);
   if (rc == HISTD_ENOENT) {
     respond_problem(r, 404, "no dataset has the id \"%s\"", r->path_id);

@@ -286,7 +286,9 @@ typedef struct create_ctx {
 /* Looks a dataset up for a job (under datasets_lock): 404 when it does not
  * exist, 422 when its payload is damaged. */
 static bool job_dataset(create_ctx *c, const char *field, const char *id, dataset_meta *m) {
-  if (strlen(id) != 64 || store_get_dataset(c->svc->store, id, m) != 0) {
+  if (strlen(id) != 64 || (c->svc->cluster != NULL
+                              ? cluster_find_dataset(c->svc->cluster, id, m)
+                              : store_get_dataset(c->svc->store, id, m)) != 0) {
     c->status = 404;
     snprintf(c->msg, sizeof c->msg,
              "no dataset has the id \"%.80s\" (%s; upload it with POST /v1/datasets)", id, field);
@@ -529,7 +531,7 @@ void route_jobs_list(request *r) {
   }
   cJSON *o = cJSON_CreateObject();
   list_ctx c = {cJSON_AddArrayToObject(o, "jobs"), r->svc->jobs};
-  if (store_list_jobs(r->svc->store, limit, false, add_job, &c) != 0) {
+  if (jobs_list(r->svc->jobs, limit, add_job, &c) != 0) {
     cJSON_Delete(o);
     respond_problem(r, 500, "the jobs could not be listed");
     return;

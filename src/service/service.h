@@ -71,6 +71,11 @@ typedef struct config {
   size_t max_buffered_bytes;   /* request bodies and large answers held at once */
   bool print_routes;
   bool access_log;             /* one line per request on stderr */
+  char coordinator[1024];      /* "" (one host), else PostgreSQL's conninfo */
+  char shared_store[1024];     /* cluster: a directory or s3://BUCKET/PREFIX */
+  double lease;                /* cluster: seconds a shard's claim lasts (0: 30) */
+  char node_name[256];         /* cluster: "" -> host:port */
+  size_t shard_pairs;          /* cluster: pairs per shard (0: 20G) */
 } config;
 
 /* Fills cfg from defaults, then the environment, then argv. Returns 0, 1 for
@@ -249,6 +254,11 @@ int store_put_streamed(store *s, const char *tmp_path, const char *id, size_t n,
                        const double min[3], const double max[3], const char *format,
                        const char *name, dataset_meta *meta, bool *created, char *msg,
                        size_t msglen);
+/* A payload another node stored (a temp file from store_temp_payload,
+ * whole) recorded here under m's id and shape; the temp file is renamed or
+ * removed. */
+int store_adopt_dataset(store *s, const char *tmp_path, const dataset_meta *m, char *msg,
+                        size_t msglen);
 int store_get_dataset(store *s, const char *id, dataset_meta *meta); /* 0 / HISTD_ENOENT */
 /* Calls fn for each dataset, newest first; fn returns false to stop. */
 int store_list_datasets(store *s, size_t limit,
@@ -278,6 +288,8 @@ int store_count_jobs(store *s, uint64_t counts[JOB_STATUS_COUNT]);
  * before `before` (wall-clock seconds); 0 and the number in *deleted. */
 int store_expire_jobs(store *s, double before, uint64_t *deleted, char *msg, size_t msglen);
 int store_count_active_jobs_on(store *s, const char *dataset, size_t *count);
+/* A job's parameters from the JSON the table wrote (histd_params_write_json). */
+void job_params_from_json(const char *text, histd_params *p);
 /* A deep copy (parameters and result); 0 or HISTD_ENOMEM. */
 int job_record_copy(job_record *dst, const job_record *src);
 void job_record_free(job_record *j);
@@ -389,10 +401,59 @@ bool jobs_on_gpu(jobs *q);
 /* Long-poll: registers conn to be resumed when job `id` ends or at the
  * deadline; returns false (and does not suspend) when the job has ended. */
 struct MHD_Connection;
+/* Jobs newest first, from the store (or the cluster); fn returns false to stop. */
+int jobs_list(jobs *q, size_t limit, bool (*fn)(const job_record *j, void *u), void *u);
 bool jobs_wait(jobs *q, const char *id, struct MHD_Connection *conn, double deadline);
 /* From the loop: resumes waiters whose job ended or whose deadline passed
  * (all of them when `all`). */
 void jobs_resume_waiters(jobs *q, bool all);
+
+/* ---- binding a job to its operands (jobs.c) ------------------------------ */
+
+/* A job's problem on loaded datasets: A is d (the caller's), B and the
+ * topology's dataset acquired here; selections and edges owned here until
+ * job_unbind. */
+typedef struct job_binding {
+  loaded_dataset *d_b;
+  histd_dataset named; /* A with another dataset's topology */
+  histd_operands ops;
+  bool have_ops;
+  histd_problem prob;
+  double *edges;
+} job_binding;
+int job_bind(struct service *svc, const job_record *rec, loaded_dataset *d, job_binding *b, char *msg,
+             size_t msglen);
+void job_unbind(struct service *svc, job_binding *b);
+
+/* ---- the cluster (cluster.c): PostgreSQL coordinates many nodes ---------- */
+
+typedef struct cluster cluster;
+/* Connects, migrates the schema, opens the shared store (svc->cfg). */
+int cluster_open(cluster **out, struct service *svc, char *msg, size_t msglen);
+/* Starts the node's workers (one per GPU, else one CPU) and the lease renewer. */
+int cluster_start(cluster *c, char *msg, size_t msglen);
+/* LISTEN for cancels and new work on the loop's thread; unlisten before
+ * the loop closes. */
+void cluster_listen(cluster *c, struct uv_loop_s *loop);
+void cluster_unlisten(cluster *c);
+void cluster_stop(cluster *c); /* running shards go back to the queue */
+void cluster_close(cluster *c);
+const char *cluster_node(const cluster *c);
+/* `histd migrate`: creates or upgrades the coordinator's schema. */
+int cluster_migrate(const char *conninfo, char *msg, size_t msglen);
+int cluster_submit(cluster *c, job_record *rec, char *msg, size_t msglen);
+int cluster_get_job(cluster *c, const char *id, job_record *j);
+int cluster_cancel(cluster *c, const char *id, job_record *out, char *msg, size_t msglen);
+int cluster_list_jobs(cluster *c, size_t limit, bool (*fn)(const job_record *j, void *u),
+                      void *u);
+/* A dataset stored here, shared and indexed for the other nodes. */
+int cluster_publish_dataset(cluster *c, const dataset_meta *m, char *msg, size_t msglen);
+/* The cluster's dataset id, fetched into this node's store when missing
+ * (0, HISTD_ENOENT, HISTD_EIO). */
+int cluster_find_dataset(cluster *c, const char *id, dataset_meta *m);
+int cluster_list_datasets(cluster *c, size_t limit, bool (*fn)(const dataset_meta *m, void *u),
+                          void *u);
+int cluster_delete_dataset(cluster *c, const char *id, char *msg, size_t msglen);
 
 /* ---- POST /v1/histogram's compute threads (sync_pool.c) ------------------------ */
 
@@ -458,6 +519,7 @@ typedef struct service {
   store *store;
   dataset_cache *cache;
   jobs *jobs;
+  cluster *cluster; /* NULL: one host (no --coordinator) */
   sync_pool *sync;
   deadlines *deadlines;
   defer_pool *defer;

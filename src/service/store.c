@@ -761,6 +761,14 @@ static int commit_dataset(store *s, const char *tmp_path, const char *id,
   return rc;
 }
 
+int store_adopt_dataset(store *s, const char *tmp_path, const dataset_meta *m, char *msg,
+                        size_t msglen) {
+  dataset_meta meta;
+  bool created;
+  return commit_dataset(s, tmp_path, m->id, m, m->format, m->name, &meta, &created, msg,
+                        msglen);
+}
+
 int store_put_dataset(store *s, const histd_dataset *ds, const char *format, const char *name,
                       dataset_meta *meta, bool *created, char *msg, size_t msglen) {
   size_t bytes = ds->n * 3 * sizeof(double);
@@ -975,7 +983,7 @@ static bool per_frame_decode(histd_result *r, const void *blob, size_t bytes) {
 }
 
 /* The job's parameters from their JSON (histd/params.h's table). */
-static void params_from_json(const char *text, histd_params *p) {
+void job_params_from_json(const char *text, histd_params *p) {
   histd_params_init(p);
   cJSON *o = text ? cJSON_Parse(text) : NULL;
   for (const cJSON *f = o ? o->child : NULL; f != NULL; f = f->next) {
@@ -1018,7 +1026,7 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   snprintf(j->id, sizeof j->id, "%s", (const char *)sqlite3_column_text(st, 1));
   snprintf(j->dataset, sizeof j->dataset, "%s", (const char *)sqlite3_column_text(st, 2));
   j->n = (size_t)sqlite3_column_int64(st, 3);
-  params_from_json((const char *)sqlite3_column_text(st, 31), &j->params);
+  job_params_from_json((const char *)sqlite3_column_text(st, 31), &j->params);
   const char *b = (const char *)sqlite3_column_text(st, 32);
   snprintf(j->dataset_b, sizeof j->dataset_b, "%s", b ? b : "");
   j->n_b = (size_t)sqlite3_column_int64(st, 33);

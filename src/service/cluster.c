@@ -1,0 +1,1244 @@
+/*
+ * cluster.c -- many histd nodes, one PostgreSQL: the coordinator.
+ *
+ * With --coordinator, jobs and the index of datasets live in PostgreSQL
+ * and every node answers the whole API from there; the node's own SQLite
+ * store keeps only the datasets it has seen, as a cache. Nothing of this
+ * is active without the flag.
+ *
+ * A job becomes shards (shard.c: block pairs of its points), one row each,
+ * inserted in the job's transaction. Each worker (a GPU, or the CPU engine)
+ * of every node claims the oldest queued shard, or one whose lease has
+ * expired, with SELECT ... FOR UPDATE SKIP LOCKED, so two workers never
+ * claim the same row, and nobody waits on a row somebody else holds. A
+ * claim takes a lease (an expiry from the database's clock, never a node's)
+ * and a fencing token (a sequence: every claim a larger number). A renewer
+ * thread extends the leases of this node's running shards every lease / 4;
+ * a renewal that finds the row no longer running under its token (the
+ * lease expired and someone else claimed it, or the job was cancelled)
+ * stops the run.
+ *
+ * Exactly once: a shard's partial is stored by the UPDATE that marks it
+ * done, which matches the row only while status is running and the token
+ * is the worker's own; a stale worker's UPDATE matches nothing and its
+ * result is dropped. In the same transaction the job's shards_done is
+ * incremented (the job's row lock orders concurrent completions), and the
+ * transaction that completes the last shard reads every partial, checks
+ * each against the pairs its block pair holds (histd_result_check), adds
+ * them (histd_result_add) and stores the job's result. A commit whose
+ * answer was lost (the database restarted) is retried: the retry matches
+ * nothing if the first went through, so nothing is counted twice.
+ *
+ * A shard whose run fails goes back to the queue until it has been tried
+ * max_attempts times (a claim counts as a try, so a shard whose nodes keep
+ * dying counts too); then the job fails with the shard's sentence.
+ * Cancelling marks the job and its unfinished shards cancelled and sends
+ * NOTIFY histd_cancel; every node LISTENs on a connection whose socket is
+ * in the libuv loop and stops its runs of that job at once (the renewal
+ * would notice within lease / 4 anyway). NOTIFY histd_work wakes idle
+ * workers when shards are queued.
+ *
+ * Datasets: an upload is stored locally as always, published to the shared
+ * store (shared_store.c: a shared directory or S3) under its content
+ * address, and indexed in PostgreSQL. A node asked for a dataset it lacks
+ * looks it up there, fetches the payload into its own store and records
+ * it, after which the local paths (the mapping, the hash check) serve it.
+ *
+ * Connections: libpq connections are not shared between threads, so each
+ * worker, the renewer and the listener have their own, and the HTTP
+ * threads share one under a mutex. A connection that broke (the database
+ * restarted) is reset before its next use.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "service.h"
+#include "shared_store.h"
+
+#define SCHEMA_VERSION 1
+
+typedef struct cworker {
+  cluster *c;
+  pthread_t tid;
+  bool started;
+  histd_worker *engine;
+  int device;
+  uint32_t threads;
+  PGconn *db;
+  /* the shard running now (guarded by c->mu): the renewer and the listener
+   * stop it through `stop` */
+  bool busy;
+  char job[33];
+  int64_t idx, token;
+  atomic_bool stop;
+} cworker;
+
+struct cluster {
+  service *svc;
+  char conninfo[1024];
+  char node[256];
+  double lease_s;
+  uint64_t shard_pairs;
+  int max_attempts;
+  shared_store *shared;
+  PGconn *api; /* the HTTP threads' connection */
+  pthread_mutex_t api_mu;
+  pthread_mutex_t mu; /* workers' state; idle workers wait on cv */
+  pthread_cond_t cv;
+  atomic_bool stopping;
+  cworker *workers;
+  int nworkers;
+  pthread_t renewer;
+  bool renewer_started;
+  PGconn *listen_db;
+  uv_poll_t poll;
+  uv_timer_t retry;
+  bool listening;
+};
+
+static const char *const SCHEMA[] = {
+    "CREATE TABLE IF NOT EXISTS histd_schema (version integer NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS histd_datasets ("
+    " id text PRIMARY KEY, meta text NOT NULL, created_at double precision NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS histd_jobs ("
+    " id text PRIMARY KEY, seq bigserial, dataset text NOT NULL, dataset_b text NOT NULL,"
+    " n bigint NOT NULL, n_b bigint NOT NULL, params text NOT NULL, want bigint NOT NULL,"
+    " status text NOT NULL, created_at double precision NOT NULL,"
+    " started_at double precision NOT NULL DEFAULT 0,"
+    " finished_at double precision NOT NULL DEFAULT 0, error text NOT NULL DEFAULT '',"
+    " device text NOT NULL DEFAULT '', shards bigint NOT NULL,"
+    " shards_done bigint NOT NULL DEFAULT 0, kernel_ms double precision NOT NULL DEFAULT 0,"
+    " transfer_ms double precision NOT NULL DEFAULT 0, result bytea)",
+    "CREATE TABLE IF NOT EXISTS histd_shards ("
+    " job_id text NOT NULL REFERENCES histd_jobs(id) ON DELETE CASCADE, idx bigint NOT NULL,"
+    " seq bigint NOT NULL, status text NOT NULL, token bigint NOT NULL DEFAULT 0,"
+    " node text NOT NULL DEFAULT '', lease_until timestamptz, attempts integer NOT NULL"
+    " DEFAULT 0, error text NOT NULL DEFAULT '', partial bytea, PRIMARY KEY (job_id, idx))",
+    "CREATE INDEX IF NOT EXISTS histd_shards_open ON histd_shards (seq, idx)"
+    " WHERE status IN ('queued', 'running')",
+    "CREATE SEQUENCE IF NOT EXISTS histd_fence",
+};
+
+/* ---- connections ------------------------------------------------------------------- */
+
+static int pg_fail(PGconn *db, const PGresult *r, char *msg, size_t msglen, const char *what) {
+  const char *e = r != NULL ? PQresultErrorMessage(r) : PQerrorMessage(db);
+  char text[300];
+  snprintf(text, sizeof text, "%s", e && *e ? e : "no answer");
+  text[strcspn(text, "\n")] = 0;
+  return histd_fail(msg, msglen, HISTD_EIO, "the coordinator could not %s: %s", what, text);
+}
+
+/* A usable connection: reset when it broke. */
+static bool pg_ready(PGconn *db) {
+  if (PQstatus(db) == CONNECTION_OK)
+    return true;
+  PQreset(db);
+  return PQstatus(db) == CONNECTION_OK;
+}
+
+/* Runs sql with text parameters (NULL: SQL NULL; lens for binary ones);
+ * the result, or NULL with msg. */
+static PGresult *pg_exec(PGconn *db, const char *sql, int n, const char *const *v,
+                         const int *lens, const int *bin, char *msg, size_t msglen,
+                         const char *what) {
+  if (!pg_ready(db)) {
+    pg_fail(db, NULL, msg, msglen, what);
+    return NULL;
+  }
+  PGresult *r = PQexecParams(db, sql, n, NULL, v, lens, bin, 0);
+  ExecStatusType st = PQresultStatus(r);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    pg_fail(db, r, msg, msglen, what);
+    PQclear(r);
+    return NULL;
+  }
+  return r;
+}
+
+static int pg_cmd(PGconn *db, const char *sql, char *msg, size_t msglen, const char *what) {
+  PGresult *r = pg_exec(db, sql, 0, NULL, NULL, NULL, msg, msglen, what);
+  PQclear(r);
+  return r != NULL ? 0 : HISTD_EIO;
+}
+
+static PGconn *pg_connect(const char *conninfo, char *msg, size_t msglen) {
+  PGconn *db = PQconnectdb(conninfo);
+  if (PQstatus(db) != CONNECTION_OK) {
+    pg_fail(db, NULL, msg, msglen, "be reached");
+    PQfinish(db);
+    return NULL;
+  }
+  PGresult *r = PQexec(db, "SET client_min_messages = warning");
+  PQclear(r);
+  return db;
+}
+
+static int migrate(PGconn *db, char *msg, size_t msglen) {
+  /* one migration at a time, whichever node starts first */
+  int rc = pg_cmd(db, "BEGIN", msg, msglen, "begin the migration");
+  if (rc == 0)
+    rc = pg_cmd(db, "SELECT pg_advisory_xact_lock(7346329)", msg, msglen, "lock the schema");
+  for (size_t i = 0; rc == 0 && i < sizeof SCHEMA / sizeof *SCHEMA; i++)
+    rc = pg_cmd(db, SCHEMA[i], msg, msglen, "create the schema");
+  PGresult *r = rc == 0 ? pg_exec(db, "SELECT max(version) FROM histd_schema", 0, NULL, NULL,
+                                  NULL, msg, msglen, "read the schema version")
+                        : NULL;
+  if (r != NULL) {
+    int version = PQgetisnull(r, 0, 0) ? 0 : atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    if (version > SCHEMA_VERSION)
+      rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the coordinator's schema is version %d, newer than this histd's %d: "
+                      "upgrade histd", version, SCHEMA_VERSION);
+    else if (version < SCHEMA_VERSION)
+      rc = pg_cmd(db, "DELETE FROM histd_schema; INSERT INTO histd_schema VALUES (1)", msg,
+                  msglen, "record the schema version");
+  } else if (rc == 0) {
+    rc = HISTD_EIO;
+  }
+  rc = rc == 0 ? pg_cmd(db, "COMMIT", msg, msglen, "commit the migration") : rc;
+  if (rc != 0) {
+    PGresult *x = PQexec(db, "ROLLBACK");
+    PQclear(x);
+  }
+  return rc;
+}
+
+int cluster_migrate(const char *conninfo, char *msg, size_t msglen) {
+  PGconn *db = pg_connect(conninfo, msg, msglen);
+  if (db == NULL)
+    return HISTD_EIO;
+  int rc = migrate(db, msg, msglen);
+  PQfinish(db);
+  return rc;
+}
+
+/* ---- text helpers ------------------------------------------------------------------ */
+
+static char *params_text(const histd_params *p) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (f == NULL)
+    return NULL;
+  histd_params_write_json(f, p);
+  fclose(f);
+  return buf;
+}
+
+static void u64_text(char out[24], uint64_t v) { snprintf(out, 24, "%" PRIu64, v); }
+
+static job_status status_from(const char *s) {
+  for (int k = 0; k < JOB_STATUS_COUNT; k++)
+    if (strcmp(s, job_status_name((job_status)k)) == 0)
+      return (job_status)k;
+  return JOB_FAILED;
+}
+
+static double wall(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- datasets ---------------------------------------------------------------------- */
+
+static cJSON *meta_to_json(const dataset_meta *m) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "id", m->id);
+  cJSON_AddNumberToObject(o, "n", (double)m->n);
+  cJSON_AddStringToObject(o, "format", m->format);
+  cJSON_AddStringToObject(o, "name", m->name);
+  cJSON_AddNumberToObject(o, "created_at", m->created_at);
+  cJSON_AddItemToObject(o, "min", cJSON_CreateDoubleArray(m->min, 3));
+  cJSON_AddItemToObject(o, "max", cJSON_CreateDoubleArray(m->max, 3));
+  cJSON_AddBoolToObject(o, "weighted", m->weighted);
+  cJSON_AddNumberToObject(o, "frames", (double)m->frames);
+  const double box[7] = {m->box.kind, m->box.ax, m->box.bx, m->box.by,
+                         m->box.cx,   m->box.cy, m->box.cz};
+  cJSON_AddItemToObject(o, "box", cJSON_CreateDoubleArray(box, 7));
+  cJSON_AddNumberToObject(o, "topology", m->topology);
+  cJSON_AddStringToObject(o, "atoms", m->atoms);
+  cJSON_AddStringToObject(o, "unit", m->unit);
+  return o;
+}
+
+static double num(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static void str(const cJSON *o, const char *k, char *out, size_t len) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  snprintf(out, len, "%s", cJSON_IsString(v) ? v->valuestring : "");
+}
+
+static void nums(const cJSON *o, const char *k, double *out, int n) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, k);
+  for (int i = 0; i < n; i++) {
+    const cJSON *v = cJSON_GetArrayItem(a, i);
+    out[i] = cJSON_IsNumber(v) ? v->valuedouble : 0;
+  }
+}
+
+static int meta_from_text(const char *text, dataset_meta *m) {
+  cJSON *o = cJSON_Parse(text);
+  if (o == NULL)
+    return HISTD_EIO;
+  memset(m, 0, sizeof *m);
+  str(o, "id", m->id, sizeof m->id);
+  m->n = (size_t)num(o, "n");
+  str(o, "format", m->format, sizeof m->format);
+  str(o, "name", m->name, sizeof m->name);
+  m->created_at = num(o, "created_at");
+  nums(o, "min", m->min, 3);
+  nums(o, "max", m->max, 3);
+  m->weighted = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "weighted"));
+  m->frames = (size_t)num(o, "frames");
+  double box[7];
+  nums(o, "box", box, 7);
+  m->box = (histd_box){(histd_box_kind)box[0], box[1], box[2], box[3], box[4], box[5], box[6]};
+  m->topology = (unsigned)num(o, "topology");
+  str(o, "atoms", m->atoms, sizeof m->atoms);
+  str(o, "unit", m->unit, sizeof m->unit);
+  cJSON_Delete(o);
+  return 0;
+}
+
+int cluster_publish_dataset(cluster *c, const dataset_meta *m, char *msg, size_t msglen) {
+  char path[4400];
+  store_payload_path(c->svc->store, m->id, path, sizeof path);
+  int rc = shared_store_put(c->shared, m->id, path, msg, msglen);
+  if (rc != 0)
+    return rc;
+  cJSON *o = meta_to_json(m);
+  char *text = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  char created[40];
+  snprintf(created, sizeof created, "%.17g", m->created_at);
+  const char *v[3] = {m->id, text, created};
+  pthread_mutex_lock(&c->api_mu);
+  PGresult *r = pg_exec(c->api,
+                        "INSERT INTO histd_datasets (id, meta, created_at) VALUES ($1, $2, $3)"
+                        " ON CONFLICT (id) DO NOTHING",
+                        3, v, NULL, NULL, msg, msglen, "index the dataset");
+  pthread_mutex_unlock(&c->api_mu);
+  free(text);
+  PQclear(r);
+  return r != NULL ? 0 : HISTD_EIO;
+}
+
+/* The cluster's record of dataset id: 0, HISTD_ENOENT, or HISTD_EIO. */
+static int indexed_meta(cluster *c, PGconn *db, const char *id, dataset_meta *m, char *msg,
+                        size_t msglen) {
+  const char *v[1] = {id};
+  PGresult *r = pg_exec(db, "SELECT meta FROM histd_datasets WHERE id = $1", 1, v, NULL, NULL,
+                        msg, msglen, "look the dataset up");
+  (void)c;
+  if (r == NULL)
+    return HISTD_EIO;
+  int rc = PQntuples(r) == 0 ? HISTD_ENOENT : meta_from_text(PQgetvalue(r, 0, 0), m);
+  PQclear(r);
+  return rc;
+}
+
+/* Copies the shared store's payload of m into this node's store. */
+static int adopt(cluster *c, const dataset_meta *m, char *msg, size_t msglen) {
+  const uint64_t bytes = dataset_payload_bytes(m);
+  char from[4400], tmp[4400];
+  int rc = shared_store_fetch(c->shared, m->id, 0, bytes, from, sizeof from, msg, msglen);
+  if (rc != 0)
+    return rc;
+  FILE *in = fopen(from, "rb");
+  if (in == NULL)
+    return histd_fail(msg, msglen, HISTD_EIO, "cannot read the shared payload %s: %s", from,
+                      strerror(errno));
+  int fd;
+  rc = store_temp_payload(c->svc->store, tmp, sizeof tmp, &fd, msg, msglen);
+  if (rc != 0) {
+    fclose(in);
+    return rc;
+  }
+  char buf[1 << 16];
+  uint64_t copied = 0;
+  size_t got;
+  while (rc == 0 && copied < bytes && (got = fread(buf, 1, sizeof buf, in)) > 0) {
+    if (got > bytes - copied)
+      got = (size_t)(bytes - copied);
+    for (size_t off = 0; off < got;) {
+      ssize_t w = write(fd, buf + off, got - off);
+      if (w <= 0) {
+        rc = histd_fail(msg, msglen, HISTD_EIO, "cannot copy the shared payload: %s",
+                        strerror(errno));
+        break;
+      }
+      off += (size_t)w;
+    }
+    copied += got;
+  }
+  fclose(in);
+  close(fd);
+  if (rc == 0 && copied != bytes)
+    rc = histd_fail(msg, msglen, HISTD_EIO,
+                    "the shared payload of %s has %" PRIu64 " bytes, not %" PRIu64, m->id,
+                    copied, bytes);
+  if (rc == 0)
+    return store_adopt_dataset(c->svc->store, tmp, m, msg, msglen);
+  unlink(tmp);
+  return rc;
+}
+
+static int find_dataset(cluster *c, PGconn *db, const char *id, dataset_meta *m) {
+  char msg[256];
+  int rc = indexed_meta(c, db, id, m, msg, sizeof msg);
+  if (rc == HISTD_ENOENT) { /* deleted by another node: not here either */
+    char ignored[64];
+    if (store_get_dataset(c->svc->store, id, m) == 0)
+      store_delete_dataset(c->svc->store, id, ignored, sizeof ignored);
+    return HISTD_ENOENT;
+  }
+  if (rc == 0 && store_get_dataset(c->svc->store, id, m) != 0) {
+    rc = adopt(c, m, msg, sizeof msg);
+    if (rc != 0)
+      fprintf(stderr, "histd: dataset %s: %s\n", id, msg);
+    else
+      rc = store_get_dataset(c->svc->store, id, m);
+  }
+  return rc;
+}
+
+int cluster_find_dataset(cluster *c, const char *id, dataset_meta *m) {
+  pthread_mutex_lock(&c->api_mu);
+  int rc = find_dataset(c, c->api, id, m);
+  pthread_mutex_unlock(&c->api_mu);
+  return rc;
+}
+
+int cluster_list_datasets(cluster *c, size_t limit, bool (*fn)(const dataset_meta *m, void *u),
+                          void *u) {
+  char msg[256], lim[24];
+  u64_text(lim, limit);
+  const char *v[1] = {lim};
+  pthread_mutex_lock(&c->api_mu);
+  PGresult *r = pg_exec(c->api,
+                        "SELECT meta FROM histd_datasets ORDER BY created_at DESC LIMIT $1", 1,
+                        v, NULL, NULL, msg, sizeof msg, "list the datasets");
+  pthread_mutex_unlock(&c->api_mu);
+  if (r == NULL)
+    return HISTD_EIO;
+  for (int i = 0; i < PQntuples(r); i++) {
+    dataset_meta m;
+    if (meta_from_text(PQgetvalue(r, i, 0), &m) == 0 && !fn(&m, u))
+      break;
+  }
+  PQclear(r);
+  return 0;
+}
+
+int cluster_delete_dataset(cluster *c, const char *id, char *msg, size_t msglen) {
+  const char *v[1] = {id};
+  pthread_mutex_lock(&c->api_mu);
+  PGresult *r = pg_exec(c->api, "DELETE FROM histd_datasets WHERE id = $1 RETURNING 1", 1, v,
+                        NULL, NULL, msg, msglen, "delete the dataset");
+  pthread_mutex_unlock(&c->api_mu);
+  if (r == NULL)
+    return HISTD_EIO;
+  const bool had = PQntuples(r) > 0;
+  PQclear(r);
+  if (!had)
+    return HISTD_ENOENT;
+  int rc = shared_store_delete(c->shared, id, msg, msglen);
+  return rc == HISTD_ENOENT ? 0 : rc;
+}
+
+/* ---- jobs -------------------------------------------------------------------------- */
+
+#define JOB_COLUMNS                                                                          \
+  "id, seq, dataset, dataset_b, n, n_b, params, status, created_at, started_at, finished_at," \
+  " error, device, shards, shards_done, kernel_ms, transfer_ms, result"
+
+static int row_to_job(PGresult *r, int i, job_record *j, char *msg, size_t msglen) {
+  memset(j, 0, sizeof *j);
+  snprintf(j->id, sizeof j->id, "%s", PQgetvalue(r, i, 0));
+  j->seq = strtoll(PQgetvalue(r, i, 1), NULL, 10);
+  snprintf(j->dataset, sizeof j->dataset, "%s", PQgetvalue(r, i, 2));
+  snprintf(j->dataset_b, sizeof j->dataset_b, "%s", PQgetvalue(r, i, 3));
+  j->n = (size_t)strtoull(PQgetvalue(r, i, 4), NULL, 10);
+  j->n_b = (size_t)strtoull(PQgetvalue(r, i, 5), NULL, 10);
+  job_params_from_json(PQgetvalue(r, i, 6), &j->params);
+  j->status = status_from(PQgetvalue(r, i, 7));
+  j->created_at = strtod(PQgetvalue(r, i, 8), NULL);
+  j->started_at = strtod(PQgetvalue(r, i, 9), NULL);
+  j->finished_at = strtod(PQgetvalue(r, i, 10), NULL);
+  snprintf(j->error, sizeof j->error, "%s", PQgetvalue(r, i, 11));
+  snprintf(j->device, sizeof j->device, "%s", PQgetvalue(r, i, 12));
+  const double shards = strtod(PQgetvalue(r, i, 13), NULL);
+  const double done = strtod(PQgetvalue(r, i, 14), NULL);
+  j->progress = j->status == JOB_SUCCEEDED ? 1 : shards > 0 ? done / shards : 0;
+  j->timing.kernel_ms = strtod(PQgetvalue(r, i, 15), NULL);
+  j->timing.transfer_ms = strtod(PQgetvalue(r, i, 16), NULL);
+  if (j->started_at > 0)
+    j->timing.queue_ms = (j->started_at - j->created_at) * 1000.0;
+  if (j->finished_at > 0 && j->started_at > 0)
+    j->timing.total_ms = (j->finished_at - j->started_at) * 1000.0;
+  if (!PQgetisnull(r, i, 17)) {
+    size_t len;
+    unsigned char *bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(r, i, 17), &len);
+    int rc = bytes != NULL ? histd_partial_decode(bytes, len, &j->result, msg, msglen)
+                           : HISTD_ENOMEM;
+    PQfreemem(bytes);
+    if (rc != 0) {
+      snprintf(j->error, sizeof j->error, "the stored result cannot be read: %s", msg);
+      return HISTD_EIO;
+    }
+    j->result.timing = j->timing;
+    j->has_result = true;
+  }
+  return 0;
+}
+
+static int get_job(PGconn *db, const char *id, job_record *j) {
+  char msg[256];
+  const char *v[1] = {id};
+  PGresult *r = pg_exec(db, "SELECT " JOB_COLUMNS " FROM histd_jobs WHERE id = $1", 1, v, NULL,
+                        NULL, msg, sizeof msg, "read the job");
+  if (r == NULL)
+    return HISTD_EIO;
+  int rc = PQntuples(r) == 0 ? HISTD_ENOENT : row_to_job(r, 0, j, msg, sizeof msg);
+  PQclear(r);
+  return rc;
+}
+
+int cluster_get_job(cluster *c, const char *id, job_record *j) {
+  pthread_mutex_lock(&c->api_mu);
+  int rc = get_job(c->api, id, j);
+  pthread_mutex_unlock(&c->api_mu);
+  return rc;
+}
+
+int cluster_list_jobs(cluster *c, size_t limit, bool (*fn)(const job_record *j, void *u),
+                      void *u) {
+  char msg[256], lim[24];
+  u64_text(lim, limit);
+  const char *v[1] = {lim};
+  pthread_mutex_lock(&c->api_mu);
+  PGresult *r = pg_exec(c->api,
+                        "SELECT id, seq, dataset, dataset_b, n, n_b, params, status, created_at,"
+                        " started_at, finished_at, error, device, shards, shards_done,"
+                        " kernel_ms, transfer_ms, NULL FROM histd_jobs ORDER BY seq DESC"
+                        " LIMIT $1",
+                        1, v, NULL, NULL, msg, sizeof msg, "list the jobs");
+  pthread_mutex_unlock(&c->api_mu);
+  if (r == NULL)
+    return HISTD_EIO;
+  for (int i = 0; i < PQntuples(r); i++) {
+    job_record j;
+    row_to_job(r, i, &j, msg, sizeof msg);
+    bool more = fn(&j, u);
+    job_record_free(&j);
+    if (!more)
+      break;
+  }
+  PQclear(r);
+  return 0;
+}
+
+/* How many shards a problem gets: about one per shard_pairs pairs. */
+static uint64_t shards_wanted(const cluster *c, const histd_problem *p) {
+  const uint64_t pairs = histd_problem_pairs(p);
+  uint64_t want = pairs / c->shard_pairs + (pairs % c->shard_pairs != 0);
+  return want < 1 ? 1 : want > 100000 ? 100000 : want;
+}
+
+int cluster_submit(cluster *c, job_record *rec, char *msg, size_t msglen) {
+  /* the plan: bind the job here, where its datasets are */
+  loaded_dataset *d;
+  int rc = dataset_acquire(c->svc->cache, rec->dataset, &d, msg, msglen);
+  if (rc != 0)
+    return rc;
+  job_binding b;
+  rc = job_bind(c->svc, rec, d, &b, msg, msglen);
+  if (rc != 0) {
+    dataset_release(c->svc->cache, d);
+    return rc;
+  }
+  const uint64_t want = shards_wanted(c, &b.prob);
+  histd_shard_plan plan;
+  histd_shard_plan_make(&b.prob, rec->params.exec.kernel, want, &plan);
+  job_unbind(c->svc, &b);
+  dataset_release(c->svc->cache, d);
+
+  char *params = params_text(&rec->params);
+  char n[24], n_b[24], w[24], count[24], created[40];
+  u64_text(n, rec->n);
+  u64_text(n_b, rec->n_b);
+  u64_text(w, want);
+  u64_text(count, plan.count);
+  snprintf(created, sizeof created, "%.17g", rec->created_at);
+  const char *v[9] = {rec->id, rec->dataset, rec->dataset_b, n, n_b, params ? params : "{}",
+                      w, created, count};
+  pthread_mutex_lock(&c->api_mu);
+  rc = pg_cmd(c->api, "BEGIN", msg, msglen, "begin the job");
+  PGresult *r = rc == 0 ? pg_exec(c->api,
+                                  "INSERT INTO histd_jobs (id, dataset, dataset_b, n, n_b,"
+                                  " params, want, status, created_at, shards)"
+                                  " VALUES ($1,$2,$3,$4,$5,$6,$7,'queued',$8,$9) RETURNING seq",
+                                  9, v, NULL, NULL, msg, msglen, "store the job")
+                        : NULL;
+  if (r != NULL) {
+    rec->seq = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    const char *s[3] = {rec->id, PQgetvalue(r, 0, 0), count};
+    PGresult *x = pg_exec(c->api,
+                          "INSERT INTO histd_shards (job_id, idx, seq, status)"
+                          " SELECT $1, i, $2, 'queued' FROM generate_series(0, $3::bigint - 1) i",
+                          3, s, NULL, NULL, msg, msglen, "store the job's shards");
+    rc = x != NULL ? 0 : HISTD_EIO;
+    PQclear(x);
+    PQclear(r);
+  } else if (rc == 0) {
+    rc = HISTD_EIO;
+  }
+  if (rc == 0)
+    rc = pg_cmd(c->api, "NOTIFY histd_work", msg, msglen, "announce the job");
+  if (rc == 0)
+    rc = pg_cmd(c->api, "COMMIT", msg, msglen, "commit the job");
+  else
+    PQclear(PQexec(c->api, "ROLLBACK"));
+  pthread_mutex_unlock(&c->api_mu);
+  free(params);
+  return rc;
+}
+
+/* Marks job id and its open shards cancelled (or failed, with error) and
+ * tells every node; 1 when it was still open. */
+static int end_job(PGconn *db, const char *id, job_status status, const char *error,
+                   char *msg, size_t msglen) {
+  char finished[40];
+  snprintf(finished, sizeof finished, "%.17g", wall());
+  const char *v[4] = {id, job_status_name(status), error, finished};
+  int rc = pg_cmd(db, "BEGIN", msg, msglen, "begin ending the job");
+  PGresult *r = rc == 0 ? pg_exec(db,
+                                  "UPDATE histd_jobs SET status = $2, error = $3,"
+                                  " finished_at = $4 WHERE id = $1"
+                                  " AND status IN ('queued', 'running') RETURNING 1",
+                                  4, v, NULL, NULL, msg, msglen, "end the job")
+                        : NULL;
+  int open = r != NULL && PQntuples(r) > 0;
+  PQclear(r);
+  if (r == NULL)
+    rc = HISTD_EIO;
+  if (rc == 0 && open) {
+    PGresult *x = pg_exec(db,
+                          "UPDATE histd_shards SET status = 'cancelled' WHERE job_id = $1"
+                          " AND status IN ('queued', 'running')",
+                          1, v, NULL, NULL, msg, msglen, "end the job's shards");
+    PQclear(x);
+    rc = x != NULL ? 0 : HISTD_EIO;
+    if (rc == 0) {
+      x = pg_exec(db, "SELECT pg_notify('histd_cancel', $1)", 1, v, NULL, NULL, msg, msglen,
+                  "announce the end");
+      PQclear(x);
+      rc = x != NULL ? 0 : HISTD_EIO;
+    }
+  }
+  if (rc == 0)
+    rc = pg_cmd(db, "COMMIT", msg, msglen, "commit the end");
+  else
+    PQclear(PQexec(db, "ROLLBACK"));
+  return rc != 0 ? rc : open;
+}
+
+int cluster_cancel(cluster *c, const char *id, job_record *out, char *msg, size_t msglen) {
+  pthread_mutex_lock(&c->api_mu);
+  int rc = get_job(c->api, id, out);
+  if (rc == 0) {
+    job_record_free(out);
+    rc = end_job(c->api, id, JOB_CANCELLED, "the job was cancelled", msg, msglen);
+    if (rc >= 0) {
+      int got = get_job(c->api, id, out);
+      rc = got != 0 ? got : 0;
+    }
+  }
+  pthread_mutex_unlock(&c->api_mu);
+  return rc;
+}
+
+/* ---- workers ----------------------------------------------------------------------- */
+
+typedef struct claim {
+  char job[33];
+  int64_t idx, token;
+  int attempts;
+  char last_error[256];
+} claim;
+
+/* Claims the oldest open shard: 1 and *cl, 0 when there is none, or < 0. */
+static int claim_shard(cluster *c, PGconn *db, claim *cl, char *msg, size_t msglen) {
+  char lease[32];
+  snprintf(lease, sizeof lease, "%.3f", c->lease_s);
+  const char *v[2] = {c->node, lease};
+  PGresult *r = pg_exec(
+      db,
+      "UPDATE histd_shards s SET status = 'running', token = nextval('histd_fence'),"
+      " node = $1, lease_until = now() + make_interval(secs => $2::double precision),"
+      " attempts = s.attempts + 1"
+      " FROM (SELECT job_id, idx FROM histd_shards WHERE status = 'queued'"
+      "   OR (status = 'running' AND lease_until < now())"
+      "   ORDER BY seq, idx LIMIT 1 FOR UPDATE SKIP LOCKED) o"
+      " WHERE s.job_id = o.job_id AND s.idx = o.idx"
+      " RETURNING s.job_id, s.idx, s.token, s.attempts, s.error",
+      2, v, NULL, NULL, msg, msglen, "claim a shard");
+  if (r == NULL)
+    return HISTD_EIO;
+  int got = PQntuples(r) > 0;
+  if (got) {
+    snprintf(cl->job, sizeof cl->job, "%s", PQgetvalue(r, 0, 0));
+    cl->idx = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+    cl->token = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+    cl->attempts = atoi(PQgetvalue(r, 0, 3));
+    snprintf(cl->last_error, sizeof cl->last_error, "%s", PQgetvalue(r, 0, 4));
+  }
+  PQclear(r);
+  if (got) {
+    char now[40];
+    snprintf(now, sizeof now, "%.17g", wall());
+    const char *j[2] = {cl->job, now};
+    PQclear(pg_exec(db,
+                    "UPDATE histd_jobs SET status = 'running', started_at = $2"
+                    " WHERE id = $1 AND status = 'queued'",
+                    2, j, NULL, NULL, msg, msglen, "start the job"));
+  }
+  return got;
+}
+
+static bool run_cancelled(void *u) {
+  cworker *w = u;
+  return atomic_load(&w->stop) || atomic_load(&w->c->stopping);
+}
+
+/* All partials of job id, checked against their block pairs and added:
+ * the job's result (its timing from the partials). */
+static int merge(cluster *c, PGconn *db, const job_record *rec, const histd_problem *p,
+                 const histd_shard_plan *plan, histd_result *sum, char *msg, size_t msglen) {
+  const char *v[1] = {rec->id};
+  PGresult *r = pg_exec(db,
+                        "SELECT idx, partial FROM histd_shards WHERE job_id = $1"
+                        " AND status = 'done' ORDER BY idx",
+                        1, v, NULL, NULL, msg, msglen, "read the partials");
+  (void)c;
+  if (r == NULL)
+    return HISTD_EIO;
+  int rc = (uint64_t)PQntuples(r) == plan->count
+               ? 0
+               : histd_fail(msg, msglen, HISTD_EIO, "%d of the job's %" PRIu64
+                            " shards are done", PQntuples(r), plan->count);
+  double *err = NULL;
+  for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
+    size_t len;
+    unsigned char *bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(r, i, 1), &len);
+    histd_result part;
+    histd_shard sh;
+    histd_shard_get(plan, (uint64_t)strtoll(PQgetvalue(r, i, 0), NULL, 10), &sh);
+    rc = bytes ? histd_partial_decode(bytes, len, &part, msg, msglen) : HISTD_ENOMEM;
+    PQfreemem(bytes);
+    if (rc != 0)
+      break;
+    rc = histd_result_check(&part, &part.bins, histd_shard_pairs(p, &sh), msg, msglen);
+    if (rc == 0 && i == 0) {
+      rc = histd_result_copy(sum, &part);
+      err = calloc(part.bins.count, sizeof *err);
+      rc = rc == 0 && err == NULL ? HISTD_ENOMEM : rc;
+    } else if (rc == 0) {
+      rc = histd_result_add(sum, err, &part, msg, msglen);
+    }
+    histd_result_free(&part);
+  }
+  PQclear(r);
+  if (rc == 0) {
+    histd_result_add_done(sum, err);
+    snprintf(sum->select_a, sizeof sum->select_a, "%s", rec->params.select_a);
+    snprintf(sum->select_b, sizeof sum->select_b, "%s", rec->params.select_b);
+  }
+  free(err);
+  return rc;
+}
+
+/* Commits a done shard's partial under its token, and when it was the
+ * last, the job's result: 1 done, 0 stale (not ours any more), < 0 error. */
+static int commit_shard(cluster *c, PGconn *db, const claim *cl, const job_record *rec,
+                        const histd_problem *p, const histd_shard_plan *plan,
+                        const unsigned char *bytes, size_t len, char *msg, size_t msglen) {
+  char idx[24], token[24];
+  snprintf(idx, sizeof idx, "%" PRId64, cl->idx);
+  snprintf(token, sizeof token, "%" PRId64, cl->token);
+  int rc = pg_cmd(db, "BEGIN", msg, msglen, "begin the shard's commit");
+  const char *v[4] = {cl->job, idx, token, (const char *)bytes};
+  const int lens[4] = {0, 0, 0, (int)len}, bin[4] = {0, 0, 0, 1};
+  PGresult *r = rc == 0 ? pg_exec(db,
+                                  "UPDATE histd_shards SET status = 'done', partial = $4,"
+                                  " lease_until = NULL WHERE job_id = $1 AND idx = $2"
+                                  " AND token = $3 AND status = 'running' RETURNING 1",
+                                  4, v, lens, bin, msg, msglen, "store the partial")
+                        : NULL;
+  int ours = r != NULL && PQntuples(r) == 1;
+  if (r == NULL)
+    rc = HISTD_EIO;
+  PQclear(r);
+  bool last = false;
+  if (rc == 0 && ours) {
+    const char *j[1] = {cl->job};
+    r = pg_exec(db,
+                "UPDATE histd_jobs SET shards_done = shards_done + 1 WHERE id = $1"
+                " AND status = 'running' RETURNING shards_done = shards",
+                1, j, NULL, NULL, msg, msglen, "count the shard");
+    if (r == NULL)
+      rc = HISTD_EIO;
+    else
+      last = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    ours = r != NULL && PQntuples(r) == 1; /* a job ended meanwhile takes nothing */
+    PQclear(r);
+  }
+  if (rc == 0 && last) {
+    histd_result sum;
+    char why[512];
+    int m = merge(c, db, rec, p, plan, &sum, why, sizeof why);
+    unsigned char *res = NULL;
+    size_t res_len = 0;
+    if (m == 0)
+      m = histd_partial_encode(&sum, &res, &res_len, why, sizeof why);
+    char finished[40], kernel[40], transfer[40], device[HISTD_DEVICE_NAME_MAX + 64];
+    snprintf(finished, sizeof finished, "%.17g", wall());
+    snprintf(kernel, sizeof kernel, "%.17g", m == 0 ? sum.timing.kernel_ms : 0);
+    snprintf(transfer, sizeof transfer, "%.17g", m == 0 ? sum.timing.transfer_ms : 0);
+    snprintf(device, sizeof device, "cluster: %" PRIu64 " shards; %s", plan->count,
+             m == 0 ? sum.device : "");
+    const char *f[7] = {cl->job, finished, (const char *)res, kernel, transfer, device,
+                        m == 0 ? "" : why};
+    const int fl[7] = {0, 0, (int)res_len, 0, 0, 0, 0}, fb[7] = {0, 0, 1, 0, 0, 0, 0};
+    r = pg_exec(db,
+                m == 0 ? "UPDATE histd_jobs SET status = 'succeeded', finished_at = $2,"
+                         " result = $3, kernel_ms = $4, transfer_ms = $5, device = $6,"
+                         " error = $7 WHERE id = $1"
+                       : "UPDATE histd_jobs SET status = 'failed', finished_at = $2,"
+                         " error = 'the partials could not be added: ' || $7 WHERE id = $1",
+                7, f, fl, fb, msg, msglen, "store the job's result");
+    rc = r != NULL ? 0 : HISTD_EIO;
+    PQclear(r);
+    if (rc == 0)
+      rc = pg_cmd(db, "SELECT pg_notify('histd_done', '')", msg, msglen, "announce the end");
+    free(res);
+    if (m == 0)
+      histd_result_free(&sum);
+  }
+  if (rc == 0)
+    rc = pg_cmd(db, "COMMIT", msg, msglen, "commit the shard");
+  else
+    PQclear(PQexec(db, "ROLLBACK"));
+  return rc != 0 ? rc : ours;
+}
+
+/* The shard ran into error: back to the queue, or after max_attempts the
+ * job fails with it. */
+static void shard_failed(cluster *c, PGconn *db, const claim *cl, const char *error) {
+  char idx[24], token[24], max[24], msg[256];
+  snprintf(idx, sizeof idx, "%" PRId64, cl->idx);
+  snprintf(token, sizeof token, "%" PRId64, cl->token);
+  snprintf(max, sizeof max, "%d", c->max_attempts);
+  const char *v[5] = {cl->job, idx, token, error, max};
+  PGresult *r = pg_exec(db,
+                        "UPDATE histd_shards SET status = CASE WHEN attempts >= $5::int"
+                        " THEN 'failed' ELSE 'queued' END, error = $4, lease_until = NULL"
+                        " WHERE job_id = $1 AND idx = $2 AND token = $3"
+                        " AND status = 'running' RETURNING status",
+                        5, v, NULL, NULL, msg, sizeof msg, "record the shard's failure");
+  bool failed = r != NULL && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "failed") == 0;
+  PQclear(r);
+  if (failed) {
+    char why[512];
+    snprintf(why, sizeof why, "shard %" PRId64 " failed %d times; the last: %s", cl->idx,
+             cl->attempts, error);
+    end_job(db, cl->job, JOB_FAILED, why, msg, sizeof msg);
+  }
+}
+
+/* Puts a shard this node gives up (the node stops) back in the queue. */
+static void shard_release(PGconn *db, const claim *cl) {
+  char idx[24], token[24], msg[256];
+  snprintf(idx, sizeof idx, "%" PRId64, cl->idx);
+  snprintf(token, sizeof token, "%" PRId64, cl->token);
+  const char *v[3] = {cl->job, idx, token};
+  PQclear(pg_exec(db,
+                  "UPDATE histd_shards SET status = 'queued', lease_until = NULL,"
+                  " attempts = attempts - 1 WHERE job_id = $1 AND idx = $2 AND token = $3"
+                  " AND status = 'running'",
+                  3, v, NULL, NULL, msg, sizeof msg, "release the shard"));
+}
+
+static void run_claim(cworker *w, const claim *cl) {
+  cluster *c = w->c;
+  char msg[512] = "";
+  job_record rec;
+  int rc = get_job(w->db, cl->job, &rec);
+  if (rc != 0) {
+    shard_failed(c, w->db, cl, "the job's row cannot be read");
+    return;
+  }
+  if (cl->attempts > c->max_attempts) { /* its nodes kept dying or stalling */
+    snprintf(msg, sizeof msg, "its lease expired %d times (the node running it died or "
+             "stalled)%s%s", cl->attempts - 1, cl->last_error[0] ? "; before that: " : "",
+             cl->last_error);
+    shard_failed(c, w->db, cl, msg);
+    job_record_free(&rec);
+    return;
+  }
+  dataset_meta m;
+  loaded_dataset *d = NULL;
+  rc = find_dataset(c, w->db, rec.dataset, &m);
+  if (rc == 0 && rec.dataset_b[0])
+    rc = find_dataset(c, w->db, rec.dataset_b, &m);
+  if (rc == 0 && rec.params.topology[0])
+    rc = find_dataset(c, w->db, rec.params.topology, &m);
+  if (rc != 0)
+    snprintf(msg, sizeof msg, "a dataset of the job cannot be had on node %s", c->node);
+  else
+    rc = dataset_acquire(c->svc->cache, rec.dataset, &d, msg, sizeof msg);
+  job_binding b;
+  bool bound = false;
+  if (rc == 0)
+    bound = (rc = job_bind(c->svc, &rec, d, &b, msg, sizeof msg)) == 0;
+  histd_shard_plan plan;
+  histd_result part;
+  memset(&part, 0, sizeof part);
+  if (rc == 0) {
+    char want_sql[] = "SELECT want, shards FROM histd_jobs WHERE id = $1";
+    const char *v[1] = {rec.id};
+    PGresult *r = pg_exec(w->db, want_sql, 1, v, NULL, NULL, msg, sizeof msg, "read the plan");
+    uint64_t want = r ? strtoull(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+    uint64_t count = r ? strtoull(PQgetvalue(r, 0, 1), NULL, 10) : 0;
+    PQclear(r);
+    histd_shard_plan_make(&b.prob, rec.params.exec.kernel, want, &plan);
+    if (r == NULL || plan.count != count)
+      rc = histd_fail(msg, sizeof msg, HISTD_EIO,
+                      "node %s plans %" PRIu64 " shards where the job has %" PRIu64, c->node,
+                      plan.count, count);
+  }
+  if (rc == 0) {
+    histd_shard sh;
+    histd_shard_get(&plan, (uint64_t)cl->idx, &sh);
+    histd_exec ex = rec.params.exec;
+    if (w->device < 0 && ex.threads == 0)
+      ex.threads = w->threads;
+    histd_control ctl = {NULL, run_cancelled, w};
+    rc = histd_worker_run_shard(w->engine, &b.prob, &ex, &sh, &ctl, &part, msg, sizeof msg);
+    if (rc == 0)
+      rc = histd_result_check(&part, &part.bins, histd_shard_pairs(&b.prob, &sh), msg,
+                              sizeof msg);
+  }
+  if (rc == 0) {
+    unsigned char *bytes;
+    size_t len;
+    rc = histd_partial_encode(&part, &bytes, &len, msg, sizeof msg);
+    /* the commit is retried while the database is away: its answer may be
+     * lost after it went through, and a retry then matches nothing */
+    for (int tries = 0; rc == 0 && !atomic_load(&c->stopping); tries++) {
+      int done = commit_shard(c, w->db, cl, &rec, &b.prob, &plan, bytes, len, msg, sizeof msg);
+      if (done >= 0)
+        break;
+      if (tries == 0 || tries % 10 == 0)
+        fprintf(stderr, "histd: shard %s/%" PRId64 ": %s; retrying\n", cl->job, cl->idx, msg);
+      sleep(1);
+    }
+    if (rc == 0)
+      free(bytes);
+  } else if (rc == HISTD_ECANCELED) {
+    if (atomic_load(&c->stopping) && !atomic_load(&w->stop))
+      shard_release(w->db, cl); /* this node stops: another takes it now */
+    /* else lost its lease or the job ended: nothing to record */
+  } else {
+    shard_failed(c, w->db, cl, msg);
+  }
+  histd_result_free(&part);
+  if (bound)
+    job_unbind(c->svc, &b);
+  dataset_release(c->svc->cache, d);
+  job_record_free(&rec);
+}
+
+static void *worker_main(void *arg) {
+  cworker *w = arg;
+  cluster *c = w->c;
+  while (!atomic_load(&c->stopping)) {
+    claim cl;
+    char msg[256];
+    int got = claim_shard(c, w->db, &cl, msg, sizeof msg);
+    if (got > 0) {
+      pthread_mutex_lock(&c->mu);
+      w->busy = true;
+      snprintf(w->job, sizeof w->job, "%s", cl.job);
+      w->idx = cl.idx;
+      w->token = cl.token;
+      atomic_store(&w->stop, false);
+      pthread_mutex_unlock(&c->mu);
+      run_claim(w, &cl);
+      pthread_mutex_lock(&c->mu);
+      w->busy = false;
+      pthread_mutex_unlock(&c->mu);
+      continue;
+    }
+    if (got < 0)
+      fprintf(stderr, "histd: %s\n", msg);
+    /* nothing to do: wait for a NOTIFY, or look again in a second (an
+     * expired lease announces nothing) */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 1;
+    pthread_mutex_lock(&c->mu);
+    if (!atomic_load(&c->stopping))
+      pthread_cond_timedwait(&c->cv, &c->mu, &until);
+    pthread_mutex_unlock(&c->mu);
+  }
+  return NULL;
+}
+
+/* Extends this node's leases every lease / 4; a shard no longer ours
+ * (lease lost, job ended) is stopped. */
+static void *renewer_main(void *arg) {
+  cluster *c = arg;
+  char msg[256];
+  PGconn *db = pg_connect(c->conninfo, msg, sizeof msg);
+  const double every = c->lease_s / 4 < 1 ? c->lease_s / 4 : 1;
+  while (!atomic_load(&c->stopping)) {
+    struct timespec nap = {(time_t)every, (long)((every - floor(every)) * 1e9)};
+    nanosleep(&nap, NULL);
+    if (db == NULL && (db = pg_connect(c->conninfo, msg, sizeof msg)) == NULL)
+      continue;
+    for (int i = 0; i < c->nworkers; i++) {
+      cworker *w = &c->workers[i];
+      pthread_mutex_lock(&c->mu);
+      bool busy = w->busy;
+      char job[33], idx[24], token[24], lease[32];
+      snprintf(job, sizeof job, "%s", w->job);
+      snprintf(idx, sizeof idx, "%" PRId64, w->idx);
+      snprintf(token, sizeof token, "%" PRId64, w->token);
+      pthread_mutex_unlock(&c->mu);
+      if (!busy)
+        continue;
+      snprintf(lease, sizeof lease, "%.3f", c->lease_s);
+      const char *v[4] = {job, idx, token, lease};
+      PGresult *r = pg_exec(db,
+                            "UPDATE histd_shards SET lease_until = now() +"
+                            " make_interval(secs => $4::double precision)"
+                            " WHERE job_id = $1 AND idx = $2 AND token = $3"
+                            " AND status = 'running' RETURNING 1",
+                            4, v, NULL, NULL, msg, sizeof msg, "renew a lease");
+      if (r != NULL && PQntuples(r) == 0) { /* not ours any more */
+        pthread_mutex_lock(&c->mu);
+        if (w->busy && w->token == strtoll(token, NULL, 10))
+          atomic_store(&w->stop, true);
+        pthread_mutex_unlock(&c->mu);
+      }
+      PQclear(r);
+    }
+  }
+  PQfinish(db);
+  return NULL;
+}
+
+/* ---- LISTEN on the loop ------------------------------------------------------------ */
+
+static void on_notify(uv_poll_t *h, int status, int events);
+
+static void listen_again(uv_timer_t *t) {
+  cluster *c = t->data;
+  if (atomic_load(&c->stopping) || !pg_ready(c->listen_db))
+    return; /* the timer tries again */
+  PGresult *r = PQexec(c->listen_db, "LISTEN histd_cancel; LISTEN histd_work; LISTEN histd_done");
+  bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+  PQclear(r);
+  if (!ok)
+    return;
+  uv_timer_stop(&c->retry);
+  uv_poll_init(uv_handle_get_loop((uv_handle_t *)t), &c->poll, PQsocket(c->listen_db));
+  c->poll.data = c;
+  uv_poll_start(&c->poll, UV_READABLE, on_notify);
+  c->listening = true;
+}
+
+static void on_notify(uv_poll_t *h, int status, int events) {
+  cluster *c = h->data;
+  (void)events;
+  if (status < 0 || !PQconsumeInput(c->listen_db) || PQstatus(c->listen_db) != CONNECTION_OK) {
+    uv_poll_stop(&c->poll); /* the database went away: reconnect from a timer */
+    uv_close((uv_handle_t *)&c->poll, NULL);
+    c->listening = false;
+    uv_timer_start(&c->retry, listen_again, 1000, 1000);
+    return;
+  }
+  PGnotify *n;
+  bool work = false;
+  while ((n = PQnotifies(c->listen_db)) != NULL) {
+    if (strcmp(n->relname, "histd_cancel") == 0) {
+      pthread_mutex_lock(&c->mu);
+      for (int i = 0; i < c->nworkers; i++)
+        if (c->workers[i].busy && strcmp(c->workers[i].job, n->extra) == 0)
+          atomic_store(&c->workers[i].stop, true);
+      pthread_mutex_unlock(&c->mu);
+    }
+    work = work || strcmp(n->relname, "histd_work") == 0;
+    PQfreemem(n);
+  }
+  if (work) {
+    pthread_mutex_lock(&c->mu);
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+  }
+}
+
+void cluster_listen(cluster *c, uv_loop_t *loop) {
+  char msg[256];
+  c->listen_db = pg_connect(c->conninfo, msg, sizeof msg);
+  uv_timer_init(loop, &c->retry);
+  c->retry.data = c;
+  if (c->listen_db == NULL)
+    c->listen_db = PQconnectStart(c->conninfo); /* reset from the timer */
+  listen_again(&c->retry);
+  if (!c->listening)
+    uv_timer_start(&c->retry, listen_again, 1000, 1000);
+}
+
+void cluster_unlisten(cluster *c) {
+  if (c->listening) {
+    uv_poll_stop(&c->poll);
+    uv_close((uv_handle_t *)&c->poll, NULL);
+    c->listening = false;
+  }
+  uv_timer_stop(&c->retry);
+  uv_close((uv_handle_t *)&c->retry, NULL);
+}
+
+/* ---- life -------------------------------------------------------------------------- */
+
+int cluster_open(cluster **out, service *svc, char *msg, size_t msglen) {
+  cluster *c = calloc(1, sizeof *c);
+  if (c == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the cluster");
+  c->svc = svc;
+  const config *cfg = &svc->cfg;
+  snprintf(c->conninfo, sizeof c->conninfo, "%s", cfg->coordinator);
+  if (cfg->node_name[0]) {
+    snprintf(c->node, sizeof c->node, "%s", cfg->node_name);
+  } else {
+    char host[200] = "localhost";
+    gethostname(host, sizeof host - 1);
+    snprintf(c->node, sizeof c->node, "%s:%u", host, (unsigned)cfg->listen_port);
+  }
+  c->lease_s = cfg->lease > 0 ? cfg->lease : 30;
+  c->shard_pairs = cfg->shard_pairs > 0 ? cfg->shard_pairs : (uint64_t)20000000000ull;
+  c->max_attempts = 3;
+  pthread_mutex_init(&c->api_mu, NULL);
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_cond_init(&c->cv, NULL);
+  atomic_init(&c->stopping, false);
+  char cache[4400];
+  snprintf(cache, sizeof cache, "%s/shared-cache", cfg->data_dir);
+  mkdir(cache, 0700);
+  int rc = 0;
+  if (!cfg->shared_store[0])
+    rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                    "--coordinator needs --shared-store (a directory every node mounts, or "
+                    "s3://BUCKET/PREFIX) for the datasets");
+  else
+    rc = shared_store_open(&c->shared, cfg->shared_store, cache, msg, msglen);
+  if (rc == 0 && (c->api = pg_connect(c->conninfo, msg, msglen)) == NULL)
+    rc = HISTD_EIO;
+  if (rc == 0)
+    rc = migrate(c->api, msg, msglen);
+  if (rc != 0) {
+    cluster_close(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+int cluster_start(cluster *c, char *msg, size_t msglen) {
+  service *svc = c->svc;
+  const int gpus = svc->gpu_count;
+  c->nworkers = gpus > 0 ? gpus : 1;
+  c->workers = calloc((size_t)c->nworkers, sizeof *c->workers);
+  if (c->workers == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the cluster's workers");
+  for (int i = 0; i < c->nworkers; i++) {
+    cworker *w = &c->workers[i];
+    w->c = c;
+    w->device = gpus > 0 ? svc->gpus[i].index : -1;
+    w->threads = histd_cpu_count();
+    atomic_init(&w->stop, false);
+    int rc = histd_worker_create(&w->engine, w->device, msg, msglen);
+    if (rc == 0 && (w->db = pg_connect(c->conninfo, msg, msglen)) == NULL)
+      rc = HISTD_EIO;
+    if (rc == 0 && pthread_create(&w->tid, NULL, worker_main, w) != 0)
+      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "cannot start the cluster's workers");
+    if (rc != 0) {
+      cluster_stop(c);
+      return rc;
+    }
+    w->started = true;
+  }
+  if (pthread_create(&c->renewer, NULL, renewer_main, c) != 0) {
+    cluster_stop(c);
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "cannot start the lease renewer");
+  }
+  c->renewer_started = true;
+  fprintf(stderr, "histd: cluster node %s: %d worker(s), lease %.3g s, coordinator up\n",
+          c->node, c->nworkers, c->lease_s);
+  return 0;
+}
+
+void cluster_stop(cluster *c) {
+  if (c == NULL)
+    return;
+  pthread_mutex_lock(&c->mu);
+  atomic_store(&c->stopping, true);
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  for (int i = 0; i < c->nworkers; i++)
+    if (c->workers[i].started) {
+      pthread_join(c->workers[i].tid, NULL);
+      c->workers[i].started = false;
+    }
+  if (c->renewer_started) {
+    pthread_join(c->renewer, NULL);
+    c->renewer_started = false;
+  }
+}
+
+void cluster_close(cluster *c) {
+  if (c == NULL)
+    return;
+  cluster_stop(c);
+  for (int i = 0; i < c->nworkers; i++) {
+    histd_worker_destroy(c->workers[i].engine);
+    PQfinish(c->workers[i].db);
+  }
+  free(c->workers);
+  PQfinish(c->api);
+  PQfinish(c->listen_db);
+  shared_store_close(c->shared);
+  pthread_cond_destroy(&c->cv);
+  pthread_mutex_destroy(&c->mu);
+  pthread_mutex_destroy(&c->api_mu);
+  free(c);
+}
+
+const char *cluster_node(const cluster *c) { return c->node; }
