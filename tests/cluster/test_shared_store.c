@@ -345,6 +345,34 @@ static void s3_put_phase(const char *work) {
   CHECK_EQ_U64(shared_store_bytes_fetched(s), BLOCK, "only the damaged block again");
   shared_store_close(s);
 
+  /* a manifest larger than the first read buffer (1 MiB): 20,000 blocks of
+   * 16 bytes; and an empty object */
+  s = open_s3(work, "cache-small");
+  shared_store_set_block_bytes(s, 16);
+  const struct { const char *name; uint64_t size; } extra[] = {{"many-blocks.f64", 320000},
+                                                               {"empty.f64", 0}};
+  for (size_t i = 0; i < 2; i++) {
+    char xpath[4400], xid[65];
+    snprintf(xpath, sizeof xpath, "%s/%s", work, extra[i].name);
+    FILE *f = fopen(xpath, "wb");
+    CHECK(f != NULL && fwrite(data, 1, extra[i].size, f) == extra[i].size && fclose(f) == 0,
+          "writing %s", xpath);
+    sha256_hex(data, extra[i].size, xid);
+    CHECK(shared_store_put(s, xid, xpath, msg, sizeof msg) == 0, "put %s: %s", xpath, msg);
+    uint64_t got = 1;
+    CHECK(shared_store_size(s, xid, &got, msg, sizeof msg) == 0, "size %s: %s", xpath, msg);
+    CHECK_EQ_U64(got, extra[i].size, extra[i].name);
+    uint64_t before = shared_store_bytes_fetched(s), off = extra[i].size / 2;
+    rc = shared_store_fetch(s, xid, off, extra[i].size ? 40 : 0, path, sizeof path, msg,
+                            sizeof msg);
+    CHECK(rc == 0 && range_is(path, off, extra[i].size ? 40 : 0, true), "fetch %s: %s", xpath,
+          msg);
+    /* 40 bytes from the start of a 16-byte block: three blocks */
+    CHECK_EQ_U64(shared_store_bytes_fetched(s) - before, extra[i].size ? 48 : 0, extra[i].name);
+    CHECK(shared_store_delete(s, xid, msg, sizeof msg) == 0, "delete %s: %s", xpath, msg);
+  }
+  shared_store_close(s);
+
   /* eight threads read the whole object at once through one store: each
    * block is downloaded once, and the file is right */
   s = open_s3(work, "cache-threads");
