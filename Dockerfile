@@ -37,7 +37,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       meson ninja-build pkg-config gcc libc6-dev \
       libcjson-dev libuv1-dev libmicrohttpd-dev libsqlite3-dev libssl-dev \
-      libnetcdf-dev \
+      libcurl4-openssl-dev libnetcdf-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -59,11 +59,12 @@ LABEL org.opencontainers.image.title="histd" \
       org.opencontainers.image.licenses="MIT"
 
 # The libraries histd links (Ubuntu 24.04 names; libssl for the SHA-256 of
-# dataset ids, libnetcdf19t64 for AMBER NetCDF trajectories) and curl for
-# the HEALTHCHECK.
+# dataset ids, libcurl4t64 for the cluster's S3 store, libnetcdf19t64 for
+# AMBER NetCDF trajectories) and curl for the HEALTHCHECK.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libcjson1 libuv1t64 libmicrohttpd12t64 libsqlite3-0 libssl3t64 libnetcdf19t64 \
+      libcjson1 libuv1t64 libmicrohttpd12t64 libsqlite3-0 libssl3t64 libcurl4t64 \
+      libnetcdf19t64 \
       curl ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 histd \

@@ -4,15 +4,19 @@
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc libc6-dev
       libcjson-dev libuv1-dev libmicrohttpd-dev libsqlite3-dev libssl-dev
+      libcurl4-openssl-dev   # the cluster's shared store reaches S3 with libcurl
       libnetcdf-dev)   # libnetcdf: AMBER NetCDF trajectories (-Dnetcdf)
 if [ "${1:-}" = "--test" ]; then
-  pkgs+=(clang libclang-rt-14-dev curl libcurl4-openssl-dev python3 python3-yaml
+  pkgs+=(clang libclang-rt-14-dev curl python3 python3-yaml
          python3-jsonschema python3-numpy jq chromium chromium-driver
          # the Python client's suite (tests/python): its offline install,
          # progress bar, MDAnalysis and ASE objects, the executed notebook
          python3-pip python3-venv python3-setuptools python3-wheel python3-tqdm
          python3-mdanalysis python3-ase python3-matplotlib python3-nbconvert
          python3-ipykernel)
+  # tests/cluster's S3 server (s3rver) runs on node: Debian's, unless
+  # there is a node already
+  command -v node >/dev/null 2>&1 || pkgs+=(nodejs npm)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -23,4 +27,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if [ "${1:-}" = "--test" ]; then
+  # s3rver and its dependencies, pinned by tests/cluster/package-lock.json,
+  # into tests/cluster/node_modules (git-ignored)
+  cluster="$(cd "$(dirname "$0")/.." && pwd)/tests/cluster"
+  if ! grep -qs '"version": "3.7.1"' "$cluster/node_modules/s3rver/package.json"; then
+    npm ci --prefix "$cluster" --no-audit --no-fund --loglevel=error
+  fi
 fi

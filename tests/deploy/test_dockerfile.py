@@ -171,7 +171,8 @@ def main():
     for lib in dev:
         if lib == "libc6":
             continue
-        stem = re.sub(r"\d*$", "", lib.replace("lib", "", 1))  # libuv1 -> uv, libsqlite3 -> sqlite
+        # libuv1 -> uv, libsqlite3 -> sqlite, libcurl4-openssl -> curl (the TLS flavour)
+        stem = re.sub(r"\d*$", "", re.sub(r"-(openssl|gnutls|nss)$", "", lib.replace("lib", "", 1)))
         check(re.search(r"\blib%s[\w.-]*" % re.escape(stem), final_runs) is not None,
               "the runtime stage installs the runtime package of %s-dev" % lib)
 
