@@ -37,7 +37,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       meson ninja-build pkg-config gcc libc6-dev \
       libcjson-dev libuv1-dev libmicrohttpd-dev libsqlite3-dev libssl-dev \
-      libcurl4-openssl-dev libnetcdf-dev \
+      libcurl4-openssl-dev libpq-dev libnetcdf-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -63,7 +63,7 @@ LABEL org.opencontainers.image.title="histd" \
 # AMBER NetCDF trajectories) and curl for the HEALTHCHECK.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libcjson1 libuv1t64 libmicrohttpd12t64 libsqlite3-0 libssl3t64 libcurl4t64 \
+      libcjson1 libuv1t64 libmicrohttpd12t64 libsqlite3-0 libssl3t64 libcurl4t64 libpq5 \
       libnetcdf19t64 \
       curl ca-certificates \
  && rm -rf /var/lib/apt/lists/* \

@@ -5,9 +5,11 @@ set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc libc6-dev
       libcjson-dev libuv1-dev libmicrohttpd-dev libsqlite3-dev libssl-dev
       libcurl4-openssl-dev   # the cluster's shared store reaches S3 with libcurl
+      libpq-dev              # the cluster's coordinator, PostgreSQL
       libnetcdf-dev)   # libnetcdf: AMBER NetCDF trajectories (-Dnetcdf)
 if [ "${1:-}" = "--test" ]; then
   pkgs+=(clang libclang-rt-14-dev curl python3 python3-yaml
+         postgresql   # the cluster suite starts a throwaway PostgreSQL (initdb, pg_ctl)
          python3-jsonschema python3-numpy jq chromium chromium-driver
          # the Python client's suite (tests/python): its offline install,
          # progress bar, MDAnalysis and ASE objects, the executed notebook

@@ -155,8 +155,18 @@ static PGresult *pg_exec(PGconn *db, const char *sql, int n, const char *const *
     pg_fail(db, NULL, msg, msglen, what);
     return NULL;
   }
+  const bool idle = PQtransactionStatus(db) == PQTRANS_IDLE;
   PGresult *r = PQexecParams(db, sql, n, NULL, v, lens, bin, 0);
   ExecStatusType st = PQresultStatus(r);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && idle &&
+      PQstatus(db) == CONNECTION_BAD && pg_ready(db)) {
+    /* the database restarted since the last use: once more on a fresh
+     * connection (outside a transaction only: inside one, the caller's
+     * earlier statements are gone, and it must start over) */
+    PQclear(r);
+    r = PQexecParams(db, sql, n, NULL, v, lens, bin, 0);
+    st = PQresultStatus(r);
+  }
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
     pg_fail(db, r, msg, msglen, what);
     PQclear(r);
@@ -201,8 +211,10 @@ static int migrate(PGconn *db, char *msg, size_t msglen) {
                       "the coordinator's schema is version %d, newer than this histd's %d: "
                       "upgrade histd", version, SCHEMA_VERSION);
     else if (version < SCHEMA_VERSION)
-      rc = pg_cmd(db, "DELETE FROM histd_schema; INSERT INTO histd_schema VALUES (1)", msg,
-                  msglen, "record the schema version");
+      rc = pg_cmd(db, "DELETE FROM histd_schema", msg, msglen, "record the schema version");
+    if (rc == 0 && version < SCHEMA_VERSION)
+      rc = pg_cmd(db, "INSERT INTO histd_schema VALUES (1)", msg, msglen,
+                  "record the schema version");
   } else if (rc == 0) {
     rc = HISTD_EIO;
   }
@@ -1063,6 +1075,7 @@ static void listen_again(uv_timer_t *t) {
   if (atomic_load(&c->stopping) || !pg_ready(c->listen_db))
     return; /* the timer tries again */
   PGresult *r = PQexec(c->listen_db, "LISTEN histd_cancel; LISTEN histd_work; LISTEN histd_done");
+  /* (PQexec, not PQexecParams: several commands in one string) */
   bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
   PQclear(r);
   if (!ok)

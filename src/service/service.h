@@ -428,6 +428,7 @@ void job_unbind(struct service *svc, job_binding *b);
 /* ---- the cluster (cluster.c): PostgreSQL coordinates many nodes ---------- */
 
 typedef struct cluster cluster;
+struct uv_loop_s;
 /* Connects, migrates the schema, opens the shared store (svc->cfg). */
 int cluster_open(cluster **out, struct service *svc, char *msg, size_t msglen);
 /* Starts the node's workers (one per GPU, else one CPU) and the lease renewer. */

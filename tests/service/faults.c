@@ -20,6 +20,10 @@
  *       fdatasync() of the database's WAL wait (a disk that does not
  *       answer): whatever waits on the disk waits until the test removes
  *       PATH, and whatever must not, answers meanwhile (test_durability).
+ *   HISTD_TEST_UNREADABLE=PATH  while the file PATH exists and holds a
+ *       dataset id, open() of any file whose path has that id in it fails
+ *       with EIO: a dataset no node can read any more, so every shard of a
+ *       job on it fails (tests/cluster's test_cluster).
  *   HISTD_TEST_SLOW_SIGNAL_START_MS=N  the first sigwait() sleeps N ms
  *       first, which widens any window between the daemon answering and
  *       its taking a stop signal (test_startup_signal).
@@ -31,6 +35,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
@@ -72,6 +77,42 @@ int unlink(const char *path) {
     sleep_ms_from("HISTD_TEST_SLOW_UNLINK_MS");
   return real_unlink(path);
 }
+
+/* HISTD_TEST_UNREADABLE: whether path names the unreadable dataset. */
+static bool unreadable(const char *path, int (*real)(const char *, int, ...)) {
+  const char *flag = getenv("HISTD_TEST_UNREADABLE");
+  if (flag == NULL || path == NULL)
+    return false;
+  int fd = real(flag, O_RDONLY);
+  if (fd < 0)
+    return false;
+  char id[65] = "";
+  ssize_t got = read(fd, id, 64);
+  close(fd);
+  id[got > 0 ? got : 0] = 0;
+  return got == 64 && strstr(path, id) != NULL;
+}
+
+#define OPEN_WRAPPER(name)                                                  \
+  int name(const char *path, int flags, ...) {                              \
+    static int (*real)(const char *, int, ...);                             \
+    if (real == NULL)                                                       \
+      real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, #name);      \
+    mode_t mode = 0;                                                        \
+    if (flags & (O_CREAT | O_TMPFILE)) {                                    \
+      va_list ap;                                                           \
+      va_start(ap, flags);                                                  \
+      mode = (mode_t)va_arg(ap, int);                                       \
+      va_end(ap);                                                           \
+    }                                                                       \
+    if (unreadable(path, real)) {                                           \
+      errno = EIO;                                                          \
+      return -1;                                                            \
+    }                                                                       \
+    return real(path, flags, mode);                                         \
+  }
+OPEN_WRAPPER(open)
+OPEN_WRAPPER(open64)
 
 static bool flag_on(void) {
   const char *flag = getenv("HISTD_TEST_DISK_FULL");

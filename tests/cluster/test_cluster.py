@@ -1,0 +1,279 @@
+"""test_cluster.py -- three histd nodes, one throwaway PostgreSQL, a shared
+directory: the cluster computes what one node and the definition compute,
+through node deaths, stalls, cancels from elsewhere and a database restart.
+
+argv: histd faults.so
+
+The PostgreSQL is initdb'd into a temp dir and listens only on a Unix
+socket there (run as the postgres user when the test runs as root, which
+initdb requires). The nodes run the CPU engine (kernel cpu-reference, one
+thread, so a shard takes a moment a test can act in), a 2 s lease, and
+shards of about 2e7 pairs. The definition is the contract in numpy, each
+operation on its own (numpy does not fuse), row block by row block.
+"""
+import glob
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "service"))
+from daemon import Daemon, check  # noqa: E402
+
+EXE, FAULTS = sys.argv[1], sys.argv[2]
+WIDTH, BUCKETS = 40.0, 60
+N = 20000
+LEASE = 2.0
+
+
+def pg_bin(name):
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/" + name))
+    return found[-1] if found else shutil.which(name)
+
+
+class Postgres:
+    def __init__(self, root):
+        self.dir = os.path.join(root, "pg")
+        self.sock = os.path.join(root, "sock")
+        os.makedirs(self.sock)
+        self.user = None
+        if os.getuid() == 0:
+            self.user = "postgres"
+            pw = pwd.getpwnam("postgres")
+            os.chmod(root, 0o755)
+            os.chown(self.sock, pw.pw_uid, pw.pw_gid)
+            os.makedirs(self.dir)
+            os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+        self.run(pg_bin("initdb"), "-D", self.dir, "-A", "trust", "-U", "postgres", "-E", "UTF8")
+        self.start()
+        self.url = "host=%s dbname=postgres user=postgres" % self.sock
+
+    def run(self, *cmd):
+        if self.user:
+            cmd = ("runuser", "-u", self.user, "--") + cmd
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def start(self):
+        self.run(pg_bin("pg_ctl"), "-D", self.dir, "-w", "-l", os.path.join(self.dir, "server.log"), "-o",
+                 "-k %s -c listen_addresses='' -c fsync=off" % self.sock, "start")
+
+    def restart(self):
+        self.run(pg_bin("pg_ctl"), "-D", self.dir, "-w", "-m", "fast", "-l", os.path.join(self.dir, "server.log"),
+                 "-o", "-k %s -c listen_addresses='' -c fsync=off" % self.sock, "restart")
+
+    def stop(self):
+        try:
+            self.run(pg_bin("pg_ctl"), "-D", self.dir, "-w", "-m", "immediate", "stop")
+        except subprocess.CalledProcessError:
+            pass
+
+    def sql(self, query):
+        out = subprocess.run([pg_bin("psql"), "-h", self.sock, "-U", "postgres", "-At", "-c",
+                              query], check=True, capture_output=True, text=True)
+        return out.stdout.strip()
+
+
+def definition(p, width, buckets):
+    counts = np.zeros(buckets + 1, dtype=np.int64)
+    for i0 in range(0, len(p) - 1, 256):
+        a = p[i0:i0 + 256]
+        for k in range(len(a)):
+            i = i0 + k
+            b = p[i + 1:]
+            dx = a[k, 0] - b[:, 0]
+            dy = a[k, 1] - b[:, 1]
+            dz = a[k, 2] - b[:, 2]
+            s = dx * dx + dy * dy
+            s = s + dz * dz
+            q = np.floor(np.sqrt(s) / width)
+            q = np.minimum(q, buckets).astype(np.int64)
+            counts += np.bincount(q, minlength=buckets + 1)
+    return counts[:buckets].tolist(), int(counts[buckets])
+
+
+def wait_end(node, job, timeout=120, unavailable_ok=False):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        s, _, doc = node.json("GET", "/v1/jobs/" + job)
+        if unavailable_ok and s in (500, 503):  # the database is restarting
+            time.sleep(0.2)
+            continue
+        check(s == 200, "GET job on node %s: %s %s" % (node.port, s, doc))
+        if doc["status"] not in ("queued", "running"):
+            return doc
+        time.sleep(0.1)
+    raise AssertionError("job %s did not end in %ss" % (job, timeout))
+
+
+def result_counts(node, job):
+    s, _, doc = node.json("GET", "/v1/jobs/%s/result" % job)
+    check(s == 200, "result: %s %s" % (s, doc))
+    return doc["counts"], doc["overflow"]
+
+
+def wait_for(cond, what, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("never: " + what)
+
+
+def main():
+    root = tempfile.mkdtemp(prefix="histd-cluster-")
+    pg = Postgres(root)
+    shared = os.path.join(root, "shared")
+    os.makedirs(shared)
+    unreadable = os.path.join(root, "unreadable")
+    nodes = []
+    try:
+        env = {"LD_PRELOAD": FAULTS, "HISTD_TEST_UNREADABLE": unreadable}
+
+        def node(name):
+            os.makedirs(os.path.join(root, name), exist_ok=True)
+            d = Daemon(EXE, data_dir=os.path.join(root, name), env=env,
+                       args=["--coordinator", pg.url, "--shared-store", shared, "--lease",
+                             "%gs" % LEASE, "--node-name", name, "--shard-pairs", "20000000"])
+            return d.start()
+
+        # `histd migrate` makes the schema (the nodes would, too)
+        out = subprocess.run([EXE, "migrate", "--coordinator", pg.url], capture_output=True,
+                             text=True)
+        check(out.returncode == 0, "histd migrate: %s" % out.stderr)
+        nodes = [node("n1"), node("n2"), node("n3")]
+        n1, n2, n3 = nodes
+
+        rng = np.random.default_rng(42)
+        pts = rng.uniform(0, 1000, size=(N, 3))
+        want_counts, want_over = definition(pts, WIDTH, BUCKETS)
+        ds = n1.upload([tuple(p) for p in pts], fmt="csv", name="cloud")
+        params = {"bucket_width": WIDTH, "buckets": BUCKETS, "kernel": "cpu-reference",
+                  "threads": 1}
+
+        # the single-node result, from a plain daemon on the same points
+        with Daemon(EXE) as single:
+            single.upload([tuple(p) for p in pts], fmt="csv")
+            j = single.submit(ds["id"], **params)
+            check(single.wait_job(j["id"], 120)["status"] == "succeeded", "single node")
+            single_counts, single_over = result_counts(single, j["id"])
+        check(single_counts == want_counts and single_over == want_over,
+              "one node equals the definition")
+
+        # 1. submitted on n2 (which fetches the dataset), read on n3
+        s, _, doc = n2.json("GET", "/v1/datasets/" + ds["id"])
+        check(s == 200 and doc["n"] == N, "n2 serves n1's dataset: %s %s" % (s, doc))
+        s, _, listed = n3.json("GET", "/v1/datasets")
+        check(s == 200 and any(d["id"] == ds["id"] for d in listed["datasets"]),
+              "n3 lists it: %s" % listed)
+        job = n2.submit(ds["id"], **params)["id"]
+        doc = wait_end(n3, job)
+        check(doc["status"] == "succeeded", "the cluster's job: %s" % doc)
+        counts, over = result_counts(n1, job)
+        check(counts == want_counts and over == want_over, "cluster == definition")
+        shards = int(pg.sql("SELECT shards FROM histd_jobs WHERE id = '%s'" % job))
+        used = pg.sql("SELECT count(DISTINCT node) FROM histd_shards WHERE job_id = '%s'" % job)
+        check(shards >= 6, "the job was cut into %d shards" % shards)
+        print("cluster job: %d shards on %s nodes, identical" % (shards, used))
+
+        # 2. kill -9 a node while it holds shards
+        job = n1.submit(ds["id"], **params)["id"]
+        wait_for(lambda: pg.sql("SELECT count(*) FROM histd_shards WHERE job_id = '%s' AND "
+                                "node = 'n2' AND status = 'running'" % job) != "0",
+                 "n2 runs a shard")
+        n2.proc.kill()
+        n2.proc.wait(5)
+        n2.proc.stdout.close()
+        n2.proc = None
+        doc = wait_end(n1, job)
+        check(doc["status"] == "succeeded", "finished without n2: %s" % doc)
+        check(result_counts(n3, job) == (want_counts, want_over), "identical after kill -9")
+        retried = pg.sql("SELECT count(*) FROM histd_shards WHERE job_id = '%s' AND "
+                         "attempts > 1" % job)
+        check(retried != "0", "a shard n2 held was run again")
+        n2.start()
+
+        # 3. SIGSTOP a node past its lease, then SIGCONT: its late result is dropped
+        job = n1.submit(ds["id"], **params)["id"]
+        wait_for(lambda: pg.sql("SELECT count(*) FROM histd_shards WHERE job_id = '%s' AND "
+                                "node = 'n3' AND status = 'running'" % job) != "0",
+                 "n3 runs a shard")
+        n3.proc.send_signal(signal.SIGSTOP)
+        wait_for(lambda: pg.sql("SELECT count(*) FROM histd_shards WHERE job_id = '%s' AND "
+                                "status = 'running' AND node = 'n3'" % job) == "0",
+                 "another node took n3's shard", timeout=60)
+        n3.proc.send_signal(signal.SIGCONT)
+        doc = wait_end(n2, job)
+        check(doc["status"] == "succeeded", "finished past the stall: %s" % doc)
+        check(result_counts(n1, job) == (want_counts, want_over), "identical after SIGSTOP")
+        done = pg.sql("SELECT shards_done = shards FROM histd_jobs WHERE id = '%s'" % job)
+        check(done == "t", "every shard counted once")
+
+        # 4. cancel on another node than the one that took the job
+        job = n1.submit(ds["id"], **params)["id"]
+        wait_for(lambda: pg.sql("SELECT count(*) FROM histd_shards WHERE job_id = '%s' AND "
+                                "status = 'running'" % job) != "0", "the job runs")
+        t0 = time.time()
+        s, _, doc = n3.json("DELETE", "/v1/jobs/" + job)
+        check(s in (200, 202) and doc["status"] == "cancelled", "cancel on n3: %s %s" % (s, doc))
+        wait_for(lambda: all("cancelled" not in n.log() or True for n in nodes), "")
+        time.sleep(1.0)
+        busy = pg.sql("SELECT count(*) FROM histd_shards WHERE job_id = '%s' AND status IN "
+                      "('queued', 'running')" % job)
+        check(busy == "0", "no shard of the cancelled job is open")
+        s, _, doc = n1.json("GET", "/v1/jobs/" + job)
+        check(doc["status"] == "cancelled", "n1 sees it cancelled: %s" % doc)
+        print("cancel answered in %.2f s" % (time.time() - t0))
+
+        # 5. restart PostgreSQL during a job: it finishes (or fails with a sentence),
+        # nothing counted twice
+        job = n2.submit(ds["id"], **params)["id"]
+        wait_for(lambda: pg.sql("SELECT shards_done FROM histd_jobs WHERE id = '%s'" % job)
+                 not in ("", "0"), "a shard is done")
+        pg.restart()
+        doc = wait_end(n1, job, timeout=180, unavailable_ok=True)
+        if doc["status"] == "succeeded":
+            check(result_counts(n2, job) == (want_counts, want_over),
+                  "identical across a database restart")
+        else:
+            check(doc["status"] == "failed" and doc.get("error"),
+                  "failed with a sentence: %s" % doc)
+        print("across a database restart: %s" % doc["status"])
+
+        # 6. a shard that always fails fails the job after its retries: a
+        # second dataset no node can read once its job is queued behind one
+        # that keeps the workers busy
+        other = n1.upload([tuple(p) for p in pts[:3000]], fmt="csv", name="doomed")
+        busy_job = n1.submit(ds["id"], **params)["id"]
+        doomed = n1.submit(other["id"], bucket_width=WIDTH, buckets=BUCKETS)["id"]
+        with open(unreadable, "w") as f:
+            f.write(other["id"])
+        doc = wait_end(n3, doomed, timeout=120)
+        check(doc["status"] == "failed" and "failed 3 times" in doc.get("error", ""),
+              "the doomed job failed after its retries: %s" % doc)
+        os.unlink(unreadable)
+        check(wait_end(n1, busy_job)["status"] == "succeeded", "the other job was unharmed")
+        print("failing shard: %s" % doc["error"])
+    finally:
+        for n in nodes:
+            if n.proc is not None:
+                try:
+                    n.proc.send_signal(signal.SIGCONT)
+                except OSError:
+                    pass
+            n.kill()
+        pg.stop()
+        if os.environ.get("KEEP") is None:
+            shutil.rmtree(root, ignore_errors=True)
+    print("test_cluster: all checks passed")
+
+
+if __name__ == "__main__":
+    main()
