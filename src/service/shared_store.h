@@ -38,7 +38,8 @@ const char *shared_store_kind(const shared_store *s); /* "dir" or "s3" */
 
 /* The block size the S3 backend writes into the manifests of later puts
  * (default SHARED_STORE_BLOCK_BYTES; a fetch uses the size its object's
- * manifest says). No effect on the directory backend. */
+ * manifest says). Set it before the store is shared between threads. No
+ * effect on the directory backend. */
 void shared_store_set_block_bytes(shared_store *s, uint32_t bytes);
 
 /* Publishes the local file at local_path under the content address id
