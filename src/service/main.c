@@ -146,7 +146,19 @@ static void on_stop(uv_async_t *h) {
   shut_down(ls);
 }
 
+/* Subcommands: `histd NAME ...` runs NAME's entry (argv from NAME on)
+ * instead of the daemon, before any flag is parsed. One row each. */
+static const struct {
+  const char *name;
+  int (*run)(int argc, char **argv);
+} subcommands[] = {
+    {"batch", batch_main},
+};
+
 int main(int argc, char **argv) {
+  for (size_t i = 0; argc > 1 && i < sizeof subcommands / sizeof subcommands[0]; i++)
+    if (strcmp(argv[1], subcommands[i].name) == 0)
+      return subcommands[i].run(argc - 1, argv + 1);
   static service svc; /* big (paths); one per process */
   char msg[1024];
   int rc = config_load(&svc.cfg, argc, argv, msg, sizeof msg);
