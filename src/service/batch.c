@@ -709,26 +709,6 @@ static int load_partial(const char *dir, const plan_doc *d, uint64_t s, histd_re
   return 0;
 }
 
-/* The device histd_run would pick for ex: -1 for the CPU. */
-static int pick_device(const histd_exec *ex) {
-  const histd_kernel *k = histd_kernel_find(ex->kernel);
-  int device = -1;
-  if (k != NULL && k->engine == HISTD_ENGINE_CUDA) {
-    device = 0;
-  } else if (k != NULL && k->engine == HISTD_ENGINE_ANY) {
-    int count = 0;
-    histd_device_info info;
-    if (histd_devices(&info, 1, &count, NULL, 0) == 0 && count > 0)
-      device = info.index;
-  }
-  if (device >= 0 && ex->devices != 0) {
-    device = 0;
-    while (device < 64 && !(ex->devices & (UINT64_C(1) << device)))
-      device++;
-  }
-  return device;
-}
-
 typedef struct bytes_arg {
   const unsigned char *p;
   size_t len;
@@ -812,7 +792,7 @@ static int cmd_run(int argc, char **argv) {
       ex.threads = (uint32_t)t;
     histd_worker *w = NULL;
     double t0 = histd_now_ms();
-    rc = histd_worker_create(&w, pick_device(&ex), msg, sizeof msg);
+    rc = histd_worker_create(&w, histd_exec_device(&ex), msg, sizeof msg);
     if (rc == 0)
       rc = histd_worker_run_shard(w, &b.prob, &ex, &sh, NULL, &part, msg, sizeof msg);
     histd_worker_destroy(w);
