@@ -29,9 +29,12 @@
  * (histd_shard_plan_make with want = K), and each shard's pair count. A
  * task rebinds the problem as sdh does (operands, then problem) and
  * rebuilds the plan; a different plan or different bins stop it. The merge
- * needs no input at all: it checks each partial against the recorded bins
- * and pairs (histd_result_check) before adding it (histd_result_add), so a
- * truncated, corrupted or foreign partial is named and refused.
+ * needs no input at all: each partial is sealed (a SHA-256 over plan.json's
+ * hash, its index and its bytes, after them), and the merge checks the
+ * seal, then the recorded bins and pairs (histd_result_check), before
+ * adding it (histd_result_add): a truncated, corrupted or foreign partial
+ * is named and refused, where histd_result_check alone would miss a bit
+ * flipped in a weighted sum.
  *
  * The worker is what histd_run would pick: a GPU when the kernel runs there
  * (or may, "auto" and "grid") and one is present, else the CPU engine with
@@ -335,12 +338,15 @@ static int set_param(histd_params *p, const histd_param *row, const cJSON *f, co
   return rc == 0 ? 0 : fail(2, "%s: %s", where, msg);
 }
 
-static int parse_json_file(const char *path, cJSON **out) {
+/* A JSON object from a file; sha256 (NULL: not wanted) gets the bytes' hash. */
+static int parse_json_file(const char *path, cJSON **out, char sha256[65]) {
   char *text, msg[512];
   size_t len;
   int rc = read_whole(path, &text, &len, msg, sizeof msg);
   if (rc != 0)
     return fail(rc == HISTD_ENOENT ? 2 : 1, "%s", msg);
+  if (sha256 != NULL)
+    sha256_hex(text, len, sha256);
   rc = json_body_parse(text, len, out, msg, sizeof msg);
   free(text);
   if (rc == 0 && !cJSON_IsObject(*out)) {
@@ -354,7 +360,7 @@ static int parse_json_file(const char *path, cJSON **out) {
  * against its folder. 0 or an exit status. */
 static int read_job(const char *path, histd_params *params, input *in) {
   cJSON *o;
-  int st = parse_json_file(path, &o);
+  int st = parse_json_file(path, &o, NULL);
   if (st != 0)
     return st;
   char real[PATH_MAX], dir[PATH_MAX];
@@ -364,6 +370,7 @@ static int read_job(const char *path, histd_params *params, input *in) {
   }
   snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(real, '/') - real), real);
   const char *fmt_name[IN_COUNT] = {NULL, NULL, NULL};
+  char fmt_buf[IN_COUNT][32]; /* the names outlive the tree */
   for (const cJSON *f = o->child; f != NULL && st == 0; f = f->next) {
     int role = -1;
     for (int i = 0; i < IN_COUNT; i++) {
@@ -378,7 +385,8 @@ static int read_job(const char *path, histd_params *params, input *in) {
                   role < IN_COUNT ? "file path (relative to the JOB.json's folder)"
                                   : "format name");
       } else if (role >= IN_COUNT) {
-        fmt_name[role - IN_COUNT] = f->valuestring;
+        snprintf(fmt_buf[role - IN_COUNT], sizeof fmt_buf[0], "%.31s", f->valuestring);
+        fmt_name[role - IN_COUNT] = fmt_buf[role - IN_COUNT];
       } else {
         char joined[2 * PATH_MAX];
         input *x = &in[role];
@@ -439,6 +447,7 @@ typedef struct plan_doc {
   uint64_t want;
   histd_shard_plan plan;
   uint64_t *pairs; /* plan.count */
+  char sha256[65]; /* of plan.json's bytes: partials are sealed with it */
 } plan_doc;
 
 static void plan_doc_free(plan_doc *d) {
@@ -519,7 +528,7 @@ static int read_plan(const char *dir, plan_doc *d) {
   char path[PATH_MAX + 16];
   snprintf(path, sizeof path, "%s/plan.json", dir);
   cJSON *o;
-  int st = parse_json_file(path, &o);
+  int st = parse_json_file(path, &o, d->sha256);
   if (st != 0)
     return st;
   const cJSON *ver = cJSON_GetObjectItemCaseSensitive(o, "histd_batch");
@@ -688,8 +697,27 @@ static bool same_bins(const histd_bins *x, const histd_bins *y) {
   return memcmp(x->edges, y->edges, (x->count + 1) * sizeof *x->edges) == 0;
 }
 
-/* DIR/partials/s decoded and checked against the plan: 0, HISTD_ENOENT
- * when there is none, else HISTD_EIO with a sentence. */
+/* A partial's file is its bytes (histd_partial_encode) and a seal:
+ * "HSDS" and SHA-256(plan.json's hash, the shard's index, the bytes), so
+ * that a flipped bit anywhere, a partial of another shard or of another
+ * plan is refused, not added. */
+#define SEAL_MAGIC "HSDS"
+#define SEAL_LEN (4 + 32)
+
+static void seal(const plan_doc *d, uint64_t s, const unsigned char *bytes, size_t len,
+                 unsigned char out[SEAL_LEN]) {
+  char index[24];
+  snprintf(index, sizeof index, "/%" PRIu64 "/", s);
+  sha256_ctx *c = sha256_new();
+  sha256_update(c, d->sha256, 64);
+  sha256_update(c, index, strlen(index));
+  sha256_update(c, bytes, len);
+  memcpy(out, SEAL_MAGIC, 4);
+  sha256_final_raw(c, out + 4);
+}
+
+/* DIR/partials/s unsealed, decoded and checked against the plan: 0,
+ * HISTD_ENOENT when there is none, else HISTD_EIO with a sentence. */
 static int load_partial(const char *dir, const plan_doc *d, uint64_t s, histd_result *r,
                         char *msg, size_t msglen) {
   char path[PATH_MAX + 64], *bytes;
@@ -699,7 +727,14 @@ static int load_partial(const char *dir, const plan_doc *d, uint64_t s, histd_re
   if (rc != 0)
     return rc;
   char why[512] = "";
-  rc = histd_partial_decode(bytes, len, r, why, sizeof why);
+  unsigned char want[SEAL_LEN];
+  if (len >= SEAL_LEN)
+    seal(d, s, (unsigned char *)bytes, len - SEAL_LEN, want);
+  if (len < SEAL_LEN || memcmp(bytes + len - SEAL_LEN, want, SEAL_LEN) != 0)
+    rc = histd_fail(why, sizeof why, HISTD_EIO, "its seal does not match its bytes, this "
+                    "shard and this plan (damaged, cut short, or another plan's)");
+  else
+    rc = histd_partial_decode(bytes, len - SEAL_LEN, r, why, sizeof why);
   free(bytes);
   if (rc == 0 && (rc = histd_result_check(r, &d->bins, d->pairs[s], why, sizeof why)) != 0)
     histd_result_free(r);
@@ -712,11 +747,14 @@ static int load_partial(const char *dir, const plan_doc *d, uint64_t s, histd_re
 typedef struct bytes_arg {
   const unsigned char *p;
   size_t len;
+  unsigned char seal[SEAL_LEN];
 } bytes_arg;
 
 static int fill_bytes(FILE *f, void *arg) {
   const bytes_arg *b = arg;
-  return fwrite(b->p, 1, b->len, f) == b->len ? 0 : HISTD_EIO;
+  return fwrite(b->p, 1, b->len, f) == b->len && fwrite(b->seal, 1, SEAL_LEN, f) == SEAL_LEN
+             ? 0
+             : HISTD_EIO;
 }
 
 static int cmd_run(int argc, char **argv) {
@@ -805,7 +843,9 @@ static int cmd_run(int argc, char **argv) {
       rc = histd_partial_encode(&part, &bytes, &len, msg, sizeof msg);
       char path[PATH_MAX + 64];
       snprintf(path, sizeof path, "%s/partials/%" PRIu64, dir, s);
-      bytes_arg ba = {bytes, len};
+      bytes_arg ba = {bytes, len, {0}};
+      if (rc == 0)
+        seal(&d, s, bytes, len, ba.seal);
       if (rc == 0)
         rc = write_atomic(path, fill_bytes, &ba, msg, sizeof msg);
       if (rc == 0)
