@@ -29,15 +29,9 @@ import time
 
 import numpy as np
 
+from batch_checks import check, failures  # noqa: E402
+
 HISTD, SDH = sys.argv[1], sys.argv[2]
-failures = []
-
-
-def check(cond, what):
-    print("%s  %s" % ("ok  " if cond else "FAIL", what))
-    if not cond:
-        failures.append(what)
-    return cond
 
 
 def histd(*args, env=None, timeout=60):

@@ -18,17 +18,11 @@ import shutil
 
 import yaml
 
+from batch_checks import check, failures  # noqa: E402
+
 HISTD = sys.argv[1]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 K8S = os.path.join(ROOT, "deploy", "k8s")
-failures = []
-
-
-def check(cond, what):
-    print("%s  %s" % ("ok  " if cond else "FAIL", what))
-    if not cond:
-        failures.append(what)
-    return cond
 
 
 def load(name):
