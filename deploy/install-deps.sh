@@ -15,7 +15,10 @@ if [ "${1:-}" = "--test" ]; then
          # progress bar, MDAnalysis and ASE objects, the executed notebook
          python3-pip python3-venv python3-setuptools python3-wheel python3-tqdm
          python3-mdanalysis python3-ase python3-matplotlib python3-nbconvert
-         python3-ipykernel)
+         python3-ipykernel
+         # tests/cluster/test_slurm.sh: a one-node Slurm cluster (about 25 s
+         # to install: slurmctld, slurmd, slurm-client, munge)
+         slurm-wlm)
   # tests/cluster's S3 server (s3rver) runs on node: Debian's, unless
   # there is a node already
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs npm)

@@ -618,6 +618,12 @@ int histd_result_add(histd_result *sum, double *err, const histd_result *part, c
                      size_t msglen);
 void histd_result_add_done(histd_result *sum, double *err);
 
+/* The device a worker for ex runs on, as histd_run picks it: a GPU (the
+ * first of ex->devices, else 0, else the first usable one) for a CUDA
+ * kernel, or for an "any" kernel ("auto", "grid") when there is one; else
+ * -1, the CPU. */
+int histd_exec_device(const histd_exec *ex);
+
 /* One-shot convenience: a CPU-or-GPU worker made, used and destroyed. */
 int histd_run(const histd_problem *p, const histd_exec *ex, const histd_control *ctl,
               histd_result *res, char *msg, size_t msglen);

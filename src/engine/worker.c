@@ -288,14 +288,7 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
   return 0;
 }
 
-int histd_run(const histd_problem *p, const histd_exec *ex, const histd_control *ctl,
-              histd_result *res, char *msg, size_t msglen) {
-  memset(res, 0, sizeof *res);
-  int rc = histd_problem_validate(p, msg, msglen); /* before looking for a GPU */
-  if (rc == 0)
-    rc = histd_exec_validate(ex, p, msg, msglen);
-  if (rc != 0)
-    return rc;
+int histd_exec_device(const histd_exec *ex) {
   const histd_kernel *k = histd_kernel_find(ex->kernel);
   int device = -1;
   if (k != NULL && k->engine == HISTD_ENGINE_CUDA) {
@@ -311,8 +304,19 @@ int histd_run(const histd_problem *p, const histd_exec *ex, const histd_control 
     while (device < 64 && !(ex->devices & (UINT64_C(1) << device)))
       device++;
   }
+  return device;
+}
+
+int histd_run(const histd_problem *p, const histd_exec *ex, const histd_control *ctl,
+              histd_result *res, char *msg, size_t msglen) {
+  memset(res, 0, sizeof *res);
+  int rc = histd_problem_validate(p, msg, msglen); /* before looking for a GPU */
+  if (rc == 0)
+    rc = histd_exec_validate(ex, p, msg, msglen);
+  if (rc != 0)
+    return rc;
   histd_worker *w;
-  rc = histd_worker_create(&w, device, msg, msglen);
+  rc = histd_worker_create(&w, histd_exec_device(ex), msg, msglen);
   if (rc != 0)
     return rc;
   rc = histd_worker_run(w, p, ex, ctl, res, msg, msglen);

@@ -178,6 +178,7 @@ static const struct {
   const char *name;
   int (*main)(int argc, char **argv);
 } subcommands[] = {
+    {"batch", batch_main},
     {"migrate", migrate_main},
 };
 

@@ -19,6 +19,7 @@
  *   store.c            SQLite metadata and results, payload files on disk
  *   sha256.c           content hashes (OpenSSL when present, else portable C)
  *   metrics.c          counters and the Prometheus text
+ *   batch.c            `histd batch`: a job's shards as batch tasks (no daemon)
  *
  * Threads: libmicrohttpd's pool threads run the handlers; the worker pool's
  * threads run jobs; the main thread runs the libuv loop. They meet in the
@@ -81,6 +82,12 @@ typedef struct config {
 /* Fills cfg from defaults, then the environment, then argv. Returns 0, 1 for
  * --help/--version/--print-routes handled (exit 0), or -1 with msg. */
 int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen);
+
+/* ---- subcommands ----------------------------------------------------------- */
+
+/* `histd batch ...` (batch.c): plan, run and merge a job's shards as a
+ * batch scheduler's tasks. argv[0] is "batch"; returns the exit status. */
+int batch_main(int argc, char **argv);
 
 /* ---- content hashes (sha256.c) -------------------------------------------- */
 
