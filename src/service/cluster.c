@@ -475,6 +475,20 @@ int cluster_delete_dataset(cluster *c, const char *id, char *msg, size_t msglen)
 
 /* ---- jobs -------------------------------------------------------------------------- */
 
+size_t cluster_active_on(cluster *c, const char *dataset) {
+  char msg[256];
+  const char *v[1] = {dataset};
+  pthread_mutex_lock(&c->api_mu);
+  PGresult *r = pg_exec(c->api,
+                        "SELECT count(*) FROM histd_jobs WHERE status IN ('queued', 'running')"
+                        " AND (dataset = $1 OR dataset_b = $1)",
+                        1, v, NULL, NULL, msg, sizeof msg, "count the dataset's jobs");
+  pthread_mutex_unlock(&c->api_mu);
+  size_t n = r != NULL ? (size_t)strtoull(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+  PQclear(r);
+  return n;
+}
+
 #define JOB_COLUMNS                                                                          \
   "id, seq, dataset, dataset_b, n, n_b, params, status, created_at, started_at, finished_at," \
   " error, device, shards, shards_done, kernel_ms, transfer_ms, result"

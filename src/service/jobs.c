@@ -755,6 +755,8 @@ size_t jobs_running(jobs *q) {
 }
 
 size_t jobs_active_on(jobs *q, const char *dataset) {
+  if (q->svc->cluster != NULL)
+    return cluster_active_on(q->svc->cluster, dataset);
   size_t n = 0;
   pthread_mutex_lock(&q->mu);
   for (int i = 0; i < q->nworkers; i++)

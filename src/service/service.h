@@ -450,6 +450,8 @@ const char *cluster_node(const cluster *c);
 /* `histd migrate`: creates or upgrades the coordinator's schema. */
 int cluster_migrate(const char *conninfo, char *msg, size_t msglen);
 int cluster_submit(cluster *c, job_record *rec, char *msg, size_t msglen);
+/* Queued or running jobs of the cluster on dataset (as A or B). */
+size_t cluster_active_on(cluster *c, const char *dataset);
 int cluster_get_job(cluster *c, const char *id, job_record *j);
 int cluster_cancel(cluster *c, const char *id, job_record *out, char *msg, size_t msglen);
 int cluster_list_jobs(cluster *c, size_t limit, bool (*fn)(const job_record *j, void *u),
