@@ -103,7 +103,14 @@ struct cluster {
   uv_poll_t poll;
   uv_timer_t retry;
   bool listening;
+  void (*on_end)(void *u, const char *job); /* a job ended (any node) */
+  void *on_end_u;
 };
+
+void cluster_on_job_end(cluster *c, void (*fn)(void *u, const char *job), void *u) {
+  c->on_end = fn;
+  c->on_end_u = u;
+}
 
 static const char *const SCHEMA[] = {
     "CREATE TABLE IF NOT EXISTS histd_schema (version integer NOT NULL)",
@@ -364,68 +371,119 @@ static int indexed_meta(cluster *c, PGconn *db, const char *id, dataset_meta *m,
   return rc;
 }
 
-/* Copies the shared store's payload of m into this node's store. */
-static int adopt(cluster *c, const dataset_meta *m, char *msg, size_t msglen) {
-  const uint64_t bytes = dataset_payload_bytes(m);
-  char from[4400], tmp[4400];
-  int rc = shared_store_fetch(c->shared, m->id, 0, bytes, from, sizeof from, msg, msglen);
-  if (rc != 0)
-    return rc;
-  FILE *in = fopen(from, "rb");
-  if (in == NULL)
-    return histd_fail(msg, msglen, HISTD_EIO, "cannot read the shared payload %s: %s", from,
-                      strerror(errno));
-  int fd;
-  rc = store_temp_payload(c->svc->store, tmp, sizeof tmp, &fd, msg, msglen);
-  if (rc != 0) {
-    fclose(in);
-    return rc;
-  }
-  char buf[1 << 16];
-  uint64_t copied = 0;
-  size_t got;
-  while (rc == 0 && copied < bytes && (got = fread(buf, 1, sizeof buf, in)) > 0) {
-    if (got > bytes - copied)
-      got = (size_t)(bytes - copied);
-    for (size_t off = 0; off < got;) {
-      ssize_t w = write(fd, buf + off, got - off);
-      if (w <= 0) {
-        rc = histd_fail(msg, msglen, HISTD_EIO, "cannot copy the shared payload: %s",
-                        strerror(errno));
-        break;
-      }
-      off += (size_t)w;
-    }
-    copied += got;
-  }
-  fclose(in);
-  close(fd);
-  if (rc == 0 && copied != bytes)
-    rc = histd_fail(msg, msglen, HISTD_EIO,
-                    "the shared payload of %s has %" PRIu64 " bytes, not %" PRIu64, m->id,
-                    copied, bytes);
-  if (rc == 0)
-    return store_adopt_dataset(c->svc->store, tmp, m, msg, msglen);
-  unlink(tmp);
-  return rc;
-}
-
+/* The cluster's dataset id: the index's record (this node's own, when it
+ * has it), its error set when the shared payload is missing or torn.
+ * 0, HISTD_ENOENT (deleted: then gone here too), HISTD_EIO. */
 static int find_dataset(cluster *c, PGconn *db, const char *id, dataset_meta *m) {
   char msg[256];
   int rc = indexed_meta(c, db, id, m, msg, sizeof msg);
   if (rc == HISTD_ENOENT) { /* deleted by another node: not here either */
     char ignored[64];
-    if (store_get_dataset(c->svc->store, id, m) == 0)
+    dataset_meta local;
+    if (store_get_dataset(c->svc->store, id, &local) == 0)
       store_delete_dataset(c->svc->store, id, ignored, sizeof ignored);
     return HISTD_ENOENT;
   }
-  if (rc == 0 && store_get_dataset(c->svc->store, id, m) != 0) {
-    rc = adopt(c, m, msg, sizeof msg);
-    if (rc != 0)
-      fprintf(stderr, "histd: dataset %s: %s\n", id, msg);
-    else
-      rc = store_get_dataset(c->svc->store, id, m);
+  if (rc != 0)
+    return rc;
+  if (store_get_dataset(c->svc->store, id, m) == 0) {
+    store_check_payload(c->svc->store, m);
+    return 0;
   }
+  uint64_t size = 0;
+  int s = shared_store_size(c->shared, id, &size, msg, sizeof msg);
+  if (s != 0 || size != dataset_payload_bytes(m))
+    snprintf(m->error, sizeof m->error, "the shared payload is %.200s",
+             s != 0 ? msg : "torn: its size does not match its points");
+  return 0;
+}
+
+/* ---- datasets on a node that did not store them: views of the shared store ---- */
+
+/*
+ * A job's datasets on a node that lacks them are mapped from the shared
+ * store (the shared file, or S3's sparse cache) and only the bytes a shard
+ * reads are fetched: the tail (frame table, topology) when mapped, then
+ * each frame's rows and columns of the shard. A job with selections,
+ * another dataset's topology, exclusions or a frame slice reads its
+ * operands whole as it binds them, so its datasets are fetched whole.
+ */
+typedef struct view_ctx {
+  cluster *c;
+  PGconn *db;
+  bool whole;
+} view_ctx;
+
+static bool reads_whole(const histd_params *p) {
+  return p->select_a[0] || p->select_b[0] || p->topology[0] || p->exclude_molecule ||
+         p->has_frames;
+}
+
+static int fetch(cluster *c, const dataset_meta *m, uint64_t off, uint64_t len, char *path,
+                 size_t pathlen, char *msg, size_t msglen) {
+  return shared_store_fetch(c->shared, m->id, off, len, path, pathlen, msg, msglen);
+}
+
+/* dataset_getter: this node's copy, or a view of the shared store's. */
+static int get_view(void *u, const char *id, loaded_dataset **out, char *msg, size_t msglen) {
+  view_ctx *v = u;
+  cluster *c = v->c;
+  dataset_meta m;
+  if (store_get_dataset(c->svc->store, id, &m) == 0)
+    return dataset_acquire(c->svc->cache, id, out, msg, msglen);
+  int rc = find_dataset(c, v->db, id, &m);
+  if (rc != 0)
+    return histd_fail(msg, msglen, rc == HISTD_ENOENT ? HISTD_ENOENT : HISTD_EIO,
+                      "dataset %s is not in the cluster%s", id,
+                      rc == HISTD_ENOENT ? " (deleted)" : "'s index (the coordinator is away)");
+  if (m.error[0])
+    return histd_fail(msg, msglen, HISTD_EIO, "dataset %.16s...: %s", id, m.error);
+  const uint64_t bytes = dataset_payload_bytes(&m), points = 3 * (uint64_t)m.n * 8;
+  const uint64_t tail = v->whole ? 0 : points + (m.weighted ? (uint64_t)m.n * 8 : 0);
+  char path[4400];
+  rc = fetch(c, &m, tail, bytes - tail, path, sizeof path, msg, msglen);
+  if (rc == 0)
+    rc = dataset_acquire_file(c->svc->cache, &m, path, out, msg, msglen);
+  return rc;
+}
+
+/* Points [lo, hi) of every frame of ds (of n points in all, weighted or
+ * not), fetched into the view. */
+static int fetch_rows(cluster *c, const char *id, const histd_dataset *ds, uint64_t lo,
+                      uint64_t hi, char *msg, size_t msglen) {
+  dataset_meta m;
+  memset(&m, 0, sizeof m);
+  snprintf(m.id, sizeof m.id, "%s", id);
+  char path[4400];
+  const size_t frames = histd_dataset_frames(ds);
+  const int arrays = ds->w != NULL ? 4 : 3;
+  for (size_t f = 0; f < frames; f++) {
+    const uint64_t start = frames == 1 ? 0 : ds->frame[f].start;
+    const uint64_t n = frames == 1 ? ds->n : ds->frame[f].n;
+    const uint64_t a = lo < n ? lo : n, b = hi < n ? hi : n;
+    for (int k = 0; k < arrays && b > a; k++) {
+      int rc = fetch(c, &m, ((uint64_t)k * ds->n + start + a) * 8, (b - a) * 8, path,
+                     sizeof path, msg, msglen);
+      if (rc != 0)
+        return rc;
+    }
+  }
+  return 0;
+}
+
+/* Makes shard sh's rows of A and columns of B (A's for self pairs) present
+ * where they come from the shared store. */
+static int fetch_shard(cluster *c, const job_record *rec, loaded_dataset *d,
+                       const job_binding *b, const histd_shard *sh, char *msg, size_t msglen) {
+  dataset_meta m;
+  int rc = 0;
+  if (store_get_dataset(c->svc->store, rec->dataset, &m) != 0)
+    rc = fetch_rows(c, rec->dataset, loaded_dataset_points(d), sh->i0, sh->i1, msg, msglen);
+  if (rc == 0 && !rec->dataset_b[0] && store_get_dataset(c->svc->store, rec->dataset, &m) != 0)
+    rc = fetch_rows(c, rec->dataset, loaded_dataset_points(d), sh->j0, sh->j1, msg, msglen);
+  if (rc == 0 && rec->dataset_b[0] && store_get_dataset(c->svc->store, rec->dataset_b, &m) != 0)
+    rc = fetch_rows(c, rec->dataset_b, loaded_dataset_points(b->d_b), sh->j0, sh->j1, msg,
+                    msglen);
   return rc;
 }
 
@@ -588,12 +646,14 @@ static uint64_t shards_wanted(const cluster *c, const histd_problem *p) {
 
 int cluster_submit(cluster *c, job_record *rec, char *msg, size_t msglen) {
   /* the plan: bind the job here, where its datasets are */
-  loaded_dataset *d;
-  int rc = dataset_acquire(c->svc->cache, rec->dataset, &d, msg, msglen);
-  if (rc != 0)
-    return rc;
+  loaded_dataset *d = NULL;
+  view_ctx view = {c, c->api, reads_whole(&rec->params)};
+  pthread_mutex_lock(&c->api_mu);
+  int rc = get_view(&view, rec->dataset, &d, msg, msglen);
   job_binding b;
-  rc = job_bind(c->svc, rec, d, &b, msg, msglen);
+  if (rc == 0)
+    rc = job_bind(c->svc, rec, d, get_view, &view, &b, msg, msglen);
+  pthread_mutex_unlock(&c->api_mu);
   if (rc != 0) {
     dataset_release(c->svc->cache, d);
     return rc;
@@ -860,8 +920,13 @@ static int commit_shard(cluster *c, PGconn *db, const claim *cl, const job_recor
                 7, f, fl, fb, msg, msglen, "store the job's result");
     rc = r != NULL ? 0 : HISTD_EIO;
     PQclear(r);
-    if (rc == 0)
-      rc = pg_cmd(db, "SELECT pg_notify('histd_done', '')", msg, msglen, "announce the end");
+    if (rc == 0) {
+      const char *n[1] = {cl->job};
+      PGresult *x = pg_exec(db, "SELECT pg_notify('histd_done', $1)", 1, n, NULL, NULL, msg,
+                            msglen, "announce the end");
+      rc = x != NULL ? 0 : HISTD_EIO;
+      PQclear(x);
+    }
     free(res);
     if (m == 0)
       histd_result_free(&sum);
@@ -927,21 +992,13 @@ static void run_claim(cworker *w, const claim *cl) {
     job_record_free(&rec);
     return;
   }
-  dataset_meta m;
   loaded_dataset *d = NULL;
-  rc = find_dataset(c, w->db, rec.dataset, &m);
-  if (rc == 0 && rec.dataset_b[0])
-    rc = find_dataset(c, w->db, rec.dataset_b, &m);
-  if (rc == 0 && rec.params.topology[0])
-    rc = find_dataset(c, w->db, rec.params.topology, &m);
-  if (rc != 0)
-    snprintf(msg, sizeof msg, "a dataset of the job cannot be had on node %s", c->node);
-  else
-    rc = dataset_acquire(c->svc->cache, rec.dataset, &d, msg, sizeof msg);
+  view_ctx v = {c, w->db, reads_whole(&rec.params)};
+  rc = get_view(&v, rec.dataset, &d, msg, sizeof msg);
   job_binding b;
   bool bound = false;
   if (rc == 0)
-    bound = (rc = job_bind(c->svc, &rec, d, &b, msg, sizeof msg)) == 0;
+    bound = (rc = job_bind(c->svc, &rec, d, get_view, &v, &b, msg, sizeof msg)) == 0;
   histd_shard_plan plan;
   histd_result part;
   memset(&part, 0, sizeof part);
@@ -961,11 +1018,14 @@ static void run_claim(cworker *w, const claim *cl) {
   if (rc == 0) {
     histd_shard sh;
     histd_shard_get(&plan, (uint64_t)cl->idx, &sh);
+    if (!v.whole)
+      rc = fetch_shard(c, &rec, d, &b, &sh, msg, sizeof msg);
     histd_exec ex = rec.params.exec;
     if (w->device < 0 && ex.threads == 0)
       ex.threads = w->threads;
     histd_control ctl = {NULL, run_cancelled, w};
-    rc = histd_worker_run_shard(w->engine, &b.prob, &ex, &sh, &ctl, &part, msg, sizeof msg);
+    if (rc == 0)
+      rc = histd_worker_run_shard(w->engine, &b.prob, &ex, &sh, &ctl, &part, msg, sizeof msg);
     if (rc == 0)
       rc = histd_result_check(&part, &part.bins, histd_shard_pairs(&b.prob, &sh), msg,
                               sizeof msg);
@@ -1121,6 +1181,8 @@ static void on_notify(uv_poll_t *h, int status, int events) {
           atomic_store(&c->workers[i].stop, true);
       pthread_mutex_unlock(&c->mu);
     }
+    if (c->on_end != NULL && strcmp(n->relname, "histd_work") != 0)
+      c->on_end(c->on_end_u, n->extra); /* histd_cancel and histd_done: the job ended */
     work = work || strcmp(n->relname, "histd_work") == 0;
     PQfreemem(n);
   }

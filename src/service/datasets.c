@@ -135,6 +135,9 @@ static int corrupt(dataset_cache *c, const char *id, char *msg, size_t msglen,
   return histd_fail(msg, msglen, HISTD_EIO, "dataset %.16s...: %s", id, sentence);
 }
 
+static int load(dataset_cache *c, const dataset_meta *m, const char *path, bool shared,
+                loaded_dataset **out, char *msg, size_t msglen);
+
 int dataset_acquire(dataset_cache *c, const char *id, loaded_dataset **out, char *msg,
                     size_t msglen) {
   pthread_mutex_lock(&c->mu);
@@ -153,6 +156,32 @@ int dataset_acquire(dataset_cache *c, const char *id, loaded_dataset **out, char
     return histd_fail(msg, msglen, HISTD_ENOENT, "dataset %s no longer exists", id);
   char path[4400];
   store_payload_path(c->store, id, path, sizeof path);
+  return load(c, &meta, path, false, out, msg, msglen);
+}
+
+int dataset_acquire_file(dataset_cache *c, const dataset_meta *meta, const char *path,
+                         loaded_dataset **out, char *msg, size_t msglen) {
+  pthread_mutex_lock(&c->mu);
+  for (loaded_dataset *d = c->head; d != NULL; d = d->next) {
+    if (strcmp(d->id, meta->id) == 0) {
+      d->refs++;
+      pthread_mutex_unlock(&c->mu);
+      *out = d;
+      return 0;
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
+  return load(c, meta, path, true, out, msg, msglen);
+}
+
+/* Maps the payload at path as dataset meta: a local one checked by its hash
+ * (once per file), or a shared one (`shared`: the shared store's file or
+ * its sparse cache, mapped shared so blocks fetched later show, and never
+ * hashed whole: the S3 backend checks each block it fetches). */
+static int load(dataset_cache *c, const dataset_meta *m, const char *path, bool shared,
+                loaded_dataset **out, char *msg, size_t msglen) {
+  const char *id = m->id;
+  const dataset_meta meta = *m;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return corrupt(c, id, msg, msglen, "the payload file is missing (%s)", strerror(errno));
@@ -172,7 +201,7 @@ int dataset_acquire(dataset_cache *c, const char *id, loaded_dataset **out, char
   d->refs = 1;
   if (meta.n > 0) {
     d->len = (size_t)bytes;
-    d->map = mmap(NULL, d->len, PROT_READ, MAP_PRIVATE, fd, 0);
+    d->map = mmap(NULL, d->len, PROT_READ, shared ? MAP_SHARED : MAP_PRIVATE, fd, 0);
     if (d->map == MAP_FAILED) {
       int e = errno;
       close(fd);
@@ -212,7 +241,7 @@ int dataset_acquire(dataset_cache *c, const char *id, loaded_dataset **out, char
   }
 
   pthread_mutex_lock(&c->mu);
-  bool need_hash = !is_verified(c, id, &sb);
+  bool need_hash = !shared && !is_verified(c, id, &sb);
   pthread_mutex_unlock(&c->mu);
   if (need_hash) {
     char hex[65];

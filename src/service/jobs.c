@@ -87,6 +87,7 @@ typedef struct waiter {
   struct MHD_Connection *conn;
   char job[33];
   double deadline;
+  bool ended; /* cluster: the coordinator said the job ended */
   struct waiter *next;
 } waiter;
 
@@ -308,12 +309,20 @@ static bool record_end(jobs *q, job *j, job_record *r) {
   return recorded;
 }
 
-int job_bind(service *svc, const job_record *rec, loaded_dataset *d, job_binding *b, char *msg,
-             size_t msglen) {
+static int from_store(void *u, const char *id, loaded_dataset **out, char *msg, size_t msglen) {
+  return dataset_acquire(((service *)u)->cache, id, out, msg, msglen);
+}
+
+int job_bind(service *svc, const job_record *rec, loaded_dataset *d, dataset_getter get, void *u,
+             job_binding *b, char *msg, size_t msglen) {
   memset(b, 0, sizeof *b);
   int rc = 0;
+  if (get == NULL) {
+    get = from_store;
+    u = svc;
+  }
   if (rec->dataset_b[0])
-    rc = dataset_acquire(svc->cache, rec->dataset_b, &b->d_b, msg, msglen);
+    rc = get(u, rec->dataset_b, &b->d_b, msg, msglen);
   /* topology: a view of A with another dataset's atoms (the loaded one is shared) */
   b->named = *loaded_dataset_points(d);
   b->named.top = NULL;
@@ -321,7 +330,7 @@ int job_bind(service *svc, const job_record *rec, loaded_dataset *d, job_binding
   const histd_dataset *a = loaded_dataset_points(d);
   if (rc == 0 && rec->params.topology[0] != '\0') {
     loaded_dataset *dt = NULL;
-    rc = dataset_acquire(svc->cache, rec->params.topology, &dt, msg, msglen);
+    rc = get(u, rec->params.topology, &dt, msg, msglen);
     if (rc == 0)
       rc = histd_dataset_adopt_topology(&b->named, loaded_dataset_points(dt), msg, msglen);
     dataset_release(svc->cache, dt);
@@ -379,7 +388,7 @@ static void run_one(worker *w, job *j) {
     run_ctx ctx = {j, q};
     histd_control ctl = {on_progress, on_cancelled, &ctx};
     job_binding b;
-    rc = job_bind(svc, &j->rec, d, &b, msg, sizeof msg);
+    rc = job_bind(svc, &j->rec, d, NULL, NULL, &b, msg, sizeof msg);
     if (rc == 0) {
       atomic_store(&j->frames, histd_problem_frames(&b.prob));
       rc = histd_worker_run(w->engine, &b.prob, &ex, &ctl, &res, msg, sizeof msg);
@@ -518,6 +527,8 @@ static void fail_unrunnable(jobs *q) {
   }
 }
 
+static void job_ended(void *u, const char *id);
+
 int jobs_start(jobs **out, service *svc, char *msg, size_t msglen) {
   jobs *q = calloc(1, sizeof *q);
   if (q == NULL)
@@ -528,6 +539,7 @@ int jobs_start(jobs **out, service *svc, char *msg, size_t msglen) {
   atomic_init(&q->stopping, false);
   q->has_gpu = svc->gpu_count > 0;
   if (svc->cluster != NULL) { /* the cluster's workers take shards instead */
+    cluster_on_job_end(svc->cluster, job_ended, q);
     int rc = cluster_start(svc->cluster, msg, msglen);
     if (rc != 0) {
       free(q);
@@ -778,9 +790,55 @@ int jobs_list(jobs *q, size_t limit, bool (*fn)(const job_record *j, void *u), v
   return store_list_jobs(q->svc->store, limit, false, fn, u);
 }
 
-bool jobs_wait(jobs *q, const char *id, struct MHD_Connection *conn, double deadline) {
-  if (q->svc->cluster != NULL) /* no long-poll across nodes: the current state */
+/* The cluster's listener: job id ended (on any node). */
+static void job_ended(void *u, const char *id) {
+  jobs *q = u;
+  bool any = false;
+  pthread_mutex_lock(&q->mu);
+  for (waiter *w = q->waiters; w != NULL; w = w->next)
+    if (strcmp(w->job, id) == 0)
+      any = w->ended = true;
+  pthread_mutex_unlock(&q->mu);
+  if (any)
+    service_wake(q->svc);
+}
+
+/* A long-poll in a cluster: the waiter first (so an end announced from now
+ * on marks it), then the job's state, in case it ended before. */
+static bool cluster_wait(jobs *q, const char *id, struct MHD_Connection *conn,
+                         double deadline) {
+  job_record j;
+  if (cluster_get_job(q->svc->cluster, id, &j) != 0)
     return false;
+  bool live = j.status == JOB_QUEUED || j.status == JOB_RUNNING;
+  job_record_free(&j);
+  waiter *w = live ? calloc(1, sizeof *w) : NULL;
+  if (w == NULL)
+    return false;
+  w->conn = conn;
+  snprintf(w->job, sizeof w->job, "%s", id);
+  w->deadline = deadline;
+  pthread_mutex_lock(&q->mu);
+  if (atomic_load(&q->stopping)) {
+    pthread_mutex_unlock(&q->mu);
+    free(w);
+    return false;
+  }
+  w->next = q->waiters;
+  q->waiters = w;
+  MHD_suspend_connection(conn);
+  pthread_mutex_unlock(&q->mu);
+  if (cluster_get_job(q->svc->cluster, id, &j) == 0) {
+    if (j.status != JOB_QUEUED && j.status != JOB_RUNNING)
+      job_ended(q, id);
+    job_record_free(&j);
+  }
+  return true;
+}
+
+bool jobs_wait(jobs *q, const char *id, struct MHD_Connection *conn, double deadline) {
+  if (q->svc->cluster != NULL)
+    return cluster_wait(q, id, conn, deadline);
   pthread_mutex_lock(&q->mu);
   if (atomic_load(&q->stopping) || find_live_locked(q, id, NULL) == NULL) {
     pthread_mutex_unlock(&q->mu);
@@ -806,8 +864,8 @@ void jobs_resume_waiters(jobs *q, bool all) {
   pthread_mutex_lock(&q->mu);
   for (waiter **p = &q->waiters; *p != NULL;) {
     waiter *w = *p;
-    if (all || atomic_load(&q->stopping) || now >= w->deadline ||
-        find_live_locked(q, w->job, NULL) == NULL) {
+    if (all || atomic_load(&q->stopping) || now >= w->deadline || w->ended ||
+        (q->svc->cluster == NULL && find_live_locked(q, w->job, NULL) == NULL)) {
       *p = w->next;
       MHD_resume_connection(w->conn);
       free(w);

@@ -261,11 +261,6 @@ int store_put_streamed(store *s, const char *tmp_path, const char *id, size_t n,
                        const double min[3], const double max[3], const char *format,
                        const char *name, dataset_meta *meta, bool *created, char *msg,
                        size_t msglen);
-/* A payload another node stored (a temp file from store_temp_payload,
- * whole) recorded here under m's id and shape; the temp file is renamed or
- * removed. */
-int store_adopt_dataset(store *s, const char *tmp_path, const dataset_meta *m, char *msg,
-                        size_t msglen);
 int store_get_dataset(store *s, const char *id, dataset_meta *meta); /* 0 / HISTD_ENOENT */
 /* Calls fn for each dataset, newest first; fn returns false to stop. */
 int store_list_datasets(store *s, size_t limit,
@@ -338,6 +333,12 @@ void dataset_cache_destroy(dataset_cache *c);
  * hash. The histd_dataset is borrowed from the mapping. */
 int dataset_acquire(dataset_cache *c, const char *id, loaded_dataset **out,
                     char *msg, size_t msglen);
+/* A payload that is not in the store: another node's, at path in the
+ * cluster's shared store (or its sparse cache), as meta describes it;
+ * mapped shared and not hashed whole (the S3 backend checks each block it
+ * fetches). The caller makes the bytes it reads present first. */
+int dataset_acquire_file(dataset_cache *c, const dataset_meta *meta, const char *path,
+                         loaded_dataset **out, char *msg, size_t msglen);
 const histd_dataset *loaded_dataset_points(const loaded_dataset *d);
 void dataset_release(dataset_cache *c, loaded_dataset *d);
 /* Forgets a deleted dataset's verification. */
@@ -428,8 +429,12 @@ typedef struct job_binding {
   histd_problem prob;
   double *edges;
 } job_binding;
-int job_bind(struct service *svc, const job_record *rec, loaded_dataset *d, job_binding *b, char *msg,
-             size_t msglen);
+/* How job_bind gets B and the topology's dataset: dataset_acquire, or the
+ * cluster's (from the shared store). */
+typedef int (*dataset_getter)(void *u, const char *id, loaded_dataset **out, char *msg,
+                              size_t msglen);
+int job_bind(struct service *svc, const job_record *rec, loaded_dataset *d,
+             dataset_getter get, void *u, job_binding *b, char *msg, size_t msglen);
 void job_unbind(struct service *svc, job_binding *b);
 
 /* ---- the cluster (cluster.c): PostgreSQL coordinates many nodes ---------- */
@@ -444,6 +449,8 @@ int cluster_start(cluster *c, char *msg, size_t msglen);
  * the loop closes. */
 void cluster_listen(cluster *c, struct uv_loop_s *loop);
 void cluster_unlisten(cluster *c);
+/* fn(u, job id) on the loop's thread when any node ends a job (long-polls). */
+void cluster_on_job_end(cluster *c, void (*fn)(void *u, const char *job), void *u);
 void cluster_stop(cluster *c); /* running shards go back to the queue */
 void cluster_close(cluster *c);
 const char *cluster_node(const cluster *c);

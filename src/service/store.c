@@ -761,14 +761,6 @@ static int commit_dataset(store *s, const char *tmp_path, const char *id,
   return rc;
 }
 
-int store_adopt_dataset(store *s, const char *tmp_path, const dataset_meta *m, char *msg,
-                        size_t msglen) {
-  dataset_meta meta;
-  bool created;
-  return commit_dataset(s, tmp_path, m->id, m, m->format, m->name, &meta, &created, msg,
-                        msglen);
-}
-
 int store_put_dataset(store *s, const histd_dataset *ds, const char *format, const char *name,
                       dataset_meta *meta, bool *created, char *msg, size_t msglen) {
   size_t bytes = ds->n * 3 * sizeof(double);
