@@ -19,7 +19,8 @@ pgver=$(ls /usr/lib/postgresql | sort -n | tail -1)
 mkdir -p "$out/pg/usr/lib/postgresql" "$out/pg/usr/share/postgresql"
 cp -a "/usr/lib/postgresql/$pgver" "$out/pg/usr/lib/postgresql/"
 cp -a "/usr/share/postgresql/$pgver" "$out/pg/usr/share/postgresql/"
-rm -rf "$out/pg/usr/share/postgresql/$pgver/man" "$out/pg/usr/lib/postgresql/$pgver/lib/bitcode"
+rm -rf "$out/pg/usr/share/postgresql/$pgver/man" "$out/pg/usr/lib/postgresql/$pgver/lib/bitcode" \
+       "$out"/pg/usr/lib/postgresql/"$pgver"/lib/llvmjit*   # JIT (libLLVM): off without it
 # ldd's closure of every program, less glibc (the device has its own, newer)
 for f in "$out/histd" "$out"/pg/usr/lib/postgresql/"$pgver"/bin/* \
          "$out"/pg/usr/lib/postgresql/"$pgver"/lib/*.so; do
