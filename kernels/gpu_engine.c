@@ -486,6 +486,10 @@ typedef struct job_plan {
   float magic;
   uint32_t shift, mask, thresh, rowbase, rowcap;
   double total_pairs;
+  /* A x B on a self kernel (histd__cuda_cross_run): the anchors are the
+   * first `anchors` tiles only, meeting partner tiles [ua, ub); 0: all */
+  uint32_t anchors;
+  uint64_t ua, ub;
 } job_plan;
 
 /*
@@ -911,6 +915,8 @@ static int part_run_streams(gpu_ctx *ctx, const histd_dataset *ds, const job_pla
       last_target = target;
       uint64_t b = units_next(&p, a, ub, target, G);
       uint32_t grid = units_grid(&p, a, b, G);
+      if (jp->anchors != 0 && grid > jp->anchors)
+        grid = jp->anchors;
       int e = head % NEV;
       CK(cudaEventRecord(ctx->ev_start[e], ctx->compute), "cudaEventRecord");
       rc = sdh_launch(&p, a, b, grid, ctx->compute, msg, msglen);
@@ -1081,7 +1087,7 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
     return histd_fail(msg, msglen, HISTD_ENODEV,
                       "devices mask 0x%llx selects no GPU of this machine",
                       (unsigned long long)ex->devices);
-  bool splittable = true;
+  bool splittable = jp->anchors == 0; /* (A x B: one GPU) */
   double min_split = env_double("HISTD_GPU_SPLIT_MIN_PAIRS", 2e10);
   if (!splittable || jp->total_pairs < min_split)
     nd = 1;
@@ -1110,7 +1116,7 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
       use = tmp;
     }
     if (rc == 0)
-      rc = part_run(use, ds, jp, 0, 0, &pc, &out, msg, msglen);
+      rc = part_run(use, ds, jp, jp->ua, jp->ub, &pc, &out, msg, msglen);
     if (tmp)
       histd__cuda_context_destroy(tmp);
     if (rc == 0) {
@@ -1246,6 +1252,77 @@ int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
   int rc = run_plan(w, ds, ex, ctl, &jp, res, msg, msglen);
   if (rc != 0)
     return rc;
+  snprintf(res->kernel, sizeof res->kernel, "%s", k->name);
+  res->block_size = block;
+  res->threads = 0;
+  res->exact = jp.mode != SDH_MODE_FAST;
+  return 0;
+}
+
+/*
+ * A x B (the plain histogram: open space, equal widths, no weights) on a
+ * self kernel of the CLASSIC family, whose block I anchors tile I and meets
+ * partner tiles [u0, u1). The points go to the GPU as one set
+ * C = [A, pad, B], A padded to whole tiles with `pad` copies of a sentinel
+ * S; anchors are A's tiles only (the launch's grid) and partners B's
+ * tiles, so the kernel meets exactly (A + pad) x B and never a diagonal
+ * tile. S lies (buckets + 2) widths beyond every point along each axis, so
+ * every pair with it is past the last edge: the counts are A x B's, and
+ * the overflow is A x B's pairs less the counted ones. The float32 plan is
+ * made for C as it is (its bounds include S), so the exactness argument of
+ * sdh_kernels.cu holds unchanged; the kernel runs at the self kernels'
+ * speed instead of tiled-stats' binary64 one.
+ */
+int histd__cuda_cross_run(HISTD__RUN_ARGS) {
+  const histd_dataset *a = p->a, *b = p->b;
+  const kinfo *k = kinfo_find("tiled-privatized");
+  uint32_t block = ex->block_size ? ex->block_size : 256;
+  if (block < HISTD_MIN_BLOCK_SIZE || block > HISTD_MAX_BLOCK_SIZE || block % 32 != 0)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "block_size must be a multiple of 32 from %u to %u, got %u",
+                      HISTD_MIN_BLOCK_SIZE, HISTD_MAX_BLOCK_SIZE, block);
+  const uint64_t tiles_a = (a->n + block - 1) / block, pad = tiles_a * block - a->n;
+  const uint64_t n = tiles_a * block + b->n;
+  if (a->n == 0 || b->n == 0 || n > UINT32_MAX) { /* nothing to meet, or past the kernels' */
+    if (n > UINT32_MAX)
+      return histd__cuda_stats_run(w, p, ex, ctl, res, msg, msglen);
+    res->overflow = 0;
+    snprintf(res->kernel, sizeof res->kernel, "%s", k->name);
+    snprintf(res->device, sizeof res->device, "%s (A x B: no pairs)",
+             histd__cuda_context_name(w->gpu));
+    return 0;
+  }
+  histd_dataset c;
+  int rc = histd_dataset_alloc(&c, n, msg, msglen);
+  if (rc != 0)
+    return rc;
+  const double reach = ((double)res->bins.count + 2) * p->bins.width;
+  double *dst[3] = {c.x, c.y, c.z};
+  const double *sa[3] = {a->x, a->y, a->z}, *sb[3] = {b->x, b->y, b->z};
+  for (int ax = 0; ax < 3; ax++) {
+    const double hi = fmax(a->max[ax], b->max[ax]), s = hi + reach;
+    memcpy(dst[ax], sa[ax], a->n * sizeof(double));
+    for (uint64_t i = 0; i < pad; i++)
+      dst[ax][a->n + i] = s;
+    memcpy(dst[ax] + tiles_a * block, sb[ax], b->n * sizeof(double));
+  }
+  rc = histd_dataset_finish(&c, msg, msglen);
+  job_plan jp;
+  if (rc == 0) {
+    make_plan(k, &c, p->bins.width, ex->precision, res->bins.count, block, &jp);
+    jp.anchors = (uint32_t)tiles_a;
+    jp.ua = tiles_a;
+    jp.ub = (n + block - 1) / block;
+    jp.total_pairs = (double)(a->n + pad) * (double)b->n;
+    rc = run_plan(w, &c, ex, ctl, &jp, res, msg, msglen);
+  }
+  histd_dataset_free(&c);
+  if (rc != 0)
+    return rc;
+  uint64_t counted = 0;
+  for (uint32_t i = 0; i < res->bins.count; i++)
+    counted += res->counts[i];
+  res->overflow = (uint64_t)a->n * b->n - counted; /* the sentinel's pairs are not A x B's */
   snprintf(res->kernel, sizeof res->kernel, "%s", k->name);
   res->block_size = block;
   res->threads = 0;

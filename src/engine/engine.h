@@ -136,6 +136,9 @@ int histd__cuda_prefetch(void *ctx, const histd_dataset *ds, char *msg,
 /* The GPU kernel ex->kernel, or (for "auto") the fastest exact one. */
 int histd__cuda_run(HISTD__RUN_ARGS);
 int histd__cuda_auto_run(HISTD__RUN_ARGS);
+/* The plain histogram of A x B (open space, equal widths, no weights) on
+ * the worker's GPU at the self kernels' speed (kernels/gpu_engine.c). */
+int histd__cuda_cross_run(HISTD__RUN_ARGS);
 /* "tiled-stats": every statistic on the worker's GPU, in binary64. */
 int histd__cuda_stats_run(HISTD__RUN_ARGS);
 /* "grid" on the worker's GPU (kernels/grid_engine.c). */

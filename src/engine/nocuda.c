@@ -47,3 +47,7 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
 int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   return histd__cuda_run(w, p, ex, ctl, res, msg, msglen);
 }
+
+int histd__cuda_cross_run(HISTD__RUN_ARGS) {
+  return histd__cuda_run(w, p, ex, ctl, res, msg, msglen);
+}

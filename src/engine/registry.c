@@ -10,7 +10,8 @@
  *
  * "auto" resolves at run time: "grid" where its cost model says the cells
  * pay (grid.h), else on a GPU worker the fastest exact GPU kernel for the
- * plain histogram, "tiled-stats" for the rest of the family (unless it
+ * plain histogram (of A x B too: histd__cuda_cross_run), "tiled-stats" for
+ * the rest of the family (unless it
  * does not fit the GPU); on a CPU worker "cpu". The result says which ran
  * and why (histd_result.reason).
  */
@@ -88,6 +89,12 @@ static int auto_run(HISTD__RUN_ARGS) {
   }
   if (gpu && (histd_problem_needs(p) & ~GPU_CAPS) == 0) /* names its kernel itself */
     return ran(histd__cuda_auto_run(w, p, ex, ctl, res, msg, msglen), res, NULL, why);
+  if (gpu && (histd_problem_needs(p) & ~GPU_CAPS) == HISTD_CAN_CROSS) { /* the plain A x B */
+    size_t len = strlen(why);
+    snprintf(why + len, sizeof why - len, "%sA x B on a self kernel: A's tiles meet B's",
+             len ? "; " : "");
+    return ran(histd__cuda_cross_run(w, p, ex, ctl, res, msg, msglen), res, NULL, why);
+  }
   if (gpu) {
     /* the statistics family; a weighted histogram too large for the
      * GPU's shared memory (or memory) runs on the CPU instead */

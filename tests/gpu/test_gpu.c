@@ -634,6 +634,78 @@ static void test_split(int ndev) {
   histd_dataset_free(&ds);
 }
 
+/* A x B's plain histogram on the GPU ("auto": A's tiles meet B's on a self
+ * kernel) against the definition over every (i, j), written here: every
+ * shape, sizes around the tile boundaries, block sizes 256 and 1024, A = B. */
+static void test_cross(void) {
+  static const size_t sizes[][2] = {{1, 1},     {1, 700},   {255, 3},    {256, 256},
+                                    {257, 999}, {1000, 1},  {2049, 1500}, {3000, 2500}};
+  static const uint32_t blocks[] = {256, 1024};
+  int cases = 0;
+  for (int shape = 0; shape < SHAPE_COUNT; shape++)
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+      for (int bl = 0; bl < 2; bl++) {
+        const size_t na = sizes[z][0], nb = sizes[z][1];
+        histd_dataset a, b;
+        histd_dataset_alloc(&a, na, NULL, 0);
+        histd_dataset_alloc(&b, nb, NULL, 0);
+        pointset_fill(&a, (shape_kind)shape, 40, 11 + z);
+        pointset_fill(&b, (shape_kind)shape, 40, 97 + z);
+        const double width = shape == SHAPE_LATTICE ? 1 : 2.5;
+        const uint32_t count = shape == SHAPE_LATTICE ? 40 : 25;
+        uint64_t want[41] = {0}, over = 0;
+        for (size_t i = 0; i < na; i++)
+          for (size_t j = 0; j < nb; j++) {
+            double dx = a.x[i] - b.x[j];
+            double dy = a.y[i] - b.y[j];
+            double dz = a.z[i] - b.z[j];
+            double sxx = dx * dx;
+            double syy = dy * dy;
+            double szz = dz * dz;
+            double s2 = sxx + syy;
+            s2 = s2 + szz;
+            double q = floor(sqrt(s2) / width);
+            if (q < count)
+              want[(size_t)q]++;
+            else
+              over++;
+          }
+        histd_problem p;
+        memset(&p, 0, sizeof p);
+        p.a = &a;
+        p.b = &b;
+        p.bins = (histd_bins){HISTD_BINS_WIDTH, count, width, NULL};
+        histd_exec ex;
+        histd_exec_init(&ex);
+        ex.block_size = blocks[bl];
+        histd_result r;
+        char msg[512] = "";
+        int rc = histd_worker_run(W, &p, &ex, NULL, &r, msg, sizeof msg);
+        CHECK(rc == 0, "A x B %s %zu x %zu: %s", shape_names[shape], na, nb, msg);
+        if (rc != 0) {
+          histd_dataset_free(&a);
+          histd_dataset_free(&b);
+          continue;
+        }
+        cases++;
+        int bad = 0;
+        for (uint32_t k = 0; k < count && bad < 3; k++)
+          if (r.counts[k] != want[k]) {
+            bad++;
+            CHECK(0, "A x B %s %zu x %zu block %u: bin %u has %" PRIu64 ", want %" PRIu64,
+                  shape_names[shape], na, nb, blocks[bl], k, r.counts[k], want[k]);
+          }
+        CHECK_EQ_U64(r.overflow, over, "A x B overflow");
+        CHECK_EQ_U64(r.total, (uint64_t)na * nb, "A x B total");
+        CHECK(r.exact && strstr(r.device, "GPU") != NULL && strstr(r.reason, "A x B") != NULL,
+              "A x B ran on the GPU's self kernel, exact (%s; %s)", r.device, r.reason);
+        histd_result_free(&r);
+        histd_dataset_free(&a);
+        histd_dataset_free(&b);
+      }
+  printf("A x B on the self kernels: %d cases\n", cases);
+}
+
 int main(void) {
   histd_device_info dev[16];
   int count = 0;
@@ -655,6 +727,7 @@ int main(void) {
   printf("float32 stress sets\n");
   test_float32_stress();
   test_auto_and_prefetch();
+  test_cross();
   test_prefetch_pattern();
   test_progress_cancel_errors();
   test_stale_error();
