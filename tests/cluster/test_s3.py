@@ -32,9 +32,10 @@ import time
 import urllib.parse
 import urllib.request
 
+from s3server import KEY, SECRET, S3rver
+
 BIN, HERE = sys.argv[1], sys.argv[2]
 BUCKET, PREFIX = "histd", "cluster/test"
-KEY, SECRET = "S3RVER", "S3RVER"  # s3rver's built-in account
 
 
 def sigv4(method, uri, headers, payload_hash, amz_date, region, key, secret):
@@ -96,33 +97,10 @@ def main():
                   hello, "20240229T235959Z", "eu-west-1", "AKID", "s3cr3t/+key")
     run("sigv4", cross.split("Signature=")[1], env=os.environ)
 
-    node = shutil.which("node")
-    if node is None:
-        print("skipped: no node (deploy/install-deps.sh --test installs nodejs)")
-        sys.exit(77)
-    s3rver = os.path.join(HERE, "node_modules", "s3rver", "bin", "s3rver.js")
-    if not os.path.exists(s3rver):
-        sys.exit(f"{s3rver} is missing: run deploy/install-deps.sh --test "
-                 f"(npm ci --prefix {HERE})")
-
+    server = S3rver(HERE, BUCKET)
     work = tempfile.mkdtemp(prefix="histd-s3-")
-    data = os.path.join(work, "s3rver")
-    log = open(os.path.join(work, "s3rver.log"), "w+")
-    server = subprocess.Popen([node, s3rver, "-d", data, "-a", "127.0.0.1", "-p", "0",
-                               "--configure-bucket", BUCKET],
-                              stdout=log, stderr=subprocess.STDOUT)
     try:
-        endpoint = None
-        deadline = time.time() + 20
-        while endpoint is None and time.time() < deadline and server.poll() is None:
-            time.sleep(0.1)
-            log.seek(0)
-            for line in log:
-                if line.startswith("S3rver listening on "):
-                    endpoint = "http://" + line.split()[-1]
-        if endpoint is None:
-            log.seek(0)
-            sys.exit("s3rver did not start:\n" + log.read())
+        endpoint = server.endpoint
         print("s3rver at", endpoint)
         env = dict(os.environ, AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID=KEY,
                    AWS_SECRET_ACCESS_KEY=SECRET, AWS_REGION="us-east-1",
@@ -152,12 +130,7 @@ def main():
         # 4. served wrong; delete
         run("s3", "served-wrong", work, env=env)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+        server.stop()
         shutil.rmtree(work, ignore_errors=True)
     print("test_s3: all checks passed")
 
