@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds histd and runs every test suite: the default build (CUDA compiled
 # where nvcc exists; GPU tests skip without a GPU), then the sanitizer build,
-# then the ThreadSanitizer build (unit and service suites: the threads live
-# there; a report stops the process, and any report in the logs fails the
+# then the ThreadSanitizer build (unit, service and cluster suites: the
+# threads live there; a report stops the process, and any report in the logs fails the
 # run), then each parser fuzz target for a bounded time. Ends with the line
 #   tests: N passed, N failed, N skipped
 # counted from meson's test logs and the fuzz runs.
@@ -43,7 +43,7 @@ build_and_test build-asan -Dsanitize=true -Dcuda=disabled -Db_lundef=false
 # limits (test_api's 180 s) scale with it (test_api took 110-180 s there
 # on a loaded 2-core machine, and timed out)
 TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" \
-  TEST_ARGS="--suite unit --suite service --timeout-multiplier 3" \
+  TEST_ARGS="--suite unit --suite service --suite cluster --timeout-multiplier 3" \
   build_and_test build-tsan -Dtsan=true -Dcuda=disabled
 
 # Fuzz targets (clang + libFuzzer), 30 s each, on their seed corpora.
