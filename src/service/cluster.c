@@ -35,14 +35,15 @@
  * Cancelling marks the job and its unfinished shards cancelled and sends
  * NOTIFY histd_cancel; every node LISTENs on a connection whose socket is
  * in the libuv loop and stops its runs of that job at once (the renewal
- * would notice within lease / 4 anyway). NOTIFY histd_work wakes idle
- * workers when shards are queued.
+ * would notice within a second anyway). NOTIFY histd_work wakes idle
+ * workers when shards are queued; histd_done (and histd_cancel) carry the
+ * ended job's id to every node's long-polls.
  *
  * Datasets: an upload is stored locally as always, published to the shared
  * store (shared_store.c: a shared directory or S3) under its content
- * address, and indexed in PostgreSQL. A node asked for a dataset it lacks
- * looks it up there, fetches the payload into its own store and records
- * it, after which the local paths (the mapping, the hash check) serve it.
+ * address, and indexed in PostgreSQL. A node that lacks one answers for it
+ * from the index, and its shards map it from the shared store, fetching
+ * only the blocks they read ("views", below).
  *
  * Connections: libpq connections are not shared between threads, so each
  * worker, the renewer and the listener have their own, and the HTTP
@@ -1003,14 +1004,15 @@ static void run_claim(cworker *w, const claim *cl) {
   histd_result part;
   memset(&part, 0, sizeof part);
   if (rc == 0) {
-    char want_sql[] = "SELECT want, shards FROM histd_jobs WHERE id = $1";
-    const char *v[1] = {rec.id};
-    PGresult *r = pg_exec(w->db, want_sql, 1, v, NULL, NULL, msg, sizeof msg, "read the plan");
-    uint64_t want = r ? strtoull(PQgetvalue(r, 0, 0), NULL, 10) : 0;
-    uint64_t count = r ? strtoull(PQgetvalue(r, 0, 1), NULL, 10) : 0;
+    const char *id[1] = {rec.id};
+    PGresult *r = pg_exec(w->db, "SELECT want, shards FROM histd_jobs WHERE id = $1", 1, id,
+                          NULL, NULL, msg, sizeof msg, "read the plan");
+    const bool row = r != NULL && PQntuples(r) == 1;
+    uint64_t want = row ? strtoull(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+    uint64_t count = row ? strtoull(PQgetvalue(r, 0, 1), NULL, 10) : 0;
     PQclear(r);
     histd_shard_plan_make(&b.prob, rec.params.exec.kernel, want, &plan);
-    if (r == NULL || plan.count != count)
+    if (!row || plan.count != count)
       rc = histd_fail(msg, sizeof msg, HISTD_EIO,
                       "node %s plans %" PRIu64 " shards where the job has %" PRIu64, c->node,
                       plan.count, count);

@@ -419,8 +419,8 @@ void jobs_resume_waiters(jobs *q, bool all);
 /* ---- binding a job to its operands (jobs.c) ------------------------------ */
 
 /* A job's problem on loaded datasets: A is d (the caller's), B and the
- * topology's dataset acquired here; selections and edges owned here until
- * job_unbind. */
+ * topology's dataset acquired here through get (NULL: dataset_acquire from
+ * the store); selections and edges owned here until job_unbind. */
 typedef struct job_binding {
   loaded_dataset *d_b;
   histd_dataset named; /* A with another dataset's topology */
