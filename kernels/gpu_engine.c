@@ -40,6 +40,8 @@
 
 #include "engine.h"
 #include "gpu_engine.h"
+#include "grid.h"
+#include "grid.h"
 #include "sdh_gpu.h"
 
 /* ---- errors ------------------------------------------------------------- */
@@ -486,9 +488,10 @@ typedef struct job_plan {
   float magic;
   uint32_t shift, mask, thresh, rowbase, rowcap;
   double total_pairs;
-  /* A x B on a self kernel (histd__cuda_cross_run): the anchors are the
-   * first `anchors` tiles only, meeting partner tiles [ua, ub); 0: all */
-  uint32_t anchors;
+  /* CLASSIC family on part of the tiles (histd__cuda_cross_run, a shard's
+   * block pair): `anchors` tiles from anchor0 anchor, meeting partner tiles
+   * [ua, ub); anchors 0: every tile, every unit */
+  uint32_t anchor0, anchors;
   uint64_t ua, ub;
 } job_plan;
 
@@ -825,6 +828,7 @@ static int part_run_streams(gpu_ctx *ctx, const histd_dataset *ds, const job_pla
                       "%zu points: the GPU kernels take at most 2^31-1 points", n);
   p.n = (uint32_t)n;
   p.tiles = (uint32_t)((n + jp->block - 1) / jp->block);
+  p.tile0 = jp->anchor0;
   p.circ_h = (uint32_t)(n > 0 ? (n - 1) / 2 : 0);
   p.circ_even = n % 2 == 0;
   /* memory: the counts, plus (in ensure_slot) the points */
@@ -1327,6 +1331,73 @@ int histd__cuda_cross_run(HISTD__RUN_ARGS) {
   res->block_size = block;
   res->threads = 0;
   res->exact = jp.mode != SDH_MODE_FAST;
+  return 0;
+}
+
+/*
+ * A shard of a plain self histogram on the whole frame, resident on the GPU
+ * (no copy of its blocks): the CLASSIC kernel's blocks anchor the shard's
+ * row tiles (tile0 on) and meet its column tiles, which for a diagonal
+ * block pair are the same tiles, met from the anchor's own on (J >= I: the
+ * block's self pairs once), and for an off-diagonal one tiles after every
+ * anchor (the whole rectangle). The shard's edges must fall on tile edges:
+ * histd_shard_plan_make makes blocks of a multiple of 1024 points.
+ */
+static uint32_t tiles_block(const histd_exec *ex) { return ex->block_size ? ex->block_size : 256; }
+
+bool histd__cuda_tiles_fit(const histd_worker *w, const histd_kernel *k, const histd_problem *pf,
+                           const histd_shard *sh, const histd_exec *ex) {
+  const uint32_t B = tiles_block(ex);
+  if (w->device < 0 || pf->b != NULL || histd_problem_needs(pf) != 0 ||
+      pf->statistic != HISTD_STAT_HISTOGRAM || pf->bins.kind != HISTD_BINS_WIDTH ||
+      B < 32 || B > 1024 || (B & (B - 1)) != 0 || pf->a->n > 0x7fffffffu)
+    return false;
+  if (strcmp(k->name, "tiled-privatized") != 0 &&
+      !(strcmp(k->name, "auto") == 0 && !histd__grid_pays(pf, true, NULL, 0)))
+    return false;
+  const uint64_t n = pf->a->n, e[4] = {sh->i0, sh->i1, sh->j0, sh->j1};
+  for (int i = 0; i < 4; i++)
+    if (e[i] % B != 0 && e[i] < n)
+      return false;
+  return sh->i0 == sh->j0 ? sh->i1 == sh->j1 : sh->i1 <= sh->j0;
+}
+
+int histd__cuda_tiles_run(histd_worker *w, const histd_problem *pf, const histd_exec *ex,
+                          const histd_shard *sh, const histd_control *ctl, histd_result *res,
+                          char *msg, size_t msglen) {
+  const histd_dataset *ds = pf->a;
+  const kinfo *k = kinfo_find("tiled-privatized");
+  const uint32_t B = tiles_block(ex);
+  const uint64_t n = ds->n, i1 = sh->i1 < n ? sh->i1 : n, j1 = sh->j1 < n ? sh->j1 : n;
+  const uint64_t i0 = sh->i0 < i1 ? sh->i0 : i1, j0 = sh->j0 < j1 ? sh->j0 : j1;
+  const bool diag = sh->i0 == sh->j0;
+  const uint64_t pairs = diag ? (i1 - i0 < 2 ? 0 : (i1 - i0) * (i1 - i0 - 1) / 2)
+                              : (i1 - i0) * (j1 - j0);
+  int rc = 0;
+  job_plan jp;
+  memset(&jp, 0, sizeof jp);
+  if (pairs > 0) {
+    make_plan(k, ds, pf->bins.width, ex->precision, res->bins.count, B, &jp);
+    jp.anchor0 = (uint32_t)(i0 / B);
+    jp.anchors = (uint32_t)((i1 + B - 1) / B - i0 / B);
+    jp.ua = j0 / B;
+    jp.ub = (j1 + B - 1) / B;
+    jp.total_pairs = (double)pairs;
+    rc = run_plan(w, ds, ex, ctl, &jp, res, msg, msglen);
+  }
+  if (rc != 0)
+    return rc;
+  uint64_t counted = 0;
+  for (uint32_t i = 0; i < res->bins.count; i++)
+    counted += res->counts[i];
+  res->overflow = pairs - counted; /* (H16 leaves rows past the buckets uncounted) */
+  snprintf(res->kernel, sizeof res->kernel, "%s", k->name);
+  if (pairs == 0)
+    snprintf(res->device, sizeof res->device, "%s (shard: no pairs)",
+             histd__cuda_context_name(w->gpu));
+  res->block_size = B;
+  res->threads = 0;
+  res->exact = pairs == 0 || jp.mode != SDH_MODE_FAST;
   return 0;
 }
 

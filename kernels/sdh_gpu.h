@@ -60,6 +60,7 @@ typedef struct sdh_params {
   uint32_t n;     /* points */
   uint32_t block; /* threads per block = points per tile */
   uint32_t tiles; /* ceil(n / block) */
+  uint32_t tile0; /* CLASSIC: block b anchors tile tile0 + b (a shard's rows; else 0) */
   uint32_t rows;  /* length of `counts`: histogram rows, folded on the host */
   /* shared sink: index = copy*copy_stride + row*row_stride */
   uint32_t copies, row_stride, copy_stride;

@@ -777,7 +777,7 @@ __global__ void __launch_bounds__(1024, 1) k_classic(const __grid_constant__ sdh
   T *tile = (T *)s.tile;
   Sink<SK> sk;
   sk.init(p, s.hist);
-  uint32_t I = blockIdx.x, B = blockDim.x;
+  uint32_t I = blockIdx.x + p.tile0, B = blockDim.x;
   uint32_t ai = I * B + threadIdx.x;
   bool va = ai < p.n;
   bool wfull = I * B + (threadIdx.x & ~31u) + 31 < p.n; /* the whole warp has anchors */

@@ -139,6 +139,14 @@ int histd__cuda_auto_run(HISTD__RUN_ARGS);
 /* The plain histogram of A x B (open space, equal widths, no weights) on
  * the worker's GPU at the self kernels' speed (kernels/gpu_engine.c). */
 int histd__cuda_cross_run(HISTD__RUN_ARGS);
+/* A shard of a plain self histogram on the worker's GPU over the whole
+ * frame (no copy of its blocks), when kernel k would run brute force there
+ * and the shard's edges fall on the kernel's tiles (kernels/gpu_engine.c). */
+bool histd__cuda_tiles_fit(const histd_worker *w, const histd_kernel *k, const histd_problem *pf,
+                           const histd_shard *sh, const histd_exec *ex);
+int histd__cuda_tiles_run(histd_worker *w, const histd_problem *pf, const histd_exec *ex,
+                          const histd_shard *sh, const histd_control *ctl, histd_result *res,
+                          char *msg, size_t msglen);
 /* "tiled-stats": every statistic on the worker's GPU, in binary64. */
 int histd__cuda_stats_run(HISTD__RUN_ARGS);
 /* "grid" on the worker's GPU (kernels/grid_engine.c). */

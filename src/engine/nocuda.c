@@ -48,6 +48,19 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   return histd__cuda_run(w, p, ex, ctl, res, msg, msglen);
 }
 
+bool histd__cuda_tiles_fit(const histd_worker *w, const histd_kernel *k, const histd_problem *pf,
+                           const histd_shard *sh, const histd_exec *ex) {
+  (void)w; (void)k; (void)pf; (void)sh; (void)ex;
+  return false;
+}
+
+int histd__cuda_tiles_run(histd_worker *w, const histd_problem *pf, const histd_exec *ex,
+                          const histd_shard *sh, const histd_control *ctl, histd_result *res,
+                          char *msg, size_t msglen) {
+  (void)sh;
+  return histd__cuda_run(w, pf, ex, ctl, res, msg, msglen);
+}
+
 int histd__cuda_cross_run(HISTD__RUN_ARGS) {
   return histd__cuda_run(w, p, ex, ctl, res, msg, msglen);
 }

@@ -78,6 +78,10 @@ void histd_shard_plan_make(const histd_problem *p, const char *kernel, uint64_t 
     else
       lo = mid + 1;
   }
+  /* blocks of whole 1024s (beyond the smallest), so that a GPU runs a
+   * shard on its tiles in place (histd__cuda_tiles_run): fewer shards, never more */
+  if (lo > 1024 && lo % 1024 != 0)
+    lo += 1024 - lo % 1024;
   plan_blocks(plan, lo, self);
 }
 

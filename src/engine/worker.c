@@ -70,6 +70,17 @@ static int run_frame(histd_worker *w, const histd_kernel *k, const histd_problem
   return k->run(w, p, ex, ctl, res, msg, msglen);
 }
 
+/* Frame problem pf's part: shard sh of it (ps, on views of its blocks), or
+ * all of it (sh NULL, ps == pf); a shard of a plain self histogram on a GPU
+ * runs on the whole resident frame instead of copies of its blocks. */
+static int run_part(histd_worker *w, const histd_kernel *k, const histd_problem *pf,
+                    const histd_problem *ps, const histd_shard *sh, const histd_exec *ex,
+                    const histd_control *ctl, histd_result *res, char *msg, size_t msglen) {
+  if (sh != NULL && histd__cuda_tiles_fit(w, k, pf, sh, ex))
+    return histd__cuda_tiles_run(w, pf, ex, sh, ctl, res, msg, msglen);
+  return run_frame(w, k, ps, ex, ctl, res, msg, msglen);
+}
+
 /* Frame f's progress, scaled into the whole run's. */
 typedef struct frame_control {
   const histd_control *outer;
@@ -141,7 +152,7 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
     part.volume = histd_box_volume(&pf.box);
     frame_control fc = {ctl, (double)f, (double)frames};
     histd_control sub = {frame_progress, frame_cancelled, &fc};
-    rc = run_frame(w, k, &ps, ex, &sub, &part, msg, msglen);
+    rc = run_part(w, k, &pf, &ps, sh, ex, &sub, &part, msg, msglen);
     if (rc == 0)
       rc = take_excluded(x, &pf, sh, &part, msg, msglen);
     if (rc == 0 && res->frame_counts != NULL) {
@@ -264,7 +275,7 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
     else
       part = one;
     res->volume = histd_box_volume(&one.box);
-    rc = run_frame(w, k, &part, &ex, ctl, res, msg, msglen);
+    rc = run_part(w, k, &one, &part, sh, &ex, ctl, res, msg, msglen);
     if (rc == 0)
       rc = take_excluded(x, &one, sh, res, msg, msglen);
     if (rc == 0 && res->volume > 0)

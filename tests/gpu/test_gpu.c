@@ -706,6 +706,69 @@ static void test_cross(void) {
   printf("A x B on the self kernels: %d cases\n", cases);
 }
 
+/* A self histogram cut into shards on the GPU: each shard runs on the
+ * whole resident set (the kernel's tiles, no copies), and the partials add
+ * up to the definition's counts (tests/definition.h): every shape, sizes
+ * whose blocks of whole 1024s end mid-tile at the last block, blocks 256
+ * and 1024. */
+static void test_shards(void) {
+  static const size_t sizes[] = {2500, 7000, 20001};
+  int ran_tiles = 0;
+  for (int shape = 0; shape < SHAPE_COUNT; shape++)
+    for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++)
+      for (uint32_t block = 256; block <= 1024; block *= 4) {
+        histd_dataset a;
+        histd_dataset_alloc(&a, sizes[z], NULL, 0);
+        pointset_fill(&a, (shape_kind)shape, 40, 5 + z);
+        const double width = shape == SHAPE_LATTICE ? 1 : 2.5;
+        const uint32_t count = shape == SHAPE_LATTICE ? 60 : 30;
+        def_hist want = definition_histogram(a.x, a.y, a.z, a.n, width, count);
+        histd_problem p;
+        memset(&p, 0, sizeof p);
+        p.a = &a;
+        p.bins = (histd_bins){HISTD_BINS_WIDTH, count, width, NULL};
+        histd_exec ex;
+        histd_exec_init(&ex);
+        ex.block_size = block;
+        histd_shard_plan plan;
+        histd_shard_plan_make(&p, "auto", 7, &plan);
+        uint64_t got[61] = {0}, over = 0;
+        char msg[512] = "";
+        int rc = 0;
+        for (uint64_t s = 0; s < plan.count && rc == 0; s++) {
+          histd_shard sh;
+          histd_shard_get(&plan, s, &sh);
+          histd_result r;
+          rc = histd_worker_run_shard(W, &p, &ex, &sh, NULL, &r, msg, sizeof msg);
+          CHECK(rc == 0, "shard %llu of %s n=%zu: %s", (unsigned long long)s,
+                shape_names[shape], a.n, msg);
+          if (rc != 0)
+            break;
+          CHECK(histd_result_check(&r, &r.bins, histd_shard_pairs(&p, &sh), msg, sizeof msg) ==
+                    0, "shard %llu: %s", (unsigned long long)s, msg);
+          ran_tiles += strcmp(r.kernel, "tiled-privatized") == 0;
+          for (uint32_t k = 0; k < count; k++)
+            got[k] += r.counts[k];
+          over += r.overflow;
+          histd_result_free(&r);
+        }
+        int bad = 0;
+        for (uint32_t k = 0; k < count && rc == 0 && bad < 3; k++)
+          if (got[k] != want.counts[k]) {
+            bad++;
+            CHECK(0, "%s n=%zu block %u in %llu shards: bin %u has %" PRIu64 ", want %" PRIu64,
+                  shape_names[shape], a.n, block, (unsigned long long)plan.count, k, got[k],
+                  want.counts[k]);
+          }
+        if (rc == 0)
+          CHECK_EQ_U64(over, want.overflow, "the shards' overflow");
+        free(want.counts);
+        histd_dataset_free(&a);
+      }
+  CHECK(ran_tiles > 0, "shards ran on the resident tiles (%d)", ran_tiles);
+  printf("shards on the resident tiles: %d\n", ran_tiles);
+}
+
 int main(void) {
   histd_device_info dev[16];
   int count = 0;
@@ -728,6 +791,7 @@ int main(void) {
   test_float32_stress();
   test_auto_and_prefetch();
   test_cross();
+  test_shards();
   test_prefetch_pattern();
   test_progress_cancel_errors();
   test_stale_error();
