@@ -100,6 +100,7 @@ def main():
         upload(n1)
         t_one, k_one, doc_one = run_job(n1, ds, a.width, threads_all, a.runs)
         shards = int(pg.sql("SELECT max(shards) FROM histd_jobs"))
+        where = [line for line in n1.log().splitlines() if "histd: shard" in line][-shards:]
         n1.kill()
         many = max(a.gpus, 3) if a.gpus == 0 else a.gpus
         cl = [start("m%d" % i, gpu=i if a.gpus else None) for i in range(many)]
@@ -121,6 +122,9 @@ def main():
                  t_many))
         for name, t in rows:
             print("| %s | %.1f ms | %.3g | %.2fx |" % (name, t, pairs / (t / 1000), t_plain / t))
+        print("the one-node cluster's last job, shard by shard (the node's log):")
+        for line in where:
+            print("  " + line.split(": ", 1)[1])
         outside = t_one - k_one if not a.gpus else t_one - k_one / max(1, a.gpus)
         print("coordination (1-node cluster: job time outside the kernels%s): %.1f ms per "
               "shard, %.1f%% of the job" % (" over its GPUs" if a.gpus else "",

@@ -976,9 +976,11 @@ static void shard_release(PGconn *db, const claim *cl) {
                   3, v, NULL, NULL, msg, sizeof msg, "release the shard"));
 }
 
-static void run_claim(cworker *w, const claim *cl) {
+static void run_claim(cworker *w, const claim *cl, double t_claim) {
   cluster *c = w->c;
   char msg[512] = "";
+  double t_bound = 0, t_run = 0, t_done = 0;
+  const double t0 = histd_now_ms();
   job_record rec;
   int rc = get_job(w->db, cl->job, &rec);
   if (rc != 0) {
@@ -1017,6 +1019,7 @@ static void run_claim(cworker *w, const claim *cl) {
                       "node %s plans %" PRIu64 " shards where the job has %" PRIu64, c->node,
                       plan.count, count);
   }
+  t_bound = histd_now_ms();
   if (rc == 0) {
     histd_shard sh;
     histd_shard_get(&plan, (uint64_t)cl->idx, &sh);
@@ -1032,6 +1035,7 @@ static void run_claim(cworker *w, const claim *cl) {
       rc = histd_result_check(&part, &part.bins, histd_shard_pairs(&b.prob, &sh), msg,
                               sizeof msg);
   }
+  t_run = histd_now_ms();
   if (rc == 0) {
     unsigned char *bytes;
     size_t len;
@@ -1055,6 +1059,13 @@ static void run_claim(cworker *w, const claim *cl) {
   } else {
     shard_failed(c, w->db, cl, msg);
   }
+  t_done = histd_now_ms();
+  if (rc == 0) /* one line a shard: where its time went */
+    fprintf(stderr,
+            "histd: shard %s/%" PRId64 " on %s: claim %.1f ms, bind %.1f ms, run %.1f ms "
+            "(kernel %.1f, transfer %.1f), commit %.1f ms\n",
+            cl->job, cl->idx, c->node, t_claim, t_bound - t0, t_run - t_bound,
+            part.timing.kernel_ms, part.timing.transfer_ms, t_done - t_run);
   histd_result_free(&part);
   if (bound)
     job_unbind(c->svc, &b);
@@ -1068,6 +1079,7 @@ static void *worker_main(void *arg) {
   while (!atomic_load(&c->stopping)) {
     claim cl;
     char msg[256];
+    const double t0 = histd_now_ms();
     int got = claim_shard(c, w->db, &cl, msg, sizeof msg);
     if (got > 0) {
       pthread_mutex_lock(&c->mu);
@@ -1077,7 +1089,7 @@ static void *worker_main(void *arg) {
       w->token = cl.token;
       atomic_store(&w->stop, false);
       pthread_mutex_unlock(&c->mu);
-      run_claim(w, &cl);
+      run_claim(w, &cl, histd_now_ms() - t0);
       pthread_mutex_lock(&c->mu);
       w->busy = false;
       pthread_mutex_unlock(&c->mu);
