@@ -183,6 +183,15 @@ static PGresult *pg_exec(PGconn *db, const char *sql, int n, const char *const *
   return r;
 }
 
+/* pg_exec on the HTTP threads' shared connection, under its mutex. */
+static PGresult *api_exec(cluster *c, const char *sql, int n, const char *const *v, char *msg,
+                          size_t msglen, const char *what) {
+  pthread_mutex_lock(&c->api_mu);
+  PGresult *r = pg_exec(c->api, sql, n, v, NULL, NULL, msg, msglen, what);
+  pthread_mutex_unlock(&c->api_mu);
+  return r;
+}
+
 static int pg_cmd(PGconn *db, const char *sql, char *msg, size_t msglen, const char *what) {
   PGresult *r = pg_exec(db, sql, 0, NULL, NULL, NULL, msg, msglen, what);
   PQclear(r);
@@ -265,12 +274,6 @@ static job_status status_from(const char *s) {
   return JOB_FAILED;
 }
 
-static double wall(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* ---- datasets ---------------------------------------------------------------------- */
 
 static cJSON *meta_to_json(const dataset_meta *m) {
@@ -347,24 +350,21 @@ int cluster_publish_dataset(cluster *c, const dataset_meta *m, char *msg, size_t
   char created[40];
   snprintf(created, sizeof created, "%.17g", m->created_at);
   const char *v[3] = {m->id, text, created};
-  pthread_mutex_lock(&c->api_mu);
-  PGresult *r = pg_exec(c->api,
-                        "INSERT INTO histd_datasets (id, meta, created_at) VALUES ($1, $2, $3)"
-                        " ON CONFLICT (id) DO NOTHING",
-                        3, v, NULL, NULL, msg, msglen, "index the dataset");
-  pthread_mutex_unlock(&c->api_mu);
+  PGresult *r = api_exec(c,
+                         "INSERT INTO histd_datasets (id, meta, created_at) VALUES ($1, $2, $3)"
+                         " ON CONFLICT (id) DO NOTHING",
+                         3, v, msg, msglen, "index the dataset");
   free(text);
   PQclear(r);
   return r != NULL ? 0 : HISTD_EIO;
 }
 
 /* The cluster's record of dataset id: 0, HISTD_ENOENT, or HISTD_EIO. */
-static int indexed_meta(cluster *c, PGconn *db, const char *id, dataset_meta *m, char *msg,
+static int indexed_meta(PGconn *db, const char *id, dataset_meta *m, char *msg,
                         size_t msglen) {
   const char *v[1] = {id};
   PGresult *r = pg_exec(db, "SELECT meta FROM histd_datasets WHERE id = $1", 1, v, NULL, NULL,
                         msg, msglen, "look the dataset up");
-  (void)c;
   if (r == NULL)
     return HISTD_EIO;
   int rc = PQntuples(r) == 0 ? HISTD_ENOENT : meta_from_text(PQgetvalue(r, 0, 0), m);
@@ -377,7 +377,7 @@ static int indexed_meta(cluster *c, PGconn *db, const char *id, dataset_meta *m,
  * 0, HISTD_ENOENT (deleted: then gone here too), HISTD_EIO. */
 static int find_dataset(cluster *c, PGconn *db, const char *id, dataset_meta *m) {
   char msg[256];
-  int rc = indexed_meta(c, db, id, m, msg, sizeof msg);
+  int rc = indexed_meta(db, id, m, msg, sizeof msg);
   if (rc == HISTD_ENOENT) { /* deleted by another node: not here either */
     char ignored[64];
     dataset_meta local;
@@ -420,11 +420,6 @@ static bool reads_whole(const histd_params *p) {
          p->has_frames;
 }
 
-static int fetch(cluster *c, const dataset_meta *m, uint64_t off, uint64_t len, char *path,
-                 size_t pathlen, char *msg, size_t msglen) {
-  return shared_store_fetch(c->shared, m->id, off, len, path, pathlen, msg, msglen);
-}
-
 /* dataset_getter: this node's copy, or a view of the shared store's. */
 static int get_view(void *u, const char *id, loaded_dataset **out, char *msg, size_t msglen) {
   view_ctx *v = u;
@@ -442,7 +437,7 @@ static int get_view(void *u, const char *id, loaded_dataset **out, char *msg, si
   const uint64_t bytes = dataset_payload_bytes(&m), points = 3 * (uint64_t)m.n * 8;
   const uint64_t tail = v->whole ? 0 : points + (m.weighted ? (uint64_t)m.n * 8 : 0);
   char path[4400];
-  rc = fetch(c, &m, tail, bytes - tail, path, sizeof path, msg, msglen);
+  rc = shared_store_fetch(c->shared, id, tail, bytes - tail, path, sizeof path, msg, msglen);
   if (rc == 0)
     rc = dataset_acquire_file(c->svc->cache, &m, path, out, msg, msglen);
   return rc;
@@ -452,9 +447,6 @@ static int get_view(void *u, const char *id, loaded_dataset **out, char *msg, si
  * not), fetched into the view. */
 static int fetch_rows(cluster *c, const char *id, const histd_dataset *ds, uint64_t lo,
                       uint64_t hi, char *msg, size_t msglen) {
-  dataset_meta m;
-  memset(&m, 0, sizeof m);
-  snprintf(m.id, sizeof m.id, "%s", id);
   char path[4400];
   const size_t frames = histd_dataset_frames(ds);
   const int arrays = ds->w != NULL ? 4 : 3;
@@ -463,8 +455,8 @@ static int fetch_rows(cluster *c, const char *id, const histd_dataset *ds, uint6
     const uint64_t n = frames == 1 ? ds->n : ds->frame[f].n;
     const uint64_t a = lo < n ? lo : n, b = hi < n ? hi : n;
     for (int k = 0; k < arrays && b > a; k++) {
-      int rc = fetch(c, &m, ((uint64_t)k * ds->n + start + a) * 8, (b - a) * 8, path,
-                     sizeof path, msg, msglen);
+      int rc = shared_store_fetch(c->shared, id, ((uint64_t)k * ds->n + start + a) * 8,
+                                  (b - a) * 8, path, sizeof path, msg, msglen);
       if (rc != 0)
         return rc;
     }
@@ -477,14 +469,15 @@ static int fetch_rows(cluster *c, const char *id, const histd_dataset *ds, uint6
 static int fetch_shard(cluster *c, const job_record *rec, loaded_dataset *d,
                        const job_binding *b, const histd_shard *sh, char *msg, size_t msglen) {
   dataset_meta m;
-  int rc = 0;
-  if (store_get_dataset(c->svc->store, rec->dataset, &m) != 0)
-    rc = fetch_rows(c, rec->dataset, loaded_dataset_points(d), sh->i0, sh->i1, msg, msglen);
-  if (rc == 0 && !rec->dataset_b[0] && store_get_dataset(c->svc->store, rec->dataset, &m) != 0)
-    rc = fetch_rows(c, rec->dataset, loaded_dataset_points(d), sh->j0, sh->j1, msg, msglen);
-  if (rc == 0 && rec->dataset_b[0] && store_get_dataset(c->svc->store, rec->dataset_b, &m) != 0)
-    rc = fetch_rows(c, rec->dataset_b, loaded_dataset_points(b->d_b), sh->j0, sh->j1, msg,
-                    msglen);
+  const bool cross = rec->dataset_b[0] != '\0';
+  const bool a_view = store_get_dataset(c->svc->store, rec->dataset, &m) != 0;
+  const bool b_view = cross ? store_get_dataset(c->svc->store, rec->dataset_b, &m) != 0 : a_view;
+  int rc = a_view ? fetch_rows(c, rec->dataset, loaded_dataset_points(d), sh->i0, sh->i1, msg,
+                               msglen)
+                  : 0;
+  if (rc == 0 && b_view) /* the columns: B's, or A's again for self pairs */
+    rc = fetch_rows(c, cross ? rec->dataset_b : rec->dataset,
+                    loaded_dataset_points(cross ? b->d_b : d), sh->j0, sh->j1, msg, msglen);
   return rc;
 }
 
@@ -500,11 +493,8 @@ int cluster_list_datasets(cluster *c, size_t limit, bool (*fn)(const dataset_met
   char msg[256], lim[24];
   u64_text(lim, limit);
   const char *v[1] = {lim};
-  pthread_mutex_lock(&c->api_mu);
-  PGresult *r = pg_exec(c->api,
-                        "SELECT meta FROM histd_datasets ORDER BY created_at DESC LIMIT $1", 1,
-                        v, NULL, NULL, msg, sizeof msg, "list the datasets");
-  pthread_mutex_unlock(&c->api_mu);
+  PGresult *r = api_exec(c, "SELECT meta FROM histd_datasets ORDER BY created_at DESC LIMIT $1",
+                         1, v, msg, sizeof msg, "list the datasets");
   if (r == NULL)
     return HISTD_EIO;
   for (int i = 0; i < PQntuples(r); i++) {
@@ -518,18 +508,15 @@ int cluster_list_datasets(cluster *c, size_t limit, bool (*fn)(const dataset_met
 
 int cluster_delete_dataset(cluster *c, const char *id, char *msg, size_t msglen) {
   const char *v[1] = {id};
-  pthread_mutex_lock(&c->api_mu);
-  PGresult *r = pg_exec(c->api, "DELETE FROM histd_datasets WHERE id = $1 RETURNING 1", 1, v,
-                        NULL, NULL, msg, msglen, "delete the dataset");
-  pthread_mutex_unlock(&c->api_mu);
+  PGresult *r = api_exec(c, "DELETE FROM histd_datasets WHERE id = $1 RETURNING 1", 1, v, msg,
+                         msglen, "delete the dataset");
   if (r == NULL)
     return HISTD_EIO;
   const bool had = PQntuples(r) > 0;
   PQclear(r);
   if (!had)
     return HISTD_ENOENT;
-  int rc = shared_store_delete(c->shared, id, msg, msglen);
-  return rc == HISTD_ENOENT ? 0 : rc;
+  return shared_store_delete(c->shared, id, msg, msglen); /* (absent is 0: idempotent) */
 }
 
 /* ---- jobs -------------------------------------------------------------------------- */
@@ -537,12 +524,10 @@ int cluster_delete_dataset(cluster *c, const char *id, char *msg, size_t msglen)
 size_t cluster_active_on(cluster *c, const char *dataset) {
   char msg[256];
   const char *v[1] = {dataset};
-  pthread_mutex_lock(&c->api_mu);
-  PGresult *r = pg_exec(c->api,
-                        "SELECT count(*) FROM histd_jobs WHERE status IN ('queued', 'running')"
-                        " AND (dataset = $1 OR dataset_b = $1)",
-                        1, v, NULL, NULL, msg, sizeof msg, "count the dataset's jobs");
-  pthread_mutex_unlock(&c->api_mu);
+  PGresult *r = api_exec(c,
+                         "SELECT count(*) FROM histd_jobs WHERE status IN ('queued', 'running')"
+                         " AND (dataset = $1 OR dataset_b = $1)",
+                         1, v, msg, sizeof msg, "count the dataset's jobs");
   size_t n = r != NULL ? (size_t)strtoull(PQgetvalue(r, 0, 0), NULL, 10) : 0;
   PQclear(r);
   return n;
@@ -616,14 +601,12 @@ int cluster_list_jobs(cluster *c, size_t limit, bool (*fn)(const job_record *j, 
   char msg[256], lim[24];
   u64_text(lim, limit);
   const char *v[1] = {lim};
-  pthread_mutex_lock(&c->api_mu);
-  PGresult *r = pg_exec(c->api,
-                        "SELECT id, seq, dataset, dataset_b, n, n_b, params, status, created_at,"
-                        " started_at, finished_at, error, device, shards, shards_done,"
-                        " kernel_ms, transfer_ms, NULL FROM histd_jobs ORDER BY seq DESC"
-                        " LIMIT $1",
-                        1, v, NULL, NULL, msg, sizeof msg, "list the jobs");
-  pthread_mutex_unlock(&c->api_mu);
+  PGresult *r = api_exec(c,
+                         "SELECT id, seq, dataset, dataset_b, n, n_b, params, status, created_at,"
+                         " started_at, finished_at, error, device, shards, shards_done,"
+                         " kernel_ms, transfer_ms, NULL FROM histd_jobs ORDER BY seq DESC"
+                         " LIMIT $1",
+                         1, v, msg, sizeof msg, "list the jobs");
   if (r == NULL)
     return HISTD_EIO;
   for (int i = 0; i < PQntuples(r); i++) {
@@ -711,7 +694,7 @@ int cluster_submit(cluster *c, job_record *rec, char *msg, size_t msglen) {
 static int end_job(PGconn *db, const char *id, job_status status, const char *error,
                    char *msg, size_t msglen) {
   char finished[40];
-  snprintf(finished, sizeof finished, "%.17g", wall());
+  snprintf(finished, sizeof finished, "%.17g", wall_now());
   const char *v[4] = {id, job_status_name(status), error, finished};
   int rc = pg_cmd(db, "BEGIN", msg, msglen, "begin ending the job");
   PGresult *r = rc == 0 ? pg_exec(db,
@@ -747,15 +730,9 @@ static int end_job(PGconn *db, const char *id, job_status status, const char *er
 
 int cluster_cancel(cluster *c, const char *id, job_record *out, char *msg, size_t msglen) {
   pthread_mutex_lock(&c->api_mu);
-  int rc = get_job(c->api, id, out);
-  if (rc == 0) {
-    job_record_free(out);
-    rc = end_job(c->api, id, JOB_CANCELLED, "the job was cancelled", msg, msglen);
-    if (rc >= 0) {
-      int got = get_job(c->api, id, out);
-      rc = got != 0 ? got : 0;
-    }
-  }
+  int rc = end_job(c->api, id, JOB_CANCELLED, "the job was cancelled", msg, msglen);
+  if (rc >= 0) /* ended now, or before, or never there: the row says (ENOENT) */
+    rc = get_job(c->api, id, out);
   pthread_mutex_unlock(&c->api_mu);
   return rc;
 }
@@ -798,7 +775,7 @@ static int claim_shard(cluster *c, PGconn *db, claim *cl, char *msg, size_t msgl
   PQclear(r);
   if (got) {
     char now[40];
-    snprintf(now, sizeof now, "%.17g", wall());
+    snprintf(now, sizeof now, "%.17g", wall_now());
     const char *j[2] = {cl->job, now};
     PQclear(pg_exec(db,
                     "UPDATE histd_jobs SET status = 'running', started_at = $2"
@@ -815,14 +792,13 @@ static bool run_cancelled(void *u) {
 
 /* All partials of job id, checked against their block pairs and added:
  * the job's result (its timing from the partials). */
-static int merge(cluster *c, PGconn *db, const job_record *rec, const histd_problem *p,
+static int merge(PGconn *db, const job_record *rec, const histd_problem *p,
                  const histd_shard_plan *plan, histd_result *sum, char *msg, size_t msglen) {
   const char *v[1] = {rec->id};
   PGresult *r = pg_exec(db,
                         "SELECT idx, partial FROM histd_shards WHERE job_id = $1"
                         " AND status = 'done' ORDER BY idx",
                         1, v, NULL, NULL, msg, msglen, "read the partials");
-  (void)c;
   if (r == NULL)
     return HISTD_EIO;
   int rc = (uint64_t)PQntuples(r) == plan->count
@@ -862,7 +838,7 @@ static int merge(cluster *c, PGconn *db, const job_record *rec, const histd_prob
 
 /* Commits a done shard's partial under its token, and when it was the
  * last, the job's result: 1 done, 0 stale (not ours any more), < 0 error. */
-static int commit_shard(cluster *c, PGconn *db, const claim *cl, const job_record *rec,
+static int commit_shard(PGconn *db, const claim *cl, const job_record *rec,
                         const histd_problem *p, const histd_shard_plan *plan,
                         const unsigned char *bytes, size_t len, char *msg, size_t msglen) {
   char idx[24], token[24];
@@ -898,13 +874,13 @@ static int commit_shard(cluster *c, PGconn *db, const claim *cl, const job_recor
   if (rc == 0 && last) {
     histd_result sum;
     char why[512];
-    int m = merge(c, db, rec, p, plan, &sum, why, sizeof why);
+    int m = merge(db, rec, p, plan, &sum, why, sizeof why);
     unsigned char *res = NULL;
     size_t res_len = 0;
     if (m == 0)
       m = histd_partial_encode(&sum, &res, &res_len, why, sizeof why);
     char finished[40], kernel[40], transfer[40], device[HISTD_DEVICE_NAME_MAX + 64];
-    snprintf(finished, sizeof finished, "%.17g", wall());
+    snprintf(finished, sizeof finished, "%.17g", wall_now());
     snprintf(kernel, sizeof kernel, "%.17g", m == 0 ? sum.timing.kernel_ms : 0);
     snprintf(transfer, sizeof transfer, "%.17g", m == 0 ? sum.timing.transfer_ms : 0);
     snprintf(device, sizeof device, "cluster: %" PRIu64 " shards; %s", plan->count,
@@ -1043,7 +1019,7 @@ static void run_claim(cworker *w, const claim *cl, double t_claim) {
     /* the commit is retried while the database is away: its answer may be
      * lost after it went through, and a retry then matches nothing */
     for (int tries = 0; rc == 0 && !atomic_load(&c->stopping); tries++) {
-      int done = commit_shard(c, w->db, cl, &rec, &b.prob, &plan, bytes, len, msg, sizeof msg);
+      int done = commit_shard(w->db, cl, &rec, &b.prob, &plan, bytes, len, msg, sizeof msg);
       if (done >= 0)
         break;
       if (tries == 0 || tries % 10 == 0)
