@@ -258,6 +258,10 @@ int histd_write_json(FILE *f, const histd_result *res, unsigned flags);
  */
 int histd_write_npz(FILE *f, const histd_result *res);
 
+/* A whole decimal number (digits only, no sign, no blanks, within 64
+ * bits): a command-line count or index. */
+bool histd_parse_u64(const char *s, uint64_t *out);
+
 /*
  * A shard's result (a partial, histd_worker_run_shard) as bytes, for a
  * batch task's file or a cluster's database, and back: every field that

@@ -131,18 +131,6 @@ static const char *format_list(void) {
   return names;
 }
 
-static bool parse_u64(const char *s, uint64_t *out) {
-  if (s == NULL || *s < '0' || *s > '9')
-    return false;
-  errno = 0;
-  char *end;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno != 0 || *end != '\0')
-    return false;
-  *out = (uint64_t)v;
-  return true;
-}
-
 static bool parse_positive(const char *s, double *out) {
   if (s == NULL || *s == '\0')
     return false;
@@ -271,7 +259,7 @@ static int parse_args(int argc, char **argv, options *o) {
       o->file_b = optarg;
       break;
     case O_RANDOM:
-      if (!parse_u64(optarg, &u) || u == 0 || u > (uint64_t)(SIZE_MAX / 24))
+      if (!histd_parse_u64(optarg, &u) || u == 0 || u > (uint64_t)(SIZE_MAX / 24))
         return usage_error("--random must be a positive whole number of points, got '%s'",
                            optarg);
       o->random_n = u;
@@ -283,7 +271,7 @@ static int parse_args(int argc, char **argv, options *o) {
       have_box = true;
       break;
     case O_SEED:
-      if (!parse_u64(optarg, &o->seed))
+      if (!histd_parse_u64(optarg, &o->seed))
         return usage_error("--seed must be a whole number from 0 to 2^64-1, got '%s'", optarg);
       have_seed = true;
       break;

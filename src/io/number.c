@@ -90,6 +90,18 @@ static bool nonfinite_word(const char *s, size_t len) {
          word_ieq(s, len, "infinity");
 }
 
+bool histd_parse_u64(const char *s, uint64_t *out) {
+  if (s == NULL || *s < '0' || *s > '9')
+    return false;
+  errno = 0;
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0 || *end != '\0')
+    return false;
+  *out = (uint64_t)v;
+  return true;
+}
+
 bool histd__looks_numeric(const char *tok, size_t len) {
   return (len > 0 && number_syntax(tok, len, HISTD__NUM_TEXT) == len) ||
          nonfinite_word(tok, len);

@@ -112,18 +112,6 @@ static int usage_error(const char *fmt, const char *arg) {
   return 2;
 }
 
-static bool parse_u64(const char *s, uint64_t *out) {
-  if (s == NULL || *s < '0' || *s > '9')
-    return false;
-  errno = 0;
-  char *end;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno != 0 || *end != '\0')
-    return false;
-  *out = (uint64_t)v;
-  return true;
-}
-
 /* A whole file into a malloc'd buffer (NUL after it). */
 static int read_whole(const char *path, char **out, size_t *len, char *msg, size_t msglen) {
   FILE *f = fopen(path, "rb");
@@ -508,7 +496,7 @@ static int fill_plan(FILE *f, void *arg) {
 static bool get_u64(const cJSON *o, const char *name, uint64_t *out) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
   if (cJSON_IsString(v))
-    return parse_u64(v->valuestring, out);
+    return histd_parse_u64(v->valuestring, out);
   if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > 9007199254740992.0 ||
       v->valuedouble != floor(v->valuedouble))
     return false;
@@ -557,7 +545,7 @@ static int read_plan(const char *dir, plan_doc *d) {
   st = d->pairs == NULL ? fail(1, "out of memory") : 0;
   int s = 0;
   for (const cJSON *e = pairs->child; e != NULL && st == 0; e = e->next, s++)
-    if (!cJSON_IsString(e) || !parse_u64(e->valuestring, &d->pairs[s]))
+    if (!cJSON_IsString(e) || !histd_parse_u64(e->valuestring, &d->pairs[s]))
       st = fail(1, "%s: shards.pairs[%d] is not a count", path, s);
   d->bins.count = (uint32_t)bcount;
   if (st == 0 && strcmp(bkind, "width") == 0) {
@@ -614,7 +602,7 @@ static int cmd_plan(int argc, char **argv) {
   uint64_t want = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--shards") == 0 && i + 1 < argc) {
-      if (!parse_u64(argv[++i], &want) || want == 0 || want > MAX_SHARDS)
+      if (!histd_parse_u64(argv[++i], &want) || want == 0 || want > MAX_SHARDS)
         return usage_error("--shards must be a whole number from 1 to 1000000, got '%s'",
                            argv[i]);
     } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
@@ -779,7 +767,7 @@ static int cmd_run(int argc, char **argv) {
   if (index_text == NULL)
     return usage_error("%s", "run needs --index I (or $SLURM_ARRAY_TASK_ID, or "
                              "$JOB_COMPLETION_INDEX)");
-  if (!parse_u64(index_text, &s)) {
+  if (!histd_parse_u64(index_text, &s)) {
     fprintf(stderr, "histd batch: %s must be a shard index (a whole number), got '%s'\n",
             index_from, index_text);
     return 2;
@@ -826,7 +814,7 @@ static int cmd_run(int argc, char **argv) {
     histd_exec ex = d.params.exec;
     const char *cpus = getenv("SLURM_CPUS_PER_TASK");
     uint64_t t;
-    if (ex.threads == 0 && cpus != NULL && parse_u64(cpus, &t) && t > 0 && t <= 4096)
+    if (ex.threads == 0 && cpus != NULL && histd_parse_u64(cpus, &t) && t > 0 && t <= 4096)
       ex.threads = (uint32_t)t;
     histd_worker *w = NULL;
     double t0 = histd_now_ms();
