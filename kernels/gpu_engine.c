@@ -487,7 +487,7 @@ typedef struct job_plan {
   double centre[3], inv_w, width;
   float magic;
   uint32_t shift, mask, thresh, rowbase, rowcap;
-  double total_pairs;
+  uint64_t pairs; /* the pairs the run counts (n(n-1)/2, or a part's) */
   /* CLASSIC family on part of the tiles (histd__cuda_cross_run, a shard's
    * block pair): `anchors` tiles from anchor0 anchor, meeting partner tiles
    * [ua, ub); anchors 0: every tile, every unit */
@@ -568,7 +568,7 @@ static int make_plan(const kinfo *k, const histd_dataset *ds, double width,
     jp->mode = SDH_MODE_F64;
     plan_f64(ds, width, buckets, jp);
   }
-  jp->total_pairs = ds->n < 2 ? 0 : (double)ds->n * (double)(ds->n - 1) / 2;
+  jp->pairs = ds->n < 2 ? 0 : (uint64_t)ds->n * (ds->n - 1) / 2;
   return 0;
 }
 
@@ -1048,13 +1048,21 @@ static void fold_rows(const job_plan *jp, const uint64_t *rows, histd_result *re
   }
 }
 
-/* A part that did not count its overflow rows (H16): every pair not in a
- * bucket is overflow, overflow = n(n-1)/2 - sum(counts). */
-static void overflow_by_difference(const histd_dataset *ds, histd_result *res) {
-  uint64_t n = ds->n, sum = 0;
+/* A part that did not count its overflow rows (H16): every pair of the
+ * run not in a bucket is overflow, overflow = jp->pairs - sum(counts). */
+static void overflow_by_difference(const job_plan *jp, histd_result *res) {
+  uint64_t sum = 0;
   for (uint32_t b = 0; b < res->bins.count; b++)
     sum += res->counts[b];
-  res->overflow = (n < 2 ? 0 : n * (n - 1) / 2) - sum;
+  res->overflow = jp->pairs - sum;
+}
+
+/* What ran, for a run of the CLASSIC kernel k on part of the tiles. */
+static void ran_classic(histd_result *res, const kinfo *k, uint32_t block, const job_plan *jp) {
+  snprintf(res->kernel, sizeof res->kernel, "%s", k->name);
+  res->block_size = block;
+  res->threads = 0;
+  res->exact = jp->pairs == 0 || jp->mode != SDH_MODE_FAST;
 }
 
 static void sleep_ms(int ms) {
@@ -1093,7 +1101,7 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
                       (unsigned long long)ex->devices);
   bool splittable = jp->anchors == 0; /* (A x B: one GPU) */
   double min_split = env_double("HISTD_GPU_SPLIT_MIN_PAIRS", 2e10);
-  if (!splittable || jp->total_pairs < min_split)
+  if (!splittable || (double)jp->pairs < min_split)
     nd = 1;
   if (env_double("HISTD_GPU_FAKE_SPLIT", 0) > 1 && splittable) {
     /* tests: split over the same GPU, as if it were several */
@@ -1126,7 +1134,7 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
     if (rc == 0) {
       fold_rows(jp, rows, res);
       if (out.dropped)
-        overflow_by_difference(ds, res);
+        overflow_by_difference(jp, res);
       res->refined_pairs = out.refined;
       res->timing.transfer_ms = out.transfer_ms;
       res->timing.kernel_ms = out.kernel_ms;
@@ -1214,7 +1222,7 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
   if (rc == 0 && histd__cancelled(ctl))
     rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
   if (rc == 0 && dropped)
-    overflow_by_difference(ds, res);
+    overflow_by_difference(jp, res);
   if (rc != 0) {
     memset(res->counts, 0, (size_t)res->bins.count * sizeof *res->counts);
     res->overflow = 0;
@@ -1317,20 +1325,14 @@ int histd__cuda_cross_run(HISTD__RUN_ARGS) {
     jp.anchors = (uint32_t)tiles_a;
     jp.ua = tiles_a;
     jp.ub = (n + block - 1) / block;
-    jp.total_pairs = (double)(a->n + pad) * (double)b->n;
+    jp.pairs = (a->n + pad) * b->n;
     rc = run_plan(w, &c, ex, ctl, &jp, res, msg, msglen);
   }
   histd_dataset_free(&c);
   if (rc != 0)
     return rc;
-  uint64_t counted = 0;
-  for (uint32_t i = 0; i < res->bins.count; i++)
-    counted += res->counts[i];
-  res->overflow = (uint64_t)a->n * b->n - counted; /* the sentinel's pairs are not A x B's */
-  snprintf(res->kernel, sizeof res->kernel, "%s", k->name);
-  res->block_size = block;
-  res->threads = 0;
-  res->exact = jp.mode != SDH_MODE_FAST;
+  res->overflow -= pad * b->n; /* the sentinel's pairs, all past the last edge */
+  ran_classic(res, k, block, &jp);
   return 0;
 }
 
@@ -1382,22 +1384,15 @@ int histd__cuda_tiles_run(histd_worker *w, const histd_problem *pf, const histd_
     jp.anchors = (uint32_t)((i1 + B - 1) / B - i0 / B);
     jp.ua = j0 / B;
     jp.ub = (j1 + B - 1) / B;
-    jp.total_pairs = (double)pairs;
+    jp.pairs = pairs;
     rc = run_plan(w, ds, ex, ctl, &jp, res, msg, msglen);
   }
   if (rc != 0)
     return rc;
-  uint64_t counted = 0;
-  for (uint32_t i = 0; i < res->bins.count; i++)
-    counted += res->counts[i];
-  res->overflow = pairs - counted; /* (H16 leaves rows past the buckets uncounted) */
-  snprintf(res->kernel, sizeof res->kernel, "%s", k->name);
   if (pairs == 0)
     snprintf(res->device, sizeof res->device, "%s (shard: no pairs)",
              histd__cuda_context_name(w->gpu));
-  res->block_size = B;
-  res->threads = 0;
-  res->exact = pairs == 0 || jp.mode != SDH_MODE_FAST;
+  ran_classic(res, k, B, &jp);
   return 0;
 }
 
