@@ -3,8 +3,8 @@
 
 Four jobs on random points (a plain histogram, a weighted one, a periodic
 g(r), an A x B), each planned into K shards, every index run (one twice,
-one by $SLURM_ARRAY_TASK_ID, one by $JOB_COMPLETION_INDEX, one SIGKILLed
-while it runs and then run again), merged, and held to:
+one by $SLURM_ARRAY_TASK_ID, one by $JOB_COMPLETION_INDEX), merged, and
+held to:
   * an independent definition computed here with numpy, operation by
     operation as the contract says (float64; d = sqrt((dx*dx + dy*dy) +
     dz*dz); bin = floor(d / width); periodic: dx -= L * rint(dx / L));
@@ -13,7 +13,8 @@ while it runs and then run again), merged, and held to:
   * sdh on the same files (counts, overflow, total, g identical).
 Then the refusals: a missing shard (named), a corrupted and a truncated
 partial, an input changed after the plan, an index out of range, an
-unknown JOB.json member.
+unknown JOB.json member. And a larger periodic job, one of whose tasks is
+SIGKILLed while it runs (no partial left), then run again and merged.
 
 usage: test_batch.py HISTD SDH
 """
@@ -186,19 +187,20 @@ def main():
         compare("weighted", got, ref, 4.0, 20,
                 sdh(os.path.join(work, "weighted.csv"), "--width", 4, "--buckets", 20, "--weighted"))
 
-        # 3. periodic g(r), L = 20, r < 10; one shard killed while it runs
+        # 3. periodic g(r), L = 20, r < 10
         L = 20.0
         pp = rng.random((2500, 3)) * L
         write_csv(os.path.join(work, "box.csv"), pp)
         out, count = plan(work, {"dataset": "box.csv", "box": [L], "bucket_width": 0.25,
                                  "buckets": 40, "kernel": "cpu-reference"}, 3, "periodic")
-        killed(out, count)
         run_all(out, count, "periodic")
         got = merge(out, "periodic")
         ref = definition(pp, None, 0.25, 40, box=L)
         compare("periodic", got, ref, 0.25, 40,
                 sdh(os.path.join(work, "box.csv"), "--periodic", L, "--width", 0.25,
                     "--buckets", 40))
+
+        killed(work, rng)
 
         # 4. A x B, B in another folder, its format named
         a, b = rng.random((1200, 3)) * 60.0, rng.random((900, 3)) * 60.0 + 10.0
@@ -237,30 +239,42 @@ def main():
     return 0
 
 
-def killed(out, count):
-    """The largest shard's task, SIGKILLed while it runs: no partial (not
-    even half of one) under its name; run again, it is whole."""
+def killed(work, rng):
+    """A task SIGKILLed while it runs leaves no partial (not even half of
+    one) under its name; run again, it is whole. The points are many enough
+    (the largest shard about 36M pairs on cpu-reference, 0.7 s here) that the
+    kill lands mid-run; its exit status says it did."""
+    L = 40.0
+    pk = rng.random((12000, 3)) * L
+    write_csv(os.path.join(work, "kill.csv"), pk)
+    out, count = plan(work, {"dataset": "kill.csv", "box": [L], "bucket_width": 0.25,
+                             "buckets": 80, "kernel": "cpu-reference"}, 3, "killed")
     with open(os.path.join(out, "plan.json")) as f:
         pairs = [int(p) for p in json.load(f)["shards"]["pairs"]]
     s = pairs.index(max(pairs))
     e = {k: v for k, v in os.environ.items() if k not in ("SLURM_ARRAY_TASK_ID",
                                                           "JOB_COMPLETION_INDEX")}
-    caught = None
-    for delay in (0.1, 0.05, 0.02, 0.01, 0.005, 0.001):
-        p = subprocess.Popen([HISTD, "batch", "run", out, "--index", str(s)], env=e,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(delay)
-        running = p.poll() is None
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        if running:
-            caught = delay
-            break
-        os.remove(os.path.join(out, "partials", str(s)))  # it finished: try sooner
-    check(caught is not None, "periodic: shard %d SIGKILLed while it ran (%s s after its "
-          "start; %d pairs, cpu-reference)" % (s, caught, pairs[s]))
+    p = subprocess.Popen([HISTD, "batch", "run", out, "--index", str(s)], env=e,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.25)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
     names = os.listdir(os.path.join(out, "partials"))
-    check(str(s) not in names, "periodic: the killed shard left no partial (%s)" % names)
+    if p.returncode == -signal.SIGKILL:
+        check(str(s) not in names and not names,
+              "killed: shard %d SIGKILLed 0.25 s into its %d pairs left no partial (%s)"
+              % (s, pairs[s], names))
+    else:  # it ran to the end in 0.1 s: nothing was tested
+        check(False, "killed: shard %d ended (status %s) in less than 0.25 s; give it more "
+              "pairs" % (s, p.returncode))
+    run_all(out, count, "killed")
+    got = merge(out, "killed")
+    ref = sdh(os.path.join(work, "kill.csv"), "--periodic", L, "--width", 0.25,
+              "--buckets", 80)
+    n = len(pk)
+    check(got["counts"] == ref["counts"] and got["overflow"] == ref["overflow"] and
+          got["total"] == ref["total"] == n * (n - 1) // 2,
+          "killed: run again, the merged counts are sdh's, %d pairs" % (n * (n - 1) // 2))
 
 
 def refusals(work, out, count):
