@@ -572,48 +572,31 @@ int histd_worker_run(histd_worker *w, const histd_problem *p, const histd_exec *
  * problem exactly once, so their results, added (histd_result_add), are
  * the problem's (counts identical; weighted sums to rounding). A cluster
  * node or a batch task runs one shard; the merger adds them up.
- *
- * A job the grid runs is cut by cells instead (`cells`): i0, i1 and j0, j1
- * are ranks in the order of the grid's cells (each frame's points sorted by
- * the cell of the whole frame's grid: the same on every node), and a shard
- * is a range of cells, [i0, i1) of A, against every later rank (self pairs:
- * j0 = i0, j1 = n, the pairs i < j) or all of B. Each shard then meets only
- * the neighbours of its cells, and its share of the rest is overflow by
- * arithmetic; a block pair of the file's order would make every shard meet
- * every cell.
  */
 typedef struct histd_shard {
   uint64_t index;  /* 0 .. plan count - 1 */
   uint64_t i0, i1; /* A's points, each frame's */
   uint64_t j0, j1; /* B's points (A's for self pairs) */
-  bool cells;      /* ranks in the grid's cell order; self: pairs i < j, i in [i0, i1) */
 } histd_shard;
 
 typedef struct histd_shard_plan {
   bool self;         /* self pairs: blocks (bi, bj >= bi) of A */
   uint64_t n_a, n_b; /* the operands' points (a frame's most); n_b 0 for self */
   uint64_t block;    /* points per block (the last may be shorter) */
-  uint64_t rows, cols; /* blocks of A and of B (cols == rows for self; 1 by cells) */
+  uint64_t rows, cols; /* blocks of A and of B (cols == rows for self) */
   uint64_t count;    /* shards */
-  bool cells;        /* cut by cells: a shard is a block of A's ranks against the rest */
 } histd_shard_plan;
 
 /* A plan of at most `want` shards (at least 1) for problem p: blocks as
- * even as the count allows, by cells where the grid runs the job (`grid`,
- * or `auto` where the grid pays on the CPU's cost model) and no exclusions
- * apply. A problem that cannot be cut (collisions, counted by hashing in
- * O(n); a kernel that cannot run A x B blocks) gets one shard, the whole
- * problem. */
+ * even as the count allows. A problem that cannot be cut (collisions,
+ * counted by hashing in O(n); a kernel that cannot run A x B blocks) gets
+ * one shard, the whole problem. */
 void histd_shard_plan_make(const histd_problem *p, const char *kernel, uint64_t want,
                            histd_shard_plan *plan);
 /* Shard s of the plan (s < count). */
 void histd_shard_get(const histd_shard_plan *plan, uint64_t s, histd_shard *out);
 /* The pairs shard sh holds over every frame of p, before exclusions. */
 uint64_t histd_shard_pairs(const histd_problem *p, const histd_shard *sh);
-/* The pairs a run of p by `kernel` compares, as its shards are planned: all
- * of them, or by cells the grid's estimate (its share of the pairs). What a
- * cluster sizes its shards by. */
-uint64_t histd_shard_work(const histd_problem *p, const char *kernel);
 
 /* histd_worker_run on the pairs of shard sh only (NULL: all of them). The
  * result is a partial: add partials with histd_result_add. */

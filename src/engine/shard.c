@@ -21,15 +21,6 @@
  * Shards are numbered row by row: for self pairs (0,0) (0,1) .. (0,r-1)
  * (1,1) ..; for A x B (0,0) .. (0,c-1) (1,0) ..
  *
- * A job the grid runs is cut by cells (histd.h): shard s is the block s of
- * A's points in the order of the grid's cells against all later points
- * (self) or all of B. Cut by the file's order, every block pair would span
- * the whole volume, and each shard would meet every cell's neighbours; cut
- * by cells, a shard meets only its own cells' neighbours, so the shards
- * share the grid's work instead of each repeating a part of it. The order
- * is the worker's to make (histd__grid_build on the whole frame, with the
- * CPU's cell count, so every node sorts alike); the plan only numbers ranks.
- *
  * A partial is trusted only after histd_result_check: its bins are the
  * job's and its counts, below, overflow and excluded add up to the pairs
  * its block pair is known to hold.
@@ -39,7 +30,6 @@
 #include <string.h>
 
 #include "engine.h"
-#include "grid.h"
 
 static uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
@@ -71,36 +61,12 @@ static void plan_blocks(histd_shard_plan *plan, uint64_t block, bool self) {
   plan->count = self ? plan->rows * (plan->rows + 1) / 2 : plan->rows * plan->cols;
 }
 
-/* Whether p is cut by cells: the grid runs it (asked for, or `auto` where
- * the grid pays on the CPU's model), and no exclusions apply (they name
- * atoms by their place in the file). g gets frame 0's geometry. */
-static bool by_cells(const histd_problem *p, const char *kernel, histd__grid_geom *g) {
-  histd_dataset a, b;
-  histd_problem pr, pf;
-  double within[2];
-  if (p->exclude_molecule || kernel == NULL || histd__problem_resolve(p, within, &pr, NULL, 0))
-    return false;
-  histd_problem_frame(&pr, 0, &a, &b, &pf);
-  if (histd__grid_plan(&pf, histd__grid_max_cells(&pf, false), g, NULL, 0) != 0)
-    return false;
-  return strcmp(kernel, "grid") == 0 ||
-         (strcmp(kernel, "auto") == 0 && histd__grid_pays(&pf, false, NULL, 0));
-}
-
 void histd_shard_plan_make(const histd_problem *p, const char *kernel, uint64_t want,
                            histd_shard_plan *plan) {
   memset(plan, 0, sizeof *plan);
   plan->n_a = most_points(p->a);
   plan->n_b = p->b != NULL ? most_points(p->b) : 0;
   const bool self = plan->self = p->b == NULL;
-  histd__grid_geom g;
-  if (want > 1 && plan->n_a > 1 && cuttable(p, kernel) && by_cells(p, kernel, &g)) {
-    plan->cells = true; /* blocks of A's ranks, each against the rest */
-    plan->block = ceil_div(plan->n_a, want);
-    plan->rows = plan->count = ceil_div(plan->n_a, plan->block);
-    plan->cols = 1;
-    return;
-  }
   uint64_t hi = plan->n_a > plan->n_b ? plan->n_a : plan->n_b, lo = 1;
   if (hi == 0 || want <= 1 || !cuttable(p, kernel))
     lo = hi = hi > 0 ? hi : 1;
@@ -119,27 +85,8 @@ void histd_shard_plan_make(const histd_problem *p, const char *kernel, uint64_t 
   plan_blocks(plan, lo, self);
 }
 
-uint64_t histd_shard_work(const histd_problem *p, const char *kernel) {
-  const uint64_t pairs = histd_problem_pairs(p);
-  histd__grid_geom g;
-  if (!by_cells(p, kernel, &g))
-    return pairs;
-  const double work = ceil((double)pairs * histd__grid_share(&g));
-  return work < (double)pairs ? (uint64_t)work : pairs;
-}
-
 void histd_shard_get(const histd_shard_plan *plan, uint64_t s, histd_shard *out) {
   uint64_t bi = 0, bj = 0;
-  memset(out, 0, sizeof *out);
-  if (plan->cells) { /* ranks [i0, i1) against every later one, or all of B */
-    out->index = s;
-    out->cells = true;
-    out->i0 = s * plan->block < plan->n_a ? s * plan->block : plan->n_a;
-    out->i1 = out->i0 + plan->block < plan->n_a ? out->i0 + plan->block : plan->n_a;
-    out->j0 = plan->self ? out->i0 : 0;
-    out->j1 = plan->self ? plan->n_a : plan->n_b;
-    return;
-  }
   if (plan->self) {
     uint64_t left = s; /* row bi holds rows - bi shards */
     while (left >= plan->rows - bi) {
@@ -178,8 +125,8 @@ uint64_t histd_shard_pairs(const histd_problem *p, const histd_shard *sh) {
     const uint64_t ra = span(sh->i0, sh->i1, a.n);
     if (pf.b != NULL)
       sum += ra * span(sh->j0, sh->j1, b.n);
-    else if (sh->i0 == sh->j0) /* its own pairs, then (cut by cells) against the rest */
-      sum += (ra < 2 ? 0 : ra * (ra - 1) / 2) + ra * span(sh->i1, sh->j1, a.n);
+    else if (sh->i0 == sh->j0)
+      sum += ra < 2 ? 0 : ra * (ra - 1) / 2;
     else
       sum += ra * span(sh->j0, sh->j1, a.n);
   }

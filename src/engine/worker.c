@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "engine.h"
-#include "grid.h"
 
 int histd_worker_create(histd_worker **out, int device, char *msg, size_t msglen) {
   histd_worker *w = calloc(1, sizeof *w);
@@ -71,9 +70,16 @@ static int run_frame(histd_worker *w, const histd_kernel *k, const histd_problem
   return k->run(w, p, ex, ctl, res, msg, msglen);
 }
 
+/* Frame problem pf's part: shard sh of it (ps, on views of its blocks), or
+ * all of it (sh NULL, ps == pf); a shard of a plain self histogram on a GPU
+ * runs on the whole resident frame instead of copies of its blocks. */
 static int run_part(histd_worker *w, const histd_kernel *k, const histd_problem *pf,
-                    const histd_shard *sh, const histd_exec *ex, const histd_control *ctl,
-                    histd_result *res, char *msg, size_t msglen);
+                    const histd_problem *ps, const histd_shard *sh, const histd_exec *ex,
+                    const histd_control *ctl, histd_result *res, char *msg, size_t msglen) {
+  if (sh != NULL && histd__cuda_tiles_fit(w, k, pf, sh, ex))
+    return histd__cuda_tiles_run(w, pf, ex, sh, ctl, res, msg, msglen);
+  return run_frame(w, k, ps, ex, ctl, res, msg, msglen);
+}
 
 /* Frame f's progress, scaled into the whole run's. */
 typedef struct frame_control {
@@ -87,118 +93,6 @@ static void frame_progress(void *u, double x) {
 }
 
 static bool frame_cancelled(void *u) { return histd__cancelled(((const frame_control *)u)->outer); }
-
-/* A fresh result for a part of res's run (a frame, or half a shard) of
- * problem pp with `total` pairs. */
-static int part_init(histd_result *part, const histd_result *res, const histd_problem *pp,
-                     uint64_t total, char *msg, size_t msglen) {
-  int rc = histd_result_init(part, &res->bins, pp->weighted, msg, msglen);
-  if (rc != 0)
-    return rc;
-  part->precision = res->precision;
-  part->statistic = res->statistic;
-  part->radius = res->radius;
-  strcpy(part->kernel, res->kernel);
-  part->total = total;
-  part->n = pp->a->n;
-  part->n_b = pp->b != NULL ? pp->b->n : 0;
-  part->cross = res->cross;
-  part->volume = histd_box_volume(&pp->box);
-  return 0;
-}
-
-/* Adds part into res: counts, weighted sums (Neumaier's, err), below,
- * overflow, exclusions, and what ran (kernel k: `auto` reports its choice). */
-static void add_part(histd_result *res, double *err, const histd_result *part,
-                     const histd_kernel *k) {
-  for (uint32_t i = 0; i < res->bins.count; i++) {
-    res->counts[i] += part->counts[i];
-    if (err != NULL)
-      histd__neumaier(&res->weighted[i], &err[i], part->weighted[i]);
-  }
-  res->below += part->below;
-  res->overflow += part->overflow;
-  res->total -= part->excluded;
-  res->excluded += part->excluded;
-  res->refined_pairs += part->refined_pairs;
-  res->exact = res->exact && part->exact;
-  res->block_size = part->block_size;
-  res->threads = part->threads;
-  memcpy(res->device, part->device, sizeof res->device);
-  if (strcmp(k->name, "auto") == 0) {
-    strcpy(res->kernel, part->kernel);
-    strcpy(res->reason, part->reason);
-  }
-  res->timing.transfer_ms += part->timing.transfer_ms;
-  res->timing.kernel_ms += part->timing.kernel_ms;
-}
-
-/* Shard sh cut by cells (histd.h) of frame problem pf: the frame sorted by
- * the cells of its grid (the CPU's cell count, so that every node sorts
- * alike), then A's ranks [i0, i1) against B, or (self) against themselves
- * and then against every later rank, each half a run of the kernel on
- * views of the sorted points. */
-static int run_cells(histd_worker *w, const histd_kernel *k, const histd_problem *pf,
-                     const histd_shard *sh, const histd_exec *ex, const histd_control *ctl,
-                     histd_result *res, char *msg, size_t msglen) {
-  histd__grid g;
-  int rc = histd__grid_build(&g, pf, histd__grid_max_cells(pf, false), msg, msglen);
-  if (rc != 0)
-    return rc;
-  histd_shard half[2] = {*sh, *sh};
-  half[0].cells = half[1].cells = false;
-  if (pf->b == NULL) {
-    half[0].j1 = sh->i1; /* the block's own pairs */
-    half[1].j0 = sh->i1; /* against the later ranks */
-  }
-  const int halves = pf->b == NULL ? 2 : 1;
-  double *err = pf->weighted ? calloc(res->bins.count, sizeof *err) : NULL;
-  if (pf->weighted && err == NULL)
-    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u weighted sums",
-                    res->bins.count);
-  res->exact = true;
-  for (int h = 0; h < halves && rc == 0; h++) {
-    histd_dataset sa, sb;
-    histd_problem ps;
-    histd__problem_shard(&g.p, &half[h], &sa, &sb, &ps);
-    const uint64_t pairs = histd_problem_pairs(&ps);
-    if (pairs == 0)
-      continue;
-    histd_result part;
-    if ((rc = part_init(&part, res, &ps, pairs, msg, msglen)) != 0)
-      break;
-    frame_control fc = {ctl, (double)h, (double)halves};
-    histd_control sub = {frame_progress, frame_cancelled, &fc};
-    rc = run_frame(w, k, &ps, ex, &sub, &part, msg, msglen);
-    if (rc == 0)
-      add_part(res, err, &part, k);
-    histd_result_free(&part);
-  }
-  for (uint32_t i = 0; err != NULL && i < res->bins.count; i++)
-    res->weighted[i] += err[i];
-  free(err);
-  histd__grid_free(&g);
-  return rc;
-}
-
-/* Frame problem pf's part: shard sh of it (on views of its blocks; by
- * cells, run_cells), or all of it (sh NULL); a shard of a plain self
- * histogram on a GPU runs on the whole resident frame instead of copies of
- * its blocks. res->total is the part's pairs. */
-static int run_part(histd_worker *w, const histd_kernel *k, const histd_problem *pf,
-                    const histd_shard *sh, const histd_exec *ex, const histd_control *ctl,
-                    histd_result *res, char *msg, size_t msglen) {
-  if (sh == NULL)
-    return run_frame(w, k, pf, ex, ctl, res, msg, msglen);
-  if (sh->cells)
-    return run_cells(w, k, pf, sh, ex, ctl, res, msg, msglen);
-  if (histd__cuda_tiles_fit(w, k, pf, sh, ex))
-    return histd__cuda_tiles_run(w, pf, ex, sh, ctl, res, msg, msglen);
-  histd_dataset sa, sb;
-  histd_problem ps;
-  histd__problem_shard(pf, sh, &sa, &sb, &ps);
-  return run_frame(w, k, &ps, ex, ctl, res, msg, msglen);
-}
 
 /* Takes frame problem pf's excluded pairs (x; NULL: none) within shard sh
  * (NULL: all) out of r: its counts, below, overflow and total; adds them to
@@ -237,17 +131,28 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
   int rc = 0;
   res->exact = true;
   for (size_t f = 0; f < frames && rc == 0; f++) {
-    histd_dataset a, b;
-    histd_problem pf;
+    histd_dataset a, b, sa, sb;
+    histd_problem pf, ps;
     histd_problem_frame(p, f, &a, &b, &pf);
+    if (sh != NULL)
+      histd__problem_shard(&pf, sh, &sa, &sb, &ps);
+    else
+      ps = pf;
     histd_result part;
-    rc = part_init(&part, res, &pf, sh != NULL ? histd_shard_pairs(&pf, sh)
-                                               : histd_problem_pairs(&pf), msg, msglen);
-    if (rc != 0)
+    if ((rc = histd_result_init(&part, &p->bins, p->weighted, msg, msglen)) != 0)
       break;
+    part.precision = res->precision;
+    part.statistic = res->statistic;
+    part.radius = res->radius;
+    strcpy(part.kernel, res->kernel);
+    part.total = histd_problem_pairs(&ps);
+    part.n = a.n;
+    part.n_b = pf.b != NULL ? b.n : 0;
+    part.cross = res->cross;
+    part.volume = histd_box_volume(&pf.box);
     frame_control fc = {ctl, (double)f, (double)frames};
     histd_control sub = {frame_progress, frame_cancelled, &fc};
-    rc = run_part(w, k, &pf, sh, ex, &sub, &part, msg, msglen);
+    rc = run_part(w, k, &pf, &ps, sh, ex, &sub, &part, msg, msglen);
     if (rc == 0)
       rc = take_excluded(x, &pf, sh, &part, msg, msglen);
     if (rc == 0 && res->frame_counts != NULL) {
@@ -256,7 +161,26 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
       res->frame_volume[f] = part.volume;
     }
     if (rc == 0) {
-      add_part(res, err, &part, k);
+      for (uint32_t i = 0; i < count; i++) {
+        res->counts[i] += part.counts[i];
+        if (err != NULL)
+          histd__neumaier(&res->weighted[i], &err[i], part.weighted[i]);
+      }
+      res->below += part.below;
+      res->overflow += part.overflow;
+      res->total -= part.excluded;
+      res->excluded += part.excluded;
+      res->refined_pairs += part.refined_pairs;
+      res->exact = res->exact && part.exact;
+      res->block_size = part.block_size;
+      res->threads = part.threads;
+      memcpy(res->device, part.device, sizeof res->device);
+      if (strcmp(k->name, "auto") == 0) {
+        strcpy(res->kernel, part.kernel);
+        strcpy(res->reason, part.reason);
+      }
+      res->timing.transfer_ms += part.timing.transfer_ms;
+      res->timing.kernel_ms += part.timing.kernel_ms;
       if (part.volume > 0) {
         density += (double)part.total / part.volume;
         if (f == 0)
@@ -276,21 +200,6 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
   return rc;
 }
 
-int histd__problem_resolve(const histd_problem *p, double within_edges[2], histd_problem *out,
-                           char *msg, size_t msglen) {
-  *out = *p;
-  /* within R is the one bin [0, R]: E[0] = 0 <= d < E[1] = the next double
-   * above R, i.e. d <= R */
-  if (p->statistic == HISTD_STAT_WITHIN) {
-    within_edges[0] = 0;
-    within_edges[1] = nextafter(p->radius, INFINITY);
-    out->bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, within_edges};
-  } else if (p->bins.kind == HISTD_BINS_WIDTH && p->bins.count == 0) {
-    return histd_default_bins(out, &out->bins.count, msg, msglen);
-  }
-  return 0;
-}
-
 int histd_worker_run(histd_worker *w, const histd_problem *p, const histd_exec *ex,
                      const histd_control *ctl, histd_result *res, char *msg, size_t msglen) {
   return histd_worker_run_shard(w, p, ex, NULL, ctl, res, msg, msglen);
@@ -306,11 +215,19 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
     rc = histd_exec_validate(ex_in, p_in, msg, msglen);
   if (rc != 0)
     return rc;
-  histd_problem p;
+  histd_problem p = *p_in;
   histd_exec ex = *ex_in;
-  double within_edges[2];
-  if ((rc = histd__problem_resolve(p_in, within_edges, &p, msg, msglen)) != 0)
-    return rc;
+  /* within R is the one bin [0, R]: E[0] = 0 <= d < E[1] = the next double
+   * above R, i.e. d <= R */
+  double within_edges[2] = {0, 0};
+  if (p.statistic == HISTD_STAT_WITHIN) {
+    within_edges[1] = nextafter(p.radius, INFINITY);
+    p.bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, within_edges};
+  } else if (p.bins.kind == HISTD_BINS_WIDTH && p.bins.count == 0) {
+    rc = histd_default_bins(&p, &p.bins.count, msg, msglen);
+    if (rc != 0)
+      return rc;
+  }
   const histd_kernel *k = histd_kernel_find(ex.kernel);
   if (k->engine == HISTD_ENGINE_CUDA && w->device < 0)
     return histd_fail(msg, msglen, HISTD_ENODEV,
@@ -350,11 +267,15 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
   if (res->frames > 1) {
     rc = run_frames(w, k, &p, &ex, sh, ctl, x, res, msg, msglen);
   } else {
-    histd_dataset a, b;
-    histd_problem one;
+    histd_dataset a, b, sa, sb;
+    histd_problem one, part;
     histd_problem_frame(&p, 0, &a, &b, &one); /* the box, from the file or the job */
+    if (sh != NULL)
+      histd__problem_shard(&one, sh, &sa, &sb, &part);
+    else
+      part = one;
     res->volume = histd_box_volume(&one.box);
-    rc = run_part(w, k, &one, sh, &ex, ctl, res, msg, msglen);
+    rc = run_part(w, k, &one, &part, sh, &ex, ctl, res, msg, msglen);
     if (rc == 0)
       rc = take_excluded(x, &one, sh, res, msg, msglen);
     if (rc == 0 && res->volume > 0)

@@ -62,7 +62,7 @@
 
 #include "service.h"
 
-#define PLAN_VERSION 2 /* 2: shards.cells (plans cut by the grid's cells) */
+#define PLAN_VERSION 1
 #define MAX_SHARDS 1000000u
 
 static const char usage_text[] =
@@ -483,9 +483,9 @@ static int fill_plan(FILE *f, void *arg) {
   const histd_shard_plan *p = &d->plan;
   fprintf(f, "},\n  \"shards\": {\"want\": %" PRIu64 ", \"count\": %" PRIu64
              ", \"self\": %s, \"n_a\": %" PRIu64 ", \"n_b\": %" PRIu64 ", \"block\": %" PRIu64
-             ", \"rows\": %" PRIu64 ", \"cols\": %" PRIu64 ", \"cells\": %s,\n    \"pairs\": [",
+             ", \"rows\": %" PRIu64 ", \"cols\": %" PRIu64 ",\n    \"pairs\": [",
           d->want, p->count, p->self ? "true" : "false", p->n_a, p->n_b, p->block, p->rows,
-          p->cols, p->cells ? "true" : "false");
+          p->cols);
   for (uint64_t s = 0; s < p->count; s++)
     fprintf(f, "%s%s\"%" PRIu64 "\"", s ? "," : "", s % 8 ? " " : "\n      ", d->pairs[s]);
   fputs("]}\n}\n", f);
@@ -532,8 +532,7 @@ static int read_plan(const char *dir, plan_doc *d) {
       !get_u64(shards, "count", &count) || !get_u64(shards, "block", &block) ||
       !get_u64(shards, "n_a", &n_a) || !get_u64(shards, "n_b", &n_b) ||
       !get_u64(shards, "rows", &rows) || !get_u64(shards, "cols", &cols) ||
-      !cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(shards, "self")) ||
-      !cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(shards, "cells")) || count == 0 ||
+      !cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(shards, "self")) || count == 0 ||
       count > MAX_SHARDS || !cJSON_IsArray(pairs) || (uint64_t)cJSON_GetArraySize(pairs) != count ||
       !get_u64(bins, "count", &bcount) || bcount == 0 || bcount > HISTD_MAX_BUCKETS ||
       bkind == NULL) {
@@ -541,8 +540,7 @@ static int read_plan(const char *dir, plan_doc *d) {
     return fail(1, "%s is not a plan of this histd (histd batch plan writes it)", path);
   }
   d->plan = (histd_shard_plan){cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(shards, "self")),
-                               n_a, n_b, block, rows, cols, count,
-                               cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(shards, "cells"))};
+                               n_a, n_b, block, rows, cols, count};
   d->pairs = calloc(count, sizeof *d->pairs);
   st = d->pairs == NULL ? fail(1, "out of memory") : 0;
   int s = 0;
@@ -807,8 +805,7 @@ static int cmd_run(int argc, char **argv) {
   histd_shard_plan_make(&b.prob, d.params.exec.kernel, d.want, &again);
   if (again.self != d.plan.self || again.n_a != d.plan.n_a || again.n_b != d.plan.n_b ||
       again.block != d.plan.block || again.rows != d.plan.rows || again.cols != d.plan.cols ||
-      again.count != d.plan.count || again.cells != d.plan.cells ||
-      !same_bins(&b.bins, &d.bins)) {
+      again.count != d.plan.count || !same_bins(&b.bins, &d.bins)) {
     st = fail(1, "the job bound here is not the one planned in %s (another histd, or "
                  "another machine's arithmetic?): plan it again", dir);
   } else {
@@ -841,10 +838,9 @@ static int cmd_run(int argc, char **argv) {
         rc = write_atomic(path, fill_bytes, &ba, msg, sizeof msg);
       if (rc == 0)
         fprintf(stderr,
-                "histd batch: shard %" PRIu64 " of %" PRIu64 " (%s %" PRIu64 "..%" PRIu64
+                "histd batch: shard %" PRIu64 " of %" PRIu64 " (points %" PRIu64 "..%" PRIu64
                 " x %" PRIu64 "..%" PRIu64 ", %" PRIu64 " pairs) on %s, kernel %s, in %.1f s: %s\n",
-                s, d.plan.count, sh.cells ? "in cell order, points" : "points", sh.i0, sh.i1,
-                sh.j0, sh.j1, d.pairs[s], part.device,
+                s, d.plan.count, sh.i0, sh.i1, sh.j0, sh.j1, d.pairs[s], part.device,
                 part.kernel, (histd_now_ms() - t0) / 1000, path);
       free(bytes);
       histd_result_free(&part);

@@ -622,10 +622,8 @@ int cluster_list_jobs(cluster *c, size_t limit, bool (*fn)(const job_record *j, 
 }
 
 /* How many shards a problem gets: about one per shard_pairs pairs. */
-/* Shards of about --shard-pairs pairs compared (the grid compares only
- * its cells' neighbours: histd_shard_work). */
-static uint64_t shards_wanted(const cluster *c, const histd_problem *p, const char *kernel) {
-  const uint64_t pairs = histd_shard_work(p, kernel);
+static uint64_t shards_wanted(const cluster *c, const histd_problem *p) {
+  const uint64_t pairs = histd_problem_pairs(p);
   uint64_t want = pairs / c->shard_pairs + (pairs % c->shard_pairs != 0);
   return want < 1 ? 1 : want > 100000 ? 100000 : want;
 }
@@ -644,7 +642,7 @@ int cluster_submit(cluster *c, job_record *rec, char *msg, size_t msglen) {
     dataset_release(c->svc->cache, d);
     return rc;
   }
-  const uint64_t want = shards_wanted(c, &b.prob, rec->params.exec.kernel);
+  const uint64_t want = shards_wanted(c, &b.prob);
   histd_shard_plan plan;
   histd_shard_plan_make(&b.prob, rec->params.exec.kernel, want, &plan);
   job_unbind(c->svc, &b);
@@ -1001,10 +999,8 @@ static void run_claim(cworker *w, const claim *cl, double t_claim) {
   if (rc == 0) {
     histd_shard sh;
     histd_shard_get(&plan, (uint64_t)cl->idx, &sh);
-    if (!v.whole) { /* cut by cells, a shard reads all of its operands to sort them */
-      histd_shard all = {sh.index, 0, plan.n_a, 0, plan.self ? plan.n_a : plan.n_b, false};
-      rc = fetch_shard(c, &rec, d, &b, sh.cells ? &all : &sh, msg, sizeof msg);
-    }
+    if (!v.whole)
+      rc = fetch_shard(c, &rec, d, &b, &sh, msg, sizeof msg);
     histd_exec ex = rec.params.exec;
     if (w->device < 0 && ex.threads == 0)
       ex.threads = w->threads;
