@@ -22,36 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_util.h"
 #include "histd/histd.h"
-
-static uint64_t rng_state = 0x5EED2026ull;
-static double rnd(void) {
-  rng_state ^= rng_state >> 12;
-  rng_state ^= rng_state << 25;
-  rng_state ^= rng_state >> 27;
-  return (double)((rng_state * 2685821657736338717ull) >> 11) * 0x1p-53;
-}
-
-static histd_dataset cube(size_t n, double side, bool weights) {
-  histd_dataset ds;
-  histd_dataset_alloc(&ds, n, NULL, 0);
-  if (weights)
-    histd_dataset_alloc_weights(&ds, NULL, 0);
-  for (size_t i = 0; i < n; i++) {
-    ds.x[i] = rnd() * side;
-    ds.y[i] = rnd() * side;
-    ds.z[i] = rnd() * side;
-    if (weights)
-      ds.w[i] = 0.5 + rnd();
-  }
-  histd_dataset_finish(&ds, NULL, 0);
-  return ds;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 static double run_ms(const histd_problem *p, const char *kernel) {
   histd_exec ex;
@@ -68,17 +40,12 @@ static double run_ms(const histd_problem *p, const char *kernel) {
   return ms;
 }
 
-static double median(double *t, int runs) {
-  qsort(t, (size_t)runs, sizeof *t, cmp);
-  return runs % 2 ? t[runs / 2] : 0.5 * (t[runs / 2 - 1] + t[runs / 2]);
-}
-
 /* Median kernel ms of `runs` runs. */
 static double timed(const histd_problem *p, const char *kernel, int runs) {
   double t[64];
   for (int r = 0; r < runs; r++)
     t[r] = run_ms(p, kernel);
-  return median(t, runs);
+  return bench_median(t, runs);
 }
 
 /* Medians of `runs` runs of p and of its baseline q, taken in turns (p, q,
@@ -90,8 +57,8 @@ static void timed_pair(const histd_problem *p, const histd_problem *q, int runs,
     a[r] = run_ms(p, "cpu");
     b[r] = run_ms(q, "cpu");
   }
-  *tp = median(a, runs);
-  *tq = median(b, runs);
+  *tp = bench_median(a, runs);
+  *tq = bench_median(b, runs);
 }
 
 static void report(const char *label, const char *what, double ms, uint64_t pairs) {
@@ -129,7 +96,7 @@ int main(int argc, char **argv) {
 
   /* S1: periodic g(r) against the plain histogram of the same points */
   const double side = 34;
-  histd_dataset liquid = cube(32000, side, false);
+  histd_dataset liquid = bench_cube(32000, side, false);
   histd_problem rdf;
   memset(&rdf, 0, sizeof rdf);
   rdf.a = &liquid;
@@ -154,7 +121,7 @@ int main(int argc, char **argv) {
   /* S2: weighted A x B in log bins against a plain self histogram of as
    * many pairs */
   const size_t na = (size_t)(200000 * scale);
-  histd_dataset a = cube(na, 23000, true), b = cube(na, 23000, true);
+  histd_dataset a = bench_cube(na, 23000, true), b = bench_cube(na, 23000, true);
   double edges[81];
   histd_log_edges(0.1, 23000, 80, edges, NULL, 0);
   histd_problem dr;
@@ -163,7 +130,7 @@ int main(int argc, char **argv) {
   dr.b = &b;
   dr.bins = (histd_bins){HISTD_BINS_EDGES, 80, 0, edges};
   dr.weighted = true;
-  histd_dataset self = cube((size_t)(na * sqrt(2.0)) + 1, 23000, false);
+  histd_dataset self = bench_cube((size_t)(na * sqrt(2.0)) + 1, 23000, false);
   histd_problem base;
   memset(&base, 0, sizeof base);
   base.a = &self;

@@ -597,6 +597,11 @@ void histd_shard_plan_make(const histd_problem *p, const char *kernel, uint64_t 
 void histd_shard_get(const histd_shard_plan *plan, uint64_t s, histd_shard *out);
 /* The pairs shard sh holds over every frame of p, before exclusions. */
 uint64_t histd_shard_pairs(const histd_problem *p, const histd_shard *sh);
+/* The pairs a run of p by `kernel` compares: all of them, or where the grid
+ * runs it (`grid`, or `auto` where the grid pays on the CPU's model) the
+ * grid's estimate, its share of the pairs. What a cluster sizes its shards
+ * by: a shard's blocks meet the same share. */
+uint64_t histd_shard_work(const histd_problem *p, const char *kernel);
 
 /* histd_worker_run on the pairs of shard sh only (NULL: all of them). The
  * result is a partial: add partials with histd_result_add. */

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "grid.h"
 
 static uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
@@ -83,6 +84,23 @@ void histd_shard_plan_make(const histd_problem *p, const char *kernel, uint64_t 
   if (lo > 1024 && lo % 1024 != 0)
     lo += 1024 - lo % 1024;
   plan_blocks(plan, lo, self);
+}
+
+uint64_t histd_shard_work(const histd_problem *p, const char *kernel) {
+  const uint64_t pairs = histd_problem_pairs(p);
+  histd_dataset a, b;
+  histd_problem pr, pf;
+  double within[2];
+  histd__grid_geom g;
+  if (kernel == NULL || histd__problem_resolve(p, within, &pr, NULL, 0) != 0)
+    return pairs;
+  histd_problem_frame(&pr, 0, &a, &b, &pf);
+  if (histd__grid_plan(&pf, histd__grid_max_cells(&pf, false), &g, NULL, 0) != 0 ||
+      !(strcmp(kernel, "grid") == 0 ||
+        (strcmp(kernel, "auto") == 0 && histd__grid_pays(&pf, false, NULL, 0))))
+    return pairs;
+  const double work = ceil((double)pairs * histd__grid_share(&g));
+  return work < (double)pairs ? (uint64_t)work : pairs;
 }
 
 void histd_shard_get(const histd_shard_plan *plan, uint64_t s, histd_shard *out) {

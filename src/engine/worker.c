@@ -200,6 +200,21 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
   return rc;
 }
 
+int histd__problem_resolve(const histd_problem *p, double within_edges[2], histd_problem *out,
+                           char *msg, size_t msglen) {
+  *out = *p;
+  /* within R is the one bin [0, R]: E[0] = 0 <= d < E[1] = the next double
+   * above R, i.e. d <= R */
+  if (p->statistic == HISTD_STAT_WITHIN) {
+    within_edges[0] = 0;
+    within_edges[1] = nextafter(p->radius, INFINITY);
+    out->bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, within_edges};
+  } else if (p->bins.kind == HISTD_BINS_WIDTH && p->bins.count == 0) {
+    return histd_default_bins(out, &out->bins.count, msg, msglen);
+  }
+  return 0;
+}
+
 int histd_worker_run(histd_worker *w, const histd_problem *p, const histd_exec *ex,
                      const histd_control *ctl, histd_result *res, char *msg, size_t msglen) {
   return histd_worker_run_shard(w, p, ex, NULL, ctl, res, msg, msglen);
@@ -215,19 +230,11 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
     rc = histd_exec_validate(ex_in, p_in, msg, msglen);
   if (rc != 0)
     return rc;
-  histd_problem p = *p_in;
+  histd_problem p;
   histd_exec ex = *ex_in;
-  /* within R is the one bin [0, R]: E[0] = 0 <= d < E[1] = the next double
-   * above R, i.e. d <= R */
-  double within_edges[2] = {0, 0};
-  if (p.statistic == HISTD_STAT_WITHIN) {
-    within_edges[1] = nextafter(p.radius, INFINITY);
-    p.bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, within_edges};
-  } else if (p.bins.kind == HISTD_BINS_WIDTH && p.bins.count == 0) {
-    rc = histd_default_bins(&p, &p.bins.count, msg, msglen);
-    if (rc != 0)
-      return rc;
-  }
+  double within_edges[2];
+  if ((rc = histd__problem_resolve(p_in, within_edges, &p, msg, msglen)) != 0)
+    return rc;
   const histd_kernel *k = histd_kernel_find(ex.kernel);
   if (k->engine == HISTD_ENGINE_CUDA && w->device < 0)
     return histd_fail(msg, msglen, HISTD_ENODEV,

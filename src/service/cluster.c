@@ -622,8 +622,10 @@ int cluster_list_jobs(cluster *c, size_t limit, bool (*fn)(const job_record *j, 
 }
 
 /* How many shards a problem gets: about one per shard_pairs pairs. */
-static uint64_t shards_wanted(const cluster *c, const histd_problem *p) {
-  const uint64_t pairs = histd_problem_pairs(p);
+/* Shards of about --shard-pairs pairs compared (the grid compares only
+ * its cells' neighbours: histd_shard_work). */
+static uint64_t shards_wanted(const cluster *c, const histd_problem *p, const char *kernel) {
+  const uint64_t pairs = histd_shard_work(p, kernel);
   uint64_t want = pairs / c->shard_pairs + (pairs % c->shard_pairs != 0);
   return want < 1 ? 1 : want > 100000 ? 100000 : want;
 }
@@ -642,7 +644,7 @@ int cluster_submit(cluster *c, job_record *rec, char *msg, size_t msglen) {
     dataset_release(c->svc->cache, d);
     return rc;
   }
-  const uint64_t want = shards_wanted(c, &b.prob);
+  const uint64_t want = shards_wanted(c, &b.prob, rec->params.exec.kernel);
   histd_shard_plan plan;
   histd_shard_plan_make(&b.prob, rec->params.exec.kernel, want, &plan);
   job_unbind(c->svc, &b);

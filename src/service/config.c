@@ -112,7 +112,8 @@ static const setting settings[] = {
     {"node-name", "HISTD_NODE_NAME", K_STR, F(node_name),
      "cluster mode: this node's name in the coordinator (default host:port)"},
     {"shard-pairs", "HISTD_SHARD_PAIRS", K_SIZE, F(shard_pairs),
-     "cluster mode: about how many pairs make one shard (default 20G)"},
+     "cluster mode: about how many pairs one shard compares (a grid job: its cells' "
+     "neighbours only; default 20G)"},
     {"print-routes", NULL, K_FLAG, F(print_routes), "print the route table and exit"},
 };
 #define NSETTINGS (sizeof settings / sizeof settings[0])

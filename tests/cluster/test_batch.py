@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """test_batch.py -- `histd batch plan / run / merge` end to end, on files.
 
-Four jobs on random points (a plain histogram, a weighted one, a periodic
-g(r), an A x B), each planned into K shards, every index run (one twice,
+Five jobs on random points (a plain histogram, a weighted one, a periodic
+g(r), the same on the grid, an A x B), each planned into K shards, every index run (one twice,
 one by $SLURM_ARRAY_TASK_ID, one by $JOB_COMPLETION_INDEX), merged, and
 held to:
   * an independent definition computed here with numpy, operation by
@@ -199,6 +199,15 @@ def main():
         compare("periodic", got, ref, 0.25, 40,
                 sdh(os.path.join(work, "box.csv"), "--periodic", L, "--width", 0.25,
                     "--buckets", 40))
+
+        # 3b. the same box on the grid, to L/4
+        out, count = plan(work, {"dataset": "box.csv", "box": [L], "bucket_width": 0.25,
+                                 "buckets": 20, "kernel": "grid"}, 4, "grid")
+        run_all(out, count, "grid")
+        got = merge(out, "grid")
+        compare("grid", got, definition(pp, None, 0.25, 20, box=L), 0.25, 20,
+                sdh(os.path.join(work, "box.csv"), "--periodic", L, "--width", 0.25,
+                    "--buckets", 20))
 
         killed(work, rng)
 

@@ -31,7 +31,9 @@ N = 20000
 LEASE = 2.0
 
 
-def definition(p, width, buckets):
+def definition(p, width, buckets, box=None):
+    """The contract's counts and overflow; box: the periodic cube's side
+    (the minimum image per axis, dx - L rint(dx / L))."""
     counts = np.zeros(buckets + 1, dtype=np.int64)
     for i0 in range(0, len(p) - 1, 256):
         a = p[i0:i0 + 256]
@@ -41,6 +43,10 @@ def definition(p, width, buckets):
             dx = a[k, 0] - b[:, 0]
             dy = a[k, 1] - b[:, 1]
             dz = a[k, 2] - b[:, 2]
+            if box is not None:
+                dx = dx - box * np.rint(dx / box)
+                dy = dy - box * np.rint(dy / box)
+                dz = dz - box * np.rint(dz / box)
             s = dx * dx + dy * dy
             s = s + dz * dz
             q = np.floor(np.sqrt(s) / width)
@@ -137,6 +143,17 @@ def main():
         used = pg.sql("SELECT count(DISTINCT node) FROM histd_shards WHERE job_id = '%s'" % job)
         check(shards >= 6, "the job was cut into %d shards" % shards)
         print("cluster job: %d shards on %s nodes, identical" % (shards, used))
+
+        # 1b. the grid: a periodic g(r) to L/4 on the same points
+        job = n3.submit(ds["id"], bucket_width=25.0, buckets=10, box=[1000.0],
+                        kernel="grid", threads=1)["id"]
+        doc = wait_end(n1, job)
+        check(doc["status"] == "succeeded", "the grid job: %s" % doc)
+        shards = int(pg.sql("SELECT shards FROM histd_jobs WHERE id = '%s'" % job))
+        check(shards >= 3, "the grid job was cut into %d shards" % shards)
+        check(result_counts(n2, job) == definition(pts, 25.0, 10, box=1000.0),
+              "cluster's grid g(r) == definition (%d shards)" % shards)
+        print("grid job: %d shards, identical" % shards)
 
         # 2. kill -9 a node while it holds shards
         job = n1.submit(ds["id"], **params)["id"]

@@ -1271,6 +1271,22 @@ static void test_shard_partition(void) {
         histd_dataset_free(&a);
         histd_dataset_free(&b);
       }
+  /* the work a cluster sizes shards by: every pair for brute force; for the
+   * grid in a periodic cube of side 10 with r_max 1 (cells a hair wider
+   * than r_max: 9 an axis, each meeting 3 of them), a 27th of the pairs */
+  {
+    histd_dataset c = points(2000, 10, 10, 10, false);
+    histd_problem p = problem(&c, NULL, (histd_box){HISTD_BOX_ORTHO, 10, 0, 10, 0, 0, 10},
+                              (histd_bins){HISTD_BINS_WIDTH, 10, 0.1, NULL});
+    const uint64_t pairs = 2000ull * 1999 / 2;
+    CHECK_EQ_U64(histd_shard_work(&p, "cpu"), pairs, "brute force compares every pair");
+    CHECK_EQ_U64(histd_shard_work(&p, "grid"), (pairs + 26) / 27, "the grid a 27th of them");
+    CHECK_EQ_U64(histd_shard_work(&p, "auto"), (pairs + 26) / 27, "auto takes the grid here");
+    p.statistic = HISTD_STAT_WITHIN; /* within 1: the one bin [0, 1] */
+    p.radius = 1;
+    CHECK_EQ_U64(histd_shard_work(&p, "grid"), (pairs + 26) / 27, "within R on the grid");
+    histd_dataset_free(&c);
+  }
   /* collisions are counted whole, by hashing */
   histd_dataset a = points(50, 5, 5, 5, false);
   histd_problem p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 4, 1, NULL});

@@ -135,6 +135,9 @@ static void want_free(want *h) {
 
 /* ---- running and comparing ----------------------------------------------------- */
 
+static uint64_t cut = 1; /* > 1: runs are planned into that many shards, each run, added */
+static uint64_t cut_shards = 0;
+
 static int run_grid(const histd_problem *p, uint32_t block, const histd_control *ctl,
                     histd_result *r, char *msg, size_t msglen) {
   histd_exec ex;
@@ -142,7 +145,39 @@ static int run_grid(const histd_problem *p, uint32_t block, const histd_control 
   snprintf(ex.kernel, sizeof ex.kernel, "grid");
   ex.block_size = block;
   runs++;
-  return histd_worker_run(W, p, &ex, ctl, r, msg, msglen);
+  if (cut <= 1)
+    return histd_worker_run(W, p, &ex, ctl, r, msg, msglen);
+  /* cut into block pairs, as a cluster runs them */
+  histd_shard_plan plan;
+  histd_shard_plan_make(p, "grid", cut, &plan);
+  CHECK(plan.count > 1, "a plan of at most %llu shards (got %llu)", (unsigned long long)cut,
+        (unsigned long long)plan.count);
+  double *err = NULL;
+  int rc = 0;
+  memset(r, 0, sizeof *r);
+  for (uint64_t s = 0; rc == 0 && s < plan.count; s++) {
+    histd_shard sh;
+    histd_shard_get(&plan, s, &sh);
+    histd_result part;
+    rc = histd_worker_run_shard(W, p, &ex, &sh, ctl, &part, msg, msglen);
+    if (rc == 0)
+      rc = histd_result_check(&part, &part.bins, histd_shard_pairs(p, &sh), msg, msglen);
+    if (rc == 0 && s == 0) {
+      rc = histd_result_copy(r, &part);
+      err = calloc(part.bins.count, sizeof *err);
+    } else if (rc == 0) {
+      rc = histd_result_add(r, err, &part, msg, msglen);
+    }
+    if (rc == 0)
+      cut_shards++;
+    histd_result_free(&part);
+  }
+  if (rc == 0)
+    histd_result_add_done(r, err);
+  else if (plan.count > 0)
+    histd_result_free(r);
+  free(err);
+  return rc;
 }
 
 /* Runs p on the GPU's grid with each block size and compares with h. */
@@ -510,6 +545,45 @@ static int test_blocks_and_sizes(void) {
   return fails;
 }
 
+/* Jobs cut into shards (block pairs), every shard run on the grid and added:
+ * the sum is the definition's, for self pairs and A x B, open and periodic
+ * (orthorhombic, triclinic), weights and within R. */
+static int test_shards(void) {
+  int fails = 0;
+  const histd_box open = {HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0};
+  const histd_box tri = {HISTD_BOX_TRICLINIC, 10, 2, 9, -1.5, 2.5, 8};
+  histd_dataset o = uniform(5000, 10, 10, 10, 0, true), o2 = uniform(3000, 10, 10, 10, 0, true);
+  histd_dataset t = in_box(4000, &tri, 2, true);
+  const uint64_t cuts[] = {3, 6, 13};
+  char what[128];
+  for (int c = 0; c < 3; c++) {
+    cut = cuts[c];
+    histd_problem p = width_problem(&o, NULL, open, 1.0, 20);
+    snprintf(what, sizeof what, "open n=5000 r_max 10%%, %llu shards", (unsigned long long)cut);
+    fails += check(&p, what);
+    p.weighted = true;
+    p.b = &o2;
+    snprintf(what, sizeof what, "open A x B weighted, %llu shards", (unsigned long long)cut);
+    fails += check(&p, what);
+    p = width_problem(&t, NULL, tri, 2 * histd_box_half_width(&tri) * 0.2, 30);
+    p.weighted = true;
+    snprintf(what, sizeof what, "triclinic unwrapped weighted r_max 20%%, %llu shards",
+             (unsigned long long)cut);
+    fails += check(&p, what);
+    p.weighted = false;
+    p.statistic = HISTD_STAT_WITHIN;
+    p.radius = 0.75;
+    snprintf(what, sizeof what, "triclinic within 0.75, %llu shards", (unsigned long long)cut);
+    fails += check(&p, what);
+  }
+  cut = 1;
+  printf("  %llu shards run\n", (unsigned long long)cut_shards);
+  histd_dataset_free(&o);
+  histd_dataset_free(&o2);
+  histd_dataset_free(&t);
+  return fails;
+}
+
 static bool always(void *u) {
   (void)u;
   return true;
@@ -591,6 +665,8 @@ int main(void) {
   fails += test_within();
   printf("block sizes, small sets\n");
   fails += test_blocks_and_sizes();
+  printf("cut into shards (as a cluster runs them)\n");
+  fails += test_shards();
   if (!on_cpu)
     test_cancel_and_memory();
   histd_worker_destroy(W);
