@@ -188,7 +188,7 @@
 #define L1_HIST_BYTES (1u * 1024u)
 #define L1_HIST_BYTES_GRID (16u * 1024u)
 #define PAIR_TABLE_BYTES (32u * 1024u) /* the bucket-pair table's limit */
-#define WACC_L1_BYTES (16u * 1024u) /* weights: an accumulator per lane and slot */
+#define WACC_L1_BYTES (28u * 1024u) /* weights: a 16-byte record per lane and slot */
 
 const char *histd__cpu_isa_name(cpu_isa isa) {
   switch (isa) {
@@ -444,6 +444,8 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
     c->copies /= 2;
   if (opt->copies && opt->copies <= lanes && (opt->copies & (opt->copies - 1)) == 0)
     c->copies = opt->copies;
+  if (pr->weighted) /* the float32 loop counts a lane's pairs in its weights' record */
+    c->copies = 1;
   c->hist_size = c->copies * c->stride;
 
   /* ---- can the F32 path be exact here? (see the bound at the top) ---- */
@@ -561,6 +563,7 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
   /* the bucket-pair table, where it stays small (AVX-512 float32 only) */
   const uint32_t s2 = buckets + 2;
   bool pairs = p->path == CPU_PATH_F32 && p->isa == CPU_ISA_AVX512 &&
+               !(c->kind & CPU_K_WEIGHTS) && /* weights count a pair in its lane's record */
                opt->pairs >= 0 && (opt->pairs > 0 || (size_t)s2 * s2 * 4 <= PAIR_TABLE_BYTES) &&
                (size_t)s2 * s2 < (1u << 26);
   if (pairs) {
@@ -570,7 +573,7 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
     c->hist_size = s2 * s2 + s2;
   }
   c->wsum_off = ((size_t)c->hist_size * 4 + 63) & ~(size_t)63;
-  c->wshift = (size_t)c->stride * 16 * sizeof(double) <= WACC_L1_BYTES ? 4 : 0;
+  c->wshift = (size_t)c->stride * 16 * 2 * sizeof(double) <= WACC_L1_BYTES ? 4 : 0;
   c->wfold = c->wshift == 4 ? 4096 : 4096 / 16; /* the weights' bound's n = 4096 */
   p->block = histd__cpu_simd_block(p->isa, p->path, c->exact, pairs, c->kind);
   if (p->block == NULL)

@@ -92,12 +92,9 @@ typedef struct cpu_ctx {
    * |P - rint(P)| < ltau, or when lsbelow < s < lsmin; s <= lsbelow is below. */
   float lg0, lf0, lc1, ltau, lsmin, lsbelow;
   /* CPU_K_WEIGHTS: A's and B's weights (B's followed by 16 zeros, for a whole
-   * vector). At byte offset wsum_off in h sit the thread's accumulators,
-   * cpu_wacc() doubles: slot s, lane l adds into acc[(s << wshift) +
-   * (l & wmask)] (wshift 4, a copy per lane, while that fits in L1, else 0);
-   * lanes in no bin add into acc[(stride << wshift) + l], one a lane, so
-   * that no two lanes of a vector form a chain of dependent adds. Then the
-   * Neumaier sums and compensations, `stride` doubles each. */
+   * vector). At byte offset wsum_off in h sit the thread's records of
+   * {pairs, weights} (cpu_wacc, below), then the Neumaier sums and
+   * compensations, `stride` doubles each. */
   const double *wa, *wb;
   size_t wsum_off;
   uint32_t wshift, wfold; /* wfold: vector steps between two folds      */
@@ -155,27 +152,34 @@ static inline float cpu_log2_1p(float t) {
   return v;
 }
 
-/* The thread's weight arrays in h (CPU_K_WEIGHTS): the accumulators, then
- * the Neumaier sums and their compensations (`stride` doubles each). Slot
- * s, lane l adds into acc[(s << wshift) + (l & (2^wshift - 1))], and a lane
- * in no bin into the lane's spare acc[(stride << wshift) + l], so that no
- * two lanes of a vector form a chain of dependent adds through memory.
- * (Two accumulators a cell of the bucket-pair table, one RMW for two
- * lanes, measured slower: a table of 80 bins is 107 KB, beyond L1.) */
+/* The thread's weight arrays in h (CPU_K_WEIGHTS): the records, then the
+ * Neumaier sums and their compensations (`stride` doubles each). A record
+ * is two doubles, {pairs, sum of fl(w_i w_j)}: a lane counts its pair and
+ * adds its weight in one 16-byte read-modify-write, and the fold adds the
+ * pairs (whole numbers below 2^53) to the counts. Slot s, lane l adds into
+ * record (s << wshift) + (l & (2^wshift - 1)), and a lane not counted here
+ * (past the end, or redone) into the lane's spare (stride << wshift) + l,
+ * so that no two lanes of a vector form a chain of dependent adds through
+ * memory. cpu_wacc is the records' size in doubles. (Measured: the counts
+ * and the weights in two tables, two read-modify-writes a lane, cost 2.5x
+ * the lane's count alone; two accumulators a cell of the bucket-pair
+ * table, one RMW for two lanes, were slower still: a table of 80 bins is
+ * 107 KB, beyond L1.) */
 static inline size_t cpu_wacc(const cpu_ctx *c) {
-  return ((size_t)c->stride << c->wshift) + 16;
+  return 2 * (((size_t)c->stride << c->wshift) + 16);
 }
 static inline double *cpu_wsums(const cpu_ctx *c, uint32_t *h) {
   return (double *)(void *)((char *)h + c->wsum_off);
 }
 
 /*
- * The weights' bound. The loops add each pair's fl(w_i w_j) to an
- * accumulator and fold the accumulators into Neumaier sums (a slot's) every
- * wfold vector steps and at the end of each block, so an accumulator is a
- * plain float64 sum of at most n = 4096 products: a step adds at most one
- * to a lane's copy (wfold 4096), 16 to the one copy (wfold 256). The
- * redone pairs go straight into the Neumaier sums. The recursive sum of n
+ * The weights' bound. The loops add each pair's fl(w_i w_j) to a record
+ * and fold the records into Neumaier sums (a slot's) every wfold vector
+ * steps and at the end of each block, so a record's sum is a plain float64
+ * sum of at most n = 4096 products: a step adds at most one to a lane's
+ * copy (wfold 4096), 16 to the one copy (wfold 256); its pair count, a
+ * whole number at most 4096, is exact. The redone pairs go straight into
+ * the Neumaier sums. The recursive sum of n
  * terms is within (n - 1) ud
  * of their sum of magnitudes and each product within ud of w_i w_j
  * (ud = 2^-53), so each fold adds within n ud of its sum of |w_i w_j|;

@@ -24,8 +24,9 @@
  * instead of floor(q), redoing lanes near the cell's edge, and with
  * CPU_K_LOG (log-spaced edges) from an estimate of log2 of the sum of
  * squares instead of the table, with no gather and no square root;
- * CPU_K_WEIGHTS adds fl(w_i w_j) to the lane's accumulator of its slot
- * (cpu_internal.h states the weights' bound). The redo is histd/pair.h's
+ * CPU_K_WEIGHTS adds {1, fl(w_i w_j)} to the lane's record of its slot,
+ * counting the pair there too (cpu_internal.h: the records and the
+ * weights' bound). The redo is histd/pair.h's
  * arithmetic (cpu_exact_index). cpu.c derives each bound.
  */
 #include "cpu_internal.h"
@@ -95,7 +96,7 @@ static inline uint64_t redo_lanes(const cpu_ctx *c, size_t i, size_t j, uint32_t
  */
 TGT512 static inline __attribute__((always_inline)) void
 f32_pstep512(const cpu_ctx *c, size_t i, size_t j, __mmask16 valid, __m512 xi, __m512 yi,
-             __m512 zi, __m512i off, __m512 clamp, __m512 delta, uint32_t *h,
+             __m512 zi, __m512i off, __m512 clamp, __m512 delta, uint32_t *h, char *wacc,
              uint64_t *refined, const bool exact, const bool pairs, const unsigned kind) {
   __m512 dx = _mm512_sub_ps(xi, _mm512_maskz_loadu_ps(valid, c->qx + j));
   __m512 dy = _mm512_sub_ps(yi, _mm512_maskz_loadu_ps(valid, c->qy + j));
@@ -167,68 +168,75 @@ f32_pstep512(const cpu_ctx *c, size_t i, size_t j, __mmask16 valid, __m512 xi, _
       k = _mm512_mask_cmp_ps_mask(k & valid, dist, delta, _CMP_LT_OQ);
     }
   }
-  __m512i widx = idx; /* the accumulator: a bin's (and lane's), or the lane's spare */
+  __m512i widx = idx; /* the record: a slot's (and lane's), or the lane's spare */
   if (kind & CPU_K_WEIGHTS) {
-    const uint32_t first = (kind & CPU_K_EDGES) ? 1 : 0, nbins = c->buckets - first;
-    __mmask16 bin = _mm512_cmplt_epu32_mask(_mm512_sub_epi32(idx, _mm512_set1_epi32((int)first)),
-                                            _mm512_set1_epi32((int)nbins)) &
-                    valid & (__mmask16)~k;
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m512i spare = _mm512_add_epi32(_mm512_set1_epi32((int)(c->stride << c->wshift)), lane);
     const __m512i own =
         _mm512_add_epi32(_mm512_sllv_epi32(idx, _mm512_set1_epi32((int)c->wshift)),
                          _mm512_and_si512(lane, _mm512_set1_epi32((int)(1u << c->wshift) - 1)));
-    widx = _mm512_mask_blend_epi32(bin, spare, own);
+    widx = _mm512_mask_blend_epi32(valid & (__mmask16)~k, spare, own);
   }
   if (!pairs)
     idx = _mm512_add_epi32(idx, off);
   if (__builtin_expect(k != 0, 0))
     *refined += redo_lanes(c, i, j, k, h + c->redo_base);
+  if (kind & CPU_K_WEIGHTS) {
+    /* each lane adds {1, fl(w_i w_j)} to its 16-byte record (cpu_internal.h):
+     * its pair and its weight in one read-modify-write */
+    const __m512d wi = _mm512_set1_pd(c->wa[i]), one = _mm512_set1_pd(1.0);
+    const __m512d p0 = _mm512_mul_pd(wi, _mm512_loadu_pd(c->wb + j));
+    const __m512d p1 = _mm512_mul_pd(wi, _mm512_loadu_pd(c->wb + j + 8));
+    /* lane 2m of 8 is unpacklo's 128-bit part m, lane 2m + 1 unpackhi's */
+    const __m512d lo0 = _mm512_unpacklo_pd(one, p0), hi0 = _mm512_unpackhi_pd(one, p0);
+    const __m512d lo1 = _mm512_unpacklo_pd(one, p1), hi1 = _mm512_unpackhi_pd(one, p1);
+    uint32_t off16[16] __attribute__((aligned(64))); /* the records' byte offsets */
+    double rec[32] __attribute__((aligned(64)));
+    _mm512_store_si512(off16, _mm512_slli_epi32(widx, 4));
+    _mm512_store_pd(rec, lo0);
+    _mm512_store_pd(rec + 8, hi0);
+    _mm512_store_pd(rec + 16, lo1);
+    _mm512_store_pd(rec + 24, hi1);
+    for (int l = 0; l < 16; l++) {
+      /* lane l = 8h + 2m + e: rec[16h + 8e + 2m] */
+      const double *v = rec + 16 * (l >> 3) + 8 * (l & 1) + 2 * ((l & 7) >> 1);
+      double *r = (double *)(void *)(wacc + off16[l]);
+      _mm_storeu_pd(r, _mm_add_pd(_mm_loadu_pd(r), _mm_load_pd(v)));
+    }
+    return;
+  }
   __mmask16 bad = (__mmask16)~valid | k;
   if (bad)
     idx = _mm512_mask_blend_epi32(bad, idx, _mm512_set1_epi32((int)c->buckets + 1));
-  double prod[16] __attribute__((aligned(64))); /* fl(w_i w_j) */
-  if (kind & CPU_K_WEIGHTS) {
-    const __m512d wi = _mm512_set1_pd(c->wa[i]);
-    _mm512_store_pd(prod, _mm512_mul_pd(wi, _mm512_loadu_pd(c->wb + j)));
-    _mm512_store_pd(prod + 8, _mm512_mul_pd(wi, _mm512_loadu_pd(c->wb + j + 8)));
-  }
   if (pairs) {
     __m512i cell = _mm512_add_epi64(_mm512_mul_epu32(idx, _mm512_set1_epi64(c->pair_stride)),
                                     _mm512_srli_epi64(idx, 32));
     INCREMENT8(h, _mm512_cvtepi64_epi32(cell));
-  } else if (!(kind & CPU_K_WEIGHTS)) {
+  } else {
     INCREMENT16(h, idx);
-  }
-  if (kind & CPU_K_WEIGHTS) { /* the counts (unless paired) and the lane's accumulator */
-    uint32_t buf[16] __attribute__((aligned(64))), wbuf[16] __attribute__((aligned(64)));
-    double *acc = cpu_wsums(c, h);
-    _mm512_store_si512(buf, idx);
-    _mm512_store_si512(wbuf, widx);
-    for (int l = 0; l < 16; l++) {
-      if (!pairs)
-        h[buf[l]]++;
-      acc[wbuf[l]] += prod[l];
-    }
   }
 }
 
-/* Folds the weights' accumulators into the Neumaier sums (the bound is in
- * cpu_internal.h), scanning them 8 at a time, as most of them stay zero. */
+/* Folds the weights' records into the counts (copy 0) and the Neumaier sums
+ * (the bound is in cpu_internal.h), scanning them four at a time, as most
+ * of them stay empty. */
 TGT512 static void fold512(const cpu_ctx *c, uint32_t *h) {
   double *acc = cpu_wsums(c, h), *sum = acc + cpu_wacc(c), *err = sum + c->stride;
-  const size_t n = cpu_wacc(c);
-  for (size_t t0 = 0; t0 < n; t0 += 8) {
-    const __mmask8 in = n - t0 >= 8 ? 0xFF : (__mmask8)((1u << (n - t0)) - 1);
-    __mmask8 nz = _mm512_mask_cmp_pd_mask(in, _mm512_maskz_loadu_pd(in, acc + t0),
+  uint32_t *h0 = h + c->redo_base;
+  const size_t n = cpu_wacc(c) / 2; /* records */
+  for (size_t t0 = 0; t0 < n; t0 += 4) {
+    const __mmask8 in = n - t0 >= 4 ? 0xFF : (__mmask8)((1u << (2 * (n - t0))) - 1);
+    __mmask8 nz = _mm512_mask_cmp_pd_mask(in & 0x55, _mm512_maskz_loadu_pd(in, acc + 2 * t0),
                                           _mm512_setzero_pd(), _CMP_NEQ_UQ);
     while (nz) {
-      const size_t t = t0 + (size_t)__builtin_ctz(nz);
+      const size_t t = t0 + (size_t)__builtin_ctz(nz) / 2;
       nz &= (__mmask8)(nz - 1);
       const size_t slot = t >> c->wshift; /* beyond buckets: a spare */
-      if (slot <= c->buckets)
-        histd__neumaier(&sum[slot], &err[slot], acc[t]);
-      acc[t] = 0;
+      if (slot <= c->buckets) {
+        h0[slot] += (uint32_t)acc[2 * t];
+        histd__neumaier(&sum[slot], &err[slot], acc[2 * t + 1]);
+      }
+      acc[2 * t] = acc[2 * t + 1] = 0;
     }
   }
 }
@@ -240,6 +248,7 @@ f32_pblock512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1, bool
   const __m512i off = lane_offsets16(c);
   const __m512 clamp = _mm512_set1_ps((kind & CPU_K_EDGES) ? c->etop : c->clamp);
   const __m512 delta = _mm512_set1_ps(c->delta);
+  char *wacc = (kind & CPU_K_WEIGHTS) ? (char *)cpu_wsums(c, h) : NULL; /* the records */
   uint32_t steps = 0; /* CPU_K_WEIGHTS: vector steps since the last fold */
   for (size_t i = i0; i < i1; i++) {
     const __m512 xi = _mm512_set1_ps(c->px[i]);
@@ -247,8 +256,8 @@ f32_pblock512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1, bool
     const __m512 zi = _mm512_set1_ps(c->pz[i]);
     size_t j = diag ? i + 1 : j0;
     for (; j + 16 <= j1; j += 16) {
-      f32_pstep512(c, i, j, 0xFFFF, xi, yi, zi, off, clamp, delta, h, refined, exact, pairs,
-                   kind);
+      f32_pstep512(c, i, j, 0xFFFF, xi, yi, zi, off, clamp, delta, h, wacc, refined, exact,
+                   pairs, kind);
       if ((kind & CPU_K_WEIGHTS) && ++steps == c->wfold) {
         fold512(c, h);
         steps = 0;
@@ -256,7 +265,7 @@ f32_pblock512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1, bool
     }
     if (j < j1) {
       f32_pstep512(c, i, j, (__mmask16)((1u << (j1 - j)) - 1), xi, yi, zi, off, clamp, delta,
-                   h, refined, exact, pairs, kind);
+                   h, wacc, refined, exact, pairs, kind);
       if ((kind & CPU_K_WEIGHTS) && ++steps == c->wfold) {
         fold512(c, h);
         steps = 0;
@@ -284,14 +293,15 @@ F32_512(f32_fast512, false, false, 0)
 STATS_512(1)
 STATS_512(2)
 STATS_512(3)
-STATS_512(4)
-STATS_512(5)
-STATS_512(6)
-STATS_512(7)
 STATS_512(10)
 STATS_512(11)
-STATS_512(14)
-STATS_512(15)
+/* with weights, a lane's pair is counted in its record: no bucket-pair table */
+F32_512(f32_stats512_4, true, false, 4)
+F32_512(f32_stats512_5, true, false, 5)
+F32_512(f32_stats512_6, true, false, 6)
+F32_512(f32_stats512_7, true, false, 7)
+F32_512(f32_stats512_14, true, false, 14)
+F32_512(f32_stats512_15, true, false, 15)
 
 /* by kind; CPU_K_LOG comes only with CPU_K_EDGES */
 static const cpu_block_fn stats512[2][16] = {
@@ -299,9 +309,8 @@ static const cpu_block_fn stats512[2][16] = {
      f32_stats512_5, f32_stats512_6, f32_stats512_7, NULL, NULL, f32_stats512_10,
      f32_stats512_11, NULL, NULL, f32_stats512_14, f32_stats512_15},
     {f32_exact512_pairs, f32_stats512_pairs_1, f32_stats512_pairs_2, f32_stats512_pairs_3,
-     f32_stats512_pairs_4, f32_stats512_pairs_5, f32_stats512_pairs_6, f32_stats512_pairs_7,
-     NULL, NULL, f32_stats512_pairs_10, f32_stats512_pairs_11, NULL, NULL,
-     f32_stats512_pairs_14, f32_stats512_pairs_15}};
+     NULL, NULL, NULL, NULL, NULL, NULL, f32_stats512_pairs_10, f32_stats512_pairs_11, NULL,
+     NULL, NULL, NULL}};
 
 TGT512 static inline __attribute__((always_inline)) void f64_step512(const cpu_ctx *c, size_t j, __mmask8 valid, __m512d xi,
                                       __m512d yi, __m512d zi, __m256i off, uint32_t *h) {
