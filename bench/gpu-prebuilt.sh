@@ -24,7 +24,7 @@ if [ "${1:-}" = pack ]; then
   rm -rf "$bin" && mkdir -p "$bin"
   for f in build/tests/gpu/test_grid_gpu build/tests/gpu/test_gpu \
            build/tests/engine/test_stats build/tests/engine/test_topology \
-           build/bench/bench_gpu build/bench/bench_shards; do
+           build/bench/bench_gpu build/bench/bench_shards build/bench/bench_frames; do
     strip -o "$bin/$(basename "$f")" "$f"
   done
   cp -L /usr/local/cuda/lib64/libcudart.so.13 "$bin/"

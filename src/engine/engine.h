@@ -135,8 +135,12 @@ int histd__cuda_devices(histd_device_info *out, int max, int *count,
 int histd__cuda_context_create(void **ctx, int device, char *msg,
                                size_t msglen);
 void histd__cuda_context_destroy(void *ctx);
-int histd__cuda_prefetch(void *ctx, const histd_dataset *ds, char *msg,
+/* sealed: the caller keeps ds's points as they are until the run that uses
+ * them (a trajectory's next frame), so that run skips the content check. */
+int histd__cuda_prefetch(void *ctx, const histd_dataset *ds, bool sealed, char *msg,
                          size_t msglen);
+/* Ends every sealed prefetch's promise (a run of frames that stopped early). */
+void histd__cuda_unseal(void *ctx);
 /* The GPU kernel ex->kernel, or (for "auto") the fastest exact one. */
 int histd__cuda_run(HISTD__RUN_ARGS);
 int histd__cuda_auto_run(HISTD__RUN_ARGS);

@@ -22,9 +22,13 @@ int histd__cuda_context_create(void **ctx, int device, char *msg, size_t msglen)
 
 void histd__cuda_context_destroy(void *ctx) { (void)ctx; }
 
-int histd__cuda_prefetch(void *ctx, const histd_dataset *ds, char *msg, size_t msglen) {
+void histd__cuda_unseal(void *ctx) { (void)ctx; }
+
+int histd__cuda_prefetch(void *ctx, const histd_dataset *ds, bool sealed, char *msg,
+                         size_t msglen) {
   (void)ctx;
   (void)ds;
+  (void)sealed;
   (void)msg;
   (void)msglen;
   return 0;

@@ -904,7 +904,7 @@ static histd_dataset copy_frame(const histd_dataset *ds, size_t f) {
   return c;
 }
 
-/* Runs p (several frames) on cpu-reference and cpu; checks its counts,
+/* Runs p (several frames) on cpu-reference, cpu, auto and grid; checks its counts,
  * weighted sums, g and coordination against the frames' definitions. */
 static void compare_frames(const histd_problem *p, size_t frames, const char *what) {
   want sum, h;
@@ -938,10 +938,13 @@ static void compare_frames(const histd_problem *p, size_t frames, const char *wh
     if (p->b != NULL && p->b->frame != NULL)
       histd_dataset_free(&b);
   }
-  static const char *const kernels[] = {"cpu-reference", "cpu", "cpu in 5 shards"};
-  for (int k = 0; k < 3; k++) {
+  /* auto and grid run on the GPU where there is one: frame after frame, the
+   * next one's copy overlapping (worker.c's prefetch) */
+  static const char *const kernels[] = {"cpu-reference", "cpu", "auto", "grid",
+                                        "cpu in 5 shards"};
+  for (int k = 0; k < 5; k++) {
     histd_result r;
-    if (k == 2 ? run_sharded(p, "cpu", 5, &r, what) != 0 : run_on(p, kernels[k], 2, &r, what) != 0)
+    if (k == 4 ? run_sharded(p, "cpu", 5, &r, what) != 0 : run_on(p, kernels[k], 2, &r, what) != 0)
       continue;
     CHECK_EQ_U64(r.frames, frames, what);
     CHECK_EQ_U64(r.total, pairs, what);
