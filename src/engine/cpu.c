@@ -163,12 +163,12 @@
  * tau <= 1/64 and c1 <= 2^12. S2 (80 bins over 0.1..23000): tau ~ 7e-5 and
  * qmin ~ 470 / w, so about one pair in 7,000 is redone.
  *
- * Weights: the loops add fl(w_i w_j) to a float64 accumulator per slot
- * (and lane, while the copies fit in L1: lanes that share a slot then form
- * no chain of dependent adds through memory) and fold the accumulators
- * into Neumaier sums every 4096 terms at most (cpu_internal.h's weights'
- * states the bound: a bin within 4.6e-13 of its sum of |w_i w_j|); the
- * counts stay exact integers.
+ * Weights: each lane adds {1, fl(w_i w_j)} to a 16-byte record per slot
+ * (and lane, while the records fit in L1: lanes that share a slot then
+ * form no chain of dependent adds through memory), its pair counted there
+ * too, and the records fold into the counts and into Neumaier sums every
+ * 4096 terms at most (cpu_internal.h states the bound: a bin within
+ * 4.6e-13 of its sum of |w_i w_j|); the counts stay exact integers.
  */
 #include <math.h>
 #include <pthread.h>
