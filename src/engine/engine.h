@@ -95,12 +95,12 @@ uint64_t histd__exclusions_count(const histd__exclusions *x, const histd_problem
 /* A borrowed view of ds's points [start, start + n) with their bounds (no
  * box, topology or frames). */
 void histd__view(const histd_dataset *ds, size_t start, size_t n, histd_dataset *view);
-/* Shard sh of one-frame problem pf: views of its blocks in a (and b) and
- * the problem on them (self pairs of a diagonal block, else A x B). */
 /* p with its bins as the kernels see them: within R as the one bin [0, R]
  * (within_edges holds its edges), default bins counted. */
 int histd__problem_resolve(const histd_problem *p, double within_edges[2], histd_problem *out,
                            char *msg, size_t msglen);
+/* Shard sh of one-frame problem pf: views of its blocks in a (and b) and
+ * the problem on them (self pairs of a diagonal block, else A x B). */
 void histd__problem_shard(const histd_problem *pf, const histd_shard *sh, histd_dataset *a,
                           histd_dataset *b, histd_problem *out);
 

@@ -141,8 +141,8 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
   const char *knob = getenv("HISTD_FRAME_PREFETCH");
   const bool prefetch = w->gpu != NULL && sh == NULL && !(knob != NULL && strcmp(knob, "0") == 0);
   histd_problem_frame(p, 0, &fa[0], &fb[0], &fp[0]);
-  if (prefetch) /* sealed: the frames' views stay as they are until their run */
-    histd__cuda_prefetch(w->gpu, fp[0].a, true, NULL, 0); /* a failed copy: the run's */
+  if (prefetch) /* a copy that fails here is made again by the run */
+    histd__cuda_prefetch(w->gpu, fp[0].a, true, NULL, 0);
   for (size_t f = 0; f < frames && rc == 0; f++) {
     const histd_problem pf = fp[f % 2];
     const histd_dataset a = *pf.a, b = pf.b != NULL ? *pf.b : a;

@@ -621,9 +621,8 @@ int cluster_list_jobs(cluster *c, size_t limit, bool (*fn)(const job_record *j, 
   return 0;
 }
 
-/* How many shards a problem gets: about one per shard_pairs pairs. */
-/* Shards of about --shard-pairs pairs compared (the grid compares only
- * its cells' neighbours: histd_shard_work). */
+/* How many shards a problem gets: about one per --shard-pairs pairs
+ * compared (the grid compares only its cells' neighbours: histd_shard_work). */
 static uint64_t shards_wanted(const cluster *c, const histd_problem *p, const char *kernel) {
   const uint64_t pairs = histd_shard_work(p, kernel);
   uint64_t want = pairs / c->shard_pairs + (pairs % c->shard_pairs != 0);

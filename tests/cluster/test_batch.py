@@ -2,9 +2,9 @@
 """test_batch.py -- `histd batch plan / run / merge` end to end, on files.
 
 Five jobs on random points (a plain histogram, a weighted one, a periodic
-g(r), the same on the grid, an A x B), each planned into K shards, every index run (one twice,
-one by $SLURM_ARRAY_TASK_ID, one by $JOB_COMPLETION_INDEX), merged, and
-held to:
+g(r), the same on the grid, an A x B), each planned into K shards, every
+index run (one twice, one by $SLURM_ARRAY_TASK_ID, one by
+$JOB_COMPLETION_INDEX), merged, and held to:
   * an independent definition computed here with numpy, operation by
     operation as the contract says (float64; d = sqrt((dx*dx + dy*dy) +
     dz*dz); bin = floor(d / width); periodic: dx -= L * rint(dx / L));

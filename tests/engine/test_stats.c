@@ -904,8 +904,8 @@ static histd_dataset copy_frame(const histd_dataset *ds, size_t f) {
   return c;
 }
 
-/* Runs p (several frames) on cpu-reference, cpu, auto and grid; checks its counts,
- * weighted sums, g and coordination against the frames' definitions. */
+/* Runs p (several frames) on cpu-reference, cpu, auto and grid; checks its
+ * counts, weighted sums, g and coordination against the frames' definitions. */
 static void compare_frames(const histd_problem *p, size_t frames, const char *what) {
   want sum, h;
   memset(&sum, 0, sizeof sum);
