@@ -41,7 +41,6 @@
 #include "engine.h"
 #include "gpu_engine.h"
 #include "grid.h"
-#include "grid.h"
 #include "sdh_gpu.h"
 
 /* ---- errors ------------------------------------------------------------- */
