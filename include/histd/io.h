@@ -258,6 +258,12 @@ int histd_write_json(FILE *f, const histd_result *res, unsigned flags);
  */
 int histd_write_npz(FILE *f, const histd_result *res);
 
+/* The whole stream fd into a malloc'd buffer with a NUL after its len
+ * bytes; `what` names it in a failure's sentence (HISTD_EIO, HISTD_ENOMEM). */
+int histd_read_fd(int fd, const char *what, char **out, size_t *len, char *msg, size_t msglen);
+/* The whole file at path, likewise (HISTD_ENOENT where it does not exist). */
+int histd_read_file(const char *path, char **out, size_t *len, char *msg, size_t msglen);
+
 /* A whole decimal number (digits only, no sign, no blanks, within 64
  * bits): a command-line count or index. */
 bool histd_parse_u64(const char *s, uint64_t *out);

@@ -181,19 +181,18 @@ int histd_parse(histd_format fmt, const char *buf, size_t len, size_t max_points
   return histd_fail(msg, msglen, HISTD_EINVAL, "unknown input format %d", (int)fmt);
 }
 
-/* Reads a whole stream into a malloc'd buffer. */
-static int read_all(int fd, const char *path, char **out, size_t *outlen, char *msg,
-                    size_t msglen) {
+int histd_read_fd(int fd, const char *what, char **out, size_t *outlen, char *msg,
+                  size_t msglen) {
   size_t cap = 1 << 16, len = 0;
-  char *buf = malloc(cap);
+  char *buf = malloc(cap + 1);
   if (buf == NULL)
-    return histd_fail(msg, msglen, HISTD_ENOMEM, "%s: out of memory", path);
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "%s: out of memory", what);
   for (;;) {
     if (len == cap) {
-      char *b = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
+      char *b = cap > SIZE_MAX / 2 - 1 ? NULL : realloc(buf, cap * 2 + 1);
       if (b == NULL) {
         free(buf);
-        return histd_fail(msg, msglen, HISTD_ENOMEM, "%s: out of memory", path);
+        return histd_fail(msg, msglen, HISTD_ENOMEM, "%s: out of memory", what);
       }
       buf = b;
       cap *= 2;
@@ -204,15 +203,28 @@ static int read_all(int fd, const char *path, char **out, size_t *outlen, char *
     if (r < 0) {
       int e = errno;
       free(buf);
-      return histd_fail(msg, msglen, HISTD_EIO, "cannot read %s: %s", path, strerror(e));
+      return histd_fail(msg, msglen, HISTD_EIO, "cannot read %s: %s", what, strerror(e));
     }
     if (r == 0)
       break;
     len += (size_t)r;
   }
+  buf[len] = '\0';
   *out = buf;
   *outlen = len;
   return 0;
+}
+
+int histd_read_file(const char *path, char **out, size_t *len, char *msg, size_t msglen) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    return histd_fail(msg, msglen, e == ENOENT ? HISTD_ENOENT : HISTD_EIO, "cannot open %s: %s",
+                      path, strerror(e));
+  }
+  int rc = histd_read_fd(fd, path, out, len, msg, msglen);
+  close(fd);
+  return rc;
 }
 
 int histd_parse_file(const char *path, histd_format fmt, size_t max_points,
@@ -256,7 +268,7 @@ int histd_parse_file(const char *path, histd_format fmt, size_t max_points,
   }
   char *buf = NULL;
   size_t len = 0;
-  rc = read_all(fd, is_stdin ? "standard input" : path, &buf, &len, msg, msglen);
+  rc = histd_read_fd(fd, is_stdin ? "standard input" : path, &buf, &len, msg, msglen);
   if (!is_stdin)
     close(fd);
   if (rc != 0)

@@ -508,26 +508,14 @@ static int numbers_from_text(const char *name, const char *arg, double **out, si
   char *text = NULL;
   const bool file = strcmp(name, "edges") == 0 && arg[0] != '\0' && strchr("+-.0123456789", arg[0]) == NULL;
   if (file) {
-    FILE *f = fopen(arg, "rb");
-    if (f == NULL)
-      return histd_fail(msg, msglen, HISTD_ENOENT, "cannot read %s: %s", arg, strerror(errno));
-    size_t cap = 0, len = 0;
-    for (int c; (c = fgetc(f)) != EOF;) {
-      if (len + 1 >= cap) {
-        char *t = realloc(text, cap = cap ? 2 * cap : 4096);
-        if (t == NULL) {
-          free(text);
-          fclose(f);
-          return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory reading %s", arg);
-        }
-        text = t;
-      }
-      text[len++] = (char)c;
-    }
-    fclose(f);
-    if (text == NULL)
+    size_t len;
+    int rc = histd_read_file(arg, &text, &len, msg, msglen);
+    if (rc != 0)
+      return rc;
+    if (len == 0) {
+      free(text);
       return histd_fail(msg, msglen, HISTD_EINVAL, "%s holds no numbers", arg);
-    text[len] = '\0';
+    }
   }
   const char *s = file ? text : arg;
   size_t cap = 16, n = 0;

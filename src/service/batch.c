@@ -112,38 +112,6 @@ static int usage_error(const char *fmt, const char *arg) {
   return 2;
 }
 
-/* A whole file into a malloc'd buffer (NUL after it). */
-static int read_whole(const char *path, char **out, size_t *len, char *msg, size_t msglen) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return histd_fail(msg, msglen, errno == ENOENT ? HISTD_ENOENT : HISTD_EIO,
-                      "cannot open %s: %s", path, strerror(errno));
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap + 1);
-  while (buf != NULL) {
-    n += fread(buf + n, 1, cap - n, f);
-    if (n < cap)
-      break;
-    char *bigger = realloc(buf, 2 * cap + 1);
-    if (bigger == NULL) {
-      free(buf);
-      buf = NULL;
-    }
-    buf = bigger;
-    cap *= 2;
-  }
-  bool bad = buf == NULL || ferror(f);
-  fclose(f);
-  if (bad) {
-    free(buf);
-    return histd_fail(msg, msglen, HISTD_EIO, "cannot read %s", path);
-  }
-  buf[n] = '\0';
-  *out = buf;
-  *len = n;
-  return 0;
-}
-
 /* Writes path whole or not at all: fill() writes a temporary file beside
  * it (.NAME.tmp.PID), which is flushed, fsync'd and renamed over path; the
  * directory is fsync'd so that the rename survives a crash. */
@@ -330,7 +298,7 @@ static int set_param(histd_params *p, const histd_param *row, const cJSON *f, co
 static int parse_json_file(const char *path, cJSON **out, char sha256[65]) {
   char *text, msg[512];
   size_t len;
-  int rc = read_whole(path, &text, &len, msg, sizeof msg);
+  int rc = histd_read_file(path, &text, &len, msg, sizeof msg);
   if (rc != 0)
     return fail(rc == HISTD_ENOENT ? 2 : 1, "%s", msg);
   if (sha256 != NULL)
@@ -711,7 +679,7 @@ static int load_partial(const char *dir, const plan_doc *d, uint64_t s, histd_re
   char path[PATH_MAX + 64], *bytes;
   size_t len;
   snprintf(path, sizeof path, "%s/partials/%" PRIu64, dir, s);
-  int rc = read_whole(path, &bytes, &len, msg, msglen);
+  int rc = histd_read_file(path, &bytes, &len, msg, msglen);
   if (rc != 0)
     return rc;
   char why[512] = "";

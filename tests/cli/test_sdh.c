@@ -316,6 +316,20 @@ static void test_statistics(void) {
   CHECK_STR_CONTAINS(r.out, "\"total\":15");
   CHECK_STR_CONTAINS(r.out, "\"edges\":[1,5,20]");
   run_free(&r);
+  /* the same edges from a file (blanks, commas and newlines between them) */
+  const char *edges = "1\n 5,\t20\n";
+  write_file("edges.txt", edges, strlen(edges));
+  write_file("empty.txt", "", 0);
+  r = run(path_in_dir("w.csv"), "--with", path_in_dir("dup.csv"), "--edges",
+          path_in_dir("edges.txt"), "-f", "json", NULL);
+  CHECK(r.status == 0, "--edges FILE: %s", r.err);
+  CHECK_STR_CONTAINS(r.out, "\"total\":15");
+  CHECK_STR_CONTAINS(r.out, "\"edges\":[1,5,20]");
+  run_free(&r);
+  expect_exit(2, "cannot open", path_in_dir("w.csv"), "--edges", path_in_dir("nowhere.txt"),
+              NULL, NULL, NULL);
+  expect_exit(2, "holds no numbers", path_in_dir("w.csv"), "--edges",
+              path_in_dir("empty.txt"), NULL, NULL, NULL);
   /* a periodic cube of 10: (0,0,0)-(9,0,0) is 1 apart; r_max 6 > 5 refused */
   const char *pbc = "0 0 0\n9 0 0\n";
   write_file("pbc.csv", pbc, strlen(pbc));
