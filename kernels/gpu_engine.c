@@ -1073,12 +1073,22 @@ static void overflow_by_difference(const job_plan *jp, histd_result *res) {
   res->overflow = jp->pairs - sum;
 }
 
-/* What ran, for a run of the CLASSIC kernel k on part of the tiles. */
-static void ran_classic(histd_result *res, const kinfo *k, uint32_t block, const job_plan *jp) {
+/* What ran: kernel k in blocks of `block` under plan jp (a zeroed plan, no
+ * run, is exact). */
+static void ran_kernel(histd_result *res, const kinfo *k, uint32_t block, const job_plan *jp) {
   snprintf(res->kernel, sizeof res->kernel, "%s", k->name);
   res->block_size = block;
   res->threads = 0;
-  res->exact = jp->pairs == 0 || jp->mode != SDH_MODE_FAST;
+  res->exact = jp->mode != SDH_MODE_FAST;
+}
+
+/* 0, or HISTD_EINVAL for a block size the kernels cannot take. */
+static int check_block(uint32_t block, char *msg, size_t msglen) {
+  if (block < HISTD_MIN_BLOCK_SIZE || block > HISTD_MAX_BLOCK_SIZE || block % 32 != 0)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "block_size must be a multiple of 32 from %u to %u, got %u",
+                      HISTD_MIN_BLOCK_SIZE, HISTD_MAX_BLOCK_SIZE, block);
+  return 0;
 }
 
 static void sleep_ms(int ms) {
@@ -1271,20 +1281,21 @@ int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
     return histd_fail(msg, msglen, HISTD_ENOENT, "no GPU kernel \"%s\"", name);
   if (block == 0)
     block = default_block(k);
-  if (block < HISTD_MIN_BLOCK_SIZE || block > HISTD_MAX_BLOCK_SIZE || block % 32 != 0)
-    return histd_fail(msg, msglen, HISTD_EINVAL,
-                      "block_size must be a multiple of 32 from %u to %u, got %u",
-                      HISTD_MIN_BLOCK_SIZE, HISTD_MAX_BLOCK_SIZE, block);
-  job_plan jp;
-  make_plan(k, ds, p->bins.width, ex->precision, res->bins.count, block, &jp);
-  int rc = run_plan(w, ds, ex, ctl, &jp, res, msg, msglen);
+  int rc = check_block(block, msg, msglen);
   if (rc != 0)
     return rc;
-  snprintf(res->kernel, sizeof res->kernel, "%s", k->name);
-  res->block_size = block;
-  res->threads = 0;
-  res->exact = jp.mode != SDH_MODE_FAST;
+  job_plan jp;
+  make_plan(k, ds, p->bins.width, ex->precision, res->bins.count, block, &jp);
+  rc = run_plan(w, ds, ex, ctl, &jp, res, msg, msglen);
+  if (rc != 0)
+    return rc;
+  ran_kernel(res, k, block, &jp);
   return 0;
+}
+
+/* The block of a CLASSIC run on part of the tiles: the job's, else 256. */
+static uint32_t classic_block(const histd_exec *ex) {
+  return ex->block_size ? ex->block_size : 256;
 }
 
 /*
@@ -1304,51 +1315,49 @@ int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
 int histd__cuda_cross_run(HISTD__RUN_ARGS) {
   const histd_dataset *a = p->a, *b = p->b;
   const kinfo *k = kinfo_find("tiled-privatized");
-  uint32_t block = ex->block_size ? ex->block_size : 256;
-  if (block < HISTD_MIN_BLOCK_SIZE || block > HISTD_MAX_BLOCK_SIZE || block % 32 != 0)
-    return histd_fail(msg, msglen, HISTD_EINVAL,
-                      "block_size must be a multiple of 32 from %u to %u, got %u",
-                      HISTD_MIN_BLOCK_SIZE, HISTD_MAX_BLOCK_SIZE, block);
+  const uint32_t block = classic_block(ex);
+  int rc = check_block(block, msg, msglen);
+  if (rc != 0)
+    return rc;
   const uint64_t tiles_a = (a->n + block - 1) / block, pad = tiles_a * block - a->n;
   const uint64_t n = tiles_a * block + b->n;
-  if (a->n == 0 || b->n == 0 || n > UINT32_MAX) { /* nothing to meet, or past the kernels' */
-    if (n > UINT32_MAX)
-      return histd__cuda_stats_run(w, p, ex, ctl, res, msg, msglen);
-    res->overflow = 0;
-    snprintf(res->kernel, sizeof res->kernel, "%s", k->name);
+  if (n > UINT32_MAX) /* past the kernels' 32-bit point indices */
+    return histd__cuda_stats_run(w, p, ex, ctl, res, msg, msglen);
+  job_plan jp;
+  memset(&jp, 0, sizeof jp);
+  if (a->n == 0 || b->n == 0) {
     snprintf(res->device, sizeof res->device, "%s (A x B: no pairs)",
              histd__cuda_context_name(w->gpu));
-    return 0;
+  } else {
+    histd_dataset c;
+    rc = histd_dataset_alloc(&c, n, msg, msglen);
+    if (rc != 0)
+      return rc;
+    const double reach = ((double)res->bins.count + 2) * p->bins.width;
+    double *dst[3] = {c.x, c.y, c.z};
+    const double *sa[3] = {a->x, a->y, a->z}, *sb[3] = {b->x, b->y, b->z};
+    for (int ax = 0; ax < 3; ax++) {
+      const double hi = fmax(a->max[ax], b->max[ax]), s = hi + reach;
+      memcpy(dst[ax], sa[ax], a->n * sizeof(double));
+      for (uint64_t i = 0; i < pad; i++)
+        dst[ax][a->n + i] = s;
+      memcpy(dst[ax] + tiles_a * block, sb[ax], b->n * sizeof(double));
+    }
+    rc = histd_dataset_finish(&c, msg, msglen);
+    if (rc == 0) {
+      make_plan(k, &c, p->bins.width, ex->precision, res->bins.count, block, &jp);
+      jp.anchors = (uint32_t)tiles_a;
+      jp.ua = tiles_a;
+      jp.ub = (n + block - 1) / block;
+      jp.pairs = (a->n + pad) * b->n;
+      rc = run_plan(w, &c, ex, ctl, &jp, res, msg, msglen);
+    }
+    histd_dataset_free(&c);
+    if (rc != 0)
+      return rc;
+    res->overflow -= pad * b->n; /* the sentinel's pairs, all past the last edge */
   }
-  histd_dataset c;
-  int rc = histd_dataset_alloc(&c, n, msg, msglen);
-  if (rc != 0)
-    return rc;
-  const double reach = ((double)res->bins.count + 2) * p->bins.width;
-  double *dst[3] = {c.x, c.y, c.z};
-  const double *sa[3] = {a->x, a->y, a->z}, *sb[3] = {b->x, b->y, b->z};
-  for (int ax = 0; ax < 3; ax++) {
-    const double hi = fmax(a->max[ax], b->max[ax]), s = hi + reach;
-    memcpy(dst[ax], sa[ax], a->n * sizeof(double));
-    for (uint64_t i = 0; i < pad; i++)
-      dst[ax][a->n + i] = s;
-    memcpy(dst[ax] + tiles_a * block, sb[ax], b->n * sizeof(double));
-  }
-  rc = histd_dataset_finish(&c, msg, msglen);
-  job_plan jp;
-  if (rc == 0) {
-    make_plan(k, &c, p->bins.width, ex->precision, res->bins.count, block, &jp);
-    jp.anchors = (uint32_t)tiles_a;
-    jp.ua = tiles_a;
-    jp.ub = (n + block - 1) / block;
-    jp.pairs = (a->n + pad) * b->n;
-    rc = run_plan(w, &c, ex, ctl, &jp, res, msg, msglen);
-  }
-  histd_dataset_free(&c);
-  if (rc != 0)
-    return rc;
-  res->overflow -= pad * b->n; /* the sentinel's pairs, all past the last edge */
-  ran_classic(res, k, block, &jp);
+  ran_kernel(res, k, block, &jp);
   return 0;
 }
 
@@ -1361,11 +1370,9 @@ int histd__cuda_cross_run(HISTD__RUN_ARGS) {
  * anchor (the whole rectangle). The shard's edges must fall on tile edges:
  * histd_shard_plan_make makes blocks of a multiple of 1024 points.
  */
-static uint32_t tiles_block(const histd_exec *ex) { return ex->block_size ? ex->block_size : 256; }
-
 bool histd__cuda_tiles_fit(const histd_worker *w, const histd_kernel *k, const histd_problem *pf,
                            const histd_shard *sh, const histd_exec *ex) {
-  const uint32_t B = tiles_block(ex);
+  const uint32_t B = classic_block(ex);
   if (w->device < 0 || pf->b != NULL || histd_problem_needs(pf) != 0 ||
       pf->statistic != HISTD_STAT_HISTOGRAM || pf->bins.kind != HISTD_BINS_WIDTH ||
       B < 32 || B > 1024 || (B & (B - 1)) != 0 || pf->a->n > 0x7fffffffu)
@@ -1385,7 +1392,7 @@ int histd__cuda_tiles_run(histd_worker *w, const histd_problem *pf, const histd_
                           char *msg, size_t msglen) {
   const histd_dataset *ds = pf->a;
   const kinfo *k = kinfo_find("tiled-privatized");
-  const uint32_t B = tiles_block(ex);
+  const uint32_t B = classic_block(ex);
   const uint64_t n = ds->n, i1 = sh->i1 < n ? sh->i1 : n, j1 = sh->j1 < n ? sh->j1 : n;
   const uint64_t i0 = sh->i0 < i1 ? sh->i0 : i1, j0 = sh->j0 < j1 ? sh->j0 : j1;
   const bool diag = sh->i0 == sh->j0;
@@ -1408,7 +1415,7 @@ int histd__cuda_tiles_run(histd_worker *w, const histd_problem *pf, const histd_
   if (pairs == 0)
     snprintf(res->device, sizeof res->device, "%s (shard: no pairs)",
              histd__cuda_context_name(w->gpu));
-  ran_classic(res, k, B, &jp);
+  ran_kernel(res, k, B, &jp);
   return 0;
 }
 

@@ -145,7 +145,6 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
     histd__cuda_prefetch(w->gpu, fp[0].a, true, NULL, 0);
   for (size_t f = 0; f < frames && rc == 0; f++) {
     const histd_problem pf = fp[f % 2];
-    const histd_dataset a = *pf.a, b = pf.b != NULL ? *pf.b : a;
     if (f + 1 < frames) {
       const size_t g = (f + 1) % 2;
       histd_problem_frame(p, f + 1, &fa[g], &fb[g], &fp[g]);
@@ -166,8 +165,8 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
     part.radius = res->radius;
     strcpy(part.kernel, res->kernel);
     part.total = histd_problem_pairs(&ps);
-    part.n = a.n;
-    part.n_b = pf.b != NULL ? b.n : 0;
+    part.n = pf.a->n;
+    part.n_b = pf.b != NULL ? pf.b->n : 0;
     part.cross = res->cross;
     part.volume = histd_box_volume(&pf.box);
     frame_control fc = {ctl, (double)f, (double)frames};
