@@ -23,7 +23,10 @@
  * time after which a cell stops short of 5 runs (default 2500).
  * "auto-before" (only when named) is auto as it was before 2026-11-23:
  * no 16-bit shared sink, float32 refine bands up to 1/16 (the engine's
- * HISTD_GPU_SINK16=0 HISTD_GPU_BAND_MAX=0.0625), for ratios in one run.
+ * HISTD_GPU_SINK16=0 HISTD_GPU_BAND_MAX=0.0625), for ratios in one run;
+ * "auto-2ulp" (likewise) is auto with the float32 bound taking rsqrtf's
+ * error as the CUDA Guide's 2 ulp, as before 2026-11-24, instead of the
+ * error measured on the device (HISTD_GPU_RSQRT_ERR=2^-22).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -57,7 +60,7 @@ static workload W[] = {
 static const char *const kernels[] = {
     "tiled-privatized", "tiled-privatized-f64", "auto",      "balanced",   "multi-copy",
     "register-shuffle", "circular",             "tiled",     "privatized", "naive",
-    "auto-before"};
+    "auto-before",      "auto-2ulp"};
 #define NKER (sizeof kernels / sizeof kernels[0])
 
 typedef struct cell {
@@ -98,12 +101,14 @@ static double run_once(workload *wl, const char *k, uint32_t block, histd_precis
   spec.precision = prec;
   spec.block_size = block;
   spec.devices = devices;
-  bool before = strcmp(k, "auto-before") == 0;
-  snprintf(spec.kernel, sizeof spec.kernel, "%s", before ? "auto" : k);
+  bool before = strcmp(k, "auto-before") == 0, ulp2 = strcmp(k, "auto-2ulp") == 0;
+  snprintf(spec.kernel, sizeof spec.kernel, "%s", before || ulp2 ? "auto" : k);
   if (before) {
     setenv("HISTD_GPU_SINK16", "0", 1);
     setenv("HISTD_GPU_BAND_MAX", "0.0625", 1);
   }
+  if (ulp2)
+    setenv("HISTD_GPU_RSQRT_ERR", "2.384185791015625e-07", 1);
   histd_result res;
   char msg[512];
   int rc = plain_worker_run(WK, &wl->ds, &spec, NULL, &res, msg, sizeof msg);
@@ -111,6 +116,8 @@ static double run_once(workload *wl, const char *k, uint32_t block, histd_precis
     unsetenv("HISTD_GPU_SINK16");
     unsetenv("HISTD_GPU_BAND_MAX");
   }
+  if (ulp2)
+    unsetenv("HISTD_GPU_RSQRT_ERR");
   if (rc != 0) {
     printf("    %s %s on %s: error: %s\n", k, histd_precision_name(prec), wl->id, msg);
     return -1;
@@ -169,7 +176,7 @@ static bool kernel_selected(size_t k) {
   if (k == 0)
     return true;
   if (sel == NULL || *sel == '\0')
-    return strcmp(kernels[k], "auto-before") != 0;
+    return strcmp(kernels[k], "auto-before") != 0 && strcmp(kernels[k], "auto-2ulp") != 0;
   size_t len = strlen(kernels[k]);
   for (const char *p = sel; (p = strstr(p, kernels[k])) != NULL; p += len)
     if ((p == sel || p[-1] == ',' || p[-1] == ' ') && (p[len] == '\0' || p[len] == ',' || p[len] == ' '))

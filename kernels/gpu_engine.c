@@ -24,6 +24,9 @@
  *   HISTD_GPU_BAND_MAX   the widest refine band (share of pairs) the
  *                        float32 path may take before float64 runs
  *                        instead (default 1/8; 1/16 before 2026-11-23)
+ *   HISTD_GPU_RSQRT_ERR  rsqrtf's relative error for the float32 bound,
+ *                        instead of the one measured on the device (the
+ *                        benchmark's baseline: 2^-22, the Guide's 2 ulp)
  *   HISTD_TEST_CUDA_FAULT   when set, every job first runs a kernel that
  *                        writes to an invalid address (a sticky error)
  */
@@ -183,6 +186,7 @@ struct gpu_ctx {
   int cur; /* the slot the last run used */
   int pf;  /* the slot the last prefetch loaded, until a run uses it; -1 none */
   int last_sink; /* SDH_SINK_* of the last part run here (tests); -1 none */
+  double rsq_err; /* rsqrtf's relative error on this device (rsqrt_error) */
   float4 *d32;
   size_t cap32;
   unsigned long long *dcounts, *drefined;
@@ -246,6 +250,24 @@ void histd__cuda_context_destroy(void *p) {
   free(ctx);
 }
 
+/* rsqrtf's relative error on `device` (the float32 bound's, plan_f32),
+ * measured once per device and process by sdh_rsqrt_error. */
+static int rsqrt_error(int device, double *err, char *msg, size_t msglen) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static double known[64];
+  int rc = 0;
+  pthread_mutex_lock(&lock);
+  if (device < 0 || device >= 64 || known[device] == 0) {
+    rc = sdh_rsqrt_error(err, msg, msglen);
+    if (rc == 0 && device >= 0 && device < 64)
+      known[device] = *err;
+  } else {
+    *err = known[device];
+  }
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
 static int context_init(gpu_ctx *ctx, char *msg, size_t msglen) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
@@ -289,7 +311,7 @@ static int context_init(gpu_ctx *ctx, char *msg, size_t msglen) {
   CK(cudaEventCreate(&ctx->d0), "cudaEventCreate");
   CK(cudaEventCreate(&ctx->d1), "cudaEventCreate");
   CK(cudaMalloc((void **)&ctx->drefined, sizeof(unsigned long long)), "cudaMalloc");
-  return 0;
+  return rsqrt_error(ctx->device, &ctx->rsq_err, msg, msglen);
 }
 
 int histd__cuda_context_create(void **out, int device, char *msg, size_t msglen) {
@@ -320,13 +342,15 @@ void histd__cuda_context_info(const gpu_ctx *ctx, int *device, void **stream, in
 
 /* ---- device memory -------------------------------------------------------- */
 
+#define MEM_RESERVE ((size_t)64 << 20) /* left free for CUDA's own needs */
+
 static int mem_check(gpu_ctx *ctx, size_t bytes, const char *what, char *msg, size_t msglen) {
   size_t fr = 0, tot = 0;
   CK(cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo");
   double lim = env_double("HISTD_GPU_MEM_LIMIT_MB", -1);
   if (lim >= 0 && (double)fr > lim * 1048576.0)
     fr = (size_t)(lim * 1048576.0);
-  size_t reserve = 64u << 20;
+  size_t reserve = MEM_RESERVE;
   if (bytes + reserve > fr)
     return histd_fail(msg, msglen, HISTD_ETOOBIG,
                       "the job is too large for GPU %d (%s): %s needs %.1f MiB, and %.1f MiB "
@@ -437,6 +461,11 @@ int histd__cuda_holds(const histd_worker *w, const histd_dataset *ds) {
   return slot_holds(&ctx->slot[0], ds) || slot_holds(&ctx->slot[1], ds);
 }
 
+double histd__cuda_rsqrt_err(const histd_worker *w) {
+  const gpu_ctx *ctx = w->gpu;
+  return ctx == NULL ? -1 : ctx->rsq_err;
+}
+
 int histd__cuda_last_sink(const histd_worker *w) {
   const gpu_ctx *ctx = w->gpu;
   return ctx == NULL ? -1 : ctx->last_sink;
@@ -515,7 +544,8 @@ typedef struct job_plan {
  * The float32 path's parameters (see the bound in sdh_kernels.cu). Returns
  * false when float32 cannot serve this job exactly at a useful rate.
  */
-static bool plan_f32(const histd_dataset *ds, double w, bool exact, job_plan *jp) {
+static bool plan_f32(const histd_dataset *ds, double w, bool exact, double rsq_err,
+                     job_plan *jp) {
   const double u = ldexp(1.0, -24), up = 1 + ldexp(1.0, -40);
   double rho2 = 0;
   for (int a = 0; a < 3; a++) {
@@ -531,7 +561,11 @@ static bool plan_f32(const histd_dataset *ds, double w, bool exact, job_plan *jp
   double dmax = histd_dataset_diagonal(ds) / w * up;
   if (!isfinite(dmax) || dmax > 1e6 || !isfinite(jp->inv_w))
     return false;
-  double E = 8 * u * dmax + 2.1 * sqrt(rho2) * up + ldexp(1.0, -40);
+  double eps_r = env_double("HISTD_GPU_RSQRT_ERR", -1);
+  if (eps_r < 0)
+    eps_r = rsq_err;
+  const double rel = (2.5 * u + eps_r) * (1 + ldexp(1.0, -16)) + ldexp(1.0, -49);
+  double E = rel * dmax + 2.1 * sqrt(rho2) * up + ldexp(1.0, -40);
   if (!exact)
     E = 0;
   int k = 0;
@@ -570,7 +604,7 @@ static void plan_f64(const histd_dataset *ds, double w, uint32_t buckets, job_pl
   jp->magic = 0;
 }
 
-static int make_plan(const kinfo *k, const histd_dataset *ds, double width,
+static int make_plan(const gpu_ctx *ctx, const kinfo *k, const histd_dataset *ds, double width,
                      histd_precision precision, uint32_t buckets, uint32_t block,
                      job_plan *jp) {
   memset(jp, 0, sizeof *jp);
@@ -580,7 +614,7 @@ static int make_plan(const kinfo *k, const histd_dataset *ds, double width,
   jp->width = width;
   bool exact = precision == HISTD_PRECISION_EXACT;
   jp->mode = exact ? SDH_MODE_EXACT : SDH_MODE_FAST;
-  if (k->f64_only || !plan_f32(ds, width, exact, jp)) {
+  if (k->f64_only || !plan_f32(ds, width, exact, ctx->rsq_err, jp)) {
     jp->mode = SDH_MODE_F64;
     plan_f64(ds, width, buckets, jp);
   }
@@ -1285,7 +1319,7 @@ int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
   if (rc != 0)
     return rc;
   job_plan jp;
-  make_plan(k, ds, p->bins.width, ex->precision, res->bins.count, block, &jp);
+  make_plan(w->gpu, k, ds, p->bins.width, ex->precision, res->bins.count, block, &jp);
   rc = run_plan(w, ds, ex, ctl, &jp, res, msg, msglen);
   if (rc != 0)
     return rc;
@@ -1345,7 +1379,7 @@ int histd__cuda_cross_run(HISTD__RUN_ARGS) {
     }
     rc = histd_dataset_finish(&c, msg, msglen);
     if (rc == 0) {
-      make_plan(k, &c, p->bins.width, ex->precision, res->bins.count, block, &jp);
+      make_plan(w->gpu, k, &c, p->bins.width, ex->precision, res->bins.count, block, &jp);
       jp.anchors = (uint32_t)tiles_a;
       jp.ua = tiles_a;
       jp.ub = (n + block - 1) / block;
@@ -1402,7 +1436,7 @@ int histd__cuda_tiles_run(histd_worker *w, const histd_problem *pf, const histd_
   job_plan jp;
   memset(&jp, 0, sizeof jp);
   if (pairs > 0) {
-    make_plan(k, ds, pf->bins.width, ex->precision, res->bins.count, B, &jp);
+    make_plan(w->gpu, k, ds, pf->bins.width, ex->precision, res->bins.count, B, &jp);
     jp.anchor0 = (uint32_t)(i0 / B);
     jp.anchors = (uint32_t)((i1 + B - 1) / B - i0 / B);
     jp.ua = j0 / B;

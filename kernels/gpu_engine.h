@@ -31,6 +31,10 @@ int histd__cuda_holds(const histd_worker *w, const histd_dataset *ds);
  * 16-bit); -1 before any. */
 int histd__cuda_last_sink(const histd_worker *w);
 
+/* Tests: rsqrtf's relative error on the worker's GPU as its context
+ * measured it (the float32 bound's eps_r, sdh_kernels.cu); -1 without one. */
+double histd__cuda_rsqrt_err(const histd_worker *w);
+
 /* "NVIDIA H100 80GB HBM3 (GPU 0)" */
 const char *histd__cuda_context_name(const gpu_ctx *ctx);
 

@@ -138,6 +138,11 @@ int sdh_cuda_fail(char *msg, size_t msglen, const char *what, cudaError_t e);
  * fails with cudaErrorIllegalAddress, a sticky error. */
 int sdh_inject_fault(cudaStream_t s, char *msg, size_t msglen);
 
+/* *err = the largest relative error of rsqrtf (MUFU.RSQ) on the current
+ * device over every positive normal float, measured against binary64, plus
+ * that measurement's own error bound (2^-50). A few milliseconds. */
+int sdh_rsqrt_error(double *err, char *msg, size_t msglen);
+
 /* Registers and local-memory bytes of p's kernel (for reports). */
 int sdh_kernel_attrs(const sdh_params *p, int *regs, int *local_bytes,
                      int *max_threads);

@@ -782,6 +782,13 @@ int main(void) {
            (double)dev[i].memory_total / 1073741824.0, (double)dev[i].memory_free / 1073741824.0);
   if (histd_worker_create(&W, dev[0].index, msg, sizeof msg) != 0)
     SKIP("no CUDA device: GPU %d unusable: %s", dev[0].index, msg);
+  /* the float32 bound's eps_r (sdh_kernels.cu): measured by the context;
+   * the CUDA Programming Guide promises at most 2 ulp (relative 2^-22) */
+  double eps_r = histd__cuda_rsqrt_err(W);
+  printf("rsqrtf's relative error measured on GPU %d: %.4g (%.3f u)\n", dev[0].index, eps_r,
+         eps_r / 0x1p-24);
+  CHECK(eps_r > 0x1p-50 && eps_r <= 0x1p-22 + 0x1p-50,
+        "rsqrtf's measured error %.4g is not in (0, 2 ulp]", eps_r);
   double t0 = histd_now_ms();
   printf("reference vs definition\n");
   test_reference();
