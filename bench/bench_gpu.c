@@ -4,7 +4,8 @@
  * tiled-privatized baseline, the cost of chunked launches on W2, tuning
  * sweeps for auto's table, and W2 on two GPUs when there are two.
  *
- *   bench_gpu [table] [tune] [chunk] [multi] [stats] [grid]    (default: all)
+ *   bench_gpu [table] [tune] [chunk] [multi] [stats] [grid] [slabs]
+ *             (default: all but slabs)
  *
  * The table and the chunking test run on GPU 0 alone (devices = 1); auto
  * with devices = 0 would split W1..W3 over every GPU.
@@ -547,9 +548,129 @@ static void section_grid(void) {
   histd_dataset_free(&g2);
 }
 
+/*
+ * slabs: grid jobs larger than the GPU's memory, streamed in slabs of z
+ * (kernels/grid_slabs.c), on the periodic 23,000 cube:
+ *   SG2 G2's job (100,000,000 points, r_max = L/100, 200 bins) whole and
+ *       under pretended memory limits (HISTD_GPU_MEM_LIMIT_MB) that cut it
+ *       into slabs: median of 3 of the wall time of the whole call (a
+ *       slab run copies its slabs every time; the whole job's points stay
+ *       on the device after the first run) and of the kernels' sum; counts,
+ *       below and overflow identical to the whole job's.
+ *   SB  BENCH_SLAB_N points (default 1,000,000,000: more than an 80 GB
+ *       GPU holds), r_max = L/400, 200 bins, one run as the GPU's memory
+ *       cuts it and one under a limit of a quarter of that room: counts
+ *       identical.
+ */
+static double slab_run(const histd_problem *p, const char *limit, histd_result *res,
+                       double *kernel_ms) {
+  histd_exec ex;
+  histd_exec_init(&ex);
+  snprintf(ex.kernel, sizeof ex.kernel, "grid");
+  if (limit != NULL)
+    setenv("HISTD_GPU_MEM_LIMIT_MB", limit, 1);
+  char msg[512];
+  double t0 = histd_now_ms();
+  int rc = histd_worker_run(WK, p, &ex, NULL, res, msg, sizeof msg);
+  double ms = histd_now_ms() - t0;
+  unsetenv("HISTD_GPU_MEM_LIMIT_MB");
+  if (rc != 0) {
+    printf("    error (limit %s MiB): %s\n", limit ? limit : "none", msg);
+    return -1;
+  }
+  *kernel_ms = res->timing.kernel_ms;
+  return ms;
+}
+
+static bool same_counts(const histd_result *a, const histd_result *b) {
+  return a->below == b->below && a->overflow == b->overflow &&
+         memcmp(a->counts, b->counts, a->bins.count * sizeof *a->counts) == 0;
+}
+
+static char slab_lines[8][256];
+static int nslab_lines = 0;
+
+static void section_slabs(void) {
+  printf("\n== slabs: grid jobs larger than the GPU's memory ==\n");
+  const double L = 23000;
+  const histd_box box = {HISTD_BOX_ORTHO, L, 0, L, 0, 0, L};
+  histd_dataset g2;
+  fill_uniform(&g2, 100000000, 2002);
+  histd_problem p2 = {.a = &g2, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 100 / 200, NULL}};
+  const char *limits[] = {NULL, "6000", "1500"};
+  histd_result whole;
+  memset(&whole, 0, sizeof whole);
+  double whole_ms = 0;
+  for (int l = 0; l < 3; l++) {
+    double wall[3], kern[3];
+    histd_result r;
+    int ok = 1;
+    for (int i = 0; i < 3 && ok; i++) {
+      wall[i] = slab_run(&p2, limits[l], &r, &kern[i]);
+      ok = wall[i] >= 0;
+      if (ok && i < 2) /* the last run's result is kept */
+        histd_result_free(&r);
+    }
+    if (!ok)
+      continue;
+    qsort(wall, 3, sizeof wall[0], cmp_d);
+    qsort(kern, 3, sizeof kern[0], cmp_d);
+    if (l == 0) {
+      whole = r;
+      whole_ms = wall[1];
+    }
+    const char *at = strstr(l == 0 ? whole.device : r.device, "streamed in ");
+    unsigned m = at ? (unsigned)strtoul(at + 12, NULL, 10) : 1;
+    snprintf(slab_lines[nslab_lines++], sizeof slab_lines[0],
+             "SG2 limit %5s MiB: %2u slab(s), wall %8.1f ms (%.2fx whole), kernels %8.1f ms, "
+             "counts %s",
+             limits[l] ? limits[l] : "none", m, wall[1], wall[1] / whole_ms, kern[1],
+             l == 0 ? "(the reference)" : same_counts(&r, &whole) ? "identical" : "DIFFER");
+    printf("  %s\n     [%s]\n", slab_lines[nslab_lines - 1], l == 0 ? whole.device : r.device);
+    if (l > 0)
+      histd_result_free(&r);
+  }
+  histd_result_free(&whole);
+  histd_dataset_free(&g2);
+
+  const char *env = getenv("BENCH_SLAB_N");
+  size_t n = env ? (size_t)strtod(env, NULL) : 1000000000;
+  if (n == 0)
+    return;
+  histd_dataset big;
+  double t0 = histd_now_ms();
+  fill_uniform(&big, n, 3003);
+  printf("  SB: %zu points made in %.1f s\n", n, (histd_now_ms() - t0) / 1e3);
+  histd_problem pb = {.a = &big, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 400 / 200, NULL}};
+  histd_result r1, r2;
+  double k1 = 0, k2 = 0;
+  double w1 = slab_run(&pb, NULL, &r1, &k1);
+  if (w1 >= 0) {
+    const char *at = strstr(r1.device, "streamed in ");
+    unsigned m = at ? (unsigned)strtoul(at + 12, NULL, 10) : 1;
+    const char *fm = strstr(r1.device, "slabs of z (");
+    double room = fm ? strtod(fm + 12, NULL) : 0;
+    char lim[32];
+    snprintf(lim, sizeof lim, "%.0f", room / 4 + 64);
+    double w2 = slab_run(&pb, lim, &r2, &k2);
+    const char *at2 = w2 >= 0 ? strstr(r2.device, "streamed in ") : NULL;
+    snprintf(slab_lines[nslab_lines++], sizeof slab_lines[0],
+             "SB %zu points, r_max L/400: %u slab(s) %.1f s wall (kernels %.1f s), %.4g pairs "
+             "within r_max; limit %s MiB: %u slabs %.1f s, counts %s",
+             n, m, w1 / 1e3, k1 / 1e3, (double)(r1.total - r1.overflow), lim,
+             at2 ? (unsigned)strtoul(at2 + 12, NULL, 10) : 0, w2 / 1e3,
+             w2 < 0 ? "-" : same_counts(&r1, &r2) ? "identical" : "DIFFER");
+    printf("  %s\n     [%s]\n", slab_lines[nslab_lines - 1], r1.device);
+    histd_result_free(&r1);
+    if (w2 >= 0)
+      histd_result_free(&r2);
+  }
+  histd_dataset_free(&big);
+}
+
 int main(int argc, char **argv) {
   bool all = argc < 2, do_table = all, do_tune = all, do_chunk = all, do_multi = all;
-  bool do_stats = all, do_grid = all;
+  bool do_stats = all, do_grid = all, do_slabs = false; /* slabs only when named */
   for (int i = 1; i < argc; i++) {
     do_table |= strcmp(argv[i], "table") == 0;
     do_tune |= strcmp(argv[i], "tune") == 0;
@@ -557,6 +678,7 @@ int main(int argc, char **argv) {
     do_multi |= strcmp(argv[i], "multi") == 0;
     do_stats |= strcmp(argv[i], "stats") == 0;
     do_grid |= strcmp(argv[i], "grid") == 0;
+    do_slabs |= strcmp(argv[i], "slabs") == 0;
   }
   histd_device_info dev[16];
   int count = 0;
@@ -589,6 +711,8 @@ int main(int argc, char **argv) {
     section_stats();
   if (do_grid)
     section_grid();
+  if (do_slabs)
+    section_slabs();
 
   printf("\n== summary: %s ==\n", gpu_name);
   if (do_table) {
@@ -630,6 +754,8 @@ int main(int argc, char **argv) {
            g2_ms, g2_build, g2_cand, g2_cand / (g2_ms / 1e3));
   if (g_dev[0])
     printf("grid device: %s\n", g_dev);
+  for (int i = 0; i < nslab_lines; i++)
+    printf("%s\n", slab_lines[i]);
   histd_worker_destroy(WK);
   for (size_t i = 0; i < NW; i++)
     histd_dataset_free(&W[i].ds);

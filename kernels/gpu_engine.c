@@ -360,6 +360,35 @@ static int mem_check(gpu_ctx *ctx, size_t bytes, const char *what, char *msg, si
   return 0;
 }
 
+size_t histd__cuda_mem_room(gpu_ctx *ctx) {
+  size_t fr = 0, tot = 0;
+  if (cudaSetDevice(ctx->device) != cudaSuccess || cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  double lim = env_double("HISTD_GPU_MEM_LIMIT_MB", -1);
+  if (lim >= 0 && (double)fr > lim * 1048576.0)
+    fr = (size_t)(lim * 1048576.0);
+  for (int i = 0; i < 2; i++)
+    if (ctx->slot[i].dev != NULL)
+      fr += 3 * ctx->slot[i].cap * sizeof(double);
+  const size_t reserve = MEM_RESERVE;
+  return fr > reserve ? fr - reserve : 0;
+}
+
+void histd__cuda_drop_slots(gpu_ctx *ctx) {
+  if (cudaSetDevice(ctx->device) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
+  for (int i = 0; i < 2; i++) {
+    cudaEventSynchronize(ctx->slot[i].ready);
+    slot_free(&ctx->slot[i]);
+    ctx->slot[i].sealed = false;
+  }
+  ctx->pf = -1;
+}
+
 /* evict: a run may drop the other slot's points (a cache) to make room; a
  * prefetch may not (they are the points of the job about to run). */
 static int ensure_slot(gpu_ctx *ctx, gpu_slot *s, size_t n, bool evict, char *msg,

@@ -58,6 +58,29 @@ int histd__cuda_points(gpu_ctx *ctx, const histd_dataset *ds, const double **dev
 int histd__cuda_mem_check(gpu_ctx *ctx, size_t bytes, const char *what, char *msg,
                           size_t msglen);
 
+/* The bytes a run could have: the free memory as mem_check sees it, less
+ * its reserve, plus what the context's dataset slots hold (a run may drop
+ * them). */
+size_t histd__cuda_mem_room(gpu_ctx *ctx);
+
+/* Frees the context's dataset slots (the points kept for later jobs). */
+void histd__cuda_drop_slots(gpu_ctx *ctx);
+
+/* "grid" on the GPU (grid_engine.c). _part: one run over p, its cells
+ * capped at max_cells (0: p's own cap, histd__grid_max_cells); stream_a:
+ * A's points are copied for this run alone (a slab), not kept in the
+ * context's slots. _bytes: the device memory such a run allocates, less
+ * A's slot. A job too large for the GPU's memory runs in slabs
+ * (grid_slabs.c). */
+int histd__cuda_grid_part(histd_worker *w, const histd_problem *p, const histd_exec *ex,
+                          const histd_control *ctl, uint64_t max_cells, bool stream_a,
+                          histd_result *res, char *msg, size_t msglen);
+int histd__cuda_grid_bytes(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
+                           uint64_t max_cells, size_t *bytes, char *msg, size_t msglen);
+int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_exec *ex,
+                           const histd_control *ctl, histd_result *res, char *msg,
+                           size_t msglen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -185,39 +185,162 @@ static void finish_result(histd_result *res, const grid_params *gp, const gpu_ct
              histd__cuda_context_name(ctx));
 }
 
-int histd__cuda_grid_run(HISTD__RUN_ARGS) {
+/* A job's launch plan: what the pair kernel needs besides memory. */
+typedef struct grid_job {
+  grid_params gp;
+  histd__grid_geom g;
+  float delta[81];    /* the float32 filter's offsets */
+  uint32_t grid;      /* blocks per launch (persistent) */
+  size_t temp_bytes;  /* CUB's */
+  uint32_t na, nb;    /* A's points, B's (A's for self pairs) */
+  bool own_b;         /* B's cells are not A's */
+  uint64_t total;     /* the pairs */
+} grid_job;
+
+/* Plans p on ctx: layout, cells (at most max_cells; 0: p's own cap),
+ * filter, blocks. A job with no pairs is planned no further (total 0). */
+static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
+                    uint64_t max_cells, grid_job *job, char *msg, size_t msglen) {
+  int device, sms;
+  size_t optin;
+  void *stream;
+  histd__cuda_context_info(ctx, &device, &stream, &sms, &optin);
+  memset(job, 0, sizeof *job);
+  const bool cross = p->b != NULL;
+  const histd_dataset *a = p->a, *b = cross ? p->b : p->a;
+  if (a->n > GRID_MAX_POINTS || b->n > GRID_MAX_POINTS)
+    return histd_fail(msg, msglen, HISTD_ETOOBIG, "grid on the GPU takes at most %u points a side",
+                      GRID_MAX_POINTS);
+  job->na = (uint32_t)a->n;
+  job->nb = (uint32_t)b->n;
+  job->own_b = cross && p->b != p->a;
+  job->total = histd_problem_pairs(p);
+  grid_params *gp = &job->gp;
+  gp->metric = histd__metric(&p->box);
+  gp->edges = p->bins.kind == HISTD_BINS_EDGES;
+  gp->count = p->bins.count;
+  gp->width = p->bins.width;
+  gp->inv_width = gp->edges ? 0 : 1 / p->bins.width;
+  gp->cross = cross;
+  gp->weighted = p->weighted;
+  int rc = choose_layout(gp, ex, optin, msg, msglen);
+  if (rc != 0 || job->total == 0)
+    return rc;
+  rc = histd__grid_plan(p, max_cells ? max_cells : histd__grid_max_cells(p, true), &job->g, msg,
+                        msglen);
+  if (rc != 0)
+    return rc;
+  gp->geom = job->g;
+  gp->cells = (uint32_t)job->g.cells;
+  gp->s_cut = filter_cut(&job->g, &p->box);
+  gp->filter32 = plan_filter32(&job->g, p, &gp->cut32, job->delta);
+  if (gp->filter32) { /* its queue is smaller: the layout again */
+    rc = choose_layout(gp, ex, optin, msg, msglen);
+    if (rc != 0)
+      return rc;
+  }
+  int per_sm = 0;
+  rc = grid_blocks_per_sm(gp, &per_sm, msg, msglen);
+  if (rc != 0)
+    return rc;
+  if (per_sm < 1)
+    return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "grid with block_size %u and %u bins does not fit a multiprocessor",
+                      gp->block, gp->count);
+  job->grid = (uint32_t)sms * (uint32_t)per_sm;
+  return grid_temp_bytes(job->na > job->nb ? job->na : job->nb, job->g.cells, &job->temp_bytes,
+                         msg, msglen);
+}
+
+/* The device memory of one run, carved from one allocation (with ar->base
+ * NULL it only counts the bytes). dev_a: A's points where the context's
+ * slot holds them, else NULL and A's are carved here too (a slab's). */
+typedef struct grid_mem {
+  grid_set sa, sb;
+  grid_scratch scr;
+  const double *raw_a; /* x, y, z of A, n each, back to back */
+  uint32_t *cnt, *chunk_off, *next;
+  double *dedges, *wrows, *aw;
+  float *ddelta;
+  unsigned long long *dcounts, *dcand;
+} grid_mem;
+
+static void carve_job(arena *ar, const grid_job *job, const double *dev_a, grid_mem *m) {
+  const grid_params *gp = &job->gp;
+  const bool weighted = gp->weighted;
+  const uint32_t na = job->na, nb = job->nb, cells = gp->cells, slots = gp->count + 2;
+  memset(m, 0, sizeof *m);
+  m->raw_a = dev_a != NULL ? dev_a : carve(ar, (size_t)na * 24);
+  m->sa.n = na;
+  if (m->raw_a != NULL) {
+    m->sa.x = m->raw_a;
+    m->sa.y = m->raw_a + na;
+    m->sa.z = m->raw_a + 2 * (size_t)na;
+  }
+  m->aw = weighted ? carve(ar, (size_t)na * 8) : NULL;
+  m->sa.w = m->aw;
+  carve_sorted(ar, &m->sa, weighted, gp->filter32, cells);
+  if (job->own_b) {
+    m->sb.n = nb;
+    m->sb.x = carve(ar, (size_t)nb * 8);
+    m->sb.y = carve(ar, (size_t)nb * 8);
+    m->sb.z = carve(ar, (size_t)nb * 8);
+    m->sb.w = weighted ? carve(ar, (size_t)nb * 8) : NULL;
+    carve_sorted(ar, &m->sb, weighted, gp->filter32, cells);
+  } else {
+    m->sb = m->sa;
+  }
+  const size_t nmax = na > nb ? na : nb;
+  m->scr.keys = carve(ar, 2 * nmax * 4);
+  m->scr.vals = carve(ar, 2 * nmax * 4);
+  m->scr.temp = carve(ar, job->temp_bytes);
+  m->scr.temp_bytes = job->temp_bytes;
+  m->cnt = carve(ar, ((size_t)cells + 1) * 4);
+  m->chunk_off = carve(ar, ((size_t)cells + 1) * 4);
+  m->dedges = gp->edges ? carve(ar, ((size_t)gp->count + 1) * 8) : NULL;
+  m->ddelta = gp->filter32 ? carve(ar, sizeof job->delta) : NULL;
+  m->dcounts = carve(ar, (size_t)slots * 8);
+  m->wrows = weighted ? carve(ar, 2 * (size_t)job->grid * slots * 8) : NULL;
+  m->next = carve(ar, 4);
+  m->dcand = carve(ar, 8);
+}
+
+int histd__cuda_grid_bytes(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
+                           uint64_t max_cells, size_t *bytes, char *msg, size_t msglen) {
+  grid_job job;
+  int rc = plan_job(ctx, p, ex, max_cells, &job, msg, msglen);
+  if (rc != 0)
+    return rc;
+  arena ar = {NULL, 0};
+  grid_mem m;
+  if (job.total > 0)
+    carve_job(&ar, &job, NULL, &m);
+  *bytes = ar.used;
+  return 0;
+}
+
+int histd__cuda_grid_part(histd_worker *w, const histd_problem *p, const histd_exec *ex,
+                          const histd_control *ctl, uint64_t max_cells, bool stream_a,
+                          histd_result *res, char *msg, size_t msglen) {
   gpu_ctx *ctx = w->gpu;
   int device, sms;
   size_t optin;
   void *stream;
   histd__cuda_context_info(ctx, &device, &stream, &sms, &optin);
   cudaStream_t s = stream;
-  const bool cross = p->b != NULL;
-  const histd_dataset *a = p->a, *b = cross ? p->b : p->a;
-  const bool own_b = cross && p->b != p->a; /* B's cells are not A's */
-  const bool weighted = p->weighted;
-  if (a->n > GRID_MAX_POINTS || b->n > GRID_MAX_POINTS)
-    return histd_fail(msg, msglen, HISTD_ETOOBIG, "grid on the GPU takes at most %u points a side",
-                      GRID_MAX_POINTS);
-  const uint32_t count = res->bins.count, slots = count + 2;
-  const uint32_t na = (uint32_t)a->n, nb = (uint32_t)b->n, nmax = na > nb ? na : nb;
-  const uint64_t total = histd_problem_pairs(p);
-  grid_params gp;
-  memset(&gp, 0, sizeof gp);
-  gp.metric = histd__metric(&p->box);
-  gp.edges = p->bins.kind == HISTD_BINS_EDGES;
-  gp.count = count;
-  gp.width = p->bins.width;
-  gp.inv_width = gp.edges ? 0 : 1 / p->bins.width;
-  gp.cross = cross;
-  gp.weighted = weighted;
-  int rc = choose_layout(&gp, ex, optin, msg, msglen);
+  const histd_dataset *a = p->a, *b = p->b != NULL ? p->b : p->a;
+  grid_job job;
+  int rc = plan_job(ctx, p, ex, max_cells, &job, msg, msglen);
   if (rc != 0)
     return rc;
+  grid_params gp = job.gp;
+  const uint32_t count = gp.count, slots = count + 2, na = job.na, nb = job.nb,
+                 grid = job.grid, cells = gp.cells;
+  const bool weighted = gp.weighted, own_b = job.own_b;
   cudaError_t e_dev = cudaSetDevice(device);
   if (e_dev != cudaSuccess)
     return sdh_cuda_fail(msg, msglen, "cudaSetDevice", e_dev);
-  if (total == 0) {
+  if (job.total == 0) {
     res->below = 0;
     res->overflow = 0;
     res->timing.transfer_ms = 0;
@@ -225,158 +348,104 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
     finish_result(res, &gp, ctx, NULL, 0, 0);
     return 0;
   }
-  histd__grid_geom g;
-  rc = histd__grid_plan(p, histd__grid_max_cells(p, true), &g, msg, msglen);
-  if (rc != 0)
-    return rc;
-  const uint32_t cells = (uint32_t)g.cells;
-  gp.geom = g;
-  gp.cells = cells;
-  gp.s_cut = filter_cut(&g, &p->box);
-  float delta[81];
-  gp.filter32 = plan_filter32(&g, p, &gp.cut32, delta);
-  if (gp.filter32) { /* its queue is smaller: the layout again */
-    rc = choose_layout(&gp, ex, optin, msg, msglen);
-    if (rc != 0)
-      return rc;
-  }
+  const histd__grid_geom g = job.g;
 
   arena ar = {NULL, 0};
   cudaEvent_t ev[3] = {NULL, NULL, NULL};
   uint64_t *host_counts = NULL;
   double *host_rows = NULL;
   double t_start = 0, t_points = 0, t_copied = 0, t_back = 0;
-  int per_sm = 0;
-  rc = grid_blocks_per_sm(&gp, &per_sm, msg, msglen);
-  if (rc != 0)
-    return rc;
-  if (per_sm < 1)
-    return histd_fail(msg, msglen, HISTD_ETOOBIG,
-                      "grid with block_size %u and %u bins does not fit a multiprocessor",
-                      gp.block, count);
-  const uint32_t grid = (uint32_t)sms * (uint32_t)per_sm;
-  size_t temp_bytes = 0;
-  rc = grid_temp_bytes(nmax, cells, &temp_bytes, msg, msglen);
-  if (rc != 0)
-    return rc;
 
-  /* A's points first: the slot checks its own room */
+  /* A's points first, unless streamed: the slot checks its own room */
   const double *dev_a = NULL;
-  rc = histd__cuda_points(ctx, a, &dev_a, &t_points, msg, msglen);
-  if (rc != 0)
-    return rc;
-  cudaError_t e0 = cudaStreamSynchronize(s); /* its copy, timed by the slot */
-  if (e0 != cudaSuccess)
-    return sdh_cuda_fail(msg, msglen, "the copy of A", e0);
+  if (!stream_a) {
+    rc = histd__cuda_points(ctx, a, &dev_a, &t_points, msg, msglen);
+    if (rc != 0)
+      return rc;
+    cudaError_t e0 = cudaStreamSynchronize(s); /* its copy, timed by the slot */
+    if (e0 != cudaSuccess)
+      return sdh_cuda_fail(msg, msglen, "the copy of A", e0);
+  }
 
   /* one allocation for the rest, sized by a dry run of the same carving */
-  grid_set sa, sb;
-  grid_scratch scr;
-  uint32_t *cnt = NULL, *chunk_off = NULL, *next = NULL;
-  double *dedges = NULL, *wrows = NULL, *aw = NULL;
-  float *ddelta = NULL;
-  unsigned long long *dcounts = NULL, *dcand = NULL;
-  for (int pass = 0; pass < 2; pass++) {
-    if (pass == 1) {
-      size_t bytes = ar.used;
-      rc = histd__cuda_mem_check(ctx, bytes, "grid's sorted points and cells", msg, msglen);
-      if (rc != 0)
-        return rc;
-      ar.used = 0;
-      cudaError_t e = cudaMalloc((void **)&ar.base, bytes);
-      if (e != cudaSuccess) {
-        ar.base = NULL;
-        return sdh_cuda_fail(msg, msglen, "cudaMalloc (grid)", e);
-      }
-    }
-    memset(&sa, 0, sizeof sa);
-    memset(&sb, 0, sizeof sb);
-    sa.n = na;
-    sa.x = dev_a;
-    sa.y = dev_a + na;
-    sa.z = dev_a + 2 * (size_t)na;
-    aw = weighted ? carve(&ar, (size_t)na * 8) : NULL;
-    sa.w = aw;
-    carve_sorted(&ar, &sa, weighted, gp.filter32, cells);
-    if (own_b) {
-      sb.n = nb;
-      sb.x = carve(&ar, (size_t)nb * 8);
-      sb.y = carve(&ar, (size_t)nb * 8);
-      sb.z = carve(&ar, (size_t)nb * 8);
-      sb.w = weighted ? carve(&ar, (size_t)nb * 8) : NULL;
-      carve_sorted(&ar, &sb, weighted, gp.filter32, cells);
-    } else {
-      sb = sa;
-    }
-    scr.keys = carve(&ar, 2 * (size_t)nmax * 4);
-    scr.vals = carve(&ar, 2 * (size_t)nmax * 4);
-    scr.temp = carve(&ar, temp_bytes);
-    scr.temp_bytes = temp_bytes;
-    cnt = carve(&ar, ((size_t)cells + 1) * 4);
-    chunk_off = carve(&ar, ((size_t)cells + 1) * 4);
-    dedges = gp.edges ? carve(&ar, ((size_t)count + 1) * 8) : NULL;
-    ddelta = gp.filter32 ? carve(&ar, sizeof delta) : NULL;
-    dcounts = carve(&ar, (size_t)slots * 8);
-    wrows = weighted ? carve(&ar, 2 * (size_t)grid * slots * 8) : NULL;
-    next = carve(&ar, 4);
-    dcand = carve(&ar, 8);
+  grid_mem m;
+  carve_job(&ar, &job, dev_a, &m);
+  size_t bytes = ar.used;
+  rc = histd__cuda_mem_check(ctx, bytes, "grid's sorted points and cells", msg, msglen);
+  if (rc != 0)
+    return rc;
+  ar.used = 0;
+  cudaError_t e = cudaMalloc((void **)&ar.base, bytes);
+  if (e != cudaSuccess) {
+    ar.base = NULL;
+    return sdh_cuda_fail(msg, msglen, "cudaMalloc (grid)", e);
   }
+  carve_job(&ar, &job, dev_a, &m);
 
   t_start = histd_now_ms();
   for (int i = 0; i < 3; i++)
     CK(cudaEventCreate(&ev[i]), "cudaEventCreate");
+  if (stream_a) {
+    double *ra = (double *)m.raw_a;
+    CK(cudaMemcpyAsync(ra, a->x, (size_t)na * 8, cudaMemcpyHostToDevice, s), "the copy of A");
+    CK(cudaMemcpyAsync(ra + na, a->y, (size_t)na * 8, cudaMemcpyHostToDevice, s), "the copy of A");
+    CK(cudaMemcpyAsync(ra + 2 * (size_t)na, a->z, (size_t)na * 8, cudaMemcpyHostToDevice, s),
+       "the copy of A");
+  }
   if (weighted)
-    CK(cudaMemcpyAsync(aw, a->w, (size_t)na * 8, cudaMemcpyHostToDevice, s), "the copy of A's weights");
+    CK(cudaMemcpyAsync(m.aw, a->w, (size_t)na * 8, cudaMemcpyHostToDevice, s),
+       "the copy of A's weights");
   if (own_b) {
-    CK(cudaMemcpyAsync((double *)sb.x, b->x, (size_t)nb * 8, cudaMemcpyHostToDevice, s), "the copy of B");
-    CK(cudaMemcpyAsync((double *)sb.y, b->y, (size_t)nb * 8, cudaMemcpyHostToDevice, s), "the copy of B");
-    CK(cudaMemcpyAsync((double *)sb.z, b->z, (size_t)nb * 8, cudaMemcpyHostToDevice, s), "the copy of B");
+    CK(cudaMemcpyAsync((double *)m.sb.x, b->x, (size_t)nb * 8, cudaMemcpyHostToDevice, s), "the copy of B");
+    CK(cudaMemcpyAsync((double *)m.sb.y, b->y, (size_t)nb * 8, cudaMemcpyHostToDevice, s), "the copy of B");
+    CK(cudaMemcpyAsync((double *)m.sb.z, b->z, (size_t)nb * 8, cudaMemcpyHostToDevice, s), "the copy of B");
     if (weighted)
-      CK(cudaMemcpyAsync((double *)sb.w, b->w, (size_t)nb * 8, cudaMemcpyHostToDevice, s),
+      CK(cudaMemcpyAsync((double *)m.sb.w, b->w, (size_t)nb * 8, cudaMemcpyHostToDevice, s),
          "the copy of B's weights");
   }
   if (gp.edges)
-    CK(cudaMemcpyAsync(dedges, p->bins.edges, ((size_t)count + 1) * 8, cudaMemcpyHostToDevice, s),
+    CK(cudaMemcpyAsync(m.dedges, p->bins.edges, ((size_t)count + 1) * 8, cudaMemcpyHostToDevice,
+                       s),
        "the copy of the edges");
   if (gp.filter32)
-    CK(cudaMemcpyAsync(ddelta, delta, sizeof delta, cudaMemcpyHostToDevice, s),
+    CK(cudaMemcpyAsync(m.ddelta, job.delta, sizeof job.delta, cudaMemcpyHostToDevice, s),
        "the copy of the offsets");
-  CK(cudaMemsetAsync(dcounts, 0, (size_t)slots * 8, s), "cudaMemsetAsync");
-  CK(cudaMemsetAsync(dcand, 0, 8, s), "cudaMemsetAsync");
+  CK(cudaMemsetAsync(m.dcounts, 0, (size_t)slots * 8, s), "cudaMemsetAsync");
+  CK(cudaMemsetAsync(m.dcand, 0, 8, s), "cudaMemsetAsync");
   if (weighted)
-    CK(cudaMemsetAsync(wrows, 0, 2 * (size_t)grid * slots * 8, s), "cudaMemsetAsync");
+    CK(cudaMemsetAsync(m.wrows, 0, 2 * (size_t)grid * slots * 8, s), "cudaMemsetAsync");
   CK(cudaStreamSynchronize(s), "the copies to the device");
   t_copied = histd_now_ms();
 
   /* the cells */
   uint32_t chunks = 0;
   CK(cudaEventRecord(ev[0], s), "cudaEventRecord");
-  rc = grid_sort_set(&g, &gp.metric, &sa, &scr, s, msg, msglen);
+  rc = grid_sort_set(&g, &gp.metric, &m.sa, &m.scr, s, msg, msglen);
   if (rc == 0 && own_b)
-    rc = grid_sort_set(&g, &gp.metric, &sb, &scr, s, msg, msglen);
+    rc = grid_sort_set(&g, &gp.metric, &m.sb, &m.scr, s, msg, msglen);
   if (rc == 0)
-    rc = grid_chunks(sa.start, cells, cnt, chunk_off, &scr, &chunks, s, msg, msglen);
+    rc = grid_chunks(m.sa.start, cells, m.cnt, m.chunk_off, &m.scr, &chunks, s, msg, msglen);
   if (rc != 0)
     goto out;
   CK(cudaEventRecord(ev[1], s), "cudaEventRecord");
 
   /* the pairs, in launches of about GRID_LAUNCH_PAIRS candidates (a
    * uniform set's estimate) */
-  gp.dedges = dedges;
-  gp.ax = sa.sx, gp.ay = sa.sy, gp.az = sa.sz, gp.aw = sa.sw;
-  gp.bx = sb.sx, gp.by = sb.sy, gp.bz = sb.sz, gp.bw = sb.sw;
-  gp.afx = sa.fx, gp.afy = sa.fy, gp.afz = sa.fz;
-  gp.bfx = sb.fx, gp.bfy = sb.fy, gp.bfz = sb.fz;
-  gp.delta = ddelta;
-  gp.start_a = sa.start;
-  gp.start_b = sb.start;
-  gp.chunk_off = chunk_off;
-  gp.counts = dcounts;
-  gp.wsum = wrows;
-  gp.werr = weighted ? wrows + (size_t)grid * slots : NULL;
-  gp.next = next;
-  gp.candidates = dcand;
-  const double est = (double)na * (27.0 * nb / cells) / (cross ? 1 : 2);
+  gp.dedges = m.dedges;
+  gp.ax = m.sa.sx, gp.ay = m.sa.sy, gp.az = m.sa.sz, gp.aw = m.sa.sw;
+  gp.bx = m.sb.sx, gp.by = m.sb.sy, gp.bz = m.sb.sz, gp.bw = m.sb.sw;
+  gp.afx = m.sa.fx, gp.afy = m.sa.fy, gp.afz = m.sa.fz;
+  gp.bfx = m.sb.fx, gp.bfy = m.sb.fy, gp.bfz = m.sb.fz;
+  gp.delta = m.ddelta;
+  gp.start_a = m.sa.start;
+  gp.start_b = m.sb.start;
+  gp.chunk_off = m.chunk_off;
+  gp.counts = m.dcounts;
+  gp.wsum = m.wrows;
+  gp.werr = weighted ? m.wrows + (size_t)grid * slots : NULL;
+  gp.next = m.next;
+  gp.candidates = m.dcand;
+  const double est = (double)na * (27.0 * nb / cells) / (gp.cross ? 1 : 2);
   double launches = ceil(est / GRID_LAUNCH_PAIRS);
   launches = launches < 1 ? 1 : launches > chunks ? chunks : launches;
   const uint32_t per = chunks == 0 ? 1 : (uint32_t)ceil(chunks / launches);
@@ -386,7 +455,7 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
       goto out;
     }
     const uint32_t k1 = chunks - k0 > per ? k0 + per : chunks;
-    CK(cudaMemsetAsync(next, 0, 4, s), "cudaMemsetAsync");
+    CK(cudaMemsetAsync(m.next, 0, 4, s), "cudaMemsetAsync");
     rc = grid_pairs_launch(&gp, k0, k1, grid, s, msg, msglen);
     if (rc != 0)
       goto out;
@@ -407,11 +476,11 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
     rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the GPU's answer");
     goto out;
   }
-  CK(cudaMemcpy(host_counts, dcounts, (size_t)slots * 8, cudaMemcpyDeviceToHost),
+  CK(cudaMemcpy(host_counts, m.dcounts, (size_t)slots * 8, cudaMemcpyDeviceToHost),
      "the copy of the counts");
-  CK(cudaMemcpy(&cand, dcand, 8, cudaMemcpyDeviceToHost), "the copy of the counts");
+  CK(cudaMemcpy(&cand, m.dcand, 8, cudaMemcpyDeviceToHost), "the copy of the counts");
   if (weighted)
-    CK(cudaMemcpy(host_rows, wrows, 2 * (size_t)grid * slots * 8, cudaMemcpyDeviceToHost),
+    CK(cudaMemcpy(host_rows, m.wrows, 2 * (size_t)grid * slots * 8, cudaMemcpyDeviceToHost),
        "the copy of the weighted sums");
   t_back = histd_now_ms();
   uint64_t sum = host_counts[count];
@@ -420,7 +489,7 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
     sum += host_counts[k];
   }
   res->below = host_counts[count];
-  res->overflow = total - sum;
+  res->overflow = job.total - sum;
   if (weighted)
     stats_fold_rows(host_rows, grid, slots, count, res->weighted);
   res->timing.transfer_ms = t_points + (t_copied - t_start) + (t_back - t_kernel);
@@ -437,4 +506,17 @@ out:
     cudaFree(ar.base);
   }
   return rc;
+}
+
+int histd__cuda_grid_run(HISTD__RUN_ARGS) {
+  gpu_ctx *ctx = w->gpu;
+  size_t bytes = 0;
+  int rc = histd__cuda_grid_bytes(ctx, p, ex, 0, &bytes, msg, msglen);
+  if (rc != 0)
+    return rc;
+  /* A's points in the context's slot: binary64, and room for float32 */
+  const size_t slot = p->a->n * 40;
+  if (bytes + slot <= histd__cuda_mem_room(ctx))
+    return histd__cuda_grid_part(w, p, ex, ctl, 0, false, res, msg, msglen);
+  return histd__cuda_grid_slabs(w, p, ex, ctl, res, msg, msglen);
 }

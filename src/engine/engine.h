@@ -125,6 +125,15 @@ static inline void histd__neumaier(double *sum, double *err, double v) {
 bool histd__cancelled(const histd_control *ctl);
 void histd__progress(const histd_control *ctl, double fraction);
 
+/* Part k of `parts` of a run (a frame, a slab): histd__part_control(&pt)
+ * is a control whose progress is scaled into outer's and whose cancel is
+ * outer's; pt must outlive its use. */
+typedef struct histd__part {
+  const histd_control *outer;
+  double k, parts;
+} histd__part;
+histd_control histd__part_control(histd__part *pt);
+
 /*
  * The CUDA side (kernels/), or the stubs in src/engine/nocuda.c when histd
  * is built without CUDA (its kernels are in the registry either way, so a

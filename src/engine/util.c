@@ -23,6 +23,17 @@ void histd__progress(const histd_control *ctl, double fraction) {
     ctl->progress(ctl->user, fraction < 0 ? 0 : fraction > 1 ? 1 : fraction);
 }
 
+static void part_progress(void *u, double x) {
+  const histd__part *pt = u;
+  histd__progress(pt->outer, (pt->k + x) / pt->parts);
+}
+
+static bool part_cancelled(void *u) { return histd__cancelled(((const histd__part *)u)->outer); }
+
+histd_control histd__part_control(histd__part *pt) {
+  return (histd_control){part_progress, part_cancelled, pt};
+}
+
 unsigned histd_cpu_count(void) {
 #ifdef CPU_COUNT
   cpu_set_t set;

@@ -81,19 +81,6 @@ static int run_part(histd_worker *w, const histd_kernel *k, const histd_problem 
   return run_frame(w, k, ps, ex, ctl, res, msg, msglen);
 }
 
-/* Frame f's progress, scaled into the whole run's. */
-typedef struct frame_control {
-  const histd_control *outer;
-  double f, frames;
-} frame_control;
-
-static void frame_progress(void *u, double x) {
-  const frame_control *fc = u;
-  histd__progress(fc->outer, (fc->f + x) / fc->frames);
-}
-
-static bool frame_cancelled(void *u) { return histd__cancelled(((const frame_control *)u)->outer); }
-
 /* Takes frame problem pf's excluded pairs (x; NULL: none) within shard sh
  * (NULL: all) out of r: its counts, below, overflow and total; adds them to
  * r->excluded. */
@@ -169,8 +156,8 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
     part.n_b = pf.b != NULL ? pf.b->n : 0;
     part.cross = res->cross;
     part.volume = histd_box_volume(&pf.box);
-    frame_control fc = {ctl, (double)f, (double)frames};
-    histd_control sub = {frame_progress, frame_cancelled, &fc};
+    histd__part fc = {ctl, (double)f, (double)frames};
+    histd_control sub = histd__part_control(&fc);
     rc = run_part(w, k, &pf, &ps, sh, ex, &sub, &part, msg, msglen);
     if (rc == 0)
       rc = take_excluded(x, &pf, sh, &part, msg, msglen);

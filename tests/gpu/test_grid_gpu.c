@@ -13,7 +13,8 @@
  *   - within R (R = 0 too); lattices whose distances fall on bin edges
  *     and on r_max;
  *   - block sizes 32 to 256, a histogram too large for shared memory,
- *     empty sets, cancel, and a job too large for the (pretended) memory.
+ *     empty sets, cancel, and a job too large for the (pretended) memory;
+ *   - jobs larger than the (pretended) free memory, streamed in slabs.
  * Exits 77 ("skipped: no CUDA device: <why>") without a usable GPU.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -135,6 +136,12 @@ static void want_free(want *h) {
 
 /* ---- running and comparing ----------------------------------------------------- */
 
+/* the last run's return code and device line; allow_too_big: a refusal
+ * "even in slabs" (HISTD_ETOOBIG) is an answer, not a failure */
+static int last_rc = 0;
+static char last_device[HISTD_DEVICE_NAME_MAX];
+static bool allow_too_big = false;
+
 static uint64_t cut = 1; /* > 1: runs are planned into that many shards, each run, added */
 static uint64_t cut_shards = 0;
 
@@ -188,6 +195,12 @@ static int compare(const histd_problem *p, const want *h, const uint32_t *blocks
     histd_result r;
     char msg[512] = "";
     int rc = run_grid(p, blocks[bi], NULL, &r, msg, sizeof msg);
+    last_rc = rc;
+    if (rc == HISTD_ETOOBIG && allow_too_big) {
+      CHECK_STR_CONTAINS(msg, "even in slabs");
+      printf("  %-58s refused  [%s]\n", what, msg);
+      continue;
+    }
     CHECK(rc == 0, "%s, block %u: %s", what, blocks[bi], msg);
     if (rc != 0) {
       fails++;
@@ -232,6 +245,7 @@ static int compare(const histd_problem *p, const want *h, const uint32_t *blocks
     }
     if (bi == 0)
       printf("  %-58s %s  [%s]\n", what, bad ? "FAILED" : "ok", r.device);
+    snprintf(last_device, sizeof last_device, "%s", r.device);
     fails += bad != 0;
     histd_result_free(&r);
   }
@@ -584,6 +598,80 @@ static int test_shards(void) {
   return fails;
 }
 
+/* Jobs larger than the (pretended) free memory: streamed in slabs of z
+ * (grid_slabs.c), at several memory limits, each against the definition;
+ * a limit too small even for slabs must say so. */
+static unsigned slabs_of(const char *device) {
+  const char *at = strstr(device, "streamed in ");
+  return at != NULL ? (unsigned)strtoul(at + 12, NULL, 10) : 1;
+}
+
+static int test_slabs(void) {
+  int fails = 0;
+  const histd_box open = {HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0};
+  const histd_box cube = {HISTD_BOX_ORTHO, 10, 0, 10, 0, 0, 10};
+  const histd_box ortho = {HISTD_BOX_ORTHO, 10, 0, 11.5, 0, 0, 12.25};
+  const histd_box tri = {HISTD_BOX_TRICLINIC, 10, 2, 9, -1.5, 2.5, 8};
+  histd_dataset c = in_box(20000, &cube, 0, false), o = uniform(16000, 10, 10, 10, 0, true);
+  histd_dataset ta = in_box(12000, &tri, 2, true), tb = in_box(9000, &tri, 1, true);
+  histd_dataset r = in_box(16000, &ortho, 0, false);
+  double edges[25];
+  for (int k = 0; k <= 24; k++) /* log edges from 0.05 to 1.2 */
+    edges[k] = 0.05 * pow(24.0, k / 24.0);
+  histd_problem ps[5];
+  const char *names[5] = {"periodic cube r_max 10%", "open weighted r_max 10%",
+                          "triclinic unwrapped A x B weighted log edges",
+                          "orthorhombic within 0.6", "periodic cube A x B with A = B"};
+  ps[0] = width_problem(&c, NULL, cube, 1.0, 40);
+  ps[1] = width_problem(&o, NULL, open, 1.0, 25);
+  ps[1].weighted = true;
+  ps[2] = width_problem(&ta, &tb, tri, 1.2, 24);
+  ps[2].bins = (histd_bins){HISTD_BINS_EDGES, 24, 0, edges};
+  ps[2].weighted = true;
+  ps[3] = width_problem(&r, NULL, ortho, 0.6, 1);
+  ps[3].statistic = HISTD_STAT_WITHIN;
+  ps[3].radius = 0.6;
+  ps[4] = width_problem(&c, &c, cube, 1.0, 40);
+  static const char *limits[] = {"80", "68", "66", "65", "64.5", "64.2"};
+  const int nlim = sizeof limits / sizeof limits[0];
+  unsigned most = 0;
+  static const uint32_t blocks[] = {0};
+  allow_too_big = true;
+  for (int i = 0; i < 5; i++) {
+    want h;
+    definition(&ps[i], &h);
+    unsigned streamed = 0, refused = 0;
+    for (int l = 0; l < nlim; l++) {
+      char what[128];
+      snprintf(what, sizeof what, "%s, %s MiB free", names[i], limits[l]);
+      setenv("HISTD_GPU_MEM_LIMIT_MB", limits[l], 1);
+      last_device[0] = '\0';
+      fails += compare(&ps[i], &h, blocks, 1, what);
+      unsetenv("HISTD_GPU_MEM_LIMIT_MB");
+      if (last_rc == 0) {
+        unsigned m = slabs_of(last_device);
+        streamed += m >= 2;
+        most = m > most ? m : most;
+      } else {
+        refused++;
+      }
+    }
+    CHECK(streamed >= 2, "%s: streamed in slabs at %u of %d limits (want 2 or more)", names[i],
+          streamed, nlim);
+    want_free(&h);
+    (void)refused;
+  }
+  allow_too_big = false;
+  CHECK(most >= 4, "the most slabs any run took is %u (want 4 or more)", most);
+  printf("  the most slabs a run took: %u\n", most);
+  histd_dataset_free(&c);
+  histd_dataset_free(&o);
+  histd_dataset_free(&ta);
+  histd_dataset_free(&tb);
+  histd_dataset_free(&r);
+  return fails;
+}
+
 static bool always(void *u) {
   (void)u;
   return true;
@@ -667,8 +755,11 @@ int main(void) {
   fails += test_blocks_and_sizes();
   printf("cut into shards (as a cluster runs them)\n");
   fails += test_shards();
-  if (!on_cpu)
+  if (!on_cpu) {
+    printf("larger than the GPU's memory: slabs\n");
+    fails += test_slabs();
     test_cancel_and_memory();
+  }
   histd_worker_destroy(W);
   if (!on_cpu) {
     printf("filters: float32 in %d runs, float64 in %d\n", filter32, filter64);

@@ -1,0 +1,344 @@
+/*
+ * grid_slabs.c -- "grid" on a GPU for a job too large for the GPU's
+ * memory: its points cut into slabs along the grid's third axis and
+ * streamed through the device, one or two slabs a run.
+ *
+ * The cut. The whole job's grid (grid.h) has n2 layers of cells along its
+ * third axis -- z for open sets, the fractional coordinate f_c (planes of
+ * constant z) for periodic boxes -- each at least reach_eff across. A slab
+ * is a run of consecutive layers, a point's layer being its cell's in that
+ * grid, computed by the same function (histd__grid_cell). Two points in
+ * slabs that are not adjacent (neither the same slab nor next to each
+ * other, circularly in a periodic box) are in cells that are not adjacent,
+ * so their pair is overflow: grid.h proves it. Every pair that can count
+ * lies in one slab or in two adjacent ones.
+ *
+ * The runs. Self pairs: each slab alone (its pairs i < j), and each slab
+ * against the next (A x B of the two): s against s + 1, and in a periodic
+ * box of three or more slabs the last against the first too (two slabs are
+ * adjacent once, not twice). A x B: each slab of A against the B points of
+ * the distinct slabs adjacent to it (at most three). Each pair that can
+ * count meets exactly once. A run is an ordinary grid run (grid_engine.c,
+ * its A copied for it instead of kept in the context's slots), exact by
+ * the contract, so the sums are too: counts and `below` add up, the
+ * weighted sums with Neumaier's compensation across runs, and overflow is
+ * the total less the rest.
+ *
+ * The size. Slabs are packed from whole layers, greedily, under caps on
+ * their points chosen so that a run's memory (histd__cuda_grid_bytes: its
+ * points, their sort, the cells, at the whole job's cell count) fits the
+ * room the GPU has: self jobs hold two slabs a run (a slab against the
+ * next), A x B one slab of A and up to three of B. A layer that does not
+ * fit alone is refused with a sentence.
+ *
+ * Host memory beyond the points: an index of them by slab (8 bytes a
+ * point) and the copies of the slabs one run uses.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "gpu_engine.h"
+#include "grid.h"
+
+/* The points of one side (A or B) indexed by slab. */
+typedef struct side {
+  const histd_dataset *ds;
+  size_t *order; /* the points' indices, slab by slab */
+  size_t *off;   /* slabs + 1: slab s is order[off[s] .. off[s+1]) */
+} side;
+
+/* Each point's layer (its cell's index on the third axis of g). */
+static uint32_t *layers_of(const histd__grid_geom *g, const histd_dataset *ds) {
+  uint32_t *lay = malloc((ds->n ? ds->n : 1) * sizeof *lay);
+  if (lay == NULL)
+    return NULL;
+  const uint32_t plane = g->n[0] * g->n[1];
+  for (size_t i = 0; i < ds->n; i++)
+    lay[i] = histd__grid_cell(g, ds->x[i], ds->y[i], ds->z[i]) / plane;
+  return lay;
+}
+
+/* Device bytes of a run with na points of A and nb of its own B (0: self),
+ * on a stand-in of the job with the whole's bounds and cells. */
+static int run_bytes(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
+                     uint64_t max_cells, size_t na, size_t nb, size_t *bytes, char *msg,
+                     size_t msglen) {
+  histd_dataset a = *p->a, b = *(p->b != NULL ? p->b : p->a);
+  a.n = na;
+  b.n = nb;
+  histd_problem q = *p;
+  q.a = &a;
+  q.b = nb > 0 ? &b : NULL;
+  return histd__cuda_grid_bytes(ctx, &q, ex, max_cells, bytes, msg, msglen);
+}
+
+/* The largest t in [0, 1] (to 1/4096) such that a run of t*na points of A
+ * and t*nb of its own B fits `room`; 0 when none does. */
+static int largest_share(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
+                         uint64_t max_cells, double na, double nb, size_t room, double *t,
+                         char *msg, size_t msglen) {
+  double lo = 0, hi = 1;
+  for (int it = 0; it < 12; it++) {
+    double mid = (lo + hi) / 2;
+    size_t bytes = 0;
+    int rc = run_bytes(ctx, p, ex, max_cells, (size_t)ceil(mid * na), (size_t)ceil(mid * nb),
+                       &bytes, msg, msglen);
+    if (rc != 0)
+      return rc;
+    if (bytes <= room)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  *t = lo;
+  return 0;
+}
+
+/* A copy of slabs [s0, s0 + k) (indices mod m, distinct) of one side. */
+static int gather(const side *sd, const uint32_t *slab, uint32_t k, histd_dataset *out,
+                  char *msg, size_t msglen) {
+  size_t n = 0;
+  for (uint32_t i = 0; i < k; i++)
+    n += sd->off[slab[i] + 1] - sd->off[slab[i]];
+  int rc = histd_dataset_alloc(out, n, msg, msglen);
+  if (rc == 0 && sd->ds->w != NULL)
+    rc = histd_dataset_alloc_weights(out, msg, msglen);
+  if (rc != 0)
+    return rc;
+  size_t at = 0;
+  for (uint32_t i = 0; i < k; i++)
+    for (size_t q = sd->off[slab[i]]; q < sd->off[slab[i] + 1]; q++, at++) {
+      const size_t j = sd->order[q];
+      out->x[at] = sd->ds->x[j];
+      out->y[at] = sd->ds->y[j];
+      out->z[at] = sd->ds->z[j];
+      if (out->w != NULL)
+        out->w[at] = sd->ds->w[j];
+    }
+  out->box = sd->ds->box;
+  rc = histd_dataset_finish(out, msg, msglen);
+  if (rc != 0)
+    histd_dataset_free(out);
+  return rc;
+}
+
+/* Sorts a side's points by slab (a counting sort over slab_of[layer]). */
+static int index_side(side *sd, const uint32_t *lay, const uint32_t *slab_of, uint32_t m,
+                      char *msg, size_t msglen) {
+  const size_t n = sd->ds->n;
+  sd->order = malloc((n ? n : 1) * sizeof *sd->order);
+  sd->off = calloc((size_t)m + 1, sizeof *sd->off);
+  if (sd->order == NULL || sd->off == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the slabs' index");
+  for (size_t i = 0; i < n; i++)
+    sd->off[slab_of[lay[i]] + 1]++;
+  for (uint32_t s = 0; s < m; s++)
+    sd->off[s + 1] += sd->off[s];
+  size_t *at = malloc(((size_t)m + 1) * sizeof *at);
+  if (at == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the slabs' index");
+  memcpy(at, sd->off, ((size_t)m + 1) * sizeof *at);
+  for (size_t i = 0; i < n; i++)
+    sd->order[at[slab_of[lay[i]]]++] = i;
+  free(at);
+  return 0;
+}
+
+/* Runs q (a run of the job) and adds its result into res. */
+static int run_one(histd_worker *w, const histd_problem *q, const histd_exec *ex,
+                   const histd_control *ctl, uint64_t max_cells, double k, double runs,
+                   histd_result *res, double *err, char *msg, size_t msglen) {
+  histd_result part;
+  int rc = histd_result_init(&part, &q->bins, q->weighted, msg, msglen);
+  if (rc != 0)
+    return rc;
+  histd__part pc = {ctl, k, runs};
+  histd_control sub = histd__part_control(&pc);
+  rc = histd__cuda_grid_part(w, q, ex, &sub, max_cells, true, &part, msg, msglen);
+  if (rc == 0) {
+    for (uint32_t i = 0; i < part.bins.count; i++) {
+      res->counts[i] += part.counts[i];
+      if (err != NULL)
+        histd__neumaier(&res->weighted[i], &err[i], part.weighted[i]);
+    }
+    res->below += part.below;
+    res->block_size = part.block_size;
+    res->timing.transfer_ms += part.timing.transfer_ms;
+    res->timing.kernel_ms += part.timing.kernel_ms;
+  }
+  histd_result_free(&part);
+  return rc;
+}
+
+int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_exec *ex,
+                           const histd_control *ctl, histd_result *res, char *msg,
+                           size_t msglen) {
+  gpu_ctx *ctx = w->gpu;
+  const bool cross = p->b != NULL;
+  const uint64_t max_cells = histd__grid_max_cells(p, true);
+  histd__grid_geom g;
+  int rc = histd__grid_plan(p, max_cells, &g, msg, msglen);
+  if (rc != 0)
+    return rc;
+  histd__cuda_drop_slots(ctx); /* no run here uses them: their room is the slabs' */
+  const size_t room = histd__cuda_mem_room(ctx);
+  const double na = (double)p->a->n, nb = cross ? (double)p->b->n : na;
+
+  /* caps on a slab's points: a self run holds a slab and the next, an
+   * A x B run a slab of A and three of B */
+  double t = 0;
+  rc = largest_share(ctx, p, ex, g.cells, na, cross ? 3 * nb : na, room, &t, msg, msglen);
+  if (rc != 0)
+    return rc;
+  const double cap_a = t * na, cap_b = t * nb;
+
+  uint32_t *lay_a = NULL, *lay_b = NULL, *slab_of = NULL;
+  uint64_t *cnt = NULL;
+  side sa = {p->a, NULL, NULL}, sb = {cross ? p->b : p->a, NULL, NULL};
+  double *err = NULL;
+  histd_dataset d0, d1;
+  memset(&d0, 0, sizeof d0);
+  memset(&d1, 0, sizeof d1);
+  const uint32_t L = g.n[2];
+  lay_a = layers_of(&g, p->a);
+  lay_b = cross ? layers_of(&g, p->b) : lay_a;
+  cnt = calloc(2 * (size_t)L, sizeof *cnt);
+  slab_of = malloc((size_t)L * sizeof *slab_of);
+  err = p->weighted ? calloc(res->bins.count, sizeof *err) : NULL;
+  if (lay_a == NULL || lay_b == NULL || cnt == NULL || slab_of == NULL ||
+      (p->weighted && err == NULL)) {
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the grid's slabs");
+    goto out;
+  }
+  for (size_t i = 0; i < p->a->n; i++)
+    cnt[lay_a[i]]++;
+  for (size_t i = 0; cross && i < p->b->n; i++)
+    cnt[L + lay_b[i]]++;
+  if (!cross)
+    memcpy(cnt + L, cnt, L * sizeof *cnt);
+
+  /* the slabs: whole layers, greedily under the caps */
+  uint32_t m = 0;
+  double in_a = 0, in_b = 0;
+  for (uint32_t l = 0; l < L; l++) {
+    const double ca = (double)cnt[l], cb = (double)cnt[L + l];
+    if (ca > cap_a || cb > cap_b) {
+      rc = histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "the job is too large for %s even in slabs of z: a layer of cells "
+                      "one r_max (%.6g) thick holds %.0f points of A and %.0f of B, where "
+                      "%.1f MiB of free memory holds runs over slabs of at most %.0f and %.0f",
+                      histd__cuda_context_name(ctx), g.r_max, ca, cb,
+                      (double)room / 1048576.0, cap_a, cap_b);
+      goto out;
+    }
+    if (m == 0 || in_a + ca > cap_a || in_b + cb > cap_b) {
+      m++;
+      in_a = in_b = 0;
+    }
+    in_a += ca;
+    in_b += cb;
+    slab_of[l] = m - 1;
+  }
+  if ((rc = index_side(&sa, lay_a, slab_of, m, msg, msglen)) != 0 ||
+      (cross && (rc = index_side(&sb, lay_b, slab_of, m, msg, msglen)) != 0))
+    goto out;
+  free(lay_a);
+  if (lay_b != lay_a)
+    free(lay_b);
+  lay_a = lay_b = NULL;
+
+  /* the runs */
+  const bool wrap = g.periodic != 0;
+  memset(res->counts, 0, res->bins.count * sizeof *res->counts);
+  res->below = 0;
+  res->timing.transfer_ms = res->timing.kernel_ms = 0;
+  histd_problem q = *p;
+  if (!cross) {
+    /* slab s alone, then s against the next (which the next step keeps) */
+    const uint32_t nexts = wrap && m >= 3 ? m : m - 1;
+    const double runs = (double)m + nexts;
+    double k = 0;
+    uint32_t have = UINT32_MAX; /* the slab in d0 */
+    for (uint32_t s = 0; s < m; s++) {
+      if (have != s) {
+        histd_dataset_free(&d0);
+        if ((rc = gather(&sa, &s, 1, &d0, msg, msglen)) != 0)
+          goto out;
+        have = s;
+      }
+      q.a = &d0;
+      q.b = NULL;
+      if ((rc = run_one(w, &q, ex, ctl, max_cells, k++, runs, res, err, msg, msglen)) != 0)
+        goto out;
+      if (s < nexts) {
+        uint32_t nx = (s + 1) % m;
+        if ((rc = gather(&sa, &nx, 1, &d1, msg, msglen)) != 0)
+          goto out;
+        q.b = &d1;
+        if ((rc = run_one(w, &q, ex, ctl, max_cells, k++, runs, res, err, msg, msglen)) != 0)
+          goto out;
+        histd_dataset_free(&d0);
+        d0 = d1;
+        memset(&d1, 0, sizeof d1);
+        have = nx;
+      }
+    }
+  } else {
+    for (uint32_t s = 0; s < m; s++) {
+      uint32_t adj[3], k = 0;
+      for (int o = -1; o <= 1; o++) {
+        int64_t t2 = (int64_t)s + o;
+        if (wrap)
+          t2 = ((t2 % m) + m) % m;
+        else if (t2 < 0 || t2 >= (int64_t)m)
+          continue;
+        bool seen = false;
+        for (uint32_t i = 0; i < k; i++)
+          seen = seen || adj[i] == (uint32_t)t2;
+        if (!seen)
+          adj[k++] = (uint32_t)t2;
+      }
+      uint32_t one = s;
+      if ((rc = gather(&sa, &one, 1, &d0, msg, msglen)) != 0 ||
+          (rc = gather(&sb, adj, k, &d1, msg, msglen)) != 0)
+        goto out;
+      q.a = &d0;
+      q.b = &d1;
+      if ((rc = run_one(w, &q, ex, ctl, max_cells, s, m, res, err, msg, msglen)) != 0)
+        goto out;
+      histd_dataset_free(&d0);
+      histd_dataset_free(&d1);
+    }
+  }
+  uint64_t sum = res->below;
+  for (uint32_t i = 0; i < res->bins.count; i++) {
+    sum += res->counts[i];
+    if (err != NULL)
+      res->weighted[i] += err[i];
+  }
+  res->overflow = histd_problem_pairs(p) - sum;
+  res->exact = true;
+  res->refined_pairs = 0;
+  res->threads = 0;
+  snprintf(res->device, sizeof res->device,
+           "%s, grid %ux%ux%u cells, streamed in %u slabs of z (%.0f MiB free)",
+           histd__cuda_context_name(ctx), g.n[0], g.n[1], g.n[2], m, (double)room / 1048576.0);
+out:
+  histd_dataset_free(&d0);
+  histd_dataset_free(&d1);
+  free(lay_a);
+  if (lay_b != lay_a)
+    free(lay_b);
+  free(cnt);
+  free(slab_of);
+  free(sa.order);
+  free(sa.off);
+  free(sb.order);
+  free(sb.off);
+  free(err);
+  return rc;
+}
