@@ -98,32 +98,58 @@ static int largest_share(gpu_ctx *ctx, const histd_problem *p, const histd_exec 
   return 0;
 }
 
-/* A copy of slabs [s0, s0 + k) (indices mod m, distinct) of one side. */
-static int gather(const side *sd, const uint32_t *slab, uint32_t k, histd_dataset *out,
-                  char *msg, size_t msglen) {
-  size_t n = 0;
-  for (uint32_t i = 0; i < k; i++)
-    n += sd->off[slab[i] + 1] - sd->off[slab[i]];
-  int rc = histd_dataset_alloc(out, n, msg, msglen);
-  if (rc == 0 && sd->ds->w != NULL)
-    rc = histd_dataset_alloc_weights(out, msg, msglen);
-  if (rc != 0)
-    return rc;
+/* Slabs slab[0..k) (distinct) of one side copied into out, whose arrays
+ * hold at least that many points; their bounds computed on the way (the
+ * points were checked when the set was made). */
+static void gather(const side *sd, const uint32_t *slab, uint32_t k, histd_dataset *out) {
+  const histd_dataset *ds = sd->ds;
+  double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
   size_t at = 0;
   for (uint32_t i = 0; i < k; i++)
     for (size_t q = sd->off[slab[i]]; q < sd->off[slab[i] + 1]; q++, at++) {
       const size_t j = sd->order[q];
-      out->x[at] = sd->ds->x[j];
-      out->y[at] = sd->ds->y[j];
-      out->z[at] = sd->ds->z[j];
+      const double v[3] = {ds->x[j], ds->y[j], ds->z[j]};
+      out->x[at] = v[0];
+      out->y[at] = v[1];
+      out->z[at] = v[2];
       if (out->w != NULL)
-        out->w[at] = sd->ds->w[j];
+        out->w[at] = ds->w[j];
+      for (int a = 0; a < 3; a++) {
+        lo[a] = at == 0 || v[a] < lo[a] ? v[a] : lo[a];
+        hi[a] = at == 0 || v[a] > hi[a] ? v[a] : hi[a];
+      }
     }
-  out->box = sd->ds->box;
-  rc = histd_dataset_finish(out, msg, msglen);
-  if (rc != 0)
-    histd_dataset_free(out);
+  out->n = at;
+  out->box = ds->box;
+  memcpy(out->min, lo, sizeof lo);
+  memcpy(out->max, hi, sizeof hi);
+}
+
+/* Room for n points (and weights if the side has them). */
+static int slab_buffer(const side *sd, size_t n, histd_dataset *out, char *msg, size_t msglen) {
+  int rc = histd_dataset_alloc(out, n, msg, msglen);
+  if (rc == 0 && sd->ds->w != NULL)
+    rc = histd_dataset_alloc_weights(out, msg, msglen);
   return rc;
+}
+
+/* The most points any k adjacent slabs (k = 1: any slab) of a side hold. */
+static size_t most_points(const side *sd, uint32_t m, bool wrap, uint32_t k) {
+  size_t most = 0;
+  for (uint32_t s = 0; s < m; s++) {
+    size_t n = 0;
+    for (uint32_t i = 0; i < k && i < m; i++) {
+      uint32_t t = s + i;
+      if (t >= m) {
+        if (!wrap)
+          break;
+        t -= m;
+      }
+      n += sd->off[t + 1] - sd->off[t];
+    }
+    most = n > most ? n : most;
+  }
+  return most;
 }
 
 /* Sorts a side's points by slab (a counting sort over slab_of[layer]). */
@@ -257,6 +283,10 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
   res->below = 0;
   res->timing.transfer_ms = res->timing.kernel_ms = 0;
   histd_problem q = *p;
+  if ((rc = slab_buffer(&sa, most_points(&sa, m, wrap, 1), &d0, msg, msglen)) != 0 ||
+      (rc = slab_buffer(cross ? &sb : &sa, most_points(cross ? &sb : &sa, m, wrap, cross ? 3 : 1),
+                        &d1, msg, msglen)) != 0)
+    goto out;
   if (!cross) {
     /* slab s alone, then s against the next (which the next step keeps) */
     const uint32_t nexts = wrap && m >= 3 ? m : m - 1;
@@ -265,9 +295,7 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
     uint32_t have = UINT32_MAX; /* the slab in d0 */
     for (uint32_t s = 0; s < m; s++) {
       if (have != s) {
-        histd_dataset_free(&d0);
-        if ((rc = gather(&sa, &s, 1, &d0, msg, msglen)) != 0)
-          goto out;
+        gather(&sa, &s, 1, &d0);
         have = s;
       }
       q.a = &d0;
@@ -276,14 +304,13 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
         goto out;
       if (s < nexts) {
         uint32_t nx = (s + 1) % m;
-        if ((rc = gather(&sa, &nx, 1, &d1, msg, msglen)) != 0)
-          goto out;
+        gather(&sa, &nx, 1, &d1);
         q.b = &d1;
         if ((rc = run_one(w, &q, ex, ctl, max_cells, k++, runs, res, err, msg, msglen)) != 0)
           goto out;
-        histd_dataset_free(&d0);
+        const histd_dataset t = d0; /* the next slab is d1's: swap the buffers */
         d0 = d1;
-        memset(&d1, 0, sizeof d1);
+        d1 = t;
         have = nx;
       }
     }
@@ -303,15 +330,12 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
           adj[k++] = (uint32_t)t2;
       }
       uint32_t one = s;
-      if ((rc = gather(&sa, &one, 1, &d0, msg, msglen)) != 0 ||
-          (rc = gather(&sb, adj, k, &d1, msg, msglen)) != 0)
-        goto out;
+      gather(&sa, &one, 1, &d0);
+      gather(&sb, adj, k, &d1);
       q.a = &d0;
       q.b = &d1;
       if ((rc = run_one(w, &q, ex, ctl, max_cells, s, m, res, err, msg, msglen)) != 0)
         goto out;
-      histd_dataset_free(&d0);
-      histd_dataset_free(&d1);
     }
   }
   uint64_t sum = res->below;
