@@ -27,6 +27,8 @@
  *   HISTD_GPU_RSQRT_ERR  rsqrtf's relative error for the float32 bound,
  *                        instead of the one measured on the device (the
  *                        benchmark's baseline: 2^-22, the Guide's 2 ulp)
+ *   HISTD_SLAB_TRACE     when set, a grid job streamed in slabs prints
+ *                        where its time went (grid_slabs.c) to stderr
  *   HISTD_TEST_CUDA_FAULT   when set, every job first runs a kernel that
  *                        writes to an invalid address (a sticky error)
  */

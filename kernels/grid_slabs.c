@@ -32,13 +32,16 @@
  * fit alone is refused with a sentence.
  *
  * Host memory beyond the points: an index of them by slab (8 bytes a
- * point) and the copies of the slabs one run uses.
+ * point) and two buffers for the slabs a run uses (pinned, so that their
+ * copies to the GPU run at the bus's speed).
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cuda_runtime_api.h>
 
 #include "engine.h"
 #include "gpu_engine.h"
@@ -133,6 +136,18 @@ static int slab_buffer(const side *sd, size_t n, histd_dataset *out, char *msg, 
   return rc;
 }
 
+/* Pins a slab buffer of cap points, so that its copies to the GPU run at
+ * the bus's speed (pageable memory goes through the driver's staging);
+ * returns the pinned block, or NULL where pinning is refused (it still
+ * works, slower). */
+static double *pin(const histd_dataset *d, size_t cap) {
+  const size_t bytes = (d->w != NULL ? 4 : 3) * (cap ? cap : 1) * sizeof(double);
+  if (cudaHostRegister(d->x, bytes, cudaHostRegisterPortable) == cudaSuccess)
+    return d->x;
+  cudaGetLastError();
+  return NULL;
+}
+
 /* The most points any k adjacent slabs (k = 1: any slab) of a side hold. */
 static size_t most_points(const side *sd, uint32_t m, bool wrap, uint32_t k) {
   size_t most = 0;
@@ -212,6 +227,7 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
     return rc;
   histd__cuda_drop_slots(ctx); /* no run here uses them: their room is the slabs' */
   const size_t room = histd__cuda_mem_room(ctx);
+  double t_start = histd_now_ms(), t_cut = 0, t_gather = 0, t_runs = 0, t_pin = 0, tg;
   const double na = (double)p->a->n, nb = cross ? (double)p->b->n : na;
 
   /* caps on a slab's points: a self run holds a slab and the next, an
@@ -227,6 +243,7 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
   side sa = {p->a, NULL, NULL}, sb = {cross ? p->b : p->a, NULL, NULL};
   double *err = NULL;
   histd_dataset d0, d1;
+  double *pinned[2] = {NULL, NULL};
   memset(&d0, 0, sizeof d0);
   memset(&d1, 0, sizeof d1);
   const uint32_t L = g.n[2];
@@ -276,6 +293,7 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
   if (lay_b != lay_a)
     free(lay_b);
   lay_a = lay_b = NULL;
+  t_cut = histd_now_ms() - t_start;
 
   /* the runs */
   const bool wrap = g.periodic != 0;
@@ -283,10 +301,15 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
   res->below = 0;
   res->timing.transfer_ms = res->timing.kernel_ms = 0;
   histd_problem q = *p;
-  if ((rc = slab_buffer(&sa, most_points(&sa, m, wrap, 1), &d0, msg, msglen)) != 0 ||
-      (rc = slab_buffer(cross ? &sb : &sa, most_points(cross ? &sb : &sa, m, wrap, cross ? 3 : 1),
-                        &d1, msg, msglen)) != 0)
+  const size_t cap0 = most_points(&sa, m, wrap, 1);
+  const size_t cap1 = most_points(cross ? &sb : &sa, m, wrap, cross ? 3 : 1);
+  if ((rc = slab_buffer(&sa, cap0, &d0, msg, msglen)) != 0 ||
+      (rc = slab_buffer(cross ? &sb : &sa, cap1, &d1, msg, msglen)) != 0)
     goto out;
+  tg = histd_now_ms();
+  pinned[0] = pin(&d0, cap0);
+  pinned[1] = pin(&d1, cap1);
+  t_pin = histd_now_ms() - tg;
   if (!cross) {
     /* slab s alone, then s against the next (which the next step keeps) */
     const uint32_t nexts = wrap && m >= 3 ? m : m - 1;
@@ -295,7 +318,9 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
     uint32_t have = UINT32_MAX; /* the slab in d0 */
     for (uint32_t s = 0; s < m; s++) {
       if (have != s) {
+        tg = histd_now_ms();
         gather(&sa, &s, 1, &d0);
+        t_gather += histd_now_ms() - tg;
         have = s;
       }
       q.a = &d0;
@@ -304,7 +329,9 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
         goto out;
       if (s < nexts) {
         uint32_t nx = (s + 1) % m;
+        tg = histd_now_ms();
         gather(&sa, &nx, 1, &d1);
+        t_gather += histd_now_ms() - tg;
         q.b = &d1;
         if ((rc = run_one(w, &q, ex, ctl, max_cells, k++, runs, res, err, msg, msglen)) != 0)
           goto out;
@@ -330,8 +357,10 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
           adj[k++] = (uint32_t)t2;
       }
       uint32_t one = s;
+      tg = histd_now_ms();
       gather(&sa, &one, 1, &d0);
       gather(&sb, adj, k, &d1);
+      t_gather += histd_now_ms() - tg;
       q.a = &d0;
       q.b = &d1;
       if ((rc = run_one(w, &q, ex, ctl, max_cells, s, m, res, err, msg, msglen)) != 0)
@@ -345,6 +374,12 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
       res->weighted[i] += err[i];
   }
   res->overflow = histd_problem_pairs(p) - sum;
+  t_runs = histd_now_ms() - t_start - t_cut - t_gather - t_pin;
+  if (getenv("HISTD_SLAB_TRACE") != NULL)
+    fprintf(stderr, "slabs: %u, cut %.1f ms, pinning %.1f ms (%s), gathers %.1f ms, runs %.1f ms "
+            "(kernels %.1f, copies %.1f)\n", m, t_cut, t_pin,
+            pinned[0] && pinned[1] ? "pinned" : "not pinned", t_gather, t_runs,
+            res->timing.kernel_ms, res->timing.transfer_ms);
   res->exact = true;
   res->refined_pairs = 0;
   res->threads = 0;
@@ -352,6 +387,9 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
            "%s, grid %ux%ux%u cells, streamed in %u slabs of z (%.0f MiB free)",
            histd__cuda_context_name(ctx), g.n[0], g.n[1], g.n[2], m, (double)room / 1048576.0);
 out:
+  for (int i = 0; i < 2; i++)
+    if (pinned[i] != NULL)
+      cudaHostUnregister(pinned[i]);
   histd_dataset_free(&d0);
   histd_dataset_free(&d1);
   free(lay_a);
