@@ -36,6 +36,8 @@
  * copies to the GPU run at the bus's speed).
  */
 #include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,22 +49,91 @@
 #include "gpu_engine.h"
 #include "grid.h"
 
-/* The points of one side (A or B) indexed by slab. */
+#define MAX_THREADS 64
+
+/* The points of one side (A or B) indexed by slab. The host's work on
+ * them (layers, index, gathers) is cut among T threads, thread t taking
+ * points (or output positions) [n t / T, n (t + 1) / T). */
 typedef struct side {
   const histd_dataset *ds;
-  size_t *order; /* the points' indices, slab by slab */
-  size_t *off;   /* slabs + 1: slab s is order[off[s] .. off[s+1]) */
+  const histd__grid_geom *g;
+  unsigned T;
+  uint32_t L;      /* layers */
+  uint32_t *lay;   /* each point's layer */
+  uint64_t *cnt;   /* T x L: thread t's points in layer l */
+  const uint32_t *slab_of; /* L: each layer's slab */
+  uint32_t m;      /* slabs */
+  size_t *base;    /* T x m: where thread t's points of slab s go in order */
+  size_t *order;   /* the points' indices, slab by slab (ascending in each) */
+  size_t *off;     /* m + 1: slab s is order[off[s] .. off[s+1]) */
 } side;
 
-/* Each point's layer (its cell's index on the third axis of g). */
-static uint32_t *layers_of(const histd__grid_geom *g, const histd_dataset *ds) {
-  uint32_t *lay = malloc((ds->n ? ds->n : 1) * sizeof *lay);
-  if (lay == NULL)
-    return NULL;
-  const uint32_t plane = g->n[0] * g->n[1];
-  for (size_t i = 0; i < ds->n; i++)
-    lay[i] = histd__grid_cell(g, ds->x[i], ds->y[i], ds->z[i]) / plane;
-  return lay;
+/* Runs fn(arg, t, T) for t in [0, T) on T threads (the caller's among
+ * them); a share whose thread cannot start runs here. */
+typedef struct fan_job {
+  void (*fn)(void *, unsigned, unsigned);
+  void *arg;
+  unsigned t, T;
+} fan_job;
+
+static void *fan_main(void *p) {
+  const fan_job *j = p;
+  j->fn(j->arg, j->t, j->T);
+  return NULL;
+}
+
+static void fan_out(void (*fn)(void *, unsigned, unsigned), void *arg, unsigned T) {
+  pthread_t tid[MAX_THREADS];
+  fan_job jobs[MAX_THREADS];
+  bool started[MAX_THREADS] = {false};
+  for (unsigned t = 1; t < T; t++) {
+    jobs[t] = (fan_job){fn, arg, t, T};
+    started[t] = pthread_create(&tid[t], NULL, fan_main, &jobs[t]) == 0;
+    if (!started[t])
+      fn(arg, t, T);
+  }
+  fn(arg, 0, T);
+  for (unsigned t = 1; t < T; t++)
+    if (started[t])
+      pthread_join(tid[t], NULL);
+}
+
+static size_t share(size_t n, unsigned t, unsigned T) { return n / T * t + n % T * t / T; }
+
+/* Thread t's points: their layers, and its count of points per layer. */
+static void layers_part(void *arg, unsigned t, unsigned T) {
+  side *sd = arg;
+  const histd_dataset *ds = sd->ds;
+  const uint32_t plane = sd->g->n[0] * sd->g->n[1];
+  uint64_t *cnt = sd->cnt + (size_t)t * sd->L;
+  for (size_t i = share(ds->n, t, T); i < share(ds->n, t + 1, T); i++) {
+    const uint32_t l = histd__grid_cell(sd->g, ds->x[i], ds->y[i], ds->z[i]) / plane;
+    sd->lay[i] = l;
+    cnt[l]++;
+  }
+}
+
+/* Each point's layer (its cell's index on the third axis of g), counted. */
+static int side_layers(side *sd, const histd_dataset *ds, const histd__grid_geom *g, unsigned T,
+                       char *msg, size_t msglen) {
+  sd->ds = ds;
+  sd->g = g;
+  sd->T = T;
+  sd->L = g->n[2];
+  sd->lay = malloc((ds->n ? ds->n : 1) * sizeof *sd->lay);
+  sd->cnt = calloc((size_t)T * sd->L, sizeof *sd->cnt);
+  if (sd->lay == NULL || sd->cnt == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the grid's slabs");
+  fan_out(layers_part, sd, T);
+  return 0;
+}
+
+/* The points in layer l (all threads'). */
+static uint64_t layer_points(const side *sd, uint32_t l) {
+  uint64_t n = 0;
+  for (unsigned t = 0; t < sd->T; t++)
+    n += sd->cnt[(size_t)t * sd->L + l];
+  return n;
 }
 
 /* Device bytes of a run with na points of A and nb of its own B (0: self),
@@ -101,31 +172,69 @@ static int largest_share(gpu_ctx *ctx, const histd_problem *p, const histd_exec 
   return 0;
 }
 
-/* Slabs slab[0..k) (distinct) of one side copied into out, whose arrays
- * hold at least that many points; their bounds computed on the way (the
- * points were checked when the set was made). */
-static void gather(const side *sd, const uint32_t *slab, uint32_t k, histd_dataset *out) {
-  const histd_dataset *ds = sd->ds;
-  double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
-  size_t at = 0;
-  for (uint32_t i = 0; i < k; i++)
-    for (size_t q = sd->off[slab[i]]; q < sd->off[slab[i] + 1]; q++, at++) {
-      const size_t j = sd->order[q];
+/* A gather: slabs slab[0..k) (distinct) of a side into out, output
+ * positions cut among the threads; each thread's bounds in lo/hi. */
+typedef struct gather_job {
+  const side *sd;
+  const uint32_t *slab;
+  uint32_t k;
+  histd_dataset *out;
+  double lo[MAX_THREADS][3], hi[MAX_THREADS][3];
+} gather_job;
+
+static void gather_part(void *arg, unsigned t, unsigned T) {
+  gather_job *gj = arg;
+  const histd_dataset *ds = gj->sd->ds;
+  histd_dataset *out = gj->out;
+  const size_t p0 = share(out->n, t, T), p1 = share(out->n, t + 1, T);
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  size_t first = 0; /* output position of the current slab's first point */
+  for (uint32_t i = 0; i < gj->k && first < p1; i++) {
+    const size_t o0 = gj->sd->off[gj->slab[i]], len = gj->sd->off[gj->slab[i] + 1] - o0;
+    const size_t a = p0 > first ? p0 - first : 0, b = p1 - first < len ? p1 - first : len;
+    for (size_t q = a; q < b; q++) {
+      const size_t j = gj->sd->order[o0 + q], at = first + q;
       const double v[3] = {ds->x[j], ds->y[j], ds->z[j]};
       out->x[at] = v[0];
       out->y[at] = v[1];
       out->z[at] = v[2];
       if (out->w != NULL)
         out->w[at] = ds->w[j];
-      for (int a = 0; a < 3; a++) {
-        lo[a] = at == 0 || v[a] < lo[a] ? v[a] : lo[a];
-        hi[a] = at == 0 || v[a] > hi[a] ? v[a] : hi[a];
+      for (int c = 0; c < 3; c++) {
+        lo[c] = v[c] < lo[c] ? v[c] : lo[c];
+        hi[c] = v[c] > hi[c] ? v[c] : hi[c];
       }
     }
-  out->n = at;
-  out->box = ds->box;
-  memcpy(out->min, lo, sizeof lo);
-  memcpy(out->max, hi, sizeof hi);
+    first += len;
+  }
+  memcpy(gj->lo[t], lo, sizeof lo);
+  memcpy(gj->hi[t], hi, sizeof hi);
+}
+
+/* Slabs slab[0..k) (distinct) of one side copied into out, whose arrays
+ * hold at least that many points, and their bounds (the points were
+ * checked when the set was made). */
+static void gather(const side *sd, const uint32_t *slab, uint32_t k, histd_dataset *out) {
+  gather_job gj;
+  size_t n = 0;
+  for (uint32_t i = 0; i < k; i++)
+    n += sd->off[slab[i] + 1] - sd->off[slab[i]];
+  out->n = n;
+  out->box = sd->ds->box;
+  gj.sd = sd;
+  gj.slab = slab;
+  gj.k = k;
+  gj.out = out;
+  fan_out(gather_part, &gj, sd->T);
+  for (int c = 0; c < 3; c++) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (unsigned t = 0; t < sd->T; t++) {
+      lo = gj.lo[t][c] < lo ? gj.lo[t][c] : lo;
+      hi = gj.hi[t][c] > hi ? gj.hi[t][c] : hi;
+    }
+    out->min[c] = n ? lo : 0;
+    out->max[c] = n ? hi : 0;
+  }
 }
 
 /* Room for n points (and weights if the side has them). */
@@ -167,26 +276,52 @@ static size_t most_points(const side *sd, uint32_t m, bool wrap, uint32_t k) {
   return most;
 }
 
-/* Sorts a side's points by slab (a counting sort over slab_of[layer]). */
-static int index_side(side *sd, const uint32_t *lay, const uint32_t *slab_of, uint32_t m,
-                      char *msg, size_t msglen) {
+/* Thread t's points into order, each at its slab's next place. */
+static void index_part(void *arg, unsigned t, unsigned T) {
+  side *sd = arg;
+  size_t *at = sd->base + (size_t)t * sd->m;
+  for (size_t i = share(sd->ds->n, t, T); i < share(sd->ds->n, t + 1, T); i++)
+    sd->order[at[sd->slab_of[sd->lay[i]]]++] = i;
+}
+
+/* Sorts a side's points by slab (a counting sort, stable: each slab's
+ * points in ascending order), given each layer's slab. */
+static int index_side(side *sd, const uint32_t *slab_of, uint32_t m, char *msg, size_t msglen) {
   const size_t n = sd->ds->n;
+  const unsigned T = sd->T;
+  sd->slab_of = slab_of;
+  sd->m = m;
   sd->order = malloc((n ? n : 1) * sizeof *sd->order);
   sd->off = calloc((size_t)m + 1, sizeof *sd->off);
-  if (sd->order == NULL || sd->off == NULL)
+  sd->base = calloc((size_t)T * m, sizeof *sd->base);
+  if (sd->order == NULL || sd->off == NULL || sd->base == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the slabs' index");
-  for (size_t i = 0; i < n; i++)
-    sd->off[slab_of[lay[i]] + 1]++;
-  for (uint32_t s = 0; s < m; s++)
-    sd->off[s + 1] += sd->off[s];
-  size_t *at = malloc(((size_t)m + 1) * sizeof *at);
-  if (at == NULL)
-    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the slabs' index");
-  memcpy(at, sd->off, ((size_t)m + 1) * sizeof *at);
-  for (size_t i = 0; i < n; i++)
-    sd->order[at[slab_of[lay[i]]]++] = i;
-  free(at);
+  /* base[t][s]: the slab's start plus the earlier threads' points in it */
+  for (uint32_t l = 0; l < sd->L; l++)
+    for (unsigned t = 0; t < T; t++)
+      sd->base[(size_t)t * m + slab_of[l]] += sd->cnt[(size_t)t * sd->L + l];
+  size_t at = 0;
+  for (uint32_t s = 0; s < m; s++) {
+    sd->off[s] = at;
+    for (unsigned t = 0; t < T; t++) {
+      const size_t c = sd->base[(size_t)t * m + s];
+      sd->base[(size_t)t * m + s] = at;
+      at += c;
+    }
+  }
+  sd->off[m] = at;
+  fan_out(index_part, sd, T);
+  free(sd->lay);
+  sd->lay = NULL;
   return 0;
+}
+
+static void side_free(side *sd) {
+  free(sd->lay);
+  free(sd->cnt);
+  free(sd->base);
+  free(sd->order);
+  free(sd->off);
 }
 
 /* Runs q (a run of the job) and adds its result into res. */
@@ -238,37 +373,34 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
     return rc;
   const double cap_a = t * na, cap_b = t * nb;
 
-  uint32_t *lay_a = NULL, *lay_b = NULL, *slab_of = NULL;
-  uint64_t *cnt = NULL;
-  side sa = {p->a, NULL, NULL}, sb = {cross ? p->b : p->a, NULL, NULL};
+  uint32_t *slab_of = NULL;
+  side sa, sb;
+  memset(&sa, 0, sizeof sa);
+  memset(&sb, 0, sizeof sb);
   double *err = NULL;
   histd_dataset d0, d1;
   double *pinned[2] = {NULL, NULL};
   memset(&d0, 0, sizeof d0);
   memset(&d1, 0, sizeof d1);
+  unsigned T = histd_cpu_count();
+  T = T < 1 ? 1 : T > MAX_THREADS ? MAX_THREADS : T;
   const uint32_t L = g.n[2];
-  lay_a = layers_of(&g, p->a);
-  lay_b = cross ? layers_of(&g, p->b) : lay_a;
-  cnt = calloc(2 * (size_t)L, sizeof *cnt);
   slab_of = malloc((size_t)L * sizeof *slab_of);
   err = p->weighted ? calloc(res->bins.count, sizeof *err) : NULL;
-  if (lay_a == NULL || lay_b == NULL || cnt == NULL || slab_of == NULL ||
-      (p->weighted && err == NULL)) {
+  if (slab_of == NULL || (p->weighted && err == NULL)) {
     rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the grid's slabs");
     goto out;
   }
-  for (size_t i = 0; i < p->a->n; i++)
-    cnt[lay_a[i]]++;
-  for (size_t i = 0; cross && i < p->b->n; i++)
-    cnt[L + lay_b[i]]++;
-  if (!cross)
-    memcpy(cnt + L, cnt, L * sizeof *cnt);
+  if ((rc = side_layers(&sa, p->a, &g, T, msg, msglen)) != 0 ||
+      (cross && (rc = side_layers(&sb, p->b, &g, T, msg, msglen)) != 0))
+    goto out;
+  const side *sbl = cross ? &sb : &sa; /* B's layers (A's for self pairs) */
 
   /* the slabs: whole layers, greedily under the caps */
   uint32_t m = 0;
   double in_a = 0, in_b = 0;
   for (uint32_t l = 0; l < L; l++) {
-    const double ca = (double)cnt[l], cb = (double)cnt[L + l];
+    const double ca = (double)layer_points(&sa, l), cb = (double)layer_points(sbl, l);
     if (ca > cap_a || cb > cap_b) {
       rc = histd_fail(msg, msglen, HISTD_ETOOBIG,
                       "the job is too large for %s even in slabs of z: a layer of cells "
@@ -286,13 +418,9 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
     in_b += cb;
     slab_of[l] = m - 1;
   }
-  if ((rc = index_side(&sa, lay_a, slab_of, m, msg, msglen)) != 0 ||
-      (cross && (rc = index_side(&sb, lay_b, slab_of, m, msg, msglen)) != 0))
+  if ((rc = index_side(&sa, slab_of, m, msg, msglen)) != 0 ||
+      (cross && (rc = index_side(&sb, slab_of, m, msg, msglen)) != 0))
     goto out;
-  free(lay_a);
-  if (lay_b != lay_a)
-    free(lay_b);
-  lay_a = lay_b = NULL;
   t_cut = histd_now_ms() - t_start;
 
   /* the runs */
@@ -392,15 +520,9 @@ out:
       cudaHostUnregister(pinned[i]);
   histd_dataset_free(&d0);
   histd_dataset_free(&d1);
-  free(lay_a);
-  if (lay_b != lay_a)
-    free(lay_b);
-  free(cnt);
+  side_free(&sa);
+  side_free(&sb);
   free(slab_of);
-  free(sa.order);
-  free(sa.off);
-  free(sb.order);
-  free(sb.off);
   free(err);
   return rc;
 }
