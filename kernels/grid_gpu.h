@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 #define GRID_CHUNK 32u      /* A points per chunk: one per lane of a warp */
-#define GRID_MAX_BLOCK 256u /* threads per block, at most (launch bounds) */
+#define GRID_MAX_BLOCK HISTD__GRID_MAX_BLOCK /* threads per block, at most (launch bounds) */
 #define GRID_QUEUE 64u      /* per warp: pairs that passed the filter, awaiting the contract */
 
 /* One point set sorted by cell, on the device. */

@@ -79,6 +79,10 @@ typedef struct histd__grid_geom {
   double reach;       /* reach_eff: no cell is narrower                   */
 } histd__grid_geom;
 
+/* The GPU grid's largest block (its kernel's launch bounds); "auto" runs
+ * the grid at its own block where the job's is larger (a brute-force one). */
+#define HISTD__GRID_MAX_BLOCK 256u
+
 HISTD_GRID_FN uint32_t histd__grid_axis(double t, uint32_t n) {
   double f = floor(t);
   if (!(f >= 0)) /* also NaN, which finite points never give */

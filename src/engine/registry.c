@@ -81,7 +81,10 @@ static int auto_run(HISTD__RUN_ARGS) {
   const bool gpu = w->device >= 0;
   char why[HISTD_REASON_MAX];
   if (histd__grid_pays(p, gpu, why, sizeof why)) {
-    int rc = grid_run(w, p, ex, ctl, res, msg, msglen);
+    histd_exec gex = *ex; /* a block size for brute force: the grid takes its own */
+    if (gex.block_size > HISTD__GRID_MAX_BLOCK)
+      gex.block_size = 0;
+    int rc = grid_run(w, p, &gex, ctl, res, msg, msglen);
     if (rc != HISTD_ETOOBIG)
       return ran(rc, res, "grid", why);
     size_t len = strlen(why); /* brute force, then */

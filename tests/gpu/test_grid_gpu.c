@@ -555,6 +555,30 @@ static int test_blocks_and_sizes(void) {
   CHECK(rc == HISTD_EINVAL, "block 512 must be EINVAL, got %d (%s)", rc, msg);
   if (rc == 0)
     histd_result_free(&r);
+  /* ... but "auto" taking the grid with a brute-force block size (1024)
+   * runs the grid at its own block */
+  histd_exec ex;
+  histd_exec_init(&ex);
+  snprintf(ex.kernel, sizeof ex.kernel, "auto");
+  ex.block_size = 1024;
+  const histd_box cube = {HISTD_BOX_ORTHO, 10, 0, 10, 0, 0, 10};
+  histd_dataset c = in_box(20000, &cube, 0, false);
+  histd_problem pc = width_problem(&c, NULL, cube, 1.0, 40);
+  definition(&pc, &h);
+  rc = histd_worker_run(W, &pc, &ex, NULL, &r, msg, sizeof msg);
+  runs++;
+  CHECK(rc == 0, "auto with block 1024 where the grid pays: %s", msg);
+  if (rc == 0) {
+    CHECK(strcmp(r.kernel, "grid") == 0, "auto with block 1024 ran %s, not the grid", r.kernel);
+    bool same = r.overflow == h.over && memcmp(r.counts, h.counts, 40 * sizeof *h.counts) == 0;
+    CHECK(same, "auto (the grid) with block 1024 differs from the definition");
+    printf("  %-58s %s  [%s, block %u]\n", "auto with block_size 1024 (the grid's own block)",
+           same ? "ok" : "FAILED", r.device, r.block_size);
+    fails += !same;
+    histd_result_free(&r);
+  }
+  want_free(&h);
+  histd_dataset_free(&c);
   histd_dataset_free(&d);
   return fails;
 }
