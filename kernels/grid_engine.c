@@ -8,8 +8,10 @@
  * A's points come through the context's dataset slots (kept on the device
  * between jobs, or prefetched); B's (A x B with B another set) and the
  * weights are copied for the job. Everything else lives in one device
- * allocation whose size is checked against the free memory first: a job
- * that does not fit is HISTD_ETOOBIG with a sentence.
+ * allocation, sized by a dry run of the same carving (carve_job); a job
+ * whose run does not fit the GPU's free memory streams through it in
+ * slabs (grid_slabs.c), each slab a run of its own with its A copied for
+ * it (stream_a).
  *
  * Cells: at most max(n_a, n_b) / 16 (where r_max allows that many). The
  * cells' side is at least r_max's reach whatever their number, so more
