@@ -8,7 +8,8 @@
  *
  * A job becomes shards (shard.c: block pairs of its points), one row each,
  * inserted in the job's transaction. Each worker (a GPU, or the CPU engine)
- * of every node claims the oldest queued shard, or one whose lease has
+ * of every node claims the oldest queued shard it can run (the job's
+ * `engine`: its kernel's, cpu, cuda or any), or one whose lease has
  * expired, with SELECT ... FOR UPDATE SKIP LOCKED, so two workers never
  * claim the same row, and nobody waits on a row somebody else holds. A
  * claim takes a lease (an expiry from the database's clock, never a node's)
@@ -65,7 +66,10 @@
 #include "service.h"
 #include "shared_store.h"
 
-#define SCHEMA_VERSION 1
+/* 2: histd_jobs.engine, the workers a job's shards may go to (claim_shard) */
+#define SCHEMA_VERSION 2
+#define TEXT_(v) #v
+#define TEXT(v) TEXT_(v) /* a macro's value as a string literal */
 
 typedef struct cworker {
   cluster *c;
@@ -74,6 +78,7 @@ typedef struct cworker {
   histd_worker *engine;
   int device;
   uint32_t threads;
+  const char *engines; /* the jobs' engines it claims shards of: a text[] literal */
   PGconn *db;
   /* the shard running now (guarded by c->mu): the renewer and the listener
    * stop it through `stop` */
@@ -133,6 +138,9 @@ static const char *const SCHEMA[] = {
     " DEFAULT 0, error text NOT NULL DEFAULT '', partial bytea, PRIMARY KEY (job_id, idx))",
     "CREATE INDEX IF NOT EXISTS histd_shards_open ON histd_shards (seq, idx)"
     " WHERE status IN ('queued', 'running')",
+    /* version 2: which workers may run the job's shards (its kernel's
+     * engine: cpu, cuda or any); jobs from version 1 take 'any' */
+    "ALTER TABLE histd_jobs ADD COLUMN IF NOT EXISTS engine text NOT NULL DEFAULT 'any'",
     "CREATE SEQUENCE IF NOT EXISTS histd_fence",
 };
 
@@ -230,8 +238,8 @@ static int migrate(PGconn *db, char *msg, size_t msglen) {
     else if (version < SCHEMA_VERSION)
       rc = pg_cmd(db, "DELETE FROM histd_schema", msg, msglen, "record the schema version");
     if (rc == 0 && version < SCHEMA_VERSION)
-      rc = pg_cmd(db, "INSERT INTO histd_schema VALUES (1)", msg, msglen,
-                  "record the schema version");
+      rc = pg_cmd(db, "INSERT INTO histd_schema VALUES (" TEXT(SCHEMA_VERSION) ")", msg,
+                  msglen, "record the schema version");
   } else if (rc == 0) {
     rc = HISTD_EIO;
   }
@@ -656,15 +664,19 @@ int cluster_submit(cluster *c, job_record *rec, char *msg, size_t msglen) {
   u64_text(w, want);
   u64_text(count, plan.count);
   snprintf(created, sizeof created, "%.17g", rec->created_at);
-  const char *v[9] = {rec->id, rec->dataset, rec->dataset_b, n, n_b, params ? params : "{}",
-                      w, created, count};
+  const histd_kernel *k = histd_kernel_find(rec->params.exec.kernel);
+  const char *engine = k == NULL || k->engine == HISTD_ENGINE_ANY ? "any"
+                       : k->engine == HISTD_ENGINE_CUDA          ? "cuda"
+                                                                 : "cpu";
+  const char *v[10] = {rec->id, rec->dataset, rec->dataset_b, n, n_b, params ? params : "{}",
+                       w, created, count, engine};
   pthread_mutex_lock(&c->api_mu);
   rc = pg_cmd(c->api, "BEGIN", msg, msglen, "begin the job");
   PGresult *r = rc == 0 ? pg_exec(c->api,
                                   "INSERT INTO histd_jobs (id, dataset, dataset_b, n, n_b,"
-                                  " params, want, status, created_at, shards)"
-                                  " VALUES ($1,$2,$3,$4,$5,$6,$7,'queued',$8,$9) RETURNING seq",
-                                  9, v, NULL, NULL, msg, msglen, "store the job")
+                                  " params, want, status, created_at, shards, engine)"
+                                  " VALUES ($1,$2,$3,$4,$5,$6,$7,'queued',$8,$9,$10) RETURNING seq",
+                                  10, v, NULL, NULL, msg, msglen, "store the job")
                         : NULL;
   if (r != NULL) {
     rec->seq = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
@@ -747,22 +759,25 @@ typedef struct claim {
   char last_error[256];
 } claim;
 
-/* Claims the oldest open shard: 1 and *cl, 0 when there is none, or < 0. */
-static int claim_shard(cluster *c, PGconn *db, claim *cl, char *msg, size_t msglen) {
+/* Claims the oldest open shard of a job whose engine is one of `engines`
+ * (a text[] literal): 1 and *cl, 0 when there is none, or < 0. */
+static int claim_shard(cluster *c, PGconn *db, const char *engines, claim *cl, char *msg,
+                       size_t msglen) {
   char lease[32];
   snprintf(lease, sizeof lease, "%.3f", c->lease_s);
-  const char *v[2] = {c->node, lease};
+  const char *v[3] = {c->node, lease, engines};
   PGresult *r = pg_exec(
       db,
       "UPDATE histd_shards s SET status = 'running', token = nextval('histd_fence'),"
       " node = $1, lease_until = now() + make_interval(secs => $2::double precision),"
       " attempts = s.attempts + 1"
-      " FROM (SELECT job_id, idx FROM histd_shards WHERE status = 'queued'"
-      "   OR (status = 'running' AND lease_until < now())"
-      "   ORDER BY seq, idx LIMIT 1 FOR UPDATE SKIP LOCKED) o"
+      " FROM (SELECT o.job_id, o.idx FROM histd_shards o JOIN histd_jobs j ON j.id = o.job_id"
+      "   WHERE (o.status = 'queued' OR (o.status = 'running' AND o.lease_until < now()))"
+      "   AND j.engine = ANY($3::text[])"
+      "   ORDER BY o.seq, o.idx LIMIT 1 FOR UPDATE OF o SKIP LOCKED) o"
       " WHERE s.job_id = o.job_id AND s.idx = o.idx"
       " RETURNING s.job_id, s.idx, s.token, s.attempts, s.error",
-      2, v, NULL, NULL, msg, msglen, "claim a shard");
+      3, v, NULL, NULL, msg, msglen, "claim a shard");
   if (r == NULL)
     return HISTD_EIO;
   int got = PQntuples(r) > 0;
@@ -1057,7 +1072,7 @@ static void *worker_main(void *arg) {
     claim cl;
     char msg[256];
     const double t0 = histd_now_ms();
-    int got = claim_shard(c, w->db, &cl, msg, sizeof msg);
+    int got = claim_shard(c, w->db, w->engines, &cl, msg, sizeof msg);
     if (got > 0) {
       pthread_mutex_lock(&c->mu);
       w->busy = true;
@@ -1254,14 +1269,19 @@ int cluster_open(cluster **out, service *svc, char *msg, size_t msglen) {
 int cluster_start(cluster *c, char *msg, size_t msglen) {
   service *svc = c->svc;
   const int gpus = svc->gpu_count;
-  c->nworkers = gpus > 0 ? gpus : 1;
+  /* as a single daemon: a worker per GPU for the GPU's and "any" kernels'
+   * shards, and one on the CPU for the CPU kernels' (on a node without a
+   * GPU, for "any" too: a GPU node's CPU worker would make a slow straggler
+   * of an "auto" shard) */
+  c->nworkers = gpus + 1;
   c->workers = calloc((size_t)c->nworkers, sizeof *c->workers);
   if (c->workers == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the cluster's workers");
   for (int i = 0; i < c->nworkers; i++) {
     cworker *w = &c->workers[i];
     w->c = c;
-    w->device = gpus > 0 ? svc->gpus[i].index : -1;
+    w->device = i < gpus ? svc->gpus[i].index : -1;
+    w->engines = i < gpus ? "{cuda,any}" : gpus > 0 ? "{cpu}" : "{cpu,any}";
     w->threads = histd_cpu_count();
     atomic_init(&w->stop, false);
     int rc = histd_worker_create(&w->engine, w->device, msg, msglen);

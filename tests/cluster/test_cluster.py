@@ -26,6 +26,26 @@ from daemon import Daemon, check  # noqa: E402
 from pg import Postgres  # noqa: E402
 
 EXE, FAULTS = sys.argv[1], sys.argv[2]
+# the coordinator's tables as histd made them at schema version 1
+V1_SCHEMA = [
+    "CREATE TABLE histd_schema (version integer NOT NULL)",
+    "INSERT INTO histd_schema VALUES (1)",
+    "CREATE TABLE histd_datasets (id text PRIMARY KEY, meta text NOT NULL,"
+    " created_at double precision NOT NULL)",
+    "CREATE TABLE histd_jobs (id text PRIMARY KEY, seq bigserial, dataset text NOT NULL,"
+    " dataset_b text NOT NULL, n bigint NOT NULL, n_b bigint NOT NULL, params text NOT NULL,"
+    " want bigint NOT NULL, status text NOT NULL, created_at double precision NOT NULL,"
+    " started_at double precision NOT NULL DEFAULT 0,"
+    " finished_at double precision NOT NULL DEFAULT 0, error text NOT NULL DEFAULT '',"
+    " device text NOT NULL DEFAULT '', shards bigint NOT NULL,"
+    " shards_done bigint NOT NULL DEFAULT 0, kernel_ms double precision NOT NULL DEFAULT 0,"
+    " transfer_ms double precision NOT NULL DEFAULT 0, result bytea)",
+    "CREATE TABLE histd_shards (job_id text NOT NULL REFERENCES histd_jobs(id) ON DELETE"
+    " CASCADE, idx bigint NOT NULL, seq bigint NOT NULL, status text NOT NULL,"
+    " token bigint NOT NULL DEFAULT 0, node text NOT NULL DEFAULT '', lease_until timestamptz,"
+    " attempts integer NOT NULL DEFAULT 0, error text NOT NULL DEFAULT '', partial bytea,"
+    " PRIMARY KEY (job_id, idx))",
+]
 WIDTH, BUCKETS = 40.0, 60
 N = 20000
 LEASE = 2.0
@@ -103,10 +123,21 @@ def main():
                              "%gs" % LEASE, "--node-name", name, "--shard-pairs", "20000000"])
             return d.start()
 
-        # `histd migrate` makes the schema (the nodes would, too)
+        # `histd migrate` makes the schema (the nodes would, too), here over a
+        # coordinator of schema version 1 (before jobs had an engine) holding
+        # a job, which must come through with engine 'any'
+        for q in V1_SCHEMA:
+            pg.sql(q)
+        pg.sql("INSERT INTO histd_jobs (id, dataset, dataset_b, n, n_b, params, want, status,"
+               " created_at, shards) VALUES ('v1job', 'x', '', 1, 0, '{}', 1, 'succeeded', 0,"
+               " 1)")
         out = subprocess.run([EXE, "migrate", "--coordinator", pg.url], capture_output=True,
                              text=True)
         check(out.returncode == 0, "histd migrate: %s" % out.stderr)
+        check(pg.sql("SELECT max(version) FROM histd_schema") == "2", "schema version 2")
+        check(pg.sql("SELECT engine FROM histd_jobs WHERE id = 'v1job'") == "any",
+              "a version-1 job migrates with engine 'any'")
+        pg.sql("DELETE FROM histd_jobs WHERE id = 'v1job'")
         nodes = [node("n1"), node("n2"), node("n3")]
         n1, n2, n3 = nodes
 
@@ -143,6 +174,27 @@ def main():
         used = pg.sql("SELECT count(DISTINCT node) FROM histd_shards WHERE job_id = '%s'" % job)
         check(shards >= 6, "the job was cut into %d shards" % shards)
         print("cluster job: %d shards on %s nodes, identical" % (shards, used))
+        check(pg.sql("SELECT engine FROM histd_jobs WHERE id = '%s'" % job) == "cpu",
+              "a cpu-reference job's engine is cpu")
+
+        # 1a. a job for GPU workers (its row as a GPU node would write it: no
+        # node here has a GPU, so none takes its shards, where before they
+        # were claimed and failed), queued ahead of a CPU job that completes
+        pg.sql("INSERT INTO histd_jobs (id, dataset, dataset_b, n, n_b, params, want, status,"
+               " created_at, shards, engine) SELECT 'gpujob', dataset, dataset_b, n, n_b,"
+               " params, want, 'queued', created_at, 3, 'cuda' FROM histd_jobs WHERE id = '%s'"
+               % job)
+        pg.sql("INSERT INTO histd_shards (job_id, idx, seq, status) SELECT 'gpujob', i, 0,"
+               " 'queued' FROM generate_series(0, 2) i")
+        after = n1.submit(ds["id"], **params)["id"]
+        check(wait_end(n2, after)["status"] == "succeeded", "the CPU job behind it ran")
+        check(pg.sql("SELECT count(*) FROM histd_shards WHERE job_id = 'gpujob' AND"
+                     " status = 'queued' AND attempts = 0") == "3",
+              "no CPU worker claimed the GPU job's shards: %s" %
+              pg.sql("SELECT status, node, attempts, error FROM histd_shards"
+                     " WHERE job_id = 'gpujob'"))
+        pg.sql("DELETE FROM histd_jobs WHERE id = 'gpujob'")
+        print("a GPU job's shards stay queued on CPU nodes; the CPU job behind it ran")
 
         # 1b. the grid: a periodic g(r) to L/4 on the same points
         job = n3.submit(ds["id"], bucket_width=25.0, buckets=10, box=[1000.0],
@@ -154,6 +206,8 @@ def main():
         check(result_counts(n2, job) == definition(pts, 25.0, 10, box=1000.0),
               "cluster's grid g(r) == definition (%d shards)" % shards)
         print("grid job: %d shards, identical" % shards)
+        check(pg.sql("SELECT engine FROM histd_jobs WHERE id = '%s'" % job) == "any",
+              "a grid job's engine is any")
 
         # 2. kill -9 a node while it holds shards
         job = n1.submit(ds["id"], **params)["id"]
