@@ -10,6 +10,7 @@
 #   # carry build-cb (ignored: /build*/)
 #   # on the device:
 #   tar xJf DIR.tar.xz && bash DIR/run.sh [bench_cluster.py args]
+#   tar xJf DIR.tar.xz && SCRIPT=tests/cluster/gpu_node.py bash DIR/run.sh
 set -euo pipefail
 build=$1 out=$2
 rm -rf "$out" "$out.tar.xz"
@@ -29,16 +30,17 @@ done | sort -u | grep -vE '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
 cp bench/bench_cluster.py "$out/repo/bench/"
 cp tests/service/daemon.py "$out/repo/tests/service/"
-cp tests/cluster/pg.py "$out/repo/tests/cluster/"
+cp tests/cluster/pg.py tests/cluster/gpu_node.py "$out/repo/tests/cluster/"
 cat > "$out/run.sh" <<'RUN'
 #!/usr/bin/env bash
-# Runs bench_cluster.py on the GPUs with the bundled PostgreSQL and libraries.
+# Runs bench_cluster.py (or SCRIPT, a path in repo/) on the GPUs with the
+# bundled PostgreSQL and libraries.
 here=$(cd "$(dirname "$0")" && pwd)
 pgver=$(ls "$here/pg/usr/lib/postgresql")
 export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export HISTD_PG_BIN="$here/pg/usr/lib/postgresql/$pgver/bin"
 chmod -R a+rX "$here"   # the PostgreSQL user reads the bundle
-exec python3 "$here/repo/bench/bench_cluster.py" "$here/histd" "$@"
+exec python3 "$here/repo/${SCRIPT:-bench/bench_cluster.py}" "$here/histd" "$@"
 RUN
 chmod +x "$out/run.sh"
 tar cJf "$out.tar.xz" -C "$(dirname "$out")" "$(basename "$out")"
