@@ -195,6 +195,10 @@ struct gpu_ctx {
   size_t capcounts;
   unsigned long long *hcounts; /* pinned */
   size_t caphcounts;
+  /* histd__cuda_copy_in's pinned staging ring (allocated at first use) */
+#define STAGE_BYTES ((size_t)32 << 20)
+  char *stage[2];
+  cudaEvent_t staged[2];
 #define NEV 4
   cudaEvent_t ev_start[NEV], ev_end[NEV], k0, k1, d0, d1;
 };
@@ -235,6 +239,12 @@ void histd__cuda_context_destroy(void *p) {
     cudaFree(ctx->drefined);
   if (ctx->hcounts)
     cudaFreeHost(ctx->hcounts);
+  for (int i = 0; i < 2; i++) {
+    if (ctx->stage[i])
+      cudaFreeHost(ctx->stage[i]);
+    if (ctx->staged[i])
+      cudaEventDestroy(ctx->staged[i]);
+  }
   cudaEvent_t *evs[] = {ctx->ev_start, ctx->ev_end};
   for (int k = 0; k < 2; k++)
     for (int i = 0; i < NEV; i++)
@@ -359,6 +369,35 @@ static int mem_check(gpu_ctx *ctx, size_t bytes, const char *what, char *msg, si
                       "of its memory is free",
                       ctx->device, ctx->name, what, (double)bytes / 1048576.0,
                       (double)fr / 1048576.0);
+  return 0;
+}
+
+int histd__cuda_copy_in(gpu_ctx *ctx, void *dev, const void *host, size_t bytes, void *stream,
+                        char *msg, size_t msglen) {
+  cudaStream_t s = stream;
+  struct cudaPointerAttributes at;
+  if (cudaPointerGetAttributes(&at, host) == cudaSuccess && at.type == cudaMemoryTypeHost) {
+    /* pinned already (a registered slab buffer): straight from it */
+    CK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+    return 0;
+  }
+  cudaGetLastError();
+  if (ctx->stage[0] == NULL)
+    for (int i = 0; i < 2; i++) {
+      CK(cudaMallocHost((void **)&ctx->stage[i], STAGE_BYTES), "cudaMallocHost (staging)");
+      CK(cudaEventCreateWithFlags(&ctx->staged[i], cudaEventDisableTiming), "cudaEventCreate");
+    }
+  /* chunk k goes through buffer k % 2 once that buffer's last copy is done,
+   * so the host's copy of one chunk overlaps the bus's of the other */
+  for (size_t off = 0, k = 0; off < bytes; off += STAGE_BYTES, k++) {
+    const size_t len = bytes - off < STAGE_BYTES ? bytes - off : STAGE_BYTES;
+    char *buf = ctx->stage[k % 2];
+    CK(cudaEventSynchronize(ctx->staged[k % 2]), "cudaEventSynchronize (staging)");
+    memcpy(buf, (const char *)host + off, len);
+    CK(cudaMemcpyAsync((char *)dev + off, buf, len, cudaMemcpyHostToDevice, s),
+       "cudaMemcpyAsync (staging)");
+    CK(cudaEventRecord(ctx->staged[k % 2], s), "cudaEventRecord (staging)");
+  }
   return 0;
 }
 

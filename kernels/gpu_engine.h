@@ -63,6 +63,13 @@ int histd__cuda_mem_check(gpu_ctx *ctx, size_t bytes, const char *what, char *ms
  * them). */
 size_t histd__cuda_mem_room(gpu_ctx *ctx);
 
+/* Queues a copy of `bytes` of pageable host memory to dev on stream s
+ * (a cudaStream_t) through the context's pinned staging ring, so that it
+ * runs near the bus's speed without pinning the source; host may be reused
+ * at once (its bytes are in the ring, or on their way, when this returns). */
+int histd__cuda_copy_in(gpu_ctx *ctx, void *dev, const void *host, size_t bytes, void *s,
+                        char *msg, size_t msglen);
+
 /* Frees the context's dataset slots (the points kept for later jobs). */
 void histd__cuda_drop_slots(gpu_ctx *ctx);
 

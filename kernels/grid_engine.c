@@ -187,6 +187,12 @@ static void finish_result(histd_result *res, const grid_params *gp, const gpu_ct
              histd__cuda_context_name(ctx));
 }
 
+/* A copy to the device: n doubles from host to dev. */
+typedef struct copy_in {
+  const double *dev, *host;
+  size_t n;
+} copy_in;
+
 /* A job's launch plan: what the pair kernel needs besides memory. */
 typedef struct grid_job {
   grid_params gp;
@@ -387,24 +393,28 @@ int histd__cuda_grid_part(histd_worker *w, const histd_problem *p, const histd_e
   t_start = histd_now_ms();
   for (int i = 0; i < 3; i++)
     CK(cudaEventCreate(&ev[i]), "cudaEventCreate");
+  /* A's points (a slab's), weights and B's points from pageable memory,
+   * through the context's pinned staging ring */
+  copy_in in[8];
+  int nin = 0;
   if (stream_a) {
-    double *ra = (double *)m.raw_a;
-    CK(cudaMemcpyAsync(ra, a->x, (size_t)na * 8, cudaMemcpyHostToDevice, s), "the copy of A");
-    CK(cudaMemcpyAsync(ra + na, a->y, (size_t)na * 8, cudaMemcpyHostToDevice, s), "the copy of A");
-    CK(cudaMemcpyAsync(ra + 2 * (size_t)na, a->z, (size_t)na * 8, cudaMemcpyHostToDevice, s),
-       "the copy of A");
+    in[nin++] = (copy_in){m.raw_a, a->x, na};
+    in[nin++] = (copy_in){m.raw_a + na, a->y, na};
+    in[nin++] = (copy_in){m.raw_a + 2 * (size_t)na, a->z, na};
   }
   if (weighted)
-    CK(cudaMemcpyAsync(m.aw, a->w, (size_t)na * 8, cudaMemcpyHostToDevice, s),
-       "the copy of A's weights");
+    in[nin++] = (copy_in){m.aw, a->w, na};
   if (own_b) {
-    CK(cudaMemcpyAsync((double *)m.sb.x, b->x, (size_t)nb * 8, cudaMemcpyHostToDevice, s), "the copy of B");
-    CK(cudaMemcpyAsync((double *)m.sb.y, b->y, (size_t)nb * 8, cudaMemcpyHostToDevice, s), "the copy of B");
-    CK(cudaMemcpyAsync((double *)m.sb.z, b->z, (size_t)nb * 8, cudaMemcpyHostToDevice, s), "the copy of B");
+    in[nin++] = (copy_in){m.sb.x, b->x, nb};
+    in[nin++] = (copy_in){m.sb.y, b->y, nb};
+    in[nin++] = (copy_in){m.sb.z, b->z, nb};
     if (weighted)
-      CK(cudaMemcpyAsync((double *)m.sb.w, b->w, (size_t)nb * 8, cudaMemcpyHostToDevice, s),
-         "the copy of B's weights");
+      in[nin++] = (copy_in){m.sb.w, b->w, nb};
   }
+  for (int i = 0; i < nin && rc == 0; i++)
+    rc = histd__cuda_copy_in(ctx, (void *)in[i].dev, in[i].host, in[i].n * 8, s, msg, msglen);
+  if (rc != 0)
+    goto out;
   if (gp.edges)
     CK(cudaMemcpyAsync(m.dedges, p->bins.edges, ((size_t)count + 1) * 8, cudaMemcpyHostToDevice,
                        s),

@@ -32,8 +32,9 @@
  * fit alone is refused with a sentence.
  *
  * Host memory beyond the points: an index of them by slab (8 bytes a
- * point) and two buffers for the slabs a run uses (pinned, so that their
- * copies to the GPU run at the bus's speed).
+ * point) and two buffers for the slabs a run uses, copied to the GPU
+ * through the context's pinned staging ring (histd__cuda_copy_in), or,
+ * with four slabs or more, pinned themselves.
  */
 #include <math.h>
 #include <pthread.h>
@@ -245,10 +246,9 @@ static int slab_buffer(const side *sd, size_t n, histd_dataset *out, char *msg, 
   return rc;
 }
 
-/* Pins a slab buffer of cap points, so that its copies to the GPU run at
- * the bus's speed (pageable memory goes through the driver's staging);
- * returns the pinned block, or NULL where pinning is refused (it still
- * works, slower). */
+/* Pins a slab buffer of cap points where that pays (see the caller);
+ * returns the pinned block, or NULL (not pinned: its copies go through the
+ * context's staging ring). */
 static double *pin(const histd_dataset *d, size_t cap) {
   const size_t bytes = (d->w != NULL ? 4 : 3) * (cap ? cap : 1) * sizeof(double);
   if (cudaHostRegister(d->x, bytes, cudaHostRegisterPortable) == cudaSuccess)
@@ -362,7 +362,7 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
     return rc;
   histd__cuda_drop_slots(ctx); /* no run here uses them: their room is the slabs' */
   const size_t room = histd__cuda_mem_room(ctx);
-  double t_start = histd_now_ms(), t_cut = 0, t_gather = 0, t_runs = 0, t_pin = 0, tg;
+  double t_start = histd_now_ms(), t_cut = 0, t_gather = 0, t_runs = 0, tg;
   const double na = (double)p->a->n, nb = cross ? (double)p->b->n : na;
 
   /* caps on a slab's points: a self run holds a slab and the next, an
@@ -434,10 +434,15 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
   if ((rc = slab_buffer(&sa, cap0, &d0, msg, msglen)) != 0 ||
       (rc = slab_buffer(cross ? &sb : &sa, cap1, &d1, msg, msglen)) != 0)
     goto out;
-  tg = histd_now_ms();
-  pinned[0] = pin(&d0, cap0);
-  pinned[1] = pin(&d1, cap1);
-  t_pin = histd_now_ms() - tg;
+  /* Pinning costs about 1.4 GB/s once (an H100's host), a copy through
+   * the staging ring about 5 GB/s each time, from pinned memory 25: with
+   * four slabs or more each buffer serves enough copies to pay for its
+   * pinning (bench/RESULTS.md, 2026-11-24: SG2 in 10 slabs 1.65 s pinned,
+   * 2.09 s staged; 1e9 points in 2 slabs 28.6 s pinned, 18.4 s staged). */
+  if (m >= 4) {
+    pinned[0] = pin(&d0, cap0);
+    pinned[1] = pin(&d1, cap1);
+  }
   if (!cross) {
     /* slab s alone, then s against the next (which the next step keeps) */
     const uint32_t nexts = wrap && m >= 3 ? m : m - 1;
@@ -502,12 +507,11 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
       res->weighted[i] += err[i];
   }
   res->overflow = histd_problem_pairs(p) - sum;
-  t_runs = histd_now_ms() - t_start - t_cut - t_gather - t_pin;
+  t_runs = histd_now_ms() - t_start - t_cut - t_gather;
   if (getenv("HISTD_SLAB_TRACE") != NULL)
-    fprintf(stderr, "slabs: %u, cut %.1f ms, pinning %.1f ms (%s), gathers %.1f ms, runs %.1f ms "
-            "(kernels %.1f, copies %.1f)\n", m, t_cut, t_pin,
-            pinned[0] && pinned[1] ? "pinned" : "not pinned", t_gather, t_runs,
-            res->timing.kernel_ms, res->timing.transfer_ms);
+    fprintf(stderr, "slabs: %u, cut %.1f ms, gathers %.1f ms, runs %.1f ms (kernels %.1f, "
+            "copies %.1f)\n", m, t_cut, t_gather, t_runs, res->timing.kernel_ms,
+            res->timing.transfer_ms);
   res->exact = true;
   res->refined_pairs = 0;
   res->threads = 0;
