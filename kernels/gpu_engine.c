@@ -356,14 +356,22 @@ void histd__cuda_context_info(const gpu_ctx *ctx, int *device, void **stream, in
 
 #define MEM_RESERVE ((size_t)64 << 20) /* left free for CUDA's own needs */
 
-static int mem_check(gpu_ctx *ctx, size_t bytes, const char *what, char *msg, size_t msglen) {
-  size_t fr = 0, tot = 0;
-  CK(cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo");
+/* *fr = the current device's free bytes, HISTD_GPU_MEM_LIMIT_MB honoured. */
+static int free_bytes(gpu_ctx *ctx, size_t *fr, char *msg, size_t msglen) {
+  size_t tot = 0;
+  CK(cudaMemGetInfo(fr, &tot), "cudaMemGetInfo");
   double lim = env_double("HISTD_GPU_MEM_LIMIT_MB", -1);
-  if (lim >= 0 && (double)fr > lim * 1048576.0)
-    fr = (size_t)(lim * 1048576.0);
-  size_t reserve = MEM_RESERVE;
-  if (bytes + reserve > fr)
+  if (lim >= 0 && (double)*fr > lim * 1048576.0)
+    *fr = (size_t)(lim * 1048576.0);
+  return 0;
+}
+
+static int mem_check(gpu_ctx *ctx, size_t bytes, const char *what, char *msg, size_t msglen) {
+  size_t fr = 0;
+  int rc = free_bytes(ctx, &fr, msg, msglen);
+  if (rc != 0)
+    return rc;
+  if (bytes + MEM_RESERVE > fr)
     return histd_fail(msg, msglen, HISTD_ETOOBIG,
                       "the job is too large for GPU %d (%s): %s needs %.1f MiB, and %.1f MiB "
                       "of its memory is free",
@@ -402,19 +410,17 @@ int histd__cuda_copy_in(gpu_ctx *ctx, void *dev, const void *host, size_t bytes,
 }
 
 size_t histd__cuda_mem_room(gpu_ctx *ctx) {
-  size_t fr = 0, tot = 0;
-  if (cudaSetDevice(ctx->device) != cudaSuccess || cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
+  size_t fr = 0;
+  if (cudaSetDevice(ctx->device) != cudaSuccess) {
     cudaGetLastError();
     return 0;
   }
-  double lim = env_double("HISTD_GPU_MEM_LIMIT_MB", -1);
-  if (lim >= 0 && (double)fr > lim * 1048576.0)
-    fr = (size_t)(lim * 1048576.0);
+  if (free_bytes(ctx, &fr, NULL, 0) != 0)
+    return 0;
   for (int i = 0; i < 2; i++)
     if (ctx->slot[i].dev != NULL)
       fr += 3 * ctx->slot[i].cap * sizeof(double);
-  const size_t reserve = MEM_RESERVE;
-  return fr > reserve ? fr - reserve : 0;
+  return fr > MEM_RESERVE ? fr - MEM_RESERVE : 0;
 }
 
 void histd__cuda_drop_slots(gpu_ctx *ctx) {
