@@ -313,23 +313,29 @@ static void carve_job(arena *ar, const grid_job *job, const double *dev_a, grid_
   m->dcand = carve(ar, 8);
 }
 
+/* The device bytes of job's allocation (a dry run of its carving, A's
+ * points in it). */
+static size_t job_bytes(const grid_job *job) {
+  arena ar = {NULL, 0};
+  grid_mem m;
+  if (job->total > 0)
+    carve_job(&ar, job, NULL, &m);
+  return ar.used;
+}
+
 int histd__cuda_grid_bytes(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
                            uint64_t max_cells, size_t *bytes, char *msg, size_t msglen) {
   grid_job job;
   int rc = plan_job(ctx, p, ex, max_cells, &job, msg, msglen);
-  if (rc != 0)
-    return rc;
-  arena ar = {NULL, 0};
-  grid_mem m;
-  if (job.total > 0)
-    carve_job(&ar, &job, NULL, &m);
-  *bytes = ar.used;
-  return 0;
+  if (rc == 0)
+    *bytes = job_bytes(&job);
+  return rc;
 }
 
-int histd__cuda_grid_part(histd_worker *w, const histd_problem *p, const histd_exec *ex,
-                          const histd_control *ctl, uint64_t max_cells, bool stream_a,
-                          histd_result *res, char *msg, size_t msglen) {
+/* Runs planned job p (see histd__cuda_grid_part). */
+static int run_job(histd_worker *w, const histd_problem *p, const histd_control *ctl,
+                   const grid_job *jp, bool stream_a, histd_result *res, char *msg,
+                   size_t msglen) {
   gpu_ctx *ctx = w->gpu;
   int device, sms;
   size_t optin;
@@ -337,18 +343,15 @@ int histd__cuda_grid_part(histd_worker *w, const histd_problem *p, const histd_e
   histd__cuda_context_info(ctx, &device, &stream, &sms, &optin);
   cudaStream_t s = stream;
   const histd_dataset *a = p->a, *b = p->b != NULL ? p->b : p->a;
-  grid_job job;
-  int rc = plan_job(ctx, p, ex, max_cells, &job, msg, msglen);
-  if (rc != 0)
-    return rc;
-  grid_params gp = job.gp;
-  const uint32_t count = gp.count, slots = count + 2, na = job.na, nb = job.nb,
-                 grid = job.grid, cells = gp.cells;
-  const bool weighted = gp.weighted, own_b = job.own_b;
+  int rc = 0;
+  grid_params gp = jp->gp;
+  const uint32_t count = gp.count, slots = count + 2, na = jp->na, nb = jp->nb,
+                 grid = jp->grid, cells = gp.cells;
+  const bool weighted = gp.weighted, own_b = jp->own_b;
   cudaError_t e_dev = cudaSetDevice(device);
   if (e_dev != cudaSuccess)
     return sdh_cuda_fail(msg, msglen, "cudaSetDevice", e_dev);
-  if (job.total == 0) {
+  if (jp->total == 0) {
     res->below = 0;
     res->overflow = 0;
     res->timing.transfer_ms = 0;
@@ -356,7 +359,7 @@ int histd__cuda_grid_part(histd_worker *w, const histd_problem *p, const histd_e
     finish_result(res, &gp, ctx, NULL, 0, 0);
     return 0;
   }
-  const histd__grid_geom g = job.g;
+  const histd__grid_geom g = jp->g;
 
   arena ar = {NULL, 0};
   cudaEvent_t ev[3] = {NULL, NULL, NULL};
@@ -377,7 +380,7 @@ int histd__cuda_grid_part(histd_worker *w, const histd_problem *p, const histd_e
 
   /* one allocation for the rest, sized by a dry run of the same carving */
   grid_mem m;
-  carve_job(&ar, &job, dev_a, &m);
+  carve_job(&ar, jp, dev_a, &m);
   size_t bytes = ar.used;
   rc = histd__cuda_mem_check(ctx, bytes, "grid's sorted points and cells", msg, msglen);
   if (rc != 0)
@@ -388,7 +391,7 @@ int histd__cuda_grid_part(histd_worker *w, const histd_problem *p, const histd_e
     ar.base = NULL;
     return sdh_cuda_fail(msg, msglen, "cudaMalloc (grid)", e);
   }
-  carve_job(&ar, &job, dev_a, &m);
+  carve_job(&ar, jp, dev_a, &m);
 
   t_start = histd_now_ms();
   for (int i = 0; i < 3; i++)
@@ -420,7 +423,7 @@ int histd__cuda_grid_part(histd_worker *w, const histd_problem *p, const histd_e
                        s),
        "the copy of the edges");
   if (gp.filter32)
-    CK(cudaMemcpyAsync(m.ddelta, job.delta, sizeof job.delta, cudaMemcpyHostToDevice, s),
+    CK(cudaMemcpyAsync(m.ddelta, jp->delta, sizeof jp->delta, cudaMemcpyHostToDevice, s),
        "the copy of the offsets");
   CK(cudaMemsetAsync(m.dcounts, 0, (size_t)slots * 8, s), "cudaMemsetAsync");
   CK(cudaMemsetAsync(m.dcand, 0, 8, s), "cudaMemsetAsync");
@@ -501,7 +504,7 @@ int histd__cuda_grid_part(histd_worker *w, const histd_problem *p, const histd_e
     sum += host_counts[k];
   }
   res->below = host_counts[count];
-  res->overflow = job.total - sum;
+  res->overflow = jp->total - sum;
   if (weighted)
     stats_fold_rows(host_rows, grid, slots, count, res->weighted);
   res->timing.transfer_ms = t_points + (t_copied - t_start) + (t_back - t_kernel);
@@ -520,15 +523,23 @@ out:
   return rc;
 }
 
+int histd__cuda_grid_part(histd_worker *w, const histd_problem *p, const histd_exec *ex,
+                          const histd_control *ctl, uint64_t max_cells, bool stream_a,
+                          histd_result *res, char *msg, size_t msglen) {
+  grid_job job;
+  int rc = plan_job(w->gpu, p, ex, max_cells, &job, msg, msglen);
+  return rc != 0 ? rc : run_job(w, p, ctl, &job, stream_a, res, msg, msglen);
+}
+
 int histd__cuda_grid_run(HISTD__RUN_ARGS) {
   gpu_ctx *ctx = w->gpu;
-  size_t bytes = 0;
-  int rc = histd__cuda_grid_bytes(ctx, p, ex, 0, &bytes, msg, msglen);
+  grid_job job;
+  int rc = plan_job(ctx, p, ex, 0, &job, msg, msglen);
   if (rc != 0)
     return rc;
   /* A's points in the context's slot: binary64, and room for float32 */
   const size_t slot = p->a->n * 40;
-  if (bytes + slot <= histd__cuda_mem_room(ctx))
-    return histd__cuda_grid_part(w, p, ex, ctl, 0, false, res, msg, msglen);
+  if (job_bytes(&job) + slot <= histd__cuda_mem_room(ctx))
+    return run_job(w, p, ctl, &job, false, res, msg, msglen);
   return histd__cuda_grid_slabs(w, p, ex, ctl, res, msg, msglen);
 }
