@@ -28,6 +28,11 @@ int histd__cpu_reference_run(HISTD__RUN_ARGS);
 int histd__cpu_run(HISTD__RUN_ARGS);
 /* "grid" on the CPU: the cpu kernel's loops over the cells' blocks (cpu.c). */
 int histd__cpu_grid_run(HISTD__RUN_ARGS);
+/* "dm-tree": node pairs resolved whole, exact, sub-quadratic (dmtree.c). */
+int histd__dmtree_run(HISTD__RUN_ARGS);
+/* Whether "auto" on a CPU worker should run dm-tree (its measured model);
+ * if so, why (dmtree.c). */
+bool histd__dmtree_pays(const histd_problem *p, char *why, size_t whylen);
 
 /* Collisions (within 0) by hashing the coordinates: O(n) (collide.c); with
  * weights, also the sum of w_i w_j over the colliding pairs. */

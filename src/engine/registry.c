@@ -9,7 +9,8 @@
  * histd was built with CUDA: without it they run nothing, and say why.
  *
  * "auto" resolves at run time: "grid" where its cost model says the cells
- * pay (grid.h), else on a GPU worker the fastest exact GPU kernel for the
+ * pay (grid.h), on a CPU worker "dm-tree" where its model says the tree
+ * pays (dmtree.c), else on a GPU worker the fastest exact GPU kernel for the
  * plain histogram (of A x B too: histd__cuda_cross_run), "tiled-stats" for
  * the rest of the family (unless it
  * does not fit the GPU); on a CPU worker "cpu". The result says which ran
@@ -35,6 +36,11 @@ static const histd_kernel kernels[] = {
      "cells of side r_max: each point meets only its neighbour cells' points; every "
      "statistic, exact; on the worker's GPU or the CPU",
      HISTD_ENGINE_ANY, CPU_ALL, grid_run},
+    {"dm-tree",
+     "density-map tree: pairs of octree cells whose every distance falls in one bin are "
+     "counted at once, the rest split down to the points; exact, sub-quadratic where bins "
+     "are wide for the points' density; CPU, every core",
+     HISTD_ENGINE_CPU, CPU_ALL & ~HISTD_CAN_WEIGHTS, histd__dmtree_run},
     {"cpu-reference", "the exactness contract, literally, on one CPU thread",
      HISTD_ENGINE_CPU, CPU_ALL, histd__cpu_reference_run},
     {"cpu", "multithreaded, cache-tiled, vectorised CPU engine; exact",
@@ -90,6 +96,8 @@ static int auto_run(HISTD__RUN_ARGS) {
     size_t len = strlen(why); /* brute force, then */
     snprintf(why + len, sizeof why - len, "; the grid does not fit the GPU");
   }
+  if (!gpu && histd__dmtree_pays(p, why, sizeof why))
+    return ran(histd__dmtree_run(w, p, ex, ctl, res, msg, msglen), res, "dm-tree", why);
   if (gpu && (histd_problem_needs(p) & ~GPU_CAPS) == 0) /* names its kernel itself */
     return ran(histd__cuda_auto_run(w, p, ex, ctl, res, msg, msglen), res, NULL, why);
   if (gpu && (histd_problem_needs(p) & ~GPU_CAPS) == HISTD_CAN_CROSS) { /* the plain A x B */

@@ -1,0 +1,169 @@
+/*
+ * bench_dmtree.c -- "dm-tree" against "cpu" (brute force) in the same run.
+ *
+ *   bench_dmtree [--n N] [--width W] [--runs R] [--cpu-runs K] [--threads T]
+ *                [--scaling N1,N2,...] [--clumps C]
+ *
+ * D1 on the CPU (shared/DESIGN.md, the issue's CPU size): N = 2,000,000
+ * uniform in [0, 23000)^3, width 2,000, every pair in 20 bins. dm-tree runs
+ * R times (default 3), cpu K times (default 1) on the full workload --
+ * nothing is extrapolated; the counts must be identical bucket for bucket.
+ * --clumps C draws the points from C Gaussian clumps (sigma 500, centres
+ * uniform in the cube; D2's shape) instead. --scaling times dm-tree alone
+ * at each N (same box and width) and fits the exponent of time ~ N^k by
+ * least squares on the logs (the paper's bound is k = 5/3). Prints the CPU
+ * model, the load average, medians, pairs/s and the ratio.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_util.h"
+
+static double gauss(void) { /* Box-Muller */
+  double u = bench_rnd(), v = bench_rnd();
+  return sqrt(-2 * log(1 - u)) * cos(6.283185307179586 * v);
+}
+
+static histd_dataset points(size_t n, size_t clumps) {
+  if (clumps == 0)
+    return bench_cube(n, 23000, false);
+  double (*c)[3] = malloc(clumps * sizeof *c);
+  for (size_t k = 0; k < clumps; k++)
+    for (int a = 0; a < 3; a++)
+      c[k][a] = bench_rnd() * 23000;
+  histd_dataset ds;
+  histd_dataset_alloc(&ds, n, NULL, 0);
+  for (size_t i = 0; i < n; i++) {
+    const double *o = c[(size_t)(bench_rnd() * (double)clumps)];
+    ds.x[i] = o[0] + 500 * gauss();
+    ds.y[i] = o[1] + 500 * gauss();
+    ds.z[i] = o[2] + 500 * gauss();
+  }
+  free(c);
+  histd_dataset_finish(&ds, NULL, 0);
+  return ds;
+}
+
+/* Median kernel time (ms) of `runs` runs; the last result stays in *keep. */
+static double time_kernel(const histd_dataset *ds, const char *kernel, double width, int runs,
+                          unsigned threads, histd_result *keep) {
+  histd_problem p;
+  memset(&p, 0, sizeof p);
+  p.a = ds;
+  p.bins.kind = HISTD_BINS_WIDTH;
+  p.bins.width = width;
+  double t[64];
+  runs = runs > 64 ? 64 : runs;
+  for (int r = 0; r < runs; r++) {
+    histd_exec ex;
+    histd_exec_init(&ex);
+    snprintf(ex.kernel, sizeof ex.kernel, "%s", kernel);
+    ex.threads = threads;
+    char msg[256] = "";
+    histd_result res;
+    if (histd_run(&p, &ex, NULL, &res, msg, sizeof msg) != 0) {
+      fprintf(stderr, "%s: %s\n", kernel, msg);
+      exit(1);
+    }
+    t[r] = res.timing.kernel_ms;
+    if (r + 1 < runs)
+      histd_result_free(&res);
+    else
+      *keep = res;
+  }
+  return bench_median(t, runs);
+}
+
+int main(int argc, char **argv) {
+  size_t n = 2000000, clumps = 0;
+  double width = 2000;
+  int runs = 3, cpu_runs = 1;
+  unsigned threads = 0;
+  const char *scaling = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--n") == 0 && i + 1 < argc)
+      n = strtoull(argv[++i], NULL, 10);
+    else if (strcmp(argv[i], "--width") == 0 && i + 1 < argc)
+      width = atof(argv[++i]);
+    else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+      runs = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--cpu-runs") == 0 && i + 1 < argc)
+      cpu_runs = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+      threads = (unsigned)atoi(argv[++i]);
+    else if (strcmp(argv[i], "--scaling") == 0 && i + 1 < argc)
+      scaling = argv[++i];
+    else if (strcmp(argv[i], "--clumps") == 0 && i + 1 < argc)
+      clumps = strtoull(argv[++i], NULL, 10);
+    else {
+      fprintf(stderr,
+              "usage: %s [--n N] [--width W] [--runs R] [--cpu-runs K] [--threads T] "
+              "[--scaling N1,N2,...] [--clumps C]\n",
+              argv[0]);
+      return 2;
+    }
+  }
+  char model[256] = "unknown", line[512];
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, "model name", 10) == 0) {
+      snprintf(model, sizeof model, "%s", strchr(line, ':') + 2);
+      model[strcspn(model, "\n")] = 0;
+      break;
+    }
+  if (f)
+    fclose(f);
+  double load = 0;
+  f = fopen("/proc/loadavg", "r");
+  if (f && fscanf(f, "%lf", &load) != 1)
+    load = -1;
+  if (f)
+    fclose(f);
+  printf("cpu: %s, %u threads, load average %.2f\n", model,
+         threads ? threads : histd_cpu_count(), load);
+
+  if (scaling != NULL) {
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int m = 0;
+    for (const char *s = scaling; *s;) {
+      size_t k = strtoull(s, (char **)&s, 10);
+      s += *s == ',';
+      histd_dataset ds = points(k, clumps);
+      histd_result r;
+      double ms = time_kernel(&ds, "dm-tree", width, runs, threads, &r);
+      printf("scaling: n %zu, width %g: dm-tree %.1f ms median of %d (%s)\n", k, width, ms,
+             runs, r.device);
+      double x = log((double)k), y = log(ms);
+      sx += x, sy += y, sxx += x * x, sxy += x * y, m++;
+      histd_result_free(&r);
+      histd_dataset_free(&ds);
+    }
+    if (m >= 2)
+      printf("scaling: time ~ N^%.3f (least squares over %d sizes; the paper: 5/3 = 1.667)\n",
+             (m * sxy - sx * sy) / (m * sxx - sx * sx), m);
+    return 0;
+  }
+
+  histd_dataset ds = points(n, clumps);
+  histd_result rd, rc;
+  double td = time_kernel(&ds, "dm-tree", width, runs, threads, &rd);
+  double tc = time_kernel(&ds, "cpu", width, cpu_runs, threads, &rc);
+  bool same = rd.bins.count == rc.bins.count && rd.overflow == rc.overflow &&
+              memcmp(rd.counts, rc.counts, rd.bins.count * sizeof *rd.counts) == 0;
+  const double pairs = (double)rd.total;
+  printf("workload: n %zu (%s), width %g, %u bins, %.4g pairs\n", n,
+         clumps ? "Gaussian clumps" : "uniform in the 23000 cube", width, rd.bins.count, pairs);
+  printf("dm-tree: %.1f ms median of %d, %.3g pairs/s (%s)\n", td, runs, pairs / td * 1e3,
+         rd.device);
+  printf("cpu:     %.1f ms median of %d, %.3g pairs/s (%s)\n", tc, cpu_runs, pairs / tc * 1e3,
+         rc.device);
+  printf("ratio dm-tree / cpu: %.2fx faster; counts %s\n", tc / td,
+         same ? "identical" : "DIFFER");
+  histd_result_free(&rd);
+  histd_result_free(&rc);
+  histd_dataset_free(&ds);
+  return same ? 0 : 1;
+}

@@ -1,0 +1,864 @@
+/*
+ * dmtree.c -- the kernel "dm-tree": the histogram without meeting every
+ * pair (the density-map SDH of Tu, Chen and Pandit, ICDE 2009), exact, on
+ * every core.
+ *
+ * Idea. Two groups of points whose every pair lands in one bin add
+ * |A| |B| to that bin at once. An octree over the points gives groups at
+ * every scale; pairs of nodes are tried from the root down, and a pair
+ * that cannot be resolved is split (the larger node into its children).
+ * Two leaves that still cannot be resolved span few levels (bins) between
+ * them: every pair of the two is compared with the thresholds between
+ * those levels only (below), a vector loop of the contract's arithmetic
+ * that counts and never updates a histogram, a pass per threshold, at a
+ * few times brute force's speed per pair. Leaf pairs spanning more than
+ * PASSES + 1 levels go point by point: each point of A against B's box
+ * first, then pair by pair. With bins of width w and nodes of side h,
+ * about 1.5 h / w of the pairs are left to the leaves, so the tree pays as
+ * the bins widen against the points' spacing (histd__dmtree_pays has the
+ * measured model "auto" follows). Leaves hold up to 256 points: smaller
+ * ones resolve a little more but cost more node pairs than they save
+ * (measured from 16 to 512).
+ *
+ * Tree. Each set (A, and B for A x B) is sorted on the Morton code of its
+ * points in a 2^21-per-axis grid over its bounding box (an LSD radix sort)
+ * and copied in that order. A node is a run of points sharing a code
+ * prefix (an octree cell), with the tight bounding box of its points; it
+ * is a leaf at LEAF points or fewer. A cell whose points all fall in one
+ * child is not a node of its own (chains collapse), so clumps cost no
+ * empty levels.
+ *
+ * Bins, in s. The contract bins a pair by lvl(s): its squared distance s
+ * through sqrt, then floor(d / w) or the edges (histd/pair.h), as a level
+ * 0 (below), b + 1 (bin b) or count + 1 (overflow). Every step is monotone
+ * non-decreasing in s (sqrt is correctly rounded, floor(fl(d / w)) and the
+ * edge search are monotone in d), so lvl(s) >= k exactly when s >= T[k-1],
+ * T[k-1] the least double s with lvl(s) >= k (found once per job by a
+ * search over the bit patterns of s, through the contract's own
+ * functions; NaN where none exists). A pair's level is then the number
+ * of thresholds at or below its s: no square root, no division.
+ *
+ * Bounds (why a resolved node pair is exact). The contract's s is a
+ * composition of monotone roundings: dx = fl(xa - xb) is non-decreasing
+ * in xa and non-increasing in xb (rounding to nearest is monotone), so
+ * over a in A, b in B it lies in [fl(A.lo - B.hi), fl(A.hi - B.lo)],
+ * computed with the same operation; fl(dx * dx) grows with |dx|, and the
+ * two sums grow with their terms. So s over every pair lies in
+ * [s(least |dx|, |dy|, |dz|), s(largest)], both evaluated with the
+ * contract's own operations: these are the s of real or virtual pairs,
+ * not estimates, and need no widening. If lvl is the same at both ends,
+ * it is the same for every pair (lvl is monotone). Periodic boxes: the
+ * image n = nearbyint(fl(d / L)) (histd_image) is monotone in d, so over
+ * an interval of d it takes the integers between its values at the ends;
+ * for each n the wrapped d - fl(L n) is again monotone in d, and the
+ * triclinic steps (z, then y with the z image's tilt, then x) chain such
+ * intervals. The bound is the union over the (at most 3 per axis) images;
+ * more than that (nodes wider than the box) is not resolved. Where every
+ * axis has one image over a whole leaf pair, the leaf loop subtracts those
+ * images' constant offsets, the contract's operations exactly.
+ *
+ * Threads. The first levels of the traversal run on the caller, deep
+ * enough to leave some 256 node pairs per thread; threads claim them from
+ * an atomic counter, each counting into its own histogram (64-bit), and
+ * poll the cancel flag and report progress after each.
+ *
+ * What it does not do: weights (a node would need its weight sum; the
+ * registry keeps weighted jobs away from it).
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+#define LEAF 256u  /* points in a leaf at most (but at the last level) */
+#define PASSES 4u  /* a leaf pair spanning more levels goes point by point */
+#define LEVELS 21        /* Morton digits: 3 bits each, 63 bits */
+#define TASKS_PER_THREAD 256u
+#define MAX_POINTS 0xFFFFFFFFu
+/* "auto" takes the tree on a CPU worker from this bin width over the mean
+ * spacing (the cube root of the bounding box's volume per point): measured
+ * on one Zen 4 core, 50,000 uniform points, against "cpu": 0.25x at 1.6,
+ * 0.85x at 3.2, 1.1-1.4x at 4.8, 1.5-1.9x at 6.4, 2.1x at 9.6, 2.8x at 11
+ * (bench/RESULTS.md has the larger runs). Too few pairs: no matter. */
+#define DMTREE_MIN_RATIO 6.0
+#define DMTREE_MIN_PAIRS 1e7
+
+typedef struct dm_node {
+  double lo[3], hi[3];   /* the bounding box of its points */
+  uint32_t start, count; /* its points: [start, start + count) of the sorted set */
+  uint32_t child, nchild; /* its children [child, child + nchild); nchild 0: a leaf */
+} dm_node;
+
+typedef struct dm_tree {
+  double *x, *y, *z; /* the points in Morton order */
+  dm_node *node;     /* node 0 is the root */
+  size_t nodes, cap;
+} dm_tree;
+
+/* ---- building the tree --------------------------------------------------------- */
+
+static uint64_t spread3(uint32_t v) { /* the 21 bits of v, two zeros between each */
+  uint64_t x = v & 0x1FFFFFu;
+  x = (x | x << 32) & 0x1F00000000FFFFull;
+  x = (x | x << 16) & 0x1F0000FF0000FFull;
+  x = (x | x << 8) & 0x100F00F00F00F00Full;
+  x = (x | x << 4) & 0x10C30C30C30C30C3ull;
+  x = (x | x << 2) & 0x1249249249249249ull;
+  return x;
+}
+
+static uint32_t quantise(double v, double lo, double scale) {
+  double q = floor((v - lo) * scale);
+  return !(q >= 0) ? 0 : q >= 0x1FFFFF ? 0x1FFFFFu : (uint32_t)q;
+}
+
+typedef struct dm_key {
+  uint64_t key;
+  uint32_t index;
+} dm_key;
+
+/* LSD radix sort of k[0..n) on key, 11 bits a pass; passes whose digit is
+ * the same for every key are skipped. Sorted keys end in k. */
+static int radix_sort(dm_key *k, size_t n) {
+  dm_key *tmp = malloc(n * sizeof *tmp);
+  size_t *cnt = malloc(2048 * sizeof *cnt);
+  if (tmp == NULL || cnt == NULL) {
+    free(tmp);
+    free(cnt);
+    return HISTD_ENOMEM;
+  }
+  dm_key *src = k, *dst = tmp;
+  for (int shift = 0; shift < 64; shift += 11) {
+    memset(cnt, 0, 2048 * sizeof *cnt);
+    for (size_t i = 0; i < n; i++)
+      cnt[(src[i].key >> shift) & 2047]++;
+    if (n == 0 || cnt[(src[0].key >> shift) & 2047] == n)
+      continue;
+    size_t sum = 0;
+    for (int d = 0; d < 2048; d++) {
+      size_t c = cnt[d];
+      cnt[d] = sum;
+      sum += c;
+    }
+    for (size_t i = 0; i < n; i++)
+      dst[cnt[(src[i].key >> shift) & 2047]++] = src[i];
+    dm_key *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != k)
+    memcpy(k, src, n * sizeof *k);
+  free(tmp);
+  free(cnt);
+  return 0;
+}
+
+static int digit_of(uint64_t key, int level) { return (int)(key >> (3 * (LEVELS - 1 - level))) & 7; }
+
+static int new_nodes(dm_tree *t, size_t k, size_t *first) {
+  if (t->nodes + k > t->cap) {
+    size_t cap = t->cap ? t->cap : 64;
+    while (cap < t->nodes + k)
+      cap *= 2;
+    dm_node *nn = realloc(t->node, cap * sizeof *nn);
+    if (nn == NULL)
+      return HISTD_ENOMEM;
+    t->node = nn;
+    t->cap = cap;
+  }
+  *first = t->nodes;
+  memset(t->node + t->nodes, 0, k * sizeof *t->node);
+  t->nodes += k;
+  return 0;
+}
+
+/* Fills node `at` with the points [s, e) (sorted keys), digits from `level`. */
+static int fill(dm_tree *t, const dm_key *k, uint32_t s, uint32_t e, int level, size_t at) {
+  while (level < LEVELS && digit_of(k[s].key, level) == digit_of(k[e - 1].key, level))
+    level++; /* one child only: no node for it */
+  dm_node nd = {{0}, {0}, s, e - s, 0, 0};
+  if (e - s > LEAF && level < LEVELS) {
+    uint32_t cut[9], m = 0;
+    cut[m++] = s;
+    for (uint32_t i = s + 1; i < e; i++)
+      if (digit_of(k[i].key, level) != digit_of(k[i - 1].key, level))
+        cut[m++] = i;
+    cut[m] = e;
+    size_t first;
+    if (new_nodes(t, m, &first) != 0)
+      return HISTD_ENOMEM;
+    nd.child = (uint32_t)first;
+    nd.nchild = m;
+    for (uint32_t c = 0; c < m; c++)
+      if (fill(t, k, cut[c], cut[c + 1], level + 1, first + c) != 0)
+        return HISTD_ENOMEM;
+    for (int a = 0; a < 3; a++) {
+      nd.lo[a] = INFINITY;
+      nd.hi[a] = -INFINITY;
+    }
+    for (uint32_t c = 0; c < m; c++)
+      for (int a = 0; a < 3; a++) {
+        nd.lo[a] = fmin(nd.lo[a], t->node[first + c].lo[a]);
+        nd.hi[a] = fmax(nd.hi[a], t->node[first + c].hi[a]);
+      }
+  } else {
+    const double *p[3] = {t->x, t->y, t->z};
+    for (int a = 0; a < 3; a++) {
+      nd.lo[a] = nd.hi[a] = p[a][s];
+      for (uint32_t i = s + 1; i < e; i++) {
+        nd.lo[a] = fmin(nd.lo[a], p[a][i]);
+        nd.hi[a] = fmax(nd.hi[a], p[a][i]);
+      }
+    }
+  }
+  t->node[at] = nd;
+  return 0;
+}
+
+static void tree_free(dm_tree *t) {
+  free(t->x);
+  free(t->y);
+  free(t->z);
+  free(t->node);
+  memset(t, 0, sizeof *t);
+}
+
+static int tree_build(dm_tree *t, const histd_dataset *ds) {
+  memset(t, 0, sizeof *t);
+  const size_t n = ds->n;
+  if (n == 0)
+    return 0;
+  const double *p[3] = {ds->x, ds->y, ds->z};
+  double lo[3], scale[3];
+  for (int a = 0; a < 3; a++) {
+    double mn = p[a][0], mx = p[a][0];
+    for (size_t i = 1; i < n; i++) {
+      mn = fmin(mn, p[a][i]);
+      mx = fmax(mx, p[a][i]);
+    }
+    lo[a] = mn;
+    scale[a] = mx > mn ? 0x1p21 / (mx - mn) : 0;
+    if (!isfinite(scale[a]))
+      scale[a] = 0;
+  }
+  dm_key *k = malloc(n * sizeof *k);
+  t->x = malloc(n * sizeof *t->x);
+  t->y = malloc(n * sizeof *t->y);
+  t->z = malloc(n * sizeof *t->z);
+  int rc = k && t->x && t->y && t->z ? 0 : HISTD_ENOMEM;
+  if (rc == 0) {
+    for (size_t i = 0; i < n; i++) {
+      k[i].key = spread3(quantise(p[0][i], lo[0], scale[0])) << 2 |
+                 spread3(quantise(p[1][i], lo[1], scale[1])) << 1 |
+                 spread3(quantise(p[2][i], lo[2], scale[2]));
+      k[i].index = (uint32_t)i;
+    }
+    rc = radix_sort(k, n);
+  }
+  if (rc == 0) {
+    for (size_t i = 0; i < n; i++) {
+      t->x[i] = p[0][k[i].index];
+      t->y[i] = p[1][k[i].index];
+      t->z[i] = p[2][k[i].index];
+    }
+    size_t root;
+    rc = new_nodes(t, 1, &root);
+    if (rc == 0)
+      rc = fill(t, k, 0, (uint32_t)n, 0, root);
+  }
+  free(k);
+  if (rc != 0)
+    tree_free(t);
+  return rc;
+}
+
+/* ---- levels and thresholds ------------------------------------------------------ */
+
+/* The contract's level of squared distance s: 0 below, b + 1 bin b,
+ * count + 1 overflow. */
+static uint32_t contract_level(const histd_bins *bins, double inv_w, double s) {
+  double d = HISTD_SQRT(s);
+  uint32_t b = bins->kind == HISTD_BINS_EDGES ? histd_bin_edges(d, bins->edges, bins->count)
+                                              : histd_bin_width(d, bins->width, inv_w, bins->count);
+  return b == HISTD_BIN_BELOW ? 0 : b == HISTD_BIN_OVER ? bins->count + 1 : b + 1;
+}
+
+static double of_bits(uint64_t b) {
+  double v;
+  memcpy(&v, &b, sizeof v);
+  return v;
+}
+
+static uint64_t bits_of(double v) {
+  uint64_t b;
+  memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+/* The least s >= 0 with contract_level(s) >= k, or NaN: a search over the
+ * bit patterns of the non-negative doubles (ordered as integers), from a
+ * guess, galloping out then bisecting. */
+static double threshold(const histd_bins *bins, double inv_w, uint32_t k, double guess) {
+  const uint64_t top = 0x7FF0000000000000ull; /* +inf */
+  uint64_t g = guess > 0 ? bits_of(guess) : 0;
+  g = g > top ? top : g;
+#define OK(b) (contract_level(bins, inv_w, of_bits(b)) >= k)
+  uint64_t lo, hi; /* !OK(lo) (or lo = -1: none), OK(hi) */
+  if (OK(g)) {
+    hi = g;
+    uint64_t step = 1;
+    for (;;) {
+      if (hi < step || hi - step == 0) {
+        if (OK(0))
+          return 0;
+        lo = 0;
+        break;
+      }
+      if (!OK(hi - step)) {
+        lo = hi - step;
+        break;
+      }
+      hi -= step;
+      step *= 2;
+    }
+  } else {
+    lo = g;
+    uint64_t step = 1;
+    for (;;) {
+      if (top - lo <= step) {
+        if (!OK(top))
+          return NAN;
+        hi = top;
+        break;
+      }
+      if (OK(lo + step)) {
+        hi = lo + step;
+        break;
+      }
+      lo += step;
+      step *= 2;
+    }
+  }
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (OK(mid))
+      hi = mid;
+    else
+      lo = mid;
+  }
+#undef OK
+  return of_bits(hi);
+}
+
+/* ---- bounds --------------------------------------------------------------------- */
+
+typedef struct dm_job dm_job;
+
+/* The images of a node pair where each axis has one: the offsets the leaf
+ * loop subtracts (z: oz; y: oy1 then oy2; x: ox1, ox2, ox3), histd/pair.h's
+ * minimum image with those images. */
+typedef struct dm_offsets {
+  double oz, oy1, oy2, ox1, ox2, ox3;
+} dm_offsets;
+
+typedef struct dm_range {
+  double s_lo, s_hi;
+  int one_image; /* every axis has one image (open: always) */
+  dm_offsets off;
+} dm_range;
+
+static double mag_lo(double lo, double hi) { return lo >= 0 ? lo : hi <= 0 ? -hi : 0; }
+static double mag_hi(double lo, double hi) { return -lo > hi ? -lo : hi; }
+
+static double s_of(double mx, double my, double mz) {
+  return HISTD_ADD(HISTD_ADD(HISTD_MUL(mx, mx), HISTD_MUL(my, my)), HISTD_MUL(mz, mz));
+}
+
+/* Widens r by the s range of the difference intervals d (x, y, z). */
+static void take(dm_range *r, const double lo[3], const double hi[3]) {
+  double a = s_of(mag_lo(lo[0], hi[0]), mag_lo(lo[1], hi[1]), mag_lo(lo[2], hi[2]));
+  double b = s_of(mag_hi(lo[0], hi[0]), mag_hi(lo[1], hi[1]), mag_hi(lo[2], hi[2]));
+  r->s_lo = a < r->s_lo ? a : r->s_lo;
+  r->s_hi = b > r->s_hi ? b : r->s_hi;
+}
+
+/* The images of [lo, hi] on an axis of length len: n0..n1, or false when
+ * more than three. */
+static int images(double lo, double hi, double len, double inv, double *n0, double *n1) {
+  *n0 = histd_image(lo, len, inv);
+  *n1 = histd_image(hi, len, inv);
+  return *n1 - *n0 <= 2;
+}
+
+/* The range of the contract's s over every pair of the boxes a and b. */
+static void bound(const histd_metric *m, const double alo[3], const double ahi[3],
+                  const double blo[3], const double bhi[3], dm_range *r) {
+  double lo[3], hi[3];
+  for (int k = 0; k < 3; k++) {
+    lo[k] = HISTD_SUB(alo[k], bhi[k]);
+    hi[k] = HISTD_SUB(ahi[k], blo[k]);
+  }
+  r->s_lo = INFINITY;
+  r->s_hi = -INFINITY;
+  r->one_image = 1;
+  memset(&r->off, 0, sizeof r->off);
+  if (m->kind == 0) {
+    take(r, lo, hi);
+    return;
+  }
+  const double cx = m->kind == 2 ? m->cx : 0, cy = m->kind == 2 ? m->cy : 0,
+               bx = m->kind == 2 ? m->bx : 0;
+  double z0, z1;
+  if (!images(lo[2], hi[2], m->cz, m->icz, &z0, &z1))
+    goto wide;
+  for (double nz = z0; nz <= z1; nz++) {
+    const double oz = HISTD_MUL(m->cz, nz), oy1 = HISTD_MUL(cy, nz), ox1 = HISTD_MUL(cx, nz);
+    double l1[3] = {HISTD_SUB(lo[0], ox1), HISTD_SUB(lo[1], oy1), HISTD_SUB(lo[2], oz)};
+    double h1[3] = {HISTD_SUB(hi[0], ox1), HISTD_SUB(hi[1], oy1), HISTD_SUB(hi[2], oz)};
+    double y0, y1;
+    if (!images(l1[1], h1[1], m->by, m->iby, &y0, &y1))
+      goto wide;
+    for (double ny = y0; ny <= y1; ny++) {
+      const double oy2 = HISTD_MUL(m->by, ny), ox2 = HISTD_MUL(bx, ny);
+      double l2[3] = {HISTD_SUB(l1[0], ox2), HISTD_SUB(l1[1], oy2), l1[2]};
+      double h2[3] = {HISTD_SUB(h1[0], ox2), HISTD_SUB(h1[1], oy2), h1[2]};
+      double x0, x1;
+      if (!images(l2[0], h2[0], m->ax, m->iax, &x0, &x1))
+        goto wide;
+      for (double nx = x0; nx <= x1; nx++) {
+        const double ox3 = HISTD_MUL(m->ax, nx);
+        double l3[3] = {HISTD_SUB(l2[0], ox3), l2[1], l2[2]};
+        double h3[3] = {HISTD_SUB(h2[0], ox3), h2[1], h2[2]};
+        take(r, l3, h3);
+        r->off = (dm_offsets){oz, oy1, oy2, ox1, ox2, ox3};
+      }
+      r->one_image &= x0 == x1;
+    }
+    r->one_image &= y0 == y1;
+  }
+  r->one_image &= z0 == z1;
+  return;
+wide: /* nodes wider than the box: no bound */
+  r->s_lo = 0;
+  r->s_hi = INFINITY;
+  r->one_image = 0;
+}
+
+/* ---- the traversal ---------------------------------------------------------------- */
+
+struct dm_job {
+  const dm_tree *ta, *tb; /* tb == ta: self */
+  bool self;
+  histd_metric m;
+  const histd_problem *p;
+  double inv_w;
+  const double *T; /* T[k]: the least s of level >= k + 1 (k = 0..count) */
+  uint32_t nt;     /* count + 1 */
+  uint32_t (*task)[2];
+  size_t ntasks, tcap;
+  bool oom;   /* planning ran out of memory for its tasks */
+  atomic_size_t next;
+  atomic_uint_fast64_t done;
+  atomic_bool stop, cancelled;
+  const histd_control *ctl;
+  pthread_mutex_t lock;
+  double reported;
+  uint64_t total;
+};
+
+typedef struct dm_thread {
+  dm_job *job;
+  uint64_t *h;       /* count + 2 levels */
+  uint64_t resolved; /* pairs counted a node pair at a time */
+  pthread_t tid;
+} dm_thread;
+
+/* The level of s among the thresholds of levels lo + 1..hi. */
+static uint32_t level_in(const double *T, uint32_t lo, uint32_t hi, double s) {
+  while (lo < hi) { /* s >= T[k] exactly when level > k */
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (s >= T[mid])
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* How many pairs of the na points (ax, ay, az) and the nb points (bx, by,
+ * bz) have s >= t: open space, or (o not NULL) every axis with one image. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static uint64_t block_above(const double *ax, const double *ay, const double *az, uint32_t na,
+                            const double *bx, const double *by, const double *bz, uint32_t nb,
+                            double t, const dm_offsets *o) {
+  uint64_t c = 0;
+  if (o == NULL) {
+    for (uint32_t i = 0; i < na; i++) {
+      const double xa = ax[i], ya = ay[i], za = az[i];
+      for (uint32_t j = 0; j < nb; j++) {
+        double dx = xa - bx[j], dy = ya - by[j], dz = za - bz[j];
+        double s = (dx * dx + dy * dy) + dz * dz;
+        c += s >= t;
+      }
+    }
+    return c;
+  }
+  const double oz = o->oz, oy1 = o->oy1, oy2 = o->oy2, ox1 = o->ox1, ox2 = o->ox2, ox3 = o->ox3;
+  for (uint32_t i = 0; i < na; i++) {
+    const double xa = ax[i], ya = ay[i], za = az[i];
+    for (uint32_t j = 0; j < nb; j++) {
+      double dz = (za - bz[j]) - oz;
+      double dy = ((ya - by[j]) - oy1) - oy2;
+      double dx = (((xa - bx[j]) - ox1) - ox2) - ox3;
+      double s = (dx * dx + dy * dy) + dz * dz;
+      c += s >= t;
+    }
+  }
+  return c;
+}
+
+/* Point a (of A) against the points [j0, j1) of B, whose s from a lie in
+ * levels lo..hi (r). */
+static void point_run(dm_thread *t, double xa, double ya, double za, uint32_t j0, uint32_t j1,
+                      uint32_t lo, uint32_t hi, const dm_range *r) {
+  const dm_job *job = t->job;
+  const dm_tree *b = job->tb;
+  const uint32_t n = j1 - j0;
+  if (r->one_image && hi - lo <= PASSES) {
+    /* a pass per threshold between: c pairs above T[k] */
+    uint64_t above_prev = n;
+    for (uint32_t k = lo; k < hi; k++) {
+      uint64_t c = block_above(&xa, &ya, &za, 1, b->x + j0, b->y + j0, b->z + j0, n, job->T[k],
+                               job->m.kind == 0 ? NULL : &r->off);
+      t->h[k] += above_prev - c;
+      above_prev = c;
+    }
+    t->h[hi] += above_prev;
+    return;
+  }
+  for (uint32_t j = j0; j < j1; j++) {
+    double s = histd_pair_s(&job->m, xa, ya, za, b->x[j], b->y[j], b->z[j]);
+    t->h[level_in(job->T, lo, hi, s)]++;
+  }
+}
+
+static uint32_t level_of(const dm_job *job, double s) { return level_in(job->T, 0, job->nt, s); }
+
+static uint64_t pairs_of(const dm_job *job, uint32_t ia, uint32_t ib) {
+  const uint64_t na = job->ta->node[ia].count;
+  return job->self && ia == ib ? na * (na - 1) / 2 : na * job->tb->node[ib].count;
+}
+
+static void add_task(dm_job *job, uint32_t ia, uint32_t ib) {
+  if (job->ntasks == job->tcap) {
+    size_t cap = job->tcap ? 2 * job->tcap : 1024;
+    uint32_t(*nt)[2] = realloc(job->task, cap * sizeof *nt);
+    if (nt == NULL) {
+      job->oom = true;
+      return;
+    }
+    job->task = nt;
+    job->tcap = cap;
+  }
+  job->task[job->ntasks][0] = ia;
+  job->task[job->ntasks][1] = ib;
+  job->ntasks++;
+}
+
+/* Counts every pair of nodes ia (of A) and ib (of B; self: ia <= ib, a
+ * node with itself meaning its own pairs). While planning (budget >= 0)
+ * the pairs `budget` splits down become tasks instead. */
+static void visit(dm_thread *t, uint32_t ia, uint32_t ib, int budget) {
+  dm_job *job = t->job;
+  const dm_node *A = &job->ta->node[ia], *B = &job->tb->node[ib];
+  const bool same = job->self && ia == ib;
+  if (same && A->count < 2)
+    return;
+  dm_range r;
+  bound(&job->m, A->lo, A->hi, B->lo, B->hi, &r);
+  uint32_t lo = level_of(job, r.s_lo), hi = level_of(job, r.s_hi);
+  if (lo == hi) {
+    uint64_t n = pairs_of(job, ia, ib);
+    t->h[lo] += n;
+    t->resolved += n;
+    return;
+  }
+  if (A->nchild == 0 && B->nchild == 0) {
+    if (budget == 0) {
+      add_task(job, ia, ib);
+      return;
+    }
+    const dm_tree *ta = job->ta, *tb = job->tb;
+    if (!same && r.one_image && hi - lo <= PASSES) {
+      /* the whole block, a pass per threshold between: c pairs above T[k] */
+      const uint32_t i0 = A->start, j0 = B->start;
+      uint64_t above_prev = pairs_of(job, ia, ib);
+      for (uint32_t k = lo; k < hi; k++) {
+        uint64_t c = block_above(ta->x + i0, ta->y + i0, ta->z + i0, A->count, tb->x + j0,
+                                 tb->y + j0, tb->z + j0, B->count, job->T[k],
+                                 job->m.kind == 0 ? NULL : &r.off);
+        t->h[k] += above_prev - c;
+        above_prev = c;
+      }
+      t->h[hi] += above_prev;
+      return;
+    }
+    for (uint32_t i = A->start; i < A->start + A->count; i++) {
+      const double xa = ta->x[i], ya = ta->y[i], za = ta->z[i];
+      uint32_t j0 = same ? i + 1 : B->start, j1 = B->start + B->count;
+      if (j0 >= j1)
+        continue;
+      if (same) {
+        point_run(t, xa, ya, za, j0, j1, lo, hi, &r);
+        continue;
+      }
+      const double pa[3] = {xa, ya, za};
+      dm_range rp;
+      bound(&job->m, pa, pa, B->lo, B->hi, &rp);
+      uint32_t plo = level_of(job, rp.s_lo), phi = level_of(job, rp.s_hi);
+      if (plo == phi) {
+        t->h[plo] += j1 - j0;
+        t->resolved += j1 - j0;
+      } else {
+        point_run(t, xa, ya, za, j0, j1, plo, phi, &rp);
+      }
+    }
+    return;
+  }
+  if (budget == 0) {
+    add_task(job, ia, ib);
+    return;
+  }
+  const int next = budget > 0 ? budget - 1 : -1;
+  if (same) {
+    for (uint32_t i = 0; i < A->nchild; i++)
+      for (uint32_t j = i; j < A->nchild; j++)
+        visit(t, A->child + i, A->child + j, next);
+    return;
+  }
+  /* split the larger box (a leaf never) */
+  double ea = 0, eb = 0;
+  for (int k = 0; k < 3; k++) {
+    ea = fmax(ea, A->hi[k] - A->lo[k]);
+    eb = fmax(eb, B->hi[k] - B->lo[k]);
+  }
+  if (B->nchild == 0 || (A->nchild != 0 && ea >= eb)) {
+    for (uint32_t i = 0; i < A->nchild; i++)
+      visit(t, A->child + i, ib, next);
+  } else {
+    for (uint32_t j = 0; j < B->nchild; j++)
+      visit(t, ia, B->child + j, next);
+  }
+}
+
+static void *thread_main(void *arg) {
+  dm_thread *t = arg;
+  dm_job *job = t->job;
+  for (;;) {
+    if (atomic_load_explicit(&job->stop, memory_order_relaxed))
+      break;
+    size_t k = atomic_fetch_add(&job->next, 1);
+    if (k >= job->ntasks)
+      break;
+    visit(t, job->task[k][0], job->task[k][1], -1);
+    uint64_t pairs = pairs_of(job, job->task[k][0], job->task[k][1]);
+    uint64_t done = atomic_fetch_add(&job->done, pairs) + pairs;
+    if (histd__cancelled(job->ctl)) {
+      atomic_store(&job->cancelled, true);
+      atomic_store(&job->stop, true);
+      break;
+    }
+    double f = job->total ? (double)done / (double)job->total : 1.0;
+    pthread_mutex_lock(&job->lock);
+    if (f >= job->reported + 1e-3 && f < 1.0) {
+      job->reported = f;
+      histd__progress(job->ctl, f);
+    }
+    pthread_mutex_unlock(&job->lock);
+  }
+  return NULL;
+}
+
+/* Plans with the first `budget` levels of splits done on thread t (its
+ * histogram starts over); returns the number of tasks left below them. */
+static size_t plan_at(dm_job *job, dm_thread *t, size_t hist_bytes, int budget) {
+  job->ntasks = 0;
+  memset(t->h, 0, hist_bytes);
+  t->resolved = 0;
+  visit(t, 0, 0, budget);
+  return job->ntasks;
+}
+
+/* ---- when it pays -------------------------------------------------------------------- */
+
+bool histd__dmtree_pays(const histd_problem *p, char *why, size_t whylen) {
+  if (p->weighted || p->bins.kind != HISTD_BINS_WIDTH || p->statistic != HISTD_STAT_HISTOGRAM)
+    return false;
+  const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
+  const double n = (double)a->n + (p->b ? (double)b->n : 0);
+  if (histd_problem_pairs(p) < DMTREE_MIN_PAIRS)
+    return false;
+  double v = 1;
+  for (int k = 0; k < 3; k++)
+    v *= fmax(a->max[k], b->max[k]) - fmin(a->min[k], b->min[k]);
+  const double spacing = cbrt(v / n), ratio = p->bins.width / spacing;
+  if (!(ratio >= DMTREE_MIN_RATIO)) /* NaN never: a flat set has spacing 0 */
+    return false;
+  if (why != NULL)
+    snprintf(why, whylen,
+             "dm-tree: the bin width %.6g is %.3g times the points' mean spacing %.6g (the tree "
+             "pays from %g)",
+             p->bins.width, ratio, spacing, DMTREE_MIN_RATIO);
+  return true;
+}
+
+/* ---- the kernel ------------------------------------------------------------------- */
+
+static int thresholds(const histd_bins *bins, double inv_w, double **out) {
+  const uint32_t nt = bins->count + 1;
+  double *T = malloc(nt * sizeof *T);
+  if (T == NULL)
+    return HISTD_ENOMEM;
+  for (uint32_t k = 0; k < nt; k++) {
+    double e = bins->kind == HISTD_BINS_EDGES ? bins->edges[k] : (double)k * bins->width;
+    T[k] = threshold(bins, inv_w, k + 1, e > 0 ? e * e : 0);
+  }
+  *out = T;
+  return 0;
+}
+
+int histd__dmtree_run(HISTD__RUN_ARGS) {
+  (void)w;
+  const double t0 = histd_now_ms();
+  const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
+  if (a->n > MAX_POINTS || b->n > MAX_POINTS)
+    return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "dm-tree takes at most %u points a set, got %zu", MAX_POINTS,
+                      a->n > b->n ? a->n : b->n);
+  const uint32_t count = res->bins.count;
+  dm_job job;
+  memset(&job, 0, sizeof job);
+  job.p = p;
+  job.self = p->b == NULL;
+  job.m = histd__metric(&p->box);
+  job.inv_w = p->bins.kind == HISTD_BINS_EDGES ? 0 : 1 / p->bins.width;
+  job.nt = count + 1;
+  job.ctl = ctl;
+  job.total = res->total;
+  dm_tree ta, tb;
+  memset(&tb, 0, sizeof tb);
+  double *T = NULL;
+  int rc = tree_build(&ta, a);
+  if (rc == 0 && !job.self)
+    rc = tree_build(&tb, b);
+  if (rc == 0)
+    rc = thresholds(&p->bins, job.inv_w, &T);
+  if (rc != 0) {
+    tree_free(&ta);
+    tree_free(&tb);
+    free(T);
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the tree");
+  }
+  job.ta = &ta;
+  job.tb = job.self ? &ta : &tb;
+  job.T = T;
+  const double tree_ms = histd_now_ms() - t0;
+
+  unsigned nthreads = ex->threads ? ex->threads : histd_cpu_count();
+  const size_t hist_bytes = ((size_t)count + 2) * sizeof(uint64_t);
+  if ((size_t)nthreads * hist_bytes > ((size_t)1 << 30))
+    nthreads = (unsigned)(((size_t)1 << 30) / hist_bytes);
+  nthreads = nthreads ? nthreads : 1;
+  const unsigned nalloc = nthreads + 1; /* the last one plans */
+  dm_thread *th = calloc(nalloc, sizeof *th);
+  rc = th == NULL ? HISTD_ENOMEM : 0;
+  for (unsigned i = 0; rc == 0 && i < nalloc; i++) {
+    th[i].job = &job;
+    th[i].h = calloc((size_t)count + 2, sizeof(uint64_t));
+    rc = th[i].h == NULL ? HISTD_ENOMEM : 0;
+  }
+
+  /* Plan: the first `budget` levels of splits on this thread, the pairs
+   * below them tasks; deeper while that gives more tasks and too few. */
+  dm_thread *plan = rc == 0 ? &th[nthreads] : NULL;
+  if (rc == 0 && ta.nodes > 0 && (job.self || tb.nodes > 0)) {
+    int best = 1;
+    size_t most = plan_at(&job, plan, hist_bytes, 1);
+    for (int budget = 2; !job.oom && most < (size_t)TASKS_PER_THREAD * nthreads &&
+                         budget <= 3 * LEVELS; budget++) {
+      size_t n = plan_at(&job, plan, hist_bytes, budget);
+      if (n <= most)
+        break;
+      best = budget;
+      most = n;
+    }
+    if (!job.oom && job.ntasks != most)
+      plan_at(&job, plan, hist_bytes, best);
+    rc = job.oom ? HISTD_ENOMEM : 0;
+  }
+  if (rc == 0) {
+    uint64_t planned = 0;
+    for (size_t k = 0; k < job.ntasks; k++)
+      planned += pairs_of(&job, job.task[k][0], job.task[k][1]);
+    atomic_init(&job.done, job.total - planned);
+  }
+  atomic_init(&job.next, 0);
+  atomic_init(&job.stop, false);
+  atomic_init(&job.cancelled, false);
+  pthread_mutex_init(&job.lock, NULL);
+  unsigned started = 0;
+  if (rc == 0) {
+    if (nthreads > job.ntasks)
+      nthreads = job.ntasks ? (unsigned)job.ntasks : 1;
+    for (; started < nthreads && job.ntasks > 0; started++)
+      if (pthread_create(&th[started].tid, NULL, thread_main, &th[started]) != 0) {
+        atomic_store(&job.stop, true);
+        rc = HISTD_ENOMEM;
+        break;
+      }
+  }
+  for (unsigned i = 0; i < started; i++)
+    pthread_join(th[i].tid, NULL);
+  pthread_mutex_destroy(&job.lock);
+  if (rc == 0 && atomic_load(&job.cancelled))
+    rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
+  else if (rc != 0)
+    rc = histd_fail(msg, msglen, rc, "out of memory or threads for dm-tree");
+  uint64_t resolved = 0;
+  if (rc == 0) {
+    /* the workers' histograms and the planner's */
+    for (unsigned i = 0; i < nalloc; i++) {
+      const dm_thread *t = &th[i];
+      for (uint32_t k = 0; k < count; k++)
+        res->counts[k] += t->h[k + 1];
+      res->below += t->h[0];
+      res->overflow += t->h[count + 1];
+      resolved += t->resolved;
+    }
+  }
+  const size_t nodes = ta.nodes + tb.nodes;
+  for (unsigned i = 0; th != NULL && i < nalloc; i++)
+    free(th[i].h);
+  free(th);
+  free(job.task);
+  free(T);
+  tree_free(&ta);
+  tree_free(&tb);
+  if (rc != 0)
+    return rc;
+  res->exact = true;
+  res->refined_pairs = 0;
+  res->threads = started ? started : 1;
+  res->block_size = 0;
+  res->timing.kernel_ms = histd_now_ms() - t0;
+  snprintf(res->device, sizeof res->device,
+           "cpu: %u thread%s, dm-tree of %zu nodes (leaves of <= %u points, built in %.0f ms), "
+           "%.1f%% of pairs resolved a node pair at a time",
+           res->threads, res->threads == 1 ? "" : "s", nodes, LEAF, tree_ms,
+           res->total ? 100.0 * (double)resolved / (double)res->total : 100.0);
+  return 0;
+}
