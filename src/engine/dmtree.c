@@ -81,10 +81,10 @@
 #define MAX_POINTS 0xFFFFFFFFu
 /* "auto" takes the tree on a CPU worker from this bin width over the mean
  * spacing (the cube root of the bounding box's volume per point): measured
- * on one Zen 4 core, 50,000 uniform points, against "cpu": 0.25x at 1.6,
- * 0.85x at 3.2, 1.1-1.4x at 4.8, 1.5-1.9x at 6.4, 2.1x at 9.6, 2.8x at 11
- * (bench/RESULTS.md has the larger runs). Too few pairs: no matter. */
-#define DMTREE_MIN_RATIO 6.0
+ * on one core of the dev box (AMD EPYC), 50,000 uniform points, against
+ * "cpu": 0.35x at 1.6, 1.3x at 3.2, 2.1x at 4.8, 2.2x at 6.4, 2.9x at 9.6
+ * (bench/RESULTS.md, 2026-11-24). Too few pairs: no matter. */
+#define DMTREE_MIN_RATIO 3.0
 #define DMTREE_MIN_PAIRS 1e7
 
 typedef struct dm_node {
@@ -448,6 +448,15 @@ wide: /* nodes wider than the box: no bound */
   r->one_image = 0;
 }
 
+#define DM_BLOCK_ARGS                                                                          \
+  const double *ax, const double *ay, const double *az, uint32_t na, const double *bx,         \
+      const double *by, const double *bz, uint32_t nb, const double *t, uint32_t nt,           \
+      const dm_offsets *o, uint64_t *c
+
+/* The leaf pairs' loop (block_levels, below): for every pair of the na
+ * points a and the nb points b, c[k] += (s >= t[k]), k < nt. */
+typedef void (*dm_block_fn)(DM_BLOCK_ARGS);
+
 /* ---- the traversal ---------------------------------------------------------------- */
 
 struct dm_job {
@@ -457,6 +466,7 @@ struct dm_job {
   const histd_problem *p;
   double inv_w;
   const double *T; /* T[k]: the least s of level >= k + 1 (k = 0..count) */
+  dm_block_fn block; /* the leaf pairs' loop for this machine */
   uint32_t nt;     /* count + 1 */
   uint32_t (*task)[2];
   size_t ntasks, tcap;
@@ -519,10 +529,7 @@ static uint32_t level_in(const double *T, uint32_t lo, uint32_t hi, double s) {
       c[k] += cc[k];                                                                           \
   } while (0)
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static void block_levels(const double *ax, const double *ay, const double *az, uint32_t na,
-                         const double *bx, const double *by, const double *bz, uint32_t nb,
-                         const double *t, uint32_t nt, const dm_offsets *o, uint64_t *c) {
+static inline __attribute__((always_inline)) void block_levels(DM_BLOCK_ARGS) {
   if (o == NULL) {
     switch (nt) {
     case 1: DM_BLOCK(1, DIFF_OPEN); break;
@@ -539,6 +546,33 @@ static void block_levels(const double *ax, const double *ay, const double *az, u
     }
   }
 }
+
+/* The loop for the machine's vectors: compiled three times, chosen once
+ * per job by __builtin_cpu_supports (not an ifunc: its resolver would run
+ * before ThreadSanitizer's runtime starts). IEEE add, mul and compare are
+ * exact per lane in every width, and nothing is fused (-ffp-contract=off). */
+static void block_levels_base(DM_BLOCK_ARGS) {
+  block_levels(ax, ay, az, na, bx, by, bz, nb, t, nt, o, c);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(HISTD_NO_SIMD)
+__attribute__((target("avx2"))) static void block_levels_avx2(DM_BLOCK_ARGS) {
+  block_levels(ax, ay, az, na, bx, by, bz, nb, t, nt, o, c);
+}
+
+__attribute__((target("avx512f"))) static void block_levels_avx512(DM_BLOCK_ARGS) {
+  block_levels(ax, ay, az, na, bx, by, bz, nb, t, nt, o, c);
+}
+
+static dm_block_fn block_fn(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") ? block_levels_avx512
+         : __builtin_cpu_supports("avx2")  ? block_levels_avx2
+                                            : block_levels_base;
+}
+#else
+static dm_block_fn block_fn(void) { return block_levels_base; }
+#endif
 
 /* Adds n pairs spread over levels lo..hi to h, c[k] of them at s >= T[lo + k]. */
 static void add_levels(uint64_t *h, uint32_t lo, uint32_t hi, uint64_t n, const uint64_t *c) {
@@ -559,7 +593,7 @@ static void point_run(dm_thread *t, double xa, double ya, double za, uint32_t j0
   const uint32_t n = j1 - j0;
   if (r->one_image && hi - lo <= PASSES) {
     uint64_t c[PASSES] = {0};
-    block_levels(&xa, &ya, &za, 1, b->x + j0, b->y + j0, b->z + j0, n, job->T + lo, hi - lo,
+    job->block(&xa, &ya, &za, 1, b->x + j0, b->y + j0, b->z + j0, n, job->T + lo, hi - lo,
                  job->m.kind == 0 ? NULL : &r->off, c);
     add_levels(t->h, lo, hi, n, c);
     return;
@@ -621,7 +655,7 @@ static void visit(dm_thread *t, uint32_t ia, uint32_t ib, int budget) {
       /* the whole block against the thresholds between */
       const uint32_t i0 = A->start, j0 = B->start;
       uint64_t c[PASSES] = {0};
-      block_levels(ta->x + i0, ta->y + i0, ta->z + i0, A->count, tb->x + j0, tb->y + j0,
+      job->block(ta->x + i0, ta->y + i0, ta->z + i0, A->count, tb->x + j0, tb->y + j0,
                    tb->z + j0, B->count, job->T + lo, hi - lo, job->m.kind == 0 ? NULL : &r.off,
                    c);
       add_levels(t->h, lo, hi, pairs_of(job, ia, ib), c);
@@ -769,6 +803,7 @@ int histd__dmtree_run(HISTD__RUN_ARGS) {
   job.nt = count + 1;
   job.ctl = ctl;
   job.total = res->total;
+  job.block = block_fn();
   dm_tree ta, tb;
   memset(&tb, 0, sizeof tb);
   double *T = NULL;
