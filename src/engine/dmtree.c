@@ -62,8 +62,12 @@
  * an atomic counter, each counting into its own histogram (64-bit), and
  * poll the cancel flag and report progress after each.
  *
- * What it does not do: weights (a node would need its weight sum; the
- * registry keeps weighted jobs away from it).
+ * Weights. A node keeps the (compensated) sum of its points' weights, so
+ * a resolved node pair adds W_A W_B to its bin (its own pairs: sum over j
+ * of w_j times the sum before it, self_weight), and the leaf loops sum
+ * each level's partners' weights apart (wrow_levels); every bin's sum goes
+ * through Neumaier's compensation, so it stays within a few ulps of the
+ * sum of |w_a w_b| over its pairs, as every kernel's does.
  */
 #include <math.h>
 #include <pthread.h>
@@ -91,10 +95,12 @@ typedef struct dm_node {
   double lo[3], hi[3];   /* the bounding box of its points */
   uint32_t start, count; /* its points: [start, start + count) of the sorted set */
   uint32_t child, nchild; /* its children [child, child + nchild); nchild 0: a leaf */
+  double wsum;            /* the sum of its points' weights (weighted jobs) */
 } dm_node;
 
 typedef struct dm_tree {
   double *x, *y, *z; /* the points in Morton order */
+  double *w;         /* their weights, or NULL */
   dm_node *node;     /* node 0 is the root */
   size_t nodes, cap;
 } dm_tree;
@@ -180,7 +186,7 @@ static int new_nodes(dm_tree *t, size_t k, size_t *first) {
 static int fill(dm_tree *t, const dm_key *k, uint32_t s, uint32_t e, int level, size_t at) {
   while (level < LEVELS && digit_of(k[s].key, level) == digit_of(k[e - 1].key, level))
     level++; /* one child only: no node for it */
-  dm_node nd = {{0}, {0}, s, e - s, 0, 0};
+  dm_node nd = {{0}, {0}, s, e - s, 0, 0, 0};
   if (e - s > LEAF && level < LEVELS) {
     uint32_t cut[9], m = 0;
     cut[m++] = s;
@@ -200,11 +206,16 @@ static int fill(dm_tree *t, const dm_key *k, uint32_t s, uint32_t e, int level, 
       nd.lo[a] = INFINITY;
       nd.hi[a] = -INFINITY;
     }
-    for (uint32_t c = 0; c < m; c++)
+    double err = 0;
+    for (uint32_t c = 0; c < m; c++) {
       for (int a = 0; a < 3; a++) {
         nd.lo[a] = fmin(nd.lo[a], t->node[first + c].lo[a]);
         nd.hi[a] = fmax(nd.hi[a], t->node[first + c].hi[a]);
       }
+      if (t->w != NULL)
+        histd__neumaier(&nd.wsum, &err, t->node[first + c].wsum);
+    }
+    nd.wsum += err;
   } else {
     const double *p[3] = {t->x, t->y, t->z};
     for (int a = 0; a < 3; a++) {
@@ -214,6 +225,10 @@ static int fill(dm_tree *t, const dm_key *k, uint32_t s, uint32_t e, int level, 
         nd.hi[a] = fmax(nd.hi[a], p[a][i]);
       }
     }
+    double err = 0;
+    for (uint32_t i = s; t->w != NULL && i < e; i++)
+      histd__neumaier(&nd.wsum, &err, t->w[i]);
+    nd.wsum += err;
   }
   t->node[at] = nd;
   return 0;
@@ -223,11 +238,12 @@ static void tree_free(dm_tree *t) {
   free(t->x);
   free(t->y);
   free(t->z);
+  free(t->w);
   free(t->node);
   memset(t, 0, sizeof *t);
 }
 
-static int tree_build(dm_tree *t, const histd_dataset *ds) {
+static int tree_build(dm_tree *t, const histd_dataset *ds, bool weighted) {
   memset(t, 0, sizeof *t);
   const size_t n = ds->n;
   if (n == 0)
@@ -249,7 +265,9 @@ static int tree_build(dm_tree *t, const histd_dataset *ds) {
   t->x = malloc(n * sizeof *t->x);
   t->y = malloc(n * sizeof *t->y);
   t->z = malloc(n * sizeof *t->z);
-  int rc = k && t->x && t->y && t->z ? 0 : HISTD_ENOMEM;
+  if (weighted)
+    t->w = malloc(n * sizeof *t->w);
+  int rc = k && t->x && t->y && t->z && (!weighted || t->w) ? 0 : HISTD_ENOMEM;
   if (rc == 0) {
     for (size_t i = 0; i < n; i++) {
       k[i].key = spread3(quantise(p[0][i], lo[0], scale[0])) << 2 |
@@ -264,6 +282,8 @@ static int tree_build(dm_tree *t, const histd_dataset *ds) {
       t->x[i] = p[0][k[i].index];
       t->y[i] = p[1][k[i].index];
       t->z[i] = p[2][k[i].index];
+      if (weighted)
+        t->w[i] = ds->w[k[i].index];
     }
     size_t root;
     rc = new_nodes(t, 1, &root);
@@ -453,9 +473,16 @@ wide: /* nodes wider than the box: no bound */
       const double *by, const double *bz, uint32_t nb, const double *t, uint32_t nt,           \
       const dm_offsets *o, uint64_t *c
 
-/* The leaf pairs' loop (block_levels, below): for every pair of the na
- * points a and the nb points b, c[k] += (s >= t[k]), k < nt. */
+#define DM_WROW_ARGS                                                                           \
+  const double *ax, const double *ay, const double *az, const double *bx, const double *by,   \
+      const double *bz, const double *bw, uint32_t nb, const double *t, uint32_t nt,           \
+      const dm_offsets *o, uint64_t *cnt, double *acc
+
+/* The leaf pairs' loops (block_levels, wrow_levels, below): for every pair
+ * of the na points a and the nb points b, c[k] += (s >= t[k]), k < nt;
+ * with weights, per level for one point a. */
 typedef void (*dm_block_fn)(DM_BLOCK_ARGS);
+typedef void (*dm_wrow_fn)(DM_WROW_ARGS);
 
 /* ---- the traversal ---------------------------------------------------------------- */
 
@@ -466,7 +493,8 @@ struct dm_job {
   const histd_problem *p;
   double inv_w;
   const double *T; /* T[k]: the least s of level >= k + 1 (k = 0..count) */
-  dm_block_fn block; /* the leaf pairs' loop for this machine */
+  dm_block_fn block; /* the leaf pairs' loops for this machine */
+  dm_wrow_fn wrow;
   uint32_t nt;     /* count + 1 */
   uint32_t (*task)[2];
   size_t ntasks, tcap;
@@ -483,6 +511,8 @@ struct dm_job {
 typedef struct dm_thread {
   dm_job *job;
   uint64_t *h;       /* count + 2 levels */
+  double *ws, *we;   /* weighted jobs: each level's sum of w_a w_b and its
+                      * running compensation (Neumaier); else NULL */
   uint64_t resolved; /* pairs counted a node pair at a time */
   pthread_t tid;
 } dm_thread;
@@ -505,8 +535,10 @@ static uint32_t level_in(const double *T, uint32_t lo, uint32_t hi, double s) {
  * every threshold. A macro, so that each count of thresholds is its own
  * loop (measured: an inline function with a constant count vectorised
  * 25% slower). */
-#define DIFF_OPEN                                                                              \
-  double dx = xa - bx[j], dy = ya - by[j], dz = za - bz[j];
+#define DIFF_OPEN /* (no commas: it passes through another macro's arguments) */           \
+  double dx = xa - bx[j];                                                                      \
+  double dy = ya - by[j];                                                                      \
+  double dz = za - bz[j];
 #define DIFF_IMAGES                                                                            \
   double dz = (za - bz[j]) - o->oz;                                                            \
   double dy = ((ya - by[j]) - o->oy1) - o->oy2;                                                \
@@ -547,31 +579,131 @@ static inline __attribute__((always_inline)) void block_levels(DM_BLOCK_ARGS) {
   }
 }
 
+/* Weighted jobs, one point a against the nb points b (weights bw):
+ * cnt[m] += the pairs at level offset m (how many of the nt thresholds
+ * their s reaches, 0..nt), acc[m] += the sum of those b's weights, in
+ * eight lane sums. Each level's own sum, never a difference of sums: a
+ * bin's weighted sum stays within a few ulps of its own sum of |w_a w_b|. */
+/* Eight lanes in GCC's vector extensions, lowered to the target's vectors:
+ * each lane keeps its own partial sum per level (a plain loop's double sum
+ * is a reduction the compiler may not reorder, so it stays scalar). */
+typedef double dm_v8d __attribute__((vector_size(64)));
+typedef long long dm_v8l __attribute__((vector_size(64)));
+
+/* v = the n (<= 8) doubles at p, then pad (a macro: a function returning
+ * a 64-byte vector changes the ABI where AVX-512 is off). */
+#define V8_LOAD(v, p, n, pad)                                                                  \
+  do {                                                                                         \
+    if ((n) == 8)                                                                              \
+      memcpy(&(v), (p), sizeof(v));                                                            \
+    else                                                                                       \
+      for (uint32_t l_ = 0; l_ < 8; l_++)                                                      \
+        (v)[l_] = l_ < (n) ? (p)[l_] : (pad);                                                  \
+  } while (0)
+
+#define DM_WROW(NT, DIFF)                                                                      \
+  do {                                                                                         \
+    dm_v8d aa[NT + 1];                                                                         \
+    dm_v8l cc[NT + 1];                                                                         \
+    for (int k = 0; k <= NT; k++) {                                                            \
+      aa[k] = (dm_v8d){0};                                                                     \
+      cc[k] = (dm_v8l){0};                                                                     \
+    }                                                                                          \
+    const dm_v8d xa = {ax[0], ax[0], ax[0], ax[0], ax[0], ax[0], ax[0], ax[0]};                \
+    const dm_v8d ya = {ay[0], ay[0], ay[0], ay[0], ay[0], ay[0], ay[0], ay[0]};                \
+    const dm_v8d za = {az[0], az[0], az[0], az[0], az[0], az[0], az[0], az[0]};                \
+    for (uint32_t j0 = 0; j0 < nb; j0 += 8) {                                                  \
+      const uint32_t n8 = nb - j0 < 8 ? nb - j0 : 8;                                           \
+      /* lanes past the end: at the first point (any finite s), weight 0, not counted */      \
+      dm_v8d bxv, byv, bzv, wv;                                                                \
+      V8_LOAD(bxv, bx + j0, n8, bx[0]);                                                        \
+      V8_LOAD(byv, by + j0, n8, by[0]);                                                        \
+      V8_LOAD(bzv, bz + j0, n8, bz[0]);                                                        \
+      V8_LOAD(wv, bw + j0, n8, 0.0);                                                           \
+      dm_v8l valid;                                                                            \
+      for (uint32_t l = 0; l < 8; l++)                                                         \
+        valid[l] = l < n8 ? -1 : 0;                                                            \
+      DIFF                                                                                     \
+      const dm_v8d s = (dx * dx + dy * dy) + dz * dz;                                          \
+      dm_v8l below = valid; /* lanes below every threshold so far */                          \
+      for (int k = 0; k < NT; k++) {                                                           \
+        const dm_v8l ge = (dm_v8l)(s >= t[k]) & valid;                                         \
+        const dm_v8l in = below & ~ge; /* level k: at or above t[k-1], below t[k] */          \
+        aa[k] += (dm_v8d)((dm_v8l)wv & in);                                                    \
+        cc[k] -= in;                                                                           \
+        below = ge;                                                                            \
+      }                                                                                        \
+      aa[NT] += (dm_v8d)((dm_v8l)wv & below);                                                  \
+      cc[NT] -= below;                                                                         \
+    }                                                                                          \
+    for (int k = 0; k <= NT; k++)                                                              \
+      for (int l = 0; l < 8; l++) {                                                            \
+        acc[k] += aa[k][l];                                                                    \
+        cnt[k] += (uint64_t)cc[k][l];                                                          \
+      }                                                                                        \
+  } while (0)
+#define VDIFF_OPEN                                                                             \
+  const dm_v8d dx = xa - bxv;                                                                  \
+  const dm_v8d dy = ya - byv;                                                                  \
+  const dm_v8d dz = za - bzv;
+#define VDIFF_IMAGES                                                                           \
+  const dm_v8d dz = (za - bzv) - o->oz;                                                        \
+  const dm_v8d dy = ((ya - byv) - o->oy1) - o->oy2;                                            \
+  const dm_v8d dx = (((xa - bxv) - o->ox1) - o->ox2) - o->ox3;
+
+static inline __attribute__((always_inline)) void wrow_levels(DM_WROW_ARGS) {
+  if (o == NULL) {
+    switch (nt) {
+    case 1: DM_WROW(1, VDIFF_OPEN); break;
+    case 2: DM_WROW(2, VDIFF_OPEN); break;
+    case 3: DM_WROW(3, VDIFF_OPEN); break;
+    default: DM_WROW(4, VDIFF_OPEN); break;
+    }
+  } else {
+    switch (nt) {
+    case 1: DM_WROW(1, VDIFF_IMAGES); break;
+    case 2: DM_WROW(2, VDIFF_IMAGES); break;
+    case 3: DM_WROW(3, VDIFF_IMAGES); break;
+    default: DM_WROW(4, VDIFF_IMAGES); break;
+    }
+  }
+}
+
 /* The loop for the machine's vectors: compiled three times, chosen once
  * per job by __builtin_cpu_supports (not an ifunc: its resolver would run
  * before ThreadSanitizer's runtime starts). IEEE add, mul and compare are
  * exact per lane in every width, and nothing is fused (-ffp-contract=off). */
-static void block_levels_base(DM_BLOCK_ARGS) {
-  block_levels(ax, ay, az, na, bx, by, bz, nb, t, nt, o, c);
-}
+#define DM_LOOPS(SUFFIX, ATTR)                                                                 \
+  ATTR static void block_levels_##SUFFIX(DM_BLOCK_ARGS) {                                      \
+    block_levels(ax, ay, az, na, bx, by, bz, nb, t, nt, o, c);                                 \
+  }                                                                                            \
+  ATTR static void wrow_levels_##SUFFIX(DM_WROW_ARGS) {                                        \
+    wrow_levels(ax, ay, az, bx, by, bz, bw, nb, t, nt, o, cnt, acc);                           \
+  }
 
+DM_LOOPS(base, )
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(HISTD_NO_SIMD)
-__attribute__((target("avx2"))) static void block_levels_avx2(DM_BLOCK_ARGS) {
-  block_levels(ax, ay, az, na, bx, by, bz, nb, t, nt, o, c);
-}
+DM_LOOPS(avx2, __attribute__((target("avx2"))))
+DM_LOOPS(avx512, __attribute__((target("avx512f"))))
 
-__attribute__((target("avx512f"))) static void block_levels_avx512(DM_BLOCK_ARGS) {
-  block_levels(ax, ay, az, na, bx, by, bz, nb, t, nt, o, c);
-}
-
-static dm_block_fn block_fn(void) {
+static void pick_loops(dm_job *job) {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") ? block_levels_avx512
-         : __builtin_cpu_supports("avx2")  ? block_levels_avx2
-                                            : block_levels_base;
+  if (__builtin_cpu_supports("avx512f")) {
+    job->block = block_levels_avx512;
+    job->wrow = wrow_levels_avx512;
+  } else if (__builtin_cpu_supports("avx2")) {
+    job->block = block_levels_avx2;
+    job->wrow = wrow_levels_avx2;
+  } else {
+    job->block = block_levels_base;
+    job->wrow = wrow_levels_base;
+  }
 }
 #else
-static dm_block_fn block_fn(void) { return block_levels_base; }
+static void pick_loops(dm_job *job) {
+  job->block = block_levels_base;
+  job->wrow = wrow_levels_base;
+}
 #endif
 
 /* Adds n pairs spread over levels lo..hi to h, c[k] of them at s >= T[lo + k]. */
@@ -584,23 +716,56 @@ static void add_levels(uint64_t *h, uint32_t lo, uint32_t hi, uint64_t n, const 
   h[hi] += prev;
 }
 
-/* Point a (of A) against the points [j0, j1) of B, whose s from a lie in
+static void add_weight(dm_thread *t, uint32_t level, double v) {
+  histd__neumaier(&t->ws[level], &t->we[level], v);
+}
+
+/* The sum of w_i w_j over the pairs i < j of a node's points, as the sum
+ * over j of w_j times the (compensated) sum of the w_i before it: each
+ * term within a few ulps of sum_i |w_i w_j|, so the whole within a few
+ * ulps of the sum of |w_i w_j| (W^2 - sum w^2 would cancel). */
+static double self_weight(const dm_tree *tr, const dm_node *nd) {
+  double before = 0, berr = 0, sum = 0, err = 0;
+  for (uint32_t j = nd->start; j < nd->start + nd->count; j++) {
+    histd__neumaier(&sum, &err, tr->w[j] * (before + berr));
+    histd__neumaier(&before, &berr, tr->w[j]);
+  }
+  return sum + err;
+}
+
+/* Point i of A against the points [j0, j1) of B, whose s from it lie in
  * levels lo..hi (r). */
-static void point_run(dm_thread *t, double xa, double ya, double za, uint32_t j0, uint32_t j1,
-                      uint32_t lo, uint32_t hi, const dm_range *r) {
+static void point_run(dm_thread *t, uint32_t i, uint32_t j0, uint32_t j1, uint32_t lo,
+                      uint32_t hi, const dm_range *r) {
   const dm_job *job = t->job;
-  const dm_tree *b = job->tb;
+  const dm_tree *a = job->ta, *b = job->tb;
+  const double xa = a->x[i], ya = a->y[i], za = a->z[i];
   const uint32_t n = j1 - j0;
+  const dm_offsets *o = job->m.kind == 0 ? NULL : &r->off;
+  if (r->one_image && hi - lo <= PASSES && a->w != NULL) {
+    uint64_t cnt[PASSES + 1] = {0};
+    double acc[PASSES + 1] = {0};
+    job->wrow(&xa, &ya, &za, b->x + j0, b->y + j0, b->z + j0, b->w + j0, n, job->T + lo,
+              hi - lo, o, cnt, acc);
+    for (uint32_t m = 0; m <= hi - lo; m++) {
+      t->h[lo + m] += cnt[m];
+      add_weight(t, lo + m, a->w[i] * acc[m]);
+    }
+    return;
+  }
   if (r->one_image && hi - lo <= PASSES) {
     uint64_t c[PASSES] = {0};
-    job->block(&xa, &ya, &za, 1, b->x + j0, b->y + j0, b->z + j0, n, job->T + lo, hi - lo,
-                 job->m.kind == 0 ? NULL : &r->off, c);
+    job->block(&xa, &ya, &za, 1, b->x + j0, b->y + j0, b->z + j0, n, job->T + lo, hi - lo, o,
+               c);
     add_levels(t->h, lo, hi, n, c);
     return;
   }
   for (uint32_t j = j0; j < j1; j++) {
     double s = histd_pair_s(&job->m, xa, ya, za, b->x[j], b->y[j], b->z[j]);
-    t->h[level_in(job->T, lo, hi, s)]++;
+    uint32_t level = level_in(job->T, lo, hi, s);
+    t->h[level]++;
+    if (a->w != NULL)
+      add_weight(t, level, a->w[i] * b->w[j]);
   }
 }
 
@@ -643,6 +808,8 @@ static void visit(dm_thread *t, uint32_t ia, uint32_t ib, int budget) {
     uint64_t n = pairs_of(job, ia, ib);
     t->h[lo] += n;
     t->resolved += n;
+    if (t->ws != NULL)
+      add_weight(t, lo, same ? self_weight(job->ta, A) : A->wsum * B->wsum);
     return;
   }
   if (A->nchild == 0 && B->nchild == 0) {
@@ -651,34 +818,36 @@ static void visit(dm_thread *t, uint32_t ia, uint32_t ib, int budget) {
       return;
     }
     const dm_tree *ta = job->ta, *tb = job->tb;
-    if (!same && r.one_image && hi - lo <= PASSES) {
+    if (!same && r.one_image && hi - lo <= PASSES && ta->w == NULL) {
       /* the whole block against the thresholds between */
       const uint32_t i0 = A->start, j0 = B->start;
       uint64_t c[PASSES] = {0};
       job->block(ta->x + i0, ta->y + i0, ta->z + i0, A->count, tb->x + j0, tb->y + j0,
-                   tb->z + j0, B->count, job->T + lo, hi - lo, job->m.kind == 0 ? NULL : &r.off,
-                   c);
+                 tb->z + j0, B->count, job->T + lo, hi - lo, job->m.kind == 0 ? NULL : &r.off,
+                 c);
       add_levels(t->h, lo, hi, pairs_of(job, ia, ib), c);
       return;
     }
+    /* point by point: the rest of its own leaf, or B's box first */
     for (uint32_t i = A->start; i < A->start + A->count; i++) {
-      const double xa = ta->x[i], ya = ta->y[i], za = ta->z[i];
       uint32_t j0 = same ? i + 1 : B->start, j1 = B->start + B->count;
       if (j0 >= j1)
         continue;
-      if (same) {
-        point_run(t, xa, ya, za, j0, j1, lo, hi, &r);
+      if (same || (r.one_image && hi - lo <= PASSES)) {
+        point_run(t, i, j0, j1, lo, hi, &r);
         continue;
       }
-      const double pa[3] = {xa, ya, za};
+      const double pa[3] = {ta->x[i], ta->y[i], ta->z[i]};
       dm_range rp;
       bound(&job->m, pa, pa, B->lo, B->hi, &rp);
       uint32_t plo = level_of(job, rp.s_lo), phi = level_of(job, rp.s_hi);
       if (plo == phi) {
         t->h[plo] += j1 - j0;
         t->resolved += j1 - j0;
+        if (t->ws != NULL)
+          add_weight(t, plo, ta->w[i] * B->wsum);
       } else {
-        point_run(t, xa, ya, za, j0, j1, plo, phi, &rp);
+        point_run(t, i, j0, j1, plo, phi, &rp);
       }
     }
     return;
@@ -742,6 +911,10 @@ static void *thread_main(void *arg) {
 static size_t plan_at(dm_job *job, dm_thread *t, size_t hist_bytes, int budget) {
   job->ntasks = 0;
   memset(t->h, 0, hist_bytes);
+  if (t->ws != NULL) {
+    memset(t->ws, 0, hist_bytes);
+    memset(t->we, 0, hist_bytes);
+  }
   t->resolved = 0;
   visit(t, 0, 0, budget);
   return job->ntasks;
@@ -803,13 +976,13 @@ int histd__dmtree_run(HISTD__RUN_ARGS) {
   job.nt = count + 1;
   job.ctl = ctl;
   job.total = res->total;
-  job.block = block_fn();
+  pick_loops(&job);
   dm_tree ta, tb;
   memset(&tb, 0, sizeof tb);
   double *T = NULL;
-  int rc = tree_build(&ta, a);
+  int rc = tree_build(&ta, a, p->weighted);
   if (rc == 0 && !job.self)
-    rc = tree_build(&tb, b);
+    rc = tree_build(&tb, b, p->weighted);
   if (rc == 0)
     rc = thresholds(&p->bins, job.inv_w, &T);
   if (rc != 0) {
@@ -825,8 +998,9 @@ int histd__dmtree_run(HISTD__RUN_ARGS) {
 
   unsigned nthreads = ex->threads ? ex->threads : histd_cpu_count();
   const size_t hist_bytes = ((size_t)count + 2) * sizeof(uint64_t);
-  if ((size_t)nthreads * hist_bytes > ((size_t)1 << 30))
-    nthreads = (unsigned)(((size_t)1 << 30) / hist_bytes);
+  const size_t thread_bytes = hist_bytes * (p->weighted ? 3 : 1);
+  if ((size_t)nthreads * thread_bytes > ((size_t)1 << 30))
+    nthreads = (unsigned)(((size_t)1 << 30) / thread_bytes);
   nthreads = nthreads ? nthreads : 1;
   const unsigned nalloc = nthreads + 1; /* the last one plans */
   dm_thread *th = calloc(nalloc, sizeof *th);
@@ -834,7 +1008,12 @@ int histd__dmtree_run(HISTD__RUN_ARGS) {
   for (unsigned i = 0; rc == 0 && i < nalloc; i++) {
     th[i].job = &job;
     th[i].h = calloc((size_t)count + 2, sizeof(uint64_t));
-    rc = th[i].h == NULL ? HISTD_ENOMEM : 0;
+    if (p->weighted) {
+      th[i].ws = calloc((size_t)count + 2, sizeof(double));
+      th[i].we = calloc((size_t)count + 2, sizeof(double));
+    }
+    rc = th[i].h == NULL || (p->weighted && (th[i].ws == NULL || th[i].we == NULL))
+             ? HISTD_ENOMEM : 0;
   }
 
   /* Plan: the first `budget` levels of splits on this thread, the pairs
@@ -885,19 +1064,37 @@ int histd__dmtree_run(HISTD__RUN_ARGS) {
     rc = histd_fail(msg, msglen, rc, "out of memory or threads for dm-tree");
   uint64_t resolved = 0;
   if (rc == 0) {
-    /* the workers' histograms and the planner's */
-    for (unsigned i = 0; i < nalloc; i++) {
+    /* the workers' histograms and the planner's; weighted sums through
+     * Neumaier's compensation, as every kernel sums them */
+    histd__sink total;
+    rc = p->weighted ? histd__sink_init(&total, count, true) : 0;
+    for (unsigned i = 0; rc == 0 && i < nalloc; i++) {
       const dm_thread *t = &th[i];
-      for (uint32_t k = 0; k < count; k++)
+      for (uint32_t k = 0; k < count; k++) {
         res->counts[k] += t->h[k + 1];
+        if (p->weighted) {
+          histd__neumaier(&total.sum[k], &total.err[k], t->ws[k + 1]);
+          histd__neumaier(&total.sum[k], &total.err[k], t->we[k + 1]);
+        }
+      }
       res->below += t->h[0];
       res->overflow += t->h[count + 1];
       resolved += t->resolved;
     }
+    if (rc == 0 && p->weighted) {
+      for (uint32_t k = 0; k < count; k++)
+        res->weighted[k] = total.sum[k] + total.err[k];
+      histd__sink_free(&total);
+    }
+    if (rc != 0)
+      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u bins", count);
   }
   const size_t nodes = ta.nodes + tb.nodes;
-  for (unsigned i = 0; th != NULL && i < nalloc; i++)
+  for (unsigned i = 0; th != NULL && i < nalloc; i++) {
     free(th[i].h);
+    free(th[i].ws);
+    free(th[i].we);
+  }
   free(th);
   free(job.task);
   free(T);

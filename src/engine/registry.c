@@ -40,7 +40,7 @@ static const histd_kernel kernels[] = {
      "density-map tree: pairs of octree cells whose every distance falls in one bin are "
      "counted at once, the rest split down to the points; exact, sub-quadratic where bins "
      "are wide for the points' density; CPU, every core",
-     HISTD_ENGINE_CPU, CPU_ALL & ~HISTD_CAN_WEIGHTS, histd__dmtree_run},
+     HISTD_ENGINE_CPU, CPU_ALL, histd__dmtree_run},
     {"cpu-reference", "the exactness contract, literally, on one CPU thread",
      HISTD_ENGINE_CPU, CPU_ALL, histd__cpu_reference_run},
     {"cpu", "multithreaded, cache-tiled, vectorised CPU engine; exact",

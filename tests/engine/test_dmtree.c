@@ -19,9 +19,10 @@
  *     99% of the pairs are counted a node pair at a time (its device line
  *     says how many);
  *   - "auto" on the CPU runs it where the bins are wide for the density;
- *   - weighted jobs are refused with a sentence.
- * test_stats runs dm-tree on every unweighted statistic it checks (periodic
- * boxes, triclinic, edges, within R, frames) besides.
+ *   - weighted sums against long double, to 1e-12 of each bin's sum of
+ *     |w_i w_j|, with weights of both signs and over nine decades.
+ * test_stats runs dm-tree on every statistic it checks (periodic boxes,
+ * triclinic, edges, within R, weights, frames) besides.
  */
 #include <math.h>
 
@@ -363,21 +364,66 @@ static void test_auto(void) {
   histd_dataset_free(&ds);
 }
 
-static void test_refusals(void) {
-  histd_dataset ds;
-  histd_dataset_alloc(&ds, 10, NULL, 0);
-  histd_dataset_alloc_weights(&ds, NULL, 0);
-  pointset_fill(&ds, SHAPE_UNIFORM, 10, 1);
-  histd_problem p = plain(&ds, NULL, 1, 20);
-  p.weighted = true;
-  histd_exec ex;
-  histd_exec_init(&ex);
-  snprintf(ex.kernel, sizeof ex.kernel, "dm-tree");
-  histd_result r;
-  char msg[256] = "";
-  CHECK(histd_run(&p, &ex, NULL, &r, msg, sizeof msg) == HISTD_EINVAL, "weighted refused");
-  CHECK_STR_CONTAINS(msg, "cannot compute weights");
-  histd_dataset_free(&ds);
+/* Weighted: each bin's sum of w_i w_j against long double, to 1e-12 of
+ * its sum of |w_i w_j|, self and A x B, with bins that resolve whole node
+ * pairs (and leaves, and single points); weights of both signs, and
+ * weights over nine decades (where a difference of sums would lose a small
+ * bin's digits). */
+static void test_weights(void) {
+  static const int shapes[] = {SHAPE_UNIFORM, SHAPE_CLUSTERED, SHAPE_DUPLICATES, CLUMP};
+  for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+    for (int cross = 0; cross < 2; cross++)
+      for (int wide = 0; wide < 3; wide++) {
+        histd_dataset a, b;
+        histd_dataset_alloc(&a, 1500, NULL, 0);
+        histd_dataset_alloc(&b, 1100, NULL, 0);
+        fill(&a, shapes[si], 100, 11 + si);
+        fill(&b, shapes[si], 100, 12 + si);
+        histd_dataset_alloc_weights(&a, NULL, 0);
+        histd_dataset_alloc_weights(&b, NULL, 0);
+        uint64_t rs = 77 + si;
+        for (size_t i = 0; i < a.n; i++)
+          a.w[i] = wide == 2 ? pow(10, 9 * test_rand01(&rs) - 6) : 4 * test_rand01(&rs) - 1;
+        for (size_t i = 0; i < b.n; i++)
+          b.w[i] = wide == 2 ? pow(10, 9 * test_rand01(&rs) - 6) : 4 * test_rand01(&rs) - 1;
+        const double w = wide == 1 ? 9 : 60;
+        const uint32_t count = (uint32_t)(180 / w) + 1;
+        histd_problem p = plain(&a, cross ? &b : NULL, w, count);
+        p.weighted = true;
+        uint64_t want[32] = {0}, over = 0;
+        long double sum[32] = {0}, mag[32] = {0};
+        const histd_dataset *o = cross ? &b : &a;
+        for (size_t i = 0; i < a.n; i++)
+          for (size_t j = cross ? 0 : i + 1; j < o->n; j++) {
+            double dx = a.x[i] - o->x[j], dy = a.y[i] - o->y[j], dz = a.z[i] - o->z[j];
+            double xx = dx * dx, yy = dy * dy, zz = dz * dz, ss = xx + yy;
+            ss = ss + zz;
+            double q = floor(sqrt(ss) / w);
+            if (!(q < count)) {
+              over++;
+              continue;
+            }
+            long double v = (long double)a.w[i] * (long double)o->w[j];
+            want[(size_t)q]++;
+            sum[(size_t)q] += v;
+            mag[(size_t)q] += fabsl(v);
+          }
+        char what[128];
+        snprintf(what, sizeof what, "weighted %s, %s, width %g%s", shape_name(shapes[si]),
+                 cross ? "A x B" : "self", w, wide == 2 ? ", weights over 9 decades" : "");
+        histd_result r;
+        if (run_dm(&p, 3, &r, what) == 0) {
+          same(&r, want, over, count, what);
+          for (uint32_t k = 0; k < count; k++) {
+            long double err = fabsl((long double)r.weighted[k] - sum[k]);
+            CHECK(err <= 1e-12L * mag[k] + 1e-300L, "%s: bin %u weighted %.17g, want %.17Lg",
+                  what, k, r.weighted[k], sum[k]);
+          }
+          histd_result_free(&r);
+        }
+        histd_dataset_free(&a);
+        histd_dataset_free(&b);
+      }
 }
 
 int main(void) {
@@ -385,6 +431,6 @@ int main(void) {
   test_cross();
   test_lattices();
   test_auto();
-  test_refusals();
+  test_weights();
   return check_finish("test_dmtree");
 }

@@ -157,8 +157,8 @@ static bool fast_statistics(void) {
 
 /* The kernels a problem runs on here: every CPU kernel, "cpu" on 1, 2 and
  * 4 threads, "auto", "grid" on 1 and 3 threads (the worker's GPU where
- * there is one), "dm-tree" on 3 where it can, and where this machine has a GPU every GPU kernel able
- * to run the problem. */
+ * there is one), "dm-tree" on 3, and where this machine has a GPU every
+ * GPU kernel able to run the problem. */
 static int kernels_for(const histd_problem *p, const char *names[], uint32_t threads[], int max) {
   static int gpus = -1;
   if (gpus < 0) {
@@ -171,8 +171,7 @@ static int kernels_for(const histd_problem *p, const char *names[], uint32_t thr
   int k = 0;
   for (; k < 7; k++)
     names[k] = cpu[k], threads[k] = cpu_threads[k];
-  if (histd_kernel_can(histd_kernel_find("dm-tree"), p, NULL, 0)) /* not weighted */
-    names[k] = "dm-tree", threads[k++] = 3;
+  names[k] = "dm-tree", threads[k++] = 3;
   for (size_t i = 0; i < histd_kernel_count() && k < max; i++) {
     const histd_kernel *kr = histd_kernel_at(i);
     if (gpus > 0 && kr->engine == HISTD_ENGINE_CUDA && histd_kernel_can(kr, p, NULL, 0))
@@ -906,8 +905,8 @@ static histd_dataset copy_frame(const histd_dataset *ds, size_t f) {
   return c;
 }
 
-/* Runs p (several frames) on cpu-reference, cpu, auto, grid and dm-tree
- * (unweighted); checks its
+/* Runs p (several frames) on cpu-reference, cpu, auto, grid and dm-tree;
+ * checks its
  * counts, weighted sums, g and coordination against the frames' definitions. */
 static void compare_frames(const histd_problem *p, size_t frames, const char *what) {
   want sum, h;
@@ -947,8 +946,6 @@ static void compare_frames(const histd_problem *p, size_t frames, const char *wh
                                         "dm-tree", "cpu in 5 shards"};
   for (int k = 0; k < 6; k++) {
     histd_result r;
-    if (k == 4 && !histd_kernel_can(histd_kernel_find("dm-tree"), p, NULL, 0))
-      continue; /* weighted */
     if (k == 5 ? run_sharded(p, "cpu", 5, &r, what) != 0 : run_on(p, kernels[k], 2, &r, what) != 0)
       continue;
     CHECK_EQ_U64(r.frames, frames, what);
