@@ -78,10 +78,10 @@
 
 #include "engine.h"
 
-#define LEAF 256u  /* points in a leaf at most (but at the last level) */
-#define PASSES 4u  /* thresholds a leaf pair's loop meets at most; more: point by point */
-#define LEVELS 21        /* Morton digits: 3 bits each, 63 bits */
-#define TASKS_PER_THREAD 256u
+#define LEAF 256u             /* points in a leaf at most (but at the last level) */
+#define PASSES 4u             /* thresholds a leaf pair's loop meets at most; more: point by point */
+#define LEVELS 21             /* Morton digits: 3 bits each, 63 bits */
+#define TASKS_PER_THREAD 256u /* node pairs planned per thread */
 #define MAX_POINTS 0xFFFFFFFFu
 /* "auto" takes the tree on a CPU worker from this bin width over the mean
  * spacing (the cube root of the bounding box's volume per point): measured
@@ -490,15 +490,14 @@ struct dm_job {
   const dm_tree *ta, *tb; /* tb == ta: self */
   bool self;
   histd_metric m;
-  const histd_problem *p;
   double inv_w;
-  const double *T; /* T[k]: the least s of level >= k + 1 (k = 0..count) */
+  const double *T;   /* T[k]: the least s of level >= k + 1 (k = 0..count) */
+  uint32_t nt;       /* count + 1 */
   dm_block_fn block; /* the leaf pairs' loops for this machine */
   dm_wrow_fn wrow;
-  uint32_t nt;     /* count + 1 */
-  uint32_t (*task)[2];
+  uint32_t (*task)[2]; /* node pairs left to the threads */
   size_t ntasks, tcap;
-  bool oom;   /* planning ran out of memory for its tasks */
+  bool oom; /* planning ran out of memory for its tasks */
   atomic_size_t next;
   atomic_uint_fast64_t done;
   atomic_bool stop, cancelled;
@@ -535,7 +534,7 @@ static uint32_t level_in(const double *T, uint32_t lo, uint32_t hi, double s) {
  * every threshold. A macro, so that each count of thresholds is its own
  * loop (measured: an inline function with a constant count vectorised
  * 25% slower). */
-#define DIFF_OPEN /* (no commas: it passes through another macro's arguments) */           \
+#define DIFF_OPEN                                                                              \
   double dx = xa - bx[j];                                                                      \
   double dy = ya - by[j];                                                                      \
   double dz = za - bz[j];
@@ -969,7 +968,6 @@ int histd__dmtree_run(HISTD__RUN_ARGS) {
   const uint32_t count = res->bins.count;
   dm_job job;
   memset(&job, 0, sizeof job);
-  job.p = p;
   job.self = p->b == NULL;
   job.m = histd__metric(&p->box);
   job.inv_w = p->bins.kind == HISTD_BINS_EDGES ? 0 : 1 / p->bins.width;
