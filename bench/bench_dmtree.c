@@ -2,7 +2,7 @@
  * bench_dmtree.c -- "dm-tree" against "cpu" (brute force) in the same run.
  *
  *   bench_dmtree [--n N] [--width W] [--runs R] [--cpu-runs K] [--threads T]
- *                [--scaling N1,N2,...] [--clumps C]
+ *                [--scaling N1,N2,...] [--clumps C] [--weighted]
  *
  * D1 on the CPU (shared/DESIGN.md, the issue's CPU size): N = 2,000,000
  * uniform in [0, 23000)^3, width 2,000, every pair in 20 bins. dm-tree runs
@@ -11,7 +11,9 @@
  * --clumps C draws the points from C Gaussian clumps (sigma 500, centres
  * uniform in the cube; D2's shape) instead. --scaling times dm-tree alone
  * at each N (same box and width) and fits the exponent of time ~ N^k by
- * least squares on the logs (the paper's bound is k = 5/3). Prints the CPU
+ * least squares on the logs (the paper's bound is k = 5/3). --weighted
+ * gives every point a weight in [0.5, 1.5) and compares the weighted sums
+ * too (to 1e-12 of each bin's). Prints the CPU
  * model, the load average, medians, pairs/s and the ratio.
  */
 #include <inttypes.h>
@@ -27,16 +29,20 @@ static double gauss(void) { /* Box-Muller */
   return sqrt(-2 * log(1 - u)) * cos(6.283185307179586 * v);
 }
 
-static histd_dataset points(size_t n, size_t clumps) {
+static histd_dataset points(size_t n, size_t clumps, bool weighted) {
   if (clumps == 0)
-    return bench_cube(n, 23000, false);
+    return bench_cube(n, 23000, weighted);
   double (*c)[3] = malloc(clumps * sizeof *c);
   for (size_t k = 0; k < clumps; k++)
     for (int a = 0; a < 3; a++)
       c[k][a] = bench_rnd() * 23000;
   histd_dataset ds;
   histd_dataset_alloc(&ds, n, NULL, 0);
+  if (weighted)
+    histd_dataset_alloc_weights(&ds, NULL, 0);
   for (size_t i = 0; i < n; i++) {
+    if (weighted)
+      ds.w[i] = 0.5 + bench_rnd();
     const double *o = c[(size_t)(bench_rnd() * (double)clumps)];
     ds.x[i] = o[0] + 500 * gauss();
     ds.y[i] = o[1] + 500 * gauss();
@@ -53,6 +59,7 @@ static double time_kernel(const histd_dataset *ds, const char *kernel, double wi
   histd_problem p;
   memset(&p, 0, sizeof p);
   p.a = ds;
+  p.weighted = ds->w != NULL;
   p.bins.kind = HISTD_BINS_WIDTH;
   p.bins.width = width;
   double t[64];
@@ -83,6 +90,7 @@ int main(int argc, char **argv) {
   int runs = 3, cpu_runs = 1;
   unsigned threads = 0;
   const char *scaling = NULL;
+  bool weighted = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--n") == 0 && i + 1 < argc)
       n = strtoull(argv[++i], NULL, 10);
@@ -98,10 +106,12 @@ int main(int argc, char **argv) {
       scaling = argv[++i];
     else if (strcmp(argv[i], "--clumps") == 0 && i + 1 < argc)
       clumps = strtoull(argv[++i], NULL, 10);
+    else if (strcmp(argv[i], "--weighted") == 0)
+      weighted = true;
     else {
       fprintf(stderr,
               "usage: %s [--n N] [--width W] [--runs R] [--cpu-runs K] [--threads T] "
-              "[--scaling N1,N2,...] [--clumps C]\n",
+              "[--scaling N1,N2,...] [--clumps C] [--weighted]\n",
               argv[0]);
       return 2;
     }
@@ -131,7 +141,7 @@ int main(int argc, char **argv) {
     for (const char *s = scaling; *s;) {
       size_t k = strtoull(s, (char **)&s, 10);
       s += *s == ',';
-      histd_dataset ds = points(k, clumps);
+      histd_dataset ds = points(k, clumps, weighted);
       histd_result r;
       double ms = time_kernel(&ds, "dm-tree", width, runs, threads, &r);
       printf("scaling: n %zu, width %g: dm-tree %.1f ms median of %d (%s)\n", k, width, ms,
@@ -147,21 +157,24 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  histd_dataset ds = points(n, clumps);
+  histd_dataset ds = points(n, clumps, weighted);
   histd_result rd, rc;
   double td = time_kernel(&ds, "dm-tree", width, runs, threads, &rd);
   double tc = time_kernel(&ds, "cpu", width, cpu_runs, threads, &rc);
   bool same = rd.bins.count == rc.bins.count && rd.overflow == rc.overflow &&
               memcmp(rd.counts, rc.counts, rd.bins.count * sizeof *rd.counts) == 0;
+  for (uint32_t k = 0; same && weighted && k < rd.bins.count; k++) /* weights >= 0.25 */
+    same = fabs(rd.weighted[k] - rc.weighted[k]) <= 1e-12 * fabs(rc.weighted[k]);
   const double pairs = (double)rd.total;
-  printf("workload: n %zu (%s), width %g, %u bins, %.4g pairs\n", n,
-         clumps ? "Gaussian clumps" : "uniform in the 23000 cube", width, rd.bins.count, pairs);
+  printf("workload: n %zu (%s%s), width %g, %u bins, %.4g pairs\n", n,
+         clumps ? "Gaussian clumps" : "uniform in the 23000 cube",
+         weighted ? ", weighted" : "", width, rd.bins.count, pairs);
   printf("dm-tree: %.1f ms median of %d, %.3g pairs/s (%s)\n", td, runs, pairs / td * 1e3,
          rd.device);
   printf("cpu:     %.1f ms median of %d, %.3g pairs/s (%s)\n", tc, cpu_runs, pairs / tc * 1e3,
          rc.device);
   printf("ratio dm-tree / cpu: %.2fx faster; counts %s\n", tc / td,
-         same ? "identical" : "DIFFER");
+         same ? (weighted ? "identical, weighted sums within 1e-12" : "identical") : "DIFFER");
   histd_result_free(&rd);
   histd_result_free(&rc);
   histd_dataset_free(&ds);

@@ -922,6 +922,8 @@ static size_t plan_at(dm_job *job, dm_thread *t, size_t hist_bytes, int budget) 
 /* ---- when it pays -------------------------------------------------------------------- */
 
 bool histd__dmtree_pays(const histd_problem *p, char *why, size_t whylen) {
+  /* weighted: 1.07x cpu at D1's density (1e6 points, 16 threads): not worth
+   * the risk of a model; edges: the narrowest bin would have to decide */
   if (p->weighted || p->bins.kind != HISTD_BINS_WIDTH || p->statistic != HISTD_STAT_HISTOGRAM)
     return false;
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
