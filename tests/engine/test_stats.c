@@ -185,13 +185,13 @@ static int kernels_for(const histd_problem *p, const char *names[], uint32_t thr
 static void compare_fast(const histd_problem *p, const char *what, bool fast) {
   want h;
   definition(p, &h);
-  const char *kernels[34];
+  const char *kernels[35];
   uint32_t threads[32];
   int nk = kernels_for(p, kernels, threads, 32);
-  /* and cut into shards: "cpu" in 7, "grid" in 4 */
-  static const char *const sharded[] = {"cpu", "grid"};
-  static const uint64_t shards[] = {7, 4};
-  for (int k = 0; k < nk + 2; k++) {
+  /* and cut into shards: "cpu" in 7, "grid" in 4, "dm-tree" in 5 */
+  static const char *const sharded[] = {"cpu", "grid", "dm-tree"};
+  static const uint64_t shards[] = {7, 4, 5};
+  for (int k = 0; k < nk + 3; k++) {
     histd_result r;
     if (k >= nk ? run_sharded(p, sharded[k - nk], shards[k - nk], &r, what) != 0
                 : run_on(p, kernels[k], threads[k], &r, what) != 0)
