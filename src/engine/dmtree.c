@@ -83,11 +83,14 @@
 #define LEVELS 21             /* Morton digits: 3 bits each, 63 bits */
 #define TASKS_PER_THREAD 256u /* node pairs planned per thread */
 #define MAX_POINTS 0xFFFFFFFFu
-/* "auto" takes the tree on a CPU worker from this bin width over the mean
- * spacing (the cube root of the bounding box's volume per point): measured
- * on one core of the dev box (AMD EPYC), 50,000 uniform points, against
- * "cpu": 0.35x at 1.6, 1.3x at 3.2, 2.1x at 4.8, 2.2x at 6.4, 2.9x at 9.6
- * (bench/RESULTS.md, 2026-11-24). Too few pairs: no matter. */
+/* "auto" takes the tree on a CPU worker from this bin width (or radius)
+ * over the mean spacing (the cube root of the bounding box's volume per
+ * point), ahead of the grid: measured on one core of the dev box (AMD
+ * EPYC), 50,000 uniform points, against "cpu": 0.35x at 1.6, 1.3x at 3.2,
+ * 2.1x at 4.8, 2.2x at 6.4, 2.9x at 9.6; on two cores, 200,000 points in
+ * the 23,000 cube against "grid": within R at R / spacing 1.5 1.0x, 3.1
+ * 1.85x, 5.1 2.6x, 15 11x; 2 bins of 1,000 (ratio 2.5) 3.1x (bench/
+ * RESULTS.md, 2026-11-24). Too few pairs: no matter. */
 #define DMTREE_MIN_RATIO 3.0
 #define DMTREE_MIN_PAIRS 1e7
 
@@ -923,24 +926,33 @@ static size_t plan_at(dm_job *job, dm_thread *t, size_t hist_bytes, int budget) 
 
 bool histd__dmtree_pays(const histd_problem *p, char *why, size_t whylen) {
   /* weighted: 1.07x cpu at D1's density (1e6 points, 16 threads): not worth
-   * the risk of a model; edges: the narrowest bin would have to decide */
-  if (p->weighted || p->bins.kind != HISTD_BINS_WIDTH || p->statistic != HISTD_STAT_HISTOGRAM)
+   * the risk of a model; explicit edges: the narrowest bin would have to
+   * decide. Within R is one bin [0, R]: R stands for the width. */
+  double w;
+  if (p->weighted)
+    return false;
+  if (p->statistic == HISTD_STAT_WITHIN)
+    w = p->radius;
+  else if (p->bins.kind == HISTD_BINS_WIDTH)
+    w = p->bins.width;
+  else
     return false;
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
   const double n = (double)a->n + (p->b ? (double)b->n : 0);
-  if (histd_problem_pairs(p) < DMTREE_MIN_PAIRS)
+  if ((double)histd_problem_pairs(p) < DMTREE_MIN_PAIRS || !(w > 0))
     return false;
   double v = 1;
   for (int k = 0; k < 3; k++)
     v *= fmax(a->max[k], b->max[k]) - fmin(a->min[k], b->min[k]);
-  const double spacing = cbrt(v / n), ratio = p->bins.width / spacing;
+  const double spacing = cbrt(v / n), ratio = w / spacing;
   if (!(ratio >= DMTREE_MIN_RATIO)) /* NaN never: a flat set has spacing 0 */
     return false;
   if (why != NULL)
     snprintf(why, whylen,
-             "dm-tree: the bin width %.6g is %.3g times the points' mean spacing %.6g (the tree "
-             "pays from %g)",
-             p->bins.width, ratio, spacing, DMTREE_MIN_RATIO);
+             "dm-tree: the %s %.6g is %.3g times the points' mean spacing %.6g (the tree pays "
+             "from %g)",
+             p->statistic == HISTD_STAT_WITHIN ? "radius" : "bin width", w, ratio, spacing,
+             DMTREE_MIN_RATIO);
   return true;
 }
 

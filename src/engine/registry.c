@@ -8,9 +8,9 @@
  * "auto" chooses among the able ones. The GPU rows are here whether or not
  * histd was built with CUDA: without it they run nothing, and say why.
  *
- * "auto" resolves at run time: "grid" where its cost model says the cells
- * pay (grid.h), on a CPU worker "dm-tree" where its model says the tree
- * pays (dmtree.c), else on a GPU worker the fastest exact GPU kernel for the
+ * "auto" resolves at run time: on a CPU worker "dm-tree" where its model
+ * says the tree pays (dmtree.c), "grid" where its cost model says the
+ * cells pay (grid.h), else on a GPU worker the fastest exact GPU kernel for the
  * plain histogram (of A x B too: histd__cuda_cross_run), "tiled-stats" for
  * the rest of the family (unless it
  * does not fit the GPU); on a CPU worker "cpu". The result says which ran
@@ -86,6 +86,9 @@ static int ran(int rc, histd_result *res, const char *kernel, const char *why) {
 static int auto_run(HISTD__RUN_ARGS) {
   const bool gpu = w->device >= 0;
   char why[HISTD_REASON_MAX];
+  /* the tree before the grid: where both pay it was the faster (dmtree.c) */
+  if (!gpu && histd__dmtree_pays(p, why, sizeof why))
+    return ran(histd__dmtree_run(w, p, ex, ctl, res, msg, msglen), res, "dm-tree", why);
   if (histd__grid_pays(p, gpu, why, sizeof why)) {
     histd_exec gex = *ex; /* a block size for brute force: the grid takes its own */
     if (gex.block_size > HISTD__GRID_MAX_BLOCK)
@@ -96,8 +99,6 @@ static int auto_run(HISTD__RUN_ARGS) {
     size_t len = strlen(why); /* brute force, then */
     snprintf(why + len, sizeof why - len, "; the grid does not fit the GPU");
   }
-  if (!gpu && histd__dmtree_pays(p, why, sizeof why))
-    return ran(histd__dmtree_run(w, p, ex, ctl, res, msg, msglen), res, "dm-tree", why);
   if (gpu && (histd_problem_needs(p) & ~GPU_CAPS) == 0) /* names its kernel itself */
     return ran(histd__cuda_auto_run(w, p, ex, ctl, res, msg, msglen), res, NULL, why);
   if (gpu && (histd_problem_needs(p) & ~GPU_CAPS) == HISTD_CAN_CROSS) { /* the plain A x B */

@@ -18,7 +18,8 @@
  *   - the tree really resolves: with one bin over the whole range at least
  *     99% of the pairs are counted a node pair at a time (its device line
  *     says how many);
- *   - "auto" on the CPU runs it where the bins are wide for the density;
+ *   - "auto" on the CPU runs it where the bins (or the radius of a count
+ *     within R) are wide for the density, ahead of the grid;
  *   - weighted sums against long double, to 1e-12 of each bin's sum of
  *     |w_i w_j|, with weights of both signs and over nine decades.
  * test_stats runs dm-tree on every statistic it checks (periodic boxes,
@@ -361,6 +362,27 @@ static void test_auto(void) {
     histd_result_free(&r);
     free(h.counts);
   }
+  /* within R = 30 (5.1 spacings): the tree, ahead of the grid */
+  uint64_t want = 0;
+  for (size_t i = 0; i < ds.n; i++)
+    for (size_t j = i + 1; j < ds.n; j++) {
+      double dx = ds.x[i] - ds.x[j], dy = ds.y[i] - ds.y[j], dz = ds.z[i] - ds.z[j];
+      double xx = dx * dx, yy = dy * dy, zz = dz * dz, s = xx + yy;
+      s = s + zz;
+      want += sqrt(s) <= 30;
+    }
+  histd_problem p = plain(&ds, NULL, 1, 1);
+  p.statistic = HISTD_STAT_WITHIN;
+  p.radius = 30;
+  histd_exec ex;
+  histd_exec_init(&ex);
+  histd_result r;
+  char msg[256] = "";
+  CHECK(histd_run(&p, &ex, NULL, &r, msg, sizeof msg) == 0, "auto within 30: %s", msg);
+  CHECK(gpus > 0 || strcmp(r.kernel, "dm-tree") == 0, "auto within 30 ran %s (%s)", r.kernel,
+        r.reason);
+  CHECK(r.within == want, "auto within 30: %" PRIu64 ", want %" PRIu64, r.within, want);
+  histd_result_free(&r);
   histd_dataset_free(&ds);
 }
 
