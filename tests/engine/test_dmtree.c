@@ -2,8 +2,8 @@
  * test_dmtree.c -- the kernel "dm-tree" against definitions written here,
  * independently of the engine:
  *
- *   - every shape of pointsets.h and three more (points on a line, one
- *     dense clump in a sparse background, two points), N from 0 to 3,000,
+ *   - every shape of pointsets.h and two more (points on a line, one dense
+ *     clump in a sparse background), N from 0 to 3,000,
  *     bin widths from one that resolves almost every pair (the whole range
  *     in one bin) to one that resolves none, on 1 and 3 threads, against
  *     the O(N^2) definition (tests/definition.h), and A x B against the
