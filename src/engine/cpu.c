@@ -773,14 +773,8 @@ static void *thread_main(void *arg) {
       atomic_store(&job->stop, true);
       break;
     }
-    /* progress calls are serialised and never go backwards */
-    double f = total ? (double)done / (double)total : 1.0;
-    pthread_mutex_lock(&job->lock);
-    if (f >= job->reported + 1e-3 && f < 1.0) { /* at most ~1000 calls a run */
-      job->reported = f;
-      histd__progress(job->ctl, f);
-    }
-    pthread_mutex_unlock(&job->lock);
+    histd__progress_step(job->ctl, &job->lock, &job->reported,
+                         total ? (double)done / (double)total : 1.0);
   }
   flush(t);
   return NULL;

@@ -6,6 +6,8 @@
 #ifndef HISTD_ENGINE_H
 #define HISTD_ENGINE_H
 
+#include <pthread.h>
+
 #include "histd/histd.h"
 #include "histd/pair.h"
 
@@ -129,6 +131,11 @@ static inline void histd__neumaier(double *sum, double *err, double v) {
 /* Helpers for backends: NULL-safe wrappers around a histd_control. */
 bool histd__cancelled(const histd_control *ctl);
 void histd__progress(const histd_control *ctl, double fraction);
+/* Progress from a kernel's threads after each task: reports fraction when
+ * it has moved by 1e-3 since *reported (at most ~1000 calls a run), never
+ * 1 (the worker reports the end), serialised and never backwards (lock). */
+void histd__progress_step(const histd_control *ctl, pthread_mutex_t *lock, double *reported,
+                          double fraction);
 
 /* Part k of `parts` of a run (a frame, a slab): histd__part_control(&pt)
  * is a control whose progress is scaled into outer's and whose cancel is

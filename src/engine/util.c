@@ -23,6 +23,16 @@ void histd__progress(const histd_control *ctl, double fraction) {
     ctl->progress(ctl->user, fraction < 0 ? 0 : fraction > 1 ? 1 : fraction);
 }
 
+void histd__progress_step(const histd_control *ctl, pthread_mutex_t *lock, double *reported,
+                          double fraction) {
+  pthread_mutex_lock(lock);
+  if (fraction >= *reported + 1e-3 && fraction < 1.0) {
+    *reported = fraction;
+    histd__progress(ctl, fraction);
+  }
+  pthread_mutex_unlock(lock);
+}
+
 static void part_progress(void *u, double x) {
   const histd__part *pt = u;
   histd__progress(pt->outer, (pt->k + x) / pt->parts);
