@@ -252,15 +252,9 @@ static int tree_build(dm_tree *t, const histd_dataset *ds, bool weighted) {
   if (n == 0)
     return 0;
   const double *p[3] = {ds->x, ds->y, ds->z};
-  double lo[3], scale[3];
+  double scale[3]; /* the grid over the set's bounding box (histd_dataset's) */
   for (int a = 0; a < 3; a++) {
-    double mn = p[a][0], mx = p[a][0];
-    for (size_t i = 1; i < n; i++) {
-      mn = fmin(mn, p[a][i]);
-      mx = fmax(mx, p[a][i]);
-    }
-    lo[a] = mn;
-    scale[a] = mx > mn ? 0x1p21 / (mx - mn) : 0;
+    scale[a] = ds->max[a] > ds->min[a] ? 0x1p21 / (ds->max[a] - ds->min[a]) : 0;
     if (!isfinite(scale[a]))
       scale[a] = 0;
   }
@@ -273,9 +267,9 @@ static int tree_build(dm_tree *t, const histd_dataset *ds, bool weighted) {
   int rc = k && t->x && t->y && t->z && (!weighted || t->w) ? 0 : HISTD_ENOMEM;
   if (rc == 0) {
     for (size_t i = 0; i < n; i++) {
-      k[i].key = spread3(quantise(p[0][i], lo[0], scale[0])) << 2 |
-                 spread3(quantise(p[1][i], lo[1], scale[1])) << 1 |
-                 spread3(quantise(p[2][i], lo[2], scale[2]));
+      k[i].key = spread3(quantise(p[0][i], ds->min[0], scale[0])) << 2 |
+                 spread3(quantise(p[1][i], ds->min[1], scale[1])) << 1 |
+                 spread3(quantise(p[2][i], ds->min[2], scale[2]));
       k[i].index = (uint32_t)i;
     }
     rc = radix_sort(k, n);
@@ -493,7 +487,6 @@ struct dm_job {
   const dm_tree *ta, *tb; /* tb == ta: self */
   bool self;
   histd_metric m;
-  double inv_w;
   const double *T;   /* T[k]: the least s of level >= k + 1 (k = 0..count) */
   uint32_t nt;       /* count + 1 */
   dm_block_fn block; /* the leaf pairs' loops for this machine */
@@ -563,29 +556,31 @@ static uint32_t level_in(const double *T, uint32_t lo, uint32_t hi, double s) {
       c[k] += cc[k];                                                                           \
   } while (0)
 
+/* LOOP(NT, DIFF) for the count of thresholds nt (1 to PASSES) and the
+ * space (o: NULL open, else images): a loop of its own for each. */
+#define DM_DISPATCH(LOOP, OPEN, IMAGES)                                                        \
+  do {                                                                                         \
+    if (o == NULL) {                                                                           \
+      switch (nt) {                                                                            \
+      case 1: LOOP(1, OPEN); break;                                                            \
+      case 2: LOOP(2, OPEN); break;                                                            \
+      case 3: LOOP(3, OPEN); break;                                                            \
+      default: LOOP(4, OPEN); break;                                                           \
+      }                                                                                        \
+    } else {                                                                                   \
+      switch (nt) {                                                                            \
+      case 1: LOOP(1, IMAGES); break;                                                          \
+      case 2: LOOP(2, IMAGES); break;                                                          \
+      case 3: LOOP(3, IMAGES); break;                                                          \
+      default: LOOP(4, IMAGES); break;                                                         \
+      }                                                                                        \
+    }                                                                                          \
+  } while (0)
+
 static inline __attribute__((always_inline)) void block_levels(DM_BLOCK_ARGS) {
-  if (o == NULL) {
-    switch (nt) {
-    case 1: DM_BLOCK(1, DIFF_OPEN); break;
-    case 2: DM_BLOCK(2, DIFF_OPEN); break;
-    case 3: DM_BLOCK(3, DIFF_OPEN); break;
-    default: DM_BLOCK(4, DIFF_OPEN); break;
-    }
-  } else {
-    switch (nt) {
-    case 1: DM_BLOCK(1, DIFF_IMAGES); break;
-    case 2: DM_BLOCK(2, DIFF_IMAGES); break;
-    case 3: DM_BLOCK(3, DIFF_IMAGES); break;
-    default: DM_BLOCK(4, DIFF_IMAGES); break;
-    }
-  }
+  DM_DISPATCH(DM_BLOCK, DIFF_OPEN, DIFF_IMAGES);
 }
 
-/* Weighted jobs, one point a against the nb points b (weights bw):
- * cnt[m] += the pairs at level offset m (how many of the nt thresholds
- * their s reaches, 0..nt), acc[m] += the sum of those b's weights, in
- * eight lane sums. Each level's own sum, never a difference of sums: a
- * bin's weighted sum stays within a few ulps of its own sum of |w_a w_b|. */
 /* Eight lanes in GCC's vector extensions, lowered to the target's vectors:
  * each lane keeps its own partial sum per level (a plain loop's double sum
  * is a reduction the compiler may not reorder, so it stays scalar). */
@@ -603,6 +598,11 @@ typedef long long dm_v8l __attribute__((vector_size(64)));
         (v)[l_] = l_ < (n) ? (p)[l_] : (pad);                                                  \
   } while (0)
 
+/* Weighted jobs, one point a against the nb points b (weights bw):
+ * cnt[m] += the pairs at level offset m (how many of the nt thresholds
+ * their s reaches, 0..nt), acc[m] += the sum of those b's weights, in
+ * eight lane sums. Each level's own sum, never a difference of sums: a
+ * bin's weighted sum stays within a few ulps of its own sum of |w_a w_b|. */
 #define DM_WROW(NT, DIFF)                                                                      \
   do {                                                                                         \
     dm_v8d aa[NT + 1];                                                                         \
@@ -654,21 +654,7 @@ typedef long long dm_v8l __attribute__((vector_size(64)));
   const dm_v8d dx = (((xa - bxv) - o->ox1) - o->ox2) - o->ox3;
 
 static inline __attribute__((always_inline)) void wrow_levels(DM_WROW_ARGS) {
-  if (o == NULL) {
-    switch (nt) {
-    case 1: DM_WROW(1, VDIFF_OPEN); break;
-    case 2: DM_WROW(2, VDIFF_OPEN); break;
-    case 3: DM_WROW(3, VDIFF_OPEN); break;
-    default: DM_WROW(4, VDIFF_OPEN); break;
-    }
-  } else {
-    switch (nt) {
-    case 1: DM_WROW(1, VDIFF_IMAGES); break;
-    case 2: DM_WROW(2, VDIFF_IMAGES); break;
-    case 3: DM_WROW(3, VDIFF_IMAGES); break;
-    default: DM_WROW(4, VDIFF_IMAGES); break;
-    }
-  }
+  DM_DISPATCH(DM_WROW, VDIFF_OPEN, VDIFF_IMAGES);
 }
 
 /* The loop for the machine's vectors: compiled three times, chosen once
@@ -897,13 +883,8 @@ static void *thread_main(void *arg) {
       atomic_store(&job->stop, true);
       break;
     }
-    double f = job->total ? (double)done / (double)job->total : 1.0;
-    pthread_mutex_lock(&job->lock);
-    if (f >= job->reported + 1e-3 && f < 1.0) {
-      job->reported = f;
-      histd__progress(job->ctl, f);
-    }
-    pthread_mutex_unlock(&job->lock);
+    histd__progress_step(job->ctl, &job->lock, &job->reported,
+                         job->total ? (double)done / (double)job->total : 1.0);
   }
   return NULL;
 }
@@ -984,7 +965,6 @@ int histd__dmtree_run(HISTD__RUN_ARGS) {
   memset(&job, 0, sizeof job);
   job.self = p->b == NULL;
   job.m = histd__metric(&p->box);
-  job.inv_w = p->bins.kind == HISTD_BINS_EDGES ? 0 : 1 / p->bins.width;
   job.nt = count + 1;
   job.ctl = ctl;
   job.total = res->total;
@@ -996,7 +976,7 @@ int histd__dmtree_run(HISTD__RUN_ARGS) {
   if (rc == 0 && !job.self)
     rc = tree_build(&tb, b, p->weighted);
   if (rc == 0)
-    rc = thresholds(&p->bins, job.inv_w, &T);
+    rc = thresholds(&p->bins, p->bins.kind == HISTD_BINS_EDGES ? 0 : 1 / p->bins.width, &T);
   if (rc != 0) {
     tree_free(&ta);
     tree_free(&tb);
@@ -1076,30 +1056,27 @@ int histd__dmtree_run(HISTD__RUN_ARGS) {
     rc = histd_fail(msg, msglen, rc, "out of memory or threads for dm-tree");
   uint64_t resolved = 0;
   if (rc == 0) {
-    /* the workers' histograms and the planner's; weighted sums through
+    /* the workers' histograms and the planner's, level by level into a
+     * sink's slots (bins, below, overflow); weighted sums through
      * Neumaier's compensation, as every kernel sums them */
     histd__sink total;
-    rc = p->weighted ? histd__sink_init(&total, count, true) : 0;
+    if (histd__sink_init(&total, count, p->weighted) != 0)
+      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u bins", count);
     for (unsigned i = 0; rc == 0 && i < nalloc; i++) {
       const dm_thread *t = &th[i];
-      for (uint32_t k = 0; k < count; k++) {
-        res->counts[k] += t->h[k + 1];
+      for (uint32_t l = 0; l < count + 2; l++) {
+        const size_t k = l == 0 ? count : l == count + 1 ? (size_t)count + 1 : l - 1;
+        total.counts[k] += t->h[l];
         if (p->weighted) {
-          histd__neumaier(&total.sum[k], &total.err[k], t->ws[k + 1]);
-          histd__neumaier(&total.sum[k], &total.err[k], t->we[k + 1]);
+          histd__neumaier(&total.sum[k], &total.err[k], t->ws[l]);
+          histd__neumaier(&total.sum[k], &total.err[k], t->we[l]);
         }
       }
-      res->below += t->h[0];
-      res->overflow += t->h[count + 1];
       resolved += t->resolved;
     }
-    if (rc == 0 && p->weighted) {
-      for (uint32_t k = 0; k < count; k++)
-        res->weighted[k] = total.sum[k] + total.err[k];
-      histd__sink_free(&total);
-    }
-    if (rc != 0)
-      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u bins", count);
+    if (rc == 0)
+      histd__sink_to_result(res, &total);
+    histd__sink_free(&total);
   }
   const size_t nodes = ta.nodes + tb.nodes;
   for (unsigned i = 0; th != NULL && i < nalloc; i++) {
