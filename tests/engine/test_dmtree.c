@@ -52,6 +52,15 @@ static double resolved_pct(const histd_result *r) {
   return s ? atof(s + 2) : -1;
 }
 
+/* The contract's distance of point i of a and point j of b, each operation
+ * rounded on its own (built with -ffp-contract=off). */
+static double def_d(const histd_dataset *a, size_t i, const histd_dataset *b, size_t j) {
+  double dx = a->x[i] - b->x[j], dy = a->y[i] - b->y[j], dz = a->z[i] - b->z[j];
+  double xx = dx * dx, yy = dy * dy, zz = dz * dz, s = xx + yy;
+  s = s + zz;
+  return sqrt(s);
+}
+
 static histd_problem plain(const histd_dataset *a, const histd_dataset *b, double width,
                            uint32_t count) {
   histd_problem p;
@@ -158,10 +167,7 @@ static void test_cross(void) {
       uint64_t *want = calloc(count, sizeof *want), over = 0;
       for (size_t i = 0; i < a.n; i++)
         for (size_t j = 0; j < b.n; j++) {
-          double dx = a.x[i] - b.x[j], dy = a.y[i] - b.y[j], dz = a.z[i] - b.z[j];
-          double xx = dx * dx, yy = dy * dy, zz = dz * dz, s = xx + yy;
-          s = s + zz;
-          double q = floor(sqrt(s) / w);
+          double q = floor(def_d(&a, i, &b, j) / w);
           if (q < count)
             want[(size_t)q]++;
           else
@@ -366,10 +372,7 @@ static void test_auto(void) {
   uint64_t want = 0;
   for (size_t i = 0; i < ds.n; i++)
     for (size_t j = i + 1; j < ds.n; j++) {
-      double dx = ds.x[i] - ds.x[j], dy = ds.y[i] - ds.y[j], dz = ds.z[i] - ds.z[j];
-      double xx = dx * dx, yy = dy * dy, zz = dz * dz, s = xx + yy;
-      s = s + zz;
-      want += sqrt(s) <= 30;
+      want += def_d(&ds, i, &ds, j) <= 30;
     }
   histd_problem p = plain(&ds, NULL, 1, 1);
   p.statistic = HISTD_STAT_WITHIN;
@@ -417,10 +420,7 @@ static void test_weights(void) {
         const histd_dataset *o = cross ? &b : &a;
         for (size_t i = 0; i < a.n; i++)
           for (size_t j = cross ? 0 : i + 1; j < o->n; j++) {
-            double dx = a.x[i] - o->x[j], dy = a.y[i] - o->y[j], dz = a.z[i] - o->z[j];
-            double xx = dx * dx, yy = dy * dy, zz = dz * dz, ss = xx + yy;
-            ss = ss + zz;
-            double q = floor(sqrt(ss) / w);
+            double q = floor(def_d(&a, i, o, j) / w);
             if (!(q < count)) {
               over++;
               continue;
