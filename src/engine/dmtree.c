@@ -21,7 +21,7 @@
  * (measured from 16 to 512).
  *
  * Tree. Each set (A, and B for A x B) is sorted on the Morton code of its
- * points in a 2^21-per-axis grid over its bounding box (an LSD radix sort)
+ * points in a 2^21-per-axis grid over its bounding box (morton.c)
  * and copied in that order. A node is a run of points sharing a code
  * prefix (an octree cell), with the tight bounding box of its points; it
  * is a leaf at LEAF points or fewer. A cell whose points all fall in one
@@ -77,10 +77,11 @@
 #include <string.h>
 
 #include "engine.h"
+#include "morton.h"
 
 #define LEAF 256u             /* points in a leaf at most (but at the last level) */
 #define PASSES 4u             /* thresholds a leaf pair's loop meets at most; more: point by point */
-#define LEVELS 21             /* Morton digits: 3 bits each, 63 bits */
+#define LEVELS HISTD_MORTON_LEVELS
 #define TASKS_PER_THREAD 256u /* node pairs planned per thread */
 #define MAX_POINTS 0xFFFFFFFFu
 /* "auto" takes the tree on a CPU worker from this bin width (or radius)
@@ -110,62 +111,6 @@ typedef struct dm_tree {
 
 /* ---- building the tree --------------------------------------------------------- */
 
-static uint64_t spread3(uint32_t v) { /* the 21 bits of v, two zeros between each */
-  uint64_t x = v & 0x1FFFFFu;
-  x = (x | x << 32) & 0x1F00000000FFFFull;
-  x = (x | x << 16) & 0x1F0000FF0000FFull;
-  x = (x | x << 8) & 0x100F00F00F00F00Full;
-  x = (x | x << 4) & 0x10C30C30C30C30C3ull;
-  x = (x | x << 2) & 0x1249249249249249ull;
-  return x;
-}
-
-static uint32_t quantise(double v, double lo, double scale) {
-  double q = floor((v - lo) * scale);
-  return !(q >= 0) ? 0 : q >= 0x1FFFFF ? 0x1FFFFFu : (uint32_t)q;
-}
-
-typedef struct dm_key {
-  uint64_t key;
-  uint32_t index;
-} dm_key;
-
-/* LSD radix sort of k[0..n) on key, 11 bits a pass; passes whose digit is
- * the same for every key are skipped. Sorted keys end in k. */
-static int radix_sort(dm_key *k, size_t n) {
-  dm_key *tmp = malloc(n * sizeof *tmp);
-  size_t *cnt = malloc(2048 * sizeof *cnt);
-  if (tmp == NULL || cnt == NULL) {
-    free(tmp);
-    free(cnt);
-    return HISTD_ENOMEM;
-  }
-  dm_key *src = k, *dst = tmp;
-  for (int shift = 0; shift < 64; shift += 11) {
-    memset(cnt, 0, 2048 * sizeof *cnt);
-    for (size_t i = 0; i < n; i++)
-      cnt[(src[i].key >> shift) & 2047]++;
-    if (n == 0 || cnt[(src[0].key >> shift) & 2047] == n)
-      continue;
-    size_t sum = 0;
-    for (int d = 0; d < 2048; d++) {
-      size_t c = cnt[d];
-      cnt[d] = sum;
-      sum += c;
-    }
-    for (size_t i = 0; i < n; i++)
-      dst[cnt[(src[i].key >> shift) & 2047]++] = src[i];
-    dm_key *t = src;
-    src = dst;
-    dst = t;
-  }
-  if (src != k)
-    memcpy(k, src, n * sizeof *k);
-  free(tmp);
-  free(cnt);
-  return 0;
-}
-
 static int digit_of(uint64_t key, int level) { return (int)(key >> (3 * (LEVELS - 1 - level))) & 7; }
 
 static int new_nodes(dm_tree *t, size_t k, size_t *first) {
@@ -186,7 +131,7 @@ static int new_nodes(dm_tree *t, size_t k, size_t *first) {
 }
 
 /* Fills node `at` with the points [s, e) (sorted keys), digits from `level`. */
-static int fill(dm_tree *t, const dm_key *k, uint32_t s, uint32_t e, int level, size_t at) {
+static int fill(dm_tree *t, const histd__mkey *k, uint32_t s, uint32_t e, int level, size_t at) {
   while (level < LEVELS && digit_of(k[s].key, level) == digit_of(k[e - 1].key, level))
     level++; /* one child only: no node for it */
   dm_node nd = {{0}, {0}, s, e - s, 0, 0, 0};
@@ -252,28 +197,15 @@ static int tree_build(dm_tree *t, const histd_dataset *ds, bool weighted) {
   if (n == 0)
     return 0;
   const double *p[3] = {ds->x, ds->y, ds->z};
-  double scale[3]; /* the grid over the set's bounding box (histd_dataset's) */
-  for (int a = 0; a < 3; a++) {
-    scale[a] = ds->max[a] > ds->min[a] ? 0x1p21 / (ds->max[a] - ds->min[a]) : 0;
-    if (!isfinite(scale[a]))
-      scale[a] = 0;
-  }
-  dm_key *k = malloc(n * sizeof *k);
+  histd__mkey *k = NULL;
   t->x = malloc(n * sizeof *t->x);
   t->y = malloc(n * sizeof *t->y);
   t->z = malloc(n * sizeof *t->z);
   if (weighted)
     t->w = malloc(n * sizeof *t->w);
-  int rc = k && t->x && t->y && t->z && (!weighted || t->w) ? 0 : HISTD_ENOMEM;
-  if (rc == 0) {
-    for (size_t i = 0; i < n; i++) {
-      k[i].key = spread3(quantise(p[0][i], ds->min[0], scale[0])) << 2 |
-                 spread3(quantise(p[1][i], ds->min[1], scale[1])) << 1 |
-                 spread3(quantise(p[2][i], ds->min[2], scale[2]));
-      k[i].index = (uint32_t)i;
-    }
-    rc = radix_sort(k, n);
-  }
+  int rc = t->x && t->y && t->z && (!weighted || t->w) ? 0 : HISTD_ENOMEM;
+  if (rc == 0)
+    rc = histd__morton_sort(ds, &k);
   if (rc == 0) {
     for (size_t i = 0; i < n; i++) {
       t->x[i] = p[0][k[i].index];
