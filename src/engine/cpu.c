@@ -169,6 +169,31 @@
  * too, and the records fold into the counts and into Neumaier sums every
  * 4096 terms at most (cpu_internal.h states the bound: a bin within
  * 4.6e-13 of its sum of |w_i w_j|); the counts stay exact integers.
+ *
+ * Groups (weights, open space, AVX-512 float32; not under the grid, whose
+ * cells order the points). A and B are copied in Morton order (morton.c),
+ * so 16 consecutive points are a compact group, and cpu_simd.c's
+ * f32_gblock512 takes pairs of groups. Each bin edge (edges: E[t] / w for
+ * t = 0..count; width bins: t = 1..buckets) is a threshold thr, and the
+ * contract's slot is the number of thresholds with q_ref >= thr. With the
+ * per-lane bound above, |q - q_ref| <= E(q) = A q + B (A = 6u (1 + 2^-20),
+ * B = P + 2^-50), where q = fl32(sqrt s) of the lane's float32 sum of
+ * squares s:
+ *   q >= Q+ = (thr + B) / (1 - A) gives q - E(q) >= thr: q_ref >= thr;
+ *   q <  Q- = (thr - B) / (1 + A) gives q + E(q) <  thr: q_ref <  thr.
+ * Q+ is rounded up and Q- down to float32 (after a 2^-40 margin for the
+ * float64 evaluation), and as fl32(sqrt s) is non-decreasing in s, the
+ * least float32 s with fl32(sqrt s) >= Q+ (resp. Q-), found by bisection
+ * over the bit patterns, is the threshold gsp (gsm) in s: a lane with s >=
+ * gsp is past thr, one with s < gsm is not, and one in between is redone.
+ * No square root is taken. A group pair's boxes (float32 coordinates, the
+ * differences and squares in float64 within 4 ud) bound the exact s of its
+ * float32 points, and the float32 s lies within 5.01 u of it plus 5 2^-150
+ * (the count in (2)), so every lane's s lies in [smin (1 - 2^-20) - 2^-140,
+ * smax (1 + 2^-20) + 2^-140]: the thresholds every lane has passed (gsp <=
+ * that low end) and those none can reach (gsm above the high end) are
+ * decided for the whole group pair, and only the M between are compared
+ * lane by lane. The sums: cpu_internal.h.
  */
 #include <math.h>
 #include <pthread.h>
@@ -179,6 +204,7 @@
 
 #include "cpu_internal.h"
 #include "grid.h"
+#include "morton.h"
 
 #define DEFAULT_TILE 1024u
 /* Room for the histogram copies: brute force's pairs mostly land in a few
@@ -247,6 +273,8 @@ typedef struct cpu_plan {
   cpu_ctx ctx;
   float *pts; /* px, py, pz (and B's qx, qy, qz) in one allocation, or NULL */
   double *wpad;    /* B's weights padded with zeros (CPU_K_WEIGHTS)        */
+  double *sorted;  /* CPU_K_GROUPS: A's x, y, z, w (and B's) in Morton order */
+  float *gthr;     /* CPU_K_GROUPS: gsp, then gsm                          */
   uint64_t *etab;  /* the edge table (CPU_K_EDGES)                         */
   bool general;    /* a statistics problem the float32 loops do not cover  */
   cpu_path path;
@@ -259,6 +287,8 @@ static void plan_free(cpu_plan *p) {
   free(p->pts);
   free(p->wpad);
   free(p->etab);
+  free(p->sorted);
+  free(p->gthr);
 }
 
 static cpu_isa best_isa(void) {
@@ -398,10 +428,90 @@ static void to_f32(float *dst, const double *src, size_t n, size_t padded, doubl
     dst[i] = 0;
 }
 
+/* The datasets' own coordinates, for the float64 loops and the redo. */
+static void ctx_points(cpu_ctx *c, const histd_dataset *a, const histd_dataset *b) {
+  c->x = a->x;
+  c->y = a->y;
+  c->z = a->z;
+  c->xb = b->x;
+  c->yb = b->y;
+  c->zb = b->z;
+}
+
+/* A's (and B's) coordinates and weights copied in Morton order into
+ * p->sorted, and pointed at by ds[0] (ds[1]) for the rest of the plan. */
+static int sort_sets(cpu_plan *p, histd_dataset ds[2], bool cross) {
+  const size_t n = ds[0].n + (cross ? ds[1].n : 0);
+  p->sorted = malloc((n ? n : 1) * 4 * sizeof(double));
+  if (p->sorted == NULL)
+    return HISTD_ENOMEM;
+  double *dst = p->sorted;
+  for (int k = 0; k < (cross ? 2 : 1); k++) {
+    histd__mkey *key;
+    int rc = histd__morton_sort(&ds[k], &key);
+    if (rc != 0)
+      return rc;
+    const size_t m = ds[k].n;
+    double *x = dst, *y = x + m, *z = y + m, *w = z + m;
+    for (size_t i = 0; i < m; i++) {
+      const uint32_t s = key[i].index;
+      x[i] = ds[k].x[s];
+      y[i] = ds[k].y[s];
+      z[i] = ds[k].z[s];
+      w[i] = ds[k].w[s];
+    }
+    free(key);
+    ds[k].x = x;
+    ds[k].y = y;
+    ds[k].z = z;
+    ds[k].w = w;
+    dst += 4 * m;
+  }
+  if (!cross)
+    ds[1] = ds[0];
+  return 0;
+}
+
+/* The least float32 s >= 0 with fl32(sqrt s) >= q (+inf if none). */
+static float s_of_q(float q) {
+  uint32_t lo = 0, hi = 0x7F800000u; /* the answer's bits lie in [lo, hi] */
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    if (sqrtf(f32_of_bits(mid)) >= q)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return f32_of_bits(lo);
+}
+
+/* The groups' thresholds in s (cpu.c's "Groups"): n of them, thr[t] =
+ * edges[t] / w, or t + 1 for width bins; pnt the point term P. */
+static int group_thresholds(cpu_plan *p, const double *edges, uint32_t n, double iw,
+                            double pnt) {
+  p->gthr = malloc(2 * (size_t)n * sizeof *p->gthr);
+  if (p->gthr == NULL)
+    return HISTD_ENOMEM;
+  const double a = 6 * 0x1p-24 * (1 + 0x1p-20), b = pnt + 0x1p-50;
+  for (uint32_t t = 0; t < n; t++) {
+    const double thr = edges ? edges[t] * iw : t + 1.0;
+    const double qp = (thr + b) / (1 - a) * (1 + 0x1p-40), qm = (thr - b) / (1 + a) * (1 - 0x1p-40);
+    float fm = (float)qm;
+    if ((double)fm > qm)
+      fm = nextafterf(fm, -INFINITY);
+    p->gthr[t] = s_of_q(f32_up(qp));
+    p->gthr[n + t] = qm > 0 ? s_of_q(fm) : 0;
+  }
+  p->ctx.gsp = p->gthr;
+  p->ctx.gsm = p->gthr + n;
+  p->ctx.gn = n;
+  return 0;
+}
+
 /* Decides F32 or F64 and, for F32, fills the float32 points and the bound;
  * for a statistics problem the float32 loops do not cover, sets general. */
 static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision precision,
-                     size_t hist_bytes,
+                     size_t hist_bytes, bool grid,
                      const cpu_options *opt, uint32_t tile, char *msg, size_t msglen) {
   memset(p, 0, sizeof *p);
   cpu_ctx *c = &p->ctx;
@@ -410,12 +520,7 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
   const bool edges = pr->bins.kind == HISTD_BINS_EDGES;
   const uint32_t count = pr->bins.count, buckets = edges ? count + 1 : count;
   const bool stats = histd_problem_needs(pr) != 0;
-  c->x = a->x;
-  c->y = a->y;
-  c->z = a->z;
-  c->xb = b->x;
-  c->yb = b->y;
-  c->zb = b->z;
+  ctx_points(c, a, b);
   c->metric = histd__metric(&pr->box);
   c->kind = (periodic ? CPU_K_PERIODIC : 0u) | (edges ? CPU_K_EDGES : 0u) |
             (pr->weighted ? CPU_K_WEIGHTS : 0u);
@@ -487,9 +592,10 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
   }
   double delta = 0;
   float clamp = (float)(buckets < (1u << 22) ? buckets : (1u << 22)) + 0.5f;
+  double pnt = 0; /* the point term P of the bound */
   if (f32_ok) {
     const double u = 0x1p-24, ud = 0x1p-53, r3 = 1.7320508075688774; /* > sqrt(3) */
-    double pnt, qmax;
+    double qmax;
     if (periodic) { /* (1p) and (2p) at the top */
       double eps = ud * (mraw + 2 * lw) + 1.02 * (u + 2.01 * ud) * lw + 0x1p-149;
       pnt = r3 * (2 * eps + 3.1 * u * lw + ud * (8 * mraw + 2 * lw));
@@ -518,6 +624,19 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
   if (f32_ok) {
     const size_t padded = (a->n + 15) & ~(size_t)15, padded_b = (b->n + 15) & ~(size_t)15;
     const bool cross = pr->b != NULL;
+    histd_dataset sets[2] = {*a, *b}; /* their points, in Morton order for the groups */
+    if (pr->weighted && !periodic && !grid && p->isa == CPU_ISA_AVX512 && opt->groups >= 0) {
+      int rc = sort_sets(p, sets, cross);
+      if (rc == 0)
+        rc = group_thresholds(p, edges ? pr->bins.edges : NULL, edges ? count + 1 : buckets, iw,
+                              pnt);
+      if (rc != 0)
+        return histd_fail(msg, msglen, rc, "out of memory for the groups of %zu points", a->n);
+      c->kind |= CPU_K_GROUPS;
+      a = &sets[0];
+      b = &sets[1];
+      ctx_points(c, a, b);
+    }
     float *pts = aligned_alloc(64, 3 * (padded + (cross ? padded_b : 0)) * sizeof(float));
     if (pts == NULL)
       return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu float32 points",
@@ -785,7 +904,7 @@ static void *thread_main(void *arg) {
 static int cpu_run(const histd_problem *p, const histd__grid *grid, const histd_exec *ex,
                    const histd_control *ctl, const cpu_options *opt, histd_result *res,
                    cpu_report *report, char *msg, size_t msglen) {
-  static const cpu_options defaults = {CPU_ISA_AUTO, CPU_PATH_AUTO, 0, 0, 0};
+  static const cpu_options defaults = {CPU_ISA_AUTO, CPU_PATH_AUTO, 0, 0, 0, 0};
   if (opt == NULL)
     opt = &defaults;
   if (grid != NULL)
@@ -795,8 +914,8 @@ static int cpu_run(const histd_problem *p, const histd__grid *grid, const histd_
   const uint32_t count = res->bins.count;
   const uint32_t tile = opt->tile ? opt->tile : DEFAULT_TILE;
   cpu_plan plan;
-  int rc = plan_make(&plan, p, ex->precision, grid ? L1_HIST_BYTES_GRID : L1_HIST_BYTES, opt,
-                     tile, msg, msglen);
+  int rc = plan_make(&plan, p, ex->precision, grid ? L1_HIST_BYTES_GRID : L1_HIST_BYTES,
+                     grid != NULL, opt, tile, msg, msglen);
   if (rc != 0) {
     plan_free(&plan);
     return rc;
@@ -848,10 +967,9 @@ static int cpu_run(const histd_problem *p, const histd__grid *grid, const histd_
     nthreads = job.ntasks ? (unsigned)job.ntasks : 1;
   /* Each thread zeroes (so commits) its own histogram: bound their sum, or
    * many threads times many buckets exhaust memory (1024 x 64 MiB). */
-  const size_t hist_bytes =
-      general ? ((size_t)count + 2) * (p->weighted ? 24 : 8)
-      : weighted ? plan.ctx.wsum_off + (cpu_wacc(&plan.ctx) + 2 * (size_t)plan.ctx.stride) * sizeof(double)
-                 : (size_t)plan.ctx.hist_size * sizeof(uint32_t);
+  const size_t hist_bytes = general    ? ((size_t)count + 2) * (p->weighted ? 24 : 8)
+                            : weighted ? cpu_wbytes(&plan.ctx)
+                                       : (size_t)plan.ctx.hist_size * sizeof(uint32_t);
   const size_t max_threads = CPU_HIST_BUDGET_BYTES / (hist_bytes ? hist_bytes : 1);
   if (nthreads > max_threads)
     nthreads = max_threads ? (unsigned)max_threads : 1;
@@ -918,9 +1036,9 @@ static int cpu_run(const histd_problem *p, const histd__grid *grid, const histd_
   const char *bins = general || !(plan.ctx.kind & CPU_K_EDGES) ? ""
                      : (plan.ctx.kind & CPU_K_LOG)               ? ", log-bin estimate"
                                                                  : ", edge table";
-  snprintf(res->device, sizeof res->device, "cpu: %u thread%s, %s, %s%s", nthreads,
+  snprintf(res->device, sizeof res->device, "cpu: %u thread%s, %s, %s%s%s", nthreads,
            nthreads == 1 ? "" : "s", histd__cpu_isa_name(general ? CPU_ISA_GENERIC : plan.isa),
-           arith, bins);
+           arith, bins, !general && (plan.ctx.kind & CPU_K_GROUPS) ? ", weights in groups" : "");
   return 0;
 }
 

@@ -41,6 +41,7 @@ typedef struct cpu_options {
   uint32_t tile; /* points per tile, 0 = default                         */
   uint32_t copies; /* histogram copies (power of two <= lanes), 0 = default */
   int pairs;       /* bucket-pair table: 0 = when it fits, -1 = never, 1 = force */
+  int groups;      /* weights in groups (CPU_K_GROUPS): 0 = where they apply, -1 = never */
 } cpu_options;
 
 /* What the kernel decided and what it saw, for tests and the benchmark. */
@@ -55,8 +56,11 @@ enum {
   CPU_K_PERIODIC = 1u, /* orthorhombic minimum image in float32 (cpu.c)  */
   CPU_K_EDGES = 2u,    /* explicit edges through the cell table (cpu.c)  */
   CPU_K_WEIGHTS = 4u,  /* fl(w_i w_j) into per-slot accumulators, folded  */
-  CPU_K_LOG = 8u       /* with CPU_K_EDGES: log-spaced edges, the slot from
+  CPU_K_LOG = 8u,      /* with CPU_K_EDGES: log-spaced edges, the slot from
                         * an estimate of log2 q instead of the table      */
+  CPU_K_GROUPS = 16u   /* with CPU_K_WEIGHTS, open: the points in Morton
+                        * order, pairs of groups of 16 against thresholds
+                        * in s (cpu.c's "Groups")                         */
 };
 #define CPU_EDGE_AMBIG 0x80000000u /* a table cell holding two edges or more */
 
@@ -96,6 +100,11 @@ typedef struct cpu_ctx {
    * {pairs, weights} (cpu_wacc, below), then the Neumaier sums and
    * compensations, `stride` doubles each. */
   const double *wa, *wb;
+  /* CPU_K_GROUPS: gn thresholds in s, ascending: a lane with s >= gsp[t]
+   * is at or past threshold t for the contract, one with s < gsm[t] below
+   * it, one in between is redone; the slot is the number passed. */
+  const float *gsp, *gsm;
+  uint32_t gn;
   size_t wsum_off;
   uint32_t wshift, wfold; /* wfold: vector steps between two folds      */
   uint32_t buckets;   /* index `buckets` is overflow, `buckets + 1` trash */
@@ -171,6 +180,16 @@ static inline size_t cpu_wacc(const cpu_ctx *c) {
 static inline double *cpu_wsums(const cpu_ctx *c, uint32_t *h) {
   return (double *)(void *)((char *)h + c->wsum_off);
 }
+/* CPU_K_GROUPS: the groups' sums a slot's (stride doubles), after the
+ * Neumaier sums and compensations; folded with the records. */
+static inline double *cpu_gsums(const cpu_ctx *c, uint32_t *h) {
+  return cpu_wsums(c, h) + cpu_wacc(c) + 2 * (size_t)c->stride;
+}
+/* The bytes of h with weights: the counts, the records, the Neumaier sums
+ * and compensations, the groups' sums. */
+static inline size_t cpu_wbytes(const cpu_ctx *c) {
+  return c->wsum_off + (cpu_wacc(c) + 3 * (size_t)c->stride) * sizeof(double);
+}
 
 /*
  * The weights' bound. The loops add each pair's fl(w_i w_j) to a record
@@ -185,7 +204,10 @@ static inline double *cpu_wsums(const cpu_ctx *c, uint32_t *h) {
  * (ud = 2^-53), so each fold adds within n ud of its sum of |w_i w_j|;
  * Neumaier's sum over folds (and the threads' merge) adds 2 ud of the total
  * plus second-order terms. A bin's sum is thus within 4.6e-13 of the exact
- * one relative to its sum of |w_i w_j|.
+ * one relative to its sum of |w_i w_j|. The groups (CPU_K_GROUPS) do
+ * better: a lane's register sums at most GA = 16 products, a tree of depth
+ * 4 reduces the 16 lanes, and a slot's groups' sum takes at most GFOLD =
+ * 256 of those before the fold: within (16 + 4 + 256) ud.
  */
 
 /* The ISA loops (cpu_simd.c); NULL where the compiler or CPU lacks them. */

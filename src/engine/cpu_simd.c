@@ -239,6 +239,14 @@ TGT512 static void fold512(const cpu_ctx *c, uint32_t *h) {
       acc[2 * t] = acc[2 * t + 1] = 0;
     }
   }
+  if (c->kind & CPU_K_GROUPS) {
+    double *gs = cpu_gsums(c, h);
+    for (uint32_t s = 0; s <= c->buckets; s++)
+      if (gs[s] != 0) {
+        histd__neumaier(&sum[s], &err[s], gs[s]);
+        gs[s] = 0;
+      }
+  }
 }
 
 TGT512 static inline __attribute__((always_inline)) void
@@ -276,6 +284,191 @@ f32_pblock512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1, bool
     fold512(c, h);
 }
 
+/*
+ * Weights in groups (CPU_K_GROUPS; cpu.c's "Groups" has the bound). A and
+ * B come in Morton order, so 16 consecutive points lie close together: a
+ * group. For a pair of groups (GA rows of A, 16 lanes of B), the boxes
+ * bound s, and the thresholds of cpu_ctx.gsp/gsm tell which slots k0 ..
+ * k0 + M their pairs can reach. With M <= GT the rows go through gpair512:
+ * M comparisons give each lane its slot (two where a lane could sit within
+ * the bound of a threshold: then it is redone), and the products add into
+ * M + 1 slot sums held in registers, the pairs into M + 1 counts, with no
+ * memory traffic and no function call (the lanes to redo wait in a queue).
+ * The group pair ends by adding each slot's 16 lane sums (a tree of depth
+ * 4) to its groups' sum (cpu_gsums), folded with the records. Wider group
+ * pairs (near ones, at small distances, where the bins are narrow) take
+ * f32_pstep512's records.
+ */
+#define GA 16  /* rows of A in a group */
+#define GT 8    /* thresholds a group pair tests lane by lane at most */
+#define GFOLD 256 /* group pairs between two folds (the bound) */
+
+/* The box of the points j.. in v of one set (float32, centred). */
+TGT512 static inline __attribute__((always_inline)) void
+box16(const float *x, const float *y, const float *z, size_t j, __mmask16 v, float lo[3],
+      float hi[3]) {
+  const __m512 X = _mm512_maskz_loadu_ps(v, x + j), Y = _mm512_maskz_loadu_ps(v, y + j),
+               Z = _mm512_maskz_loadu_ps(v, z + j);
+  lo[0] = _mm512_mask_reduce_min_ps(v, X);
+  hi[0] = _mm512_mask_reduce_max_ps(v, X);
+  lo[1] = _mm512_mask_reduce_min_ps(v, Y);
+  hi[1] = _mm512_mask_reduce_max_ps(v, Y);
+  lo[2] = _mm512_mask_reduce_min_ps(v, Z);
+  hi[2] = _mm512_mask_reduce_max_ps(v, Z);
+}
+
+/* #{t < n : S[t] <= v}, S ascending. */
+static inline uint32_t count_le(const float *S, uint32_t n, double v) {
+  uint32_t lo = 0, hi = n;
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    if ((double)S[mid] <= v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* The rows [i0, i1) against B's lanes vj of j.. (with diag, only j > i),
+ * M thresholds from k0: slot sums and counts in registers, added to the
+ * groups' sums and the counts at the end. Returns the redo queue's length
+ * (rows rq_i, lanes rq_m). */
+TGT512 static inline __attribute__((always_inline)) int
+gpair512(const cpu_ctx *c, size_t i0, size_t i1, size_t j, __mmask16 vj, bool diag,
+         uint32_t k0, const int M, uint32_t *h0, double *gs, size_t *rq_i, __mmask16 *rq_m) {
+  const __m512 bx = _mm512_maskz_loadu_ps(vj, c->qx + j), by = _mm512_maskz_loadu_ps(vj, c->qy + j),
+               bz = _mm512_maskz_loadu_ps(vj, c->qz + j);
+  const __m512d w0 = _mm512_loadu_pd(c->wb + j), w1 = _mm512_loadu_pd(c->wb + j + 8);
+  __m512 sp[GT], sm[GT];
+  for (int t = 0; t < M; t++) {
+    sp[t] = _mm512_set1_ps(c->gsp[k0 + (uint32_t)t]);
+    sm[t] = _mm512_set1_ps(c->gsm[k0 + (uint32_t)t]);
+  }
+  __m512d acc[GT + 1][2];
+  uint32_t cnt[GT + 1];
+  for (int r = 0; r <= M; r++) {
+    acc[r][0] = acc[r][1] = _mm512_setzero_pd();
+    cnt[r] = 0;
+  }
+  int nq = 0;
+  for (size_t i = i0; i < i1; i++) {
+    __mmask16 use = vj;
+    if (diag && i >= j)
+      use &= (__mmask16)(i - j + 1 < 16 ? 0xFFFFu << (i - j + 1) : 0);
+    const __m512 dx = _mm512_sub_ps(_mm512_set1_ps(c->px[i]), bx);
+    const __m512 dy = _mm512_sub_ps(_mm512_set1_ps(c->py[i]), by);
+    const __m512 dz = _mm512_sub_ps(_mm512_set1_ps(c->pz[i]), bz);
+    __m512 s = _mm512_mul_ps(dx, dx);
+    s = _mm512_fmadd_ps(dy, dy, s);
+    s = _mm512_fmadd_ps(dz, dz, s);
+    __mmask16 above[GT], amb = 0;
+    for (int t = 0; t < M; t++) {
+      above[t] = _mm512_mask_cmp_ps_mask(use, s, sp[t], _CMP_GE_OQ);
+      amb |= _mm512_mask_cmp_ps_mask(use, s, sm[t], _CMP_GE_OQ) & (__mmask16)~above[t];
+    }
+    if (__builtin_expect(amb != 0, 0)) {
+      rq_i[nq] = i;
+      rq_m[nq++] = amb;
+      use &= (__mmask16)~amb;
+    }
+    const __m512d wi = _mm512_set1_pd(c->wa[i]);
+    const __m512d p0 = _mm512_mul_pd(wi, w0), p1 = _mm512_mul_pd(wi, w1);
+    for (int r = 0; r <= M; r++) {
+      __mmask16 m = use;
+      if (r > 0)
+        m &= above[r - 1];
+      if (r < M)
+        m &= (__mmask16)~above[r];
+      acc[r][0] = _mm512_mask_add_pd(acc[r][0], (__mmask8)m, acc[r][0], p0);
+      acc[r][1] = _mm512_mask_add_pd(acc[r][1], (__mmask8)(m >> 8), acc[r][1], p1);
+      cnt[r] += (uint32_t)__builtin_popcount(m);
+    }
+  }
+  for (int r = 0; r <= M; r++)
+    if (cnt[r] != 0) {
+      h0[k0 + (uint32_t)r] += cnt[r];
+      gs[k0 + (uint32_t)r] += _mm512_reduce_add_pd(_mm512_add_pd(acc[r][0], acc[r][1]));
+    }
+  return nq;
+}
+
+TGT512 static inline __attribute__((always_inline)) void
+f32_gblock512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1, bool diag,
+              uint32_t *h, uint64_t *refined, const unsigned kind) {
+  const unsigned skind = kind & ~(unsigned)CPU_K_GROUPS; /* the records' loop */
+  const __m512i off = lane_offsets16(c);
+  const __m512 clamp = _mm512_set1_ps((kind & CPU_K_EDGES) ? c->etop : c->clamp);
+  const __m512 delta = _mm512_set1_ps(c->delta);
+  char *wacc = (char *)cpu_wsums(c, h);
+  double *gs = cpu_gsums(c, h);
+  uint32_t *h0 = h + c->redo_base;
+  uint32_t steps = 0, gpairs = 0; /* since the last fold */
+  size_t rq_i[GA];
+  __mmask16 rq_m[GA];
+  /* B's boxes, once per block (its groups start at j0 + 16 k, diag too as
+   * i0 = j0 then; cpu.c's tiles hold at most 4096 points) */
+  float bb[4096 / 16][6];
+  for (size_t j = j0; j < j1; j += 16)
+    box16(c->qx, c->qy, c->qz, j, j + 16 <= j1 ? 0xFFFF : (__mmask16)((1u << (j1 - j)) - 1),
+          bb[(j - j0) / 16], bb[(j - j0) / 16] + 3);
+  for (size_t ia = i0; ia < i1; ia += GA) {
+    const size_t ib = ia + GA < i1 ? ia + GA : i1;
+    float alo[3], ahi[3];
+    box16(c->px, c->py, c->pz, ia, (__mmask16)((1u << (ib - ia)) - 1), alo, ahi);
+    for (size_t j = diag ? ia : j0; j < j1; j += 16) {
+      const __mmask16 vj = j + 16 <= j1 ? 0xFFFF : (__mmask16)((1u << (j1 - j)) - 1);
+      const float *blo = bb[(j - j0) / 16], *bhi = blo + 3;
+      double smin = 0, smax = 0;
+      for (int ax = 0; ax < 3; ax++) {
+        const double g1 = (double)alo[ax] - bhi[ax], g2 = (double)blo[ax] - ahi[ax];
+        const double gap = g1 > g2 ? g1 : g2, far = fmax((double)ahi[ax] - blo[ax],
+                                                         (double)bhi[ax] - alo[ax]);
+        smin += gap > 0 ? gap * gap : 0;
+        smax += far * far;
+      }
+      /* every lane's float32 s lies in [smin', smax'] (cpu.c) */
+      const uint32_t k0 = count_le(c->gsp, c->gn, smin * (1 - 0x1p-20) - 0x1p-140);
+      const uint32_t k1 = count_le(c->gsm, c->gn, smax * (1 + 0x1p-20) + 0x1p-140);
+      int nq;
+      switch (k1 - k0) {
+      case 0: nq = gpair512(c, ia, ib, j, vj, diag, k0, 0, h0, gs, rq_i, rq_m); break;
+      case 1: nq = gpair512(c, ia, ib, j, vj, diag, k0, 1, h0, gs, rq_i, rq_m); break;
+      case 2: nq = gpair512(c, ia, ib, j, vj, diag, k0, 2, h0, gs, rq_i, rq_m); break;
+      case 3: nq = gpair512(c, ia, ib, j, vj, diag, k0, 3, h0, gs, rq_i, rq_m); break;
+      case 4: nq = gpair512(c, ia, ib, j, vj, diag, k0, 4, h0, gs, rq_i, rq_m); break;
+      case 5: nq = gpair512(c, ia, ib, j, vj, diag, k0, 5, h0, gs, rq_i, rq_m); break;
+      case 6: nq = gpair512(c, ia, ib, j, vj, diag, k0, 6, h0, gs, rq_i, rq_m); break;
+      case 7: nq = gpair512(c, ia, ib, j, vj, diag, k0, 7, h0, gs, rq_i, rq_m); break;
+      case 8: nq = gpair512(c, ia, ib, j, vj, diag, k0, 8, h0, gs, rq_i, rq_m); break;
+      default: /* wide: the records, a row at a time */
+        nq = 0;
+        for (size_t i = ia; i < ib; i++) {
+          __mmask16 v = vj;
+          if (diag && i >= j)
+            v &= (__mmask16)(i - j + 1 < 16 ? 0xFFFFu << (i - j + 1) : 0);
+          if (v == 0)
+            continue;
+          f32_pstep512(c, i, j, v, _mm512_set1_ps(c->px[i]), _mm512_set1_ps(c->py[i]),
+                       _mm512_set1_ps(c->pz[i]), off, clamp, delta, h, wacc, refined, true,
+                       false, skind);
+          if (++steps == c->wfold) {
+            fold512(c, h);
+            steps = gpairs = 0;
+          }
+        }
+      }
+      for (int q = 0; q < nq; q++)
+        *refined += redo_lanes(c, rq_i[q], j, rq_m[q], h0);
+      if (++gpairs == GFOLD) {
+        fold512(c, h);
+        steps = gpairs = 0;
+      }
+    }
+  }
+  fold512(c, h);
+}
+
 /* The instances: the plain loops (pairs table or copies, exact or fast)
  * and the statistics loops, always exact, one per CPU_K_* combination. */
 #define F32_512(name, exact, pairs, kind)                                                 \
@@ -302,6 +495,16 @@ F32_512(f32_stats512_6, true, false, 6)
 F32_512(f32_stats512_7, true, false, 7)
 F32_512(f32_stats512_14, true, false, 14)
 F32_512(f32_stats512_15, true, false, 15)
+
+/* the groups: weighted, open, width or edges (log or not) */
+#define GROUPS_512(k)                                                                    \
+  TGT512 static void f32_groups512_##k(const cpu_ctx *c, size_t i0, size_t i1, size_t j0,\
+                                       size_t j1, bool diag, uint32_t *h, uint64_t *refined) { \
+    f32_gblock512(c, i0, i1, j0, j1, diag, h, refined, k | CPU_K_GROUPS);               \
+  }
+GROUPS_512(4)
+GROUPS_512(6)
+GROUPS_512(14)
 
 /* by kind; CPU_K_LOG comes only with CPU_K_EDGES */
 static const cpu_block_fn stats512[2][16] = {
@@ -492,8 +695,17 @@ bool histd__cpu_isa_supported(cpu_isa isa) {
 cpu_block_fn histd__cpu_simd_block(cpu_isa isa, cpu_path path, bool exact, bool pairs,
                                    unsigned kind) {
 #ifdef HISTD_HAVE_X86_SIMD
-  if (kind != 0) /* the statistics: AVX-512 float32 only */
-    return isa == CPU_ISA_AVX512 && path == CPU_PATH_F32 ? stats512[pairs][kind & 15] : NULL;
+  if (isa != CPU_ISA_AVX512 || path != CPU_PATH_F32) {
+    if (kind != 0) /* the statistics: AVX-512 float32 only */
+      return NULL;
+  } else if (kind & CPU_K_GROUPS) {
+    return kind == (4 | CPU_K_GROUPS)    ? f32_groups512_4
+           : kind == (6 | CPU_K_GROUPS)  ? f32_groups512_6
+           : kind == (14 | CPU_K_GROUPS) ? f32_groups512_14
+                                         : NULL;
+  } else if (kind != 0) {
+    return stats512[pairs][kind & 15];
+  }
   if (isa == CPU_ISA_AVX512)
     return path == CPU_PATH_F64 ? f64_block512
            : pairs              ? (exact ? f32_exact512_pairs : f32_fast512_pairs)

@@ -224,6 +224,17 @@ static void compare_fast(const histd_problem *p, const char *what, bool fast) {
 
 static void compare(const histd_problem *p, const char *what) { compare_fast(p, what, false); }
 
+/* compare_fast, and "cpu" must have taken its weights in groups (AVX-512). */
+static void compare_groups(const histd_problem *p, const char *what) {
+  compare_fast(p, what, true);
+  histd_result r;
+  if (!fast_statistics() || run_on(p, "cpu", 2, &r, what) != 0)
+    return;
+  CHECK(strstr(r.device, "weights in groups") != NULL, "%s: cpu took the groups (%s)", what,
+        r.device);
+  histd_result_free(&r);
+}
+
 static histd_problem problem(const histd_dataset *a, const histd_dataset *b, histd_box box,
                              histd_bins bins) {
   histd_problem p;
@@ -793,6 +804,74 @@ static void test_fast_weights_many(void) {
   histd_dataset_free(&b);
 }
 
+/* The cpu kernel's weights in groups (cpu.c's "Groups": open space,
+ * thresholds in s, the points in Morton order): a weighted integer lattice
+ * whose distances sit on the integer edges (width 1 and explicit edges),
+ * self and against a shifted copy, over several tiles; bins far narrower
+ * than a group (the records take those group pairs); a clump far from the
+ * origin in a sparse background. Against the definition, and "cpu" must
+ * say it took the groups (AVX-512). */
+static void test_fast_weights_groups(void) {
+  histd_dataset lat, shifted;
+  const int n = 11; /* 1,331 points: two tiles */
+  histd_dataset_alloc(&lat, (size_t)n * n * n, NULL, 0);
+  histd_dataset_alloc_weights(&lat, NULL, 0);
+  histd_dataset_alloc(&shifted, 700, NULL, 0);
+  histd_dataset_alloc_weights(&shifted, NULL, 0);
+  for (size_t i = 0; i < lat.n; i++) {
+    lat.x[i] = (double)(i % n);
+    lat.y[i] = (double)(i / n % n);
+    lat.z[i] = (double)(i / n / n);
+    lat.w[i] = rnd() * 3 - 1;
+  }
+  for (size_t i = 0; i < shifted.n; i++) { /* lattice points moved by (0.5, 0, 12) */
+    shifted.x[i] = (double)(i % 9) + 0.5;
+    shifted.y[i] = (double)(i / 9 % 9);
+    shifted.z[i] = (double)(i / 81) + 12;
+    shifted.w[i] = rnd() * 2 - 0.5;
+  }
+  histd_dataset_finish(&lat, NULL, 0);
+  histd_dataset_finish(&shifted, NULL, 0);
+  double ints[31];
+  for (int k = 0; k <= 30; k++)
+    ints[k] = k;
+  const histd_bins width = {HISTD_BINS_WIDTH, 25, 1, NULL};
+  const histd_bins explicit = {HISTD_BINS_EDGES, 30, 0, ints};
+  char what[128];
+  for (int k = 0; k < 2; k++)
+    for (int cross = 0; cross < 2; cross++) {
+      histd_problem p = problem(&lat, cross ? &shifted : NULL, OPEN, k ? explicit : width);
+      p.weighted = true;
+      snprintf(what, sizeof what, "weighted lattice on %s, %s", k ? "integer edges" : "width 1",
+               cross ? "A x B" : "self");
+      compare_groups(&p, what);
+    }
+  /* narrow bins: 2,000 points in the 10 cube, 200 bins of 0.05 */
+  histd_dataset dense = points(2000, 10, 10, 10, true);
+  histd_problem p = problem(&dense, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 200, 0.05, NULL});
+  p.weighted = true;
+  compare_groups(&p, "weighted, bins far narrower than a group");
+  /* a clump near (1e4, 1e4, 1e4) in a sparse background, log edges */
+  histd_dataset mix = points(1500, 2e4, 2e4, 2e4, true);
+  for (size_t i = 0; i < 900; i++) {
+    mix.x[i] = 1e4 + rnd();
+    mix.y[i] = 1e4 + rnd();
+    mix.z[i] = 1e4 + rnd();
+  }
+  histd_dataset_finish(&mix, NULL, 0);
+  double logs[41];
+  histd_log_edges(1e-3, 3e4, 40, logs, NULL, 0);
+  p = problem(&mix, &dense, OPEN, (histd_bins){HISTD_BINS_EDGES, 40, 0, logs});
+  p.weighted = true;
+  compare_groups(&p, "weighted, a clump far out against a dense cube, log edges");
+  p.b = NULL;
+  compare_groups(&p, "weighted, a clump far out in a sparse background, log edges");
+  histd_dataset_free(&lat);
+  histd_dataset_free(&shifted);
+  histd_dataset_free(&dense);
+  histd_dataset_free(&mix);
+}
+
 /* The cpu kernel's log-bin estimate (cpu.c's CPU_K_LOG bound): log edges
  * of several shapes (one bin, 80 over six decades, 1,000 narrow ones, a
  * first edge far below the points' spread), points on a ray through every
@@ -1317,6 +1396,7 @@ int main(void) {
   test_fast_unwrapped_hard();
   test_fast_open_edges_hard();
   test_fast_weights_many();
+  test_fast_weights_groups();
   test_fast_log_estimate();
   test_width_on_multiples();
   test_gpu_paths();
