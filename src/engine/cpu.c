@@ -625,7 +625,7 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
     const size_t padded = (a->n + 15) & ~(size_t)15, padded_b = (b->n + 15) & ~(size_t)15;
     const bool cross = pr->b != NULL;
     histd_dataset sets[2] = {*a, *b}; /* their points, in Morton order for the groups */
-    if (pr->weighted && !periodic && !grid && p->isa == CPU_ISA_AVX512 && opt->groups >= 0) {
+    if (pr->weighted && !periodic && !grid && p->isa == CPU_ISA_AVX512) {
       int rc = sort_sets(p, sets, cross);
       if (rc == 0)
         rc = group_thresholds(p, edges ? pr->bins.edges : NULL, edges ? count + 1 : buckets, iw,
@@ -904,7 +904,7 @@ static void *thread_main(void *arg) {
 static int cpu_run(const histd_problem *p, const histd__grid *grid, const histd_exec *ex,
                    const histd_control *ctl, const cpu_options *opt, histd_result *res,
                    cpu_report *report, char *msg, size_t msglen) {
-  static const cpu_options defaults = {CPU_ISA_AUTO, CPU_PATH_AUTO, 0, 0, 0, 0};
+  static const cpu_options defaults = {CPU_ISA_AUTO, CPU_PATH_AUTO, 0, 0, 0};
   if (opt == NULL)
     opt = &defaults;
   if (grid != NULL)

@@ -41,7 +41,6 @@ typedef struct cpu_options {
   uint32_t tile; /* points per tile, 0 = default                         */
   uint32_t copies; /* histogram copies (power of two <= lanes), 0 = default */
   int pairs;       /* bucket-pair table: 0 = when it fits, -1 = never, 1 = force */
-  int groups;      /* weights in groups (CPU_K_GROUPS): 0 = where they apply, -1 = never */
 } cpu_options;
 
 /* What the kernel decided and what it saw, for tests and the benchmark. */

@@ -317,6 +317,11 @@ box16(const float *x, const float *y, const float *z, size_t j, __mmask16 v, flo
   hi[2] = _mm512_mask_reduce_max_ps(v, Z);
 }
 
+/* Of B's lanes j.., those past A's row i (self pairs in one range: j > i). */
+static inline __mmask16 after_row(size_t i, size_t j) {
+  return i < j ? 0xFFFF : (__mmask16)(i - j + 1 < 16 ? 0xFFFFu << (i - j + 1) : 0);
+}
+
 /* #{t < n : S[t] <= v}, S ascending. */
 static inline uint32_t count_le(const float *S, uint32_t n, double v) {
   uint32_t lo = 0, hi = n;
@@ -353,9 +358,7 @@ gpair512(const cpu_ctx *c, size_t i0, size_t i1, size_t j, __mmask16 vj, bool di
   }
   int nq = 0;
   for (size_t i = i0; i < i1; i++) {
-    __mmask16 use = vj;
-    if (diag && i >= j)
-      use &= (__mmask16)(i - j + 1 < 16 ? 0xFFFFu << (i - j + 1) : 0);
+    __mmask16 use = diag ? vj & after_row(i, j) : vj;
     const __m512 dx = _mm512_sub_ps(_mm512_set1_ps(c->px[i]), bx);
     const __m512 dy = _mm512_sub_ps(_mm512_set1_ps(c->py[i]), by);
     const __m512 dz = _mm512_sub_ps(_mm512_set1_ps(c->pz[i]), bz);
@@ -444,9 +447,7 @@ f32_gblock512(const cpu_ctx *c, size_t i0, size_t i1, size_t j0, size_t j1, bool
       default: /* wide: the records, a row at a time */
         nq = 0;
         for (size_t i = ia; i < ib; i++) {
-          __mmask16 v = vj;
-          if (diag && i >= j)
-            v &= (__mmask16)(i - j + 1 < 16 ? 0xFFFFu << (i - j + 1) : 0);
+          const __mmask16 v = diag ? vj & after_row(i, j) : vj;
           if (v == 0)
             continue;
           f32_pstep512(c, i, j, v, _mm512_set1_ps(c->px[i]), _mm512_set1_ps(c->py[i]),
@@ -695,16 +696,15 @@ bool histd__cpu_isa_supported(cpu_isa isa) {
 cpu_block_fn histd__cpu_simd_block(cpu_isa isa, cpu_path path, bool exact, bool pairs,
                                    unsigned kind) {
 #ifdef HISTD_HAVE_X86_SIMD
-  if (isa != CPU_ISA_AVX512 || path != CPU_PATH_F32) {
-    if (kind != 0) /* the statistics: AVX-512 float32 only */
+  if (kind != 0) { /* the statistics: AVX-512 float32 only */
+    if (isa != CPU_ISA_AVX512 || path != CPU_PATH_F32)
       return NULL;
-  } else if (kind & CPU_K_GROUPS) {
+    if (!(kind & CPU_K_GROUPS))
+      return stats512[pairs][kind & 15];
     return kind == (4 | CPU_K_GROUPS)    ? f32_groups512_4
            : kind == (6 | CPU_K_GROUPS)  ? f32_groups512_6
            : kind == (14 | CPU_K_GROUPS) ? f32_groups512_14
                                          : NULL;
-  } else if (kind != 0) {
-    return stats512[pairs][kind & 15];
   }
   if (isa == CPU_ISA_AVX512)
     return path == CPU_PATH_F64 ? f64_block512

@@ -40,7 +40,7 @@ static void check_case_p(const histd_dataset *ds, double w, uint32_t buckets, un
   if (rc != 0)
     return;
   res.total = ds->n < 2 ? 0 : (uint64_t)ds->n * (ds->n - 1) / 2;
-  cpu_options opt = {isa, path, tile, 0, pairs, 0};
+  cpu_options opt = {isa, path, tile, 0, pairs};
   cpu_report rep;
   rc = histd__cpu_run_opts(&prob, &ex, NULL, &opt, &res, &rep, msg, sizeof msg);
   CHECK(rc == 0, "%s: %s", what, msg);
@@ -341,7 +341,7 @@ static void test_thread_memory_bound(void) {
   histd_exec ex = plain_exec(&spec);
   CHECK(histd_result_init(&res, &prob.bins, false, msg, sizeof msg) == 0, "%s", msg);
   res.total = (uint64_t)n * (n - 1) / 2;
-  cpu_options opt = {CPU_ISA_AUTO, CPU_PATH_AUTO, 16, 0, 0, 0}; /* 325 tasks */
+  cpu_options opt = {CPU_ISA_AUTO, CPU_PATH_AUTO, 16, 0, 0}; /* 325 tasks */
   int rc = histd__cpu_run_opts(&prob, &ex, NULL, &opt, &res, NULL, msg, sizeof msg);
   CHECK(rc == 0, "many threads, many buckets: %s", msg);
   if (rc == 0) {

@@ -180,9 +180,10 @@ static int kernels_for(const histd_problem *p, const char *names[], uint32_t thr
   return k;
 }
 
-/* Every kernel of kernels_for against the definition; with `fast`, "cpu"
- * on one thread must say it ran its float32 loops (where it has them). */
-static void compare_fast(const histd_problem *p, const char *what, bool fast) {
+/* Every kernel of kernels_for against the definition; with `path`, "cpu"
+ * on one thread must name that path in its device line (where it has its
+ * AVX-512 loops): "float32", or "weights in groups". */
+static void compare_on(const histd_problem *p, const char *what, const char *path) {
   want h;
   definition(p, &h);
   const char *kernels[35];
@@ -211,8 +212,8 @@ static void compare_fast(const histd_problem *p, const char *what, bool fast) {
               what, kernels[k], b, r.weighted[b], h.sum[b]);
       }
     }
-    if (fast && k == 1 && fast_statistics())
-      CHECK(strstr(r.device, "float32") != NULL, "%s: cpu ran its float32 loops (%s)", what,
+    if (path != NULL && k == 1 && fast_statistics())
+      CHECK(strstr(r.device, path) != NULL, "%s: cpu ran its %s path (%s)", what, path,
             r.device);
     CHECK_EQ_U64(r.below, h.below, what);
     CHECK_EQ_U64(r.overflow, h.over, what);
@@ -222,17 +223,16 @@ static void compare_fast(const histd_problem *p, const char *what, bool fast) {
   }
 }
 
-static void compare(const histd_problem *p, const char *what) { compare_fast(p, what, false); }
+static void compare(const histd_problem *p, const char *what) { compare_on(p, what, NULL); }
 
-/* compare_fast, and "cpu" must have taken its weights in groups (AVX-512). */
+/* "cpu" must also have run its float32 loops. */
+static void compare_fast(const histd_problem *p, const char *what, bool fast) {
+  compare_on(p, what, fast ? "float32" : NULL);
+}
+
+/* "cpu" must also have taken its weights in groups (a float32 loop). */
 static void compare_groups(const histd_problem *p, const char *what) {
-  compare_fast(p, what, true);
-  histd_result r;
-  if (!fast_statistics() || run_on(p, "cpu", 2, &r, what) != 0)
-    return;
-  CHECK(strstr(r.device, "weights in groups") != NULL, "%s: cpu took the groups (%s)", what,
-        r.device);
-  histd_result_free(&r);
+  compare_on(p, what, "weights in groups");
 }
 
 static histd_problem problem(const histd_dataset *a, const histd_dataset *b, histd_box box,
