@@ -2,7 +2,7 @@
  * bench_dmtree.c -- "dm-tree" against "cpu" (brute force) in the same run.
  *
  *   bench_dmtree [--n N] [--width W] [--runs R] [--cpu-runs K] [--threads T]
- *                [--scaling N1,N2,...] [--clumps C] [--weighted]
+ *                [--scaling N1,N2,...] [--clumps C] [--weighted] [--gpu]
  *
  * D1 on the CPU (shared/DESIGN.md, the issue's CPU size): N = 2,000,000
  * uniform in [0, 23000)^3, width 2,000, every pair in 20 bins. dm-tree runs
@@ -13,8 +13,11 @@
  * at each N (same box and width) and fits the exponent of time ~ N^k by
  * least squares on the logs (the paper's bound is k = 5/3). --weighted
  * gives every point a weight in [0.5, 1.5) and compares the weighted sums
- * too (to 1e-12 of each bin's). Prints the CPU
- * model, the load average, medians, pairs/s and the ratio.
+ * too (to 1e-12 of each bin's). --gpu runs both on a worker of GPU 0
+ * (dm-tree's leaf pairs on the GPU) against the GPU's "auto" (brute force
+ * there) instead of "cpu"; D1 on the GPU is --gpu --n 20000000. Prints
+ * the CPU model (and the GPU), the load average, medians, pairs/s and the
+ * ratio.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -53,6 +56,8 @@ static histd_dataset points(size_t n, size_t clumps, bool weighted) {
   return ds;
 }
 
+static histd_worker *worker; /* the CPU's, or GPU 0's (--gpu) */
+
 /* Median kernel time (ms) of `runs` runs; the last result stays in *keep. */
 static double time_kernel(const histd_dataset *ds, const char *kernel, double width, int runs,
                           unsigned threads, histd_result *keep) {
@@ -71,7 +76,7 @@ static double time_kernel(const histd_dataset *ds, const char *kernel, double wi
     ex.threads = threads;
     char msg[256] = "";
     histd_result res;
-    if (histd_run(&p, &ex, NULL, &res, msg, sizeof msg) != 0) {
+    if (histd_worker_run(worker, &p, &ex, NULL, &res, msg, sizeof msg) != 0) {
       fprintf(stderr, "%s: %s\n", kernel, msg);
       exit(1);
     }
@@ -90,7 +95,7 @@ int main(int argc, char **argv) {
   int runs = 3, cpu_runs = 1;
   unsigned threads = 0;
   const char *scaling = NULL;
-  bool weighted = false;
+  bool weighted = false, gpu = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--n") == 0 && i + 1 < argc)
       n = strtoull(argv[++i], NULL, 10);
@@ -108,10 +113,12 @@ int main(int argc, char **argv) {
       clumps = strtoull(argv[++i], NULL, 10);
     else if (strcmp(argv[i], "--weighted") == 0)
       weighted = true;
+    else if (strcmp(argv[i], "--gpu") == 0)
+      gpu = true;
     else {
       fprintf(stderr,
               "usage: %s [--n N] [--width W] [--runs R] [--cpu-runs K] [--threads T] "
-              "[--scaling N1,N2,...] [--clumps C] [--weighted]\n",
+              "[--scaling N1,N2,...] [--clumps C] [--weighted] [--gpu]\n",
               argv[0]);
       return 2;
     }
@@ -134,6 +141,12 @@ int main(int argc, char **argv) {
     fclose(f);
   printf("cpu: %s, %u threads, load average %.2f\n", model,
          threads ? threads : histd_cpu_count(), load);
+  char why[256] = "";
+  if (histd_worker_create(&worker, gpu ? 0 : -1, why, sizeof why) != 0) {
+    fprintf(stderr, "no worker on %s: %s\n", gpu ? "GPU 0" : "the CPU", why);
+    return 1;
+  }
+  const char *base = gpu ? "auto" : "cpu";
 
   if (scaling != NULL) {
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -160,7 +173,15 @@ int main(int argc, char **argv) {
   histd_dataset ds = points(n, clumps, weighted);
   histd_result rd, rc;
   double td = time_kernel(&ds, "dm-tree", width, runs, threads, &rd);
-  double tc = time_kernel(&ds, "cpu", width, cpu_runs, threads, &rc);
+  if (cpu_runs <= 0) { /* dm-tree alone */
+    printf("dm-tree: %.1f ms median of %d, %.3g pairs/s (%s)\n", td, runs,
+           (double)rd.total / td * 1e3, rd.device);
+    histd_result_free(&rd);
+    histd_dataset_free(&ds);
+    histd_worker_destroy(worker);
+    return 0;
+  }
+  double tc = time_kernel(&ds, base, width, cpu_runs, threads, &rc);
   bool same = rd.bins.count == rc.bins.count && rd.overflow == rc.overflow &&
               memcmp(rd.counts, rc.counts, rd.bins.count * sizeof *rd.counts) == 0;
   for (uint32_t k = 0; same && weighted && k < rd.bins.count; k++) /* weights >= 0.25 */
@@ -171,12 +192,13 @@ int main(int argc, char **argv) {
          weighted ? ", weighted" : "", width, rd.bins.count, pairs);
   printf("dm-tree: %.1f ms median of %d, %.3g pairs/s (%s)\n", td, runs, pairs / td * 1e3,
          rd.device);
-  printf("cpu:     %.1f ms median of %d, %.3g pairs/s (%s)\n", tc, cpu_runs, pairs / tc * 1e3,
-         rc.device);
-  printf("ratio dm-tree / cpu: %.2fx faster; counts %s\n", tc / td,
+  printf("%s: %.1f ms median of %d, %.3g pairs/s (%s: %s)\n", base, tc, cpu_runs,
+         pairs / tc * 1e3, rc.kernel, rc.device);
+  printf("ratio dm-tree / %s: %.2fx faster; counts %s\n", base, tc / td,
          same ? (weighted ? "identical, weighted sums within 1e-12" : "identical") : "DIFFER");
   histd_result_free(&rd);
   histd_result_free(&rc);
   histd_dataset_free(&ds);
+  histd_worker_destroy(worker);
   return same ? 0 : 1;
 }

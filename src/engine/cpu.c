@@ -472,19 +472,6 @@ static int sort_sets(cpu_plan *p, histd_dataset ds[2], bool cross) {
   return 0;
 }
 
-/* The least float32 s >= 0 with fl32(sqrt s) >= q (+inf if none). */
-static float s_of_q(float q) {
-  uint32_t lo = 0, hi = 0x7F800000u; /* the answer's bits lie in [lo, hi] */
-  while (lo < hi) {
-    const uint32_t mid = lo + (hi - lo) / 2;
-    if (sqrtf(f32_of_bits(mid)) >= q)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return f32_of_bits(lo);
-}
-
 /* The groups' thresholds in s (cpu.c's "Groups"): n of them, thr[t] =
  * edges[t] / w, or t + 1 for width bins; pnt the point term P. */
 static int group_thresholds(cpu_plan *p, const double *edges, uint32_t n, double iw,
@@ -492,16 +479,8 @@ static int group_thresholds(cpu_plan *p, const double *edges, uint32_t n, double
   p->gthr = malloc(2 * (size_t)n * sizeof *p->gthr);
   if (p->gthr == NULL)
     return HISTD_ENOMEM;
-  const double a = 6 * 0x1p-24 * (1 + 0x1p-20), b = pnt + 0x1p-50;
-  for (uint32_t t = 0; t < n; t++) {
-    const double thr = edges ? edges[t] * iw : t + 1.0;
-    const double qp = (thr + b) / (1 - a) * (1 + 0x1p-40), qm = (thr - b) / (1 + a) * (1 - 0x1p-40);
-    float fm = (float)qm;
-    if ((double)fm > qm)
-      fm = nextafterf(fm, -INFINITY);
-    p->gthr[t] = s_of_q(f32_up(qp));
-    p->gthr[n + t] = qm > 0 ? s_of_q(fm) : 0;
-  }
+  for (uint32_t t = 0; t < n; t++)
+    histd__f32_band(edges ? edges[t] * iw : t + 1.0, pnt, &p->gthr[t], &p->gthr[n + t]);
   p->ctx.gsp = p->gthr;
   p->ctx.gsm = p->gthr + n;
   p->ctx.gn = n;
@@ -601,8 +580,7 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
       pnt = r3 * (2 * eps + 3.1 * u * lw + ud * (8 * mraw + 2 * lw));
       qmax = r3 * lw;
     } else {
-      double eps = (u + 3.01 * ud) * m + 0x1p-149;
-      pnt = 2 * r3 * eps;
+      pnt = histd__f32_open_pnt(m);
       qmax = 2 * r3 * m;
     }
     if (edges) {

@@ -36,6 +36,49 @@ int histd__dmtree_run(HISTD__RUN_ARGS);
  * if so, why (dmtree.c). */
 bool histd__dmtree_pays(const histd_problem *p, char *why, size_t whylen);
 
+/* dm-tree with its leaf pairs handed to another engine (the GPU's,
+ * kernels/dmtree_engine.c): the tree, the traversal and the resolved node
+ * pairs stay on the host's threads; every leaf pair of an open, unweighted
+ * job that the tree cannot resolve goes to pair() instead of the host's
+ * leaf loops. Levels as dmtree.c counts them: 0 below, b + 1 bin b,
+ * count + 1 overflow; T[k] the least s of level >= k + 1. */
+typedef struct histd__dm_leafpair {
+  uint32_t a0, na; /* A's points [a0, a0 + na) in the tree's (Morton) order */
+  uint32_t b0, nb; /* B's (A's again for self pairs) */
+  uint32_t lo, hi; /* every pair's level lies in lo..hi (lo < hi) */
+  uint32_t same;   /* 1: one leaf with itself, the pairs i < j */
+} histd__dm_leafpair;
+
+typedef struct histd__dm_leaves {
+  void *ctx;
+  const char *name; /* where the leaf pairs ran, for the result's device line */
+  uint32_t leaf;    /* the leaf size to build the tree with (0: dm-tree's own) */
+  /* Once, before the traversal: the sorted sets (b = a for self pairs),
+   * the thresholds, and how many threads (0..threads-1) will call pair(). */
+  int (*begin)(void *ctx, const double *const a[3], size_t na, const double *const b[3],
+               size_t nb, const double *T, uint32_t nt, unsigned threads, char *msg,
+               size_t msglen);
+  /* A leaf pair from thread `thread`; 0 or a negative HISTD_E* code. */
+  int (*pair)(void *ctx, unsigned thread, const histd__dm_leafpair *lp);
+  /* Once after begin, when every thread is done: the leaf pairs' counts
+   * added to levels[0..nt] (when ok), everything freed; 0 or an error. */
+  int (*end)(void *ctx, bool ok, uint64_t *levels, char *msg, size_t msglen);
+} histd__dm_leaves;
+
+int histd__dmtree_run_leaves(HISTD__RUN_ARGS, const histd__dm_leaves *leaves);
+
+/* "dm-tree" on a GPU worker (kernels/dmtree_engine.c; nocuda.c without CUDA). */
+int histd__cuda_dmtree_run(HISTD__RUN_ARGS);
+
+/* The float32 estimate's thresholds in s (f32band.c): the cpu kernel's
+ * bound |q - q_ref| <= 6u q + P + 2^-50 (cpu.c's header derives it) for
+ * points p = fl32((x - c) / w) of an open set, q = fl32(sqrt(s)), s their
+ * float32 sum of squares. histd__f32_open_pnt(M) is P for coordinates
+ * |x - c| / w <= M. histd__f32_band: for a threshold thr (in units of w),
+ * s >= *sp proves q_ref >= thr, s < *sm proves q_ref < thr. */
+double histd__f32_open_pnt(double m);
+void histd__f32_band(double thr, double pnt, float *sp, float *sm);
+
 /* Collisions (within 0) by hashing the coordinates: O(n) (collide.c); with
  * weights, also the sum of w_i w_j over the colliding pairs. */
 int histd__collisions(const histd_problem *p, uint64_t *pairs, double *weighted, char *msg,

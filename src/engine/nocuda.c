@@ -48,6 +48,10 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
   return histd__cuda_run(w, p, ex, ctl, res, msg, msglen);
 }
 
+int histd__cuda_dmtree_run(HISTD__RUN_ARGS) {
+  return histd__cuda_run(w, p, ex, ctl, res, msg, msglen);
+}
+
 int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   return histd__cuda_run(w, p, ex, ctl, res, msg, msglen);
 }

@@ -28,6 +28,7 @@
 
 static int auto_run(HISTD__RUN_ARGS);
 static int grid_run(HISTD__RUN_ARGS);
+static int dmtree_run(HISTD__RUN_ARGS);
 
 static const histd_kernel kernels[] = {
     {"auto", "the fastest exact kernel for the workload and the worker's device",
@@ -39,8 +40,9 @@ static const histd_kernel kernels[] = {
     {"dm-tree",
      "density-map tree: pairs of octree cells whose every distance falls in one bin are "
      "counted at once, the rest split down to the points; exact, sub-quadratic where bins "
-     "are wide for the points' density; CPU, every core",
-     HISTD_ENGINE_CPU, CPU_ALL, histd__dmtree_run},
+     "are wide for the points' density; every core, and on a GPU worker its GPU takes the "
+     "leaf pairs of open, unweighted jobs",
+     HISTD_ENGINE_ANY, CPU_ALL, dmtree_run},
     {"cpu-reference", "the exactness contract, literally, on one CPU thread",
      HISTD_ENGINE_CPU, CPU_ALL, histd__cpu_reference_run},
     {"cpu", "multithreaded, cache-tiled, vectorised CPU engine; exact",
@@ -121,6 +123,12 @@ static int grid_run(HISTD__RUN_ARGS) {
   if (w->device >= 0)
     return histd__cuda_grid_run(w, p, ex, ctl, res, msg, msglen);
   return histd__cpu_grid_run(w, p, ex, ctl, res, msg, msglen);
+}
+
+static int dmtree_run(HISTD__RUN_ARGS) {
+  if (w->device >= 0)
+    return histd__cuda_dmtree_run(w, p, ex, ctl, res, msg, msglen);
+  return histd__dmtree_run(w, p, ex, ctl, res, msg, msglen);
 }
 
 size_t histd_kernel_count(void) { return KERNEL_COUNT; }

@@ -37,7 +37,7 @@
  * flipped in a weighted sum.
  *
  * The worker is what histd_run would pick: a GPU when the kernel runs there
- * (or may, "auto" and "grid") and one is present, else the CPU engine with
+ * (or may, "auto", "grid" and "dm-tree") and one is present, else the CPU engine with
  * every core this process may use, or $SLURM_CPUS_PER_TASK threads when
  * Slurm says how many it gave, unless the job names `threads`.
  *

@@ -24,6 +24,12 @@
  *     |w_i w_j|, with weights of both signs and over nine decades.
  * test_stats runs dm-tree on every statistic it checks (periodic boxes,
  * triclinic, edges, within R, weights, frames) besides.
+ *
+ * Where histd_run finds a GPU, dm-tree runs on it (its leaf pairs on the
+ * GPU: kernels/dmtree_engine.c) and every case above checks that: open,
+ * unweighted jobs must say the GPU took their leaf pairs; periodic and
+ * weighted ones run their leaves on the host. There it also counts a
+ * lattice of 216^3 = 10,077,696 points (the gpu suite runs this file too).
  */
 #include <math.h>
 
@@ -31,6 +37,8 @@
 #include "../definition.h"
 #include "../pointsets.h"
 #include "histd/histd.h"
+
+static int gpus; /* histd_run's device count (main): dm-tree runs on GPU 0 where one exists */
 
 static int run_dm(const histd_problem *p, uint32_t threads, histd_result *r, const char *what) {
   histd_exec ex;
@@ -42,6 +50,10 @@ static int run_dm(const histd_problem *p, uint32_t threads, histd_result *r, con
   CHECK(rc == 0, "%s: %s", what, msg);
   if (rc == 0)
     CHECK(strcmp(r->kernel, "dm-tree") == 0, "%s: ran %s", what, r->kernel);
+  if (rc == 0 && gpus > 0) /* the GPU takes the leaf pairs of open, unweighted jobs */
+    CHECK((strstr(r->device, ": leaf pairs; cpu:") != NULL) ==
+              (p->box.kind == HISTD_BOX_NONE && !p->weighted),
+          "%s: ran on %s", what, r->device);
   return rc;
 }
 
@@ -288,6 +300,8 @@ static void test_lattices(void) {
     lattice_open(64, 15, 4);   /* pairs beyond the last bin: overflow */
     lattice_open(100, 90, 2);  /* 10^6 points */
   }
+  if (gpus > 0 && !SANITIZED)
+    lattice_open(216, 40, 6); /* 10^7 points: every pair within 240 in 6 bins */
 
   /* explicit edges on the lattice's own distances: sqrt(2), sqrt(3), 2
    * land exactly on edges */
@@ -342,10 +356,6 @@ static void test_lattices(void) {
  * density, and says why; not where they are narrow. (Where histd_run has
  * a GPU, auto runs brute force there: only the counts are checked.) */
 static void test_auto(void) {
-  int gpus = 0;
-  histd_device_info info;
-  if (histd_devices(&info, 1, &gpus, NULL, 0) != 0)
-    gpus = 0;
   histd_dataset ds;
   histd_dataset_alloc(&ds, 5000, NULL, 0);
   pointset_fill(&ds, SHAPE_UNIFORM, 100, 5); /* mean spacing 100 / 5000^(1/3) = 5.85 */
@@ -449,6 +459,14 @@ static void test_weights(void) {
 }
 
 int main(void) {
+  histd_device_info info;
+  char why[256] = "";
+  if (histd_devices(&info, 1, &gpus, why, sizeof why) != 0)
+    gpus = 0;
+  if (getenv("TEST_DMTREE_GPU") != NULL && gpus == 0) { /* the gpu suite's run */
+    printf("skipped: no CUDA device%s%s\n", why[0] ? ": " : "", why);
+    return 77;
+  }
   test_shapes();
   test_cross();
   test_lattices();

@@ -1,5 +1,5 @@
 /*
- * test_kernels.c -- every CPU kernel in the registry against the definition
+ * test_kernels.c -- every kernel of the CPU in the registry against the definition
  * (tests/definition.h), bucket for bucket, on hand-computable sets and on
  * random sets of several shapes; totals; cancellation and progress.
  */
@@ -204,7 +204,11 @@ static void test_progress_and_cancel(const char *k) {
 int main(void) {
   for (size_t i = 0; i < histd_kernel_count(); i++) {
     const histd_kernel *k = histd_kernel_at(i);
-    if (k->engine != HISTD_ENGINE_CPU)
+    /* the CPU's kernels, dm-tree and auto (on a GPU machine histd_run gives
+     * those two the GPU); not grid, whose cells take this workload in one
+     * step, too few for the progress checks (test_stats and
+     * tests/gpu/test_grid_gpu check its counts) */
+    if (k->engine == HISTD_ENGINE_CUDA || strcmp(k->name, "grid") == 0)
       continue;
     printf("kernel %s\n", k->name);
     test_tiny_sets(k->name);
