@@ -26,9 +26,16 @@
  * 2^-50.
  *
  * Up to DMT_FAST thresholds between lo and hi (nearly every leaf pair: a
- * leaf spans little of a bin) count in registers, c[k] += (s >= T[k]),
- * eight partners a step decided without a branch and those in a band
- * redone after the step;
+ * leaf spans little of a bin) count in registers, c[k] += (s >= T[k]).
+ * Each point of A meets B's staged points 32 at a time, through their
+ * float32 box first: the subtraction is monotone in b and the float32 sum
+ * of squares in each |d|, so every pair's float32 s lies between that sum
+ * at the least and at the largest |d| per axis over the box; where that
+ * range clears every threshold's band the 32 pairs are counted at once
+ * (the 32 points of a Morton run span a fraction of a bin, so at D1's
+ * density most do; the share was not measured). The others go eight
+ * partners a step, decided without a branch, those in a band redone after
+ * the step;
  * the block adds its sums to the levels as differences (levels[lo] += its
  * pairs, levels[lo + k] -= c[k], levels[lo + k + 1] += c[k]; unsigned, so
  * modulo 2^64, and every final level is a true count). More thresholds

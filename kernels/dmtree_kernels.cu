@@ -15,10 +15,16 @@ __device__ static inline double contract_s(const dmt_params &p, uint32_t i, uint
   return histd_pair_s(&p.metric, p.ax[i], p.ay[i], p.az[i], p.bx[j], p.by[j], p.bz[j]);
 }
 
-/* The float32 s of two float32 points (sums fused; the bound allows it). */
-__device__ static inline float f32_s(float4 a, float4 b) {
-  const float dx = a.x - b.x, dy = a.y - b.y, dz = a.z - b.z;
+/* The float32 s of a difference (sums fused; the bound allows it). It
+ * grows with each |d| (every rounding, and the flush of subnormals, is
+ * monotone), which the partner boxes below rely on. */
+__device__ static inline float f32_sum(float dx, float dy, float dz) {
   return fmaf(dz, dz, fmaf(dy, dy, dx * dx));
+}
+
+/* The float32 s of two float32 points. */
+__device__ static inline float f32_s(float4 a, float4 b) {
+  return f32_sum(a.x - b.x, a.y - b.y, a.z - b.z);
 }
 
 /* Adds a block's v (one per thread) to *dst: warp sums, then one atomic a warp. */
@@ -65,11 +71,76 @@ __device__ static inline void decide(float s, const float *tp, const float *tm, 
   }
 }
 
-/* NT thresholds T[lo..lo + NT) in registers; SAME: one leaf, pairs i < j.
- * A point a thread; the partners in steps of DMT_UNROLL, c[k] += (s >=
- * sp[k]) for each and a mask of those in a band, redone after the step. */
+/* A's point a (index ia) against the staged partners sb[j..m) (B's
+ * indices jb + j): c[k] += (contract s >= T[k]), DMT_UNROLL partners a
+ * step, those in a band redone after the step. */
+template <int NT>
+__device__ static inline void partners(const dmt_params &p, const float *tp, const float *tm,
+                                       const double *tt, float4 a, uint32_t ia,
+                                       const float4 *sb, uint32_t j, uint32_t m, uint32_t jb,
+                                       uint32_t *c) {
+  for (; j < m; j += DMT_UNROLL) {
+    const uint32_t n = m - j < DMT_UNROLL ? m - j : DMT_UNROLL;
+    uint32_t band = 0;
+    if (n == DMT_UNROLL) {
+#pragma unroll
+      for (int u = 0; u < DMT_UNROLL; u++)
+        decide<NT>(f32_s(a, sb[j + u]), tp, tm, u, c, &band);
+    } else {
+      for (uint32_t u = 0; u < n; u++)
+        decide<NT>(f32_s(a, sb[j + u]), tp, tm, u, c, &band);
+    }
+    while (band != 0) {
+      const int u = __ffs(band) - 1;
+      band &= band - 1;
+      redo<NT>(p, tp, tt, f32_s(a, sb[j + u]), ia, jb + j + u, c);
+    }
+  }
+}
+
+/* The float32 boxes of the staged partners, 32 (a warp's) each: box[w]
+ * the least, box[DMT_BLOCK / 32 + w] the largest coordinates of
+ * sb[32 w .. 32 w + 32) within the m staged. */
+__device__ static inline void stage_boxes(const float4 *sb, uint32_t m, float4 *box) {
+  const uint32_t t = threadIdx.x;
+  float4 lo = make_float4(INFINITY, INFINITY, INFINITY, 0),
+         hi = make_float4(-INFINITY, -INFINITY, -INFINITY, 0);
+  if (t < m) {
+    lo = sb[t];
+    hi = sb[t];
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    lo.x = fminf(lo.x, __shfl_xor_sync(0xffffffffu, lo.x, o));
+    lo.y = fminf(lo.y, __shfl_xor_sync(0xffffffffu, lo.y, o));
+    lo.z = fminf(lo.z, __shfl_xor_sync(0xffffffffu, lo.z, o));
+    hi.x = fmaxf(hi.x, __shfl_xor_sync(0xffffffffu, hi.x, o));
+    hi.y = fmaxf(hi.y, __shfl_xor_sync(0xffffffffu, hi.y, o));
+    hi.z = fmaxf(hi.z, __shfl_xor_sync(0xffffffffu, hi.z, o));
+  }
+  if ((t & 31) == 0) {
+    box[t / 32] = lo;
+    box[DMT_BLOCK / 32 + t / 32] = hi;
+  }
+  __syncthreads();
+}
+
+/* The least and largest |a - b| on one axis over b in [lo, hi], as the
+ * float32 subtraction gives them (it is monotone in b). */
+__device__ static inline void axis_range(float a, float lo, float hi, float *mn, float *mx) {
+  const float d0 = a - hi, d1 = a - lo; /* every fl(a - b) lies in [d0, d1] */
+  *mn = d0 > 0 ? d0 : d1 < 0 ? -d1 : 0.0f;
+  *mx = fmaxf(-d0, d1);
+}
+
+/* NT thresholds T[lo..lo + NT) in registers. SAME: one leaf, its pairs
+ * i < j, every pair through partners(). Else each point of A meets the
+ * staged partners 32 at a time: the float32 s of every pair lies between
+ * f32_sum of the least and of the largest |d| per axis over the 32's box
+ * (f32_sum and the subtractions are monotone), so where that range clears
+ * every threshold's band the 32 pairs are decided at once, and only the
+ * rest go pair by pair. */
 template <int NT, bool SAME>
-__device__ static void fast(const dmt_params &p, const dmt_entry &e, float4 *sb) {
+__device__ static void fast(const dmt_params &p, const dmt_entry &e, float4 *sb, float4 *box) {
   const float4 *pa = (const float4 *)p.pa, *pb = (const float4 *)p.pb;
   float tp[NT], tm[NT];
   double tt[NT];
@@ -85,30 +156,39 @@ __device__ static void fast(const dmt_params &p, const dmt_entry &e, float4 *sb)
     tot[k] = 0;
   for (uint32_t j0 = 0; j0 < e.nb; j0 += DMT_BLOCK) {
     const uint32_t m = stage(e, pb, j0, sb);
+    if (!SAME)
+      stage_boxes(sb, m, box);
     for (uint32_t i = threadIdx.x; i < e.na; i += DMT_BLOCK) {
-      uint32_t j = SAME ? (i + 1 > j0 ? i + 1 - j0 : 0) : 0;
-      if (j >= m)
+      const uint32_t js = SAME ? (i + 1 > j0 ? i + 1 - j0 : 0) : 0;
+      if (js >= m)
         continue;
       const float4 a = pa[e.a0 + i];
       uint32_t c[NT];
 #pragma unroll
       for (int k = 0; k < NT; k++)
         c[k] = 0;
-      for (; j < m; j += DMT_UNROLL) {
-        const uint32_t n = m - j < DMT_UNROLL ? m - j : DMT_UNROLL;
-        uint32_t band = 0;
-        if (n == DMT_UNROLL) {
+      if (SAME) {
+        partners<NT>(p, tp, tm, tt, a, e.a0 + i, sb, js, m, e.b0 + j0, c);
+      } else {
+        for (uint32_t q = 0; 32 * q < m; q++) {
+          const uint32_t jq = 32 * q, mq = m - jq < 32 ? m - jq : 32;
+          const float4 lo = box[q], hi = box[DMT_BLOCK / 32 + q];
+          float nx, ny, nz, xx, xy, xz;
+          axis_range(a.x, lo.x, hi.x, &nx, &xx);
+          axis_range(a.y, lo.y, hi.y, &ny, &xy);
+          axis_range(a.z, lo.z, hi.z, &nz, &xz);
+          const float slo = f32_sum(nx, ny, nz), shi = f32_sum(xx, xy, xz);
+          bool open = false;
 #pragma unroll
-          for (int u = 0; u < DMT_UNROLL; u++)
-            decide<NT>(f32_s(a, sb[j + u]), tp, tm, u, c, &band);
-        } else {
-          for (uint32_t u = 0; u < n; u++)
-            decide<NT>(f32_s(a, sb[j + u]), tp, tm, u, c, &band);
-        }
-        while (band != 0) {
-          const int u = __ffs(band) - 1;
-          band &= band - 1;
-          redo<NT>(p, tp, tt, f32_s(a, sb[j + u]), e.a0 + i, e.b0 + j0 + j + u, c);
+          for (int k = 0; k < NT; k++)
+            open |= !(slo >= tp[k] || shi < tm[k]); /* NaN bands: open */
+          if (!open) {
+#pragma unroll
+            for (int k = 0; k < NT; k++)
+              c[k] += slo >= tp[k] ? mq : 0;
+          } else {
+            partners<NT>(p, tp, tm, tt, a, e.a0 + i, sb, jq, jq + mq, e.b0 + j0, c);
+          }
         }
       }
 #pragma unroll
@@ -172,19 +252,20 @@ __device__ static void wide(const dmt_params &p, const dmt_entry &e, float4 *sb,
 
 __global__ void __launch_bounds__(DMT_BLOCK) k_leaves(const dmt_params p, const dmt_entry *es) {
   __shared__ float4 sb[DMT_BLOCK];               /* B's points, staged */
+  __shared__ float4 box[DMT_BLOCK / 16];          /* their boxes, 32 points each */
   __shared__ unsigned long long hist[DMT_SHARED]; /* wide(): the levels lo..hi */
   const dmt_entry e = es[blockIdx.x];
   const uint32_t nt = e.hi - e.lo;
   /* 1..4: the register loop for nt thresholds, 5..8 for a leaf's own pairs */
   switch (nt > DMT_FAST ? 0 : e.same ? nt + DMT_FAST : nt) {
-  case 1: fast<1, false>(p, e, sb); break;
-  case 2: fast<2, false>(p, e, sb); break;
-  case 3: fast<3, false>(p, e, sb); break;
-  case 4: fast<4, false>(p, e, sb); break;
-  case 1 + DMT_FAST: fast<1, true>(p, e, sb); break;
-  case 2 + DMT_FAST: fast<2, true>(p, e, sb); break;
-  case 3 + DMT_FAST: fast<3, true>(p, e, sb); break;
-  case 4 + DMT_FAST: fast<4, true>(p, e, sb); break;
+  case 1: fast<1, false>(p, e, sb, box); break;
+  case 2: fast<2, false>(p, e, sb, box); break;
+  case 3: fast<3, false>(p, e, sb, box); break;
+  case 4: fast<4, false>(p, e, sb, box); break;
+  case 1 + DMT_FAST: fast<1, true>(p, e, sb, box); break;
+  case 2 + DMT_FAST: fast<2, true>(p, e, sb, box); break;
+  case 3 + DMT_FAST: fast<3, true>(p, e, sb, box); break;
+  case 4 + DMT_FAST: fast<4, true>(p, e, sb, box); break;
   default: wide(p, e, sb, hist);
   }
 }
