@@ -3,6 +3,7 @@
  *
  *   bench_dmtree [--n N] [--width W] [--runs R] [--cpu-runs K] [--threads T]
  *                [--scaling N1,N2,...] [--clumps C] [--weighted] [--gpu]
+ *                [--baseline K]
  *
  * D1 on the CPU (shared/DESIGN.md, the issue's CPU size): N = 2,000,000
  * uniform in [0, 23000)^3, width 2,000, every pair in 20 bins. dm-tree runs
@@ -14,8 +15,10 @@
  * least squares on the logs (the paper's bound is k = 5/3). --weighted
  * gives every point a weight in [0.5, 1.5) and compares the weighted sums
  * too (to 1e-12 of each bin's). --gpu runs both on a worker of GPU 0
- * (dm-tree's leaf pairs on the GPU) against the GPU's "auto" (brute force
- * there) instead of "cpu"; D1 on the GPU is --gpu --n 20000000. Prints
+ * (dm-tree's leaf pairs on the GPU) against "balanced" at block size 1024
+ * instead of "cpu" (the brute force "auto" runs there for such sets,
+ * gpu_engine.c's histd__cuda_auto_choice, when the tree does not pay); D1 on the GPU is --gpu --n 20000000. --baseline K names
+ * another kernel to compare with. Prints
  * the CPU model (and the GPU), the load average, medians, pairs/s and the
  * ratio.
  */
@@ -59,8 +62,8 @@ static histd_dataset points(size_t n, size_t clumps, bool weighted) {
 static histd_worker *worker; /* the CPU's, or GPU 0's (--gpu) */
 
 /* Median kernel time (ms) of `runs` runs; the last result stays in *keep. */
-static double time_kernel(const histd_dataset *ds, const char *kernel, double width, int runs,
-                          unsigned threads, histd_result *keep) {
+static double time_kernel(const histd_dataset *ds, const char *kernel, uint32_t block,
+                          double width, int runs, unsigned threads, histd_result *keep) {
   histd_problem p;
   memset(&p, 0, sizeof p);
   p.a = ds;
@@ -74,6 +77,7 @@ static double time_kernel(const histd_dataset *ds, const char *kernel, double wi
     histd_exec_init(&ex);
     snprintf(ex.kernel, sizeof ex.kernel, "%s", kernel);
     ex.threads = threads;
+    ex.block_size = block;
     char msg[256] = "";
     histd_result res;
     if (histd_worker_run(worker, &p, &ex, NULL, &res, msg, sizeof msg) != 0) {
@@ -96,6 +100,7 @@ int main(int argc, char **argv) {
   unsigned threads = 0;
   const char *scaling = NULL;
   bool weighted = false, gpu = false;
+  const char *baseline = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--n") == 0 && i + 1 < argc)
       n = strtoull(argv[++i], NULL, 10);
@@ -115,10 +120,12 @@ int main(int argc, char **argv) {
       weighted = true;
     else if (strcmp(argv[i], "--gpu") == 0)
       gpu = true;
+    else if (strcmp(argv[i], "--baseline") == 0 && i + 1 < argc)
+      baseline = argv[++i];
     else {
       fprintf(stderr,
               "usage: %s [--n N] [--width W] [--runs R] [--cpu-runs K] [--threads T] "
-              "[--scaling N1,N2,...] [--clumps C] [--weighted] [--gpu]\n",
+              "[--scaling N1,N2,...] [--clumps C] [--weighted] [--gpu] [--baseline K]\n",
               argv[0]);
       return 2;
     }
@@ -146,7 +153,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "no worker on %s: %s\n", gpu ? "GPU 0" : "the CPU", why);
     return 1;
   }
-  const char *base = gpu ? "auto" : "cpu";
+  const char *base = baseline ? baseline : gpu ? "balanced" : "cpu";
 
   if (scaling != NULL) {
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -156,7 +163,7 @@ int main(int argc, char **argv) {
       s += *s == ',';
       histd_dataset ds = points(k, clumps, weighted);
       histd_result r;
-      double ms = time_kernel(&ds, "dm-tree", width, runs, threads, &r);
+      double ms = time_kernel(&ds, "dm-tree", 0, width, runs, threads, &r);
       printf("scaling: n %zu, width %g: dm-tree %.1f ms median of %d (%s)\n", k, width, ms,
              runs, r.device);
       double x = log((double)k), y = log(ms);
@@ -172,7 +179,7 @@ int main(int argc, char **argv) {
 
   histd_dataset ds = points(n, clumps, weighted);
   histd_result rd, rc;
-  double td = time_kernel(&ds, "dm-tree", width, runs, threads, &rd);
+  double td = time_kernel(&ds, "dm-tree", 0, width, runs, threads, &rd);
   if (cpu_runs <= 0) { /* dm-tree alone */
     printf("dm-tree: %.1f ms median of %d, %.3g pairs/s (%s)\n", td, runs,
            (double)rd.total / td * 1e3, rd.device);
@@ -181,7 +188,8 @@ int main(int argc, char **argv) {
     histd_worker_destroy(worker);
     return 0;
   }
-  double tc = time_kernel(&ds, base, width, cpu_runs, threads, &rc);
+  const uint32_t block = gpu && baseline == NULL ? 1024 : 0;
+  double tc = time_kernel(&ds, base, block, width, cpu_runs, threads, &rc);
   bool same = rd.bins.count == rc.bins.count && rd.overflow == rc.overflow &&
               memcmp(rd.counts, rc.counts, rd.bins.count * sizeof *rd.counts) == 0;
   for (uint32_t k = 0; same && weighted && k < rd.bins.count; k++) /* weights >= 0.25 */
@@ -192,8 +200,8 @@ int main(int argc, char **argv) {
          weighted ? ", weighted" : "", width, rd.bins.count, pairs);
   printf("dm-tree: %.1f ms median of %d, %.3g pairs/s (%s)\n", td, runs, pairs / td * 1e3,
          rd.device);
-  printf("%s: %.1f ms median of %d, %.3g pairs/s (%s: %s)\n", base, tc, cpu_runs,
-         pairs / tc * 1e3, rc.kernel, rc.device);
+  printf("%s: %.1f ms median of %d, %.3g pairs/s (%s, block %u: %s)\n", base, tc, cpu_runs,
+         pairs / tc * 1e3, rc.kernel, rc.block_size, rc.device);
   printf("ratio dm-tree / %s: %.2fx faster; counts %s\n", base, tc / td,
          same ? (weighted ? "identical, weighted sums within 1e-12" : "identical") : "DIFFER");
   histd_result_free(&rd);

@@ -94,6 +94,15 @@
  * RESULTS.md, 2026-11-24). Too few pairs: no matter. */
 #define DMTREE_MIN_RATIO 3.0
 #define DMTREE_MIN_PAIRS 1e7
+/* On a GPU worker (the leaf pairs on the GPU, kernels/dmtree_engine.c),
+ * open full-range histograms in equal bins, measured on one H100 against
+ * the brute force "auto" runs there (balanced, blocks of 1,024) in the
+ * same run, points uniform in the 23,000 cube: width / spacing 11.2
+ * 0.61x, 14.9 0.68x, 18.7 1.02x, 23.6 1.45x, 29.7 1.45x, 37.5 1.83x (5e6
+ * to 2e7 points; bench/RESULTS.md, 2026-11-24). Below 10^13 pairs (under
+ * 6 s of brute force) the tree's fixed costs were not measured. */
+#define DMTREE_GPU_MIN_RATIO 20.0
+#define DMTREE_GPU_MIN_PAIRS 1e13
 
 typedef struct dm_node {
   double lo[3], hi[3];   /* the bounding box of its points */
@@ -854,12 +863,15 @@ static size_t plan_at(dm_job *job, dm_thread *t, size_t hist_bytes, int budget) 
 
 /* ---- when it pays -------------------------------------------------------------------- */
 
-bool histd__dmtree_pays(const histd_problem *p, char *why, size_t whylen) {
+bool histd__dmtree_pays(const histd_problem *p, bool gpu, char *why, size_t whylen) {
   /* weighted: 1.07x cpu at D1's density (1e6 points, 16 threads): not worth
    * the risk of a model; explicit edges: the narrowest bin would have to
-   * decide. Within R is one bin [0, R]: R stands for the width. */
+   * decide. Within R is one bin [0, R]: R stands for the width. On a GPU:
+   * the measured case only (open, equal bins, the full range). */
   double w;
   if (p->weighted)
+    return false;
+  if (gpu && (p->statistic == HISTD_STAT_WITHIN || p->box.kind != HISTD_BOX_NONE))
     return false;
   if (p->statistic == HISTD_STAT_WITHIN)
     w = p->radius;
@@ -869,20 +881,22 @@ bool histd__dmtree_pays(const histd_problem *p, char *why, size_t whylen) {
     return false;
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
   const double n = (double)a->n + (p->b ? (double)b->n : 0);
-  if ((double)histd_problem_pairs(p) < DMTREE_MIN_PAIRS || !(w > 0))
+  const double min_ratio = gpu ? DMTREE_GPU_MIN_RATIO : DMTREE_MIN_RATIO;
+  if ((double)histd_problem_pairs(p) < (gpu ? DMTREE_GPU_MIN_PAIRS : DMTREE_MIN_PAIRS) ||
+      !(w > 0))
     return false;
   double v = 1;
   for (int k = 0; k < 3; k++)
     v *= fmax(a->max[k], b->max[k]) - fmin(a->min[k], b->min[k]);
   const double spacing = cbrt(v / n), ratio = w / spacing;
-  if (!(ratio >= DMTREE_MIN_RATIO)) /* NaN never: a flat set has spacing 0 */
+  if (!(ratio >= min_ratio)) /* NaN never: a flat set has spacing 0 */
     return false;
   if (why != NULL)
     snprintf(why, whylen,
              "dm-tree: the %s %.6g is %.3g times the points' mean spacing %.6g (the tree pays "
-             "from %g)",
+             "from %g%s)",
              p->statistic == HISTD_STAT_WITHIN ? "radius" : "bin width", w, ratio, spacing,
-             DMTREE_MIN_RATIO);
+             min_ratio, gpu ? " on a GPU" : "");
   return true;
 }
 

@@ -32,9 +32,9 @@ int histd__cpu_run(HISTD__RUN_ARGS);
 int histd__cpu_grid_run(HISTD__RUN_ARGS);
 /* "dm-tree": node pairs resolved whole, exact, sub-quadratic (dmtree.c). */
 int histd__dmtree_run(HISTD__RUN_ARGS);
-/* Whether "auto" on a CPU worker should run dm-tree (its measured model);
- * if so, why (dmtree.c). */
-bool histd__dmtree_pays(const histd_problem *p, char *why, size_t whylen);
+/* Whether "auto" should run dm-tree on a CPU worker (gpu false) or on a
+ * GPU worker (its measured models); if so, why (dmtree.c). */
+bool histd__dmtree_pays(const histd_problem *p, bool gpu, char *why, size_t whylen);
 
 /* dm-tree with its leaf pairs handed to another engine (the GPU's,
  * kernels/dmtree_engine.c): the tree, the traversal and the resolved node

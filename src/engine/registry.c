@@ -8,7 +8,7 @@
  * "auto" chooses among the able ones. The GPU rows are here whether or not
  * histd was built with CUDA: without it they run nothing, and say why.
  *
- * "auto" resolves at run time: on a CPU worker "dm-tree" where its model
+ * "auto" resolves at run time: "dm-tree" where its model for the worker
  * says the tree pays (dmtree.c), "grid" where its cost model says the
  * cells pay (grid.h), else on a GPU worker the fastest exact GPU kernel for the
  * plain histogram (of A x B too: histd__cuda_cross_run), "tiled-stats" for
@@ -89,8 +89,8 @@ static int auto_run(HISTD__RUN_ARGS) {
   const bool gpu = w->device >= 0;
   char why[HISTD_REASON_MAX];
   /* the tree before the grid: where both pay it was the faster (dmtree.c) */
-  if (!gpu && histd__dmtree_pays(p, why, sizeof why))
-    return ran(histd__dmtree_run(w, p, ex, ctl, res, msg, msglen), res, "dm-tree", why);
+  if (histd__dmtree_pays(p, gpu, why, sizeof why))
+    return ran(dmtree_run(w, p, ex, ctl, res, msg, msglen), res, "dm-tree", why);
   if (histd__grid_pays(p, gpu, why, sizeof why)) {
     histd_exec gex = *ex; /* a block size for brute force: the grid takes its own */
     if (gex.block_size > HISTD__GRID_MAX_BLOCK)

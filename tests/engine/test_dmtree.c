@@ -19,7 +19,8 @@
  *     99% of the pairs are counted a node pair at a time (its device line
  *     says how many);
  *   - "auto" on the CPU runs it where the bins (or the radius of a count
- *     within R) are wide for the density, ahead of the grid;
+ *     within R) are wide for the density, ahead of the grid; on a GPU
+ *     where its GPU model says so (a lattice of 168^3 points);
  *   - weighted sums against long double, to 1e-12 of each bin's sum of
  *     |w_i w_j|, with weights of both signs and over nine decades.
  * test_stats runs dm-tree on every statistic it checks (periodic boxes,
@@ -397,6 +398,23 @@ static void test_auto(void) {
   CHECK(r.within == want, "auto within 30: %" PRIu64 ", want %" PRIu64, r.within, want);
   histd_result_free(&r);
   histd_dataset_free(&ds);
+
+  /* on a GPU: the tree from bins 20 spacings wide and 10^13 pairs; a
+   * lattice of 168^3 points (1.1e13 pairs) in bins of 24 */
+  if (gpus > 0 && !SANITIZED) {
+    const uint32_t n = 168, count = 13;
+    ds = lattice(n);
+    p = plain(&ds, NULL, 24, count);
+    uint64_t *hw = malloc(count * sizeof *hw), over;
+    lattice_open_want(n, &p.bins, hw, &over);
+    CHECK(histd_run(&p, &ex, NULL, &r, msg, sizeof msg) == 0, "auto on 168^3: %s", msg);
+    CHECK(strcmp(r.kernel, "dm-tree") == 0, "auto on 168^3 ran %s (%s)", r.kernel, r.reason);
+    CHECK_STR_CONTAINS(r.reason, "on a GPU");
+    same(&r, hw, over, count, "auto on the lattice 168^3");
+    histd_result_free(&r);
+    free(hw);
+    histd_dataset_free(&ds);
+  }
 }
 
 /* Weighted: each bin's sum of w_i w_j against long double, to 1e-12 of
