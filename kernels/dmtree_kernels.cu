@@ -98,9 +98,14 @@ __device__ static inline void partners(const dmt_params &p, const float *tp, con
   }
 }
 
-/* The float32 boxes of the staged partners, 32 (a warp's) each: box[w]
- * the least, box[DMT_BLOCK / 32 + w] the largest coordinates of
- * sb[32 w .. 32 w + 32) within the m staged. */
+/* Staged partners a box (a power of two, at most a warp). One H100, 10^7
+ * points of D1's cube, bins of 2,000 / 4,000: boxes of 32 27.1 / 14.9 s,
+ * of 16 27.4 / 15.7 s, of 8 31.2 / 17.6 s (bench/RESULTS.md). */
+#define DMT_BOX 32
+
+/* The float32 boxes of the staged partners, DMT_BOX each: box[w] the
+ * least, box[DMT_BLOCK / DMT_BOX + w] the largest coordinates of
+ * sb[DMT_BOX w .. DMT_BOX (w + 1)) within the m staged. */
 __device__ static inline void stage_boxes(const float4 *sb, uint32_t m, float4 *box) {
   const uint32_t t = threadIdx.x;
   float4 lo = make_float4(INFINITY, INFINITY, INFINITY, 0),
@@ -109,7 +114,7 @@ __device__ static inline void stage_boxes(const float4 *sb, uint32_t m, float4 *
     lo = sb[t];
     hi = sb[t];
   }
-  for (int o = 16; o > 0; o >>= 1) {
+  for (int o = DMT_BOX / 2; o > 0; o >>= 1) {
     lo.x = fminf(lo.x, __shfl_xor_sync(0xffffffffu, lo.x, o));
     lo.y = fminf(lo.y, __shfl_xor_sync(0xffffffffu, lo.y, o));
     lo.z = fminf(lo.z, __shfl_xor_sync(0xffffffffu, lo.z, o));
@@ -117,9 +122,9 @@ __device__ static inline void stage_boxes(const float4 *sb, uint32_t m, float4 *
     hi.y = fmaxf(hi.y, __shfl_xor_sync(0xffffffffu, hi.y, o));
     hi.z = fmaxf(hi.z, __shfl_xor_sync(0xffffffffu, hi.z, o));
   }
-  if ((t & 31) == 0) {
-    box[t / 32] = lo;
-    box[DMT_BLOCK / 32 + t / 32] = hi;
+  if (t % DMT_BOX == 0) {
+    box[t / DMT_BOX] = lo;
+    box[DMT_BLOCK / DMT_BOX + t / DMT_BOX] = hi;
   }
   __syncthreads();
 }
@@ -134,11 +139,11 @@ __device__ static inline void axis_range(float a, float lo, float hi, float *mn,
 
 /* NT thresholds T[lo..lo + NT) in registers. SAME: one leaf, its pairs
  * i < j, every pair through partners(). Else each point of A meets the
- * staged partners 32 at a time: the float32 s of every pair lies between
- * f32_sum of the least and of the largest |d| per axis over the 32's box
- * (f32_sum and the subtractions are monotone), so where that range clears
- * every threshold's band the 32 pairs are decided at once, and only the
- * rest go pair by pair. */
+ * staged partners a box (DMT_BOX points) at a time: the float32 s of every
+ * pair lies between f32_sum of the least and of the largest |d| per axis
+ * over the box (f32_sum and the subtractions are monotone), so where that
+ * range clears every threshold's band the box's pairs are decided at once,
+ * and only the rest go pair by pair. */
 template <int NT, bool SAME>
 __device__ static void fast(const dmt_params &p, const dmt_entry &e, float4 *sb, float4 *box) {
   const float4 *pa = (const float4 *)p.pa, *pb = (const float4 *)p.pb;
@@ -170,9 +175,9 @@ __device__ static void fast(const dmt_params &p, const dmt_entry &e, float4 *sb,
       if (SAME) {
         partners<NT>(p, tp, tm, tt, a, e.a0 + i, sb, js, m, e.b0 + j0, c);
       } else {
-        for (uint32_t q = 0; 32 * q < m; q++) {
-          const uint32_t jq = 32 * q, mq = m - jq < 32 ? m - jq : 32;
-          const float4 lo = box[q], hi = box[DMT_BLOCK / 32 + q];
+        for (uint32_t q = 0; DMT_BOX * q < m; q++) {
+          const uint32_t jq = DMT_BOX * q, mq = m - jq < DMT_BOX ? m - jq : DMT_BOX;
+          const float4 lo = box[q], hi = box[DMT_BLOCK / DMT_BOX + q];
           float nx, ny, nz, xx, xy, xz;
           axis_range(a.x, lo.x, hi.x, &nx, &xx);
           axis_range(a.y, lo.y, hi.y, &ny, &xy);
@@ -252,7 +257,7 @@ __device__ static void wide(const dmt_params &p, const dmt_entry &e, float4 *sb,
 
 __global__ void __launch_bounds__(DMT_BLOCK) k_leaves(const dmt_params p, const dmt_entry *es) {
   __shared__ float4 sb[DMT_BLOCK];               /* B's points, staged */
-  __shared__ float4 box[DMT_BLOCK / 16];          /* their boxes, 32 points each */
+  __shared__ float4 box[2 * DMT_BLOCK / DMT_BOX]; /* their boxes */
   __shared__ unsigned long long hist[DMT_SHARED]; /* wide(): the levels lo..hi */
   const dmt_entry e = es[blockIdx.x];
   const uint32_t nt = e.hi - e.lo;
