@@ -62,6 +62,16 @@
  * an atomic counter, each counting into its own histogram (64-bit), and
  * poll the cancel flag and report progress after each.
  *
+ * Another engine's leaves (histd__dm_leaves, engine.h). On a GPU worker
+ * the tree and the walk stay here and the leaf pairs of open, unweighted
+ * jobs go to the GPU (kernels/dmtree_engine.c) instead of the loops
+ * below, each with the levels lo..hi its bound allows; that engine's
+ * counts join the planner's histogram at the end. Its loop is cheap per
+ * pair and a leaf pair costs a visit here, so it asks for larger leaves.
+ * Planning may walk the first levels more than once (plan_at, deeper
+ * each time), so while planning such leaf pairs become tasks: every one
+ * is handed over exactly once, by a thread.
+ *
  * Weights. A node keeps the (compensated) sum of its points' weights, so
  * a resolved node pair adds W_A W_B to its bin (its own pairs: sum over j
  * of w_j times the sum before it, self_weight), and the leaf loops sum
@@ -1036,7 +1046,7 @@ int histd__dmtree_run_leaves(HISTD__RUN_ARGS, const histd__dm_leaves *leaves) {
   pthread_mutex_destroy(&job.lock);
   if (begun) { /* the leaf pairs' counts into the planner's levels */
     const bool ok = rc == 0 && !atomic_load(&job.cancelled) && !atomic_load(&job.leaves_rc);
-    int lrc = job.leaves->end(job.leaves->ctx, ok, th[nthreads].h, msg, msglen);
+    int lrc = job.leaves->end(job.leaves->ctx, ok, th[nalloc - 1].h, msg, msglen);
     if (rc == 0 && !atomic_load(&job.cancelled) && lrc != 0) {
       rc = lrc;
       said = true;
