@@ -79,8 +79,8 @@ static int dmg_cuda(dmg *g, cudaError_t e, const char *what) {
   return dmg_fail(g, sdh_cuda_fail(m, sizeof m, what, e), m);
 }
 
-/* The float32 frame of the job: centre, scale, point term, as the cpu
- * kernel's F32 path sets them for an open set (cpu.c's bound). */
+/* The float32 frame of the job: centre, scale, point term, the cpu
+ * kernel's for an open set (f32band.c). */
 static void frame(dmg *g, const histd_problem *p) {
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
   const uint32_t count = p->bins.count;
@@ -91,15 +91,8 @@ static void frame(dmg *g, const histd_problem *p) {
     return;
   const double w = g->edges ? ldexp(1.0, ilogb(p->bins.edges[count])) : p->bins.width;
   g->iw = 1 / w;
-  double m = 0, span = 0;
-  for (int ax = 0; ax < 3; ax++) {
-    const double lo = fmin(a->min[ax], b->min[ax]), hi = fmax(a->max[ax], b->max[ax]);
-    g->centre[ax] = 0.5 * lo + 0.5 * hi;
-    span = fmax(span, hi - lo);
-    m = fmax(m, fmax(fabs((lo - g->centre[ax]) * g->iw), fabs((hi - g->centre[ax]) * g->iw)));
-  }
-  m *= 1 + 0x1p-50; /* the exact |x - c| / w from the rounded ones */
-  g->f32 = w >= 0x1p-480 && w <= 0x1p1000 && span <= 0x1p500 && isfinite(span) && m < 0x1p20;
+  double m;
+  g->f32 = histd__f32_frame(a, b, w, g->centre, &m) && m < 0x1p20;
   g->pnt = g->f32 ? histd__f32_open_pnt(m) : 0;
 }
 

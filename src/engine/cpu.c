@@ -536,12 +536,11 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
   p->path = CPU_PATH_F64;
   /* the scale: the bucket width, or for edges the power of two <= E[count] */
   const double w = edges ? ldexp(1.0, ilogb(pr->bins.edges[count])) : pr->bins.width;
-  double centre[3], len[3] = {0, 0, 0}, m = 0, span = 0, mraw = 0, lw = 0;
+  double centre[3], len[3] = {0, 0, 0}, m, mraw = 0, lw = 0;
+  const bool framed = histd__f32_frame(a, b, w, centre, &m);
   for (int ax = 0; ax < 3; ax++) {
     double lo = a->min[ax] < b->min[ax] ? a->min[ax] : b->min[ax];
     double hi = a->max[ax] > b->max[ax] ? a->max[ax] : b->max[ax];
-    centre[ax] = 0.5 * lo + 0.5 * hi;
-    span = hi - lo > span ? hi - lo : span;
     double r = fabs(lo) > fabs(hi) ? fabs(lo) : fabs(hi);
     mraw = r > mraw ? r : mraw;
   }
@@ -554,17 +553,8 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
   }
   const double iw = 1.0 / w;
   bool f32_ok = opt->path != CPU_PATH_F64 && a->n >= 1 && b->n >= 1 && (stats || a->n >= 2) &&
-                w >= 0x1p-480 && w <= 0x1p1000 && span <= 0x1p500 && isfinite(span);
+                framed;
   if (f32_ok) {
-    for (int ax = 0; ax < 3; ax++) {
-      double lo = a->min[ax] < b->min[ax] ? a->min[ax] : b->min[ax];
-      double hi = a->max[ax] > b->max[ax] ? a->max[ax] : b->max[ax];
-      lo = fabs((lo - centre[ax]) * iw);
-      hi = fabs((hi - centre[ax]) * iw);
-      m = lo > m ? lo : m;
-      m = hi > m ? hi : m;
-    }
-    m *= 1 + 0x1p-50; /* M: the exact |x - cx| / w from the rounded ones */
     mraw = mraw * iw * (1 + 0x1p-50);
     lw = lw * iw * (1 + 0x1p-50);
     f32_ok = periodic ? lw < 0x1p20 && mraw < 0x1p60 : m < 0x1p20;

@@ -73,9 +73,14 @@ int histd__cuda_dmtree_run(HISTD__RUN_ARGS);
 /* The float32 estimate's thresholds in s (f32band.c): the cpu kernel's
  * bound |q - q_ref| <= 6u q + P + 2^-50 (cpu.c's header derives it) for
  * points p = fl32((x - c) / w) of an open set, q = fl32(sqrt(s)), s their
- * float32 sum of squares. histd__f32_open_pnt(M) is P for coordinates
- * |x - c| / w <= M. histd__f32_band: for a threshold thr (in units of w),
+ * float32 sum of squares. histd__f32_frame: c, the centre of A's and
+ * B's joint bounding box, and M >= max |x - c| / w; false where the bound
+ * cannot hold (w outside [2^-480, 2^1000], an axis spanning over 2^500;
+ * open sets also need M < 2^20). histd__f32_open_pnt(M) is P for
+ * coordinates |x - c| / w <= M. histd__f32_band: for a threshold thr (in units of w),
  * s >= *sp proves q_ref >= thr, s < *sm proves q_ref < thr. */
+bool histd__f32_frame(const histd_dataset *a, const histd_dataset *b, double w,
+                      double centre[3], double *m);
 double histd__f32_open_pnt(double m);
 void histd__f32_band(double thr, double pnt, float *sp, float *sm);
 

@@ -18,6 +18,9 @@
  * rounded, so monotone). A loop then compares s and never takes a root:
  * s >= sp proves q >= Q+, s < sm proves q < Q-, and anything between is
  * redone in float64.
+ *
+ * The frame (histd__f32_frame) is the same for both users: c the centre
+ * of A's and B's joint bounding box, M from its corners.
  */
 #include <math.h>
 #include <string.h>
@@ -41,6 +44,23 @@ static float s_of_q(float q) {
       lo = mid + 1;
   }
   return f32_of_bits(lo);
+}
+
+bool histd__f32_frame(const histd_dataset *a, const histd_dataset *b, double w,
+                      double centre[3], double *m) {
+  const double iw = 1.0 / w;
+  double span = 0, mm = 0;
+  for (int ax = 0; ax < 3; ax++) {
+    const double lo = a->min[ax] < b->min[ax] ? a->min[ax] : b->min[ax];
+    const double hi = a->max[ax] > b->max[ax] ? a->max[ax] : b->max[ax];
+    centre[ax] = 0.5 * lo + 0.5 * hi;
+    span = hi - lo > span ? hi - lo : span;
+    const double l = fabs((lo - centre[ax]) * iw), h = fabs((hi - centre[ax]) * iw);
+    mm = l > mm ? l : mm;
+    mm = h > mm ? h : mm;
+  }
+  *m = mm * (1 + 0x1p-50); /* M: the exact |x - c| / w from the rounded ones */
+  return w >= 0x1p-480 && w <= 0x1p1000 && span <= 0x1p500 && isfinite(span);
 }
 
 double histd__f32_open_pnt(double m) {
