@@ -13,6 +13,10 @@
 
 #include "histd/histd.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define HISTD_MORTON_LEVELS 21 /* 3 bits each: 63 bits */
 
 typedef struct histd__mkey {
@@ -23,5 +27,9 @@ typedef struct histd__mkey {
 /* The n = ds->n points' codes, sorted, in a new array *out (free() it);
  * 0 or HISTD_ENOMEM. The set holds at most 2^32 - 1 points. */
 int histd__morton_sort(const histd_dataset *ds, histd__mkey **out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
