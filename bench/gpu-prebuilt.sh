@@ -5,9 +5,14 @@
 #   here:     meson setup build -Dcuda=enabled -Dservice=disabled -Dnetcdf=disabled
 #             ninja -C build && bash bench/gpu-prebuilt.sh pack
 #             (stripped copies and libcudart into build-bin/, git-ignored;
-#             no libnetcdf: the lent machine has none, and no GPU test reads NetCDF)
+#             no libnetcdf: the lent machine has none, and no GPU test reads NetCDF).
+#             Each executable is ~12 MB (the kernels for two architectures) and
+#             what travels is at most 64 MiB: PACK names the ones to pack
+#             (default: test_gpu test_grid_gpu test_stats bench_gpu tc_probe)
 #   on a GPU: BENCH_ARGS=grid bash bench/gpu-prebuilt.sh
 #             (the run tool with carry ["build-bin"]; logs under $OUT)
+# TC_PROBE=1 also runs tc_probe (the tensor-core pair against auto and
+# binary64) after the tests and prints its table.
 # TESTS names the test executables to run (default: test_grid_gpu test_gpu
 # test_stats; test_stats is the unit suite's statistics test, which runs
 # "grid" on the GPU when there is one; test_topology, packed too, runs the
@@ -22,10 +27,10 @@ if [ "${1:-}" = pack ]; then
   cd "$(dirname "$0")/.."
   bin=${2:-build-bin}
   rm -rf "$bin" && mkdir -p "$bin"
-  for f in build/tests/gpu/test_grid_gpu build/tests/gpu/test_gpu \
-           build/tests/engine/test_stats build/tests/engine/test_topology \
-           build/bench/bench_gpu build/bench/bench_shards build/bench/bench_frames; do
-    strip -o "$bin/$(basename "$f")" "$f"
+  for name in ${PACK:-test_gpu test_grid_gpu test_stats bench_gpu tc_probe}; do
+    f=$(ls build/tests/gpu/$name build/tests/engine/$name build/bench/$name 2>/dev/null | head -1)
+    [ -n "$f" ] || { echo "pack: no executable $name under build/"; exit 1; }
+    strip -o "$bin/$name" "$f"
   done
   cp -L /usr/local/cuda/lib64/libcudart.so.13 "$bin/"
   cp bench/gpu-prebuilt.sh "$bin/"
@@ -63,6 +68,13 @@ if [ -n "${BENCH_ARGS:-}" ]; then
   echo "bench: $(( $(date +%s) - t0 )) s, rc $rc"
   sed -n '/^== grid/,/^== summary/p' "$OUT/bench.log" | grep -v '^== summary'
   sed -n '/== summary/,$p' "$OUT/bench.log"
+fi
+if [ -n "${TC_PROBE:-}" ]; then
+  t0=$(date +%s)
+  "./$bin/tc_probe" > "$OUT/tc_probe.log" 2>&1
+  rc=$?
+  echo "tc_probe: $(( $(date +%s) - t0 )) s, rc $rc"
+  sed -n '/== summary/,$p' "$OUT/tc_probe.log"
 fi
 echo "== tests"
 printf '%s\n' "${summary[@]}"

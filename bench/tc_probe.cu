@@ -1,0 +1,599 @@
+/*
+ * tc_probe.cu -- the float32 pair on the tensor cores (kernels/tc_plan.h),
+ * run on a GPU beside the engine's kernels: does the hardware stay inside
+ * the bound's model, are the counts the contract's, and how fast is it?
+ *
+ *   tc_probe [--quick]
+ *
+ * For each set (W1, W2 of the design, and smaller sets whose distances fall
+ * on edges, clumps, a far outlier) it
+ *   - builds the Morton tiles and frames on the host (tc_tiles_build),
+ *   - runs the tensor-core kernel below, exact (and once "fast", no band:
+ *     the loop's ceiling), timed with events around its launches (the tiles
+ *     already on the GPU, as the engine's kernel_ms),
+ *   - runs the engine's tiled-privatized-f64 (the contract in binary64) and
+ *     "auto" on the same set on the same GPU, compares every bucket with
+ *     both, and reports the tensor-core time against auto's (medians),
+ *   - measures the tensor cores' error on every pair of some tile pairs:
+ *     |S - (C + exact sum of the 16 products)| against the model's
+ *     2^-18 of the operands' magnitudes (tc_plan.h), largest ratio seen.
+ * The last lines are a table. Not yet part of the engine: this decides
+ * whether it should be (bench/RESULTS.md).
+ *
+ * The kernel: a block of 256 threads (8 warps) anchors a tile of 256 points
+ * and meets partner tiles J >= I, a persistent grid over the tile pairs as
+ * the engine's "balanced" (units in row-major order, split evenly). Per
+ * tile pair, thread 0 plans it (tc_unit_plan: C, G, or wide); the block
+ * stages the partners' fragments (16 floats a point, slot-major so that a
+ * lane's LDS.128 reads its 4 k-slots); each warp holds its 32 anchors' A
+ * fragments (2 m16 tiles, k = 16) and walks the 32 groups of 8 partners:
+ * 4 mma.m16n8k8 give 8 sums a lane, each becomes a code (rsqrtf, one FFMA.RD)
+ * counted in the lane's own column of the shared histogram; the smallest
+ * fraction of the 8 decides whether the group has edge pairs, whose counts
+ * are taken back and queued for the binary64 redo (sdh_kernels.cu's scheme).
+ * Tile pairs on the diagonal or the last, partial tile mask their pairs;
+ * wide tile pairs are counted in binary64 by the block.
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "histd/histd.h"
+#include "tc_plan.h"
+
+#define QCAP 2048u
+#define NT TC_TILE /* threads a block = points a tile */
+#define EPS_R 0x1p-22 /* rsqrtf: the CUDA Guide's 2 ulp */
+
+#define CK(x)                                                                                  \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));      \
+      exit(1);                                                                                 \
+    }                                                                                          \
+  } while (0)
+
+struct Params {
+  tc_job job;
+  uint32_t n, tiles, rowcap;
+  double width, inv_w;
+  const float4 *loc;
+  const double *cen, *x, *y, *z; /* centres (3 a tile); the sorted points */
+  const float *rad;
+  unsigned long long *counts, *refined, *flagged, *wide;
+  unsigned long long *err; /* probe: [0] largest |S - exact| / magnitudes (bits), [1] pairs */
+};
+
+__device__ __forceinline__ uint32_t tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+
+__device__ __forceinline__ void mma8(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1,
+                                     float c0, float c1, float c2, float c3) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, "
+               "{%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c0),
+                 "f"(c1), "f"(c2), "f"(c3));
+}
+
+__device__ __forceinline__ uint32_t bucket64(const Params &p, uint32_t i, uint32_t j) {
+  double dx = __dsub_rn(p.x[i], p.x[j]), dy = __dsub_rn(p.y[i], p.y[j]),
+         dz = __dsub_rn(p.z[i], p.z[j]);
+  double s = __dadd_rn(__dadd_rn(__dmul_rn(dx, dx), __dmul_rn(dy, dy)), __dmul_rn(dz, dz));
+  double b = floor(__ddiv_rn(__dsqrt_rn(s), p.width));
+  return b < (double)p.rowcap ? (uint32_t)b : p.rowcap;
+}
+
+/* An anchor row's 4 slots for quad position t (tc_plan.h's table). */
+__device__ __forceinline__ void arow(float4 l, uint32_t t, uint32_t s[4]) {
+  if (t < 3) {
+    float v = t == 0 ? l.x : (t == 1 ? l.y : l.z);
+    uint32_t h = tf32(v);
+    s[0] = h;
+    s[1] = tf32(v - __uint_as_float(h));
+    s[2] = h;
+    s[3] = 0;
+  } else {
+    double qa = (double)l.x * l.x + (double)l.y * l.y + (double)l.z * l.z;
+    uint32_t h = tf32((float)qa);
+    s[0] = h;
+    s[1] = tf32((float)(qa - (double)__uint_as_float(h)));
+    s[2] = s[3] = __float_as_uint(1.f);
+  }
+}
+
+/* A partner column's 16 slots, slot-major: out[t] holds slots t, t+4, t+8, t+12. */
+__device__ __forceinline__ void bcol(float4 l, const float d[3], float4 out[4]) {
+  float X = __fadd_rn(l.x, d[0]), Y = __fadd_rn(l.y, d[1]), Z = __fadd_rn(l.z, d[2]);
+  float v[3] = {-2.f * X, -2.f * Y, -2.f * Z};
+#pragma unroll
+  for (int a = 0; a < 3; a++) {
+    float h = __uint_as_float(tf32(v[a]));
+    out[a] = make_float4(h, h, __uint_as_float(tf32(v[a] - h)), 0.f);
+  }
+  float q = __fmaf_rn(X, X, __fmaf_rn(Y, Y, __fmul_rn(Z, Z)));
+  float h = __uint_as_float(tf32(q));
+  out[3] = make_float4(1.f, 1.f, h, __uint_as_float(tf32(q - h)));
+}
+
+__device__ __forceinline__ void decode_pair(uint64_t q, uint32_t T, uint32_t *I, uint32_t *J) {
+  double b = 2.0 * T + 1.0, disc = b * b - 8.0 * (double)q;
+  int64_t r = (int64_t)((b - sqrt(disc > 0 ? disc : 0)) / 2.0);
+  r = r < 0 ? 0 : (r > (int64_t)T - 1 ? (int64_t)T - 1 : r);
+#define ROWSTART(r) ((uint64_t)(r) * T - (uint64_t)(r) * ((r) - 1) / 2)
+  while (r > 0 && ROWSTART(r) > q)
+    r--;
+  while (r + 1 < (int64_t)T && ROWSTART(r + 1) <= q)
+    r++;
+  *I = (uint32_t)r;
+  *J = (uint32_t)(r + (q - ROWSTART(r)));
+#undef ROWSTART
+}
+
+__device__ __forceinline__ void count(uint32_t hb, uint32_t row) {
+  asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(hb + (row << 7)));
+}
+
+template <bool EXACT, bool PROBE>
+__global__ void __launch_bounds__(NT, 4) k_tc(const __grid_constant__ Params p, uint64_t u0,
+                                              uint64_t u1) {
+  __shared__ float4 bf[4][NT];
+  __shared__ uint2 q[QCAP];
+  __shared__ uint32_t qn, s_tc, s_thresh;
+  __shared__ float s_magic, s_bias, s_d[3];
+  extern __shared__ uint32_t hist[]; /* rows x 32 lanes */
+  const tc_job &jb = p.job;
+  const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  for (uint32_t k = tid; k < jb.rows * 32; k += NT)
+    hist[k] = 0;
+  if (tid == 0)
+    qn = 0;
+  const uint32_t hb = (uint32_t)__cvta_generic_to_shared(hist + lane) - jb.rowbase * 128;
+  const uint64_t len = u1 - u0, G = gridDim.x;
+  const uint64_t q0 = u0 + len * blockIdx.x / G, q1 = u0 + len * (blockIdx.x + 1) / G;
+  uint32_t I = 0, J = 0, curI = 0xffffffffu, flagged = 0, wide = 0;
+  if (q0 < q1)
+    decode_pair(q0, p.tiles, &I, &J);
+  uint32_t A1[2][4], A2[2][4];
+  for (uint64_t u = q0; u < q1; u++) {
+    if (I != curI) {
+      curI = I;
+#pragma unroll
+      for (int r = 0; r < 2; r++) {
+        uint32_t sa[4], sb[4], ra = I * NT + warp * 32 + r * 16 + g;
+        arow(p.loc[ra], t, sa);
+        arow(p.loc[ra + 8], t, sb);
+        uint32_t x1[4] = {sa[0], sb[0], sa[1], sb[1]}, x2[4] = {sa[2], sb[2], sa[3], sb[3]};
+        for (int k = 0; k < 4; k++) {
+          A1[r][k] = x1[k];
+          A2[r][k] = x2[k];
+        }
+      }
+    }
+    __syncthreads(); /* the last tile pair's readers of bf and s_* are done */
+    if (tid == 0) {
+      double d[3], D2 = 0;
+      for (int a = 0; a < 3; a++) {
+        d[a] = (p.cen[3 * J + a] - p.cen[3 * I + a]) * p.inv_w;
+        s_d[a] = (float)d[a];
+        D2 += d[a] * d[a];
+      }
+      tc_unit un = tc_unit_plan(&jb, sqrt(D2), p.rad[I], p.rad[J]);
+      s_tc = un.tc;
+      s_bias = un.bias;
+      s_magic = (float)(ldexp(1.0, 23 - (int)jb.k) + un.g * ldexp(1.0, -(int)jb.k));
+      s_thresh = EXACT ? 2 * un.g + 1 : 0;
+    }
+    __syncthreads();
+    const bool masked = I == J || I + 1 == p.tiles || J + 1 == p.tiles;
+    if (!s_tc) {
+      /* wide: the contract, pair by pair */
+      wide++;
+      uint32_t i = I * NT + tid;
+      for (uint32_t c = 0; c < NT && i < p.n; c++) {
+        uint32_t j = J * NT + c;
+        if (j < p.n && (I != J || j > i))
+          count(hb, jb.rowbase + bucket64(p, i, j));
+      }
+    } else {
+      {
+        float4 o[4];
+        float d[3] = {s_d[0], s_d[1], s_d[2]};
+        bcol(p.loc[J * NT + tid], d, o);
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+          bf[k][tid] = o[k];
+      }
+      __syncthreads();
+      const float magic = s_magic, bias = s_bias;
+      const uint32_t thresh = s_thresh, row0 = I * NT + warp * 32 + g, col0 = J * NT + 2 * t;
+      for (uint32_t nb = 0; nb < NT / 8; nb++) {
+        const float4 bv = bf[t][nb * 8 + g];
+        const uint32_t b0 = __float_as_uint(bv.x), b1 = __float_as_uint(bv.y),
+                       b2 = __float_as_uint(bv.z), b3 = __float_as_uint(bv.w);
+        uint32_t c[8], m = 0xffffffffu;
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+          float d[4];
+          mma8(d, A1[r], b0, b1, bias, bias, bias, bias);
+          mma8(d, A2[r], b2, b3, d[0], d[1], d[2], d[3]);
+#pragma unroll
+          for (int k = 0; k < 4; k++) {
+            const uint32_t cc = __float_as_uint(__fmaf_rd(d[k], rsqrtf(d[k]), magic));
+            const uint32_t ai = row0 + r * 16 + (k >> 1) * 8, bj = col0 + nb * 8 + (k & 1);
+            const bool ok = !masked || (ai < p.n && bj < p.n && (I != J || bj > ai));
+            c[r * 4 + k] = ok ? cc : 0xffffffffu; /* a masked pair is no edge */
+            if (ok) {
+              count(hb, cc >> jb.k);
+              if (EXACT)
+                m = min(m, cc & jb.mask);
+            }
+            if (PROBE && ok) {
+              /* the exact sum of the 16 products and C, from the same operands */
+              uint32_t jl = nb * 8 + 2 * t + (k & 1);
+              float4 la = p.loc[ai];
+              double ex = bias, mag = bias;
+              for (uint32_t tt = 0; tt < 4; tt++) {
+                uint32_t s4[4];
+                arow(la, tt, s4);
+                float4 bb = bf[tt][jl];
+                float bq[4] = {bb.x, bb.y, bb.z, bb.w};
+                for (int j = 0; j < 4; j++) {
+                  double pr = (double)__uint_as_float(s4[j]) * (double)bq[j];
+                  ex += pr;
+                  mag += fabs(pr);
+                }
+              }
+              double ratio = fabs((double)d[k] - ex) / mag;
+              atomicMax(&p.err[0], (unsigned long long)__double_as_longlong(ratio));
+              atomicAdd(&p.err[1], 1ull);
+            }
+          }
+        }
+        if (EXACT && m < thresh) {
+          flagged += lane == (uint32_t)__ffs(__activemask()) - 1; /* once a warp */
+#pragma unroll
+          for (int k = 0; k < 8; k++) {
+            const uint32_t cc = c[k];
+            if (cc != 0xffffffffu && (cc & jb.mask) < thresh && (cc >> jb.k) != jb.rowbase) {
+              asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hb + ((cc >> jb.k) << 7)),
+                           "r"(0xffffffffu));
+              const uint32_t ai = row0 + (k >> 2) * 16 + ((k & 3) >> 1) * 8,
+                             bj = col0 + nb * 8 + (k & 1);
+              const uint32_t slot = atomicAdd(&qn, 1u);
+              if (slot < QCAP) {
+                q[slot] = make_uint2(ai, bj);
+              } else {
+                atomicAdd(&p.counts[bucket64(p, ai, bj)], 1ull);
+                atomicAdd(p.refined, 1ull);
+              }
+            }
+          }
+        }
+      }
+    }
+    __syncthreads();
+    const uint32_t nq = qn;
+    if (EXACT && nq > 0 && (nq >= QCAP / 2 || u + 1 == q1)) {
+      const uint32_t m2 = nq < QCAP ? nq : QCAP;
+      for (uint32_t e = tid; e < m2; e += NT)
+        count(hb, jb.rowbase + bucket64(p, q[e].x, q[e].y));
+      __syncthreads();
+      if (tid == 0) {
+        atomicAdd(p.refined, (unsigned long long)m2);
+        qn = 0;
+      }
+    }
+    if (++J == p.tiles) {
+      I++;
+      J = I;
+    }
+  }
+  __syncthreads();
+  for (uint32_t r = tid; r < jb.rows; r += NT) {
+    uint32_t sum = 0;
+    for (uint32_t c = 0; c < 32; c++)
+      sum += hist[r * 32 + ((c + r) & 31)];
+    if (sum)
+      atomicAdd(&p.counts[r], (unsigned long long)sum);
+  }
+  if (flagged)
+    atomicAdd(p.flagged, (unsigned long long)flagged);
+  if (wide && tid == 0)
+    atomicAdd(p.wide, (unsigned long long)wide);
+}
+
+/* ---- the host side ---------------------------------------------------------- */
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+typedef struct row {
+  char name[32];
+  uint32_t n;
+  double w, tc_ms, fast_ms, auto_ms, refined, flagged, wide, err;
+  char auto_kernel[48];
+  bool same_f64, same_auto;
+} row;
+
+static histd_worker *WK;
+
+/* kernel ms of one engine run (counts kept in *keep) */
+static double engine_run(const histd_dataset *ds, double w, uint32_t buckets, const char *k,
+                         histd_result *keep) {
+  histd_problem pr;
+  memset(&pr, 0, sizeof pr);
+  pr.a = ds;
+  pr.bins.kind = HISTD_BINS_WIDTH;
+  pr.bins.count = buckets;
+  pr.bins.width = w;
+  histd_exec ex;
+  histd_exec_init(&ex);
+  snprintf(ex.kernel, sizeof ex.kernel, "%s", k);
+  ex.devices = 1;
+  char msg[512];
+  if (histd_worker_run(WK, &pr, &ex, NULL, keep, msg, sizeof msg) != 0) {
+    printf("  %s: %s\n", k, msg);
+    return -1;
+  }
+  return keep->timing.kernel_ms;
+}
+
+static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
+  row R;
+  memset(&R, 0, sizeof R);
+  snprintf(R.name, sizeof R.name, "%s", name);
+  R.n = (uint32_t)ds->n;
+  R.w = w;
+  tc_tiles t;
+  if (tc_tiles_build(ds, w, &t) != 0) {
+    printf("%s: out of memory\n", name);
+    return R;
+  }
+  Params p;
+  memset(&p, 0, sizeof p);
+  p.job = tc_job_plan(histd_dataset_diagonal(ds) / w, EPS_R, 1);
+  if (!p.job.ok) {
+    printf("%s: the plan declined\n", name);
+    tc_tiles_free(&t);
+    return R;
+  }
+  const uint32_t rows = p.job.rows;
+  p.n = t.n;
+  p.tiles = t.tiles;
+  p.rowcap = rows - 1;
+  p.width = w;
+  p.inv_w = 1.0 / w;
+  size_t np = (size_t)t.tiles * NT;
+  float4 *dloc;
+  double *dcen, *dxyz;
+  float *drad;
+  unsigned long long *dc, *dst;
+  CK(cudaMalloc(&dloc, np * sizeof(float4)));
+  CK(cudaMalloc(&dcen, 3 * t.tiles * sizeof(double)));
+  CK(cudaMalloc(&drad, t.tiles * sizeof(float)));
+  CK(cudaMalloc(&dxyz, 3 * (size_t)t.n * sizeof(double)));
+  CK(cudaMalloc(&dc, rows * sizeof(unsigned long long)));
+  CK(cudaMalloc(&dst, 6 * sizeof(unsigned long long)));
+  CK(cudaMemcpy(dloc, t.loc, np * sizeof(float4), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dcen, t.cen, 3 * t.tiles * sizeof(double), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(drad, t.rad, t.tiles * sizeof(float), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dxyz, t.x, 3 * (size_t)t.n * sizeof(double), cudaMemcpyHostToDevice));
+  p.loc = dloc;
+  p.cen = dcen;
+  p.rad = drad;
+  p.x = dxyz;
+  p.y = dxyz + t.n;
+  p.z = dxyz + 2 * (size_t)t.n;
+  p.counts = dc;
+  p.refined = dst;
+  p.flagged = dst + 1;
+  p.wide = dst + 2;
+  p.err = dst + 3;
+  const size_t smem = (size_t)rows * 128;
+  void (*kern[3])(Params, uint64_t, uint64_t) = {k_tc<true, false>, k_tc<false, false>,
+                                                k_tc<true, true>};
+  for (int k = 0; k < 3; k++)
+    CK(cudaFuncSetAttribute(kern[k], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  int per = 0, sms = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kern[0], NT, smem));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const uint32_t grid = (uint32_t)(per * sms);
+  const uint64_t U = (uint64_t)t.tiles * (t.tiles + 1) / 2;
+  const uint64_t step = (uint64_t)grid * 30000; /* 32-bit shared counters */
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  unsigned long long st[6];
+  double pairs = (double)t.n * (t.n - 1) / 2;
+  double ms[16];
+  for (int variant = 0; variant < 2; variant++) {
+    int nrep = variant == 0 ? reps : 1;
+    for (int rep = 0; rep < nrep; rep++) {
+      CK(cudaMemset(dc, 0, rows * sizeof(unsigned long long)));
+      CK(cudaMemset(dst, 0, 6 * sizeof(unsigned long long)));
+      CK(cudaEventRecord(e0));
+      for (uint64_t a = 0; a < U; a += step)
+        kern[variant]<<<grid, NT, smem>>>(p, a, a + step < U ? a + step : U);
+      CK(cudaGetLastError());
+      CK(cudaEventRecord(e1));
+      CK(cudaEventSynchronize(e1));
+      float f;
+      CK(cudaEventElapsedTime(&f, e0, e1));
+      ms[rep] = f;
+    }
+    qsort(ms, (size_t)nrep, sizeof ms[0], cmp_d);
+    if (variant == 0) {
+      R.tc_ms = ms[nrep / 2];
+      CK(cudaMemcpy(st, dst, sizeof st, cudaMemcpyDeviceToHost));
+      R.refined = st[0] / pairs;
+      R.flagged = st[1] / (pairs / 256.0);
+      R.wide = (double)st[2] / (double)U;
+    } else {
+      R.fast_ms = ms[0];
+    }
+  }
+  /* the counts of the last exact run: rerun exact once more for them */
+  CK(cudaMemset(dc, 0, rows * sizeof(unsigned long long)));
+  for (uint64_t a = 0; a < U; a += step)
+    kern[0]<<<grid, NT, smem>>>(p, a, a + step < U ? a + step : U);
+  CK(cudaGetLastError());
+  unsigned long long *hc = (unsigned long long *)calloc(rows, sizeof *hc);
+  CK(cudaMemcpy(hc, dc, rows * sizeof *hc, cudaMemcpyDeviceToHost));
+  /* the probe: every pair of the first and the last 2,000 tile pairs */
+  CK(cudaMemset(dst, 0, 6 * sizeof(unsigned long long)));
+  uint64_t Up = U < 2000 ? U : 2000;
+  kern[2]<<<grid, NT, smem>>>(p, 0, Up);
+  kern[2]<<<grid, NT, smem>>>(p, U - Up, U);
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  CK(cudaMemcpy(st, dst, sizeof st, cudaMemcpyDeviceToHost));
+  memcpy(&R.err, &st[3], sizeof R.err);
+  /* the engine: binary64 and auto on the same set, every bucket compared */
+  histd_result r64, ra;
+  uint32_t buckets = rows - 1; /* rows past the last bucket are overflow */
+  bool got64 = engine_run(ds, w, buckets, "tiled-privatized-f64", &r64) >= 0;
+  double am[16];
+  int an = 0;
+  bool gota = true;
+  for (int rep = 0; rep < reps && gota; rep++) {
+    if (rep > 0)
+      histd_result_free(&ra);
+    am[an] = engine_run(ds, w, buckets, "auto", &ra);
+    gota = am[an++] >= 0;
+  }
+  if (gota) {
+    qsort(am, (size_t)an, sizeof am[0], cmp_d);
+    R.auto_ms = am[an / 2];
+    snprintf(R.auto_kernel, sizeof R.auto_kernel, "%s/%u", ra.kernel, ra.block_size);
+  }
+  R.same_f64 = got64;
+  R.same_auto = gota;
+  for (uint32_t b = 0; b < rows; b++) {
+    unsigned long long want64 = got64 ? (b < buckets ? r64.counts[b] : r64.overflow) : 0;
+    unsigned long long wanta = gota ? (b < buckets ? ra.counts[b] : ra.overflow) : 0;
+    if (got64 && hc[b] != want64)
+      R.same_f64 = false;
+    if (gota && hc[b] != wanta)
+      R.same_auto = false;
+  }
+  printf("%-12s n=%-8u w=%-5g tiles=%u rows=%u k=%u grid=%u (%d/SM): tc %.2f ms (%.3e pairs/s), "
+         "fast %.2f ms, auto %s %.2f ms: %.2fx; refined %.2e, flagged groups %.3f, wide tile "
+         "pairs %.4f, tensor-core error %.3g of the magnitudes (model 2^-18 = %.3g); counts %s "
+         "binary64, %s auto\n",
+         name, t.n, w, t.tiles, rows, p.job.k, grid, per, R.tc_ms, pairs / R.tc_ms * 1e3,
+         R.fast_ms, R.auto_kernel, R.auto_ms, R.auto_ms / R.tc_ms, R.refined, R.flagged, R.wide,
+         R.err, 0x1p-18, R.same_f64 ? "identical to" : "DIFFER from",
+         R.same_auto ? "identical to" : "DIFFER from");
+  fflush(stdout);
+  if (got64)
+    histd_result_free(&r64);
+  if (gota)
+    histd_result_free(&ra);
+  free(hc);
+  cudaFree(dloc);
+  cudaFree(dcen);
+  cudaFree(drad);
+  cudaFree(dxyz);
+  cudaFree(dc);
+  cudaFree(dst);
+  tc_tiles_free(&t);
+  return R;
+}
+
+static uint64_t S = 88172645463325252ull;
+static double rnd(void) {
+  S ^= S >> 12;
+  S ^= S << 25;
+  S ^= S >> 27;
+  return (double)((S * 2685821657736338717ull) >> 11) * 0x1p-53;
+}
+
+static void fill(histd_dataset *ds, size_t n, int kind) {
+  histd_dataset_alloc(ds, n, NULL, 0);
+  for (size_t i = 0; i < n; i++) {
+    double p[3];
+    if (kind == 1) { /* an integer lattice far from the origin */
+      size_t m = (size_t)ceil(cbrt((double)n));
+      p[0] = 1e5 + (double)(i % m);
+      p[1] = -3e4 + (double)(i / m % m);
+      p[2] = 7 + (double)(i / m / m);
+    } else if (kind == 2) { /* 100 clumps */
+      size_t c = i % 100;
+      for (int a = 0; a < 3; a++) {
+        double centre = 23000 * (double)((c * (a + 7) * 37) % 100) / 100.0;
+        p[a] = centre + 500 * (rnd() + rnd() + rnd() - 1.5);
+      }
+    } else {
+      for (int a = 0; a < 3; a++)
+        p[a] = 23000 * rnd();
+    }
+    ds->x[i] = p[0];
+    ds->y[i] = p[1];
+    ds->z[i] = p[2];
+  }
+  if (kind == 3) /* uniform with one point far out: its tile is wide */
+    ds->x[12345 % n] = 1e6;
+  histd_dataset_finish(ds, NULL, 0);
+}
+
+int main(int argc, char **argv) {
+  bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  histd_device_info dev[16];
+  int count = 0;
+  char msg[512] = "";
+  histd_devices(dev, 16, &count, msg, sizeof msg);
+  if (count == 0) {
+    printf("tc_probe: %s\n", msg);
+    return 77;
+  }
+  printf("tc_probe on %s (cc %d.%d, %d SMs)\n", dev[0].name, dev[0].cc_major, dev[0].cc_minor,
+         dev[0].multiprocessors);
+  if (histd_worker_create(&WK, dev[0].index, msg, sizeof msg) != 0) {
+    printf("tc_probe: %s\n", msg);
+    return 1;
+  }
+  const struct {
+    const char *name;
+    size_t n;
+    double w;
+    int kind, reps;
+  } sets[] = {
+      {"lattice w=1", 64000, 1, 1, 1},  {"lattice w=3", 216000, 3, 1, 1},
+      {"clumps", 400000, 200, 2, 1},    {"outlier", 300000, 1000, 3, 1},
+      {"W4", 100000, 500, 0, 5},        {"W1", 512000, 500, 0, 5},
+      {"W2", 2000000, 500, 0, 3},
+  };
+  row R[8];
+  int nr = 0;
+  for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
+    if (quick && sets[s].n > 600000)
+      continue;
+    histd_dataset ds;
+    fill(&ds, sets[s].n, sets[s].kind);
+    R[nr++] = run_set(sets[s].name, &ds, sets[s].w, sets[s].reps);
+    histd_dataset_free(&ds);
+  }
+  printf("\n== summary: %s ==\n", dev[0].name);
+  printf("%-12s %9s %6s %10s %11s %10s %10s %7s %9s %9s %8s %8s %s\n", "set", "n", "w",
+         "tc ms", "tc pairs/s", "fast ms", "auto ms", "ratio", "refined", "tc err", "wide",
+         "counts", "auto ran");
+  for (int i = 0; i < nr; i++) {
+    double pairs = (double)R[i].n * (R[i].n - 1) / 2;
+    printf("%-12s %9u %6g %10.2f %11.3e %10.2f %10.2f %6.2fx %9.2e %9.2e %8.4f %8s %s\n",
+           R[i].name, R[i].n, R[i].w, R[i].tc_ms, pairs / R[i].tc_ms * 1e3, R[i].fast_ms,
+           R[i].auto_ms, R[i].auto_ms / R[i].tc_ms, R[i].refined, R[i].err, R[i].wide,
+           R[i].same_f64 && R[i].same_auto ? "same" : "DIFFER", R[i].auto_kernel);
+  }
+  histd_worker_destroy(WK);
+  return 0;
+}
