@@ -11,6 +11,21 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* The contract's distance between two points, each operation rounded on
+ * its own. */
+static inline double definition_distance(double xi, double yi, double zi, double xj,
+                                         double yj, double zj) {
+  double dx = xi - xj;
+  double dy = yi - yj;
+  double dz = zi - zj;
+  double sxx = dx * dx;
+  double syy = dy * dy;
+  double szz = dz * dz;
+  double s = sxx + syy;
+  s = s + szz;
+  return sqrt(s);
+}
+
 typedef struct def_hist {
   uint64_t *counts;
   uint64_t overflow;
@@ -23,15 +38,7 @@ static inline def_hist definition_histogram(const double *x, const double *y,
   def_hist h = {calloc(buckets ? buckets : 1, sizeof(uint64_t)), 0, 0};
   for (size_t i = 0; i < n; i++) {
     for (size_t j = i + 1; j < n; j++) {
-      double dx = x[i] - x[j];
-      double dy = y[i] - y[j];
-      double dz = z[i] - z[j];
-      double sxx = dx * dx;
-      double syy = dy * dy;
-      double szz = dz * dz;
-      double s = sxx + syy;
-      s = s + szz;
-      double d = sqrt(s);
+      double d = definition_distance(x[i], y[i], z[i], x[j], y[j], z[j]);
       double q = d / width;
       double b = floor(q);
       if (b < (double)buckets)

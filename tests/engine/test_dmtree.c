@@ -68,10 +68,7 @@ static double resolved_pct(const histd_result *r) {
 /* The contract's distance of point i of a and point j of b, each operation
  * rounded on its own (built with -ffp-contract=off). */
 static double def_d(const histd_dataset *a, size_t i, const histd_dataset *b, size_t j) {
-  double dx = a->x[i] - b->x[j], dy = a->y[i] - b->y[j], dz = a->z[i] - b->z[j];
-  double xx = dx * dx, yy = dy * dy, zz = dz * dz, s = xx + yy;
-  s = s + zz;
-  return sqrt(s);
+  return definition_distance(a->x[i], a->y[i], a->z[i], b->x[j], b->y[j], b->z[j]);
 }
 
 static histd_problem plain(const histd_dataset *a, const histd_dataset *b, double width,

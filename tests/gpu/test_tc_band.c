@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "../check.h"
+#include "../definition.h"
 #include "../pointsets.h"
 #include "../../kernels/tc_plan.h"
 
@@ -47,18 +48,9 @@ static uint32_t fbits(float f) {
   return u;
 }
 
-/* The contract's q = fl(sqrt(s)) / w and its bucket, pair by pair. */
+/* The contract's q = fl(sqrt(s)) / w of a pair (its bucket is floor(q)). */
 static double contract_q(const tc_tiles *t, uint32_t i, uint32_t j, double w) {
-  double dx = t->x[i] - t->x[j];
-  double dy = t->y[i] - t->y[j];
-  double dz = t->z[i] - t->z[j];
-  double sxx = dx * dx;
-  double syy = dy * dy;
-  double szz = dz * dz;
-  double s = sxx + syy;
-  s = s + szz;
-  double d = sqrt(s);
-  return d / w;
+  return definition_distance(t->x[i], t->y[i], t->z[i], t->x[j], t->y[j], t->z[j]) / w;
 }
 
 typedef struct stats {
