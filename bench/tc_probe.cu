@@ -3,7 +3,11 @@
  * run on a GPU beside the engine's kernels: does the hardware stay inside
  * the bound's model, are the counts the contract's, and how fast is it?
  *
- *   tc_probe [--quick]
+ *   tc_probe [--quick] [--plan]
+ *
+ * --plan (no GPU needed): the host's side alone for each set -- the tiles'
+ * build time, their radii, the mean band (2G + 1) / 2^k and the share of
+ * wide tile pairs over a sample of tile pairs.
  *
  * For each set (W1, W2 of the design, and smaller sets whose distances fall
  * on edges, clumps, a far outlier) it
@@ -40,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "histd/histd.h"
 #include "tc_plan.h"
@@ -348,6 +353,47 @@ static double engine_run(const histd_dataset *ds, double w, uint32_t buckets, co
   return keep->timing.kernel_ms;
 }
 
+/* The host's side of a set: tiles, radii, bands, wide tile pairs (every
+ * 7th row of tile pairs, every 5th pair in it). */
+static void plan_stats(const char *name, const histd_dataset *ds, double w) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  tc_tiles t;
+  if (tc_tiles_build(ds, w, &t) != 0)
+    return;
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  tc_job jb = tc_job_plan(histd_dataset_diagonal(ds) / w, EPS_R, 1);
+  double rsum = 0, rmax = 0, band = 0;
+  uint64_t met = 0, wide = 0;
+  for (uint32_t I = 0; I < t.tiles; I++) {
+    rsum += t.rad[I];
+    rmax = t.rad[I] > rmax ? t.rad[I] : rmax;
+  }
+  for (uint32_t I = 0; jb.ok && I < t.tiles; I += 7)
+    for (uint32_t J = I; J < t.tiles; J += 5) {
+      double D2 = 0;
+      for (int k = 0; k < 3; k++) {
+        double d = (t.cen[3 * J + k] - t.cen[3 * I + k]) / w;
+        D2 += d * d;
+      }
+      tc_unit u = tc_unit_plan(&jb, sqrt(D2), t.rad[I], t.rad[J]);
+      met++;
+      if (u.tc)
+        band += (2.0 * u.g + 1) / ldexp(1.0, (int)jb.k);
+      else
+        wide++;
+    }
+  printf("%-12s n=%-8zu w=%-5g plan: tiles %u built in %.3f s on the host, radius mean %.2f "
+         "max %.2f buckets, k %u, rows %u; over %llu tile pairs: mean band %.2e of a bucket, "
+         "wide %.4f\n",
+         name, ds->n, w, t.tiles,
+         (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9,
+         rsum / (t.tiles ? t.tiles : 1), rmax, jb.k, jb.rows, (unsigned long long)met,
+         band / (double)(met > wide ? met - wide : 1), (double)wide / (double)(met ? met : 1));
+  fflush(stdout);
+  tc_tiles_free(&t);
+}
+
 static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
   row R;
   memset(&R, 0, sizeof R);
@@ -547,18 +593,24 @@ static void fill(histd_dataset *ds, size_t n, int kind) {
 }
 
 int main(int argc, char **argv) {
-  bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  bool quick = false, plan = false;
+  for (int i = 1; i < argc; i++) {
+    quick |= strcmp(argv[i], "--quick") == 0;
+    plan |= strcmp(argv[i], "--plan") == 0;
+  }
   histd_device_info dev[16];
   int count = 0;
   char msg[512] = "";
-  histd_devices(dev, 16, &count, msg, sizeof msg);
-  if (count == 0) {
+  if (!plan)
+    histd_devices(dev, 16, &count, msg, sizeof msg);
+  if (!plan && count == 0) {
     printf("tc_probe: %s\n", msg);
     return 77;
   }
-  printf("tc_probe on %s (cc %d.%d, %d SMs)\n", dev[0].name, dev[0].cc_major, dev[0].cc_minor,
+  if (!plan)
+    printf("tc_probe on %s (cc %d.%d, %d SMs)\n", dev[0].name, dev[0].cc_major, dev[0].cc_minor,
          dev[0].multiprocessors);
-  if (histd_worker_create(&WK, dev[0].index, msg, sizeof msg) != 0) {
+  if (!plan && histd_worker_create(&WK, dev[0].index, msg, sizeof msg) != 0) {
     printf("tc_probe: %s\n", msg);
     return 1;
   }
@@ -580,9 +632,13 @@ int main(int argc, char **argv) {
       continue;
     histd_dataset ds;
     fill(&ds, sets[s].n, sets[s].kind);
-    R[nr++] = run_set(sets[s].name, &ds, sets[s].w, sets[s].reps);
+    plan_stats(sets[s].name, &ds, sets[s].w);
+    if (!plan)
+      R[nr++] = run_set(sets[s].name, &ds, sets[s].w, sets[s].reps);
     histd_dataset_free(&ds);
   }
+  if (plan)
+    return 0;
   printf("\n== summary: %s ==\n", dev[0].name);
   printf("%-12s %9s %6s %10s %11s %10s %10s %7s %9s %9s %8s %8s %s\n", "set", "n", "w",
          "tc ms", "tc pairs/s", "fast ms", "auto ms", "ratio", "refined", "tc err", "wide",

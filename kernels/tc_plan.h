@@ -56,9 +56,12 @@
  *    kappa = 1.002 * 2^-18 + 3.003 * 2^-22 < TC_KAPPA = 1.2 * 2^-18, and
  *    (|A'| + |B'|)^2 <= (x + 2 e_I)^2. Write delta(x) = C (1 + 2^-17) +
  *    TC_KAPPA (x + 2 e_I)^2 >= |S - s'|.
- *  - The bias C = 8 TC_KAPPA e_I^2 + 2^-100 keeps S positive and normal:
- *    S >= x^2 (1 - 2 TC_KAPPA) + C/2 (use (x + 2e)^2 <= 2x^2 + 8e^2), so
- *    rsqrtf never sees 0.
+ *  - The bias C keeps S positive and normal. A tile pair whose distances
+ *    x are all at least dmin > 0 with dmin^2 > 2 TC_KAPPA (dmin + 2 e_I)^2
+ *    has S >= x^2 - TC_KAPPA (x + 2 e_I)^2 - 2^-18 C > x^2 / 2 (the
+ *    ratio falls with x): there C = 2^-100. Any other takes C = 8 TC_KAPPA
+ *    e_I^2 + 2^-100: S >= x^2 (1 - 2 TC_KAPPA) + C/2 (use (x + 2e)^2 <= 2x^2
+ *    + 8e^2). So rsqrtf never sees 0.
  *  - Coordinates: loc, Delta and B' are each one float32 rounding of their
  *    binary64 values, so with X the exact frame coordinates (x - c_I)/w,
  *    |A' - X_A| + |B' - X_B| <= rho(x) = 2^-23 (x + 1.5 e_I + e_J)(1 + 2^-19),
@@ -66,14 +69,14 @@
  *  - The rest is sdh_kernels.cu's float32 pair: q~ = S r exactly inside
  *    fmaf_rd(S, r, magic), r = rsqrtf(S) = (1 + e_r)/sqrt(S), |e_r| <=
  *    eps_r (measured per device), and the contract's q_c = D (1 +- 2^-50).
- *    For x >= 1/2, where delta(x) <= x^2 / 64 (checked for each tile pair:
- *    delta(x)/x^2 falls with x), |sqrt(S) - x| <= delta / (x + sqrt(x^2 - delta)) <=
+ *    For x >= x0 = max(dmin, 1/2), where delta(x) <= x^2 / 64 (checked at
+ *    x0 for each tile pair: delta(x)/x^2 falls with x), |sqrt(S) - x| <= delta / (x + sqrt(x^2 - delta)) <=
  *    delta / (1.99216 x), so
  *      |q~ - q_c| <= Ebar(x) = (1 + eps_r) delta(x) / (1.99216 x)
  *                              + eps_r x + rho(x) + 2^-50 (x + rho(x)),
  *    a convex function of x (delta(x)/x is c/x plus a linear term), so its
- *    largest value over a tile pair's range [max(dmin, 1/2), dmax] is at
- *    an end (tc_unit_band). For x < 1/2, |sqrt(S) - x| <= sqrt(delta(1/2))
+ *    largest value over a tile pair's range [x0, dmax] is at an end
+ *    (tc_unit_plan). For x < 1/2 (x0 = 1/2), |sqrt(S) - x| <= sqrt(delta(1/2))
  *    <= 1/8: q~ < 3/4 and q_c < 1, row 0 and bucket 0 both (row 0 is never
  *    refined). With E = that largest value, sdh_kernels.cu's argument holds
  *    unchanged: the code fmaf_rd(S, r, 2^(23-k) + G 2^-k), G = ceil(E 2^k),
@@ -81,8 +84,9 @@
  *    iff its k fraction bits are < 2G + 1 and its row is not 0.
  *  Each tile pair gets its own C and G (its own radii and distance range);
  *  the job one k and one row count, for G up to 2^k/32. A tile pair whose
- *  anchor tile is too wide for that (a tile with an outlier: delta(1/2) >
- *  1/256, or G over the cap) is "wide": it is counted in binary64, the
+ *  anchor tile is too wide for that (a tile with an outlier, close to its
+ *  partners: delta(x0) > x0^2 / 64, or G over the cap) is "wide": it is
+ *  counted in binary64, the
  *  contract itself, pair by pair (tc_unit_plan).
  */
 #ifndef HISTD_TC_PLAN_H
@@ -100,7 +104,7 @@
 #define TC_TILE 256                                  /* points a tile */
 #define TC_KAPPA (1.2 * 0.000003814697265625)        /* 1.2 * 2^-18 */
 
-/* Ebar(x): the bound on |q~ - q_c| for pairs at float32 distance x >= 1/2
+/* Ebar(x): the bound on |q~ - q_c| for pairs at float32 distance x >= x0
  * of a tile pair whose anchor tile has radius ea and partner tile eb. */
 TC_HD static inline double tc_band_at(double x, double ea, double eb, double bias,
                                       double eps_r) {
@@ -109,20 +113,6 @@ TC_HD static inline double tc_band_at(double x, double ea, double eb, double bia
   double rho = 0x1p-23 * (x + 1.5 * ea + eb) * (1 + 0x1p-19) + 0x1p-120;
   return (1 + eps_r) * delta / (1.99216 * x) + eps_r * x + rho + 0x1p-50 * (x + rho) +
          0x1p-60;
-}
-
-/* E of a tile pair whose centres are D bucket widths apart (computed in
- * binary64 from the centres: relative error far below 2^-40). */
-TC_HD static inline double tc_unit_band(double D, double ea, double eb, double bias,
-                                        double eps_r) {
-  double dmax = (D + ea + eb) * (1 + 0x1p-20) + 0x1p-40;
-  double dmin = (D - ea - eb) * (1 - 0x1p-20);
-  if (!(dmin > 0.5))
-    dmin = 0.5;
-  if (dmax < dmin)
-    dmax = dmin;
-  double a = tc_band_at(dmin, ea, eb, bias, eps_r), b = tc_band_at(dmax, ea, eb, bias, eps_r);
-  return a > b ? a : b;
 }
 
 /* The job's fixed point and rows (as gpu_engine.c's plan_f32). */
@@ -171,15 +161,25 @@ typedef struct tc_unit {
 
 TC_HD static inline tc_unit tc_unit_plan(const tc_job *j, double D, double ea, double eb) {
   tc_unit u = {0, 0, 0.f, 0};
-  double bias = 8 * TC_KAPPA * ea * ea + 0x1p-100;
+  /* the float32 distances' range (D from the binary64 centres: its own
+   * error is far below the margins) */
+  double dmax = (D + ea + eb) * (1 + 0x1p-20) + 0x1p-40;
+  double dmin = (D - ea - eb) * (1 - 0x1p-20);
+  double x0 = dmin > 0.5 ? dmin : 0.5;
+  if (dmax < x0)
+    dmax = x0;
+  double t0 = dmin + 2 * ea, bias = 0x1p-100;
+  if (!(dmin >= 0x1p-40 && dmin * dmin > 2 * TC_KAPPA * t0 * t0))
+    bias += 8 * TC_KAPPA * ea * ea;
   float fb = (float)bias;
   if ((double)fb < bias)
     fb = nextafterf(fb, INFINITY);
   u.bias = fb;
-  double t = 1 + 4 * ea;
-  if (!(4 * (double)fb * (1 + 0x1p-17) + TC_KAPPA * t * t <= 1.0 / 64))
-    return u; /* delta(1/2) > 1/256 */
-  u.e = tc_unit_band(D, ea, eb, fb, j->eps_r);
+  double t = x0 + 2 * ea;
+  if (!((double)fb * (1 + 0x1p-17) + TC_KAPPA * t * t <= x0 * x0 / 64))
+    return u; /* delta(x0) > x0^2 / 64 */
+  double a = tc_band_at(x0, ea, eb, fb, j->eps_r), b = tc_band_at(dmax, ea, eb, fb, j->eps_r);
+  u.e = a > b ? a : b;
   double G = j->exact ? ceil(u.e * ldexp(1.0, (int)j->k)) : 0;
   if (j->exact && G < 1)
     G = 1;
@@ -221,7 +221,7 @@ static inline int tc_tiles_build(const histd_dataset *ds, double w, tc_tiles *t)
   memset(t, 0, sizeof *t);
   uint32_t n = (uint32_t)ds->n, T = (n + TC_TILE - 1) / TC_TILE;
   histd__mkey *key = NULL;
-  if (histd__morton_sort(ds, &key) != 0)
+  if (histd__morton_sort(ds, true, &key) != 0)
     return HISTD_ENOMEM;
   t->n = n;
   t->tiles = T;

@@ -226,7 +226,7 @@ static int tree_build(dm_tree *t, const histd_dataset *ds, bool weighted, uint32
     t->w = malloc(n * sizeof *t->w);
   int rc = t->x && t->y && t->z && (!weighted || t->w) ? 0 : HISTD_ENOMEM;
   if (rc == 0)
-    rc = histd__morton_sort(ds, &k);
+    rc = histd__morton_sort(ds, false, &k);
   if (rc == 0) {
     for (size_t i = 0; i < n; i++) {
       t->x[i] = p[0][k[i].index];

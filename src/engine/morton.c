@@ -2,7 +2,9 @@
  * morton.c -- the points of a set in Morton order (morton.h).
  *
  * The grid spans the set's own bounding box (histd_dataset's min and max),
- * 2^21 cells an axis, a flat axis in cell 0. The code interleaves the
+ * 2^21 cells an axis, a flat axis in cell 0; or, cubic, cubes of one side
+ * (2^-21 of the box's longest side) from the box's low corner, so that an
+ * octree cell is a cube in space however flat or long the box. The code interleaves the
  * three cell numbers' bits, x highest; the sort is an LSD radix sort of
  * 11 bits a pass that skips the passes where every key has the same digit.
  */
@@ -61,12 +63,15 @@ static int radix_sort(histd__mkey *k, size_t n) {
   return 0;
 }
 
-int histd__morton_sort(const histd_dataset *ds, histd__mkey **out) {
+int histd__morton_sort(const histd_dataset *ds, bool cubic, histd__mkey **out) {
   const size_t n = ds->n;
   const double *p[3] = {ds->x, ds->y, ds->z};
-  double scale[3];
+  double scale[3], side = 0;
+  for (int a = 0; a < 3; a++)
+    side = ds->max[a] - ds->min[a] > side ? ds->max[a] - ds->min[a] : side;
   for (int a = 0; a < 3; a++) {
-    scale[a] = ds->max[a] > ds->min[a] ? 0x1p21 / (ds->max[a] - ds->min[a]) : 0;
+    double len = cubic ? side : ds->max[a] - ds->min[a];
+    scale[a] = len > 0 ? 0x1p21 / len : 0;
     if (!isfinite(scale[a]))
       scale[a] = 0;
   }

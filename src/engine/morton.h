@@ -8,6 +8,7 @@
 #ifndef HISTD_MORTON_H
 #define HISTD_MORTON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,8 +26,10 @@ typedef struct histd__mkey {
 } histd__mkey;
 
 /* The n = ds->n points' codes, sorted, in a new array *out (free() it);
- * 0 or HISTD_ENOMEM. The set holds at most 2^32 - 1 points. */
-int histd__morton_sort(const histd_dataset *ds, histd__mkey **out);
+ * 0 or HISTD_ENOMEM. The set holds at most 2^32 - 1 points. cubic: cells
+ * are cubes (the box's longest side cut in 2^21), else each axis is cut
+ * in 2^21 of its own extent. */
+int histd__morton_sort(const histd_dataset *ds, bool cubic, histd__mkey **out);
 
 #ifdef __cplusplus
 }
