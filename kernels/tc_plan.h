@@ -70,15 +70,16 @@
  *    fmaf_rd(S, r, magic), r = rsqrtf(S) = (1 + e_r)/sqrt(S), |e_r| <=
  *    eps_r (measured per device), and the contract's q_c = D (1 +- 2^-50).
  *    For x >= x0 = max(dmin, 1/2), where delta(x) <= x^2 / 64 (checked at
- *    x0 for each tile pair: delta(x)/x^2 falls with x), |sqrt(S) - x| <= delta / (x + sqrt(x^2 - delta)) <=
- *    delta / (1.99216 x), so
+ *    x0 for each tile pair: delta(x)/x^2 falls with x),
+ *    |sqrt(S) - x| <= delta / (x + sqrt(x^2 - delta)) <= delta / (1.99216 x),
+ *    so
  *      |q~ - q_c| <= Ebar(x) = (1 + eps_r) delta(x) / (1.99216 x)
  *                              + eps_r x + rho(x) + 2^-50 (x + rho(x)),
  *    a convex function of x (delta(x)/x is c/x plus a linear term), so its
  *    largest value over a tile pair's range [x0, dmax] is at an end
- *    (tc_unit_plan). For x < 1/2 (x0 = 1/2), |sqrt(S) - x| <= sqrt(delta(1/2))
- *    <= 1/8: q~ < 3/4 and q_c < 1, row 0 and bucket 0 both (row 0 is never
- *    refined). With E = that largest value, sdh_kernels.cu's argument holds
+ *    (tc_unit_plan). For x < 1/2 (then x0 = 1/2), |sqrt(S) - x| <=
+ *    sqrt(delta(x)) <= sqrt(delta(1/2)) <= 1/16: q~ < 3/4 and q_c < 1, row
+ *    0 and bucket 0 both (row 0 is never refined). With E = that largest value, sdh_kernels.cu's argument holds
  *    unchanged: the code fmaf_rd(S, r, 2^(23-k) + G 2^-k), G = ceil(E 2^k),
  *    counts a pair in floor(q~ + G 2^-k), and a pair is refined in binary64
  *    iff its k fraction bits are < 2G + 1 and its row is not 0.
@@ -86,8 +87,7 @@
  *  the job one k and one row count, for G up to 2^k/32. A tile pair whose
  *  anchor tile is too wide for that (a tile with an outlier, close to its
  *  partners: delta(x0) > x0^2 / 64, or G over the cap) is "wide": it is
- *  counted in binary64, the
- *  contract itself, pair by pair (tc_unit_plan).
+ *  counted in binary64, the contract itself, pair by pair (tc_unit_plan).
  */
 #ifndef HISTD_TC_PLAN_H
 #define HISTD_TC_PLAN_H
