@@ -221,7 +221,7 @@ static inline int tc_tiles_build(const histd_dataset *ds, double w, tc_tiles *t)
   memset(t, 0, sizeof *t);
   uint32_t n = (uint32_t)ds->n, T = (n + TC_TILE - 1) / TC_TILE;
   histd__mkey *key = NULL;
-  if (histd__morton_sort(ds, true, &key) != 0)
+  if (histd__morton_sort(ds, &key) != 0)
     return HISTD_ENOMEM;
   t->n = n;
   t->tiles = T;

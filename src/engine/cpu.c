@@ -448,7 +448,7 @@ static int sort_sets(cpu_plan *p, histd_dataset ds[2], bool cross) {
   double *dst = p->sorted;
   for (int k = 0; k < (cross ? 2 : 1); k++) {
     histd__mkey *key;
-    int rc = histd__morton_sort(&ds[k], false, &key);
+    int rc = histd__morton_sort(&ds[k], &key);
     if (rc != 0)
       return rc;
     const size_t m = ds[k].n;

@@ -21,7 +21,7 @@
  * (measured from 16 to 512).
  *
  * Tree. Each set (A, and B for A x B) is sorted on the Morton code of its
- * points in a 2^21-per-axis grid over its bounding box (morton.c)
+ * points in a grid of cubes over its bounding box (morton.c)
  * and copied in that order. A node is a run of points sharing a code
  * prefix (an octree cell), with the tight bounding box of its points; it
  * is a leaf at LEAF points or fewer. A cell whose points all fall in one
@@ -226,7 +226,7 @@ static int tree_build(dm_tree *t, const histd_dataset *ds, bool weighted, uint32
     t->w = malloc(n * sizeof *t->w);
   int rc = t->x && t->y && t->z && (!weighted || t->w) ? 0 : HISTD_ENOMEM;
   if (rc == 0)
-    rc = histd__morton_sort(ds, false, &k);
+    rc = histd__morton_sort(ds, &k);
   if (rc == 0) {
     for (size_t i = 0; i < n; i++) {
       t->x[i] = p[0][k[i].index];

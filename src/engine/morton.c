@@ -1,10 +1,14 @@
 /*
  * morton.c -- the points of a set in Morton order (morton.h).
  *
- * The grid spans the set's own bounding box (histd_dataset's min and max),
- * 2^21 cells an axis, a flat axis in cell 0; or, cubic, cubes of one side
- * (2^-21 of the box's longest side) from the box's low corner, so that an
- * octree cell is a cube in space however flat or long the box. The code interleaves the
+ * The grid's cells are cubes, 2^-21 of the set's bounding box's longest
+ * side (histd_dataset's min and max), from the box's low corner: an
+ * octree cell is a cube in space however flat or long the box. (Cells cut
+ * from each axis's own extent were slabs on a flat set: 300,000 points in
+ * a 23,000 x 23,000 x 1,000 slab, bins of 2,000, dm-tree resolved 0.1% of
+ * the pairs a node pair at a time instead of 9.1% and took 5.36 s instead
+ * of 3.38 s; the cpu kernel's weighted groups 1.50 s instead of 1.18 s on
+ * 60,000 such points; the same on a cube.) The code interleaves the
  * three cell numbers' bits, x highest; the sort is an LSD radix sort of
  * 11 bits a pass that skips the passes where every key has the same digit.
  */
@@ -63,25 +67,22 @@ static int radix_sort(histd__mkey *k, size_t n) {
   return 0;
 }
 
-int histd__morton_sort(const histd_dataset *ds, bool cubic, histd__mkey **out) {
+int histd__morton_sort(const histd_dataset *ds, histd__mkey **out) {
   const size_t n = ds->n;
   const double *p[3] = {ds->x, ds->y, ds->z};
-  double scale[3], side = 0;
+  double side = 0;
   for (int a = 0; a < 3; a++)
     side = ds->max[a] - ds->min[a] > side ? ds->max[a] - ds->min[a] : side;
-  for (int a = 0; a < 3; a++) {
-    double len = cubic ? side : ds->max[a] - ds->min[a];
-    scale[a] = len > 0 ? 0x1p21 / len : 0;
-    if (!isfinite(scale[a]))
-      scale[a] = 0;
-  }
+  double scale = side > 0 ? 0x1p21 / side : 0;
+  if (!isfinite(scale))
+    scale = 0;
   histd__mkey *k = malloc((n ? n : 1) * sizeof *k);
   if (k == NULL)
     return HISTD_ENOMEM;
   for (size_t i = 0; i < n; i++) {
-    k[i].key = spread3(quantise(p[0][i], ds->min[0], scale[0])) << 2 |
-               spread3(quantise(p[1][i], ds->min[1], scale[1])) << 1 |
-               spread3(quantise(p[2][i], ds->min[2], scale[2]));
+    k[i].key = spread3(quantise(p[0][i], ds->min[0], scale)) << 2 |
+               spread3(quantise(p[1][i], ds->min[1], scale)) << 1 |
+               spread3(quantise(p[2][i], ds->min[2], scale));
     k[i].index = (uint32_t)i;
   }
   int rc = radix_sort(k, n);

@@ -1,6 +1,6 @@
 /*
  * morton.h -- points in Morton (Z) order: the 21-bit-per-axis code of each
- * point in a grid over its set's bounding box, sorted (an LSD radix sort).
+ * point in a grid of cubes over its set's bounding box, sorted (an LSD radix sort).
  * Consecutive points in that order lie close together; every run sharing
  * a code prefix is an octree cell. dm-tree builds its tree on it, and
  * the "cpu" kernel's weighted loops take points in groups of 16 from it.
@@ -8,7 +8,6 @@
 #ifndef HISTD_MORTON_H
 #define HISTD_MORTON_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,10 +25,8 @@ typedef struct histd__mkey {
 } histd__mkey;
 
 /* The n = ds->n points' codes, sorted, in a new array *out (free() it);
- * 0 or HISTD_ENOMEM. The set holds at most 2^32 - 1 points. cubic: cells
- * are cubes (the box's longest side cut in 2^21), else each axis is cut
- * in 2^21 of its own extent. */
-int histd__morton_sort(const histd_dataset *ds, bool cubic, histd__mkey **out);
+ * 0 or HISTD_ENOMEM. The set holds at most 2^32 - 1 points. */
+int histd__morton_sort(const histd_dataset *ds, histd__mkey **out);
 
 #ifdef __cplusplus
 }
