@@ -184,13 +184,11 @@ __global__ void __launch_bounds__(NT, 4) k_tc(const __grid_constant__ Params p, 
     }
     __syncthreads(); /* the last tile pair's readers of bf and s_* are done */
     if (tid == 0) {
-      double d[3], D2 = 0;
-      for (int a = 0; a < 3; a++) {
-        d[a] = (p.cen[3 * J + a] - p.cen[3 * I + a]) * p.inv_w;
-        s_d[a] = (float)d[a];
-        D2 += d[a] * d[a];
-      }
-      tc_unit un = tc_unit_plan(&jb, sqrt(D2), p.rad[I], p.rad[J]);
+      float dl[3];
+      double D = tc_unit_gap(p.cen, I, J, p.inv_w, dl);
+      for (int a = 0; a < 3; a++)
+        s_d[a] = dl[a];
+      tc_unit un = tc_unit_plan(&jb, D, p.rad[I], p.rad[J]);
       s_tc = un.tc;
       s_bias = un.bias;
       s_magic = (float)(ldexp(1.0, 23 - (int)jb.k) + un.g * ldexp(1.0, -(int)jb.k));
@@ -371,12 +369,8 @@ static void plan_stats(const char *name, const histd_dataset *ds, double w) {
   }
   for (uint32_t I = 0; jb.ok && I < t.tiles; I += 7)
     for (uint32_t J = I; J < t.tiles; J += 5) {
-      double D2 = 0;
-      for (int k = 0; k < 3; k++) {
-        double d = (t.cen[3 * J + k] - t.cen[3 * I + k]) / w;
-        D2 += d * d;
-      }
-      tc_unit u = tc_unit_plan(&jb, sqrt(D2), t.rad[I], t.rad[J]);
+      float dl[3];
+      tc_unit u = tc_unit_plan(&jb, tc_unit_gap(t.cen, I, J, 1.0 / w, dl), t.rad[I], t.rad[J]);
       met++;
       if (u.tc)
         band += (2.0 * u.g + 1) / ldexp(1.0, (int)jb.k);

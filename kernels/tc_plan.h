@@ -16,7 +16,8 @@
  * loc_i = f32(f64(f64(x_i - c_I) * (1/w))) a point's coordinates in its
  * tile's frame, and e_I >= max |loc_i| the tile's radius (bucket widths).
  * A tile pair (I <= J) is computed in tile I's frame:
- *   A' = loc_i,  B' = f32(loc_j + Delta),  Delta = f32(f64(f64(c_J - c_I) / w)).
+ *   A' = loc_i,  B' = f32(loc_j + Delta),  Delta = f32(f64(f64(c_J - c_I) * (1/w)))
+ * (tc_unit_gap).
  * So |A'| <= e_I, and with x = |A' - B'| (the float32 vectors' distance),
  * |B'| <= x + e_I: every magnitude is of the order of the pair's own
  * distance, whatever the set's extent -- what keeps the band narrow.
@@ -115,6 +116,20 @@ TC_HD static inline double tc_band_at(double x, double ea, double eb, double bia
          0x1p-60;
 }
 
+/* A tile pair's frame shift Delta (dl, per axis: each one float32
+ * rounding of its binary64 value) and its centres' distance D, in bucket
+ * widths; cen holds 3 doubles a tile, inv_w = 1/w. */
+TC_HD static inline double tc_unit_gap(const double *cen, uint32_t I, uint32_t J, double inv_w,
+                                       float dl[3]) {
+  double D2 = 0;
+  for (int a = 0; a < 3; a++) {
+    double d = (cen[3 * J + a] - cen[3 * I + a]) * inv_w;
+    dl[a] = (float)d;
+    D2 += d * d;
+  }
+  return sqrt(D2);
+}
+
 /* The job's fixed point and rows (as gpu_engine.c's plan_f32). */
 typedef struct tc_job {
   int ok;   /* 0: distances too large for the float32 code: not this path */
@@ -199,7 +214,6 @@ TC_HD static inline tc_unit tc_unit_plan(const tc_job *j, double D, double ea, d
 
 typedef struct tc_tiles {
   uint32_t n, tiles;
-  uint32_t *order; /* sorted position -> the point's index in the set */
   double *x, *y, *z; /* the points in that order (the binary64 refine reads them) */
   float *loc;        /* 4 a point, (x, y, z, 0) in its tile's frame; tiles * TC_TILE */
   double *cen;       /* 3 a tile: c_I */
@@ -207,7 +221,6 @@ typedef struct tc_tiles {
 } tc_tiles;
 
 static inline void tc_tiles_free(tc_tiles *t) {
-  free(t->order);
   free(t->x);
   free(t->loc);
   free(t->cen);
@@ -225,12 +238,11 @@ static inline int tc_tiles_build(const histd_dataset *ds, double w, tc_tiles *t)
     return HISTD_ENOMEM;
   t->n = n;
   t->tiles = T;
-  t->order = (uint32_t *)malloc((n ? n : 1) * sizeof *t->order);
   t->x = (double *)malloc(3 * (n ? n : 1) * sizeof(double));
   t->loc = (float *)calloc(4 * (size_t)(T ? T : 1) * TC_TILE, sizeof(float));
   t->cen = (double *)calloc(3 * (size_t)(T ? T : 1), sizeof(double));
   t->rad = (float *)calloc(T ? T : 1, sizeof(float));
-  if (!t->order || !t->x || !t->loc || !t->cen || !t->rad) {
+  if (!t->x || !t->loc || !t->cen || !t->rad) {
     free(key);
     tc_tiles_free(t);
     return HISTD_ENOMEM;
@@ -239,7 +251,6 @@ static inline int tc_tiles_build(const histd_dataset *ds, double w, tc_tiles *t)
   t->z = t->x + 2 * (size_t)n;
   for (uint32_t i = 0; i < n; i++) {
     uint32_t o = key[i].index;
-    t->order[i] = o;
     t->x[i] = ds->x[o];
     t->y[i] = ds->y[o];
     t->z[i] = ds->z[o];

@@ -1,6 +1,7 @@
 /*
  * morton.h -- points in Morton (Z) order: the 21-bit-per-axis code of each
- * point in a grid of cubes over its set's bounding box, sorted (an LSD radix sort).
+ * point in a grid of cubes over its set's bounding box, sorted (an LSD
+ * radix sort).
  * Consecutive points in that order lie close together; every run sharing
  * a code prefix is an octree cell. dm-tree builds its tree on it, and
  * the "cpu" kernel's weighted loops take points in groups of 16 from it.

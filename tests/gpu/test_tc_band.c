@@ -161,13 +161,7 @@ static void play_set(const char *name, histd_dataset *ds, double w, double min_t
   for (uint32_t I = 0; jb.ok && I < t.tiles; I++)
     for (uint32_t J = I; J < t.tiles; J++) {
       float dl[3];
-      double dc[3], D2 = 0;
-      for (int a = 0; a < 3; a++) {
-        dc[a] = (t.cen[3 * J + a] - t.cen[3 * I + a]) * iw;
-        dl[a] = (float)dc[a];
-        D2 += dc[a] * dc[a];
-      }
-      tc_unit u = tc_unit_plan(&jb, sqrt(D2), t.rad[I], t.rad[J]);
+      tc_unit u = tc_unit_plan(&jb, tc_unit_gap(t.cen, I, J, iw, dl), t.rad[I], t.rad[J]);
       rmax = t.rad[I] > rmax ? t.rad[I] : rmax;
       uint32_t i1 = (I + 1) * TC_TILE < t.n ? (I + 1) * TC_TILE : t.n;
       uint32_t j1 = (J + 1) * TC_TILE < t.n ? (J + 1) * TC_TILE : t.n;
