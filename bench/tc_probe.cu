@@ -3,7 +3,7 @@
  * run on a GPU beside the engine's kernels: does the hardware stay inside
  * the bound's model, are the counts the contract's, and how fast is it?
  *
- *   tc_probe [--quick] [--plan]
+ *   tc_probe [--quick] [--plan] [--only SET]
  *
  * --plan (no GPU needed): the host's side alone for each set -- the tiles'
  * build time, their radii, the mean band (2G + 1) / 2^k and the share of
@@ -50,6 +50,7 @@
 #include "tc_plan.h"
 
 #define QCAP 2048u
+#define CHUNK 16u /* tile pairs a block takes at a time */
 #define NT TC_TILE /* threads a block = points a tile */
 #define EPS_R 0x1p-22 /* rsqrtf: the CUDA Guide's 2 ulp */
 
@@ -70,6 +71,7 @@ struct Params {
   const double *cen, *x, *y, *z; /* centres (3 a tile); the sorted points */
   const float *rad;
   unsigned long long *counts, *refined, *flagged, *wide;
+  unsigned long long *next; /* the next unit to hand out, from the launch's u0 */
   unsigned long long *err; /* probe: [0] largest |S - exact| / magnitudes (bits), [1] pairs */
 };
 
@@ -104,7 +106,7 @@ __device__ __forceinline__ void arow(float4 l, uint32_t t, uint32_t s[4]) {
     s[0] = h;
     s[1] = tf32(v - __uint_as_float(h));
     s[2] = h;
-    s[3] = 0;
+    s[3] = t == 0 ? __float_as_uint(1.f) : 0; /* slot 12: 1 x the bias */
   } else {
     double qa = (double)l.x * l.x + (double)l.y * l.y + (double)l.z * l.z;
     uint32_t h = tf32((float)qa);
@@ -115,7 +117,7 @@ __device__ __forceinline__ void arow(float4 l, uint32_t t, uint32_t s[4]) {
 }
 
 /* A partner column's 16 slots, slot-major: out[t] holds slots t, t+4, t+8, t+12. */
-__device__ __forceinline__ void bcol(float4 l, const float d[3], float4 out[4]) {
+__device__ __forceinline__ void bcol(float4 l, const float d[3], float bias, float4 out[4]) {
   float X = __fadd_rn(l.x, d[0]), Y = __fadd_rn(l.y, d[1]), Z = __fadd_rn(l.z, d[2]);
   float v[3] = {-2.f * X, -2.f * Y, -2.f * Z};
 #pragma unroll
@@ -123,6 +125,7 @@ __device__ __forceinline__ void bcol(float4 l, const float d[3], float4 out[4]) 
     float h = __uint_as_float(tf32(v[a]));
     out[a] = make_float4(h, h, __uint_as_float(tf32(v[a] - h)), 0.f);
   }
+  out[0].w = bias; /* slot 12 (tc_unit_plan made it a tf32 value) */
   float q = __fmaf_rn(X, X, __fmaf_rn(Y, Y, __fmul_rn(Z, Z)));
   float h = __uint_as_float(tf32(q));
   out[3] = make_float4(1.f, 1.f, h, __uint_as_float(tf32(q - h)));
@@ -146,10 +149,112 @@ __device__ __forceinline__ void count(uint32_t hb, uint32_t row) {
   asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(hb + (row << 7)));
 }
 
-template <bool EXACT, bool PROBE>
-__global__ void __launch_bounds__(NT, 4) k_tc(const __grid_constant__ Params p, uint64_t u0,
+#ifndef TC_UNROLL
+#define TC_UNROLL 2 /* groups a loop turn: measured best (RESULTS.md) */
+#endif
+constexpr int kUnroll = TC_UNROLL;
+
+/* A pair the full queue cannot take: the contract, to the global counts
+ * (rare; out of line, so that the hot loop keeps its registers). */
+__device__ __noinline__ void far_pair(const Params &p, uint32_t ai, uint32_t bj) {
+  atomicAdd(&p.counts[bucket64(p, ai, bj)], 1ull);
+  atomicAdd(p.refined, 1ull);
+}
+
+/* One tile pair's 32 groups of 8 partners for one warp (MASKED: the diagonal
+ * or the last tile, whose pairs are masked; NOATOM: no histogram, a probe of
+ * the loop's cost without its atomics). */
+template <bool EXACT, bool PROBE, bool MASKED, bool NOATOM>
+__device__ __forceinline__ void tc_groups(const Params &p, const float4 (*bf)[4], uint2 *q,
+                                          uint32_t &qn, const uint32_t (&A1)[2][4],
+                                          const uint32_t (&A2)[2][4], uint32_t hb, float magic,
+                                          float bias, uint32_t thresh, uint32_t I, uint32_t J,
+                                          uint32_t &flagged, uint32_t &sink) {
+  const tc_job &jb = p.job;
+  const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const uint32_t row0 = I * NT + warp * 32 + g, col0 = J * NT + 2 * t;
+  const float4 *bp = &bf[g][t];
+#pragma unroll kUnroll
+  for (uint32_t nb = 0; nb < NT / 8; nb++) {
+    const float4 bv = bp[nb * 32];
+    const uint32_t b0 = __float_as_uint(bv.x), b1 = __float_as_uint(bv.y),
+                   b2 = __float_as_uint(bv.z), b3 = __float_as_uint(bv.w);
+    uint32_t c[8], m = 0xffffffffu;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      float d[4];
+      mma8(d, A1[r], b0, b1, 0.f, 0.f, 0.f, 0.f);
+      mma8(d, A2[r], b2, b3, d[0], d[1], d[2], d[3]);
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        const uint32_t cc = __float_as_uint(__fmaf_rd(d[k], rsqrtf(d[k]), magic));
+        const uint32_t ai = row0 + r * 16 + (k >> 1) * 8, bj = col0 + nb * 8 + (k & 1);
+        const bool ok = !MASKED || (ai < p.n && bj < p.n && (I != J || bj > ai));
+        c[r * 4 + k] = ok ? cc : 0xffffffffu; /* a masked pair is no edge */
+        if (ok) {
+          if (NOATOM)
+            sink += cc;
+          else
+            count(hb, cc >> jb.k);
+          if (EXACT)
+            m = min(m, cc & jb.mask);
+        }
+        if (PROBE && ok) {
+          /* the exact sum of the 16 products and C, from the same operands */
+          uint32_t jl = nb * 8 + 2 * t + (k & 1);
+          float4 la = p.loc[ai];
+          double ex = 0, mag = 0;
+          for (uint32_t tt = 0; tt < 4; tt++) {
+            uint32_t s4[4];
+            arow(la, tt, s4);
+            float4 bb = bf[jl][tt];
+            float bq[4] = {bb.x, bb.y, bb.z, bb.w};
+            for (int j = 0; j < 4; j++) {
+              double pr = (double)__uint_as_float(s4[j]) * (double)bq[j];
+              ex += pr;
+              mag += fabs(pr);
+            }
+          }
+          double ratio = fabs((double)d[k] - ex) / mag;
+          atomicMax(&p.err[0], (unsigned long long)__double_as_longlong(ratio));
+          atomicAdd(&p.err[1], 1ull);
+        }
+      }
+    }
+    if (EXACT && m < thresh) {
+      flagged += lane == (uint32_t)__ffs(__activemask()) - 1; /* once a warp */
+      uint32_t e = 0; /* the group's edge pairs: counts taken back, queued below */
+#pragma unroll
+      for (int k = 0; k < 8; k++) {
+        const uint32_t cc = c[k];
+        if (cc != 0xffffffffu && (cc & jb.mask) < thresh && (cc >> jb.k) != jb.rowbase) {
+          asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hb + ((cc >> jb.k) << 7)),
+                       "r"(0xffffffffu));
+          e |= 1u << k;
+        }
+      }
+      if (e) {
+        uint32_t slot = atomicAdd(&qn, (uint32_t)__popc(e));
+        for (; e; e &= e - 1, slot++) {
+          const uint32_t k = __ffs(e) - 1, ai = row0 + (k >> 2) * 16 + ((k & 3) >> 1) * 8,
+                         bj = col0 + nb * 8 + (k & 1);
+          if (slot < QCAP)
+            q[slot] = make_uint2(ai, bj);
+          else
+            far_pair(p, ai, bj);
+        }
+      }
+    }
+  }
+}
+
+#ifndef TC_MINB
+#define TC_MINB 4 /* blocks a multiprocessor: 64 registers */
+#endif
+template <bool EXACT, bool PROBE, bool NOATOM = false>
+__global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ Params p, uint64_t u0,
                                               uint64_t u1) {
-  __shared__ float4 bf[4][NT];
+  __shared__ float4 bf[NT][4]; /* partner j's 16 slots: bf[j][t] holds t, t+4, t+8, t+12 */
   __shared__ uint2 q[QCAP];
   __shared__ uint32_t qn, s_tc, s_thresh;
   __shared__ float s_magic, s_bias, s_d[3];
@@ -161,13 +266,21 @@ __global__ void __launch_bounds__(NT, 4) k_tc(const __grid_constant__ Params p, 
   if (tid == 0)
     qn = 0;
   const uint32_t hb = (uint32_t)__cvta_generic_to_shared(hist + lane) - jb.rowbase * 128;
-  const uint64_t len = u1 - u0, G = gridDim.x;
-  const uint64_t q0 = u0 + len * blockIdx.x / G, q1 = u0 + len * (blockIdx.x + 1) / G;
-  uint32_t I = 0, J = 0, curI = 0xffffffffu, flagged = 0, wide = 0;
-  if (q0 < q1)
-    decode_pair(q0, p.tiles, &I, &J);
+  __shared__ unsigned long long s_u;
+  uint32_t I = 0, J = 0, curI = 0xffffffffu, flagged = 0, wide = 0, sink = 0;
   uint32_t A1[2][4], A2[2][4];
-  for (uint64_t u = q0; u < q1; u++) {
+  uint64_t u = 0, uend = 0;
+  for (;;) {
+    if (u == uend) { /* the next chunk of tile pairs (the body's barriers order s_u) */
+      if (tid == 0)
+        s_u = u0 + atomicAdd(p.next, (unsigned long long)CHUNK);
+      __syncthreads();
+      u = s_u;
+      if (u >= u1)
+        break;
+      uend = u + CHUNK < u1 ? u + CHUNK : u1;
+      decode_pair(u, p.tiles, &I, &J);
+    }
     if (I != curI) {
       curI = I;
 #pragma unroll
@@ -209,82 +322,22 @@ __global__ void __launch_bounds__(NT, 4) k_tc(const __grid_constant__ Params p, 
       {
         float4 o[4];
         float d[3] = {s_d[0], s_d[1], s_d[2]};
-        bcol(p.loc[J * NT + tid], d, o);
+        bcol(p.loc[J * NT + tid], d, s_bias, o);
 #pragma unroll
         for (int k = 0; k < 4; k++)
-          bf[k][tid] = o[k];
+          bf[tid][k] = o[k];
       }
       __syncthreads();
-      const float magic = s_magic, bias = s_bias;
-      const uint32_t thresh = s_thresh, row0 = I * NT + warp * 32 + g, col0 = J * NT + 2 * t;
-      for (uint32_t nb = 0; nb < NT / 8; nb++) {
-        const float4 bv = bf[t][nb * 8 + g];
-        const uint32_t b0 = __float_as_uint(bv.x), b1 = __float_as_uint(bv.y),
-                       b2 = __float_as_uint(bv.z), b3 = __float_as_uint(bv.w);
-        uint32_t c[8], m = 0xffffffffu;
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-          float d[4];
-          mma8(d, A1[r], b0, b1, bias, bias, bias, bias);
-          mma8(d, A2[r], b2, b3, d[0], d[1], d[2], d[3]);
-#pragma unroll
-          for (int k = 0; k < 4; k++) {
-            const uint32_t cc = __float_as_uint(__fmaf_rd(d[k], rsqrtf(d[k]), magic));
-            const uint32_t ai = row0 + r * 16 + (k >> 1) * 8, bj = col0 + nb * 8 + (k & 1);
-            const bool ok = !masked || (ai < p.n && bj < p.n && (I != J || bj > ai));
-            c[r * 4 + k] = ok ? cc : 0xffffffffu; /* a masked pair is no edge */
-            if (ok) {
-              count(hb, cc >> jb.k);
-              if (EXACT)
-                m = min(m, cc & jb.mask);
-            }
-            if (PROBE && ok) {
-              /* the exact sum of the 16 products and C, from the same operands */
-              uint32_t jl = nb * 8 + 2 * t + (k & 1);
-              float4 la = p.loc[ai];
-              double ex = bias, mag = bias;
-              for (uint32_t tt = 0; tt < 4; tt++) {
-                uint32_t s4[4];
-                arow(la, tt, s4);
-                float4 bb = bf[tt][jl];
-                float bq[4] = {bb.x, bb.y, bb.z, bb.w};
-                for (int j = 0; j < 4; j++) {
-                  double pr = (double)__uint_as_float(s4[j]) * (double)bq[j];
-                  ex += pr;
-                  mag += fabs(pr);
-                }
-              }
-              double ratio = fabs((double)d[k] - ex) / mag;
-              atomicMax(&p.err[0], (unsigned long long)__double_as_longlong(ratio));
-              atomicAdd(&p.err[1], 1ull);
-            }
-          }
-        }
-        if (EXACT && m < thresh) {
-          flagged += lane == (uint32_t)__ffs(__activemask()) - 1; /* once a warp */
-#pragma unroll
-          for (int k = 0; k < 8; k++) {
-            const uint32_t cc = c[k];
-            if (cc != 0xffffffffu && (cc & jb.mask) < thresh && (cc >> jb.k) != jb.rowbase) {
-              asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hb + ((cc >> jb.k) << 7)),
-                           "r"(0xffffffffu));
-              const uint32_t ai = row0 + (k >> 2) * 16 + ((k & 3) >> 1) * 8,
-                             bj = col0 + nb * 8 + (k & 1);
-              const uint32_t slot = atomicAdd(&qn, 1u);
-              if (slot < QCAP) {
-                q[slot] = make_uint2(ai, bj);
-              } else {
-                atomicAdd(&p.counts[bucket64(p, ai, bj)], 1ull);
-                atomicAdd(p.refined, 1ull);
-              }
-            }
-          }
-        }
-      }
+      if (masked)
+        tc_groups<EXACT, PROBE, true, NOATOM>(p, bf, q, qn, A1, A2, hb, s_magic, s_bias,
+                                              s_thresh, I, J, flagged, sink);
+      else
+        tc_groups<EXACT, PROBE, false, NOATOM>(p, bf, q, qn, A1, A2, hb, s_magic, s_bias,
+                                               s_thresh, I, J, flagged, sink);
     }
     __syncthreads();
     const uint32_t nq = qn;
-    if (EXACT && nq > 0 && (nq >= QCAP / 2 || u + 1 == q1)) {
+    if (EXACT && nq >= QCAP / 2) {
       const uint32_t m2 = nq < QCAP ? nq : QCAP;
       for (uint32_t e = tid; e < m2; e += NT)
         count(hb, jb.rowbase + bucket64(p, q[e].x, q[e].y));
@@ -294,10 +347,19 @@ __global__ void __launch_bounds__(NT, 4) k_tc(const __grid_constant__ Params p, 
         qn = 0;
       }
     }
+    u++;
     if (++J == p.tiles) {
       I++;
       J = I;
     }
+  }
+  __syncthreads();
+  if (EXACT && qn > 0) {
+    const uint32_t m2 = qn < QCAP ? qn : QCAP;
+    for (uint32_t e = tid; e < m2; e += NT)
+      count(hb, jb.rowbase + bucket64(p, q[e].x, q[e].y));
+    if (tid == 0)
+      atomicAdd(p.refined, (unsigned long long)m2);
   }
   __syncthreads();
   for (uint32_t r = tid; r < jb.rows; r += NT) {
@@ -311,6 +373,8 @@ __global__ void __launch_bounds__(NT, 4) k_tc(const __grid_constant__ Params p, 
     atomicAdd(p.flagged, (unsigned long long)flagged);
   if (wide && tid == 0)
     atomicAdd(p.wide, (unsigned long long)wide);
+  if (NOATOM && sink == 0x9e3779b9u) /* keeps the loop's codes alive */
+    atomicAdd(p.wide, 1ull);
 }
 
 /* ---- the host side ---------------------------------------------------------- */
@@ -323,7 +387,7 @@ static int cmp_d(const void *a, const void *b) {
 typedef struct row {
   char name[32];
   uint32_t n;
-  double w, tc_ms, fast_ms, auto_ms, refined, flagged, wide, err;
+  double w, tc_ms, fast_ms, noatom_ms, auto_ms, refined, flagged, wide, err;
   char auto_kernel[48];
   bool same_f64, same_auto;
 } row;
@@ -423,7 +487,7 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
   CK(cudaMalloc(&drad, t.tiles * sizeof(float)));
   CK(cudaMalloc(&dxyz, 3 * (size_t)t.n * sizeof(double)));
   CK(cudaMalloc(&dc, rows * sizeof(unsigned long long)));
-  CK(cudaMalloc(&dst, 6 * sizeof(unsigned long long)));
+  CK(cudaMalloc(&dst, 7 * sizeof(unsigned long long)));
   CK(cudaMemcpy(dloc, t.loc, np * sizeof(float4), cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dcen, t.cen, 3 * t.tiles * sizeof(double), cudaMemcpyHostToDevice));
   CK(cudaMemcpy(drad, t.rad, t.tiles * sizeof(float), cudaMemcpyHostToDevice));
@@ -439,10 +503,11 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
   p.flagged = dst + 1;
   p.wide = dst + 2;
   p.err = dst + 3;
+  p.next = dst + 6;
   const size_t smem = (size_t)rows * 128;
-  void (*kern[3])(Params, uint64_t, uint64_t) = {k_tc<true, false>, k_tc<false, false>,
-                                                k_tc<true, true>};
-  for (int k = 0; k < 3; k++)
+  void (*kern[4])(Params, uint64_t, uint64_t) = {k_tc<true, false>, k_tc<false, false>,
+                                                k_tc<true, true>, k_tc<false, false, true>};
+  for (int k = 0; k < 4; k++)
     CK(cudaFuncSetAttribute(kern[k], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   int per = 0, sms = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kern[0], NT, smem));
@@ -456,14 +521,15 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
   unsigned long long st[6];
   double pairs = (double)t.n * (t.n - 1) / 2;
   double ms[16];
-  for (int variant = 0; variant < 2; variant++) {
+  for (int variant = 0; variant < 3; variant++) {
     int nrep = variant == 0 ? reps : 1;
+    int kv = variant == 2 ? 3 : variant;
     for (int rep = 0; rep < nrep; rep++) {
       CK(cudaMemset(dc, 0, rows * sizeof(unsigned long long)));
       CK(cudaMemset(dst, 0, 6 * sizeof(unsigned long long)));
       CK(cudaEventRecord(e0));
       for (uint64_t a = 0; a < U; a += step)
-        kern[variant]<<<grid, NT, smem>>>(p, a, a + step < U ? a + step : U);
+        { CK(cudaMemsetAsync(p.next, 0, sizeof *p.next)); kern[kv]<<<grid, NT, smem>>>(p, a, a + step < U ? a + step : U); }
       CK(cudaGetLastError());
       CK(cudaEventRecord(e1));
       CK(cudaEventSynchronize(e1));
@@ -478,22 +544,24 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
       R.refined = st[0] / pairs;
       R.flagged = st[1] / (pairs / 256.0);
       R.wide = (double)st[2] / (double)U;
-    } else {
+    } else if (variant == 1) {
       R.fast_ms = ms[0];
+    } else {
+      R.noatom_ms = ms[0];
     }
   }
   /* the counts of the last exact run: rerun exact once more for them */
   CK(cudaMemset(dc, 0, rows * sizeof(unsigned long long)));
   for (uint64_t a = 0; a < U; a += step)
-    kern[0]<<<grid, NT, smem>>>(p, a, a + step < U ? a + step : U);
+    { CK(cudaMemsetAsync(p.next, 0, sizeof *p.next)); kern[0]<<<grid, NT, smem>>>(p, a, a + step < U ? a + step : U); }
   CK(cudaGetLastError());
   unsigned long long *hc = (unsigned long long *)calloc(rows, sizeof *hc);
   CK(cudaMemcpy(hc, dc, rows * sizeof *hc, cudaMemcpyDeviceToHost));
   /* the probe: every pair of the first and the last 2,000 tile pairs */
   CK(cudaMemset(dst, 0, 6 * sizeof(unsigned long long)));
   uint64_t Up = U < 2000 ? U : 2000;
-  kern[2]<<<grid, NT, smem>>>(p, 0, Up);
-  kern[2]<<<grid, NT, smem>>>(p, U - Up, U);
+  { CK(cudaMemsetAsync(p.next, 0, sizeof *p.next)); kern[2]<<<grid, NT, smem>>>(p, 0, Up); }
+  { CK(cudaMemsetAsync(p.next, 0, sizeof *p.next)); kern[2]<<<grid, NT, smem>>>(p, U - Up, U); }
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
   CK(cudaMemcpy(st, dst, sizeof st, cudaMemcpyDeviceToHost));
@@ -527,11 +595,11 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
       R.same_auto = false;
   }
   printf("%-12s n=%-8u w=%-5g tiles=%u rows=%u k=%u grid=%u (%d/SM): tc %.2f ms (%.3e pairs/s), "
-         "fast %.2f ms, auto %s %.2f ms: %.2fx; refined %.2e, flagged groups %.3f, wide tile "
+         "fast %.2f ms, no atomics %.2f ms, auto %s %.2f ms: %.2fx; refined %.2e, flagged groups %.3f, wide tile "
          "pairs %.4f, tensor-core error %.3g of the magnitudes (model 2^-18 = %.3g); counts %s "
          "binary64, %s auto\n",
          name, t.n, w, t.tiles, rows, p.job.k, grid, per, R.tc_ms, pairs / R.tc_ms * 1e3,
-         R.fast_ms, R.auto_kernel, R.auto_ms, R.auto_ms / R.tc_ms, R.refined, R.flagged, R.wide,
+         R.fast_ms, R.noatom_ms, R.auto_kernel, R.auto_ms, R.auto_ms / R.tc_ms, R.refined, R.flagged, R.wide,
          R.err, 0x1p-18, R.same_f64 ? "identical to" : "DIFFER from",
          R.same_auto ? "identical to" : "DIFFER from");
   fflush(stdout);
@@ -588,7 +656,10 @@ static void fill(histd_dataset *ds, size_t n, int kind) {
 
 int main(int argc, char **argv) {
   bool quick = false, plan = false;
+  const char *only = NULL;
   for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+      only = argv[++i];
     quick |= strcmp(argv[i], "--quick") == 0;
     plan |= strcmp(argv[i], "--plan") == 0;
   }
@@ -622,7 +693,7 @@ int main(int argc, char **argv) {
   row R[8];
   int nr = 0;
   for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
-    if (quick && sets[s].n > 600000)
+    if ((quick && sets[s].n > 600000) || (only && strcmp(only, sets[s].name) != 0))
       continue;
     histd_dataset ds;
     fill(&ds, sets[s].n, sets[s].kind);
@@ -634,14 +705,14 @@ int main(int argc, char **argv) {
   if (plan)
     return 0;
   printf("\n== summary: %s ==\n", dev[0].name);
-  printf("%-12s %9s %6s %10s %11s %10s %10s %7s %9s %9s %8s %8s %s\n", "set", "n", "w",
-         "tc ms", "tc pairs/s", "fast ms", "auto ms", "ratio", "refined", "tc err", "wide",
+  printf("%-12s %9s %6s %10s %11s %10s %10s %10s %7s %9s %9s %8s %8s %s\n", "set", "n", "w",
+         "tc ms", "tc pairs/s", "fast ms", "noatom ms", "auto ms", "ratio", "refined", "tc err", "wide",
          "counts", "auto ran");
   for (int i = 0; i < nr; i++) {
     double pairs = (double)R[i].n * (R[i].n - 1) / 2;
-    printf("%-12s %9u %6g %10.2f %11.3e %10.2f %10.2f %6.2fx %9.2e %9.2e %8.4f %8s %s\n",
+    printf("%-12s %9u %6g %10.2f %11.3e %10.2f %10.2f %10.2f %6.2fx %9.2e %9.2e %8.4f %8s %s\n",
            R[i].name, R[i].n, R[i].w, R[i].tc_ms, pairs / R[i].tc_ms * 1e3, R[i].fast_ms,
-           R[i].auto_ms, R[i].auto_ms / R[i].tc_ms, R[i].refined, R[i].err, R[i].wide,
+           R[i].noatom_ms, R[i].auto_ms, R[i].auto_ms / R[i].tc_ms, R[i].refined, R[i].err, R[i].wide,
            R[i].same_f64 && R[i].same_auto ? "same" : "DIFFER", R[i].auto_kernel);
   }
   histd_worker_destroy(WK);

@@ -186,9 +186,17 @@ TC_HD static inline tc_unit tc_unit_plan(const tc_job *j, double D, double ea, d
   double t0 = dmin + 2 * ea, bias = 0x1p-100;
   if (!(dmin >= 0x1p-40 && dmin * dmin > 2 * TC_KAPPA * t0 * t0))
     bias += 8 * TC_KAPPA * ea * ea;
-  float fb = (float)bias;
-  if ((double)fb < bias)
-    fb = nextafterf(fb, INFINITY);
+  /* rounded up to a tf32 value (10 fraction bits), so that the kernel may
+   * carry it as one more exact product (1 x C) instead of the accumulator */
+  union {
+    float f;
+    uint32_t u;
+  } fbu = {(float)bias};
+  if ((double)fbu.f < bias)
+    fbu.f = nextafterf(fbu.f, INFINITY);
+  if (fbu.u & 0x1fffu)
+    fbu.u = (fbu.u | 0x1fffu) + 1;
+  float fb = fbu.f;
   u.bias = fb;
   double t = x0 + 2 * ea;
   if (!((double)fb * (1 + 0x1p-17) + TC_KAPPA * t * t <= x0 * x0 / 64))
