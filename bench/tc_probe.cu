@@ -164,7 +164,7 @@ __device__ __noinline__ void far_pair(const Params &p, uint32_t ai, uint32_t bj)
 /* One tile pair's 32 groups of 8 partners for one warp (MASKED: the diagonal
  * or the last tile, whose pairs are masked; NOATOM: no histogram, a probe of
  * the loop's cost without its atomics). */
-template <bool EXACT, bool PROBE, bool MASKED, bool NOATOM>
+template <bool EXACT, bool PROBE, bool MASKED, bool NOATOM, bool P16>
 __device__ __forceinline__ void tc_groups(const Params &p, const float4 (*bf)[4], uint2 *q,
                                           uint32_t &qn, const uint32_t (&A1)[2][4],
                                           const uint32_t (&A2)[2][4], uint32_t hb, float magic,
@@ -196,7 +196,7 @@ __device__ __forceinline__ void tc_groups(const Params &p, const float4 (*bf)[4]
             sink += cc;
           else
             count(hb, cc >> jb.k);
-          if (EXACT)
+          if (EXACT && !P16)
             m = min(m, cc & jb.mask);
         }
         if (PROBE && ok) {
@@ -220,8 +220,15 @@ __device__ __forceinline__ void tc_groups(const Params &p, const float4 (*bf)[4]
           atomicAdd(&p.err[1], 1ull);
         }
       }
+      if (EXACT && P16) { /* low halves: the fraction's low 16 bits (k >= 16) */
+        m = __vimin3_u16x2(m, c[r * 4], c[r * 4 + 1]);
+        m = __vimin3_u16x2(m, c[r * 4 + 2], c[r * 4 + 3]);
+      }
     }
-    if (EXACT && m < thresh) {
+    /* P16: a pair whose fraction is < thresh has its low 16 bits < thresh
+     * (k >= 16); the converse can fail for k > 16, and such a group only
+     * takes the path below, which tests each pair in full */
+    if (EXACT && (P16 ? m & 0xffffu : m) < thresh) {
       flagged += lane == (uint32_t)__ffs(__activemask()) - 1; /* once a warp */
       uint32_t e = 0; /* the group's edge pairs: counts taken back, queued below */
 #pragma unroll
@@ -251,7 +258,7 @@ __device__ __forceinline__ void tc_groups(const Params &p, const float4 (*bf)[4]
 #ifndef TC_MINB
 #define TC_MINB 4 /* blocks a multiprocessor: 64 registers */
 #endif
-template <bool EXACT, bool PROBE, bool NOATOM = false>
+template <bool EXACT, bool PROBE, bool NOATOM = false, bool P16 = false>
 __global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ Params p, uint64_t u0,
                                               uint64_t u1) {
   __shared__ float4 bf[NT][4]; /* partner j's 16 slots: bf[j][t] holds t, t+4, t+8, t+12 */
@@ -329,10 +336,10 @@ __global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ Para
       }
       __syncthreads();
       if (masked)
-        tc_groups<EXACT, PROBE, true, NOATOM>(p, bf, q, qn, A1, A2, hb, s_magic, s_bias,
+        tc_groups<EXACT, PROBE, true, NOATOM, P16>(p, bf, q, qn, A1, A2, hb, s_magic, s_bias,
                                               s_thresh, I, J, flagged, sink);
       else
-        tc_groups<EXACT, PROBE, false, NOATOM>(p, bf, q, qn, A1, A2, hb, s_magic, s_bias,
+        tc_groups<EXACT, PROBE, false, NOATOM, P16>(p, bf, q, qn, A1, A2, hb, s_magic, s_bias,
                                                s_thresh, I, J, flagged, sink);
     }
     __syncthreads();
@@ -505,8 +512,10 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
   p.err = dst + 3;
   p.next = dst + 6;
   const size_t smem = (size_t)rows * 128;
-  void (*kern[4])(Params, uint64_t, uint64_t) = {k_tc<true, false>, k_tc<false, false>,
-                                                k_tc<true, true>, k_tc<false, false, true>};
+  /* the exact kernel's edge test in 16-bit halves where the fraction has 16 bits or more */
+  void (*kern[4])(Params, uint64_t, uint64_t) = {
+      p.job.k >= 16 ? k_tc<true, false, false, true> : k_tc<true, false>, k_tc<false, false>,
+      k_tc<true, true>, k_tc<false, false, true>};
   for (int k = 0; k < 4; k++)
     CK(cudaFuncSetAttribute(kern[k], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   int per = 0, sms = 0;
@@ -688,9 +697,10 @@ int main(int argc, char **argv) {
       {"lattice w=1", 64000, 1, 1, 1},  {"lattice w=3", 216000, 3, 1, 1},
       {"clumps", 400000, 200, 2, 1},    {"outlier", 300000, 1000, 3, 1},
       {"W4", 100000, 500, 0, 5},        {"W1", 512000, 500, 0, 5},
-      {"W2", 2000000, 500, 0, 3},
+      {"W2", 2000000, 500, 0, 3},       {"W2 w=100", 2000000, 100, 0, 3},
+      {"clumps 2M", 2000000, 500, 2, 3},
   };
-  row R[8];
+  row R[16];
   int nr = 0;
   for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
     if ((quick && sets[s].n > 600000) || (only && strcmp(only, sets[s].name) != 0))
