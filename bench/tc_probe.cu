@@ -38,6 +38,7 @@
  * Tile pairs on the diagonal or the last, partial tile mask their pairs;
  * wide tile pairs are counted in binary64 by the block.
  */
+#include <cub/cub.cuh>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -384,6 +385,133 @@ __global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ Para
     atomicAdd(p.wide, 1ull);
 }
 
+/* ---- the tiles, built on the GPU -------------------------------------------
+ * tc_tiles_build's arithmetic (tc_plan.h) on the device: Morton codes on
+ * the cubic 2^21 grid of morton.c, CUB's radix sort, the points gathered in
+ * that order, then a block a tile for its centre, frame and radius (rounded
+ * up). Any order is exact (each tile's radius is its own points'); Morton
+ * order keeps the radii small. */
+
+__device__ __forceinline__ uint64_t spread3(uint32_t v) {
+  uint64_t x = v & 0x1FFFFFu;
+  x = (x | x << 32) & 0x1F00000000FFFFull;
+  x = (x | x << 16) & 0x1F0000FF0000FFull;
+  x = (x | x << 8) & 0x100F00F00F00F00Full;
+  x = (x | x << 4) & 0x10C30C30C30C30C3ull;
+  x = (x | x << 2) & 0x1249249249249249ull;
+  return x;
+}
+
+__device__ __forceinline__ uint32_t quantise(double v, double lo, double scale) {
+  double q = floor((v - lo) * scale);
+  return !(q >= 0) ? 0 : q >= 0x1FFFFF ? 0x1FFFFFu : (uint32_t)q;
+}
+
+__global__ void k_morton(const double *x, const double *y, const double *z, uint32_t n,
+                         double lx, double ly, double lz, double scale,
+                         unsigned long long *key, uint32_t *idx) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    key[i] = spread3(quantise(x[i], lx, scale)) << 2 | spread3(quantise(y[i], ly, scale)) << 1 |
+             spread3(quantise(z[i], lz, scale));
+    idx[i] = i;
+  }
+}
+
+__global__ void k_gather(const double *x, const double *y, const double *z, const uint32_t *idx,
+                         uint32_t n, double *xs) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    const uint32_t o = idx[i];
+    xs[i] = x[o];
+    xs[n + i] = y[o];
+    xs[2 * (size_t)n + i] = z[o];
+  }
+}
+
+struct MinOp {
+  __device__ double operator()(double a, double b) const { return b < a ? b : a; }
+};
+struct MaxOp {
+  __device__ double operator()(double a, double b) const { return b > a ? b : a; }
+};
+
+__global__ void __launch_bounds__(NT) k_tiles(const double *xs, uint32_t n, double iw,
+                                              float4 *loc, double *cen, float *rad) {
+  typedef cub::BlockReduce<double, NT> R;
+  __shared__ typename R::TempStorage tmp;
+  __shared__ double s_c[3];
+  const uint32_t I = blockIdx.x, i = I * NT + threadIdx.x, i0 = I * NT;
+  const bool valid = i < n;
+  double v[3];
+  for (int a = 0; a < 3; a++) {
+    const double *c = xs + (size_t)a * n;
+    v[a] = c[valid ? i : i0];
+    double lo = R(tmp).Reduce(v[a], MinOp());
+    __syncthreads();
+    double hi = R(tmp).Reduce(v[a], MaxOp());
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      double m = lo + (hi - lo) / 2;
+      s_c[a] = m >= lo && m <= hi ? m : lo;
+      cen[3 * I + a] = s_c[a];
+    }
+  }
+  __syncthreads();
+  float f[3] = {0, 0, 0};
+  double e2 = 0;
+  if (valid) {
+    for (int a = 0; a < 3; a++) {
+      f[a] = __double2float_rn(__dmul_rn(__dsub_rn(v[a], s_c[a]), iw));
+      e2 = __dadd_rn(e2, __dmul_rn((double)f[a], (double)f[a]));
+    }
+  }
+  loc[i] = make_float4(f[0], f[1], f[2], 0.f);
+  double m2 = R(tmp).Reduce(e2, MaxOp());
+  if (threadIdx.x == 0)
+    rad[I] = __double2float_ru(__dmul_rn(sqrt(m2), 1 + 0x1p-20));
+}
+
+/* The device tiles of n points (device x, y, z; the set's box from ds):
+ * dxs (3n, sorted), dloc (tiles x NT), dcen, drad, all allocated here. */
+static void tiles_on_device(const histd_dataset *ds, const double *dx, double w, double **dxs,
+                            float4 **dloc, double **dcen, float **drad) {
+  const uint32_t n = (uint32_t)ds->n, T = (n + NT - 1) / NT;
+  double side = 0;
+  for (int a = 0; a < 3; a++)
+    side = ds->max[a] - ds->min[a] > side ? ds->max[a] - ds->min[a] : side;
+  double scale = side > 0 ? 0x1p21 / side : 0;
+  if (!isfinite(scale))
+    scale = 0;
+  unsigned long long *key[2];
+  uint32_t *idx[2];
+  CK(cudaMalloc(&key[0], 2 * (size_t)n * sizeof(unsigned long long)));
+  CK(cudaMalloc(&idx[0], 2 * (size_t)n * sizeof(uint32_t)));
+  key[1] = key[0] + n;
+  idx[1] = idx[0] + n;
+  CK(cudaMalloc(dxs, 3 * (size_t)n * sizeof(double)));
+  CK(cudaMalloc(dloc, (size_t)T * NT * sizeof(float4)));
+  CK(cudaMalloc(dcen, 3 * (size_t)T * sizeof(double)));
+  CK(cudaMalloc(drad, (size_t)T * sizeof(float)));
+  const uint32_t gb = (n + 255) / 256;
+  k_morton<<<gb, 256>>>(dx, dx + n, dx + 2 * (size_t)n, n, ds->min[0], ds->min[1], ds->min[2],
+                        scale, key[0], idx[0]);
+  cub::DoubleBuffer<unsigned long long> kb(key[0], key[1]);
+  cub::DoubleBuffer<uint32_t> vb(idx[0], idx[1]);
+  size_t tb = 0;
+  CK(cub::DeviceRadixSort::SortPairs(nullptr, tb, kb, vb, (int)n, 0, 63));
+  void *tmp;
+  CK(cudaMalloc(&tmp, tb ? tb : 1));
+  CK(cub::DeviceRadixSort::SortPairs(tmp, tb, kb, vb, (int)n, 0, 63));
+  k_gather<<<gb, 256>>>(dx, dx + n, dx + 2 * (size_t)n, vb.Current(), n, *dxs);
+  k_tiles<<<T, NT>>>(*dxs, n, 1.0 / w, *dloc, *dcen, *drad);
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  cudaFree(tmp);
+  cudaFree(key[0]);
+  cudaFree(idx[0]);
+}
+
 /* ---- the host side ---------------------------------------------------------- */
 
 static int cmp_d(const void *a, const void *b) {
@@ -394,7 +522,7 @@ static int cmp_d(const void *a, const void *b) {
 typedef struct row {
   char name[32];
   uint32_t n;
-  double w, tc_ms, fast_ms, noatom_ms, auto_ms, refined, flagged, wide, err;
+  double w, build_ms, tc_ms, fast_ms, noatom_ms, auto_ms, refined, flagged, wide, err;
   char auto_kernel[48];
   bool same_f64, same_auto;
 } row;
@@ -465,40 +593,52 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
   snprintf(R.name, sizeof R.name, "%s", name);
   R.n = (uint32_t)ds->n;
   R.w = w;
-  tc_tiles t;
-  if (tc_tiles_build(ds, w, &t) != 0) {
-    printf("%s: out of memory\n", name);
-    return R;
-  }
   Params p;
   memset(&p, 0, sizeof p);
   p.job = tc_job_plan(histd_dataset_diagonal(ds) / w, EPS_R, 1);
   if (!p.job.ok) {
     printf("%s: the plan declined\n", name);
-    tc_tiles_free(&t);
     return R;
   }
+  struct {
+    uint32_t n, tiles;
+  } t = {(uint32_t)ds->n, (uint32_t)((ds->n + NT - 1) / NT)};
+  /* the tiles on the GPU from the points on the GPU (the engine keeps a
+   * set's binary64 points there): the median of 3 builds, allocations in */
+  double *din;
+  CK(cudaMalloc(&din, 3 * (size_t)t.n * sizeof(double)));
+  CK(cudaMemcpy(din, ds->x, t.n * sizeof(double), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(din + t.n, ds->y, t.n * sizeof(double), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(din + 2 * (size_t)t.n, ds->z, t.n * sizeof(double), cudaMemcpyHostToDevice));
+  float4 *dloc = NULL;
+  double *dcen = NULL, *dxyz = NULL;
+  float *drad = NULL;
+  double bms[3];
+  for (int b = 0; b < 3; b++) {
+    if (b > 0) {
+      cudaFree(dxyz);
+      cudaFree(dloc);
+      cudaFree(dcen);
+      cudaFree(drad);
+    }
+    struct timespec ta, tb;
+    clock_gettime(CLOCK_MONOTONIC, &ta);
+    tiles_on_device(ds, din, w, &dxyz, &dloc, &dcen, &drad);
+    clock_gettime(CLOCK_MONOTONIC, &tb);
+    bms[b] = (double)(tb.tv_sec - ta.tv_sec) * 1e3 + (double)(tb.tv_nsec - ta.tv_nsec) * 1e-6;
+  }
+  qsort(bms, 3, sizeof bms[0], cmp_d);
+  R.build_ms = bms[1];
+  cudaFree(din);
   const uint32_t rows = p.job.rows;
   p.n = t.n;
   p.tiles = t.tiles;
   p.rowcap = rows - 1;
   p.width = w;
   p.inv_w = 1.0 / w;
-  size_t np = (size_t)t.tiles * NT;
-  float4 *dloc;
-  double *dcen, *dxyz;
-  float *drad;
   unsigned long long *dc, *dst;
-  CK(cudaMalloc(&dloc, np * sizeof(float4)));
-  CK(cudaMalloc(&dcen, 3 * t.tiles * sizeof(double)));
-  CK(cudaMalloc(&drad, t.tiles * sizeof(float)));
-  CK(cudaMalloc(&dxyz, 3 * (size_t)t.n * sizeof(double)));
   CK(cudaMalloc(&dc, rows * sizeof(unsigned long long)));
   CK(cudaMalloc(&dst, 7 * sizeof(unsigned long long)));
-  CK(cudaMemcpy(dloc, t.loc, np * sizeof(float4), cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(dcen, t.cen, 3 * t.tiles * sizeof(double), cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(drad, t.rad, t.tiles * sizeof(float), cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(dxyz, t.x, 3 * (size_t)t.n * sizeof(double), cudaMemcpyHostToDevice));
   p.loc = dloc;
   p.cen = dcen;
   p.rad = drad;
@@ -603,11 +743,12 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
     if (gota && hc[b] != wanta)
       R.same_auto = false;
   }
-  printf("%-12s n=%-8u w=%-5g tiles=%u rows=%u k=%u grid=%u (%d/SM): tc %.2f ms (%.3e pairs/s), "
+  printf("%-12s n=%-8u w=%-5g tiles=%u rows=%u k=%u grid=%u (%d/SM): tiles built on the GPU in "
+         "%.2f ms; tc %.2f ms (%.3e pairs/s), "
          "fast %.2f ms, no atomics %.2f ms, auto %s %.2f ms: %.2fx; refined %.2e, flagged groups %.3f, wide tile "
          "pairs %.4f, tensor-core error %.3g of the magnitudes (model 2^-18 = %.3g); counts %s "
          "binary64, %s auto\n",
-         name, t.n, w, t.tiles, rows, p.job.k, grid, per, R.tc_ms, pairs / R.tc_ms * 1e3,
+         name, t.n, w, t.tiles, rows, p.job.k, grid, per, R.build_ms, R.tc_ms, pairs / R.tc_ms * 1e3,
          R.fast_ms, R.noatom_ms, R.auto_kernel, R.auto_ms, R.auto_ms / R.tc_ms, R.refined, R.flagged, R.wide,
          R.err, 0x1p-18, R.same_f64 ? "identical to" : "DIFFER from",
          R.same_auto ? "identical to" : "DIFFER from");
@@ -623,7 +764,6 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
   cudaFree(dxyz);
   cudaFree(dc);
   cudaFree(dst);
-  tc_tiles_free(&t);
   return R;
 }
 
@@ -715,14 +855,16 @@ int main(int argc, char **argv) {
   if (plan)
     return 0;
   printf("\n== summary: %s ==\n", dev[0].name);
-  printf("%-12s %9s %6s %10s %11s %10s %10s %10s %7s %9s %9s %8s %8s %s\n", "set", "n", "w",
-         "tc ms", "tc pairs/s", "fast ms", "noatom ms", "auto ms", "ratio", "refined", "tc err", "wide",
-         "counts", "auto ran");
+  printf("%-12s %9s %6s %8s %10s %11s %10s %10s %10s %7s %7s %9s %9s %8s %8s %s\n", "set", "n",
+         "w", "build ms", "tc ms", "tc pairs/s", "fast ms", "noatom ms", "auto ms", "ratio",
+         "w/build", "refined", "tc err", "wide", "counts", "auto ran");
   for (int i = 0; i < nr; i++) {
     double pairs = (double)R[i].n * (R[i].n - 1) / 2;
-    printf("%-12s %9u %6g %10.2f %11.3e %10.2f %10.2f %10.2f %6.2fx %9.2e %9.2e %8.4f %8s %s\n",
-           R[i].name, R[i].n, R[i].w, R[i].tc_ms, pairs / R[i].tc_ms * 1e3, R[i].fast_ms,
-           R[i].noatom_ms, R[i].auto_ms, R[i].auto_ms / R[i].tc_ms, R[i].refined, R[i].err, R[i].wide,
+    printf("%-12s %9u %6g %8.2f %10.2f %11.3e %10.2f %10.2f %10.2f %6.2fx %6.2fx %9.2e %9.2e "
+           "%8.4f %8s %s\n",
+           R[i].name, R[i].n, R[i].w, R[i].build_ms, R[i].tc_ms, pairs / R[i].tc_ms * 1e3,
+           R[i].fast_ms, R[i].noatom_ms, R[i].auto_ms, R[i].auto_ms / R[i].tc_ms,
+           R[i].auto_ms / (R[i].tc_ms + R[i].build_ms), R[i].refined, R[i].err, R[i].wide,
            R[i].same_f64 && R[i].same_auto ? "same" : "DIFFER", R[i].auto_kernel);
   }
   histd_worker_destroy(WK);
