@@ -9,34 +9,41 @@
  * build time, their radii, the mean band (2G + 1) / 2^k and the share of
  * wide tile pairs over a sample of tile pairs.
  *
- * For each set (W1, W2 of the design, and smaller sets whose distances fall
- * on edges, clumps, a far outlier) it
- *   - builds the Morton tiles and frames on the host (tc_tiles_build),
- *   - runs the tensor-core kernel below, exact (and once "fast", no band:
- *     the loop's ceiling), timed with events around its launches (the tiles
- *     already on the GPU, as the engine's kernel_ms),
+ * For each set (W1, W2 of the design, and sets whose distances fall on
+ * edges, clumps, a far outlier, many rows) it
+ *   - builds the Morton tiles and frames on the GPU (tiles_on_device:
+ *     tc_tiles_build's arithmetic; the median of 3 builds is "build ms"),
+ *   - runs the tensor-core kernel below, exact (and once "fast", no edge
+ *     test, and "no atomics", fast without the counts: the loop's ceilings),
+ *     timed with events around its launches (the tiles on the GPU, as the
+ *     engine's kernel_ms),
  *   - runs the engine's tiled-privatized-f64 (the contract in binary64) and
  *     "auto" on the same set on the same GPU, compares every bucket with
  *     both, and reports the tensor-core time against auto's (medians),
  *   - measures the tensor cores' error on every pair of some tile pairs:
- *     |S - (C + exact sum of the 16 products)| against the model's
+ *     |S - (exact sum of the 17 products)| against the model's
  *     2^-18 of the operands' magnitudes (tc_plan.h), largest ratio seen.
- * The last lines are a table. Not yet part of the engine: this decides
- * whether it should be (bench/RESULTS.md).
+ * The last lines are a table. Not yet part of the engine (bench/RESULTS.md,
+ * 2026-11-27: each step of the kernel below measured).
  *
  * The kernel: a block of 256 threads (8 warps) anchors a tile of 256 points
- * and meets partner tiles J >= I, a persistent grid over the tile pairs as
- * the engine's "balanced" (units in row-major order, split evenly). Per
- * tile pair, thread 0 plans it (tc_unit_plan: C, G, or wide); the block
- * stages the partners' fragments (16 floats a point, slot-major so that a
- * lane's LDS.128 reads its 4 k-slots); each warp holds its 32 anchors' A
- * fragments (2 m16 tiles, k = 16) and walks the 32 groups of 8 partners:
- * 4 mma.m16n8k8 give 8 sums a lane, each becomes a code (rsqrtf, one FFMA.RD)
- * counted in the lane's own column of the shared histogram; the smallest
- * fraction of the 8 decides whether the group has edge pairs, whose counts
- * are taken back and queued for the binary64 redo (sdh_kernels.cu's scheme).
- * Tile pairs on the diagonal or the last, partial tile mask their pairs;
- * wide tile pairs are counted in binary64 by the block.
+ * and meets partner tiles J >= I. Blocks take chunks of CHUNK tile pairs
+ * (row-major) from a counter, so a row of costly (wide) tile pairs is
+ * shared out. Per tile pair, thread 0 plans it (tc_unit_plan: C, G, or
+ * wide); the block stages the partners' fragments (16 floats a point, laid
+ * out so that a quad's LDS.128 is conflict-free); each warp holds its 32
+ * anchors' A fragments (2 m16 tiles, k = 16; the bias C rides as the 17th
+ * product, anchor slot 12 = 1, partner slot 12 = C) and walks the 32
+ * groups of 8 partners, two a loop turn: 4 mma.m16n8k8 give 8 sums a lane,
+ * each becomes a code (rsqrtf, one FFMA.RD) counted in the lane's own
+ * column of the shared histogram (k = 16: the counter's address is one
+ * PRMT of the code and the lane, off a uniform base: rows of 256 bytes);
+ * the smallest fraction of the 8 (k >= 16: of their low 16 bits, two codes
+ * an instruction) decides whether the group has edge pairs, whose counts
+ * are taken back and queued for the binary64 redo (sdh_kernels.cu's
+ * scheme). Tile pairs on the diagonal or the last, partial tile mask their
+ * pairs; wide tile pairs are counted in binary64 by the block.
+ * HISTD_TC_K16=0 keeps the 128-byte rows at k = 16 (for comparison).
  */
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
@@ -146,8 +153,10 @@ __device__ __forceinline__ void decode_pair(uint64_t q, uint32_t T, uint32_t *I,
 #undef ROWSTART
 }
 
-__device__ __forceinline__ void count(uint32_t hb, uint32_t row) {
-  asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(hb + (row << 7)));
+/* One count in the lane's column: rows of 32 words (rsh 7) or, K16, of 64
+ * words of which the lanes use 32 (rsh 8, below). */
+__device__ __forceinline__ void count(uint32_t hb, uint32_t row, int rsh = 7) {
+  asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(hb + (row << rsh)));
 }
 
 #ifndef TC_UNROLL
@@ -165,15 +174,17 @@ __device__ __noinline__ void far_pair(const Params &p, uint32_t ai, uint32_t bj)
 /* One tile pair's 32 groups of 8 partners for one warp (MASKED: the diagonal
  * or the last tile, whose pairs are masked; NOATOM: no histogram, a probe of
  * the loop's cost without its atomics). */
-template <bool EXACT, bool PROBE, bool MASKED, bool NOATOM, bool P16>
+template <bool EXACT, bool PROBE, bool MASKED, bool NOATOM, bool P16, bool K16>
 __device__ __forceinline__ void tc_groups(const Params &p, const float4 (*bf)[4], uint2 *q,
                                           uint32_t &qn, const uint32_t (&A1)[2][4],
-                                          const uint32_t (&A2)[2][4], uint32_t hb, float magic,
+                                          const uint32_t (&A2)[2][4], uint32_t hb, uint32_t hb0,
+                                          float magic,
                                           float bias, uint32_t thresh, uint32_t I, uint32_t J,
                                           uint32_t &flagged, uint32_t &sink) {
   const tc_job &jb = p.job;
   const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
   const uint32_t row0 = I * NT + warp * 32 + g, col0 = J * NT + 2 * t;
+  const uint32_t lane4 = lane * 4; /* hb0: the block's (uniform) base, hb = hb0 + lane4 */
   const float4 *bp = &bf[g][t];
 #pragma unroll kUnroll
   for (uint32_t nb = 0; nb < NT / 8; nb++) {
@@ -196,7 +207,13 @@ __device__ __forceinline__ void tc_groups(const Params &p, const float4 (*bf)[4]
           if (NOATOM)
             sink += cc;
           else
-            count(hb, cc >> jb.k);
+          {
+            if (K16) /* k = 16: bytes 2, 3 of the code are its row; one PRMT makes
+                      * row * 256 + lane * 4 (hb0 + that: the lane's counter) */
+              asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(hb0 + __byte_perm(cc, lane4, 0x7324)));
+            else
+              count(hb, cc >> jb.k);
+          }
           if (EXACT && !P16)
             m = min(m, cc & jb.mask);
         }
@@ -236,7 +253,7 @@ __device__ __forceinline__ void tc_groups(const Params &p, const float4 (*bf)[4]
       for (int k = 0; k < 8; k++) {
         const uint32_t cc = c[k];
         if (cc != 0xffffffffu && (cc & jb.mask) < thresh && (cc >> jb.k) != jb.rowbase) {
-          asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hb + ((cc >> jb.k) << 7)),
+          asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hb + ((cc >> jb.k) << (K16 ? 8 : 7))),
                        "r"(0xffffffffu));
           e |= 1u << k;
         }
@@ -259,21 +276,24 @@ __device__ __forceinline__ void tc_groups(const Params &p, const float4 (*bf)[4]
 #ifndef TC_MINB
 #define TC_MINB 4 /* blocks a multiprocessor: 64 registers */
 #endif
-template <bool EXACT, bool PROBE, bool NOATOM = false, bool P16 = false>
+template <bool EXACT, bool PROBE, bool NOATOM = false, bool P16 = false, bool K16 = false>
 __global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ Params p, uint64_t u0,
                                               uint64_t u1) {
   __shared__ float4 bf[NT][4]; /* partner j's 16 slots: bf[j][t] holds t, t+4, t+8, t+12 */
   __shared__ uint2 q[QCAP];
   __shared__ uint32_t qn, s_tc, s_thresh;
   __shared__ float s_magic, s_bias, s_d[3];
-  extern __shared__ uint32_t hist[]; /* rows x 32 lanes */
+  extern __shared__ uint32_t hist[]; /* rows x RS words, lanes in the first 32 */
+  constexpr uint32_t RS = K16 ? 64 : 32;
+  constexpr int RSH = K16 ? 8 : 7;
   const tc_job &jb = p.job;
   const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
-  for (uint32_t k = tid; k < jb.rows * 32; k += NT)
+  for (uint32_t k = tid; k < jb.rows * RS; k += NT)
     hist[k] = 0;
   if (tid == 0)
     qn = 0;
-  const uint32_t hb = (uint32_t)__cvta_generic_to_shared(hist + lane) - jb.rowbase * 128;
+  const uint32_t hb0 = (uint32_t)__cvta_generic_to_shared(hist) - jb.rowbase * RS * 4,
+                 hb = hb0 + lane * 4;
   __shared__ unsigned long long s_u;
   uint32_t I = 0, J = 0, curI = 0xffffffffu, flagged = 0, wide = 0, sink = 0;
   uint32_t A1[2][4], A2[2][4];
@@ -324,7 +344,7 @@ __global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ Para
       for (uint32_t c = 0; c < NT && i < p.n; c++) {
         uint32_t j = J * NT + c;
         if (j < p.n && (I != J || j > i))
-          count(hb, jb.rowbase + bucket64(p, i, j));
+          count(hb, jb.rowbase + bucket64(p, i, j), RSH);
       }
     } else {
       {
@@ -337,10 +357,10 @@ __global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ Para
       }
       __syncthreads();
       if (masked)
-        tc_groups<EXACT, PROBE, true, NOATOM, P16>(p, bf, q, qn, A1, A2, hb, s_magic, s_bias,
+        tc_groups<EXACT, PROBE, true, NOATOM, P16, K16>(p, bf, q, qn, A1, A2, hb, hb0, s_magic, s_bias,
                                               s_thresh, I, J, flagged, sink);
       else
-        tc_groups<EXACT, PROBE, false, NOATOM, P16>(p, bf, q, qn, A1, A2, hb, s_magic, s_bias,
+        tc_groups<EXACT, PROBE, false, NOATOM, P16, K16>(p, bf, q, qn, A1, A2, hb, hb0, s_magic, s_bias,
                                                s_thresh, I, J, flagged, sink);
     }
     __syncthreads();
@@ -348,7 +368,7 @@ __global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ Para
     if (EXACT && nq >= QCAP / 2) {
       const uint32_t m2 = nq < QCAP ? nq : QCAP;
       for (uint32_t e = tid; e < m2; e += NT)
-        count(hb, jb.rowbase + bucket64(p, q[e].x, q[e].y));
+        count(hb, jb.rowbase + bucket64(p, q[e].x, q[e].y), RSH);
       __syncthreads();
       if (tid == 0) {
         atomicAdd(p.refined, (unsigned long long)m2);
@@ -365,7 +385,7 @@ __global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ Para
   if (EXACT && qn > 0) {
     const uint32_t m2 = qn < QCAP ? qn : QCAP;
     for (uint32_t e = tid; e < m2; e += NT)
-      count(hb, jb.rowbase + bucket64(p, q[e].x, q[e].y));
+      count(hb, jb.rowbase + bucket64(p, q[e].x, q[e].y), RSH);
     if (tid == 0)
       atomicAdd(p.refined, (unsigned long long)m2);
   }
@@ -373,7 +393,7 @@ __global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ Para
   for (uint32_t r = tid; r < jb.rows; r += NT) {
     uint32_t sum = 0;
     for (uint32_t c = 0; c < 32; c++)
-      sum += hist[r * 32 + ((c + r) & 31)];
+      sum += hist[r * RS + ((c + r) & 31)];
     if (sum)
       atomicAdd(&p.counts[r], (unsigned long long)sum);
   }
@@ -651,15 +671,22 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
   p.wide = dst + 2;
   p.err = dst + 3;
   p.next = dst + 6;
-  const size_t smem = (size_t)rows * 128;
-  /* the exact kernel's edge test in 16-bit halves where the fraction has 16 bits or more */
+  /* the exact kernel's edge test in 16-bit halves where the fraction has 16
+   * bits or more; at k = 16 (HISTD_TC_K16=0 says no) the counters' address
+   * from one PRMT, rows of 256 bytes (the probe variant keeps 128) */
+  const bool k16 = p.job.k == 16 && !(getenv("HISTD_TC_K16") && atoi(getenv("HISTD_TC_K16")) == 0);
   void (*kern[4])(Params, uint64_t, uint64_t) = {
-      p.job.k >= 16 ? k_tc<true, false, false, true> : k_tc<true, false>, k_tc<false, false>,
-      k_tc<true, true>, k_tc<false, false, true>};
-  for (int k = 0; k < 4; k++)
-    CK(cudaFuncSetAttribute(kern[k], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+      k16 ? k_tc<true, false, false, true, true>
+          : p.job.k >= 16 ? k_tc<true, false, false, true> : k_tc<true, false>,
+      k16 ? k_tc<false, false, false, false, true> : k_tc<false, false>, k_tc<true, true>,
+      k16 ? k_tc<false, false, true, false, true> : k_tc<false, false, true>};
+  size_t smemv[4];
+  for (int k = 0; k < 4; k++) {
+    smemv[k] = (size_t)rows * (k16 && k != 2 ? 256 : 128);
+    CK(cudaFuncSetAttribute(kern[k], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smemv[k]));
+  }
   int per = 0, sms = 0;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kern[0], NT, smem));
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kern[0], NT, smemv[0]));
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const uint32_t grid = (uint32_t)(per * sms);
   const uint64_t U = (uint64_t)t.tiles * (t.tiles + 1) / 2;
@@ -678,7 +705,7 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
       CK(cudaMemset(dst, 0, 6 * sizeof(unsigned long long)));
       CK(cudaEventRecord(e0));
       for (uint64_t a = 0; a < U; a += step)
-        { CK(cudaMemsetAsync(p.next, 0, sizeof *p.next)); kern[kv]<<<grid, NT, smem>>>(p, a, a + step < U ? a + step : U); }
+        { CK(cudaMemsetAsync(p.next, 0, sizeof *p.next)); kern[kv]<<<grid, NT, smemv[kv]>>>(p, a, a + step < U ? a + step : U); }
       CK(cudaGetLastError());
       CK(cudaEventRecord(e1));
       CK(cudaEventSynchronize(e1));
@@ -702,15 +729,15 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
   /* the counts of the last exact run: rerun exact once more for them */
   CK(cudaMemset(dc, 0, rows * sizeof(unsigned long long)));
   for (uint64_t a = 0; a < U; a += step)
-    { CK(cudaMemsetAsync(p.next, 0, sizeof *p.next)); kern[0]<<<grid, NT, smem>>>(p, a, a + step < U ? a + step : U); }
+    { CK(cudaMemsetAsync(p.next, 0, sizeof *p.next)); kern[0]<<<grid, NT, smemv[0]>>>(p, a, a + step < U ? a + step : U); }
   CK(cudaGetLastError());
   unsigned long long *hc = (unsigned long long *)calloc(rows, sizeof *hc);
   CK(cudaMemcpy(hc, dc, rows * sizeof *hc, cudaMemcpyDeviceToHost));
   /* the probe: every pair of the first and the last 2,000 tile pairs */
   CK(cudaMemset(dst, 0, 6 * sizeof(unsigned long long)));
   uint64_t Up = U < 2000 ? U : 2000;
-  { CK(cudaMemsetAsync(p.next, 0, sizeof *p.next)); kern[2]<<<grid, NT, smem>>>(p, 0, Up); }
-  { CK(cudaMemsetAsync(p.next, 0, sizeof *p.next)); kern[2]<<<grid, NT, smem>>>(p, U - Up, U); }
+  { CK(cudaMemsetAsync(p.next, 0, sizeof *p.next)); kern[2]<<<grid, NT, smemv[2]>>>(p, 0, Up); }
+  { CK(cudaMemsetAsync(p.next, 0, sizeof *p.next)); kern[2]<<<grid, NT, smemv[2]>>>(p, U - Up, U); }
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
   CK(cudaMemcpy(st, dst, sizeof st, cudaMemcpyDeviceToHost));

@@ -23,14 +23,16 @@
  * distance, whatever the set's extent -- what keeps the band narrow.
  *
  * The product (16 products, two k8 steps; t = a lane's quad position):
- *   anchor row, slot t + 4j:  t < 3 (axis t):  a_h, a_l, a_h, 0
+ *   anchor row, slot t + 4j:  t < 3 (axis t):  a_h, a_l, a_h, 0 (t = 0: 1)
  *                             t = 3:           qa_h, qa_l, 1, 1
- *   partner column:           t < 3:           b_h, b_h, b_l, 0
+ *   partner column:           t < 3:           b_h, b_h, b_l, 0 (t = 0: C)
  *                             t = 3:           1, 1, qb_h, qb_l
  * with a = A'_t, b = -2 B'_t (exact), v_h = tf32(v), v_l = tf32(v - v_h)
  * (round to nearest; v - v_h is exact), qa = f64(|A'|^2) (three exact
  * squares, two roundings), qb = fma(X,X, fma(Y,Y, Z*Z)) in float32, and the
- * accumulator starting at the bias C (below). The sum is
+ * bias C (below) as one more product, 1 x C in slot 12 (tc_unit_plan makes C
+ * a tf32 value, so the product is exact; the accumulator starts at 0). The
+ * sum is
  *   S = C + sum_t (a_h b_h + a_l b_h + a_h b_l) + qa_h + qa_l + qb_h + qb_l.
  *
  * The bound. u = 2^-24.
