@@ -178,8 +178,7 @@ template <bool EXACT, bool PROBE, bool MASKED, bool NOATOM, bool P16, bool K16>
 __device__ __forceinline__ void tc_groups(const Params &p, const float4 (*bf)[4], uint2 *q,
                                           uint32_t &qn, const uint32_t (&A1)[2][4],
                                           const uint32_t (&A2)[2][4], uint32_t hb, uint32_t hb0,
-                                          float magic,
-                                          float bias, uint32_t thresh, uint32_t I, uint32_t J,
+                                          float magic, uint32_t thresh, uint32_t I, uint32_t J,
                                           uint32_t &flagged, uint32_t &sink) {
   const tc_job &jb = p.job;
   const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -357,10 +356,10 @@ __global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ Para
       }
       __syncthreads();
       if (masked)
-        tc_groups<EXACT, PROBE, true, NOATOM, P16, K16>(p, bf, q, qn, A1, A2, hb, hb0, s_magic, s_bias,
+        tc_groups<EXACT, PROBE, true, NOATOM, P16, K16>(p, bf, q, qn, A1, A2, hb, hb0, s_magic,
                                               s_thresh, I, J, flagged, sink);
       else
-        tc_groups<EXACT, PROBE, false, NOATOM, P16, K16>(p, bf, q, qn, A1, A2, hb, hb0, s_magic, s_bias,
+        tc_groups<EXACT, PROBE, false, NOATOM, P16, K16>(p, bf, q, qn, A1, A2, hb, hb0, s_magic,
                                                s_thresh, I, J, flagged, sink);
     }
     __syncthreads();
