@@ -203,16 +203,14 @@ __device__ __forceinline__ void tc_groups(const Params &p, const float4 (*bf)[4]
         const bool ok = !MASKED || (ai < p.n && bj < p.n && (I != J || bj > ai));
         c[r * 4 + k] = ok ? cc : 0xffffffffu; /* a masked pair is no edge */
         if (ok) {
+          /* K16 (k = 16): bytes 2, 3 of the code are its row; one PRMT makes
+           * row * 256 + lane * 4, and hb0 + that is the lane's counter */
           if (NOATOM)
             sink += cc;
+          else if (K16)
+            asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(hb0 + __byte_perm(cc, lane4, 0x7324)));
           else
-          {
-            if (K16) /* k = 16: bytes 2, 3 of the code are its row; one PRMT makes
-                      * row * 256 + lane * 4 (hb0 + that: the lane's counter) */
-              asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(hb0 + __byte_perm(cc, lane4, 0x7324)));
-            else
-              count(hb, cc >> jb.k);
-          }
+            count(hb, cc >> jb.k);
           if (EXACT && !P16)
             m = min(m, cc & jb.mask);
         }
@@ -690,6 +688,11 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
   const uint32_t grid = (uint32_t)(per * sms);
   const uint64_t U = (uint64_t)t.tiles * (t.tiles + 1) / 2;
   const uint64_t step = (uint64_t)grid * 30000; /* 32-bit shared counters */
+  /* one launch over tile pairs [a, b): the chunk counter from 0 */
+  auto launch = [&](void (*k)(Params, uint64_t, uint64_t), size_t sm, uint64_t a, uint64_t b) {
+    CK(cudaMemsetAsync(p.next, 0, sizeof *p.next));
+    k<<<grid, NT, sm>>>(p, a, b);
+  };
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
@@ -704,7 +707,7 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
       CK(cudaMemset(dst, 0, 6 * sizeof(unsigned long long)));
       CK(cudaEventRecord(e0));
       for (uint64_t a = 0; a < U; a += step)
-        { CK(cudaMemsetAsync(p.next, 0, sizeof *p.next)); kern[kv]<<<grid, NT, smemv[kv]>>>(p, a, a + step < U ? a + step : U); }
+        launch(kern[kv], smemv[kv], a, a + step < U ? a + step : U);
       CK(cudaGetLastError());
       CK(cudaEventRecord(e1));
       CK(cudaEventSynchronize(e1));
@@ -728,15 +731,15 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
   /* the counts of the last exact run: rerun exact once more for them */
   CK(cudaMemset(dc, 0, rows * sizeof(unsigned long long)));
   for (uint64_t a = 0; a < U; a += step)
-    { CK(cudaMemsetAsync(p.next, 0, sizeof *p.next)); kern[0]<<<grid, NT, smemv[0]>>>(p, a, a + step < U ? a + step : U); }
+    launch(kern[0], smemv[0], a, a + step < U ? a + step : U);
   CK(cudaGetLastError());
   unsigned long long *hc = (unsigned long long *)calloc(rows, sizeof *hc);
   CK(cudaMemcpy(hc, dc, rows * sizeof *hc, cudaMemcpyDeviceToHost));
   /* the probe: every pair of the first and the last 2,000 tile pairs */
   CK(cudaMemset(dst, 0, 6 * sizeof(unsigned long long)));
   uint64_t Up = U < 2000 ? U : 2000;
-  { CK(cudaMemsetAsync(p.next, 0, sizeof *p.next)); kern[2]<<<grid, NT, smemv[2]>>>(p, 0, Up); }
-  { CK(cudaMemsetAsync(p.next, 0, sizeof *p.next)); kern[2]<<<grid, NT, smemv[2]>>>(p, U - Up, U); }
+  launch(kern[2], smemv[2], 0, Up);
+  launch(kern[2], smemv[2], U - Up, U);
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
   CK(cudaMemcpy(st, dst, sizeof st, cudaMemcpyDeviceToHost));
@@ -771,13 +774,13 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
   }
   printf("%-12s n=%-8u w=%-5g tiles=%u rows=%u k=%u grid=%u (%d/SM): tiles built on the GPU in "
          "%.2f ms; tc %.2f ms (%.3e pairs/s), "
-         "fast %.2f ms, no atomics %.2f ms, auto %s %.2f ms: %.2fx; refined %.2e, flagged groups %.3f, wide tile "
-         "pairs %.4f, tensor-core error %.3g of the magnitudes (model 2^-18 = %.3g); counts %s "
-         "binary64, %s auto\n",
-         name, t.n, w, t.tiles, rows, p.job.k, grid, per, R.build_ms, R.tc_ms, pairs / R.tc_ms * 1e3,
-         R.fast_ms, R.noatom_ms, R.auto_kernel, R.auto_ms, R.auto_ms / R.tc_ms, R.refined, R.flagged, R.wide,
-         R.err, 0x1p-18, R.same_f64 ? "identical to" : "DIFFER from",
-         R.same_auto ? "identical to" : "DIFFER from");
+         "fast %.2f ms, no atomics %.2f ms, auto %s %.2f ms: %.2fx; refined %.2e, flagged "
+         "groups %.3f, wide tile pairs %.4f, tensor-core error %.3g of the magnitudes (model "
+         "2^-18 = %.3g); counts %s binary64, %s auto\n",
+         name, t.n, w, t.tiles, rows, p.job.k, grid, per, R.build_ms, R.tc_ms,
+         pairs / R.tc_ms * 1e3, R.fast_ms, R.noatom_ms, R.auto_kernel, R.auto_ms,
+         R.auto_ms / R.tc_ms, R.refined, R.flagged, R.wide, R.err, 0x1p-18,
+         R.same_f64 ? "identical to" : "DIFFER from", R.same_auto ? "identical to" : "DIFFER from");
   fflush(stdout);
   if (got64)
     histd_result_free(&r64);
