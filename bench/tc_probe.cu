@@ -44,6 +44,11 @@
  * scheme). Tile pairs on the diagonal or the last, partial tile mask their
  * pairs; wide tile pairs are counted in binary64 by the block.
  * HISTD_TC_K16=0 keeps the 128-byte rows at k = 16 (for comparison).
+ * HISTD_TC_GQ=1 queues a flagged group whole (its 8 codes, 48 bytes) and
+ * leaves finding its edge pairs to the block's drain, instead of testing
+ * them in the warp's divergent path: 4% faster at W2, but 2-5x slower where
+ * edge pairs are many (the lattices: the group queue overflows every tile
+ * pair and the rest go pair by pair in the lane), so not the default.
  */
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
@@ -57,7 +62,9 @@
 #include "histd/histd.h"
 #include "tc_plan.h"
 
-#define QCAP 2048u
+#define QBYTES 16384u            /* a block's queue of edge work: */
+#define QCAP (QBYTES / 8)        /* pairs (anchor, partner), or */
+#define GQCAP (QBYTES / 48 & ~7u) /* flagged groups of 8 pairs (codes; anchor, partner, band) */
 #define CHUNK 16u /* tile pairs a block takes at a time */
 #define NT TC_TILE /* threads a block = points a tile */
 #define EPS_R 0x1p-22 /* rsqrtf: the CUDA Guide's 2 ulp */
@@ -164,19 +171,81 @@ __device__ __forceinline__ void count(uint32_t hb, uint32_t row, int rsh = 7) {
 #endif
 constexpr int kUnroll = TC_UNROLL;
 
-/* A pair the full queue cannot take: the contract, to the global counts
- * (rare; out of line, so that the hot loop keeps its registers). */
+/* Is a code an edge pair's (exact mode)? Not a masked pair (~0), its
+ * fraction within the band, and not row 0 (whose only near edge is 0). */
+__device__ __forceinline__ bool tc_edge(const tc_job &jb, uint32_t cc, uint32_t thresh) {
+  return cc != 0xffffffffu && (cc & jb.mask) < thresh && (cc >> jb.k) != jb.rowbase;
+}
+
+/* Pair k of a lane's group of 8: its anchor and partner. */
+__device__ __forceinline__ uint32_t group_ai(uint32_t row0, uint32_t k) {
+  return row0 + (k >> 2) * 16 + ((k & 3) >> 1) * 8;
+}
+
+/* A pair the full pair queue cannot take: the contract, to the global
+ * counts (rare; out of line, so that the hot loop keeps its registers). */
 __device__ __noinline__ void far_pair(const Params &p, uint32_t ai, uint32_t bj) {
   atomicAdd(&p.counts[bucket64(p, ai, bj)], 1ull);
   atomicAdd(p.refined, 1ull);
 }
 
+/* A flagged group the full group queue cannot take: its edge pairs' counts
+ * taken back, the contract's counted in the lane's column (out of line). */
+__device__ __noinline__ void far_group(const Params &p, uint4 c0, uint4 c1, uint4 at,
+                                       uint32_t hb, int rsh) {
+  const uint32_t c[8] = {c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w};
+  uint32_t refined = 0;
+  for (uint32_t k = 0; k < 8; k++)
+    if (tc_edge(p.job, c[k], at.z)) {
+      asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hb + ((c[k] >> p.job.k) << rsh)),
+                   "r"(0xffffffffu));
+      count(hb, p.job.rowbase + bucket64(p, group_ai(at.x, k), at.y + (k & 1)), rsh);
+      refined++;
+    }
+  if (refined)
+    atomicAdd(p.refined, (unsigned long long)refined);
+}
+
+/* The queued groups' edge pairs (every thread of the block calls it): the
+ * float32 count taken back, the contract's counted; returns the thread's
+ * refined pairs. */
+__device__ __forceinline__ uint32_t gq_drain(const Params &p, const uint4 (*gqc)[2],
+                                             const uint4 *gqa, uint32_t n, uint32_t hb, int rsh) {
+  uint32_t refined = 0;
+  for (uint32_t e = threadIdx.x; e < 8 * n; e += NT) {
+    const uint32_t gi = e >> 3, k = e & 7;
+    const uint4 cv = gqc[gi][k >> 2], at = gqa[gi];
+    const uint32_t cc = (k & 3) == 0 ? cv.x : (k & 3) == 1 ? cv.y : (k & 3) == 2 ? cv.z : cv.w;
+    if (tc_edge(p.job, cc, at.z)) {
+      asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hb + ((cc >> p.job.k) << rsh)),
+                   "r"(0xffffffffu));
+      count(hb, p.job.rowbase + bucket64(p, group_ai(at.x, k), at.y + (k & 1)), rsh);
+      refined++;
+    }
+  }
+  return refined;
+}
+
+/* The queue's work (every thread of the block calls it): the thread's refined pairs. */
+template <bool GQ>
+__device__ __forceinline__ uint32_t drain(const Params &p, const uint2 *q, const uint4 (*gqc)[2],
+                                          const uint4 *gqa, uint32_t n, uint32_t hb, int rsh) {
+  if (GQ)
+    return gq_drain(p, gqc, gqa, n, hb, rsh);
+  uint32_t refined = 0;
+  for (uint32_t e = threadIdx.x; e < n; e += NT, refined++)
+    count(hb, p.job.rowbase + bucket64(p, q[e].x, q[e].y), rsh);
+  return refined;
+}
+
 /* One tile pair's 32 groups of 8 partners for one warp (MASKED: the diagonal
  * or the last tile, whose pairs are masked; NOATOM: no histogram, a probe of
- * the loop's cost without its atomics). */
-template <bool EXACT, bool PROBE, bool MASKED, bool NOATOM, bool P16, bool K16>
+ * the loop's cost without its atomics; GQ: a flagged group is queued whole,
+ * else its edge pairs are found here and queued). */
+template <bool EXACT, bool PROBE, bool MASKED, bool NOATOM, bool P16, bool K16, bool GQ>
 __device__ __forceinline__ void tc_groups(const Params &p, const float4 (*bf)[4], uint2 *q,
-                                          uint32_t &qn, const uint32_t (&A1)[2][4],
+                                          uint4 (*gqc)[2], uint4 *gqa, uint32_t &qn,
+                                          const uint32_t (&A1)[2][4],
                                           const uint32_t (&A2)[2][4], uint32_t hb, uint32_t hb0,
                                           float magic, uint32_t thresh, uint32_t I, uint32_t J,
                                           uint32_t &flagged, uint32_t &sink) {
@@ -243,13 +312,27 @@ __device__ __forceinline__ void tc_groups(const Params &p, const float4 (*bf)[4]
     /* P16: a pair whose fraction is < thresh has its low 16 bits < thresh
      * (k >= 16); the converse can fail for k > 16, and such a group only
      * takes the path below, which tests each pair in full */
-    if (EXACT && (P16 ? m & 0xffffu : m) < thresh) {
-      flagged += lane == (uint32_t)__ffs(__activemask()) - 1; /* once a warp */
+    if (EXACT && GQ && (P16 ? m & 0xffffu : m) < thresh) {
+      /* the group goes to the block's queue whole: its 8 codes, its pairs'
+       * first anchor and partner, the band; the drain finds its edge pairs */
+      flagged++;
+      const uint4 c0 = make_uint4(c[0], c[1], c[2], c[3]), c1 = make_uint4(c[4], c[5], c[6], c[7]),
+                  at = make_uint4(row0, col0 + nb * 8, thresh, 0);
+      const uint32_t slot = atomicAdd(&qn, 1u);
+      if (slot < GQCAP) {
+        gqc[slot][0] = c0;
+        gqc[slot][1] = c1;
+        gqa[slot] = at;
+      } else {
+        far_group(p, c0, c1, at, hb, K16 ? 8 : 7);
+      }
+    } else if (EXACT && !GQ && (P16 ? m & 0xffffu : m) < thresh) {
+      flagged++;
       uint32_t e = 0; /* the group's edge pairs: counts taken back, queued below */
 #pragma unroll
       for (int k = 0; k < 8; k++) {
         const uint32_t cc = c[k];
-        if (cc != 0xffffffffu && (cc & jb.mask) < thresh && (cc >> jb.k) != jb.rowbase) {
+        if (tc_edge(jb, cc, thresh)) {
           asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hb + ((cc >> jb.k) << (K16 ? 8 : 7))),
                        "r"(0xffffffffu));
           e |= 1u << k;
@@ -258,8 +341,7 @@ __device__ __forceinline__ void tc_groups(const Params &p, const float4 (*bf)[4]
       if (e) {
         uint32_t slot = atomicAdd(&qn, (uint32_t)__popc(e));
         for (; e; e &= e - 1, slot++) {
-          const uint32_t k = __ffs(e) - 1, ai = row0 + (k >> 2) * 16 + ((k & 3) >> 1) * 8,
-                         bj = col0 + nb * 8 + (k & 1);
+          const uint32_t k = __ffs(e) - 1, ai = group_ai(row0, k), bj = col0 + nb * 8 + (k & 1);
           if (slot < QCAP)
             q[slot] = make_uint2(ai, bj);
           else
@@ -273,11 +355,14 @@ __device__ __forceinline__ void tc_groups(const Params &p, const float4 (*bf)[4]
 #ifndef TC_MINB
 #define TC_MINB 4 /* blocks a multiprocessor: 64 registers */
 #endif
-template <bool EXACT, bool PROBE, bool NOATOM = false, bool P16 = false, bool K16 = false>
+template <bool EXACT, bool PROBE, bool NOATOM = false, bool P16 = false, bool K16 = false,
+          bool GQ = false>
 __global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ Params p, uint64_t u0,
                                               uint64_t u1) {
   __shared__ float4 bf[NT][4]; /* partner j's 16 slots: bf[j][t] holds t, t+4, t+8, t+12 */
-  __shared__ uint2 q[QCAP];
+  __shared__ __align__(16) unsigned char qmem[QBYTES]; /* the queue: pairs, or (GQ) groups */
+  uint2 *q = (uint2 *)qmem;
+  uint4(*gqc)[2] = (uint4(*)[2])qmem, *gqa = (uint4 *)(qmem + GQCAP * 32);
   __shared__ uint32_t qn, s_tc, s_thresh;
   __shared__ float s_magic, s_bias, s_d[3];
   extern __shared__ uint32_t hist[]; /* rows x RS words, lanes in the first 32 */
@@ -292,7 +377,7 @@ __global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ Para
   const uint32_t hb0 = (uint32_t)__cvta_generic_to_shared(hist) - jb.rowbase * RS * 4,
                  hb = hb0 + lane * 4;
   __shared__ unsigned long long s_u;
-  uint32_t I = 0, J = 0, curI = 0xffffffffu, flagged = 0, wide = 0, sink = 0;
+  uint32_t I = 0, J = 0, curI = 0xffffffffu, flagged = 0, wide = 0, sink = 0, refined = 0;
   uint32_t A1[2][4], A2[2][4];
   uint64_t u = 0, uend = 0;
   for (;;) {
@@ -354,23 +439,21 @@ __global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ Para
       }
       __syncthreads();
       if (masked)
-        tc_groups<EXACT, PROBE, true, NOATOM, P16, K16>(p, bf, q, qn, A1, A2, hb, hb0, s_magic,
-                                              s_thresh, I, J, flagged, sink);
+        tc_groups<EXACT, PROBE, true, NOATOM, P16, K16, GQ>(p, bf, q, gqc, gqa, qn, A1, A2, hb,
+                                                            hb0, s_magic, s_thresh, I, J,
+                                                            flagged, sink);
       else
-        tc_groups<EXACT, PROBE, false, NOATOM, P16, K16>(p, bf, q, qn, A1, A2, hb, hb0, s_magic,
-                                               s_thresh, I, J, flagged, sink);
+        tc_groups<EXACT, PROBE, false, NOATOM, P16, K16, GQ>(p, bf, q, gqc, gqa, qn, A1, A2, hb,
+                                                             hb0, s_magic, s_thresh, I, J,
+                                                             flagged, sink);
     }
     __syncthreads();
-    const uint32_t nq = qn;
-    if (EXACT && nq >= QCAP / 2) {
-      const uint32_t m2 = nq < QCAP ? nq : QCAP;
-      for (uint32_t e = tid; e < m2; e += NT)
-        count(hb, jb.rowbase + bucket64(p, q[e].x, q[e].y), RSH);
+    const uint32_t nq = qn, cap = GQ ? GQCAP : QCAP;
+    if (EXACT && nq >= cap / 2) {
+      refined += drain<GQ>(p, q, gqc, gqa, nq < cap ? nq : cap, hb, RSH);
       __syncthreads();
-      if (tid == 0) {
-        atomicAdd(p.refined, (unsigned long long)m2);
+      if (tid == 0)
         qn = 0;
-      }
     }
     u++;
     if (++J == p.tiles) {
@@ -379,13 +462,11 @@ __global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ Para
     }
   }
   __syncthreads();
-  if (EXACT && qn > 0) {
-    const uint32_t m2 = qn < QCAP ? qn : QCAP;
-    for (uint32_t e = tid; e < m2; e += NT)
-      count(hb, jb.rowbase + bucket64(p, q[e].x, q[e].y), RSH);
-    if (tid == 0)
-      atomicAdd(p.refined, (unsigned long long)m2);
-  }
+  if (EXACT)
+    refined += drain<GQ>(p, q, gqc, gqa, qn < (GQ ? GQCAP : QCAP) ? qn : (GQ ? GQCAP : QCAP), hb,
+                         RSH);
+  if (refined)
+    atomicAdd(p.refined, (unsigned long long)refined);
   __syncthreads();
   for (uint32_t r = tid; r < jb.rows; r += NT) {
     uint32_t sum = 0;
@@ -672,9 +753,13 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
    * bits or more; at k = 16 (HISTD_TC_K16=0 says no) the counters' address
    * from one PRMT, rows of 256 bytes (the probe variant keeps 128) */
   const bool k16 = p.job.k == 16 && !(getenv("HISTD_TC_K16") && atoi(getenv("HISTD_TC_K16")) == 0);
+  /* HISTD_TC_GQ=1: flagged groups queued whole (RESULTS.md) */
+  const bool gq = getenv("HISTD_TC_GQ") && atoi(getenv("HISTD_TC_GQ")) == 1;
   void (*kern[4])(Params, uint64_t, uint64_t) = {
-      k16 ? k_tc<true, false, false, true, true>
-          : p.job.k >= 16 ? k_tc<true, false, false, true> : k_tc<true, false>,
+      k16 ? (gq ? k_tc<true, false, false, true, true, true> : k_tc<true, false, false, true, true>)
+      : p.job.k >= 16
+          ? (gq ? k_tc<true, false, false, true, false, true> : k_tc<true, false, false, true>)
+          : (gq ? k_tc<true, false, false, false, false, true> : k_tc<true, false>),
       k16 ? k_tc<false, false, false, false, true> : k_tc<false, false>, k_tc<true, true>,
       k16 ? k_tc<false, false, true, false, true> : k_tc<false, false, true>};
   size_t smemv[4];
@@ -720,7 +805,7 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
       R.tc_ms = ms[nrep / 2];
       CK(cudaMemcpy(st, dst, sizeof st, cudaMemcpyDeviceToHost));
       R.refined = st[0] / pairs;
-      R.flagged = st[1] / (pairs / 256.0);
+      R.flagged = st[1] / (pairs / 8.0);
       R.wide = (double)st[2] / (double)U;
     } else if (variant == 1) {
       R.fast_ms = ms[0];
@@ -775,8 +860,8 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
   printf("%-12s n=%-8u w=%-5g tiles=%u rows=%u k=%u grid=%u (%d/SM): tiles built on the GPU in "
          "%.2f ms; tc %.2f ms (%.3e pairs/s), "
          "fast %.2f ms, no atomics %.2f ms, auto %s %.2f ms: %.2fx; refined %.2e, flagged "
-         "groups %.3f, wide tile pairs %.4f, tensor-core error %.3g of the magnitudes (model "
-         "2^-18 = %.3g); counts %s binary64, %s auto\n",
+         "groups of 8 pairs %.2e, wide tile pairs %.4f, tensor-core error %.3g of the "
+         "magnitudes (model 2^-18 = %.3g); counts %s binary64, %s auto\n",
          name, t.n, w, t.tiles, rows, p.job.k, grid, per, R.build_ms, R.tc_ms,
          pairs / R.tc_ms * 1e3, R.fast_ms, R.noatom_ms, R.auto_kernel, R.auto_ms,
          R.auto_ms / R.tc_ms, R.refined, R.flagged, R.wide, R.err, 0x1p-18,
