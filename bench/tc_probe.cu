@@ -167,7 +167,7 @@ __device__ __forceinline__ void count(uint32_t hb, uint32_t row, int rsh = 7) {
 }
 
 #ifndef TC_UNROLL
-#define TC_UNROLL 2 /* groups a loop turn: measured best (RESULTS.md) */
+#define TC_UNROLL 4 /* groups a loop turn: measured best (RESULTS.md) */
 #endif
 constexpr int kUnroll = TC_UNROLL;
 
