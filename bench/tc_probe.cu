@@ -60,6 +60,7 @@
 #include <time.h>
 
 #include "histd/histd.h"
+#include "morton.h"
 #include "tc_plan.h"
 
 #define QBYTES 16384u            /* a block's queue of edge work: */
@@ -484,34 +485,19 @@ __global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ Para
 }
 
 /* ---- the tiles, built on the GPU -------------------------------------------
- * tc_tiles_build's arithmetic (tc_plan.h) on the device: Morton codes on
- * the cubic 2^21 grid of morton.c, CUB's radix sort, the points gathered in
- * that order, then a block a tile for its centre, frame and radius (rounded
- * up). Any order is exact (each tile's radius is its own points'); Morton
- * order keeps the radii small. */
-
-__device__ __forceinline__ uint64_t spread3(uint32_t v) {
-  uint64_t x = v & 0x1FFFFFu;
-  x = (x | x << 32) & 0x1F00000000FFFFull;
-  x = (x | x << 16) & 0x1F0000FF0000FFull;
-  x = (x | x << 8) & 0x100F00F00F00F00Full;
-  x = (x | x << 4) & 0x10C30C30C30C30C3ull;
-  x = (x | x << 2) & 0x1249249249249249ull;
-  return x;
-}
-
-__device__ __forceinline__ uint32_t quantise(double v, double lo, double scale) {
-  double q = floor((v - lo) * scale);
-  return !(q >= 0) ? 0 : q >= 0x1FFFFF ? 0x1FFFFFu : (uint32_t)q;
-}
+ * tc_tiles_build's arithmetic (tc_plan.h) on the device: the Morton codes
+ * of morton.h (histd__morton_key, the host's own), CUB's radix sort, the
+ * points gathered in that order, then a block a tile for its centre, frame
+ * and radius (rounded up). Any order is exact (each tile's radius is its own
+ * points'); Morton order keeps the radii small. */
 
 __global__ void k_morton(const double *x, const double *y, const double *z, uint32_t n,
                          double lx, double ly, double lz, double scale,
                          unsigned long long *key, uint32_t *idx) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  const double lo[3] = {lx, ly, lz};
   if (i < n) {
-    key[i] = spread3(quantise(x[i], lx, scale)) << 2 | spread3(quantise(y[i], ly, scale)) << 1 |
-             spread3(quantise(z[i], lz, scale));
+    key[i] = histd__morton_key(x[i], y[i], z[i], lo, scale);
     idx[i] = i;
   }
 }
@@ -575,12 +561,7 @@ __global__ void __launch_bounds__(NT) k_tiles(const double *xs, uint32_t n, doub
 static void tiles_on_device(const histd_dataset *ds, const double *dx, double w, double **dxs,
                             float4 **dloc, double **dcen, float **drad) {
   const uint32_t n = (uint32_t)ds->n, T = (n + NT - 1) / NT;
-  double side = 0;
-  for (int a = 0; a < 3; a++)
-    side = ds->max[a] - ds->min[a] > side ? ds->max[a] - ds->min[a] : side;
-  double scale = side > 0 ? 0x1p21 / side : 0;
-  if (!isfinite(scale))
-    scale = 0;
+  const double scale = histd__morton_scale(ds);
   unsigned long long *key[2];
   uint32_t *idx[2];
   CK(cudaMalloc(&key[0], 2 * (size_t)n * sizeof(unsigned long long)));

@@ -12,26 +12,10 @@
  * three cell numbers' bits, x highest; the sort is an LSD radix sort of
  * 11 bits a pass that skips the passes where every key has the same digit.
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "morton.h"
-
-static uint64_t spread3(uint32_t v) { /* the 21 bits of v, two zeros between each */
-  uint64_t x = v & 0x1FFFFFu;
-  x = (x | x << 32) & 0x1F00000000FFFFull;
-  x = (x | x << 16) & 0x1F0000FF0000FFull;
-  x = (x | x << 8) & 0x100F00F00F00F00Full;
-  x = (x | x << 4) & 0x10C30C30C30C30C3ull;
-  x = (x | x << 2) & 0x1249249249249249ull;
-  return x;
-}
-
-static uint32_t quantise(double v, double lo, double scale) {
-  double q = floor((v - lo) * scale);
-  return !(q >= 0) ? 0 : q >= 0x1FFFFF ? 0x1FFFFFu : (uint32_t)q;
-}
 
 static int radix_sort(histd__mkey *k, size_t n) {
   histd__mkey *tmp = malloc(n * sizeof *tmp);
@@ -69,20 +53,12 @@ static int radix_sort(histd__mkey *k, size_t n) {
 
 int histd__morton_sort(const histd_dataset *ds, histd__mkey **out) {
   const size_t n = ds->n;
-  const double *p[3] = {ds->x, ds->y, ds->z};
-  double side = 0;
-  for (int a = 0; a < 3; a++)
-    side = ds->max[a] - ds->min[a] > side ? ds->max[a] - ds->min[a] : side;
-  double scale = side > 0 ? 0x1p21 / side : 0;
-  if (!isfinite(scale))
-    scale = 0;
+  const double scale = histd__morton_scale(ds);
   histd__mkey *k = malloc((n ? n : 1) * sizeof *k);
   if (k == NULL)
     return HISTD_ENOMEM;
   for (size_t i = 0; i < n; i++) {
-    k[i].key = spread3(quantise(p[0][i], ds->min[0], scale)) << 2 |
-               spread3(quantise(p[1][i], ds->min[1], scale)) << 1 |
-               spread3(quantise(p[2][i], ds->min[2], scale));
+    k[i].key = histd__morton_key(ds->x[i], ds->y[i], ds->z[i], ds->min, scale);
     k[i].index = (uint32_t)i;
   }
   int rc = radix_sort(k, n);
