@@ -61,6 +61,7 @@
 
 #include "histd/histd.h"
 #include "morton.h"
+#include "sdh_pair.cuh"
 #include "tc_plan.h"
 
 #define QBYTES 16384u            /* a block's queue of edge work: */
@@ -107,11 +108,7 @@ __device__ __forceinline__ void mma8(float d[4], const uint32_t a[4], uint32_t b
 }
 
 __device__ __forceinline__ uint32_t bucket64(const Params &p, uint32_t i, uint32_t j) {
-  double dx = __dsub_rn(p.x[i], p.x[j]), dy = __dsub_rn(p.y[i], p.y[j]),
-         dz = __dsub_rn(p.z[i], p.z[j]);
-  double s = __dadd_rn(__dadd_rn(__dmul_rn(dx, dx), __dmul_rn(dy, dy)), __dmul_rn(dz, dz));
-  double b = floor(__ddiv_rn(__dsqrt_rn(s), p.width));
-  return b < (double)p.rowcap ? (uint32_t)b : p.rowcap;
+  return bucket64(p.x[i], p.y[i], p.z[i], p.x[j], p.y[j], p.z[j], p.width, p.rowcap);
 }
 
 /* An anchor row's 4 slots for quad position t (tc_plan.h's table). */
@@ -147,19 +144,6 @@ __device__ __forceinline__ void bcol(float4 l, const float d[3], float bias, flo
   out[3] = make_float4(1.f, 1.f, h, __uint_as_float(tf32(q - h)));
 }
 
-__device__ __forceinline__ void decode_pair(uint64_t q, uint32_t T, uint32_t *I, uint32_t *J) {
-  double b = 2.0 * T + 1.0, disc = b * b - 8.0 * (double)q;
-  int64_t r = (int64_t)((b - sqrt(disc > 0 ? disc : 0)) / 2.0);
-  r = r < 0 ? 0 : (r > (int64_t)T - 1 ? (int64_t)T - 1 : r);
-#define ROWSTART(r) ((uint64_t)(r) * T - (uint64_t)(r) * ((r) - 1) / 2)
-  while (r > 0 && ROWSTART(r) > q)
-    r--;
-  while (r + 1 < (int64_t)T && ROWSTART(r + 1) <= q)
-    r++;
-  *I = (uint32_t)r;
-  *J = (uint32_t)(r + (q - ROWSTART(r)));
-#undef ROWSTART
-}
 
 /* One count in the lane's column: rows of 32 words (rsh 7) or, K16, of 64
  * words of which the lanes use 32 (rsh 8, below). */

@@ -106,6 +106,7 @@
 
 #include "histd/histd.h"
 #include "sdh_gpu.h"
+#include "sdh_pair.cuh"
 
 #define TINY 7.8886090522101181e-31f /* 2^-100 */
 #define FULL 0xffffffffu
@@ -115,18 +116,6 @@
 struct D3 {
   double x, y, z;
 };
-
-/* The contract, with explicit roundings (no FMA). */
-__device__ __forceinline__ uint32_t bucket64(double xi, double yi, double zi, double xj,
-                                             double yj, double zj, double w, uint32_t cap) {
-  double dx = __dsub_rn(xi, xj);
-  double dy = __dsub_rn(yi, yj);
-  double dz = __dsub_rn(zi, zj);
-  double s = __dadd_rn(__dadd_rn(__dmul_rn(dx, dx), __dmul_rn(dy, dy)), __dmul_rn(dz, dz));
-  double q = __ddiv_rn(__dsqrt_rn(s), w);
-  double b = floor(q);
-  return b < (double)cap ? (uint32_t)b : cap;
-}
 
 __device__ __forceinline__ uint32_t code32(const float4 &a, const float4 &b, float magic) {
   float dx = __fsub_rn(a.x, b.x);
@@ -809,26 +798,7 @@ __global__ void __launch_bounds__(1024, 1) k_classic(const __grid_constant__ sdh
 
 /* ---- LINEAR: tile pairs [u0, u1) split evenly over a persistent grid ---- */
 
-__device__ __forceinline__ uint64_t row_start(uint64_t I, uint64_t T) {
-  return I * T - I * (I - 1) / 2; /* pairs before row I: sum of T-k, k<I */
-}
-
-__device__ void decode_pair(uint64_t q, uint32_t T, uint32_t *I, uint32_t *J) {
-  double b = 2.0 * T + 1.0;
-  double disc = b * b - 8.0 * (double)q;
-  double x = (b - sqrt(disc > 0 ? disc : 0)) / 2.0;
-  int64_t r = (int64_t)x;
-  if (r < 0)
-    r = 0;
-  if (r > (int64_t)T - 1)
-    r = T - 1;
-  while (r > 0 && row_start(r, T) > q)
-    r--;
-  while (r + 1 < T && row_start(r + 1, T) <= q)
-    r++;
-  *I = (uint32_t)r;
-  *J = (uint32_t)(r + (q - row_start(r, T)));
-}
+/* (decode_pair: sdh_pair.cuh) */
 
 template <int MODE, int SK>
 __global__ void __launch_bounds__(1024, 1) k_linear(const __grid_constant__ sdh_params p, uint64_t u0, uint64_t u1) {
