@@ -144,7 +144,6 @@ __device__ __forceinline__ void bcol(float4 l, const float d[3], float bias, flo
   out[3] = make_float4(1.f, 1.f, h, __uint_as_float(tf32(q - h)));
 }
 
-
 /* One count in the lane's column: rows of 32 words (rsh 7) or, K16, of 64
  * words of which the lanes use 32 (rsh 8, below). */
 __device__ __forceinline__ void count(uint32_t hb, uint32_t row, int rsh = 7) {
