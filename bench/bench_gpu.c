@@ -59,7 +59,7 @@ static workload W[] = {
 #define NW (sizeof W / sizeof W[0])
 
 static const char *const kernels[] = {
-    "tiled-privatized", "tiled-privatized-f64", "auto",      "balanced",   "multi-copy",
+    "tiled-privatized", "tiled-privatized-f64", "auto",      "tensor-core", "balanced", "multi-copy",
     "register-shuffle", "circular",             "tiled",     "privatized", "naive",
     "auto-before",      "auto-2ulp"};
 #define NKER (sizeof kernels / sizeof kernels[0])

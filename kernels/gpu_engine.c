@@ -1535,9 +1535,10 @@ int histd__cuda_run(HISTD__RUN_ARGS) {
 
 /*
  * "auto": the fastest exact kernel and block size for the job, from the
- * table measured on an H200 (bench/RESULTS.md, "GPU kernels"): the
- * lane-privatised balanced kernel wins at every size measured; its block
- * size depends on how many histogram rows there are.
+ * table measured on an H200 (bench/RESULTS.md, "GPU kernels"): tensor-core
+ * in its envelope (histd__cuda_tc_pays), else the lane-privatised balanced
+ * kernel, which wins every other size measured; its block size depends on
+ * how many points there are.
  */
 void histd__cuda_auto_choice(const histd_dataset *ds, uint32_t buckets, const char **kernel,
                              uint32_t *block) {
@@ -1553,7 +1554,22 @@ void histd__cuda_auto_choice(const histd_dataset *ds, uint32_t buckets, const ch
   (void)buckets;
 }
 
+/* How many GPUs run_plan splits a self job of `pairs` over. */
+static int split_count(const gpu_ctx *ctx, const histd_exec *ex, double pairs) {
+  int dev[64];
+  int nd = job_devices(ctx, ex, dev, 64);
+  if (env_double("HISTD_GPU_FAKE_SPLIT", 0) > 1)
+    return 2;
+  return pairs < env_double("HISTD_GPU_SPLIT_MIN_PAIRS", 2e10) && nd > 1 ? 1 : nd;
+}
+
 int histd__cuda_auto_run(HISTD__RUN_ARGS) {
+  /* tensor-core where it was measured faster, on one GPU; several GPUs
+   * share a large job on balanced */
+  const double n = (double)p->a->n;
+  if (w->gpu != NULL && split_count(w->gpu, ex, n * (n - 1) / 2) == 1 &&
+      histd__cuda_tc_pays(w, p, ex))
+    return histd__cuda_tc_run(w, p, ex, ctl, res, msg, msglen);
   const char *name;
   uint32_t block;
   histd__cuda_auto_choice(p->a, res->bins.count, &name, &block);

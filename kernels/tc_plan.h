@@ -1,9 +1,9 @@
 /*
  * tc_plan.h -- the float32 pair on the tensor cores: the squared distance
  * of a whole tile of pairs from one matrix product, and the bound that keeps
- * the counts exact. Shared by the device probe (bench/tc_probe.cu), which
- * runs it, and the CPU test that plays the arithmetic at its worst
- * (tests/gpu/test_tc_band.c).
+ * the counts exact. Shared by the "tensor-core" kernel (tc_kernels.cuh,
+ * tc_engine.c), its probe (bench/tc_probe.cu) and the CPU test that plays
+ * the arithmetic at its worst (tests/gpu/test_tc_band.c).
  *
  * Why: the exact brute-force loop spends ~15 instructions a pair, 7 of them
  * loading the partner and forming s (sdh_kernels.cu). A matrix product

@@ -228,6 +228,10 @@ int histd__cuda_tiles_run(histd_worker *w, const histd_problem *pf, const histd_
 int histd__cuda_stats_run(HISTD__RUN_ARGS);
 /* "grid" on the worker's GPU (kernels/grid_engine.c). */
 int histd__cuda_grid_run(HISTD__RUN_ARGS);
+/* "tensor-core": the plain self histogram with the squared distances from
+ * the tensor cores (kernels/tc_engine.c); a job its plan declines runs
+ * "balanced", and the result's reason says why. */
+int histd__cuda_tc_run(HISTD__RUN_ARGS);
 
 #ifdef __cplusplus
 }

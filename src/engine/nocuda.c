@@ -52,6 +52,10 @@ int histd__cuda_dmtree_run(HISTD__RUN_ARGS) {
   return histd__cuda_run(w, p, ex, ctl, res, msg, msglen);
 }
 
+int histd__cuda_tc_run(HISTD__RUN_ARGS) {
+  return histd__cuda_run(w, p, ex, ctl, res, msg, msglen);
+}
+
 int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   return histd__cuda_run(w, p, ex, ctl, res, msg, msglen);
 }

@@ -67,6 +67,10 @@ static const histd_kernel kernels[] = {
      HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run},
     {"circular", "GPU: each point meets the next (N-1)/2 points circularly (depth N/2)",
      HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run},
+    {"tensor-core",
+     "GPU: the squared distances of 256 x 256 pairs from matrix products on the tensor cores "
+     "(3xTF32), pairs near a bucket edge redone in binary64; exact",
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_tc_run},
     {"tiled-stats",
      "GPU: every statistic (periodic boxes, A x B, weights, edges, within a radius) in "
      "binary64, the contract itself; partner tiles in shared memory, a histogram per block",

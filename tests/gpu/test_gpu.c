@@ -10,7 +10,11 @@
  *   - point sets that stress float32 (far from the origin, coincident
  *     points, integer lattices with distances on bucket edges, clusters);
  *   - auto, prefetch, progress and cancel, errors, and a job split over
- *     several GPUs (or over one GPU as if several) against one GPU.
+ *     several GPUs (or over one GPU as if several) against one GPU;
+ *   - tensor-core (blocks of 256 only) where its own paths run: auto's
+ *     envelope, rows of sub-rows (k = 16..19), lattices whose distances
+ *     fall on edges in both of its queues, a far outlier (wide tile
+ *     pairs), progress and cancel, the jobs its plan declines.
  * Exits 77 ("skipped: no CUDA device: <why>") without a usable GPU.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -36,11 +40,14 @@ const char *gpu_reference_error(int e);
 
 static const char *const gpu_kernels[] = {
     "naive",    "privatized", "tiled",           "tiled-privatized", "tiled-privatized-f64",
-    "balanced", "multi-copy", "register-shuffle", "circular"};
+    "balanced", "multi-copy", "register-shuffle", "circular", "tensor-core"};
 #define NK (sizeof gpu_kernels / sizeof gpu_kernels[0])
 
 static histd_worker *W;
 static int runs = 0;
+
+/* tensor-core runs blocks of 256 threads only */
+static int is_tc(const char *k) { return strcmp(k, "tensor-core") == 0; }
 
 /* reference counts: nb entries + overflow */
 static uint64_t *reference(const histd_dataset *ds, double w, uint32_t nb) {
@@ -150,6 +157,8 @@ static void test_matrix(void) {
       int fails = 0;
       for (size_t k = 0; k < NK; k++)
         for (size_t b = 0; b < 4; b++) {
+          if (is_tc(gpu_kernels[k]) && blocks[b] != 256)
+            continue;
           fails += !compare(&ds, gpu_kernels[k], blocks[b], widths[bi], nbs[bi],
                             HISTD_PRECISION_EXACT, ref, what);
           if (ds.n < 100003 || b == 2)
@@ -187,7 +196,8 @@ static void test_float32_stress(void) {
     for (size_t k = 0; k < NK; k++) {
       fails += !compare(&ds, gpu_kernels[k], 256, cases[c].w, cases[c].nb, HISTD_PRECISION_EXACT,
                         ref, what);
-      fails += !compare(&ds, gpu_kernels[k], 64, cases[c].w, cases[c].nb, HISTD_PRECISION_EXACT,
+      if (!is_tc(gpu_kernels[k]))
+        fails += !compare(&ds, gpu_kernels[k], 64, cases[c].w, cases[c].nb, HISTD_PRECISION_EXACT,
                         ref, what);
     }
     fails += !compare(&ds, "auto", 0, cases[c].w, cases[c].nb, HISTD_PRECISION_EXACT, ref, what);
@@ -378,6 +388,139 @@ static void test_progress_cancel_errors(void) {
     histd_worker_destroy(w2);
   }
   histd_dataset_free(&ds);
+}
+
+/* m^3 integer lattice points (m = ceil(cbrt(n)), the first n of them) at
+ * `off` from the origin: distances sqrt(integer), many on bucket edges */
+static histd_dataset make_lattice(size_t n, double off) {
+  histd_dataset ds;
+  histd_dataset_alloc(&ds, n, NULL, 0);
+  size_t m = (size_t)ceil(cbrt((double)n));
+  for (size_t i = 0; i < n; i++) {
+    ds.x[i] = off + (double)(i % m);
+    ds.y[i] = -off + (double)(i / m % m);
+    ds.z[i] = 7 + (double)(i / m / m);
+  }
+  histd_dataset_finish(&ds, NULL, 0);
+  return ds;
+}
+
+/* Runs `kernel` (tensor-core or auto) exactly on ds against the reference;
+ * the job must have run tensor-core. */
+static void tc_case(const histd_dataset *ds, const char *kernel, double w, uint32_t nb,
+                    const char *what) {
+  uint64_t *ref = reference(ds, w, nb);
+  histd_result res;
+  char msg[512] = "";
+  int rc = run(W, ds, kernel, 0, w, nb, HISTD_PRECISION_EXACT, NULL, &res, msg, sizeof msg);
+  CHECK(rc == 0, "%s on %s: %s", kernel, what, msg);
+  if (rc == 0) {
+    CHECK(strcmp(res.kernel, "tensor-core") == 0 && res.block_size == 256,
+          "%s on %s ran %s/%u (%s), not tensor-core/256", kernel, what, res.kernel,
+          res.block_size, res.reason);
+    CHECK(res.exact, "tensor-core claims inexact counts in exact mode");
+    int bad = 0;
+    for (uint32_t b = 0; b <= nb; b++) {
+      uint64_t got = b < nb ? res.counts[b] : res.overflow;
+      if (got != ref[b] && bad++ < 3)
+        CHECK(0, "%s on %s: %s %u: got %" PRIu64 ", want %" PRIu64, kernel, what,
+              b < nb ? "bucket" : "overflow", b, got, ref[b]);
+    }
+    printf("  %-44s %s (%s, %.2f ms, %" PRIu64 " pairs refined)\n", what,
+           bad ? "FAILED" : "ok", res.kernel, res.timing.kernel_ms, res.refined_pairs);
+    fflush(stdout);
+    histd_result_free(&res);
+  }
+  free(ref);
+}
+
+static void test_tensor_core(void) {
+  printf("tensor-core\n");
+  /* auto's envelope: 5e5 points and more, k >= 16 */
+  histd_dataset u = make_set(600011, SHAPE_UNIFORM, 23000, 61);
+  tc_case(&u, "auto", 500, 80, "auto: uniform n=600011 w=500 (k 16)");
+  histd_dataset_free(&u);
+  /* rows of 2^(k-16) sub-rows; the last tile partial */
+  u = make_set(100003, SHAPE_UNIFORM, 23000, 62);
+  tc_case(&u, "tensor-core", 1000, 41, "uniform n=100003 w=1000 (k 17)");
+  tc_case(&u, "tensor-core", 2500, 17, "uniform n=100003 w=2500 (k 18)");
+  tc_case(&u, "tensor-core", 200, 200, "uniform n=100003 w=200 (k 15)");
+  /* fast: the right total, counts close */
+  uint64_t *ref = reference(&u, 1000, 41);
+  compare(&u, "tensor-core", 256, 1000, 41, HISTD_PRECISION_FAST, ref, "uniform n=100003 fast");
+  free(ref);
+  histd_dataset_free(&u);
+  /* edges: every queue (adapt: the group queue until it overflows) */
+  static const char *const queues[] = {"group", "pair", "adapt"};
+  histd_dataset lat = make_lattice(64000, 1e5), rl = make_set(100003, SHAPE_LATTICE, 9, 63);
+  for (int qi = 0; qi < 3; qi++) {
+    setenv("HISTD_TC_QUEUE", queues[qi], 1);
+    char what[96];
+    snprintf(what, sizeof what, "lattice 40^3 at 1e5 w=1 (k 16), %s queue", queues[qi]);
+    tc_case(&lat, "tensor-core", 1, 70, what);
+    snprintf(what, sizeof what, "9^3 sites x 137 w=0.5 (k 18), %s queue", queues[qi]);
+    tc_case(&rl, "tensor-core", 0.5, 30, what);
+  }
+  unsetenv("HISTD_TC_QUEUE");
+  histd_dataset_free(&rl);
+  /* clumps; a far outlier whose tile is wide against its neighbours */
+  histd_dataset c = make_set(300007, SHAPE_CLUSTERED, 23000, 64);
+  tc_case(&c, "tensor-core", 50, 300, "clumps n=300007 w=50");
+  histd_dataset_free(&c);
+  u = make_set(200000, SHAPE_UNIFORM, 23000, 65);
+  u.x[777] = 60000;
+  histd_dataset_finish(&u, NULL, 0);
+  tc_case(&u, "tensor-core", 1000, 80, "uniform with an outlier at 6e4 w=1000");
+
+  /* progress rises to 1; a cancel stops it between launches */
+  char msg[512];
+  histd_result res;
+  watch wt = {0, 0, 1, -1, 0};
+  histd_control ctl = {on_progress, on_cancel, &wt};
+  setenv("HISTD_GPU_CHUNK_MS", "2", 1);
+  int rc = run(W, &u, "tensor-core", 0, 1000, 80, HISTD_PRECISION_EXACT, &ctl, &res, msg,
+               sizeof msg);
+  CHECK(rc == 0, "tensor-core with progress: %s", msg);
+  CHECK(wt.calls >= 3 && wt.monotonic && wt.last == 1.0,
+        "progress: %d calls, last %g, monotonic %d", wt.calls, wt.last, wt.monotonic);
+  if (rc == 0)
+    histd_result_free(&res);
+  wt = (watch){0, 0, 1, 1, 0};
+  rc = run(W, &u, "tensor-core", 0, 1000, 80, HISTD_PRECISION_EXACT, &ctl, &res, msg, sizeof msg);
+  unsetenv("HISTD_GPU_CHUNK_MS");
+  CHECK(rc == HISTD_ECANCELED, "a cancelled tensor-core run returns ECANCELED, got %d (%s)", rc,
+        msg);
+  if (rc == 0)
+    histd_result_free(&res);
+  /* a block size it cannot take; the worker goes on */
+  rc = run(W, &u, "tensor-core", 64, 1000, 80, HISTD_PRECISION_EXACT, NULL, &res, msg,
+           sizeof msg);
+  CHECK(rc == HISTD_EINVAL, "tensor-core with block 64 must be EINVAL, got %d", rc);
+  CHECK_STR_CONTAINS(msg, "block_size");
+  tc_case(&u, "tensor-core", 1000, 80, "the same set after the cancel and the error");
+  histd_dataset_free(&u);
+  /* jobs its plan declines run balanced, and say so: too many rows for
+   * shared memory, distances past the float32 code */
+  u = make_set(20011, SHAPE_UNIFORM, 23000, 66);
+  const double ws[2] = {10, 0.569};
+  const uint32_t nbs[2] = {3984, 70000};
+  for (int i = 0; i < 2; i++) {
+    ref = reference(&u, ws[i], nbs[i]);
+    rc = run(W, &u, "tensor-core", 0, ws[i], nbs[i], HISTD_PRECISION_EXACT, NULL, &res, msg,
+             sizeof msg);
+    CHECK(rc == 0, "tensor-core declining w=%g: %s", ws[i], msg);
+    if (rc == 0) {
+      CHECK(strcmp(res.kernel, "balanced") == 0, "declined job ran %s", res.kernel);
+      CHECK_STR_CONTAINS(res.reason, "tensor-core could not run");
+      CHECK(memcmp(res.counts, ref, nbs[i] * sizeof *ref) == 0 && res.overflow == ref[nbs[i]],
+            "the declined job's counts differ from the reference");
+      printf("  declined w=%g: \"%s\"\n", ws[i], res.reason);
+      histd_result_free(&res);
+    }
+    free(ref);
+  }
+  histd_dataset_free(&u);
+  histd_dataset_free(&lat);
 }
 
 /* A failed CUDA call leaves its (non-sticky) error as the thread's last
@@ -797,6 +940,7 @@ int main(void) {
   printf("float32 stress sets\n");
   test_float32_stress();
   test_auto_and_prefetch();
+  test_tensor_core();
   test_cross();
   test_shards();
   test_prefetch_pattern();

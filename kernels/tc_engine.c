@@ -1,0 +1,267 @@
+/*
+ * tc_engine.c -- "tensor-core" on a GPU worker: the plain self histogram
+ * with the squared distances from the tensor cores (tc_kernels.cuh; the
+ * arithmetic and its bound in tc_plan.h), exact or fast.
+ *
+ * A job: its points on the device (the context's slots, as every kernel's),
+ * the tiles built there (Morton order, frames, radii: tc_tiles_device, a
+ * millisecond at 2e6 points), then launches over the tile pairs, each
+ * sized from the last one's rate to HISTD_GPU_CHUNK_MS (100 ms) and at
+ * most TC_LAUNCH_MAX tile pairs; between launches the job reports progress
+ * and honours a cancel. Its kernel_ms counts the build and the launches.
+ *
+ * The queue of edge work. Whole flagged groups (gq) are the faster where
+ * edge pairs are rare (+3-4% at W2); where they are many, either may win
+ * by far: on a 40^3 lattice the group queue overflows and the spilled
+ * groups go pair by pair in the lane (9x slower than the pair queue), and
+ * on a lattice of 9^3 sites, each many times over (a tenth of the pairs on
+ * an edge), the pair queue overflows to the global counts (13x slower
+ * than the group queue). So an exact job tries both: its first launch
+ * queues groups and its second pairs, a 32nd of the tile pairs each, and
+ * the faster queue takes the rest. HISTD_TC_QUEUE=group or pair fixes the
+ * choice (tests, bench).
+ *
+ * What it does not run (the plan declines: distances beyond the float32
+ * code's reach, more rows than shared memory holds, points past 2^31, or
+ * the devices mask leaves out the worker's GPU) runs "balanced" instead,
+ * and the result says so.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "engine.h"
+#include "gpu_engine.h"
+#include "sdh_gpu.h"
+#include "tc_gpu.h"
+
+#define TC_STATIC_SMEM 33792u /* k_tc's own shared memory, rounded up */
+
+static double env_num(const char *name, double dflt) {
+  const char *s = getenv(name);
+  char *end;
+  double v = s != NULL ? strtod(s, &end) : dflt;
+  return s != NULL && end != s ? v : dflt;
+}
+
+/* The job's plan, or a sentence (why) saying why tensor-core cannot run it. */
+static bool tc_plan_job(const histd_worker *w, const histd_problem *p, const histd_exec *ex,
+                        tc_params *tp, size_t *smem, char *why, size_t whylen) {
+  const histd_dataset *ds = p->a;
+  gpu_ctx *ctx = w->gpu;
+  int device;
+  void *stream;
+  int sms;
+  size_t optin;
+  histd__cuda_context_info(ctx, &device, &stream, &sms, &optin);
+  if (ex->devices != 0 && !(device < 64 && (ex->devices >> device) & 1)) {
+    snprintf(why, whylen, "the devices mask leaves out the worker's GPU %d", device);
+    return false;
+  }
+  if (ds->n < 2 || ds->n > 0x7fffffffu) {
+    snprintf(why, whylen, "%zu points: tensor-core takes 2 to 2^31", ds->n);
+    return false;
+  }
+  double eps_r = env_num("HISTD_GPU_RSQRT_ERR", -1);
+  if (eps_r < 0)
+    eps_r = histd__cuda_rsqrt_err(w);
+  if (!(eps_r > 0 && eps_r < 0x1p-20))
+    eps_r = 0x1p-22; /* the CUDA Guide's 2 ulp */
+  memset(tp, 0, sizeof *tp);
+  tp->job = tc_job_plan(histd_dataset_diagonal(ds) / p->bins.width, eps_r,
+                        ex->precision == HISTD_PRECISION_EXACT);
+  if (!tp->job.ok) {
+    snprintf(why, whylen, "the set spans %.4g bucket widths, past the float32 code's reach",
+             histd_dataset_diagonal(ds) / p->bins.width);
+    return false;
+  }
+  tp->sub = tp->job.k >= 16 ? tp->job.k - 16 : 0;
+  *smem = (size_t)tp->job.rows * (tp->job.k >= 16 ? (size_t)256 << tp->sub : 128);
+  if (*smem + TC_STATIC_SMEM > optin) {
+    snprintf(why, whylen,
+             "its %u histogram rows take %zu bytes of shared memory a block, more than the "
+             "GPU's %zu",
+             tp->job.rows, *smem, optin > TC_STATIC_SMEM ? optin - TC_STATIC_SMEM : 0);
+    return false;
+  }
+  tp->rowcap = tp->job.rows - 1;
+  tp->width = p->bins.width;
+  tp->inv_w = 1.0 / p->bins.width;
+  return true;
+}
+
+/* The launches over every tile pair; *kernel_ms from the first event (the
+ * tiles' build) to the last. */
+static int tc_launches(cudaStream_t s, tc_params *tp, cudaEvent_t ev[3], const histd_control *ctl,
+                       double *kernel_ms, char *msg, size_t msglen) {
+  int rc = 0;
+  const char *qenv = getenv("HISTD_TC_QUEUE");
+  /* adapt: launch 0 queues groups and launch 1 pairs, a 32nd of the job
+   * each; the faster queue takes the rest */
+  int trial = tp->job.exact && (qenv == NULL || strcmp(qenv, "adapt") == 0) ? 0 : 2;
+  int gq = tp->job.exact && qenv != NULL && strcmp(qenv, "group") == 0;
+  double trial_rate[2] = {0, 0};
+  uint32_t grid[2];
+  size_t smem;
+  SDH_CK_OUT(tc_prepare(tp, 0, &grid[0], &smem), "the tensor-core kernel's configuration");
+  SDH_CK_OUT(tc_prepare(tp, 1, &grid[1], &smem), "the tensor-core kernel's configuration");
+  const uint64_t T = tp->tiles, U = T * (T + 1) / 2;
+  const double target = env_num("HISTD_GPU_CHUNK_MS", 100);
+  double rate = 2e4; /* tile pairs a millisecond: a low guess for the first launch */
+  for (uint64_t u = 0; u < U;) {
+    if (trial < 2)
+      gq = trial == 0;
+    double want = trial < 2 ? (double)U / 32 : target > 0 ? rate * target : (double)TC_LAUNCH_MAX;
+    const uint64_t least = trial < 2 ? grid[gq] : (uint64_t)grid[gq] * TC_CHUNK;
+    uint64_t len = want < (double)least ? least : (uint64_t)fmin(want, (double)TC_LAUNCH_MAX);
+    if (len > U - u)
+      len = U - u;
+    SDH_CK_OUT(cudaEventRecord(ev[1], s), "cudaEventRecord");
+    SDH_CK_OUT(tc_launch(tp, gq, grid[gq], smem, u, u + len, s), "the tensor-core kernel");
+    SDH_CK_OUT(cudaEventRecord(ev[2], s), "cudaEventRecord");
+    SDH_CK_OUT(cudaEventSynchronize(ev[2]), "the tensor-core kernel");
+    float ms = 0;
+    SDH_CK_OUT(cudaEventElapsedTime(&ms, ev[1], ev[2]), "cudaEventElapsedTime");
+    const double r = (double)len / fmax(ms, 1e-3);
+    if (trial < 2) {
+      trial_rate[trial++] = r;
+      if (trial == 2) {
+        gq = trial_rate[0] >= trial_rate[1];
+        rate = trial_rate[!gq];
+      }
+    } else if (ms > 0.5f) {
+      rate = r;
+    }
+    u += len;
+    histd__progress(ctl, (double)u / (double)U);
+    if (u < U && histd__cancelled(ctl)) {
+      rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
+      goto out;
+    }
+  }
+  float all = 0;
+  SDH_CK_OUT(cudaEventElapsedTime(&all, ev[0], ev[2]), "cudaEventElapsedTime");
+  *kernel_ms = all;
+out:
+  return rc;
+}
+
+/* Runs the job; 1 (nothing run) where its plan declines, with why. */
+static int tc_run(HISTD__RUN_ARGS, char *why, size_t whylen) {
+  gpu_ctx *ctx = w->gpu;
+  tc_params tp;
+  size_t smem;
+  if (!tc_plan_job(w, p, ex, &tp, &smem, why, whylen))
+    return 1;
+  const histd_dataset *ds = p->a;
+  const uint32_t n = (uint32_t)ds->n;
+  int device, sms, rc = 0;
+  void *sv;
+  size_t optin;
+  histd__cuda_context_info(ctx, &device, &sv, &sms, &optin);
+  cudaStream_t s = sv;
+  void *mem = NULL;
+  cudaEvent_t ev[3] = {NULL, NULL, NULL};
+  unsigned long long *rows = NULL;
+  const double *dx;
+  double transfer_ms = 0, kernel_ms = 0;
+  const size_t tiles = tc_tiles_bytes(n), extra = 8 * ((size_t)tp.job.rows + TC_NSTATS);
+  rc = histd__cuda_points(ctx, ds, &dx, &transfer_ms, msg, msglen);
+  if (rc != 0)
+    return rc;
+  if (histd__cuda_mem_check(ctx, tiles + extra, "the tensor-core kernel's tiles", msg, msglen)) {
+    snprintf(why, whylen, "its tiles (%.1f MB) do not fit the GPU's free memory",
+             (double)(tiles + extra) / 1e6);
+    return 1;
+  }
+  SDH_CK_OUT(cudaSetDevice(device), "cudaSetDevice");
+  for (int i = 0; i < 3; i++)
+    SDH_CK_OUT(cudaEventCreate(&ev[i]), "cudaEventCreate");
+  SDH_CK_OUT(cudaMalloc(&mem, tiles + extra), "cudaMalloc");
+  tp.counts = (unsigned long long *)((char *)mem + tiles);
+  tp.stats = tp.counts + tp.job.rows;
+  SDH_CK_OUT(cudaMemsetAsync(tp.counts, 0, extra, s), "cudaMemset");
+  SDH_CK_OUT(cudaEventRecord(ev[0], s), "cudaEventRecord");
+  double lo[3] = {ds->min[0], ds->min[1], ds->min[2]};
+  SDH_CK_OUT(tc_tiles_device(dx, n, lo, histd__morton_scale(ds), p->bins.width, mem, &tp, s),
+             "the tensor-core kernel's tiles");
+  rc = tc_launches(s, &tp, ev, ctl, &kernel_ms, msg, msglen);
+  if (rc != 0)
+    goto out;
+  rows = malloc(((size_t)tp.job.rows + TC_NSTATS) * sizeof *rows);
+  if (rows == NULL) {
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u rows", tp.job.rows);
+    goto out;
+  }
+  SDH_CK_OUT(cudaMemcpy(rows, tp.counts, extra, cudaMemcpyDeviceToHost), "the copy of the counts");
+  for (uint32_t r = 0; r < tp.job.rows; r++) {
+    if (r < res->bins.count)
+      res->counts[r] += rows[r];
+    else
+      res->overflow += rows[r];
+  }
+  res->refined_pairs = rows[tp.job.rows + TC_REFINED];
+  res->timing.transfer_ms = transfer_ms;
+  res->timing.kernel_ms = kernel_ms;
+  snprintf(res->device, sizeof res->device, "%s", histd__cuda_context_name(ctx));
+  snprintf(res->kernel, sizeof res->kernel, "tensor-core");
+  res->block_size = TC_TILE;
+  res->threads = 0;
+  res->exact = tp.job.exact != 0;
+out:
+  if (rc != 0) {
+    memset(res->counts, 0, (size_t)res->bins.count * sizeof *res->counts);
+    res->overflow = 0;
+  }
+  free(rows);
+  if (mem != NULL)
+    cudaFree(mem);
+  for (int i = 0; i < 3; i++)
+    if (ev[i] != NULL)
+      cudaEventDestroy(ev[i]);
+  return rc;
+}
+
+/* "auto"'s rule (bench/RESULTS.md, 2026-11-28): from 5e5 points and at
+ * k >= 16 (fewer than ~128 rows) tensor-core ran 1.2-1.35x "balanced";
+ * below (W4, 1e5 points: 0.66x) the tiles are too few to fill the GPU, and
+ * at k < 16 (400 rows: 0.71x) the rows take the shared memory and the
+ * counters' address costs more. */
+#define TC_AUTO_MIN_POINTS 500000u
+
+bool histd__cuda_tc_pays(const histd_worker *w, const histd_problem *p, const histd_exec *ex) {
+  tc_params tp;
+  size_t smem;
+  char why[256];
+  return w->gpu != NULL && (ex->block_size == 0 || ex->block_size == TC_TILE) &&
+         p->a->n >= TC_AUTO_MIN_POINTS && tc_plan_job(w, p, ex, &tp, &smem, why, sizeof why) &&
+         tp.job.k >= 16;
+}
+
+int histd__cuda_tc_run(HISTD__RUN_ARGS) {
+  if (w->gpu == NULL)
+    return histd_fail(msg, msglen, HISTD_ENODEV, "this worker has no GPU");
+  if (ex->block_size != 0 && ex->block_size != TC_TILE)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "tensor-core runs blocks of %u threads: block_size must be 0 or %u, got %u",
+                      TC_TILE, TC_TILE, ex->block_size);
+  char why[256] = "";
+  int rc = tc_run(w, p, ex, ctl, res, msg, msglen, why, sizeof why);
+  if (rc != 1)
+    return rc;
+  /* the plan declined: the fastest brute-force kernel instead, and why */
+  const char *name;
+  uint32_t block;
+  histd__cuda_auto_choice(p->a, res->bins.count, &name, &block);
+  if (ex->block_size != 0)
+    block = ex->block_size;
+  rc = histd__cuda_run_kernel(w, name, block, p, ex, ctl, res, msg, msglen);
+  if (rc == 0)
+    snprintf(res->reason, sizeof res->reason, "tensor-core could not run this job (%s): %s ran",
+             why, name);
+  return rc;
+}
