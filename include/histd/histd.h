@@ -501,6 +501,7 @@ typedef struct histd_kernel {
   unsigned caps;
   int (*run)(histd_worker *worker, const histd_problem *p, const histd_exec *ex,
              const histd_control *ctl, histd_result *res, char *msg, size_t msglen);
+  uint32_t block; /* the one block size it runs (0: any of 32..1024) */
 } histd_kernel;
 
 /* Whether the kernel can run the problem; if not, a sentence saying why. */

@@ -373,6 +373,10 @@ int histd_exec_validate(const histd_exec *ex, const histd_problem *p, char *msg,
   if (k == NULL)
     return histd_fail(msg, msglen, HISTD_ENOENT,
                       "unknown kernel \"%s\" (see the list of kernels)", ex->kernel);
+  if (k->block != 0 && ex->block_size != 0 && ex->block_size != k->block)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "kernel \"%s\" runs blocks of %u threads: block_size must be 0 or %u, got %u",
+                      k->name, k->block, k->block, ex->block_size);
   if (p != NULL && !histd_kernel_can(k, p, msg, msglen))
     return HISTD_EINVAL;
   return 0;

@@ -51,6 +51,15 @@ int main(void) {
   expect_invalid(t, "block_size");
   t.block_size = 100;
   expect_invalid(t, "multiple of 32");
+  t = s; /* tensor-core runs blocks of 256 only: 0 and 256 are valid */
+  snprintf(t.kernel, sizeof t.kernel, "tensor-core");
+  t.block_size = 64;
+  expect_invalid(t, "kernel \"tensor-core\" runs blocks of 256 threads: block_size must be 0 or "
+                    "256, got 64");
+  t.block_size = 256;
+  CHECK(validate(&t, msg, sizeof msg) == 0, "tensor-core with block 256: %s", msg);
+  t.block_size = 0;
+  CHECK(validate(&t, msg, sizeof msg) == 0, "tensor-core with block 0: %s", msg);
   t = s;
   snprintf(t.kernel, sizeof t.kernel, "no-such-kernel");
   expect_invalid(t, "unknown kernel \"no-such-kernel\"");
