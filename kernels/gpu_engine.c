@@ -27,6 +27,8 @@
  *   HISTD_GPU_RSQRT_ERR  rsqrtf's relative error for the float32 bound,
  *                        instead of the one measured on the device (the
  *                        benchmark's baseline: 2^-22, the Guide's 2 ulp)
+ *   HISTD_TC_QUEUE       group | pair: tensor-core's queue of edge work,
+ *                        instead of trying both (tc_engine.c)
  *   HISTD_SLAB_TRACE     when set, a grid job streamed in slabs prints
  *                        where its time went (grid_slabs.c) to stderr
  *   HISTD_TEST_CUDA_FAULT   when set, every job first runs a kernel that
@@ -71,7 +73,7 @@ static int cuda_error(char *msg, size_t msglen, const char *what, int device, cu
                     code == HISTD_EGPULOST ? " (this process can no longer use that GPU)" : "");
 }
 
-static double env_double(const char *name, double dflt) {
+double histd__cuda_env(const char *name, double dflt) {
   const char *s = getenv(name);
   if (s == NULL || *s == '\0')
     return dflt;
@@ -360,7 +362,7 @@ void histd__cuda_context_info(const gpu_ctx *ctx, int *device, void **stream, in
 static int free_bytes(gpu_ctx *ctx, size_t *fr, char *msg, size_t msglen) {
   size_t tot = 0;
   CK(cudaMemGetInfo(fr, &tot), "cudaMemGetInfo");
-  double lim = env_double("HISTD_GPU_MEM_LIMIT_MB", -1);
+  double lim = histd__cuda_env("HISTD_GPU_MEM_LIMIT_MB", -1);
   if (lim >= 0 && (double)*fr > lim * 1048576.0)
     *fr = (size_t)(lim * 1048576.0);
   return 0;
@@ -637,7 +639,7 @@ static bool plan_f32(const histd_dataset *ds, double w, bool exact, double rsq_e
   double dmax = histd_dataset_diagonal(ds) / w * up;
   if (!isfinite(dmax) || dmax > 1e6 || !isfinite(jp->inv_w))
     return false;
-  double eps_r = env_double("HISTD_GPU_RSQRT_ERR", -1);
+  double eps_r = histd__cuda_env("HISTD_GPU_RSQRT_ERR", -1);
   if (eps_r < 0)
     eps_r = rsq_err;
   const double rel = (2.5 * u + eps_r) * (1 + ldexp(1.0, -16)) + ldexp(1.0, -49);
@@ -652,7 +654,7 @@ static bool plan_f32(const histd_dataset *ds, double w, bool exact, double rsq_e
     G = 1;
   /* a band wider than 1/8 (B70k: 7/64, refined through a larger queue):
    * float64 throughout is cheaper */
-  double band_max = env_double("HISTD_GPU_BAND_MAX", 0.125);
+  double band_max = histd__cuda_env("HISTD_GPU_BAND_MAX", 0.125);
   if (k < 6 || (2 * G + 1) > band_max * ldexp(1.0, k))
     return false;
   jp->shift = (uint32_t)k;
@@ -734,7 +736,7 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
   size_t rowb = (size_t)jp->rows * 4;
   int pref = jp->k->pref;
   if (pref == PREF_LANE) {
-    int force = (int)env_double("HISTD_GPU_COPIES", 0);
+    int force = (int)histd__cuda_env("HISTD_GPU_COPIES", 0);
     uint32_t c = 32;
     if (force >= 1 && force <= 32)
       c = (uint32_t)force;
@@ -772,7 +774,7 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
    * barriers the counters need): where 32-bit counters do not fit (B70k),
    * or always with HISTD_GPU_SINK16=1. Rows from min(rows, buckets) on are
    * overflow and get no counter. rowbase is even (two rows to a word). */
-  int s16 = (int)env_double("HISTD_GPU_SINK16", -1);
+  int s16 = (int)histd__cuda_env("HISTD_GPU_SINK16", -1);
   uint32_t cap16 = jp->rows < jp->buckets ? jp->rows : jp->buckets;
   if (pref != PREF_GLOBAL && s16 != 0 && (p->sink == SDH_SINK_GLOBAL || s16 == 1) &&
       (p->family == SDH_FAM_CLASSIC || p->family == SDH_FAM_LINEAR) && jp->rowbase % 2 == 0 &&
@@ -800,7 +802,7 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
    * diagonal tiles' edge pairs) goes back to its default size to make room.
    * HISTD_GPU_EDGE_MODE=0|1|2 forces a mode (tests; 2 on the 16-bit sink
    * only: the other sinks' kernels are built without it). */
-  int emode = (int)env_double("HISTD_GPU_EDGE_MODE", -1);
+  int emode = (int)histd__cuda_env("HISTD_GPU_EDGE_MODE", -1);
   p->wqcap = 0;
   if (jp->mode == SDH_MODE_EXACT && emode >= 0 && emode <= 1)
     p->edge_groups = (uint32_t)emode;
@@ -1024,7 +1026,7 @@ static int part_run_streams(gpu_ctx *ctx, const histd_dataset *ds, const job_pla
                         p.block, p.smem, ctx->device);
     G = (uint32_t)(per * ctx->sms);
   }
-  double target_ms = env_double("HISTD_GPU_CHUNK_MS", 100);
+  double target_ms = histd__cuda_env("HISTD_GPU_CHUNK_MS", 100);
   double rate = jp->k->est_rate * (jp->mode == SDH_MODE_F64 ? 0.3 : 1); /* pairs/ms */
   double part_pairs = ua < ub ? units_pairs(&p, ua, ub) : 0;
   double done_pairs = 0, reported = 0;
@@ -1236,12 +1238,12 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
                       "devices mask 0x%llx selects no GPU of this machine",
                       (unsigned long long)ex->devices);
   bool splittable = jp->anchors == 0; /* (A x B: one GPU) */
-  double min_split = env_double("HISTD_GPU_SPLIT_MIN_PAIRS", 2e10);
+  double min_split = histd__cuda_env("HISTD_GPU_SPLIT_MIN_PAIRS", 2e10);
   if (!splittable || (double)jp->pairs < min_split)
     nd = 1;
-  if (env_double("HISTD_GPU_FAKE_SPLIT", 0) > 1 && splittable) {
+  if (histd__cuda_env("HISTD_GPU_FAKE_SPLIT", 0) > 1 && splittable) {
     /* tests: split over the same GPU, as if it were several */
-    nd = (int)env_double("HISTD_GPU_FAKE_SPLIT", 0);
+    nd = (int)histd__cuda_env("HISTD_GPU_FAKE_SPLIT", 0);
     if (nd > 8)
       nd = 8;
     for (int i = 0; i < nd; i++)
@@ -1558,9 +1560,9 @@ void histd__cuda_auto_choice(const histd_dataset *ds, uint32_t buckets, const ch
 static int split_count(const gpu_ctx *ctx, const histd_exec *ex, double pairs) {
   int dev[64];
   int nd = job_devices(ctx, ex, dev, 64);
-  if (env_double("HISTD_GPU_FAKE_SPLIT", 0) > 1)
+  if (histd__cuda_env("HISTD_GPU_FAKE_SPLIT", 0) > 1)
     return 2;
-  return pairs < env_double("HISTD_GPU_SPLIT_MIN_PAIRS", 2e10) && nd > 1 ? 1 : nd;
+  return pairs < histd__cuda_env("HISTD_GPU_SPLIT_MIN_PAIRS", 2e10) && nd > 1 ? 1 : nd;
 }
 
 int histd__cuda_auto_run(HISTD__RUN_ARGS) {

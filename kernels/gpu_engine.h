@@ -35,6 +35,10 @@ int histd__cuda_last_sink(const histd_worker *w);
  * measured it (the float32 bound's eps_r, sdh_kernels.cu); -1 without one. */
 double histd__cuda_rsqrt_err(const histd_worker *w);
 
+/* The number in environment variable `name` (a knob of the GPU side,
+ * gpu_engine.c's list), or dflt when it is unset, empty or no number. */
+double histd__cuda_env(const char *name, double dflt);
+
 /* "auto" runs tensor-core for this job (tc_engine.c): a plain self
  * histogram of one GPU in its measured envelope. */
 bool histd__cuda_tc_pays(const histd_worker *w, const histd_problem *p, const histd_exec *ex);

@@ -41,13 +41,6 @@
 
 #define TC_STATIC_SMEM 33792u /* k_tc's own shared memory, rounded up */
 
-static double env_num(const char *name, double dflt) {
-  const char *s = getenv(name);
-  char *end;
-  double v = s != NULL ? strtod(s, &end) : dflt;
-  return s != NULL && end != s ? v : dflt;
-}
-
 /* The job's plan, or a sentence (why) saying why tensor-core cannot run it. */
 static bool tc_plan_job(const histd_worker *w, const histd_problem *p, const histd_exec *ex,
                         tc_params *tp, size_t *smem, char *why, size_t whylen) {
@@ -66,7 +59,7 @@ static bool tc_plan_job(const histd_worker *w, const histd_problem *p, const his
     snprintf(why, whylen, "%zu points: tensor-core takes 2 to 2^31", ds->n);
     return false;
   }
-  double eps_r = env_num("HISTD_GPU_RSQRT_ERR", -1);
+  double eps_r = histd__cuda_env("HISTD_GPU_RSQRT_ERR", -1);
   if (eps_r < 0)
     eps_r = histd__cuda_rsqrt_err(w);
   if (!(eps_r > 0 && eps_r < 0x1p-20))
@@ -110,7 +103,7 @@ static int tc_launches(cudaStream_t s, tc_params *tp, cudaEvent_t ev[3], const h
   SDH_CK_OUT(tc_prepare(tp, 0, &grid[0], &smem), "the tensor-core kernel's configuration");
   SDH_CK_OUT(tc_prepare(tp, 1, &grid[1], &smem), "the tensor-core kernel's configuration");
   const uint64_t T = tp->tiles, U = T * (T + 1) / 2;
-  const double target = env_num("HISTD_GPU_CHUNK_MS", 100);
+  const double target = histd__cuda_env("HISTD_GPU_CHUNK_MS", 100);
   double rate = 2e4; /* tile pairs a millisecond: a low guess for the first launch */
   for (uint64_t u = 0; u < U;) {
     if (trial < 2)

@@ -9,7 +9,7 @@
  * the tiles' build is tc_kernels.cu's.
  *
  * A block of 256 threads (8 warps) anchors a tile of 256 points and meets
- * partner tiles J >= I. Blocks take chunks of CHUNK tile pairs (row-major)
+ * partner tiles J >= I. Blocks take chunks of TC_CHUNK tile pairs (row-major)
  * from a counter, so a row of costly (wide) tile pairs is shared out. Per
  * tile pair, thread 0 plans it (tc_unit_plan: C, G, or wide); the block
  * stages the partners' fragments (16 floats a point, laid out so that a
@@ -33,9 +33,9 @@
  * group may have edge pairs. A flagged group's edge pairs have their
  * float32 count taken back and are queued for the binary64 redo: either
  * found in the warp and queued pair by pair (GQ false), or the group queued
- * whole, its 8 codes, and found by the block's drain (GQ: 3-4% faster
- * where edge pairs are rare, much slower where they are many, as on a
- * lattice: the group queue overflows; tc_engine.c chooses per launch).
+ * whole, its 8 codes, and found by the block's drain (GQ: 2-4% faster
+ * where edge pairs are rare; where they are many either queue may
+ * overflow and be the slower by far: tc_engine.c tries both on each job).
  * Tile pairs on the diagonal or the last, partial tile mask their pairs;
  * wide tile pairs are counted in binary64 by the block.
  */
