@@ -230,7 +230,8 @@ __device__ __forceinline__ void groups(const tc_params &p, const float4 (*bf)[4]
     const float4 bv = bp[nb * 32];
     const uint32_t b0 = __float_as_uint(bv.x), b1 = __float_as_uint(bv.y),
                    b2 = __float_as_uint(bv.z), b3 = __float_as_uint(bv.w);
-    uint32_t c[8], m = 0xffffffffu;
+    /* SUB: the high half of m starts, and so stays, 0 (below) */
+    uint32_t c[8], m = SUB ? 0xffffu : 0xffffffffu;
 #pragma unroll
     for (int r = 0; r < 2; r++) {
       float d[4];
@@ -275,7 +276,8 @@ __device__ __forceinline__ void groups(const tc_params &p, const float4 (*bf)[4]
           atomicAdd(&p.stats[TC_ERR_PAIRS], 1ull);
         }
       }
-      if (EXACT && SUB) { /* low halves: the fraction's low 16 bits (k >= 16) */
+      if (EXACT && SUB) { /* low halves: the fraction's low 16 bits (k >= 16); the
+                           * high halves' minimum is 0, so m is the low one's */
         m = __vimin3_u16x2(m, c[r * 4], c[r * 4 + 1]);
         m = __vimin3_u16x2(m, c[r * 4 + 2], c[r * 4 + 3]);
       }
@@ -283,7 +285,7 @@ __device__ __forceinline__ void groups(const tc_params &p, const float4 (*bf)[4]
     /* SUB: a pair whose fraction is < thresh has its low 16 bits < thresh
      * (k >= 16); the converse can fail for k > 16, and such a group only
      * takes the path below, which tests each pair in full */
-    if (EXACT && (SUB ? m & 0xffffu : m) < thresh) {
+    if (EXACT && m < thresh) {
       flagged++;
       if (GQ) {
         /* the group to the block's queue whole: its 8 codes, its pairs'
