@@ -15,10 +15,12 @@
  * least squares on the logs (the paper's bound is k = 5/3). --weighted
  * gives every point a weight in [0.5, 1.5) and compares the weighted sums
  * too (to 1e-12 of each bin's). --gpu runs both on a worker of GPU 0
- * (dm-tree's leaf pairs on the GPU) against "balanced" at block size 1024
- * instead of "cpu" (the brute force "auto" runs there for such sets,
- * gpu_engine.c's histd__cuda_auto_choice, when the tree does not pay); D1 on the GPU is --gpu --n 20000000. --baseline K names
- * another kernel to compare with. Prints
+ * (dm-tree's leaf pairs on the GPU) against "tensor-core" instead of
+ * "cpu" (the brute force "auto" runs there for such sets when the tree
+ * does not pay: gpu_engine.c's histd__cuda_auto_run; before 2026-11-27
+ * "balanced" at block size 1024, now --baseline balanced); D1 on the GPU
+ * is --gpu --n 20000000. --baseline K names another kernel to compare
+ * with (at its default block size; balanced: 1024). Prints
  * the CPU model (and the GPU), the load average, medians, pairs/s and the
  * ratio.
  */
@@ -153,7 +155,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "no worker on %s: %s\n", gpu ? "GPU 0" : "the CPU", why);
     return 1;
   }
-  const char *base = baseline ? baseline : gpu ? "balanced" : "cpu";
+  const char *base = baseline ? baseline : gpu ? "tensor-core" : "cpu";
 
   if (scaling != NULL) {
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -188,7 +190,7 @@ int main(int argc, char **argv) {
     histd_worker_destroy(worker);
     return 0;
   }
-  const uint32_t block = gpu && baseline == NULL ? 1024 : 0;
+  const uint32_t block = strcmp(base, "balanced") == 0 ? 1024 : 0;
   double tc = time_kernel(&ds, base, block, width, cpu_runs, threads, &rc);
   bool same = rd.bins.count == rc.bins.count && rd.overflow == rc.overflow &&
               memcmp(rd.counts, rc.counts, rd.bins.count * sizeof *rd.counts) == 0;

@@ -396,7 +396,7 @@ static void test_auto(void) {
   histd_result_free(&r);
   histd_dataset_free(&ds);
 
-  /* on a GPU: the tree from bins 20 spacings wide and 10^13 pairs; a
+  /* on a GPU: the tree from bins 23 spacings wide and 10^13 pairs; a
    * lattice of 168^3 points (1.1e13 pairs) in bins of 24 */
   if (gpus > 0 && !SANITIZED) {
     const uint32_t n = 168, count = 13;
