@@ -59,7 +59,7 @@ static void probe_launch(const tc_params &p, bool err, uint32_t grid, uint64_t u
   void (*k)(tc_params, uint64_t, uint64_t) =
       err ? k_tc<true, true, false, false, false>
           : p.job.k >= 16 ? k_tc<false, false, true, true, false> : k_tc<false, false, true, false, false>;
-  const size_t sm = (size_t)p.job.rows * (!err && p.job.k >= 16 ? (size_t)256 << p.sub : 128);
+  const size_t sm = err ? (size_t)p.job.rows * 128 : tc_hist_bytes(&p);
   CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm));
   CK(cudaMemset(&p.stats[TC_NEXT], 0, sizeof p.stats[TC_NEXT]));
   k<<<grid, TC_NT, sm>>>(p, u0, u1);

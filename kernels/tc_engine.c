@@ -73,7 +73,7 @@ static bool tc_plan_job(const histd_worker *w, const histd_problem *p, const his
     return false;
   }
   tp->sub = tp->job.k >= 16 ? tp->job.k - 16 : 0;
-  *smem = (size_t)tp->job.rows * (tp->job.k >= 16 ? (size_t)256 << tp->sub : 128);
+  *smem = tc_hist_bytes(tp);
   if (*smem + TC_STATIC_SMEM > optin) {
     snprintf(why, whylen,
              "its %u histogram rows take %zu bytes of shared memory a block, more than the "

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define TC_LAUNCH_MAX 8000000ull /* tile pairs a launch (above) */
-#define TC_CHUNK 16u              /* tile pairs a block takes at a time */
+#define TC_CHUNK 16u             /* tile pairs a block takes at a time */
 
 /* the job's counters on the device (tc_params.stats) */
 enum {
@@ -48,12 +48,12 @@ typedef struct tc_params {
   uint32_t sub;    /* k >= 16: a row is 2^(k - 16) sub-rows of 256 bytes (tc_kernels.cuh) */
   uint32_t rowcap; /* job.rows - 1: the binary64 redo's last row */
   double width, inv_w;
-  const float *loc;              /* 4 floats a point: its coordinates in its tile's frame */
-  const double *cen;             /* 3 a tile: its centre */
-  const float *rad;              /* a tile: its radius in widths, rounded up */
-  const double *x, *y, *z;       /* the sorted points (the binary64 redo) */
-  unsigned long long *counts;    /* job.rows */
-  unsigned long long *stats;     /* TC_NSTATS */
+  const float *loc;           /* 4 floats a point: its coordinates in its tile's frame */
+  const double *cen;          /* 3 a tile: its centre */
+  const float *rad;           /* a tile: its radius in widths, rounded up */
+  const double *x, *y, *z;    /* the sorted points (the binary64 redo) */
+  unsigned long long *counts; /* job.rows */
+  unsigned long long *stats;  /* TC_NSTATS */
 } tc_params;
 
 /* The device memory tc_tiles_device takes for n points, its scratch included. */
@@ -65,6 +65,9 @@ size_t tc_tiles_bytes(uint32_t n);
  * tiles, loc, cen, rad, x, y, z are set. */
 cudaError_t tc_tiles_device(const double *dx, uint32_t n, const double lo[3], double scale,
                             double w, void *mem, tc_params *p, cudaStream_t s);
+
+/* The shared memory of a block's histogram for p's job (its job and sub). */
+size_t tc_hist_bytes(const tc_params *p);
 
 /* The kernel for p's job (exact or fast by p->job.exact; gq: flagged groups
  * queued whole): its grid (blocks resident at once) and shared memory. */

@@ -25,14 +25,14 @@ static tc_kernel pick(const tc_params *p, int gq) {
   return kernels[p->job.exact != 0][p->job.k >= 16][gq != 0];
 }
 
-static size_t smem_of(const tc_params *p) {
+extern "C" size_t tc_hist_bytes(const tc_params *p) {
   const size_t per = p->job.k >= 16 ? (size_t)256 << p->sub : 128;
   return (size_t)p->job.rows * per;
 }
 
 extern "C" cudaError_t tc_prepare(const tc_params *p, int gq, uint32_t *grid, size_t *smem) {
   const tc_kernel k = pick(p, gq);
-  *smem = smem_of(p);
+  *smem = tc_hist_bytes(p);
   int dev = 0, per = 0, sms = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e == cudaSuccess)
@@ -64,8 +64,8 @@ extern "C" cudaError_t tc_launch(const tc_params *p, int gq, uint32_t grid, size
  * points'); Morton order keeps the radii small. */
 
 static __global__ void k_morton(const double *x, const double *y, const double *z, uint32_t n,
-                         double lx, double ly, double lz, double scale, unsigned long long *key,
-                         uint32_t *idx) {
+                                double lx, double ly, double lz, double scale,
+                                unsigned long long *key, uint32_t *idx) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   const double lo[3] = {lx, ly, lz};
   if (i < n) {
@@ -74,8 +74,8 @@ static __global__ void k_morton(const double *x, const double *y, const double *
   }
 }
 
-static __global__ void k_gather(const double *x, const double *y, const double *z, const uint32_t *idx,
-                         uint32_t n, double *xs) {
+static __global__ void k_gather(const double *x, const double *y, const double *z,
+                                const uint32_t *idx, uint32_t n, double *xs) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) {
     const uint32_t o = idx[i];
@@ -92,8 +92,8 @@ struct MaxOp {
   __device__ double operator()(double a, double b) const { return b > a ? b : a; }
 };
 
-static __global__ void __launch_bounds__(NT) k_tiles(const double *xs, uint32_t n, double iw,
-                                              float4 *locs, double *cen, float *rad) {
+static __global__ void __launch_bounds__(NT)
+    k_tiles(const double *xs, uint32_t n, double iw, float4 *locs, double *cen, float *rad) {
   typedef cub::BlockReduce<double, NT> R;
   __shared__ typename R::TempStorage tmp;
   __shared__ double s_c[3];
@@ -127,7 +127,6 @@ static __global__ void __launch_bounds__(NT) k_tiles(const double *xs, uint32_t 
   if (threadIdx.x == 0)
     rad[I] = __double2float_ru(__dmul_rn(sqrt(m2), 1 + 0x1p-20));
 }
-
 
 static size_t up256(size_t b) { return (b + 255) & ~(size_t)255; }
 

@@ -48,10 +48,10 @@
 #include "sdh_pair.cuh"
 #include "tc_gpu.h"
 
-#define TC_QBYTES 16384u                      /* a block's queue of edge work: */
-#define TC_QCAP (TC_QBYTES / 8)               /* pairs (anchor, partner), or */
-#define TC_GQCAP (TC_QBYTES / 48 & ~7u)       /* groups of 8 (codes; anchor, partner, band) */
-#define TC_NT TC_TILE                         /* threads a block = points a tile */
+#define TC_QBYTES 16384u                /* a block's queue of edge work: */
+#define TC_QCAP (TC_QBYTES / 8)         /* pairs (anchor, partner), or */
+#define TC_GQCAP (TC_QBYTES / 48 & ~7u) /* groups of 8 (codes; anchor, partner, band) */
+#define TC_NT TC_TILE                   /* threads a block = points a tile */
 #ifndef TC_UNROLL
 #define TC_UNROLL 4 /* groups a loop turn: measured best (RESULTS.md) */
 #endif
@@ -75,8 +75,8 @@ __device__ __forceinline__ void mma8(float d[4], const uint32_t a[4], uint32_t b
   asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, "
                "{%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"
                : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c0),
-                 "f"(c1), "f"(c2), "f"(c3));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c0), "f"(c1),
+                 "f"(c2), "f"(c3));
 }
 
 __device__ __forceinline__ uint32_t pair64(const tc_params &p, uint32_t i, uint32_t j) {
@@ -129,9 +129,7 @@ template <bool SUB> struct hist_layout {
   __device__ static uint32_t of_code(const tc_params &p, uint32_t cc) {
     return SUB ? cc >> 16 : cc >> p.job.k;
   }
-  __device__ static uint32_t of_row(const tc_params &p, uint32_t r) {
-    return SUB ? r << p.sub : r;
-  }
+  __device__ static uint32_t of_row(const tc_params &p, uint32_t r) { return SUB ? r << p.sub : r; }
   __device__ static uint32_t per_row(const tc_params &p) { return SUB ? 1u << p.sub : 1u; }
 };
 
@@ -188,17 +186,15 @@ __device__ __noinline__ void far_group(const tc_params &p, uint4 c0, uint4 c1, u
 /* The queue's work (every thread of the block calls it): the queued pairs,
  * or (GQ) the queued groups' edge pairs; returns the thread's refined pairs. */
 template <bool GQ, bool SUB>
-__device__ __forceinline__ uint32_t drain(const tc_params &p, const uint2 *q,
-                                          const uint4 (*gqc)[2], const uint4 *gqa, uint32_t n,
-                                          uint32_t hb) {
+__device__ __forceinline__ uint32_t drain(const tc_params &p, const uint2 *q, const uint4 (*gqc)[2],
+                                          const uint4 *gqa, uint32_t n, uint32_t hb) {
   typedef hist_layout<SUB> H;
   uint32_t refined = 0;
   if (GQ) { /* a thread a pair of the queued groups */
     for (uint32_t e = threadIdx.x; e < 8 * n; e += NT) {
       const uint32_t gi = e >> 3, k = e & 7;
       const uint4 cv = gqc[gi][k >> 2], at = gqa[gi];
-      const uint32_t cc =
-          (k & 3) == 0 ? cv.x : (k & 3) == 1 ? cv.y : (k & 3) == 2 ? cv.z : cv.w;
+      const uint32_t cc = (k & 3) == 0 ? cv.x : (k & 3) == 1 ? cv.y : (k & 3) == 2 ? cv.z : cv.w;
       refined += edge_redo<SUB>(p, cc, group_ai(at.x, k), at.y + (k & 1), at.z, hb);
     }
   } else {
@@ -217,8 +213,7 @@ __device__ __forceinline__ void groups(const tc_params &p, const float4 (*bf)[4]
                                        uint4 (*gqc)[2], uint4 *gqa, uint32_t &qn,
                                        const uint32_t (&A1)[2][4], const uint32_t (&A2)[2][4],
                                        uint32_t hb, uint32_t hb0, float magic, uint32_t thresh,
-                                       uint32_t I, uint32_t J, uint32_t &flagged,
-                                       uint32_t &sink) {
+                                       uint32_t I, uint32_t J, uint32_t &flagged, uint32_t &sink) {
   typedef hist_layout<SUB> H;
   const tc_job &jb = p.job;
   const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -328,8 +323,8 @@ __device__ __forceinline__ void groups(const tc_params &p, const float4 (*bf)[4]
 
 /* The kernel: tile pairs [u0, u1), chunks of TC_CHUNK from stats[TC_NEXT]. */
 template <bool EXACT, bool PROBE, bool NOATOM, bool SUB, bool GQ>
-__global__ void __launch_bounds__(NT, TC_MINB) k_tc(const __grid_constant__ tc_params p,
-                                                    uint64_t u0, uint64_t u1) {
+__global__ void __launch_bounds__(NT, TC_MINB)
+    k_tc(const __grid_constant__ tc_params p, uint64_t u0, uint64_t u1) {
   typedef hist_layout<SUB> H;
   __shared__ float4 bf[NT][4]; /* partner j's 16 slots: bf[j][t] holds t, t+4, t+8, t+12 */
   __shared__ __align__(16) unsigned char qmem[TC_QBYTES]; /* the queue: pairs, or (GQ) groups */
