@@ -330,8 +330,11 @@ __global__ void __launch_bounds__(NT, TC_MINB)
   __shared__ __align__(16) unsigned char qmem[TC_QBYTES]; /* the queue: pairs, or (GQ) groups */
   uint2 *q = (uint2 *)qmem;
   uint4(*gqc)[2] = (uint4(*)[2])qmem, *gqa = (uint4 *)(qmem + TC_GQCAP * 32);
-  __shared__ uint32_t qn, s_tc, s_thresh;
-  __shared__ float s_magic, s_bias, s_d[3];
+  __shared__ uint32_t qn;
+  /* the chunk's plans: frame shift and bias, magic, band (~0: wide) */
+  __shared__ float4 s_plan[TC_CHUNK];
+  __shared__ float s_magic[TC_CHUNK];
+  __shared__ uint32_t s_thresh[TC_CHUNK];
   __shared__ unsigned long long s_u;
   extern __shared__ uint32_t hist[]; /* rows x per_row slots of RS words, lanes in the first 32 */
   const tc_job &jb = p.job;
@@ -346,17 +349,31 @@ __global__ void __launch_bounds__(NT, TC_MINB)
                  hb = hb0 + lane * 4;
   uint32_t I = 0, J = 0, curI = 0xffffffffu, flagged = 0, wide = 0, sink = 0, refined = 0;
   uint32_t A1[2][4], A2[2][4];
-  uint64_t u = 0, uend = 0;
+  uint64_t u = 0, uend = 0, uc = 0;
   for (;;) {
-    if (u == uend) { /* the next chunk of tile pairs (the body's barriers order s_u) */
+    if (u == uend) {
+      /* the next chunk of tile pairs, its plans made by a thread each (the
+       * last tile pair's barrier ordered every read of s_u and the plans) */
       if (tid == 0)
         s_u = u0 + atomicAdd(&p.stats[TC_NEXT], (unsigned long long)TC_CHUNK);
       __syncthreads();
       u = s_u;
       if (u >= u1)
         break;
+      uc = u;
       uend = u + TC_CHUNK < u1 ? u + TC_CHUNK : u1;
+      if (tid < uend - u) {
+        uint32_t pi, pj;
+        float dl[3];
+        decode_pair(u + tid, p.tiles, &pi, &pj);
+        const double D = tc_unit_gap(p.cen, pi, pj, p.inv_w, dl);
+        const tc_unit un = tc_unit_plan(&jb, D, p.rad[pi], p.rad[pj]);
+        s_plan[tid] = make_float4(dl[0], dl[1], dl[2], un.bias);
+        s_magic[tid] = (float)(ldexp(1.0, 23 - (int)jb.k) + un.g * ldexp(1.0, -(int)jb.k));
+        s_thresh[tid] = !un.tc ? 0xffffffffu : EXACT ? 2 * un.g + 1 : 0; /* ~0: wide */
+      }
       decode_pair(u, p.tiles, &I, &J);
+      __syncthreads();
     }
     if (I != curI) {
       curI = I;
@@ -372,21 +389,10 @@ __global__ void __launch_bounds__(NT, TC_MINB)
         }
       }
     }
-    __syncthreads(); /* the last tile pair's readers of bf and s_* are done */
-    if (tid == 0) {
-      float dl[3];
-      double D = tc_unit_gap(p.cen, I, J, p.inv_w, dl);
-      for (int a = 0; a < 3; a++)
-        s_d[a] = dl[a];
-      tc_unit un = tc_unit_plan(&jb, D, p.rad[I], p.rad[J]);
-      s_tc = un.tc;
-      s_bias = un.bias;
-      s_magic = (float)(ldexp(1.0, 23 - (int)jb.k) + un.g * ldexp(1.0, -(int)jb.k));
-      s_thresh = EXACT ? 2 * un.g + 1 : 0;
-    }
-    __syncthreads();
+    /* (the last tile pair's closing barrier: its readers of bf are done) */
+    const uint32_t c = (uint32_t)(u - uc), thresh = s_thresh[c];
     const bool masked = I == J || I + 1 == p.tiles || J + 1 == p.tiles;
-    if (!s_tc) {
+    if (thresh == 0xffffffffu) {
       /* wide: the contract, pair by pair */
       wide++;
       uint32_t i = I * NT + tid;
@@ -398,19 +404,21 @@ __global__ void __launch_bounds__(NT, TC_MINB)
     } else {
       {
         float4 o[4];
-        float d[3] = {s_d[0], s_d[1], s_d[2]};
-        bcol(loc(p, J * NT + tid), d, s_bias, o);
+        const float4 pl = s_plan[c];
+        const float d[3] = {pl.x, pl.y, pl.z};
+        bcol(loc(p, J * NT + tid), d, pl.w, o);
 #pragma unroll
         for (int k = 0; k < 4; k++)
           bf[tid][k] = o[k];
       }
       __syncthreads();
+      const float magic = s_magic[c];
       if (masked)
-        groups<EXACT, PROBE, true, NOATOM, SUB, GQ>(p, bf, q, gqc, gqa, qn, A1, A2, hb, hb0,
-                                                    s_magic, s_thresh, I, J, flagged, sink);
+        groups<EXACT, PROBE, true, NOATOM, SUB, GQ>(p, bf, q, gqc, gqa, qn, A1, A2, hb, hb0, magic,
+                                                    thresh, I, J, flagged, sink);
       else
-        groups<EXACT, PROBE, false, NOATOM, SUB, GQ>(p, bf, q, gqc, gqa, qn, A1, A2, hb, hb0,
-                                                     s_magic, s_thresh, I, J, flagged, sink);
+        groups<EXACT, PROBE, false, NOATOM, SUB, GQ>(p, bf, q, gqc, gqa, qn, A1, A2, hb, hb0, magic,
+                                                     thresh, I, J, flagged, sink);
     }
     __syncthreads();
     const uint32_t nq = qn, cap = GQ ? TC_GQCAP : TC_QCAP;
