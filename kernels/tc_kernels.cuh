@@ -10,9 +10,11 @@
  *
  * A block of 256 threads (8 warps) anchors a tile of 256 points and meets
  * partner tiles J >= I. Blocks take chunks of TC_CHUNK tile pairs (row-major)
- * from a counter, so a row of costly (wide) tile pairs is shared out. Per
- * tile pair, thread 0 plans it (tc_unit_plan: C, G, or wide); the block
- * stages the partners' fragments (16 floats a point, laid out so that a
+ * from a counter, so a row of costly (wide) tile pairs is shared out, and
+ * plan the chunk's tile pairs at once, a thread each (tc_unit_plan: C, G,
+ * or wide; planned by thread 0 before each tile pair, the binary64 plan and
+ * two more barriers cost W2 4%). Per tile pair the block stages the
+ * partners' fragments (16 floats a point, laid out so that a
  * quad's LDS.128 is conflict-free); each warp holds its 32 anchors' A
  * fragments (2 m16 tiles, k = 16; the bias C rides as the 17th product,
  * anchor slot 12 = 1, partner slot 12 = C) and walks the 32 groups of 8

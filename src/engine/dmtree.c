@@ -112,7 +112,9 @@
  * to 2e7 points; bench/RESULTS.md, 2026-11-24). Brute force is now
  * tensor-core, 1.39x balanced at D1 (23.6): the tree measured 1.04x it
  * there (2026-11-27); the other rows scaled alike give 0.73x at 18.7,
- * 1.04x at 29.7, 1.32x at 37.5, so the tree from 23 (it ties near there).
+ * 1.04x at 29.7, 1.32x at 37.5, so the tree from 23 (it ties near there;
+ * tensor-core's last step, 3% at W2, came after D1 was measured: about a
+ * tie at D1 now, not measured).
  * Below 10^13 pairs (under 6 s of brute force) the tree's fixed costs
  * were not measured. */
 #define DMTREE_GPU_MIN_RATIO 23.0
