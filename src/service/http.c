@@ -534,6 +534,21 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   *con_cls = NULL;
 }
 
+/* A stopping daemon takes no new connection: libmicrohttpd closes one its
+ * accept policy refuses, and the listening socket stays as it is until
+ * MHD_stop_daemon closes it. (MHD_quiesce_daemon did this before; in
+ * libmicrohttpd 0.9.75 it removes the socket from each pool thread's epoll
+ * set from the calling thread while that thread, seeing the daemon
+ * quiesced, may remove it too, and the loser's failed epoll_ctl is a
+ * libmicrohttpd panic, an abort: test_shutdown caught it once in the tsan
+ * build.) */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen) {
+  (void)addr;
+  (void)addrlen;
+  const service *svc = cls;
+  return atomic_load(&svc->stopping) ? MHD_NO : MHD_YES;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode code) {
   service *svc = cls;
@@ -635,7 +650,6 @@ static int listen_on(const struct addrinfo *ai, const char *where, char *msg, si
 
 int http_start(service *svc, char *msg, size_t msglen) {
   const config *cfg = &svc->cfg;
-  svc->quiesced_fd = -1;
   char port[8];
   snprintf(port, sizeof port, "%u", cfg->listen_port);
   struct addrinfo hints = {0}, *ai = NULL;
@@ -668,7 +682,7 @@ int http_start(service *svc, char *msg, size_t msglen) {
   MHD_set_panic_func(on_panic, NULL);
   start_log(true);
   svc->mhd = MHD_start_daemon(
-      flags, 0, NULL, NULL, on_request, svc,
+      flags, 0, on_accept, svc, on_request, svc,
       MHD_OPTION_EXTERNAL_LOGGER, on_log, NULL,
       MHD_OPTION_LISTEN_SOCKET, fd,
       MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
@@ -697,17 +711,6 @@ int http_start(service *svc, char *msg, size_t msglen) {
   return 0;
 }
 
-void http_quiesce(service *svc) {
-  if (svc->mhd != NULL) {
-    /* the worker threads drop the socket from their epoll sets a moment
-     * later: libmicrohttpd's manual says not to close it before
-     * MHD_stop_daemon (closing it here raced with them, ThreadSanitizer) */
-    MHD_socket s = MHD_quiesce_daemon(svc->mhd);
-    if (s != MHD_INVALID_SOCKET && svc->quiesced_fd < 0)
-      svc->quiesced_fd = s;
-  }
-}
-
 void http_stop(service *svc) {
   if (svc->mhd != NULL) {
     /* Let requests under way be answered (a histogram just computed, a
@@ -716,9 +719,5 @@ void http_stop(service *svc) {
       usleep(5000);
     MHD_stop_daemon(svc->mhd);
     svc->mhd = NULL;
-  }
-  if (svc->quiesced_fd >= 0) {
-    close(svc->quiesced_fd);
-    svc->quiesced_fd = -1;
   }
 }

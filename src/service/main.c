@@ -26,7 +26,7 @@
  * and unblocked on the main thread lost a signal now and then under
  * ThreadSanitizer, which defers handlers; sigwait has no handler to
  * defer.) A second signal exits at once. Shutdown is the
- * reverse: stop accepting (quiesce the listen socket), answer long-polls,
+ * reverse: stop accepting (new connections are closed: http.c), answer long-polls,
  * stop the workers (running jobs are interrupted and stay queued in the
  * store for the next start), then close HTTP and the store. Exit status 0
  * after a signal; 75 (EX_TEMPFAIL) after a GPU lost its CUDA context
@@ -64,8 +64,7 @@ void service_wake(service *svc) {
 }
 
 static void shut_down(loop_state *ls) {
-  atomic_store(&ls->svc->stopping, true);
-  http_quiesce(ls->svc); /* no new connections from here on */
+  atomic_store(&ls->svc->stopping, true); /* no new connections from here on (http.c) */
   uv_stop(&ls->loop);
 }
 
@@ -295,7 +294,6 @@ int main(int argc, char **argv) {
   if (prc != 0) {
     fprintf(stderr, "histd: the signal thread could not start: %s\n", strerror(prc));
     atomic_store(&svc.stopping, true);
-    http_quiesce(&svc);
   } else {
     pthread_detach(ls.signal_thread); /* it waits until the process ends */
     uv_run(&ls.loop, UV_RUN_DEFAULT);

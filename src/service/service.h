@@ -542,7 +542,6 @@ typedef struct service {
   defer_pool *defer;
   metrics metrics;
   struct MHD_Daemon *mhd;
-  int quiesced_fd; /* the listening socket after http_quiesce, closed by http_stop; -1 */
   void *loop_async; /* uv_async_t*: wakes the loop (thread-safe) */
   /* Orders dataset deletes (write) against job submits (read): submits
    * on different datasets run side by side. */
@@ -615,7 +614,6 @@ void print_routes(void);
 
 int http_start(service *svc, char *msg, size_t msglen);
 void http_stop(service *svc);
-void http_quiesce(service *svc);
 
 /* Response helpers: each sets r->status and r->response. */
 void respond_json(request *r, unsigned status, cJSON *body); /* takes body */
