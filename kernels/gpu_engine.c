@@ -1167,8 +1167,8 @@ static void *part_main(void *arg) {
   return NULL;
 }
 
-static void fold_rows(const job_plan *jp, const uint64_t *rows, histd_result *res) {
-  for (uint32_t r = 0; r < jp->rows; r++) {
+void histd__cuda_fold_rows(uint32_t nrows, const uint64_t *rows, histd_result *res) {
+  for (uint32_t r = 0; r < nrows; r++) {
     if (r < res->bins.count)
       res->counts[r] += rows[r];
     else
@@ -1225,21 +1225,16 @@ static int job_devices(const gpu_ctx *ctx, const histd_exec *ex, int *dev, int m
   return m;
 }
 
-static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *ex,
-                    const histd_control *ctl, const job_plan *jp, histd_result *res,
-                    char *msg, size_t msglen) {
-  gpu_ctx *ctx = w->gpu;
-  if (ctx == NULL)
-    return histd_fail(msg, msglen, HISTD_ENODEV, "this worker has no GPU");
-  int dev[64];
+/* The GPUs a job of `pairs` runs on, into dev (the worker's own first):
+ * every one ex->devices allows where the job is splittable and has at
+ * least HISTD_GPU_SPLIT_MIN_PAIRS pairs, else one; HISTD_GPU_FAKE_SPLIT=k
+ * (tests): k parts on the worker's own GPU. 0: the mask allows none. */
+static int job_split(const gpu_ctx *ctx, const histd_exec *ex, bool splittable, double pairs,
+                     int dev[64]) {
   int nd = job_devices(ctx, ex, dev, 64);
   if (nd == 0)
-    return histd_fail(msg, msglen, HISTD_ENODEV,
-                      "devices mask 0x%llx selects no GPU of this machine",
-                      (unsigned long long)ex->devices);
-  bool splittable = jp->anchors == 0; /* (A x B: one GPU) */
-  double min_split = histd__cuda_env("HISTD_GPU_SPLIT_MIN_PAIRS", 2e10);
-  if (!splittable || (double)jp->pairs < min_split)
+    return 0;
+  if (!splittable || pairs < histd__cuda_env("HISTD_GPU_SPLIT_MIN_PAIRS", 2e10))
     nd = 1;
   if (histd__cuda_env("HISTD_GPU_FAKE_SPLIT", 0) > 1 && splittable) {
     /* tests: split over the same GPU, as if it were several */
@@ -1249,6 +1244,21 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
     for (int i = 0; i < nd; i++)
       dev[i] = ctx->device;
   }
+  return nd;
+}
+
+static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *ex,
+                    const histd_control *ctl, const job_plan *jp, histd_result *res,
+                    char *msg, size_t msglen) {
+  gpu_ctx *ctx = w->gpu;
+  if (ctx == NULL)
+    return histd_fail(msg, msglen, HISTD_ENODEV, "this worker has no GPU");
+  int dev[64];
+  const int nd = job_split(ctx, ex, jp->anchors == 0 /* A x B: one GPU */, (double)jp->pairs, dev);
+  if (nd == 0)
+    return histd_fail(msg, msglen, HISTD_ENODEV,
+                      "devices mask 0x%llx selects no GPU of this machine",
+                      (unsigned long long)ex->devices);
   uint64_t *rows = calloc((size_t)jp->rows * (nd > 1 ? nd : 1), sizeof(uint64_t));
   if (rows == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u histogram rows",
@@ -1270,7 +1280,7 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
     if (tmp)
       histd__cuda_context_destroy(tmp);
     if (rc == 0) {
-      fold_rows(jp, rows, res);
+      histd__cuda_fold_rows(jp->rows, rows, res);
       if (out.dropped)
         overflow_by_difference(jp, res);
       res->refined_pairs = out.refined;
@@ -1347,7 +1357,7 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
          (t[i].rc == HISTD_EGPULOST && rc != HISTD_EGPULOST)))
       rc = histd_fail(msg, msglen, t[i].rc, "%s", t[i].msg);
     if (t[i].rc == 0 && t[i].ua < t[i].ub) {
-      fold_rows(jp, t[i].out.rows, res);
+      histd__cuda_fold_rows(jp->rows, t[i].out.rows, res);
       dropped = dropped || t[i].out.dropped;
       res->refined_pairs += t[i].out.refined;
       kms = fmax(kms, t[i].out.kernel_ms);
@@ -1556,20 +1566,12 @@ void histd__cuda_auto_choice(const histd_dataset *ds, uint32_t buckets, const ch
   (void)buckets;
 }
 
-/* How many GPUs run_plan splits a self job of `pairs` over. */
-static int split_count(const gpu_ctx *ctx, const histd_exec *ex, double pairs) {
-  int dev[64];
-  int nd = job_devices(ctx, ex, dev, 64);
-  if (histd__cuda_env("HISTD_GPU_FAKE_SPLIT", 0) > 1)
-    return 2;
-  return pairs < histd__cuda_env("HISTD_GPU_SPLIT_MIN_PAIRS", 2e10) && nd > 1 ? 1 : nd;
-}
-
 int histd__cuda_auto_run(HISTD__RUN_ARGS) {
   /* tensor-core where it was measured faster, on one GPU; several GPUs
    * share a large job on balanced */
   const double n = (double)p->a->n;
-  if (w->gpu != NULL && split_count(w->gpu, ex, n * (n - 1) / 2) == 1 &&
+  int dev[64];
+  if (w->gpu != NULL && job_split(w->gpu, ex, true, n * (n - 1) / 2, dev) == 1 &&
       histd__cuda_tc_pays(w, p, ex))
     return histd__cuda_tc_run(w, p, ex, ctl, res, msg, msglen);
   const char *name;

@@ -39,6 +39,10 @@ double histd__cuda_rsqrt_err(const histd_worker *w);
  * gpu_engine.c's list), or dflt when it is unset, empty or no number. */
 double histd__cuda_env(const char *name, double dflt);
 
+/* Adds a run's histogram rows to res: row r to bucket r, the rows past
+ * the last bucket to the overflow. */
+void histd__cuda_fold_rows(uint32_t nrows, const uint64_t *rows, histd_result *res);
+
 /* "auto" runs tensor-core for this job (tc_engine.c): a plain self
  * histogram of one GPU in its measured envelope. */
 bool histd__cuda_tc_pays(const histd_worker *w, const histd_problem *p, const histd_exec *ex);

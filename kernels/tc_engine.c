@@ -159,7 +159,7 @@ static int tc_run(HISTD__RUN_ARGS, char *why, size_t whylen) {
   cudaStream_t s = sv;
   void *mem = NULL;
   cudaEvent_t ev[3] = {NULL, NULL, NULL};
-  unsigned long long *rows = NULL;
+  uint64_t *rows = NULL;
   const double *dx;
   double transfer_ms = 0, kernel_ms = 0;
   const size_t tiles = tc_tiles_bytes(n), extra = 8 * ((size_t)tp.job.rows + TC_NSTATS);
@@ -191,12 +191,7 @@ static int tc_run(HISTD__RUN_ARGS, char *why, size_t whylen) {
     goto out;
   }
   SDH_CK_OUT(cudaMemcpy(rows, tp.counts, extra, cudaMemcpyDeviceToHost), "the copy of the counts");
-  for (uint32_t r = 0; r < tp.job.rows; r++) {
-    if (r < res->bins.count)
-      res->counts[r] += rows[r];
-    else
-      res->overflow += rows[r];
-  }
+  histd__cuda_fold_rows(tp.job.rows, rows, res);
   res->refined_pairs = rows[tp.job.rows + TC_REFINED];
   res->timing.transfer_ms = transfer_ms;
   res->timing.kernel_ms = kernel_ms;
@@ -219,11 +214,11 @@ out:
   return rc;
 }
 
-/* "auto"'s rule (bench/RESULTS.md, 2026-11-28): from 5e5 points and at
- * k >= 16 (fewer than ~128 rows) tensor-core ran 1.2-1.35x "balanced";
- * below (W4, 1e5 points: 0.66x) the tiles are too few to fill the GPU, and
- * at k < 16 (400 rows: 0.71x) the rows take the shared memory and the
- * counters' address costs more. */
+/* "auto"'s rule (bench/RESULTS.md, 2026-11-27, tc_probe on an H200): from
+ * 5e5 points and at k >= 16 (fewer than ~128 rows) tensor-core ran
+ * 1.18-1.36x "balanced"; below (W4, 1e5 points: 0.44x) the tiles are too
+ * few to fill the GPU, and at k < 16 (400 rows: 0.72x) the rows take the
+ * shared memory and the counters' address costs more. */
 #define TC_AUTO_MIN_POINTS 500000u
 
 bool histd__cuda_tc_pays(const histd_worker *w, const histd_problem *p, const histd_exec *ex) {
@@ -238,10 +233,8 @@ bool histd__cuda_tc_pays(const histd_worker *w, const histd_problem *p, const hi
 int histd__cuda_tc_run(HISTD__RUN_ARGS) {
   if (w->gpu == NULL)
     return histd_fail(msg, msglen, HISTD_ENODEV, "this worker has no GPU");
-  if (ex->block_size != 0 && ex->block_size != TC_TILE)
-    return histd_fail(msg, msglen, HISTD_EINVAL,
-                      "tensor-core runs blocks of %u threads: block_size must be 0 or %u, got %u",
-                      TC_TILE, TC_TILE, ex->block_size);
+  /* (a block size other than 0 or 256: refused by histd_exec_validate from
+   * the registry row's block, before any run) */
   char why[256] = "";
   int rc = tc_run(w, p, ex, ctl, res, msg, msglen, why, sizeof why);
   if (rc != 1)
