@@ -156,6 +156,9 @@ typedef struct histd_dataset {
   histd_topology *top;   /* NULL, or the atoms of a frame; owned like `frame` */
   char unit[12];         /* the length unit the file's format implies ("nm",
                           * "Angstrom"), "" when it does not say       */
+  uint64_t *origin;      /* NULL, or for each point of a frame its index in a
+                          * frame of the dataset it was selected from
+                          * (histd_dataset_select); owned like `frame` */
 } histd_dataset;
 
 /* Allocates room for n points (coordinates uninitialised, bounds zeroed). */
@@ -264,11 +267,32 @@ double histd_bins_edge(const histd_bins *bins, uint32_t k);
 int histd_log_edges(double r_min, double r_max, uint32_t count, double *edges,
                     char *msg, size_t msglen);
 
+/*
+ * What the pairs make. The first two are small outputs (bins); the rest
+ * are the other two shapes of a 2-body statistic: a value per point of A
+ * (POINT_COUNTS, NEAREST) and a record per pair (PAIRS). "Other than
+ * itself": in a self problem a point never meets itself; where A and B
+ * are selections of one dataset (same_atoms), a point of A never meets
+ * the point of B with the same origin.
+ */
 typedef enum histd_statistic {
   HISTD_STAT_HISTOGRAM = 0, /* counts per bin (and weighted sums)            */
-  HISTD_STAT_WITHIN = 1     /* the number of pairs with d <= radius; radius 0:
+  HISTD_STAT_WITHIN = 1,    /* the number of pairs with d <= radius; radius 0:
                              * collisions, exact equality of x, y and z       */
+  HISTD_STAT_POINT_COUNTS = 2, /* per point of A, each frame: the points of B
+                                * (other than itself) with d <= radius (> 0),
+                                * and with weights the sum of their w_j      */
+  HISTD_STAT_NEAREST = 3,   /* per point of A, each frame: the contract's d to
+                             * the nearest other point of B and its index
+                             * (ties: the lowest index); within radius, or
+                             * anywhere when radius is INFINITY              */
+  HISTD_STAT_PAIRS = 4      /* every pair with d <= radius (> 0), as records
+                             * (frame, i, j, d) handed to histd_control.pairs
+                             * as they are found; i < j for self pairs      */
 } histd_statistic;
+
+/* Whether a statistic's answer is a value per point (POINT_COUNTS, NEAREST). */
+bool histd_statistic_per_point(histd_statistic s);
 
 /*
  * A problem: the pairs, how their distance is measured, where it is
@@ -292,6 +316,11 @@ typedef struct histd_problem {
   bool exclude_molecule; /* leave out the pairs whose atoms share a molecule
                           * id (a's and b's topology `mol`; unweighted) */
   bool per_frame;        /* the result also keeps each frame's counts     */
+  bool same_atoms;       /* a and b are selections of one dataset: a point
+                          * never meets the point of b with its origin    */
+  uint64_t result_limit; /* bytes: a result (its per-point arrays, its pair
+                          * records) larger than this is refused before it
+                          * is computed (HISTD_ETOOBIG); 0: no limit      */
 } histd_problem;
 
 /* per_frame keeps frames x bins counts: at most this many (1 GiB). */
@@ -304,7 +333,9 @@ enum {
   HISTD_CAN_CROSS = 1u << 1,
   HISTD_CAN_WEIGHTS = 1u << 2,
   HISTD_CAN_EDGES = 1u << 3,
-  HISTD_CAN_WITHIN = 1u << 4
+  HISTD_CAN_WITHIN = 1u << 4,
+  HISTD_CAN_POINTS = 1u << 5, /* POINT_COUNTS and NEAREST              */
+  HISTD_CAN_PAIRS = 1u << 6   /* PAIRS                                 */
 };
 
 /* The capabilities a problem needs (HISTD_CAN_* bits). */
@@ -327,6 +358,13 @@ void histd_problem_frame(const histd_problem *p, size_t f, histd_dataset *a,
 /* The number of pairs the problem counts (n(n-1)/2 or n_a * n_b, summed
  * over its frames). */
 uint64_t histd_problem_pairs(const histd_problem *p);
+
+/* The bytes of the problem's result that grow with it: its bins (and
+ * weighted sums, per-frame counts), or its per-point rows; 0 for PAIRS,
+ * whose size is known once counted (histd_pairs_bytes). */
+uint64_t histd_problem_result_bytes(const histd_problem *p);
+/* The bytes of a pair list of `pairs` records. */
+#define histd_pairs_bytes(pairs) ((uint64_t)(pairs) * sizeof(histd_pair_record))
 
 /* Every bad value gets a sentence: "bucket_width must be > 0", "the last
  * edge (12) exceeds half the box's shortest width (5)", ... */
@@ -420,6 +458,16 @@ typedef struct histd_result {
   histd_statistic statistic;
   double radius;     /* WITHIN                                       */
   uint64_t within;   /* WITHIN: pairs with d <= radius               */
+  /* per point (POINT_COUNTS, NEAREST): frames x point_n values, row f the
+   * points of A in frame f in A's order; point_index (NULL: 0, 1, ...) the
+   * points' indices in their dataset (a selection's origins) */
+  uint64_t point_n;        /* A's points a frame                      */
+  uint64_t *point_index;   /* point_n, or NULL                         */
+  uint64_t *point_counts;  /* POINT_COUNTS                             */
+  double *point_weighted;  /* POINT_COUNTS with weights: sum of w_j    */
+  double *nearest_d;       /* NEAREST: d, NaN where none within radius  */
+  int64_t *nearest_j;      /* NEAREST: B's index (its origin), -1: none */
+  uint64_t pairs;          /* PAIRS: the records handed out             */
   histd_precision precision;
   bool exact;              /* counts follow the contract            */
   uint64_t refined_pairs;  /* pairs redone in float64 (diagnostics)  */
@@ -441,6 +489,10 @@ int histd_result_init(histd_result *res, const histd_bins *bins, bool weighted,
 int histd_result_adopt(histd_result *res, const histd_bins *bins, uint64_t *counts,
                        double *weighted, char *msg, size_t msglen);
 void histd_result_free(histd_result *res);
+/* A per-point result (POINT_COUNTS or NEAREST; weighted: the sums too) of
+ * frames x n values, zeroed (nearest: NaN and -1); 0 or HISTD_ENOMEM. */
+int histd_result_init_points(histd_result *res, histd_statistic s, uint64_t frames, uint64_t n,
+                             bool weighted, char *msg, size_t msglen);
 /* Allocates zeroed per-frame arrays for `frames` frames of res's bins;
  * 0 or HISTD_ENOMEM. */
 int histd_result_per_frame(histd_result *res, uint64_t frames);
@@ -468,10 +520,21 @@ double histd_result_frame_g(const histd_result *res, uint64_t f, uint32_t k);
  * second. A run whose cancelled() returns true stops and returns
  * HISTD_ECANCELED. Either pointer may be NULL; so may the whole control.
  */
+/* One pair of a PAIRS result: its frame, the points' indices in their
+ * datasets (origins), the contract's d. */
+typedef struct histd_pair_record {
+  uint64_t frame, i, j;
+  double d;
+} histd_pair_record;
+
 typedef struct histd_control {
   void (*progress)(void *user, double fraction); /* 0..1, non-decreasing */
   bool (*cancelled)(void *user);
   void *user;
+  /* PAIRS: n records as they are found, from one thread at a time; a
+   * nonzero return stops the run with that code (the caller's sentence in
+   * msg). Required for PAIRS. */
+  int (*pairs)(void *user, const histd_pair_record *r, size_t n, char *msg, size_t msglen);
 } histd_control;
 
 /* ---- kernels and the registry ------------------------------------------ */

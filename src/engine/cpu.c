@@ -1025,7 +1025,7 @@ int histd__cpu_grid_run(HISTD__RUN_ARGS) {
   (void)w;
   double t0 = histd_now_ms();
   histd__grid grid;
-  int rc = histd__grid_build(&grid, p, histd__grid_max_cells(p, false), msg, msglen);
+  int rc = histd__grid_build(&grid, p, histd__grid_max_cells(p, false), false, msg, msglen);
   if (rc != 0)
     return rc;
   double tb = histd_now_ms() - t0;

@@ -48,6 +48,7 @@ void histd_dataset_free(histd_dataset *ds) {
   if (!ds->borrowed)
     free(ds->x);
   free(ds->frame);
+  free(ds->origin);
   histd_topology_free(ds->top);
   memset(ds, 0, sizeof *ds);
 }
@@ -102,6 +103,7 @@ void histd_dataset_frame(const histd_dataset *ds, size_t f, histd_dataset *view)
   histd__view(ds, fr->start, fr->n, view);
   view->box = fr->box;
   view->top = ds->top;
+  view->origin = ds->origin;
 }
 
 void histd__view(const histd_dataset *ds, size_t start, size_t n, histd_dataset *view) {

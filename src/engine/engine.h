@@ -67,6 +67,14 @@ typedef struct histd__dm_leaves {
 
 int histd__dmtree_run_leaves(HISTD__RUN_ARGS, const histd__dm_leaves *leaves);
 
+/* The statistics of a value per point and a record per pair
+ * (POINT_COUNTS, NEAREST, PAIRS; points.c) of one frame problem p (bins
+ * unused; radius resolved), frame f of the result, on the CPU's threads:
+ * by the cell grid, or brute force when `brute`. Writes res's row f
+ * (per point) or hands the records to ctl->pairs. */
+int histd__points_run(const histd_problem *p, const histd_exec *ex, const histd_control *ctl,
+                      bool brute, uint64_t f, histd_result *res, char *msg, size_t msglen);
+
 /* "dm-tree" on a GPU worker (kernels/dmtree_engine.c; nocuda.c without CUDA). */
 int histd__cuda_dmtree_run(HISTD__RUN_ARGS);
 
@@ -184,6 +192,11 @@ void histd__progress(const histd_control *ctl, double fraction);
  * 1 (the worker reports the end), serialised and never backwards (lock). */
 void histd__progress_step(const histd_control *ctl, pthread_mutex_t *lock, double *reported,
                           double fraction);
+
+/* Hands n pair records to the control's pairs callback (HISTD_EINVAL
+ * when there is none); what it returns. */
+int histd__emit_pairs(const histd_control *ctl, const histd_pair_record *r, size_t n, char *msg,
+                      size_t msglen);
 
 /* Part k of `parts` of a run (a frame, a slab): histd__part_control(&pt)
  * is a control whose progress is scaled into outer's and whose cancel is

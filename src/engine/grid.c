@@ -137,26 +137,33 @@ void histd__grid_free(histd__grid *grid) {
   free(grid->start_a);
   if (grid->start_b != grid->start_a)
     free(grid->start_b);
+  if (grid->order_b != grid->order_a)
+    free(grid->order_b);
+  free(grid->order_a);
   histd_dataset_free(&grid->a);
   histd_dataset_free(&grid->b);
   memset(grid, 0, sizeof *grid);
 }
 
-/* Sorts src by cell into dst (with its weights) and fills start (cells + 1). */
+/* Sorts src by cell into dst (with its weights) and fills start (cells +
+ * 1) and, when order_out is not NULL, each sorted point's index in src. */
 static int sort_by_cell(const histd__grid_geom *g, const histd_dataset *src, bool weights,
-                        histd_dataset *dst, size_t **start_out, char *msg, size_t msglen) {
+                        histd_dataset *dst, size_t **start_out, size_t **order_out, char *msg,
+                        size_t msglen) {
   const size_t n = src->n;
   uint32_t *key = malloc((n ? n : 1) * sizeof *key);
   size_t *start = calloc(g->cells + 1, sizeof *start);
+  size_t *order = order_out != NULL ? malloc((n ? n : 1) * sizeof *order) : NULL;
   int rc = histd_dataset_alloc(dst, n, msg, msglen);
   if (rc == 0 && weights)
     rc = histd_dataset_alloc_weights(dst, msg, msglen);
-  if (rc == 0 && (key == NULL || start == NULL))
+  if (rc == 0 && (key == NULL || start == NULL || (order_out != NULL && order == NULL)))
     rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a grid of %llu cells",
                     (unsigned long long)g->cells);
   if (rc != 0) {
     free(key);
     free(start);
+    free(order);
     histd_dataset_free(dst);
     return rc;
   }
@@ -170,6 +177,7 @@ static int sort_by_cell(const histd__grid_geom *g, const histd_dataset *src, boo
   if (next == NULL) {
     free(key);
     free(start);
+    free(order);
     histd_dataset_free(dst);
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a grid of %llu cells",
                       (unsigned long long)g->cells);
@@ -182,6 +190,8 @@ static int sort_by_cell(const histd__grid_geom *g, const histd_dataset *src, boo
     dst->z[o] = src->z[i];
     if (weights)
       dst->w[o] = src->w[i];
+    if (order != NULL)
+      order[o] = i;
   }
   free(next);
   free(key);
@@ -189,6 +199,8 @@ static int sort_by_cell(const histd__grid_geom *g, const histd_dataset *src, boo
   memcpy(dst->max, src->max, sizeof dst->max);
   dst->box = src->box;
   *start_out = start;
+  if (order_out != NULL)
+    *order_out = order;
   return 0;
 }
 
@@ -207,8 +219,8 @@ static uint64_t count_candidates(const histd__grid *grid) {
   return total;
 }
 
-int histd__grid_build(histd__grid *grid, const histd_problem *p, uint64_t max_cells, char *msg,
-                      size_t msglen) {
+int histd__grid_build(histd__grid *grid, const histd_problem *p, uint64_t max_cells,
+                      bool keep_order, char *msg, size_t msglen) {
   memset(grid, 0, sizeof *grid);
   if (max_cells > UINT32_MAX)
     max_cells = UINT32_MAX;
@@ -216,15 +228,19 @@ int histd__grid_build(histd__grid *grid, const histd_problem *p, uint64_t max_ce
   if (rc != 0)
     return rc;
   const bool cross = p->b != NULL;
-  rc = sort_by_cell(&grid->g, p->a, p->weighted, &grid->a, &grid->start_a, msg, msglen);
+  rc = sort_by_cell(&grid->g, p->a, p->weighted, &grid->a, &grid->start_a,
+                    keep_order ? &grid->order_a : NULL, msg, msglen);
   if (rc == 0 && cross)
-    rc = sort_by_cell(&grid->g, p->b, p->weighted, &grid->b, &grid->start_b, msg, msglen);
+    rc = sort_by_cell(&grid->g, p->b, p->weighted, &grid->b, &grid->start_b,
+                      keep_order ? &grid->order_b : NULL, msg, msglen);
   if (rc != 0) {
     histd__grid_free(grid);
     return rc;
   }
-  if (!cross)
+  if (!cross) {
     grid->start_b = grid->start_a;
+    grid->order_b = grid->order_a;
+  }
   grid->p = *p;
   grid->p.a = &grid->a;
   grid->p.b = cross ? &grid->b : NULL;
@@ -232,18 +248,15 @@ int histd__grid_build(histd__grid *grid, const histd_problem *p, uint64_t max_ce
   return 0;
 }
 
-uint32_t histd__grid_blocks(const histd__grid *grid, uint32_t c, histd__block out[28]) {
-  const bool self = grid->p.b == NULL;
+/* Cell c's neighbour cells (self: only those after c when after_only) as
+ * runs of consecutive cells, each one range of B's points. */
+static uint32_t neighbour_runs(const histd__grid *grid, uint32_t c, bool after_only,
+                               histd__block *out) {
   const size_t i0 = grid->start_a[c], i1 = grid->start_a[c + 1];
-  if (i1 == i0)
-    return 0;
   uint32_t nbr[27], m = 0;
   const uint32_t count = histd__grid_neighbours(&grid->g, c, nbr);
-  if (self && i1 - i0 >= 2)
-    out[m++] = (histd__block){i0, i1, i0, i1, 1};
-  /* runs of consecutive cells (self: only those after c) are one range */
   for (uint32_t k = 0; k < count;) {
-    if (self && nbr[k] <= c) {
+    if (after_only && nbr[k] <= c) {
       k++;
       continue;
     }
@@ -256,4 +269,22 @@ uint32_t histd__grid_blocks(const histd__grid *grid, uint32_t c, histd__block ou
     k = e + 1;
   }
   return m;
+}
+
+uint32_t histd__grid_runs(const histd__grid *grid, uint32_t c, histd__block out[27]) {
+  if (grid->start_a[c + 1] == grid->start_a[c])
+    return 0;
+  return neighbour_runs(grid, c, false, out);
+}
+
+uint32_t histd__grid_blocks(const histd__grid *grid, uint32_t c, histd__block out[28]) {
+  const bool self = grid->p.b == NULL;
+  const size_t i0 = grid->start_a[c], i1 = grid->start_a[c + 1];
+  if (i1 == i0)
+    return 0;
+  uint32_t m = 0;
+  if (self && i1 - i0 >= 2)
+    out[m++] = (histd__block){i0, i1, i0, i1, 1};
+  /* runs of consecutive cells (self: only those after c) are one range */
+  return m + neighbour_runs(grid, c, self, out + m);
 }

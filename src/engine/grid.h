@@ -193,6 +193,8 @@ typedef struct histd__grid {
   histd_dataset a, b; /* A (and B, cross) sorted by cell, weights with them */
   histd_problem p;    /* the problem on the sorted sets                  */
   uint64_t candidates; /* the pairs the grid visits                     */
+  size_t *order_a;    /* keep_order: A's sorted position -> its index before */
+  size_t *order_b;    /* B's (cross), or order_a                        */
 } histd__grid;
 
 /* A block of pairs: i in [i0, i1) x j in [j0, j1) (j > i when diag). */
@@ -201,11 +203,15 @@ typedef struct histd__block {
   int diag;
 } histd__block;
 
-int histd__grid_build(histd__grid *grid, const histd_problem *p, uint64_t max_cells, char *msg,
-                      size_t msglen);
+int histd__grid_build(histd__grid *grid, const histd_problem *p, uint64_t max_cells,
+                      bool keep_order, char *msg, size_t msglen);
 void histd__grid_free(histd__grid *grid);
 /* Cell c's blocks (neighbour cells in consecutive runs merged): at most 28. */
 uint32_t histd__grid_blocks(const histd__grid *grid, uint32_t c, histd__block out[28]);
+/* Every neighbour cell of c (c too) as runs of B's points [j0, j1), for a
+ * traversal by point: each point of A's cell c meets them all (self
+ * problems included: the caller skips the point itself). At most 27. */
+uint32_t histd__grid_runs(const histd__grid *grid, uint32_t c, histd__block out[27]);
 
 #ifdef __cplusplus
 }

@@ -119,6 +119,10 @@ static int bins_validate(const histd_bins *b, char *msg, size_t msglen) {
 
 /* ---- the problem ------------------------------------------------------------ */
 
+bool histd_statistic_per_point(histd_statistic s) {
+  return s == HISTD_STAT_POINT_COUNTS || s == HISTD_STAT_NEAREST;
+}
+
 unsigned histd_problem_needs(const histd_problem *p) {
   unsigned needs = 0;
   if ((p->frame_boxes ? p->a->box.kind : p->box.kind) != HISTD_BOX_NONE)
@@ -127,6 +131,10 @@ unsigned histd_problem_needs(const histd_problem *p) {
     needs |= HISTD_CAN_CROSS;
   if (p->weighted)
     needs |= HISTD_CAN_WEIGHTS;
+  if (histd_statistic_per_point(p->statistic))
+    return needs | HISTD_CAN_POINTS;
+  if (p->statistic == HISTD_STAT_PAIRS)
+    return needs | HISTD_CAN_PAIRS;
   if (p->bins.kind == HISTD_BINS_EDGES)
     needs |= HISTD_CAN_EDGES;
   if (p->statistic == HISTD_STAT_WITHIN)
@@ -217,6 +225,71 @@ static int exclusions_validate(const histd_problem *p, char *msg, size_t msglen)
   return 0;
 }
 
+/* The statistics of a value per point and a record per pair: a radius,
+ * what they can be combined with, frames of one size, the result limit. */
+static int points_validate(const histd_problem *p, char *msg, size_t msglen) {
+  const histd_statistic s = p->statistic;
+  const char *name = s == HISTD_STAT_POINT_COUNTS ? "per_point"
+                     : s == HISTD_STAT_NEAREST    ? "nearest"
+                                                  : "pairs_within";
+  if (s != HISTD_STAT_POINT_COUNTS && s != HISTD_STAT_NEAREST && s != HISTD_STAT_PAIRS)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "unknown statistic %d", (int)s);
+  if (s == HISTD_STAT_NEAREST ? !(p->radius > 0) || isnan(p->radius)
+                              : !(p->radius > 0) || !isfinite(p->radius))
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "%s needs a radius > 0%s, got %g%s", name,
+                      s == HISTD_STAT_NEAREST ? " (or none: anywhere)" : " and finite",
+                      p->radius,
+                      s == HISTD_STAT_NEAREST ? "" : " (within 0, the exact collisions, is "
+                                                     "the plain within statistic)");
+  if (p->weighted && s != HISTD_STAT_POINT_COUNTS)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "%s does not take weights (only per_point sums the weights of each "
+                      "point's neighbours)", name);
+  if (p->per_frame)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "per_frame is for histograms: %s keeps every frame's values already",
+                      name);
+  if (p->exclude_molecule)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "exclude molecule is not available with %s: it applies to histograms "
+                      "and counts within a radius", name);
+  const size_t frames = histd_problem_frames(p);
+  if (!histd_statistic_per_point(s))
+    return 0;
+  const size_t n = frames > 1 && p->a->frame ? p->a->frame[0].n : p->a->n;
+  for (size_t f = 1; f < histd_dataset_frames(p->a); f++)
+    if (p->a->frame[f].n != n)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "%s keeps a row of values per frame, so every frame of A must hold "
+                        "as many points: frame 1 holds %zu and frame %zu %zu", name, n, f + 1,
+                        p->a->frame[f].n);
+  const uint64_t bytes = histd_problem_result_bytes(p);
+  if (p->result_limit != 0 && bytes > p->result_limit)
+    return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "the %s result would hold %zu frames x %zu points, %llu bytes, more "
+                      "than the %llu bytes a result may take; select fewer points or frames",
+                      name, frames, n, (unsigned long long)bytes,
+                      (unsigned long long)p->result_limit);
+  return 0;
+}
+
+uint64_t histd_problem_result_bytes(const histd_problem *p) {
+  const uint64_t frames = histd_problem_frames(p);
+  if (histd_statistic_per_point(p->statistic)) {
+    const uint64_t n = frames > 1 && p->a->frame ? p->a->frame[0].n : p->a->n;
+    const uint64_t each = p->statistic == HISTD_STAT_NEAREST ? 16 : p->weighted ? 16 : 8;
+    return frames * n * each;
+  }
+  if (p->statistic == HISTD_STAT_PAIRS)
+    return 0; /* known once counted: histd_pairs_bytes */
+  const uint64_t count = p->statistic == HISTD_STAT_WITHIN ? 1 : p->bins.count;
+  uint64_t bytes = count * (p->weighted ? 16 : 8);
+  if (p->per_frame)
+    bytes += frames * (count + 2) * 8;
+  return bytes;
+}
+
 /* r_max (or the radius) within half the box's shortest width; whose says
  * which box in the sentence. */
 static int box_fits(const histd_problem *p, const histd_box *box, const char *whose, char *msg,
@@ -225,7 +298,9 @@ static int box_fits(const histd_problem *p, const histd_box *box, const char *wh
     return 0;
   double half = histd_box_half_width(box), r_max;
   const char *what;
-  if (p->statistic == HISTD_STAT_WITHIN) {
+  if (p->statistic != HISTD_STAT_HISTOGRAM) {
+    if (isinf(p->radius)) /* NEAREST anywhere: every point of B, past the grid */
+      return 0;
     r_max = p->radius;
     what = "the radius";
   } else if (p->bins.kind == HISTD_BINS_EDGES || p->bins.count != 0) {
@@ -256,10 +331,17 @@ int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen) {
     if (!isfinite(p->radius) || !(p->radius >= 0))
       return histd_fail(msg, msglen, HISTD_EINVAL,
                         "within must be a finite distance >= 0, got %g", p->radius);
-  } else if (p->statistic != HISTD_STAT_HISTOGRAM) {
-    return histd_fail(msg, msglen, HISTD_EINVAL, "unknown statistic %d", (int)p->statistic);
+  } else if (p->statistic != HISTD_STAT_HISTOGRAM &&
+             (rc = points_validate(p, msg, msglen)) != 0) {
+    return rc;
   }
-  if (p->weighted) {
+  if (p->weighted && histd_statistic_per_point(p->statistic)) {
+    /* the sum of w_j over each point's neighbours: B's weights */
+    if ((p->b ? p->b : p->a)->w == NULL)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "weights were asked for, but the points of %s carry none",
+                        p->b ? "B" : "the dataset");
+  } else if (p->weighted) {
     if (p->a->w == NULL)
       return histd_fail(msg, msglen, HISTD_EINVAL,
                         "weights were asked for, but the points (A) carry none");

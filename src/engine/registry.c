@@ -25,6 +25,9 @@
 #define CPU_ALL \
   (HISTD_CAN_PERIODIC | HISTD_CAN_CROSS | HISTD_CAN_WEIGHTS | HISTD_CAN_EDGES | HISTD_CAN_WITHIN)
 #define GPU_CAPS 0u /* the plain histogram (the GPU issue widens this) */
+/* the statistics of points (per point, pair lists): the grid's driver, or
+ * brute force on the CPU's plain kernels (points.c) */
+#define POINT_CAPS (HISTD_CAN_POINTS | HISTD_CAN_PAIRS)
 
 static int auto_run(HISTD__RUN_ARGS);
 static int grid_run(HISTD__RUN_ARGS);
@@ -32,11 +35,11 @@ static int dmtree_run(HISTD__RUN_ARGS);
 
 static const histd_kernel kernels[] = {
     {"auto", "the fastest exact kernel for the workload and the worker's device",
-     HISTD_ENGINE_ANY, CPU_ALL, auto_run, 0},
+     HISTD_ENGINE_ANY, CPU_ALL | POINT_CAPS, auto_run, 0},
     {"grid",
      "cells of side r_max: each point meets only its neighbour cells' points; every "
      "statistic, exact; on the worker's GPU or the CPU",
-     HISTD_ENGINE_ANY, CPU_ALL, grid_run, 0},
+     HISTD_ENGINE_ANY, CPU_ALL | POINT_CAPS, grid_run, 0},
     {"dm-tree",
      "density-map tree: pairs of octree cells whose every distance falls in one bin are "
      "counted at once, the rest split down to the points; exact, sub-quadratic where bins "
@@ -44,9 +47,9 @@ static const histd_kernel kernels[] = {
      "leaf pairs of open, unweighted jobs",
      HISTD_ENGINE_ANY, CPU_ALL, dmtree_run, 0},
     {"cpu-reference", "the exactness contract, literally, on one CPU thread",
-     HISTD_ENGINE_CPU, CPU_ALL, histd__cpu_reference_run, 0},
+     HISTD_ENGINE_CPU, CPU_ALL | POINT_CAPS, histd__cpu_reference_run, 0},
     {"cpu", "multithreaded, cache-tiled, vectorised CPU engine; exact",
-     HISTD_ENGINE_CPU, CPU_ALL, histd__cpu_run, 0},
+     HISTD_ENGINE_CPU, CPU_ALL | POINT_CAPS, histd__cpu_run, 0},
     {"naive", "GPU: one thread per point i, loops j > i, a global atomic per pair",
      HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0},
     {"privatized", "GPU: naive with a per-block histogram in shared memory",
@@ -160,6 +163,10 @@ static const char *cap_phrase(unsigned cap) {
     return "weights";
   case HISTD_CAN_EDGES:
     return "explicit or log bin edges";
+  case HISTD_CAN_POINTS:
+    return "per-point results (neighbour counts, nearest neighbours)";
+  case HISTD_CAN_PAIRS:
+    return "pair lists";
   default:
     return "pair counts within a radius";
   }

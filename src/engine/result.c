@@ -52,7 +52,57 @@ void histd_result_free(histd_result *res) {
   free(res->frame_counts);
   free(res->frame_total);
   free(res->frame_volume);
+  free(res->point_index);
+  free(res->point_counts);
+  free(res->point_weighted);
+  free(res->nearest_d);
+  free(res->nearest_j);
   memset(res, 0, sizeof *res);
+}
+
+int histd_result_init_points(histd_result *res, histd_statistic s, uint64_t frames, uint64_t n,
+                             bool weighted, char *msg, size_t msglen) {
+  memset(res, 0, sizeof *res);
+  const uint64_t rows = frames * n;
+  if (frames != 0 && rows / frames != n)
+    return histd_fail(msg, msglen, HISTD_ETOOBIG, "%llu frames x %llu points do not fit",
+                      (unsigned long long)frames, (unsigned long long)n);
+  const size_t k = rows ? (size_t)rows : 1;
+  res->point_n = n;
+  res->statistic = s;
+  bool ok;
+  if (s == HISTD_STAT_NEAREST) {
+    res->nearest_d = malloc(k * sizeof *res->nearest_d);
+    res->nearest_j = malloc(k * sizeof *res->nearest_j);
+    ok = res->nearest_d != NULL && res->nearest_j != NULL;
+    for (uint64_t i = 0; ok && i < rows; i++) {
+      res->nearest_d[i] = NAN;
+      res->nearest_j[i] = -1;
+    }
+  } else {
+    res->point_counts = calloc(k, sizeof *res->point_counts);
+    res->point_weighted = weighted ? calloc(k, sizeof *res->point_weighted) : NULL;
+    ok = res->point_counts != NULL && (!weighted || res->point_weighted != NULL);
+  }
+  if (!ok) {
+    histd_result_free(res);
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %llu frames x %llu points",
+                      (unsigned long long)frames, (unsigned long long)n);
+  }
+  return 0;
+}
+
+/* A copy of n elements of `size` bytes at src (NULL stays NULL); false
+ * when out of memory. */
+static bool dup_array(void *dst_field, const void *src, size_t n, size_t size) {
+  void **dst = dst_field;
+  *dst = NULL;
+  if (src == NULL)
+    return true;
+  if ((*dst = malloc(n ? n * size : 1)) == NULL)
+    return false;
+  memcpy(*dst, src, n * size);
+  return true;
 }
 
 int histd_result_per_frame(histd_result *res, uint64_t frames) {
@@ -90,8 +140,14 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
       memcpy(dst->frame_volume, src->frame_volume, frames * sizeof *dst->frame_volume);
     }
   }
+  const size_t rows = (size_t)((src->frames > 0 ? src->frames : 1) * src->point_n);
+  bool points_ok = dup_array(&dst->point_index, src->point_index, src->point_n, 8);
+  points_ok = dup_array(&dst->point_counts, src->point_counts, rows, 8) && points_ok;
+  points_ok = dup_array(&dst->point_weighted, src->point_weighted, rows, 8) && points_ok;
+  points_ok = dup_array(&dst->nearest_d, src->nearest_d, rows, 8) && points_ok;
+  points_ok = dup_array(&dst->nearest_j, src->nearest_j, rows, 8) && points_ok;
   if ((src->counts && !dst->counts) || (src->weighted && !dst->weighted) ||
-      (src->bins.edges && !e) || !frames_ok) {
+      (src->bins.edges && !e) || !frames_ok || !points_ok) {
     histd_result_free(dst);
     return HISTD_ENOMEM;
   }

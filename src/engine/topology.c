@@ -364,6 +364,18 @@ int histd_dataset_select(const histd_dataset *ds, const char *text, const histd_
     rc = select_topology(ds->top, pick, m, out, msg, msglen);
   if (rc == 0 && ds->top != NULL && all && frame_atoms(ds, &atoms, NULL, 0) == 0)
     rc = select_topology(ds->top, NULL, atoms, out, msg, msglen);
+  /* each chosen atom's index in the source's frame (through the source's
+   * own origins, when it is a selection itself) */
+  const size_t kept = all ? (ds->origin != NULL ? atoms : 0) : m;
+  if (rc == 0 && kept > 0 && (all ? ds->origin != NULL : true)) {
+    if ((out->origin = malloc(kept * sizeof *out->origin)) == NULL)
+      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a selection of %zu atoms",
+                      kept);
+    for (size_t i = 0; rc == 0 && i < kept; i++) {
+      const size_t a = all ? i : pick[i];
+      out->origin[i] = ds->origin != NULL ? ds->origin[a] : a;
+    }
+  }
   free(counts);
   free(boxes);
   free(pick);

@@ -40,8 +40,22 @@ static void part_progress(void *u, double x) {
 
 static bool part_cancelled(void *u) { return histd__cancelled(((const histd__part *)u)->outer); }
 
+static int part_pairs(void *u, const histd_pair_record *r, size_t n, char *msg, size_t msglen) {
+  const histd_control *outer = ((const histd__part *)u)->outer;
+  return histd__emit_pairs(outer, r, n, msg, msglen);
+}
+
 histd_control histd__part_control(histd__part *pt) {
-  return (histd_control){part_progress, part_cancelled, pt};
+  return (histd_control){part_progress, part_cancelled, pt, part_pairs};
+}
+
+int histd__emit_pairs(const histd_control *ctl, const histd_pair_record *r, size_t n, char *msg,
+                      size_t msglen) {
+  if (n == 0)
+    return 0;
+  if (ctl == NULL || ctl->pairs == NULL)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "a pair list needs somewhere to put its pairs");
+  return ctl->pairs(ctl->user, r, n, msg, msglen);
 }
 
 unsigned histd_cpu_count(void) {

@@ -208,12 +208,75 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
   return rc;
 }
 
+/* Whether kernel k runs a statistic of points by brute force (the CPU's
+ * plain kernels) rather than by the cell grid ("grid", "auto"). */
+static bool points_brute(const histd_kernel *k) {
+  return strcmp(k->name, "cpu") == 0 || strcmp(k->name, "cpu-reference") == 0;
+}
+
+/* PAIRS with a result limit: the pairs within the radius counted first
+ * (the plain count, by the fastest kernel), so that a list larger than
+ * the limit is refused before a record is written. */
+static int pairs_fit(histd_worker *w, const histd_problem *p, const histd_exec *ex,
+                     const histd_control *ctl, char *msg, size_t msglen) {
+  histd_problem q = *p;
+  q.statistic = HISTD_STAT_WITHIN;
+  q.same_atoms = false; /* counts a selection's shared points too: at most the list */
+  histd_exec qe = *ex;
+  snprintf(qe.kernel, sizeof qe.kernel, "auto");
+  histd_control qc = {0};
+  if (ctl != NULL)
+    qc = (histd_control){NULL, ctl->cancelled, ctl->user, NULL};
+  histd_result r;
+  int rc = histd_worker_run(w, &q, &qe, &qc, &r, msg, msglen);
+  if (rc != 0)
+    return rc;
+  const uint64_t within = r.within;
+  histd_result_free(&r);
+  if (histd_pairs_bytes(within) > p->result_limit)
+    return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "the pair list would hold %llu pairs within %g, %llu bytes, more than the "
+                      "%llu bytes a result may take; give a smaller radius or fewer points",
+                      (unsigned long long)within, p->radius,
+                      (unsigned long long)histd_pairs_bytes(within),
+                      (unsigned long long)p->result_limit);
+  return 0;
+}
+
+/* The statistics of points (POINT_COUNTS, NEAREST, PAIRS): each frame
+ * into its row of the result, or its records to ctl->pairs. */
+static int run_points(histd_worker *w, const histd_kernel *k, const histd_problem *p,
+                      const histd_exec *ex, const histd_control *ctl, histd_result *res,
+                      char *msg, size_t msglen) {
+  (void)w;
+  const size_t frames = histd_problem_frames(p);
+  const bool brute = points_brute(k);
+  histd_exec e = *ex;
+  if (strcmp(k->name, "cpu-reference") == 0)
+    e.threads = 1; /* the definition, on one thread */
+  ex = &e;
+  int rc = 0;
+  for (size_t f = 0; f < frames && rc == 0; f++) {
+    histd_dataset a, b;
+    histd_problem pf;
+    histd_problem_frame(p, f, &a, &b, &pf);
+    histd__part pt = {ctl, (double)f, (double)frames};
+    histd_control sub = histd__part_control(&pt);
+    rc = histd__points_run(&pf, ex, &sub, brute, f, res, msg, msglen);
+    if (rc == 0)
+      histd__progress(ctl, (double)(f + 1) / (double)frames);
+  }
+  return rc;
+}
+
 int histd__problem_resolve(const histd_problem *p, double within_edges[2], histd_problem *out,
                            char *msg, size_t msglen) {
   *out = *p;
   /* within R is the one bin [0, R]: E[0] = 0 <= d < E[1] = the next double
    * above R, i.e. d <= R */
-  if (p->statistic == HISTD_STAT_WITHIN) {
+  if (p->statistic >= HISTD_STAT_POINT_COUNTS) {
+    out->bins = (histd_bins){HISTD_BINS_EDGES, 0, 0, NULL}; /* no bins */
+  } else if (p->statistic == HISTD_STAT_WITHIN) {
     within_edges[0] = 0;
     within_edges[1] = nextafter(p->radius, INFINITY);
     out->bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, within_edges};
@@ -252,9 +315,33 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
                       "kernel \"%s\" runs on the CPU, and this worker owns GPU %d",
                       k->name, w->device);
   snprintf(ex.kernel, sizeof ex.kernel, "%s", k->name);
-  rc = histd_result_init(res, &p.bins, p.weighted, msg, msglen);
-  if (rc != 0)
+  const bool points = p.statistic >= HISTD_STAT_POINT_COUNTS;
+  if (points && sh != NULL)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "per-point results and pair lists are not cut into shards");
+  if (points && p.statistic == HISTD_STAT_PAIRS && p.result_limit != 0 &&
+      (rc = pairs_fit(w, &p, &ex, ctl, msg, msglen)) != 0)
     return rc;
+  const uint64_t frames = histd_problem_frames(&p);
+  const uint64_t point_n = frames > 1 && p.a->frame ? p.a->frame[0].n : p.a->n;
+  if (points) {
+    if (histd_statistic_per_point(p.statistic))
+      rc = histd_result_init_points(res, p.statistic, frames, point_n, p.weighted, msg, msglen);
+    else
+      memset(res, 0, sizeof *res);
+    if (rc == 0 && p.a->origin != NULL && histd_statistic_per_point(p.statistic)) {
+      if ((res->point_index = malloc(point_n * sizeof *res->point_index)) == NULL)
+        rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the points' indices");
+      else
+        memcpy(res->point_index, p.a->origin, point_n * sizeof *res->point_index);
+    }
+    if (rc != 0) {
+      histd_result_free(res);
+      return rc;
+    }
+  } else if ((rc = histd_result_init(res, &p.bins, p.weighted, msg, msglen)) != 0) {
+    return rc;
+  }
   res->precision = ex.precision;
   res->statistic = p.statistic;
   res->radius = p.radius;
@@ -279,7 +366,9 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
     histd_result_free(res);
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the per-frame counts");
   }
-  if (res->frames > 1) {
+  if (points) {
+    rc = run_points(w, k, &p, &ex, ctl, res, msg, msglen);
+  } else if (res->frames > 1) {
     rc = run_frames(w, k, &p, &ex, sh, ctl, x, res, msg, msglen);
   } else {
     histd_dataset a, b, sa, sb;

@@ -1020,7 +1020,7 @@ static void run_claim(cworker *w, const claim *cl, double t_claim) {
     histd_exec ex = rec.params.exec;
     if (w->device < 0 && ex.threads == 0)
       ex.threads = w->threads;
-    histd_control ctl = {NULL, run_cancelled, w};
+    histd_control ctl = {NULL, run_cancelled, w, NULL};
     if (rc == 0)
       rc = histd_worker_run_shard(w->engine, &b.prob, &ex, &sh, &ctl, &part, msg, sizeof msg);
     if (rc == 0)

@@ -386,7 +386,7 @@ static void run_one(worker *w, job *j) {
     if (w->device < 0 && ex.threads == 0)
       ex.threads = w->cpu_threads;
     run_ctx ctx = {j, q};
-    histd_control ctl = {on_progress, on_cancelled, &ctx};
+    histd_control ctl = {on_progress, on_cancelled, &ctx, NULL};
     job_binding b;
     rc = job_bind(svc, &j->rec, d, NULL, NULL, &b, msg, sizeof msg);
     if (rc == 0) {

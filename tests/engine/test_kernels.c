@@ -185,7 +185,7 @@ static void test_progress_and_cancel(const char *k) {
   spec.bucket_width = 1;
   snprintf(spec.kernel, sizeof spec.kernel, "%s", k);
   watch w = {0, 0, true, -1, PTHREAD_MUTEX_INITIALIZER};
-  histd_control ctl = {on_progress, on_cancel, &w};
+  histd_control ctl = {on_progress, on_cancel, &w, NULL};
   histd_result res;
   char msg[256];
   int rc = plain_run(&ds, &spec, &ctl, &res, msg, sizeof msg);

@@ -321,7 +321,7 @@ static void test_progress_cancel_errors(void) {
   char msg[512];
   histd_result res;
   watch wt = {0, 0, 1, -1, 0};
-  histd_control ctl = {on_progress, on_cancel, &wt};
+  histd_control ctl = {on_progress, on_cancel, &wt, NULL};
   int rc = run(W, &ds, "tiled-privatized-f64", 256, 500, 80, HISTD_PRECISION_EXACT, &ctl, &res,
                msg, sizeof msg);
   CHECK(rc == 0, "progress run: %s", msg);
@@ -476,7 +476,7 @@ static void test_tensor_core(void) {
   char msg[512];
   histd_result res;
   watch wt = {0, 0, 1, -1, 0};
-  histd_control ctl = {on_progress, on_cancel, &wt};
+  histd_control ctl = {on_progress, on_cancel, &wt, NULL};
   setenv("HISTD_GPU_CHUNK_MS", "2", 1);
   int rc = run(W, &u, "tensor-core", 0, 1000, 80, HISTD_PRECISION_EXACT, &ctl, &res, msg,
                sizeof msg);

@@ -705,7 +705,7 @@ static void test_cancel_and_memory(void) {
   const histd_box cube = {HISTD_BOX_ORTHO, 10, 0, 10, 0, 0, 10};
   histd_dataset d = in_box(20000, &cube, 0, false);
   histd_problem p = width_problem(&d, NULL, cube, 2, 20);
-  histd_control ctl = {NULL, always, NULL};
+  histd_control ctl = {NULL, always, NULL, NULL};
   histd_result r;
   char msg[256] = "";
   int rc = run_grid(&p, 0, &ctl, &r, msg, sizeof msg);
