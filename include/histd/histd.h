@@ -468,6 +468,11 @@ typedef struct histd_result {
   double *nearest_d;       /* NEAREST: d, NaN where none within radius  */
   int64_t *nearest_j;      /* NEAREST: B's index (its origin), -1: none */
   uint64_t pairs;          /* PAIRS: the records handed out             */
+  int pairs_fd;            /* PAIRS, has_pairs_fd: where the front end put
+                            * the records (histd_pair_record after
+                            * histd_pair_record), for the writers; not
+                            * owned by the result                        */
+  bool has_pairs_fd;
   histd_precision precision;
   bool exact;              /* counts follow the contract            */
   uint64_t refined_pairs;  /* pairs redone in float64 (diagnostics)  */

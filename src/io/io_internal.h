@@ -170,4 +170,46 @@ static inline const char *histd__token(const char **q, const char *e, size_t *tl
  * (the caller passes one from histd__c_locale and has it in use). */
 void histd__format_double(char *buf, size_t buflen, double v, locale_t loc);
 
+/*
+ * The values of one field of a result, in order (write_*.c): element by
+ * element through the schema's getter, a pair list's column batch by batch
+ * from its file. values_next is false at the end, or on a read error
+ * (then err is HISTD_EIO).
+ */
+#include "histd/schema.h"
+typedef struct histd__values {
+  const histd_field *f;
+  const histd_result *r;
+  uint64_t i, n, acc;
+  histd_pair_record *batch; /* PAIRS: records [first, first + have) */
+  uint64_t first;
+  size_t have;
+  int err;
+} histd__values;
+void histd__values_open(histd__values *it, const histd_field *f, const histd_result *r);
+bool histd__values_next(histd__values *it, histd_fvalue *v);
+void histd__values_close(histd__values *it);
+/* Whether field f of r goes to output `out` (HISTD_OUT_*): the output
+ * carries it and r has it. */
+bool histd__field_shown(const histd_field *f, const histd_result *r, unsigned out);
+/* f's CSV and text name: its column, else group.name, else name. */
+void histd__field_column(const histd_field *f, char *buf, size_t len);
+/* The fields of shape s1 or s2 that output `out` shows for r, in the
+ * schema's order, each with its values (a table's columns). close: the
+ * first read error, or 0. */
+#define HISTD__MAX_TABLE 64
+typedef struct histd__table {
+  const histd_field *f[HISTD__MAX_TABLE];
+  histd__values it[HISTD__MAX_TABLE];
+  size_t n;
+} histd__table;
+void histd__table_open(histd__table *c, const histd_result *r, unsigned out,
+                         histd_fshape s1, histd_fshape s2);
+int histd__table_close(histd__table *c);
+/* Every scalar that output `out` shows for r but `skip` (NULL: none), a
+ * line each: prefix, its column name, ": ", the value as put() writes it. */
+typedef void (*histd__put_value)(void *user, histd_ftype type, const histd_fvalue *v);
+void histd__scalar_lines(FILE *f, const histd_result *r, unsigned out, const char *prefix,
+                         const histd_field *skip, histd__put_value put, void *user);
+
 #endif

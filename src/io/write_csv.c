@@ -1,72 +1,232 @@
 /*
- * write_csv.c -- one row per bucket:
+ * write_csv.c -- a result as CSV, from the schema (histd/schema.h):
  *
+ *     # n: 1000
+ *     # frames: 1
+ *     # statistic: histogram
+ *     ...                            every scalar the result has, "# name: value"
  *     bucket,lower,upper,count[,weighted][,g,coordination]
- *     below,,0.5,3            (explicit edges only: d < E[0])
+ *     below,,0.5,3                   (explicit edges only: d < E[0])
  *     0,0,500,1234
  *     ...
  *     overflow,40000,,17
  *
- * lower and upper are the bin's edges (b*w and (b+1)*w for equal widths)
- * in the shortest decimal that reads back as the same double; `weighted`
- * is there when the job had weights, g and coordination when it had a
- * periodic box. A count within a radius is one row:
- *
- *     radius,within,total[,weighted]
+ * The table is the result's main axis: a row a bin (its edges in the
+ * shortest decimals that read back as the same doubles, then every field
+ * of that shape), a row a point (frame, when there are several, then
+ * every per-point field), or a row a listed pair (frame, i, j, d). Tables
+ * of another axis follow as sections, each under a "# [group]" line with
+ * its own header: per_frame's rows are (frame, bucket, lower, upper,
+ * count[, g], total[, volume]). Readers skip the '#' lines (pandas
+ * comment='#', numpy comments='#'). A result of scalars only (a count
+ * within a radius) is one row of them under a header instead.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "io_internal.h"
+
+typedef struct out {
+  FILE *f;
+  locale_t loc;
+} out;
+
+static void cell(out *o, histd_ftype type, const histd_fvalue *v) {
+  char buf[40];
+  switch (type) {
+  case HISTD_FT_U64:
+    fprintf(o->f, "%" PRIu64, v->u);
+    break;
+  case HISTD_FT_I64:
+    fprintf(o->f, "%" PRId64, v->i);
+    break;
+  case HISTD_FT_F64:
+    histd__format_double(buf, sizeof buf, v->d, o->loc);
+    fputs(buf, o->f);
+    break;
+  case HISTD_FT_STR: /* quoted when it holds a separator, a quote or a line end */
+    if (strpbrk(v->s, ",\"\r\n") == NULL) {
+      fputs(v->s, o->f);
+      break;
+    }
+    fputc('"', o->f);
+    for (const char *c = v->s; *c; c++)
+      fprintf(o->f, *c == '"' ? "\"\"" : "%c", *c);
+    fputc('"', o->f);
+    break;
+  case HISTD_FT_BOOL:
+    fputs(v->b ? "true" : "false", o->f);
+    break;
+  }
+}
+
+static void put_cell(void *user, histd_ftype type, const histd_fvalue *v) { cell(user, type, v); }
+
+static void edge(out *o, const histd_result *r, uint32_t k) {
+  char buf[40];
+  histd__format_double(buf, sizeof buf, histd_bins_edge(&r->bins, k), o->loc);
+  fputs(buf, o->f);
+}
+
+/* Each column's name, after `first` (its own leading columns). */
+static void header(out *o, const char *first, const histd__table *c) {
+  fputs(first, o->f);
+  for (size_t k = 0; k < c->n; k++) {
+    char name[64];
+    histd__field_column(c->f[k], name, sizeof name);
+    fprintf(o->f, "%s%s", first[0] ? "," : k ? "," : "", name);
+  }
+  fputc('\n', o->f);
+}
+
+/* The next value of every column, comma-separated (each after a comma
+ * when `lead`). */
+static void row_values(out *o, histd__table *c, bool lead) {
+  histd_fvalue v;
+  for (size_t k = 0; k < c->n; k++) {
+    if (lead || k)
+      fputc(',', o->f);
+    if (histd__values_next(&c->it[k], &v))
+      cell(o, c->f[k]->type, &v);
+  }
+}
+
+static void empties(out *o, size_t n) {
+  for (size_t k = 0; k < n; k++)
+    fputc(',', o->f);
+}
+
+/* The bins: below (explicit edges), a row a bin, overflow. */
+static int bins_table(out *o, const histd_result *r) {
+  histd__table c;
+  histd__table_open(&c, r, HISTD_OUT_CSV, HISTD_FS_BINS, HISTD_FS_BINS);
+  header(o, "bucket,lower,upper", &c);
+  const uint32_t count = r->bins.count;
+  const size_t rest = c.n ? c.n - 1 : 0; /* the columns after count */
+  if (r->bins.kind == HISTD_BINS_EDGES) {
+    fputs("below,,", o->f);
+    edge(o, r, 0);
+    fprintf(o->f, ",%" PRIu64, r->below);
+    empties(o, rest);
+    fputc('\n', o->f);
+  }
+  for (uint32_t b = 0; b < count; b++) {
+    fprintf(o->f, "%" PRIu32 ",", b);
+    edge(o, r, b);
+    fputc(',', o->f);
+    edge(o, r, b + 1);
+    row_values(o, &c, true);
+    fputc('\n', o->f);
+  }
+  fputs("overflow,", o->f);
+  edge(o, r, count);
+  fprintf(o->f, ",,%" PRIu64, r->overflow);
+  empties(o, rest);
+  fputc('\n', o->f);
+  return histd__table_close(&c);
+}
+
+/* A row a point of A (and frame, with several), every per-point field. */
+static int points_table(out *o, const histd_result *r) {
+  histd__table c;
+  histd__table_open(&c, r, HISTD_OUT_CSV, HISTD_FS_FRAME_POINTS, HISTD_FS_FRAME_POINTS);
+  const histd_field *index = histd_schema_find(NULL, "index");
+  const uint64_t frames = r->frames > 1 ? r->frames : 1;
+  header(o, frames > 1 ? "frame,index" : "index", &c);
+  int err = 0;
+  for (uint64_t f = 0; f < frames; f++) {
+    histd__values idx;
+    histd__values_open(&idx, index, r);
+    histd_fvalue v;
+    for (uint64_t i = 0; i < r->point_n && histd__values_next(&idx, &v); i++) {
+      if (frames > 1)
+        fprintf(o->f, "%" PRIu64 ",", f);
+      fprintf(o->f, "%" PRIu64, v.u);
+      row_values(o, &c, true);
+      fputc('\n', o->f);
+    }
+    histd__values_close(&idx);
+  }
+  int cerr = histd__table_close(&c);
+  return err ? err : cerr;
+}
+
+/* A row a listed pair. */
+static int pairs_table(out *o, const histd_result *r) {
+  histd__table c;
+  histd__table_open(&c, r, HISTD_OUT_CSV, HISTD_FS_PAIRS, HISTD_FS_PAIRS);
+  header(o, "", &c);
+  for (uint64_t p = 0; p < r->pairs; p++) {
+    row_values(o, &c, false);
+    fputc('\n', o->f);
+  }
+  return histd__table_close(&c);
+}
+
+/* per_frame: a row a frame and bin, each frame's own fields repeated. */
+static int frames_table(out *o, const histd_result *r) {
+  histd__table bins, frames;
+  histd__table_open(&bins, r, HISTD_OUT_CSV, HISTD_FS_FRAME_BINS, HISTD_FS_FRAME_BINS);
+  histd__table_open(&frames, r, HISTD_OUT_CSV, HISTD_FS_FRAMES, HISTD_FS_FRAMES);
+  if (bins.n == 0 && frames.n == 0)
+    return 0;
+  fputs("# [per_frame]\nframe,bucket,lower,upper", o->f);
+  for (size_t k = 0; k < bins.n + frames.n; k++) {
+    const histd_field *fd = k < bins.n ? bins.f[k] : frames.f[k - bins.n];
+    char name[64];
+    histd__field_column(fd, name, sizeof name);
+    fprintf(o->f, ",%s", name);
+  }
+  fputc('\n', o->f);
+  const uint64_t nf = r->frames > 0 ? r->frames : 1;
+  for (uint64_t f = 0; f < nf; f++) {
+    /* the frame's own values, read once and repeated on its rows */
+    histd_fvalue fv[HISTD__MAX_TABLE];
+    for (size_t k = 0; k < frames.n; k++)
+      if (!histd__values_next(&frames.it[k], &fv[k]))
+        memset(&fv[k], 0, sizeof fv[k]);
+    for (uint32_t b = 0; b < r->bins.count; b++) {
+      fprintf(o->f, "%" PRIu64 ",%" PRIu32 ",", f, b);
+      edge(o, r, b);
+      fputc(',', o->f);
+      edge(o, r, b + 1);
+      row_values(o, &bins, true);
+      for (size_t k = 0; k < frames.n; k++) {
+        fputc(',', o->f);
+        cell(o, frames.f[k]->type, &fv[k]);
+      }
+      fputc('\n', o->f);
+    }
+  }
+  int e1 = histd__table_close(&bins), e2 = histd__table_close(&frames);
+  return e1 ? e1 : e2;
+}
 
 int histd_write_csv(FILE *f, const histd_result *res) {
   locale_t loc, old;
   if (histd__c_locale(&loc, NULL, 0) != 0)
     return HISTD_ENOMEM;
   old = uselocale(loc);
-  char lo[32], hi[32], v1[32], v2[32];
-  const bool weighted = res->weighted != NULL, rdf = res->volume > 0;
-  if (res->statistic == HISTD_STAT_WITHIN) {
-    histd__format_double(lo, sizeof lo, res->radius, loc);
-    fprintf(f, "radius,within,total%s\n%s,%" PRIu64 ",%" PRIu64, weighted ? ",weighted" : "", lo,
-            res->within, res->total);
-    if (weighted) {
-      histd__format_double(v1, sizeof v1, res->weighted[0], loc);
-      fprintf(f, ",%s", v1);
-    }
+  out o = {f, loc};
+  const bool bins = res->statistic == HISTD_STAT_HISTOGRAM;
+  const bool points = histd_statistic_per_point(res->statistic);
+  const bool pairs = res->statistic == HISTD_STAT_PAIRS;
+  int err = 0;
+  if (bins || points || pairs) {
+    histd__scalar_lines(f, res, HISTD_OUT_CSV, "# ", NULL, put_cell, &o);
+    err = bins ? bins_table(&o, res) : points ? points_table(&o, res) : pairs_table(&o, res);
+    if (err == 0 && bins)
+      err = frames_table(&o, res);
+  } else { /* scalars only: one row */
+    histd__table c;
+    histd__table_open(&c, res, HISTD_OUT_CSV, HISTD_FS_SCALAR, HISTD_FS_SCALAR);
+    header(&o, "", &c);
+    row_values(&o, &c, false);
     fputc('\n', f);
-  } else {
-    const uint32_t count = res->bins.count;
-    fprintf(f, "bucket,lower,upper,count%s%s\n", weighted ? ",weighted" : "",
-            rdf ? ",g,coordination" : "");
-    if (res->bins.kind == HISTD_BINS_EDGES) {
-      histd__format_double(hi, sizeof hi, histd_bins_edge(&res->bins, 0), loc);
-      fprintf(f, "below,,%s,%" PRIu64 "%s%s\n", hi, res->below, weighted ? "," : "",
-              rdf ? ",," : "");
-    }
-    uint64_t cumulative = 0;
-    for (uint32_t b = 0; b < count; b++) {
-      histd__format_double(lo, sizeof lo, histd_bins_edge(&res->bins, b), loc);
-      histd__format_double(hi, sizeof hi, histd_bins_edge(&res->bins, b + 1), loc);
-      fprintf(f, "%" PRIu32 ",%s,%s,%" PRIu64, b, lo, hi, res->counts[b]);
-      if (weighted) {
-        histd__format_double(v1, sizeof v1, res->weighted[b], loc);
-        fprintf(f, ",%s", v1);
-      }
-      if (rdf) {
-        double g, n;
-        histd_result_rdf_bin(res, b, &cumulative, &g, &n);
-        histd__format_double(v1, sizeof v1, g, loc);
-        histd__format_double(v2, sizeof v2, n, loc);
-        fprintf(f, ",%s,%s", v1, v2);
-      }
-      fputc('\n', f);
-    }
-    histd__format_double(lo, sizeof lo, histd_bins_edge(&res->bins, count), loc);
-    fprintf(f, "overflow,%s,,%" PRIu64 "%s%s\n", lo, res->overflow, weighted ? "," : "",
-            rdf ? ",," : "");
+    err = histd__table_close(&c);
   }
   uselocale(old);
   freelocale(loc);
-  return ferror(f) ? HISTD_EIO : 0;
+  return err != 0 ? err : ferror(f) ? HISTD_EIO : 0;
 }

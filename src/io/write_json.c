@@ -12,6 +12,12 @@
  * limit; a reader with doubles rounds above 2^53, a reader with integers
  * gets them right), doubles as the shortest of %.15g/%.16g/%.17g that reads
  * back as the same double, non-finite ones as null.
+ *
+ * What is written is the schema's (histd/schema.h): every field the JSON
+ * output carries and the result has, in the table's order, a field of a
+ * group inside that group's object; arrays of two dimensions (frames x
+ * bins, frames x points) as arrays of rows. A summary leaves every array
+ * out.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -57,11 +63,6 @@ static void close_object(out *o) {
   o->first = false;
 }
 
-static void u64(out *o, const char *k, uint64_t v) {
-  key(o, k);
-  fprintf(o->f, "%" PRIu64, v);
-}
-
 static void dbl_text(out *o, double v) {
   char buf[40];
   if (!isfinite(v))
@@ -72,13 +73,7 @@ static void dbl_text(out *o, double v) {
   }
 }
 
-static void dbl(out *o, const char *k, double v) {
-  key(o, k);
-  dbl_text(o, v);
-}
-
-static void str(out *o, const char *k, const char *s) {
-  key(o, k);
+static void str_text(out *o, const char *s) {
   fputc('"', o->f);
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     if (*p == '"' || *p == '\\')
@@ -91,76 +86,71 @@ static void str(out *o, const char *k, const char *s) {
   fputc('"', o->f);
 }
 
-static void u64_digits(FILE *f, uint64_t v, bool comma) {
+static void u64_digits(FILE *f, uint64_t v) {
   char digits[24], *d = digits + sizeof digits;
   do /* the digits by hand: no printf call per count */
     *--d = (char)('0' + v % 10);
   while ((v /= 10) != 0);
-  if (comma)
-    *--d = ',';
   fwrite(d, 1, (size_t)(digits + sizeof digits - d), f);
 }
 
-/* An array of the bins' values: what = 'e' edges (count + 1 of them),
- * 'c' counts, 'w' weighted sums, 'g' g(r), 'n' coordination. */
-static void array(out *o, const char *k, const histd_result *res, char what) {
-  key(o, k);
-  fputc('[', o->f);
-  const uint32_t count = res->bins.count;
-  uint64_t cumulative = 0;
-  for (uint32_t b = 0; b < count + (what == 'e'); b++) {
-    if (what == 'c') {
-      u64_digits(o->f, res->counts[b], b > 0);
-      continue;
+static void value(out *o, histd_ftype type, const histd_fvalue *v) {
+  switch (type) {
+  case HISTD_FT_U64:
+    u64_digits(o->f, v->u);
+    break;
+  case HISTD_FT_I64:
+    if (v->i < 0) {
+      fputc('-', o->f);
+      u64_digits(o->f, (uint64_t)0 - (uint64_t)v->i);
+    } else {
+      u64_digits(o->f, (uint64_t)v->i);
     }
-    if (b > 0)
-      fputc(',', o->f);
-    double g, n;
-    if (what == 'g' || what == 'n')
-      histd_result_rdf_bin(res, b, &cumulative, &g, &n);
-    dbl_text(o, what == 'e'   ? histd_bins_edge(&res->bins, b)
-                : what == 'w' ? res->weighted[b]
-                : what == 'g' ? g
-                              : n);
+    break;
+  case HISTD_FT_F64:
+    dbl_text(o, v->d);
+    break;
+  case HISTD_FT_STR:
+    str_text(o, v->s);
+    break;
+  case HISTD_FT_BOOL:
+    fputs(v->b ? "true" : "false", o->f);
+    break;
   }
-  fputc(']', o->f);
 }
 
-/* per_frame: each frame's pairs, volume, counts and (periodic) g. */
-static void per_frame(out *o, const histd_result *res) {
-  const uint64_t frames = res->frames > 0 ? res->frames : 1;
-  const uint32_t count = res->bins.count;
-  const bool periodic = res->volume > 0;
-  key(o, "per_frame");
-  open_object(o);
-  for (int part = 0; part < (periodic ? 4 : 2); part++) {
-    static const char *const names[4] = {"total", "counts", "volume", "g"};
-    key(o, names[part]);
+/* A field's values: a scalar, an array, or an array of rows. */
+static int field(out *o, const histd_field *fd, const histd_result *res) {
+  uint64_t rows, cols;
+  histd_field_len(fd, res, &rows, &cols);
+  histd__values it;
+  histd__values_open(&it, fd, res);
+  histd_fvalue v;
+  if (fd->shape == HISTD_FS_SCALAR) {
+    if (histd__values_next(&it, &v))
+      value(o, fd->type, &v);
+  } else {
     fputc('[', o->f);
-    for (uint64_t f = 0; f < frames; f++) {
-      if (f > 0)
-        fputc(',', o->f);
-      if (part == 0)
-        u64_digits(o->f, res->frame_total[f], false);
-      else if (part == 2)
-        dbl_text(o, res->frame_volume[f]);
-      else {
+    for (uint64_t r = 0; r < (cols ? rows : 1); r++) {
+      if (cols) {
+        if (r > 0)
+          fputc(',', o->f);
         fputc('[', o->f);
-        for (uint32_t b = 0; b < count; b++) {
-          if (part == 1) {
-            u64_digits(o->f, res->frame_counts[f * count + b], b > 0);
-            continue;
-          }
-          if (b > 0)
-            fputc(',', o->f);
-          dbl_text(o, histd_result_frame_g(res, f, b));
-        }
-        fputc(']', o->f);
       }
+      const uint64_t n = cols ? cols : rows;
+      for (uint64_t c = 0; c < n && histd__values_next(&it, &v); c++) {
+        if (c > 0)
+          fputc(',', o->f);
+        value(o, fd->type, &v);
+      }
+      if (cols)
+        fputc(']', o->f);
     }
     fputc(']', o->f);
   }
-  close_object(o);
+  int err = it.err;
+  histd__values_close(&it);
+  return err;
 }
 
 int histd_write_json(FILE *f, const histd_result *res, unsigned flags) {
@@ -170,73 +160,30 @@ int histd_write_json(FILE *f, const histd_result *res, unsigned flags) {
   old = uselocale(loc);
   out o = {f, loc, (flags & HISTD_JSON_PRETTY) != 0, 0, true};
   const bool whole = !(flags & HISTD_JSON_SUMMARY);
+  const char *group = NULL; /* the group object open now */
+  int err = 0;
   open_object(&o);
-  u64(&o, "n", res->n);
-  if (res->cross)
-    u64(&o, "n_b", res->n_b);
-  if (res->select_a[0] != '\0')
-    str(&o, "select_a", res->select_a);
-  if (res->select_b[0] != '\0')
-    str(&o, "select_b", res->select_b);
-  if (res->exclude_molecule) {
-    str(&o, "exclude", "molecule");
-    u64(&o, "excluded", res->excluded);
-  }
-  if (res->unit[0] != '\0')
-    str(&o, "unit", res->unit);
-  u64(&o, "frames", res->frames > 0 ? res->frames : 1);
-  if (res->volume > 0) {
-    dbl(&o, "volume", res->volume);
-    str(&o, "box_source", res->box_from_dataset ? "dataset" : "job");
-  }
-  if (res->statistic == HISTD_STAT_WITHIN) {
-    str(&o, "statistic", "within");
-    dbl(&o, "radius", res->radius);
-    u64(&o, "within", res->within);
-    if (res->weighted != NULL) {
-      key(&o, "weighted_within");
-      dbl_text(&o, res->weighted[0]);
+  for (size_t i = 0; i < histd_schema_count() && err == 0; i++) {
+    const histd_field *fd = histd_schema_at(i);
+    if (!histd__field_shown(fd, res, HISTD_OUT_JSON) ||
+        (!whole && fd->shape != HISTD_FS_SCALAR))
+      continue;
+    if (group != NULL && (fd->group == NULL || strcmp(group, fd->group) != 0)) {
+      close_object(&o);
+      group = NULL;
     }
-  } else {
-    str(&o, "statistic", "histogram");
-    str(&o, "bins", res->bins.kind == HISTD_BINS_EDGES ? "edges" : "width");
-    if (res->bins.kind == HISTD_BINS_WIDTH)
-      dbl(&o, "bucket_width", res->bins.width);
-    u64(&o, "buckets", res->bins.count);
-    if (whole) {
-      array(&o, "edges", res, 'e');
-      array(&o, "counts", res, 'c');
-      if (res->weighted != NULL)
-        array(&o, "weighted", res, 'w');
-      if (res->volume > 0) {
-        array(&o, "g", res, 'g');
-        array(&o, "coordination", res, 'n');
-      }
+    if (fd->group != NULL && group == NULL) {
+      key(&o, fd->group);
+      open_object(&o);
+      group = fd->group;
     }
-    if (whole && res->frame_counts != NULL)
-      per_frame(&o, res);
-    u64(&o, "below", res->below);
+    key(&o, fd->name);
+    err = field(&o, fd, res);
   }
-  u64(&o, "overflow", res->overflow);
-  u64(&o, "total", res->total);
-  str(&o, "kernel", res->kernel);
-  if (res->reason[0] != '\0')
-    str(&o, "kernel_reason", res->reason);
-  u64(&o, "block_size", res->block_size);
-  str(&o, "precision", histd_precision_name(res->precision));
-  key(&o, "exact");
-  fputs(res->exact ? "true" : "false", f);
-  str(&o, "device", res->device);
-  key(&o, "timing_ms");
-  open_object(&o);
-  dbl(&o, "queue", res->timing.queue_ms);
-  dbl(&o, "parse", res->timing.parse_ms);
-  dbl(&o, "transfer", res->timing.transfer_ms);
-  dbl(&o, "kernel", res->timing.kernel_ms);
-  dbl(&o, "total", res->timing.total_ms);
-  close_object(&o);
+  if (group != NULL)
+    close_object(&o);
   close_object(&o);
   uselocale(old);
   freelocale(loc);
-  return ferror(f) ? HISTD_EIO : 0;
+  return err != 0 ? err : ferror(f) ? HISTD_EIO : 0;
 }

@@ -7,8 +7,12 @@
  * opens without pickle. Each .npy is a 6-byte magic, a version, a header
  * length and a Python-literal header ({'descr': '<u8', 'fortran_order':
  * False, 'shape': (K,), }) padded to a multiple of 64 bytes, then the raw
- * little-endian values. Counts are '<u8' (exact 64-bit integers), edges
- * and the statistics '<f8'.
+ * little-endian values. The entries are the schema's (histd/schema.h):
+ * every field the npz output carries and the result has, named as the CSV
+ * names it (group.name), in the table's order. Counts are '<u8' (exact
+ * 64-bit integers), indices that may be -1 '<i8', the statistics '<f8',
+ * flags '|b1', words numpy's fixed unicode strings ('<U8': UTF-32, no
+ * pickle); a scalar has shape (), a frames x bins table (F, K).
  *
  * The zip container is written here rather than through libzip or minizip
  * (both in Debian): the entries are stored, not compressed, so a stored
@@ -19,10 +23,12 @@
  * daemon's budgeted answer file) with memory that does not grow with the
  * bucket count. Each array is generated twice, chunk by chunk: once for its
  * CRC-32, once to write it, so the local header holds the real CRC and
- * sizes (no data descriptors) and any zip reader opens it. The largest
- * result (HISTD_MAX_BUCKETS) is ~1 GiB of entries at most: no ZIP64. The
- * entries' dates are fixed (1980-01-01), so equal results give equal files.
+ * sizes (no data descriptors) and any zip reader opens it. An entry or an
+ * offset past 4 GiB (a long pair list) takes ZIP64's extra fields and end
+ * records, which numpy's zipfile reads. The entries' dates are fixed
+ * (1980-01-01), so equal results give equal files.
  */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,18 +59,7 @@ static uint32_t crc_update(uint32_t crc, const unsigned char *p, size_t n) {
   return ~crc;
 }
 
-/* ---- the arrays --------------------------------------------------------------------- */
-
-/* One array of the result: what = 'e' edges, 'c' counts, 'w' weighted,
- * 'g' g(r), 'n' coordination; or a scalar (count 0: shape ()). */
-typedef struct array {
-  const char *name;
-  char what;
-  bool is_u64;
-  uint32_t count; /* values; 0 for a scalar */
-  uint64_t u;     /* a scalar's value */
-  double d;
-} array;
+/* ---- bytes ---------------------------------------------------------------------------- */
 
 typedef struct out {
   FILE *f;
@@ -91,15 +86,101 @@ static void le64(unsigned char *p, uint64_t v) {
   le32(p + 4, (uint32_t)(v >> 32));
 }
 
-/* The .npy header of a: magic, version 1.0, length, dict, padding to 64. */
-static size_t npy_header(const array *a, unsigned char *h, size_t cap) {
-  char dict[128], shape[32];
-  if (a->count == 0)
+/* ---- the arrays --------------------------------------------------------------------- */
+
+/* Feeds field fd's values, little-endian, to sink in chunks. */
+typedef void (*sink_fn)(void *user, const unsigned char *p, size_t n);
+
+/* A string's characters as numpy's '<U' wants them: one UTF-32LE code a
+ * character (the result's words are ASCII; any other byte becomes '?'). */
+static size_t text_len(const char *s) { return strlen(s) ? strlen(s) : 1; }
+
+static int values(const histd_result *res, const histd_field *fd, sink_fn sink, void *user) {
+  unsigned char buf[8 * 1024];
+  size_t used = 0;
+  histd__values it;
+  histd__values_open(&it, fd, res);
+  histd_fvalue v;
+  while (histd__values_next(&it, &v)) {
+    size_t w = 8;
+    switch (fd->type) {
+    case HISTD_FT_U64:
+      le64(buf + used, v.u);
+      break;
+    case HISTD_FT_I64:
+      le64(buf + used, (uint64_t)v.i);
+      break;
+    case HISTD_FT_F64: {
+      uint64_t bits;
+      memcpy(&bits, &v.d, 8); /* host doubles are IEEE binary64 */
+      le64(buf + used, bits);
+      break;
+    }
+    case HISTD_FT_BOOL:
+      buf[used] = v.b ? 1 : 0;
+      w = 1;
+      break;
+    case HISTD_FT_STR: { /* a scalar: one chunk */
+      const size_t n = text_len(v.s);
+      w = 0;
+      for (size_t k = 0; k < n && used + 4 <= sizeof buf; k++, w += 4) {
+        unsigned char c = (unsigned char)v.s[k];
+        le32(buf + used + w, c == 0 ? 0 : c < 0x80 ? c : '?');
+      }
+      break;
+    }
+    }
+    used += w;
+    if (used + 8 > sizeof buf) {
+      sink(user, buf, used);
+      used = 0;
+    }
+  }
+  if (used > 0)
+    sink(user, buf, used);
+  int err = it.err;
+  histd__values_close(&it);
+  return err;
+}
+
+/* fd's .npy header: dtype and shape. */
+static size_t npy_header(const histd_result *res, const histd_field *fd, unsigned char *h,
+                         size_t cap, uint64_t *bytes) {
+  char dict[160], shape[64], descr[16];
+  uint64_t rows, cols, each = 8;
+  histd_field_len(fd, res, &rows, &cols);
+  if (fd->shape == HISTD_FS_SCALAR)
     snprintf(shape, sizeof shape, "()");
+  else if (cols)
+    snprintf(shape, sizeof shape, "(%" PRIu64 ", %" PRIu64 ")", rows, cols);
   else
-    snprintf(shape, sizeof shape, "(%u,)", a->count);
+    snprintf(shape, sizeof shape, "(%" PRIu64 ",)", rows);
+  switch (fd->type) {
+  case HISTD_FT_U64:
+    snprintf(descr, sizeof descr, "<u8");
+    break;
+  case HISTD_FT_I64:
+    snprintf(descr, sizeof descr, "<i8");
+    break;
+  case HISTD_FT_F64:
+    snprintf(descr, sizeof descr, "<f8");
+    break;
+  case HISTD_FT_BOOL:
+    snprintf(descr, sizeof descr, "|b1");
+    each = 1;
+    break;
+  case HISTD_FT_STR: {
+    histd_fvalue v;
+    uint64_t acc = 0;
+    fd->get(res, 0, &acc, &v);
+    size_t n = text_len(v.s) < 2048 ? text_len(v.s) : 2048;
+    snprintf(descr, sizeof descr, "<U%zu", n);
+    each = 4 * (uint64_t)n;
+    break;
+  }
+  }
   int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
-                     a->is_u64 ? "<u8" : "<f8", shape);
+                     descr, shape);
   size_t total = 10 + (size_t)len + 1; /* the dict ends with '\n' */
   total = (total + 63) / 64 * 64;
   if (total > cap)
@@ -109,44 +190,8 @@ static size_t npy_header(const array *a, unsigned char *h, size_t cap) {
   memcpy(h + 10, dict, (size_t)len);
   memset(h + 10 + len, ' ', total - 10 - (size_t)len - 1);
   h[total - 1] = '\n';
+  *bytes = total + (rows * (cols ? cols : 1)) * each;
   return total;
-}
-
-/* Feeds a's values, 8 bytes each in little-endian order, to sink in
- * chunks. */
-typedef void (*sink_fn)(void *user, const unsigned char *p, size_t n);
-
-static void values(const histd_result *res, const array *a, sink_fn sink, void *user) {
-  unsigned char buf[8 * 1024];
-  size_t used = 0;
-  uint64_t cumulative = 0;
-  uint32_t n = a->count == 0 ? 1 : a->count;
-  for (uint32_t b = 0; b < n; b++) {
-    if (a->count == 0) {
-      if (a->is_u64)
-        le64(buf + used, a->u);
-      else
-        memcpy(buf + used, &a->d, 8);
-    } else if (a->what == 'c') {
-      le64(buf + used, res->counts[b]);
-    } else {
-      double g = 0, c = 0, v;
-      if (a->what == 'g' || a->what == 'n')
-        histd_result_rdf_bin(res, b, &cumulative, &g, &c);
-      v = a->what == 'e' ? histd_bins_edge(&res->bins, b)
-          : a->what == 'w' ? res->weighted[b]
-          : a->what == 'g' ? g
-                           : c;
-      uint64_t bits;
-      memcpy(&bits, &v, 8);
-      le64(buf + used, bits); /* host doubles are IEEE binary64 */
-    }
-    used += 8;
-    if (used == sizeof buf || b + 1 == n) {
-      sink(user, buf, used);
-      used = 0;
-    }
-  }
 }
 
 static void crc_sink(void *user, const unsigned char *p, size_t n) {
@@ -159,126 +204,145 @@ static void write_sink(void *user, const unsigned char *p, size_t n) { put(user,
 /* ---- the zip records ---------------------------------------------------------------- */
 
 typedef struct entry {
-  char name[32];
-  uint32_t crc, size;
-  uint32_t offset;
+  char name[80];
+  uint32_t crc;
+  uint64_t size, offset;
 } entry;
 
+#define ZIP32_MAX 0xFFFFFFFFu
 enum { ZIP_DATE_1980_01_01 = (0 << 9) | (1 << 5) | 1 };
+
+static bool entry_zip64(const entry *e) { return e->size >= ZIP32_MAX || e->offset >= ZIP32_MAX; }
 
 /* The fields a local header and a central directory entry share, from
  * "version needed" to the name's length. */
 static void common(unsigned char *p, const entry *e) {
-  le16(p, 20);     /* version needed: 2.0 */
-  le16(p + 2, 0);  /* flags */
-  le16(p + 4, 0);  /* method: stored */
-  le16(p + 6, 0);  /* time */
+  const bool z64 = entry_zip64(e);
+  le16(p, z64 ? 45 : 20); /* version needed: 2.0, or 4.5 for ZIP64 */
+  le16(p + 2, 0);         /* flags */
+  le16(p + 4, 0);         /* method: stored */
+  le16(p + 6, 0);         /* time */
   le16(p + 8, ZIP_DATE_1980_01_01);
   le32(p + 10, e->crc);
-  le32(p + 14, e->size); /* compressed */
-  le32(p + 18, e->size); /* uncompressed */
+  le32(p + 14, z64 ? ZIP32_MAX : (uint32_t)e->size); /* compressed */
+  le32(p + 18, z64 ? ZIP32_MAX : (uint32_t)e->size); /* uncompressed */
   le16(p + 22, (uint32_t)strlen(e->name));
 }
 
 static void local_header(out *o, const entry *e) {
-  unsigned char h[30];
+  unsigned char h[30], x[20];
+  const bool z64 = entry_zip64(e);
   le32(h, 0x04034b50);
   common(h + 4, e);
-  le16(h + 28, 0); /* extra length */
+  le16(h + 28, z64 ? 20 : 0); /* extra length */
   put(o, h, sizeof h);
   put(o, e->name, strlen(e->name));
+  if (z64) { /* ZIP64 extra: both sizes */
+    le16(x, 0x0001);
+    le16(x + 2, 16);
+    le64(x + 4, e->size);
+    le64(x + 12, e->size);
+    put(o, x, sizeof x);
+  }
 }
 
 static void central_entry(out *o, const entry *e) {
-  unsigned char h[46];
+  unsigned char h[46], x[28];
+  const bool z64 = entry_zip64(e);
   le32(h, 0x02014b50);
-  le16(h + 4, 20); /* made by: 2.0, MS-DOS attributes */
+  le16(h + 4, z64 ? 45 : 20); /* made by: MS-DOS attributes */
   common(h + 6, e);
-  le16(h + 30, 0); /* extra */
+  le16(h + 30, z64 ? 28 : 0); /* extra */
   le16(h + 32, 0); /* comment */
   le16(h + 34, 0); /* disk */
   le16(h + 36, 0); /* internal attributes */
   le32(h + 38, 0); /* external attributes */
-  le32(h + 42, e->offset);
+  le32(h + 42, z64 ? ZIP32_MAX : (uint32_t)e->offset);
   put(o, h, sizeof h);
   put(o, e->name, strlen(e->name));
+  if (z64) { /* ZIP64 extra: sizes and the local header's offset */
+    le16(x, 0x0001);
+    le16(x + 2, 24);
+    le64(x + 4, e->size);
+    le64(x + 12, e->size);
+    le64(x + 20, e->offset);
+    put(o, x, sizeof x);
+  }
 }
 
-static void end_record(out *o, unsigned entries, uint32_t cd_offset, uint32_t cd_size) {
+static void end_records(out *o, unsigned entries, uint64_t cd_offset, uint64_t cd_size) {
+  const bool z64 = cd_offset >= ZIP32_MAX || cd_size >= ZIP32_MAX;
+  if (z64) {
+    const uint64_t at = o->at;
+    unsigned char e[56], l[20];
+    le32(e, 0x06064b50); /* ZIP64 end of central directory */
+    le64(e + 4, 44);
+    le16(e + 12, 45);
+    le16(e + 14, 45);
+    le32(e + 16, 0);
+    le32(e + 20, 0);
+    le64(e + 24, entries);
+    le64(e + 32, entries);
+    le64(e + 40, cd_size);
+    le64(e + 48, cd_offset);
+    put(o, e, sizeof e);
+    le32(l, 0x07064b50); /* its locator */
+    le32(l + 4, 0);
+    le64(l + 8, at);
+    le32(l + 16, 1);
+    put(o, l, sizeof l);
+  }
   unsigned char h[22];
   le32(h, 0x06054b50);
   le16(h + 4, 0);
   le16(h + 6, 0);
   le16(h + 8, entries);
   le16(h + 10, entries);
-  le32(h + 12, cd_size);
-  le32(h + 16, cd_offset);
+  le32(h + 12, z64 ? ZIP32_MAX : (uint32_t)cd_size);
+  le32(h + 16, z64 ? ZIP32_MAX : (uint32_t)cd_offset);
   le16(h + 20, 0);
   put(o, h, sizeof h);
 }
 
-/* ---- the result's arrays, and the file -------------------------------------------- */
+/* ---- the file ------------------------------------------------------------------------- */
 
-static size_t result_arrays(const histd_result *res, array *a) {
-  size_t k = 0;
-  const uint32_t count = res->bins.count;
-#define VEC(nm, w, u64, cnt) a[k++] = (array){nm, w, u64, cnt, 0, 0}
-#define U64(nm, v) a[k++] = (array){nm, 0, true, 0, v, 0}
-#define F64(nm, v) a[k++] = (array){nm, 0, false, 0, 0, v}
-  U64("n", res->n);
-  if (res->cross)
-    U64("n_b", res->n_b);
-  if (res->volume > 0)
-    F64("volume", res->volume);
-  if (res->statistic == HISTD_STAT_WITHIN) {
-    F64("radius", res->radius);
-    U64("within", res->within);
-    if (res->weighted != NULL)
-      F64("weighted_within", res->weighted[0]);
-  } else {
-    VEC("edges", 'e', false, count + 1);
-    VEC("counts", 'c', true, count);
-    if (res->weighted != NULL)
-      VEC("weighted", 'w', false, count);
-    if (res->volume > 0) {
-      VEC("g", 'g', false, count);
-      VEC("coordination", 'n', false, count);
-    }
-    U64("below", res->below);
-  }
-  U64("overflow", res->overflow);
-  U64("total", res->total);
-#undef VEC
-#undef U64
-#undef F64
-  return k;
-}
+#define MAX_ENTRIES 96
 
 int histd_write_npz(FILE *f, const histd_result *res) {
   crc_init();
-  array arrays[16];
-  entry entries[16];
-  size_t count = result_arrays(res, arrays);
+  entry entries[MAX_ENTRIES];
+  size_t count = 0;
   out o = {f, 0};
-  for (size_t i = 0; i < count; i++) {
-    const array *a = &arrays[i];
-    entry *e = &entries[i];
+  int err = 0;
+  for (size_t i = 0; i < histd_schema_count() && err == 0; i++) {
+    const histd_field *fd = histd_schema_at(i);
+    if (!histd__field_shown(fd, res, HISTD_OUT_NPZ) || count == MAX_ENTRIES)
+      continue;
+    entry *e = &entries[count++];
     unsigned char h[256];
-    size_t hlen = npy_header(a, h, sizeof h);
+    char name[64];
+    histd__field_column(fd, name, sizeof name);
+    if (fd->group != NULL) /* the npz keeps the group's name, not the CSV column's */
+      snprintf(name, sizeof name, "%s.%s", fd->group, fd->name);
+    else
+      snprintf(name, sizeof name, "%s", fd->name);
+    size_t hlen = npy_header(res, fd, h, sizeof h, &e->size);
     if (hlen == 0)
       return HISTD_EIO;
-    snprintf(e->name, sizeof e->name, "%s.npy", a->name);
+    snprintf(e->name, sizeof e->name, "%s.npy", name);
     e->crc = crc_update(0, h, hlen);
-    values(res, a, crc_sink, &e->crc);
-    e->size = (uint32_t)(hlen + (a->count == 0 ? 1 : (uint64_t)a->count) * 8);
-    e->offset = (uint32_t)o.at;
+    if ((err = values(res, fd, crc_sink, &e->crc)) != 0)
+      break;
+    e->offset = o.at;
     local_header(&o, e);
     put(&o, h, hlen);
-    values(res, a, write_sink, &o);
+    err = values(res, fd, write_sink, &o);
   }
+  if (err != 0)
+    return err;
   uint64_t cd_offset = o.at;
   for (size_t i = 0; i < count; i++)
     central_entry(&o, &entries[i]);
-  end_record(&o, (unsigned)count, (uint32_t)cd_offset, (uint32_t)(o.at - cd_offset));
-  return ferror(f) || o.at > UINT32_MAX ? HISTD_EIO : 0;
+  end_records(&o, (unsigned)count, cd_offset, o.at - cd_offset);
+  return ferror(f) ? HISTD_EIO : 0;
 }

@@ -1,25 +1,26 @@
 /*
- * write_text.c -- the seed reports' histogram layout:
+ * write_text.c -- a result for people, from the schema (histd/schema.h):
+ * the seed reports' layout for a plain histogram,
  *
  *     00:   1234   5678   9012   3456   7890
  *     05:    123     45
  *     T:27538
- *     kernel: cpu (exact), on cpu: 2 threads
- *     time: 12.345 ms (kernel 11.000, transfer 0.000, parse 1.200, queue 0.000)
+ *     n: 235
+ *     frames: 1
+ *     ...
  *
- * Five counts a row, the row's first bucket index zero-padded to at least two
- * digits (every prefix the same width), counts right-aligned two spaces
- * apart, then "T:<total pairs>", "below:" and "overflow:<count>" when
- * nonzero, "excluded:" and the selections when the job had them, the
- * kernel and the timings. A result with weights or a periodic
- * box has more than a count per bin; it is a table instead, a row a bin:
- *
- *     bucket      lower      upper   count   weighted   g   coordination
- *
- * and a count within a radius is one line, "within R: <count>".
+ * five counts a row, the row's first bucket index zero-padded to at least
+ * two digits (every prefix the same width), counts right-aligned two
+ * spaces apart, then "T:<total pairs>". A histogram with more than a
+ * count per bin (weights, g(r)) is a table instead, a row a bin with its
+ * edges; a per-point result a row a point, a pair list a row a pair; a
+ * count within a radius one line, "within R: <count>". Then every other
+ * scalar the result has, "name: value", in the schema's order, and the
+ * per-frame table when there is one.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "io_internal.h"
 
@@ -32,104 +33,182 @@ static int digits_u64(uint64_t v) {
   return d;
 }
 
+static void cell(FILE *f, locale_t loc, histd_ftype type, const histd_fvalue *v, int width) {
+  char buf[40];
+  switch (type) {
+  case HISTD_FT_U64:
+    fprintf(f, "%*" PRIu64, width, v->u);
+    break;
+  case HISTD_FT_I64:
+    fprintf(f, "%*" PRId64, width, v->i);
+    break;
+  case HISTD_FT_F64:
+    histd__format_double(buf, sizeof buf, v->d, loc);
+    fprintf(f, "%*s", width, buf);
+    break;
+  case HISTD_FT_STR:
+    fprintf(f, "%*s", width, v->s);
+    break;
+  case HISTD_FT_BOOL:
+    fprintf(f, "%*s", width, v->b ? "true" : "false");
+    break;
+  }
+}
+
+typedef struct text_out {
+  FILE *f;
+  locale_t loc;
+} text_out;
+
+static void put_cell(void *user, histd_ftype type, const histd_fvalue *v) {
+  const text_out *o = user;
+  cell(o->f, o->loc, type, v, 1);
+}
+
+static int width_of(histd_ftype t) { return t == HISTD_FT_F64 ? 24 : 14; }
+
+static void header(FILE *f, const histd__table *c) {
+  for (size_t k = 0; k < c->n; k++) {
+    char name[64];
+    histd__field_column(c->f[k], name, sizeof name);
+    fprintf(f, " %*s", width_of(c->f[k]->type), name);
+  }
+  fputc('\n', f);
+}
+
+static void row(FILE *f, locale_t loc, histd__table *c) {
+  histd_fvalue v;
+  for (size_t k = 0; k < c->n; k++) {
+    fputc(' ', f);
+    if (histd__values_next(&c->it[k], &v))
+      cell(f, loc, c->f[k]->type, &v, width_of(c->f[k]->type));
+  }
+  fputc('\n', f);
+}
+
+static void edges(FILE *f, locale_t loc, const histd_result *r, uint32_t b) {
+  char lo[32], hi[32];
+  histd__format_double(lo, sizeof lo, histd_bins_edge(&r->bins, b), loc);
+  histd__format_double(hi, sizeof hi, histd_bins_edge(&r->bins, b + 1), loc);
+  fprintf(f, " %14s %14s", lo, hi);
+}
+
+/* The seed layout: five counts a row. */
+static void seed_rows(FILE *f, const histd_result *r) {
+  const uint32_t count = r->bins.count;
+  uint32_t last_row = count == 0 ? 0 : (count - 1) / 5 * 5;
+  int iw = digits_u64(last_row);
+  if (iw < 2)
+    iw = 2;
+  int cw = 1;
+  for (uint32_t b = 0; b < count; b++) {
+    int d = digits_u64(r->counts[b]);
+    if (d > cw)
+      cw = d;
+  }
+  cw += 2;
+  for (uint32_t b = 0; b < count; b++) {
+    if (b % 5 == 0)
+      fprintf(f, "%0*" PRIu32 ":", iw, b);
+    fprintf(f, "%*" PRIu64, cw, r->counts[b]);
+    if (b % 5 == 4 || b + 1 == count)
+      fputc('\n', f);
+  }
+}
+
+static int main_table(FILE *f, locale_t loc, const histd_result *r) {
+  histd__table c;
+  int err = 0;
+  if (r->statistic == HISTD_STAT_HISTOGRAM) {
+    histd__table_open(&c, r, HISTD_OUT_TEXT, HISTD_FS_BINS, HISTD_FS_BINS);
+    if (c.n <= 1) {
+      histd__table_close(&c);
+      seed_rows(f, r);
+      return 0;
+    }
+    fprintf(f, "%8s %14s %14s", "bucket", "lower", "upper");
+    header(f, &c);
+    for (uint32_t b = 0; b < r->bins.count; b++) {
+      fprintf(f, "%8" PRIu32, b);
+      edges(f, loc, r, b);
+      row(f, loc, &c);
+    }
+    return histd__table_close(&c);
+  }
+  if (histd_statistic_per_point(r->statistic)) {
+    histd__table_open(&c, r, HISTD_OUT_TEXT, HISTD_FS_FRAME_POINTS, HISTD_FS_FRAME_POINTS);
+    const histd_field *index = histd_schema_find(NULL, "index");
+    const uint64_t frames = r->frames > 1 ? r->frames : 1;
+    fprintf(f, "%8s %14s", "frame", "index");
+    header(f, &c);
+    for (uint64_t fr = 0; fr < frames; fr++) {
+      histd__values idx;
+      histd__values_open(&idx, index, r);
+      histd_fvalue v;
+      for (uint64_t i = 0; i < r->point_n && histd__values_next(&idx, &v); i++) {
+        fprintf(f, "%8" PRIu64 " %14" PRIu64, fr, v.u);
+        row(f, loc, &c);
+      }
+      histd__values_close(&idx);
+    }
+    return histd__table_close(&c);
+  }
+  if (r->statistic == HISTD_STAT_PAIRS) {
+    histd__table_open(&c, r, HISTD_OUT_TEXT, HISTD_FS_PAIRS, HISTD_FS_PAIRS);
+    header(f, &c);
+    for (uint64_t p = 0; p < r->pairs; p++)
+      row(f, loc, &c);
+    return histd__table_close(&c);
+  }
+  char rad[32];
+  histd__format_double(rad, sizeof rad, r->radius, loc);
+  fprintf(f, "within %s: %" PRIu64 "\n", rad, r->within);
+  return err;
+}
+
+static int frames_table(FILE *f, locale_t loc, const histd_result *r) {
+  histd__table bins, fr;
+  histd__table_open(&bins, r, HISTD_OUT_TEXT, HISTD_FS_FRAME_BINS, HISTD_FS_FRAME_BINS);
+  histd__table_open(&fr, r, HISTD_OUT_TEXT, HISTD_FS_FRAMES, HISTD_FS_FRAMES);
+  if (bins.n > 0 || fr.n > 0) {
+    fprintf(f, "per frame:\n%8s %8s %14s %14s", "frame", "bucket", "lower", "upper");
+    header(f, &bins);
+    const uint64_t nf = r->frames > 0 ? r->frames : 1;
+    for (uint64_t k = 0; k < nf; k++) {
+      for (uint32_t b = 0; b < r->bins.count; b++) {
+        fprintf(f, "%8" PRIu64 " %8" PRIu32, k, b);
+        edges(f, loc, r, b);
+        row(f, loc, &bins);
+      }
+      for (size_t c = 0; c < fr.n; c++) {
+        char name[64];
+        histd_fvalue v;
+        histd__field_column(fr.f[c], name, sizeof name);
+        if (histd__values_next(&fr.it[c], &v)) {
+          fprintf(f, "%8" PRIu64 " %s:", k, name);
+          cell(f, loc, fr.f[c]->type, &v, 1);
+          fputc('\n', f);
+        }
+      }
+    }
+  }
+  int e1 = histd__table_close(&bins), e2 = histd__table_close(&fr);
+  return e1 ? e1 : e2;
+}
+
 int histd_write_text(FILE *f, const histd_result *res) {
   locale_t loc, old;
   if (histd__c_locale(&loc, NULL, 0) != 0)
     return HISTD_ENOMEM;
   old = uselocale(loc);
-  const uint32_t count = res->bins.count;
-  char lo[32], hi[32], v1[32], v2[32];
-  if (res->statistic == HISTD_STAT_WITHIN) {
-    histd__format_double(lo, sizeof lo, res->radius, loc);
-    fprintf(f, "within %s: %" PRIu64 "\n", lo, res->within);
-    if (res->weighted != NULL) {
-      histd__format_double(v1, sizeof v1, res->weighted[0], loc);
-      fprintf(f, "weighted within %s: %s\n", lo, v1);
-    }
-  } else if (res->weighted != NULL || res->volume > 0) {
-    fprintf(f, "%8s %14s %14s %14s", "bucket", "lower", "upper", "count");
-    if (res->weighted != NULL)
-      fprintf(f, " %24s", "weighted");
-    if (res->volume > 0)
-      fprintf(f, " %24s %24s", "g", "coordination");
-    fputc('\n', f);
-    uint64_t cumulative = 0;
-    for (uint32_t b = 0; b < count; b++) {
-      histd__format_double(lo, sizeof lo, histd_bins_edge(&res->bins, b), loc);
-      histd__format_double(hi, sizeof hi, histd_bins_edge(&res->bins, b + 1), loc);
-      fprintf(f, "%8" PRIu32 " %14s %14s %14" PRIu64, b, lo, hi, res->counts[b]);
-      if (res->weighted != NULL) {
-        histd__format_double(v1, sizeof v1, res->weighted[b], loc);
-        fprintf(f, " %24s", v1);
-      }
-      if (res->volume > 0) {
-        double g, n;
-        histd_result_rdf_bin(res, b, &cumulative, &g, &n);
-        histd__format_double(v1, sizeof v1, g, loc);
-        histd__format_double(v2, sizeof v2, n, loc);
-        fprintf(f, " %24s %24s", v1, v2);
-      }
-      fputc('\n', f);
-    }
-  } else {
-    uint32_t last_row = count == 0 ? 0 : (count - 1) / 5 * 5;
-    int iw = digits_u64(last_row);
-    if (iw < 2)
-      iw = 2;
-    int cw = 1;
-    for (uint32_t b = 0; b < count; b++) {
-      int d = digits_u64(res->counts[b]);
-      if (d > cw)
-        cw = d;
-    }
-    cw += 2;
-    for (uint32_t b = 0; b < count; b++) {
-      if (b % 5 == 0)
-        fprintf(f, "%0*" PRIu32 ":", iw, b);
-      fprintf(f, "%*" PRIu64, cw, res->counts[b]);
-      if (b % 5 == 4 || b + 1 == count)
-        fputc('\n', f);
-    }
-  }
+  int err = main_table(f, loc, res);
   fprintf(f, "T:%" PRIu64 "\n", res->total);
-  if (res->below != 0) {
-    histd__format_double(lo, sizeof lo, histd_bins_edge(&res->bins, 0), loc);
-    fprintf(f, "below:%" PRIu64 " (distances < %s)\n", res->below, lo);
-  }
-  if (res->overflow != 0 && res->statistic != HISTD_STAT_WITHIN) {
-    histd__format_double(lo, sizeof lo, histd_bins_edge(&res->bins, count), loc);
-    fprintf(f, "overflow:%" PRIu64 " (distances >= %s)\n", res->overflow, lo);
-  }
-  if (res->unit[0] != '\0')
-    fprintf(f, "unit: %s (the file's own; distances and edges are in it)\n", res->unit);
-  if (res->exclude_molecule)
-    fprintf(f, "excluded:%" PRIu64 " (pairs within a molecule, not in T)\n", res->excluded);
-  if (res->select_a[0] != '\0' || res->select_b[0] != '\0')
-    fprintf(f, "selections: A %s (%" PRIu64 " atoms), B %s (%" PRIu64 " atoms)\n",
-            res->select_a[0] ? res->select_a : "all", res->n,
-            res->cross ? res->select_b[0] ? res->select_b : "all" : "= A",
-            res->cross ? res->n_b : res->n);
-  if (res->frames > 1 || res->volume > 0) {
-    fprintf(f, "frames: %" PRIu64, res->frames > 0 ? res->frames : 1);
-    if (res->volume > 0)
-      fprintf(f, "; periodic box from the %s", res->box_from_dataset ? "file" : "job");
-    fputc('\n', f);
-  }
-  fprintf(f, "kernel: %s (%s%s)", res->kernel, histd_precision_name(res->precision),
-          res->precision == HISTD_PRECISION_FAST && res->exact ? ", counts exact" : "");
-  if (res->block_size != 0)
-    fprintf(f, ", block size %" PRIu32, res->block_size);
-  if (res->threads != 0 && res->device[0] == '\0')
-    fprintf(f, ", %" PRIu32 " thread%s", res->threads, res->threads == 1 ? "" : "s");
-  if (res->device[0] != '\0')
-    fprintf(f, ", on %s", res->device);
-  fputc('\n', f);
-  if (res->reason[0] != '\0')
-    fprintf(f, "chosen: %s\n", res->reason);
-  const histd_timing *t = &res->timing;
-  fprintf(f, "time: %.3f ms (kernel %.3f, transfer %.3f, parse %.3f, queue %.3f)\n",
-          t->total_ms, t->kernel_ms, t->transfer_ms, t->parse_ms, t->queue_ms);
+  text_out o = {f, loc};
+  histd__scalar_lines(f, res, HISTD_OUT_TEXT, "", histd_schema_find(NULL, "total"), put_cell,
+                      &o);
+  if (err == 0)
+    err = frames_table(f, loc, res);
   uselocale(old);
   freelocale(loc);
-  return ferror(f) ? HISTD_EIO : 0;
+  return err != 0 ? err : ferror(f) ? HISTD_EIO : 0;
 }

@@ -249,6 +249,19 @@ def encode(points, fmt):
     raise ValueError(fmt)
 
 
+def csv_table(body):
+    """A CSV result's table: its lines without the "# name: value" lines of
+    the result's scalars (the schema's CSV output puts them first)."""
+    text = body.decode() if isinstance(body, bytes) else body
+    return [l for l in text.splitlines() if not l.startswith("#")]
+
+
+def csv_scalars(body):
+    """A CSV result's "# name: value" lines, as a dict of strings."""
+    text = body.decode() if isinstance(body, bytes) else body
+    return dict(l[2:].split(": ", 1) for l in text.splitlines() if l.startswith("# ") and ": " in l)
+
+
 def check(cond, what):
     if not cond:
         raise AssertionError(what)

@@ -18,7 +18,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon import Daemon, check, definition, encode, lattice_points, random_points  # noqa: E402
+from daemon import Daemon, check, csv_scalars, csv_table, definition, encode, lattice_points, random_points  # noqa: E402
 
 
 def test_uploads(d):
@@ -178,8 +178,9 @@ def test_jobs(d, did, pts):
     s, h, body = d.request("GET", "/v1/jobs/%s/result" % jid, headers={"Accept": "text/csv"})
     check(s == 200 and h["content-type"].startswith("text/csv"), h)
     check("attachment" in h["content-disposition"], h)
-    rows = list(csv.reader(io.StringIO(body.decode())))
+    rows = list(csv.reader(io.StringIO("\n".join(csv_table(body)))))
     check(rows[0] == ["bucket", "lower", "upper", "count"], rows[0])
+    check(int(csv_scalars(body)["total"]) == doc["total"], "the CSV's scalars")
     check([int(r[3]) for r in rows[1:-1]] == doc["counts"], "csv counts")
     check(rows[-1][0] == "overflow" and int(rows[-1][3]) == doc["overflow"], rows[-1])
     s2, h2, body2 = d.request("GET", "/v1/jobs/%s/result?format=csv" % jid)
@@ -267,7 +268,7 @@ def test_histogram(d):
     # CSV on request, and a bad format refused before any work.
     body = {"points": [list(p) for p in pts], "bucket_width": 60, "buckets": 25}
     s, h, text = d.request("POST", "/v1/histogram", body, {"Accept": "text/csv"})
-    rows = text.decode().splitlines()
+    rows = csv_table(text)
     counts, overflow, _ = definition(pts, 60.0, 25)
     check(s == 200 and h["content-type"].startswith("text/csv") and len(rows) == 27 and
           [int(r.rsplit(",", 1)[1]) for r in rows[1:-1]] == counts and
@@ -375,7 +376,7 @@ def test_large_result(exe):
             check(s == 200 and doc["counts"] == counts and doc["overflow"] == overflow and
                   len(doc["edges"]) == buckets + 1, "JSON result")
             s, h, body = d.request("GET", "/v1/jobs/%s/result?format=csv" % job["id"])
-            rows = body.decode().splitlines()
+            rows = csv_table(body)
             check(s == 200 and len(rows) == buckets + 2 and rows[0] == "bucket,lower,upper,count",
                   "CSV rows")
             check([int(r.rsplit(",", 1)[1]) for r in rows[1:-1]] == counts, "CSV counts")

@@ -30,7 +30,7 @@ def client(d, k, errors, done):
             check(doc["result"]["counts"] == counts and doc["result"]["overflow"] == overflow,
                   "client %d round %d: counts" % (k, r))
             s, _, body = d.request("GET", "/v1/jobs/%s/result?format=csv" % job["id"])
-            check(s == 200 and body.startswith(b"bucket,"), s)
+            check(s == 200 and b"\nbucket," in body and body.startswith(b"# n: "), s)
             s, _, lst = d.json("GET", "/v1/jobs?limit=5")
             check(s == 200 and 1 <= len(lst["jobs"]) <= 5, (s, len(lst["jobs"])))
             s, _, _ = d.json("GET", "/v1/datasets/" + ds["id"])

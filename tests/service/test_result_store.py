@@ -27,7 +27,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon import Daemon, check, definition, random_points  # noqa: E402
+from daemon import Daemon, check, csv_table, definition, random_points  # noqa: E402
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "datadir-v0")
 
@@ -92,7 +92,7 @@ def test_compact(exe, root):
         check(dense["result"]["counts"] == counts and dense["result"]["overflow"] == overflow
               and dense["result"]["total"] == total, "dense result")
         s, _, body = d.request("GET", "/v1/jobs/%s/result?format=csv" % sparse["id"])
-        rows = body.decode().splitlines()
+        rows = csv_table(body)
         nonzero = [r for r in rows[1:] if not r.endswith(",0")]
         check(s == 200 and len(rows) == 70002 and nonzero == ["5000,5,5.001,1"], (s, nonzero))
         print("compact: 16 Mi buckets stored in %d bytes (database +%d bytes); results exact"

@@ -1,0 +1,369 @@
+/*
+ * schema.c -- the table of a result's fields (include/histd/schema.h).
+ *
+ * One row a field, in the order the JSON document lists them. Each row
+ * says when a result has the field (present), how to read element i
+ * (get), and for the fields the store keeps, which member of histd_result
+ * holds it. The predicates and getters are one-liners, generated below so
+ * that a row reads as what it is.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "histd/schema.h"
+
+/* ---- when a result has a field ------------------------------------------ */
+
+static bool always(const histd_result *r) { (void)r; return true; }
+static bool is_cross(const histd_result *r) { return r->cross; }
+static bool has_select_a(const histd_result *r) { return r->select_a[0] != '\0'; }
+static bool has_select_b(const histd_result *r) { return r->select_b[0] != '\0'; }
+static bool excludes(const histd_result *r) { return r->exclude_molecule; }
+static bool has_unit(const histd_result *r) { return r->unit[0] != '\0'; }
+static bool periodic(const histd_result *r) { return r->volume > 0; }
+static bool has_radius(const histd_result *r) { return r->statistic != HISTD_STAT_HISTOGRAM; }
+static bool is_within(const histd_result *r) { return r->statistic == HISTD_STAT_WITHIN; }
+static bool within_weighted(const histd_result *r) {
+  return r->statistic == HISTD_STAT_WITHIN && r->weighted != NULL;
+}
+static bool is_histogram(const histd_result *r) { return r->statistic == HISTD_STAT_HISTOGRAM; }
+static bool has_bins(const histd_result *r) {
+  return r->statistic == HISTD_STAT_HISTOGRAM || r->statistic == HISTD_STAT_WITHIN;
+}
+static bool width_bins(const histd_result *r) {
+  return is_histogram(r) && r->bins.kind == HISTD_BINS_WIDTH;
+}
+static bool explicit_edges(const histd_result *r) {
+  return has_bins(r) && r->bins.kind == HISTD_BINS_EDGES;
+}
+static bool hist_weighted(const histd_result *r) { return is_histogram(r) && r->weighted; }
+static bool kept_weighted(const histd_result *r) { return has_bins(r) && r->weighted; }
+static bool hist_periodic(const histd_result *r) { return is_histogram(r) && r->volume > 0; }
+static bool per_frame(const histd_result *r) { return has_bins(r) && r->frame_counts != NULL; }
+static bool per_frame_periodic(const histd_result *r) { return per_frame(r) && r->volume > 0; }
+static bool per_point(const histd_result *r) { return histd_statistic_per_point(r->statistic); }
+static bool has_point_index(const histd_result *r) { return r->point_index != NULL; }
+static bool point_counts(const histd_result *r) {
+  return r->statistic == HISTD_STAT_POINT_COUNTS;
+}
+static bool point_weighted(const histd_result *r) { return r->point_weighted != NULL; }
+static bool nearest(const histd_result *r) { return r->statistic == HISTD_STAT_NEAREST; }
+static bool pair_list(const histd_result *r) { return r->statistic == HISTD_STAT_PAIRS; }
+static bool pair_frames(const histd_result *r) { return pair_list(r) && r->frames > 1; }
+static bool has_reason(const histd_result *r) { return r->reason[0] != '\0'; }
+
+/* ---- element i of a field ----------------------------------------------- */
+
+#define GET(fn, member, expr)                                                    \
+  static void fn(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) { \
+    (void)r, (void)i, (void)acc;                                                 \
+    v->member = (expr);                                                          \
+  }
+GET(get_n, u, r->n)
+GET(get_n_b, u, r->n_b)
+GET(get_cross, b, r->cross)
+GET(get_select_a, s, r->select_a)
+GET(get_select_b, s, r->select_b)
+GET(get_exclude, s, "molecule")
+GET(get_excluded, u, r->excluded)
+GET(get_unit, s, r->unit)
+GET(get_frames, u, r->frames > 0 ? r->frames : 1)
+GET(get_volume, d, r->volume)
+GET(get_box_source, s, r->box_from_dataset ? "dataset" : "job")
+GET(get_density, d, r->density)
+GET(get_radius, d, r->radius)
+GET(get_within, u, r->within)
+GET(get_weighted_within, d, r->weighted[0])
+GET(get_bins, s, r->bins.kind == HISTD_BINS_EDGES ? "edges" : "width")
+GET(get_bucket_width, d, r->bins.width)
+GET(get_buckets, u, r->bins.count)
+GET(get_edge, d, histd_bins_edge(&r->bins, (uint32_t)i))
+GET(get_count, u, r->counts[i])
+GET(get_weighted, d, r->weighted[i])
+GET(get_frame_total, u, r->frame_total[i])
+GET(get_frame_count, u, r->frame_counts[i])
+GET(get_frame_volume, d, r->frame_volume[i])
+GET(get_frame_g, d, histd_result_frame_g(r, i / r->bins.count, (uint32_t)(i % r->bins.count)))
+GET(get_below, u, r->below)
+GET(get_index, u, r->point_index != NULL ? r->point_index[i] : i)
+GET(get_neighbours, u, r->point_counts[i])
+GET(get_neighbour_weights, d, r->point_weighted[i])
+GET(get_nearest, i, r->nearest_j[i])
+GET(get_nearest_d, d, r->nearest_d[i])
+GET(get_pairs, u, r->pairs)
+GET(get_overflow, u, r->overflow)
+GET(get_total, u, r->total)
+GET(get_kernel, s, r->kernel)
+GET(get_reason, s, r->reason)
+GET(get_block_size, u, r->block_size)
+GET(get_threads, u, r->threads)
+GET(get_precision, s, histd_precision_name(r->precision))
+GET(get_exact, b, r->exact)
+GET(get_refined, u, r->refined_pairs)
+GET(get_device, s, r->device)
+GET(get_t_queue, d, r->timing.queue_ms)
+GET(get_t_parse, d, r->timing.parse_ms)
+GET(get_t_transfer, d, r->timing.transfer_ms)
+GET(get_t_kernel, d, r->timing.kernel_ms)
+GET(get_t_total, d, r->timing.total_ms)
+#undef GET
+
+static void get_statistic(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
+  (void)i;
+  (void)acc;
+  static const char *const names[] = {"histogram", "within", "per_point", "nearest", "pairs"};
+  v->s = (unsigned)r->statistic < sizeof names / sizeof names[0] ? names[r->statistic] : "?";
+}
+
+/* g(r) and the coordination number of bin i (histd_result_rdf_bin); the
+ * coordination carries the cumulative count in *acc from bin to bin */
+static void get_g(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
+  uint64_t cumulative = 0;
+  double n;
+  (void)acc;
+  histd_result_rdf_bin(r, (uint32_t)i, &cumulative, &v->d, &n);
+}
+
+static void get_coordination(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
+  double g;
+  histd_result_rdf_bin(r, (uint32_t)i, acc, &g, &v->d);
+}
+
+static void pair_frame(const histd_pair_record *p, histd_fvalue *v) { v->u = p->frame; }
+static void pair_i(const histd_pair_record *p, histd_fvalue *v) { v->u = p->i; }
+static void pair_j(const histd_pair_record *p, histd_fvalue *v) { v->u = p->j; }
+static void pair_d(const histd_pair_record *p, histd_fvalue *v) { v->d = p->d; }
+
+/* ---- the table ---------------------------------------------------------- */
+
+#define OFF(m) offsetof(histd_result, m)
+#define SZ(m) sizeof(((histd_result *)0)->m)
+/* a scalar kept as its member's bytes; a string kept in its char array;
+ * an array kept through its pointer member */
+#define KEEP(m) OFF(m), SZ(m), 0
+#define KEEP_STR(m) OFF(m), 0, SZ(m)
+#define KEEP_ARRAY(m) OFF(m), 8, 0
+#define SHOWN HISTD_OUT_SHOWN
+#define ALL HISTD_OUT_ALL
+/* kept and shown, but not in the text output (its layout says it already, or it is
+ * a detail) */
+#define NOTEXT (HISTD_OUT_ALL & ~HISTD_OUT_TEXT)
+#define U64 HISTD_FT_U64
+#define I64 HISTD_FT_I64
+#define F64 HISTD_FT_F64
+#define STR HISTD_FT_STR
+#define BOOL HISTD_FT_BOOL
+#define SCALAR HISTD_FS_SCALAR
+
+static const histd_field table[] = {
+    {"n", NULL, NULL, U64, SCALAR, "points", ALL, "the points of A, every frame's together",
+     always, get_n, NULL, KEEP(n), NULL},
+    {"n_b", NULL, NULL, U64, SCALAR, "points", ALL, "the points of B (A x B)", is_cross,
+     get_n_b, NULL, KEEP(n_b), NULL},
+    {"cross", NULL, NULL, BOOL, SCALAR, "", HISTD_OUT_STORE, "the pairs were A x B", always,
+     get_cross, NULL, KEEP(cross), NULL},
+    {"select_a", NULL, NULL, STR, SCALAR, "", ALL, "the atoms of A (a selection)",
+     has_select_a, get_select_a, NULL, KEEP_STR(select_a), NULL},
+    {"select_b", NULL, NULL, STR, SCALAR, "", ALL, "the atoms of B (a selection)",
+     has_select_b, get_select_b, NULL, KEEP_STR(select_b), NULL},
+    {"exclude", NULL, NULL, STR, SCALAR, "", ALL,
+     "molecule: the pairs within one molecule were left out", excludes, get_exclude, NULL,
+     KEEP(exclude_molecule), NULL},
+    {"excluded", NULL, NULL, U64, SCALAR, "pairs", ALL,
+     "the pairs left out (within a molecule), not in total", excludes, get_excluded, NULL,
+     KEEP(excluded), NULL},
+    {"unit", NULL, NULL, STR, SCALAR, "", ALL,
+     "the length unit the points' file implies; distances and edges are in it", has_unit,
+     get_unit, NULL, KEEP_STR(unit), NULL},
+    {"frames", NULL, NULL, U64, SCALAR, "", ALL, "the frames counted", always, get_frames,
+     NULL, KEEP(frames), NULL},
+    {"volume", NULL, NULL, F64, SCALAR, "length^3", ALL,
+     "the periodic box's volume (over several frames, the one that normalises g(r): total / "
+     "density)",
+     periodic, get_volume, NULL, KEEP(volume), NULL},
+    {"box_source", NULL, NULL, STR, SCALAR, "", ALL,
+     "whose periodic box: the job's, or the dataset's own (its file's)", periodic,
+     get_box_source, NULL, KEEP(box_from_dataset), NULL},
+    {"density", NULL, NULL, F64, SCALAR, "pairs/length^3", NOTEXT,
+     "the pair density: the sum over frames of each frame's pairs / its volume", periodic,
+     get_density, NULL, KEEP(density), NULL},
+    {"statistic", NULL, NULL, STR, SCALAR, "", NOTEXT,
+     "histogram, within, per_point, nearest or pairs", always, get_statistic, NULL,
+     KEEP(statistic), NULL},
+    {"radius", NULL, NULL, F64, SCALAR, "length", ALL,
+     "the radius R: pairs with d <= R (nearest: null for anywhere)", has_radius, get_radius,
+     NULL, KEEP(radius), NULL},
+    {"within", NULL, NULL, U64, SCALAR, "pairs", ALL, "the pairs with d <= radius", is_within,
+     get_within, NULL, KEEP(within), NULL},
+    {"weighted_within", NULL, NULL, F64, SCALAR, "", SHOWN,
+     "the sum of w_i w_j over the pairs within the radius", within_weighted,
+     get_weighted_within, NULL, 0, 0, 0, NULL},
+    {"bins", NULL, NULL, STR, SCALAR, "", NOTEXT,
+     "width: bin k holds floor(d / bucket_width) = k; edges: E[k] <= d < E[k+1]", is_histogram,
+     get_bins, NULL, KEEP(bins.kind), has_bins},
+    {"bucket_width", NULL, NULL, F64, SCALAR, "length", NOTEXT, "the width of equal bins",
+     width_bins, get_bucket_width, NULL, KEEP(bins.width), has_bins},
+    {"buckets", NULL, NULL, U64, SCALAR, "", NOTEXT, "the number of bins", is_histogram,
+     get_buckets, NULL, KEEP(bins.count), has_bins},
+    {"edges", NULL, NULL, F64, HISTD_FS_EDGES, "length", ALL,
+     "the bins' edges, buckets + 1 of them", is_histogram, get_edge, NULL,
+     KEEP_ARRAY(bins.edges), explicit_edges},
+    {"counts", NULL, "count", U64, HISTD_FS_BINS, "pairs", ALL, "the pairs in each bin",
+     is_histogram, get_count, NULL, KEEP_ARRAY(counts), has_bins},
+    {"weighted", NULL, NULL, F64, HISTD_FS_BINS, "", ALL,
+     "each bin's sum of w_i w_j (Neumaier-compensated)", hist_weighted, get_weighted, NULL,
+     KEEP_ARRAY(weighted), kept_weighted},
+    {"g", NULL, NULL, F64, HISTD_FS_BINS, "", SHOWN,
+     "g(r) in LAMMPS's convention: counts / (total V_shell / volume)", hist_periodic, get_g,
+     NULL, 0, 0, 0, NULL},
+    {"coordination", NULL, NULL, F64, HISTD_FS_BINS, "", SHOWN,
+     "the cumulative count to each bin's upper edge per atom of A", hist_periodic,
+     get_coordination, NULL, 0, 0, 0, NULL},
+    {"total", "per_frame", "frame_total", U64, HISTD_FS_FRAMES, "pairs", ALL,
+     "each frame's pairs", per_frame, get_frame_total, NULL, KEEP_ARRAY(frame_total), NULL},
+    {"counts", "per_frame", "count", U64, HISTD_FS_FRAME_BINS, "pairs", ALL,
+     "each frame's counts in each bin", per_frame, get_frame_count, NULL,
+     KEEP_ARRAY(frame_counts), NULL},
+    {"volume", "per_frame", "frame_volume", F64, HISTD_FS_FRAMES, "length^3", ALL,
+     "each frame's box volume", per_frame_periodic, get_frame_volume, NULL,
+     KEEP_ARRAY(frame_volume), per_frame},
+    {"g", "per_frame", NULL, F64, HISTD_FS_FRAME_BINS, "", SHOWN, "each frame's own g(r)",
+     per_frame_periodic, get_frame_g, NULL, 0, 0, 0, NULL},
+    {"below", NULL, NULL, U64, SCALAR, "pairs", ALL, "the pairs with d below the first edge",
+     is_histogram, get_below, NULL, KEEP(below), has_bins},
+    {"index", NULL, NULL, U64, HISTD_FS_POINTS, "", ALL,
+     "each row's point: its index in the dataset (a selection's atoms)", per_point, get_index,
+     NULL, KEEP_ARRAY(point_index), has_point_index},
+    {"neighbours", NULL, NULL, U64, HISTD_FS_FRAME_POINTS, "points", ALL,
+     "each point's neighbours within the radius (other than itself)", point_counts,
+     get_neighbours, NULL, KEEP_ARRAY(point_counts), NULL},
+    {"neighbour_weights", NULL, NULL, F64, HISTD_FS_FRAME_POINTS, "", ALL,
+     "the sum of those neighbours' weights", point_weighted, get_neighbour_weights, NULL,
+     KEEP_ARRAY(point_weighted), NULL},
+    {"nearest", NULL, NULL, I64, HISTD_FS_FRAME_POINTS, "", ALL,
+     "each point's nearest other point: its index in B's dataset, -1 where none is within "
+     "the radius",
+     nearest, get_nearest, NULL, KEEP_ARRAY(nearest_j), NULL},
+    {"nearest_d", NULL, NULL, F64, HISTD_FS_FRAME_POINTS, "length", ALL,
+     "the distance d to it (null where none)", nearest, get_nearest_d, NULL,
+     KEEP_ARRAY(nearest_d), NULL},
+    {"pairs", NULL, NULL, U64, SCALAR, "pairs", ALL, "the pairs in the list", pair_list,
+     get_pairs, NULL, KEEP(pairs), NULL},
+    {"frame", NULL, NULL, U64, HISTD_FS_PAIRS, "", SHOWN, "each listed pair's frame",
+     pair_frames, NULL, pair_frame, 0, 0, 0, NULL},
+    {"i", NULL, NULL, U64, HISTD_FS_PAIRS, "", SHOWN,
+     "each listed pair's point of A: its index in the dataset (self pairs: i < j)", pair_list,
+     NULL, pair_i, 0, 0, 0, NULL},
+    {"j", NULL, NULL, U64, HISTD_FS_PAIRS, "", SHOWN, "its point of B: its index in B's dataset",
+     pair_list, NULL, pair_j, 0, 0, 0, NULL},
+    {"d", NULL, NULL, F64, HISTD_FS_PAIRS, "length", SHOWN, "the pair's distance d",
+     pair_list, NULL, pair_d, 0, 0, 0, NULL},
+    {"overflow", NULL, NULL, U64, SCALAR, "pairs", ALL,
+     "the pairs at or beyond the last edge (within: beyond the radius)", has_bins,
+     get_overflow, NULL, KEEP(overflow), NULL},
+    {"total", NULL, NULL, U64, SCALAR, "pairs", ALL,
+     "the pairs the job counts (less the excluded ones)", always, get_total, NULL,
+     KEEP(total), NULL},
+    {"kernel", NULL, NULL, STR, SCALAR, "", ALL, "the kernel that ran", always, get_kernel,
+     NULL, KEEP_STR(kernel), NULL},
+    {"kernel_reason", NULL, NULL, STR, SCALAR, "", ALL, "why auto chose it", has_reason,
+     get_reason, NULL, KEEP_STR(reason), NULL},
+    {"block_size", NULL, NULL, U64, SCALAR, "", NOTEXT, "GPU threads a block (0 on the CPU)",
+     always, get_block_size, NULL, KEEP(block_size), NULL},
+    {"threads", NULL, NULL, U64, SCALAR, "", NOTEXT, "CPU threads (0 on a GPU)", always,
+     get_threads, NULL, KEEP(threads), NULL},
+    {"precision", NULL, NULL, STR, SCALAR, "", ALL, "exact or fast", always, get_precision,
+     NULL, KEEP(precision), NULL},
+    {"exact", NULL, NULL, BOOL, SCALAR, "", ALL, "the values follow the contract", always,
+     get_exact, NULL, KEEP(exact), NULL},
+    {"refined_pairs", NULL, NULL, U64, SCALAR, "pairs", NOTEXT,
+     "pairs a float32 kernel redid in float64 (diagnostics)", always, get_refined, NULL,
+     KEEP(refined_pairs), NULL},
+    {"device", NULL, NULL, STR, SCALAR, "", ALL, "where it ran", always, get_device, NULL,
+     KEEP_STR(device), NULL},
+    {"queue", "timing_ms", "queue_ms", F64, SCALAR, "ms", NOTEXT, "waiting for a worker", always,
+     get_t_queue, NULL, KEEP(timing.queue_ms), NULL},
+    {"parse", "timing_ms", "parse_ms", F64, SCALAR, "ms", NOTEXT, "reading the points", always,
+     get_t_parse, NULL, KEEP(timing.parse_ms), NULL},
+    {"transfer", "timing_ms", "transfer_ms", F64, SCALAR, "ms", NOTEXT, "host-device copies",
+     always, get_t_transfer, NULL, KEEP(timing.transfer_ms), NULL},
+    {"kernel", "timing_ms", "kernel_ms", F64, SCALAR, "ms", ALL, "the computation", always,
+     get_t_kernel, NULL, KEEP(timing.kernel_ms), NULL},
+    {"total", "timing_ms", "total_ms", F64, SCALAR, "ms", ALL, "the whole run", always,
+     get_t_total, NULL, KEEP(timing.total_ms), NULL},
+};
+
+#define FIELD_COUNT (sizeof table / sizeof table[0])
+
+size_t histd_schema_count(void) { return FIELD_COUNT; }
+
+const histd_field *histd_schema_at(size_t i) { return i < FIELD_COUNT ? &table[i] : NULL; }
+
+const histd_field *histd_schema_find(const char *group, const char *name) {
+  for (size_t i = 0; i < FIELD_COUNT; i++) {
+    const histd_field *f = &table[i];
+    if (strcmp(f->name, name) == 0 &&
+        (group == NULL ? f->group == NULL : f->group != NULL && strcmp(f->group, group) == 0))
+      return f;
+  }
+  return NULL;
+}
+
+uint64_t histd_field_len(const histd_field *f, const histd_result *r, uint64_t *rows,
+                         uint64_t *cols) {
+  const uint64_t frames = r->frames > 0 ? r->frames : 1, bins = r->bins.count;
+  uint64_t a = 1, b = 0;
+  switch (f->shape) {
+  case HISTD_FS_SCALAR:
+    break;
+  case HISTD_FS_BINS:
+    a = bins;
+    break;
+  case HISTD_FS_EDGES:
+    a = bins + 1;
+    break;
+  case HISTD_FS_FRAMES:
+    a = frames;
+    break;
+  case HISTD_FS_FRAME_BINS:
+    a = frames, b = bins;
+    break;
+  case HISTD_FS_POINTS:
+    a = r->point_n;
+    break;
+  case HISTD_FS_FRAME_POINTS:
+    if (frames > 1)
+      a = frames, b = r->point_n;
+    else
+      a = r->point_n;
+    break;
+  case HISTD_FS_PAIRS:
+    a = r->pairs;
+    break;
+  }
+  if (rows != NULL)
+    *rows = a;
+  if (cols != NULL)
+    *cols = b;
+  return b ? a * b : a;
+}
+
+int64_t histd_pairs_read(const histd_result *r, uint64_t first, histd_pair_record *out,
+                         size_t n) {
+  if (!r->has_pairs_fd || first >= r->pairs)
+    return r->has_pairs_fd ? 0 : HISTD_EIO;
+  if (n > r->pairs - first)
+    n = (size_t)(r->pairs - first);
+  const size_t want = n * sizeof *out;
+  size_t got = 0;
+  while (got < want) {
+    ssize_t k = pread(r->pairs_fd, (char *)out + got, want - got,
+                      (off_t)(first * sizeof *out + got));
+    if (k <= 0)
+      return HISTD_EIO;
+    got += (size_t)k;
+  }
+  return (int64_t)n;
+}
