@@ -44,6 +44,7 @@ typedef struct grid_set {
   float *fx, *fy, *fz;         /* float32 filter: the sorted points relative to
                                 * their cell's corner (grid_kernels.cu), or NULL */
   uint32_t *start;             /* cells + 1 */
+  uint32_t *order;             /* NULL, or each sorted point's index before the sort */
 } grid_set;
 
 /* Scratch for sorting sets of up to n points over `cells` cells. */

@@ -241,6 +241,9 @@ extern "C" int grid_sort_set(const histd__grid_geom *g, const histd_metric *m, g
                                          set->fx, set->fy, set->fz);
   k_starts<<<blocks_for((uint64_t)cells + 1), 256, 0, s>>>(n, k.Current(), cells, set->start);
   e = cudaGetLastError();
+  if (e == cudaSuccess && set->order != nullptr)
+    e = cudaMemcpyAsync(set->order, v.Current(), (size_t)n * sizeof(uint32_t),
+                        cudaMemcpyDeviceToDevice, s);
   return e == cudaSuccess ? 0 : sdh_cuda_fail(msg, msglen, "the grid's gather", e);
 }
 

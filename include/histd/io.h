@@ -258,6 +258,25 @@ int histd_write_json(FILE *f, const histd_result *res, unsigned flags);
  */
 int histd_write_npz(FILE *f, const histd_result *res);
 
+/*
+ * A pair list's file: the records a PAIRS run hands to histd_control.pairs
+ * (histd_pair_file_put, with the file as its user), appended to fd through
+ * a buffer, then read back by the writers (histd_result.pairs_fd). Memory
+ * stays one buffer however long the list. flush: the buffer written out
+ * and fd synced when `sync`; 0 or HISTD_EIO with a sentence.
+ */
+typedef struct histd_pair_file {
+  int fd;
+  uint64_t records;  /* put so far */
+  uint64_t max_bytes; /* 0, or a size the file may not pass (HISTD_ETOOBIG) */
+  size_t used;
+  unsigned char buf[1 << 16];
+} histd_pair_file;
+void histd_pair_file_init(histd_pair_file *pf, int fd, uint64_t max_bytes);
+int histd_pair_file_put(void *pair_file, const histd_pair_record *r, size_t n, char *msg,
+                        size_t msglen);
+int histd_pair_file_flush(histd_pair_file *pf, bool sync, char *msg, size_t msglen);
+
 /* The whole stream fd into a malloc'd buffer with a NUL after its len
  * bytes; `what` names it in a failure's sentence (HISTD_EIO, HISTD_ENOMEM). */
 int histd_read_fd(int fd, const char *what, char **out, size_t *len, char *msg, size_t msglen);

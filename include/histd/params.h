@@ -44,6 +44,10 @@ typedef struct histd_params {
   bool has_frames;       /* "frames": "START:STOP:STEP" given            */
   histd_slice frames;
   bool per_frame;        /* a frames x bins table beside the sums        */
+  bool per_point;        /* with within: each point's neighbours within it */
+  bool nearest;          /* each point's nearest neighbour (within: at most) */
+  bool has_pairs_within; /* the list of the pairs with d <= pairs_within  */
+  double pairs_within;
   char topology[4096];   /* "": the dataset's own; else whose atoms to take:
                           * sdh a file, the service a dataset id          */
 } histd_params;

@@ -314,7 +314,8 @@ static int parse_args(int argc, char **argv, options *o) {
     return usage_error("cannot tell the format of '%s' from its name; use --input-format "
                        "(one of %s)", o->file, format_list());
   const histd_params *p = &o->params;
-  if (p->bucket_width <= 0 && p->r_max <= 0 && p->edges == NULL && !p->log && !p->has_within)
+  if (p->bucket_width <= 0 && p->r_max <= 0 && p->edges == NULL && !p->log && !p->has_within &&
+      !p->nearest && !p->has_pairs_within)
     return usage_error("--width W is required (or --r-max with --buckets, --edges, --log-bins, "
                        "or --within)");
   if (o->random && p->bucket_width > 0 && p->buckets == 0 && p->box.kind == HISTD_BOX_NONE) {
@@ -406,10 +407,21 @@ int main(int argc, char **argv) {
   double *edges = NULL;
   char msg[512];
   histd_operands ops;
+  /* a pair list goes to an unnamed temporary file, then out in the format */
+  static histd_pair_file pairs;
+  FILE *pairs_tmp = o.params.has_pairs_within ? tmpfile() : NULL;
+  if (pairs_tmp != NULL)
+    histd_pair_file_init(&pairs, fileno(pairs_tmp), 0);
+  histd_control ctl = {NULL, NULL, &pairs, pairs_tmp ? histd_pair_file_put : NULL};
   int rc = histd_params_operands(&o.params, &ds, o.file_b ? &ds_b : NULL, &ops, msg, sizeof msg);
   if (rc == 0) {
     rc = histd_params_problem(&o.params, ops.a, ops.b, &prob, &edges, msg, sizeof msg);
-    if (rc == 0 && (rc = histd_run(&prob, &o.params.exec, NULL, &res, msg, sizeof msg)) == 0) {
+    if (rc == 0 && (rc = histd_run(&prob, &o.params.exec, &ctl, &res, msg, sizeof msg)) == 0 &&
+        pairs_tmp != NULL && (rc = histd_pair_file_flush(&pairs, false, msg, sizeof msg)) == 0) {
+      res.pairs_fd = fileno(pairs_tmp);
+      res.has_pairs_fd = true;
+    }
+    if (rc == 0) {
       snprintf(res.select_a, sizeof res.select_a, "%s", o.params.select_a);
       snprintf(res.select_b, sizeof res.select_b, "%s", o.params.select_b);
     }
@@ -442,6 +454,8 @@ int main(int argc, char **argv) {
       status = 1;
   }
   histd_result_free(&res);
+  if (pairs_tmp != NULL)
+    fclose(pairs_tmp);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     fprintf(stderr, "sdh: cannot write the output: %s\n", strerror(errno));
     status = 1;

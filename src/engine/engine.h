@@ -239,6 +239,12 @@ int histd__cuda_tiles_run(histd_worker *w, const histd_problem *pf, const histd_
                           char *msg, size_t msglen);
 /* "tiled-stats": every statistic on the worker's GPU, in binary64. */
 int histd__cuda_stats_run(HISTD__RUN_ARGS);
+/* The point statistics (POINT_COUNTS, NEAREST, PAIRS) of one frame
+ * problem on the worker's GPU, by the cell grid (kernels/points_engine.c):
+ * frame f's row of res, or its records to ctl->pairs. */
+int histd__cuda_points_run(histd_worker *w, const histd_problem *p, const histd_exec *ex,
+                           const histd_control *ctl, uint64_t f, histd_result *res, char *msg,
+                           size_t msglen);
 /* "grid" on the worker's GPU (kernels/grid_engine.c). */
 int histd__cuda_grid_run(HISTD__RUN_ARGS);
 /* "tensor-core": the plain self histogram with the squared distances from

@@ -48,6 +48,13 @@ int histd__cuda_grid_run(HISTD__RUN_ARGS) {
   return histd__cuda_run(w, p, ex, ctl, res, msg, msglen);
 }
 
+int histd__cuda_points_run(histd_worker *w, const histd_problem *p, const histd_exec *ex,
+                           const histd_control *ctl, uint64_t f, histd_result *res, char *msg,
+                           size_t msglen) {
+  (void)w, (void)p, (void)ex, (void)ctl, (void)f, (void)res;
+  return histd_fail(msg, msglen, HISTD_ENODEV, "histd was built without CUDA");
+}
+
 int histd__cuda_dmtree_run(HISTD__RUN_ARGS) {
   return histd__cuda_run(w, p, ex, ctl, res, msg, msglen);
 }

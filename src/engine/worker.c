@@ -248,7 +248,6 @@ static int pairs_fit(histd_worker *w, const histd_problem *p, const histd_exec *
 static int run_points(histd_worker *w, const histd_kernel *k, const histd_problem *p,
                       const histd_exec *ex, const histd_control *ctl, histd_result *res,
                       char *msg, size_t msglen) {
-  (void)w;
   const size_t frames = histd_problem_frames(p);
   const bool brute = points_brute(k);
   histd_exec e = *ex;
@@ -262,7 +261,10 @@ static int run_points(histd_worker *w, const histd_kernel *k, const histd_proble
     histd_problem_frame(p, f, &a, &b, &pf);
     histd__part pt = {ctl, (double)f, (double)frames};
     histd_control sub = histd__part_control(&pt);
-    rc = histd__points_run(&pf, ex, &sub, brute, f, res, msg, msglen);
+    /* a GPU worker runs them on its GPU unless a CPU kernel was named */
+    rc = w->gpu != NULL && !brute
+             ? histd__cuda_points_run(w, &pf, ex, &sub, f, res, msg, msglen)
+             : histd__points_run(&pf, ex, &sub, brute, f, res, msg, msglen);
     if (rc == 0)
       histd__progress(ctl, (double)(f + 1) / (double)frames);
   }

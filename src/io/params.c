@@ -419,6 +419,38 @@ static int set_per_frame(histd_params *p, const histd_value *v, char *msg, size_
 static bool given_per_frame(const histd_params *p) { return p->per_frame; }
 static void write_per_frame(FILE *f, const histd_params *p) { (void)p; fputs("true", f); }
 
+static int set_per_point(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_BOOL, "per_point", "true or false", msg, msglen);
+  if (rc == 0)
+    p->per_point = v->boolean;
+  return rc;
+}
+static bool given_per_point(const histd_params *p) { return p->per_point; }
+static void write_per_point(FILE *f, const histd_params *p) { (void)p; fputs("true", f); }
+
+static int set_nearest(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_BOOL, "nearest", "true or false", msg, msglen);
+  if (rc == 0)
+    p->nearest = v->boolean;
+  return rc;
+}
+static bool given_nearest(const histd_params *p) { return p->nearest; }
+static void write_nearest(FILE *f, const histd_params *p) { (void)p; fputs("true", f); }
+
+static int set_pairs_within(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want_number(v, "pairs_within", msg, msglen);
+  if (rc == 0 && !(v->number > 0))
+    rc = histd_fail(msg, msglen, HISTD_EINVAL, "pairs_within must be a distance > 0, got %g",
+                    v->number);
+  if (rc == 0) {
+    p->pairs_within = v->number;
+    p->has_pairs_within = true;
+  }
+  return rc;
+}
+static bool given_pairs_within(const histd_params *p) { return p->has_pairs_within; }
+static void write_pairs_within(FILE *f, const histd_params *p) { write_double(f, p->pairs_within); }
+
 #define ROW(name, flag, sf, type, help) \
   {#name, flag, sf, HISTD_PARAM_##type, help, set_##name, given_##name, write_##name}
 
@@ -447,6 +479,12 @@ static const histd_param table[] = {
     ROW(frames, "frames", 0, STRING,
         "START:STOP:STEP: the frames of a trajectory to count (from 0; each part optional)"),
     ROW(per_frame, "per-frame", 0, BOOL, "also a frames x bins table of counts (and g(r))"),
+    ROW(per_point, "per-point", 0, BOOL,
+        "with within R: each point of A's neighbours in B within R (and their weights' sum)"),
+    ROW(nearest, "nearest", 0, BOOL,
+        "each point of A's nearest other point of B and its distance (within R: at most R)"),
+    ROW(pairs_within, "pairs-within", 0, NUMBER,
+        "the list of every pair with d <= this distance, as (i, j, d) with dataset indices"),
     ROW(topology, "topology", 0, STRING,
         "the atoms' names for a trajectory without them: a GRO or PDB of the same system (the "
         "API: its dataset id; sdh: its file)"),
@@ -621,6 +659,30 @@ int histd_params_problem(const histd_params *p, const histd_dataset *a, const hi
   pr.weighted = p->weights;
   pr.exclude_molecule = p->exclude_molecule;
   pr.per_frame = p->per_frame;
+  /* the other shapes of an answer: a value per point, a record per pair */
+  if (p->per_point || p->nearest || p->has_pairs_within) {
+    const char *what = p->has_pairs_within ? "pairs_within" : p->nearest ? "nearest" : "per_point";
+    const int binned = given_bucket_width(p) + given_r_max(p) + given_edges(p) +
+                       given_log_bins(p) + (p->buckets > 0);
+    if (binned > 0 || p->per_point + p->nearest + p->has_pairs_within > 1 ||
+        (p->has_pairs_within && p->has_within))
+      return histd_fail(msg, msglen, HISTD_EPARSE,
+                        "%s asks for %s, and cannot be combined with bins%s", what,
+                        p->has_pairs_within ? "a pair list" : "a value per point",
+                        p->has_pairs_within ? ", within, per_point or nearest"
+                                            : " or another per-point statistic");
+    if (p->per_point && !p->has_within)
+      return histd_fail(msg, msglen, HISTD_EPARSE,
+                        "per_point counts each point's neighbours within a radius: give within");
+    pr.statistic = p->has_pairs_within ? HISTD_STAT_PAIRS
+                   : p->nearest        ? HISTD_STAT_NEAREST
+                                       : HISTD_STAT_POINT_COUNTS;
+    pr.radius = p->has_pairs_within ? p->pairs_within : p->has_within ? p->within : INFINITY;
+    int rc = histd_problem_validate(&pr, msg, msglen);
+    if (rc == 0)
+      *out = pr;
+    return rc;
+  }
   const int ways = given_bucket_width(p) + given_r_max(p) + given_edges(p) + given_log_bins(p) +
                    p->has_within;
   if (ways == 0)

@@ -21,6 +21,13 @@
  * duplicate-heavy sets (d = 0), several frames, selections, several thread
  * counts; and the refusals (radius 0, weights where none apply, a result
  * larger than its limit, shards).
+ *
+ * Where there is a GPU, "grid" and "auto" run on it (histd_run gives them a
+ * GPU worker), so the same checks hold the GPU's kernels to the definition;
+ * then again with launches of 97 points and a pair buffer of 50 records,
+ * so that the driver's ranges and its halving of a range whose pairs
+ * overflow the buffer are exercised. The gpu suite runs this program with
+ * TEST_POINTS_GPU=1, which skips it where there is no GPU.
  */
 #include <math.h>
 
@@ -498,6 +505,16 @@ static void test_refusals(void) {
 }
 
 int main(void) {
+  histd_device_info info;
+  int gpus = 0;
+  char why[256] = "";
+  if (histd_devices(&info, 1, &gpus, why, sizeof why) != 0)
+    gpus = 0;
+  if (getenv("TEST_POINTS_GPU") != NULL && gpus == 0) { /* the gpu suite's run */
+    printf("skipped: no CUDA device%s%s\n", why[0] ? ": " : "", why);
+    return 77;
+  }
+  printf("grid and auto run on %s\n", gpus > 0 ? info.name : "the CPU");
   test_open();
   test_periodic();
   test_lattice();
@@ -505,6 +522,15 @@ int main(void) {
   test_frames();
   test_selections();
   test_refusals();
+  if (gpus > 0) { /* small launches, a small pair buffer */
+    setenv("HISTD_GPU_POINTS_LAUNCH", "97", 1);
+    setenv("HISTD_GPU_PAIRS_CAP", "50", 1);
+    test_open();
+    test_periodic();
+    test_frames();
+    unsetenv("HISTD_GPU_POINTS_LAUNCH");
+    unsetenv("HISTD_GPU_PAIRS_CAP");
+  }
   if (check_failures)
     fprintf(stderr, "%d checks failed\n", check_failures);
   else
