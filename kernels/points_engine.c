@@ -123,11 +123,9 @@ typedef struct pt_run {
  * and the kernel's parameters. */
 static int pass_plan(pt_run *R, double reach, uint64_t max_cells, char *msg, size_t msglen) {
   const histd_problem *p = R->p;
-  const double edges[2] = {0, nextafter(reach, INFINITY)};
-  histd_problem gp = *p;
-  gp.statistic = HISTD_STAT_WITHIN;
-  gp.radius = reach;
-  gp.bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, edges};
+  double edges[2];
+  histd_problem gp;
+  histd__grid_problem(p, reach, edges, &gp);
   histd__grid_geom g;
   int rc = histd__grid_plan(&gp, max_cells, &g, msg, msglen);
   if (rc != 0)
@@ -237,27 +235,6 @@ out:
   return rc;
 }
 
-/* A first radius and the grid's reach, as the CPU's passes take them. */
-static void nearest_radii(const histd_problem *p, double *first, double *reach) {
-  const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
-  double vol = 1;
-  if (p->box.kind != HISTD_BOX_NONE) {
-    *reach = histd_box_half_width(&p->box);
-    vol = histd_box_volume(&p->box);
-  } else {
-    double ext[3], diag = 0;
-    for (int k = 0; k < 3; k++) {
-      ext[k] = fmax(a->max[k], b->max[k]) - fmin(a->min[k], b->min[k]);
-      diag += ext[k] * ext[k];
-    }
-    *reach = sqrt(diag) * (1 + 0x1p-20);
-    for (int k = 0; k < 3; k++)
-      vol *= fmax(ext[k], fmax(*reach, 1e-300) * 1e-3);
-  }
-  double r0 = 2 * cbrt(vol / (b->n > 1 ? (double)b->n : 2.0));
-  *first = r0 > 0 && isfinite(r0) && r0 <= *reach ? r0 : *reach;
-}
-
 int histd__cuda_points_run(histd_worker *w, const histd_problem *p, const histd_exec *ex,
                            const histd_control *ctl, uint64_t f, histd_result *res, char *msg,
                            size_t msglen) {
@@ -321,7 +298,7 @@ int histd__cuda_points_run(histd_worker *w, const histd_problem *p, const histd_
   if (pp->stat == HISTD_STAT_NEAREST && isinf(p->radius)) {
     double r, reach;
     size_t left = (size_t)na;
-    nearest_radii(gp, &r, &reach);
+    histd__nearest_radii(gp, &r, &reach);
     for (int pass = 0; left > 0; pass++) {
       const bool last = !(r < reach);
       pp->r = last ? INFINITY : r;

@@ -74,6 +74,14 @@ int histd__dmtree_run_leaves(HISTD__RUN_ARGS, const histd__dm_leaves *leaves);
  * (per point) or hands the records to ctl->pairs. */
 int histd__points_run(const histd_problem *p, const histd_exec *ex, const histd_control *ctl,
                       bool brute, uint64_t f, histd_result *res, char *msg, size_t msglen);
+/* The problem whose cell grid holds every pair of p with d <= reach: p
+ * with the one bin [0, reach] (edges[2] its edges, the caller's). */
+void histd__grid_problem(const histd_problem *p, double reach, double edges[2],
+                         histd_problem *out);
+/* The nearest-anywhere passes' radii (points.c, and the GPU's): how far a
+ * grid of p can reach (half a periodic box, past every pair of an open
+ * set) and a first radius, about two point spacings of B. */
+void histd__nearest_radii(const histd_problem *p, double *first, double *reach);
 
 /* "dm-tree" on a GPU worker (kernels/dmtree_engine.c; nocuda.c without CUDA). */
 int histd__cuda_dmtree_run(HISTD__RUN_ARGS);

@@ -311,12 +311,9 @@ static int pt_pass(const histd_problem *p, double r, double reach, uint64_t max_
                    const uint64_t *ids_a, const size_t *rows_a, const uint64_t *ids_b,
                    bool distinct, const histd_exec *ex, const histd_control *ctl, pt_job *J,
                    char *msg, size_t msglen) {
-  /* the grid of the one bin [0, reach]: its cells hold every pair d <= r */
-  const double edges[2] = {0, nextafter(reach, INFINITY)};
-  histd_problem gp = *p;
-  gp.statistic = HISTD_STAT_WITHIN;
-  gp.radius = reach;
-  gp.bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, edges};
+  double edges[2];
+  histd_problem gp;
+  histd__grid_problem(p, reach, edges, &gp);
   histd__grid grid;
   int rc = histd__grid_build(&grid, &gp, max_cells, true, msg, msglen);
   if (rc != 0)
@@ -351,9 +348,7 @@ static int pt_pass(const histd_problem *p, double r, double reach, uint64_t max_
 
 /* ---- the nearest neighbour anywhere --------------------------------------- */
 
-/* How far a grid can reach in p (half a periodic box, or past every pair
- * of an open set) and a first radius: about two point spacings of B. */
-static void nearest_radii(const histd_problem *p, double *first, double *reach) {
+void histd__nearest_radii(const histd_problem *p, double *first, double *reach) {
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
   double vol;
   if (p->box.kind != HISTD_BOX_NONE) {
@@ -378,12 +373,22 @@ static void nearest_radii(const histd_problem *p, double *first, double *reach) 
   *first = r0;
 }
 
+void histd__grid_problem(const histd_problem *p, double reach, double edges[2],
+                         histd_problem *out) {
+  edges[0] = 0;
+  edges[1] = nextafter(reach, INFINITY);
+  *out = *p;
+  out->statistic = HISTD_STAT_WITHIN;
+  out->radius = reach;
+  out->bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, edges};
+}
+
 static int nearest_anywhere(const histd_problem *p, bool distinct, const uint64_t *ids_a,
                             const uint64_t *ids_b, const histd_exec *ex, const histd_control *ctl,
                             pt_job *J, char *msg, size_t msglen) {
   const size_t n = p->a->n;
   double r, reach;
-  nearest_radii(p, &r, &reach);
+  histd__nearest_radii(p, &r, &reach);
   size_t *missing = malloc((n ? n : 1) * sizeof *missing);
   uint64_t *mids = malloc((n ? n : 1) * sizeof *mids);
   histd_dataset sub;
