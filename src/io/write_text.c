@@ -11,9 +11,9 @@
  *
  * five counts a row, the row's first bucket index zero-padded to at least
  * two digits (every prefix the same width), counts right-aligned two
- * spaces apart, then "T:<total pairs>". A histogram with more than a
- * count per bin (weights, g(r)) is a table instead, a row a bin with its
- * edges; a per-point result a row a point, a pair list a row a pair; a
+ * spaces apart, then "T:<total pairs>", the bins being k x bucket_width.
+ * A histogram with more than a count per bin (weights, g(r)) or explicit
+ * edges is a table instead, a row a bin with its edges; a per-point result a row a point, a pair list a row a pair; a
  * count within a radius one line, "within R: <count>". Then every other
  * scalar the result has, "name: value", in the schema's order, and the
  * per-frame table when there is one.
@@ -121,7 +121,7 @@ static int main_table(FILE *f, locale_t loc, const histd_result *r) {
   int err = 0;
   if (r->statistic == HISTD_STAT_HISTOGRAM) {
     histd__table_open(&c, r, HISTD_OUT_TEXT, HISTD_FS_BINS, HISTD_FS_BINS);
-    if (c.n <= 1) {
+    if (c.n <= 1 && r->bins.kind == HISTD_BINS_WIDTH) { /* the seed's rows: k x width */
       histd__table_close(&c);
       seed_rows(f, r);
       return 0;
@@ -166,29 +166,40 @@ static int main_table(FILE *f, locale_t loc, const histd_result *r) {
   return err;
 }
 
+/* per frame: a row a frame and bin, the frame's own fields repeated. */
 static int frames_table(FILE *f, locale_t loc, const histd_result *r) {
   histd__table bins, fr;
   histd__table_open(&bins, r, HISTD_OUT_TEXT, HISTD_FS_FRAME_BINS, HISTD_FS_FRAME_BINS);
   histd__table_open(&fr, r, HISTD_OUT_TEXT, HISTD_FS_FRAMES, HISTD_FS_FRAMES);
   if (bins.n > 0 || fr.n > 0) {
     fprintf(f, "per frame:\n%8s %8s %14s %14s", "frame", "bucket", "lower", "upper");
-    header(f, &bins);
+    for (size_t k = 0; k < bins.n + fr.n; k++) {
+      const histd_field *fd = k < bins.n ? bins.f[k] : fr.f[k - bins.n];
+      char name[64];
+      histd__field_column(fd, name, sizeof name);
+      fprintf(f, " %*s", width_of(fd->type), name);
+    }
+    fputc('\n', f);
     const uint64_t nf = r->frames > 0 ? r->frames : 1;
     for (uint64_t k = 0; k < nf; k++) {
+      histd_fvalue fv[HISTD__MAX_TABLE];
+      for (size_t c = 0; c < fr.n; c++)
+        if (!histd__values_next(&fr.it[c], &fv[c]))
+          memset(&fv[c], 0, sizeof fv[c]);
       for (uint32_t b = 0; b < r->bins.count; b++) {
         fprintf(f, "%8" PRIu64 " %8" PRIu32, k, b);
         edges(f, loc, r, b);
-        row(f, loc, &bins);
-      }
-      for (size_t c = 0; c < fr.n; c++) {
-        char name[64];
         histd_fvalue v;
-        histd__field_column(fr.f[c], name, sizeof name);
-        if (histd__values_next(&fr.it[c], &v)) {
-          fprintf(f, "%8" PRIu64 " %s:", k, name);
-          cell(f, loc, fr.f[c]->type, &v, 1);
-          fputc('\n', f);
+        for (size_t c = 0; c < bins.n; c++) {
+          fputc(' ', f);
+          if (histd__values_next(&bins.it[c], &v))
+            cell(f, loc, bins.f[c]->type, &v, width_of(bins.f[c]->type));
         }
+        for (size_t c = 0; c < fr.n; c++) {
+          fputc(' ', f);
+          cell(f, loc, fr.f[c]->type, &fv[c], width_of(fr.f[c]->type));
+        }
+        fputc('\n', f);
       }
     }
   }
