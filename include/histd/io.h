@@ -248,6 +248,14 @@ int histd_write_csv(FILE *f, const histd_result *res);
 enum { HISTD_JSON_PRETTY = 1, HISTD_JSON_SUMMARY = 2 };
 int histd_write_json(FILE *f, const histd_result *res, unsigned flags);
 
+/* The result schema (histd/schema.h) as JSON, what GET /v1/schema and
+ * `sdh --list-fields` answer: {"fields": [{"name", "group" (or null),
+ * "column" (the CSV and text name), "npz" (the npz entry), "type" (u64,
+ * i64, f64, str, bool), "shape" (scalar, bins, edges, frames,
+ * frames x bins, points, frames x points, pairs), "unit", "outputs"
+ * (json, csv, text, npz, store), "help"}, ...]}, in the table's order. */
+int histd_write_schema(FILE *f);
+
 /*
  * histd_write_npz: the result as a NumPy .npz (a zip of stored .npy
  * entries): "n", ["n_b"], ["volume"], then "edges" (float64, buckets + 1),

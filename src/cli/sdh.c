@@ -73,6 +73,7 @@ static const char usage_tail[] =
     "  --pretty              indent the JSON output\n"
     "  --list-kernels        list the kernels: name, engine, summary\n"
     "  --list-params         list the parameters: name, flag, type, help\n"
+    "  --list-fields         the result schema: every field a result may hold, as JSON\n"
     "  -h, --help            this text\n"
     "  --version             the version\n"
     "\n"
@@ -181,8 +182,8 @@ static int list_params(void) {
  * parameters' flags come from the table (histd/params.h), after the CLI's
  * own. */
 static int parse_args(int argc, char **argv, options *o) {
-  enum { O_RANDOM = 256, O_BOX, O_SEED, O_PRETTY, O_LIST, O_LIST_PARAMS, O_VERSION, O_WITH,
-         O_PARAM };
+  enum { O_RANDOM = 256, O_BOX, O_SEED, O_PRETTY, O_LIST, O_LIST_PARAMS, O_LIST_FIELDS,
+         O_VERSION, O_WITH, O_PARAM };
   static const struct option own[] = {
       {"format", required_argument, NULL, 'f'},
       {"input-format", required_argument, NULL, 'i'},
@@ -193,6 +194,7 @@ static int parse_args(int argc, char **argv, options *o) {
       {"pretty", no_argument, NULL, O_PRETTY},
       {"list-kernels", no_argument, NULL, O_LIST},
       {"list-params", no_argument, NULL, O_LIST_PARAMS},
+      {"list-fields", no_argument, NULL, O_LIST_FIELDS},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, O_VERSION},
   };
@@ -282,6 +284,10 @@ static int parse_args(int argc, char **argv, options *o) {
       return list_kernels();
     case O_LIST_PARAMS:
       return list_params();
+    case O_LIST_FIELDS:
+      return histd_write_schema(stdout) == 0 && fputc('\n', stdout) != EOF && fflush(stdout) == 0
+                 ? 0
+                 : 1;
     case 'h':
       usage();
       return 0;

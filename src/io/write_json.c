@@ -187,3 +187,51 @@ int histd_write_json(FILE *f, const histd_result *res, unsigned flags) {
   freelocale(loc);
   return err != 0 ? err : ferror(f) ? HISTD_EIO : 0;
 }
+
+int histd_write_schema(FILE *f) {
+  static const char *const types[] = {"u64", "i64", "f64", "str", "bool"};
+  static const char *const shapes[] = {"scalar", "bins",   "edges",           "frames",
+                                       "frames x bins", "points", "frames x points", "pairs"};
+  static const char *const outs[] = {"json", "csv", "text", "npz", "store"};
+  out o = {f, (locale_t)0, false, 0, true};
+  fputs("{\"fields\":[", f);
+  for (size_t i = 0; i < histd_schema_count(); i++) {
+    const histd_field *fd = histd_schema_at(i);
+    char column[64], npz[80];
+    histd__field_column(fd, column, sizeof column);
+    if (fd->group != NULL)
+      snprintf(npz, sizeof npz, "%s.%s", fd->group, fd->name);
+    else
+      snprintf(npz, sizeof npz, "%s", fd->name);
+    fputs(i ? ",{" : "{", f);
+    o.first = true;
+    key(&o, "name");
+    str_text(&o, fd->name);
+    key(&o, "group");
+    if (fd->group != NULL)
+      str_text(&o, fd->group);
+    else
+      fputs("null", f);
+    key(&o, "column");
+    str_text(&o, column);
+    key(&o, "npz");
+    str_text(&o, (fd->outputs & HISTD_OUT_NPZ) ? npz : "");
+    key(&o, "type");
+    str_text(&o, types[fd->type]);
+    key(&o, "shape");
+    str_text(&o, shapes[fd->shape]);
+    key(&o, "unit");
+    str_text(&o, fd->unit);
+    key(&o, "outputs");
+    fputc('[', f);
+    for (unsigned k = 0, n = 0; k < 5; k++)
+      if (fd->outputs & (1u << k))
+        fprintf(f, n++ ? ",\"%s\"" : "\"%s\"", outs[k]);
+    fputc(']', f);
+    key(&o, "help");
+    str_text(&o, fd->help);
+    fputc('}', f);
+  }
+  fputs("]}", f);
+  return ferror(f) ? HISTD_EIO : 0;
+}

@@ -66,6 +66,7 @@ const route service_routes[] = {
     {"POST", "/v1/histogram", route_histogram, true, false,
      "points and parameters in, histogram out, in one request"},
     {"GET", "/v1/kernels", route_kernels, false, false, "the kernel registry"},
+    {"GET", "/v1/schema", route_schema, false, false, "the fields a result may hold"},
     {"GET", "/v1/devices", route_devices, false, false, "GPUs and CPU threads"},
     {"GET", "/healthz", route_healthz, false, true, "liveness"},
     {"GET", "/readyz", route_readyz, false, false, "readiness"},

@@ -46,6 +46,17 @@ void route_kernels(request *r) {
   respond_json(r, 200, o);
 }
 
+/* GET /v1/schema: the fields a result may hold (histd/schema.h), what the
+ * Python client and the dashboard read results by. */
+void route_schema(request *r) {
+  body_writer b;
+  if (!body_open(&b, r->svc, false)) {
+    respond_problem(r, 503, "no memory for the schema's answer; try again");
+    return;
+  }
+  respond_body(r, 200, "application/json", &b, histd_write_schema(b.f));
+}
+
 void route_devices(request *r) {
   histd_device_info dev[16];
   int count = 0;

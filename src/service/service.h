@@ -682,6 +682,7 @@ void route_jobs_delete(request *r);
 void route_jobs_result(request *r);
 void route_histogram(request *r);
 void route_kernels(request *r);
+void route_schema(request *r);
 void route_devices(request *r);
 void route_healthz(request *r);
 void route_readyz(request *r);
