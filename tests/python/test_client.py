@@ -311,7 +311,40 @@ def test_trajectory(c):
           "the client's O-H counts less the bonded pairs: %s, want %s" % (list(r.counts), want))
     check(r.select_a == "type:1" and r.select_b == "type:2" and r.n == 20 and r.n_b == 40 and
           r.frames == 1, "the selections and their sizes")
-    check(r.per_frame is not None and r.per_frame["counts"] == [want], "the per-frame table")
+    check(r.per_frame is not None and r.per_frame["counts"].tolist() == [want],
+          "the per-frame table")
+
+
+def test_schema(c, ds):
+    """Every field the daemon's schema lists for JSON, which a result has,
+    is the Result's attribute (a grouped one a member of its group's dict),
+    with the JSON's value, read from the .npz as from the JSON."""
+    schema = c.schema()
+    check(schema and {"name", "group", "npz", "type", "shape"} <= set(schema[0]), schema[:1])
+    jobs = [c.submit(ds, bucket_width=100, box=[2000]), c.submit(ds, within=150)]
+    for job in jobs:
+        r = job.wait(progress=False)
+        doc = c._call("GET", "/v1/jobs/%s/result" % job.id)
+        seen = 0
+        for f in schema:
+            if "json" not in f["outputs"]:
+                continue
+            src = doc.get(f["group"]) if f["group"] else doc
+            if not isinstance(src, dict) or f["name"] not in src:
+                continue
+            want = src[f["name"]]
+            got = (getattr(r, f["group"]) or {}).get(f["name"]) if f["group"] else \
+                getattr(r, f["name"])
+            if f["shape"] != "scalar":
+                got = [[None if x != x else x for x in row] if isinstance(row, list)
+                       else (None if row != row else row) for row in got.tolist()]
+            if f["group"] == "timing_ms" or f["name"] in ("device", "kernel_reason"):
+                seen += got is not None  # the npz and the JSON were read at two times
+                continue
+            check(got == want, "%s: %s.%s: %r, the JSON's %r" % (doc["statistic"], f["group"],
+                                                                 f["name"], got, want))
+            seen += 1
+        check(seen >= 12, "%s: %d fields" % (doc["statistic"], seen))
 
 
 def main():
@@ -319,6 +352,7 @@ def main():
         c = client_of(d)
         pts, ds = test_routes(c, d)
         test_trajectory(c)
+        test_schema(c, ds)
         test_statistics(c, pts, ds)
         test_npz_json(c, d, ds)
         test_files(c, pts)

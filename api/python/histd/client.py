@@ -143,11 +143,12 @@ class Job:
         if self.status in ("failed", "cancelled"):
             raise JobFailed(self.doc)
         path = "/v1/jobs/%s/result" % self.id
-        # the .npz holds the bins' arrays; a per-frame table comes in the JSON
-        if have_numpy() and not (self.doc.get("params") or {}).get("per_frame"):
+        # the .npz holds every field (the schema's), arrays exact and typed
+        if have_numpy():
             raw = self.client._request("GET", path + "?format=npz")
-            return Result.from_npz(raw, self.doc.get("result") or {}, self.id)
-        return Result(self.client._call("GET", path), job=self.id)
+            return Result.from_npz(raw, self.doc.get("result") or {}, self.id,
+                                   self.client.schema())
+        return Result(self.client._call("GET", path), job=self.id, schema=self.client.schema())
 
     def __repr__(self) -> str:
         return "<histd.Job %s %s %.0f%%>" % (self.id[:12], self.status, 100 * self.progress)
@@ -232,6 +233,19 @@ class Client:
     def devices(self) -> Dict[str, Any]:
         """GET /v1/devices: the daemon's CPU and GPUs."""
         return self._call("GET", "/v1/devices")
+
+    def schema(self) -> Optional[List[Dict[str, Any]]]:
+        """GET /v1/schema: the fields a result may hold, as the daemon
+        lists them (asked once, then kept); None from a daemon too old to
+        have it, whose results are then read by their members' values."""
+        if not hasattr(self, "_schema"):
+            try:
+                self._schema = self._call("GET", "/v1/schema")["fields"]
+            except HistdError as e:
+                if e.status != 404:
+                    raise
+                self._schema = None
+        return self._schema
 
     # ---- datasets ----
 
@@ -370,6 +384,35 @@ class Client:
         bins (edges=, log_bins=, bucket_width=, r_max= with buckets=), or
         within a radius (within=); weights=True adds the weighted sums."""
         job = self.submit(data, data_b, **params)
+        return job.wait(timeout=timeout, progress=progress)
+
+    def neighbours(self, data: Data, within: float, data_b: Optional[Data] = None, *,
+                   progress: Optional[bool] = None, timeout: Optional[float] = None,
+                   **params: Any) -> Result:
+        """For every point of `data`, its neighbours within `within` among the
+        points of `data_b` (of `data` itself without it; a point is never its
+        own neighbour): ``result.neighbours`` (a row per frame over several),
+        with weights=True the sum of their weights (``neighbour_weights``);
+        ``result.index`` names each row's point."""
+        job = self.submit(data, data_b, within=within, per_point=True, **params)
+        return job.wait(timeout=timeout, progress=progress)
+
+    def nearest(self, data: Data, data_b: Optional[Data] = None, within: Optional[float] = None,
+                *, progress: Optional[bool] = None, timeout: Optional[float] = None,
+                **params: Any) -> Result:
+        """For every point of `data`, its nearest other point of `data_b` (of
+        `data` without it): ``result.nearest`` (its index, -1 where none is
+        within `within`) and ``result.nearest_d`` (the distance, nan where none)."""
+        job = self.submit(data, data_b, within=within, nearest=True, **params)
+        return job.wait(timeout=timeout, progress=progress)
+
+    def pairs_within(self, data: Data, r: float, data_b: Optional[Data] = None, *,
+                     progress: Optional[bool] = None, timeout: Optional[float] = None,
+                     **params: Any) -> Result:
+        """Every pair with d <= r (the distance join): ``result.i``, ``result.j``
+        (indices in the datasets; i < j for self pairs), ``result.d``, and
+        ``result.frame`` over several frames."""
+        job = self.submit(data, data_b, pairs_within=r, **params)
         return job.wait(timeout=timeout, progress=progress)
 
     def __repr__(self) -> str:

@@ -1,109 +1,151 @@
-"""Results: a job's histogram (or count within a radius) as arrays."""
+"""Results, read by the daemon's result schema (GET /v1/schema).
+
+A result is whatever fields its job computed: a histogram (edges, counts,
+g, ...), a count within a radius, a value per point (neighbours, nearest,
+...), or a pair list (i, j, d). The schema lists every field a result may
+hold -- its JSON member and group, its npz entry, its type and shape -- and
+``Result`` takes them from it, so that a field the daemon adds reaches the
+client without a line here: each field the result has is an attribute of
+the same name (a field of a group, an entry of the group's dict:
+``result.timing_ms["kernel"]``, ``result.per_frame["counts"]``).
+"""
 import io
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
-from ._points import _np, as_array
+from ._points import _np
 
-# the arrays a result may hold, and their dtypes
-ARRAYS = {"edges": "f8", "counts": "u8", "weighted": "f8", "g": "f8", "coordination": "f8"}
-# the integer scalars (exact: Python ints)
-INTS = ("n", "n_b", "buckets", "below", "overflow", "total", "within", "block_size", "frames",
-        "excluded")
+# numpy dtypes of the schema's types
+DTYPES = {"u64": "u8", "i64": "i8", "f64": "f8", "bool": "?"}
+
+def _infer(doc: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Fields for a document read without the daemon's schema (Result(doc)):
+    each member as it is, arrays typed by their values (non-negative whole
+    numbers uint64, whole numbers int64, else float64, null as nan)."""
+    def kind(v: Any) -> str:
+        flat = [x for row in v for x in (row if isinstance(row, list) else [row])]
+        if all(isinstance(x, bool) for x in flat) and flat:
+            return "bool"
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in flat):
+            return "u64" if all(x >= 0 for x in flat) else "i64"
+        return "f64"
+    fields = []
+    for group, src in [(None, doc)] + [(k, v) for k, v in doc.items() if isinstance(v, dict)]:
+        for name, v in src.items():
+            if isinstance(v, dict):
+                continue
+            shape = "array" if isinstance(v, list) else "scalar"
+            typ = kind(v) if shape == "array" else (
+                "bool" if isinstance(v, bool) else "u64" if isinstance(v, int) else
+                "f64" if isinstance(v, float) else "str")
+            fields.append({"name": name, "group": group, "type": typ, "shape": shape,
+                           "npz": "%s.%s" % (group, name) if group else name})
+    return fields
+
+
+def _value(field: Dict[str, Any], v: Any) -> Any:
+    """A field's value as Python wants it: exact ints, floats (null: nan in
+    arrays, None alone), numpy arrays for the shapes that are arrays."""
+    if v is None:
+        return None
+    if field["shape"] == "scalar":
+        if hasattr(v, "ndim"):  # an npz scalar
+            v = v[()] if v.ndim == 0 else v
+            v = v.item() if hasattr(v, "item") else v
+        if field["type"] in ("u64", "i64") and not isinstance(v, str):
+            return int(v)
+        if field["type"] == "f64" and not isinstance(v, str):
+            return float(v)
+        if field["type"] == "bool":
+            return bool(v)
+        return str(v)
+    if _np is None:
+        return v
+    if isinstance(v, _np.ndarray):
+        return v
+    dtype = DTYPES.get(field["type"], "f8")
+    if field["type"] == "str":
+        return list(v)
+    if dtype == "f8":
+        v = [[_np.nan if x is None else x for x in row] if isinstance(row, list)
+             else (_np.nan if row is None else row) for row in v]
+    return _np.asarray(v, dtype=dtype)
 
 
 class Result:
-    """One result of histd.
-
-    Arrays (numpy arrays when numpy is installed, else lists; None when the
-    result has none): ``edges`` (buckets + 1 floats), ``centers`` (the bins'
-    midpoints), ``counts`` (exact unsigned 64-bit integers), ``weighted``
-    (the weighted sums, for ``weights=True``), ``g`` and ``coordination``
-    (periodic boxes: g(r) in LAMMPS's ``compute rdf`` convention and the
-    running coordination number).
-
-    Exact integers: ``n``, ``n_b`` (A x B), ``below`` (pairs under the first
-    edge), ``overflow`` (at or beyond the last edge), ``total`` (all pairs),
-    ``within`` (a count within ``radius``).
-
-    Trajectories: ``frames`` (the frames counted), ``select_a`` and
-    ``select_b`` (the selections A and B came from, None for a whole
-    dataset), ``exclude`` ("molecule" or None) with ``excluded`` (the pairs
-    left out), ``unit`` (the length unit of A's file, or None), and
-    ``per_frame`` (with ``per_frame=True``: a dict of each frame's
-    ``total``, ``counts``, and periodic ``volume`` and ``g``, as lists).
-
-    The normalisation and the run: ``volume`` (the box volume g(r) divides
-    by, None in open space), ``statistic`` ("histogram" or "within"),
-    ``bins`` ("width" or "edges"), ``bucket_width``, ``kernel`` (and
-    ``kernel_reason``: why "auto" chose it, or None), ``precision``,
-    ``exact``, ``device``, ``timing_ms`` (queue, parse, transfer, kernel,
-    total) and ``job`` (the job's id, when there was one).
-    """
-
-    edges: Any
-    counts: Any
-    weighted: Any
-    g: Any
-    coordination: Any
+    """One result of histd: every field it has, as an attribute (see the
+    module's docstring). Exact integers (counts, totals) are Python ints or
+    uint64 arrays; ``centers`` are the bins' midpoints; ``fields`` names the
+    attributes the result has; ``raw`` is the JSON document; ``job`` the job's
+    id when there was one."""
 
     def __init__(self, doc: Dict[str, Any], arrays: Optional[Dict[str, Any]] = None,
-                 job: Optional[str] = None) -> None:
+                 job: Optional[str] = None,
+                 schema: Optional[List[Dict[str, Any]]] = None) -> None:
         self.raw = doc
         self.job = job
-        for k in INTS:
-            setattr(self, k, int(doc[k]) if doc.get(k) is not None else None)
-        self.statistic = doc.get("statistic")
-        self.bins = doc.get("bins")
-        self.bucket_width = doc.get("bucket_width")
-        self.volume = doc.get("volume")
-        self.radius = doc.get("radius")
-        self.weighted_within = doc.get("weighted_within")
-        self.kernel = doc.get("kernel")
-        self.kernel_reason = doc.get("kernel_reason")
-        for k in ("select_a", "select_b", "exclude", "unit", "per_frame"):
-            setattr(self, k, doc.get(k))
-        self.precision = doc.get("precision")
-        self.exact = doc.get("exact")
-        self.device = doc.get("device")
-        self.timing_ms = dict(doc.get("timing_ms") or {})
-        for k, dtype in ARRAYS.items():
-            v = (arrays or {}).get(k, doc.get(k))
-            setattr(self, k, None if v is None else as_array(v, dtype))
-        if arrays:  # the .npz's scalars are exact too
-            for k in ("below", "overflow", "total", "within", "n", "n_b"):
-                if k in arrays:
-                    setattr(self, k, int(arrays[k]))
+        self.fields: List[str] = []
+        arrays = arrays or {}
+        groups: Dict[str, Dict[str, Any]] = {}
+        for f in schema or _infer(doc):
+            if f.get("outputs") is not None and "json" not in f["outputs"]:
+                continue
+            group, name = f["group"], f["name"]
+            src = doc.get(group) if group else doc
+            v = arrays.get(f.get("npz") or name)
+            if v is None and isinstance(src, dict):
+                v = src.get(name)
+            if v is None:
+                continue
+            v = _value(f, v)
+            if group:
+                groups.setdefault(group, {})[name] = v
+            else:
+                setattr(self, name, v)
+                self.fields.append(name)
+        for group, members in groups.items():
+            setattr(self, group, members)
+            self.fields.append(group)
+
+    def __getattr__(self, name: str) -> Any:
+        # a field this result does not have reads as None (edges of a count
+        # within a radius, n_b of a self job, ...)
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return None
 
     @property
     def centers(self) -> Any:
         """The bins' midpoints, (edges[k] + edges[k+1]) / 2."""
-        if self.edges is None:
-            return None
         e = self.edges
+        if e is None:
+            return None
         if _np is not None:
             return (e[:-1] + e[1:]) / 2
         return [(e[i] + e[i + 1]) / 2 for i in range(len(e) - 1)]
 
     @classmethod
-    def from_npz(cls, data: bytes, summary: Dict[str, Any], job: Optional[str] = None) -> "Result":
+    def from_npz(cls, data: bytes, summary: Dict[str, Any], job: Optional[str] = None,
+                 schema: Optional[List[Dict[str, Any]]] = None) -> "Result":
         """A result from the daemon's .npz (GET /v1/jobs/{id}/result?format=npz)
         and the job's summary (its ``result`` without the arrays)."""
         with _np.load(io.BytesIO(data), allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
-        arrays = {k: (v if v.ndim else v[()]) for k, v in arrays.items()}
-        return cls(summary, arrays, job)
+        return cls(summary, arrays, job, schema)
 
     def to_dict(self) -> Dict[str, Any]:
         """Every field, arrays included."""
-        d = dict(self.raw)
-        for k in ARRAYS:
-            if getattr(self, k) is not None:
-                d[k] = getattr(self, k)
-        return d
+        return {k: getattr(self, k) for k in self.fields}
 
     def __repr__(self) -> str:
-        if self.statistic == "within":
+        s = self.statistic
+        if s == "within":
             return "<histd.Result within %g: %s of %s pairs>" % (self.radius, self.within,
                                                                 self.total)
+        if s in ("per_point", "nearest"):
+            return "<histd.Result %s of %s points x %s frames, %s>" % (s, len(self.index or []),
+                                                                      self.frames, self.device)
+        if s == "pairs":
+            return "<histd.Result %s pairs within %g, %s>" % (self.pairs, self.radius,
+                                                             self.device)
         return "<histd.Result %s buckets, %s pairs%s, %s>" % (
             self.buckets, self.total, ", g(r)" if self.g is not None else "", self.device)
