@@ -271,7 +271,7 @@ static bool admit(request_state *st, const char *version) {
   const config *cfg = &r->svc->cfg;
   unsigned status;
   char msg[512];
-  if (guard_framing(r->conn, &status, msg, sizeof msg) != 0) {
+  if (guard_head(r->conn, &status, msg, sizeof msg) != 0) {
     st->close = true;
     respond_problem(r, status, "%s", msg);
     return true;

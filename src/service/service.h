@@ -651,7 +651,7 @@ const char *request_header(request *r, const char *key);
 
 /* What every request must satisfy (guard.c); each returns 0, or a negative
  * HISTD_E* code with the HTTP status and a sentence. */
-int guard_framing(struct MHD_Connection *conn, unsigned *status, char *msg, size_t msglen);
+int guard_head(struct MHD_Connection *conn, unsigned *status, char *msg, size_t msglen);
 int guard_nul(bool nul_in_url, unsigned *status, char *msg, size_t msglen);
 int guard_host(const config *cfg, const char *host, bool http11, unsigned *status, char *msg,
                size_t msglen);
