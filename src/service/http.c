@@ -215,6 +215,8 @@ static enum MHD_Result finish(request_state *st) {
   if (r->response == NULL)
     return MHD_NO;
   add_cors(r);
+  if (r->vary_accept)
+    response_add_header(r, "Vary", "Accept");
   if (st->close)
     response_add_header(r, "Connection", "close");
   enum MHD_Result rc = MHD_queue_response(r->conn, r->status, r->response);

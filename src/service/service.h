@@ -592,6 +592,7 @@ typedef struct request {
   bool suspended;
   bool resumed;
   double wait_deadline;
+  bool vary_accept;      /* the answer was chosen by Accept (negotiate) */
   /* the response the handler built */
   unsigned status;
   struct MHD_Response *response;
@@ -644,6 +645,11 @@ void respond_problem(request *r, unsigned status, const char *fmt, ...)
 const char *http_status_title(unsigned status);
 bool utf8_valid(const char *s);
 void response_add_header(request *r, const char *name, const char *value);
+
+/* Which of types[0..count) (the default first) the request's Accept
+ * prefers (accept.c): its index, or -1 when it accepts none of them
+ * (answered 406 with a sentence listing them). */
+int negotiate(request *r, const char *const *types, size_t count);
 
 /* Query parameters and headers. */
 const char *request_query(request *r, const char *key);
