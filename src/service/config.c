@@ -97,8 +97,8 @@ static const setting settings[] = {
      "disk budget of the data dir (payloads, database); uploads and results past it are "
      "refused with 507 (default 0: none)"},
     {"max-buffered-bytes", "HISTD_MAX_BUFFERED_BYTES", K_SIZE, F(max_buffered_bytes),
-     "request bodies and large answers held at once, for all clients; beyond it 503 "
-     "(default 1G; 0: no limit)"},
+     "request bodies (as they arrive) and large answers held at once, for all clients; "
+     "beyond it 503 (default 1G; 0: no limit)"},
     {"access-log", "HISTD_ACCESS_LOG", K_FLAG, F(access_log),
      "log every request on stderr (method, path, status, bytes in, milliseconds)"},
     {"coordinator", "HISTD_COORDINATOR", K_STR, F(coordinator),

@@ -142,6 +142,11 @@ char *metrics_render(service *svc, size_t *len) {
   put(&b, "histd_http_slow_clients_total{reason=\"body\"} %llu\n",
       (unsigned long long)atomic_load(&m->http_slow_bodies));
 
+  header(&b, "histd_buffered_bytes", "gauge",
+         "Bytes held now for request bodies as they arrive and large answers not yet sent "
+         "(the budget is --max-buffered-bytes).");
+  put(&b, "histd_buffered_bytes %llu\n", (unsigned long long)atomic_load(&svc->buffered.used));
+
   histd_device_info dev[16];
   int count = 0;
   histd_devices(dev, 16, &count, NULL, 0);
