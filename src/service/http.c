@@ -694,8 +694,12 @@ int http_start(service *svc, char *msg, size_t msglen) {
       MHD_OPTION_LISTEN_SOCKET, fd,
       MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
       MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout,
-      MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit,
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, /* deadline.c counts them, evicting slow ones */
+      /* deadline.c counts connections and makes room at its limits, so
+       * libmicrohttpd's own limit leaves it room to: the new connection
+       * and those shut down but not yet closed. */
+      MHD_OPTION_CONNECTION_LIMIT,
+      cfg->connection_limit == 0 ? 0u : cfg->connection_limit + cfg->connection_limit / 4 + 16,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->connection_memory_limit,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, svc,
       MHD_OPTION_NOTIFY_CONNECTION, on_connection, svc,

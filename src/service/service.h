@@ -62,6 +62,7 @@ typedef struct config {
   int histogram_threads;       /* POST /v1/histogram's pool; 0: one per core */
   unsigned connection_timeout; /* seconds */
   double header_timeout;       /* seconds to send a request head; 0 = none */
+  double body_timeout;         /* seconds to send a request body; 0 = none */
   size_t min_body_rate;        /* bytes per second; 0 = none */
   unsigned connection_limit;
   unsigned per_ip_connection_limit;
@@ -501,9 +502,10 @@ void sync_task_free(sync_task *t);
 /* ---- slow clients (deadline.c) ------------------------------------------------------ */
 
 /* Watches every connection: a request head must arrive within
- * --header-timeout, a body at --min-body-rate; one address holds at most
- * --per-ip-connection-limit connections, its oldest waiting one making
- * room. The hooks run on libmicrohttpd's threads, the sweep on the loop. */
+ * --header-timeout, a body at --min-body-rate and within --body-timeout;
+ * one address holds at most --per-ip-connection-limit connections, all of
+ * them --connection-limit, the least busy one making room at either limit.
+ * The hooks run on libmicrohttpd's threads, the sweep on the loop. */
 typedef struct deadlines deadlines;
 struct MHD_Connection;
 int deadlines_create(deadlines **out, struct service *svc, char *msg, size_t msglen);
