@@ -139,7 +139,9 @@ int guard_head(struct MHD_Connection *conn, unsigned *status, char *msg, size_t 
   if (h.folded != NULL)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "a header line is folded onto the next one (a line that starts with a "
-                      "blank); send each field on one line (RFC 9112 5.2)");
+                      "blank; or its value follows more than %d blanks); send each field on "
+                      "one line (RFC 9112 5.2)",
+                      MAX_VALUE_INDENT);
   if (h.bad_name != NULL) {
     char shown[48];
     show_name(h.bad_name, h.bad_name_len, shown, sizeof shown);

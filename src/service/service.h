@@ -9,6 +9,9 @@
  *   main.c             flags, startup, the libuv loop (signals, timers, wake-ups)
  *   config.c           flags and environment variables -> struct config
  *   http.c             libmicrohttpd: requests, bodies, auth, CORS, the route table
+ *   guard.c            what every request must be (its head, Host, Origin, types)
+ *   deadline.c         slow clients: head and body deadlines, connection limits
+ *   accept.c           content negotiation (Accept)
  *   cors.c             which origins get which CORS headers
  *   problem.c          application/problem+json errors and response helpers
  *   routes_datasets.c  /v1/datasets

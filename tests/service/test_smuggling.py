@@ -48,6 +48,7 @@ CASES = [
     ("a folded line after a field", head("X-Note: a", " Content-Length: %d" % len(SMUGGLED)) + SMUGGLED, 400),
     ("a folded Content-Length", head("Content-Length:", " %d" % len(SMUGGLED)) + SMUGGLED, 400),
     ("a folded line of tokens only", head("X-Note:", "\tContent-Length%d" % len(SMUGGLED)) + SMUGGLED, 400),
+    ("a value after 300 blanks", head("X-Note:" + " " * 300 + "a", "Content-Length: 2") + b"{}", 400, "blanks"),
     ("a blank inside a field name", head("Content Length: %d" % len(SMUGGLED)) + SMUGGLED, 400),
     ("two Host headers", b"GET /v1/kernels HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n\r\n", 400),
     ("two Content-Types", head("Content-Type: text/plain", "Content-Length: 2") + b"{}", 400, "Content-Type"),
