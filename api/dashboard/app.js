@@ -70,9 +70,15 @@
 
   /* ---- settings ------------------------------------------------------- */
 
-  // The origin requests to `base` go to ('' = this page's), or null.
+  // The origin requests to `base` go to ('' = this page's), or null when
+  // `base` is not an http: or https: URL. Every use of a base goes through
+  // here: a javascript: or data: base has the origin "null", and the footer's
+  // links (base + path) would run it as script in this page, which can read
+  // every saved token.
   function originOf(base) {
-    try { return new URL(base || location.href, location.href).origin; } catch (_) { return null; }
+    let u;
+    try { u = new URL(base || location.href, location.href); } catch (_) { return null; }
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.origin : null;
   }
   function loadTokens() {
     let t = {};
@@ -100,6 +106,7 @@
   }
 
   function useBase(base) {
+    if (base && !originOf(base)) base = ''; // (a base saved by an older page)
     state.base = base;
     state.token = tokenFor(base);
     $('api-base').value = state.base;
@@ -114,20 +121,20 @@
   // Where the token in the form would be sent, under the form.
   function showTokenDest() {
     const o = originOf($('api-base').value.trim());
-    $('token-dest').textContent = o ? 'Sent only to ' + o + '.' : 'Not a URL: nothing is sent.';
+    $('token-dest').textContent = o ? 'Sent only to ' + o + '.' : 'Not an http: or https: URL: nothing is sent.';
   }
 
   // Returns false when the page must wait for the user's answer about ?api=.
   function loadSettings() {
     const q = new URLSearchParams(location.search);
-    const saved = (localStorage.getItem(LS_BASE) || '').replace(/\/+$/, '');
     const asked = (q.get('api') || '').replace(/\/+$/, '');
-    useBase(saved);
-    if (!asked || originOf(asked) === originOf(saved)) {
+    useBase((localStorage.getItem(LS_BASE) || '').replace(/\/+$/, ''));
+    const current = state.base;
+    if (!asked || originOf(asked) === originOf(current)) {
       if (asked) useBase(asked);
       return true;
     }
-    askBase(asked, saved);
+    askBase(asked, current);
     return false;
   }
 
@@ -137,11 +144,11 @@
     const from = originOf(saved);
     const box = $('api-confirm');
     $('api-confirm-to').textContent = to || asked;
-    $('api-confirm-token').textContent = !to ? 'It is not a URL.'
+    $('api-confirm-token').textContent = !to ? 'It is not an http: or https: URL, so it cannot be used.'
       : tokenFor(asked) ? 'The token you saved for ' + to + ' goes with them.'
         : 'No token goes with them: you saved none for ' + to + '.' + (tokenFor(saved) ? ' The token for ' + from + ' stays there.' : '');
     $('api-confirm-use').disabled = !to;
-    $('api-confirm-use').textContent = 'Use ' + (to || asked);
+    $('api-confirm-use').textContent = to ? 'Use ' + to : 'Cannot use it';
     $('api-confirm-stay').textContent = 'Stay with ' + from;
     box.hidden = false;
     $('engine').textContent = 'waiting for your choice';
@@ -154,7 +161,7 @@
     const base = $('api-base').value.trim().replace(/\/+$/, '');
     const token = $('token').value.trim();
     if (!originOf(base)) {
-      showAlert(new ApiError(0, 'Not a URL', '"' + base + '" is not an API base URL such as http://127.0.0.1:8080.'));
+      showAlert(new ApiError(0, 'Not an http: or https: URL', '"' + base + '" is not an API base URL such as http://127.0.0.1:8080.'));
       return;
     }
     if (base) localStorage.setItem(LS_BASE, base); else localStorage.removeItem(LS_BASE);

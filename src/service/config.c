@@ -83,10 +83,16 @@ static const setting settings[] = {
     {"min-body-rate", "HISTD_MIN_BODY_RATE", K_SIZE, F(min_body_rate),
      "slowest average, in bytes per second, at which a request body may arrive after its "
      "first second (default 1k; 0 = no minimum)"},
+    {"body-timeout", "HISTD_BODY_TIMEOUT", K_SECONDS, F(body_timeout),
+     "time a client has to send a whole request body, from the end of its head, however "
+     "fast it comes (default 30m; 0 = no limit)"},
     {"connection-limit", "HISTD_CONNECTION_LIMIT", K_INT, F(connection_limit),
-     "most open connections (default 512)"},
+     "most open connections; at the limit a new one takes the place of the oldest waiting "
+     "for a request head, else of the body arriving slowest (default 512)"},
     {"per-ip-connection-limit", "HISTD_PER_IP_CONNECTION_LIMIT", K_INT,
-     F(per_ip_connection_limit), "most open connections from one address (default 128)"},
+     F(per_ip_connection_limit),
+     "most open connections from one address, room made the same way among them "
+     "(default 128)"},
     {"connection-memory", "HISTD_CONNECTION_MEMORY", K_SIZE, F(connection_memory_limit),
      "per-connection buffer memory (default 128k)"},
     {"max-wait", "HISTD_MAX_WAIT", K_INT, F(max_wait),
@@ -97,8 +103,8 @@ static const setting settings[] = {
      "disk budget of the data dir (payloads, database); uploads and results past it are "
      "refused with 507 (default 0: none)"},
     {"max-buffered-bytes", "HISTD_MAX_BUFFERED_BYTES", K_SIZE, F(max_buffered_bytes),
-     "request bodies and large answers held at once, for all clients; beyond it 503 "
-     "(default 1G; 0: no limit)"},
+     "request bodies (as they arrive) and large answers held at once, for all clients; "
+     "beyond it 503 (default 1G; 0: no limit)"},
     {"access-log", "HISTD_ACCESS_LOG", K_FLAG, F(access_log),
      "log every request on stderr (method, path, status, bytes in, milliseconds)"},
     {"coordinator", "HISTD_COORDINATOR", K_STR, F(coordinator),
@@ -262,6 +268,7 @@ int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen) {
   cfg->queue_limit = 1024;
   cfg->connection_timeout = 60;
   cfg->header_timeout = 10;
+  cfg->body_timeout = 30 * 60;
   cfg->min_body_rate = 1024;
   cfg->connection_limit = 512;
   cfg->per_ip_connection_limit = 128;

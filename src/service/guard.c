@@ -8,12 +8,19 @@
  *     ("/v1/x%00y" read as "/v1/x"): such a request is refused (400). (A raw
  *     NUL byte inside a header line is cut there by libmicrohttpd itself,
  *     before histd can see it.)
- *   - framing (request smuggling): one Content-Length at most, and never
- *     beside Transfer-Encoding, whose only accepted value is "chunked".
- *     libmicrohttpd reads a body with the first Content-Length it sees and
- *     would serve the rest as a second request, so a request that two
- *     parsers could frame differently is refused (400) and its connection
- *     closed;
+ *   - the head (request smuggling): every field name a token (RFC 9110
+ *     5.1), with no blank before its colon and no line folded onto the
+ *     next (obs-fold; RFC 9112 5.1, 5.2); Host, Content-Length,
+ *     Transfer-Encoding, Content-Type, Authorization and Origin once at
+ *     most; never Content-Length beside Transfer-Encoding, whose only
+ *     accepted value is "chunked". libmicrohttpd reads a body with the
+ *     first Content-Length it sees, takes the first of two Hosts, and
+ *     drops "Content-Length : 9" and folded lines without a word (its
+ *     strict mode, MHD_OPTION_STRICT_FOR_CLIENT, in Debian 12's 0.9.75
+ *     refuses a blank before the colon only at -1, and folds never); each
+ *     would serve the rest of the body as a second request, or check one
+ *     value where a proxy checked another. So such a request is refused
+ *     (400) and its connection closed;
  *   - Host (DNS rebinding): a page on evil.example whose name is made to
  *     point at 127.0.0.1 reaches the daemon with "Host: evil.example". The
  *     Host must be a loopback name (localhost, *.localhost, 127.0.0.0/8,
@@ -46,46 +53,116 @@
 
 #include "service.h"
 
-/* ---- framing -------------------------------------------------------------------------- */
+/* ---- the head ----------------------------------------------------------------------- */
 
-typedef struct framing {
-  int content_length, transfer_encoding;
+/* Fields histd reads as one value: a second line of any of them is a request
+ * that two parsers (a proxy's, libmicrohttpd's) may read differently. */
+static const char *const single_fields[] = {"Host",         "Content-Length", "Transfer-Encoding",
+                                            "Content-Type", "Authorization",  "Origin"};
+#define SINGLE_FIELDS (sizeof single_fields / sizeof single_fields[0])
+
+/* RFC 9110 5.6.2: tchar. */
+static bool is_tchar(unsigned char c) {
+  return isalnum(c) || (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+/* Longest run of blanks between a field's colon and its value that is taken
+ * as such (the bound keeps the look between them short). */
+#define MAX_VALUE_INDENT 256
+
+typedef struct head_lines {
+  int count[SINGLE_FIELDS];
   const char *te;
-} framing;
+  const char *bad_name; /* the first field name that is not a token */
+  size_t bad_name_len;
+  const char *folded; /* the first field whose line was folded */
+} head_lines;
 
-static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
-                                     const char *value) {
+/* libmicrohttpd 0.9.75 parses a head in place: a field's name is its line's
+ * first bytes, its colon becomes the name's NUL, and its value follows after
+ * blanks. A folded line is glued to the previous line's *name* in a new block
+ * (a folded "X: a\r\n Content-Length: 9" becomes the field "XContent-Length:
+ * 9" = "a", and "Content-Length:\r\n 9" the field "Content-Length9" = ""), so
+ * whatever it says is lost. Such a field's value no longer follows its name:
+ * that is how the fold shows (the name alone need not: "Content-Length9" is
+ * a token). The two pointers are compared as integers, and the bytes between
+ * them read only when they are a short run inside one line. */
+static bool value_follows_name(const char *key, size_t key_len, const char *value) {
+  uintptr_t from = (uintptr_t)key + key_len + 1, at = (uintptr_t)value;
+  if (at < from || at - from > MAX_VALUE_INDENT)
+    return false;
+  for (const char *p = key + key_len + 1; p < value; p++)
+    if (*p != ' ' && *p != '\t')
+      return false;
+  return true;
+}
+
+static enum MHD_Result walk_head(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 size_t key_len, const char *value, size_t value_len) {
   (void)kind;
-  framing *f = cls;
-  if (strcasecmp(key, "Content-Length") == 0)
-    f->content_length++;
-  else if (strcasecmp(key, "Transfer-Encoding") == 0) {
-    f->transfer_encoding++;
-    f->te = value;
+  (void)value_len;
+  head_lines *h = cls;
+  bool token = key_len > 0;
+  for (size_t i = 0; i < key_len && token; i++)
+    token = is_tchar((unsigned char)key[i]);
+  if (!token && h->bad_name == NULL) {
+    h->bad_name = key;
+    h->bad_name_len = key_len;
   }
+  if (h->folded == NULL && !value_follows_name(key, key_len, value))
+    h->folded = key;
+  for (size_t i = 0; i < SINGLE_FIELDS; i++)
+    if (strcasecmp(key, single_fields[i]) == 0) {
+      h->count[i]++;
+      if (i == 2)
+        h->te = value;
+    }
   return MHD_YES;
 }
 
-int guard_framing(struct MHD_Connection *conn, unsigned *status, char *msg, size_t msglen) {
-  framing f = {0, 0, NULL};
-  MHD_get_connection_values(conn, MHD_HEADER_KIND, count_framing, &f);
+/* A field name as a sentence may show it: printable ASCII, quotes and
+ * backslashes as '?', at most 40 characters. */
+static void show_name(const char *name, size_t len, char *out, size_t outlen) {
+  size_t o = 0;
+  for (size_t i = 0; i < len && i < 40 && o + 1 < outlen; i++) {
+    unsigned char c = (unsigned char)name[i];
+    out[o++] = c > 0x20 && c < 0x7f && c != '"' && c != '\\' ? (char)c : '?';
+  }
+  out[o] = '\0';
+}
+
+int guard_head(struct MHD_Connection *conn, unsigned *status, char *msg, size_t msglen) {
+  head_lines h;
+  memset(&h, 0, sizeof h);
+  MHD_get_connection_values_n(conn, MHD_HEADER_KIND, walk_head, &h);
   *status = 400;
-  if (f.content_length > 1)
+  if (h.folded != NULL)
     return histd_fail(msg, msglen, HISTD_EINVAL,
-                      "the request has %d Content-Length headers; send exactly one",
-                      f.content_length);
-  if (f.transfer_encoding > 0 && f.content_length > 0)
+                      "a header line is folded onto the next one (a line that starts with a "
+                      "blank; or its value follows more than %d blanks); send each field on "
+                      "one line (RFC 9112 5.2)",
+                      MAX_VALUE_INDENT);
+  if (h.bad_name != NULL) {
+    char shown[48];
+    show_name(h.bad_name, h.bad_name_len, shown, sizeof shown);
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the header line named \"%s\" is malformed: a field name is letters, "
+                      "digits and !#$%%&'*+-.^_`|~ only, with no blank before its colon "
+                      "(RFC 9112 5.1)", shown);
+  }
+  for (size_t i = 0; i < SINGLE_FIELDS; i++)
+    if (h.count[i] > 1)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "the request has %d %s headers; send one at most", h.count[i],
+                        single_fields[i]);
+  if (h.count[1] > 0 && h.count[2] > 0)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "the request has both Content-Length and Transfer-Encoding; send one");
-  if (f.transfer_encoding > 1)
-    return histd_fail(msg, msglen, HISTD_EINVAL,
-                      "the request has %d Transfer-Encoding headers; send at most one",
-                      f.transfer_encoding);
-  if (f.transfer_encoding == 1 && strcasecmp(f.te, "chunked") != 0) {
+  if (h.count[2] == 1 && strcasecmp(h.te, "chunked") != 0) {
     *status = 501;
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "Transfer-Encoding \"%.60s\" is not supported; send \"chunked\" or a "
-                      "Content-Length", f.te);
+                      "Content-Length", h.te);
   }
   return 0;
 }

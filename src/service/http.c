@@ -9,19 +9,25 @@
  *      token and Content-Length. Anything wrong is answered right here, so
  *      an oversized upload gets its 413 before a byte of its body is read
  *      (and MHD closes the connection rather than drain the body).
- *   2. zero or more times with body chunks: append to one buffer, sized
- *      once from Content-Length when the client sends one; a chunked body
- *      that outgrows --max-upload-bytes is cut off with 413 as soon as it
- *      does.
+ *   2. zero or more times with body chunks: append to one buffer, which
+ *      grows as the bytes come (doubling from 64 KiB, never past the
+ *      Content-Length); a chunked body that outgrows --max-upload-bytes is
+ *      cut off with 413 as soon as it does.
  *   3. body complete: run the route's handler, queue its response.
  *
  * Buffered bodies count against --max-buffered-bytes (svc->buffered, one
- * budget for every request in flight): a body with a Content-Length takes
- * its whole size at the headers, and is answered 503 with Retry-After
- * when that would pass the budget (413 when it is larger than the whole
- * budget); a chunked body takes its buffer as it grows and, past the
- * budget, is read to its end and answered 503. What a request took is
- * given back when it completes. Streamed float64 uploads buffer nothing.
+ * budget for every request in flight) as they arrive: a body holds its
+ * buffer, which is at most twice what its client has sent (and nothing
+ * before its first byte), never what its Content-Length announces. (Taking
+ * the announced size at the headers let one client that announced the
+ * budget and sent a byte a second hold all of it.) A body larger than the
+ * whole budget is 413 at the headers, one whose Content-Length does not
+ * fit in what is free at that moment 503 with Retry-After; a body that
+ * outgrows the budget while it arrives is read to its end and answered
+ * 503. What a request took is given back when it completes. Streamed
+ * float64 uploads and spooled bodies buffer nothing. How long a body may
+ * take, and so how long its buffer is held, is deadline.c's
+ * (--body-timeout, --min-body-rate).
  *
  * A long-polling handler may suspend its connection instead of answering
  * (jobs.c resumes it); MHD then calls on_request again, and the handler
@@ -170,7 +176,9 @@ typedef struct request_state {
   bool dispatched;
   bool answered;
   bool body_too_big;
-  bool over_budget;  /* a chunked body outgrew --max-buffered-bytes */
+  bool over_budget;  /* a body outgrew --max-buffered-bytes */
+  bool buffering;    /* the body goes to r->body (not streamed or spooled) */
+  size_t most;       /* the largest the buffer may grow: Content-Length + 1, or the limit + 1 */
   size_t held;       /* bytes taken from svc->buffered */
   bool early; /* answered at the headers; sent at the request's end */
   bool close; /* answer with Connection: close (the framing could not be trusted) */
@@ -215,6 +223,8 @@ static enum MHD_Result finish(request_state *st) {
   if (r->response == NULL)
     return MHD_NO;
   add_cors(r);
+  if (r->vary_accept)
+    response_add_header(r, "Vary", "Accept");
   if (st->close)
     response_add_header(r, "Connection", "close");
   enum MHD_Result rc = MHD_queue_response(r->conn, r->status, r->response);
@@ -271,7 +281,7 @@ static bool admit(request_state *st, const char *version) {
   const config *cfg = &r->svc->cfg;
   unsigned status;
   char msg[512];
-  if (guard_framing(r->conn, &status, msg, sizeof msg) != 0) {
+  if (guard_head(r->conn, &status, msg, sizeof msg) != 0) {
     st->close = true;
     respond_problem(r, status, "%s", msg);
     return true;
@@ -342,57 +352,52 @@ static bool admit(request_state *st, const char *version) {
                                 "(--max-upload-bytes)", v, r->svc->cfg.max_upload_bytes);
         return true;
       }
-      st->cap = (size_t)v + 1;
+      st->most = (size_t)v + 1;
       r->content_length = (size_t)v;
       if (st->route->handler == route_datasets_create) {
         int s = route_datasets_stream(r, v);
         if (s < 0)
           return true;
         if (s > 0)
-          return false; /* no buffer: the chunks go to r->stream */
+          return false; /* no buffer: the chunks go to r->stream or the spool */
       }
     } else {
-      st->cap = 64 * 1024;
+      st->most = r->svc->cfg.max_upload_bytes + 1;
     }
+    st->buffering = true;
     budget *b = &r->svc->buffered;
-    if (b->limit != 0 && st->cap > b->limit) {
+    if (cl != NULL && b->limit != 0 && st->most > b->limit) {
       respond_problem(r, 413, "the body has %zu bytes, more than the %llu bytes the daemon "
                               "buffers for all requests at once (--max-buffered-bytes)",
-                      st->cap - 1, (unsigned long long)b->limit);
+                      st->most - 1, (unsigned long long)b->limit);
       return true;
     }
-    if (!budget_take(b, st->cap)) {
-      respond_problem(r, 503, "the daemon is buffering %llu bytes of other requests, near "
-                              "its limit of %llu (--max-buffered-bytes); try again shortly",
-                      (unsigned long long)atomic_load(&b->used),
-                      (unsigned long long)b->limit);
+    uint64_t used = atomic_load(&b->used);
+    if (cl != NULL && b->limit != 0 && (used >= b->limit || st->most > b->limit - used)) {
+      respond_problem(r, 503, "the daemon is buffering %llu bytes of other requests, too near "
+                              "its limit of %llu (--max-buffered-bytes) for this body's %zu; "
+                              "try again shortly",
+                      (unsigned long long)used, (unsigned long long)b->limit, st->most - 1);
       response_add_header(r, "Retry-After", "2");
-      return true;
-    }
-    st->held = st->cap;
-    r->body = malloc(st->cap);
-    if (r->body == NULL) {
-      respond_problem(r, 503, "out of memory for the request body; try again shortly");
-      response_add_header(r, "Retry-After", "5");
       return true;
     }
   }
   return false;
 }
 
-/* Appends a chunk; false when the body is too big (st->over_budget set
- * when it is --max-buffered-bytes rather than --max-upload-bytes). */
+/* Appends a chunk, growing the buffer (and its share of the budget) as
+ * needed; false when the body is too big (st->over_budget set when it is
+ * --max-buffered-bytes rather than --max-upload-bytes). */
 static bool append_body(request_state *st, const char *data, size_t len) {
   request *r = &st->r;
-  size_t max = r->svc->cfg.max_upload_bytes;
-  if (r->body_len + len > max)
+  if (r->body_len + len + 1 > st->most)
     return false;
   if (r->body_len + len + 1 > st->cap) {
-    size_t cap = st->cap * 2;
+    size_t cap = st->cap > 0 ? st->cap * 2 : (size_t)64 << 10;
     while (cap < r->body_len + len + 1)
       cap *= 2;
-    if (cap > max + 1)
-      cap = max + 1;
+    if (cap > st->most)
+      cap = st->most;
     if (!budget_take(&r->svc->buffered, cap - st->cap)) {
       st->over_budget = true;
       return false;
@@ -474,8 +479,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
       *upload_data_size = 0;
       return MHD_YES;
     }
-    if (r->body != NULL && !append_body(st, upload_data, *upload_data_size)) {
+    if (st->buffering && !append_body(st, upload_data, *upload_data_size)) {
       st->body_too_big = true;
+      st->buffering = false;
       st->discarded = r->body_len + *upload_data_size;
       free(r->body);
       r->body = NULL;
@@ -688,8 +694,12 @@ int http_start(service *svc, char *msg, size_t msglen) {
       MHD_OPTION_LISTEN_SOCKET, fd,
       MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
       MHD_OPTION_CONNECTION_TIMEOUT, cfg->connection_timeout,
-      MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit,
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u, /* deadline.c counts them, evicting slow ones */
+      /* deadline.c counts connections and makes room at its limits, so
+       * libmicrohttpd's own limit leaves it room to: the new connection
+       * and those shut down but not yet closed. */
+      MHD_OPTION_CONNECTION_LIMIT,
+      cfg->connection_limit == 0 ? 0u : cfg->connection_limit + cfg->connection_limit / 4 + 16,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0u,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->connection_memory_limit,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, svc,
       MHD_OPTION_NOTIFY_CONNECTION, on_connection, svc,

@@ -136,11 +136,17 @@ char *metrics_render(service *svc, size_t *len) {
           &m->http_errors);
   header(&b, "histd_http_slow_clients_total", "counter",
          "Connections closed for a request head not in within --header-timeout (header) "
-         "or a body slower than --min-body-rate (body).");
+         "or a body slower than --min-body-rate or past --body-timeout (body), or closed "
+         "to make room at a connection limit while waiting for one or the other.");
   put(&b, "histd_http_slow_clients_total{reason=\"header\"} %llu\n",
       (unsigned long long)atomic_load(&m->http_slow_headers));
   put(&b, "histd_http_slow_clients_total{reason=\"body\"} %llu\n",
       (unsigned long long)atomic_load(&m->http_slow_bodies));
+
+  header(&b, "histd_buffered_bytes", "gauge",
+         "Bytes held now for request bodies as they arrive and large answers not yet sent "
+         "(the budget is --max-buffered-bytes).");
+  put(&b, "histd_buffered_bytes %llu\n", (unsigned long long)atomic_load(&svc->buffered.used));
 
   histd_device_info dev[16];
   int count = 0;

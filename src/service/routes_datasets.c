@@ -33,6 +33,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
 
 #include "service.h"
 
@@ -193,20 +195,45 @@ void route_datasets_spool(request *r, const char *data, size_t len) {
   }
 }
 
-/* The end of a spooled body: parsed from its mapping into a payload file,
- * and stored from there. */
-static void finish_spool(request *r, histd_format fmt, const char *name) {
+/* A sentence about an imported file without the file's own bytes: the
+ * parsers quote what they could not read ("line 3: 'TOKEN=...' is not a
+ * number"), which is the client's own text for a body but may be anything
+ * for a file on the daemon's disk. Every quoted run ('...' or "...", a quote
+ * that opens after a non-alphanumeric character, so that "atom 3's" stays)
+ * is cut to "...". */
+static void unquote_input(char *msg, size_t msglen) {
+  char out[512];
+  size_t o = 0;
+  for (const char *p = msg; *p != '\0' && o + 6 < sizeof out;) {
+    char q = *p;
+    bool opens = (q == '\'' || q == '"') && (p == msg || !isalnum((unsigned char)p[-1]));
+    const char *close = opens ? strchr(p + 1, q) : NULL;
+    if (close == NULL) {
+      out[o++] = *p++;
+      continue;
+    }
+    o += (size_t)snprintf(out + o, sizeof out - o, "%c...%c", q, q);
+    p = close + 1;
+  }
+  out[o] = '\0';
+  snprintf(msg, msglen, "%s", out);
+}
+
+/* A whole body (or an imported file's copy) in the file fd at path: parsed
+ * from its mapping into a payload file, and stored from there; fd is closed
+ * and path removed. `what` names it in a 400; `unquote` keeps the file's
+ * bytes out of the sentences (an import). */
+static void parse_spooled(request *r, int fd, const char *path, int write_errno,
+                          histd_format fmt, const char *name, const char *what, size_t bytes,
+                          bool unquote) {
   service *svc = r->svc;
-  const int fd = r->spool_fd;
-  r->spooling = false;
-  char msg[512] = "", what[64], tmp[4400];
-  snprintf(what, sizeof what, "the %s body", histd_format_name(fmt));
+  char msg[512] = "", tmp[4400];
   struct stat sb;
   void *map = NULL;
   int rc = 0;
-  if (r->spool_errno != 0)
+  if (write_errno != 0)
     rc = histd_fail(msg, sizeof msg, HISTD_EIO, "the body could not be written to disk: %s",
-                    strerror(r->spool_errno));
+                    strerror(write_errno));
   else if (fstat(fd, &sb) != 0 ||
            (sb.st_size > 0 &&
             (map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED))
@@ -228,7 +255,7 @@ static void finish_spool(request *r, histd_format fmt, const char *name) {
   if (map != NULL)
     munmap(map, (size_t)sb.st_size);
   close(fd);
-  unlink(r->spool_path);
+  unlink(path);
   if (pfd < 0) { /* the spool or the payload's temp file failed */
     respond_problem(r, 500, "%s", msg);
     return;
@@ -239,8 +266,19 @@ static void finish_spool(request *r, histd_format fmt, const char *name) {
     respond_problem(r, 500, "%s", msg);
     return;
   }
-  store_parsed(r, rc, &ds, fmt, name, what, r->content_length, tmp, pfd, msg, sizeof msg);
+  if (unquote)
+    unquote_input(msg, sizeof msg);
+  store_parsed(r, rc, &ds, fmt, name, what, bytes, tmp, pfd, msg, sizeof msg);
   close(pfd);
+}
+
+/* The end of a spooled body. */
+static void finish_spool(request *r, histd_format fmt, const char *name) {
+  char what[64];
+  snprintf(what, sizeof what, "the %s body", histd_format_name(fmt));
+  r->spooling = false;
+  parse_spooled(r, r->spool_fd, r->spool_path, r->spool_errno, fmt, name, what,
+                r->content_length, false);
 }
 
 int route_datasets_stream(request *r, unsigned long long content_length) {
@@ -347,10 +385,98 @@ drop:
 
 /*
  * An import by reference: ?path=REL names a file under --import-dir (and
- * nowhere else: no absolute path, no "..", and the resolved path, symlinks
- * followed, must stay inside the directory). It is mapped and parsed where
- * it lies, no body copied; its format comes from ?format= or its name.
+ * nowhere else). Whoever can write in the import dir may change it while
+ * histd reads it: swap a directory on the path for a symlink that leads out
+ * (renameat2), a regular file for a FIFO, or truncate the file under a
+ * mapping. So the file is opened once, by the kernel, beneath the directory
+ * (open_beneath), its type checked on that descriptor (regular files only),
+ * and its bytes copied from that descriptor into a temp file in the data
+ * dir, which is parsed and stored like a spooled body: the daemon never
+ * opens a path twice, never blocks on a FIFO, and never maps a file that
+ * another user can shorten (a mapping past a file's end is SIGBUS). The
+ * copy costs the file's size in the data dir while it is parsed (a reflink,
+ * free, where the filesystem can); its format comes from ?format= or its
+ * name. A 400 about its contents never quotes them (unquote_input).
  */
+
+/* rel opened for reading beneath the directory dir, in one step: the kernel
+ * resolves every component under dir (openat2's RESOLVE_BENEATH: no
+ * absolute path, no ".." above dir, no symlink that leads out of it, no
+ * /proc magic link), so no component can be swapped between a check and
+ * the open. O_NONBLOCK: a FIFO or a device opens at once, to be refused by
+ * its type. Where openat2 is missing (Linux before 5.6: ENOSYS; a seccomp
+ * filter that does not know it: EPERM), one openat per component, each
+ * O_NOFOLLOW, so a symlink anywhere on the path is refused (ELOOP). The
+ * descriptor, or -errno. */
+static int open_beneath(int dir, const char *rel) {
+  const int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+  struct open_how how = {.flags = (uint64_t)flags,
+                         .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+  long got;
+  int tries = 0; /* EAGAIN: a rename raced with a ".." in a symlink; the kernel asks to retry */
+  while ((got = syscall(SYS_openat2, dir, rel, &how, sizeof how)) < 0 && errno == EAGAIN &&
+         ++tries < 8)
+    ;
+  if (got >= 0)
+    return (int)got;
+  if (errno != ENOSYS && errno != EPERM)
+    return -errno;
+  char path[1100];
+  if (strlen(rel) >= sizeof path)
+    return -ENAMETOOLONG;
+  strcpy(path, rel);
+  int cur = dir, err = 0;
+  char *save = NULL;
+  for (char *comp = strtok_r(path, "/", &save); comp != NULL && err == 0;) {
+    char *next = strtok_r(NULL, "/", &save);
+    int fd = strcmp(comp, "..") == 0 ? (errno = EXDEV, -1)
+             : next != NULL          ? openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC)
+                                     : openat(cur, comp, flags | O_NOFOLLOW);
+    err = fd < 0 ? errno : 0;
+    struct stat st;
+    if (fd >= 0 && next != NULL && (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode))) {
+      err = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR; /* a directory on the path, or nothing */
+      close(fd);
+    }
+    if (cur != dir)
+      close(cur);
+    cur = err == 0 ? fd : dir;
+    comp = next;
+  }
+  return err != 0 ? -err : cur == dir ? -EISDIR : cur;
+}
+
+/* The first len bytes of src (read from its start) into dst: in the kernel
+ * (copy_file_range, a reflink where the filesystem can), else through a
+ * buffer. 0, an errno, or ENODATA when src ends early (it shrank). */
+static int copy_file(int src, int dst, off_t len) {
+  bool kernel = true;
+  char buf[1 << 16];
+  while (len > 0) {
+    size_t want = kernel || len < (off_t)sizeof buf ? (size_t)len : sizeof buf;
+    ssize_t n = kernel ? copy_file_range(src, NULL, dst, NULL, want, 0) : read(src, buf, want);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && kernel && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+                            errno == EOPNOTSUPP || errno == EPERM)) {
+      kernel = false; /* (nothing was copied by the failed call) */
+      continue;
+    }
+    if (n < 0)
+      return errno;
+    if (n == 0)
+      return ENODATA;
+    for (ssize_t w = 0; !kernel && w < n;) {
+      ssize_t k = write(dst, buf + w, (size_t)(n - w));
+      if (k < 0 && errno != EINTR)
+        return errno;
+      w += k > 0 ? k : 0;
+    }
+    len -= n;
+  }
+  return 0;
+}
+
 static void import_dataset(request *r, const char *path, const char *name) {
   service *svc = r->svc;
   if (svc->cfg.import_dir[0] == '\0') {
@@ -370,42 +496,60 @@ static void import_dataset(request *r, const char *path, const char *name) {
                             "\"%.200s\"", path);
     return;
   }
-  char base[PATH_MAX], full[PATH_MAX + 1100], real[PATH_MAX];
-  if (realpath(svc->cfg.import_dir, base) == NULL) {
-    respond_problem(r, 500, "the import dir %s cannot be read: %s", svc->cfg.import_dir,
+  int dir = open(svc->cfg.import_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) {
+    respond_problem(r, 500, "the import dir %s cannot be opened: %s", svc->cfg.import_dir,
                     strerror(errno));
     return;
   }
-  snprintf(full, sizeof full, "%s/%s", base, path);
-  if (realpath(full, real) == NULL) {
-    int e = errno;
-    respond_problem(r, e == ENOENT || e == ENOTDIR ? 404 : 403,
-                    "no file \"%.200s\" under the import dir (%s)", path, strerror(e));
-    return;
-  }
-  const size_t bl = strlen(base);
-  if (strncmp(real, base, bl) != 0 || (real[bl] != '/' && bl > 1)) {
-    respond_problem(r, 403, "\"%.200s\" leads out of the import dir", path);
+  int fd = open_beneath(dir, path);
+  close(dir);
+  if (fd < 0) {
+    int e = -fd;
+    if (e == ENOENT || e == ENOTDIR)
+      respond_problem(r, 404, "no file \"%.200s\" under the import dir (%s)", path, strerror(e));
+    else if (e == EXDEV || e == ELOOP)
+      respond_problem(r, 403, "\"%.200s\" leads out of the import dir, or through a symbolic "
+                              "link histd does not follow", path);
+    else if (e == EACCES)
+      respond_problem(r, 403, "\"%.200s\" cannot be read by the daemon (%s)", path, strerror(e));
+    else if (e == EAGAIN)
+      respond_problem(r, 409, "the import dir kept changing while \"%.200s\" was opened; try "
+                              "again", path);
+    else if (e == ENXIO || e == EISDIR)
+      respond_problem(r, 400, "\"%.200s\" is not a regular file", path);
+    else
+      respond_problem(r, 400, "\"%.200s\" cannot be opened: %s", path, strerror(e));
     return;
   }
   struct stat sb;
-  if (stat(real, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    respond_problem(r, 400, "\"%.200s\" is not a regular file", path);
-    return;
-  }
   histd_format fmt;
   const char *fq = request_query(r, "format");
-  if (fq != NULL ? histd_format_parse(fq, &fmt) != 0 : histd_format_from_path(path, &fmt) != 0) {
+  char msg[512] = "", what[300], tmp[4400];
+  int tfd = -1;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    respond_problem(r, 400, "\"%.200s\" is not a regular file", path);
+  } else if (fq != NULL ? histd_format_parse(fq, &fmt) != 0
+                        : histd_format_from_path(path, &fmt) != 0) {
     respond_problem(r, 400, "cannot tell the format of \"%.200s\": name it with ?format=", path);
-    return;
+  } else if (disk_room(r, (unsigned long long)sb.st_size) && /* (else it answered 507) */
+             store_temp_payload(svc->store, tmp, sizeof tmp, &tfd, msg, sizeof msg) != 0) {
+    respond_problem(r, 500, "%s", msg);
+  } else if (tfd >= 0) {
+    int e = copy_file(fd, tfd, sb.st_size);
+    if (e != 0) {
+      respond_problem(r, e == ENODATA ? 409 : 500, "\"%.200s\" could not be read: %s", path,
+                      e == ENODATA ? "it grew shorter while it was read" : strerror(e));
+      close(tfd);
+      unlink(tmp);
+      tfd = -1;
+    }
   }
-  histd_dataset ds;
-  memset(&ds, 0, sizeof ds);
-  char msg[512] = "", what[300];
+  close(fd);
+  if (tfd < 0)
+    return;
   snprintf(what, sizeof what, "the file %.200s", path);
-  int rc = histd_parse_file(real, fmt, svc->cfg.max_points, &ds, msg, sizeof msg);
-  store_parsed(r, rc, &ds, fmt, name ? name : path, what, (size_t)sb.st_size, NULL, -1, msg,
-               sizeof msg);
+  parse_spooled(r, tfd, tmp, 0, fmt, name ? name : path, what, (size_t)sb.st_size, true);
 }
 
 void route_datasets_create(request *r) {

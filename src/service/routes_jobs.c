@@ -665,10 +665,9 @@ static void answer_cancel(request *r, cancel_ctx *c) {
 enum { RESULT_JSON, RESULT_CSV, RESULT_NPZ };
 static const char *const format_names[] = {"json", "csv", "npz"};
 
-/* The format a ?format= or an Accept header asks for: ?format= wins; in
- * Accept, whichever of application/json, text/csv and application/x-npz
- * comes first (JSON when none does). -1 when answered 400 (a bad
- * ?format=). */
+/* The format a ?format= or an Accept header asks for: ?format= wins; else
+ * negotiate() weighs Accept (JSON when it says nothing). -1 when answered
+ * 400 (a bad ?format=) or 406 (Accept takes none of the three). */
 static int result_format(request *r) {
   static const char *const types[] = {"application/json", "text/csv", "application/x-npz"};
   const char *f = request_query(r, "format");
@@ -679,17 +678,7 @@ static int result_format(request *r) {
     respond_problem(r, 400, "format must be \"json\", \"csv\" or \"npz\", got \"%s\"", f);
     return -1;
   }
-  const char *accept = request_header(r, "Accept");
-  int best = RESULT_JSON;
-  const char *first = NULL;
-  for (int k = 0; accept != NULL && k < 3; k++) {
-    const char *at = strstr(accept, types[k]);
-    if (at != NULL && (first == NULL || at < first)) {
-      first = at;
-      best = k;
-    }
-  }
-  return best;
+  return negotiate(r, types, 3);
 }
 
 /* A result as JSON, CSV or NPZ (the last two downloads named after

@@ -9,6 +9,9 @@
  *   main.c             flags, startup, the libuv loop (signals, timers, wake-ups)
  *   config.c           flags and environment variables -> struct config
  *   http.c             libmicrohttpd: requests, bodies, auth, CORS, the route table
+ *   guard.c            what every request must be (its head, Host, Origin, types)
+ *   deadline.c         slow clients: head and body deadlines, connection limits
+ *   accept.c           content negotiation (Accept)
  *   cors.c             which origins get which CORS headers
  *   problem.c          application/problem+json errors and response helpers
  *   routes_datasets.c  /v1/datasets
@@ -62,6 +65,7 @@ typedef struct config {
   int histogram_threads;       /* POST /v1/histogram's pool; 0: one per core */
   unsigned connection_timeout; /* seconds */
   double header_timeout;       /* seconds to send a request head; 0 = none */
+  double body_timeout;         /* seconds to send a request body; 0 = none */
   size_t min_body_rate;        /* bytes per second; 0 = none */
   unsigned connection_limit;
   unsigned per_ip_connection_limit;
@@ -501,9 +505,10 @@ void sync_task_free(sync_task *t);
 /* ---- slow clients (deadline.c) ------------------------------------------------------ */
 
 /* Watches every connection: a request head must arrive within
- * --header-timeout, a body at --min-body-rate; one address holds at most
- * --per-ip-connection-limit connections, its oldest waiting one making
- * room. The hooks run on libmicrohttpd's threads, the sweep on the loop. */
+ * --header-timeout, a body at --min-body-rate and within --body-timeout;
+ * one address holds at most --per-ip-connection-limit connections, all of
+ * them --connection-limit, the least busy one making room at either limit.
+ * The hooks run on libmicrohttpd's threads, the sweep on the loop. */
 typedef struct deadlines deadlines;
 struct MHD_Connection;
 int deadlines_create(deadlines **out, struct service *svc, char *msg, size_t msglen);
@@ -592,6 +597,7 @@ typedef struct request {
   bool suspended;
   bool resumed;
   double wait_deadline;
+  bool vary_accept;      /* the answer was chosen by Accept (negotiate) */
   /* the response the handler built */
   unsigned status;
   struct MHD_Response *response;
@@ -645,13 +651,18 @@ const char *http_status_title(unsigned status);
 bool utf8_valid(const char *s);
 void response_add_header(request *r, const char *name, const char *value);
 
+/* Which of types[0..count) (the default first) the request's Accept
+ * prefers (accept.c): its index, or -1 when it accepts none of them
+ * (answered 406 with a sentence listing them). */
+int negotiate(request *r, const char *const *types, size_t count);
+
 /* Query parameters and headers. */
 const char *request_query(request *r, const char *key);
 const char *request_header(request *r, const char *key);
 
 /* What every request must satisfy (guard.c); each returns 0, or a negative
  * HISTD_E* code with the HTTP status and a sentence. */
-int guard_framing(struct MHD_Connection *conn, unsigned *status, char *msg, size_t msglen);
+int guard_head(struct MHD_Connection *conn, unsigned *status, char *msg, size_t msglen);
 int guard_nul(bool nul_in_url, unsigned *status, char *msg, size_t msglen);
 int guard_host(const config *cfg, const char *host, bool http11, unsigned *status, char *msg,
                size_t msglen);

@@ -27,6 +27,9 @@
  *   HISTD_TEST_SLOW_SIGNAL_START_MS=N  the first sigwait() sleeps N ms
  *       first, which widens any window between the daemon answering and
  *       its taking a stop signal (test_startup_signal).
+ *   HISTD_TEST_NO_OPENAT2=1  syscall(SYS_openat2, ...) fails with ENOSYS, as
+ *       on a kernel before 5.6, so an import takes its openat walk
+ *       (test_import).
  */
 #undef _FILE_OFFSET_BITS /* pwrite and pwrite64 are two symbols to replace */
 #ifndef _GNU_SOURCE
@@ -42,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -267,4 +271,25 @@ int fdatasync(int fd) {
     real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
   stall_if_wal(fd);
   return real(fd);
+}
+
+/* glibc has no openat2 wrapper: histd calls it through syscall(). Every
+ * other number goes through with its six possible arguments. */
+long syscall(long number, ...) {
+  static long (*real)(long, ...);
+  if (real == NULL)
+    real = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+  va_list ap;
+  va_start(ap, number);
+  long a[6];
+  for (int i = 0; i < 6; i++)
+    a[i] = va_arg(ap, long);
+  va_end(ap);
+#ifdef SYS_openat2
+  if (number == SYS_openat2 && getenv("HISTD_TEST_NO_OPENAT2") != NULL) {
+    errno = ENOSYS;
+    return -1;
+  }
+#endif
+  return real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 }

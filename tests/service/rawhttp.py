@@ -10,11 +10,13 @@ import socket
 import time
 
 
-def exchange(port, data, timeout=5.0, quiet=1.0, chunks=None):
+def exchange(port, data, timeout=5.0, quiet=1.0, chunks=None, source=None):
     """Sends data (or each of chunks, in turn), returns (bytes, closed): what
     came back before the server closed the connection (closed True) or said
-    nothing more for `quiet` seconds (closed False)."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    nothing more for `quiet` seconds (closed False). source: the loopback
+    address to send from (127.0.0.2, ...: another client)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                 source_address=(source, 0) if source else None)
     out = b""
     closed = False
     try:

@@ -4,11 +4,13 @@
   refused with 507 and a sentence, streamed or buffered; a job whose result
   would ends failed with the sentence; over the budget, POST /v1/jobs
   answers 507 and /readyz 503;
-- --max-buffered-bytes: request bodies held at once, for all clients: a
-  body while others hold the budget gets 503 with Retry-After (at its
-  headers with a Content-Length, at its end when chunked), a body larger
-  than the whole budget 413; large answers written for clients that do not
-  read them count too, so such clients cannot pile up temp files.
+- --max-buffered-bytes: request bodies held at once, for all clients, as
+  their bytes arrive (a client that announces the budget and trickles holds
+  only what it sent, issue #28 item 3): a body while others hold the budget
+  gets 503 with Retry-After (at its headers with a Content-Length, at its
+  end when chunked), a body larger than the whole budget 413; large answers
+  written for clients that do not read them count too, so such clients
+  cannot pile up temp files.
 
 usage: test_budgets.py HISTD_EXE FAULTS_SO
 """
@@ -18,6 +20,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -132,39 +135,96 @@ def points_json(nbytes, seed):
     return (body + " " * (nbytes - len(body))).encode()
 
 
+def buffered(d):
+    """The bytes the daemon holds against --max-buffered-bytes (/metrics)."""
+    _, _, raw = d.request("GET", "/metrics")
+    for line in raw.decode().splitlines():
+        if line.startswith("histd_buffered_bytes "):
+            return int(line.split()[1])
+    raise AssertionError("/metrics has no histd_buffered_bytes")
+
+
+def wait_buffered(d, at_least):
+    deadline = time.time() + 30
+    while buffered(d) < at_least and time.time() < deadline:
+        time.sleep(0.05)
+    check(buffered(d) >= at_least, "the daemon holds %d bytes, not %d" % (buffered(d), at_least))
+
+
+def post_head(length, ctype="application/json", path="/v1/datasets"):
+    return (b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\n"
+            b"Content-Length: %d\r\n\r\n" % (path.encode(), ctype.encode(), length))
+
+
+class Trickle:
+    """Sends `first` on s, then 256 blank bytes every 0.1 s from a thread
+    until closed: a body that arrives slowly, but above any minimum rate the
+    tests set."""
+
+    def __init__(self, s, first):
+        self.s, self.stop = s, threading.Event()
+        s.sendall(first)
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.wait(0.1):
+            try:
+                self.s.sendall(b" " * 256)
+            except OSError:
+                return
+
+    def alive(self):
+        return self.thread.is_alive()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(10)
+        self.s.close()
+
+
 def test_buffered_budget(exe, root):
     dd = os.path.join(root, "buffered")
     os.makedirs(dd)
-    with Daemon(exe, data_dir=dd, args=["--max-buffered-bytes", "1M"]) as d:
+    # (the trickle below, 2.5 kB/s, is 25 times --min-body-rate: never too slow)
+    with Daemon(exe, data_dir=dd, args=["--max-buffered-bytes", "1M", "--min-body-rate", "100"]) as d:
         # larger than the whole budget: 413, at the headers
         s = raw_connect(d)
-        s.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                  b"Content-Length: 2000000\r\n\r\n")
+        s.sendall(post_head(2000000))
         status, _ = read_status(s)
         s.close()
         check(status == 413, status)
 
-        # one client holds 700 kB of the budget, sending slowly
+        # announcing is not holding (issue #28, item 3): a client that announces
+        # most of the budget and trickles holds only what it has sent, so the
+        # others' bodies are served meanwhile
+        trickle = Trickle(raw_connect(d), post_head(1000000, path="/v1/jobs") + b"{")
+        wait_buffered(d, 1)
+        for seed, size in ((77, 700000), (78, 900000)):
+            try:
+                st, _, doc = d.json("POST", "/v1/datasets", points_json(size, seed=seed),
+                                    {"Content-Type": "application/json"})
+            except (BrokenPipeError, ConnectionResetError) as e:  # answered (503) at its headers
+                st, doc = "closed", str(e)
+            check(st == 201, ("a %d-byte body while another only announced the budget" % size,
+                              st, doc))
+        check(trickle.alive(), "the trickle was served all along")
+        trickle.close()
+        deadline = time.time() + 30
+        while buffered(d) > 0 and time.time() < deadline:
+            time.sleep(0.05)
+        check(buffered(d) == 0, "all given back: %d" % buffered(d))
+
+        # one client holds 700 kB of the budget: it has sent all but the last 1000 bytes
         body = points_json(700000, seed=73)
         hold = raw_connect(d)
-        hold.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: %d\r\n\r\n" % len(body) + body[:1000])
-        other = points_json(700000, seed=74)
-        deadline = time.time() + 30
-        while True:  # until the daemon has read those headers (it then holds the budget)
-            c = raw_connect(d)
-            c.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                      b"application/json\r\nContent-Length: %d\r\n\r\n" % len(other))
-            c.settimeout(2)
-            try:
-                st, h, doc = read_answer(c)  # answered at the headers
-            except socket.timeout:  # taken: it waits for the body
-                c.settimeout(60)
-                c.sendall(other)
-                st, h, doc = read_answer(c)
-            c.close()
-            if st == 503 or time.time() > deadline:
-                break
+        hold.sendall(post_head(len(body)) + body[:-1000])
+        wait_buffered(d, len(body) - 1000)
+        # a Content-Length that does not fit in what is left: 503 at the headers
+        c = raw_connect(d)
+        c.sendall(post_head(700000))
+        st, h, doc = read_answer(c)
+        c.close()
         check(st == 503 and "retry-after" in h and "--max-buffered-bytes" in doc["detail"],
               (st, doc))
         # chunked: read to its end, then 503
@@ -180,14 +240,15 @@ def test_buffered_budget(exe, root):
         c.close()
         check(status == 503 and "retry-after" in head, (status, head))
         # the holder finishes: its upload works, and the budget is free again
-        hold.sendall(body[1000:])
+        hold.sendall(body[-1000:])
         status, _ = read_status(hold)
         hold.close()
         check(status == 201, status)
         st, _, doc = d.json("POST", "/v1/datasets", points_json(700000, seed=76),
                             {"Content-Type": "application/json"})
         check(st == 201, (st, doc))
-        print("--max-buffered-bytes: 413 beyond it, 503 + Retry-After while others hold it")
+        print("--max-buffered-bytes: held as bodies arrive; 413 beyond it, 503 + Retry-After "
+              "while others hold it")
 
 
 def test_large_answers(exe, root):

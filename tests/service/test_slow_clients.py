@@ -10,6 +10,13 @@ by the daemon soon after their deadline, and each is counted in
 next honest request answered. Honest clients (a fast head, a fast upload, a
 kept-alive connection that comes back within the timeout) are untouched.
 
+Slow bodies (issue #28, item 7), on a daemon with --body-timeout 3 and
+--min-body-rate 100, whose bodies here trickle at 2.5 kB/s, 25 times that
+minimum: a body that would take 400 s is closed after its deadline; at
+--connection-limit, bodies from two addresses no longer lock a third out
+(the slowest body makes room), nor at --per-ip-connection-limit do an
+address's bodies lock out its next request.
+
 Timing margins are wide (the daemon closes an offender 1 s to 5 s after
 its deadline here counts as in time; 12 s is the test's give-up) so a
 loaded two-core machine does not make it flaky; without the deadlines the
@@ -20,6 +27,7 @@ usage: test_slow_clients.py HISTD_EXE
 import os
 import socket
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -55,6 +63,93 @@ def trickle(port, first, byte, every, limit=GIVE_UP):
         return None
     finally:
         s.close()
+
+
+class Trickle:
+    """A POST whose body comes at 2.5 kB/s from a thread (256 bytes every
+    0.1 s), from the loopback address `source`, until the daemon closes the
+    connection or the test does."""
+
+    def __init__(self, port, source="127.0.0.1", length=1000000):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
+        self.s.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/csv\r\n"
+                       b"Content-Length: %d\r\n\r\n" % length)
+        self.stop, self.closed_after = threading.Event(), None
+        self.t0 = time.monotonic()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        self.s.settimeout(0.1)
+        while not self.stop.is_set():
+            try:
+                if self.s.recv(4096) == b"":
+                    break
+            except socket.timeout:
+                pass
+            except OSError:
+                break
+            try:
+                self.s.sendall(b"1,2,3\n" * 42 + b"1234\n")  # 257 bytes
+            except OSError:
+                break
+        if not self.stop.is_set():
+            self.closed_after = time.monotonic() - self.t0
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(10)
+        self.s.close()
+
+
+def honest_get(port, source, tries=40):
+    """GET /healthz from `source`, again every 0.25 s while the daemon closes
+    the connection unanswered (it has no room): the status, or None."""
+    for _ in range(tries):
+        try:
+            got = responses(exchange(port, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                     b"Connection: close\r\n\r\n", source=source)[0])
+            if got:
+                return got[0][0]
+        except OSError:
+            pass
+        time.sleep(0.25)
+    return None
+
+
+def test_slow_bodies(exe):
+    args = ["--body-timeout", "3", "--min-body-rate", "100", "--connection-limit", "8",
+            "--per-ip-connection-limit", "4", "--header-timeout", "10"]
+    with Daemon(exe, args=args) as d:
+        before = slow_counts(d)
+        # a body above the minimum rate, but past its deadline
+        t = Trickle(d.port)
+        t.thread.join(GIVE_UP + 10)
+        check(t.closed_after is not None, "a body that would take 400 s is closed after --body-timeout")
+        print("ok - a body past --body-timeout closed after %.1f s" % t.closed_after)
+        t.close()
+
+        # bodies from two addresses fill --connection-limit: a third address still gets in
+        hogs = [Trickle(d.port, src) for src in ("127.0.0.2",) * 4 + ("127.0.0.3",) * 4]
+        status = honest_get(d.port, "127.0.0.4")
+        check(status == 200, "an honest request while bodies from two addresses fill the limit: %s" % status)
+        check(sum(1 for h in hogs if h.closed_after is not None) >= 1, "a slow body made room")
+        print("ok - at --connection-limit, the slowest body makes room for another address")
+        for h in hogs:
+            h.close()
+
+        # an address's bodies fill --per-ip-connection-limit: its next request still gets in
+        hogs = [Trickle(d.port, "127.0.0.5") for _ in range(4)]
+        status = honest_get(d.port, "127.0.0.5")
+        check(status == 200, "an honest request from an address whose slots its bodies hold: %s" % status)
+        print("ok - at --per-ip-connection-limit, the address's slowest body makes room")
+        for h in hogs:
+            h.close()
+        after = slow_counts(d)
+        check(after["body"] - before["body"] >= 3, "the closed bodies are counted: %s -> %s" % (before, after))
+        check(d.json("GET", "/v1/datasets")[2]["datasets"] == [], "and stored nothing")
+        s, _, _ = d.request("GET", "/healthz")
+        check(s == 200, "the daemon is alive")
 
 
 def slow_counts(d):
@@ -124,6 +219,7 @@ def main(exe):
         print("ok - /metrics: %s" % after)
         s, _, _ = d.request("GET", "/healthz")
         check(s == 200, "the daemon is alive")
+    test_slow_bodies(exe)
     print("PASS")
 
 

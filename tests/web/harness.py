@@ -313,3 +313,13 @@ def find_chromedriver():
             return c
     # chromium without its driver is a broken install, not a reason to skip
     raise SystemExit("chromium is here but chromedriver is not (Debian: apt-get install chromium-driver)")
+
+
+def save_token(b, base, token):
+    """Opens the dashboard at base, which asks for a token, saves `token`
+    under Connection, and waits until the page connects with it."""
+    b.get(base + "/")
+    b.wait(lambda: b.text(b.find("#engine")) == "token needed", 15, "the page to ask for a token")
+    b.type(b.find("#token"), token)
+    b.click(b.find("#settings-form button[type=submit]"))
+    b.wait(lambda: "ok" in b.attr(b.find("#engine"), "class"), 15, "the page to connect with the token")

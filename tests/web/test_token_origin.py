@@ -83,13 +83,8 @@ def main():
     chromium = h.find_chromium()
     chromedriver = h.find_chromedriver()
     with h.Daemon("--token", TOKEN) as d, Recorder() as evil, h.Browser(chromium, chromedriver) as b:
-        engine = lambda: b.text(b.find("#engine"))  # noqa: E731
         # 1. the token, saved on the daemon's own page
-        b.get(d.base + "/")
-        b.wait(lambda: engine() == "token needed", 15, "the page to ask for a token")
-        b.type(b.find("#token"), TOKEN)
-        b.click(b.find("#settings-form button[type=submit]"))
-        b.wait(lambda: "ok" in b.attr(b.find("#engine"), "class"), 15, "the page to connect with the token")
+        h.save_token(b, d.base, TOKEN)
 
         # 2. a link naming another origin: nothing sent until the user answers
         b.get(d.base + "/?api=" + evil.base)
