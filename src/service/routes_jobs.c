@@ -263,8 +263,9 @@ static void new_job_id(char id[33]) {
 static cJSON *parse_body(request *r) {
   cJSON *o = NULL;
   char msg[256];
-  if (json_body_parse(r->body, r->body_len, &o, msg, sizeof msg) != 0) {
-    respond_problem(r, 400, "%s", msg);
+  int rc = json_body_parse(r->body, r->body_len, &o, msg, sizeof msg);
+  if (rc != 0) {
+    respond_problem(r, rc == HISTD_ENOMEM ? 503 : 400, "%s", msg);
     return NULL;
   }
   return o;

@@ -137,8 +137,9 @@ const char *param_value_from_json(const histd_param *row, const cJSON *f, histd_
                                   double **numbers);
 
 /* A request body parsed as JSON (json_body.c): 0 and a tree in *out, or
- * HISTD_EPARSE with a sentence when it is empty, not JSON, or holds a NUL
- * (a raw byte or \u0000). */
+ * HISTD_EPARSE with a sentence when it is empty, not JSON, holds a NUL
+ * (a raw byte or \u0000) or names a key twice in one object (HISTD_ENOMEM
+ * when there was no memory to look). */
 int json_body_parse(const char *body, size_t len, cJSON **out, char *msg, size_t msglen);
 
 /* ---- time ------------------------------------------------------------------ */

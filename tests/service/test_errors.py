@@ -248,6 +248,28 @@ def test_bad_requests(exe):
     print("400/404/405/409/415/422 and CORS: ok")
 
 
+def test_conflicting_fields(exe):
+    """A key given twice in any object of a JSON body is refused (400), in
+    every body the daemon parses; nothing is stored."""
+    with Daemon(exe, args=["--cors-origin", ORIGIN]) as d:
+        ds = d.upload(random_points(20, seed=12))["id"]
+        J, H = "/v1/jobs", "/v1/histogram"
+        ctype = {"Content-Type": "application/json"}
+        for path, body in (
+                (J, '{"dataset": "%s", "bucket_width": 1, "bucket_width": 2}' % ds),
+                (J, '{"dataset": "%s", "bucket_width": 1, "bucket\\u005fwidth": 2}' % ds),
+                (J, '{"dataset": "%s", "dataset": "%s", "bucket_width": 1}' % (ds, ds)),
+                (J, '{"dataset": "%s", "bucket_width": 1, "box": [{"L": 1, "L": 2}]}' % ds),
+                (H, '{"points": [[0,0,0],[1,1,1]], "bucket_width": 1, "kernel": "cpu", '
+                    '"kernel": "cpu-reference"}'),
+                (H, '{"points": [[0,0,0],[1,1,1]], "bucket_width": 1, "edges": [{"a": [], '
+                    '"a": 1}]}')):
+            doc, _ = problem(d, "POST", path, body, ctype, 400, "twice")
+        s, _, doc = d.json("GET", "/v1/jobs")
+        check(s == 200 and doc["jobs"] == [], "no job was stored: %s" % doc)
+    print("a key given twice in a JSON body: 400")
+
+
 def test_garbage(exe):
     """Mutated bodies and raw garbage: every answer is a problem or a
     result, and the daemon lives on."""
@@ -361,6 +383,7 @@ def main():
     test_flags(exe)
     test_sizes(exe)
     test_bad_requests(exe)
+    test_conflicting_fields(exe)
     test_garbage(exe)
     test_token_and_queue(exe)
     print("test_errors: all ok")
