@@ -845,6 +845,13 @@ void route_histogram(request *r) {
     return;
   bool ok = parse_params(r, o, extra, &pp);
   cJSON_Delete(o);
+  if (ok && pp.topology[0] != '\0') {
+    respond_problem(r, 400, "topology names a stored dataset's atoms, and the points of "
+                            "/v1/histogram are not stored: upload both with POST /v1/datasets "
+                            "and submit a job");
+    histd_params_free(&pp);
+    ok = false;
+  }
   if (!ok) {
     histd_dataset_free(&ds);
     return;

@@ -250,7 +250,9 @@ def test_bad_requests(exe):
 
 def test_conflicting_fields(exe):
     """A key given twice in any object of a JSON body is refused (400), in
-    every body the daemon parses; nothing is stored."""
+    every body the daemon parses; so are per_frame with within, and
+    topology on /v1/histogram (no stored dataset to name); nothing is
+    stored."""
     with Daemon(exe, args=["--cors-origin", ORIGIN]) as d:
         ds = d.upload(random_points(20, seed=12))["id"]
         J, H = "/v1/jobs", "/v1/histogram"
@@ -265,9 +267,17 @@ def test_conflicting_fields(exe):
                 (H, '{"points": [[0,0,0],[1,1,1]], "bucket_width": 1, "edges": [{"a": [], '
                     '"a": 1}]}')):
             doc, _ = problem(d, "POST", path, body, ctype, 400, "twice")
+        # fields that cannot go together, or not on this route: 400 too
+        pts = [[0, 0, 0], [1, 1, 1]]
+        problem(d, "POST", J, {"dataset": ds, "within": 5, "per_frame": True}, None, 400,
+                "per_frame")
+        problem(d, "POST", H, {"points": pts, "within": 5, "per_frame": True}, None, 400,
+                "per_frame")
+        problem(d, "POST", H, {"points": pts, "bucket_width": 1, "topology": ds}, None, 400,
+                "topology")
         s, _, doc = d.json("GET", "/v1/jobs")
         check(s == 200 and doc["jobs"] == [], "no job was stored: %s" % doc)
-    print("a key given twice in a JSON body: 400")
+    print("a key given twice, per_frame with within, topology on /v1/histogram: 400")
 
 
 def test_garbage(exe):
