@@ -766,15 +766,21 @@ size_t jobs_running(jobs *q) {
   return n;
 }
 
+/* Whether the job reads the dataset: as A, as B, or for its atoms' names. */
+static bool job_uses(const job_record *r, const char *dataset) {
+  return strcmp(r->dataset, dataset) == 0 || strcmp(r->dataset_b, dataset) == 0 ||
+         strcmp(r->params.topology, dataset) == 0;
+}
+
 size_t jobs_active_on(jobs *q, const char *dataset) {
   if (q->svc->cluster != NULL)
     return cluster_active_on(q->svc->cluster, dataset);
   size_t n = 0;
   pthread_mutex_lock(&q->mu);
   for (int i = 0; i < q->nworkers; i++)
-    n += q->workers[i].current != NULL && strcmp(q->workers[i].current->rec.dataset, dataset) == 0;
+    n += q->workers[i].current != NULL && job_uses(&q->workers[i].current->rec, dataset);
   for (job *j = q->head; j != NULL; j = j->next)
-    n += strcmp(j->rec.dataset, dataset) == 0;
+    n += job_uses(&j->rec, dataset);
   pthread_mutex_unlock(&q->mu);
   return n;
 }

@@ -290,7 +290,6 @@ int store_count_jobs(store *s, uint64_t counts[JOB_STATUS_COUNT]);
 /* Deletes finished jobs (succeeded, failed, cancelled) that finished
  * before `before` (wall-clock seconds); 0 and the number in *deleted. */
 int store_expire_jobs(store *s, double before, uint64_t *deleted, char *msg, size_t msglen);
-int store_count_active_jobs_on(store *s, const char *dataset, size_t *count);
 /* A job's parameters from the JSON the table wrote (histd_params_write_json). */
 void job_params_from_json(const char *text, histd_params *p);
 /* A deep copy (parameters and result); 0 or HISTD_ENOMEM. */
@@ -404,6 +403,7 @@ int jobs_get(jobs *q, const char *id, job_record *out);
 int jobs_cancel(jobs *q, const char *id, job_record *out, char *msg, size_t msglen);
 size_t jobs_queue_depth(jobs *q);
 size_t jobs_running(jobs *q);
+/* Queued or running jobs that read the dataset (as A, as B or as topology). */
 size_t jobs_active_on(jobs *q, const char *dataset);
 int jobs_worker_count(jobs *q);
 bool jobs_on_gpu(jobs *q);
@@ -458,7 +458,7 @@ const char *cluster_node(const cluster *c);
 /* `histd migrate`: creates or upgrades the coordinator's schema. */
 int cluster_migrate(const char *conninfo, char *msg, size_t msglen);
 int cluster_submit(cluster *c, job_record *rec, char *msg, size_t msglen);
-/* Queued or running jobs of the cluster on dataset (as A or B). */
+/* Queued or running jobs of the cluster on dataset (as A, B or topology). */
 size_t cluster_active_on(cluster *c, const char *dataset);
 int cluster_get_job(cluster *c, const char *id, job_record *j);
 int cluster_cancel(cluster *c, const char *id, job_record *out, char *msg, size_t msglen);

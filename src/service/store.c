@@ -1399,20 +1399,3 @@ int store_count_jobs(store *s, uint64_t counts[JOB_STATUS_COUNT]) {
   pthread_mutex_unlock(&s->mu);
   return rc;
 }
-
-int store_count_active_jobs_on(store *s, const char *dataset, size_t *count) {
-  pthread_mutex_lock(&s->mu);
-  sqlite3_stmt *st;
-  int rc = HISTD_EIO;
-  *count = 0;
-  if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM jobs WHERE dataset = ? AND status <= 1",
-                         -1, &st, NULL) == SQLITE_OK) {
-    sqlite3_bind_text(st, 1, dataset, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
-      *count = (size_t)sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    rc = 0;
-  }
-  pthread_mutex_unlock(&s->mu);
-  return rc;
-}
