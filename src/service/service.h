@@ -68,6 +68,7 @@ typedef struct config {
   size_t connection_memory_limit;
   int max_wait;                /* cap of ?wait= in seconds */
   double job_retention;        /* seconds a finished job is kept; 0 = for ever */
+  int max_job_attempts;        /* runs of a job the daemon died during, at most */
   size_t max_data_bytes;       /* the data dir's disk budget; 0 = none */
   size_t max_buffered_bytes;   /* request bodies and large answers held at once */
   bool print_routes;
@@ -226,6 +227,7 @@ typedef struct job_record {
   histd_timing timing;
   char device[HISTD_DEVICE_NAME_MAX];
   char error[512];
+  unsigned attempts;    /* runs begun and not ended, not even by a clean stop */
   bool has_result;
   histd_result result;  /* counts owned when has_result */
 } job_record;
@@ -274,9 +276,10 @@ void store_check_payload(const store *s, dataset_meta *m);
 
 int store_put_job(store *s, job_record *j, char *msg, size_t msglen); /* sets seq */
 int store_update_job(store *s, const job_record *j, char *msg, size_t msglen);
-/* store_update_job for a job that starts to run: committed (a kill -9
- * keeps it), but not waited on to reach the disk, since losing it to a
- * power cut only runs the job again, as a crash while it runs would. */
+/* store_update_job for a job that starts to run (its attempts counting
+ * this run): committed (a kill -9 keeps it), but not waited on to reach
+ * the disk, since losing it to a power cut only runs the job again, one
+ * run more than --max-job-attempts would allow. */
 int store_mark_job_running(store *s, const job_record *j, char *msg, size_t msglen);
 /* 0, HISTD_ENOENT, or HISTD_EIO: the database cannot be read, or the
  * job's stored result cannot be decoded (then j->error says why and

@@ -36,8 +36,11 @@
  * clients submitting at once cost a few fsyncs, not 50 in a row, and no
  * reader (and no job-queue lock: jobs.c never calls the store under its
  * mutex) waits on the disk. One write does not wait: a job's 'running'
- * row (store_mark_job_running), since losing it to a power cut only runs
- * the job again. Progress lives in memory only, never in the database.
+ * row (store_mark_job_running, which also counts the run in the job's
+ * attempts), since losing it to a power cut only runs the job again, one
+ * run more than --max-job-attempts allows; a crash or a kill -9 keeps it,
+ * as the kernel has its WAL frames. Progress lives in memory only, never
+ * in the database.
  *
  * Results are stored compactly (result_codec.c: run-length varints behind
  * a version byte; the raw blobs of older data dirs still read), and a
@@ -110,7 +113,8 @@ static const char *const schema =
     "  r_below INTEGER NOT NULL DEFAULT 0, r_weighted BLOB,"
     "  r_frames INTEGER NOT NULL DEFAULT 1, r_volume REAL, r_box_source TEXT NOT NULL DEFAULT '',"
     "  r_reason TEXT NOT NULL DEFAULT '', r_excluded INTEGER NOT NULL DEFAULT 0,"
-    "  r_n INTEGER, r_n_b INTEGER, r_per_frame BLOB, r_unit TEXT NOT NULL DEFAULT '');"
+    "  r_n INTEGER, r_n_b INTEGER, r_per_frame BLOB, r_unit TEXT NOT NULL DEFAULT '',"
+    "  attempts INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs(status);"
     "CREATE INDEX IF NOT EXISTS jobs_by_dataset ON jobs(dataset, status);";
 
@@ -138,11 +142,18 @@ static const char *const schema =
  *      job's n and n_b) and r_per_frame (per_frame: a row a frame of the
  *      frame's pairs, its volume's float64 and its counts, 8 bytes each)
  *      and r_unit.
- * A data dir of version 0, 2 or 3 is migrated in place, in one transaction:
+ *   6  jobs keep attempts: the runs that began and did not end, as the
+ *      running row is written (0 before: a job running when a version-5
+ *      daemon stopped has no crash counted yet, and gets its runs).
+ * A data dir of any older version is migrated in place, in one transaction:
  * the new columns are added and (from 0) each job's params built from its
  * old columns.
  */
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 6
+#define TEXT_OF_(x) #x
+#define TEXT_OF(x) TEXT_OF_(x)
+static const char *const migrate_5_to_6 =
+    "ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;";
 static const char *const migrate_4_to_5 =
     "ALTER TABLE datasets ADD COLUMN topology INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE datasets ADD COLUMN atoms TEXT NOT NULL DEFAULT '';"
@@ -210,6 +221,7 @@ static int schema_migrate(sqlite3 *db, char **err) {
   bool has_frames = has_column(db, "datasets", "frames");
   bool has_reason = has_column(db, "jobs", "r_reason");
   bool has_topology = has_column(db, "datasets", "topology");
+  bool has_attempts = has_column(db, "jobs", "attempts");
   int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, err);
   if (rc == SQLITE_OK && !has_params)
     rc = sqlite3_exec(db, migrate_0_to_2, NULL, NULL, err);
@@ -219,8 +231,11 @@ static int schema_migrate(sqlite3 *db, char **err) {
     rc = sqlite3_exec(db, migrate_3_to_4, NULL, NULL, err);
   if (rc == SQLITE_OK && !has_topology)
     rc = sqlite3_exec(db, migrate_4_to_5, NULL, NULL, err);
+  if (rc == SQLITE_OK && !has_attempts)
+    rc = sqlite3_exec(db, migrate_5_to_6, NULL, NULL, err);
   if (rc == SQLITE_OK)
-    rc = sqlite3_exec(db, "PRAGMA user_version = 5; COMMIT", NULL, NULL, err);
+    rc = sqlite3_exec(db, "PRAGMA user_version = " TEXT_OF(SCHEMA_VERSION) "; COMMIT", NULL, NULL,
+                      err);
   else
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
   return rc;
@@ -941,11 +956,12 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
   "devices, status, progress, created_at, started_at, finished_at, t_queue, t_parse, "    \
   "t_transfer, t_kernel, t_total, device, error, has_result, r_kernel, r_block_size, "    \
   "r_threads, r_exact, r_refined, r_overflow, r_total, params, dataset_b, n_b, r_below, "     \
-  "r_frames, r_volume, r_box_source, r_reason, r_excluded, r_n, r_n_b, r_unit"
+  "r_frames, r_volume, r_box_source, r_reason, r_excluded, r_n, r_n_b, r_unit, attempts"
+#define COL_ATTEMPTS 43
 /* the columns after JOB_COLUMNS in a query for the whole result */
-#define COL_WEIGHTED 43
-#define COL_COUNTS 44
-#define COL_PER_FRAME 45
+#define COL_WEIGHTED 44
+#define COL_COUNTS 45
+#define COL_PER_FRAME 46
 
 /* per_frame's table as r_per_frame's blob (malloc'd, *len bytes), and back
  * (false when the blob does not have the result's shape). */
@@ -1034,6 +1050,7 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   j->timing.total_ms = sqlite3_column_double(st, 20);
   snprintf(j->device, sizeof j->device, "%s", (const char *)sqlite3_column_text(st, 21));
   snprintf(j->error, sizeof j->error, "%s", (const char *)sqlite3_column_text(st, 22));
+  j->attempts = (unsigned)sqlite3_column_int(st, COL_ATTEMPTS);
   j->has_result = sqlite3_column_int(st, 23) != 0;
   if (!j->has_result)
     return 0;
@@ -1237,8 +1254,8 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
                          "error=?, has_result=?, r_kernel=?, r_block_size=?, r_threads=?, "
                          "r_exact=?, r_refined=?, r_overflow=?, r_total=?, r_counts=?, "
                          "r_below=?, r_weighted=?, r_frames=?, r_volume=?, r_box_source=?, "
-                         "r_reason=?, r_excluded=?, r_n=?, r_n_b=?, r_per_frame=?, r_unit=? "
-                         "WHERE id=?",
+                         "r_reason=?, r_excluded=?, r_n=?, r_n_b=?, r_per_frame=?, r_unit=?, "
+                         "attempts=? WHERE id=?",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "update the job");
   } else {
@@ -1283,7 +1300,8 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
     if (pf_blob != NULL)
       sqlite3_bind_blob64(st, 30, pf_blob, (sqlite3_uint64)pf_len, SQLITE_STATIC);
     sqlite3_bind_text(st, 31, j->has_result ? r->unit : "", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 32, j->id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 32, (int)j->attempts);
+    sqlite3_bind_text(st, 33, j->id, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "update the job");
     sqlite3_finalize(st);

@@ -5,6 +5,9 @@ they cannot be (issue 15, items 6, 8 and 9):
   results come back exactly as the definition gives them;
 - a data dir written before results were encoded (fixtures/datadir-v0)
   still serves its results;
+- a data dir of schema 5 (fixtures/datadir-v5: raw weighted sums and
+  per-frame tables, a job left running by a kill -9, one left queued)
+  opens, serves its results exactly, and runs its unfinished jobs;
 - a stored result of the wrong size is an error (500 with a sentence),
   never a histogram of zeros;
 - a result the disk has no room for (faults.so: the WAL may not grow past
@@ -18,6 +21,7 @@ they cannot be (issue 15, items 6, 8 and 9):
 usage: test_result_store.py HISTD_EXE FAULTS_SO
 """
 import json
+import math
 import os
 import re
 import shutil
@@ -27,9 +31,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon import Daemon, check, csv_table, definition, random_points  # noqa: E402
+from daemon import Daemon, check, csv_table, definition, image_d, random_points  # noqa: E402
 
-FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "datadir-v0")
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+FIXTURE = os.path.join(FIXTURES, "datadir-v0")
 
 
 def db_path(d):
@@ -116,6 +121,55 @@ def test_old_data_dir(exe, root):
         counts, _, _ = definition(pts, 50.0, 40)
         check(job["result"]["counts"] == counts, job)
     print("a data dir written before results were encoded serves them exactly")
+
+
+def test_v5_data_dir(exe, root):
+    dd = os.path.join(root, "v5")
+    shutil.copytree(os.path.join(FIXTURES, "datadir-v5"), os.path.join(dd, "data"))
+    pts = random_points(40, seed=7)
+    w = [0.5 + (i % 5) * 0.25 for i in range(40)]
+    with Daemon(exe, data_dir=dd, args=["--workers", "1"]) as d:
+        db = sqlite3.connect("file:%s?mode=ro" % db_path(d), uri=True)
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        db.close()
+        check(version >= 6, "schema %d" % version)
+        # weighted sums (the products are multiples of 1/16: exact sums)
+        s, _, doc = d.json("GET", "/v1/jobs/75b4f62bf39414c5ed8158df60017465/result")
+        counts, overflow, total = definition(pts, 50.0, 40)
+        sums = [0.0] * 40
+        for i in range(40):
+            for j in range(i + 1, 40):
+                b = math.floor(math.sqrt(sum((pts[i][k] - pts[j][k]) ** 2 for k in (0, 1, 2)))
+                               / 50.0)
+                if b < 40:
+                    sums[b] += w[i] * w[j]
+        check(s == 200 and doc["counts"] == counts and doc["overflow"] == overflow and
+              doc["weighted"] == sums, ("weighted", s, doc))
+        # per-frame table: two frames of 10 atoms in a box of 100
+        fr = random_points(20, seed=8, box=100.0)
+        s, _, doc = d.json("GET", "/v1/jobs/c2d5efad7980a05743fc7104e1da7a45/result")
+        want = []
+        for f in range(2):
+            c = [0] * 8
+            a = fr[10 * f:10 * f + 10]
+            for i in range(10):
+                for j in range(i + 1, 10):
+                    b = math.floor(image_d(a[i], a[j], (100.0, 100.0, 100.0)) / 5.0)
+                    if b < 8:
+                        c[b] += 1
+            want.append(c)
+        check(s == 200 and doc["per_frame"]["counts"] == want and
+              doc["per_frame"]["total"] == [45, 45] and
+              doc["counts"] == [x + y for x, y in zip(*want)], ("per frame", s, doc))
+        # left running by a kill -9 (no attempts counted before schema 6),
+        # and left queued: both run
+        run = d.wait_job("5f3600414ecc8eeecbe7a088f1fe74c0")
+        check(run["status"] == "succeeded" and
+              sum(run["result"]["counts"]) + run["result"]["overflow"] == 6000 * 5999 // 2, run)
+        q = d.wait_job("1088c9e5c3b00f97a6ebcdaf1b5798b5")
+        counts, overflow, _ = definition(pts, 100.0, 10)
+        check(q["status"] == "succeeded" and q["result"]["counts"] == counts, q)
+    print("a schema-5 data dir opens: weighted and per-frame results exact, unfinished jobs run")
 
 
 def test_wrong_size(exe, root):
@@ -254,6 +308,7 @@ def main():
     try:
         test_compact(exe, root)
         test_old_data_dir(exe, root)
+        test_v5_data_dir(exe, root)
         test_wrong_size(exe, root)
         test_result_without_room(exe, shim, root)
         test_full_disk_start(exe, shim, root)
