@@ -301,15 +301,23 @@ void job_record_free(job_record *j);
 
 /* ---- stored results (result_codec.c) -------------------------------------- */
 
-/* counts[0..buckets) -> a malloc'd blob (version byte first; run-length
- * varints). 0 or HISTD_ENOMEM. */
-int result_counts_encode(const uint64_t *counts, uint32_t buckets, unsigned char **blob,
-                         size_t *len, char *msg, size_t msglen);
-/* A stored blob (this version, or the raw buckets x 8 bytes histd wrote
- * before) -> malloc'd counts[0..buckets). 0, or HISTD_EIO with a sentence
- * when the blob is not a result of that many buckets. */
-int result_counts_decode(const void *blob, size_t len, uint32_t buckets, uint64_t **counts,
-                         char *msg, size_t msglen);
+/* count words of 8 bytes (uint64 counts, or the bits of float64 sums) at
+ * words: one piece of what a blob codes. */
+typedef struct result_part {
+  void *words;
+  uint64_t count;
+} result_part;
+/* The parts' words, one after another -> a malloc'd blob (version byte
+ * first; runs of zeros skipped; values as varints, or as their 8 bytes
+ * when fixed). 0 or HISTD_ENOMEM. */
+int result_words_encode(const result_part *parts, size_t nparts, bool fixed,
+                        unsigned char **blob, size_t *len, char *msg, size_t msglen);
+/* A stored blob (any version, or the raw words histd wrote before) into
+ * the parts, which the caller allocated. 0, or HISTD_EIO with the words
+ * why ("12 bytes for 100 values: it ends early") when the blob does not
+ * hold exactly that many words. */
+int result_words_decode(const void *blob, size_t len, const result_part *parts, size_t nparts,
+                        char *msg, size_t msglen);
 
 /* ---- byte budgets (budget.c) ---------------------------------------------- */
 

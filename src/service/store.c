@@ -42,9 +42,10 @@
  * as the kernel has its WAL frames. Progress lives in memory only, never
  * in the database.
  *
- * Results are stored compactly (result_codec.c: run-length varints behind
- * a version byte; the raw blobs of older data dirs still read), and a
- * result that would take the data dir past --max-data-bytes is refused.
+ * Results are stored compactly, counts, weighted sums and per-frame tables
+ * alike (result_codec.c: runs of zeros skipped, behind a version byte; the
+ * raw blobs of older data dirs still read), and a result that would take
+ * the data dir past --max-data-bytes is refused.
  *
  * One connection, one mutex: the daemon's writes are a few per job, and a
  * single connection keeps SQLite's threading rules out of the picture.
@@ -145,6 +146,8 @@ static const char *const schema =
  *   6  jobs keep attempts: the runs that began and did not end, as the
  *      running row is written (0 before: a job running when a version-5
  *      daemon stopped has no crash counted yet, and gets its runs).
+ *      r_weighted and r_per_frame are coded as r_counts is (result_codec.c;
+ *      the raw blobs of before still read).
  * A data dir of any older version is migrated in place, in one transaction:
  * the new columns are added and (from 0) each job's params built from its
  * old columns.
@@ -963,31 +966,54 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
 #define COL_COUNTS 45
 #define COL_PER_FRAME 46
 
-/* per_frame's table as r_per_frame's blob (malloc'd, *len bytes), and back
- * (false when the blob does not have the result's shape). */
-static void *per_frame_encode(const histd_result *r, size_t *len) {
-  const uint64_t frames = r->frames > 0 ? r->frames : 1, row = (uint64_t)r->bins.count + 2;
-  uint64_t *b = malloc(frames * row * 8);
-  for (uint64_t f = 0; b != NULL && f < frames; f++) {
-    b[f * row] = r->frame_total[f];
-    memcpy(&b[f * row + 1], &r->frame_volume[f], 8);
-    memcpy(&b[f * row + 2], r->frame_counts + f * r->bins.count, r->bins.count * 8);
+/* The parts of r_per_frame's blob (result_codec.c): for each frame its
+ * pairs, its volume and its counts, in the result's arrays. malloc'd (NULL
+ * when out of memory); *n parts. */
+static result_part *per_frame_parts(const histd_result *r, size_t *n) {
+  const uint64_t frames = r->frames > 0 ? r->frames : 1;
+  result_part *parts = malloc(frames * 3 * sizeof *parts);
+  for (uint64_t f = 0; parts != NULL && f < frames; f++) {
+    parts[3 * f] = (result_part){&r->frame_total[f], 1};
+    parts[3 * f + 1] = (result_part){&r->frame_volume[f], 1};
+    parts[3 * f + 2] = (result_part){r->frame_counts + f * r->bins.count, r->bins.count};
   }
-  *len = b != NULL ? (size_t)(frames * row * 8) : 0;
-  return b;
+  *n = (size_t)frames * 3;
+  return parts;
 }
 
-static bool per_frame_decode(histd_result *r, const void *blob, size_t bytes) {
-  const uint64_t frames = r->frames > 0 ? r->frames : 1, row = (uint64_t)r->bins.count + 2;
-  if (blob == NULL || bytes != frames * row * 8 || histd_result_per_frame(r, frames) != 0)
-    return false;
-  const uint64_t *b = blob;
-  for (uint64_t f = 0; f < frames; f++) {
-    memcpy(&r->frame_total[f], &b[f * row], 8);
-    memcpy(&r->frame_volume[f], &b[f * row + 1], 8);
-    memcpy(r->frame_counts + f * r->bins.count, &b[f * row + 2], r->bins.count * 8);
+/* A result's three blobs (r_counts, r_weighted, r_per_frame; NULL when
+ * the result has no such arrays) and their bytes. */
+typedef struct result_blobs {
+  unsigned char *blob[3];
+  size_t len[3];
+  uint64_t bytes; /* all three */
+} result_blobs;
+
+static void result_blobs_free(result_blobs *b) {
+  for (int k = 0; k < 3; k++)
+    free(b->blob[k]);
+}
+
+static int result_blobs_encode(const histd_result *r, result_blobs *b, char *msg,
+                               size_t msglen) {
+  memset(b, 0, sizeof *b);
+  const result_part counts = {r->counts, r->bins.count}, sums = {r->weighted, r->bins.count};
+  int rc = result_words_encode(&counts, 1, false, &b->blob[0], &b->len[0], msg, msglen);
+  if (rc == 0 && r->weighted != NULL)
+    rc = result_words_encode(&sums, 1, true, &b->blob[1], &b->len[1], msg, msglen);
+  if (rc == 0 && r->frame_counts != NULL) {
+    size_t n;
+    result_part *parts = per_frame_parts(r, &n);
+    rc = parts == NULL ? histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the per-frame "
+                                                               "counts")
+                       : result_words_encode(parts, n, false, &b->blob[2], &b->len[2], msg,
+                                             msglen);
+    free(parts);
   }
-  return true;
+  b->bytes = (uint64_t)b->len[0] + b->len[1] + b->len[2];
+  if (rc != 0)
+    result_blobs_free(b);
+  return rc;
 }
 
 /* The job's parameters from their JSON (histd/params.h's table). */
@@ -1064,26 +1090,29 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
     snprintf(j->error, sizeof j->error, "the stored result's parameters do not make bins");
     return HISTD_EIO;
   }
-  if (with_counts) { /* the counts decoded straight into the result: one copy */
-    const void *blob = sqlite3_column_blob(st, COL_COUNTS);
-    size_t bytes = (size_t)sqlite3_column_bytes(st, COL_COUNTS);
+  if (with_counts) { /* the blobs decoded straight into the result: one copy */
     char why[256];
-    uint64_t *counts = NULL;
-    double *sums = NULL;
-    bool bad = result_counts_decode(blob, bytes, bins.count, &counts, why, sizeof why) != 0;
-    blob = sqlite3_column_blob(st, COL_WEIGHTED);
-    bytes = (size_t)sqlite3_column_bytes(st, COL_WEIGHTED);
-    if (!bad && weighted && (blob == NULL || bytes != (size_t)bins.count * 8)) {
-      bad = true;
-      snprintf(why, sizeof why, "the stored weighted sums have %zu bytes, not %zu", bytes,
-               (size_t)bins.count * 8);
-    }
-    if (!bad && weighted && (sums = malloc(bytes)) == NULL) {
-      bad = true;
-      snprintf(why, sizeof why, "out of memory for the weighted sums");
-    }
-    if (bad || histd_result_adopt(r, &bins, counts, sums ? memcpy(sums, blob, bytes) : NULL,
-                                  why, sizeof why) != 0) {
+    uint64_t *counts = malloc((size_t)bins.count * sizeof *counts);
+    double *sums = weighted ? malloc((size_t)bins.count * sizeof *sums) : NULL;
+    const result_part pc = {counts, bins.count}, pw = {sums, bins.count};
+    int rc = counts == NULL || (weighted && sums == NULL)
+                 ? histd_fail(why, sizeof why, HISTD_ENOMEM, "out of memory for the result")
+                 : 0;
+    char codec[200] = "";
+    if (rc == 0 && (rc = result_words_decode(sqlite3_column_blob(st, COL_COUNTS),
+                                             (size_t)sqlite3_column_bytes(st, COL_COUNTS), &pc,
+                                             1, codec, sizeof codec)) != 0)
+      snprintf(why, sizeof why, "the stored result is corrupt (its counts of %u buckets: %s)",
+               bins.count, codec);
+    if (rc == 0 && weighted &&
+        (rc = result_words_decode(sqlite3_column_blob(st, COL_WEIGHTED),
+                                  (size_t)sqlite3_column_bytes(st, COL_WEIGHTED), &pw, 1, codec,
+                                  sizeof codec)) != 0)
+      snprintf(why, sizeof why,
+               "the stored result is corrupt (its weighted sums of %u buckets: %s)", bins.count,
+               codec);
+    const bool bad = rc != 0;
+    if (bad || histd_result_adopt(r, &bins, counts, sums, why, sizeof why) != 0) {
       if (bad) {
         free(counts);
         free(sums);
@@ -1132,13 +1161,24 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   r->timing = j->timing;
   if (with_counts && r->statistic == HISTD_STAT_WITHIN)
     r->within = r->counts[0];
-  if (with_counts && sqlite3_column_type(st, COL_PER_FRAME) == SQLITE_BLOB &&
-      !per_frame_decode(r, sqlite3_column_blob(st, COL_PER_FRAME),
-                        (size_t)sqlite3_column_bytes(st, COL_PER_FRAME))) {
-    histd_result_free(r);
-    j->has_result = false;
-    snprintf(j->error, sizeof j->error, "the stored per-frame counts do not fit the result");
-    return HISTD_EIO;
+  if (with_counts && sqlite3_column_type(st, COL_PER_FRAME) == SQLITE_BLOB) {
+    char why[200] = "out of memory";
+    size_t n = 0;
+    result_part *parts = histd_result_per_frame(r, r->frames) == 0 ? per_frame_parts(r, &n)
+                                                                    : NULL;
+    int rc = parts == NULL ? HISTD_ENOMEM
+                           : result_words_decode(sqlite3_column_blob(st, COL_PER_FRAME),
+                                                 (size_t)sqlite3_column_bytes(st, COL_PER_FRAME),
+                                                 parts, n, why, sizeof why);
+    free(parts);
+    if (rc != 0) {
+      snprintf(j->error, sizeof j->error,
+               "the stored result is corrupt (its per-frame counts of %llu frames: %s)",
+               (unsigned long long)r->frames, why);
+      histd_result_free(r);
+      j->has_result = false;
+      return HISTD_EIO;
+    }
   }
   return 0;
 }
@@ -1221,27 +1261,19 @@ int store_mark_job_running(store *s, const job_record *j, char *msg, size_t msgl
 }
 
 static int update_job(store *s, const job_record *j, bool sync, char *msg, size_t msglen) {
-  unsigned char *blob = NULL;
-  size_t blob_len = 0, pf_len = 0;
-  void *pf_blob = NULL;
+  result_blobs b;
+  memset(&b, 0, sizeof b);
   if (j->has_result) {
-    int rc = result_counts_encode(j->result.counts, j->result.bins.count, &blob, &blob_len, msg,
-                                  msglen);
+    int rc = result_blobs_encode(&j->result, &b, msg, msglen);
     if (rc != 0)
       return rc;
-    if (j->result.frame_counts != NULL &&
-        (pf_blob = per_frame_encode(&j->result, &pf_len)) == NULL) {
-      free(blob);
-      return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the per-frame counts");
-    }
     uint64_t held = store_data_bytes(s);
-    if (s->max_bytes != 0 && held + blob_len + pf_len > s->max_bytes) {
-      free(blob);
-      free(pf_blob);
+    if (s->max_bytes != 0 && held + b.len[0] + b.len[2] > s->max_bytes) {
+      result_blobs_free(&b);
       return histd_fail(msg, msglen, HISTD_ETOOBIG,
                         "the result (%zu bytes) would take the data dir past its budget of "
                         "%llu bytes (--max-data-bytes; %llu are in use)",
-                        blob_len + pf_len, (unsigned long long)s->max_bytes,
+                        b.len[0] + b.len[2], (unsigned long long)s->max_bytes,
                         (unsigned long long)held);
     }
   }
@@ -1280,10 +1312,9 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
       sqlite3_bind_int64(st, 17, (sqlite3_int64)r->refined_pairs);
       sqlite3_bind_int64(st, 18, (sqlite3_int64)r->overflow);
       sqlite3_bind_int64(st, 19, (sqlite3_int64)r->total);
-      sqlite3_bind_blob64(st, 20, blob, (sqlite3_uint64)blob_len, SQLITE_STATIC);
-      if (r->weighted != NULL)
-        sqlite3_bind_blob64(st, 22, r->weighted, (sqlite3_uint64)r->bins.count * 8,
-                            SQLITE_STATIC);
+      sqlite3_bind_blob64(st, 20, b.blob[0], (sqlite3_uint64)b.len[0], SQLITE_STATIC);
+      if (b.blob[1] != NULL)
+        sqlite3_bind_blob64(st, 22, b.blob[1], (sqlite3_uint64)b.len[1], SQLITE_STATIC);
     }
     sqlite3_bind_int64(st, 21, j->has_result ? (sqlite3_int64)r->below : 0);
     sqlite3_bind_int64(st, 23, j->has_result && r->frames > 1 ? (sqlite3_int64)r->frames : 1);
@@ -1297,8 +1328,8 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
       sqlite3_bind_int64(st, 28, (sqlite3_int64)r->n);
       sqlite3_bind_int64(st, 29, (sqlite3_int64)r->n_b);
     }
-    if (pf_blob != NULL)
-      sqlite3_bind_blob64(st, 30, pf_blob, (sqlite3_uint64)pf_len, SQLITE_STATIC);
+    if (b.blob[2] != NULL)
+      sqlite3_bind_blob64(st, 30, b.blob[2], (sqlite3_uint64)b.len[2], SQLITE_STATIC);
     sqlite3_bind_text(st, 31, j->has_result ? r->unit : "", -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 32, (int)j->attempts);
     sqlite3_bind_text(st, 33, j->id, -1, SQLITE_STATIC);
@@ -1308,8 +1339,7 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
   }
   uint64_t seq = rc == 0 ? atomic_fetch_add(&s->committed, 1) + 1 : 0;
   pthread_mutex_unlock(&s->mu);
-  free(blob);
-  free(pf_blob);
+  result_blobs_free(&b);
   return rc == 0 && sync ? durable(s, seq, msg, msglen) : rc;
 }
 

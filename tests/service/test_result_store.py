@@ -2,7 +2,9 @@
 they cannot be (issue 15, items 6, 8 and 9):
 
 - a 2-point job with 16 Mi buckets stores a few bytes, not 128 MiB, and
-  results come back exactly as the definition gives them;
+  results come back exactly as the definition gives them; so do its
+  weighted sums (issue 28, item 5) and a per-frame table of 8 frames of 2
+  points in 1 Mi buckets (not 64 MiB);
 - a data dir written before results were encoded (fixtures/datadir-v0)
   still serves its results;
 - a data dir of schema 5 (fixtures/datadir-v5: raw weighted sums and
@@ -102,6 +104,48 @@ def test_compact(exe, root):
         check(s == 200 and len(rows) == 70002 and nonzero == ["5000,5,5.001,1"], (s, nonzero))
         print("compact: 16 Mi buckets stored in %d bytes (database +%d bytes); results exact"
               % (blob, grown))
+
+
+def test_compact_arrays(exe, root):
+    os.makedirs(os.path.join(root, "arrays"))
+    with Daemon(exe, data_dir=os.path.join(root, "arrays"), args=["--workers", "1"]) as d:
+        # 2 weighted points, one pair at 5 (weight 0.75 x 1.5)
+        two = d.json("POST", "/v1/datasets", {"points": [[0, 0, 0, 0.75], [3, 4, 0, 1.5]]})[2]
+        # 8 frames of 2 atoms in a box of 100: frame f's pair is at 1 + f
+        xyz = "".join('2\nLattice="100 0 0 0 100 0 0 0 100" pbc="T T T"\n'
+                      "Ar 0 0 0\nAr %d 0 0\n" % (1 + f) for f in range(8))
+        s, _, frames = d.json("POST", "/v1/datasets", xyz, {"Content-Type": "chemical/x-xyz"})
+        check(s == 201 and frames["frames"] == 8, (s, frames))
+        before = db_bytes(d)
+        huge_w = d.submit(two["id"], bucket_width=1, buckets=16777216, kernel="cpu",
+                          weights=True)["id"]
+        huge_f = d.submit(frames["id"], r_max=50, buckets=1 << 20, kernel="cpu",
+                          per_frame=True)["id"]
+        for job in (huge_w, huge_f):
+            doc = wait_listed(d, job)
+            check(doc["status"] == "succeeded", doc)
+        grown = db_bytes(d) - before
+        # raw, the sums were 128 MiB and the table 64 MiB
+        check(grown < 1 << 20, "the two results took %d bytes of database" % grown)
+        db = sqlite3.connect("file:%s?mode=ro" % db_path(d), uri=True)
+        sizes = [db.execute("SELECT length(r_weighted), length(r_per_frame) FROM jobs WHERE id = ?",
+                            (job,)).fetchone() for job in (huge_w, huge_f)]
+        db.close()
+        check(sizes[0][0] < 64 and sizes[1][1] < 256, sizes)
+        # and read back exactly (fewer buckets, so that the JSON stays small)
+        w = d.wait_job(d.submit(two["id"], bucket_width=0.001, buckets=70000, kernel="cpu",
+                                weights=True)["id"])
+        want = [0.0] * 70000
+        want[5000] = 0.75 * 1.5
+        check(w["result"]["weighted"] == want, "sparse weighted sums")
+        f = d.wait_job(d.submit(frames["id"], r_max=50, buckets=5000, kernel="cpu",
+                                per_frame=True)["id"])
+        table = f["result"]["per_frame"]
+        check(table["total"] == [1] * 8 and
+              all(row[100 * (1 + k)] == 1 and sum(row) == 1
+                  for k, row in enumerate(table["counts"])), "sparse per-frame table")
+        print("compact: 16 Mi weighted sums in %d bytes, 8 x 1 Mi per-frame cells in %d "
+              "(database +%d bytes); read back exactly" % (sizes[0][0], sizes[1][1], grown))
 
 
 def test_old_data_dir(exe, root):
@@ -307,6 +351,7 @@ def main():
     root = tempfile.mkdtemp(prefix="histd-results-")
     try:
         test_compact(exe, root)
+        test_compact_arrays(exe, root)
         test_old_data_dir(exe, root)
         test_v5_data_dir(exe, root)
         test_wrong_size(exe, root)
