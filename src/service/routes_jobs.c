@@ -35,15 +35,25 @@ static void add_time(cJSON *o, const char *key, double t) {
   cJSON_AddStringToObject(o, key, ts);
 }
 
-/* The parameters as the table writes them (histd/params.h). */
-static cJSON *params_to_json(const histd_params *p) {
+/* The parameters' JSON as the table writes it (histd/params.h), as the
+ * store keeps it: malloc'd, or NULL when out of memory. */
+static char *params_text(const histd_params *p, size_t *len) {
   char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
+  FILE *f = open_memstream(&text, len);
   int rc = f ? histd_params_write_json(f, p) : HISTD_ENOMEM;
   if (f)
     fclose(f);
-  cJSON *o = rc == 0 && text ? cJSON_CreateRaw(text) : NULL;
+  if (rc != 0) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+static cJSON *params_to_json(const histd_params *p) {
+  size_t len;
+  char *text = params_text(p, &len);
+  cJSON *o = text ? cJSON_CreateRaw(text) : NULL;
   free(text);
   return o ? o : cJSON_CreateObject();
 }
@@ -405,6 +415,9 @@ static void create_job(void *arg) {
     return;
   }
   uint64_t held = store_data_bytes(svc->store);
+  size_t row = 0;
+  char *text = params_text(&j->params, &row);
+  free(text);
   if (svc->cfg.max_data_bytes != 0 && held >= svc->cfg.max_data_bytes) {
     pthread_rwlock_unlock(&svc->datasets_lock);
     c->status = 507;
@@ -412,6 +425,12 @@ static void create_job(void *arg) {
              "the data dir holds %llu bytes, its budget is %zu (--max-data-bytes): there is "
              "no room for another result; delete datasets or wait for old jobs to expire",
              (unsigned long long)held, svc->cfg.max_data_bytes);
+    return;
+  }
+  if (store_room(svc->store, "the job's parameters", row, msg, sizeof msg) != 0) {
+    pthread_rwlock_unlock(&svc->datasets_lock);
+    c->status = 507;
+    snprintf(c->msg, sizeof c->msg, "%s", msg);
     return;
   }
   new_job_id(j->id);

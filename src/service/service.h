@@ -238,6 +238,10 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen);
 void store_set_max_bytes(store *s, uint64_t max_bytes);
 /* What the data dir holds now: payloads, the database and its WAL. */
 uint64_t store_data_bytes(store *s);
+/* Whether `bytes` more in the database (a result, a job's row) fit the
+ * budget, counted twice (the WAL, then the database): 0, or HISTD_ETOOBIG
+ * with a sentence that begins with `what`. */
+int store_room(store *s, const char *what, uint64_t bytes, char *msg, size_t msglen);
 void store_close(store *s);
 const char *store_payload_dir(const store *s);
 

@@ -45,7 +45,12 @@
  * Results are stored compactly, counts, weighted sums and per-frame tables
  * alike (result_codec.c: runs of zeros skipped, behind a version byte; the
  * raw blobs of older data dirs still read), and a result that would take
- * the data dir past --max-data-bytes is refused.
+ * the data dir past --max-data-bytes is refused. Every byte counts: the
+ * counts, weighted sums and per-frame tables alike, and a job's row (its
+ * parameters: an explicit edges list may be long), each twice, since a
+ * write lands in the WAL and again in the database at the checkpoint; the
+ * WAL is cut back to WAL_KEEP_BYTES once checkpointed (journal_size_limit),
+ * so that one large write does not hold its copy there for ever.
  *
  * One connection, one mutex: the daemon's writes are a few per job, and a
  * single connection keeps SQLite's threading rules out of the picture.
@@ -155,6 +160,9 @@ static const char *const schema =
 #define SCHEMA_VERSION 6
 #define TEXT_OF_(x) #x
 #define TEXT_OF(x) TEXT_OF_(x)
+/* What the WAL keeps of its size once checkpointed (SQLite's
+ * journal_size_limit): about one auto-checkpoint's worth. */
+#define WAL_KEEP_BYTES 4194304
 static const char *const migrate_5_to_6 =
     "ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;";
 static const char *const migrate_4_to_5 =
@@ -337,6 +345,18 @@ static uint64_t file_bytes(const char *dir, const char *name) {
 
 void store_set_max_bytes(store *s, uint64_t max_bytes) { s->max_bytes = max_bytes; }
 
+int store_room(store *s, const char *what, uint64_t bytes, char *msg, size_t msglen) {
+  const uint64_t held = store_data_bytes(s);
+  if (s->max_bytes == 0 || (held <= s->max_bytes && 2 * bytes <= s->max_bytes - held))
+    return 0;
+  return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                    "%s (%llu bytes, written twice: to the database's log, then the database) "
+                    "would take the data dir past its budget of %llu bytes (--max-data-bytes; "
+                    "%llu are in use)",
+                    what, (unsigned long long)bytes, (unsigned long long)s->max_bytes,
+                    (unsigned long long)held);
+}
+
 uint64_t store_data_bytes(store *s) {
   return atomic_load(&s->payload_bytes) + file_bytes(s->dir, "histd.db") +
          file_bytes(s->dir, "histd.db-wal");
@@ -399,8 +419,10 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
   }
   sqlite3_busy_timeout(s->db, 5000);
   char *err = NULL;
-  if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
-                   &err) != SQLITE_OK ||
+  if (sqlite3_exec(s->db,
+                   "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                   "PRAGMA journal_size_limit=" TEXT_OF(WAL_KEEP_BYTES) ";",
+                   NULL, NULL, &err) != SQLITE_OK ||
       sqlite3_exec(s->db, schema, NULL, NULL, &err) != SQLITE_OK ||
       schema_migrate(s->db, &err) != SQLITE_OK) {
     int rc = histd_fail(msg, msglen, HISTD_EIO, "cannot set up %s: %s", path,
@@ -1265,16 +1287,11 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
   memset(&b, 0, sizeof b);
   if (j->has_result) {
     int rc = result_blobs_encode(&j->result, &b, msg, msglen);
-    if (rc != 0)
-      return rc;
-    uint64_t held = store_data_bytes(s);
-    if (s->max_bytes != 0 && held + b.len[0] + b.len[2] > s->max_bytes) {
+    if (rc == 0)
+      rc = store_room(s, "the result", b.bytes, msg, msglen);
+    if (rc != 0) {
       result_blobs_free(&b);
-      return histd_fail(msg, msglen, HISTD_ETOOBIG,
-                        "the result (%zu bytes) would take the data dir past its budget of "
-                        "%llu bytes (--max-data-bytes; %llu are in use)",
-                        b.len[0] + b.len[2], (unsigned long long)s->max_bytes,
-                        (unsigned long long)held);
+      return rc;
     }
   }
   pthread_mutex_lock(&s->mu);

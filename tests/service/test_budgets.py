@@ -80,6 +80,41 @@ def test_data_budget(exe, root):
         d.kill()
 
 
+def test_every_byte(exe, root):
+    """Weighted sums and a job's parameters count in --max-data-bytes, each
+    twice (the database's log, then the database): the data dir stays under
+    the budget (issue 28, item 5)."""
+    dd = os.path.join(root, "every")
+    os.makedirs(dd)
+    d = Daemon(exe, data_dir=dd, args=["--workers", "1"]).start()
+    try:
+        pts = [list(p) + [0.5 + (i % 3) * 0.25] for i, p in enumerate(random_points(2000, seed=74))]
+        ds = d.json("POST", "/v1/datasets", {"points": pts})[2]["id"]
+        stopped(d)
+        budget = data_bytes(d) + (1 << 20)
+        d.args = ["--workers", "1", "--max-data-bytes", str(budget)]
+        d.start()
+        # 200,000 buckets, nearly all filled: a few hundred kB of counts and
+        # 1.6 MB of weighted sums
+        job = d.wait_job(d.submit(ds, bucket_width=0.009, buckets=200000, kernel="cpu",
+                                  weights=True)["id"])
+        check(job["status"] == "failed" and "--max-data-bytes" in job["error"] and
+              "result could not be stored" in job["error"], (job["status"], job.get("error")))
+        # 100,000 explicit edges: 1.9 MB of parameters in the job's row
+        edges = [i * 0.01 for i in range(100000)]
+        s, _, doc = d.json("POST", "/v1/jobs", {"dataset": ds, "edges": edges})
+        check(s == 507 and "the job's parameters" in doc["detail"] and
+              "--max-data-bytes" in doc["detail"], (s, doc))
+        small = d.wait_job(d.submit(ds, bucket_width=100, buckets=20, weights=True)["id"])
+        check(small["status"] == "succeeded", (small["status"], small.get("error")))
+        stopped(d)
+        check(data_bytes(d) <= budget, "the data dir holds %d bytes, its budget is %d"
+              % (data_bytes(d), budget))
+        print("--max-data-bytes counts weighted sums and parameters: %s" % job["error"])
+    finally:
+        d.kill()
+
+
 def stopped(d):
     """SIGTERM: exit status 0, or the status and the daemon's log tail."""
     rc = d.stop()
@@ -232,6 +267,7 @@ def main():
     root = tempfile.mkdtemp(prefix="histd-budgets-")
     try:
         test_data_budget(exe, root)
+        test_every_byte(exe, root)
         test_buffered_budget(exe, root)
         test_large_answers(exe, root)
     finally:
