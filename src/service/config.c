@@ -99,6 +99,9 @@ static const setting settings[] = {
     {"max-data-bytes", "HISTD_MAX_DATA_BYTES", K_SIZE, F(max_data_bytes),
      "disk budget of the data dir (payloads, database); uploads and results past it are "
      "refused with 507 (default 0: none)"},
+    {"max-result-bytes", "HISTD_MAX_RESULT_BYTES", K_SIZE, F(max_result_bytes),
+     "most bytes one job's result may take stored; a job whose result could take more is "
+     "refused with 422 (default 256M; 0: no limit)"},
     {"max-buffered-bytes", "HISTD_MAX_BUFFERED_BYTES", K_SIZE, F(max_buffered_bytes),
      "request bodies and large answers held at once, for all clients; beyond it 503 "
      "(default 1G; 0: no limit)"},
@@ -271,6 +274,7 @@ int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen) {
   cfg->connection_memory_limit = 128 * 1024;
   cfg->max_wait = 30;
   cfg->max_job_attempts = 3;
+  cfg->max_result_bytes = (size_t)256 << 20;
   cfg->max_buffered_bytes = (size_t)1 << 30;
   /* The installed dashboard, else the source tree's copy (a build dir run). */
   if (access(HISTD_STATIC_DIR "/index.html", R_OK) == 0 || HISTD_SOURCE_STATIC_DIR[0] == '\0')

@@ -35,7 +35,11 @@
  * anything else starts with its version byte. Any other length, or a blob
  * that does not decode to exactly `words` words, is an error with a
  * sentence, never a histogram of zeros.
-
+ *
+ * result_words_bound gives the most bytes a blob can take from what is
+ * known before a job runs (how many words, how many of them at most are
+ * not zero, how long their values can be), so that a job whose result
+ * could pass --max-result-bytes is refused when it is submitted.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +62,8 @@ static size_t put_varint(unsigned char *p, uint64_t v) {
     p[n] = (unsigned char)v;
   return n + 1;
 }
+
+static uint64_t varint_bytes(uint64_t v) { return put_varint(NULL, v); }
 
 /* 0, or -1 when the varint is cut off or longer than 64 bits. */
 static int get_varint(const unsigned char *p, size_t len, size_t *at, uint64_t *out) {
@@ -161,6 +167,17 @@ int result_words_encode(const result_part *parts, size_t nparts, bool fixed,
   return 0;
 }
 
+/* The most bytes result_words_encode can give for `words` words of which
+ * at most `nonzero` are not 0, whose values take at most value_bytes. */
+static uint64_t result_words_bound(uint64_t words, uint64_t nonzero, uint64_t value_bytes) {
+  if (nonzero > words)
+    nonzero = words;
+  /* runs of values are parted by zeros: at most one more than the zeros */
+  const uint64_t runs = nonzero < words / 2 + 1 ? nonzero : words / 2 + 1;
+  const uint64_t l = varint_bytes(words);
+  return 1 + l + (runs + 1) * 2 * l + value_bytes + 1;
+}
+
 static int corrupt(char *msg, size_t msglen, size_t len, uint64_t words, const char *why) {
   return histd_fail(msg, msglen, HISTD_EIO, "%zu bytes for %llu values: %s", len,
                     (unsigned long long)words, why);
@@ -222,4 +239,21 @@ int result_words_decode(const void *blob, size_t len, const result_part *parts, 
   if (why == NULL && !(at == len || (at + 1 == len && p[at] == 0 && at % 8 == 0)))
     why = "bytes follow the last word";
   return why == NULL ? 0 : corrupt(msg, msglen, len, words, why);
+}
+
+uint64_t result_stored_bound(uint32_t buckets, uint64_t frames, uint64_t pairs, bool weighted,
+                             bool per_frame) {
+  /* a count is at most the pairs, and at most `pairs` cells are not zero */
+  const uint64_t count_bytes = varint_bytes(pairs);
+  uint64_t nonzero = buckets < pairs ? buckets : pairs;
+  uint64_t bound = result_words_bound(buckets, nonzero, nonzero * count_bytes);
+  if (weighted)
+    bound += result_words_bound(buckets, nonzero, nonzero * 8);
+  if (per_frame) { /* each frame's pairs and volume, then its counts */
+    const uint64_t cells = frames * buckets;
+    nonzero = cells < pairs ? cells : pairs;
+    bound += result_words_bound(frames * ((uint64_t)buckets + 2), 2 * frames + nonzero,
+                                frames * (count_bytes + 10) + nonzero * count_bytes);
+  }
+  return bound;
 }

@@ -342,6 +342,33 @@ static int check_atoms(const histd_params *p, const dataset_meta *m, const datas
   return 0;
 }
 
+/* A job whose result could take more than --max-result-bytes stored is
+ * refused (422) before it runs: the bound is result_codec.c's, from the
+ * bins, the frames and the pairs of the datasets' shape (the whole sets,
+ * before selections and exclusions take some away; frames of equal
+ * shares, the one guess: a job whose frames differ more than that and
+ * whose result then passes the limit fails with the store's sentence). */
+static int check_result_size(service *svc, const histd_problem *prob, const job_record *j,
+                             char *msg, size_t msglen) {
+  const uint64_t cap = svc->cfg.max_result_bytes;
+  const uint32_t buckets = prob->statistic == HISTD_STAT_WITHIN ? 1
+                           : prob->bins.count ? prob->bins.count
+                                              : j->params.buckets;
+  const uint64_t frames = histd_problem_frames(prob);
+  const uint64_t bound = result_stored_bound(buckets, frames, histd_problem_pairs(prob),
+                                             j->params.weights, j->params.per_frame);
+  if (cap == 0 || bound <= cap)
+    return 0;
+  return histd_fail(msg, msglen, HISTD_EINVAL,
+                    "the result could take up to %llu bytes stored (%u bins%s%s, %llu frame%s), "
+                    "more than the %llu bytes a result may take (--max-result-bytes); ask for "
+                    "fewer bins%s",
+                    (unsigned long long)bound, buckets, j->params.weights ? ", weighted" : "",
+                    j->params.per_frame ? ", per frame" : "", (unsigned long long)frames,
+                    frames == 1 ? "" : "s", (unsigned long long)cap,
+                    j->params.per_frame ? " or frames" : "");
+}
+
 static void create_job(void *arg) {
   create_ctx *c = arg;
   service *svc = c->svc;
@@ -405,6 +432,8 @@ static void create_job(void *arg) {
   }
   if (rc == 0)
     rc = histd_exec_validate(&j->params.exec, &prob, msg, sizeof msg);
+  if (rc == 0)
+    rc = check_result_size(svc, &prob, j, msg, sizeof msg);
   free(edges);
   histd_dataset_free(&a);
   histd_dataset_free(&b);

@@ -70,6 +70,7 @@ typedef struct config {
   double job_retention;        /* seconds a finished job is kept; 0 = for ever */
   int max_job_attempts;        /* runs of a job the daemon died during, at most */
   size_t max_data_bytes;       /* the data dir's disk budget; 0 = none */
+  size_t max_result_bytes;     /* one job's stored result, at most; 0 = any */
   size_t max_buffered_bytes;   /* request bodies and large answers held at once */
   bool print_routes;
   bool access_log;             /* one line per request on stderr */
@@ -234,8 +235,9 @@ typedef struct job_record {
 
 int store_open(store **out, const char *data_dir, char *msg, size_t msglen);
 /* The data dir's disk budget (0: none): a result that would take the data
- * dir past it is not stored (store_update_job fails, HISTD_ETOOBIG). */
-void store_set_max_bytes(store *s, uint64_t max_bytes);
+ * dir past it is not stored (store_update_job fails, HISTD_ETOOBIG); nor
+ * is a result of more than max_result_bytes (0: any size). */
+void store_set_limits(store *s, uint64_t max_bytes, uint64_t max_result_bytes);
 /* What the data dir holds now: payloads, the database and its WAL. */
 uint64_t store_data_bytes(store *s);
 /* Whether `bytes` more in the database (a result, a job's row) fit the
@@ -322,6 +324,10 @@ int result_words_encode(const result_part *parts, size_t nparts, bool fixed,
  * hold exactly that many words. */
 int result_words_decode(const void *blob, size_t len, const result_part *parts, size_t nparts,
                         char *msg, size_t msglen);
+/* The most bytes a result's blobs can take stored, from its shape before
+ * it runs: its buckets and frames, and at most `pairs` pairs. */
+uint64_t result_stored_bound(uint32_t buckets, uint64_t frames, uint64_t pairs, bool weighted,
+                             bool per_frame);
 
 /* ---- byte budgets (budget.c) ---------------------------------------------- */
 

@@ -88,8 +88,9 @@ struct store {
   uint64_t synced;
   bool syncing;
   int wal_fd; /* -1 until the first sync opens it */
-  /* the disk budget (--max-data-bytes; 0: none) and the payloads' bytes */
-  uint64_t max_bytes;
+  /* the disk budget (--max-data-bytes; 0: none) and the payloads' bytes,
+   * and the most one result may take (--max-result-bytes; 0: any) */
+  uint64_t max_bytes, max_result_bytes;
   atomic_uint_fast64_t payload_bytes;
 };
 
@@ -343,7 +344,10 @@ static uint64_t file_bytes(const char *dir, const char *name) {
   return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 }
 
-void store_set_max_bytes(store *s, uint64_t max_bytes) { s->max_bytes = max_bytes; }
+void store_set_limits(store *s, uint64_t max_bytes, uint64_t max_result_bytes) {
+  s->max_bytes = max_bytes;
+  s->max_result_bytes = max_result_bytes;
+}
 
 int store_room(store *s, const char *what, uint64_t bytes, char *msg, size_t msglen) {
   const uint64_t held = store_data_bytes(s);
@@ -1287,6 +1291,11 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
   memset(&b, 0, sizeof b);
   if (j->has_result) {
     int rc = result_blobs_encode(&j->result, &b, msg, msglen);
+    if (rc == 0 && s->max_result_bytes != 0 && b.bytes > s->max_result_bytes)
+      rc = histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "the result takes %llu bytes, more than the %llu a result may take "
+                      "(--max-result-bytes)",
+                      (unsigned long long)b.bytes, (unsigned long long)s->max_result_bytes);
     if (rc == 0)
       rc = store_room(s, "the result", b.bytes, msg, msglen);
     if (rc != 0) {

@@ -115,6 +115,34 @@ def test_every_byte(exe, root):
         d.kill()
 
 
+def test_result_cap(exe, root):
+    """--max-result-bytes: a job whose result could take more is refused up
+    front (422, naming both sizes); sparse results of many bins are not."""
+    dd = os.path.join(root, "cap")
+    os.makedirs(dd)
+    with Daemon(exe, data_dir=dd, args=["--workers", "1"],
+                env={"HISTD_MAX_RESULT_BYTES": "1M"}) as d:
+        ds = d.upload(random_points(2000, seed=75), "json")["id"]
+        s, _, doc = d.json("POST", "/v1/jobs", {"dataset": ds, "bucket_width": 0.002,
+                                                "buckets": 1000000, "kernel": "cpu"})
+        check(s == 422 and "--max-result-bytes" in doc["detail"] and
+              "1048576 bytes" in doc["detail"] and "up to" in doc["detail"], (s, doc))
+        refused = doc["detail"]
+        # 2 points, or 8 frames of 2: at most 1 or 8 cells are not zero
+        two = d.upload([(0.0, 0.0, 0.0), (3.0, 4.0, 0.0)], "json")["id"]
+        xyz = "".join('2\nLattice="100 0 0 0 100 0 0 0 100" pbc="T T T"\n'
+                      "Ar 0 0 0\nAr %d 0 0\n" % (1 + f) for f in range(8))
+        s, _, frames = d.json("POST", "/v1/datasets", xyz, {"Content-Type": "chemical/x-xyz"})
+        for job in (d.submit(two, bucket_width=1, buckets=16777216, kernel="cpu"),
+                    d.submit(frames["id"], r_max=50, buckets=1 << 20, per_frame=True,
+                             kernel="cpu")):
+            s, _, done = d.json("GET", "/v1/jobs/%s?wait=30&summary=true" % job["id"])
+            check(done["status"] == "succeeded", done)
+        s, _, doc = d.json("GET", "/v1/jobs")
+        check(len(doc["jobs"]) == 2, "the refused job was not stored")
+    print("--max-result-bytes: 422: %s" % refused)
+
+
 def stopped(d):
     """SIGTERM: exit status 0, or the status and the daemon's log tail."""
     rc = d.stop()
@@ -268,6 +296,7 @@ def main():
     try:
         test_data_budget(exe, root)
         test_every_byte(exe, root)
+        test_result_cap(exe, root)
         test_buffered_budget(exe, root)
         test_large_answers(exe, root)
     finally:
