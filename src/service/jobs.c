@@ -711,7 +711,7 @@ int jobs_submit(jobs *q, job_record *rec, char *msg, size_t msglen) {
   return 0;
 }
 
-int jobs_get(jobs *q, const char *id, job_record *out) {
+int jobs_get(jobs *q, const char *id, job_record *out, bool arrays) {
   if (q->svc->cluster != NULL)
     return cluster_get_job(q->svc->cluster, id, out);
   pthread_mutex_lock(&q->mu);
@@ -722,7 +722,7 @@ int jobs_get(jobs *q, const char *id, job_record *out) {
     return 0;
   }
   pthread_mutex_unlock(&q->mu);
-  return store_get_job(q->svc->store, id, out);
+  return store_get_job(q->svc->store, id, out, arrays);
 }
 
 int jobs_cancel(jobs *q, const char *id, job_record *out, char *msg, size_t msglen) {
@@ -773,7 +773,7 @@ int jobs_cancel(jobs *q, const char *id, job_record *out, char *msg, size_t msgl
     return still_running ? 1 : 0;
   }
   pthread_mutex_unlock(&q->mu);
-  return store_get_job(q->svc->store, id, out);
+  return store_get_job(q->svc->store, id, out, false); /* ended: answered as a summary */
 }
 
 size_t jobs_queue_depth(jobs *q) {

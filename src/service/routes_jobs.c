@@ -557,7 +557,7 @@ static bool add_job(const job_record *rec, void *u) {
   list_ctx *c = u;
   if (rec->status == JOB_QUEUED || rec->status == JOB_RUNNING) {
     job_record live; /* the store does not see progress: ask the queue */
-    if (jobs_get(c->jobs, rec->id, &live) == 0) {
+    if (jobs_get(c->jobs, rec->id, &live, false) == 0) {
       cJSON_AddItemToArray(c->arr, job_to_json(&live, true));
       job_record_free(&live);
       return true;
@@ -589,12 +589,13 @@ void route_jobs_list(request *r) {
   respond_json(r, 200, o);
 }
 
-/* The job named in the path, or false once answered: 404 when there is no
- * such job, 500 when the database cannot be read or the job's stored
- * result cannot be decoded (never a result of zeros). */
-static bool get_job(request *r, job_record *j) {
+/* The job named in the path (with its result's arrays, or a summary), or
+ * false once answered: 404 when there is no such job, 500 when the
+ * database cannot be read or the job's stored result cannot be decoded
+ * (never a result of zeros). */
+static bool get_job(request *r, job_record *j, bool arrays) {
   memset(j, 0, sizeof *j);
-  int rc = jobs_get(r->svc->jobs, r->path_id, j);
+  int rc = jobs_get(r->svc->jobs, r->path_id, j, arrays);
   if (rc == 0)
     return true;
   if (rc == HISTD_ENOENT)
@@ -637,10 +638,11 @@ void route_jobs_get(request *r) {
       }
     }
   }
+  const bool summary = sm != NULL && strcmp(sm, "true") == 0;
   job_record j;
-  if (!get_job(r, &j))
+  if (!get_job(r, &j, !summary))
     return;
-  if (sm != NULL && strcmp(sm, "true") == 0)
+  if (summary)
     respond_json(r, 200, job_to_json(&j, true));
   else
     respond_job(r, &j);
@@ -769,7 +771,7 @@ void route_jobs_result(request *r) {
   if (format < 0)
     return;
   job_record j;
-  if (!get_job(r, &j))
+  if (!get_job(r, &j, true))
     return;
   if (j.status != JOB_SUCCEEDED || !j.has_result || j.result.counts == NULL) {
     respond_problem(r, 409, "job %s is %s, so it has no result%s%s", j.id,

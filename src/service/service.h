@@ -289,8 +289,9 @@ int store_update_job(store *s, const job_record *j, char *msg, size_t msglen);
 int store_mark_job_running(store *s, const job_record *j, char *msg, size_t msglen);
 /* 0, HISTD_ENOENT, or HISTD_EIO: the database cannot be read, or the
  * job's stored result cannot be decoded (then j->error says why and
- * j->has_result is false). The result is freed by job_record_free. */
-int store_get_job(store *s, const char *id, job_record *j);
+ * j->has_result is false). The result is freed by job_record_free.
+ * Without `arrays`, a summary: the result's scalars, no blob read. */
+int store_get_job(store *s, const char *id, job_record *j, bool arrays);
 int store_list_jobs(store *s, size_t limit, bool with_results,
                     bool (*fn)(const job_record *j, void *u), void *u);
 /* Jobs that were queued or running when the daemon stopped, oldest first. */
@@ -415,8 +416,9 @@ void jobs_destroy(jobs *q);
 /* Submits a validated job. Returns 0, HISTD_ETOOBIG when the queue is full. */
 int jobs_submit(jobs *q, job_record *j, char *msg, size_t msglen);
 /* The job's current state: from memory when queued or running, else from
- * the store. HISTD_ENOENT when unknown. */
-int jobs_get(jobs *q, const char *id, job_record *out);
+ * the store (with the result's arrays, or without: a summary).
+ * HISTD_ENOENT when unknown. */
+int jobs_get(jobs *q, const char *id, job_record *out, bool arrays);
 /* Cancels: a queued job at once, a running one within a second. Returns 1
  * when a running job was asked to stop, 0 when it is cancelled or had
  * already ended, HISTD_ENOENT when unknown, or HISTD_EIO (msg says why)

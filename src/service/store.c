@@ -52,8 +52,14 @@
  * WAL is cut back to WAL_KEEP_BYTES once checkpointed (journal_size_limit),
  * so that one large write does not hold its copy there for ever.
  *
- * One connection, one mutex: the daemon's writes are a few per job, and a
- * single connection keeps SQLite's threading rules out of the picture.
+ * Writes go through one connection under one mutex: the daemon's writes
+ * are a few per job, and a single connection keeps SQLite's threading
+ * rules out of the picture. Reads do not take that mutex: each takes a
+ * read-only connection of its own (reader_take: an idle one, or a new one;
+ * READERS_KEPT stay open for the next), and WAL lets it read the last
+ * commit while the writer writes. So a GET that reads and decodes a large
+ * result holds up neither the workers' writes nor /readyz; a summary
+ * (lists, ?summary=true) reads no blob at all.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -70,6 +76,8 @@
 #include <unistd.h>
 
 #include "service.h"
+
+#define READERS_KEPT 16
 
 struct store {
   sqlite3 *db;
@@ -88,6 +96,10 @@ struct store {
   uint64_t synced;
   bool syncing;
   int wal_fd; /* -1 until the first sync opens it */
+  /* read-only connections no reader is using now (reader_take) */
+  pthread_mutex_t readers_mu;
+  sqlite3 *idle[READERS_KEPT];
+  int nidle;
   /* the disk budget (--max-data-bytes; 0: none) and the payloads' bytes,
    * and the most one result may take (--max-result-bytes; 0: any) */
   uint64_t max_bytes, max_result_bytes;
@@ -255,6 +267,38 @@ static int schema_migrate(sqlite3 *db, char **err) {
 
 static int fsync_dir(const char *dir);
 
+/* A read-only connection for one read (an idle one, else a new one), or
+ * NULL when the database cannot be opened; reader_give hands it back. */
+static sqlite3 *reader_take(store *s) {
+  pthread_mutex_lock(&s->readers_mu);
+  sqlite3 *db = s->nidle > 0 ? s->idle[--s->nidle] : NULL;
+  pthread_mutex_unlock(&s->readers_mu);
+  if (db != NULL)
+    return db;
+  char path[4300];
+  snprintf(path, sizeof path, "%s/histd.db", s->dir);
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+      SQLITE_OK) {
+    sqlite3_close(db);
+    return NULL;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_exec(db, "PRAGMA cache_size=-1024", NULL, NULL, NULL); /* 1 MiB a reader */
+  return db;
+}
+
+static void reader_give(store *s, sqlite3 *db) {
+  if (db == NULL)
+    return;
+  pthread_mutex_lock(&s->readers_mu);
+  if (s->nidle < READERS_KEPT) {
+    s->idle[s->nidle++] = db;
+    db = NULL;
+  }
+  pthread_mutex_unlock(&s->readers_mu);
+  sqlite3_close(db);
+}
+
 static int db_fail(store *s, char *msg, size_t msglen, const char *what) {
   return histd_fail(msg, msglen, HISTD_EIO, "the database could not %s: %s", what,
                     sqlite3_errmsg(s->db));
@@ -386,6 +430,7 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_init(&s->commit_mu, NULL);
   pthread_mutex_init(&s->sync_mu, NULL);
+  pthread_mutex_init(&s->readers_mu, NULL);
   pthread_cond_init(&s->sync_cv, NULL);
   s->wal_fd = -1;
   snprintf(s->dir, sizeof s->dir, "%s", data_dir);
@@ -444,6 +489,9 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
 void store_close(store *s) {
   if (s == NULL)
     return;
+  while (s->nidle > 0)
+    sqlite3_close(s->idle[--s->nidle]);
+  pthread_mutex_destroy(&s->readers_mu);
   sqlite3_close(s->db);
   if (s->wal_fd >= 0)
     close(s->wal_fd);
@@ -549,10 +597,10 @@ int dataset_topology_from_tail(histd_dataset *ds, const dataset_meta *m, const d
   "id, n, format, name, created_at, minx, miny, minz, maxx, maxy, maxz, error, weighted, " \
   "frames, box, topology, atoms, unit"
 
-static int get_dataset_locked(store *s, const char *id, dataset_meta *m) {
+static int get_dataset_in(sqlite3 *db, const char *id, dataset_meta *m) {
   sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(s->db, "SELECT " DATASET_COLUMNS " FROM datasets WHERE id = ?", -1,
-                         &st, NULL) != SQLITE_OK)
+  if (sqlite3_prepare_v2(db, "SELECT " DATASET_COLUMNS " FROM datasets WHERE id = ?", -1, &st,
+                         NULL) != SQLITE_OK)
     return HISTD_EIO;
   sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
   int rc = HISTD_ENOENT;
@@ -565,9 +613,9 @@ static int get_dataset_locked(store *s, const char *id, dataset_meta *m) {
 }
 
 int store_get_dataset(store *s, const char *id, dataset_meta *m) {
-  pthread_mutex_lock(&s->mu);
-  int rc = get_dataset_locked(s, id, m);
-  pthread_mutex_unlock(&s->mu);
+  sqlite3 *db = reader_take(s);
+  int rc = db != NULL ? get_dataset_in(db, id, m) : HISTD_EIO;
+  reader_give(s, db);
   return rc;
 }
 
@@ -730,7 +778,7 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
                                  const char *name, dataset_meta *meta, bool *created,
                                  char *msg, size_t msglen) {
   pthread_mutex_lock(&s->mu);
-  int rc = get_dataset_locked(s, id, meta);
+  int rc = get_dataset_in(s->db, id, meta);
   pthread_mutex_unlock(&s->mu);
   bool existed = rc == 0;
   char final_path[4400];
@@ -780,7 +828,7 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
   }
   uint64_t seq = rc == 0 ? atomic_fetch_add(&s->committed, 1) + 1 : 0;
   if (rc == 0) {
-    rc = get_dataset_locked(s, id, meta);
+    rc = get_dataset_in(s->db, id, meta);
     if (rc != 0)
       rc = db_fail(s, msg, msglen, "read the dataset back");
   }
@@ -884,13 +932,13 @@ int store_put_streamed(store *s, const char *tmp_path, const char *id, size_t n,
 
 int store_list_datasets(store *s, size_t limit, bool (*fn)(const dataset_meta *m, void *u),
                         void *u) {
-  pthread_mutex_lock(&s->mu);
+  sqlite3 *db = reader_take(s);
   sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(s->db,
-                         "SELECT " DATASET_COLUMNS
-                         " FROM datasets ORDER BY created_at DESC, id LIMIT ?",
-                         -1, &st, NULL) != SQLITE_OK) {
-    pthread_mutex_unlock(&s->mu);
+  if (db == NULL || sqlite3_prepare_v2(db,
+                                       "SELECT " DATASET_COLUMNS
+                                       " FROM datasets ORDER BY created_at DESC, id LIMIT ?",
+                                       -1, &st, NULL) != SQLITE_OK) {
+    reader_give(s, db);
     return HISTD_EIO;
   }
   sqlite3_bind_int64(st, 1, limit ? (sqlite3_int64)limit : -1);
@@ -908,7 +956,7 @@ int store_list_datasets(store *s, size_t limit, bool (*fn)(const dataset_meta *m
     row_to_dataset(st, &rows[count++]);
   }
   sqlite3_finalize(st);
-  pthread_mutex_unlock(&s->mu);
+  reader_give(s, db);
   if (rows == NULL)
     return HISTD_ENOMEM;
   for (size_t i = 0; i < count; i++)
@@ -1369,28 +1417,32 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
   return rc == 0 && sync ? durable(s, seq, msg, msglen) : rc;
 }
 
-int store_get_job(store *s, const char *id, job_record *j) {
-  pthread_mutex_lock(&s->mu);
+int store_get_job(store *s, const char *id, job_record *j, bool arrays) {
+  sqlite3 *db = reader_take(s);
   sqlite3_stmt *st;
   int rc = HISTD_EIO;
-  if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLUMNS ", r_weighted, r_counts, r_per_frame FROM jobs WHERE id = ?", -1,
-                         &st, NULL) == SQLITE_OK) {
+  if (db != NULL &&
+      sqlite3_prepare_v2(db,
+                         arrays ? "SELECT " JOB_COLUMNS ", r_weighted, r_counts, r_per_frame "
+                                  "FROM jobs WHERE id = ?"
+                                : "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?",
+                         -1, &st, NULL) == SQLITE_OK) {
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     rc = HISTD_ENOENT;
     if (sqlite3_step(st) == SQLITE_ROW)
-      rc = row_to_job(st, j, true);
+      rc = row_to_job(st, j, arrays);
     sqlite3_finalize(st);
   }
-  pthread_mutex_unlock(&s->mu);
+  reader_give(s, db);
   return rc;
 }
 
 static int list_jobs(store *s, const char *sql, sqlite3_int64 limit,
                      bool (*fn)(const job_record *j, void *u), void *u) {
-  pthread_mutex_lock(&s->mu);
+  sqlite3 *db = reader_take(s);
   sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
-    pthread_mutex_unlock(&s->mu);
+  if (db == NULL || sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+    reader_give(s, db);
     return HISTD_EIO;
   }
   if (limit != 0)
@@ -1408,7 +1460,7 @@ static int list_jobs(store *s, const char *sql, sqlite3_int64 limit,
     (void)row_to_job(st, &rows[count++], false); /* no counts: cannot fail */
   }
   sqlite3_finalize(st);
-  pthread_mutex_unlock(&s->mu);
+  reader_give(s, db);
   if (rows == NULL)
     return HISTD_ENOMEM;
   bool go = true;
@@ -1457,11 +1509,11 @@ int store_expire_jobs(store *s, double before, uint64_t *deleted, char *msg, siz
 
 int store_count_jobs(store *s, uint64_t counts[JOB_STATUS_COUNT]) {
   memset(counts, 0, sizeof(uint64_t) * JOB_STATUS_COUNT);
-  pthread_mutex_lock(&s->mu);
+  sqlite3 *db = reader_take(s);
   sqlite3_stmt *st;
   int rc = HISTD_EIO;
-  if (sqlite3_prepare_v2(s->db, "SELECT status, count(*) FROM jobs GROUP BY status", -1, &st,
-                         NULL) == SQLITE_OK) {
+  if (db != NULL && sqlite3_prepare_v2(db, "SELECT status, count(*) FROM jobs GROUP BY status",
+                                       -1, &st, NULL) == SQLITE_OK) {
     while (sqlite3_step(st) == SQLITE_ROW) {
       int status = sqlite3_column_int(st, 0);
       if (status >= 0 && status < JOB_STATUS_COUNT)
@@ -1470,6 +1522,6 @@ int store_count_jobs(store *s, uint64_t counts[JOB_STATUS_COUNT]) {
     sqlite3_finalize(st);
     rc = 0;
   }
-  pthread_mutex_unlock(&s->mu);
+  reader_give(s, db);
   return rc;
 }

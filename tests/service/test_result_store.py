@@ -11,7 +11,8 @@ they cannot be (issue 15, items 6, 8 and 9):
   per-frame tables, a job left running by a kill -9, one left queued)
   opens, serves its results exactly, and runs its unfinished jobs;
 - a stored result of the wrong size is an error (500 with a sentence),
-  never a histogram of zeros;
+  never a histogram of zeros, and its summary (?summary=true), which reads
+  no blob, still answers;
 - a result the disk has no room for (faults.so: the WAL may not grow past
   a mark) ends the job failed with SQLite's sentence, the metrics count it
   failed, and it stays failed after a restart;
@@ -238,7 +239,12 @@ def test_wrong_size(exe, root):
                       (path, s, doc))
         s, _, doc = d.json("GET", "/v1/jobs/%s/result" % jobs[2])
         check(s == 200 and sum(doc["counts"]) + doc["overflow"] == 435, (s, doc))
-        print("a stored result of the wrong size: 500 with a sentence")
+        # a summary reads no blob (issue 28, item 6), so it answers
+        for job_id in jobs[:2]:
+            s, _, doc = d.json("GET", "/v1/jobs/%s?summary=true" % job_id)
+            check(s == 200 and doc["status"] == "succeeded" and doc["result"]["total"] == 435
+                  and "counts" not in doc["result"], (s, doc))
+        print("a stored result of the wrong size: 500 with a sentence; its summary: 200")
     finally:
         d.kill()
 
