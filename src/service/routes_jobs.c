@@ -50,9 +50,17 @@ static char *params_text(const histd_params *p, size_t *len) {
   return text;
 }
 
-static cJSON *params_to_json(const histd_params *p) {
+/* The parameters in a job document; without `arrays`, an explicit edges
+ * list (up to 16 Mi numbers) is left out: the document's edges_count says
+ * how long it is. */
+static cJSON *params_to_json(const histd_params *p, bool arrays) {
+  histd_params shown = *p; /* (shallow: nothing here is freed) */
+  if (!arrays) {
+    shown.edges = NULL;
+    shown.edge_count = 0;
+  }
   size_t len;
-  char *text = params_text(p, &len);
+  char *text = params_text(&shown, &len);
   cJSON *o = text ? cJSON_CreateRaw(text) : NULL;
   free(text);
   return o ? o : cJSON_CreateObject();
@@ -61,9 +69,10 @@ static cJSON *params_to_json(const histd_params *p) {
 /* Whether a result's documents are written to a file rather than memory. */
 static bool large_result(const histd_result *res) { return res->bins.count > 65536; }
 
-/* The job document; with `summary`, a succeeded job's result without its
- * edges and counts (lists and the answers to POST and DELETE). GET on one
- * job adds the whole result (respond_job). */
+/* The job document; with `summary`, without arrays: a succeeded job's
+ * result without its edges and counts, its parameters without an explicit
+ * edges list (lists, ?summary=true and the answers to POST and DELETE).
+ * GET on one job adds the whole result (respond_job). */
 static cJSON *job_to_json(const job_record *j, bool summary) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "id", j->id);
@@ -74,7 +83,9 @@ static cJSON *job_to_json(const job_record *j, bool summary) {
     cJSON_AddStringToObject(o, "dataset_b", j->dataset_b);
     cJSON_AddNumberToObject(o, "n_b", (double)j->n_b);
   }
-  cJSON_AddItemToObject(o, "params", params_to_json(&j->params));
+  cJSON_AddItemToObject(o, "params", params_to_json(&j->params, !summary));
+  if (summary && j->params.edges != NULL)
+    cJSON_AddNumberToObject(o, "edges_count", j->params.edge_count);
   cJSON_AddNumberToObject(o, "progress", j->progress);
   if (j->status == JOB_RUNNING && j->frames > 1) { /* a trajectory: the frames it has done */
     double done = j->progress * (double)j->frames;
@@ -117,7 +128,7 @@ static cJSON *job_to_json(const job_record *j, bool summary) {
  * streamed into the body after the other members (it may be large). */
 static void respond_job(request *r, const job_record *j) {
   if (!j->has_result || j->status != JOB_SUCCEEDED || j->result.counts == NULL) {
-    respond_json(r, 200, job_to_json(j, true));
+    respond_json(r, 200, job_to_json(j, false)); /* no result to add */
     return;
   }
   cJSON *o = job_to_json(j, false);

@@ -24,7 +24,8 @@
  * Threads: libmicrohttpd's pool threads run the handlers; the worker pool's
  * threads run jobs; the main thread runs the libuv loop. They meet in the
  * jobs module (one mutex + condition variable), the store (one mutex around
- * one SQLite connection) and the metrics (atomics).
+ * the SQLite connection that writes; each read on a connection of its own)
+ * and the metrics (atomics).
  */
 #ifndef HISTD_SERVICE_H
 #define HISTD_SERVICE_H
