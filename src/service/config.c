@@ -103,7 +103,8 @@ static const setting settings[] = {
      "most bytes one job's result may take stored; a job whose result could take more is "
      "refused with 422 (default 256M; 0: no limit)"},
     {"max-buffered-bytes", "HISTD_MAX_BUFFERED_BYTES", K_SIZE, F(max_buffered_bytes),
-     "request bodies and large answers held at once, for all clients; beyond it 503 "
+     "request bodies, large answers and results being read, held at once for all clients; "
+     "beyond it 503 "
      "(default 1G; 0: no limit)"},
     {"access-log", "HISTD_ACCESS_LOG", K_FLAG, F(access_log),
      "log every request on stderr (method, path, status, bytes in, milliseconds)"},

@@ -14,6 +14,12 @@
  * Status codes: 400 = the request is malformed; 404 = a named thing does
  * not exist; 422 = well-formed but impossible values; 409 = the job is not
  * in a state for that (a result before it succeeded).
+ *
+ * Reading a finished job's whole result (GET of the job or of its result)
+ * holds its blobs and the arrays they decode into: that memory is taken
+ * from --max-buffered-bytes before the read (get_whole_job), as request
+ * bodies and large answers are. Lists and ?summary=true read no blob and
+ * leave out every array, an explicit edges list of the parameters too.
  */
 #include <math.h>
 #include <stdio.h>
@@ -66,8 +72,13 @@ static cJSON *params_to_json(const histd_params *p, bool arrays) {
   return o ? o : cJSON_CreateObject();
 }
 
-/* Whether a result's documents are written to a file rather than memory. */
-static bool large_result(const histd_result *res) { return res->bins.count > 65536; }
+/* Whether a result's documents are written to a file rather than memory
+ * (and so held against --max-buffered-bytes): its cells, a per-frame
+ * table's too. */
+static bool large_result(const histd_result *res) {
+  const uint64_t rows = res->frame_counts != NULL ? res->frames + 1 : 1;
+  return (uint64_t)res->bins.count * rows > 65536;
+}
 
 /* The job document; with `summary`, without arrays: a succeeded job's
  * result without its edges and counts, its parameters without an explicit
@@ -125,9 +136,12 @@ static cJSON *job_to_json(const job_record *j, bool summary) {
 }
 
 /* GET /v1/jobs/{id}: the job document with its whole result, which is
- * streamed into the body after the other members (it may be large). */
-static void respond_job(request *r, const job_record *j) {
+ * streamed into the body after the other members (it may be large). The
+ * `held` bytes of --max-buffered-bytes are given back once the result is
+ * written out. */
+static void respond_job(request *r, const job_record *j, uint64_t held) {
   if (!j->has_result || j->status != JOB_SUCCEEDED || j->result.counts == NULL) {
+    budget_give(&r->svc->buffered, held);
     respond_json(r, 200, job_to_json(j, false)); /* no result to add */
     return;
   }
@@ -137,6 +151,7 @@ static void respond_job(request *r, const job_record *j) {
   body_writer b;
   if (head == NULL || !body_open(&b, r->svc, large_result(&j->result))) {
     free(head);
+    budget_give(&r->svc->buffered, held);
     respond_problem(r, 503, "out of memory while writing the job; try again shortly");
     return;
   }
@@ -145,6 +160,7 @@ static void respond_job(request *r, const job_record *j) {
   int rc = histd_write_json(b.f, &j->result, 0);
   fputc('}', b.f);
   free(head);
+  budget_give(&r->svc->buffered, held); /* the answer's file takes its own */
   respond_body(r, 200, "application/json", &b, rc);
 }
 
@@ -600,6 +616,49 @@ void route_jobs_list(request *r) {
   respond_json(r, 200, o);
 }
 
+/* What reading a finished job's whole result holds in memory: its blobs,
+ * as SQLite reads them, and the arrays they decode into. */
+static uint64_t result_memory(const job_record *j) {
+  if (!j->has_result)
+    return 0;
+  const uint64_t bins = j->result.bins.count, frames = j->result.frames ? j->result.frames : 1;
+  return j->stored_bytes + bins * 8 * (j->params.weights ? 2 : 1) +
+         (j->params.per_frame ? frames * (bins + 2) * 8 : 0);
+}
+
+static bool get_job(request *r, job_record *j, bool arrays);
+
+/* The job named in the path with its whole result, or false once
+ * answered. The memory the read holds (result_memory, from a summary
+ * read first) is taken from --max-buffered-bytes, like request bodies and
+ * large answers: while others hold it, 503 with Retry-After (one read
+ * larger than all of it still goes, alone). *held: what was taken, for
+ * the caller to give back. */
+static bool get_whole_job(request *r, job_record *j, uint64_t *held) {
+  *held = 0;
+  if (!get_job(r, j, false))
+    return false;
+  const uint64_t need = result_memory(j);
+  if (need == 0)
+    return true; /* nothing more to read */
+  job_record_free(j);
+  budget *bud = &r->svc->buffered;
+  if (!budget_take_or_alone(bud, need)) {
+    respond_problem(r, 503, "reading job %s's result takes %llu bytes of memory, and other "
+                            "requests hold the daemon's limit of %llu bytes "
+                            "(--max-buffered-bytes); try again shortly",
+                    r->path_id, (unsigned long long)need, (unsigned long long)bud->limit);
+    response_add_header(r, "Retry-After", "5");
+    return false;
+  }
+  if (!get_job(r, j, true)) {
+    budget_give(bud, need);
+    return false;
+  }
+  *held = need;
+  return true;
+}
+
 /* The job named in the path (with its result's arrays, or a summary), or
  * false once answered: 404 when there is no such job, 500 when the
  * database cannot be read or the job's stored result cannot be decoded
@@ -651,12 +710,13 @@ void route_jobs_get(request *r) {
   }
   const bool summary = sm != NULL && strcmp(sm, "true") == 0;
   job_record j;
-  if (!get_job(r, &j, !summary))
+  uint64_t held = 0;
+  if (summary ? !get_job(r, &j, false) : !get_whole_job(r, &j, &held))
     return;
   if (summary)
     respond_json(r, 200, job_to_json(&j, true));
   else
-    respond_job(r, &j);
+    respond_job(r, &j, held);
   job_record_free(&j);
 }
 
@@ -755,22 +815,24 @@ static int result_format(request *r) {
 }
 
 /* A result as JSON, CSV or NPZ (the last two downloads named after
- * `name`). */
-static void respond_result(request *r, const histd_result *res, int format, const char *name) {
+ * `name`); the `held` bytes of --max-buffered-bytes are given back once it
+ * is written out. */
+static void respond_result(request *r, const histd_result *res, int format, const char *name,
+                           uint64_t held) {
   body_writer b;
   if (!body_open(&b, r->svc, large_result(res))) {
+    budget_give(&r->svc->buffered, held);
     respond_problem(r, 503, "out of memory while writing the result; try again shortly");
     return;
   }
-  if (format == RESULT_JSON) {
-    respond_body(r, 200, "application/json", &b, histd_write_json(b.f, res, 0));
-    return;
-  }
-  if (format == RESULT_CSV)
-    respond_body(r, 200, "text/csv; charset=utf-8", &b, histd_write_csv(b.f, res));
-  else
-    respond_body(r, 200, "application/x-npz", &b, histd_write_npz(b.f, res));
-  if (r->status != 200)
+  static const char *const types[] = {"application/json", "text/csv; charset=utf-8",
+                                      "application/x-npz"};
+  int rc = format == RESULT_JSON  ? histd_write_json(b.f, res, 0)
+           : format == RESULT_CSV ? histd_write_csv(b.f, res)
+                                  : histd_write_npz(b.f, res);
+  budget_give(&r->svc->buffered, held); /* the answer's file takes its own */
+  respond_body(r, 200, types[format], &b, rc);
+  if (format == RESULT_JSON || r->status != 200)
     return;
   char disp[128];
   snprintf(disp, sizeof disp, "attachment; filename=\"histd-%s.%s\"", name, format_names[format]);
@@ -782,9 +844,11 @@ void route_jobs_result(request *r) {
   if (format < 0)
     return;
   job_record j;
-  if (!get_job(r, &j, true))
+  uint64_t held;
+  if (!get_whole_job(r, &j, &held))
     return;
   if (j.status != JOB_SUCCEEDED || !j.has_result || j.result.counts == NULL) {
+    budget_give(&r->svc->buffered, held);
     respond_problem(r, 409, "job %s is %s, so it has no result%s%s", j.id,
                     job_status_name(j.status),
                     j.status == JOB_FAILED || j.status == JOB_CANCELLED ? ": " : "",
@@ -792,7 +856,7 @@ void route_jobs_result(request *r) {
     job_record_free(&j);
     return;
   }
-  respond_result(r, &j.result, format, j.id);
+  respond_result(r, &j.result, format, j.id, held);
   job_record_free(&j);
 }
 
@@ -962,6 +1026,6 @@ static void histogram_answer(request *r) {
   res->timing.total_ms += t->parse_ms + res->timing.queue_ms;
   atomic_fetch_add(&r->svc->metrics.pairs_computed, res->total);
   atomic_fetch_add(&r->svc->metrics.sync_histograms, 1);
-  respond_result(r, res, result_format(r), "histogram");
+  respond_result(r, res, result_format(r), "histogram", 0);
   sync_task_free(t);
 }

@@ -230,6 +230,7 @@ typedef struct job_record {
   char device[HISTD_DEVICE_NAME_MAX];
   char error[512];
   unsigned attempts;    /* runs begun and not ended, not even by a clean stop */
+  uint64_t stored_bytes; /* the stored result's blobs */
   bool has_result;
   histd_result result;  /* counts owned when has_result */
 } job_record;

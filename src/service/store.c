@@ -1033,12 +1033,15 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
   "devices, status, progress, created_at, started_at, finished_at, t_queue, t_parse, "    \
   "t_transfer, t_kernel, t_total, device, error, has_result, r_kernel, r_block_size, "    \
   "r_threads, r_exact, r_refined, r_overflow, r_total, params, dataset_b, n_b, r_below, "     \
-  "r_frames, r_volume, r_box_source, r_reason, r_excluded, r_n, r_n_b, r_unit, attempts"
+  "r_frames, r_volume, r_box_source, r_reason, r_excluded, r_n, r_n_b, r_unit, attempts, "   \
+  "ifnull(length(r_counts), 0) + ifnull(length(r_weighted), 0) + "                         \
+  "ifnull(length(r_per_frame), 0)"
 #define COL_ATTEMPTS 43
+#define COL_STORED 44 /* (length() reads no blob) */
 /* the columns after JOB_COLUMNS in a query for the whole result */
-#define COL_WEIGHTED 44
-#define COL_COUNTS 45
-#define COL_PER_FRAME 46
+#define COL_WEIGHTED 45
+#define COL_COUNTS 46
+#define COL_PER_FRAME 47
 
 /* The parts of r_per_frame's blob (result_codec.c): for each frame its
  * pairs, its volume and its counts, in the result's arrays. malloc'd (NULL
@@ -1151,6 +1154,7 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   snprintf(j->device, sizeof j->device, "%s", (const char *)sqlite3_column_text(st, 21));
   snprintf(j->error, sizeof j->error, "%s", (const char *)sqlite3_column_text(st, 22));
   j->attempts = (unsigned)sqlite3_column_int(st, COL_ATTEMPTS);
+  j->stored_bytes = (uint64_t)sqlite3_column_int64(st, COL_STORED);
   j->has_result = sqlite3_column_int(st, 23) != 0;
   if (!j->has_result)
     return 0;

@@ -253,6 +253,59 @@ def test_buffered_budget(exe, root):
         print("--max-buffered-bytes: 413 beyond it, 503 + Retry-After while others hold it")
 
 
+def test_result_reads(exe, root):
+    """Reading a stored result holds memory (its blob and the arrays it
+    decodes into): that counts in --max-buffered-bytes too, so while other
+    requests hold it, GET of the result answers 503; a summary needs none
+    (issue 28, item 6)."""
+    dd = os.path.join(root, "reads")
+    os.makedirs(dd)
+    with Daemon(exe, data_dir=dd, args=["--max-buffered-bytes", "1M", "--workers", "1"]) as d:
+        # 8 frames of 2 atoms: 8 x 60,000 cells of per-frame counts, 3.8 MB
+        # in memory once read (a few hundred bytes stored)
+        xyz = "".join('2\nLattice="100 0 0 0 100 0 0 0 100" pbc="T T T"\n'
+                      "Ar 0 0 0\nAr %d 0 0\n" % (1 + f) for f in range(8))
+        s, _, frames = d.json("POST", "/v1/datasets", xyz, {"Content-Type": "chemical/x-xyz"})
+        job = d.wait_job(d.submit(frames["id"], r_max=50, buckets=60000, per_frame=True,
+                                  kernel="cpu")["id"], timeout=120)
+        check(job["status"] == "succeeded", job["status"])
+        # one client holds 700 kB of the budget, sending slowly; the result's
+        # arrays do not fit beside it
+        body = points_json(700000, seed=76)
+        hold = raw_connect(d)
+        hold.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                     b"application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:1000])
+        deadline = time.time() + 30
+        while True:  # until the daemon has read those headers (it then holds the budget)
+            c = raw_connect(d)
+            c.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                      b"application/json\r\nContent-Length: 700000\r\n\r\n")
+            c.settimeout(2)
+            try:
+                st, h, doc = read_answer(c)
+            except socket.timeout:
+                st = None
+            c.close()
+            if st == 503 or time.time() > deadline:
+                break
+        check(st == 503, "the budget is held")
+        for path in ("/v1/jobs/%s/result" % job["id"], "/v1/jobs/" + job["id"]):
+            s, h, doc = d.json("GET", path)
+            check(s == 503 and "retry-after" in h and "--max-buffered-bytes" in doc["detail"],
+                  (path, s, doc if s != 200 else "a result"))
+        s, _, doc = d.json("GET", "/v1/jobs/%s?summary=true" % job["id"])
+        check(s == 200 and doc["result"]["total"] == 8, (s, doc))
+        hold.close()
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            s, _, doc = d.json("GET", "/v1/jobs/%s/result" % job["id"])
+            if s != 503:
+                break
+            time.sleep(0.05)
+        check(s == 200 and doc["per_frame"]["counts"][7][9600] == 1, s)
+        print("reading a result holds --max-buffered-bytes: 503 while others hold it")
+
+
 def test_large_answers(exe, root):
     dd = os.path.join(root, "answers")
     os.makedirs(dd)
@@ -299,6 +352,7 @@ def main():
         test_result_cap(exe, root)
         test_buffered_budget(exe, root)
         test_large_answers(exe, root)
+        test_result_reads(exe, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print("test_budgets: all ok")
