@@ -120,6 +120,8 @@ static cJSON *job_to_json(const job_record *j, bool summary) {
     cJSON_AddNullToObject(o, "device");
   if (j->error[0] && (j->status == JOB_FAILED || j->status == JOB_CANCELLED))
     cJSON_AddStringToObject(o, "error", j->error);
+  if (j->result_deleted_at > 0)
+    add_time(o, "result_deleted_at", j->result_deleted_at);
   if (summary && j->has_result && j->status == JOB_SUCCEEDED) {
     char *text = NULL;
     size_t len = 0;
@@ -295,6 +297,20 @@ static void new_job_id(char id[33]) {
     id[2 * i + 1] = digits[raw[i] & 15];
   }
   id[32] = '\0';
+}
+
+/* A handler's step that waits on the disk (a row's fsync), on a defer.c
+ * thread: true when the connection is suspended (the handler runs again
+ * with r->resumed and its ctx in r->deferred); false when the pool is
+ * stopping and the step ran here and now. */
+static bool defer_step(request *r, void (*step)(void *ctx), void *ctx) {
+  if (defer_submit(r->svc->defer, r->conn, step, ctx)) {
+    r->deferred = ctx;
+    r->suspended = true;
+    return true;
+  }
+  step(ctx);
+  return false;
 }
 
 static cJSON *parse_body(request *r) {
@@ -563,12 +579,8 @@ void route_jobs_create(request *r) {
   snprintf(c->j.dataset, sizeof c->j.dataset, "%.64s", c->id_a);
   snprintf(c->j.dataset_b, sizeof c->j.dataset_b, "%.64s", c->id_b);
   cJSON_Delete(o);
-  if (defer_submit(svc->defer, r->conn, create_job, c)) {
-    r->deferred = c;
-    r->suspended = true; /* defer.c resumes us once the row is durable */
+  if (defer_step(r, create_job, c))
     return;
-  }
-  create_job(c); /* stopping: here and now */
   answer_create(r, c);
   create_free(c);
 }
@@ -720,49 +732,47 @@ void route_jobs_get(request *r) {
   job_record_free(&j);
 }
 
-/* DELETE's step on a defer.c thread (a queued job's cancellation waits for
- * its row's fsync). */
-typedef struct cancel_ctx {
+/* A DELETE's step on the job in the path (a cancellation, or a result's
+ * deletion), which waits for its row's fsync on a defer.c thread. */
+typedef struct job_step {
   service *svc;
   char id[128];
   job_record j;
   int rc;
+  unsigned status;
   char msg[512];
-} cancel_ctx;
+} job_step;
 
-static void cancel_job(void *arg) {
-  cancel_ctx *c = arg;
-  c->rc = jobs_cancel(c->svc->jobs, c->id, &c->j, c->msg, sizeof c->msg);
-}
-
-static void answer_cancel(request *r, cancel_ctx *c);
-
-void route_jobs_delete(request *r) {
-  if (r->resumed && r->deferred != NULL) {
-    cancel_ctx *c = r->deferred;
-    r->deferred = NULL;
-    answer_cancel(r, c);
-    free(c);
-    return;
-  }
-  cancel_ctx *c = calloc(1, sizeof *c);
+/* The step for the job in the path, or NULL once answered (503). */
+static job_step *job_step_new(request *r) {
+  job_step *c = calloc(1, sizeof *c);
   if (c == NULL) {
     respond_problem(r, 503, "out of memory; try again shortly");
-    return;
+    return NULL;
   }
   c->svc = r->svc;
   snprintf(c->id, sizeof c->id, "%s", r->path_id);
-  if (defer_submit(r->svc->defer, r->conn, cancel_job, c)) {
-    r->deferred = c;
-    r->suspended = true;
+  return c;
+}
+
+static void cancel_job(void *arg) {
+  job_step *c = arg;
+  c->rc = jobs_cancel(c->svc->jobs, c->id, &c->j, c->msg, sizeof c->msg);
+}
+
+static void answer_cancel(request *r, job_step *c);
+
+void route_jobs_delete(request *r) {
+  job_step *c = r->deferred;
+  if (!(r->resumed && c != NULL) &&
+      ((c = job_step_new(r)) == NULL || defer_step(r, cancel_job, c)))
     return;
-  }
-  cancel_job(c);
+  r->deferred = NULL;
   answer_cancel(r, c);
   free(c);
 }
 
-static void answer_cancel(request *r, cancel_ctx *c) {
+static void answer_cancel(request *r, job_step *c) {
   job_record j = c->j;
   char *msg = c->msg;
   int rc = c->rc;
@@ -847,6 +857,15 @@ void route_jobs_result(request *r) {
   uint64_t held;
   if (!get_whole_job(r, &j, &held))
     return;
+  if (j.result_deleted_at > 0) {
+    char at[40];
+    format_rfc3339(j.result_deleted_at, at, sizeof at);
+    budget_give(&r->svc->buffered, held);
+    respond_problem(r, 410, "job %s's result was deleted at %s (DELETE /v1/jobs/{id}/result)",
+                    j.id, at);
+    job_record_free(&j);
+    return;
+  }
   if (j.status != JOB_SUCCEEDED || !j.has_result || j.result.counts == NULL) {
     budget_give(&r->svc->buffered, held);
     respond_problem(r, 409, "job %s is %s, so it has no result%s%s", j.id,
@@ -858,6 +877,59 @@ void route_jobs_result(request *r) {
   }
   respond_result(r, &j.result, format, j.id, held);
   job_record_free(&j);
+}
+
+/* ---- DELETE /v1/jobs/{id}/result ----------------------------------------------------------- */
+
+static void forget_result(void *arg) {
+  job_step *c = arg;
+  c->status = 500;
+  int rc = jobs_get(c->svc->jobs, c->id, &c->j, false);
+  const job_record *j = &c->j;
+  if (rc == HISTD_ENOENT) {
+    c->status = 404;
+    snprintf(c->msg, sizeof c->msg, "no job has the id \"%.64s\"", c->id);
+  } else if (rc != 0) {
+    snprintf(c->msg, sizeof c->msg, "job %.64s could not be read from the database", c->id);
+  } else if (j->result_deleted_at > 0) {
+    char at[40];
+    format_rfc3339(j->result_deleted_at, at, sizeof at);
+    c->status = 410;
+    snprintf(c->msg, sizeof c->msg, "job %s's result was deleted already, at %s", j->id, at);
+  } else if (j->status != JOB_SUCCEEDED || !j->has_result) {
+    c->status = 409;
+    snprintf(c->msg, sizeof c->msg, "job %s is %s, so it has no result to delete%s", j->id,
+             job_status_name(j->status),
+             j->status == JOB_QUEUED || j->status == JOB_RUNNING
+                 ? " (DELETE /v1/jobs/{id} cancels it)"
+                 : "");
+  } else if ((rc = store_delete_result(c->svc->store, j->id, wall_now(), c->msg,
+                                       sizeof c->msg)) == 0) {
+    c->status = 204;
+  } else if (rc == HISTD_ENOENT) { /* expired or deleted meanwhile */
+    c->status = 410;
+    snprintf(c->msg, sizeof c->msg, "job %s's result is gone already", j->id);
+  }
+}
+
+void route_jobs_result_delete(request *r) {
+  job_step *c = r->deferred;
+  if (!(r->resumed && c != NULL)) {
+    if (r->svc->cluster != NULL) {
+      respond_problem(r, 501, "deleting a result is not available in cluster mode "
+                              "(--coordinator) yet; --job-retention expires old jobs");
+      return;
+    }
+    if ((c = job_step_new(r)) == NULL || defer_step(r, forget_result, c))
+      return;
+  }
+  r->deferred = NULL;
+  if (c->status == 204)
+    respond_empty(r, 204);
+  else
+    respond_problem(r, c->status, "%s", c->msg);
+  job_record_free(&c->j);
+  free(c);
 }
 
 /* ---- POST /v1/histogram ------------------------------------------------------------------ */

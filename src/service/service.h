@@ -231,6 +231,7 @@ typedef struct job_record {
   char error[512];
   unsigned attempts;    /* runs begun and not ended, not even by a clean stop */
   uint64_t stored_bytes; /* the stored result's blobs */
+  double result_deleted_at; /* when DELETE /v1/jobs/{id}/result took it; 0 */
   bool has_result;
   histd_result result;  /* counts owned when has_result */
 } job_record;
@@ -240,7 +241,8 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen);
  * dir past it is not stored (store_update_job fails, HISTD_ETOOBIG); nor
  * is a result of more than max_result_bytes (0: any size). */
 void store_set_limits(store *s, uint64_t max_bytes, uint64_t max_result_bytes);
-/* What the data dir holds now: payloads, the database and its WAL. */
+/* What the data dir holds now: payloads, the database's pages in use and
+ * its WAL. */
 uint64_t store_data_bytes(store *s);
 /* Whether `bytes` more in the database (a result, a job's row) fit the
  * budget, counted twice (the WAL, then the database): 0, or HISTD_ETOOBIG
@@ -299,6 +301,10 @@ int store_list_jobs(store *s, size_t limit, bool with_results,
 /* Jobs that were queued or running when the daemon stopped, oldest first. */
 int store_unfinished_jobs(store *s, bool (*fn)(const job_record *j, void *u), void *u);
 int store_count_jobs(store *s, uint64_t counts[JOB_STATUS_COUNT]);
+/* Takes a succeeded job's result away (its blobs; the job stays, with
+ * result_deleted_at = at): 0, HISTD_ENOENT when the job has no stored
+ * result (then nothing changed), or HISTD_EIO. */
+int store_delete_result(store *s, const char *id, double at, char *msg, size_t msglen);
 /* Deletes finished jobs (succeeded, failed, cancelled) that finished
  * before `before` (wall-clock seconds); 0 and the number in *deleted. */
 int store_expire_jobs(store *s, double before, uint64_t *deleted, char *msg, size_t msglen);
@@ -706,6 +712,7 @@ void route_jobs_list(request *r);
 void route_jobs_get(request *r);
 void route_jobs_delete(request *r);
 void route_jobs_result(request *r);
+void route_jobs_result_delete(request *r);
 void route_histogram(request *r);
 void route_kernels(request *r);
 void route_schema(request *r);

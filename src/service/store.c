@@ -50,7 +50,11 @@
  * parameters: an explicit edges list may be long), each twice, since a
  * write lands in the WAL and again in the database at the checkpoint; the
  * WAL is cut back to WAL_KEEP_BYTES once checkpointed (journal_size_limit),
- * so that one large write does not hold its copy there for ever.
+ * so that one large write does not hold its copy there for ever. A
+ * deleted result (DELETE /v1/jobs/{id}/result) is overwritten with zeros
+ * (secure_delete) and its pages go back to the budget: what the data dir
+ * holds counts the database's pages in use, not its file, which SQLite
+ * does not shrink, and the delete checkpoints the WAL that held the zeros.
  *
  * Writes go through one connection under one mutex: the daemon's writes
  * are a few per job, and a single connection keeps SQLite's threading
@@ -133,7 +137,7 @@ static const char *const schema =
     "  r_frames INTEGER NOT NULL DEFAULT 1, r_volume REAL, r_box_source TEXT NOT NULL DEFAULT '',"
     "  r_reason TEXT NOT NULL DEFAULT '', r_excluded INTEGER NOT NULL DEFAULT 0,"
     "  r_n INTEGER, r_n_b INTEGER, r_per_frame BLOB, r_unit TEXT NOT NULL DEFAULT '',"
-    "  attempts INTEGER NOT NULL DEFAULT 0);"
+    "  attempts INTEGER NOT NULL DEFAULT 0, result_deleted_at REAL NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs(status);"
     "CREATE INDEX IF NOT EXISTS jobs_by_dataset ON jobs(dataset, status);";
 
@@ -166,11 +170,14 @@ static const char *const schema =
  *      daemon stopped has no crash counted yet, and gets its runs).
  *      r_weighted and r_per_frame are coded as r_counts is (result_codec.c;
  *      the raw blobs of before still read).
+ *   7  jobs keep result_deleted_at: when DELETE /v1/jobs/{id}/result took
+ *      a succeeded job's result away (its blobs NULL, has_result 0; 0:
+ *      never).
  * A data dir of any older version is migrated in place, in one transaction:
  * the new columns are added and (from 0) each job's params built from its
  * old columns.
  */
-#define SCHEMA_VERSION 6
+#define SCHEMA_VERSION 7
 #define TEXT_OF_(x) #x
 #define TEXT_OF(x) TEXT_OF_(x)
 /* What the WAL keeps of its size once checkpointed (SQLite's
@@ -178,6 +185,8 @@ static const char *const schema =
 #define WAL_KEEP_BYTES 4194304
 static const char *const migrate_5_to_6 =
     "ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;";
+static const char *const migrate_6_to_7 =
+    "ALTER TABLE jobs ADD COLUMN result_deleted_at REAL NOT NULL DEFAULT 0;";
 static const char *const migrate_4_to_5 =
     "ALTER TABLE datasets ADD COLUMN topology INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE datasets ADD COLUMN atoms TEXT NOT NULL DEFAULT '';"
@@ -246,6 +255,7 @@ static int schema_migrate(sqlite3 *db, char **err) {
   bool has_reason = has_column(db, "jobs", "r_reason");
   bool has_topology = has_column(db, "datasets", "topology");
   bool has_attempts = has_column(db, "jobs", "attempts");
+  bool has_deleted = has_column(db, "jobs", "result_deleted_at");
   int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, err);
   if (rc == SQLITE_OK && !has_params)
     rc = sqlite3_exec(db, migrate_0_to_2, NULL, NULL, err);
@@ -257,6 +267,8 @@ static int schema_migrate(sqlite3 *db, char **err) {
     rc = sqlite3_exec(db, migrate_4_to_5, NULL, NULL, err);
   if (rc == SQLITE_OK && !has_attempts)
     rc = sqlite3_exec(db, migrate_5_to_6, NULL, NULL, err);
+  if (rc == SQLITE_OK && !has_deleted)
+    rc = sqlite3_exec(db, migrate_6_to_7, NULL, NULL, err);
   if (rc == SQLITE_OK)
     rc = sqlite3_exec(db, "PRAGMA user_version = " TEXT_OF(SCHEMA_VERSION) "; COMMIT", NULL, NULL,
                       err);
@@ -405,9 +417,31 @@ int store_room(store *s, const char *what, uint64_t bytes, char *msg, size_t msg
                     (unsigned long long)held);
 }
 
+/* The database's pages in use: its file less the free pages that deletes
+ * left (a deleted result, expired jobs), which later writes take before
+ * the file grows. */
+static uint64_t db_used_bytes(store *s) {
+  sqlite3 *db = reader_take(s);
+  sqlite3_stmt *st;
+  uint64_t used = 0;
+  bool known = false;
+  if (db != NULL &&
+      sqlite3_prepare_v2(db,
+                         "SELECT (page_count - freelist_count) * page_size FROM "
+                         "pragma_page_count, pragma_freelist_count, pragma_page_size",
+                         -1, &st, NULL) == SQLITE_OK) {
+    if (sqlite3_step(st) == SQLITE_ROW) {
+      used = (uint64_t)sqlite3_column_int64(st, 0);
+      known = true;
+    }
+    sqlite3_finalize(st);
+  }
+  reader_give(s, db);
+  return known ? used : file_bytes(s->dir, "histd.db");
+}
+
 uint64_t store_data_bytes(store *s) {
-  return atomic_load(&s->payload_bytes) + file_bytes(s->dir, "histd.db") +
-         file_bytes(s->dir, "histd.db-wal");
+  return atomic_load(&s->payload_bytes) + db_used_bytes(s) + file_bytes(s->dir, "histd.db-wal");
 }
 
 static void sweep_temp_files(const char *dir) {
@@ -469,7 +503,7 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
   sqlite3_busy_timeout(s->db, 5000);
   char *err = NULL;
   if (sqlite3_exec(s->db,
-                   "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                   "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON; "
                    "PRAGMA journal_size_limit=" TEXT_OF(WAL_KEEP_BYTES) ";",
                    NULL, NULL, &err) != SQLITE_OK ||
       sqlite3_exec(s->db, schema, NULL, NULL, &err) != SQLITE_OK ||
@@ -1035,13 +1069,14 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
   "r_threads, r_exact, r_refined, r_overflow, r_total, params, dataset_b, n_b, r_below, "     \
   "r_frames, r_volume, r_box_source, r_reason, r_excluded, r_n, r_n_b, r_unit, attempts, "   \
   "ifnull(length(r_counts), 0) + ifnull(length(r_weighted), 0) + "                         \
-  "ifnull(length(r_per_frame), 0)"
+  "ifnull(length(r_per_frame), 0), result_deleted_at"
 #define COL_ATTEMPTS 43
 #define COL_STORED 44 /* (length() reads no blob) */
+#define COL_DELETED 45
 /* the columns after JOB_COLUMNS in a query for the whole result */
-#define COL_WEIGHTED 45
-#define COL_COUNTS 46
-#define COL_PER_FRAME 47
+#define COL_WEIGHTED 46
+#define COL_COUNTS 47
+#define COL_PER_FRAME 48
 
 /* The parts of r_per_frame's blob (result_codec.c): for each frame its
  * pairs, its volume and its counts, in the result's arrays. malloc'd (NULL
@@ -1155,6 +1190,7 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   snprintf(j->error, sizeof j->error, "%s", (const char *)sqlite3_column_text(st, 22));
   j->attempts = (unsigned)sqlite3_column_int(st, COL_ATTEMPTS);
   j->stored_bytes = (uint64_t)sqlite3_column_int64(st, COL_STORED);
+  j->result_deleted_at = sqlite3_column_double(st, COL_DELETED);
   j->has_result = sqlite3_column_int(st, 23) != 0;
   if (!j->has_result)
     return 0;
@@ -1487,6 +1523,37 @@ int store_list_jobs(store *s, size_t limit, bool with_results,
 int store_unfinished_jobs(store *s, bool (*fn)(const job_record *j, void *u), void *u) {
   return list_jobs(s, "SELECT " JOB_COLUMNS " FROM jobs WHERE status <= 1 ORDER BY seq", 0, fn,
                    u);
+}
+
+int store_delete_result(store *s, const char *id, double at, char *msg, size_t msglen) {
+  pthread_mutex_lock(&s->mu);
+  sqlite3_stmt *st;
+  int rc = 0;
+  if (sqlite3_prepare_v2(s->db,
+                         "UPDATE jobs SET has_result = 0, r_counts = NULL, r_weighted = NULL, "
+                         "r_per_frame = NULL, result_deleted_at = ? "
+                         "WHERE id = ? AND status = 2 AND has_result = 1",
+                         -1, &st, NULL) != SQLITE_OK) {
+    rc = db_fail(s, msg, msglen, "delete the result");
+  } else {
+    sqlite3_bind_double(st, 1, at);
+    sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE)
+      rc = db_fail(s, msg, msglen, "delete the result");
+    else if (sqlite3_changes(s->db) == 0)
+      rc = histd_fail(msg, msglen, HISTD_ENOENT, "job %s has no stored result", id);
+    sqlite3_finalize(st);
+  }
+  uint64_t seq = rc == 0 ? atomic_fetch_add(&s->committed, 1) + 1 : 0;
+  pthread_mutex_unlock(&s->mu);
+  if (rc == 0)
+    rc = durable(s, seq, msg, msglen);
+  if (rc == 0) { /* the zeroed pages' copy leaves the WAL (best effort: a reader may hold it) */
+    pthread_mutex_lock(&s->mu);
+    sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    pthread_mutex_unlock(&s->mu);
+  }
+  return rc;
 }
 
 int store_expire_jobs(store *s, double before, uint64_t *deleted, char *msg, size_t msglen) {

@@ -171,6 +171,68 @@ def test_lists_without_arrays(exe, root):
     print("lists and summaries leave out 100,000 edges; GET of the job has them")
 
 
+def test_delete_result(exe, root):
+    """DELETE /v1/jobs/{id}/result takes a succeeded job's result away (the
+    job stays, with result_deleted_at), durably, and gives its bytes back
+    to --max-data-bytes (issue 28, item 5)."""
+    dd = os.path.join(root, "forget")
+    os.makedirs(dd)
+    d = Daemon(exe, data_dir=dd, args=["--workers", "1"]).start()
+    try:
+        pts = [list(p) + [1.5] for p in random_points(2000, seed=68)]
+        ds = d.json("POST", "/v1/datasets", {"points": pts})[2]["id"]
+        # 200,000 buckets of counts and weighted sums: about 1.9 MB stored
+        big = d.submit(ds, bucket_width=0.009, buckets=200000, kernel="cpu", weights=True)["id"]
+        small = d.submit(ds, bucket_width=100, buckets=20, kernel="cpu")["id"]
+        for job in (big, small):
+            check(wait_listed(d, job)["status"] == "succeeded", job)
+        check(d.stop() == 0, "exit 0")
+        held = db_bytes(d) + sum(os.path.getsize(os.path.join(dd, "data", "payloads", f))
+                                 for f in os.listdir(os.path.join(dd, "data", "payloads")))
+        # a budget the data dir is past: no room for another job
+        d.args = ["--workers", "1", "--max-data-bytes", str(held - 200000)]
+        d.start()
+        s, _, doc = d.json("POST", "/v1/jobs", {"dataset": ds, "bucket_width": 100})
+        check(s == 507, (s, doc))
+        s, _, body = d.request("DELETE", "/v1/jobs/%s/result" % big)
+        check(s == 204 and body == b"", (s, body))
+        # its pages are free again: the budget has room
+        s, _, doc = d.json("POST", "/v1/jobs", {"dataset": ds, "bucket_width": 100,
+                                                "buckets": 20, "kernel": "cpu"})
+        check(s == 202, (s, doc))
+        check(d.wait_job(doc["id"])["status"] == "succeeded", "a new job runs")
+        for attempt in ("first", "restart"):
+            s, _, doc = d.json("GET", "/v1/jobs/%s/result" % big)
+            check(s == 410 and "deleted" in doc["detail"], (attempt, s, doc))
+            s, _, doc = d.json("GET", "/v1/jobs/" + big)
+            check(s == 200 and doc["status"] == "succeeded" and "result" not in doc and
+                  doc["result_deleted_at"] is not None, (attempt, s, doc))
+            s, _, doc = d.json("DELETE", "/v1/jobs/%s/result" % big)
+            check(s == 410, (attempt, s, doc))
+            if attempt == "first":
+                check(d.stop() == 0, "exit 0")
+                d.start()
+        # other jobs keep theirs; no result, no job: 409 and 404
+        check(d.stop() == 0, "exit 0")
+        d.args = ["--workers", "1"]
+        d.start()
+        s, _, doc = d.json("GET", "/v1/jobs/%s/result" % small)
+        check(s == 200 and sum(doc["counts"]) + doc["overflow"] == 1999000, s)
+        long_job = d.submit(d.upload(random_points(200000, seed=69), "f64")["id"],
+                            bucket_width=10, kernel="cpu-reference")["id"]
+        s, _, doc = d.json("DELETE", "/v1/jobs/%s/result" % long_job)
+        check(s == 409 and "cancels" in doc["detail"], (s, doc))
+        d.json("DELETE", "/v1/jobs/" + long_job)
+        check(d.wait_job(long_job)["status"] == "cancelled", "cancelled")
+        s, _, doc = d.json("DELETE", "/v1/jobs/%s/result" % long_job)
+        check(s == 409 and "cancelled" in doc["detail"], (s, doc))
+        s, _, doc = d.json("DELETE", "/v1/jobs/0123456789abcdef0123456789abcdef/result")
+        check(s == 404, (s, doc))
+        print("DELETE /v1/jobs/{id}/result: 204, then 410; its bytes back in the budget")
+    finally:
+        d.kill()
+
+
 def test_old_data_dir(exe, root):
     dd = os.path.join(root, "old")
     shutil.copytree(FIXTURE, os.path.join(dd, "data"))
@@ -381,6 +443,7 @@ def main():
         test_compact(exe, root)
         test_compact_arrays(exe, root)
         test_lists_without_arrays(exe, root)
+        test_delete_result(exe, root)
         test_old_data_dir(exe, root)
         test_v5_data_dir(exe, root)
         test_wrong_size(exe, root)
