@@ -4,7 +4,7 @@ they cannot be (issue 15, items 6, 8 and 9):
 - a 2-point job with 16 Mi buckets stores a few bytes, not 128 MiB, and
   results come back exactly as the definition gives them; so do its
   weighted sums (issue 28, item 5) and a per-frame table of 8 frames of 2
-  points in 1 Mi buckets (not 64 MiB);
+  points in 512 Ki buckets (not 32 MiB each);
 - a data dir written before results were encoded (fixtures/datadir-v0)
   still serves its results;
 - a data dir of schema 5 (fixtures/datadir-v5: raw weighted sums and
@@ -118,15 +118,15 @@ def test_compact_arrays(exe, root):
         s, _, frames = d.json("POST", "/v1/datasets", xyz, {"Content-Type": "chemical/x-xyz"})
         check(s == 201 and frames["frames"] == 8, (s, frames))
         before = db_bytes(d)
-        huge_w = d.submit(two["id"], bucket_width=1, buckets=16777216, kernel="cpu",
+        huge_w = d.submit(two["id"], bucket_width=1, buckets=1 << 22, kernel="cpu",
                           weights=True)["id"]
-        huge_f = d.submit(frames["id"], r_max=50, buckets=1 << 20, kernel="cpu",
+        huge_f = d.submit(frames["id"], r_max=50, buckets=1 << 19, kernel="cpu",
                           per_frame=True)["id"]
         for job in (huge_w, huge_f):
             doc = wait_listed(d, job)
             check(doc["status"] == "succeeded", doc)
         grown = db_bytes(d) - before
-        # raw, the sums were 128 MiB and the table 64 MiB
+        # raw, the sums were 32 MiB and the table 32 MiB
         check(grown < 1 << 20, "the two results took %d bytes of database" % grown)
         db = sqlite3.connect("file:%s?mode=ro" % db_path(d), uri=True)
         sizes = [db.execute("SELECT length(r_weighted), length(r_per_frame) FROM jobs WHERE id = ?",
@@ -145,7 +145,7 @@ def test_compact_arrays(exe, root):
         check(table["total"] == [1] * 8 and
               all(row[100 * (1 + k)] == 1 and sum(row) == 1
                   for k, row in enumerate(table["counts"])), "sparse per-frame table")
-        print("compact: 16 Mi weighted sums in %d bytes, 8 x 1 Mi per-frame cells in %d "
+        print("compact: 4 Mi weighted sums in %d bytes, 8 x 512 Ki per-frame cells in %d "
               "(database +%d bytes); read back exactly" % (sizes[0][0], sizes[1][1], grown))
 
 
