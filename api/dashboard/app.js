@@ -486,7 +486,7 @@
         el('td', {}, el('span', { class: 'badge ' + j.status, text: j.status })),
         el('td', { text: jobDatasets(j) }),
         el('td', { text: p.kernel || 'auto' }),
-        el('td', { class: 'num', text: binsLabel(p, j.result) }),
+        el('td', { class: 'num', text: binsLabel(p, j.result, j.edges_count) }),
         el('td', { class: 'num', text: DONE.has(j.status) ? fmtMs(t.total) : '' }),
         el('td', { text: fmtTime(j.created_at) }));
       const open = () => showJob(j.id);
@@ -666,12 +666,13 @@
     $('bins-log').hidden = mode !== 'log';
   }
 
-  // How a job bins, in a few words (job list, summary).
-  function binsLabel(p, r) {
+  // How a job bins, in a few words (job list, summary). Lists leave out an
+  // explicit edges list and give its length, edges_count.
+  function binsLabel(p, r, edgesCount) {
     if (r && r.statistic === 'within') return 'd ≤ ' + fmtNum(r.radius);
     if (p.within !== undefined && p.within !== null) return 'd ≤ ' + fmtNum(p.within);
     if (p.log_bins) return fmtInt(p.log_bins[2]) + ' log, ' + fmtNum(p.log_bins[0]) + '–' + fmtNum(p.log_bins[1]);
-    if (p.edges) return fmtInt(p.edges.length - 1) + ' edges';
+    if (p.edges || edgesCount) return fmtInt((p.edges ? p.edges.length : edgesCount) - 1) + ' edges';
     if (p.r_max) return fmtInt(p.buckets) + ' to ' + fmtNum(p.r_max);
     return fmtNum(p.bucket_width) + ' × ' + (p.buckets ? fmtInt(p.buckets) : 'all');
   }
@@ -1107,7 +1108,7 @@
   }
 
   function overlayLabel(job) {
-    return jobDatasets(job) + ' · ' + binsLabel(job.params || {}, job.result) + ' · job ' + shortId(job.id);
+    return jobDatasets(job) + ' · ' + binsLabel(job.params || {}, job.result, job.edges_count) + ' · job ' + shortId(job.id);
   }
 
   function overlayAdd() {

@@ -697,6 +697,10 @@ int histd_params_problem(const histd_params *p, const histd_dataset *a, const hi
     return histd_fail(msg, msglen, HISTD_EPARSE,
                       "buckets goes with bucket_width or r_max, not with %s",
                       given_edges(p) ? "edges" : given_log_bins(p) ? "log_bins" : "within");
+  if (p->per_frame && p->has_within)
+    return histd_fail(msg, msglen, HISTD_EPARSE,
+                      "per_frame goes with a histogram's bins, not with within (a count within "
+                      "a radius keeps no table of frames); leave one out");
   if (p->has_within) {
     pr.statistic = HISTD_STAT_WITHIN;
     pr.radius = p->within;

@@ -534,7 +534,8 @@ size_t cluster_active_on(cluster *c, const char *dataset) {
   const char *v[1] = {dataset};
   PGresult *r = api_exec(c,
                          "SELECT count(*) FROM histd_jobs WHERE status IN ('queued', 'running')"
-                         " AND (dataset = $1 OR dataset_b = $1)",
+                         " AND (dataset = $1 OR dataset_b = $1"
+                         " OR params::jsonb ->> 'topology' = $1)",
                          1, v, msg, sizeof msg, "count the dataset's jobs");
   size_t n = r != NULL ? (size_t)strtoull(PQgetvalue(r, 0, 0), NULL, 10) : 0;
   PQclear(r);

@@ -99,12 +99,18 @@ static const setting settings[] = {
      "cap, in seconds, of GET /v1/jobs/{id}?wait= (default 30)"},
     {"job-retention", "HISTD_JOB_RETENTION", K_SECONDS, F(job_retention),
      "how long finished jobs and their results are kept, e.g. 30d or 12h (default 0: for ever)"},
+    {"max-job-attempts", "HISTD_MAX_JOB_ATTEMPTS", K_INT, F(max_job_attempts),
+     "runs of a job during which the daemon died (a crash, kill -9) before the job fails "
+     "instead of running again at the next start (default 3)"},
     {"max-data-bytes", "HISTD_MAX_DATA_BYTES", K_SIZE, F(max_data_bytes),
      "disk budget of the data dir (payloads, database); uploads and results past it are "
      "refused with 507 (default 0: none)"},
+    {"max-result-bytes", "HISTD_MAX_RESULT_BYTES", K_SIZE, F(max_result_bytes),
+     "most bytes one job's result may take stored; a job whose result could take more is "
+     "refused with 422 (default 256M; 0: no limit)"},
     {"max-buffered-bytes", "HISTD_MAX_BUFFERED_BYTES", K_SIZE, F(max_buffered_bytes),
-     "request bodies (as they arrive) and large answers held at once, for all clients; "
-     "beyond it 503 (default 1G; 0: no limit)"},
+     "request bodies (as they arrive), large answers and results being read, held at once "
+     "for all clients; beyond it 503 (default 1G; 0: no limit)"},
     {"access-log", "HISTD_ACCESS_LOG", K_FLAG, F(access_log),
      "log every request on stderr (method, path, status, bytes in, milliseconds)"},
     {"coordinator", "HISTD_COORDINATOR", K_STR, F(coordinator),
@@ -274,6 +280,8 @@ int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen) {
   cfg->per_ip_connection_limit = 128;
   cfg->connection_memory_limit = 128 * 1024;
   cfg->max_wait = 30;
+  cfg->max_job_attempts = 3;
+  cfg->max_result_bytes = (size_t)256 << 20;
   cfg->max_buffered_bytes = (size_t)1 << 30;
   /* The installed dashboard, else the source tree's copy (a build dir run). */
   if (access(HISTD_STATIC_DIR "/index.html", R_OK) == 0 || HISTD_SOURCE_STATIC_DIR[0] == '\0')
@@ -331,9 +339,10 @@ int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen) {
     print_routes();
     return 1;
   }
-  if (cfg->max_points == 0 || cfg->max_upload_bytes == 0 || cfg->queue_limit == 0) {
-    histd_fail(msg, msglen, HISTD_EINVAL,
-               "--max-points, --max-upload-bytes and --queue-limit must be positive");
+  if (cfg->max_points == 0 || cfg->max_upload_bytes == 0 || cfg->queue_limit == 0 ||
+      cfg->max_job_attempts == 0) {
+    histd_fail(msg, msglen, HISTD_EINVAL, "--max-points, --max-upload-bytes, --queue-limit "
+                                          "and --max-job-attempts must be positive");
     return -1;
   }
   /* Bounds that keep the daemon's size arithmetic (buffer doubling, the

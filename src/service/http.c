@@ -69,6 +69,8 @@ const route service_routes[] = {
     {"DELETE", "/v1/jobs/{id}", route_jobs_delete, false, false, "cancel a job"},
     {"GET", "/v1/jobs/{id}/result", route_jobs_result, false, false,
      "a finished job's histogram as JSON or CSV"},
+    {"DELETE", "/v1/jobs/{id}/result", route_jobs_result_delete, false, false,
+     "delete a succeeded job's stored result (the job stays)"},
     {"POST", "/v1/histogram", route_histogram, true, false,
      "points and parameters in, histogram out, in one request"},
     {"GET", "/v1/kernels", route_kernels, false, false, "the kernel registry"},

@@ -41,6 +41,14 @@
  * queued. So jobs are at-least-once, and a result is written exactly when
  * a run completes.
  *
+ * But a job that crashes the daemon would crash it at every start. So a
+ * job's row counts its attempts: the running row a worker writes before
+ * the run counts it (store_mark_job_running), and a run that ends
+ * cleanly interrupted by a stop takes its count back. At a start, then,
+ * an unfinished job's attempts are the runs the daemon died during; at
+ * --max-job-attempts (3) the job fails with a sentence naming the count
+ * instead of running again.
+ *
  * Finished jobs leave memory: GET reads them from the store. Memory holds
  * only queued and running jobs, so a long-lived daemon's RSS does not grow
  * with its history.
@@ -407,8 +415,10 @@ static void run_one(worker *w, job *j) {
                      atomic_load(&q->stopping);
   job_record end = j->rec, *r = &end; /* published by record_end */
   if (interrupted) {
-    /* Back to queued in the store: the next start runs it again. */
+    /* Back to queued in the store: the next start runs it again, and this
+     * run, which ended cleanly, is not counted against it. */
     r->status = JOB_QUEUED;
+    r->attempts--;
     r->started_at = 0;
     r->progress = 0;
     memset(&r->timing, 0, sizeof r->timing);
@@ -475,6 +485,7 @@ static void *worker_main(void *arg) {
     }
     j->rec.status = JOB_RUNNING;
     j->rec.started_at = wall_now();
+    j->rec.attempts++; /* in the running row: a run the daemon may not survive */
     w->current = j;
     pthread_mutex_unlock(&q->mu);
     run_one(w, j);
@@ -495,27 +506,42 @@ static bool restore_one(const job_record *rec, void *u) {
   return true;
 }
 
-/* A restored job that no worker of this daemon can take (it names a CUDA
- * kernel and the daemon restarted without a GPU, or a GPU it no longer
- * has) fails with the reason instead of waiting forever. Submission
- * refuses such jobs with a 422; only a restart can produce them. */
-static void fail_unrunnable(jobs *q) {
+/* Why a job from the last run is not queued again (into why), or false
+ * when it is. A job the daemon died during --max-job-attempts times may be
+ * what kills it: it fails rather than crash every start. A job that no
+ * worker of this daemon can take (it names a CUDA kernel and the daemon
+ * restarted without a GPU, or a GPU it no longer has) fails rather than
+ * wait for ever; submission refuses such jobs with a 422, so only a
+ * restart can produce them. */
+static bool not_restored(jobs *q, const job *j, char *why, size_t len) {
+  const unsigned max = (unsigned)q->svc->cfg.max_job_attempts;
+  if (j->rec.attempts >= max) {
+    snprintf(why, len,
+             "the daemon died %u time%s while this job was running (a crash or a kill, not a "
+             "clean stop); it is not run again, in case it is what kills the daemon "
+             "(--max-job-attempts %u)",
+             j->rec.attempts, j->rec.attempts == 1 ? "" : "s", max);
+    return true;
+  }
+  for (int i = 0; i < q->nworkers; i++)
+    if (fits(&q->workers[i], j))
+      return false;
+  const histd_kernel *k = histd_kernel_find(j->rec.params.exec.kernel);
+  if (k != NULL && k->engine == HISTD_ENGINE_CUDA && !q->has_gpu)
+    snprintf(why, len, "kernel \"%s\" needs a GPU, and the daemon restarted without one (%s)",
+             j->rec.params.exec.kernel, q->svc->gpu_reason);
+  else
+    snprintf(why, len, "the job names GPUs the daemon does not have since its restart "
+                       "(see GET /v1/devices)");
+  return true;
+}
+
+/* The jobs from the last run that are not queued again fail with why. */
+static void fail_unrestored(jobs *q) {
   for (job *j = q->head, *next; j != NULL; j = next) {
     next = j->next;
-    bool runnable = false;
-    for (int i = 0; i < q->nworkers && !runnable; i++)
-      runnable = fits(&q->workers[i], j);
-    if (runnable)
+    if (!not_restored(q, j, j->rec.error, sizeof j->rec.error))
       continue;
-    const histd_kernel *k = histd_kernel_find(j->rec.params.exec.kernel);
-    if (k != NULL && k->engine == HISTD_ENGINE_CUDA && !q->has_gpu)
-      snprintf(j->rec.error, sizeof j->rec.error,
-               "kernel \"%s\" needs a GPU, and the daemon restarted without one (%s)",
-               j->rec.params.exec.kernel, q->svc->gpu_reason);
-    else
-      snprintf(j->rec.error, sizeof j->rec.error,
-               "the job names GPUs the daemon does not have since its restart "
-               "(see GET /v1/devices)");
     j->rec.status = JOB_FAILED;
     j->rec.finished_at = wall_now();
     unlink_locked(q, j);
@@ -581,7 +607,7 @@ int jobs_start(jobs **out, service *svc, char *msg, size_t msglen) {
 
   /* Jobs that were queued or running when the daemon last stopped. */
   store_unfinished_jobs(svc->store, restore_one, q);
-  fail_unrunnable(q);
+  fail_unrestored(q);
   for (job *j = q->head; j != NULL; j = j->next)
     store_update_job(svc->store, &j->rec, NULL, 0);
   if (q->depth > 0)
@@ -685,7 +711,7 @@ int jobs_submit(jobs *q, job_record *rec, char *msg, size_t msglen) {
   return 0;
 }
 
-int jobs_get(jobs *q, const char *id, job_record *out) {
+int jobs_get(jobs *q, const char *id, job_record *out, bool arrays) {
   if (q->svc->cluster != NULL)
     return cluster_get_job(q->svc->cluster, id, out);
   pthread_mutex_lock(&q->mu);
@@ -696,7 +722,7 @@ int jobs_get(jobs *q, const char *id, job_record *out) {
     return 0;
   }
   pthread_mutex_unlock(&q->mu);
-  return store_get_job(q->svc->store, id, out);
+  return store_get_job(q->svc->store, id, out, arrays);
 }
 
 int jobs_cancel(jobs *q, const char *id, job_record *out, char *msg, size_t msglen) {
@@ -747,7 +773,7 @@ int jobs_cancel(jobs *q, const char *id, job_record *out, char *msg, size_t msgl
     return still_running ? 1 : 0;
   }
   pthread_mutex_unlock(&q->mu);
-  return store_get_job(q->svc->store, id, out);
+  return store_get_job(q->svc->store, id, out, false); /* ended: answered as a summary */
 }
 
 size_t jobs_queue_depth(jobs *q) {
@@ -766,15 +792,21 @@ size_t jobs_running(jobs *q) {
   return n;
 }
 
+/* Whether the job reads the dataset: as A, as B, or for its atoms' names. */
+static bool job_uses(const job_record *r, const char *dataset) {
+  return strcmp(r->dataset, dataset) == 0 || strcmp(r->dataset_b, dataset) == 0 ||
+         strcmp(r->params.topology, dataset) == 0;
+}
+
 size_t jobs_active_on(jobs *q, const char *dataset) {
   if (q->svc->cluster != NULL)
     return cluster_active_on(q->svc->cluster, dataset);
   size_t n = 0;
   pthread_mutex_lock(&q->mu);
   for (int i = 0; i < q->nworkers; i++)
-    n += q->workers[i].current != NULL && strcmp(q->workers[i].current->rec.dataset, dataset) == 0;
+    n += q->workers[i].current != NULL && job_uses(&q->workers[i].current->rec, dataset);
   for (job *j = q->head; j != NULL; j = j->next)
-    n += strcmp(j->rec.dataset, dataset) == 0;
+    n += job_uses(&j->rec, dataset);
   pthread_mutex_unlock(&q->mu);
   return n;
 }

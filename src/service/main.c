@@ -215,7 +215,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "histd: %s\n", msg);
     return 1;
   }
-  store_set_max_bytes(svc.store, svc.cfg.max_data_bytes);
+  store_set_limits(svc.store, svc.cfg.max_data_bytes, svc.cfg.max_result_bytes);
   dataset_cache_create(&svc.cache, svc.store);
 
   svc.gpu_reason[0] = '\0';

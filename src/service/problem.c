@@ -39,6 +39,7 @@ const char *http_status_title(unsigned status) {
   case 405: return "Method Not Allowed";
   case 406: return "Not Acceptable";
   case 409: return "Conflict";
+  case 410: return "Gone";
   case 413: return "Content Too Large";
   case 415: return "Unsupported Media Type";
   case 421: return "Misdirected Request";

@@ -19,9 +19,10 @@
  * moment are each checked against what is stored, so together they can
  * pass the budget by what they hold.)
  *
- * DELETE refuses (409) while queued or running jobs use the dataset: cancel
- * them first. Finished jobs keep their results after their dataset is
- * deleted; their "dataset" field then names an id that answers 404.
+ * DELETE refuses (409) while queued or running jobs use the dataset (as
+ * their dataset, dataset_b or topology): cancel them first. Finished jobs
+ * keep their results after their dataset is deleted; their "dataset" field
+ * then names an id that answers 404.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -669,8 +670,9 @@ void route_datasets_delete(request *r) {
   size_t active = jobs_active_on(svc->jobs, r->path_id);
   if (active > 0) {
     pthread_rwlock_unlock(&svc->datasets_lock);
-    respond_problem(r, 409, "%zu queued or running job(s) use this dataset; cancel them "
-                            "(DELETE /v1/jobs/{id}) before deleting it", active);
+    respond_problem(r, 409, "%zu queued or running job(s) use this dataset (as dataset, "
+                            "dataset_b or topology); cancel them (DELETE /v1/jobs/{id}) before "
+                            "deleting it", active);
     return;
   }
   char msg[256];

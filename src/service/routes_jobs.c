@@ -14,6 +14,12 @@
  * Status codes: 400 = the request is malformed; 404 = a named thing does
  * not exist; 422 = well-formed but impossible values; 409 = the job is not
  * in a state for that (a result before it succeeded).
+ *
+ * Reading a finished job's whole result (GET of the job or of its result)
+ * holds its blobs and the arrays they decode into: that memory is taken
+ * from --max-buffered-bytes before the read (get_whole_job), as request
+ * bodies and large answers are. Lists and ?summary=true read no blob and
+ * leave out every array, an explicit edges list of the parameters too.
  */
 #include <math.h>
 #include <stdio.h>
@@ -35,25 +41,49 @@ static void add_time(cJSON *o, const char *key, double t) {
   cJSON_AddStringToObject(o, key, ts);
 }
 
-/* The parameters as the table writes them (histd/params.h). */
-static cJSON *params_to_json(const histd_params *p) {
+/* The parameters' JSON as the table writes it (histd/params.h), as the
+ * store keeps it: malloc'd, or NULL when out of memory. */
+static char *params_text(const histd_params *p, size_t *len) {
   char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
+  FILE *f = open_memstream(&text, len);
   int rc = f ? histd_params_write_json(f, p) : HISTD_ENOMEM;
   if (f)
     fclose(f);
-  cJSON *o = rc == 0 && text ? cJSON_CreateRaw(text) : NULL;
+  if (rc != 0) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+/* The parameters in a job document; without `arrays`, an explicit edges
+ * list (up to 16 Mi numbers) is left out: the document's edges_count says
+ * how long it is. */
+static cJSON *params_to_json(const histd_params *p, bool arrays) {
+  histd_params shown = *p; /* (shallow: nothing here is freed) */
+  if (!arrays) {
+    shown.edges = NULL;
+    shown.edge_count = 0;
+  }
+  size_t len;
+  char *text = params_text(&shown, &len);
+  cJSON *o = text ? cJSON_CreateRaw(text) : NULL;
   free(text);
   return o ? o : cJSON_CreateObject();
 }
 
-/* Whether a result's documents are written to a file rather than memory. */
-static bool large_result(const histd_result *res) { return res->bins.count > 65536; }
+/* Whether a result's documents are written to a file rather than memory
+ * (and so held against --max-buffered-bytes): its cells, a per-frame
+ * table's too. */
+static bool large_result(const histd_result *res) {
+  const uint64_t rows = res->frame_counts != NULL ? res->frames + 1 : 1;
+  return (uint64_t)res->bins.count * rows > 65536;
+}
 
-/* The job document; with `summary`, a succeeded job's result without its
- * edges and counts (lists and the answers to POST and DELETE). GET on one
- * job adds the whole result (respond_job). */
+/* The job document; with `summary`, without arrays: a succeeded job's
+ * result without its edges and counts, its parameters without an explicit
+ * edges list (lists, ?summary=true and the answers to POST and DELETE).
+ * GET on one job adds the whole result (respond_job). */
 static cJSON *job_to_json(const job_record *j, bool summary) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "id", j->id);
@@ -64,7 +94,9 @@ static cJSON *job_to_json(const job_record *j, bool summary) {
     cJSON_AddStringToObject(o, "dataset_b", j->dataset_b);
     cJSON_AddNumberToObject(o, "n_b", (double)j->n_b);
   }
-  cJSON_AddItemToObject(o, "params", params_to_json(&j->params));
+  cJSON_AddItemToObject(o, "params", params_to_json(&j->params, !summary));
+  if (summary && j->params.edges != NULL)
+    cJSON_AddNumberToObject(o, "edges_count", j->params.edge_count);
   cJSON_AddNumberToObject(o, "progress", j->progress);
   if (j->status == JOB_RUNNING && j->frames > 1) { /* a trajectory: the frames it has done */
     double done = j->progress * (double)j->frames;
@@ -88,6 +120,8 @@ static cJSON *job_to_json(const job_record *j, bool summary) {
     cJSON_AddNullToObject(o, "device");
   if (j->error[0] && (j->status == JOB_FAILED || j->status == JOB_CANCELLED))
     cJSON_AddStringToObject(o, "error", j->error);
+  if (j->result_deleted_at > 0)
+    add_time(o, "result_deleted_at", j->result_deleted_at);
   if (summary && j->has_result && j->status == JOB_SUCCEEDED) {
     char *text = NULL;
     size_t len = 0;
@@ -104,10 +138,13 @@ static cJSON *job_to_json(const job_record *j, bool summary) {
 }
 
 /* GET /v1/jobs/{id}: the job document with its whole result, which is
- * streamed into the body after the other members (it may be large). */
-static void respond_job(request *r, const job_record *j) {
+ * streamed into the body after the other members (it may be large). The
+ * `held` bytes of --max-buffered-bytes are given back once the result is
+ * written out. */
+static void respond_job(request *r, const job_record *j, uint64_t held) {
   if (!j->has_result || j->status != JOB_SUCCEEDED || j->result.counts == NULL) {
-    respond_json(r, 200, job_to_json(j, true));
+    budget_give(&r->svc->buffered, held);
+    respond_json(r, 200, job_to_json(j, false)); /* no result to add */
     return;
   }
   cJSON *o = job_to_json(j, false);
@@ -116,6 +153,7 @@ static void respond_job(request *r, const job_record *j) {
   body_writer b;
   if (head == NULL || !body_open(&b, r->svc, large_result(&j->result))) {
     free(head);
+    budget_give(&r->svc->buffered, held);
     respond_problem(r, 503, "out of memory while writing the job; try again shortly");
     return;
   }
@@ -124,6 +162,7 @@ static void respond_job(request *r, const job_record *j) {
   int rc = histd_write_json(b.f, &j->result, 0);
   fputc('}', b.f);
   free(head);
+  budget_give(&r->svc->buffered, held); /* the answer's file takes its own */
   respond_body(r, 200, "application/json", &b, rc);
 }
 
@@ -260,11 +299,26 @@ static void new_job_id(char id[33]) {
   id[32] = '\0';
 }
 
+/* A handler's step that waits on the disk (a row's fsync), on a defer.c
+ * thread: true when the connection is suspended (the handler runs again
+ * with r->resumed and its ctx in r->deferred); false when the pool is
+ * stopping and the step ran here and now. */
+static bool defer_step(request *r, void (*step)(void *ctx), void *ctx) {
+  if (defer_submit(r->svc->defer, r->conn, step, ctx)) {
+    r->deferred = ctx;
+    r->suspended = true;
+    return true;
+  }
+  step(ctx);
+  return false;
+}
+
 static cJSON *parse_body(request *r) {
   cJSON *o = NULL;
   char msg[256];
-  if (json_body_parse(r->body, r->body_len, &o, msg, sizeof msg) != 0) {
-    respond_problem(r, 400, "%s", msg);
+  int rc = json_body_parse(r->body, r->body_len, &o, msg, sizeof msg);
+  if (rc != 0) {
+    respond_problem(r, rc == HISTD_ENOMEM ? 503 : 400, "%s", msg);
     return NULL;
   }
   return o;
@@ -331,6 +385,33 @@ static int check_atoms(const histd_params *p, const dataset_meta *m, const datas
   return 0;
 }
 
+/* A job whose result could take more than --max-result-bytes stored is
+ * refused (422) before it runs: the bound is result_codec.c's, from the
+ * bins, the frames and the pairs of the datasets' shape (the whole sets,
+ * before selections and exclusions take some away; frames of equal
+ * shares, the one guess: a job whose frames differ more than that and
+ * whose result then passes the limit fails with the store's sentence). */
+static int check_result_size(service *svc, const histd_problem *prob, const job_record *j,
+                             char *msg, size_t msglen) {
+  const uint64_t cap = svc->cfg.max_result_bytes;
+  const uint32_t buckets = prob->statistic == HISTD_STAT_WITHIN ? 1
+                           : prob->bins.count ? prob->bins.count
+                                              : j->params.buckets;
+  const uint64_t frames = histd_problem_frames(prob);
+  const uint64_t bound = result_stored_bound(buckets, frames, histd_problem_pairs(prob),
+                                             j->params.weights, j->params.per_frame);
+  if (cap == 0 || bound <= cap)
+    return 0;
+  return histd_fail(msg, msglen, HISTD_EINVAL,
+                    "the result could take up to %llu bytes stored (%u bins%s%s, %llu frame%s), "
+                    "more than the %llu bytes a result may take (--max-result-bytes); ask for "
+                    "fewer bins%s",
+                    (unsigned long long)bound, buckets, j->params.weights ? ", weighted" : "",
+                    j->params.per_frame ? ", per frame" : "", (unsigned long long)frames,
+                    frames == 1 ? "" : "s", (unsigned long long)cap,
+                    j->params.per_frame ? " or frames" : "");
+}
+
 static void create_job(void *arg) {
   create_ctx *c = arg;
   service *svc = c->svc;
@@ -394,6 +475,8 @@ static void create_job(void *arg) {
   }
   if (rc == 0)
     rc = histd_exec_validate(&j->params.exec, &prob, msg, sizeof msg);
+  if (rc == 0)
+    rc = check_result_size(svc, &prob, j, msg, sizeof msg);
   free(edges);
   histd_dataset_free(&a);
   histd_dataset_free(&b);
@@ -404,6 +487,9 @@ static void create_job(void *arg) {
     return;
   }
   uint64_t held = store_data_bytes(svc->store);
+  size_t row = 0;
+  char *text = params_text(&j->params, &row);
+  free(text);
   if (svc->cfg.max_data_bytes != 0 && held >= svc->cfg.max_data_bytes) {
     pthread_rwlock_unlock(&svc->datasets_lock);
     c->status = 507;
@@ -411,6 +497,12 @@ static void create_job(void *arg) {
              "the data dir holds %llu bytes, its budget is %zu (--max-data-bytes): there is "
              "no room for another result; delete datasets or wait for old jobs to expire",
              (unsigned long long)held, svc->cfg.max_data_bytes);
+    return;
+  }
+  if (store_room(svc->store, "the job's parameters", row, msg, sizeof msg) != 0) {
+    pthread_rwlock_unlock(&svc->datasets_lock);
+    c->status = 507;
+    snprintf(c->msg, sizeof c->msg, "%s", msg);
     return;
   }
   new_job_id(j->id);
@@ -487,12 +579,8 @@ void route_jobs_create(request *r) {
   snprintf(c->j.dataset, sizeof c->j.dataset, "%.64s", c->id_a);
   snprintf(c->j.dataset_b, sizeof c->j.dataset_b, "%.64s", c->id_b);
   cJSON_Delete(o);
-  if (defer_submit(svc->defer, r->conn, create_job, c)) {
-    r->deferred = c;
-    r->suspended = true; /* defer.c resumes us once the row is durable */
+  if (defer_step(r, create_job, c))
     return;
-  }
-  create_job(c); /* stopping: here and now */
   answer_create(r, c);
   create_free(c);
 }
@@ -508,7 +596,7 @@ static bool add_job(const job_record *rec, void *u) {
   list_ctx *c = u;
   if (rec->status == JOB_QUEUED || rec->status == JOB_RUNNING) {
     job_record live; /* the store does not see progress: ask the queue */
-    if (jobs_get(c->jobs, rec->id, &live) == 0) {
+    if (jobs_get(c->jobs, rec->id, &live, false) == 0) {
       cJSON_AddItemToArray(c->arr, job_to_json(&live, true));
       job_record_free(&live);
       return true;
@@ -540,12 +628,56 @@ void route_jobs_list(request *r) {
   respond_json(r, 200, o);
 }
 
-/* The job named in the path, or false once answered: 404 when there is no
- * such job, 500 when the database cannot be read or the job's stored
- * result cannot be decoded (never a result of zeros). */
-static bool get_job(request *r, job_record *j) {
+/* What reading a finished job's whole result holds in memory: its blobs,
+ * as SQLite reads them, and the arrays they decode into. */
+static uint64_t result_memory(const job_record *j) {
+  if (!j->has_result)
+    return 0;
+  const uint64_t bins = j->result.bins.count, frames = j->result.frames ? j->result.frames : 1;
+  return j->stored_bytes + bins * 8 * (j->params.weights ? 2 : 1) +
+         (j->params.per_frame ? frames * (bins + 2) * 8 : 0);
+}
+
+static bool get_job(request *r, job_record *j, bool arrays);
+
+/* The job named in the path with its whole result, or false once
+ * answered. The memory the read holds (result_memory, from a summary
+ * read first) is taken from --max-buffered-bytes, like request bodies and
+ * large answers: while others hold it, 503 with Retry-After (one read
+ * larger than all of it still goes, alone). *held: what was taken, for
+ * the caller to give back. */
+static bool get_whole_job(request *r, job_record *j, uint64_t *held) {
+  *held = 0;
+  if (!get_job(r, j, false))
+    return false;
+  const uint64_t need = result_memory(j);
+  if (need == 0)
+    return true; /* nothing more to read */
+  job_record_free(j);
+  budget *bud = &r->svc->buffered;
+  if (!budget_take_or_alone(bud, need)) {
+    respond_problem(r, 503, "reading job %s's result takes %llu bytes of memory, and other "
+                            "requests hold the daemon's limit of %llu bytes "
+                            "(--max-buffered-bytes); try again shortly",
+                    r->path_id, (unsigned long long)need, (unsigned long long)bud->limit);
+    response_add_header(r, "Retry-After", "5");
+    return false;
+  }
+  if (!get_job(r, j, true)) {
+    budget_give(bud, need);
+    return false;
+  }
+  *held = need;
+  return true;
+}
+
+/* The job named in the path (with its result's arrays, or a summary), or
+ * false once answered: 404 when there is no such job, 500 when the
+ * database cannot be read or the job's stored result cannot be decoded
+ * (never a result of zeros). */
+static bool get_job(request *r, job_record *j, bool arrays) {
   memset(j, 0, sizeof *j);
-  int rc = jobs_get(r->svc->jobs, r->path_id, j);
+  int rc = jobs_get(r->svc->jobs, r->path_id, j, arrays);
   if (rc == 0)
     return true;
   if (rc == HISTD_ENOENT)
@@ -588,59 +720,59 @@ void route_jobs_get(request *r) {
       }
     }
   }
+  const bool summary = sm != NULL && strcmp(sm, "true") == 0;
   job_record j;
-  if (!get_job(r, &j))
+  uint64_t held = 0;
+  if (summary ? !get_job(r, &j, false) : !get_whole_job(r, &j, &held))
     return;
-  if (sm != NULL && strcmp(sm, "true") == 0)
+  if (summary)
     respond_json(r, 200, job_to_json(&j, true));
   else
-    respond_job(r, &j);
+    respond_job(r, &j, held);
   job_record_free(&j);
 }
 
-/* DELETE's step on a defer.c thread (a queued job's cancellation waits for
- * its row's fsync). */
-typedef struct cancel_ctx {
+/* A DELETE's step on the job in the path (a cancellation, or a result's
+ * deletion), which waits for its row's fsync on a defer.c thread. */
+typedef struct job_step {
   service *svc;
   char id[128];
   job_record j;
   int rc;
+  unsigned status;
   char msg[512];
-} cancel_ctx;
+} job_step;
 
-static void cancel_job(void *arg) {
-  cancel_ctx *c = arg;
-  c->rc = jobs_cancel(c->svc->jobs, c->id, &c->j, c->msg, sizeof c->msg);
-}
-
-static void answer_cancel(request *r, cancel_ctx *c);
-
-void route_jobs_delete(request *r) {
-  if (r->resumed && r->deferred != NULL) {
-    cancel_ctx *c = r->deferred;
-    r->deferred = NULL;
-    answer_cancel(r, c);
-    free(c);
-    return;
-  }
-  cancel_ctx *c = calloc(1, sizeof *c);
+/* The step for the job in the path, or NULL once answered (503). */
+static job_step *job_step_new(request *r) {
+  job_step *c = calloc(1, sizeof *c);
   if (c == NULL) {
     respond_problem(r, 503, "out of memory; try again shortly");
-    return;
+    return NULL;
   }
   c->svc = r->svc;
   snprintf(c->id, sizeof c->id, "%s", r->path_id);
-  if (defer_submit(r->svc->defer, r->conn, cancel_job, c)) {
-    r->deferred = c;
-    r->suspended = true;
+  return c;
+}
+
+static void cancel_job(void *arg) {
+  job_step *c = arg;
+  c->rc = jobs_cancel(c->svc->jobs, c->id, &c->j, c->msg, sizeof c->msg);
+}
+
+static void answer_cancel(request *r, job_step *c);
+
+void route_jobs_delete(request *r) {
+  job_step *c = r->deferred;
+  if (!(r->resumed && c != NULL) &&
+      ((c = job_step_new(r)) == NULL || defer_step(r, cancel_job, c)))
     return;
-  }
-  cancel_job(c);
+  r->deferred = NULL;
   answer_cancel(r, c);
   free(c);
 }
 
-static void answer_cancel(request *r, cancel_ctx *c) {
+static void answer_cancel(request *r, job_step *c) {
   job_record j = c->j;
   char *msg = c->msg;
   int rc = c->rc;
@@ -682,22 +814,24 @@ static int result_format(request *r) {
 }
 
 /* A result as JSON, CSV or NPZ (the last two downloads named after
- * `name`). */
-static void respond_result(request *r, const histd_result *res, int format, const char *name) {
+ * `name`); the `held` bytes of --max-buffered-bytes are given back once it
+ * is written out. */
+static void respond_result(request *r, const histd_result *res, int format, const char *name,
+                           uint64_t held) {
   body_writer b;
   if (!body_open(&b, r->svc, large_result(res))) {
+    budget_give(&r->svc->buffered, held);
     respond_problem(r, 503, "out of memory while writing the result; try again shortly");
     return;
   }
-  if (format == RESULT_JSON) {
-    respond_body(r, 200, "application/json", &b, histd_write_json(b.f, res, 0));
-    return;
-  }
-  if (format == RESULT_CSV)
-    respond_body(r, 200, "text/csv; charset=utf-8", &b, histd_write_csv(b.f, res));
-  else
-    respond_body(r, 200, "application/x-npz", &b, histd_write_npz(b.f, res));
-  if (r->status != 200)
+  static const char *const types[] = {"application/json", "text/csv; charset=utf-8",
+                                      "application/x-npz"};
+  int rc = format == RESULT_JSON  ? histd_write_json(b.f, res, 0)
+           : format == RESULT_CSV ? histd_write_csv(b.f, res)
+                                  : histd_write_npz(b.f, res);
+  budget_give(&r->svc->buffered, held); /* the answer's file takes its own */
+  respond_body(r, 200, types[format], &b, rc);
+  if (format == RESULT_JSON || r->status != 200)
     return;
   char disp[128];
   snprintf(disp, sizeof disp, "attachment; filename=\"histd-%s.%s\"", name, format_names[format]);
@@ -709,9 +843,20 @@ void route_jobs_result(request *r) {
   if (format < 0)
     return;
   job_record j;
-  if (!get_job(r, &j))
+  uint64_t held;
+  if (!get_whole_job(r, &j, &held))
     return;
+  if (j.result_deleted_at > 0) {
+    char at[40];
+    format_rfc3339(j.result_deleted_at, at, sizeof at);
+    budget_give(&r->svc->buffered, held);
+    respond_problem(r, 410, "job %s's result was deleted at %s (DELETE /v1/jobs/{id}/result)",
+                    j.id, at);
+    job_record_free(&j);
+    return;
+  }
   if (j.status != JOB_SUCCEEDED || !j.has_result || j.result.counts == NULL) {
+    budget_give(&r->svc->buffered, held);
     respond_problem(r, 409, "job %s is %s, so it has no result%s%s", j.id,
                     job_status_name(j.status),
                     j.status == JOB_FAILED || j.status == JOB_CANCELLED ? ": " : "",
@@ -719,8 +864,61 @@ void route_jobs_result(request *r) {
     job_record_free(&j);
     return;
   }
-  respond_result(r, &j.result, format, j.id);
+  respond_result(r, &j.result, format, j.id, held);
   job_record_free(&j);
+}
+
+/* ---- DELETE /v1/jobs/{id}/result ----------------------------------------------------------- */
+
+static void forget_result(void *arg) {
+  job_step *c = arg;
+  c->status = 500;
+  int rc = jobs_get(c->svc->jobs, c->id, &c->j, false);
+  const job_record *j = &c->j;
+  if (rc == HISTD_ENOENT) {
+    c->status = 404;
+    snprintf(c->msg, sizeof c->msg, "no job has the id \"%.64s\"", c->id);
+  } else if (rc != 0) {
+    snprintf(c->msg, sizeof c->msg, "job %.64s could not be read from the database", c->id);
+  } else if (j->result_deleted_at > 0) {
+    char at[40];
+    format_rfc3339(j->result_deleted_at, at, sizeof at);
+    c->status = 410;
+    snprintf(c->msg, sizeof c->msg, "job %s's result was deleted already, at %s", j->id, at);
+  } else if (j->status != JOB_SUCCEEDED || !j->has_result) {
+    c->status = 409;
+    snprintf(c->msg, sizeof c->msg, "job %s is %s, so it has no result to delete%s", j->id,
+             job_status_name(j->status),
+             j->status == JOB_QUEUED || j->status == JOB_RUNNING
+                 ? " (DELETE /v1/jobs/{id} cancels it)"
+                 : "");
+  } else if ((rc = store_delete_result(c->svc->store, j->id, wall_now(), c->msg,
+                                       sizeof c->msg)) == 0) {
+    c->status = 204;
+  } else if (rc == HISTD_ENOENT) { /* expired or deleted meanwhile */
+    c->status = 410;
+    snprintf(c->msg, sizeof c->msg, "job %s's result is gone already", j->id);
+  }
+}
+
+void route_jobs_result_delete(request *r) {
+  job_step *c = r->deferred;
+  if (!(r->resumed && c != NULL)) {
+    if (r->svc->cluster != NULL) {
+      respond_problem(r, 501, "deleting a result is not available in cluster mode "
+                              "(--coordinator) yet; --job-retention expires old jobs");
+      return;
+    }
+    if ((c = job_step_new(r)) == NULL || defer_step(r, forget_result, c))
+      return;
+  }
+  r->deferred = NULL;
+  if (c->status == 204)
+    respond_empty(r, 204);
+  else
+    respond_problem(r, c->status, "%s", c->msg);
+  job_record_free(&c->j);
+  free(c);
 }
 
 /* ---- POST /v1/histogram ------------------------------------------------------------------ */
@@ -833,6 +1031,13 @@ void route_histogram(request *r) {
     return;
   bool ok = parse_params(r, o, extra, &pp);
   cJSON_Delete(o);
+  if (ok && pp.topology[0] != '\0') {
+    respond_problem(r, 400, "topology names a stored dataset's atoms, and the points of "
+                            "/v1/histogram are not stored: upload both with POST /v1/datasets "
+                            "and submit a job");
+    histd_params_free(&pp);
+    ok = false;
+  }
   if (!ok) {
     histd_dataset_free(&ds);
     return;
@@ -882,6 +1087,6 @@ static void histogram_answer(request *r) {
   res->timing.total_ms += t->parse_ms + res->timing.queue_ms;
   atomic_fetch_add(&r->svc->metrics.pairs_computed, res->total);
   atomic_fetch_add(&r->svc->metrics.sync_histograms, 1);
-  respond_result(r, res, result_format(r), "histogram");
+  respond_result(r, res, result_format(r), "histogram", 0);
   sync_task_free(t);
 }

@@ -27,7 +27,8 @@
  * Threads: libmicrohttpd's pool threads run the handlers; the worker pool's
  * threads run jobs; the main thread runs the libuv loop. They meet in the
  * jobs module (one mutex + condition variable), the store (one mutex around
- * one SQLite connection) and the metrics (atomics).
+ * the SQLite connection that writes; each read on a connection of its own)
+ * and the metrics (atomics).
  */
 #ifndef HISTD_SERVICE_H
 #define HISTD_SERVICE_H
@@ -72,7 +73,9 @@ typedef struct config {
   size_t connection_memory_limit;
   int max_wait;                /* cap of ?wait= in seconds */
   double job_retention;        /* seconds a finished job is kept; 0 = for ever */
+  int max_job_attempts;        /* runs of a job the daemon died during, at most */
   size_t max_data_bytes;       /* the data dir's disk budget; 0 = none */
+  size_t max_result_bytes;     /* one job's stored result, at most; 0 = any */
   size_t max_buffered_bytes;   /* request bodies and large answers held at once */
   bool print_routes;
   bool access_log;             /* one line per request on stderr */
@@ -141,8 +144,9 @@ const char *param_value_from_json(const histd_param *row, const cJSON *f, histd_
                                   double **numbers);
 
 /* A request body parsed as JSON (json_body.c): 0 and a tree in *out, or
- * HISTD_EPARSE with a sentence when it is empty, not JSON, or holds a NUL
- * (a raw byte or \u0000). */
+ * HISTD_EPARSE with a sentence when it is empty, not JSON, holds a NUL
+ * (a raw byte or \u0000) or names a key twice in one object (HISTD_ENOMEM
+ * when there was no memory to look). */
 int json_body_parse(const char *body, size_t len, cJSON **out, char *msg, size_t msglen);
 
 /* ---- time ------------------------------------------------------------------ */
@@ -229,16 +233,25 @@ typedef struct job_record {
   histd_timing timing;
   char device[HISTD_DEVICE_NAME_MAX];
   char error[512];
+  unsigned attempts;    /* runs begun and not ended, not even by a clean stop */
+  uint64_t stored_bytes; /* the stored result's blobs */
+  double result_deleted_at; /* when DELETE /v1/jobs/{id}/result took it; 0 */
   bool has_result;
   histd_result result;  /* counts owned when has_result */
 } job_record;
 
 int store_open(store **out, const char *data_dir, char *msg, size_t msglen);
 /* The data dir's disk budget (0: none): a result that would take the data
- * dir past it is not stored (store_update_job fails, HISTD_ETOOBIG). */
-void store_set_max_bytes(store *s, uint64_t max_bytes);
-/* What the data dir holds now: payloads, the database and its WAL. */
+ * dir past it is not stored (store_update_job fails, HISTD_ETOOBIG); nor
+ * is a result of more than max_result_bytes (0: any size). */
+void store_set_limits(store *s, uint64_t max_bytes, uint64_t max_result_bytes);
+/* What the data dir holds now: payloads, the database's pages in use and
+ * its WAL. */
 uint64_t store_data_bytes(store *s);
+/* Whether `bytes` more in the database (a result, a job's row) fit the
+ * budget, counted twice (the WAL, then the database): 0, or HISTD_ETOOBIG
+ * with a sentence that begins with `what`. */
+int store_room(store *s, const char *what, uint64_t bytes, char *msg, size_t msglen);
 void store_close(store *s);
 const char *store_payload_dir(const store *s);
 
@@ -277,23 +290,28 @@ void store_check_payload(const store *s, dataset_meta *m);
 
 int store_put_job(store *s, job_record *j, char *msg, size_t msglen); /* sets seq */
 int store_update_job(store *s, const job_record *j, char *msg, size_t msglen);
-/* store_update_job for a job that starts to run: committed (a kill -9
- * keeps it), but not waited on to reach the disk, since losing it to a
- * power cut only runs the job again, as a crash while it runs would. */
+/* store_update_job for a job that starts to run (its attempts counting
+ * this run): committed (a kill -9 keeps it), but not waited on to reach
+ * the disk, since losing it to a power cut only runs the job again, one
+ * run more than --max-job-attempts would allow. */
 int store_mark_job_running(store *s, const job_record *j, char *msg, size_t msglen);
 /* 0, HISTD_ENOENT, or HISTD_EIO: the database cannot be read, or the
  * job's stored result cannot be decoded (then j->error says why and
- * j->has_result is false). The result is freed by job_record_free. */
-int store_get_job(store *s, const char *id, job_record *j);
+ * j->has_result is false). The result is freed by job_record_free.
+ * Without `arrays`, a summary: the result's scalars, no blob read. */
+int store_get_job(store *s, const char *id, job_record *j, bool arrays);
 int store_list_jobs(store *s, size_t limit, bool with_results,
                     bool (*fn)(const job_record *j, void *u), void *u);
 /* Jobs that were queued or running when the daemon stopped, oldest first. */
 int store_unfinished_jobs(store *s, bool (*fn)(const job_record *j, void *u), void *u);
 int store_count_jobs(store *s, uint64_t counts[JOB_STATUS_COUNT]);
+/* Takes a succeeded job's result away (its blobs; the job stays, with
+ * result_deleted_at = at): 0, HISTD_ENOENT when the job has no stored
+ * result (then nothing changed), or HISTD_EIO. */
+int store_delete_result(store *s, const char *id, double at, char *msg, size_t msglen);
 /* Deletes finished jobs (succeeded, failed, cancelled) that finished
  * before `before` (wall-clock seconds); 0 and the number in *deleted. */
 int store_expire_jobs(store *s, double before, uint64_t *deleted, char *msg, size_t msglen);
-int store_count_active_jobs_on(store *s, const char *dataset, size_t *count);
 /* A job's parameters from the JSON the table wrote (histd_params_write_json). */
 void job_params_from_json(const char *text, histd_params *p);
 /* A deep copy (parameters and result); 0 or HISTD_ENOMEM. */
@@ -302,15 +320,27 @@ void job_record_free(job_record *j);
 
 /* ---- stored results (result_codec.c) -------------------------------------- */
 
-/* counts[0..buckets) -> a malloc'd blob (version byte first; run-length
- * varints). 0 or HISTD_ENOMEM. */
-int result_counts_encode(const uint64_t *counts, uint32_t buckets, unsigned char **blob,
-                         size_t *len, char *msg, size_t msglen);
-/* A stored blob (this version, or the raw buckets x 8 bytes histd wrote
- * before) -> malloc'd counts[0..buckets). 0, or HISTD_EIO with a sentence
- * when the blob is not a result of that many buckets. */
-int result_counts_decode(const void *blob, size_t len, uint32_t buckets, uint64_t **counts,
-                         char *msg, size_t msglen);
+/* count words of 8 bytes (uint64 counts, or the bits of float64 sums) at
+ * words: one piece of what a blob codes. */
+typedef struct result_part {
+  void *words;
+  uint64_t count;
+} result_part;
+/* The parts' words, one after another -> a malloc'd blob (version byte
+ * first; runs of zeros skipped; values as varints, or as their 8 bytes
+ * when fixed). 0 or HISTD_ENOMEM. */
+int result_words_encode(const result_part *parts, size_t nparts, bool fixed,
+                        unsigned char **blob, size_t *len, char *msg, size_t msglen);
+/* A stored blob (any version, or the raw words histd wrote before) into
+ * the parts, which the caller allocated. 0, or HISTD_EIO with the words
+ * why ("12 bytes for 100 values: it ends early") when the blob does not
+ * hold exactly that many words. */
+int result_words_decode(const void *blob, size_t len, const result_part *parts, size_t nparts,
+                        char *msg, size_t msglen);
+/* The most bytes a result's blobs can take stored, from its shape before
+ * it runs: its buckets and frames, and at most `pairs` pairs. */
+uint64_t result_stored_bound(uint32_t buckets, uint64_t frames, uint64_t pairs, bool weighted,
+                             bool per_frame);
 
 /* ---- byte budgets (budget.c) ---------------------------------------------- */
 
@@ -398,8 +428,9 @@ void jobs_destroy(jobs *q);
 /* Submits a validated job. Returns 0, HISTD_ETOOBIG when the queue is full. */
 int jobs_submit(jobs *q, job_record *j, char *msg, size_t msglen);
 /* The job's current state: from memory when queued or running, else from
- * the store. HISTD_ENOENT when unknown. */
-int jobs_get(jobs *q, const char *id, job_record *out);
+ * the store (with the result's arrays, or without: a summary).
+ * HISTD_ENOENT when unknown. */
+int jobs_get(jobs *q, const char *id, job_record *out, bool arrays);
 /* Cancels: a queued job at once, a running one within a second. Returns 1
  * when a running job was asked to stop, 0 when it is cancelled or had
  * already ended, HISTD_ENOENT when unknown, or HISTD_EIO (msg says why)
@@ -407,6 +438,7 @@ int jobs_get(jobs *q, const char *id, job_record *out);
 int jobs_cancel(jobs *q, const char *id, job_record *out, char *msg, size_t msglen);
 size_t jobs_queue_depth(jobs *q);
 size_t jobs_running(jobs *q);
+/* Queued or running jobs that read the dataset (as A, as B or as topology). */
 size_t jobs_active_on(jobs *q, const char *dataset);
 int jobs_worker_count(jobs *q);
 bool jobs_on_gpu(jobs *q);
@@ -461,7 +493,7 @@ const char *cluster_node(const cluster *c);
 /* `histd migrate`: creates or upgrades the coordinator's schema. */
 int cluster_migrate(const char *conninfo, char *msg, size_t msglen);
 int cluster_submit(cluster *c, job_record *rec, char *msg, size_t msglen);
-/* Queued or running jobs of the cluster on dataset (as A or B). */
+/* Queued or running jobs of the cluster on dataset (as A, B or topology). */
 size_t cluster_active_on(cluster *c, const char *dataset);
 int cluster_get_job(cluster *c, const char *id, job_record *j);
 int cluster_cancel(cluster *c, const char *id, job_record *out, char *msg, size_t msglen);
@@ -691,6 +723,7 @@ void route_jobs_list(request *r);
 void route_jobs_get(request *r);
 void route_jobs_delete(request *r);
 void route_jobs_result(request *r);
+void route_jobs_result_delete(request *r);
 void route_histogram(request *r);
 void route_kernels(request *r);
 void route_schema(request *r);

@@ -36,15 +36,34 @@
  * clients submitting at once cost a few fsyncs, not 50 in a row, and no
  * reader (and no job-queue lock: jobs.c never calls the store under its
  * mutex) waits on the disk. One write does not wait: a job's 'running'
- * row (store_mark_job_running), since losing it to a power cut only runs
- * the job again. Progress lives in memory only, never in the database.
+ * row (store_mark_job_running, which also counts the run in the job's
+ * attempts), since losing it to a power cut only runs the job again, one
+ * run more than --max-job-attempts allows; a crash or a kill -9 keeps it,
+ * as the kernel has its WAL frames. Progress lives in memory only, never
+ * in the database.
  *
- * Results are stored compactly (result_codec.c: run-length varints behind
- * a version byte; the raw blobs of older data dirs still read), and a
- * result that would take the data dir past --max-data-bytes is refused.
+ * Results are stored compactly, counts, weighted sums and per-frame tables
+ * alike (result_codec.c: runs of zeros skipped, behind a version byte; the
+ * raw blobs of older data dirs still read), and a result that would take
+ * the data dir past --max-data-bytes is refused. Every byte counts: the
+ * counts, weighted sums and per-frame tables alike, and a job's row (its
+ * parameters: an explicit edges list may be long), each twice, since a
+ * write lands in the WAL and again in the database at the checkpoint; the
+ * WAL is cut back to WAL_KEEP_BYTES once checkpointed (journal_size_limit),
+ * so that one large write does not hold its copy there for ever. A
+ * deleted result (DELETE /v1/jobs/{id}/result) is overwritten with zeros
+ * (secure_delete) and its pages go back to the budget: what the data dir
+ * holds counts the database's pages in use, not its file, which SQLite
+ * does not shrink, and the delete checkpoints the WAL that held the zeros.
  *
- * One connection, one mutex: the daemon's writes are a few per job, and a
- * single connection keeps SQLite's threading rules out of the picture.
+ * Writes go through one connection under one mutex: the daemon's writes
+ * are a few per job, and a single connection keeps SQLite's threading
+ * rules out of the picture. Reads do not take that mutex: each takes a
+ * read-only connection of its own (reader_take: an idle one, or a new one;
+ * READERS_KEPT stay open for the next), and WAL lets it read the last
+ * commit while the writer writes. So a GET that reads and decodes a large
+ * result holds up neither the workers' writes nor /readyz; a summary
+ * (lists, ?summary=true) reads no blob at all.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -61,6 +80,8 @@
 #include <unistd.h>
 
 #include "service.h"
+
+#define READERS_KEPT 16
 
 struct store {
   sqlite3 *db;
@@ -79,8 +100,13 @@ struct store {
   uint64_t synced;
   bool syncing;
   int wal_fd; /* -1 until the first sync opens it */
-  /* the disk budget (--max-data-bytes; 0: none) and the payloads' bytes */
-  uint64_t max_bytes;
+  /* read-only connections no reader is using now (reader_take) */
+  pthread_mutex_t readers_mu;
+  sqlite3 *idle[READERS_KEPT];
+  int nidle;
+  /* the disk budget (--max-data-bytes; 0: none) and the payloads' bytes,
+   * and the most one result may take (--max-result-bytes; 0: any) */
+  uint64_t max_bytes, max_result_bytes;
   atomic_uint_fast64_t payload_bytes;
 };
 
@@ -110,7 +136,8 @@ static const char *const schema =
     "  r_below INTEGER NOT NULL DEFAULT 0, r_weighted BLOB,"
     "  r_frames INTEGER NOT NULL DEFAULT 1, r_volume REAL, r_box_source TEXT NOT NULL DEFAULT '',"
     "  r_reason TEXT NOT NULL DEFAULT '', r_excluded INTEGER NOT NULL DEFAULT 0,"
-    "  r_n INTEGER, r_n_b INTEGER, r_per_frame BLOB, r_unit TEXT NOT NULL DEFAULT '');"
+    "  r_n INTEGER, r_n_b INTEGER, r_per_frame BLOB, r_unit TEXT NOT NULL DEFAULT '',"
+    "  attempts INTEGER NOT NULL DEFAULT 0, result_deleted_at REAL NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs(status);"
     "CREATE INDEX IF NOT EXISTS jobs_by_dataset ON jobs(dataset, status);";
 
@@ -138,11 +165,28 @@ static const char *const schema =
  *      job's n and n_b) and r_per_frame (per_frame: a row a frame of the
  *      frame's pairs, its volume's float64 and its counts, 8 bytes each)
  *      and r_unit.
- * A data dir of version 0, 2 or 3 is migrated in place, in one transaction:
+ *   6  jobs keep attempts: the runs that began and did not end, as the
+ *      running row is written (0 before: a job running when a version-5
+ *      daemon stopped has no crash counted yet, and gets its runs).
+ *      r_weighted and r_per_frame are coded as r_counts is (result_codec.c;
+ *      the raw blobs of before still read).
+ *   7  jobs keep result_deleted_at: when DELETE /v1/jobs/{id}/result took
+ *      a succeeded job's result away (its blobs NULL, has_result 0; 0:
+ *      never).
+ * A data dir of any older version is migrated in place, in one transaction:
  * the new columns are added and (from 0) each job's params built from its
  * old columns.
  */
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 7
+#define TEXT_OF_(x) #x
+#define TEXT_OF(x) TEXT_OF_(x)
+/* What the WAL keeps of its size once checkpointed (SQLite's
+ * journal_size_limit): about one auto-checkpoint's worth. */
+#define WAL_KEEP_BYTES 4194304
+static const char *const migrate_5_to_6 =
+    "ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;";
+static const char *const migrate_6_to_7 =
+    "ALTER TABLE jobs ADD COLUMN result_deleted_at REAL NOT NULL DEFAULT 0;";
 static const char *const migrate_4_to_5 =
     "ALTER TABLE datasets ADD COLUMN topology INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE datasets ADD COLUMN atoms TEXT NOT NULL DEFAULT '';"
@@ -210,6 +254,8 @@ static int schema_migrate(sqlite3 *db, char **err) {
   bool has_frames = has_column(db, "datasets", "frames");
   bool has_reason = has_column(db, "jobs", "r_reason");
   bool has_topology = has_column(db, "datasets", "topology");
+  bool has_attempts = has_column(db, "jobs", "attempts");
+  bool has_deleted = has_column(db, "jobs", "result_deleted_at");
   int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, err);
   if (rc == SQLITE_OK && !has_params)
     rc = sqlite3_exec(db, migrate_0_to_2, NULL, NULL, err);
@@ -219,14 +265,51 @@ static int schema_migrate(sqlite3 *db, char **err) {
     rc = sqlite3_exec(db, migrate_3_to_4, NULL, NULL, err);
   if (rc == SQLITE_OK && !has_topology)
     rc = sqlite3_exec(db, migrate_4_to_5, NULL, NULL, err);
+  if (rc == SQLITE_OK && !has_attempts)
+    rc = sqlite3_exec(db, migrate_5_to_6, NULL, NULL, err);
+  if (rc == SQLITE_OK && !has_deleted)
+    rc = sqlite3_exec(db, migrate_6_to_7, NULL, NULL, err);
   if (rc == SQLITE_OK)
-    rc = sqlite3_exec(db, "PRAGMA user_version = 5; COMMIT", NULL, NULL, err);
+    rc = sqlite3_exec(db, "PRAGMA user_version = " TEXT_OF(SCHEMA_VERSION) "; COMMIT", NULL, NULL,
+                      err);
   else
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
   return rc;
 }
 
 static int fsync_dir(const char *dir);
+
+/* A read-only connection for one read (an idle one, else a new one), or
+ * NULL when the database cannot be opened; reader_give hands it back. */
+static sqlite3 *reader_take(store *s) {
+  pthread_mutex_lock(&s->readers_mu);
+  sqlite3 *db = s->nidle > 0 ? s->idle[--s->nidle] : NULL;
+  pthread_mutex_unlock(&s->readers_mu);
+  if (db != NULL)
+    return db;
+  char path[4300];
+  snprintf(path, sizeof path, "%s/histd.db", s->dir);
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+      SQLITE_OK) {
+    sqlite3_close(db);
+    return NULL;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_exec(db, "PRAGMA cache_size=-1024", NULL, NULL, NULL); /* 1 MiB a reader */
+  return db;
+}
+
+static void reader_give(store *s, sqlite3 *db) {
+  if (db == NULL)
+    return;
+  pthread_mutex_lock(&s->readers_mu);
+  if (s->nidle < READERS_KEPT) {
+    s->idle[s->nidle++] = db;
+    db = NULL;
+  }
+  pthread_mutex_unlock(&s->readers_mu);
+  sqlite3_close(db);
+}
 
 static int db_fail(store *s, char *msg, size_t msglen, const char *what) {
   return histd_fail(msg, msglen, HISTD_EIO, "the database could not %s: %s", what,
@@ -317,11 +400,48 @@ static uint64_t file_bytes(const char *dir, const char *name) {
   return stat(path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
 }
 
-void store_set_max_bytes(store *s, uint64_t max_bytes) { s->max_bytes = max_bytes; }
+void store_set_limits(store *s, uint64_t max_bytes, uint64_t max_result_bytes) {
+  s->max_bytes = max_bytes;
+  s->max_result_bytes = max_result_bytes;
+}
+
+int store_room(store *s, const char *what, uint64_t bytes, char *msg, size_t msglen) {
+  const uint64_t held = store_data_bytes(s);
+  if (s->max_bytes == 0 || (held <= s->max_bytes && 2 * bytes <= s->max_bytes - held))
+    return 0;
+  return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                    "%s (%llu bytes, written twice: to the database's log, then the database) "
+                    "would take the data dir past its budget of %llu bytes (--max-data-bytes; "
+                    "%llu are in use)",
+                    what, (unsigned long long)bytes, (unsigned long long)s->max_bytes,
+                    (unsigned long long)held);
+}
+
+/* The database's pages in use: its file less the free pages that deletes
+ * left (a deleted result, expired jobs), which later writes take before
+ * the file grows. */
+static uint64_t db_used_bytes(store *s) {
+  sqlite3 *db = reader_take(s);
+  sqlite3_stmt *st;
+  uint64_t used = 0;
+  bool known = false;
+  if (db != NULL &&
+      sqlite3_prepare_v2(db,
+                         "SELECT (page_count - freelist_count) * page_size FROM "
+                         "pragma_page_count, pragma_freelist_count, pragma_page_size",
+                         -1, &st, NULL) == SQLITE_OK) {
+    if (sqlite3_step(st) == SQLITE_ROW) {
+      used = (uint64_t)sqlite3_column_int64(st, 0);
+      known = true;
+    }
+    sqlite3_finalize(st);
+  }
+  reader_give(s, db);
+  return known ? used : file_bytes(s->dir, "histd.db");
+}
 
 uint64_t store_data_bytes(store *s) {
-  return atomic_load(&s->payload_bytes) + file_bytes(s->dir, "histd.db") +
-         file_bytes(s->dir, "histd.db-wal");
+  return atomic_load(&s->payload_bytes) + db_used_bytes(s) + file_bytes(s->dir, "histd.db-wal");
 }
 
 static void sweep_temp_files(const char *dir) {
@@ -344,6 +464,7 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_init(&s->commit_mu, NULL);
   pthread_mutex_init(&s->sync_mu, NULL);
+  pthread_mutex_init(&s->readers_mu, NULL);
   pthread_cond_init(&s->sync_cv, NULL);
   s->wal_fd = -1;
   snprintf(s->dir, sizeof s->dir, "%s", data_dir);
@@ -381,8 +502,10 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
   }
   sqlite3_busy_timeout(s->db, 5000);
   char *err = NULL;
-  if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
-                   &err) != SQLITE_OK ||
+  if (sqlite3_exec(s->db,
+                   "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON; "
+                   "PRAGMA journal_size_limit=" TEXT_OF(WAL_KEEP_BYTES) ";",
+                   NULL, NULL, &err) != SQLITE_OK ||
       sqlite3_exec(s->db, schema, NULL, NULL, &err) != SQLITE_OK ||
       schema_migrate(s->db, &err) != SQLITE_OK) {
     int rc = histd_fail(msg, msglen, HISTD_EIO, "cannot set up %s: %s", path,
@@ -400,6 +523,9 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
 void store_close(store *s) {
   if (s == NULL)
     return;
+  while (s->nidle > 0)
+    sqlite3_close(s->idle[--s->nidle]);
+  pthread_mutex_destroy(&s->readers_mu);
   sqlite3_close(s->db);
   if (s->wal_fd >= 0)
     close(s->wal_fd);
@@ -505,10 +631,10 @@ int dataset_topology_from_tail(histd_dataset *ds, const dataset_meta *m, const d
   "id, n, format, name, created_at, minx, miny, minz, maxx, maxy, maxz, error, weighted, " \
   "frames, box, topology, atoms, unit"
 
-static int get_dataset_locked(store *s, const char *id, dataset_meta *m) {
+static int get_dataset_in(sqlite3 *db, const char *id, dataset_meta *m) {
   sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(s->db, "SELECT " DATASET_COLUMNS " FROM datasets WHERE id = ?", -1,
-                         &st, NULL) != SQLITE_OK)
+  if (sqlite3_prepare_v2(db, "SELECT " DATASET_COLUMNS " FROM datasets WHERE id = ?", -1, &st,
+                         NULL) != SQLITE_OK)
     return HISTD_EIO;
   sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
   int rc = HISTD_ENOENT;
@@ -521,9 +647,9 @@ static int get_dataset_locked(store *s, const char *id, dataset_meta *m) {
 }
 
 int store_get_dataset(store *s, const char *id, dataset_meta *m) {
-  pthread_mutex_lock(&s->mu);
-  int rc = get_dataset_locked(s, id, m);
-  pthread_mutex_unlock(&s->mu);
+  sqlite3 *db = reader_take(s);
+  int rc = db != NULL ? get_dataset_in(db, id, m) : HISTD_EIO;
+  reader_give(s, db);
   return rc;
 }
 
@@ -686,7 +812,7 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
                                  const char *name, dataset_meta *meta, bool *created,
                                  char *msg, size_t msglen) {
   pthread_mutex_lock(&s->mu);
-  int rc = get_dataset_locked(s, id, meta);
+  int rc = get_dataset_in(s->db, id, meta);
   pthread_mutex_unlock(&s->mu);
   bool existed = rc == 0;
   char final_path[4400];
@@ -736,7 +862,7 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
   }
   uint64_t seq = rc == 0 ? atomic_fetch_add(&s->committed, 1) + 1 : 0;
   if (rc == 0) {
-    rc = get_dataset_locked(s, id, meta);
+    rc = get_dataset_in(s->db, id, meta);
     if (rc != 0)
       rc = db_fail(s, msg, msglen, "read the dataset back");
   }
@@ -840,13 +966,13 @@ int store_put_streamed(store *s, const char *tmp_path, const char *id, size_t n,
 
 int store_list_datasets(store *s, size_t limit, bool (*fn)(const dataset_meta *m, void *u),
                         void *u) {
-  pthread_mutex_lock(&s->mu);
+  sqlite3 *db = reader_take(s);
   sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(s->db,
-                         "SELECT " DATASET_COLUMNS
-                         " FROM datasets ORDER BY created_at DESC, id LIMIT ?",
-                         -1, &st, NULL) != SQLITE_OK) {
-    pthread_mutex_unlock(&s->mu);
+  if (db == NULL || sqlite3_prepare_v2(db,
+                                       "SELECT " DATASET_COLUMNS
+                                       " FROM datasets ORDER BY created_at DESC, id LIMIT ?",
+                                       -1, &st, NULL) != SQLITE_OK) {
+    reader_give(s, db);
     return HISTD_EIO;
   }
   sqlite3_bind_int64(st, 1, limit ? (sqlite3_int64)limit : -1);
@@ -864,7 +990,7 @@ int store_list_datasets(store *s, size_t limit, bool (*fn)(const dataset_meta *m
     row_to_dataset(st, &rows[count++]);
   }
   sqlite3_finalize(st);
-  pthread_mutex_unlock(&s->mu);
+  reader_give(s, db);
   if (rows == NULL)
     return HISTD_ENOMEM;
   for (size_t i = 0; i < count; i++)
@@ -941,37 +1067,65 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
   "devices, status, progress, created_at, started_at, finished_at, t_queue, t_parse, "    \
   "t_transfer, t_kernel, t_total, device, error, has_result, r_kernel, r_block_size, "    \
   "r_threads, r_exact, r_refined, r_overflow, r_total, params, dataset_b, n_b, r_below, "     \
-  "r_frames, r_volume, r_box_source, r_reason, r_excluded, r_n, r_n_b, r_unit"
+  "r_frames, r_volume, r_box_source, r_reason, r_excluded, r_n, r_n_b, r_unit, attempts, "   \
+  "ifnull(length(r_counts), 0) + ifnull(length(r_weighted), 0) + "                         \
+  "ifnull(length(r_per_frame), 0), result_deleted_at"
+#define COL_ATTEMPTS 43
+#define COL_STORED 44 /* (length() reads no blob) */
+#define COL_DELETED 45
 /* the columns after JOB_COLUMNS in a query for the whole result */
-#define COL_WEIGHTED 43
-#define COL_COUNTS 44
-#define COL_PER_FRAME 45
+#define COL_WEIGHTED 46
+#define COL_COUNTS 47
+#define COL_PER_FRAME 48
 
-/* per_frame's table as r_per_frame's blob (malloc'd, *len bytes), and back
- * (false when the blob does not have the result's shape). */
-static void *per_frame_encode(const histd_result *r, size_t *len) {
-  const uint64_t frames = r->frames > 0 ? r->frames : 1, row = (uint64_t)r->bins.count + 2;
-  uint64_t *b = malloc(frames * row * 8);
-  for (uint64_t f = 0; b != NULL && f < frames; f++) {
-    b[f * row] = r->frame_total[f];
-    memcpy(&b[f * row + 1], &r->frame_volume[f], 8);
-    memcpy(&b[f * row + 2], r->frame_counts + f * r->bins.count, r->bins.count * 8);
+/* The parts of r_per_frame's blob (result_codec.c): for each frame its
+ * pairs, its volume and its counts, in the result's arrays. malloc'd (NULL
+ * when out of memory); *n parts. */
+static result_part *per_frame_parts(const histd_result *r, size_t *n) {
+  const uint64_t frames = r->frames > 0 ? r->frames : 1;
+  result_part *parts = malloc(frames * 3 * sizeof *parts);
+  for (uint64_t f = 0; parts != NULL && f < frames; f++) {
+    parts[3 * f] = (result_part){&r->frame_total[f], 1};
+    parts[3 * f + 1] = (result_part){&r->frame_volume[f], 1};
+    parts[3 * f + 2] = (result_part){r->frame_counts + f * r->bins.count, r->bins.count};
   }
-  *len = b != NULL ? (size_t)(frames * row * 8) : 0;
-  return b;
+  *n = (size_t)frames * 3;
+  return parts;
 }
 
-static bool per_frame_decode(histd_result *r, const void *blob, size_t bytes) {
-  const uint64_t frames = r->frames > 0 ? r->frames : 1, row = (uint64_t)r->bins.count + 2;
-  if (blob == NULL || bytes != frames * row * 8 || histd_result_per_frame(r, frames) != 0)
-    return false;
-  const uint64_t *b = blob;
-  for (uint64_t f = 0; f < frames; f++) {
-    memcpy(&r->frame_total[f], &b[f * row], 8);
-    memcpy(&r->frame_volume[f], &b[f * row + 1], 8);
-    memcpy(r->frame_counts + f * r->bins.count, &b[f * row + 2], r->bins.count * 8);
+/* A result's three blobs (r_counts, r_weighted, r_per_frame; NULL when
+ * the result has no such arrays) and their bytes. */
+typedef struct result_blobs {
+  unsigned char *blob[3];
+  size_t len[3];
+  uint64_t bytes; /* all three */
+} result_blobs;
+
+static void result_blobs_free(result_blobs *b) {
+  for (int k = 0; k < 3; k++)
+    free(b->blob[k]);
+}
+
+static int result_blobs_encode(const histd_result *r, result_blobs *b, char *msg,
+                               size_t msglen) {
+  memset(b, 0, sizeof *b);
+  const result_part counts = {r->counts, r->bins.count}, sums = {r->weighted, r->bins.count};
+  int rc = result_words_encode(&counts, 1, false, &b->blob[0], &b->len[0], msg, msglen);
+  if (rc == 0 && r->weighted != NULL)
+    rc = result_words_encode(&sums, 1, true, &b->blob[1], &b->len[1], msg, msglen);
+  if (rc == 0 && r->frame_counts != NULL) {
+    size_t n;
+    result_part *parts = per_frame_parts(r, &n);
+    rc = parts == NULL ? histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the per-frame "
+                                                               "counts")
+                       : result_words_encode(parts, n, false, &b->blob[2], &b->len[2], msg,
+                                             msglen);
+    free(parts);
   }
-  return true;
+  b->bytes = (uint64_t)b->len[0] + b->len[1] + b->len[2];
+  if (rc != 0)
+    result_blobs_free(b);
+  return rc;
 }
 
 /* The job's parameters from their JSON (histd/params.h's table). */
@@ -1034,6 +1188,9 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   j->timing.total_ms = sqlite3_column_double(st, 20);
   snprintf(j->device, sizeof j->device, "%s", (const char *)sqlite3_column_text(st, 21));
   snprintf(j->error, sizeof j->error, "%s", (const char *)sqlite3_column_text(st, 22));
+  j->attempts = (unsigned)sqlite3_column_int(st, COL_ATTEMPTS);
+  j->stored_bytes = (uint64_t)sqlite3_column_int64(st, COL_STORED);
+  j->result_deleted_at = sqlite3_column_double(st, COL_DELETED);
   j->has_result = sqlite3_column_int(st, 23) != 0;
   if (!j->has_result)
     return 0;
@@ -1047,26 +1204,29 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
     snprintf(j->error, sizeof j->error, "the stored result's parameters do not make bins");
     return HISTD_EIO;
   }
-  if (with_counts) { /* the counts decoded straight into the result: one copy */
-    const void *blob = sqlite3_column_blob(st, COL_COUNTS);
-    size_t bytes = (size_t)sqlite3_column_bytes(st, COL_COUNTS);
+  if (with_counts) { /* the blobs decoded straight into the result: one copy */
     char why[256];
-    uint64_t *counts = NULL;
-    double *sums = NULL;
-    bool bad = result_counts_decode(blob, bytes, bins.count, &counts, why, sizeof why) != 0;
-    blob = sqlite3_column_blob(st, COL_WEIGHTED);
-    bytes = (size_t)sqlite3_column_bytes(st, COL_WEIGHTED);
-    if (!bad && weighted && (blob == NULL || bytes != (size_t)bins.count * 8)) {
-      bad = true;
-      snprintf(why, sizeof why, "the stored weighted sums have %zu bytes, not %zu", bytes,
-               (size_t)bins.count * 8);
-    }
-    if (!bad && weighted && (sums = malloc(bytes)) == NULL) {
-      bad = true;
-      snprintf(why, sizeof why, "out of memory for the weighted sums");
-    }
-    if (bad || histd_result_adopt(r, &bins, counts, sums ? memcpy(sums, blob, bytes) : NULL,
-                                  why, sizeof why) != 0) {
+    uint64_t *counts = malloc((size_t)bins.count * sizeof *counts);
+    double *sums = weighted ? malloc((size_t)bins.count * sizeof *sums) : NULL;
+    const result_part pc = {counts, bins.count}, pw = {sums, bins.count};
+    int rc = counts == NULL || (weighted && sums == NULL)
+                 ? histd_fail(why, sizeof why, HISTD_ENOMEM, "out of memory for the result")
+                 : 0;
+    char codec[200] = "";
+    if (rc == 0 && (rc = result_words_decode(sqlite3_column_blob(st, COL_COUNTS),
+                                             (size_t)sqlite3_column_bytes(st, COL_COUNTS), &pc,
+                                             1, codec, sizeof codec)) != 0)
+      snprintf(why, sizeof why, "the stored result is corrupt (its counts of %u buckets: %s)",
+               bins.count, codec);
+    if (rc == 0 && weighted &&
+        (rc = result_words_decode(sqlite3_column_blob(st, COL_WEIGHTED),
+                                  (size_t)sqlite3_column_bytes(st, COL_WEIGHTED), &pw, 1, codec,
+                                  sizeof codec)) != 0)
+      snprintf(why, sizeof why,
+               "the stored result is corrupt (its weighted sums of %u buckets: %s)", bins.count,
+               codec);
+    const bool bad = rc != 0;
+    if (bad || histd_result_adopt(r, &bins, counts, sums, why, sizeof why) != 0) {
       if (bad) {
         free(counts);
         free(sums);
@@ -1115,13 +1275,24 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
   r->timing = j->timing;
   if (with_counts && r->statistic == HISTD_STAT_WITHIN)
     r->within = r->counts[0];
-  if (with_counts && sqlite3_column_type(st, COL_PER_FRAME) == SQLITE_BLOB &&
-      !per_frame_decode(r, sqlite3_column_blob(st, COL_PER_FRAME),
-                        (size_t)sqlite3_column_bytes(st, COL_PER_FRAME))) {
-    histd_result_free(r);
-    j->has_result = false;
-    snprintf(j->error, sizeof j->error, "the stored per-frame counts do not fit the result");
-    return HISTD_EIO;
+  if (with_counts && sqlite3_column_type(st, COL_PER_FRAME) == SQLITE_BLOB) {
+    char why[200] = "out of memory";
+    size_t n = 0;
+    result_part *parts = histd_result_per_frame(r, r->frames) == 0 ? per_frame_parts(r, &n)
+                                                                    : NULL;
+    int rc = parts == NULL ? HISTD_ENOMEM
+                           : result_words_decode(sqlite3_column_blob(st, COL_PER_FRAME),
+                                                 (size_t)sqlite3_column_bytes(st, COL_PER_FRAME),
+                                                 parts, n, why, sizeof why);
+    free(parts);
+    if (rc != 0) {
+      snprintf(j->error, sizeof j->error,
+               "the stored result is corrupt (its per-frame counts of %llu frames: %s)",
+               (unsigned long long)r->frames, why);
+      histd_result_free(r);
+      j->has_result = false;
+      return HISTD_EIO;
+    }
   }
   return 0;
 }
@@ -1204,28 +1375,20 @@ int store_mark_job_running(store *s, const job_record *j, char *msg, size_t msgl
 }
 
 static int update_job(store *s, const job_record *j, bool sync, char *msg, size_t msglen) {
-  unsigned char *blob = NULL;
-  size_t blob_len = 0, pf_len = 0;
-  void *pf_blob = NULL;
+  result_blobs b;
+  memset(&b, 0, sizeof b);
   if (j->has_result) {
-    int rc = result_counts_encode(j->result.counts, j->result.bins.count, &blob, &blob_len, msg,
-                                  msglen);
-    if (rc != 0)
+    int rc = result_blobs_encode(&j->result, &b, msg, msglen);
+    if (rc == 0 && s->max_result_bytes != 0 && b.bytes > s->max_result_bytes)
+      rc = histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "the result takes %llu bytes, more than the %llu a result may take "
+                      "(--max-result-bytes)",
+                      (unsigned long long)b.bytes, (unsigned long long)s->max_result_bytes);
+    if (rc == 0)
+      rc = store_room(s, "the result", b.bytes, msg, msglen);
+    if (rc != 0) {
+      result_blobs_free(&b);
       return rc;
-    if (j->result.frame_counts != NULL &&
-        (pf_blob = per_frame_encode(&j->result, &pf_len)) == NULL) {
-      free(blob);
-      return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the per-frame counts");
-    }
-    uint64_t held = store_data_bytes(s);
-    if (s->max_bytes != 0 && held + blob_len + pf_len > s->max_bytes) {
-      free(blob);
-      free(pf_blob);
-      return histd_fail(msg, msglen, HISTD_ETOOBIG,
-                        "the result (%zu bytes) would take the data dir past its budget of "
-                        "%llu bytes (--max-data-bytes; %llu are in use)",
-                        blob_len + pf_len, (unsigned long long)s->max_bytes,
-                        (unsigned long long)held);
     }
   }
   pthread_mutex_lock(&s->mu);
@@ -1237,8 +1400,8 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
                          "error=?, has_result=?, r_kernel=?, r_block_size=?, r_threads=?, "
                          "r_exact=?, r_refined=?, r_overflow=?, r_total=?, r_counts=?, "
                          "r_below=?, r_weighted=?, r_frames=?, r_volume=?, r_box_source=?, "
-                         "r_reason=?, r_excluded=?, r_n=?, r_n_b=?, r_per_frame=?, r_unit=? "
-                         "WHERE id=?",
+                         "r_reason=?, r_excluded=?, r_n=?, r_n_b=?, r_per_frame=?, r_unit=?, "
+                         "attempts=? WHERE id=?",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "update the job");
   } else {
@@ -1263,10 +1426,9 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
       sqlite3_bind_int64(st, 17, (sqlite3_int64)r->refined_pairs);
       sqlite3_bind_int64(st, 18, (sqlite3_int64)r->overflow);
       sqlite3_bind_int64(st, 19, (sqlite3_int64)r->total);
-      sqlite3_bind_blob64(st, 20, blob, (sqlite3_uint64)blob_len, SQLITE_STATIC);
-      if (r->weighted != NULL)
-        sqlite3_bind_blob64(st, 22, r->weighted, (sqlite3_uint64)r->bins.count * 8,
-                            SQLITE_STATIC);
+      sqlite3_bind_blob64(st, 20, b.blob[0], (sqlite3_uint64)b.len[0], SQLITE_STATIC);
+      if (b.blob[1] != NULL)
+        sqlite3_bind_blob64(st, 22, b.blob[1], (sqlite3_uint64)b.len[1], SQLITE_STATIC);
     }
     sqlite3_bind_int64(st, 21, j->has_result ? (sqlite3_int64)r->below : 0);
     sqlite3_bind_int64(st, 23, j->has_result && r->frames > 1 ? (sqlite3_int64)r->frames : 1);
@@ -1280,43 +1442,47 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
       sqlite3_bind_int64(st, 28, (sqlite3_int64)r->n);
       sqlite3_bind_int64(st, 29, (sqlite3_int64)r->n_b);
     }
-    if (pf_blob != NULL)
-      sqlite3_bind_blob64(st, 30, pf_blob, (sqlite3_uint64)pf_len, SQLITE_STATIC);
+    if (b.blob[2] != NULL)
+      sqlite3_bind_blob64(st, 30, b.blob[2], (sqlite3_uint64)b.len[2], SQLITE_STATIC);
     sqlite3_bind_text(st, 31, j->has_result ? r->unit : "", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 32, j->id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 32, (int)j->attempts);
+    sqlite3_bind_text(st, 33, j->id, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "update the job");
     sqlite3_finalize(st);
   }
   uint64_t seq = rc == 0 ? atomic_fetch_add(&s->committed, 1) + 1 : 0;
   pthread_mutex_unlock(&s->mu);
-  free(blob);
-  free(pf_blob);
+  result_blobs_free(&b);
   return rc == 0 && sync ? durable(s, seq, msg, msglen) : rc;
 }
 
-int store_get_job(store *s, const char *id, job_record *j) {
-  pthread_mutex_lock(&s->mu);
+int store_get_job(store *s, const char *id, job_record *j, bool arrays) {
+  sqlite3 *db = reader_take(s);
   sqlite3_stmt *st;
   int rc = HISTD_EIO;
-  if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLUMNS ", r_weighted, r_counts, r_per_frame FROM jobs WHERE id = ?", -1,
-                         &st, NULL) == SQLITE_OK) {
+  if (db != NULL &&
+      sqlite3_prepare_v2(db,
+                         arrays ? "SELECT " JOB_COLUMNS ", r_weighted, r_counts, r_per_frame "
+                                  "FROM jobs WHERE id = ?"
+                                : "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?",
+                         -1, &st, NULL) == SQLITE_OK) {
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     rc = HISTD_ENOENT;
     if (sqlite3_step(st) == SQLITE_ROW)
-      rc = row_to_job(st, j, true);
+      rc = row_to_job(st, j, arrays);
     sqlite3_finalize(st);
   }
-  pthread_mutex_unlock(&s->mu);
+  reader_give(s, db);
   return rc;
 }
 
 static int list_jobs(store *s, const char *sql, sqlite3_int64 limit,
                      bool (*fn)(const job_record *j, void *u), void *u) {
-  pthread_mutex_lock(&s->mu);
+  sqlite3 *db = reader_take(s);
   sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
-    pthread_mutex_unlock(&s->mu);
+  if (db == NULL || sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+    reader_give(s, db);
     return HISTD_EIO;
   }
   if (limit != 0)
@@ -1334,7 +1500,7 @@ static int list_jobs(store *s, const char *sql, sqlite3_int64 limit,
     (void)row_to_job(st, &rows[count++], false); /* no counts: cannot fail */
   }
   sqlite3_finalize(st);
-  pthread_mutex_unlock(&s->mu);
+  reader_give(s, db);
   if (rows == NULL)
     return HISTD_ENOMEM;
   bool go = true;
@@ -1357,6 +1523,37 @@ int store_list_jobs(store *s, size_t limit, bool with_results,
 int store_unfinished_jobs(store *s, bool (*fn)(const job_record *j, void *u), void *u) {
   return list_jobs(s, "SELECT " JOB_COLUMNS " FROM jobs WHERE status <= 1 ORDER BY seq", 0, fn,
                    u);
+}
+
+int store_delete_result(store *s, const char *id, double at, char *msg, size_t msglen) {
+  pthread_mutex_lock(&s->mu);
+  sqlite3_stmt *st;
+  int rc = 0;
+  if (sqlite3_prepare_v2(s->db,
+                         "UPDATE jobs SET has_result = 0, r_counts = NULL, r_weighted = NULL, "
+                         "r_per_frame = NULL, result_deleted_at = ? "
+                         "WHERE id = ? AND status = 2 AND has_result = 1",
+                         -1, &st, NULL) != SQLITE_OK) {
+    rc = db_fail(s, msg, msglen, "delete the result");
+  } else {
+    sqlite3_bind_double(st, 1, at);
+    sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE)
+      rc = db_fail(s, msg, msglen, "delete the result");
+    else if (sqlite3_changes(s->db) == 0)
+      rc = histd_fail(msg, msglen, HISTD_ENOENT, "job %s has no stored result", id);
+    sqlite3_finalize(st);
+  }
+  uint64_t seq = rc == 0 ? atomic_fetch_add(&s->committed, 1) + 1 : 0;
+  pthread_mutex_unlock(&s->mu);
+  if (rc == 0)
+    rc = durable(s, seq, msg, msglen);
+  if (rc == 0) { /* the zeroed pages' copy leaves the WAL (best effort: a reader may hold it) */
+    pthread_mutex_lock(&s->mu);
+    sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    pthread_mutex_unlock(&s->mu);
+  }
+  return rc;
 }
 
 int store_expire_jobs(store *s, double before, uint64_t *deleted, char *msg, size_t msglen) {
@@ -1383,11 +1580,11 @@ int store_expire_jobs(store *s, double before, uint64_t *deleted, char *msg, siz
 
 int store_count_jobs(store *s, uint64_t counts[JOB_STATUS_COUNT]) {
   memset(counts, 0, sizeof(uint64_t) * JOB_STATUS_COUNT);
-  pthread_mutex_lock(&s->mu);
+  sqlite3 *db = reader_take(s);
   sqlite3_stmt *st;
   int rc = HISTD_EIO;
-  if (sqlite3_prepare_v2(s->db, "SELECT status, count(*) FROM jobs GROUP BY status", -1, &st,
-                         NULL) == SQLITE_OK) {
+  if (db != NULL && sqlite3_prepare_v2(db, "SELECT status, count(*) FROM jobs GROUP BY status",
+                                       -1, &st, NULL) == SQLITE_OK) {
     while (sqlite3_step(st) == SQLITE_ROW) {
       int status = sqlite3_column_int(st, 0);
       if (status >= 0 && status < JOB_STATUS_COUNT)
@@ -1396,23 +1593,6 @@ int store_count_jobs(store *s, uint64_t counts[JOB_STATUS_COUNT]) {
     sqlite3_finalize(st);
     rc = 0;
   }
-  pthread_mutex_unlock(&s->mu);
-  return rc;
-}
-
-int store_count_active_jobs_on(store *s, const char *dataset, size_t *count) {
-  pthread_mutex_lock(&s->mu);
-  sqlite3_stmt *st;
-  int rc = HISTD_EIO;
-  *count = 0;
-  if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM jobs WHERE dataset = ? AND status <= 1",
-                         -1, &st, NULL) == SQLITE_OK) {
-    sqlite3_bind_text(st, 1, dataset, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
-      *count = (size_t)sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    rc = 0;
-  }
-  pthread_mutex_unlock(&s->mu);
+  reader_give(s, db);
   return rc;
 }

@@ -83,6 +83,73 @@ def test_data_budget(exe, root):
         d.kill()
 
 
+def test_every_byte(exe, root):
+    """Weighted sums and a job's parameters count in --max-data-bytes, each
+    twice (the database's log, then the database): the data dir stays under
+    the budget (issue 28, item 5)."""
+    dd = os.path.join(root, "every")
+    os.makedirs(dd)
+    d = Daemon(exe, data_dir=dd, args=["--workers", "1"]).start()
+    try:
+        pts = [list(p) + [0.5 + (i % 3) * 0.25] for i, p in enumerate(random_points(2000, seed=74))]
+        ds = d.json("POST", "/v1/datasets", {"points": pts})[2]["id"]
+        stopped(d)
+        budget = data_bytes(d) + (1 << 20)
+        d.args = ["--workers", "1", "--max-data-bytes", str(budget)]
+        d.start()
+        # 200,000 buckets, nearly all filled: a few hundred kB of counts and
+        # 1.6 MB of weighted sums
+        job = d.wait_job(d.submit(ds, bucket_width=0.009, buckets=200000, kernel="cpu",
+                                  weights=True)["id"])
+        check(job["status"] == "failed" and "--max-data-bytes" in job["error"] and
+              "result could not be stored" in job["error"], (job["status"], job.get("error")))
+        # 100,000 explicit edges: 1.9 MB of parameters in the job's row
+        edges = [i * 0.01 for i in range(100000)]
+        s, _, doc = d.json("POST", "/v1/jobs", {"dataset": ds, "edges": edges})
+        check(s == 507 and "the job's parameters" in doc["detail"] and
+              "--max-data-bytes" in doc["detail"], (s, doc))
+        small = d.wait_job(d.submit(ds, bucket_width=100, buckets=20, weights=True)["id"])
+        check(small["status"] == "succeeded", (small["status"], small.get("error")))
+        stopped(d)
+        check(data_bytes(d) <= budget, "the data dir holds %d bytes, its budget is %d"
+              % (data_bytes(d), budget))
+        print("--max-data-bytes counts weighted sums and parameters: %s" % job["error"])
+    finally:
+        d.kill()
+
+
+def test_result_cap(exe, root):
+    """--max-result-bytes: a job whose result could take more is refused up
+    front (422, naming both sizes); sparse results of many bins are not."""
+    dd = os.path.join(root, "cap")
+    os.makedirs(dd)
+    with Daemon(exe, data_dir=dd, args=["--workers", "1"],
+                env={"HISTD_MAX_RESULT_BYTES": "1M"}) as d:
+        ds = d.upload(random_points(2000, seed=75), "json")["id"]
+        s, _, doc = d.json("POST", "/v1/jobs", {"dataset": ds, "bucket_width": 0.002,
+                                                "buckets": 1000000, "kernel": "cpu"})
+        check(s == 422 and "--max-result-bytes" in doc["detail"] and
+              "1048576 bytes" in doc["detail"] and "up to" in doc["detail"], (s, doc))
+        refused = doc["detail"]
+        # 2 points, or 8 frames of 2: at most 1 or 8 cells are not zero
+        two = d.upload([(0.0, 0.0, 0.0), (3.0, 4.0, 0.0)], "json")["id"]
+        xyz = "".join('2\nLattice="100 0 0 0 100 0 0 0 100" pbc="T T T"\n'
+                      "Ar 0 0 0\nAr %d 0 0\n" % (1 + f) for f in range(8))
+        s, _, frames = d.json("POST", "/v1/datasets", xyz, {"Content-Type": "chemical/x-xyz"})
+        for job in (d.submit(two, bucket_width=1, buckets=1 << 22, kernel="cpu"),
+                    d.submit(frames["id"], r_max=50, buckets=1 << 19, per_frame=True,
+                             kernel="cpu")):
+            deadline = time.time() + 300
+            while time.time() < deadline:
+                s, _, done = d.json("GET", "/v1/jobs/%s?wait=10&summary=true" % job["id"])
+                if done["status"] not in ("queued", "running"):
+                    break
+            check(done["status"] == "succeeded", done)
+        s, _, doc = d.json("GET", "/v1/jobs")
+        check(len(doc["jobs"]) == 2, "the refused job was not stored")
+    print("--max-result-bytes: 422: %s" % refused)
+
+
 def stopped(d):
     """SIGTERM: exit status 0, or the status and the daemon's log tail."""
     rc = d.stop()
@@ -251,6 +318,50 @@ def test_buffered_budget(exe, root):
               "while others hold it")
 
 
+def test_result_reads(exe, root):
+    """Reading a stored result holds memory (its blob and the arrays it
+    decodes into): that counts in --max-buffered-bytes too, so while other
+    requests hold it, GET of the result answers 503; a summary needs none
+    (issue 28, item 6)."""
+    dd = os.path.join(root, "reads")
+    os.makedirs(dd)
+    with Daemon(exe, data_dir=dd, args=["--max-buffered-bytes", "1M", "--workers", "1"]) as d:
+        # 8 frames of 2 atoms: 8 x 60,000 cells of per-frame counts, 3.8 MB
+        # in memory once read (a few hundred bytes stored)
+        xyz = "".join('2\nLattice="100 0 0 0 100 0 0 0 100" pbc="T T T"\n'
+                      "Ar 0 0 0\nAr %d 0 0\n" % (1 + f) for f in range(8))
+        s, _, frames = d.json("POST", "/v1/datasets", xyz, {"Content-Type": "chemical/x-xyz"})
+        job = d.wait_job(d.submit(frames["id"], r_max=50, buckets=60000, per_frame=True,
+                                  kernel="cpu")["id"], timeout=120)
+        check(job["status"] == "succeeded", job["status"])
+        # a client that asks for another result's 2 MB answer and does not
+        # read it holds the budget once the answer's first bytes come
+        # (test_large_answers)
+        two = d.upload([(0.0, 0.0, 0.0), (3.0, 4.0, 0.0)], "json")["id"]
+        other = d.wait_job(d.submit(two, bucket_width=0.001, buckets=200000)["id"], timeout=120)
+        idle = raw_connect(d, rcvbuf=4096)
+        idle.sendall(b"GET /v1/jobs/%s/result HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                     % other["id"].encode())
+        idle.settimeout(60)
+        status, head = read_status(idle)
+        check(status == 200, ("the idle client's answer starts", status, head))
+        for path in ("/v1/jobs/%s/result" % job["id"], "/v1/jobs/" + job["id"]):
+            s, h, doc = d.json("GET", path)
+            check(s == 503 and "retry-after" in h and "--max-buffered-bytes" in doc["detail"],
+                  (path, s, doc if s != 200 else "a result"))
+        s, _, doc = d.json("GET", "/v1/jobs/%s?summary=true" % job["id"])
+        check(s == 200 and doc["result"]["total"] == 8, (s, doc))
+        idle.close()  # the daemon lets go of its answer
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            s, _, doc = d.json("GET", "/v1/jobs/%s/result" % job["id"])
+            if s != 503:
+                break
+            time.sleep(0.05)
+        check(s == 200 and doc["per_frame"]["counts"][7][9600] == 1, s)
+        print("reading a result holds --max-buffered-bytes: 503 while others hold it")
+
+
 def test_large_answers(exe, root):
     dd = os.path.join(root, "answers")
     os.makedirs(dd)
@@ -293,8 +404,11 @@ def main():
     root = tempfile.mkdtemp(prefix="histd-budgets-")
     try:
         test_data_budget(exe, root)
+        test_every_byte(exe, root)
+        test_result_cap(exe, root)
         test_buffered_budget(exe, root)
         test_large_answers(exe, root)
+        test_result_reads(exe, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print("test_budgets: all ok")

@@ -248,6 +248,67 @@ def test_bad_requests(exe):
     print("400/404/405/409/415/422 and CORS: ok")
 
 
+def test_conflicting_fields(exe):
+    """A key given twice in any object of a JSON body is refused (400), in
+    every body the daemon parses; so are per_frame with within, and
+    topology on /v1/histogram (no stored dataset to name); nothing is
+    stored."""
+    with Daemon(exe, args=["--cors-origin", ORIGIN]) as d:
+        ds = d.upload(random_points(20, seed=12))["id"]
+        J, H = "/v1/jobs", "/v1/histogram"
+        ctype = {"Content-Type": "application/json"}
+        for path, body in (
+                (J, '{"dataset": "%s", "bucket_width": 1, "bucket_width": 2}' % ds),
+                (J, '{"dataset": "%s", "bucket_width": 1, "bucket\\u005fwidth": 2}' % ds),
+                (J, '{"dataset": "%s", "dataset": "%s", "bucket_width": 1}' % (ds, ds)),
+                (J, '{"dataset": "%s", "bucket_width": 1, "box": [{"L": 1, "L": 2}]}' % ds),
+                (H, '{"points": [[0,0,0],[1,1,1]], "bucket_width": 1, "kernel": "cpu", '
+                    '"kernel": "cpu-reference"}'),
+                (H, '{"points": [[0,0,0],[1,1,1]], "bucket_width": 1, "edges": [{"a": [], '
+                    '"a": 1}]}')):
+            doc, _ = problem(d, "POST", path, body, ctype, 400, "twice")
+        # fields that cannot go together, or not on this route: 400 too
+        pts = [[0, 0, 0], [1, 1, 1]]
+        problem(d, "POST", J, {"dataset": ds, "within": 5, "per_frame": True}, None, 400,
+                "per_frame")
+        problem(d, "POST", H, {"points": pts, "within": 5, "per_frame": True}, None, 400,
+                "per_frame")
+        problem(d, "POST", H, {"points": pts, "bucket_width": 1, "topology": ds}, None, 400,
+                "topology")
+        s, _, doc = d.json("GET", "/v1/jobs")
+        check(s == 200 and doc["jobs"] == [], "no job was stored: %s" % doc)
+    print("a key given twice, per_frame with within, topology on /v1/histogram: 400")
+
+
+def test_delete_in_use(exe):
+    """A dataset that a queued job reads as dataset_b or as topology cannot
+    be deleted (409), as for its dataset; once the jobs are gone, 204."""
+    with Daemon(exe, args=["--workers", "1", "--cors-origin", ORIGIN]) as d:
+        big = d.upload(random_points(200000, seed=13), "f64")["id"]
+        pts = random_points(30, seed=14)
+        a = d.upload(pts, "f64")["id"]
+        b = d.upload(random_points(31, seed=15), "f64")["id"]
+        xyz = "30\nnames\n" + "".join("O %r %r %r\n" % p for p in pts)
+        s, _, names = d.json("POST", "/v1/datasets", xyz, {"Content-Type": "chemical/x-xyz"})
+        check(s == 201, (s, names))
+        # one worker, busy for minutes: the jobs behind it stay queued
+        blocker = d.submit(big, bucket_width=10, kernel="cpu-reference")
+        d.wait_running(blocker["id"])
+        cross = d.submit(a, dataset_b=b, bucket_width=10, buckets=10)
+        named = d.submit(a, bucket_width=10, buckets=10, select_a="element:O",
+                         topology=names["id"])
+        for used in (b, names["id"]):
+            problem(d, "DELETE", "/v1/datasets/" + used, None, None, 409, "cancel")
+        for j in (cross, named):
+            s, _, doc = d.json("DELETE", "/v1/jobs/" + j["id"])
+            check(s == 200 and doc["status"] == "cancelled", (s, doc))
+        d.cancel_running(blocker["id"])
+        for used in (b, names["id"], a, big):
+            s, _, _ = d.request("DELETE", "/v1/datasets/" + used)
+            check(s == 204, (used, s))
+    print("a dataset a queued job reads as dataset_b or topology: 409")
+
+
 def test_garbage(exe):
     """Mutated bodies and raw garbage: every answer is a problem or a
     result, and the daemon lives on."""
@@ -361,6 +422,8 @@ def main():
     test_flags(exe)
     test_sizes(exe)
     test_bad_requests(exe)
+    test_conflicting_fields(exe)
+    test_delete_in_use(exe)
     test_garbage(exe)
     test_token_and_queue(exe)
     print("test_errors: all ok")

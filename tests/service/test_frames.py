@@ -315,7 +315,7 @@ def test_v2_data_dir(exe):
                                  uri=True)
             (version,) = db.execute("PRAGMA user_version").fetchone()
             db.close()
-            check(version == 5, "schema %d after the migration" % version)
+            check(version >= 5, "schema %d after the migration" % version)
             s, _, doc = d.json("GET", "/v1/jobs/b4b972f2fd706a670c5dd024a5a2d54d/result")
             counts, overflow, total = definition(pts, 50.0, 40)
             check(s == 200 and doc["counts"] == counts and doc["overflow"] == overflow and

@@ -1,7 +1,9 @@
 """test_restart.py -- durability: kill -9 mid-job and restart with nothing
 lost (datasets, finished results) and the unfinished jobs run again;
 SIGTERM requeues a running job and exits 0; a corrupt or missing payload is
-reported, not fatal.
+reported, not fatal; a job the daemon dies during --max-job-attempts times
+fails with a sentence instead of running at every start, and clean stops
+do not count.
 
 usage: test_restart.py HISTD_EXE
 """
@@ -14,6 +16,42 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemon import Daemon, check, definition, random_points  # noqa: E402
+
+
+def test_crash_loop(exe):
+    """A job running whenever the daemon dies is run again, up to
+    --max-job-attempts runs; then it fails with the count, and the next
+    queued job runs. A clean stop (SIGTERM) does not count."""
+    root = tempfile.mkdtemp(prefix="histd-crashloop-")
+    args = ["--workers", "1", "--max-job-attempts", "2"]
+    try:
+        d = Daemon(exe, data_dir=root, args=args).start()
+        big = d.upload(random_points(100000, seed=35, box=23000.0), "f64")["id"]
+        pts = random_points(50, seed=36)
+        small = d.upload(pts, "json")["id"]
+        # minutes of one thread: it is running whenever the daemon goes
+        loop = d.submit(big, bucket_width=500, buckets=80, kernel="cpu-reference")["id"]
+        after = d.submit(small, bucket_width=40, buckets=30, kernel="cpu")["id"]
+        for stop in (signal.SIGKILL, signal.SIGTERM, signal.SIGKILL):
+            d.wait_running(loop)
+            d.stop(stop)
+            d = Daemon(exe, data_dir=root, args=args).start()
+        # died twice while it ran (the SIGTERM between does not count): failed
+        s, _, doc = d.json("GET", "/v1/jobs/" + loop)
+        check(s == 200 and doc["status"] == "failed" and "died 2 times" in doc["error"] and
+              "--max-job-attempts 2" in doc["error"], doc)
+        nxt = d.wait_job(after)
+        counts, overflow, _ = definition(pts, 40.0, 30)
+        check(nxt["status"] == "succeeded" and nxt["result"]["counts"] == counts and
+              nxt["result"]["overflow"] == overflow, nxt)
+        check(d.stop() == 0, "exit 0")
+        d = Daemon(exe, data_dir=root, args=args).start()
+        s, _, again = d.json("GET", "/v1/jobs/" + loop)
+        check(again["status"] == "failed" and again["error"] == doc["error"], again)
+        check(d.stop() == 0, "exit 0")
+        print("a job the daemon died during twice: failed: %s" % doc["error"])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def main():
@@ -120,6 +158,7 @@ def main():
         check(d.stop() == 0, "exit 0")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    test_crash_loop(exe)
     print("test_restart: all ok")
 
 

@@ -2,11 +2,17 @@
 they cannot be (issue 15, items 6, 8 and 9):
 
 - a 2-point job with 16 Mi buckets stores a few bytes, not 128 MiB, and
-  results come back exactly as the definition gives them;
+  results come back exactly as the definition gives them; so do its
+  weighted sums (issue 28, item 5) and a per-frame table of 8 frames of 2
+  points in 512 Ki buckets (not 32 MiB each);
 - a data dir written before results were encoded (fixtures/datadir-v0)
   still serves its results;
+- a data dir of schema 5 (fixtures/datadir-v5: raw weighted sums and
+  per-frame tables, a job left running by a kill -9, one left queued)
+  opens, serves its results exactly, and runs its unfinished jobs;
 - a stored result of the wrong size is an error (500 with a sentence),
-  never a histogram of zeros;
+  never a histogram of zeros, and its summary (?summary=true), which reads
+  no blob, still answers;
 - a result the disk has no room for (faults.so: the WAL may not grow past
   a mark) ends the job failed with SQLite's sentence, the metrics count it
   failed, and it stays failed after a restart;
@@ -18,6 +24,7 @@ they cannot be (issue 15, items 6, 8 and 9):
 usage: test_result_store.py HISTD_EXE FAULTS_SO
 """
 import json
+import math
 import os
 import re
 import shutil
@@ -27,9 +34,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon import Daemon, check, csv_table, definition, random_points  # noqa: E402
+from daemon import Daemon, check, csv_table, definition, image_d, random_points  # noqa: E402
 
-FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "datadir-v0")
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+FIXTURE = os.path.join(FIXTURES, "datadir-v0")
 
 
 def db_path(d):
@@ -99,6 +107,132 @@ def test_compact(exe, root):
               % (blob, grown))
 
 
+def test_compact_arrays(exe, root):
+    os.makedirs(os.path.join(root, "arrays"))
+    with Daemon(exe, data_dir=os.path.join(root, "arrays"), args=["--workers", "1"]) as d:
+        # 2 weighted points, one pair at 5 (weight 0.75 x 1.5)
+        two = d.json("POST", "/v1/datasets", {"points": [[0, 0, 0, 0.75], [3, 4, 0, 1.5]]})[2]
+        # 8 frames of 2 atoms in a box of 100: frame f's pair is at 1 + f
+        xyz = "".join('2\nLattice="100 0 0 0 100 0 0 0 100" pbc="T T T"\n'
+                      "Ar 0 0 0\nAr %d 0 0\n" % (1 + f) for f in range(8))
+        s, _, frames = d.json("POST", "/v1/datasets", xyz, {"Content-Type": "chemical/x-xyz"})
+        check(s == 201 and frames["frames"] == 8, (s, frames))
+        before = db_bytes(d)
+        huge_w = d.submit(two["id"], bucket_width=1, buckets=1 << 22, kernel="cpu",
+                          weights=True)["id"]
+        huge_f = d.submit(frames["id"], r_max=50, buckets=1 << 19, kernel="cpu",
+                          per_frame=True)["id"]
+        for job in (huge_w, huge_f):
+            doc = wait_listed(d, job)
+            check(doc["status"] == "succeeded", doc)
+        grown = db_bytes(d) - before
+        # raw, the sums were 32 MiB and the table 32 MiB
+        check(grown < 1 << 20, "the two results took %d bytes of database" % grown)
+        db = sqlite3.connect("file:%s?mode=ro" % db_path(d), uri=True)
+        sizes = [db.execute("SELECT length(r_weighted), length(r_per_frame) FROM jobs WHERE id = ?",
+                            (job,)).fetchone() for job in (huge_w, huge_f)]
+        db.close()
+        check(sizes[0][0] < 64 and sizes[1][1] < 256, sizes)
+        # and read back exactly (fewer buckets, so that the JSON stays small)
+        w = d.wait_job(d.submit(two["id"], bucket_width=0.001, buckets=70000, kernel="cpu",
+                                weights=True)["id"])
+        want = [0.0] * 70000
+        want[5000] = 0.75 * 1.5
+        check(w["result"]["weighted"] == want, "sparse weighted sums")
+        f = d.wait_job(d.submit(frames["id"], r_max=50, buckets=5000, kernel="cpu",
+                                per_frame=True)["id"])
+        table = f["result"]["per_frame"]
+        check(table["total"] == [1] * 8 and
+              all(row[100 * (1 + k)] == 1 and sum(row) == 1
+                  for k, row in enumerate(table["counts"])), "sparse per-frame table")
+        print("compact: 4 Mi weighted sums in %d bytes, 8 x 512 Ki per-frame cells in %d "
+              "(database +%d bytes); read back exactly" % (sizes[0][0], sizes[1][1], grown))
+
+
+def test_lists_without_arrays(exe, root):
+    """Lists and summaries leave out an explicit edges list (issue 28, item 6:
+    three jobs' listing was 44.7 MB); GET of the job has it."""
+    os.makedirs(os.path.join(root, "lists"))
+    with Daemon(exe, data_dir=os.path.join(root, "lists"), args=["--workers", "1"]) as d:
+        ds = d.upload(random_points(20, seed=67), "json")["id"]
+        edges = [i * 0.02 for i in range(100000)]
+        job = d.submit(ds, edges=edges, kernel="cpu")
+        d.wait_job(job["id"])
+        for path in ("/v1/jobs", "/v1/jobs/%s?summary=true" % job["id"]):
+            s, _, body = d.request("GET", path)
+            doc = json.loads(body)
+            j = doc["jobs"][0] if "jobs" in doc else doc
+            check(s == 200 and len(body) < 10000 and "edges" not in j["params"] and
+                  j["edges_count"] == 100000 and "counts" not in j["result"],
+                  (path, s, len(body)))
+        s, _, doc = d.json("GET", "/v1/jobs/" + job["id"])
+        check(s == 200 and doc["params"]["edges"] == edges and "edges_count" not in doc and
+              len(doc["result"]["counts"]) == 99999, s)
+    print("lists and summaries leave out 100,000 edges; GET of the job has them")
+
+
+def test_delete_result(exe, root):
+    """DELETE /v1/jobs/{id}/result takes a succeeded job's result away (the
+    job stays, with result_deleted_at), durably, and gives its bytes back
+    to --max-data-bytes (issue 28, item 5)."""
+    dd = os.path.join(root, "forget")
+    os.makedirs(dd)
+    d = Daemon(exe, data_dir=dd, args=["--workers", "1"]).start()
+    try:
+        pts = [list(p) + [1.5] for p in random_points(2000, seed=68)]
+        ds = d.json("POST", "/v1/datasets", {"points": pts})[2]["id"]
+        # 200,000 buckets of counts and weighted sums: about 1.9 MB stored
+        big = d.submit(ds, bucket_width=0.009, buckets=200000, kernel="cpu", weights=True)["id"]
+        small = d.submit(ds, bucket_width=100, buckets=20, kernel="cpu")["id"]
+        for job in (big, small):
+            check(wait_listed(d, job)["status"] == "succeeded", job)
+        check(d.stop() == 0, "exit 0")
+        held = db_bytes(d) + sum(os.path.getsize(os.path.join(dd, "data", "payloads", f))
+                                 for f in os.listdir(os.path.join(dd, "data", "payloads")))
+        # a budget the data dir is past: no room for another job
+        d.args = ["--workers", "1", "--max-data-bytes", str(held - 200000)]
+        d.start()
+        s, _, doc = d.json("POST", "/v1/jobs", {"dataset": ds, "bucket_width": 100})
+        check(s == 507, (s, doc))
+        s, _, body = d.request("DELETE", "/v1/jobs/%s/result" % big)
+        check(s == 204 and body == b"", (s, body))
+        # its pages are free again: the budget has room
+        s, _, doc = d.json("POST", "/v1/jobs", {"dataset": ds, "bucket_width": 100,
+                                                "buckets": 20, "kernel": "cpu"})
+        check(s == 202, (s, doc))
+        check(d.wait_job(doc["id"])["status"] == "succeeded", "a new job runs")
+        for attempt in ("first", "restart"):
+            s, _, doc = d.json("GET", "/v1/jobs/%s/result" % big)
+            check(s == 410 and "deleted" in doc["detail"], (attempt, s, doc))
+            s, _, doc = d.json("GET", "/v1/jobs/" + big)
+            check(s == 200 and doc["status"] == "succeeded" and "result" not in doc and
+                  doc["result_deleted_at"] is not None, (attempt, s, doc))
+            s, _, doc = d.json("DELETE", "/v1/jobs/%s/result" % big)
+            check(s == 410, (attempt, s, doc))
+            if attempt == "first":
+                check(d.stop() == 0, "exit 0")
+                d.start()
+        # other jobs keep theirs; no result, no job: 409 and 404
+        check(d.stop() == 0, "exit 0")
+        d.args = ["--workers", "1"]
+        d.start()
+        s, _, doc = d.json("GET", "/v1/jobs/%s/result" % small)
+        check(s == 200 and sum(doc["counts"]) + doc["overflow"] == 1999000, s)
+        long_job = d.submit(d.upload(random_points(200000, seed=69), "f64")["id"],
+                            bucket_width=10, kernel="cpu-reference")["id"]
+        s, _, doc = d.json("DELETE", "/v1/jobs/%s/result" % long_job)
+        check(s == 409 and "cancels" in doc["detail"], (s, doc))
+        d.json("DELETE", "/v1/jobs/" + long_job)
+        check(d.wait_job(long_job)["status"] == "cancelled", "cancelled")
+        s, _, doc = d.json("DELETE", "/v1/jobs/%s/result" % long_job)
+        check(s == 409 and "cancelled" in doc["detail"], (s, doc))
+        s, _, doc = d.json("DELETE", "/v1/jobs/0123456789abcdef0123456789abcdef/result")
+        check(s == 404, (s, doc))
+        print("DELETE /v1/jobs/{id}/result: 204, then 410; its bytes back in the budget")
+    finally:
+        d.kill()
+
+
 def test_old_data_dir(exe, root):
     dd = os.path.join(root, "old")
     shutil.copytree(FIXTURE, os.path.join(dd, "data"))
@@ -116,6 +250,55 @@ def test_old_data_dir(exe, root):
         counts, _, _ = definition(pts, 50.0, 40)
         check(job["result"]["counts"] == counts, job)
     print("a data dir written before results were encoded serves them exactly")
+
+
+def test_v5_data_dir(exe, root):
+    dd = os.path.join(root, "v5")
+    shutil.copytree(os.path.join(FIXTURES, "datadir-v5"), os.path.join(dd, "data"))
+    pts = random_points(40, seed=7)
+    w = [0.5 + (i % 5) * 0.25 for i in range(40)]
+    with Daemon(exe, data_dir=dd, args=["--workers", "1"]) as d:
+        db = sqlite3.connect("file:%s?mode=ro" % db_path(d), uri=True)
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        db.close()
+        check(version >= 6, "schema %d" % version)
+        # weighted sums (the products are multiples of 1/16: exact sums)
+        s, _, doc = d.json("GET", "/v1/jobs/75b4f62bf39414c5ed8158df60017465/result")
+        counts, overflow, total = definition(pts, 50.0, 40)
+        sums = [0.0] * 40
+        for i in range(40):
+            for j in range(i + 1, 40):
+                b = math.floor(math.sqrt(sum((pts[i][k] - pts[j][k]) ** 2 for k in (0, 1, 2)))
+                               / 50.0)
+                if b < 40:
+                    sums[b] += w[i] * w[j]
+        check(s == 200 and doc["counts"] == counts and doc["overflow"] == overflow and
+              doc["weighted"] == sums, ("weighted", s, doc))
+        # per-frame table: two frames of 10 atoms in a box of 100
+        fr = random_points(20, seed=8, box=100.0)
+        s, _, doc = d.json("GET", "/v1/jobs/c2d5efad7980a05743fc7104e1da7a45/result")
+        want = []
+        for f in range(2):
+            c = [0] * 8
+            a = fr[10 * f:10 * f + 10]
+            for i in range(10):
+                for j in range(i + 1, 10):
+                    b = math.floor(image_d(a[i], a[j], (100.0, 100.0, 100.0)) / 5.0)
+                    if b < 8:
+                        c[b] += 1
+            want.append(c)
+        check(s == 200 and doc["per_frame"]["counts"] == want and
+              doc["per_frame"]["total"] == [45, 45] and
+              doc["counts"] == [x + y for x, y in zip(*want)], ("per frame", s, doc))
+        # left running by a kill -9 (no attempts counted before schema 6),
+        # and left queued: both run
+        run = d.wait_job("5f3600414ecc8eeecbe7a088f1fe74c0")
+        check(run["status"] == "succeeded" and
+              sum(run["result"]["counts"]) + run["result"]["overflow"] == 6000 * 5999 // 2, run)
+        q = d.wait_job("1088c9e5c3b00f97a6ebcdaf1b5798b5")
+        counts, overflow, _ = definition(pts, 100.0, 10)
+        check(q["status"] == "succeeded" and q["result"]["counts"] == counts, q)
+    print("a schema-5 data dir opens: weighted and per-frame results exact, unfinished jobs run")
 
 
 def test_wrong_size(exe, root):
@@ -140,7 +323,12 @@ def test_wrong_size(exe, root):
                       (path, s, doc))
         s, _, doc = d.json("GET", "/v1/jobs/%s/result" % jobs[2])
         check(s == 200 and sum(doc["counts"]) + doc["overflow"] == 435, (s, doc))
-        print("a stored result of the wrong size: 500 with a sentence")
+        # a summary reads no blob (issue 28, item 6), so it answers
+        for job_id in jobs[:2]:
+            s, _, doc = d.json("GET", "/v1/jobs/%s?summary=true" % job_id)
+            check(s == 200 and doc["status"] == "succeeded" and doc["result"]["total"] == 435
+                  and "counts" not in doc["result"], (s, doc))
+        print("a stored result of the wrong size: 500 with a sentence; its summary: 200")
     finally:
         d.kill()
 
@@ -253,7 +441,11 @@ def main():
     root = tempfile.mkdtemp(prefix="histd-results-")
     try:
         test_compact(exe, root)
+        test_compact_arrays(exe, root)
+        test_lists_without_arrays(exe, root)
+        test_delete_result(exe, root)
         test_old_data_dir(exe, root)
+        test_v5_data_dir(exe, root)
         test_wrong_size(exe, root)
         test_result_without_room(exe, shim, root)
         test_full_disk_start(exe, shim, root)
