@@ -296,6 +296,47 @@ int histd_read_file(const char *path, char **out, size_t *len, char *msg, size_t
 bool histd_parse_u64(const char *s, uint64_t *out);
 
 /*
+ * Stored arrays (words.c): runs of 8-byte words coded compactly, the
+ * codec of every stored result's arrays. A part is `count` words at
+ * `words` (uint64 counts, or the bits of float64 sums); a blob codes
+ * parts one after another.
+ */
+typedef struct histd_words {
+  void *words;
+  uint64_t count;
+} histd_words;
+/* The parts' words -> a malloc'd blob (version byte first; runs of zeros
+ * skipped; values as varints, or as their 8 bytes when fixed). 0 or
+ * HISTD_ENOMEM. */
+int histd_words_encode(const histd_words *parts, size_t nparts, bool fixed, unsigned char **blob,
+                       size_t *len, char *msg, size_t msglen);
+/* A blob (any version, or the raw words histd wrote before) into the
+ * parts, which the caller allocated. 0, or HISTD_EIO with the words why
+ * ("12 bytes for 100 values: it ends early") when the blob does not hold
+ * exactly that many words. */
+int histd_words_decode(const void *blob, size_t len, const histd_words *parts, size_t nparts,
+                       char *msg, size_t msglen);
+/* The most bytes a histogram's stored arrays can take, from its shape
+ * before it runs: its buckets and frames, and at most `pairs` pairs. */
+uint64_t histd_result_stored_bound(uint32_t buckets, uint64_t frames, uint64_t pairs,
+                                   bool weighted, bool per_frame);
+
+/*
+ * A result as bytes, by the result schema (histd/schema.h; result_codec.c):
+ * every field the schema keeps (HISTD_OUT_STORE) that the result has, in
+ * two parts -- its head (the scalars: a few hundred bytes, what a summary
+ * needs) and its arrays (coded by histd_words_*). The store keeps the two
+ * in two columns, a shard's partial one after the other. decode: arrays
+ * NULL reads the head alone (a summary: no arrays); a field the schema does
+ * not know, a size that differs, an array of another length than the head
+ * says, are HISTD_EIO with a sentence, never a result of zeros.
+ */
+int histd_result_encode(const histd_result *r, unsigned char **head, size_t *head_len,
+                        unsigned char **arrays, size_t *arrays_len, char *msg, size_t msglen);
+int histd_result_decode(const void *head, size_t head_len, const void *arrays, size_t arrays_len,
+                        histd_result *r, char *msg, size_t msglen);
+
+/*
  * A shard's result (a partial, histd_worker_run_shard) as bytes, for a
  * batch task's file or a cluster's database, and back: every field that
  * histd_result_add needs, bit for bit (little-endian hosts). encode: a

@@ -87,6 +87,7 @@ GET(get_frame_count, u, r->frame_counts[i])
 GET(get_frame_volume, d, r->frame_volume[i])
 GET(get_frame_g, d, histd_result_frame_g(r, i / r->bins.count, (uint32_t)(i % r->bins.count)))
 GET(get_below, u, r->below)
+GET(get_point_n, u, r->point_n)
 GET(get_index, u, r->point_index != NULL ? r->point_index[i] : i)
 GET(get_neighbours, u, r->point_counts[i])
 GET(get_neighbour_weights, d, r->point_weighted[i])
@@ -233,6 +234,8 @@ static const histd_field table[] = {
      per_frame_periodic, get_frame_g, NULL, 0, 0, 0, NULL},
     {"below", NULL, NULL, U64, SCALAR, "pairs", ALL, "the pairs with d below the first edge",
      is_histogram, get_below, NULL, KEEP(below), has_bins},
+    {"point_n", NULL, NULL, U64, SCALAR, "points", HISTD_OUT_STORE, "A's points a frame",
+     per_point, get_point_n, NULL, KEEP(point_n), NULL},
     {"index", NULL, NULL, U64, HISTD_FS_POINTS, "", ALL,
      "each row's point: its index in the dataset (a selection's atoms)", per_point, get_index,
      NULL, KEEP_ARRAY(point_index), has_point_index},

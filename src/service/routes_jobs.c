@@ -398,7 +398,7 @@ static int check_result_size(service *svc, const histd_problem *prob, const job_
                            : prob->bins.count ? prob->bins.count
                                               : j->params.buckets;
   const uint64_t frames = histd_problem_frames(prob);
-  const uint64_t bound = result_stored_bound(buckets, frames, histd_problem_pairs(prob),
+  const uint64_t bound = histd_result_stored_bound(buckets, frames, histd_problem_pairs(prob),
                                              j->params.weights, j->params.per_frame);
   if (cap == 0 || bound <= cap)
     return 0;

@@ -312,35 +312,15 @@ int store_delete_result(store *s, const char *id, double at, char *msg, size_t m
 /* Deletes finished jobs (succeeded, failed, cancelled) that finished
  * before `before` (wall-clock seconds); 0 and the number in *deleted. */
 int store_expire_jobs(store *s, double before, uint64_t *deleted, char *msg, size_t msglen);
+/* The migration to schema 8 (store_legacy.c): every result stored in the
+ * columns of schema 7 and before, encoded as the result codec keeps it. */
+struct sqlite3;
+int store_legacy_results(struct sqlite3 *db, char **err);
 /* A job's parameters from the JSON the table wrote (histd_params_write_json). */
 void job_params_from_json(const char *text, histd_params *p);
 /* A deep copy (parameters and result); 0 or HISTD_ENOMEM. */
 int job_record_copy(job_record *dst, const job_record *src);
 void job_record_free(job_record *j);
-
-/* ---- stored results (result_codec.c) -------------------------------------- */
-
-/* count words of 8 bytes (uint64 counts, or the bits of float64 sums) at
- * words: one piece of what a blob codes. */
-typedef struct result_part {
-  void *words;
-  uint64_t count;
-} result_part;
-/* The parts' words, one after another -> a malloc'd blob (version byte
- * first; runs of zeros skipped; values as varints, or as their 8 bytes
- * when fixed). 0 or HISTD_ENOMEM. */
-int result_words_encode(const result_part *parts, size_t nparts, bool fixed,
-                        unsigned char **blob, size_t *len, char *msg, size_t msglen);
-/* A stored blob (any version, or the raw words histd wrote before) into
- * the parts, which the caller allocated. 0, or HISTD_EIO with the words
- * why ("12 bytes for 100 values: it ends early") when the blob does not
- * hold exactly that many words. */
-int result_words_decode(const void *blob, size_t len, const result_part *parts, size_t nparts,
-                        char *msg, size_t msglen);
-/* The most bytes a result's blobs can take stored, from its shape before
- * it runs: its buckets and frames, and at most `pairs` pairs. */
-uint64_t result_stored_bound(uint32_t buckets, uint64_t frames, uint64_t pairs, bool weighted,
-                             bool per_frame);
 
 /* ---- byte budgets (budget.c) ---------------------------------------------- */
 

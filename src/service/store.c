@@ -137,7 +137,8 @@ static const char *const schema =
     "  r_frames INTEGER NOT NULL DEFAULT 1, r_volume REAL, r_box_source TEXT NOT NULL DEFAULT '',"
     "  r_reason TEXT NOT NULL DEFAULT '', r_excluded INTEGER NOT NULL DEFAULT 0,"
     "  r_n INTEGER, r_n_b INTEGER, r_per_frame BLOB, r_unit TEXT NOT NULL DEFAULT '',"
-    "  attempts INTEGER NOT NULL DEFAULT 0, result_deleted_at REAL NOT NULL DEFAULT 0);"
+    "  attempts INTEGER NOT NULL DEFAULT 0, result_deleted_at REAL NOT NULL DEFAULT 0,"
+    "  r_head BLOB, r_arrays BLOB);"
     "CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs(status);"
     "CREATE INDEX IF NOT EXISTS jobs_by_dataset ON jobs(dataset, status);";
 
@@ -173,11 +174,18 @@ static const char *const schema =
  *   7  jobs keep result_deleted_at: when DELETE /v1/jobs/{id}/result took
  *      a succeeded job's result away (its blobs NULL, has_result 0; 0:
  *      never).
+ *   8  a result is what the result codec makes of it by the result schema
+ *      (io's result_codec.c): r_head (its scalars) and r_arrays (its
+ *      arrays), for results of every shape (per point, pair lists). The
+ *      columns r_kernel ... r_unit and the blobs r_counts, r_weighted and
+ *      r_per_frame are written no more: the migration reads each stored
+ *      result of them (store_legacy.c, the only reader left), writes its
+ *      r_head and r_arrays, and frees the old blobs.
  * A data dir of any older version is migrated in place, in one transaction:
  * the new columns are added and (from 0) each job's params built from its
  * old columns.
  */
-#define SCHEMA_VERSION 7
+#define SCHEMA_VERSION 8
 #define TEXT_OF_(x) #x
 #define TEXT_OF(x) TEXT_OF_(x)
 /* What the WAL keeps of its size once checkpointed (SQLite's
@@ -187,6 +195,9 @@ static const char *const migrate_5_to_6 =
     "ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;";
 static const char *const migrate_6_to_7 =
     "ALTER TABLE jobs ADD COLUMN result_deleted_at REAL NOT NULL DEFAULT 0;";
+static const char *const migrate_7_to_8 =
+    "ALTER TABLE jobs ADD COLUMN r_head BLOB;"
+    "ALTER TABLE jobs ADD COLUMN r_arrays BLOB;";
 static const char *const migrate_4_to_5 =
     "ALTER TABLE datasets ADD COLUMN topology INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE datasets ADD COLUMN atoms TEXT NOT NULL DEFAULT '';"
@@ -256,6 +267,7 @@ static int schema_migrate(sqlite3 *db, char **err) {
   bool has_topology = has_column(db, "datasets", "topology");
   bool has_attempts = has_column(db, "jobs", "attempts");
   bool has_deleted = has_column(db, "jobs", "result_deleted_at");
+  bool has_head = has_column(db, "jobs", "r_head");
   int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, err);
   if (rc == SQLITE_OK && !has_params)
     rc = sqlite3_exec(db, migrate_0_to_2, NULL, NULL, err);
@@ -269,6 +281,10 @@ static int schema_migrate(sqlite3 *db, char **err) {
     rc = sqlite3_exec(db, migrate_5_to_6, NULL, NULL, err);
   if (rc == SQLITE_OK && !has_deleted)
     rc = sqlite3_exec(db, migrate_6_to_7, NULL, NULL, err);
+  if (rc == SQLITE_OK && !has_head)
+    rc = sqlite3_exec(db, migrate_7_to_8, NULL, NULL, err);
+  if (rc == SQLITE_OK)
+    rc = store_legacy_results(db, err);
   if (rc == SQLITE_OK)
     rc = sqlite3_exec(db, "PRAGMA user_version = " TEXT_OF(SCHEMA_VERSION) "; COMMIT", NULL, NULL,
                       err);
@@ -1063,70 +1079,13 @@ void store_check_payload(const store *s, dataset_meta *m) {
 static int update_job(store *s, const job_record *j, bool sync, char *msg, size_t msglen);
 
 #define JOB_COLUMNS                                                                       \
-  "seq, id, dataset, n, bucket_width, buckets, kernel, block_size, precision, threads, "  \
-  "devices, status, progress, created_at, started_at, finished_at, t_queue, t_parse, "    \
-  "t_transfer, t_kernel, t_total, device, error, has_result, r_kernel, r_block_size, "    \
-  "r_threads, r_exact, r_refined, r_overflow, r_total, params, dataset_b, n_b, r_below, "     \
-  "r_frames, r_volume, r_box_source, r_reason, r_excluded, r_n, r_n_b, r_unit, attempts, "   \
-  "ifnull(length(r_counts), 0) + ifnull(length(r_weighted), 0) + "                         \
-  "ifnull(length(r_per_frame), 0), result_deleted_at"
-#define COL_ATTEMPTS 43
-#define COL_STORED 44 /* (length() reads no blob) */
-#define COL_DELETED 45
-/* the columns after JOB_COLUMNS in a query for the whole result */
-#define COL_WEIGHTED 46
-#define COL_COUNTS 47
-#define COL_PER_FRAME 48
-
-/* The parts of r_per_frame's blob (result_codec.c): for each frame its
- * pairs, its volume and its counts, in the result's arrays. malloc'd (NULL
- * when out of memory); *n parts. */
-static result_part *per_frame_parts(const histd_result *r, size_t *n) {
-  const uint64_t frames = r->frames > 0 ? r->frames : 1;
-  result_part *parts = malloc(frames * 3 * sizeof *parts);
-  for (uint64_t f = 0; parts != NULL && f < frames; f++) {
-    parts[3 * f] = (result_part){&r->frame_total[f], 1};
-    parts[3 * f + 1] = (result_part){&r->frame_volume[f], 1};
-    parts[3 * f + 2] = (result_part){r->frame_counts + f * r->bins.count, r->bins.count};
-  }
-  *n = (size_t)frames * 3;
-  return parts;
-}
-
-/* A result's three blobs (r_counts, r_weighted, r_per_frame; NULL when
- * the result has no such arrays) and their bytes. */
-typedef struct result_blobs {
-  unsigned char *blob[3];
-  size_t len[3];
-  uint64_t bytes; /* all three */
-} result_blobs;
-
-static void result_blobs_free(result_blobs *b) {
-  for (int k = 0; k < 3; k++)
-    free(b->blob[k]);
-}
-
-static int result_blobs_encode(const histd_result *r, result_blobs *b, char *msg,
-                               size_t msglen) {
-  memset(b, 0, sizeof *b);
-  const result_part counts = {r->counts, r->bins.count}, sums = {r->weighted, r->bins.count};
-  int rc = result_words_encode(&counts, 1, false, &b->blob[0], &b->len[0], msg, msglen);
-  if (rc == 0 && r->weighted != NULL)
-    rc = result_words_encode(&sums, 1, true, &b->blob[1], &b->len[1], msg, msglen);
-  if (rc == 0 && r->frame_counts != NULL) {
-    size_t n;
-    result_part *parts = per_frame_parts(r, &n);
-    rc = parts == NULL ? histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the per-frame "
-                                                               "counts")
-                       : result_words_encode(parts, n, false, &b->blob[2], &b->len[2], msg,
-                                             msglen);
-    free(parts);
-  }
-  b->bytes = (uint64_t)b->len[0] + b->len[1] + b->len[2];
-  if (rc != 0)
-    result_blobs_free(b);
-  return rc;
-}
+  "seq, id, dataset, n, status, progress, created_at, started_at, finished_at, t_queue, "  \
+  "t_parse, t_transfer, t_kernel, t_total, device, error, has_result, params, dataset_b, "  \
+  "n_b, attempts, ifnull(length(r_head), 0) + ifnull(length(r_arrays), 0), "               \
+  "result_deleted_at, r_head"
+#define COL_HEAD 23
+/* the column after JOB_COLUMNS in a query for the whole result */
+#define COL_ARRAYS 24
 
 /* The job's parameters from their JSON (histd/params.h's table). */
 void job_params_from_json(const char *text, histd_params *p) {
@@ -1145,154 +1104,46 @@ void job_params_from_json(const char *text, histd_params *p) {
   cJSON_Delete(o);
 }
 
-/* A stored result's bins, from the job's parameters (log edges are the
- * same function of the same numbers, so they come out the same). */
-static int result_bins(const job_record *j, histd_bins *bins, double **edges) {
-  histd_dataset none;
-  memset(&none, 0, sizeof none);
-  histd_problem prob;
-  histd_params bins_only = j->params; /* (shallow: edges stay the job's) */
-  bins_only.weights = false;         /* the bins do not depend on the points' weights */
-  bins_only.exclude_molecule = false; /* nor on their molecules */
-  int rc = histd_params_problem(&bins_only, &none, j->dataset_b[0] ? &none : NULL, &prob, edges,
-                                NULL, 0);
-  if (rc == 0 && prob.statistic == HISTD_STAT_WITHIN) {
-    static const double within_bin[2] = {0, 0}; /* one bin; its edges are not read */
-    prob.bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, within_bin};
-  }
-  *bins = prob.bins;
-  return rc;
-}
-
 /* 0, or HISTD_EIO when the stored result does not decode (j->error says
- * why; j->has_result is then false). */
-static int row_to_job(sqlite3_stmt *st, job_record *j, bool with_counts) {
+ * why; j->has_result is then false). With arrays, the whole result; else
+ * its head alone (a summary). */
+static int row_to_job(sqlite3_stmt *st, job_record *j, bool arrays) {
   memset(j, 0, sizeof *j);
   j->seq = sqlite3_column_int64(st, 0);
   snprintf(j->id, sizeof j->id, "%s", (const char *)sqlite3_column_text(st, 1));
   snprintf(j->dataset, sizeof j->dataset, "%s", (const char *)sqlite3_column_text(st, 2));
   j->n = (size_t)sqlite3_column_int64(st, 3);
-  job_params_from_json((const char *)sqlite3_column_text(st, 31), &j->params);
-  const char *b = (const char *)sqlite3_column_text(st, 32);
+  j->status = (job_status)sqlite3_column_int(st, 4);
+  j->progress = sqlite3_column_double(st, 5);
+  j->created_at = sqlite3_column_double(st, 6);
+  j->started_at = sqlite3_column_double(st, 7);
+  j->finished_at = sqlite3_column_double(st, 8);
+  j->timing.queue_ms = sqlite3_column_double(st, 9);
+  j->timing.parse_ms = sqlite3_column_double(st, 10);
+  j->timing.transfer_ms = sqlite3_column_double(st, 11);
+  j->timing.kernel_ms = sqlite3_column_double(st, 12);
+  j->timing.total_ms = sqlite3_column_double(st, 13);
+  snprintf(j->device, sizeof j->device, "%s", (const char *)sqlite3_column_text(st, 14));
+  snprintf(j->error, sizeof j->error, "%s", (const char *)sqlite3_column_text(st, 15));
+  j->has_result = sqlite3_column_int(st, 16) != 0;
+  job_params_from_json((const char *)sqlite3_column_text(st, 17), &j->params);
+  const char *b = (const char *)sqlite3_column_text(st, 18);
   snprintf(j->dataset_b, sizeof j->dataset_b, "%s", b ? b : "");
-  j->n_b = (size_t)sqlite3_column_int64(st, 33);
-  j->status = (job_status)sqlite3_column_int(st, 11);
-  j->progress = sqlite3_column_double(st, 12);
-  j->created_at = sqlite3_column_double(st, 13);
-  j->started_at = sqlite3_column_double(st, 14);
-  j->finished_at = sqlite3_column_double(st, 15);
-  j->timing.queue_ms = sqlite3_column_double(st, 16);
-  j->timing.parse_ms = sqlite3_column_double(st, 17);
-  j->timing.transfer_ms = sqlite3_column_double(st, 18);
-  j->timing.kernel_ms = sqlite3_column_double(st, 19);
-  j->timing.total_ms = sqlite3_column_double(st, 20);
-  snprintf(j->device, sizeof j->device, "%s", (const char *)sqlite3_column_text(st, 21));
-  snprintf(j->error, sizeof j->error, "%s", (const char *)sqlite3_column_text(st, 22));
-  j->attempts = (unsigned)sqlite3_column_int(st, COL_ATTEMPTS);
-  j->stored_bytes = (uint64_t)sqlite3_column_int64(st, COL_STORED);
-  j->result_deleted_at = sqlite3_column_double(st, COL_DELETED);
-  j->has_result = sqlite3_column_int(st, 23) != 0;
+  j->n_b = (size_t)sqlite3_column_int64(st, 19);
+  j->attempts = (unsigned)sqlite3_column_int(st, 20);
+  j->stored_bytes = (uint64_t)sqlite3_column_int64(st, 21);
+  j->result_deleted_at = sqlite3_column_double(st, 22);
   if (!j->has_result)
     return 0;
-  histd_result *r = &j->result;
-  histd_bins bins;
-  double *edges = NULL;
-  const bool weighted = with_counts && sqlite3_column_type(st, COL_WEIGHTED) == SQLITE_BLOB;
-  if (result_bins(j, &bins, &edges) != 0) {
+  char why[400];
+  if (histd_result_decode(sqlite3_column_blob(st, COL_HEAD),
+                          (size_t)sqlite3_column_bytes(st, COL_HEAD),
+                          arrays ? sqlite3_column_blob(st, COL_ARRAYS) : NULL,
+                          arrays ? (size_t)sqlite3_column_bytes(st, COL_ARRAYS) : 0, &j->result,
+                          why, sizeof why) != 0) {
     j->has_result = false;
-    free(edges);
-    snprintf(j->error, sizeof j->error, "the stored result's parameters do not make bins");
+    snprintf(j->error, sizeof j->error, "the stored result is corrupt: %s", why);
     return HISTD_EIO;
-  }
-  if (with_counts) { /* the blobs decoded straight into the result: one copy */
-    char why[256];
-    uint64_t *counts = malloc((size_t)bins.count * sizeof *counts);
-    double *sums = weighted ? malloc((size_t)bins.count * sizeof *sums) : NULL;
-    const result_part pc = {counts, bins.count}, pw = {sums, bins.count};
-    int rc = counts == NULL || (weighted && sums == NULL)
-                 ? histd_fail(why, sizeof why, HISTD_ENOMEM, "out of memory for the result")
-                 : 0;
-    char codec[200] = "";
-    if (rc == 0 && (rc = result_words_decode(sqlite3_column_blob(st, COL_COUNTS),
-                                             (size_t)sqlite3_column_bytes(st, COL_COUNTS), &pc,
-                                             1, codec, sizeof codec)) != 0)
-      snprintf(why, sizeof why, "the stored result is corrupt (its counts of %u buckets: %s)",
-               bins.count, codec);
-    if (rc == 0 && weighted &&
-        (rc = result_words_decode(sqlite3_column_blob(st, COL_WEIGHTED),
-                                  (size_t)sqlite3_column_bytes(st, COL_WEIGHTED), &pw, 1, codec,
-                                  sizeof codec)) != 0)
-      snprintf(why, sizeof why,
-               "the stored result is corrupt (its weighted sums of %u buckets: %s)", bins.count,
-               codec);
-    const bool bad = rc != 0;
-    if (bad || histd_result_adopt(r, &bins, counts, sums, why, sizeof why) != 0) {
-      if (bad) {
-        free(counts);
-        free(sums);
-      }
-      free(edges);
-      j->has_result = false;
-      snprintf(j->error, sizeof j->error, "%s", why);
-      return HISTD_EIO;
-    }
-  } else {
-    r->bins = (histd_bins){bins.kind, bins.count, bins.width, NULL};
-  }
-  free(edges);
-  r->precision = j->params.exec.precision;
-  r->statistic = j->params.has_within ? HISTD_STAT_WITHIN : HISTD_STAT_HISTOGRAM;
-  r->radius = j->params.within;
-  r->n = sqlite3_column_type(st, 40) == SQLITE_NULL ? j->n : (uint64_t)sqlite3_column_int64(st, 40);
-  r->n_b = sqlite3_column_type(st, 41) == SQLITE_NULL ? j->n_b
-                                                      : (uint64_t)sqlite3_column_int64(st, 41);
-  r->excluded = (uint64_t)sqlite3_column_int64(st, 39);
-  const char *unit = (const char *)sqlite3_column_text(st, 42);
-  snprintf(r->unit, sizeof r->unit, "%s", unit ? unit : "");
-  r->exclude_molecule = j->params.exclude_molecule;
-  snprintf(r->select_a, sizeof r->select_a, "%s", j->params.select_a);
-  snprintf(r->select_b, sizeof r->select_b, "%s", j->params.select_b);
-  r->cross = j->dataset_b[0] != '\0' || j->params.select_b[0] != '\0';
-  /* schema 2's results (r_volume NULL) ran in their job's box */
-  r->volume = sqlite3_column_type(st, 36) == SQLITE_NULL ? histd_box_volume(&j->params.box)
-                                                         : sqlite3_column_double(st, 36);
-  sqlite3_int64 frames = sqlite3_column_int64(st, 35);
-  r->frames = frames > 1 ? (uint64_t)frames : 1;
-  const char *source = (const char *)sqlite3_column_text(st, 37);
-  r->box_from_dataset = source != NULL && strcmp(source, "dataset") == 0;
-  const char *k = (const char *)sqlite3_column_text(st, 24);
-  snprintf(r->kernel, sizeof r->kernel, "%s", k ? k : "");
-  const char *reason = (const char *)sqlite3_column_text(st, 38);
-  snprintf(r->reason, sizeof r->reason, "%s", reason ? reason : "");
-  r->block_size = (uint32_t)sqlite3_column_int64(st, 25);
-  r->threads = (uint32_t)sqlite3_column_int64(st, 26);
-  r->exact = sqlite3_column_int(st, 27) != 0;
-  r->refined_pairs = (uint64_t)sqlite3_column_int64(st, 28);
-  r->overflow = (uint64_t)sqlite3_column_int64(st, 29);
-  r->total = (uint64_t)sqlite3_column_int64(st, 30);
-  r->below = (uint64_t)sqlite3_column_int64(st, 34);
-  snprintf(r->device, sizeof r->device, "%s", j->device);
-  r->timing = j->timing;
-  if (with_counts && r->statistic == HISTD_STAT_WITHIN)
-    r->within = r->counts[0];
-  if (with_counts && sqlite3_column_type(st, COL_PER_FRAME) == SQLITE_BLOB) {
-    char why[200] = "out of memory";
-    size_t n = 0;
-    result_part *parts = histd_result_per_frame(r, r->frames) == 0 ? per_frame_parts(r, &n)
-                                                                    : NULL;
-    int rc = parts == NULL ? HISTD_ENOMEM
-                           : result_words_decode(sqlite3_column_blob(st, COL_PER_FRAME),
-                                                 (size_t)sqlite3_column_bytes(st, COL_PER_FRAME),
-                                                 parts, n, why, sizeof why);
-    free(parts);
-    if (rc != 0) {
-      snprintf(j->error, sizeof j->error,
-               "the stored result is corrupt (its per-frame counts of %llu frames: %s)",
-               (unsigned long long)r->frames, why);
-      histd_result_free(r);
-      j->has_result = false;
-      return HISTD_EIO;
-    }
   }
   return 0;
 }
@@ -1302,9 +1153,7 @@ int job_record_copy(job_record *dst, const job_record *src) {
   memset(&dst->result, 0, sizeof dst->result);
   if (histd_params_copy(&dst->params, &src->params, NULL, 0) != 0)
     return HISTD_ENOMEM;
-  if (src->has_result && src->result.counts == NULL)
-    dst->result = src->result; /* a summary: no arrays to own */
-  else if (src->has_result && histd_result_copy(&dst->result, &src->result) != 0) {
+  if (src->has_result && histd_result_copy(&dst->result, &src->result) != 0) {
     histd_params_free(&dst->params);
     return HISTD_ENOMEM;
   }
@@ -1314,7 +1163,7 @@ int job_record_copy(job_record *dst, const job_record *src) {
 void job_record_free(job_record *j) {
   if (j == NULL)
     return;
-  if (j->has_result && j->result.counts != NULL)
+  if (j->has_result)
     histd_result_free(&j->result);
   histd_params_free(&j->params);
 }
@@ -1375,19 +1224,22 @@ int store_mark_job_running(store *s, const job_record *j, char *msg, size_t msgl
 }
 
 static int update_job(store *s, const job_record *j, bool sync, char *msg, size_t msglen) {
-  result_blobs b;
-  memset(&b, 0, sizeof b);
+  unsigned char *head = NULL, *arrays = NULL;
+  size_t head_len = 0, arrays_len = 0;
   if (j->has_result) {
-    int rc = result_blobs_encode(&j->result, &b, msg, msglen);
-    if (rc == 0 && s->max_result_bytes != 0 && b.bytes > s->max_result_bytes)
+    int rc = histd_result_encode(&j->result, &head, &head_len, &arrays, &arrays_len, msg,
+                                 msglen);
+    const uint64_t bytes = (uint64_t)head_len + arrays_len;
+    if (rc == 0 && s->max_result_bytes != 0 && bytes > s->max_result_bytes)
       rc = histd_fail(msg, msglen, HISTD_ETOOBIG,
                       "the result takes %llu bytes, more than the %llu a result may take "
                       "(--max-result-bytes)",
-                      (unsigned long long)b.bytes, (unsigned long long)s->max_result_bytes);
+                      (unsigned long long)bytes, (unsigned long long)s->max_result_bytes);
     if (rc == 0)
-      rc = store_room(s, "the result", b.bytes, msg, msglen);
+      rc = store_room(s, "the result", bytes, msg, msglen);
     if (rc != 0) {
-      result_blobs_free(&b);
+      free(head);
+      free(arrays);
       return rc;
     }
   }
@@ -1397,15 +1249,10 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
   if (sqlite3_prepare_v2(s->db,
                          "UPDATE jobs SET status=?, progress=?, started_at=?, finished_at=?, "
                          "t_queue=?, t_parse=?, t_transfer=?, t_kernel=?, t_total=?, device=?, "
-                         "error=?, has_result=?, r_kernel=?, r_block_size=?, r_threads=?, "
-                         "r_exact=?, r_refined=?, r_overflow=?, r_total=?, r_counts=?, "
-                         "r_below=?, r_weighted=?, r_frames=?, r_volume=?, r_box_source=?, "
-                         "r_reason=?, r_excluded=?, r_n=?, r_n_b=?, r_per_frame=?, r_unit=?, "
-                         "attempts=? WHERE id=?",
+                         "error=?, has_result=?, r_head=?, r_arrays=?, attempts=? WHERE id=?",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "update the job");
   } else {
-    const histd_result *r = &j->result;
     sqlite3_bind_int(st, 1, (int)j->status);
     sqlite3_bind_double(st, 2, j->progress);
     sqlite3_bind_double(st, 3, j->started_at);
@@ -1419,41 +1266,19 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
     sqlite3_bind_text(st, 11, j->error, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 12, j->has_result ? 1 : 0);
     if (j->has_result) {
-      sqlite3_bind_text(st, 13, r->kernel, -1, SQLITE_STATIC);
-      sqlite3_bind_int64(st, 14, r->block_size);
-      sqlite3_bind_int64(st, 15, r->threads);
-      sqlite3_bind_int(st, 16, r->exact ? 1 : 0);
-      sqlite3_bind_int64(st, 17, (sqlite3_int64)r->refined_pairs);
-      sqlite3_bind_int64(st, 18, (sqlite3_int64)r->overflow);
-      sqlite3_bind_int64(st, 19, (sqlite3_int64)r->total);
-      sqlite3_bind_blob64(st, 20, b.blob[0], (sqlite3_uint64)b.len[0], SQLITE_STATIC);
-      if (b.blob[1] != NULL)
-        sqlite3_bind_blob64(st, 22, b.blob[1], (sqlite3_uint64)b.len[1], SQLITE_STATIC);
+      sqlite3_bind_blob64(st, 13, head, (sqlite3_uint64)head_len, SQLITE_STATIC);
+      sqlite3_bind_blob64(st, 14, arrays, (sqlite3_uint64)arrays_len, SQLITE_STATIC);
     }
-    sqlite3_bind_int64(st, 21, j->has_result ? (sqlite3_int64)r->below : 0);
-    sqlite3_bind_int64(st, 23, j->has_result && r->frames > 1 ? (sqlite3_int64)r->frames : 1);
-    if (j->has_result)
-      sqlite3_bind_double(st, 24, r->volume);
-    sqlite3_bind_text(st, 25, !j->has_result || r->volume <= 0 ? ""
-                              : r->box_from_dataset ? "dataset" : "job", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 26, j->has_result ? r->reason : "", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 27, j->has_result ? (sqlite3_int64)r->excluded : 0);
-    if (j->has_result) {
-      sqlite3_bind_int64(st, 28, (sqlite3_int64)r->n);
-      sqlite3_bind_int64(st, 29, (sqlite3_int64)r->n_b);
-    }
-    if (b.blob[2] != NULL)
-      sqlite3_bind_blob64(st, 30, b.blob[2], (sqlite3_uint64)b.len[2], SQLITE_STATIC);
-    sqlite3_bind_text(st, 31, j->has_result ? r->unit : "", -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 32, (int)j->attempts);
-    sqlite3_bind_text(st, 33, j->id, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 15, (int)j->attempts);
+    sqlite3_bind_text(st, 16, j->id, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "update the job");
     sqlite3_finalize(st);
   }
   uint64_t seq = rc == 0 ? atomic_fetch_add(&s->committed, 1) + 1 : 0;
   pthread_mutex_unlock(&s->mu);
-  result_blobs_free(&b);
+  free(head);
+  free(arrays);
   return rc == 0 && sync ? durable(s, seq, msg, msglen) : rc;
 }
 
@@ -1463,8 +1288,7 @@ int store_get_job(store *s, const char *id, job_record *j, bool arrays) {
   int rc = HISTD_EIO;
   if (db != NULL &&
       sqlite3_prepare_v2(db,
-                         arrays ? "SELECT " JOB_COLUMNS ", r_weighted, r_counts, r_per_frame "
-                                  "FROM jobs WHERE id = ?"
+                         arrays ? "SELECT " JOB_COLUMNS ", r_arrays FROM jobs WHERE id = ?"
                                 : "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?",
                          -1, &st, NULL) == SQLITE_OK) {
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
@@ -1530,8 +1354,8 @@ int store_delete_result(store *s, const char *id, double at, char *msg, size_t m
   sqlite3_stmt *st;
   int rc = 0;
   if (sqlite3_prepare_v2(s->db,
-                         "UPDATE jobs SET has_result = 0, r_counts = NULL, r_weighted = NULL, "
-                         "r_per_frame = NULL, result_deleted_at = ? "
+                         "UPDATE jobs SET has_result = 0, r_head = NULL, r_arrays = NULL, "
+                         "result_deleted_at = ? "
                          "WHERE id = ? AND status = 2 AND has_result = 1",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "delete the result");

@@ -4,7 +4,8 @@
  *
  * Results are made here field by field (random counts, sums whose low bits
  * matter, a volume and density that are not round numbers, edges, per-frame
- * tables), encoded, decoded and compared member by member; every prefix of
+ * tables, a count within a radius), encoded, decoded and compared member
+ * by member (test_schema checks every other field the schema keeps); every prefix of
  * an encoding and a byte too many are refused; a flipped magic is refused.
  */
 #include <string.h>
@@ -21,7 +22,7 @@ static uint64_t rnd(void) {
   return z ^ (z >> 31);
 }
 
-static void make(histd_result *r, bool edges, bool weighted, uint64_t frames) {
+static void make(histd_result *r, bool edges, bool weighted, uint64_t frames, bool within) {
   double e[6] = {0.5, 1, 1.5, 2.25, 3.125, 7};
   histd_bins bins = edges ? (histd_bins){HISTD_BINS_EDGES, 5, 0, e}
                           : (histd_bins){HISTD_BINS_WIDTH, 7, 0.1 + 0x1p-50, NULL};
@@ -42,8 +43,14 @@ static void make(histd_result *r, bool edges, bool weighted, uint64_t frames) {
     }
   }
   r->below = rnd(), r->overflow = rnd(), r->total = rnd(), r->excluded = rnd() >> 3;
+  r->exclude_molecule = true;
   r->volume = 1.0 / 3, r->density = 2.0 / 7, r->n = 12345, r->n_b = 678;
-  r->cross = true, r->exact = true, r->within = 99, r->radius = 0.7;
+  r->cross = true, r->exact = true;
+  if (within) { /* a count within a radius: its one bin's count */
+    r->statistic = HISTD_STAT_WITHIN;
+    r->within = r->counts[0];
+    r->radius = 0.7;
+  }
   r->refined_pairs = 5, r->threads = 3, r->timing.kernel_ms = 1.25;
   strcpy(r->kernel, "cpu");
   strcpy(r->device, "cpu: 3 threads");
@@ -82,15 +89,17 @@ static void same(const histd_result *a, const histd_result *b, const char *what)
         "%s: volume, density, radius", what);
   CHECK(a->cross == b->cross && a->exact == b->exact && a->n == b->n && a->n_b == b->n_b,
         "%s: flags and sizes", what);
+  CHECK(a->statistic == b->statistic && a->exclude_molecule == b->exclude_molecule,
+        "%s: statistic", what);
   CHECK(strcmp(a->kernel, b->kernel) == 0 && strcmp(a->device, b->device) == 0 &&
             strcmp(a->unit, b->unit) == 0 && strcmp(a->select_a, b->select_a) == 0,
         "%s: names", what);
 }
 
 int main(void) {
-  for (int v = 0; v < 8; v++) {
+  for (int v = 0; v < 16; v++) {
     histd_result r, back;
-    make(&r, v & 1, v & 2, v & 4 ? 3 : 0);
+    make(&r, v & 1, v & 2, v & 4 ? 3 : 0, v & 8);
     unsigned char *bytes;
     size_t len;
     char msg[256] = "";

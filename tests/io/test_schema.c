@@ -188,7 +188,69 @@ static void check_npz(const histd_result *r, const char *what) {
   free(s);
 }
 
+/* ---- the store and the partials: every kept field back as it was --------- */
+
+static void check_store(const histd_result *r, const char *what) {
+  unsigned char *head, *arrays;
+  size_t hl, al;
+  char msg[256];
+  CHECK(histd_result_encode(r, &head, &hl, &arrays, &al, msg, sizeof msg) == 0, "%s: %s", what,
+        msg);
+  histd_result back, summary;
+  CHECK(histd_result_decode(head, hl, arrays, al, &back, msg, sizeof msg) == 0, "%s: %s", what,
+        msg);
+  CHECK(histd_result_decode(head, hl, NULL, 0, &summary, msg, sizeof msg) == 0, "%s: %s", what,
+        msg);
+  for (size_t i = 0; i < histd_schema_count(); i++) {
+    const histd_field *f = histd_schema_at(i);
+    const bool kept =
+        (f->outputs & HISTD_OUT_STORE) && (f->kept != NULL ? f->kept(r) : f->present(r));
+    if (!kept)
+      continue;
+    const char *a = (const char *)r + f->offset, *b = (const char *)&back + f->offset;
+    const char *c = (const char *)&summary + f->offset;
+    if (f->shape == HISTD_FS_SCALAR && f->size) {
+      CHECK(memcmp(a, b, f->size) == 0 && memcmp(a, c, f->size) == 0, "%s: %s back", what,
+            f->name);
+    } else if (f->shape == HISTD_FS_SCALAR) {
+      CHECK(strcmp(a, b) == 0 && strcmp(a, c) == 0, "%s: %s back", what, f->name);
+    } else {
+      const void *va, *vb, *vc;
+      memcpy(&va, a, sizeof va);
+      memcpy(&vb, b, sizeof vb);
+      memcpy(&vc, c, sizeof vc);
+      const uint64_t n = histd_field_len(f, r, NULL, NULL);
+      CHECK(vb != NULL && memcmp(va, vb, n * 8) == 0, "%s: %s's %" PRIu64 " values back", what,
+            f->name, n);
+      CHECK(vc == NULL, "%s: a summary holds no %s", what, f->name);
+    }
+  }
+  /* and the outputs of what came back are the original's */
+  back.pairs_fd = r->pairs_fd;
+  back.has_pairs_fd = r->has_pairs_fd;
+  char *j1 = capture(json_writer, r, NULL), *j2 = capture(json_writer, &back, NULL);
+  CHECK(strcmp(j1, j2) == 0, "%s: the JSON of the result read back differs", what);
+  size_t n1, n2;
+  char *z1 = capture(histd_write_npz, r, &n1), *z2 = capture(histd_write_npz, &back, &n2);
+  CHECK(n1 == n2 && memcmp(z1, z2, n1) == 0, "%s: the npz of the result read back differs", what);
+  /* a partial, whole, and refused when cut */
+  unsigned char *part;
+  size_t plen;
+  CHECK(histd_partial_encode(r, &part, &plen, msg, sizeof msg) == 0, "%s: %s", what, msg);
+  histd_result p2;
+  CHECK(histd_partial_decode(part, plen, &p2, msg, sizeof msg) == 0, "%s: %s", what, msg);
+  histd_result_free(&p2);
+  CHECK(histd_partial_decode(part, plen - 1, &p2, msg, sizeof msg) == HISTD_EIO, "%s: cut", what);
+  free(part);
+  free(j1), free(j2), free(z1), free(z2);
+  histd_result_free(&back);
+  histd_result_free(&summary);
+  free(head);
+  free(arrays);
+}
+
 static void check_all(const histd_result *r, const char *what) {
+  check_store(r, what);
   check_json(r, what);
   check_lines(r, HISTD_OUT_CSV, what);
   check_lines(r, HISTD_OUT_TEXT, what);

@@ -1,6 +1,7 @@
 /*
- * result_codec.c -- a result's arrays as the store keeps them (the jobs
- * table's r_counts, r_weighted and r_per_frame blobs), and back.
+ * words.c -- a result's arrays as the store keeps them (result_codec.c's
+ * array part; before schema 8, the jobs table's r_counts, r_weighted and
+ * r_per_frame blobs), and back.
  *
  * Most cells of a histogram with many buckets are zero: 2 points in
  * 16,777,216 buckets are one 1 and 16,777,215 zeros, 128 MiB as raw
@@ -36,7 +37,7 @@
  * that does not decode to exactly `words` words, is an error with a
  * sentence, never a histogram of zeros.
  *
- * result_words_bound gives the most bytes a blob can take from what is
+ * words_bound gives the most bytes a blob can take from what is
  * known before a job runs (how many words, how many of them at most are
  * not zero, how long their values can be), so that a job whose result
  * could pass --max-result-bytes is refused when it is submitted.
@@ -45,7 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service.h"
+#include "io_internal.h"
 
 enum { CODEC_RAW = 0, CODEC_VARINTS = 1, CODEC_FIXED = 2 };
 
@@ -86,7 +87,7 @@ static int get_varint(const unsigned char *p, size_t len, size_t *at, uint64_t *
 /* Word i of the parts (i below their total), read or written through
  * memcpy: a part may hold uint64s or doubles. */
 typedef struct cursor {
-  const result_part *parts;
+  const histd_words *parts;
   size_t part;
   uint64_t at; /* within parts[part] */
 } cursor;
@@ -105,7 +106,7 @@ static uint64_t next_word(cursor *c) {
   return w;
 }
 
-static uint64_t total_words(const result_part *parts, size_t nparts) {
+static uint64_t total_words(const histd_words *parts, size_t nparts) {
   uint64_t n = 0;
   for (size_t k = 0; k < nparts; k++)
     n += parts[k].count;
@@ -113,7 +114,7 @@ static uint64_t total_words(const result_part *parts, size_t nparts) {
 }
 
 /* The blob into p (NULL: only its length, returned). */
-static size_t encode_into(unsigned char *p, const result_part *parts, uint64_t words,
+static size_t encode_into(unsigned char *p, const histd_words *parts, uint64_t words,
                           bool fixed) {
   size_t n = 0;
   if (p != NULL)
@@ -153,7 +154,7 @@ static size_t encode_into(unsigned char *p, const result_part *parts, uint64_t w
   return n;
 }
 
-int result_words_encode(const result_part *parts, size_t nparts, bool fixed,
+int histd_words_encode(const histd_words *parts, size_t nparts, bool fixed,
                         unsigned char **blob, size_t *len, char *msg, size_t msglen) {
   const uint64_t words = total_words(parts, nparts);
   const size_t n = encode_into(NULL, parts, words, fixed);
@@ -167,9 +168,9 @@ int result_words_encode(const result_part *parts, size_t nparts, bool fixed,
   return 0;
 }
 
-/* The most bytes result_words_encode can give for `words` words of which
+/* The most bytes histd_words_encode can give for `words` words of which
  * at most `nonzero` are not 0, whose values take at most value_bytes. */
-static uint64_t result_words_bound(uint64_t words, uint64_t nonzero, uint64_t value_bytes) {
+static uint64_t words_bound(uint64_t words, uint64_t nonzero, uint64_t value_bytes) {
   if (nonzero > words)
     nonzero = words;
   /* runs of values are parted by zeros: at most one more than the zeros */
@@ -183,7 +184,7 @@ static int corrupt(char *msg, size_t msglen, size_t len, uint64_t words, const c
                     (unsigned long long)words, why);
 }
 
-int result_words_decode(const void *blob, size_t len, const result_part *parts, size_t nparts,
+int histd_words_decode(const void *blob, size_t len, const histd_words *parts, size_t nparts,
                         char *msg, size_t msglen) {
   const unsigned char *p = blob;
   const uint64_t words = total_words(parts, nparts);
@@ -241,18 +242,18 @@ int result_words_decode(const void *blob, size_t len, const result_part *parts, 
   return why == NULL ? 0 : corrupt(msg, msglen, len, words, why);
 }
 
-uint64_t result_stored_bound(uint32_t buckets, uint64_t frames, uint64_t pairs, bool weighted,
+uint64_t histd_result_stored_bound(uint32_t buckets, uint64_t frames, uint64_t pairs, bool weighted,
                              bool per_frame) {
   /* a count is at most the pairs, and at most `pairs` cells are not zero */
   const uint64_t count_bytes = varint_bytes(pairs);
   uint64_t nonzero = buckets < pairs ? buckets : pairs;
-  uint64_t bound = result_words_bound(buckets, nonzero, nonzero * count_bytes);
+  uint64_t bound = words_bound(buckets, nonzero, nonzero * count_bytes);
   if (weighted)
-    bound += result_words_bound(buckets, nonzero, nonzero * 8);
+    bound += words_bound(buckets, nonzero, nonzero * 8);
   if (per_frame) { /* each frame's pairs and volume, then its counts */
     const uint64_t cells = frames * buckets;
     nonzero = cells < pairs ? cells : pairs;
-    bound += result_words_bound(frames * ((uint64_t)buckets + 2), 2 * frames + nonzero,
+    bound += words_bound(frames * ((uint64_t)buckets + 2), 2 * frames + nonzero,
                                 frames * (count_bytes + 10) + nonzero * count_bytes);
   }
   return bound;
