@@ -363,8 +363,10 @@ uint64_t histd_problem_pairs(const histd_problem *p);
  * weighted sums, per-frame counts), or its per-point rows; 0 for PAIRS,
  * whose size is known once counted (histd_pairs_bytes). */
 uint64_t histd_problem_result_bytes(const histd_problem *p);
-/* The bytes of a pair list of `pairs` records. */
-#define histd_pairs_bytes(pairs) ((uint64_t)(pairs) * sizeof(histd_pair_record))
+/* The bytes a pair list takes kept, a pair: i and j as 32-bit indices and
+ * d (io.h's histd_pair_file), and of `pairs` pairs. */
+#define HISTD_PAIR_BYTES 16
+#define histd_pairs_bytes(pairs) ((uint64_t)(pairs) * HISTD_PAIR_BYTES)
 
 /* Every bad value gets a sentence: "bucket_width must be > 0", "the last
  * edge (12) exceeds half the box's shortest width (5)", ... */
@@ -468,10 +470,14 @@ typedef struct histd_result {
   double *nearest_d;       /* NEAREST: d, NaN where none within radius  */
   int64_t *nearest_j;      /* NEAREST: B's index (its origin), -1: none */
   uint64_t pairs;          /* PAIRS: the records handed out             */
-  int pairs_fd;            /* PAIRS, has_pairs_fd: where the front end put
-                            * the records (histd_pair_record after
-                            * histd_pair_record), for the writers; not
-                            * owned by the result                        */
+  uint64_t stored_values;  /* the values of the arrays a stored result holds
+                            * (set when encoded), which a summary read
+                            * without them knows by                     */
+  uint64_t *frame_pairs;   /* PAIRS: frames of them, each frame's records
+                            * (the records come frame after frame)      */
+  int pairs_fd;            /* PAIRS, has_pairs_fd: the file the front end
+                            * put the records in (io.h's histd_pair_file),
+                            * for the writers; not owned by the result   */
   bool has_pairs_fd;
   histd_precision precision;
   bool exact;              /* counts follow the contract            */

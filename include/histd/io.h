@@ -270,16 +270,21 @@ int histd_write_npz(FILE *f, const histd_result *res);
  * A pair list's file: the records a PAIRS run hands to histd_control.pairs
  * (histd_pair_file_put, with the file as its user), appended to fd through
  * a buffer, then read back by the writers (histd_result.pairs_fd). Memory
- * stays one buffer however long the list. flush: the buffer written out
- * and fd synced when `sync`; 0 or HISTD_EIO with a sentence.
+ * stays one buffer however long the list. A record is 16 bytes: i and j as
+ * little-endian 32-bit indices, then d's binary64 bits; its frame is known
+ * from the result's frame_pairs (the records come frame after frame, which
+ * put checks). flush: the buffer written out and fd synced when `sync`; 0
+ * or HISTD_EIO with a sentence.
  */
 typedef struct histd_pair_file {
   int fd;
   uint64_t records;  /* put so far */
+  uint64_t frame;    /* the last record's frame */
   uint64_t max_bytes; /* 0, or a size the file may not pass (HISTD_ETOOBIG) */
   size_t used;
   unsigned char buf[1 << 16];
 } histd_pair_file;
+
 void histd_pair_file_init(histd_pair_file *pf, int fd, uint64_t max_bytes);
 int histd_pair_file_put(void *pair_file, const histd_pair_record *r, size_t n, char *msg,
                         size_t msglen);

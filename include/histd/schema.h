@@ -105,6 +105,14 @@ const histd_field *histd_schema_find(const char *group, const char *name);
 uint64_t histd_field_len(const histd_field *f, const histd_result *r, uint64_t *rows,
                          uint64_t *cols);
 
+/* The values of r's arrays that the store keeps (from its head alone: the
+ * arrays' lengths follow from its scalars): what reading it whole holds in
+ * memory, 8 bytes each. A pair list's records, kept beside, not counted. */
+uint64_t histd_result_kept_values(const histd_result *r);
+/* The values of r's arrays the JSON output shows (pair lists' columns
+ * included): what writing it out takes, about. */
+uint64_t histd_result_shown_values(const histd_result *r);
+
 /* Records [first, first + n) of a PAIRS result's list (r->pairs_fd, a
  * file of histd_pair_record as histd_control.pairs handed them out): how
  * many were read (fewer at the end), or HISTD_EIO. */

@@ -255,6 +255,10 @@ static int points_validate(const histd_problem *p, char *msg, size_t msglen) {
                       "exclude molecule is not available with %s: it applies to histograms "
                       "and counts within a radius", name);
   const size_t frames = histd_problem_frames(p);
+  if (s == HISTD_STAT_PAIRS && (p->a->n > UINT32_MAX || (p->b && p->b->n > UINT32_MAX)))
+    return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "a pair list names its points by 32-bit indices: at most %u points a set",
+                      UINT32_MAX);
   if (!histd_statistic_per_point(s))
     return 0;
   const size_t n = frames > 1 && p->a->frame ? p->a->frame[0].n : p->a->n;

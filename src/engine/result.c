@@ -57,6 +57,7 @@ void histd_result_free(histd_result *res) {
   free(res->point_weighted);
   free(res->nearest_d);
   free(res->nearest_j);
+  free(res->frame_pairs);
   memset(res, 0, sizeof *res);
 }
 
@@ -146,6 +147,9 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
   points_ok = dup_array(&dst->point_weighted, src->point_weighted, rows, 8) && points_ok;
   points_ok = dup_array(&dst->nearest_d, src->nearest_d, rows, 8) && points_ok;
   points_ok = dup_array(&dst->nearest_j, src->nearest_j, rows, 8) && points_ok;
+  points_ok = dup_array(&dst->frame_pairs, src->frame_pairs,
+                        (size_t)(src->frames > 0 ? src->frames : 1), 8) &&
+              points_ok;
   if ((src->counts && !dst->counts) || (src->weighted && !dst->weighted) ||
       (src->bins.edges && !e) || !frames_ok || !points_ok) {
     histd_result_free(dst);

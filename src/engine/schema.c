@@ -88,12 +88,14 @@ GET(get_frame_volume, d, r->frame_volume[i])
 GET(get_frame_g, d, histd_result_frame_g(r, i / r->bins.count, (uint32_t)(i % r->bins.count)))
 GET(get_below, u, r->below)
 GET(get_point_n, u, r->point_n)
+GET(get_stored_values, u, r->stored_values)
 GET(get_index, u, r->point_index != NULL ? r->point_index[i] : i)
 GET(get_neighbours, u, r->point_counts[i])
 GET(get_neighbour_weights, d, r->point_weighted[i])
 GET(get_nearest, i, r->nearest_j[i])
 GET(get_nearest_d, d, r->nearest_d[i])
 GET(get_pairs, u, r->pairs)
+GET(get_frame_pairs, u, r->frame_pairs[i])
 GET(get_overflow, u, r->overflow)
 GET(get_total, u, r->total)
 GET(get_kernel, s, r->kernel)
@@ -234,6 +236,9 @@ static const histd_field table[] = {
      per_frame_periodic, get_frame_g, NULL, 0, 0, 0, NULL},
     {"below", NULL, NULL, U64, SCALAR, "pairs", ALL, "the pairs with d below the first edge",
      is_histogram, get_below, NULL, KEEP(below), has_bins},
+    {"stored_values", NULL, NULL, U64, SCALAR, "", HISTD_OUT_STORE,
+     "the values of the arrays stored beside the head", always, get_stored_values, NULL,
+     KEEP(stored_values), NULL},
     {"point_n", NULL, NULL, U64, SCALAR, "points", HISTD_OUT_STORE, "A's points a frame",
      per_point, get_point_n, NULL, KEEP(point_n), NULL},
     {"index", NULL, NULL, U64, HISTD_FS_POINTS, "", ALL,
@@ -254,6 +259,9 @@ static const histd_field table[] = {
      KEEP_ARRAY(nearest_d), NULL},
     {"pairs", NULL, NULL, U64, SCALAR, "pairs", ALL, "the pairs in the list", pair_list,
      get_pairs, NULL, KEEP(pairs), NULL},
+    {"pairs", "per_frame", "frame_pairs", U64, HISTD_FS_FRAMES, "pairs", ALL,
+     "each frame's pairs in the list (they come frame after frame)", pair_list,
+     get_frame_pairs, NULL, KEEP_ARRAY(frame_pairs), NULL},
     {"frame", NULL, NULL, U64, HISTD_FS_PAIRS, "", SHOWN, "each listed pair's frame",
      pair_frames, NULL, pair_frame, 0, 0, 0, NULL},
     {"i", NULL, NULL, U64, HISTD_FS_PAIRS, "", SHOWN,
@@ -353,20 +361,69 @@ uint64_t histd_field_len(const histd_field *f, const histd_result *r, uint64_t *
   return b ? a * b : a;
 }
 
+/* The values of the array fields of r that `out` carries (kept: of the
+ * arrays r holds, none in a summary). */
+static uint64_t values(const histd_result *r, unsigned out) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < FIELD_COUNT; i++) {
+    const histd_field *f = &table[i];
+    if (f->shape == HISTD_FS_SCALAR || !(f->outputs & out))
+      continue;
+    if (out == HISTD_OUT_STORE) { /* the arrays the result holds now */
+      const void *p;
+      memcpy(&p, (const char *)r + f->offset, sizeof p);
+      if (p != NULL && (f->kept != NULL ? f->kept(r) : f->present(r)))
+        n += histd_field_len(f, r, NULL, NULL);
+    } else if (f->present(r)) {
+      n += histd_field_len(f, r, NULL, NULL);
+    }
+  }
+  return n;
+}
+
+uint64_t histd_result_kept_values(const histd_result *r) {
+  const uint64_t n = values(r, HISTD_OUT_STORE);
+  return n > 0 ? n : r->stored_values; /* a summary: what its head says */
+}
+
+uint64_t histd_result_shown_values(const histd_result *r) { return values(r, HISTD_OUT_JSON); }
+
 int64_t histd_pairs_read(const histd_result *r, uint64_t first, histd_pair_record *out,
                          size_t n) {
   if (!r->has_pairs_fd || first >= r->pairs)
     return r->has_pairs_fd ? 0 : HISTD_EIO;
   if (n > r->pairs - first)
     n = (size_t)(r->pairs - first);
-  const size_t want = n * sizeof *out;
-  size_t got = 0;
-  while (got < want) {
-    ssize_t k = pread(r->pairs_fd, (char *)out + got, want - got,
-                      (off_t)(first * sizeof *out + got));
-    if (k <= 0)
-      return HISTD_EIO;
-    got += (size_t)k;
+  /* the file's records: i and j as 32-bit indices, then d (histd_pair_file) */
+  unsigned char raw[4096 * 16];
+  const uint64_t frames = r->frames > 0 ? r->frames : 1;
+  uint64_t f = 0, end = r->frame_pairs ? r->frame_pairs[0] : r->pairs;
+  while (f + 1 < frames && first >= end) /* the frame of the first record */
+    end += r->frame_pairs[++f];
+  size_t done = 0;
+  while (done < n) {
+    const size_t batch = n - done < 4096 ? n - done : 4096;
+    size_t got = 0;
+    while (got < batch * 16) {
+      ssize_t k = pread(r->pairs_fd, raw + got, batch * 16 - got,
+                        (off_t)((first + done) * 16 + got));
+      if (k <= 0)
+        return HISTD_EIO;
+      got += (size_t)k;
+    }
+    for (size_t k = 0; k < batch; k++) {
+      const uint64_t at = first + done + k;
+      while (f + 1 < frames && at >= end)
+        end += r->frame_pairs[++f];
+      uint32_t i, j;
+      memcpy(&i, raw + 16 * k, 4);
+      memcpy(&j, raw + 16 * k + 4, 4);
+      out[done + k].frame = f;
+      out[done + k].i = i;
+      out[done + k].j = j;
+      memcpy(&out[done + k].d, raw + 16 * k + 8, 8);
+    }
+    done += batch;
   }
   return (int64_t)n;
 }

@@ -255,16 +255,22 @@ static int run_points(histd_worker *w, const histd_kernel *k, const histd_proble
     e.threads = 1; /* the definition, on one thread */
   ex = &e;
   int rc = 0;
+  if (p->statistic == HISTD_STAT_PAIRS &&
+      (res->frame_pairs = calloc(frames ? frames : 1, sizeof *res->frame_pairs)) == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu frames", frames);
   for (size_t f = 0; f < frames && rc == 0; f++) {
     histd_dataset a, b;
     histd_problem pf;
     histd_problem_frame(p, f, &a, &b, &pf);
+    const uint64_t before = res->pairs;
     histd__part pt = {ctl, (double)f, (double)frames};
     histd_control sub = histd__part_control(&pt);
     /* a GPU worker runs them on its GPU unless a CPU kernel was named */
     rc = w->gpu != NULL && !brute
              ? histd__cuda_points_run(w, &pf, ex, &sub, f, res, msg, msglen)
              : histd__points_run(&pf, ex, &sub, brute, f, res, msg, msglen);
+    if (rc == 0 && res->frame_pairs != NULL)
+      res->frame_pairs[f] = res->pairs - before;
     if (rc == 0)
       histd__progress(ctl, (double)(f + 1) / (double)frames);
   }

@@ -85,8 +85,12 @@ static bool kept(const histd_field *f, const histd_result *r) {
 
 static bool is_array(const histd_field *f) { return f->shape != HISTD_FS_SCALAR; }
 
-int histd_result_encode(const histd_result *r, unsigned char **head, size_t *head_len,
+int histd_result_encode(const histd_result *result, unsigned char **head, size_t *head_len,
                         unsigned char **arrays, size_t *arrays_len, char *msg, size_t msglen) {
+  /* the head says how many values the arrays hold, for a summary */
+  histd_result copy = *result;
+  copy.stored_values = histd_result_kept_values(result);
+  const histd_result *r = &copy;
   buf h = {0}, a = {0};
   int rc = 0;
   put(&h, HEAD_MAGIC, 4);

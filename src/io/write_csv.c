@@ -164,14 +164,16 @@ static int pairs_table(out *o, const histd_result *r) {
   return histd__table_close(&c);
 }
 
-/* per_frame: a row a frame and bin, each frame's own fields repeated. */
+/* per_frame: a row a frame and bin, each frame's own fields repeated; a
+ * pair list's, a row a frame. */
 static int frames_table(out *o, const histd_result *r) {
   histd__table bins, frames;
   histd__table_open(&bins, r, HISTD_OUT_CSV, HISTD_FS_FRAME_BINS, HISTD_FS_FRAME_BINS);
   histd__table_open(&frames, r, HISTD_OUT_CSV, HISTD_FS_FRAMES, HISTD_FS_FRAMES);
   if (bins.n == 0 && frames.n == 0)
     return 0;
-  fputs("# [per_frame]\nframe,bucket,lower,upper", o->f);
+  const bool by_bin = bins.n > 0;
+  fputs(by_bin ? "# [per_frame]\nframe,bucket,lower,upper" : "# [per_frame]\nframe", o->f);
   for (size_t k = 0; k < bins.n + frames.n; k++) {
     const histd_field *fd = k < bins.n ? bins.f[k] : frames.f[k - bins.n];
     char name[64];
@@ -186,12 +188,15 @@ static int frames_table(out *o, const histd_result *r) {
     for (size_t k = 0; k < frames.n; k++)
       if (!histd__values_next(&frames.it[k], &fv[k]))
         memset(&fv[k], 0, sizeof fv[k]);
-    for (uint32_t b = 0; b < r->bins.count; b++) {
-      fprintf(o->f, "%" PRIu64 ",%" PRIu32 ",", f, b);
-      edge(o, r, b);
-      fputc(',', o->f);
-      edge(o, r, b + 1);
-      row_values(o, &bins, true);
+    for (uint32_t b = 0; b < (by_bin ? r->bins.count : 1); b++) {
+      fprintf(o->f, "%" PRIu64, f);
+      if (by_bin) {
+        fprintf(o->f, ",%" PRIu32 ",", b);
+        edge(o, r, b);
+        fputc(',', o->f);
+        edge(o, r, b + 1);
+        row_values(o, &bins, true);
+      }
       for (size_t k = 0; k < frames.n; k++) {
         fputc(',', o->f);
         cell(o, frames.f[k]->type, &fv[k]);
@@ -216,7 +221,7 @@ int histd_write_csv(FILE *f, const histd_result *res) {
   if (bins || points || pairs) {
     histd__scalar_lines(f, res, HISTD_OUT_CSV, "# ", NULL, put_cell, &o);
     err = bins ? bins_table(&o, res) : points ? points_table(&o, res) : pairs_table(&o, res);
-    if (err == 0 && bins)
+    if (err == 0)
       err = frames_table(&o, res);
   } else { /* scalars only: one row */
     histd__table c;

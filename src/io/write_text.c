@@ -166,13 +166,17 @@ static int main_table(FILE *f, locale_t loc, const histd_result *r) {
   return err;
 }
 
-/* per frame: a row a frame and bin, the frame's own fields repeated. */
+/* per frame: a row a frame and bin, the frame's own fields repeated; a
+ * pair list's, a row a frame. */
 static int frames_table(FILE *f, locale_t loc, const histd_result *r) {
   histd__table bins, fr;
   histd__table_open(&bins, r, HISTD_OUT_TEXT, HISTD_FS_FRAME_BINS, HISTD_FS_FRAME_BINS);
   histd__table_open(&fr, r, HISTD_OUT_TEXT, HISTD_FS_FRAMES, HISTD_FS_FRAMES);
+  const bool by_bin = bins.n > 0;
   if (bins.n > 0 || fr.n > 0) {
-    fprintf(f, "per frame:\n%8s %8s %14s %14s", "frame", "bucket", "lower", "upper");
+    fprintf(f, "per frame:\n%8s", "frame");
+    if (by_bin)
+      fprintf(f, " %8s %14s %14s", "bucket", "lower", "upper");
     for (size_t k = 0; k < bins.n + fr.n; k++) {
       const histd_field *fd = k < bins.n ? bins.f[k] : fr.f[k - bins.n];
       char name[64];
@@ -186,9 +190,12 @@ static int frames_table(FILE *f, locale_t loc, const histd_result *r) {
       for (size_t c = 0; c < fr.n; c++)
         if (!histd__values_next(&fr.it[c], &fv[c]))
           memset(&fv[c], 0, sizeof fv[c]);
-      for (uint32_t b = 0; b < r->bins.count; b++) {
-        fprintf(f, "%8" PRIu64 " %8" PRIu32, k, b);
-        edges(f, loc, r, b);
+      for (uint32_t b = 0; b < (by_bin ? r->bins.count : 1); b++) {
+        fprintf(f, "%8" PRIu64, k);
+        if (by_bin) {
+          fprintf(f, " %8" PRIu32, b);
+          edges(f, loc, r, b);
+        }
         histd_fvalue v;
         for (size_t c = 0; c < bins.n; c++) {
           fputc(' ', f);

@@ -108,6 +108,9 @@ static const setting settings[] = {
     {"max-result-bytes", "HISTD_MAX_RESULT_BYTES", K_SIZE, F(max_result_bytes),
      "most bytes one job's result may take stored; a job whose result could take more is "
      "refused with 422 (default 256M; 0: no limit)"},
+    {"max-pairs-bytes", "HISTD_MAX_PAIRS_BYTES", K_SIZE, F(max_pairs_bytes),
+     "most bytes one pair list (pairs_within) may take; a larger list fails before a pair is "
+     "written, naming both sizes (default 4G; 0: no limit but --max-data-bytes)"},
     {"max-buffered-bytes", "HISTD_MAX_BUFFERED_BYTES", K_SIZE, F(max_buffered_bytes),
      "request bodies (as they arrive), large answers and results being read, held at once "
      "for all clients; beyond it 503 (default 1G; 0: no limit)"},
@@ -282,6 +285,7 @@ int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen) {
   cfg->max_wait = 30;
   cfg->max_job_attempts = 3;
   cfg->max_result_bytes = (size_t)256 << 20;
+  cfg->max_pairs_bytes = (size_t)4 << 30;
   cfg->max_buffered_bytes = (size_t)1 << 30;
   /* The installed dashboard, else the source tree's copy (a build dir run). */
   if (access(HISTD_STATIC_DIR "/index.html", R_OK) == 0 || HISTD_SOURCE_STATIC_DIR[0] == '\0')

@@ -68,6 +68,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "histd/io.h"
 #include "service.h"
 
 typedef struct job {
@@ -244,7 +245,25 @@ static void job_free(job *j) {
 typedef struct run_ctx {
   job *job;
   jobs *q;
+  histd_pair_file *pairs; /* a pair list's file, for on_pairs; NULL: none */
 } run_ctx;
+
+static int on_pairs(void *user, const histd_pair_record *r, size_t n, char *msg, size_t msglen) {
+  run_ctx *c = user;
+  return histd_pair_file_put(c->pairs, r, n, msg, msglen);
+}
+
+/* A pair list's room: --max-pairs-bytes, and what the data dir's budget
+ * has left (0: no limit). */
+static uint64_t pairs_room(service *svc) {
+  uint64_t room = svc->cfg.max_pairs_bytes;
+  if (svc->cfg.max_data_bytes != 0) {
+    const uint64_t held = store_data_bytes(svc->store);
+    const uint64_t left = held < svc->cfg.max_data_bytes ? svc->cfg.max_data_bytes - held : 1;
+    room = room == 0 || left < room ? left : room;
+  }
+  return room;
+}
 
 static void on_progress(void *user, double fraction) {
   run_ctx *c = user;
@@ -393,13 +412,30 @@ static void run_one(worker *w, job *j) {
     histd_exec ex = j->rec.params.exec;
     if (w->device < 0 && ex.threads == 0)
       ex.threads = w->cpu_threads;
-    run_ctx ctx = {j, q};
-    histd_control ctl = {on_progress, on_cancelled, &ctx, NULL};
+    run_ctx ctx = {j, q, NULL};
+    histd_control ctl = {on_progress, on_cancelled, &ctx, on_pairs};
     job_binding b;
+    int pairs_fd = -1;
     rc = job_bind(svc, &j->rec, d, NULL, NULL, &b, msg, sizeof msg);
+    if (rc == 0 && b.prob.statistic == HISTD_STAT_PAIRS) { /* the list goes to its file */
+      b.prob.result_limit = pairs_room(svc);
+      if ((ctx.pairs = malloc(sizeof *ctx.pairs)) == NULL)
+        rc = histd_fail(msg, sizeof msg, HISTD_ENOMEM, "out of memory for the pair list");
+      else if ((rc = store_pairs_temp(svc->store, j->rec.id, &pairs_fd, msg, sizeof msg)) == 0)
+        histd_pair_file_init(ctx.pairs, pairs_fd, b.prob.result_limit);
+      if (rc != 0)
+        job_unbind(svc, &b);
+    }
     if (rc == 0) {
       atomic_store(&j->frames, histd_problem_frames(&b.prob));
       rc = histd_worker_run(w->engine, &b.prob, &ex, &ctl, &res, msg, sizeof msg);
+      if (rc == 0 && ctx.pairs != NULL)
+        rc = histd_pair_file_flush(ctx.pairs, false, msg, sizeof msg);
+      if (pairs_fd >= 0) { /* synced and kept with a result, else removed */
+        int kept = store_pairs_keep(svc->store, j->rec.id, pairs_fd, rc == 0, msg, sizeof msg);
+        rc = rc != 0 ? rc : kept;
+      }
+      free(ctx.pairs);
       if (rc == 0) {
         snprintf(res.select_a, sizeof res.select_a, "%s", j->rec.params.select_a);
         snprintf(res.select_b, sizeof res.select_b, "%s", j->rec.params.select_b);
@@ -453,6 +489,8 @@ static void run_one(worker *w, job *j) {
   histd_result_free(&res);
 
   bool left = record_end(q, j, r); /* may turn a success into a failure */
+  if (r->status != JOB_SUCCEEDED && !interrupted)
+    store_pairs_drop(svc->store, r->id); /* a list kept for a result not recorded */
   if (!interrupted)
     metrics_observe_job(&svc->metrics, r->status, (t_end - t_start) / 1000.0,
                         r->status == JOB_SUCCEEDED ? r->result.total : 0);

@@ -25,8 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/random.h>
 
+#include "histd/schema.h"
 #include "service.h"
 
 /* ---- JSON shapes ---------------------------------------------------------------------- */
@@ -76,8 +78,7 @@ static cJSON *params_to_json(const histd_params *p, bool arrays) {
  * (and so held against --max-buffered-bytes): its cells, a per-frame
  * table's too. */
 static bool large_result(const histd_result *res) {
-  const uint64_t rows = res->frame_counts != NULL ? res->frames + 1 : 1;
-  return (uint64_t)res->bins.count * rows > 65536;
+  return histd_result_shown_values(res) > 65536;
 }
 
 /* The job document; with `summary`, without arrays: a succeeded job's
@@ -141,10 +142,32 @@ static cJSON *job_to_json(const job_record *j, bool summary) {
  * streamed into the body after the other members (it may be large). The
  * `held` bytes of --max-buffered-bytes are given back once the result is
  * written out. */
+/* A pair list's result reads its records from the job's file (the
+ * writers stream them): *fd the file to close after writing, or -1. False
+ * once answered (the file is missing: 500). */
+static bool open_pairs(request *r, const char *job, histd_result *res, int *fd) {
+  *fd = -1;
+  if (res->statistic != HISTD_STAT_PAIRS)
+    return true;
+  if ((*fd = store_pairs_open(r->svc->store, job)) < 0) {
+    respond_problem(r, 500, "the pair list of job %s is missing from the data dir", job);
+    return false;
+  }
+  res->pairs_fd = *fd;
+  res->has_pairs_fd = true;
+  return true;
+}
+
 static void respond_job(request *r, const job_record *j, uint64_t held) {
-  if (!j->has_result || j->status != JOB_SUCCEEDED || j->result.counts == NULL) {
+  if (!j->has_result || j->status != JOB_SUCCEEDED) {
     budget_give(&r->svc->buffered, held);
     respond_json(r, 200, job_to_json(j, false)); /* no result to add */
+    return;
+  }
+  histd_result res = j->result; /* (shallow: its pair list's file set) */
+  int fd;
+  if (!open_pairs(r, j->id, &res, &fd)) {
+    budget_give(&r->svc->buffered, held);
     return;
   }
   cJSON *o = job_to_json(j, false);
@@ -153,13 +176,17 @@ static void respond_job(request *r, const job_record *j, uint64_t held) {
   body_writer b;
   if (head == NULL || !body_open(&b, r->svc, large_result(&j->result))) {
     free(head);
+    if (fd >= 0)
+      close(fd);
     budget_give(&r->svc->buffered, held);
     respond_problem(r, 503, "out of memory while writing the job; try again shortly");
     return;
   }
   fwrite(head, 1, strlen(head) - 1, b.f); /* all but the closing brace */
   fputs(",\"result\":", b.f);
-  int rc = histd_write_json(b.f, &j->result, 0);
+  int rc = histd_write_json(b.f, &res, 0);
+  if (fd >= 0)
+    close(fd);
   fputc('}', b.f);
   free(head);
   budget_give(&r->svc->buffered, held); /* the answer's file takes its own */
@@ -394,6 +421,20 @@ static int check_atoms(const histd_params *p, const dataset_meta *m, const datas
 static int check_result_size(service *svc, const histd_problem *prob, const job_record *j,
                              char *msg, size_t msglen) {
   const uint64_t cap = svc->cfg.max_result_bytes;
+  if (histd_statistic_per_point(prob->statistic)) { /* its rows: 10 bytes a value at most */
+    const uint64_t bound = histd_problem_result_bytes(prob) / 8 * 10 + 1024;
+    if (cap == 0 || bound <= cap)
+      return 0;
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the per-point result could take up to %llu bytes stored (%zu frames x "
+                      "%zu points), more than the %llu bytes a result may take "
+                      "(--max-result-bytes); select fewer points or frames",
+                      (unsigned long long)bound, histd_problem_frames(prob), prob->a->n /
+                      (histd_problem_frames(prob) ? histd_problem_frames(prob) : 1),
+                      (unsigned long long)cap);
+  }
+  if (prob->statistic == HISTD_STAT_PAIRS) /* its list is a file, capped as it runs */
+    return 0;
   const uint32_t buckets = prob->statistic == HISTD_STAT_WITHIN ? 1
                            : prob->bins.count ? prob->bins.count
                                               : j->params.buckets;
@@ -633,9 +674,7 @@ void route_jobs_list(request *r) {
 static uint64_t result_memory(const job_record *j) {
   if (!j->has_result)
     return 0;
-  const uint64_t bins = j->result.bins.count, frames = j->result.frames ? j->result.frames : 1;
-  return j->stored_bytes + bins * 8 * (j->params.weights ? 2 : 1) +
-         (j->params.per_frame ? frames * (bins + 2) * 8 : 0);
+  return j->stored_bytes + 8 * histd_result_kept_values(&j->result);
 }
 
 static bool get_job(request *r, job_record *j, bool arrays);
@@ -855,7 +894,7 @@ void route_jobs_result(request *r) {
     job_record_free(&j);
     return;
   }
-  if (j.status != JOB_SUCCEEDED || !j.has_result || j.result.counts == NULL) {
+  if (j.status != JOB_SUCCEEDED || !j.has_result) {
     budget_give(&r->svc->buffered, held);
     respond_problem(r, 409, "job %s is %s, so it has no result%s%s", j.id,
                     job_status_name(j.status),
@@ -864,7 +903,13 @@ void route_jobs_result(request *r) {
     job_record_free(&j);
     return;
   }
-  respond_result(r, &j.result, format, j.id, held);
+  int fd;
+  if (open_pairs(r, j.id, &j.result, &fd))
+    respond_result(r, &j.result, format, j.id, held);
+  else
+    budget_give(&r->svc->buffered, held);
+  if (fd >= 0)
+    close(fd);
   job_record_free(&j);
 }
 
@@ -1035,6 +1080,12 @@ void route_histogram(request *r) {
     respond_problem(r, 400, "topology names a stored dataset's atoms, and the points of "
                             "/v1/histogram are not stored: upload both with POST /v1/datasets "
                             "and submit a job");
+    histd_params_free(&pp);
+    ok = false;
+  } else if (ok && pp.has_pairs_within) {
+    respond_problem(r, 400, "pairs_within makes a pair list, which is written to the data dir "
+                            "as it is found: submit it as a job (POST /v1/jobs) and read it "
+                            "from GET /v1/jobs/{id}/result");
     histd_params_free(&pp);
     ok = false;
   }

@@ -76,6 +76,7 @@ typedef struct config {
   int max_job_attempts;        /* runs of a job the daemon died during, at most */
   size_t max_data_bytes;       /* the data dir's disk budget; 0 = none */
   size_t max_result_bytes;     /* one job's stored result, at most; 0 = any */
+  size_t max_pairs_bytes;      /* one job's pair list, at most; 0 = any      */
   size_t max_buffered_bytes;   /* request bodies and large answers held at once */
   bool print_routes;
   bool access_log;             /* one line per request on stderr */
@@ -287,6 +288,16 @@ void store_set_dataset_error(store *s, const char *id, const char *error);
 /* The payload file's path and whether it exists with the right size. */
 void store_payload_path(const store *s, const char *id, char *path, size_t len);
 void store_check_payload(const store *s, dataset_meta *m);
+
+/* A PAIRS job's list, beside its row (data_dir/pairs/<job id>): a temp
+ * file its run writes (temp: *fd), then kept (synced, renamed, its bytes
+ * counted in the data dir's) or removed (keep false; fd closed either
+ * way); open: the kept file to read, or -1; drop: removed with its job or
+ * result (DELETE /v1/jobs/{id}/result, expiry). */
+int store_pairs_temp(store *s, const char *job, int *fd, char *msg, size_t msglen);
+int store_pairs_keep(store *s, const char *job, int fd, bool keep, char *msg, size_t msglen);
+int store_pairs_open(store *s, const char *job);
+void store_pairs_drop(store *s, const char *job);
 
 int store_put_job(store *s, job_record *j, char *msg, size_t msglen); /* sets seq */
 int store_update_job(store *s, const job_record *j, char *msg, size_t msglen);

@@ -93,6 +93,7 @@ struct store {
   pthread_mutex_t commit_mu;
   char dir[4096];
   char payload_dir[4200];
+  char pairs_dir[4200]; /* pair lists: a file a PAIRS job, named by its id */
   /* group commit (durable()): commits made under mu, and the WAL synced */
   atomic_uint_fast64_t committed;
   pthread_mutex_t sync_mu;
@@ -503,8 +504,18 @@ int store_open(store **out, const char *data_dir, char *msg, size_t msglen) {
     return histd_fail(msg, msglen, HISTD_EIO, "%s is in use by another histd (%s)", data_dir,
                       e == EWOULDBLOCK ? "its lock is held" : strerror(e));
   }
+  snprintf(s->pairs_dir, sizeof s->pairs_dir, "%s/pairs", data_dir);
+  if (mkdir_p(s->pairs_dir) != 0) {
+    int e = errno;
+    close(s->lock_fd);
+    free(s);
+    return histd_fail(msg, msglen, HISTD_EIO, "cannot create %s/pairs: %s", data_dir,
+                      strerror(e));
+  }
   sweep_temp_files(s->payload_dir);
-  atomic_init(&s->payload_bytes, dir_bytes(s->payload_dir));
+  sweep_temp_files(s->pairs_dir);
+  /* the files' bytes: payloads and pair lists */
+  atomic_init(&s->payload_bytes, dir_bytes(s->payload_dir) + dir_bytes(s->pairs_dir));
   char path[4300];
   snprintf(path, sizeof path, "%s/histd.db", data_dir);
   if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
@@ -554,6 +565,55 @@ void store_close(store *s) {
 }
 
 const char *store_payload_dir(const store *s) { return s->payload_dir; }
+
+/* ---- pair lists ------------------------------------------------------------ */
+
+static void pairs_path(const store *s, const char *job, const char *suffix, char *path,
+                       size_t len) {
+  snprintf(path, len, "%s/%s%s", s->pairs_dir, job, suffix);
+}
+
+int store_pairs_temp(store *s, const char *job, int *fd, char *msg, size_t msglen) {
+  char path[4400];
+  pairs_path(s, job, ".tmp", path, sizeof path);
+  *fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (*fd < 0)
+    return histd_fail(msg, msglen, HISTD_EIO, "cannot create the pair list's file: %s",
+                      strerror(errno));
+  return 0;
+}
+
+int store_pairs_keep(store *s, const char *job, int fd, bool keep, char *msg, size_t msglen) {
+  char tmp[4400], path[4400];
+  pairs_path(s, job, ".tmp", tmp, sizeof tmp);
+  pairs_path(s, job, "", path, sizeof path);
+  struct stat sb;
+  int rc = 0;
+  if (keep && (fsync(fd) != 0 || fstat(fd, &sb) != 0 || rename(tmp, path) != 0 ||
+               fsync_dir(s->pairs_dir) != 0))
+    rc = histd_fail(msg, msglen, HISTD_EIO, "cannot keep the pair list's file: %s",
+                    strerror(errno));
+  close(fd);
+  if (!keep || rc != 0)
+    unlink(tmp);
+  else
+    atomic_fetch_add(&s->payload_bytes, (uint64_t)sb.st_size);
+  return rc;
+}
+
+int store_pairs_open(store *s, const char *job) {
+  char path[4400];
+  pairs_path(s, job, "", path, sizeof path);
+  return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+void store_pairs_drop(store *s, const char *job) {
+  char path[4400];
+  pairs_path(s, job, "", path, sizeof path);
+  struct stat sb;
+  if (stat(path, &sb) == 0 && unlink(path) == 0)
+    atomic_fetch_sub(&s->payload_bytes, (uint64_t)sb.st_size);
+}
 
 void store_payload_path(const store *s, const char *id, char *path, size_t len) {
   snprintf(path, len, "%s/%s.f64", s->payload_dir, id);
@@ -1372,6 +1432,8 @@ int store_delete_result(store *s, const char *id, double at, char *msg, size_t m
   pthread_mutex_unlock(&s->mu);
   if (rc == 0)
     rc = durable(s, seq, msg, msglen);
+  if (rc == 0)
+    store_pairs_drop(s, id);
   if (rc == 0) { /* the zeroed pages' copy leaves the WAL (best effort: a reader may hold it) */
     pthread_mutex_lock(&s->mu);
     sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
@@ -1385,6 +1447,16 @@ int store_expire_jobs(store *s, double before, uint64_t *deleted, char *msg, siz
   sqlite3_stmt *st;
   int rc = 0;
   *deleted = 0;
+  /* the pair lists of the jobs that go */
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT id FROM jobs WHERE status >= 2 AND finished_at > 0 "
+                         "AND finished_at < ?",
+                         -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_double(st, 1, before);
+    while (sqlite3_step(st) == SQLITE_ROW)
+      store_pairs_drop(s, (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+  }
   if (sqlite3_prepare_v2(s->db,
                          "DELETE FROM jobs WHERE status >= 2 AND finished_at > 0 "
                          "AND finished_at < ?",

@@ -318,10 +318,13 @@ def test_trajectory(c):
 def test_schema(c, ds):
     """Every field the daemon's schema lists for JSON, which a result has,
     is the Result's attribute (a grouped one a member of its group's dict),
-    with the JSON's value, read from the .npz as from the JSON."""
+    with the JSON's value, read from the .npz as from the JSON; per-point
+    results and pair lists come back as numpy arrays."""
     schema = c.schema()
     check(schema and {"name", "group", "npz", "type", "shape"} <= set(schema[0]), schema[:1])
-    jobs = [c.submit(ds, bucket_width=100, box=[2000]), c.submit(ds, within=150)]
+    jobs = [c.submit(ds, bucket_width=100, box=[2000]), c.submit(ds, within=150),
+            c.submit(ds, within=150, per_point=True), c.submit(ds, nearest=True),
+            c.submit(ds, pairs_within=120)]
     for job in jobs:
         r = job.wait(progress=False)
         doc = c._call("GET", "/v1/jobs/%s/result" % job.id)
@@ -338,6 +341,9 @@ def test_schema(c, ds):
             if f["shape"] != "scalar":
                 got = [[None if x != x else x for x in row] if isinstance(row, list)
                        else (None if row != row else row) for row in got.tolist()]
+            if want is None and isinstance(got, float) and got != got or got in (
+                    float("inf"), float("-inf")):
+                got = None  # JSON writes a non-finite number as null
             if f["group"] == "timing_ms" or f["name"] in ("device", "kernel_reason"):
                 seen += got is not None  # the npz and the JSON were read at two times
                 continue
@@ -345,6 +351,13 @@ def test_schema(c, ds):
                                                                  f["name"], got, want))
             seen += 1
         check(seen >= 12, "%s: %d fields" % (doc["statistic"], seen))
+    r = c.neighbours(ds, 150, progress=False)
+    check(str(r.neighbours.dtype) == "uint64" and len(r.neighbours) == ds.n, r.neighbours)
+    r = c.nearest(ds, progress=False)
+    check(str(r.nearest.dtype) == "int64" and (r.nearest >= 0).all(), r.nearest)
+    r = c.pairs_within(ds, 120, progress=False)
+    check(len(r.i) == len(r.j) == len(r.d) == r.pairs and (r.i < r.j).all() and
+          (r.d <= 120).all(), (r.pairs, r.i[:3]))
 
 
 def main():

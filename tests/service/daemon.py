@@ -249,11 +249,18 @@ def encode(points, fmt):
     raise ValueError(fmt)
 
 
-def csv_table(body):
+def csv_table(body, section=None):
     """A CSV result's table: its lines without the "# name: value" lines of
-    the result's scalars (the schema's CSV output puts them first)."""
+    the result's scalars (the schema's CSV output puts them first), up to
+    the first "# [name]" section; or that section's table (section="name")."""
     text = body.decode() if isinstance(body, bytes) else body
-    return [l for l in text.splitlines() if not l.startswith("#")]
+    out, current = [], None
+    for line in text.splitlines():
+        if line.startswith("# [") and line.endswith("]"):
+            current = line[3:-1]
+        elif not line.startswith("#") and current == section:
+            out.append(line)
+    return out
 
 
 def csv_scalars(body):
