@@ -163,8 +163,11 @@ HISTD_GRID_FN uint32_t histd__grid_neighbours(const histd__grid_geom *g, uint32_
 }
 
 /* The geometry for a problem (bins resolved, one frame) with at most
- * max_cells cells: 0, or HISTD_EINVAL when the grid cannot apply (r_max
- * not finite, or as wide as the points: one cell), with a sentence. */
+ * max_cells cells (1 to 2^32 - 1: a cell's index is 32 bits): 0, or
+ * HISTD_EINVAL with a sentence when the grid cannot apply (r_max not
+ * finite, a box whose widths are not finite numbers > 0) or its plan fails
+ * grid.c's guard (no cells, more than max_cells, a NaN scale): no caller,
+ * CPU or GPU, ever indexes a grid of no cells. */
 int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geom *g,
                      char *msg, size_t msglen);
 

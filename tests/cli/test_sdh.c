@@ -375,6 +375,28 @@ static void test_statistics(void) {
               path_in_dir("frames.xyz"), "--within", "1", NULL);
 }
 
+/* Inputs at the limits of binary64 (issue #28): a sentence and exit 2 for a
+ * bad job, 1 for a bad file, never a crash. */
+static void test_limits(void) {
+  const char *csv = path_in_dir("p.csv");
+  expect_exit(2, "--periodic: the box's x length, 1e-300, is below 2^-250", csv, "--periodic",
+              "1e-300", "--width", "1e-302", NULL);
+  expect_exit(2, "--periodic: the box's x length, 1e+200, is beyond 2^250", csv, "--periodic",
+              "1e200", "--width", "1", NULL);
+  run_result r = run(csv, "--periodic", "1e200", "--width", "1", "-b", "10", "-k", "grid", NULL);
+  CHECK(r.status == 2 && strstr(r.err, "beyond 2^250"), "grid, box 1e200: exit %d, %s", r.status,
+        r.err);
+  run_free(&r);
+  const char *tiny = "1\nLattice=\"1e-300 0 0 0 1e-300 0 0 0 1e-300\"\nAr 0 0 0\n";
+  write_file("tiny.xyz", tiny, strlen(tiny));
+  expect_exit(1, "frame 1: the box's x length, 1e-300, is below 2^-250", path_in_dir("tiny.xyz"),
+              "--width", "1e-302", NULL, NULL, NULL);
+  const char *far = "1e300 0 0\n-1e300 0 0\n";
+  write_file("far.csv", far, strlen(far));
+  expect_exit(2, "within 2^40 times the periodic box's smallest width", path_in_dir("far.csv"),
+              "--periodic", "10", "--width", "1", NULL);
+}
+
 /* The documented generator: splitmix64 from the seed, x, y, z per point,
  * each box * (next >> 11) * 2^-53. */
 static uint64_t splitmix64(uint64_t *state) {
@@ -538,6 +560,7 @@ int main(int argc, char **argv) {
   test_list_kernels();
   test_errors();
   test_statistics();
+  test_limits();
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0)

@@ -1,0 +1,289 @@
+/*
+ * test_limits.c -- jobs at the limits of binary64 (issue #28): each is
+ * refused with a sentence or computed exactly, never a crash, a hang or an
+ * allocation of gigabytes. Counts are checked against definitions written
+ * here, from shared/DESIGN.md and histd/pair.h's text, not the engine's
+ * functions:
+ *
+ *   - periodic boxes outside the range histd.h states (a side of 1e-300 or
+ *     1e200, a sliver of a triclinic box) are refused, from the job, from a
+ *     frame and from the parameters, on every CPU kernel; boxes near the
+ *     ends of the range run and match the contract's minimum image; points
+ *     too far from the origin for a periodic box are refused, points just
+ *     within the limit counted;
+ *   - the grid refuses a geometry of no cells instead of indexing one.
+ */
+#include <float.h>
+#include <math.h>
+
+#include "../check.h"
+#include "../definition.h"
+#include "grid.h"
+#include "histd/histd.h"
+#include "histd/params.h"
+
+static uint64_t seed = 2828;
+static double rnd(void) { return test_rand01(&seed); }
+
+/* n points uniform in [lo, lo + len)^3 (weights w when w != 0). */
+static histd_dataset points(size_t n, double lo, double len, double w) {
+  histd_dataset ds;
+  histd_dataset_alloc(&ds, n, NULL, 0);
+  if (w != 0)
+    histd_dataset_alloc_weights(&ds, NULL, 0);
+  for (size_t i = 0; i < n; i++) {
+    ds.x[i] = lo + rnd() * len;
+    ds.y[i] = lo + rnd() * len;
+    ds.z[i] = lo + rnd() * len;
+    if (w != 0)
+      ds.w[i] = w * (i % 2 ? 1 : -0.5);
+  }
+  histd_dataset_finish(&ds, NULL, 0);
+  return ds;
+}
+
+static histd_problem problem(const histd_dataset *a, histd_box box, histd_bins bins) {
+  histd_problem p;
+  memset(&p, 0, sizeof p);
+  p.a = a;
+  p.box = box;
+  p.bins = bins;
+  return p;
+}
+
+/* ---- the definition --------------------------------------------------------- */
+
+/* One periodic axis, each operation rounded on its own. */
+static double wrap(double d, double len) {
+  double q = d / len;
+  double n = nearbyint(q);
+  double t = len * n;
+  return d - t;
+}
+
+/* The contract's distance of a pair in the box (histd/pair.h's text). */
+static double distance(const histd_box *b, double xi, double yi, double zi, double xj, double yj,
+                       double zj) {
+  double dx = xi - xj;
+  double dy = yi - yj;
+  double dz = zi - zj;
+  if (b->kind == HISTD_BOX_ORTHO) {
+    dx = wrap(dx, b->ax);
+    dy = wrap(dy, b->by);
+    dz = wrap(dz, b->cz);
+  } else if (b->kind == HISTD_BOX_TRICLINIC) {
+    double n = nearbyint(dz / b->cz);
+    double t = b->cz * n;
+    dz = dz - t;
+    t = b->cy * n;
+    dy = dy - t;
+    t = b->cx * n;
+    dx = dx - t;
+    n = nearbyint(dy / b->by);
+    t = b->by * n;
+    dy = dy - t;
+    t = b->bx * n;
+    dx = dx - t;
+    dx = wrap(dx, b->ax);
+  }
+  return definition_distance(dx, dy, dz, 0, 0, 0); /* dx - 0 is dx */
+}
+
+/* The slot of d: 0..count-1 a bin, count below, count + 1 overflow. */
+static uint32_t slot(const histd_bins *bins, double d) {
+  if (bins->kind == HISTD_BINS_WIDTH) {
+    double q = d / bins->width;
+    double f = floor(q);
+    return f < (double)bins->count ? (uint32_t)f : bins->count + 1;
+  }
+  if (d < bins->edges[0])
+    return bins->count;
+  for (uint32_t k = 0; k < bins->count; k++)
+    if (bins->edges[k] <= d && d < bins->edges[k + 1])
+      return k;
+  return bins->count + 1;
+}
+
+/* Counts the problem's self pairs into want[count + 2]. */
+static void brute(const histd_problem *p, uint64_t *want) {
+  const histd_dataset *a = p->a;
+  memset(want, 0, ((size_t)p->bins.count + 2) * sizeof *want);
+  for (size_t i = 0; i < a->n; i++)
+    for (size_t j = i + 1; j < a->n; j++)
+      want[slot(&p->bins,
+                distance(&p->box, a->x[i], a->y[i], a->z[i], a->x[j], a->y[j], a->z[j]))]++;
+}
+
+/* ---- running every CPU kernel ----------------------------------------------- */
+
+/* Runs p on the CPU with kernel k into r; 0 or the error code. */
+static int run(const histd_problem *p, const char *kernel, histd_result *r, char *msg,
+               size_t msglen) {
+  histd_exec ex;
+  histd_exec_init(&ex);
+  snprintf(ex.kernel, sizeof ex.kernel, "%s", kernel);
+  ex.threads = 2;
+  histd_worker *w;
+  int rc = histd_worker_create(&w, -1, msg, msglen);
+  if (rc != 0)
+    return rc;
+  rc = histd_worker_run(w, p, &ex, NULL, r, msg, msglen);
+  histd_worker_destroy(w);
+  return rc;
+}
+
+/* Every kernel a CPU worker can run (the registry's CPU and "any" rows). */
+static bool cpu_kernel(size_t i) { return histd_kernel_at(i)->engine != HISTD_ENGINE_CUDA; }
+
+/* Every CPU kernel able to run p counts what brute force counts. */
+static void expect_exact(const histd_problem *p, const char *what) {
+  const uint32_t count = p->bins.count;
+  uint64_t *want = malloc(((size_t)count + 2) * sizeof *want);
+  brute(p, want);
+  for (size_t i = 0; i < histd_kernel_count(); i++) {
+    const histd_kernel *k = histd_kernel_at(i);
+    if (!cpu_kernel(i) || !histd_kernel_can(k, p, NULL, 0))
+      continue;
+    histd_result r;
+    char msg[256] = "";
+    int rc = run(p, k->name, &r, msg, sizeof msg);
+    CHECK(rc == 0, "%s on %s: %s", what, k->name, msg);
+    if (rc != 0)
+      continue;
+    bool same = r.below == want[count] && r.overflow == want[count + 1];
+    for (uint32_t b = 0; b < count; b++)
+      same = same && r.counts[b] == want[b];
+    CHECK(same,
+          "%s on %s (%s): counts differ from the definition (below %llu want %llu, "
+          "overflow %llu want %llu)",
+          what, k->name, r.kernel, (unsigned long long)r.below, (unsigned long long)want[count],
+          (unsigned long long)r.overflow, (unsigned long long)want[count + 1]);
+    histd_result_free(&r);
+  }
+  free(want);
+}
+
+/* Every CPU kernel refuses p with a sentence containing needle (and so
+ * does histd_problem_validate, where it can tell from the problem's shape:
+ * the weights' values are the run's to look at). */
+static void expect_refused(const histd_problem *p, const char *needle) {
+  char msg[256] = "";
+  if (!p->weighted) {
+    CHECK(histd_problem_validate(p, msg, sizeof msg) == HISTD_EINVAL, "validate refuses: %s",
+          needle);
+    CHECK_STR_CONTAINS(msg, needle);
+  }
+  for (size_t i = 0; i < histd_kernel_count(); i++) {
+    if (!cpu_kernel(i))
+      continue;
+    histd_result r;
+    msg[0] = '\0';
+    int rc = run(p, histd_kernel_at(i)->name, &r, msg, sizeof msg);
+    CHECK(rc == HISTD_EINVAL, "%s refuses (%s): rc %d", histd_kernel_at(i)->name, needle, rc);
+    if (rc == 0)
+      histd_result_free(&r);
+    CHECK_STR_CONTAINS(msg, needle);
+  }
+}
+
+/* ---- boxes -------------------------------------------------------------------- */
+
+static void test_box_range(void) {
+  histd_dataset a = points(40, 0, 1, 0);
+  const histd_bins bins = {HISTD_BINS_WIDTH, 4, 1e-302, NULL};
+  /* the issue's boxes: widths 0/0 and inf/inf made the r_max check pass */
+  histd_problem p =
+      problem(&a, (histd_box){HISTD_BOX_ORTHO, 1e-300, 0, 1e-300, 0, 0, 1e-300}, bins);
+  expect_refused(&p, "is below 2^-250");
+  p = problem(&a, (histd_box){HISTD_BOX_ORTHO, 1e200, 0, 1e200, 0, 0, 1e200},
+              (histd_bins){HISTD_BINS_WIDTH, 10, 1, NULL});
+  expect_refused(&p, "x length, 1e+200, is beyond 2^250");
+  p.box = (histd_box){HISTD_BOX_TRICLINIC, 10, 1e200, 10, 0, 0, 10};
+  expect_refused(&p, "tilt bx, 1e+200, is beyond 2^250");
+  p.box = (histd_box){HISTD_BOX_TRICLINIC, 10, 1e13, 10, 0, 0, 10}; /* a sliver */
+  expect_refused(&p, "is less than 2^-40 times");
+  p.box = (histd_box){HISTD_BOX_ORTHO, 1, 0, 1, 0, 0, INFINITY};
+  expect_refused(&p, "z length must be a finite number > 0");
+
+  /* from a frame's box: the file's */
+  histd_box boxes[2] = {{HISTD_BOX_ORTHO, 10, 0, 10, 0, 0, 10},
+                        {HISTD_BOX_ORTHO, 10, 0, 10, 0, 0, 1e-300}};
+  size_t counts[2] = {20, 20};
+  char msg[256] = "";
+  CHECK(histd_dataset_set_frames(&a, 2, counts, boxes, msg, sizeof msg) == 0, "frames: %s", msg);
+  p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
+              (histd_bins){HISTD_BINS_WIDTH, 4, 0.1, NULL});
+  p.frame_boxes = true;
+  expect_refused(&p, "frame 2's");
+  histd_dataset_set_frames(&a, 1, (size_t[]){40}, NULL, NULL, 0);
+
+  /* from the parameters */
+  histd_params par;
+  histd_params_init(&par);
+  const histd_param *row = histd_param_find("box");
+  double sides[3] = {1, 1e200, 1};
+  histd_value v = {.kind = HISTD_VALUE_NUMBERS, .numbers = sides, .count = 3};
+  msg[0] = '\0';
+  CHECK(histd_param_set(&par, row, &v, msg, sizeof msg) == HISTD_EINVAL, "box [1, 1e200, 1]");
+  CHECK_STR_CONTAINS(msg, "y length, 1e+200, is beyond 2^250");
+  sides[1] = 1e-300;
+  CHECK(histd_param_set(&par, row, &v, msg, sizeof msg) == HISTD_EINVAL, "box [1, 1e-300, 1]");
+  CHECK_STR_CONTAINS(msg, "is below 2^-250");
+  histd_dataset_free(&a);
+}
+
+/* Boxes near the ends of the range run, exactly. */
+static void test_box_ends(void) {
+  const double big = 0x1p249, small = 0x1p-249;
+  histd_dataset a = points(300, 0, big, 0);
+  histd_problem p = problem(&a, (histd_box){HISTD_BOX_ORTHO, big, 0, big, 0, 0, big},
+                            (histd_bins){HISTD_BINS_WIDTH, 10, big / 20, NULL});
+  expect_exact(&p, "a box of side 2^249");
+  histd_dataset_free(&a);
+  a = points(300, -small, 3 * small, 0); /* unwrapped: within three boxes */
+  p = problem(
+      &a, (histd_box){HISTD_BOX_TRICLINIC, small, small / 3, small, -small / 4, small / 5, small},
+      (histd_bins){HISTD_BINS_WIDTH, 8, small / 40, NULL});
+  expect_exact(&p, "a triclinic box of side 2^-249");
+  histd_dataset_free(&a);
+}
+
+/* Points far from a periodic box: within 2^40 of its smallest width, the
+ * contract's arithmetic stays finite and they count; beyond, refused. */
+static void test_box_far_points(void) {
+  histd_dataset a = points(60, 0, 10, 0);
+  for (size_t i = 0; i < a.n; i += 3)
+    a.x[i] += 1e13 * (i % 2 ? 1 : -1);
+  histd_dataset_finish(&a, NULL, 0);
+  histd_problem p = problem(&a, (histd_box){HISTD_BOX_ORTHO, 10, 0, 10, 0, 0, 10},
+                            (histd_bins){HISTD_BINS_WIDTH, 10, 0.5, NULL});
+  expect_exact(&p, "points 1e13 from a box of 10");
+  a.x[0] = 1e300; /* (x - x') / L overflows, and x - x' - L inf is NaN */
+  a.x[1] = -1e300;
+  histd_dataset_finish(&a, NULL, 0);
+  expect_refused(&p, "within 2^40 times the periodic box's smallest width");
+  histd_dataset_free(&a);
+}
+
+/* The grid's plan refuses what would give no cells, whatever its caller
+ * validated: a box whose widths are NaN here. */
+static void test_grid_guard(void) {
+  histd_dataset a = points(10, 0, 1, 0);
+  histd_problem p = problem(&a, (histd_box){HISTD_BOX_ORTHO, 1e-300, 0, 1e-300, 0, 0, 1e-300},
+                            (histd_bins){HISTD_BINS_WIDTH, 1, 1e-302, NULL});
+  histd__grid_geom g;
+  char msg[256] = "";
+  int rc = histd__grid_plan(&p, 100, &g, msg, sizeof msg);
+  CHECK(rc != 0, "a grid of %llu cells (%u x %u x %u) was planned", (unsigned long long)g.cells,
+        g.n[0], g.n[1], g.n[2]);
+  CHECK_STR_CONTAINS(msg, "the grid");
+  histd_dataset_free(&a);
+}
+
+int main(void) {
+  test_box_range();
+  test_box_ends();
+  test_box_far_points();
+  test_grid_guard();
+  return check_finish("test_limits");
+}
