@@ -11,10 +11,15 @@
  *     ends of the range run and match the contract's minimum image; points
  *     too far from the origin for a periodic box are refused, points just
  *     within the limit counted;
- *   - the grid refuses a geometry of no cells instead of indexing one.
+ *   - the grid refuses a geometry of no cells instead of indexing one;
+ *   - edges of a huge dynamic range (5e-324 .. 3, 1e-200 .. 1e200, log bins
+ *     from 1e-300 to 1e300) on every CPU kernel, counts identical to the
+ *     brute force, under a 4 GiB address-space limit (a table sized by the
+ *     edges' exponents once asked for 16 GiB).
  */
 #include <float.h>
 #include <math.h>
+#include <sys/resource.h>
 
 #include "../check.h"
 #include "../definition.h"
@@ -280,10 +285,53 @@ static void test_grid_guard(void) {
   histd_dataset_free(&a);
 }
 
+/* ---- edges ---------------------------------------------------------------------- */
+
+static void test_edges_range(void) {
+  histd_dataset a = points(200, 0, 2, 0);
+  a.x[0] = a.y[0] = a.z[0] = 0; /* some distances below 1e-200 */
+  a.x[1] = a.y[1] = a.z[1] = 0;
+  a.x[2] = 5e-324;
+  histd_dataset_finish(&a, NULL, 0);
+  const double e1[] = {5e-324, 1, 2, 3};
+  histd_problem p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
+                            (histd_bins){HISTD_BINS_EDGES, 3, 0, e1});
+  expect_exact(&p, "edges 5e-324, 1, 2, 3");
+  const double e2[] = {1e-200, 1, 2, 1e200};
+  p.bins.edges = e2;
+  expect_exact(&p, "edges 1e-200, 1, 2, 1e200");
+  double e3[41];
+  char msg[256] = "";
+  CHECK(histd_log_edges(1e-300, 1e300, 40, e3, msg, sizeof msg) == 0, "log edges: %s", msg);
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 40, 0, e3};
+  expect_exact(&p, "40 log bins from 1e-300 to 1e300");
+  const double e4[] = {-1, 0, 5e-324, 1e-310, 1e-300};
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 4, 0, e4};
+  expect_exact(&p, "edges -1, 0, 5e-324, 1e-310, 1e-300");
+  histd_dataset_free(&a);
+}
+
+/* A table that grows with the edges' exponents once asked for 2^31 cells:
+ * with the address space capped, such a request fails instead of paging.
+ * (Not under the sanitizers: they reserve terabytes of shadow.) */
+static void limit_memory(void) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  return;
+#endif
+#endif
+  struct rlimit rl = {(rlim_t)4 << 30, (rlim_t)4 << 30};
+  CHECK(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit");
+}
+
 int main(void) {
+  limit_memory();
   test_box_range();
   test_box_ends();
   test_box_far_points();
   test_grid_guard();
+  test_edges_range();
   return check_finish("test_limits");
 }
