@@ -647,9 +647,12 @@ int histd_worker_prefetch(histd_worker *w, const histd_dataset *ds,
                           char *msg, size_t msglen);
 
 /*
- * Validates the problem and the execution, resolves the default bucket count
- * and "auto" (the fastest kernel able to run the problem on this worker),
- * runs the kernel and fills `res` (which it initialises; free it with
+ * Validates the problem and the execution, and a weighted problem's weights
+ * (the largest |w| of A times that of B times the pairs at most 2^1000, the
+ * smallest nonzero product at least 2^-1022: else HISTD_EINVAL with a
+ * sentence, as no sum could keep its precision), resolves the default
+ * bucket count and "auto" (the fastest kernel able to run the problem on
+ * this worker), runs the kernel and fills `res` (which it initialises; free it with
  * histd_result_free on success). On failure res is left empty.
  */
 int histd_worker_run(histd_worker *w, const histd_problem *p, const histd_exec *ex,

@@ -451,6 +451,46 @@ int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen) {
   return 0;
 }
 
+/* The largest |w| of ds, and the smallest nonzero one (+inf: none). */
+static void weight_range(const histd_dataset *ds, double *big, double *small) {
+  *big = 0;
+  *small = INFINITY;
+  for (size_t i = 0; i < ds->n; i++) {
+    const double v = fabs(ds->w[i]);
+    *big = v > *big ? v : *big;
+    *small = v > 0 && v < *small ? v : *small;
+  }
+}
+
+/* The weights' range (engine.h): every bin's sum of |w_i w_j| at most
+ * 2^1000, every nonzero product normal. */
+int histd__weights_check(const histd_problem *p, char *msg, size_t msglen) {
+  if (!p->weighted)
+    return 0;
+  double big_a, small_a, big_b, small_b;
+  weight_range(p->a, &big_a, &small_a);
+  if (p->b != NULL)
+    weight_range(p->b, &big_b, &small_b);
+  else
+    big_b = big_a, small_b = small_a;
+  const double pairs = (double)histd_problem_pairs(p);
+  if (!(big_a * big_b * pairs <= 0x1p1000)) /* also when big_a * big_b overflows */
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the weighted sums could overflow binary64: the largest |w| of A (%g) "
+                      "times that of %s (%g) times the %.0f pairs exceeds 2^1000 (about "
+                      "1.1e301); scale the weights down",
+                      big_a, p->b ? "B" : "A", big_b, pairs);
+  /* scaled by 2^600 each, so that the product of two subnormals is normal */
+  if (small_a < INFINITY && small_b < INFINITY &&
+      ldexp(small_a, 600) * ldexp(small_b, 600) < 0x1p178)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the weights' products could underflow binary64: the smallest nonzero |w| "
+                      "of A (%g) times that of %s (%g) is below 2^-1022 (about 2.2e-308), where "
+                      "products lose their precision; scale the weights up",
+                      small_a, p->b ? "B" : "A", small_b);
+  return 0;
+}
+
 int histd_default_buckets(const histd_dataset *ds, double width, uint32_t *buckets, char *msg,
                           size_t msglen) {
   if (!(width > 0) || !isfinite(width))

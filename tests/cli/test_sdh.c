@@ -427,6 +427,10 @@ static void test_limits(void) {
   write_file("far.csv", far, strlen(far));
   expect_exit(2, "within 2^40 times the periodic box's smallest width", path_in_dir("far.csv"),
               "--periodic", "10", "--width", "1", NULL);
+  const char *heavy = "0 0 0 1e308\n1 0 0 1e308\n";
+  write_file("heavy.csv", heavy, strlen(heavy));
+  expect_exit(2, "the weighted sums could overflow binary64", path_in_dir("heavy.csv"), "--width",
+              "1", "--weighted", NULL, NULL);
   const char *const edges[] = {"5e-324,100,1000,3000", "1e-200,100,1000,1e200"};
   for (int i = 0; i < 2; i++) {
     r = run(csv, "--edges", edges[i], "-f", "json", NULL);

@@ -15,7 +15,9 @@
  *   - edges of a huge dynamic range (5e-324 .. 3, 1e-200 .. 1e200, log bins
  *     from 1e-300 to 1e300) on every CPU kernel, counts identical to the
  *     brute force, under a 4 GiB address-space limit (a table sized by the
- *     edges' exponents once asked for 16 GiB).
+ *     edges' exponents once asked for 16 GiB);
+ *   - weights whose products overflow or underflow binary64 are refused;
+ *     weights just inside the bound are summed to 1e-12.
  */
 #include <float.h>
 #include <math.h>
@@ -311,6 +313,57 @@ static void test_edges_range(void) {
   histd_dataset_free(&a);
 }
 
+/* ---- weights -------------------------------------------------------------------- */
+
+static void test_weights_range(void) {
+  histd_dataset a = points(10, 0, 1, 1e308); /* products overflow: NaN sums */
+  histd_problem p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
+                            (histd_bins){HISTD_BINS_WIDTH, 4, 0.5, NULL});
+  p.weighted = true;
+  expect_refused(&p, "overflow");
+  histd_dataset_free(&a);
+  a = points(10, 0, 1, 1e150); /* 45 pairs x 1e300: past 2^1000 */
+  p.a = &a;
+  expect_refused(&p, "overflow");
+  histd_dataset_free(&a);
+  a = points(10, 0, 1, 1e-170); /* products of 1e-340 underflow */
+  p.a = &a;
+  expect_refused(&p, "underflow");
+  histd_dataset_free(&a);
+
+  /* just inside: 45 pairs x 1e298 and 1e-300 / 4; the sums to 1e-12 */
+  const double ws[2] = {1e149, 0x1p-510};
+  for (int t = 0; t < 2; t++) {
+    a = points(10, 0, 1, ws[t]);
+    p.a = &a;
+    long double want[6] = {0}, mag[6] = {0};
+    for (size_t i = 0; i < a.n; i++)
+      for (size_t j = i + 1; j < a.n; j++) {
+        uint32_t s =
+            slot(&p.bins, distance(&p.box, a.x[i], a.y[i], a.z[i], a.x[j], a.y[j], a.z[j]));
+        want[s] += (long double)a.w[i] * a.w[j];
+        mag[s] += fabsl((long double)a.w[i] * a.w[j]);
+      }
+    for (size_t i = 0; i < histd_kernel_count(); i++) {
+      const histd_kernel *k = histd_kernel_at(i);
+      if (!cpu_kernel(i) || !histd_kernel_can(k, &p, NULL, 0))
+        continue;
+      histd_result r;
+      char msg[256] = "";
+      int rc = run(&p, k->name, &r, msg, sizeof msg);
+      CHECK(rc == 0, "weights %g on %s: %s", ws[t], k->name, msg);
+      if (rc != 0)
+        continue;
+      for (uint32_t b = 0; b < 4; b++)
+        CHECK(fabsl(r.weighted[b] - want[b]) <= 1e-12L * mag[b],
+              "weights %g on %s: bin %u's sum %.17g, want %.17Lg", ws[t], k->name, b, r.weighted[b],
+              want[b]);
+      histd_result_free(&r);
+    }
+    histd_dataset_free(&a);
+  }
+}
+
 /* A table that grows with the edges' exponents once asked for 2^31 cells:
  * with the address space capped, such a request fails instead of paging.
  * (Not under the sanitizers: they reserve terabytes of shadow.) */
@@ -333,5 +386,6 @@ int main(void) {
   test_box_far_points();
   test_grid_guard();
   test_edges_range();
+  test_weights_range();
   return check_finish("test_limits");
 }
