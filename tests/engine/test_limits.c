@@ -60,55 +60,17 @@ static histd_problem problem(const histd_dataset *a, histd_box box, histd_bins b
 
 /* ---- the definition --------------------------------------------------------- */
 
-/* One periodic axis, each operation rounded on its own. */
-static double wrap(double d, double len) {
-  double q = d / len;
-  double n = nearbyint(q);
-  double t = len * n;
-  return d - t;
-}
-
-/* The contract's distance of a pair in the box (histd/pair.h's text). */
-static double distance(const histd_box *b, double xi, double yi, double zi, double xj, double yj,
+/* The contract's distance of a pair in the box (definition.h). */
+static double distance(const histd_box *box, double xi, double yi, double zi, double xj, double yj,
                        double zj) {
-  double dx = xi - xj;
-  double dy = yi - yj;
-  double dz = zi - zj;
-  if (b->kind == HISTD_BOX_ORTHO) {
-    dx = wrap(dx, b->ax);
-    dy = wrap(dy, b->by);
-    dz = wrap(dz, b->cz);
-  } else if (b->kind == HISTD_BOX_TRICLINIC) {
-    double n = nearbyint(dz / b->cz);
-    double t = b->cz * n;
-    dz = dz - t;
-    t = b->cy * n;
-    dy = dy - t;
-    t = b->cx * n;
-    dx = dx - t;
-    n = nearbyint(dy / b->by);
-    t = b->by * n;
-    dy = dy - t;
-    t = b->bx * n;
-    dx = dx - t;
-    dx = wrap(dx, b->ax);
-  }
-  return definition_distance(dx, dy, dz, 0, 0, 0); /* dx - 0 is dx */
+  const def_box b = {(int)box->kind, box->ax, box->bx, box->by, box->cx, box->cy, box->cz};
+  return definition_box_distance(&b, xi, yi, zi, xj, yj, zj);
 }
 
 /* The slot of d: 0..count-1 a bin, count below, count + 1 overflow. */
 static uint32_t slot(const histd_bins *bins, double d) {
-  if (bins->kind == HISTD_BINS_WIDTH) {
-    double q = d / bins->width;
-    double f = floor(q);
-    return f < (double)bins->count ? (uint32_t)f : bins->count + 1;
-  }
-  if (d < bins->edges[0])
-    return bins->count;
-  for (uint32_t k = 0; k < bins->count; k++)
-    if (bins->edges[k] <= d && d < bins->edges[k + 1])
-      return k;
-  return bins->count + 1;
+  return definition_slot(d, bins->width, bins->kind == HISTD_BINS_EDGES ? bins->edges : NULL,
+                         bins->count);
 }
 
 /* Counts the problem's self pairs into want[count + 2]. */
