@@ -75,7 +75,8 @@ int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geo
                                                                   fmax(fabs(box->cx), fabs(box->cy)))));
     ratio = bmax / bmin;
   }
-  const double reach = r_max * (1 + 0x1p-20) + 0x1p-40 * (m + bsum) * (1 + ratio);
+  /* grid.h: the margin, and the floor below which squares underflow */
+  const double reach = fmax(r_max * (1 + 0x1p-20) + 0x1p-40 * (m + bsum) * (1 + ratio), 0x1p-500);
   g->r_max = r_max;
   g->reach = reach;
   g->periodic = periodic;

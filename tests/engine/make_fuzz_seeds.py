@@ -85,6 +85,13 @@ seeds = {
     points(40, SMALL + ['4', '5', ('4', True)]),
     'knobs-avx2-edges': head(bins=2, count=4, n_a=33, how=2 << 2 | 2 << 6) + value('0') +
     value('0.5') + value('1', ulps=1) + value('2') + value('3') + points(33, SMALL),
+    # the fuzzer's findings, as it wrote them
+    # the grid cut points 2^-1021 and a few ulps apart (every square
+    # underflows: d = 0, bin 0) into cells and called the pairs it skipped
+    # overflow; fixed by grid.h's floor of 2^-500 on a cell's side
+    'found-grid-underflow': bytes.fromhex(
+        '4401050302003403340334033103000334033103710300037403340331037103'
+        '0003740334033103710300037403340331000000000000000003310371030003'),
 }
 
 here = os.path.dirname(os.path.abspath(__file__))

@@ -249,6 +249,23 @@ static void test_grid_guard(void) {
   histd_dataset_free(&a);
 }
 
+/* Points 2^-1020 apart at most: every square underflows, so the contract
+ * puts every pair at d = 0, in bin 0 (the engine fuzzer's finding: the
+ * grid cut such a set into cells and called the pairs it skipped overflow). */
+static void test_grid_underflow(void) {
+  histd_dataset a = points(30, 0, 1, 0);
+  for (size_t i = 0; i < a.n; i++) {
+    a.x[i] = ldexp(floor(a.x[i] * 64), -1026);
+    a.y[i] = ldexp(floor(a.y[i] * 64), -1026);
+    a.z[i] = ldexp(floor(a.z[i] * 64), -1026);
+  }
+  histd_dataset_finish(&a, NULL, 0);
+  histd_problem p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
+                            (histd_bins){HISTD_BINS_WIDTH, 1, 0x1p-1074, NULL});
+  expect_exact(&p, "points 2^-1020 apart, width 2^-1074");
+  histd_dataset_free(&a);
+}
+
 /* ---- edges ---------------------------------------------------------------------- */
 
 static void test_edges_range(void) {
@@ -347,6 +364,7 @@ int main(void) {
   test_box_ends();
   test_box_far_points();
   test_grid_guard();
+  test_grid_underflow();
   test_edges_range();
   test_weights_range();
   return check_finish("test_limits");
