@@ -495,6 +495,10 @@ int histd_default_buckets(const histd_dataset *ds, double width, uint32_t *bucke
                           size_t msglen) {
   if (!(width > 0) || !isfinite(width))
     return histd_fail(msg, msglen, HISTD_EINVAL, "bucket_width must be > 0, got %g", width);
+  if (isinf(histd_dataset_diagonal(ds)))
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the data's diagonal overflows binary64 (the points span more than about "
+                      "1e308): no number of buckets covers every pair; give buckets");
   double q = floor(histd_dataset_diagonal(ds) / width);
   if (!(q < HISTD_MAX_BUCKETS))
     return histd_fail(msg, msglen, HISTD_EINVAL,

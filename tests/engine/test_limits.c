@@ -132,12 +132,13 @@ static void expect_exact(const histd_problem *p, const char *what) {
   free(want);
 }
 
-/* Every CPU kernel refuses p with a sentence containing needle (and so
- * does histd_problem_validate, where it can tell from the problem's shape:
- * the weights' values are the run's to look at). */
-static void expect_refused(const histd_problem *p, const char *needle) {
+/* Every CPU kernel refuses p with a sentence containing needle, and so
+ * does histd_problem_validate when shape (what it can tell from the
+ * problem's shape: the weights' values and the default count are the
+ * run's to look at). */
+static void expect_refused_by(const histd_problem *p, const char *needle, bool shape) {
   char msg[256] = "";
-  if (!p->weighted) {
+  if (shape) {
     CHECK(histd_problem_validate(p, msg, sizeof msg) == HISTD_EINVAL, "validate refuses: %s",
           needle);
     CHECK_STR_CONTAINS(msg, needle);
@@ -153,6 +154,10 @@ static void expect_refused(const histd_problem *p, const char *needle) {
       histd_result_free(&r);
     CHECK_STR_CONTAINS(msg, needle);
   }
+}
+
+static void expect_refused(const histd_problem *p, const char *needle) {
+  expect_refused_by(p, needle, !p->weighted);
 }
 
 /* ---- boxes -------------------------------------------------------------------- */
@@ -266,6 +271,22 @@ static void test_grid_underflow(void) {
   histd_dataset_free(&a);
 }
 
+/* Points from -DBL_MAX to DBL_MAX: their differences overflow to inf, a
+ * distance the contract puts in overflow; no default count covers them. */
+static void test_infinite_distances(void) {
+  histd_dataset a = points(12, 0, 4, 0);
+  a.x[0] = DBL_MAX;
+  a.x[1] = -DBL_MAX;
+  a.y[2] = DBL_MAX / 2;
+  histd_dataset_finish(&a, NULL, 0);
+  histd_problem p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
+                            (histd_bins){HISTD_BINS_WIDTH, 8, 1, NULL});
+  expect_exact(&p, "points from -DBL_MAX to DBL_MAX");
+  p.bins.count = 0;
+  expect_refused_by(&p, "the data's diagonal overflows binary64", false);
+  histd_dataset_free(&a);
+}
+
 /* ---- edges ---------------------------------------------------------------------- */
 
 static void test_edges_range(void) {
@@ -365,6 +386,7 @@ int main(void) {
   test_box_far_points();
   test_grid_guard();
   test_grid_underflow();
+  test_infinite_distances();
   test_edges_range();
   test_weights_range();
   return check_finish("test_limits");
