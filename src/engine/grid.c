@@ -251,10 +251,12 @@ int histd__grid_build(histd__grid *grid, const histd_problem *p, uint64_t max_ce
   if (rc != 0)
     return rc;
   const bool cross = p->b != NULL;
-  rc = sort_by_cell(&grid->g, p->a, p->weighted, &grid->a, &grid->start_a,
+  /* each set's weights where it has them: a count per point weighs B's
+   * neighbours only, and A may carry none */
+  rc = sort_by_cell(&grid->g, p->a, p->weighted && p->a->w != NULL, &grid->a, &grid->start_a,
                     keep_order ? &grid->order_a : NULL, msg, msglen);
   if (rc == 0 && cross)
-    rc = sort_by_cell(&grid->g, p->b, p->weighted, &grid->b, &grid->start_b,
+    rc = sort_by_cell(&grid->g, p->b, p->weighted && p->b->w != NULL, &grid->b, &grid->start_b,
                       keep_order ? &grid->order_b : NULL, msg, msglen);
   if (rc != 0) {
     histd__grid_free(grid);

@@ -468,6 +468,17 @@ int histd__weights_check(const histd_problem *p, char *msg, size_t msglen) {
   if (!p->weighted)
     return 0;
   double big_a, small_a, big_b, small_b;
+  if (histd_statistic_per_point(p->statistic)) { /* sums of B's w_j, no products */
+    const histd_dataset *src = p->b != NULL ? p->b : p->a;
+    weight_range(src, &big_b, &small_b);
+    if (!(big_b * (double)src->n <= 0x1p1000))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "the per-point weight sums could overflow binary64: the largest |w| of "
+                        "%s (%g) times its %zu points exceeds 2^1000 (about 1.1e301); scale the "
+                        "weights down",
+                        p->b ? "B" : "the dataset", big_b, src->n);
+    return 0;
+  }
   weight_range(p->a, &big_a, &small_a);
   if (p->b != NULL)
     weight_range(p->b, &big_b, &small_b);

@@ -105,10 +105,14 @@ static int run(const histd_problem *p, const char *kernel, histd_result *r, char
 static bool cpu_kernel(size_t i) { return histd_kernel_at(i)->engine != HISTD_ENGINE_CUDA; }
 
 /* Every CPU kernel able to run p counts what brute force counts. */
-static void expect_exact(const histd_problem *p, const char *what) {
-  const uint32_t count = p->bins.count;
-  uint64_t *want = malloc(((size_t)count + 2) * sizeof *want);
-  brute(p, want);
+/* What a result must hold: checked by check(r, kernel, what, ctx). */
+typedef struct expected {
+  void (*check)(const histd_result *r, const char *kernel, const char *what, const void *ctx);
+  const void *ctx;
+} expected;
+
+/* Every CPU kernel able to run p runs it, and its result is checked. */
+static void each_kernel(const histd_problem *p, const char *what, expected e) {
   for (size_t i = 0; i < histd_kernel_count(); i++) {
     const histd_kernel *k = histd_kernel_at(i);
     if (!cpu_kernel(i) || !histd_kernel_can(k, p, NULL, 0))
@@ -119,16 +123,30 @@ static void expect_exact(const histd_problem *p, const char *what) {
     CHECK(rc == 0, "%s on %s: %s", what, k->name, msg);
     if (rc != 0)
       continue;
-    bool same = r.below == want[count] && r.overflow == want[count + 1];
-    for (uint32_t b = 0; b < count; b++)
-      same = same && r.counts[b] == want[b];
-    CHECK(same,
-          "%s on %s (%s): counts differ from the definition (below %llu want %llu, "
-          "overflow %llu want %llu)",
-          what, k->name, r.kernel, (unsigned long long)r.below, (unsigned long long)want[count],
-          (unsigned long long)r.overflow, (unsigned long long)want[count + 1]);
+    e.check(&r, k->name, what, e.ctx);
     histd_result_free(&r);
   }
+}
+
+/* The counts, below and overflow of the definition (want[count + 2]). */
+static void same_counts(const histd_result *r, const char *kernel, const char *what,
+                        const void *ctx) {
+  const uint64_t *want = ctx;
+  const uint32_t count = r->bins.count;
+  bool same = r->below == want[count] && r->overflow == want[count + 1];
+  for (uint32_t b = 0; b < count; b++)
+    same = same && r->counts[b] == want[b];
+  CHECK(same,
+        "%s on %s (%s): counts differ from the definition (below %llu want %llu, "
+        "overflow %llu want %llu)",
+        what, kernel, r->kernel, (unsigned long long)r->below, (unsigned long long)want[count],
+        (unsigned long long)r->overflow, (unsigned long long)want[count + 1]);
+}
+
+static void expect_exact(const histd_problem *p, const char *what) {
+  uint64_t *want = malloc(((size_t)p->bins.count + 2) * sizeof *want);
+  brute(p, want);
+  each_kernel(p, what, (expected){same_counts, want});
   free(want);
 }
 
@@ -144,7 +162,7 @@ static void expect_refused_by(const histd_problem *p, const char *needle, bool s
     CHECK_STR_CONTAINS(msg, needle);
   }
   for (size_t i = 0; i < histd_kernel_count(); i++) {
-    if (!cpu_kernel(i))
+    if (!cpu_kernel(i) || !histd_kernel_can(histd_kernel_at(i), p, NULL, 0))
       continue;
     histd_result r;
     msg[0] = '\0';
@@ -315,6 +333,16 @@ static void test_edges_range(void) {
 
 /* ---- weights -------------------------------------------------------------------- */
 
+/* The weighted sums to 1e-12 of ctx's exact sums relative to their sums
+ * of magnitudes (ctx: {sum, mag}, a bin each). */
+static void same_sums(const histd_result *r, const char *kernel, const char *what,
+                      const void *ctx) {
+  const long double *const *s = ctx;
+  for (uint32_t b = 0; b < r->bins.count; b++)
+    CHECK(fabsl(r->weighted[b] - s[0][b]) <= 1e-12L * s[1][b],
+          "%s on %s: bin %u's sum %.17g, want %.17Lg", what, kernel, b, r->weighted[b], s[0][b]);
+}
+
 static void test_weights_range(void) {
   histd_dataset a = points(10, 0, 1, 1e308); /* products overflow: NaN sums */
   histd_problem p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
@@ -344,24 +372,48 @@ static void test_weights_range(void) {
         want[s] += (long double)a.w[i] * a.w[j];
         mag[s] += fabsl((long double)a.w[i] * a.w[j]);
       }
-    for (size_t i = 0; i < histd_kernel_count(); i++) {
-      const histd_kernel *k = histd_kernel_at(i);
-      if (!cpu_kernel(i) || !histd_kernel_can(k, &p, NULL, 0))
-        continue;
-      histd_result r;
-      char msg[256] = "";
-      int rc = run(&p, k->name, &r, msg, sizeof msg);
-      CHECK(rc == 0, "weights %g on %s: %s", ws[t], k->name, msg);
-      if (rc != 0)
-        continue;
-      for (uint32_t b = 0; b < 4; b++)
-        CHECK(fabsl(r.weighted[b] - want[b]) <= 1e-12L * mag[b],
-              "weights %g on %s: bin %u's sum %.17g, want %.17Lg", ws[t], k->name, b, r.weighted[b],
-              want[b]);
-      histd_result_free(&r);
-    }
+    const long double *sums[2] = {want, mag};
+    char what[64];
+    snprintf(what, sizeof what, "weights %g", ws[t]);
+    each_kernel(&p, what, (expected){same_sums, sums});
     histd_dataset_free(&a);
   }
+}
+
+/* Each point's sum of its neighbours' weights, as same_sums. */
+static void same_point_sums(const histd_result *r, const char *kernel, const char *what,
+                            const void *ctx) {
+  const long double *const *s = ctx;
+  for (size_t q = 0; q < r->n; q++)
+    CHECK(fabsl(r->point_weighted[q] - s[0][q]) <= 1e-12L * s[1][q],
+          "%s on %s: point %zu's sum %.17g, want %.17Lg", what, kernel, q, r->point_weighted[q],
+          s[0][q]);
+}
+
+/* A count per point sums B's weights (no products): their magnitude
+ * times B's points at most 2^1000, and tiny weights are fine; A needs none. */
+static void test_point_weights(void) {
+  histd_dataset a = points(10, 0, 1, 0), b = points(10, 0, 1, 1e305);
+  histd_problem p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
+                            (histd_bins){HISTD_BINS_WIDTH, 0, 0, NULL});
+  p.b = &b;
+  p.statistic = HISTD_STAT_POINT_COUNTS;
+  p.radius = 0.8;
+  p.weighted = true;
+  expect_refused(&p, "the per-point weight sums could overflow binary64");
+  histd_dataset_free(&b);
+  b = points(10, 0, 1, 1e-300);
+  long double want[10] = {0}, mag[10] = {0};
+  for (size_t q = 0; q < a.n; q++)
+    for (size_t j = 0; j < b.n; j++)
+      if (distance(&p.box, a.x[q], a.y[q], a.z[q], b.x[j], b.y[j], b.z[j]) <= p.radius) {
+        want[q] += b.w[j];
+        mag[q] += fabsl((long double)b.w[j]);
+      }
+  const long double *sums[2] = {want, mag};
+  each_kernel(&p, "per point, weights 1e-300", (expected){same_point_sums, sums});
+  histd_dataset_free(&a);
+  histd_dataset_free(&b);
 }
 
 /* A table that grows with the edges' exponents once asked for 2^31 cells:
@@ -389,5 +441,6 @@ int main(void) {
   test_infinite_distances();
   test_edges_range();
   test_weights_range();
+  test_point_weights();
   return check_finish("test_limits");
 }
