@@ -7,9 +7,12 @@
  * The input (missing bytes read as 0):
  *   byte 0  shape: bits 0-1 the box (0 open, 1 orthorhombic, 2 triclinic,
  *           3 open), bits 2-3 the bins (0 width and count, 1 width with
- *           the default count, 2 explicit edges, 3 log bins), bit 4 within
- *           a radius, bit 5 weighted, bit 6 A x B, bit 7 two frames in
- *           their own boxes (the file's)
+ *           the default count, 2 explicit edges, 3 log bins), bit 4 a
+ *           statistic of a radius instead of a histogram (then bits 2-3
+ *           say which: within R, a count per point, the nearest point
+ *           (within R, or anywhere where R is 0), the pairs within R),
+ *           bit 5 weighted, bit 6 A x B, bit 7 two frames in their own
+ *           boxes (the file's)
  *   byte 1  A's points, 1 + byte % 40;  byte 2 B's, likewise
  *   byte 3  the bins' count, 1 + byte % 12
  *   byte 4  how to run: bit 0 two threads, bit 1 precision "fast", bits
@@ -18,22 +21,28 @@
  *           its bucket-pair table (default, never, forced)
  *   then values of two bytes each (value()): the box (3 or 6 components:
  *   ax, by, cz or ax, bx, by, cx, cy, cz), frame 2's box, the width (or
- *   count + 1 edges, sorted, or r_min and r_max), the radius, A's offset,
- *   A's x, y, z (offset + value) and weights, then B's likewise.
+ *   count + 1 edges, sorted, or r_min and r_max) or, for a statistic of a
+ *   radius, the radius; A's offset, A's x, y, z (offset + value) and
+ *   weights, then B's likewise.
  *
  * A value is a table entry (0, subnormals, 1e-300, the box range's ends
  * 2^-250 and 2^250, simple numbers that land on edges, 2^52, DBL_MAX/4,
  * DBL_MAX, ...) times a small integer, moved a few ulps, with a sign.
  *
  * Checks: histd_problem_validate either refuses with a sentence or every
- * CPU kernel (the registry's "cpu" and "any" rows) runs it; a run either
- * fails with a sentence or its counts, below and overflow are the
+ * CPU kernel able to (the registry's "cpu" and "any" rows) runs it; a run
+ * either fails with a sentence or its counts, below and overflow are the
  * contract's (with precision "fast", where the result says it is exact),
  * sum(counts) + below + overflow = total = the number of pairs, the
  * default count in open space leaves no overflow, and weighted sums lie
- * within 1e-12 of the exact sum relative to the sum of |w_i w_j|. The cpu
- * kernel runs once more with the byte-4 knobs (histd__cpu_run_opts). Any
- * mismatch aborts, with the case on stderr.
+ * within 1e-12 of the exact sum relative to the sum of |w_i w_j|. A count
+ * per point is each point's partners with d <= R (never itself) and their
+ * weights' sum to 1e-12; the nearest point its least d, ties to the lowest
+ * index, none (NaN, -1) where no point is within R; the pairs within R the
+ * records (frame, i, j, d), i < j for self pairs, as a set. "auto" runs
+ * whatever "cpu-reference" (the contract, literally) runs. The cpu kernel
+ * runs histograms once more with the byte-4 knobs (histd__cpu_run_opts).
+ * Any mismatch aborts, with the case on stderr.
  */
 #include <float.h>
 #include <math.h>
@@ -215,10 +224,131 @@ static void check_result(const histd_problem *p, const histd_result *r, const ch
   free(e);
 }
 
+/* Frame f's points of ds: [*start, *start + *n) (a one-frame set: all). */
+static void frame_range(const histd_dataset *ds, size_t f, size_t *start, size_t *n) {
+  const bool one = ds->frames <= 1;
+  *start = one ? 0 : ds->frame[f].start;
+  *n = one ? ds->n : ds->frame[f].n;
+}
+
+static const histd_box *frame_box(const histd_problem *p, size_t f) {
+  const histd_dataset *a = p->a;
+  return !p->frame_boxes ? &p->box : a->frames > 1 ? &a->frame[f].box : &a->box;
+}
+
+/* A count per point and the nearest point: row f * n + i of frame f's
+ * point i, against its partners in B's frame (B's only frame, or A's own
+ * frame without i). */
+static void check_points(const histd_problem *p, const histd_result *r, const char *kernel) {
+  const size_t frames = histd_problem_frames(p);
+  for (size_t f = 0; f < frames; f++) {
+    size_t sa, na, sb, nb;
+    frame_range(p->a, f, &sa, &na);
+    const histd_dataset *b = p->b != NULL ? p->b : p->a;
+    frame_range(b, p->b != NULL && p->b->frames <= 1 ? 0 : f, &sb, &nb);
+    if (r->point_n != na)
+      fail("a row per point of the frame", kernel, "");
+    for (size_t i = 0; i < na; i++) {
+      uint64_t count = 0;
+      long double sum = 0, mag = 0;
+      double best = 0;
+      int64_t best_j = -1;
+      for (size_t j = 0; j < nb; j++) {
+        if (p->b == NULL && j == i)
+          continue;
+        const double d = distance(frame_box(p, f), p->a, sa + i, b, sb + j);
+        if (!(d <= p->radius))
+          continue;
+        count++;
+        if (p->weighted) {
+          sum += b->w[sb + j];
+          mag += fabsl((long double)b->w[sb + j]);
+        }
+        if (best_j < 0 || d < best)
+          best = d, best_j = (int64_t)j;
+      }
+      const size_t row = f * na + i;
+      if (p->statistic == HISTD_STAT_POINT_COUNTS &&
+          (r->point_counts[row] != count ||
+           (p->weighted && !(fabsl(r->point_weighted[row] - sum) <= 1e-12L * mag)))) {
+        fprintf(stderr, "frame %zu point %zu: %llu partners (the contract %llu)\n", f, i,
+                (unsigned long long)r->point_counts[row], (unsigned long long)count);
+        fail("a count per point differs from the contract", kernel, r->device);
+      }
+      if (p->statistic == HISTD_STAT_NEAREST &&
+          (r->nearest_j[row] != best_j || (best_j >= 0 && r->nearest_d[row] != best) ||
+           (best_j < 0 && !isnan(r->nearest_d[row])))) {
+        fprintf(stderr, "frame %zu point %zu: nearest %lld at %a (the contract %lld at %a)\n", f, i,
+                (long long)r->nearest_j[row], r->nearest_d[row], (long long)best_j, best);
+        fail("the nearest point differs from the contract", kernel, r->device);
+      }
+    }
+  }
+}
+
+/* The pairs within R, as a list the run handed out (fuzz_engine's sink). */
+typedef struct records {
+  histd_pair_record *r;
+  size_t n, cap;
+} records;
+
+static int collect(void *user, const histd_pair_record *r, size_t n, char *msg, size_t msglen) {
+  (void)msg, (void)msglen;
+  records *o = user;
+  if (o->n + n > o->cap) {
+    o->cap = 2 * (o->n + n);
+    o->r = realloc(o->r, o->cap * sizeof *o->r);
+    if (o->r == NULL)
+      abort();
+  }
+  memcpy(o->r + o->n, r, n * sizeof *r);
+  o->n += n;
+  return 0;
+}
+
+static int record_cmp(const void *x, const void *y) {
+  const histd_pair_record *a = x, *b = y;
+  if (a->frame != b->frame)
+    return a->frame < b->frame ? -1 : 1;
+  if (a->i != b->i)
+    return a->i < b->i ? -1 : 1;
+  return a->j < b->j ? -1 : a->j > b->j ? 1 : 0;
+}
+
+static void check_pairs(const histd_problem *p, const histd_result *r, records *got,
+                        const char *kernel) {
+  records want = {NULL, 0, 0};
+  for (size_t f = 0, frames = histd_problem_frames(p); f < frames; f++) {
+    size_t sa, na, sb, nb;
+    frame_range(p->a, f, &sa, &na);
+    const histd_dataset *b = p->b != NULL ? p->b : p->a;
+    frame_range(b, p->b != NULL && p->b->frames <= 1 ? 0 : f, &sb, &nb);
+    for (size_t i = 0; i < na; i++)
+      for (size_t j = p->b != NULL ? 0 : i + 1; j < nb; j++) {
+        const double d = distance(frame_box(p, f), p->a, sa + i, b, sb + j);
+        const histd_pair_record rec = {f, i, j, d};
+        if (d <= p->radius)
+          collect(&want, &rec, 1, NULL, 0);
+      }
+  }
+  qsort(want.r, want.n, sizeof *want.r, record_cmp);
+  qsort(got->r, got->n, sizeof *got->r, record_cmp);
+  bool same = got->n == want.n && r->pairs == got->n;
+  for (size_t k = 0; same && k < got->n; k++)
+    same = record_cmp(&got->r[k], &want.r[k]) == 0 && got->r[k].d == want.r[k].d;
+  if (!same) {
+    fprintf(stderr, "%zu records (%llu counted), the contract %zu\n", got->n,
+            (unsigned long long)r->pairs, want.n);
+    fail("the pairs within R differ from the contract", kernel, r->device);
+  }
+  free(want.r);
+}
+
 /* The cpu kernel once more with the knobs of byte 4 (one frame, not
  * collisions: those are the worker's, not the kernel's). */
 static void run_knobs(const histd_problem *p, const histd_exec *ex, uint8_t how) {
-  if (histd_dataset_frames(p->a) > 1 || (p->statistic == HISTD_STAT_WITHIN && p->radius == 0))
+  if (histd_dataset_frames(p->a) > 1 || p->statistic > HISTD_STAT_WITHIN ||
+      (p->statistic == HISTD_STAT_WITHIN && p->radius == 0))
     return;
   static const cpu_isa isas[4] = {CPU_ISA_AUTO, CPU_ISA_GENERIC, CPU_ISA_AVX2, CPU_ISA_AVX512};
   const cpu_options opt = {isas[(how >> 2) & 3], (how & 16) ? CPU_PATH_F64 : CPU_PATH_AUTO,
@@ -307,14 +437,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   reader r = {data, size, 0};
   const uint8_t shape = byte(&r), na = byte(&r), nb = byte(&r), nbins = byte(&r), how = byte(&r);
   const int box_kind = (shape & 3) == 3 ? 0 : shape & 3, bins_kind = (shape >> 2) & 3;
-  const bool within = shape & 16, weighted = shape & 32, cross = shape & 64, frames = shape & 128;
+  const bool radial = shape & 16, weighted = shape & 32, cross = shape & 64, frames = shape & 128;
+  const histd_statistic stat =
+      radial ? (histd_statistic)(HISTD_STAT_WITHIN + bins_kind) : HISTD_STAT_HISTOGRAM;
   const uint32_t count = 1 + nbins % 12;
   histd_box boxes[2];
   boxes[0] = read_box(&r, box_kind);
   boxes[1] = frames ? read_box(&r, box_kind) : boxes[0];
   double edges[14];
   histd_bins bins = {HISTD_BINS_WIDTH, count, 0, NULL};
-  if (bins_kind <= 1) {
+  if (radial) {
+    /* no bins: a statistic of the radius alone */
+  } else if (bins_kind <= 1) {
     bins.width = value(&r);
     bins.count = bins_kind == 1 ? 0 : count;
   } else if (bins_kind == 2) {
@@ -328,7 +462,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       return 0; /* test_spec checks its refusals */
     bins = (histd_bins){HISTD_BINS_EDGES, count, 0, edges};
   }
-  const double radius = within ? value(&r) : 0;
+  double radius = radial ? value(&r) : 0;
+  if (stat == HISTD_STAT_NEAREST && radius == 0)
+    radius = INFINITY; /* the nearest anywhere */
 
   histd_dataset a, b;
   memset(&b, 0, sizeof b);
@@ -348,7 +484,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (p.frame_boxes)
     a.box = boxes[0];
   p.bins = bins;
-  p.statistic = within ? HISTD_STAT_WITHIN : HISTD_STAT_HISTOGRAM;
+  p.statistic = stat;
   p.radius = radius;
   p.weighted = weighted;
 
@@ -363,7 +499,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       dump(&p);
   }
   uint32_t resolved = count;
-  if (ok && rc == 0 && !within && bins_kind == 1 &&
+  if (ok && rc == 0 && !radial && bins_kind == 1 &&
       histd_default_bins(&p, &resolved, msg, sizeof msg) != 0)
     check_refusal(HISTD_EINVAL, msg, sizeof msg, "histd_default_bins");
   if (ok && rc == 0 && resolved <= MAX_BINS) {
@@ -374,23 +510,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     histd_worker *w;
     if (histd_worker_create(&w, -1, msg, sizeof msg) != 0)
       abort();
+    int auto_rc = 0, reference_rc = -1; /* auto runs what the literal contract runs */
+    char auto_msg[256] = "";
     for (size_t i = 0; i < histd_kernel_count(); i++) {
       const histd_kernel *k = histd_kernel_at(i);
       if (k->engine == HISTD_ENGINE_CUDA || !histd_kernel_can(k, &p, NULL, 0))
         continue;
       snprintf(ex.kernel, sizeof ex.kernel, "%s", k->name);
       histd_result res;
+      records got = {NULL, 0, 0};
+      const histd_control ctl = {NULL, NULL, &got, collect};
       msg[0] = '\0';
-      rc = histd_worker_run(w, &p, &ex, NULL, &res, msg, sizeof msg);
+      rc = histd_worker_run(w, &p, &ex, &ctl, &res, msg, sizeof msg);
+      if (strcmp(k->name, "auto") == 0) {
+        auto_rc = rc;
+        memcpy(auto_msg, msg, sizeof auto_msg);
+      } else if (strcmp(k->name, "cpu-reference") == 0) {
+        reference_rc = rc;
+      }
       if (rc != 0) {
         check_refusal(rc, msg, sizeof msg, k->name);
         if (verbose)
           fprintf(stderr, "fuzz_engine: %s refused: %s\n", k->name, msg);
+        free(got.r);
         continue;
       }
-      check_result(&p, &res, k->name);
+      if (stat == HISTD_STAT_PAIRS)
+        check_pairs(&p, &res, &got, k->name);
+      else if (histd_statistic_per_point(stat))
+        check_points(&p, &res, k->name);
+      else
+        check_result(&p, &res, k->name);
+      free(got.r);
       histd_result_free(&res);
     }
+    if (auto_rc != 0 && reference_rc == 0)
+      fail("auto refused what cpu-reference runs", "auto", auto_msg);
     histd_worker_destroy(w);
     run_knobs(&p, &ex, how);
   }

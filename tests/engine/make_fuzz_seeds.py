@@ -9,7 +9,7 @@ import os
 
 # fuzz_engine.c's table, by name: the index of each entry used here
 T = {'0': 0, '5e-324': 1, '1e-300': 5, '2^-250': 8, '1e-200': 10, '1e-10': 13, '0.1': 16,
-     '0.25': 17, '0.5': 19, '1': 22, '1.5': 24, '2': 25, '3': 27, '4': 28, '5': 29, '10': 31,
+     '0.25': 17, '0.5': 19, '1': 22, '1.5': 24, '2': 25, '2.5': 26, '3': 27, '4': 28, '5': 29, '10': 31,
      '100': 33, '1000': 36, '23000': 38, '1e13': 44, '2^52': 45, '1e50': 49, '1e100': 50, '2^250': 52,
      '1e200': 54, '1e300': 56, 'DBL_MAX/4': 58, 'DBL_MAX': 60, '1e308': 60}
 
@@ -23,6 +23,11 @@ def value(name, neg=False, mult=1, ulps=0):
         b0 |= 128
         b1 |= (mult - 2) << 3
     return bytes([b0, b1])
+
+
+# with radial (a statistic of a radius), bins says which: 0 within R, 1 a
+# count per point, 2 the nearest point, 3 the pairs within R
+WITHIN, PER_POINT, NEAREST, PAIRS = 0, 1, 2, 3
 
 
 def shape(box=0, bins=0, within=False, weighted=False, cross=False, frames=False):
@@ -68,9 +73,19 @@ seeds = {
     'weights-1e308': head(bins=0, count=4, weighted=True) + value('1') +
     points(6, SMALL, weights='1e308'),
     'within-0-periodic': head(box=1, within=True) + value('10') * 3 + value('0') +
-    points(8, ['0', '10', ('10', True), '1', '0']),
+    points(8, ['0', '10', ('10', True), '1', '0']),  # radius 0: collisions
     'within-R-cross': head(within=True, cross=True, weighted=True) + value('1.5') +
     points(6, SMALL, weights='0.5') + points(5, SMALL, weights='3'),
+    # a count per point, the nearest point and the pairs within R
+    'per-point-weighted': head(box=2, bins=PER_POINT, within=True, weighted=True, cross=True) +
+    value('10') + value('1') + value('10') + value('2') + value('0.5') + value('10') +
+    value('2') + points(8, SMALL) + points(6, SMALL, weights='1e300'),
+    'nearest-anywhere': head(bins=NEAREST, within=True, n_a=12) + value('0') +
+    points(12, SMALL + ['DBL_MAX', ('DBL_MAX', True)]),
+    'nearest-within-frames': head(box=1, bins=NEAREST, within=True, n_a=12, frames=True) +
+    value('10') * 3 + value('5') * 3 + value('1.5') + points(12, SMALL),
+    'pairs-within': head(box=1, bins=PAIRS, within=True, n_a=20) + value('10') * 3 +
+    value('2.5') + points(20, SMALL + [('10', False, 3), ('1e13', True)]),
     # far points in a periodic box; the extremes of binary64 in open space
     'far-periodic': head(box=1, count=5) + value('10') * 3 + value('1') +
     points(6, ['1e13', ('1e13', True), '1', '0', ('1e300', True)]),
