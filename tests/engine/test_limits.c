@@ -289,19 +289,59 @@ static void test_grid_underflow(void) {
   histd_dataset_free(&a);
 }
 
-/* Points from -DBL_MAX to DBL_MAX: their differences overflow to inf, a
- * distance the contract puts in overflow; no default count covers them. */
-static void test_infinite_distances(void) {
-  histd_dataset a = points(12, 0, 4, 0);
+/* n points in [0, 4)^3 but three, at DBL_MAX, -DBL_MAX and DBL_MAX / 2 on
+ * an axis: their differences overflow to inf. */
+static histd_dataset far_points(size_t n) {
+  histd_dataset a = points(n, 0, 4, 0);
   a.x[0] = DBL_MAX;
   a.x[1] = -DBL_MAX;
   a.y[2] = DBL_MAX / 2;
   histd_dataset_finish(&a, NULL, 0);
+  return a;
+}
+
+/* Distances of inf, which the contract puts in overflow; no default count
+ * covers them. */
+static void test_infinite_distances(void) {
+  histd_dataset a = far_points(12);
   histd_problem p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
                             (histd_bins){HISTD_BINS_WIDTH, 8, 1, NULL});
   expect_exact(&p, "points from -DBL_MAX to DBL_MAX");
   p.bins.count = 0;
   expect_refused_by(&p, "the data's diagonal overflows binary64", false);
+  histd_dataset_free(&a);
+}
+
+/* The nearest point anywhere among points from -DBL_MAX to DBL_MAX: the
+ * drivers' last pass (every point of B, one cell) asked the grid for cells
+ * as wide as the diagonal, inf, and the grid refused (the engine fuzzer's
+ * finding). Ties to the lowest index; none where every distance is inf. */
+static void same_nearest(const histd_result *r, const char *kernel, const char *what,
+                         const void *ctx) {
+  const histd_dataset *a = ctx;
+  for (size_t i = 0; i < a->n; i++) {
+    double best = 0;
+    int64_t best_j = -1;
+    for (size_t j = 0; j < a->n; j++) {
+      const histd_box open = {HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0};
+      const double d = distance(&open, a->x[i], a->y[i], a->z[i], a->x[j], a->y[j], a->z[j]);
+      if (j != i && (best_j < 0 || d < best))
+        best = d, best_j = (int64_t)j;
+    }
+    CHECK(r->nearest_j[i] == best_j && r->nearest_d[i] == best,
+          "%s on %s: point %zu's nearest %lld at %g, want %lld at %g", what, kernel, i,
+          (long long)r->nearest_j[i], r->nearest_d[i], (long long)best_j, best);
+  }
+}
+
+static void test_nearest_infinite(void) {
+  histd_dataset a = far_points(9);
+  histd_problem p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
+                            (histd_bins){HISTD_BINS_WIDTH, 0, 0, NULL});
+  p.statistic = HISTD_STAT_NEAREST;
+  p.radius = INFINITY;
+  each_kernel(&p, "the nearest anywhere, points from -DBL_MAX to DBL_MAX",
+              (expected){same_nearest, &a});
   histd_dataset_free(&a);
 }
 
@@ -439,6 +479,7 @@ int main(void) {
   test_grid_guard();
   test_grid_underflow();
   test_infinite_distances();
+  test_nearest_infinite();
   test_edges_range();
   test_weights_range();
   test_point_weights();
