@@ -239,7 +239,7 @@ static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
   if (rc != 0)
     return rc;
   gp->geom = job->g;
-  gp->cells = (uint32_t)job->g.cells;
+  gp->cells = (uint32_t)job->g.cells; /* 1 to 2^32 - 1: the plan's guard (grid.c) */
   gp->s_cut = filter_cut(&job->g, &p->box);
   gp->filter32 = plan_filter32(&job->g, p, &gp->cut32, job->delta);
   if (gp->filter32) { /* its queue is smaller: the layout again */

@@ -303,8 +303,10 @@ int histd__cuda_points_run(histd_worker *w, const histd_problem *p, const histd_
       const bool last = !(r < reach);
       pp->r = last ? INFINITY : r;
       histd_problem q = *gp;
-      if ((rc = pass_plan(&R, last ? fmax(reach, 1) : r,
-                          last ? 1 : histd__grid_max_cells(&q, true), msg, msglen)) != 0 ||
+      /* the last pass: one cell, of any finite width (reach is inf where
+       * the diagonal overflows) */
+      if ((rc = pass_plan(&R, last ? 1 : r, last ? 1 : histd__grid_max_cells(&q, true), msg,
+                          msglen)) != 0 ||
           (rc = pass_run(&R, 0, 1, msg, msglen)) != 0 ||
           (rc = nearest_left(&R, na, &left, msg, msglen)) != 0)
         goto out;

@@ -3,7 +3,8 @@
 # where nvcc exists; GPU tests skip without a GPU), then the sanitizer build,
 # then the ThreadSanitizer build (unit, service and cluster suites: the
 # threads live there; a report stops the process, and any report in the logs fails the
-# run), then each parser fuzz target for a bounded time. Ends with the line
+# run), then each fuzz target (tests/io's parsers, tests/engine's engine) for a
+# bounded time on its seeds (tests/<dir>/corpus/<name>). Ends with the line
 #   tests: N passed, N failed, N skipped
 # counted from meson's test logs and the fuzz runs.
 set -uo pipefail
@@ -52,7 +53,7 @@ if command -v clang >/dev/null; then
        >build-fuzz.setup.log 2>&1 || CC=clang meson setup build-fuzz -Dfuzz=true \
        -Dcuda=disabled -Dservice=disabled >build-fuzz.setup.log 2>&1; then
     ninja -C build-fuzz >build-fuzz.build.log 2>&1 || { tail -30 build-fuzz.build.log; failed=$((failed + 1)); }
-    for f in build-fuzz/tests/io/fuzz_*; do
+    for f in build-fuzz/tests/io/fuzz_* build-fuzz/tests/engine/fuzz_*; do
       [ -f "$f" ] && [ -x "$f" ] || continue   # not meson's fuzz_*.p folders
       name=$(basename "$f")
       # fuzz_netcdf also fuzzes Debian 12's libnetcdf 4.9.0, which is not
@@ -60,7 +61,7 @@ if command -v clang >/dev/null; then
       # (tests/io/corpus/netcdf/libnetcdf-*.nc, kept as seeds). parse_netcdf.c
       # walks the header before libnetcdf reads it, and the target runs clean
       # behind that walk; a new finding here is one more case for the walk.
-      corpus="tests/io/corpus/${name#fuzz_}"
+      corpus="tests/$(basename "$(dirname "$f")")/corpus/${name#fuzz_}"
       work=$(mktemp -d)
       [ -d "$corpus" ] && cp -r "$corpus"/. "$work"/
       if "$f" -max_total_time="${FUZZ_SECONDS:-30}" -rss_limit_mb=2048 "$work" >"build-fuzz/$name.log" 2>&1; then

@@ -242,6 +242,29 @@ double histd_box_volume(const histd_box *box);
 double histd_box_half_width(const histd_box *box);
 
 /*
+ * The range of a periodic box. Its lengths ax, by, cz (> 0) and tilts bx,
+ * cx, cy are finite with magnitudes at most 2^250 (about 1.8e75); its three
+ * perpendicular widths are at least 2^-250 (about 5.5e-76) and at least
+ * 2^-40 (about 9.1e-13) times the largest of those six magnitudes (no
+ * sliver). Then no product of four components, as the widths take them,
+ * leaves the normal range of binary64, the volume lies in [2^-750, 2^750],
+ * and the minimum image of two points within 2^40 smallest widths of the
+ * origin (what histd_problem_validate asks of a periodic job's points) is a
+ * finite number at every step of histd/pair.h's rule.
+ */
+/* components at most 2^250, widths at least 2^-250 */
+#define HISTD_BOX_EXP_MAX 250
+/* widths at least 2^-40 of the largest component; points within 2^40
+ * smallest widths of the origin */
+#define HISTD_BOX_ASPECT_EXP 40
+
+/* Whether box (any kind; NONE passes) lies in that range: 0, or HISTD_EINVAL
+ * with a sentence saying which component or width is out of it. Every box
+ * passes here where it enters: a job's parameters, a file's frames, and
+ * histd_problem_validate. */
+int histd_box_check(const histd_box *box, char *msg, size_t msglen);
+
+/*
  * The bins a distance falls into.
  *   WIDTH  bin k = floor(d / width) (the original contract); count bins.
  *   EDGES  count + 1 ascending finite edges: bin k when E[k] <= d < E[k+1],
@@ -369,7 +392,10 @@ uint64_t histd_problem_result_bytes(const histd_problem *p);
 #define histd_pairs_bytes(pairs) ((uint64_t)(pairs) * HISTD_PAIR_BYTES)
 
 /* Every bad value gets a sentence: "bucket_width must be > 0", "the last
- * edge (12) exceeds half the box's shortest width (5)", ... */
+ * edge (12) exceeds half the box's shortest width (5)", a box outside the
+ * range above (the job's, or any frame's), a periodic job's points beyond
+ * 2^40 smallest widths of the origin, ... It looks at the problem's shape
+ * only (sizes, bounds, boxes, bins), never at every point or weight. */
 int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen);
 
 /* ---- the execution: how to run it ---------------------------------------- */
@@ -627,9 +653,12 @@ int histd_worker_prefetch(histd_worker *w, const histd_dataset *ds,
                           char *msg, size_t msglen);
 
 /*
- * Validates the problem and the execution, resolves the default bucket count
- * and "auto" (the fastest kernel able to run the problem on this worker),
- * runs the kernel and fills `res` (which it initialises; free it with
+ * Validates the problem and the execution, and a weighted problem's weights
+ * (the largest |w| of A times that of B times the pairs at most 2^1000, the
+ * smallest nonzero product at least 2^-1022: else HISTD_EINVAL with a
+ * sentence, as no sum could keep its precision), resolves the default
+ * bucket count and "auto" (the fastest kernel able to run the problem on
+ * this worker), runs the kernel and fills `res` (which it initialises; free it with
  * histd_result_free on success). On failure res is left empty.
  */
 int histd_worker_run(histd_worker *w, const histd_problem *p, const histd_exec *ex,

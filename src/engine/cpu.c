@@ -116,14 +116,17 @@
  *  Lw = 400, delta ~ 2.5e-4 buckets).
  *
  * Explicit (and log) edges. The scale w is the power of two <= E[count],
- * so q_ref = d / w is exact and E[k] / w too: the contract's comparisons
- * d >= E[k] are q_ref >= E[k] / w. Slot 0 is `below`, bin k slot k + 1.
- * Per lane |q - q_ref| <= E(q) = 6u q (1 + 2^-20) + P + 2^-50 (the bound
- * above with Q = q). A table indexed by q's float32 bits (2^m cells an
- * octave, cells at most about half the narrowest relative bin, at most
- * 2^16 of them) gives each cell a slot and the one edge (as a float32 thr)
- * that the reach [lo - E(hi), hi + E(hi)] of its q can cross; the lane's
- * slot is the cell's, plus one when q >= thr, and the lane is redone when
+ * so q_ref = d / w is exact and E[k] / w too (where they are normal
+ * numbers: an edge below 2^-119 w, even one whose quotient underflows,
+ * lies in the table's first cell, whose pairs are redone): the contract's
+ * comparisons d >= E[k] are q_ref >= E[k] / w. Slot 0 is `below`, bin k
+ * slot k + 1. Per lane |q - q_ref| <= E(q) = 6u q (1 + 2^-20) + P + 2^-50
+ * (the bound above with Q = q). A table indexed by q's float32 bits (2^m
+ * cells an octave from 2^-120 up, cells at most about half the narrowest
+ * relative bin, at most 2^16 + 1 of them whatever the edges' range) gives
+ * each cell a slot and the one edge (as a float32 thr) that the reach
+ * [lo - E(hi), hi + E(hi)] of its q can cross; the lane's slot is the
+ * cell's, plus one when q >= thr, and the lane is redone when
  * |q - thr| < (q + thr) erel + eabs, erel = 8u (1 + 2^-20) (covering 6u q,
  * thr's rounding u thr, and the float32 rounding of the test itself),
  * eabs = (P + 2^-50)(1 + 2^-10), or when the cell's reach holds two edges
@@ -332,9 +335,12 @@ static int edge_table(cpu_plan *p, const double *edges, uint32_t count, double w
   uint32_t first = 0;
   while (!(edges[first] > 0))
     first++;
-  int elo = ilogb(edges[first] / w) - 1, ehi = ilogb(top * 1.01) + 1;
-  if (elo < -120)
-    elo = -120; /* cell 0 then reaches over many edges: its pairs are redone */
+  /* cells from 2^elo, elo >= -120: an edge below 2^-119 w (even one whose
+   * quotient underflows to 0, where ilogb is INT_MIN) puts cell 0 over many
+   * edges, and its pairs are redone. With ehi <= 2, the table holds at most
+   * 122 octaves, cut into at most 2^16 + 1 cells by the loop on m below */
+  const double e0 = edges[first] / w;
+  int elo = e0 >= 0x1p-119 ? ilogb(e0) - 1 : -120, ehi = ilogb(top * 1.01) + 1;
   double minrel = 1;
   for (uint32_t k = first; k < count; k++) {
     double rel = (edges[k + 1] - edges[k]) / edges[k + 1];

@@ -105,6 +105,18 @@ void histd__f32_band(double thr, double pnt, float *sp, float *sm);
 int histd__collisions(const histd_problem *p, uint64_t *pairs, double *weighted, char *msg,
                       size_t msglen);
 
+/* The weights' range, the one rule of a weighted job that needs the
+ * weights' values (histd_problem_validate looks at a problem's shape only:
+ * the service validates jobs on datasets it has not loaded), so
+ * histd_worker_run checks it before any kernel runs: the largest |w| of A
+ * times that of B (A's again for self pairs) times the number of pairs at
+ * most 2^1000, so that no bin's sum, partial sum or compensation term can
+ * overflow, and the smallest nonzero |w| of A times that of B at least
+ * 2^-1022, so that every nonzero product w_i w_j is a normal number, within
+ * 2^-53 of the exact one (the weights' 1e-12 promise). A per-point count
+ * (POINT_COUNTS) sums B's weights, no products: the largest |w| of B times
+ * its points at most 2^1000. 0, or HISTD_EINVAL with a sentence. */
+int histd__weights_check(const histd_problem *p, char *msg, size_t msglen);
 
 /* The box's perpendicular widths across its three pairs of faces (the
  * planes of constant fractional coordinate a, b, c). */

@@ -7,6 +7,7 @@
  * one pass to scatter): O(n), stable, and as fast as the copy it makes.
  * The GPU sorts the same keys with CUB's radix sort (kernels/).
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +37,29 @@ static void cap_cells(uint32_t n[3], uint64_t max) {
   }
 }
 
+/* The guard every grid's plan passes before anyone indexes its cells (the
+ * CPU's sort and blocks, the GPU's arrays of cells + 1): 1 to 2^20 cells an
+ * axis, 1 to max_cells (at most 2^32 - 1: a cell's index is 32 bits) in
+ * all, finite scales and a reach > 0. A plan that fails it is an error,
+ * never a grid of no cells. */
+static int grid_check(const histd__grid_geom *g, uint64_t max_cells, char *msg, size_t msglen) {
+  bool ok = g->reach > 0 && g->cells >= 1 && g->cells <= max_cells && g->cells <= UINT32_MAX &&
+            g->cells == (uint64_t)g->n[0] * g->n[1] * g->n[2];
+  for (int k = 0; k < 3; k++)
+    ok = ok && g->n[k] >= 1 && g->n[k] <= AXIS_CELLS_MAX && g->scale[k] >= 0 &&
+         g->scale[k] <= DBL_MAX;
+  if (ok)
+    return 0;
+  return histd_fail(msg, msglen, HISTD_EINVAL,
+                    "the grid's plan came to %u x %u x %u cells (at most %llu allowed, reach "
+                    "%g): it cannot count this job; run a brute-force kernel (\"cpu\")",
+                    g->n[0], g->n[1], g->n[2], (unsigned long long)max_cells, g->reach);
+}
+
 int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geom *g,
                      char *msg, size_t msglen) {
   memset(g, 0, sizeof *g);
+  max_cells = max_cells < 1 ? 1 : max_cells > UINT32_MAX ? UINT32_MAX : max_cells;
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
   const double r_max = histd_bins_edge(&p->bins, p->bins.count);
   if (!isfinite(r_max) || !(r_max > 0))
@@ -54,7 +75,8 @@ int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geo
                                                                   fmax(fabs(box->cx), fabs(box->cy)))));
     ratio = bmax / bmin;
   }
-  const double reach = r_max * (1 + 0x1p-20) + 0x1p-40 * (m + bsum) * (1 + ratio);
+  /* grid.h: the margin, and the floor below which squares underflow */
+  const double reach = fmax(r_max * (1 + 0x1p-20) + 0x1p-40 * (m + bsum) * (1 + ratio), 0x1p-500);
   g->r_max = r_max;
   g->reach = reach;
   g->periodic = periodic;
@@ -62,6 +84,9 @@ int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geo
     double w[3];
     histd__box_widths(box, w);
     for (int k = 0; k < 3; k++) {
+      if (!(w[k] > 0 && w[k] <= DBL_MAX)) /* histd_box_check refuses such a box first */
+        return histd_fail(msg, msglen, HISTD_EINVAL,
+                          "the grid cannot cut a periodic box whose width %d is %g", k + 1, w[k]);
       double f = floor(w[k] / reach);
       uint32_t n = f < 1 ? 1 : f > AXIS_CELLS_MAX ? AXIS_CELLS_MAX : (uint32_t)f;
       while (n > 1 && w[k] / n < reach) /* the division rounded up */
@@ -91,7 +116,7 @@ int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geo
       g->scale[k] = 1 / fmax(reach, ext[k] / g->n[k]);
   }
   g->cells = (uint64_t)g->n[0] * g->n[1] * g->n[2];
-  return 0;
+  return grid_check(g, max_cells, msg, msglen);
 }
 
 /* The largest share of the pairs at which the grid still beats brute
@@ -222,16 +247,16 @@ static uint64_t count_candidates(const histd__grid *grid) {
 int histd__grid_build(histd__grid *grid, const histd_problem *p, uint64_t max_cells,
                       bool keep_order, char *msg, size_t msglen) {
   memset(grid, 0, sizeof *grid);
-  if (max_cells > UINT32_MAX)
-    max_cells = UINT32_MAX;
   int rc = histd__grid_plan(p, max_cells, &grid->g, msg, msglen);
   if (rc != 0)
     return rc;
   const bool cross = p->b != NULL;
-  rc = sort_by_cell(&grid->g, p->a, p->weighted, &grid->a, &grid->start_a,
+  /* each set's weights where it has them: a count per point weighs B's
+   * neighbours only, and A may carry none */
+  rc = sort_by_cell(&grid->g, p->a, p->weighted && p->a->w != NULL, &grid->a, &grid->start_a,
                     keep_order ? &grid->order_a : NULL, msg, msglen);
   if (rc == 0 && cross)
-    rc = sort_by_cell(&grid->g, p->b, p->weighted, &grid->b, &grid->start_b,
+    rc = sort_by_cell(&grid->g, p->b, p->weighted && p->b->w != NULL, &grid->b, &grid->start_b,
                       keep_order ? &grid->order_b : NULL, msg, msglen);
   if (rc != 0) {
     histd__grid_free(grid);

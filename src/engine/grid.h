@@ -36,12 +36,20 @@
  * length, M the largest |coordinate| and B the sum of the box's
  * components, times the box's aspect ratio for the fractional coordinates.
  * So with
- *     reach_eff = r_max (1 + 2^-20) + 2^-40 (M + B) (1 + Bmax / Bmin)
+ *     reach_eff = max(r_max (1 + 2^-20) + 2^-40 (M + B) (1 + Bmax / Bmin),
+ *                     2^-500)
  * every unvisited pair's true distance exceeds r_max (1 + 2^-20) by far
  * more than those roundings, and the contract's d (within a few ulps of
  * the true distance) is > r_max: overflow, as counted. WIDTH bins count
  * overflow when fl(d / w) >= count, which d > count w (1 + 2^-21) ensures.
- * The margin costs nothing measurable: it widens cells by a millionth.
+ * "Within a few ulps" needs the squares not to underflow: a difference
+ * vector longer than 2^-500 has a component whose square is a normal
+ * number (>= 2^-1002), beside which the others' underflow (2^-1074 at
+ * most each) is negligible; two points 2^-1021 and a few ulps apart have a
+ * contract distance of 0, so cells narrower than that floor would skip
+ * pairs the contract counts in bin 0 (the engine fuzzer found it). The
+ * margin costs nothing measurable: it widens cells by a millionth, and the
+ * floor only touches sets whose whole extent is below 2^-500.
  *
  * Order. A cell's linear index is i + n0 (j + n1 k); points are sorted by
  * it, so a cell's points are contiguous and a row of consecutive cells
@@ -163,8 +171,11 @@ HISTD_GRID_FN uint32_t histd__grid_neighbours(const histd__grid_geom *g, uint32_
 }
 
 /* The geometry for a problem (bins resolved, one frame) with at most
- * max_cells cells: 0, or HISTD_EINVAL when the grid cannot apply (r_max
- * not finite, or as wide as the points: one cell), with a sentence. */
+ * max_cells cells (1 to 2^32 - 1: a cell's index is 32 bits): 0, or
+ * HISTD_EINVAL with a sentence when the grid cannot apply (r_max not
+ * finite, a box whose widths are not finite numbers > 0) or its plan fails
+ * grid.c's guard (no cells, more than max_cells, a NaN scale): no caller,
+ * CPU or GPU, ever indexes a grid of no cells. */
 int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geom *g,
                      char *msg, size_t msglen);
 

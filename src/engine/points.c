@@ -419,9 +419,10 @@ static int nearest_anywhere(const histd_problem *p, bool distinct, const uint64_
       break;
     sub.box = p->a->box;
     q.a = &sub;
-    rc = pt_pass(&q, last ? INFINITY : r, last ? fmax(reach, 1) : r,
-                 last ? 1 : histd__grid_max_cells(&q, false), mids, missing, qids_b, distinct,
-                 ex, ctl, J, msg, msglen);
+    /* the last pass: one cell, of any finite width (reach is inf where the
+     * diagonal overflows) */
+    rc = pt_pass(&q, last ? INFINITY : r, last ? 1 : r, last ? 1 : histd__grid_max_cells(&q, false),
+                 mids, missing, qids_b, distinct, ex, ctl, J, msg, msglen);
     size_t left = 0;
     for (size_t k = 0; rc == 0 && k < m; k++)
       if (J->nj[missing[k]] < 0)

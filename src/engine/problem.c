@@ -42,7 +42,12 @@ double histd_box_half_width(const histd_box *box) {
   return fmin(w[0], fmin(w[1], w[2])) / 2;
 }
 
-static int box_validate(const histd_box *b, char *msg, size_t msglen) {
+/* The range (histd.h): the components first, so that the widths computed
+ * from them are finite numbers (each width is at most its length: ax >=
+ * V / |b x c|, by >= V / |c x a|, cz = V / |a x b|); then the widths, whose
+ * products of four components stay within [2^-1000, 2^1004] once the
+ * components and the widths do. */
+int histd_box_check(const histd_box *b, char *msg, size_t msglen) {
   if (b->kind == HISTD_BOX_NONE)
     return 0;
   if (b->kind != HISTD_BOX_ORTHO && b->kind != HISTD_BOX_TRICLINIC)
@@ -58,6 +63,58 @@ static int box_validate(const histd_box *b, char *msg, size_t msglen) {
     return histd_fail(msg, msglen, HISTD_EINVAL, "the box's tilts must be finite numbers");
   if (b->kind == HISTD_BOX_ORTHO && (b->bx != 0 || b->cx != 0 || b->cy != 0))
     return histd_fail(msg, msglen, HISTD_EINVAL, "an orthorhombic box has no tilts");
+  const double top = ldexp(1, HISTD_BOX_EXP_MAX), bottom = ldexp(1, -HISTD_BOX_EXP_MAX);
+  const double comp[6] = {b->ax, b->by, b->cz, fabs(b->bx), fabs(b->cx), fabs(b->cy)};
+  const char *cname[6] = {"x length", "y length", "z length", "tilt bx", "tilt cx", "tilt cy"};
+  double largest = 0;
+  for (int i = 0; i < 6; i++) {
+    if (comp[i] > top)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "the box's %s, %g, is beyond 2^%d (about %.2g), the largest a periodic "
+                        "box may have: its volume and widths would overflow binary64",
+                        cname[i], comp[i], HISTD_BOX_EXP_MAX, top);
+    if (i < 3 && comp[i] < bottom) /* a length is no narrower than its width */
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "the box's %s, %g, is below 2^-%d (about %.2g), the smallest a periodic "
+                        "box may have: its volume and widths would underflow binary64",
+                        cname[i], comp[i], HISTD_BOX_EXP_MAX, bottom);
+    largest = fmax(largest, comp[i]);
+  }
+  double w[3];
+  histd__box_widths(b, w);
+  const double thin = ldexp(largest, -HISTD_BOX_ASPECT_EXP);
+  for (int i = 0; i < 3; i++) {
+    if (!(w[i] >= bottom))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "the box's perpendicular width %d, %g, is below 2^-%d (about %.2g), the "
+                        "smallest a periodic box may have: its volume and widths would "
+                        "underflow binary64",
+                        i + 1, w[i], HISTD_BOX_EXP_MAX, bottom);
+    if (!(w[i] >= thin))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "the box is a sliver: its perpendicular width %d, %g, is less than "
+                        "2^-%d times its largest length or tilt, %g",
+                        i + 1, w[i], HISTD_BOX_ASPECT_EXP, largest);
+  }
+  return 0;
+}
+
+/* A periodic job's points within 2^40 smallest widths of the origin
+ * (histd.h), a and b's bounds against the box. */
+static int points_near(const histd_dataset *ds, const char *name, const histd_box *box,
+                       const char *whose, char *msg, size_t msglen) {
+  if (ds == NULL || ds->n == 0 || box->kind == HISTD_BOX_NONE)
+    return 0;
+  const double limit = ldexp(2 * histd_box_half_width(box), HISTD_BOX_ASPECT_EXP);
+  double far = 0;
+  for (int k = 0; k < 3; k++)
+    far = fmax(far, fmax(fabs(ds->min[k]), fabs(ds->max[k])));
+  if (!(far <= limit))
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the points (%s) reach %g from the origin, and a periodic job needs them "
+                      "within 2^%d times the periodic box's smallest width (%g%s), %g: wrap "
+                      "them into the box",
+                      name, far, HISTD_BOX_ASPECT_EXP, 2 * histd_box_half_width(box), whose, limit);
   return 0;
 }
 
@@ -323,10 +380,25 @@ static int box_fits(const histd_problem *p, const histd_box *box, const char *wh
   return 0;
 }
 
+/* A box the problem's pairs are measured in: in range (histd_box_check),
+ * the points near enough to it, r_max within half its width; whose says
+ * which box in the sentences. */
+static int box_suits(const histd_problem *p, const histd_box *box, const char *whose, char *msg,
+                     size_t msglen) {
+  char why[256];
+  int rc = histd_box_check(box, why, sizeof why);
+  if (rc != 0)
+    return histd_fail(msg, msglen, rc, "%s%s", why, whose);
+  if ((rc = points_near(p->a, "A", box, whose, msg, msglen)) != 0 ||
+      (rc = points_near(p->b, "B", box, whose, msg, msglen)) != 0)
+    return rc;
+  return box_fits(p, box, whose, msg, msglen);
+}
+
 int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen) {
   if (p->a == NULL)
     return histd_fail(msg, msglen, HISTD_EINVAL, "a problem needs its points");
-  int rc = box_validate(&p->box, msg, msglen);
+  int rc = histd_box_check(&p->box, msg, msglen);
   if (rc == 0 && p->statistic == HISTD_STAT_HISTOGRAM)
     rc = bins_validate(&p->bins, msg, msglen);
   if (rc != 0)
@@ -364,14 +436,14 @@ int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen) {
       (p->exclude_molecule && (rc = exclusions_validate(p, msg, msglen)) != 0))
     return rc;
   if (!p->frame_boxes)
-    return box_fits(p, &p->box, "", msg, msglen);
+    return box_suits(p, &p->box, "", msg, msglen);
   const size_t frames = histd_dataset_frames(p->a);
   for (size_t f = 0; f < frames; f++) {
     const histd_box *box = frames == 1 ? &p->a->box : &p->a->frame[f].box;
     char whose[64] = "";
     if (frames > 1)
       snprintf(whose, sizeof whose, " (frame %zu's, from the file)", f + 1);
-    if ((rc = box_validate(box, msg, msglen)) != 0 || (rc = box_fits(p, box, whose, msg, msglen)) != 0)
+    if ((rc = box_suits(p, box, whose, msg, msglen)) != 0)
       return rc;
     if ((box->kind == HISTD_BOX_NONE) != (p->a->box.kind == HISTD_BOX_NONE))
       return histd_fail(msg, msglen, HISTD_EINVAL,
@@ -383,10 +455,65 @@ int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen) {
   return 0;
 }
 
+/* The largest |w| of ds, and the smallest nonzero one (+inf: none). */
+static void weight_range(const histd_dataset *ds, double *big, double *small) {
+  *big = 0;
+  *small = INFINITY;
+  for (size_t i = 0; i < ds->n; i++) {
+    const double v = fabs(ds->w[i]);
+    *big = v > *big ? v : *big;
+    *small = v > 0 && v < *small ? v : *small;
+  }
+}
+
+/* The weights' range (engine.h): every bin's sum of |w_i w_j| at most
+ * 2^1000, every nonzero product normal. */
+int histd__weights_check(const histd_problem *p, char *msg, size_t msglen) {
+  if (!p->weighted)
+    return 0;
+  double big_a, small_a, big_b, small_b;
+  if (histd_statistic_per_point(p->statistic)) { /* sums of B's w_j, no products */
+    const histd_dataset *src = p->b != NULL ? p->b : p->a;
+    weight_range(src, &big_b, &small_b);
+    if (!(big_b * (double)src->n <= 0x1p1000))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "the per-point weight sums could overflow binary64: the largest |w| of "
+                        "%s (%g) times its %zu points exceeds 2^1000 (about 1.1e301); scale the "
+                        "weights down",
+                        p->b ? "B" : "the dataset", big_b, src->n);
+    return 0;
+  }
+  weight_range(p->a, &big_a, &small_a);
+  if (p->b != NULL)
+    weight_range(p->b, &big_b, &small_b);
+  else
+    big_b = big_a, small_b = small_a;
+  const double pairs = (double)histd_problem_pairs(p);
+  if (!(big_a * big_b * pairs <= 0x1p1000)) /* also when big_a * big_b overflows */
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the weighted sums could overflow binary64: the largest |w| of A (%g) "
+                      "times that of %s (%g) times the %.0f pairs exceeds 2^1000 (about "
+                      "1.1e301); scale the weights down",
+                      big_a, p->b ? "B" : "A", big_b, pairs);
+  /* scaled by 2^600 each, so that the product of two subnormals is normal */
+  if (small_a < INFINITY && small_b < INFINITY &&
+      ldexp(small_a, 600) * ldexp(small_b, 600) < 0x1p178)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the weights' products could underflow binary64: the smallest nonzero |w| "
+                      "of A (%g) times that of %s (%g) is below 2^-1022 (about 2.2e-308), where "
+                      "products lose their precision; scale the weights up",
+                      small_a, p->b ? "B" : "A", small_b);
+  return 0;
+}
+
 int histd_default_buckets(const histd_dataset *ds, double width, uint32_t *buckets, char *msg,
                           size_t msglen) {
   if (!(width > 0) || !isfinite(width))
     return histd_fail(msg, msglen, HISTD_EINVAL, "bucket_width must be > 0, got %g", width);
+  if (isinf(histd_dataset_diagonal(ds)))
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the data's diagonal overflows binary64 (the points span more than about "
+                      "1e308): no number of buckets covers every pair; give buckets");
   double q = floor(histd_dataset_diagonal(ds) / width);
   if (!(q < HISTD_MAX_BUCKETS))
     return histd_fail(msg, msglen, HISTD_EINVAL,

@@ -10,7 +10,8 @@
  * on the kernel. A dataset of several frames is run frame by frame and
  * summed (run_frames). A count within a radius R is run as the one bin [0, R];
  * within 0 (collisions: exact equality) is hashed here, in O(n), whatever
- * the kernel.
+ * the kernel. The weights' values are checked here too, not in
+ * histd_problem_validate (engine.h's histd__weights_check says why).
  */
 #include <math.h>
 #include <stdio.h>
@@ -305,6 +306,8 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
   double t0 = histd_now_ms();
   memset(res, 0, sizeof *res);
   int rc = histd_problem_validate(p_in, msg, msglen);
+  if (rc == 0)
+    rc = histd__weights_check(p_in, msg, msglen);
   if (rc == 0)
     rc = histd_exec_validate(ex_in, p_in, msg, msglen);
   if (rc != 0)

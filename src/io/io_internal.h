@@ -91,6 +91,9 @@ typedef struct histd__frames {
   size_t *counts;
   histd_box *boxes;
 } histd__frames;
+/* Adds a frame of n points in box; every parser's boxes pass here, and one
+ * outside the range histd.h states (histd_box_check) is HISTD_EPARSE with
+ * the frame's number and the reason. */
 int histd__frames_add(histd__frames *t, size_t n, const histd_box *box, char *msg,
                       size_t msglen);
 void histd__frames_free(histd__frames *t);

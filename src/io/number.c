@@ -375,6 +375,9 @@ int histd__ds_complete_all(histd_dataset *ds, size_t cap, size_t n, const double
 
 int histd__frames_add(histd__frames *t, size_t n, const histd_box *box, char *msg,
                       size_t msglen) {
+  char why[256];
+  if (histd_box_check(box, why, sizeof why) != 0)
+    return histd_fail(msg, msglen, HISTD_EPARSE, "frame %zu: %s", t->count + 1, why);
   if (t->count == t->cap) {
     size_t cap = t->cap ? 2 * t->cap : 4;
     size_t *c = realloc(t->counts, cap * sizeof *c);

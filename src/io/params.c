@@ -195,11 +195,8 @@ static int set_box(histd_params *p, const histd_value *v, char *msg, size_t msgl
   }
   if (b.bx != 0 || b.cx != 0 || b.cy != 0)
     b.kind = HISTD_BOX_TRICLINIC;
-  const double len[3] = {b.ax, b.by, b.cz};
-  for (int i = 0; i < 3; i++)
-    if (!(len[i] > 0))
-      return histd_fail(msg, msglen, HISTD_EINVAL, "the box's lengths must be > 0, got %g",
-                        len[i]);
+  if ((rc = histd_box_check(&b, msg, msglen)) != 0) /* the range histd.h states */
+    return rc;
   p->box = b;
   return 0;
 }

@@ -375,6 +375,75 @@ static void test_statistics(void) {
               path_in_dir("frames.xyz"), "--within", "1", NULL);
 }
 
+/* sdh's JSON of explicit edges for the test points: the counts, below and
+ * overflow of the contract (E[k] <= d < E[k+1]) in the edges it publishes. */
+static void check_edges_json(const char *what, const char *out) {
+  cJSON *o = cJSON_Parse(out);
+  CHECK(o != NULL, "%s: output is not JSON: %.200s", what, out);
+  if (o == NULL)
+    return;
+  const cJSON *je = cJSON_GetObjectItem(o, "edges"), *counts = cJSON_GetObjectItem(o, "counts");
+  const int k = cJSON_GetArraySize(je) - 1;
+  CHECK(k >= 1 && k <= 64 && cJSON_GetArraySize(counts) == k, "%s: %d edges", what, k + 1);
+  double e[65];
+  uint64_t want[66] = {0}; /* [0, k) bins, k below, k + 1 overflow */
+  for (int i = 0; i <= k && i < 65; i++)
+    e[i] = cJSON_GetNumberValue(cJSON_GetArrayItem(je, i));
+  for (int i = 0; i < N && k >= 1 && k <= 64; i++)
+    for (int j = i + 1; j < N; j++) {
+      double d = definition_distance(px[i], py[i], pz[i], px[j], py[j], pz[j]);
+      int b = d < e[0] ? k : k + 1;
+      for (int m = 0; m < k; m++)
+        if (e[m] <= d && d < e[m + 1])
+          b = m;
+      want[b]++;
+    }
+  for (int b = 0; b < k && b < 64; b++)
+    CHECK(u64_of(cJSON_GetArrayItem(counts, b)) == want[b],
+          "%s: bin %d: %" PRIu64 ", want %" PRIu64, what, b, u64_of(cJSON_GetArrayItem(counts, b)),
+          want[b]);
+  CHECK_EQ_U64(u64_of(cJSON_GetObjectItem(o, "below")), want[k < 64 ? k : 0], "below");
+  CHECK_EQ_U64(u64_of(cJSON_GetObjectItem(o, "overflow")), want[k < 64 ? k + 1 : 0], "overflow");
+  cJSON_Delete(o);
+}
+
+/* Inputs at the limits of binary64 (issue #28): a sentence and exit 2 for a
+ * bad job, 1 for a bad file, never a crash; edges of a huge range counted. */
+static void test_limits(void) {
+  const char *csv = path_in_dir("p.csv");
+  expect_exit(2, "--periodic: the box's x length, 1e-300, is below 2^-250", csv, "--periodic",
+              "1e-300", "--width", "1e-302", NULL);
+  expect_exit(2, "--periodic: the box's x length, 1e+200, is beyond 2^250", csv, "--periodic",
+              "1e200", "--width", "1", NULL);
+  run_result r = run(csv, "--periodic", "1e200", "--width", "1", "-b", "10", "-k", "grid", NULL);
+  CHECK(r.status == 2 && strstr(r.err, "beyond 2^250"), "grid, box 1e200: exit %d, %s", r.status,
+        r.err);
+  run_free(&r);
+  const char *tiny = "1\nLattice=\"1e-300 0 0 0 1e-300 0 0 0 1e-300\"\nAr 0 0 0\n";
+  write_file("tiny.xyz", tiny, strlen(tiny));
+  expect_exit(1, "frame 1: the box's x length, 1e-300, is below 2^-250", path_in_dir("tiny.xyz"),
+              "--width", "1e-302", NULL, NULL, NULL);
+  const char *far = "1e300 0 0\n-1e300 0 0\n";
+  write_file("far.csv", far, strlen(far));
+  expect_exit(2, "within 2^40 times the periodic box's smallest width", path_in_dir("far.csv"),
+              "--periodic", "10", "--width", "1", NULL);
+  const char *heavy = "0 0 0 1e308\n1 0 0 1e308\n";
+  write_file("heavy.csv", heavy, strlen(heavy));
+  expect_exit(2, "the weighted sums could overflow binary64", path_in_dir("heavy.csv"), "--width",
+              "1", "--weighted", NULL, NULL);
+  const char *const edges[] = {"5e-324,100,1000,3000", "1e-200,100,1000,1e200"};
+  for (int i = 0; i < 2; i++) {
+    r = run(csv, "--edges", edges[i], "-f", "json", NULL);
+    CHECK(r.status == 0, "--edges %s: exit %d, %s", edges[i], r.status, r.err);
+    check_edges_json(edges[i], r.out);
+    run_free(&r);
+  }
+  r = run(csv, "--log-bins", "1e-300,1e300,40", "-f", "json", NULL);
+  CHECK(r.status == 0, "--log-bins 1e-300,1e300,40: exit %d, %s", r.status, r.err);
+  check_edges_json("log bins 1e-300 to 1e300", r.out);
+  run_free(&r);
+}
+
 /* The documented generator: splitmix64 from the seed, x, y, z per point,
  * each box * (next >> 11) * 2^-53. */
 static uint64_t splitmix64(uint64_t *state) {
@@ -538,6 +607,7 @@ int main(int argc, char **argv) {
   test_list_kernels();
   test_errors();
   test_statistics();
+  test_limits();
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0)

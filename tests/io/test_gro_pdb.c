@@ -258,6 +258,8 @@ static void test_gro_errors(void) {
   BAD(G, buf, "line 4", "lower-triangular");
   snprintf(buf, sizeof buf, "t\n1\n%s1 -1 1\n", atom);
   BAD(G, buf, "line 4", "length <= 0");
+  snprintf(buf, sizeof buf, "t\n1\n%s1 1e200 1\n", atom); /* histd.h's range */
+  BAD(G, buf, "frame 1", "y length, 1e+200, is beyond 2^250");
   /* a truncated last frame: atoms missing, or the box */
   snprintf(buf, sizeof buf, "%st\n6\n%s", gro2, atom);
   BAD(G, buf, "line 11", "announces 6 atoms for frame 2", "ends after 1");
@@ -353,6 +355,9 @@ static void test_pdb_errors(void) {
   BAD(P, "CRYST1   10.000   20.000   30.000  90.00  90.00 190.00 P 1\n", "line 1", "angles");
   BAD(P, "CRYST1   10.000   20.000   30.000  10.00  10.00 170.00 P 1\n", "line 1", "no cell");
   BAD(P, "CRYST1   10.000   20.000   3x.000  90.00  90.00  90.00 P 1\n", "line 1", "CRYST1's c");
+  snprintf(buf, sizeof buf, "CRYST1 1.00e-99   20.000   30.000  90.00  90.00  90.00 P 1\n%s",
+           pdb_frame);
+  BAD(P, buf, "frame 1", "is below 2^-250");
   snprintf(buf, sizeof buf, "MODEL 1\n%s", pdb_frame);
   BAD(P, buf, "line 2", "MODEL inside the model that line 1 opened");
   BAD(P, "ENDMDL\n", "line 1", "ENDMDL without a MODEL");

@@ -310,6 +310,14 @@ static void test_lammps(void) {
   dump_box(__LINE__, DUMP_HEAD "ITEM: BOX BOUNDS ff ff ff\n0 10\n0 20\n-5 5\nITEM: ATOMS x y z\n"
                      "1 2 3\n4 5 6\n", HISTD_BOX_NONE, NULL);
   BAD(L, "", "line 1", "ITEM: TIMESTEP");
+  BAD(L,
+      DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 1e200\n0 1\n0 1\nITEM: ATOMS x y z\n1 2 3\n"
+                "4 5 6\n",
+      "frame 1", "x length, 1e+200, is beyond 2^250");
+  BAD(L,
+      DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 1\n0 1e-300\n0 1\nITEM: ATOMS x y z\n0 0 0\n"
+                "0 0 0\n",
+      "frame 1", "is below 2^-250");
   BAD(L, DUMP_HEAD "ITEM: BOX BOUNDS pp ff pp\n0 1\n0 1\n0 1\nITEM: ATOMS x y z\n1 2 3\n4 5 6\n",
       "line 5", "periodic along 2 of its 3 axes");
   BAD(L, DUMP_HEAD "ITEM: BOX BOUNDS pp pp pp\n0 1\n0 x\n0 1\nITEM: ATOMS x y z\n1 2 3\n4 5 6\n",
@@ -514,6 +522,14 @@ static void test_weights_frames(void) {
   BAD(X, "1\nLattice=\"1 0 0 0 1 0 0 0 x\"\nH 1 2 3\n", "line 2: Lattice: 'x' is not a finite");
   BAD(X, "1\nLattice=\"1 1 0 0 1 0 0 0 1\"\nH 1 2 3\n", "line 2", "lower-triangular", "ay 1");
   BAD(X, "1\nLattice=\"1 0 0 0 -1 0 0 0 1\"\nH 1 2 3\n", "line 2", "must be > 0");
+  /* boxes outside histd.h's range (issue #28): refused, not a grid of no cells */
+  BAD(X, "1\nLattice=\"1e-300 0 0 0 1e-300 0 0 0 1e-300\"\nH 1 2 3\n", "frame 1",
+      "is below 2^-250");
+  BAD(X,
+      "1\nLattice=\"1 0 0 0 1 0 0 0 1\"\nH 1 2 3\n1\nLattice=\"1e200 0 0 0 1 0 0 0 1\"\n"
+      "H 1 2 3\n",
+      "frame 2", "x length, 1e+200, is beyond 2^250");
+  BAD(X, "1\nLattice=\"1 0 0 1e13 1 0 0 0 1\"\nH 1 2 3\n", "frame 1", "sliver");
   BAD(X, "1\nLattice=\"1 0 0 0 1 0 0 0 1\" pbc=\"T F T\"\nH 1 2 3\n", "line 2",
       "periodic along 2 of the 3 axes");
   BAD(X, "1\nLattice=\"1 0 0 0 1 0 0 0 1\" pbc=\"T T\"\nH 1 2 3\n", "line 2", "three flags");
