@@ -361,8 +361,12 @@ enum {
   HISTD_CAN_PAIRS = 1u << 6   /* PAIRS                                 */
 };
 
-/* The capabilities a problem needs (HISTD_CAN_* bits). */
+/* The capabilities a problem needs (HISTD_CAN_* bits); _of: by its
+ * operands' shapes (histd_shape, below; b NULL: self pairs). */
 unsigned histd_problem_needs(const histd_problem *p);
+struct histd_shape;
+unsigned histd_problem_needs_of(const histd_problem *p, const struct histd_shape *a,
+                                const struct histd_shape *b);
 
 /*
  * Several frames. A problem whose a (or b) holds several frames is run
@@ -390,6 +394,36 @@ uint64_t histd_problem_result_bytes(const histd_problem *p);
  * d (io.h's histd_pair_file), and of `pairs` pairs. */
 #define HISTD_PAIR_BYTES 16
 #define histd_pairs_bytes(pairs) ((uint64_t)(pairs) * HISTD_PAIR_BYTES)
+
+/*
+ * A dataset's shape: what a job can be checked against without its points
+ * (a daemon knows it from the dataset's stored row): its size and frames
+ * (each frame an equal share, the last the rest), whether it carries
+ * weights, its first frame's box, its bounds, which atoms' arrays its
+ * topology has.
+ */
+typedef struct histd_shape histd_shape;
+struct histd_shape {
+  uint64_t n, frames;
+  bool weighted;
+  histd_box box;
+  double min[3], max[3];
+  unsigned topology; /* HISTD_TOP_* bits */
+};
+void histd_dataset_shape(const histd_dataset *ds, histd_shape *out);
+/* The pairs a problem of these shapes counts (b NULL: self pairs). */
+uint64_t histd_shape_pairs(const histd_shape *a, const histd_shape *b);
+/* histd_problem_result_bytes by the shapes. */
+uint64_t histd_shape_result_bytes(const histd_problem *p, const histd_shape *a,
+                                  const histd_shape *b);
+/* histd_problem_validate's checks that shapes can answer (p->a and p->b
+ * are not read; b NULL: self pairs): everything but what needs each
+ * frame's own box and atoms, which histd_problem_validate adds. */
+int histd_problem_check(const histd_problem *p, const histd_shape *a, const histd_shape *b,
+                        char *msg, size_t msglen);
+/* histd_default_bins by the shapes (the first frame's box for a file's). */
+int histd_default_bins_shape(const histd_problem *p, const histd_shape *a, const histd_shape *b,
+                             uint32_t *count, char *msg, size_t msglen);
 
 /* Every bad value gets a sentence: "bucket_width must be > 0", "the last
  * edge (12) exceeds half the box's shortest width (5)", a box outside the
@@ -421,6 +455,8 @@ void histd_exec_init(histd_exec *ex);
  * which kernels can. */
 int histd_exec_validate(const histd_exec *ex, const histd_problem *p, char *msg,
                         size_t msglen);
+/* The same for a problem of these needs (HISTD_CAN_* bits). */
+int histd_exec_check(const histd_exec *ex, unsigned needs, char *msg, size_t msglen);
 
 /* The bin count an equal-width problem that names none gets: every pair of
  * an open box (the diagonal of A, or of A and B together), or in a periodic
@@ -604,9 +640,11 @@ typedef struct histd_kernel {
   uint32_t block; /* the one block size it runs (0: any of 32..1024) */
 } histd_kernel;
 
-/* Whether the kernel can run the problem; if not, a sentence saying why. */
+/* Whether the kernel can run the problem (or a problem of these needs,
+ * HISTD_CAN_* bits); if not, a sentence saying why. */
 bool histd_kernel_can(const histd_kernel *k, const histd_problem *p, char *msg,
                       size_t msglen);
+bool histd_kernel_can_do(const histd_kernel *k, unsigned needs, char *msg, size_t msglen);
 
 /* The registry: the one table of kernels, in a fixed order. */
 size_t histd_kernel_count(void);

@@ -290,6 +290,10 @@ int histd_pair_file_put(void *pair_file, const histd_pair_record *r, size_t n, c
                         size_t msglen);
 int histd_pair_file_flush(histd_pair_file *pf, bool sync, char *msg, size_t msglen);
 
+/* v as the shortest of %.15g, %.16g, %.17g that reads back as v, in the C
+ * locale whatever the process's ("nan", "inf" as printf writes them). */
+void histd_format_double(char *buf, size_t len, double v);
+
 /* The whole stream fd into a malloc'd buffer with a NUL after its len
  * bytes; `what` names it in a failure's sentence (HISTD_EIO, HISTD_ENOMEM). */
 int histd_read_fd(int fd, const char *what, char **out, size_t *len, char *msg, size_t msglen);

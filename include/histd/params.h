@@ -110,6 +110,16 @@ int histd_param_set_text(histd_params *p, const histd_param *row, const char *ar
 int histd_params_write_json(FILE *f, const histd_params *p);
 
 /*
+ * What the parameters ask for, before any operand: the problem without
+ * its points (a, b NULL; frame_boxes when the job names no box: each
+ * frame's own), its bins resolved (log edges computed into *edges, which
+ * the caller frees). A missing or conflicting way of binning is
+ * HISTD_EPARSE (a malformed request), a bad value HISTD_EINVAL.
+ */
+int histd_params_spec(const histd_params *p, histd_problem *out, double **edges, char *msg,
+                      size_t msglen);
+
+/*
  * Binds the parameters to their operands: the problem (a, b: b NULL for
  * self pairs) with its bins resolved (log edges computed into *edges, which
  * the caller frees), validated. Exactly one way of binning: bucket_width

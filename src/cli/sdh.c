@@ -25,6 +25,7 @@
 
 #include "histd/histd.h"
 #include "histd/io.h"
+#include "histd/job.h"
 #include "histd/params.h"
 
 #define DEFAULT_BOX 23000.0
@@ -390,15 +391,12 @@ int main(int argc, char **argv) {
     histd_params_free(&o.params);
     return 1;
   }
-  if (o.params.topology[0] != '\0') { /* the atoms' names from another file */
-    histd_dataset top;
+  histd_dataset top; /* the atoms' names from another file (--topology) */
+  memset(&top, 0, sizeof top);
+  if (o.params.topology[0] != '\0') {
     options to = o;
     to.have_input_format = false; /* the topology's format comes from its name */
-    char msg[512];
     int rc = load(&to, o.params.topology, &top);
-    if (rc == 0 && (rc = histd_dataset_adopt_topology(&ds, &top, msg, sizeof msg)) != 0)
-      fprintf(stderr, "sdh: --topology %s: %s\n", o.params.topology, msg);
-    histd_dataset_free(&top);
     if (rc != 0) {
       histd_params_free(&o.params);
       histd_dataset_free(&ds);
@@ -409,31 +407,27 @@ int main(int argc, char **argv) {
   double parse_ms = histd_now_ms() - t0;
 
   histd_result res;
-  histd_problem prob;
-  double *edges = NULL;
   char msg[512];
-  histd_operands ops;
+  histd_job job;
   /* a pair list goes to an unnamed temporary file, then out in the format */
   static histd_pair_file pairs;
   FILE *pairs_tmp = o.params.has_pairs_within ? tmpfile() : NULL;
   if (pairs_tmp != NULL)
     histd_pair_file_init(&pairs, fileno(pairs_tmp), 0);
   histd_control ctl = {NULL, NULL, &pairs, pairs_tmp ? histd_pair_file_put : NULL};
-  int rc = histd_params_operands(&o.params, &ds, o.file_b ? &ds_b : NULL, &ops, msg, sizeof msg);
+  int rc = histd_job_bind(&job, &o.params, &ds, o.file_b ? &ds_b : NULL,
+                          o.params.topology[0] ? &top : NULL, msg, sizeof msg);
   if (rc == 0) {
-    rc = histd_params_problem(&o.params, ops.a, ops.b, &prob, &edges, msg, sizeof msg);
-    if (rc == 0 && (rc = histd_run(&prob, &o.params.exec, &ctl, &res, msg, sizeof msg)) == 0 &&
+    if ((rc = histd_run(&job.problem, &o.params.exec, &ctl, &res, msg, sizeof msg)) == 0 &&
         pairs_tmp != NULL && (rc = histd_pair_file_flush(&pairs, false, msg, sizeof msg)) == 0) {
       res.pairs_fd = fileno(pairs_tmp);
       res.has_pairs_fd = true;
     }
-    if (rc == 0) {
-      snprintf(res.select_a, sizeof res.select_a, "%s", o.params.select_a);
-      snprintf(res.select_b, sizeof res.select_b, "%s", o.params.select_b);
-    }
-    histd_operands_free(&ops);
+    if (rc == 0)
+      histd_job_label(&o.params, &res);
+    histd_job_free(&job);
   }
-  free(edges);
+  histd_dataset_free(&top);
   histd_params_free(&o.params);
   histd_dataset_free(&ds);
   histd_dataset_free(&ds_b);

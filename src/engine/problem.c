@@ -101,7 +101,7 @@ int histd_box_check(const histd_box *b, char *msg, size_t msglen) {
 
 /* A periodic job's points within 2^40 smallest widths of the origin
  * (histd.h), a and b's bounds against the box. */
-static int points_near(const histd_dataset *ds, const char *name, const histd_box *box,
+static int points_near(const histd_shape *ds, const char *name, const histd_box *box,
                        const char *whose, char *msg, size_t msglen) {
   if (ds == NULL || ds->n == 0 || box->kind == HISTD_BOX_NONE)
     return 0;
@@ -181,10 +181,19 @@ bool histd_statistic_per_point(histd_statistic s) {
 }
 
 unsigned histd_problem_needs(const histd_problem *p) {
-  unsigned needs = 0;
-  if ((p->frame_boxes ? p->a->box.kind : p->box.kind) != HISTD_BOX_NONE)
-    needs |= HISTD_CAN_PERIODIC;
+  histd_shape a, b;
+  histd_dataset_shape(p->a, &a);
   if (p->b != NULL)
+    histd_dataset_shape(p->b, &b);
+  return histd_problem_needs_of(p, &a, p->b ? &b : NULL);
+}
+
+unsigned histd_problem_needs_of(const histd_problem *p, const histd_shape *a,
+                                const histd_shape *b) {
+  unsigned needs = 0;
+  if ((p->frame_boxes ? a->box.kind : p->box.kind) != HISTD_BOX_NONE)
+    needs |= HISTD_CAN_PERIODIC;
+  if (b != NULL)
     needs |= HISTD_CAN_CROSS;
   if (p->weighted)
     needs |= HISTD_CAN_WEIGHTS;
@@ -241,37 +250,81 @@ uint64_t histd_problem_pairs(const histd_problem *p) {
   return sum;
 }
 
+void histd_dataset_shape(const histd_dataset *ds, histd_shape *out) {
+  memset(out, 0, sizeof *out);
+  out->n = ds->n;
+  out->frames = histd_dataset_frames(ds);
+  out->weighted = ds->w != NULL;
+  out->box = ds->box;
+  memcpy(out->min, ds->min, sizeof out->min);
+  memcpy(out->max, ds->max, sizeof out->max);
+  out->topology = histd_topology_fields(ds->top);
+}
+
+/* A frame's points by the shape: equal shares (the last takes the rest). */
+static uint64_t shape_frame_n(const histd_shape *s, uint64_t f) {
+  const uint64_t frames = s->frames > 0 ? s->frames : 1;
+  return s->n / frames + (f + 1 == frames ? s->n % frames : 0);
+}
+
+static uint64_t shape_frames(const histd_shape *a, const histd_shape *b) {
+  const uint64_t fa = a->frames > 0 ? a->frames : 1, fb = b && b->frames > 0 ? b->frames : 1;
+  return fa > fb ? fa : fb;
+}
+
+uint64_t histd_shape_pairs(const histd_shape *a, const histd_shape *b) {
+  uint64_t sum = 0;
+  for (uint64_t f = 0, frames = shape_frames(a, b); f < frames; f++) {
+    const uint64_t na = shape_frame_n(a, a->frames > 1 ? f : 0);
+    if (b != NULL)
+      sum += na * (b->frames > 1 ? shape_frame_n(b, f) : b->n);
+    else
+      sum += na < 2 ? 0 : na * (na - 1) / 2;
+  }
+  return sum;
+}
+
 /* The frames pair up: A's several with as many of B's, or with B's one. */
-static int frames_validate(const histd_problem *p, char *msg, size_t msglen) {
-  size_t fa = histd_dataset_frames(p->a), fb = p->b ? histd_dataset_frames(p->b) : 1;
+static int frames_validate(const histd_shape *a, const histd_shape *b, char *msg, size_t msglen) {
+  uint64_t fa = a->frames > 0 ? a->frames : 1, fb = b && b->frames > 0 ? b->frames : 1;
   if (fb > 1 && fa == 1)
     return histd_fail(msg, msglen, HISTD_EINVAL,
-                      "the second point set (B) has %zu frames and the first (A) one; give the "
-                      "set of several frames as A (dataset) and the one-frame set as B", fb);
+                      "the second point set (B) has %llu frames and the first (A) one; give the "
+                      "set of several frames as A (dataset) and the one-frame set as B",
+                      (unsigned long long)fb);
   if (fb > 1 && fa != fb)
     return histd_fail(msg, msglen, HISTD_EINVAL,
-                      "A has %zu frames and B %zu: frame f of A pairs with frame f of B, so "
+                      "A has %llu frames and B %llu: frame f of A pairs with frame f of B, so "
                       "they need as many frames (or B one frame, met by every frame of A)",
-                      fa, fb);
+                      (unsigned long long)fa, (unsigned long long)fb);
   return 0;
 }
 
-/* exclude_molecule: molecule ids on every operand, each frame the atoms its
- * topology lists, no weights. */
-static int exclusions_validate(const histd_problem *p, char *msg, size_t msglen) {
+/* exclude_molecule: molecule ids on every operand, no weights (the shapes);
+ * each frame the atoms its topology lists (the points). */
+static int exclusions_check(const histd_problem *p, const histd_shape *a, const histd_shape *b,
+                            char *msg, size_t msglen) {
   if (p->weighted)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "exclude molecule cannot be combined with weights (the weighted sums "
                       "would lose their precision bound); run it unweighted");
+  const histd_shape *ops[2] = {a, b};
+  const char *names[2] = {"A", "B"};
+  for (int o = 0; o < 2 && ops[o] != NULL; o++)
+    if (!(ops[o]->topology & HISTD_TOP_MOL))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "exclude molecule needs molecule ids, and the points (%s) have none "
+                        "(a LAMMPS dump's mol column, the residues of a GRO or PDB file, a "
+                        "CSV's mol column or an extended XYZ's mol:I:1)",
+                        names[o]);
+  return 0;
+}
+
+static int exclusions_validate(const histd_problem *p, char *msg, size_t msglen) {
   const histd_dataset *ops[2] = {p->a, p->b};
   const char *names[2] = {"A", "B"};
   for (int o = 0; o < 2 && ops[o] != NULL; o++) {
     const histd_dataset *ds = ops[o];
-    if (ds->top == NULL || ds->top->mol == NULL)
-      return histd_fail(msg, msglen, HISTD_EINVAL,
-                        "exclude molecule needs molecule ids, and the points (%s) have none "
-                        "(a LAMMPS dump's mol column, the residues of a GRO or PDB file, a CSV's mol column or an extended XYZ's mol:I:1)",
-                        names[o]);
     for (size_t f = 0, frames = histd_dataset_frames(ds); f < frames; f++)
       if ((frames == 1 ? ds->n : ds->frame[f].n) != ds->top->atoms)
         return histd_fail(msg, msglen, HISTD_EINVAL,
@@ -284,7 +337,8 @@ static int exclusions_validate(const histd_problem *p, char *msg, size_t msglen)
 
 /* The statistics of a value per point and a record per pair: a radius,
  * what they can be combined with, frames of one size, the result limit. */
-static int points_validate(const histd_problem *p, char *msg, size_t msglen) {
+static int points_validate(const histd_problem *p, const histd_shape *a, const histd_shape *b,
+                           char *msg, size_t msglen) {
   const histd_statistic s = p->statistic;
   const char *name = s == HISTD_STAT_POINT_COUNTS ? "per_point"
                      : s == HISTD_STAT_NEAREST    ? "nearest"
@@ -311,34 +365,52 @@ static int points_validate(const histd_problem *p, char *msg, size_t msglen) {
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "exclude molecule is not available with %s: it applies to histograms "
                       "and counts within a radius", name);
-  const size_t frames = histd_problem_frames(p);
-  if (s == HISTD_STAT_PAIRS && (p->a->n > UINT32_MAX || (p->b && p->b->n > UINT32_MAX)))
+  const uint64_t frames = shape_frames(a, b);
+  if (s == HISTD_STAT_PAIRS && (a->n > UINT32_MAX || (b && b->n > UINT32_MAX)))
     return histd_fail(msg, msglen, HISTD_ETOOBIG,
                       "a pair list names its points by 32-bit indices: at most %u points a set",
                       UINT32_MAX);
   if (!histd_statistic_per_point(s))
     return 0;
-  const size_t n = frames > 1 && p->a->frame ? p->a->frame[0].n : p->a->n;
-  for (size_t f = 1; f < histd_dataset_frames(p->a); f++)
+  const uint64_t bytes = histd_shape_result_bytes(p, a, b);
+  if (p->result_limit != 0 && bytes > p->result_limit)
+    return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "the %s result would hold %llu frames x %llu points, %llu bytes, more "
+                      "than the %llu bytes a result may take; select fewer points or frames",
+                      name, (unsigned long long)frames, (unsigned long long)shape_frame_n(a, 0),
+                      (unsigned long long)bytes, (unsigned long long)p->result_limit);
+  return 0;
+}
+
+/* per point: every frame of A as many points (its rows are frames x them) */
+static int point_frames_validate(const histd_problem *p, char *msg, size_t msglen) {
+  if (!histd_statistic_per_point(p->statistic))
+    return 0;
+  const char *name = p->statistic == HISTD_STAT_POINT_COUNTS ? "per_point" : "nearest";
+  const size_t frames = histd_dataset_frames(p->a);
+  const size_t n = frames > 1 ? p->a->frame[0].n : p->a->n;
+  for (size_t f = 1; f < frames; f++)
     if (p->a->frame[f].n != n)
       return histd_fail(msg, msglen, HISTD_EINVAL,
                         "%s keeps a row of values per frame, so every frame of A must hold "
                         "as many points: frame 1 holds %zu and frame %zu %zu", name, n, f + 1,
                         p->a->frame[f].n);
-  const uint64_t bytes = histd_problem_result_bytes(p);
-  if (p->result_limit != 0 && bytes > p->result_limit)
-    return histd_fail(msg, msglen, HISTD_ETOOBIG,
-                      "the %s result would hold %zu frames x %zu points, %llu bytes, more "
-                      "than the %llu bytes a result may take; select fewer points or frames",
-                      name, frames, n, (unsigned long long)bytes,
-                      (unsigned long long)p->result_limit);
   return 0;
 }
 
 uint64_t histd_problem_result_bytes(const histd_problem *p) {
-  const uint64_t frames = histd_problem_frames(p);
+  histd_shape a, b;
+  histd_dataset_shape(p->a, &a);
+  if (p->b != NULL)
+    histd_dataset_shape(p->b, &b);
+  return histd_shape_result_bytes(p, &a, p->b ? &b : NULL);
+}
+
+uint64_t histd_shape_result_bytes(const histd_problem *p, const histd_shape *sa,
+                                  const histd_shape *sb) {
+  const uint64_t frames = shape_frames(sa, sb);
   if (histd_statistic_per_point(p->statistic)) {
-    const uint64_t n = frames > 1 && p->a->frame ? p->a->frame[0].n : p->a->n;
+    const uint64_t n = shape_frame_n(sa, 0);
     const uint64_t each = p->statistic == HISTD_STAT_NEAREST ? 16 : p->weighted ? 16 : 8;
     return frames * n * each;
   }
@@ -383,21 +455,20 @@ static int box_fits(const histd_problem *p, const histd_box *box, const char *wh
 /* A box the problem's pairs are measured in: in range (histd_box_check),
  * the points near enough to it, r_max within half its width; whose says
  * which box in the sentences. */
-static int box_suits(const histd_problem *p, const histd_box *box, const char *whose, char *msg,
-                     size_t msglen) {
+static int box_suits(const histd_problem *p, const histd_shape *a, const histd_shape *b,
+                     const histd_box *box, const char *whose, char *msg, size_t msglen) {
   char why[256];
   int rc = histd_box_check(box, why, sizeof why);
   if (rc != 0)
     return histd_fail(msg, msglen, rc, "%s%s", why, whose);
-  if ((rc = points_near(p->a, "A", box, whose, msg, msglen)) != 0 ||
-      (rc = points_near(p->b, "B", box, whose, msg, msglen)) != 0)
+  if ((rc = points_near(a, "A", box, whose, msg, msglen)) != 0 ||
+      (rc = points_near(b, "B", box, whose, msg, msglen)) != 0)
     return rc;
   return box_fits(p, box, whose, msg, msglen);
 }
 
-int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen) {
-  if (p->a == NULL)
-    return histd_fail(msg, msglen, HISTD_EINVAL, "a problem needs its points");
+int histd_problem_check(const histd_problem *p, const histd_shape *a, const histd_shape *b,
+                        char *msg, size_t msglen) {
   int rc = histd_box_check(&p->box, msg, msglen);
   if (rc == 0 && p->statistic == HISTD_STAT_HISTOGRAM)
     rc = bins_validate(&p->bins, msg, msglen);
@@ -408,42 +479,61 @@ int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen) {
       return histd_fail(msg, msglen, HISTD_EINVAL,
                         "within must be a finite distance >= 0, got %g", p->radius);
   } else if (p->statistic != HISTD_STAT_HISTOGRAM &&
-             (rc = points_validate(p, msg, msglen)) != 0) {
+             (rc = points_validate(p, a, b, msg, msglen)) != 0) {
     return rc;
   }
   if (p->weighted && histd_statistic_per_point(p->statistic)) {
     /* the sum of w_j over each point's neighbours: B's weights */
-    if ((p->b ? p->b : p->a)->w == NULL)
+    if (!(b ? b : a)->weighted)
       return histd_fail(msg, msglen, HISTD_EINVAL,
                         "weights were asked for, but the points of %s carry none",
-                        p->b ? "B" : "the dataset");
+                        b ? "B" : "the dataset");
   } else if (p->weighted) {
-    if (p->a->w == NULL)
+    if (!a->weighted)
       return histd_fail(msg, msglen, HISTD_EINVAL,
                         "weights were asked for, but the points (A) carry none");
-    if (p->b != NULL && p->b->w == NULL)
+    if (b != NULL && !b->weighted)
       return histd_fail(msg, msglen, HISTD_EINVAL,
                         "weights were asked for, but the second point set (B) carries none");
   }
+  const uint64_t frames = shape_frames(a, b);
   if (p->per_frame && p->statistic == HISTD_STAT_HISTOGRAM &&
-      (uint64_t)histd_problem_frames(p) * p->bins.count > HISTD_PER_FRAME_MAX)
+      frames * p->bins.count > HISTD_PER_FRAME_MAX)
     return histd_fail(msg, msglen, HISTD_EINVAL,
-                      "per_frame keeps %zu frames x %u bins of counts, more than %llu (1 GiB): "
+                      "per_frame keeps %llu frames x %u bins of counts, more than %llu (1 GiB): "
                       "ask for fewer frames (frames START:STOP:STEP) or bins",
-                      histd_problem_frames(p), p->bins.count,
+                      (unsigned long long)frames, p->bins.count,
                       (unsigned long long)HISTD_PER_FRAME_MAX);
-  if ((rc = frames_validate(p, msg, msglen)) != 0 ||
-      (p->exclude_molecule && (rc = exclusions_validate(p, msg, msglen)) != 0))
+  if ((rc = frames_validate(a, b, msg, msglen)) != 0 ||
+      (p->exclude_molecule && (rc = exclusions_check(p, a, b, msg, msglen)) != 0))
     return rc;
-  if (!p->frame_boxes)
-    return box_suits(p, &p->box, "", msg, msglen);
+  /* the job's box, or the file's (its first frame's: the others are the
+   * points' to tell, histd_problem_validate) */
+  return box_suits(p, a, b, p->frame_boxes ? &a->box : &p->box,
+                   p->frame_boxes && a->frames > 1 ? " (frame 1's, from the file)" : "", msg,
+                   msglen);
+}
+
+int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen) {
+  if (p->a == NULL)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "a problem needs its points");
+  histd_shape a, b;
+  histd_dataset_shape(p->a, &a);
+  if (p->b != NULL)
+    histd_dataset_shape(p->b, &b);
+  int rc = histd_problem_check(p, &a, p->b ? &b : NULL, msg, msglen);
+  if (rc == 0)
+    rc = point_frames_validate(p, msg, msglen);
+  if (rc == 0 && p->exclude_molecule)
+    rc = exclusions_validate(p, msg, msglen);
+  if (rc != 0 || !p->frame_boxes)
+    return rc;
   const size_t frames = histd_dataset_frames(p->a);
-  for (size_t f = 0; f < frames; f++) {
-    const histd_box *box = frames == 1 ? &p->a->box : &p->a->frame[f].box;
-    char whose[64] = "";
-    if (frames > 1)
-      snprintf(whose, sizeof whose, " (frame %zu's, from the file)", f + 1);
-    if ((rc = box_suits(p, box, whose, msg, msglen)) != 0)
+  for (size_t f = 1; f < frames; f++) { /* every frame's own box (the first's is checked) */
+    const histd_box *box = &p->a->frame[f].box;
+    char whose[64];
+    snprintf(whose, sizeof whose, " (frame %zu's, from the file)", f + 1);
+    if ((rc = box_suits(p, &a, p->b ? &b : NULL, box, whose, msg, msglen)) != 0)
       return rc;
     if ((box->kind == HISTD_BOX_NONE) != (p->a->box.kind == HISTD_BOX_NONE))
       return histd_fail(msg, msglen, HISTD_EINVAL,
@@ -524,18 +614,11 @@ int histd_default_buckets(const histd_dataset *ds, double width, uint32_t *bucke
   return 0;
 }
 
-/* The bin count a WIDTH problem gets when it names none: every pair of an
- * open box (the diagonal of A, or of A and B together), or in a periodic box
- * the bins that fit within its half width. */
-int histd_default_bins(const histd_problem *p, uint32_t *count, char *msg, size_t msglen) {
+/* The bin count a WIDTH problem gets when it names none, in `box` (the
+ * job's, or the narrowest frame's) over points of bounds a (and b). */
+static int default_bins(const histd_problem *p, const histd_box *box, const histd_shape *a,
+                        const histd_shape *b, uint32_t *count, char *msg, size_t msglen) {
   const double w = p->bins.width;
-  const histd_box *box = &p->box;
-  size_t frames = p->frame_boxes ? histd_dataset_frames(p->a) : 1;
-  for (size_t f = 0; p->frame_boxes && f < frames; f++) { /* the narrowest frame's */
-    const histd_box *fb = frames == 1 ? &p->a->box : &p->a->frame[f].box;
-    if (f == 0 || histd_box_half_width(fb) < histd_box_half_width(box))
-      box = fb;
-  }
   if (box->kind != HISTD_BOX_NONE) {
     double half = histd_box_half_width(box), q = floor(half / w);
     if (q * w > half) /* the product rounded up */
@@ -551,15 +634,42 @@ int histd_default_bins(const histd_problem *p, uint32_t *count, char *msg, size_
     *count = (uint32_t)q;
     return 0;
   }
-  histd_dataset hull = *p->a;
-  if (p->b != NULL && p->b->n > 0) {
+  histd_dataset hull;
+  memset(&hull, 0, sizeof hull);
+  hull.n = a->n;
+  memcpy(hull.min, a->min, sizeof hull.min);
+  memcpy(hull.max, a->max, sizeof hull.max);
+  if (b != NULL && b->n > 0) {
     for (int i = 0; i < 3; i++) {
-      hull.min[i] = p->a->n ? fmin(p->a->min[i], p->b->min[i]) : p->b->min[i];
-      hull.max[i] = p->a->n ? fmax(p->a->max[i], p->b->max[i]) : p->b->max[i];
+      hull.min[i] = a->n ? fmin(a->min[i], b->min[i]) : b->min[i];
+      hull.max[i] = a->n ? fmax(a->max[i], b->max[i]) : b->max[i];
     }
-    hull.n = p->a->n + p->b->n;
+    hull.n = a->n + b->n;
   }
   return histd_default_buckets(&hull, w, count, msg, msglen);
+}
+
+int histd_default_bins_shape(const histd_problem *p, const histd_shape *a, const histd_shape *b,
+                             uint32_t *count, char *msg, size_t msglen) {
+  return default_bins(p, p->frame_boxes ? &a->box : &p->box, a, b, count, msg, msglen);
+}
+
+/* The bin count a WIDTH problem gets when it names none: every pair of an
+ * open box (the diagonal of A, or of A and B together), or in a periodic box
+ * the bins that fit within its half width (the narrowest frame's). */
+int histd_default_bins(const histd_problem *p, uint32_t *count, char *msg, size_t msglen) {
+  const histd_box *box = &p->box;
+  size_t frames = p->frame_boxes ? histd_dataset_frames(p->a) : 1;
+  for (size_t f = 0; p->frame_boxes && f < frames; f++) { /* the narrowest frame's */
+    const histd_box *fb = frames == 1 ? &p->a->box : &p->a->frame[f].box;
+    if (f == 0 || histd_box_half_width(fb) < histd_box_half_width(box))
+      box = fb;
+  }
+  histd_shape a, b;
+  histd_dataset_shape(p->a, &a);
+  if (p->b != NULL)
+    histd_dataset_shape(p->b, &b);
+  return default_bins(p, box, &a, p->b ? &b : NULL, count, msg, msglen);
 }
 
 /* ---- the execution ------------------------------------------------------------ */
@@ -572,6 +682,10 @@ void histd_exec_init(histd_exec *ex) {
 
 int histd_exec_validate(const histd_exec *ex, const histd_problem *p, char *msg,
                         size_t msglen) {
+  return histd_exec_check(ex, p != NULL ? histd_problem_needs(p) : 0, msg, msglen);
+}
+
+int histd_exec_check(const histd_exec *ex, unsigned needs, char *msg, size_t msglen) {
   if (ex->precision != HISTD_PRECISION_EXACT && ex->precision != HISTD_PRECISION_FAST)
     return histd_fail(msg, msglen, HISTD_EINVAL, "precision must be \"exact\" or \"fast\"");
   if (ex->block_size != 0 &&
@@ -590,7 +704,7 @@ int histd_exec_validate(const histd_exec *ex, const histd_problem *p, char *msg,
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "kernel \"%s\" runs blocks of %u threads: block_size must be 0 or %u, got %u",
                       k->name, k->block, k->block, ex->block_size);
-  if (p != NULL && !histd_kernel_can(k, p, msg, msglen))
+  if (!histd_kernel_can_do(k, needs, msg, msglen))
     return HISTD_EINVAL;
   return 0;
 }

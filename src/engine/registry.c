@@ -173,14 +173,18 @@ static const char *cap_phrase(unsigned cap) {
 }
 
 bool histd_kernel_can(const histd_kernel *k, const histd_problem *p, char *msg, size_t msglen) {
-  unsigned missing = histd_problem_needs(p) & ~k->caps;
+  return histd_kernel_can_do(k, histd_problem_needs(p), msg, msglen);
+}
+
+bool histd_kernel_can_do(const histd_kernel *k, unsigned needs, char *msg, size_t msglen) {
+  unsigned missing = needs & ~k->caps;
   if (missing == 0)
     return true;
   unsigned cap = missing & -missing; /* the first one missing */
   char able[256] = "";
   size_t len = 0;
   for (size_t i = 0; i < KERNEL_COUNT; i++)
-    if ((histd_problem_needs(p) & ~kernels[i].caps) == 0 && len < sizeof able)
+    if ((needs & ~kernels[i].caps) == 0 && len < sizeof able)
       len += (size_t)snprintf(able + len, sizeof able - len, "%s%s", len ? ", " : "",
                               kernels[i].name);
   histd_fail(msg, msglen, HISTD_EINVAL, "kernel \"%s\" cannot compute %s; kernels that can: %s",

@@ -425,3 +425,13 @@ void histd__format_double(char *buf, size_t buflen, double v, locale_t loc) {
       return;
   }
 }
+
+void histd_format_double(char *buf, size_t len, double v) {
+  locale_t loc;
+  if (histd__c_locale(&loc, NULL, 0) != 0) {
+    snprintf(buf, len, "%.17g", v);
+    return;
+  }
+  histd__format_double(buf, len, v, loc);
+  freelocale(loc);
+}

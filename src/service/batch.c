@@ -60,6 +60,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "histd/job.h"
 #include "service.h"
 
 #define PLAN_VERSION 1
@@ -220,18 +221,14 @@ static int load_input(input *in, bool expect, histd_dataset *ds, char *msg, size
 
 typedef struct bound {
   histd_dataset ds[IN_COUNT];
-  histd_operands ops;
-  bool have_ops;
+  histd_job job; /* the job layer's binding: prob is job.problem */
   histd_problem prob;
-  double *edges;
   histd_bins bins; /* the bins a shard reports: count resolved, within as [0, R] */
   double within_edges[2];
 } bound;
 
 static void bound_free(bound *b) {
-  if (b->have_ops)
-    histd_operands_free(&b->ops);
-  free(b->edges);
+  histd_job_free(&b->job);
   for (int i = 0; i < IN_COUNT; i++)
     histd_dataset_free(&b->ds[i]);
   memset(b, 0, sizeof *b);
@@ -251,16 +248,9 @@ static int bind_job(input *in, bool expect, const histd_params *params, bound *b
       return fail(rc == HISTD_EPARSE || rc == HISTD_EINVAL ? 2 : 1, "%s: %s", in_member[i], msg);
     }
   }
-  if (in[IN_TOP].given &&
-      histd_dataset_adopt_topology(&b->ds[IN_A], &b->ds[IN_TOP], msg, sizeof msg) != 0) {
-    bound_free(b);
-    return fail(2, "topology %s: %s", in[IN_TOP].path, msg);
-  }
-  int rc = histd_params_operands(params, &b->ds[IN_A], in[IN_B].given ? &b->ds[IN_B] : NULL,
-                                 &b->ops, msg, sizeof msg);
-  b->have_ops = rc == 0;
-  if (rc == 0)
-    rc = histd_params_problem(params, b->ops.a, b->ops.b, &b->prob, &b->edges, msg, sizeof msg);
+  int rc = histd_job_bind(&b->job, params, &b->ds[IN_A], in[IN_B].given ? &b->ds[IN_B] : NULL,
+                          in[IN_TOP].given ? &b->ds[IN_TOP] : NULL, msg, sizeof msg);
+  b->prob = b->job.problem;
   if (rc == 0)
     rc = histd_exec_validate(&params->exec, &b->prob, msg, sizeof msg);
   b->bins = b->prob.bins;
@@ -919,8 +909,7 @@ static int cmd_merge(int argc, char **argv) {
   }
   if (rc == 0) {
     histd_result_add_done(&sum, err);
-    snprintf(sum.select_a, sizeof sum.select_a, "%s", d.params.select_a);
-    snprintf(sum.select_b, sizeof sum.select_b, "%s", d.params.select_b);
+    histd_job_label(&d.params, &sum);
     sum.timing.total_ms = histd_now_ms() - t0;
     mo.res = &sum;
     if (out != NULL) {

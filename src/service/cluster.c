@@ -846,8 +846,7 @@ static int merge(PGconn *db, const job_record *rec, const histd_problem *p,
   PQclear(r);
   if (rc == 0) {
     histd_result_add_done(sum, err);
-    snprintf(sum->select_a, sizeof sum->select_a, "%s", rec->params.select_a);
-    snprintf(sum->select_b, sizeof sum->select_b, "%s", rec->params.select_b);
+    histd_job_label(&rec->params, sum);
   }
   free(err);
   return rc;

@@ -295,3 +295,14 @@ void dataset_release(dataset_cache *c, loaded_dataset *d) {
   pthread_mutex_unlock(&c->mu);
   loaded_free(d);
 }
+
+void dataset_shape(const dataset_meta *m, histd_shape *out) {
+  memset(out, 0, sizeof *out);
+  out->n = m->n;
+  out->frames = m->frames > 0 ? m->frames : 1;
+  out->weighted = m->weighted;
+  out->box = m->box;
+  memcpy(out->min, m->min, sizeof out->min);
+  memcpy(out->max, m->max, sizeof out->max);
+  out->topology = m->topology;
+}

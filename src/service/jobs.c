@@ -69,6 +69,7 @@
 #include <unistd.h>
 
 #include "histd/io.h"
+#include "histd/job.h"
 #include "service.h"
 
 typedef struct job {
@@ -348,39 +349,27 @@ int job_bind(service *svc, const job_record *rec, loaded_dataset *d, dataset_get
     get = from_store;
     u = svc;
   }
+  loaded_dataset *dt = NULL;
   if (rec->dataset_b[0])
     rc = get(u, rec->dataset_b, &b->d_b, msg, msglen);
-  /* topology: a view of A with another dataset's atoms (the loaded one is shared) */
-  b->named = *loaded_dataset_points(d);
-  b->named.top = NULL;
-  b->named.borrowed = true;
-  const histd_dataset *a = loaded_dataset_points(d);
-  if (rc == 0 && rec->params.topology[0] != '\0') {
-    loaded_dataset *dt = NULL;
+  if (rc == 0 && rec->params.topology[0] != '\0')
     rc = get(u, rec->params.topology, &dt, msg, msglen);
-    if (rc == 0)
-      rc = histd_dataset_adopt_topology(&b->named, loaded_dataset_points(dt), msg, msglen);
-    dataset_release(svc->cache, dt);
-    a = &b->named;
-  }
   if (rc == 0)
-    rc = histd_params_operands(&rec->params, a, b->d_b ? loaded_dataset_points(b->d_b) : NULL,
-                               &b->ops, msg, msglen);
-  if (rc == 0) {
-    b->have_ops = true;
-    rc = histd_params_problem(&rec->params, b->ops.a, b->ops.b, &b->prob, &b->edges, msg,
-                              msglen);
+    rc = histd_job_bind(&b->job, &rec->params, loaded_dataset_points(d),
+                        b->d_b ? loaded_dataset_points(b->d_b) : NULL,
+                        dt ? loaded_dataset_points(dt) : NULL, msg, msglen);
+  dataset_release(svc->cache, dt); /* (the job keeps a copy of its atoms) */
+  if (rc != 0) {
+    dataset_release(svc->cache, b->d_b);
+    memset(b, 0, sizeof *b);
+    return rc;
   }
-  if (rc != 0)
-    job_unbind(svc, b);
-  return rc;
+  b->prob = b->job.problem;
+  return 0;
 }
 
 void job_unbind(service *svc, job_binding *b) {
-  if (b->have_ops)
-    histd_operands_free(&b->ops);
-  histd_topology_free(b->named.top);
-  free(b->edges);
+  histd_job_free(&b->job);
   dataset_release(svc->cache, b->d_b);
   memset(b, 0, sizeof *b);
 }
@@ -436,10 +425,8 @@ static void run_one(worker *w, job *j) {
         rc = rc != 0 ? rc : kept;
       }
       free(ctx.pairs);
-      if (rc == 0) {
-        snprintf(res.select_a, sizeof res.select_a, "%s", j->rec.params.select_a);
-        snprintf(res.select_b, sizeof res.select_b, "%s", j->rec.params.select_b);
-      }
+      if (rc == 0)
+        histd_job_label(&j->rec.params, &res);
       job_unbind(svc, &b);
     }
   }

@@ -280,36 +280,6 @@ fail:
   return false;
 }
 
-/* A dataset's shape for validation: its size, bounds, whether it has
- * weights, its frames, no points. The row keeps the first frame's box
- * only, so every frame gets that one here (and equal shares of the
- * points); a later frame's narrower box is checked when the job runs. Free
- * it with histd_dataset_free. */
-static int meta_shape(const dataset_meta *m, histd_dataset *d, char *msg, size_t msglen) {
-  static double weight_marker; /* validation asks only whether w is NULL */
-  memset(d, 0, sizeof *d);
-  d->n = m->n;
-  d->borrowed = true;
-  memcpy(d->min, m->min, sizeof d->min);
-  memcpy(d->max, m->max, sizeof d->max);
-  d->w = m->weighted ? &weight_marker : NULL;
-  d->box = m->box;
-  if (m->frames <= 1 || m->frames > m->n)
-    return 0;
-  size_t *counts = malloc(m->frames * sizeof *counts);
-  histd_box *boxes = malloc(m->frames * sizeof *boxes);
-  int rc = counts && boxes ? 0 : histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory");
-  for (size_t f = 0; rc == 0 && f < m->frames; f++) {
-    counts[f] = m->n / m->frames + (f + 1 == m->frames ? m->n % m->frames : 0);
-    boxes[f] = m->box;
-  }
-  if (rc == 0)
-    rc = histd_dataset_set_frames(d, m->frames, counts, boxes, msg, msglen);
-  free(counts);
-  free(boxes);
-  return rc;
-}
-
 static void new_job_id(char id[33]) {
   unsigned char raw[16];
   if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
@@ -386,61 +356,33 @@ static bool job_dataset(create_ctx *c, const char *field, const char *id, datase
   return true;
 }
 
-/* What the selections and exclusions ask of the datasets' atoms, checked
- * against what their files gave (the run then finds the sizes). */
-static int check_atoms(const histd_params *p, const dataset_meta *m, const dataset_meta *mb,
-                       char *msg, size_t msglen) {
-  const dataset_meta *mbs = mb ? mb : m; /* select_b picks from dataset_b, else the dataset */
-  int rc = 0;
-  if (p->select_a[0])
-    rc = histd_selection_check(p->select_a, m->topology, msg, msglen);
-  if (rc == 0 && p->select_b[0])
-    rc = histd_selection_check(p->select_b, mbs->topology, msg, msglen);
-  if (rc != 0 || !p->exclude_molecule)
-    return rc;
-  if (p->weights)
-    return histd_fail(msg, msglen, HISTD_EINVAL,
-                      "exclude molecule cannot be combined with weights (the weighted sums "
-                      "would lose their precision bound); run it unweighted");
-  const dataset_meta *ops[2] = {m, mb ? mb : p->select_b[0] ? m : NULL};
-  for (int o = 0; o < 2 && ops[o] != NULL; o++)
-    if (!(ops[o]->topology & HISTD_TOP_MOL))
-      return histd_fail(msg, msglen, HISTD_EINVAL,
-                        "exclude molecule needs molecule ids, and dataset %.16s... has none (a "
-                        "LAMMPS dump's mol column, or the residues of a GRO or PDB file)",
-                        ops[o]->id);
-  return 0;
-}
-
 /* A job whose result could take more than --max-result-bytes stored is
  * refused (422) before it runs: the bound is result_codec.c's, from the
  * bins, the frames and the pairs of the datasets' shape (the whole sets,
  * before selections and exclusions take some away; frames of equal
  * shares, the one guess: a job whose frames differ more than that and
  * whose result then passes the limit fails with the store's sentence). */
-static int check_result_size(service *svc, const histd_problem *prob, const job_record *j,
+static int check_result_size(service *svc, const histd_job_plan *plan, const job_record *j,
                              char *msg, size_t msglen) {
   const uint64_t cap = svc->cfg.max_result_bytes;
-  if (histd_statistic_per_point(prob->statistic)) { /* its rows: 10 bytes a value at most */
-    const uint64_t bound = histd_problem_result_bytes(prob) / 8 * 10 + 1024;
+  if (histd_statistic_per_point(plan->statistic)) { /* its rows: 10 bytes a value at most */
+    const uint64_t bound = plan->result_bytes / 8 * 10 + 1024;
     if (cap == 0 || bound <= cap)
       return 0;
     return histd_fail(msg, msglen, HISTD_EINVAL,
-                      "the per-point result could take up to %llu bytes stored (%zu frames x "
+                      "the per-point result could take up to %llu bytes stored (%llu frame%s of "
                       "%zu points), more than the %llu bytes a result may take "
                       "(--max-result-bytes); select fewer points or frames",
-                      (unsigned long long)bound, histd_problem_frames(prob), prob->a->n /
-                      (histd_problem_frames(prob) ? histd_problem_frames(prob) : 1),
+                      (unsigned long long)bound, (unsigned long long)plan->frames,
+                      plan->frames == 1 ? "" : "s", j->n / (plan->frames ? plan->frames : 1),
                       (unsigned long long)cap);
   }
-  if (prob->statistic == HISTD_STAT_PAIRS) /* its list is a file, capped as it runs */
+  if (plan->statistic == HISTD_STAT_PAIRS) /* its list is a file, capped as it runs */
     return 0;
-  const uint32_t buckets = prob->statistic == HISTD_STAT_WITHIN ? 1
-                           : prob->bins.count ? prob->bins.count
-                                              : j->params.buckets;
-  const uint64_t frames = histd_problem_frames(prob);
-  const uint64_t bound = histd_result_stored_bound(buckets, frames, histd_problem_pairs(prob),
-                                             j->params.weights, j->params.per_frame);
+  const uint32_t buckets = plan->statistic == HISTD_STAT_WITHIN ? 1 : plan->buckets;
+  const uint64_t frames = plan->frames;
+  const uint64_t bound = histd_result_stored_bound(buckets, frames, plan->pairs,
+                                                   j->params.weights, j->params.per_frame);
   if (cap == 0 || bound <= cap)
     return 0;
   return histd_fail(msg, msglen, HISTD_EINVAL,
@@ -466,61 +408,30 @@ static void create_job(void *arg) {
     return;
   }
   dataset_meta mt; /* topology: the atoms of the dataset are another's */
-  if (j->params.topology[0] != '\0') {
-    if (!job_dataset(c, "topology", j->params.topology, &mt)) {
-      pthread_rwlock_unlock(&svc->datasets_lock);
-      return;
-    }
-    const size_t atoms = mt.topology ? mt.n / mt.frames : 0;
-    if (mt.topology == 0 || m.n != atoms * m.frames) {
-      pthread_rwlock_unlock(&svc->datasets_lock);
-      c->status = 422;
-      if (mt.topology == 0)
-        snprintf(c->msg, sizeof c->msg, "the topology dataset %.16s... names no atoms (upload a "
-                 "GRO, PDB, XYZ or a LAMMPS dump with type or element columns)", mt.id);
-      else
-        snprintf(c->msg, sizeof c->msg, "the dataset has %zu points in %zu frames, and its "
-                 "topology %zu atoms a frame: they must describe the same system", m.n,
-                 m.frames, atoms);
-      return;
-    }
-    m.topology = mt.topology; /* what the run's selections will find */
+  const bool named = j->params.topology[0] != '\0';
+  if (named && !job_dataset(c, "topology", j->params.topology, &mt)) {
+    pthread_rwlock_unlock(&svc->datasets_lock);
+    return;
   }
   j->n = m.n;
   j->n_b = cross ? mb.n : j->params.select_b[0] ? m.n : 0; /* the run tells the selections' */
-  /* the problem's shape: validated, and equal-width bins counted now, so
-   * the job says how many it has */
-  histd_dataset a, b;
-  memset(&b, 0, sizeof b);
-  histd_problem prob;
-  double *edges = NULL;
+  /* the job against the datasets' shapes (the job layer): validated, and
+   * equal-width bins counted now, so the job says how many it has */
+  histd_shape sa, sb, st;
+  dataset_shape(&m, &sa);
+  if (cross)
+    dataset_shape(&mb, &sb);
+  if (named)
+    dataset_shape(&mt, &st);
+  histd_job_plan plan;
   char msg[256];
-  int rc = meta_shape(&m, &a, msg, sizeof msg);
-  if (rc == 0 && (cross || j->params.select_b[0]))
-    rc = meta_shape(cross ? &mb : &m, &b, msg, sizeof msg);
-  if (rc == 0)
-    rc = check_atoms(&j->params, &m, cross ? &mb : NULL, msg, sizeof msg);
-  /* the shape has no atoms to select or exclude (checked above): the rest */
-  histd_params shape_params = j->params;
-  shape_params.select_a[0] = shape_params.select_b[0] = '\0';
-  shape_params.exclude_molecule = false;
-  if (rc == 0)
-    rc = histd_params_problem(&shape_params, &a, cross || j->params.select_b[0] ? &b : NULL,
-                              &prob, &edges, msg, sizeof msg);
-  if (rc == 0 && prob.statistic == HISTD_STAT_HISTOGRAM && prob.bins.kind == HISTD_BINS_WIDTH &&
-      prob.bins.count == 0) {
-    rc = histd_default_bins(&prob, &j->params.buckets, msg, sizeof msg);
-    if (rc != 0)
-      snprintf(msg + strlen(msg), sizeof msg - strlen(msg),
-               "; give a larger bucket_width or an explicit buckets");
+  int rc = histd_job_check(&j->params, &sa, cross ? &sb : NULL, named ? &st : NULL, &plan, msg,
+                           sizeof msg);
+  if (rc == 0) {
+    if (plan.counted)
+      j->params.buckets = plan.buckets;
+    rc = check_result_size(svc, &plan, j, msg, sizeof msg);
   }
-  if (rc == 0)
-    rc = histd_exec_validate(&j->params.exec, &prob, msg, sizeof msg);
-  if (rc == 0)
-    rc = check_result_size(svc, &prob, j, msg, sizeof msg);
-  free(edges);
-  histd_dataset_free(&a);
-  histd_dataset_free(&b);
   if (rc != 0) {
     pthread_rwlock_unlock(&svc->datasets_lock);
     c->status = rc == HISTD_EPARSE ? 400 : 422;

@@ -43,6 +43,7 @@
 
 #include "histd/histd.h"
 #include "histd/io.h"
+#include "histd/job.h"
 #include "histd/params.h"
 
 /* ---- configuration (config.c) ------------------------------------------- */
@@ -178,6 +179,10 @@ typedef struct dataset_meta {
   char atoms[2048];  /* "" or a JSON object: what the file said of its atoms (atoms.c) */
   char unit[12];     /* the length unit the file's format implies, or ""  */
 } dataset_meta;
+
+/* A stored dataset's shape (the job layer's histd_shape): what a job is
+ * checked against when it is submitted, without the points. */
+void dataset_shape(const dataset_meta *m, histd_shape *out);
 
 /* The JSON text of dataset_meta.atoms for ds ("" when it has one frame and
  * no topology, or when the text would not fit in len). */
@@ -445,16 +450,14 @@ void jobs_resume_waiters(jobs *q, bool all);
 
 /* ---- binding a job to its operands (jobs.c) ------------------------------ */
 
-/* A job's problem on loaded datasets: A is d (the caller's), B and the
- * topology's dataset acquired here through get (NULL: dataset_acquire from
- * the store); selections and edges owned here until job_unbind. */
+/* A job's problem on loaded datasets (the job layer's histd_job_bind): A
+ * is d (the caller's), B and the topology's dataset acquired here through
+ * get (NULL: dataset_acquire from the store); B held, and the job's
+ * selections owned, until job_unbind. prob is job.problem. */
 typedef struct job_binding {
   loaded_dataset *d_b;
-  histd_dataset named; /* A with another dataset's topology */
-  histd_operands ops;
-  bool have_ops;
+  histd_job job;
   histd_problem prob;
-  double *edges;
 } job_binding;
 /* How job_bind gets B and the topology's dataset: dataset_acquire, or the
  * cluster's (from the shared store). */

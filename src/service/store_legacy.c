@@ -37,15 +37,9 @@ static const char *text_of(sqlite3_stmt *st, int col) {
 
 /* A stored result's bins, from the job's parameters (log edges are the
  * same function of the same numbers, so they come out the same). */
-static int legacy_bins(const histd_params *params, bool cross, histd_bins *bins,
-                       double **edges) {
-  histd_dataset none;
-  memset(&none, 0, sizeof none);
+static int legacy_bins(const histd_params *params, histd_bins *bins, double **edges) {
   histd_problem prob;
-  histd_params bins_only = *params; /* (shallow: edges stay the job's) */
-  bins_only.weights = false;        /* the bins do not depend on the points' weights */
-  bins_only.exclude_molecule = false;
-  int rc = histd_params_problem(&bins_only, &none, cross ? &none : NULL, &prob, edges, NULL, 0);
+  int rc = histd_params_spec(params, &prob, edges, NULL, 0);
   if (rc == 0 && prob.statistic == HISTD_STAT_WITHIN) {
     static const double within_bin[2] = {0, 0}; /* one bin; its edges are not read */
     prob.bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, within_bin};
@@ -74,7 +68,7 @@ static int legacy_result(sqlite3_stmt *st, histd_result *r, char *why, size_t wh
   const bool cross = text_of(st, L_DATASET_B)[0] != '\0' || params.select_b[0] != '\0';
   histd_bins bins;
   double *edges = NULL;
-  int rc = legacy_bins(&params, text_of(st, L_DATASET_B)[0] != '\0', &bins, &edges);
+  int rc = legacy_bins(&params, &bins, &edges);
   if (rc != 0) {
     histd_params_free(&params);
     return histd_fail(why, whylen, HISTD_EIO, "the stored result's parameters do not make bins");

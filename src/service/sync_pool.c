@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "histd/job.h"
 #include "service.h"
 
 struct sync_pool {
@@ -41,17 +42,11 @@ struct sync_pool {
 };
 
 static void run_task(sync_task *t) {
-  histd_problem prob;
-  histd_operands ops;
-  double *edges = NULL;
-  t->rc = histd_params_operands(&t->params, &t->ds, NULL, &ops, t->msg, sizeof t->msg);
+  histd_job job;
+  t->rc = histd_job_bind(&job, &t->params, &t->ds, NULL, NULL, t->msg, sizeof t->msg);
   if (t->rc != 0)
     return;
-  t->rc = histd_params_problem(&t->params, ops.a, ops.b, &prob, &edges, t->msg, sizeof t->msg);
-  if (t->rc != 0) {
-    histd_operands_free(&ops);
-    return;
-  }
+  const histd_problem prob = job.problem;
   const histd_kernel *k = histd_kernel_find(t->params.exec.kernel);
   if (k != NULL && k->engine == HISTD_ENGINE_CUDA) {
     t->rc = histd_run(&prob, &t->params.exec, NULL, &t->res, t->msg, sizeof t->msg);
@@ -62,12 +57,9 @@ static void run_task(sync_task *t) {
       t->rc = histd_worker_run(w, &prob, &t->params.exec, NULL, &t->res, t->msg, sizeof t->msg);
     histd_worker_destroy(w);
   }
-  if (t->rc == 0) {
-    snprintf(t->res.select_a, sizeof t->res.select_a, "%s", t->params.select_a);
-    snprintf(t->res.select_b, sizeof t->res.select_b, "%s", t->params.select_b);
-  }
-  histd_operands_free(&ops);
-  free(edges);
+  if (t->rc == 0)
+    histd_job_label(&t->params, &t->res);
+  histd_job_free(&job);
 }
 
 static void *pool_main(void *arg) {

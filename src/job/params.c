@@ -1,5 +1,6 @@
 /*
- * params.c -- the table of a job's parameters (include/histd/params.h).
+ * params.c -- the table of a job's parameters (include/histd/params.h), the
+ * job layer's (src/job): what a job asks for, before job.c binds it.
  *
  * One row a parameter, after redis's static_configs[]: its JSON name, its
  * sdh flag, its type, its help line, and three small functions: set it from
@@ -20,7 +21,7 @@
 #include <string.h>
 
 #include "histd/params.h"
-#include "io_internal.h"
+#include "histd/io.h"
 
 /* ---- values --------------------------------------------------------------- */
 
@@ -63,11 +64,7 @@ static int want_numbers(const histd_value *v, const char *name, char *msg, size_
 
 static void write_double(FILE *f, double v) {
   char buf[40];
-  locale_t loc;
-  if (histd__c_locale(&loc, NULL, 0) != 0)
-    return;
-  histd__format_double(buf, sizeof buf, v, loc);
-  freelocale(loc);
+  histd_format_double(buf, sizeof buf, v);
   fputs(buf, f);
 }
 
@@ -641,18 +638,13 @@ int histd_params_write_json(FILE *f, const histd_params *p) {
 
 /* ---- binding ----------------------------------------------------------------------- */
 
-int histd_params_problem(const histd_params *p, const histd_dataset *a, const histd_dataset *b,
-                         histd_problem *out, double **edges, char *msg, size_t msglen) {
+int histd_params_spec(const histd_params *p, histd_problem *out, double **edges, char *msg,
+                      size_t msglen) {
   *edges = NULL;
   histd_problem pr;
   memset(&pr, 0, sizeof pr);
-  pr.a = a;
-  pr.b = b;
   pr.box = p->box; /* the job's box, else the file's: each frame of A in its own */
-  if (pr.box.kind == HISTD_BOX_NONE) {
-    pr.box = a->box;
-    pr.frame_boxes = true;
-  }
+  pr.frame_boxes = pr.box.kind == HISTD_BOX_NONE;
   pr.weighted = p->weights;
   pr.exclude_molecule = p->exclude_molecule;
   pr.per_frame = p->per_frame;
@@ -675,10 +667,8 @@ int histd_params_problem(const histd_params *p, const histd_dataset *a, const hi
                    : p->nearest        ? HISTD_STAT_NEAREST
                                        : HISTD_STAT_POINT_COUNTS;
     pr.radius = p->has_pairs_within ? p->pairs_within : p->has_within ? p->within : INFINITY;
-    int rc = histd_problem_validate(&pr, msg, msglen);
-    if (rc == 0)
-      *out = pr;
-    return rc;
+    *out = pr;
+    return 0;
   }
   const int ways = given_bucket_width(p) + given_r_max(p) + given_edges(p) + given_log_bins(p) +
                    p->has_within;
@@ -722,8 +712,21 @@ int histd_params_problem(const histd_params *p, const histd_dataset *a, const hi
     pr.bins = (histd_bins){HISTD_BINS_EDGES, k, 0, e};
     *edges = e;
   }
-  int rc = histd_problem_validate(&pr, msg, msglen);
-  if (rc != 0) {
+  *out = pr;
+  return 0;
+}
+
+int histd_params_problem(const histd_params *p, const histd_dataset *a, const histd_dataset *b,
+                         histd_problem *out, double **edges, char *msg, size_t msglen) {
+  histd_problem pr;
+  int rc = histd_params_spec(p, &pr, edges, msg, msglen);
+  if (rc != 0)
+    return rc;
+  pr.a = a;
+  pr.b = b;
+  if (pr.frame_boxes)
+    pr.box = a->box;
+  if ((rc = histd_problem_validate(&pr, msg, msglen)) != 0) {
     free(*edges);
     *edges = NULL;
     return rc;
