@@ -14,15 +14,13 @@ Exit 77 (skip) only when chromium is not installed.
 import math
 import os
 import random
-import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
 
-OUT = os.environ.get("HISTD_WEB_OUT") or os.path.join(h.ROOT, "build", "tests", "web")
+OUT = h.OUT
 
 
 def points(n, seed, box=1000.0):
@@ -48,28 +46,10 @@ def definition(pts, width, buckets):
     return counts, overflow
 
 
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-    h.log("ok -", what)
+check = h.check
 
 
-def wait_job_done(b, timeout=40):
-    return b.wait(lambda: b.js(
-        "const s = document.getElementById('job-status').dataset.status;"
-        "return ['succeeded','failed','cancelled'].includes(s) ? s : null;"), timeout, "the job to finish")
-
-
-def main():
-    chromium = h.find_chromium()
-    chromedriver = h.find_chromedriver()
-    os.makedirs(OUT, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="histd-web-test-")
-    try:
-        run(chromium, chromedriver, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    h.log("PASS")
+wait_job_done = h.wait_job_done
 
 
 def run(chromium, chromedriver, work):
@@ -255,4 +235,4 @@ def d_json(d, path):
 
 
 if __name__ == "__main__":
-    main()
+    h.main(run, "histd-web-test-")

@@ -20,26 +20,14 @@ Exit 77 (skip) only when chromium is not installed.
 import math
 import os
 import random
-import shutil
 import sys
-import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
 
-OUT = os.environ.get("HISTD_WEB_OUT") or os.path.join(h.ROOT, "build", "tests", "web")
-DEADLINE = time.monotonic() + 80  # the whole test, on a loaded machine
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-    h.log("ok -", what)
-
-
-def left():
-    return max(1.0, DEADLINE - time.monotonic())
+OUT = h.OUT
+left = h.deadline(80)  # the whole test, on a loaded machine
+check = h.check
 
 
 def write_csv(path, n, seed, side=20.0):
@@ -64,48 +52,18 @@ def write_water(path, molecules, seed, side=12.0):
 
 
 def d_json(d, path):
-    r = h.http("GET", d.base + path)
-    if r.status != 200:
-        raise AssertionError("GET %s -> %d %s" % (path, r.status, r.body[:300]))
-    return r.json()
+    return h.get_json(d.base, path)
 
 
-def set_value(b, css, value):
-    el = b.find(css)
-    b.clear(el)
-    if value != "":
-        b.type(el, str(value))
-
-
-def choose(b, sel_id, value):
-    b.js("const s = document.getElementById(arguments[0]); s.value = arguments[1];"
-         "s.dispatchEvent(new Event('change'));", sel_id, value)
+set_value, choose = h.set_value, h.choose
 
 
 def submit_and_wait(b):
-    before = b.js("return location.hash")
-    b.click(b.find("#submit"))
-    b.wait(lambda: b.js("return location.hash") != before, min(15, left()), "the new job")
-    status = b.wait(lambda: b.js(
-        "const s = document.getElementById('job-status').dataset.status;"
-        "return ['succeeded','failed','cancelled'].includes(s) ? s : null;"), min(40, left()), "the job to finish")
-    return status, b.js("return decodeURIComponent(location.hash.replace('#job=', ''))")
+    return h.submit_and_wait(b, min(15, left()), min(40, left()))
 
 
 def close(a, b, rel=1e-9):
     return abs(a - b) <= rel * max(1.0, abs(a), abs(b))
-
-
-def main():
-    chromium = h.find_chromium()
-    chromedriver = h.find_chromedriver()
-    os.makedirs(OUT, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="histd-web-stats-")
-    try:
-        run(chromium, chromedriver, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    h.log("PASS")
 
 
 def run(chromium, chromedriver, work):
@@ -122,15 +80,9 @@ def run(chromium, chromedriver, work):
                                                 "params": {"behavior": "allow", "downloadPath": downloads}})
         except h.WebDriverError as e:
             h.log("note: cannot set the download dir:", e)
-        b.get(d.base + "/")
-        b.wait(lambda: "ok" in b.attr(b.find("#engine"), "class"), min(15, left()), "the engine badge")
-
-        b.type(b.find("#file"), randoms)
-        b.wait(lambda: "300 points" in b.text(b.find("#upload-status")), min(20, left()), "the randoms upload")
-        rand_id = b.js("return document.getElementById('dataset').value")
-        b.type(b.find("#file"), liquid)
-        b.wait(lambda: "800 points" in b.text(b.find("#upload-status")), min(20, left()), "the liquid upload")
-        liquid_id = b.js("return document.getElementById('dataset').value")
+        h.open_dashboard(b, d.base, min(15, left()))
+        rand_id = h.upload(b, randoms, 300, min(20, left()))
+        liquid_id = h.upload(b, liquid, 800, min(20, left()))
         check(d_json(d, "/v1/datasets/" + liquid_id)["n"] == 800, "the liquid is dataset %s" % liquid_id[:8])
         check(b.js("return document.getElementById('dataset-b').value") == "",
               "the second dataset is 'none' by default")
@@ -269,9 +221,7 @@ def run(chromium, chromedriver, work):
         #    without the bonded pairs sent as the form says
         water = os.path.join(work, "water.lammpstrj")
         write_water(water, 40, seed=3)
-        b.type(b.find("#file"), water)
-        b.wait(lambda: "120 points" in b.text(b.find("#upload-status")), min(20, left()), "the water upload")
-        wid = b.js("return document.getElementById('dataset').value")
+        wid = h.upload(b, water, 120, min(20, left()))
         info = b.text(b.find("#dataset-info"))
         check("40 O" in info and "80 H" in info and "40 molecules" in info,
               "the dataset's line names its atoms: %r" % info)
@@ -302,4 +252,4 @@ def run(chromium, chromedriver, work):
 
 
 if __name__ == "__main__":
-    main()
+    h.main(run, "histd-web-stats-")
