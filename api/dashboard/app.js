@@ -66,6 +66,7 @@
     followId: null,   // the job being followed
     focusBar: -1,
     overlays: [],     // results pinned to be drawn with the one on show: {id, label, result}
+    submitted: null,  // the job this page last submitted, whose errors show under the form
   };
 
   /* ---- settings ------------------------------------------------------- */
@@ -249,13 +250,15 @@
 
   /* ---- alerts and small formatting helpers ---------------------------- */
 
-  function showAlert(err) {
+  // err's title and sentence in the box `id` (its id-title, id-detail).
+  function showError(id, err) {
     const title = err instanceof ApiError ? err.title : 'Error';
     const detail = err instanceof ApiError ? (err.detail || '') : String(err.message || err);
-    $('alert-title').textContent = title + (detail ? ':' : '');
-    $('alert-detail').textContent = detail;
-    $('alert').hidden = false;
+    $(id + '-title').textContent = title + (detail ? ':' : '');
+    $(id + '-detail').textContent = detail;
+    $(id).hidden = false;
   }
+  function showAlert(err) { showError('alert', err); }
   function hideAlert() { $('alert').hidden = true; }
 
   function el(tag, attrs, ...kids) {
@@ -596,12 +599,13 @@
   async function submitJob(ev) {
     ev.preventDefault();
     hideAlert();
+    hideFormError();
     const body = {
       dataset: $('dataset').value,
       kernel: $('kernel').value || 'auto',
       precision: document.querySelector('input[name=precision]:checked').value,
     };
-    const refuse = (title, detail, focus) => { showAlert(new ApiError(0, title, detail)); if (focus) $(focus).focus(); return false; };
+    const refuse = (title, detail, focus) => { showFormError(new ApiError(0, title, detail)); if (focus) $(focus).focus(); return false; };
     if (!body.dataset) { refuse('No dataset', 'upload a point file or pick a dataset first.'); return; }
     if (!binningParams(body, refuse)) return;
     const boxText = $('box').value.trim();
@@ -621,19 +625,25 @@
     btn.disabled = true;
     try {
       const job = await api('POST', '/v1/jobs', body);
+      state.submitted = job.id;
       state.jobs.unshift(job);
       renderJobs();
       selectTab('jobs');
       follow(job);
     } catch (e) {
-      showAlert(e);
+      showFormError(e);
     } finally {
       btn.disabled = false;
     }
   }
 
+  // An error about the job the form asks for (the daemon's problem+json
+  // sentence, or the form's own), under the Compute button.
+  function showFormError(err) { showError('job-error', err); }
+  function hideFormError() { $('job-error').hidden = true; }
+
   // The one way of binning chosen in the form, into body; false (after an
-  // alert) when a field is missing or not a number.
+  // error) when a field is missing or not a number.
   function binningParams(body, refuse) {
     const mode = $('binning').value;
     const num = (id) => ($(id).value === '' ? NaN : Number($(id).value));
@@ -704,7 +714,7 @@
       try {
         job = await api('GET', '/v1/jobs/' + encodeURIComponent(id) + '?wait=1');
       } catch (e) {
-        if (state.followId === id) showAlert(e);
+        if (state.followId === id) (id === state.submitted ? showFormError : showAlert)(e);
         return;
       }
       if (state.followId !== id) return;
@@ -733,6 +743,7 @@
     if (job.status === 'failed' && job.error) {
       const msg = typeof job.error === 'string' ? job.error : (job.error.detail || job.error.message || job.error.title || JSON.stringify(job.error));
       st.append(el('div', { class: 'err', text: msg }));
+      if (job.id === state.submitted) showFormError(new ApiError(0, 'Job failed', msg));
     }
     bar.hidden = !running;
     bar.value = job.progress || 0;

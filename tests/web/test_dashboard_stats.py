@@ -12,8 +12,9 @@ counts equal the API's, placed on a log x axis (equal widths for equal
 ratios). Then a LAMMPS dump of waters: the dataset's line names its atoms,
 the selections are offered from them, and the O-H job without the bonded
 pairs goes out as the form says. Also: a refused submit shows the daemon's
-problem+json detail, and the CSV button fetches /result?format=csv. Screenshots go to
-$HISTD_WEB_OUT/dashboard-gr.png and dashboard-log.png.
+problem+json detail under the Compute button, and the CSV button fetches
+/result?format=csv. Screenshots go to $HISTD_WEB_OUT/dashboard-gr.png and
+dashboard-log.png.
 
 Exit 77 (skip) only when chromium is not installed.
 """
@@ -89,7 +90,7 @@ def run(chromium, chromedriver, work):
         opts_b = b.js("return [...document.querySelectorAll('#dataset-b option')].map(o => o.value)")
         check(set(opts_b) == {"", rand_id, liquid_id}, "the second-dataset menu lists the uploads")
 
-        # 1. a refused submit: the alert shows the daemon's problem+json detail
+        # 1. a refused submit: the daemon's problem+json detail shows under Compute
         choose(b, "binning", "rmax")
         set_value(b, "#r-max", 10)
         set_value(b, "#rmax-buckets", 50)
@@ -98,10 +99,10 @@ def run(chromium, chromedriver, work):
         refused = h.http("POST", d.base + "/v1/jobs", {"dataset": liquid_id, "kernel": "auto", "precision": "exact",
                                                         "r_max": 10, "buckets": 50, "box": [5]})
         if 400 <= refused.status < 500:
-            b.wait(lambda: b.js("return !document.getElementById('alert').hidden"), min(10, left()), "the alert")
-            shown = b.text(b.find("#alert-detail"))
+            b.wait(lambda: b.js("return !document.getElementById('job-error').hidden"), min(10, left()), "the error")
+            shown = b.text(b.find("#job-error-detail"))
             check(refused.json().get("detail") == shown, "a refused submit shows the daemon's detail: %r" % shown)
-            b.click(b.find("#alert-close"))
+            check(b.js("return document.getElementById('alert').hidden"), "and only there, not in the page's alert")
         else:
             h.log("note: the daemon accepted r_max 10 in box 5 (%d); no refusal to check" % refused.status)
             b.wait(lambda: b.js("const s = document.getElementById('job-status').dataset.status;"
