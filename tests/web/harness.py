@@ -366,6 +366,30 @@ def upload(b, path, n, timeout):
     return b.js("return document.getElementById('dataset').value")
 
 
+def allow_downloads(b, folder):
+    """Has the browser save downloads into folder (a DevTools command,
+    through chromedriver); a note where it cannot."""
+    try:
+        b.cmd("POST", "/goog/cdp/execute", {"cmd": "Browser.setDownloadBehavior",
+                                            "params": {"behavior": "allow", "downloadPath": folder}})
+    except WebDriverError as e:
+        log("note: cannot set the download dir:", e)
+
+
+def check_download(b, button, path, want, timeout, what):
+    """Clicks the button at css `button` and checks that the browser saves
+    exactly the bytes `want` at path; a note, and no check, where this
+    browser saves no downloads (allow_downloads)."""
+    b.click(b.find(button))
+    try:
+        b.wait(lambda: os.path.exists(path) and os.path.getsize(path) == len(want), timeout, what)
+    except TimeoutError:
+        log("note: the browser did not save the download here; skipping that check")
+        return
+    with open(path, "rb") as f:
+        check(f.read() == want, what)
+
+
 def wait_job_done(b, timeout=40):
     """Waits for the job on show to end; answers its status."""
     return b.wait(lambda: b.js(

@@ -67,12 +67,7 @@ def run(chromium, chromedriver, work):
         f.write("1,2,3\n4,five,6\n")
 
     with h.Daemon(workdir=work) as d, h.Browser(chromium, chromedriver) as b:
-        # downloads land in our temp dir (Chrome DevTools command via chromedriver)
-        try:
-            b.cmd("POST", "/goog/cdp/execute", {"cmd": "Browser.setDownloadBehavior",
-                                                "params": {"behavior": "allow", "downloadPath": downloads}})
-        except h.WebDriverError as e:
-            h.log("note: cannot set the download dir:", e)
+        h.allow_downloads(b, downloads)  # into our temp dir
         b.get(d.base + "/")
         b.wait(lambda: "ok" in b.attr(b.find("#engine"), "class"), 15, "the engine badge")
         kernels = [k["name"] for k in d_json(d, "/v1/kernels")["kernels"]]
@@ -159,14 +154,8 @@ def run(chromium, chromedriver, work):
 
         # 7. download the counts as CSV: the file equals the API's CSV
         api_csv = h.http("GET", d.base + "/v1/jobs/%s/result?format=csv" % job_id).body
-        b.click(b.find("#dl-csv"))
-        name = os.path.join(downloads, "histd-%s.csv" % job_id)
-        try:
-            b.wait(lambda: os.path.exists(name) and os.path.getsize(name) == len(api_csv), 10, "the CSV download")
-            with open(name, "rb") as f:
-                check(f.read() == api_csv, "the downloaded CSV equals GET /result?format=csv")
-        except TimeoutError:
-            h.log("note: the browser did not save the download here; skipping that check")
+        h.check_download(b, "#dl-csv", os.path.join(downloads, "histd-%s.csv" % job_id), api_csv, 10,
+                         "the downloaded CSV equals GET /result?format=csv")
 
         # 8. a second job on the dropped set, then back to the first one by a click
         b.js("document.getElementById('dataset').value = arguments[0]; "

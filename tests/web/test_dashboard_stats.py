@@ -76,11 +76,7 @@ def run(chromium, chromedriver, work):
     write_csv(randoms, 300, seed=7)
 
     with h.Daemon(workdir=work) as d, h.Browser(chromium, chromedriver) as b:
-        try:
-            b.cmd("POST", "/goog/cdp/execute", {"cmd": "Browser.setDownloadBehavior",
-                                                "params": {"behavior": "allow", "downloadPath": downloads}})
-        except h.WebDriverError as e:
-            h.log("note: cannot set the download dir:", e)
+        h.allow_downloads(b, downloads)
         h.open_dashboard(b, d.base, min(15, left()))
         rand_id = h.upload(b, randoms, 300, min(20, left()))
         liquid_id = h.upload(b, liquid, 800, min(20, left()))
@@ -162,14 +158,8 @@ def run(chromium, chromedriver, work):
         api_csv = h.http("GET", d.base + "/v1/jobs/%s/result?format=csv" % gid).body
         header = [l for l in api_csv.split(b"\n") if not l.startswith(b"#")][0]
         check(header.endswith(b",g,coordination"), "the API's CSV has g and coordination")
-        b.click(b.find("#dl-csv"))
-        name = os.path.join(downloads, "histd-%s.csv" % gid)
-        try:
-            b.wait(lambda: os.path.exists(name) and os.path.getsize(name) == len(api_csv), min(10, left()), "the CSV")
-            with open(name, "rb") as f:
-                check(f.read() == api_csv, "the CSV button saves GET /result?format=csv")
-        except TimeoutError:
-            h.log("note: the browser did not save the download here; skipping that check")
+        h.check_download(b, "#dl-csv", os.path.join(downloads, "histd-%s.csv" % gid), api_csv, min(10, left()),
+                         "the CSV button saves GET /result?format=csv")
         b.js("window.scrollTo(0, 0)")
         b.hover(b.find('#chart circle.gpt[data-bucket="25"]'))
         b.wait(lambda: b.js("return !document.getElementById('tip').hidden"), min(5, left()), "the tooltip")
