@@ -66,6 +66,9 @@
     followId: null,   // the job being followed
     focusBar: -1,
     overlays: [],     // results pinned to be drawn with the one on show: {id, label, result}
+    schema: undefined, // GET /v1/schema's fields; null where the daemon has none
+    view: null,       // the histogram of a per-point or pair result's values (valueHistogram)
+    submitted: null,  // the job this page last submitted, whose errors show under the form
   };
 
   /* ---- settings ------------------------------------------------------- */
@@ -247,15 +250,162 @@
     return type.includes('json') ? window.histdJSON.parse(await res.text()) : res.text();
   }
 
+  /* ---- the result schema ------------------------------------------------ */
+
+  // GET /v1/schema, once a connection: the fields a result may hold, with
+  // their group, shape, type, unit and outputs. Results are read by it; a
+  // daemon without it (an older histd) leaves state.schema null, and the
+  // page then reads a result by its members alone.
+  let schemaLoad = null;
+  function loadSchema() {
+    if (!schemaLoad) {
+      schemaLoad = api('GET', '/v1/schema').then(
+        (s) => { state.schema = s && Array.isArray(s.fields) ? s.fields : null; },
+        () => { state.schema = null; });
+    }
+    return schemaLoad;
+  }
+  function forgetSchema() {
+    schemaLoad = null;
+    state.schema = undefined;
+  }
+
+  // The field's value in r as {v}, or null where r does not have it (a
+  // member set to null is had: nearest's radius).
+  function fieldIn(r, f) {
+    const o = f.group ? r[f.group] : r;
+    return o && typeof o === 'object' && !Array.isArray(o) && Object.prototype.hasOwnProperty.call(o, f.name)
+      ? { v: o[f.name] } : null;
+  }
+  function schemaField(name, group) {
+    return (state.schema || []).find((f) => f.name === name && (f.group || null) === (group || null)) || null;
+  }
+  const isObject = (v) => v !== null && typeof v === 'object';
+
+  // The result's scalars that its JSON carries, in the schema's order: the
+  // fields of scalar shape it has. Without a schema, its members that are
+  // neither arrays nor objects, and those of its objects (timing_ms).
+  function scalarFields(r) {
+    if (state.schema) {
+      return state.schema.filter((f) => f.shape === 'scalar' && f.outputs.includes('json') && fieldIn(r, f));
+    }
+    const out = [];
+    for (const [k, v] of Object.entries(r)) {
+      if (!isObject(v)) out.push({ name: k, group: null, type: '', unit: '', help: '' });
+      else if (!Array.isArray(v)) {
+        for (const [k2, v2] of Object.entries(v)) if (!isObject(v2)) out.push({ name: k2, group: k, type: '', unit: '', help: '' });
+      }
+    }
+    return out;
+  }
+
+  // A schema unit in words: "length" is the result's unit (the points'
+  // file's), "input units" where the file named none.
+  function unitText(u, r, bare) {
+    if (!u) return '';
+    const len = r && r.unit ? r.unit : bare ? 'input units' : 'length';
+    return u.replace(/length\^3/g, len + '³').replace(/length/g, len);
+  }
+
+  /* ---- per-point and pair results: a histogram of their values --------- */
+
+  // The values a statistic's plot shows, what its x axis says, and their
+  // fields as the schema gives them (these stand in where a daemon has no
+  // schema).
+  const PLOTTED = { per_point: 'neighbours', nearest: 'nearest_d', pairs: 'd' };
+  const AXIS = { per_point: 'neighbours within R', nearest: 'distance to the nearest neighbour', pairs: 'pair distance d' };
+  const PLOTTED_FALLBACK = {
+    neighbours: { name: 'neighbours', type: 'u64', unit: 'points' },
+    nearest_d: { name: 'nearest_d', type: 'f64', unit: 'length' },
+    d: { name: 'd', type: 'f64', unit: 'length' },
+  };
+  const FLOAT_BINS = 50;
+  const INT_BARS = 200; // at most, a bar per count value below it
+
+  // A per-point or pair result's values as a histogram (null for others):
+  // integers a bar per value (several per bar past INT_BARS values),
+  // distances in FLOAT_BINS equal bins from 0 to the radius (or to the
+  // largest value where the search had none), the last bin closed. Every
+  // frame's values together; nulls (no neighbour within the radius) are
+  // counted apart.
+  function valueHistogram(r) {
+    const name = r && PLOTTED[r.statistic];
+    if (!name || !Array.isArray(r[name])) return null;
+    const field = schemaField(name) || PLOTTED_FALLBACK[name];
+    const raw = r[name];
+    const flat = raw.length && Array.isArray(raw[0]) ? raw.flat() : raw;
+    const vals = [];
+    let nulls = 0;
+    let sum = 0;
+    let max = -Infinity;
+    for (const x of flat) {
+      if (x === null || x === undefined) { nulls++; continue; }
+      const v = Number(x);
+      vals.push(v);
+      sum += v;
+      if (v > max) max = v;
+    }
+    const integer = field.type === 'u64' || field.type === 'i64';
+    const h = { field, integer, nulls, n: vals.length, mean: vals.length ? sum / vals.length : null,
+      max: vals.length ? max : null, what: r.statistic === 'pairs' ? 'pairs' : 'points' };
+    let k;
+    if (integer) {
+      const top = vals.length ? max + 1 : 1;
+      h.step = Math.max(1, Math.ceil(top / INT_BARS));
+      k = Math.ceil(top / h.step);
+      h.edges = Array.from({ length: k + 1 }, (_, i) => i * h.step - 0.5);
+      h.bin = (v) => Math.floor(v / h.step);
+    } else {
+      h.top = r.radius > 0 ? Number(r.radius) : max > 0 ? max : 1;
+      h.width = h.top / FLOAT_BINS;
+      k = FLOAT_BINS;
+      h.edges = Array.from({ length: k + 1 }, (_, i) => (i === k ? h.top : i * h.width));
+      h.bin = (v) => Math.min(k - 1, Math.max(0, Math.floor(v / h.width)));
+    }
+    h.counts = new Array(k).fill(0);
+    for (const v of vals) h.counts[h.bin(v)]++;
+    return h;
+  }
+
+  // The x axis of a value histogram: what, in which unit, how binned.
+  function valueAxis(r, h) {
+    const R = fmtNum(Number(r.radius));
+    const what = AXIS[r.statistic].replace('R', R + (r.unit ? ' ' + r.unit : ''));
+    if (h.integer) return what + ' (' + (h.step === 1 ? 'a bar per count' : 'a bar per ' + h.step + ' counts') + ')';
+    return what + ' (' + unitText(h.field.unit, r, true) + '; ' + h.counts.length + ' bins of ' + fmtNum(h.width) +
+      ' from 0 to ' + (r.radius > 0 ? 'R = ' + R : 'the largest') + ')';
+  }
+
+  // What a value histogram leaves out or puts together, in a line above it.
+  function valueNote(r, h) {
+    const parts = [];
+    if (r.frames > 1) parts.push("all " + fmtInt(r.frames) + " frames' values together");
+    if (h.nulls) {
+      parts.push('no neighbour within ' + fmtNum(Number(r.radius)) + ': ' + fmtInt(h.nulls) + ' of ' +
+        fmtInt(h.nulls + h.n) + (r.frames > 1 ? ' values' : ' points') + ', not drawn');
+    }
+    if (!h.n && !h.nulls) parts.push(r.statistic === 'pairs' ? 'no pair lies within ' + fmtNum(Number(r.radius)) : 'no points');
+    return parts.join('; ');
+  }
+
+  // The values bin i holds, in words: "3", "10–19", "[0.5, 0.6)".
+  function valueBinText(h, i) {
+    if (h.integer) return h.step === 1 ? String(i) : i * h.step + '–' + ((i + 1) * h.step - 1);
+    const last = i === h.counts.length - 1;
+    return '[' + fmtNum(h.edges[i]) + ', ' + fmtNum(h.edges[i + 1]) + (last ? ']' : ')');
+  }
+
   /* ---- alerts and small formatting helpers ---------------------------- */
 
-  function showAlert(err) {
+  // err's title and sentence in the box `id` (its id-title, id-detail).
+  function showError(id, err) {
     const title = err instanceof ApiError ? err.title : 'Error';
     const detail = err instanceof ApiError ? (err.detail || '') : String(err.message || err);
-    $('alert-title').textContent = title + (detail ? ':' : '');
-    $('alert-detail').textContent = detail;
-    $('alert').hidden = false;
+    $(id + '-title').textContent = title + (detail ? ':' : '');
+    $(id + '-detail').textContent = detail;
+    $(id).hidden = false;
   }
+  function showAlert(err) { showError('alert', err); }
   function hideAlert() { $('alert').hidden = true; }
 
   function el(tag, attrs, ...kids) {
@@ -326,11 +476,13 @@
   async function connect() {
     $('engine').textContent = 'connecting…';
     $('engine').className = 'engine';
+    forgetSchema(); // (the base may name another daemon)
     try {
-      const [k, d] = await Promise.all([api('GET', '/v1/kernels'), api('GET', '/v1/devices')]);
+      const [k, d] = await Promise.all([api('GET', '/v1/kernels'), api('GET', '/v1/devices'), loadSchema()]);
       state.kernels = (k && k.kernels) || [];
       fillKernels();
       showEngine(d);
+      if (state.job) renderJob(state.job); // read again by this daemon's schema
       await refreshLists();
       const m = /job=([^&]+)/.exec(location.hash);
       if (m && !state.job) showJob(decodeURIComponent(m[1]));
@@ -596,14 +748,15 @@
   async function submitJob(ev) {
     ev.preventDefault();
     hideAlert();
+    hideFormError();
     const body = {
       dataset: $('dataset').value,
       kernel: $('kernel').value || 'auto',
       precision: document.querySelector('input[name=precision]:checked').value,
     };
-    const refuse = (title, detail, focus) => { showAlert(new ApiError(0, title, detail)); if (focus) $(focus).focus(); return false; };
+    const refuse = (title, detail, focus) => { showFormError(new ApiError(0, title, detail)); if (focus) $(focus).focus(); return false; };
     if (!body.dataset) { refuse('No dataset', 'upload a point file or pick a dataset first.'); return; }
-    if (!binningParams(body, refuse)) return;
+    if (!statisticParams(body, refuse)) return;
     const boxText = $('box').value.trim();
     if (boxText) {
       const box = boxText.split(/[\s,;]+/).filter((t) => t !== '').map(Number);
@@ -621,19 +774,73 @@
     btn.disabled = true;
     try {
       const job = await api('POST', '/v1/jobs', body);
+      state.submitted = job.id;
       state.jobs.unshift(job);
       renderJobs();
       selectTab('jobs');
       follow(job);
     } catch (e) {
-      showAlert(e);
+      showFormError(e);
     } finally {
       btn.disabled = false;
     }
   }
 
+  // An error about the job the form asks for (the daemon's problem+json
+  // sentence, or the form's own), under the Compute button.
+  function showFormError(err) { showError('job-error', err); }
+  function hideFormError() { $('job-error').hidden = true; }
+
+  // What each statistic in the form asks for: the hint under it, the radius
+  // field's label (none: no radius), whether R may be left empty, the
+  // button's words, and the parameters for radius R (NaN: none given).
+  const STATISTICS = {
+    histogram: { hint: 'Every pair distance, counted in bins; in a periodic box also g(r) and the coordination number.', button: 'Compute histogram' },
+    per_point: {
+      hint: "For every point, how many others lie within R (each atom's coordination). Shown as a histogram of those counts.",
+      radius: 'R, the neighbour distance', button: 'Compute neighbours',
+      params: (R) => ({ within: R, per_point: true }),
+    },
+    nearest: {
+      hint: "For every point, the distance to its nearest other point. Shown as a histogram of those distances.",
+      radius: 'Search radius', optional: true, button: 'Compute nearest neighbours',
+      params: (R) => (isNaN(R) ? { nearest: true } : { nearest: true, within: R }),
+    },
+    pairs: {
+      hint: 'Every pair with d ≤ R, listed (i, j, d). Shown as a histogram of d; CSV, JSON and NPZ hold the list.',
+      radius: 'R, the largest distance listed', button: 'Compute pair list',
+      params: (R) => ({ pairs_within: R }),
+    },
+  };
+
+  function statisticShown() {
+    const st = STATISTICS[$('statistic').value] || STATISTICS.histogram;
+    $('statistic-hint').textContent = st.hint;
+    $('hist-opts').hidden = !!st.radius;
+    $('radius-box').hidden = !st.radius;
+    if (st.radius) {
+      $('radius-label').replaceChildren(st.radius + ' ', el('span', { class: 'opt', text: st.optional ? '(optional: empty searches everywhere)' : '(d ≤ R)' }));
+      $('radius').placeholder = st.optional ? 'anywhere' : '';
+    }
+    $('submit').textContent = st.button;
+  }
+
+  // The statistic chosen in the form, into body; false (after an error
+  // under the form) when a field is missing or not a number. The daemon
+  // judges the rest (its sentence shows if it refuses).
+  function statisticParams(body, refuse) {
+    const st = STATISTICS[$('statistic').value] || STATISTICS.histogram;
+    if (!st.params) return binningParams(body, refuse);
+    const text = $('radius').value.trim();
+    if (text === '' && !st.optional) return refuse('No radius', st.radius + ' is needed: a distance such as 2.5.', 'radius');
+    const R = text === '' ? NaN : Number(text);
+    if (text !== '' && !isFinite(R)) return refuse('Bad radius', '"' + text + '" is not a number.', 'radius');
+    Object.assign(body, st.params(R));
+    return true;
+  }
+
   // The one way of binning chosen in the form, into body; false (after an
-  // alert) when a field is missing or not a number.
+  // error) when a field is missing or not a number.
   function binningParams(body, refuse) {
     const mode = $('binning').value;
     const num = (id) => ($(id).value === '' ? NaN : Number($(id).value));
@@ -666,9 +873,23 @@
     $('bins-log').hidden = mode !== 'log';
   }
 
-  // How a job bins, in a few words (job list, summary). Lists leave out an
-  // explicit edges list and give its length, edges_count.
+  // The statistic a job's parameters ask for (STATISTICS' keys, or within).
+  function statisticOf(p) {
+    if (p.per_point) return 'per_point';
+    if (p.nearest) return 'nearest';
+    if (p.pairs_within !== undefined && p.pairs_within !== null) return 'pairs';
+    if (p.within !== undefined && p.within !== null) return 'within';
+    return 'histogram';
+  }
+
+  // How a job bins, or what it finds per point, in a few words (job list,
+  // summary, captions). Lists leave out an explicit edges list and give its
+  // length, edges_count.
   function binsLabel(p, r, edgesCount) {
+    const stat = statisticOf(p);
+    if (stat === 'per_point') return 'neighbours, d ≤ ' + fmtNum(p.within);
+    if (stat === 'nearest') return 'nearest' + (p.within === undefined || p.within === null ? '' : ', d ≤ ' + fmtNum(p.within));
+    if (stat === 'pairs') return 'pair list, d ≤ ' + fmtNum(p.pairs_within);
     if (r && r.statistic === 'within') return 'd ≤ ' + fmtNum(r.radius);
     if (p.within !== undefined && p.within !== null) return 'd ≤ ' + fmtNum(p.within);
     if (p.log_bins) return fmtInt(p.log_bins[2]) + ' log, ' + fmtNum(p.log_bins[0]) + '–' + fmtNum(p.log_bins[1]);
@@ -704,7 +925,7 @@
       try {
         job = await api('GET', '/v1/jobs/' + encodeURIComponent(id) + '?wait=1');
       } catch (e) {
-        if (state.followId === id) showAlert(e);
+        if (state.followId === id) (id === state.submitted ? showFormError : showAlert)(e);
         return;
       }
       if (state.followId !== id) return;
@@ -733,6 +954,7 @@
     if (job.status === 'failed' && job.error) {
       const msg = typeof job.error === 'string' ? job.error : (job.error.detail || job.error.message || job.error.title || JSON.stringify(job.error));
       st.append(el('div', { class: 'err', text: msg }));
+      if (job.id === state.submitted) showFormError(new ApiError(0, 'Job failed', msg));
     }
     bar.hidden = !running;
     bar.value = job.progress || 0;
@@ -740,13 +962,15 @@
     st.dataset.status = job.status;
     for (const tr of $('jobs').tBodies[0].rows) tr.classList.toggle('current', tr.dataset.job === job.id);
     state.result = job.status === 'succeeded' ? job.result || null : null;
-    $('dl-csv').disabled = $('dl-json').disabled = $('dl-svg').disabled = $('dl-png').disabled = !state.result;
-    $('overlay-add').disabled = !state.result || state.result.statistic === 'within' ||
+    state.view = valueHistogram(state.result);
+    for (const k of ['csv', 'json', 'npz', 'svg', 'png']) $('dl-' + k).disabled = !state.result;
+    $('overlay-add').disabled = !state.result || !Array.isArray(state.result.counts) ||
       state.overlays.some((o) => o.id === job.id) || state.overlays.length >= OVERLAY_COLORS.length;
     renderChart();
     renderSummary(job);
     renderTiming(job);
     renderCounts();
+    renderDetails(state.result);
   }
 
   async function cancelJob() {
@@ -823,21 +1047,26 @@
       chart.append(big, sub);
       return;
     }
-    if (!r || !r.counts || !r.counts.length) {
+    // a per-point or pair result: the histogram of its values (state.view)
+    const vh = state.view;
+    const empty = vh ? !vh.n : !r || !r.counts || !r.counts.length;
+    if (empty) {
       chart.setAttribute('aria-label', 'No histogram yet');
       chart.removeAttribute('data-buckets');
-      const msg = state.job && !DONE.has(state.job.status) ? 'computing…' : 'the histogram appears here';
+      const msg = vh ? valueNote(r, vh) || 'no values' : state.job && !DONE.has(state.job.status) ? 'computing…' : 'the histogram appears here';
       chart.append(Object.assign(svg('text', { x: W / 2, y: H / 2, class: 'placeholder', 'text-anchor': 'middle' }), { textContent: msg }));
       return;
     }
-    const counts = r.counts.map(Number);
+    const shown = vh ? vh.counts : r.counts; // each bar's count, exact (data-count)
+    const counts = shown.map(Number);
     const n = counts.length;
-    const edges = r.edges && r.edges.length === n + 1 ? r.edges.map(Number)
+    const edges = vh ? vh.edges : r.edges && r.edges.length === n + 1 ? r.edges.map(Number)
       : Array.from({ length: n + 1 }, (_, i) => i * r.bucket_width);
-    const hasG = Array.isArray(r.g) && r.g.length === n;
-    const logx = logSpaced(edges);
+    const hasG = !vh && Array.isArray(r.g) && r.g.length === n;
+    const logx = !vh && logSpaced(edges);
     const logy = $('logy').checked;
-    const M = { l: 64, r: hasG ? 64 : 16, t: hasG ? 30 : 14, b: 46 };
+    const note = vh ? valueNote(r, vh) : '';
+    const M = { l: 64, r: hasG ? 64 : 16, t: hasG || note ? 30 : 14, b: 46 };
     const pw = W - M.l - M.r;
     const ph = H - M.t - M.b;
     const x0 = edges[0];
@@ -850,9 +1079,9 @@
       return logx ? Math.exp(Math.log(x0) + t * (Math.log(x1) - Math.log(x0))) : x0 + t * (x1 - x0);
     };
     const centre = (i) => (logx ? Math.sqrt(edges[i] * edges[i + 1]) : (edges[i] + edges[i + 1]) / 2);
-    const equal = r.bins !== 'edges' && !logx && r.bucket_width > 0;
+    const equal = !vh && r.bins !== 'edges' && !logx && r.bucket_width > 0;
     chart.setAttribute('data-buckets', n);
-    chart.setAttribute('data-mode', hasG ? 'g' : 'counts');
+    chart.setAttribute('data-mode', vh ? 'values' : hasG ? 'g' : 'counts');
     chart.setAttribute('data-xscale', logx ? 'log' : 'linear');
     const binsText = equal ? ' buckets of width ' + fmtNum(r.bucket_width)
       : (logx ? ' log-spaced' : ' unequal') + ' bins';
@@ -861,8 +1090,14 @@
     gy.append(ylab);
     chart.append(gy);
 
-    // pinned results drawn over this one (not itself; in g(r) mode those with g)
-    const over = state.overlays.filter((o) => !(state.job && o.id === state.job.id) && (!hasG || Array.isArray(o.result.g)));
+    if (note) {
+      const t = svg('text', { x: M.l, y: 16, class: 'note' });
+      t.textContent = note;
+      chart.append(t);
+    }
+    // pinned results drawn over this one (not itself; in g(r) mode those
+    // with g; none over a per-point result's values)
+    const over = vh ? [] : state.overlays.filter((o) => !(state.job && o.id === state.job.id) && (!hasG || Array.isArray(o.result.g)));
     const overMax = (key) => Math.max(0, ...over.flatMap((o) => o.result[key].map(Number).filter((v) => isFinite(v))));
     let marks; // the element per bin that the hover highlights
     let markY; // its top, for the tooltip
@@ -948,7 +1183,8 @@
       const sy = logy
         ? (c) => M.t + ph - (c > 0 ? (Math.log10(c) + 0.5) / (Math.log10(top) + 0.5) : 0) * ph
         : (c) => M.t + ph - (c / top) * ph;
-      chart.setAttribute('aria-label', 'Histogram of ' + fmtInt(r.total) + ' pair distances in ' + n + binsText +
+      chart.setAttribute('aria-label', (vh ? 'Histogram of ' + fmtInt(vh.n) + ' values of ' + vh.field.name + ' in ' + n + ' bins'
+        : 'Histogram of ' + fmtInt(r.total) + ' pair distances in ' + n + binsText) +
         ' from ' + fmtNum(x0) + ' to ' + fmtNum(x1) + '. Focus the chart and use the arrow keys to read the bars.');
       const yt = logy
         ? Array.from({ length: Math.round(Math.log10(top)) + 1 }, (_, i) => Math.pow(10, i))
@@ -960,7 +1196,7 @@
         t.textContent = fmtShort(v);
         gy.append(t);
       }
-      ylab.textContent = 'pairs' + (logy ? ' (log)' : '');
+      ylab.textContent = (vh ? vh.what : 'pairs') + (logy ? ' (log)' : '');
       // bars, each from its lower to its upper edge
       const gb = svg('g', { class: 'bars' });
       for (let i = 0; i < n; i++) {
@@ -972,7 +1208,7 @@
         if (c > 0 && M.t + ph - y < 1) y = M.t + ph - 1; // a non-zero count is always visible
         gb.append(svg('rect', {
           x: xa + gap / 2, y: Math.min(y, M.t + ph), width: Math.max(xb - xa - gap, 0.5), height: Math.max(M.t + ph - y, 0),
-          class: 'bar', 'data-bucket': i, 'data-count': r.counts[i], 'data-lo': edges[i], 'data-hi': edges[i + 1],
+          class: 'bar', 'data-bucket': i, 'data-count': shown[i], 'data-lo': edges[i], 'data-hi': edges[i + 1],
         }));
       }
       chart.append(gb);
@@ -989,7 +1225,8 @@
     const gx = svg('g', { class: 'axis x' });
     gx.append(svg('line', { x1: M.l, x2: W - M.r, y1: M.t + ph, y2: M.t + ph, class: 'base' }));
     const want = Math.max(2, Math.floor(pw / 90));
-    for (const v of logx ? logTicks(x0, x1, want) : ticks(x0, x1, want)) {
+    const xt = logx ? logTicks(x0, x1, want) : ticks(x0, x1, want);
+    for (const v of vh && vh.integer ? xt.filter(Number.isInteger) : xt) {
       const x = sx(v);
       gx.append(svg('line', { x1: x, x2: x, y1: M.t + ph, y2: M.t + ph + 5, class: 'tick' }));
       const t = svg('text', { x, y: M.t + ph + 19, 'text-anchor': 'middle' });
@@ -997,7 +1234,7 @@
       gx.append(t);
     }
     const xlab = svg('text', { x: M.l + pw / 2, y: H - 6, 'text-anchor': 'middle', class: 'label' });
-    xlab.textContent = (hasG ? 'r' : 'distance') + ' (input units; ' +
+    xlab.textContent = vh ? valueAxis(r, vh) : (hasG ? 'r' : 'distance') + ' (' + (r.unit || 'input units') + '; ' +
       (equal ? 'bucket width ' + fmtNum(r.bucket_width) : n + (logx ? ' log-spaced bins, log scale' : ' bins')) + ')';
     gx.append(xlab);
     chart.append(gx);
@@ -1024,13 +1261,16 @@
       marks.children[i].classList.add('on');
       if (hasG) chart.querySelector('.npts').children[i].classList.add('on');
       const tip = $('tip');
-      const lines = [el('div', { class: 'tip-range', text: '[' + fmtNum(edges[i]) + ', ' + fmtNum(edges[i + 1]) + ')' })];
+      const lines = [el('div', { class: 'tip-range', text: vh ? valueBinText(vh, i) + (vh.integer ? ' ' + vh.field.name : '')
+        : '[' + fmtNum(edges[i]) + ', ' + fmtNum(edges[i + 1]) + ')' })];
       if (hasG) {
         lines.push(el('div', {}, 'g = ', el('strong', { text: gs[i] === null ? '–' : fmtNum(gs[i]) })),
           el('div', {}, 'n = ', el('strong', { text: ns[i] === null ? '–' : fmtNum(ns[i]) })));
       }
-      lines.push(el('div', {}, el('strong', { text: fmtInt(r.counts[i]) }), ' pairs'),
-        el('div', { class: 'tip-sub', text: 'bucket ' + i + (r.total ? ' · ' + (100 * counts[i] / Number(r.total)).toPrecision(3) + '%' : '') }));
+      const all = vh ? vh.n : Number(r.total);
+      lines.push(el('div', {}, el('strong', { text: fmtInt(shown[i]) }), ' ' + (vh ? vh.what : 'pairs')),
+        el('div', { class: 'tip-sub', text: vh ? (100 * counts[i] / all).toPrecision(3) + '% of the ' + vh.what + (vh.nulls ? ' drawn' : '')
+          : 'bucket ' + i + (all ? ' · ' + (100 * counts[i] / all).toPrecision(3) + '%' : '') }));
       tip.replaceChildren(...lines);
       tip.hidden = false;
       const box = chart.getBoundingClientRect();
@@ -1134,7 +1374,12 @@
     const r = job.status === 'succeeded' ? job.result : null;
     const rows = [];
     const p = job.params || {};
-    if (r) {
+    const vh = r && r === state.result ? state.view : null;
+    if (vh) {
+      rows.push(...valueSummary(r, vh, p));
+      if (p.box) rows.push(['periodic box', p.box.map(fmtNum).join(' × ')]);
+      rows.push(['kernel', r.kernel + (r.block_size ? ' · block ' + r.block_size : '')]);
+    } else if (r) {
       rows.push(['points', fmtInt(r.n) + (r.n_b !== undefined ? ' × ' + fmtInt(r.n_b) + ' (A × B)' : '')], ['pairs', fmtInt(r.total)]);
       if (r.statistic === 'within') rows.push(['within ' + fmtNum(r.radius), fmtInt(r.within)]);
       else {
@@ -1155,6 +1400,21 @@
     rows.push(['device', (r && r.device) || job.device || '–']);
     rows.push(['created', fmtTime(job.created_at)]);
     for (const [k, v] of rows) dl.append(el('dt', { text: k }), el('dd', { text: v }));
+  }
+
+  // A per-point or pair result in a few rows: what it is, its points and
+  // frames, the mean and largest of its values (every frame's together).
+  function valueSummary(r, h, p) {
+    const perFrame = r.index ? r.index.length : Number(r.n) / (Number(r.frames) || 1);
+    const unit = h.integer ? '' : ' ' + unitText(h.field.unit, r, true);
+    const rows = [['statistic', binsLabel(p, r)],
+      ['points', fmtInt(perFrame) + (r.frames > 1 ? ' a frame' : '') + (r.n_b !== undefined ? ' × ' + fmtInt(r.n_b) + ' (A × B)' : '')],
+      ['frames', fmtInt(r.frames) + (r.frames > 1 ? ' (their values together)' : '')]];
+    if (r.statistic === 'pairs') rows.push(['pairs listed', fmtInt(r.pairs)]);
+    rows.push(['mean ' + h.field.name, h.n ? fmtNum(h.mean) + unit : '–'],
+      ['max ' + h.field.name, h.n ? (h.integer ? fmtInt(h.max) : fmtNum(h.max) + unit) : '–']);
+    if (h.nulls) rows.push(['no neighbour within ' + fmtNum(Number(r.radius)), fmtInt(h.nulls) + (r.frames > 1 ? ' values' : ' points')]);
+    return rows;
   }
 
   // The queue wait comes before the run; total is the run's wall time
@@ -1188,6 +1448,19 @@
     const r = state.result;
     const hasG = !!(r && Array.isArray(r.g));
     $('counts').classList.toggle('no-g', !hasG);
+    const vh = state.view;
+    const head = vh ? (vh.integer ? [vh.field.name, vh.what] : ['bin', vh.field.name, vh.what])
+      : ['bucket', 'from', 'to', 'count', 'g', 'coordination'];
+    $('counts').tHead.rows[0].replaceChildren(...head.map((t, i) => el('th', { scope: 'col', class: i > 3 ? 'gcol' : null, text: t })));
+    if (vh) {
+      vh.counts.forEach((c, i) => tb.append(el('tr', {}, ...(vh.integer ? [] : [el('td', { class: 'num', text: i })]),
+        el('td', { class: 'num', text: valueBinText(vh, i) }), el('td', { class: 'num', text: fmtInt(c) }))));
+      if (vh.nulls) {
+        tb.append(el('tr', { class: 'total' }, el('td', { colspan: head.length - 1, text: 'none within ' + fmtNum(Number(r.radius)) }),
+          el('td', { class: 'num', text: fmtInt(vh.nulls) })));
+      }
+      return;
+    }
     if (!r || !Array.isArray(r.counts)) return;
     const n = r.counts.length;
     const edges = r.edges && r.edges.length === n + 1 ? r.edges : Array.from({ length: n + 1 }, (_, i) => i * r.bucket_width);
@@ -1209,11 +1482,51 @@
       el('td', { class: 'num', text: '∞' }), el('td', { class: 'num', text: fmtInt(r.overflow) }), ...(hasG ? [el('td', { colspan: 2 })] : [])));
   }
 
+  // Every scalar the result's JSON carries, by GET /v1/schema: its name
+  // (a group's fields, such as timing_ms's, under the group's name), its
+  // value exactly as the daemon gave it, and its unit; the field's help
+  // as the row's title.
+  function renderDetails(r) {
+    const tb = $('details').tBodies[0];
+    tb.replaceChildren();
+    $('details-box').hidden = !r;
+    if (!r) return;
+    // a group's name -> its fields, and a field outside any group -> itself;
+    // in the order they first appear
+    const groups = new Map();
+    for (const f of scalarFields(r)) {
+      const g = f.group || null;
+      if (g === null) groups.set(f, [f]);
+      else if (groups.has(g)) groups.get(g).push(f);
+      else groups.set(g, [f]);
+    }
+    for (const [g, fields] of groups) {
+      if (typeof g === 'string') tb.append(el('tr', { class: 'group', 'data-group': g }, el('th', { scope: 'rowgroup', colspan: 3, text: g })));
+      for (const f of fields) {
+        const key = (f.group ? f.group + '.' : '') + f.name;
+        tb.append(el('tr', { 'data-field': key, title: f.help || null },
+          el('th', { scope: 'row', class: f.group ? 'sub' : null, text: f.name }),
+          el('td', { class: 'num', text: scalarText(fieldIn(r, f).v, f.type) }),
+          el('td', { text: unitText(f.unit, r) })));
+      }
+    }
+    $('details-note').textContent = state.schema ? 'The fields as GET /v1/schema lists them; hover a row for its meaning.'
+      : 'This daemon gives no schema (GET /v1/schema): its result\'s members as they came.';
+  }
+  // A scalar as the daemon wrote it: integers with every digit, doubles in
+  // their shortest exact form (type: the schema's, '' where none).
+  function scalarText(v, type) {
+    if (v === null || v === undefined) return 'none';
+    if (type === 'f64' || typeof v === 'number' && !Number.isInteger(v)) return String(v);
+    return typeof v === 'number' || typeof v === 'bigint' ? fmtInt(v) : String(v);
+  }
+
+  const RESULT_TYPES = { csv: 'text/csv', json: 'application/json', npz: 'application/x-npz' };
   async function download(kind) {
     if (!state.job) return;
     try {
-      const path = '/v1/jobs/' + encodeURIComponent(state.job.id) + '/result' + (kind === 'csv' ? '?format=csv' : '');
-      const res = await fetch(url(path), { headers: headers({ Accept: kind === 'csv' ? 'text/csv' : 'application/json' }) });
+      const path = '/v1/jobs/' + encodeURIComponent(state.job.id) + '/result' + (kind === 'json' ? '' : '?format=' + kind);
+      const res = await fetch(url(path), { headers: headers({ Accept: RESULT_TYPES[kind] }) });
       if (!res.ok) throw await problem(res);
       saveBlob(await res.blob(), 'histd-' + state.job.id + '.' + kind);
     } catch (e) { showAlert(e); }
@@ -1228,7 +1541,7 @@
     const parts = ['dataset ' + jobDatasets(job),
       'N = ' + fmtInt(r.n !== undefined ? r.n : job.n) + (r.n_b !== undefined ? ' × ' + fmtInt(r.n_b) : '')];
     parts.push(p.box ? 'periodic box ' + p.box.map(fmtNum).join(' × ') : 'open boundaries');
-    parts.push('bins ' + binsLabel(p, r), 'kernel ' + (r.kernel || p.kernel || 'auto') + ', ' + (r.precision || p.precision || 'exact'));
+    parts.push((statisticOf(p) === 'histogram' ? 'bins ' : '') + binsLabel(p, r), 'kernel ' + (r.kernel || p.kernel || 'auto') + ', ' + (r.precision || p.precision || 'exact'));
     parts.push('histd job ' + shortId(job.id) + ', ' + (job.finished_at || new Date().toISOString()).slice(0, 10));
     return parts.join(' · ');
   }
@@ -1315,10 +1628,13 @@
     $('width').addEventListener('input', bucketHint);
     $('binning').addEventListener('change', binningShown);
     binningShown();
+    $('statistic').addEventListener('change', statisticShown);
+    statisticShown();
     $('cancel').addEventListener('click', cancelJob);
     $('logy').addEventListener('change', renderChart);
     $('dl-csv').addEventListener('click', () => download('csv'));
     $('dl-json').addEventListener('click', () => download('json'));
+    $('dl-npz').addEventListener('click', () => download('npz'));
     $('dl-svg').addEventListener('click', () => exportFigure('svg'));
     $('overlay-add').addEventListener('click', overlayAdd);
     $('overlay-clear').addEventListener('click', () => { state.overlays = []; overlayChanged(); });

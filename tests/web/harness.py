@@ -323,3 +323,120 @@ def save_token(b, base, token):
     b.type(b.find("#token"), token)
     b.click(b.find("#settings-form button[type=submit]"))
     b.wait(lambda: "ok" in b.attr(b.find("#engine"), "class"), 15, "the page to connect with the token")
+
+
+def get_json(base, path):
+    """GET base + path, which must answer 200, as JSON."""
+    r = http("GET", base + path)
+    if r.status != 200:
+        raise AssertionError("GET %s -> %d %s" % (path, r.status, r.body[:300]))
+    return r.json()
+
+
+# ---- the dashboard's job form ---------------------------------------------------
+
+def set_value(b, css, value):
+    """Types value into the input at css (empty: leaves it cleared)."""
+    el = b.find(css)
+    b.clear(el)
+    if value != "":
+        b.type(el, str(value))
+
+
+def choose(b, sel_id, value):
+    """Sets the <select> #sel_id to value as a user would (a change event)."""
+    b.js("const s = document.getElementById(arguments[0]); s.value = arguments[1];"
+         "s.dispatchEvent(new Event('change'));", sel_id, value)
+
+
+def open_dashboard(b, base, timeout):
+    """Loads the dashboard at base and waits until it has connected."""
+    b.get(base + "/")
+    b.wait(lambda: "ok" in b.attr(b.find("#engine"), "class"), timeout, "the engine badge")
+
+
+def upload(b, path, n, timeout):
+    """Uploads the file at path through the page's file picker and waits
+    until the page says it holds n points; answers the new dataset's id
+    (which the form has selected)."""
+    name = os.path.basename(path)
+    b.type(b.find("#file"), path)
+    b.wait(lambda: "Uploaded %s: %s points" % (name, "{:,}".format(n)) in b.text(b.find("#upload-status")),
+           timeout, "the upload of " + name)
+    return b.js("return document.getElementById('dataset').value")
+
+
+def allow_downloads(b, folder):
+    """Has the browser save downloads into folder (a DevTools command,
+    through chromedriver); a note where it cannot."""
+    try:
+        b.cmd("POST", "/goog/cdp/execute", {"cmd": "Browser.setDownloadBehavior",
+                                            "params": {"behavior": "allow", "downloadPath": folder}})
+    except WebDriverError as e:
+        log("note: cannot set the download dir:", e)
+
+
+def check_download(b, button, path, want, timeout, what):
+    """Clicks the button at css `button` and checks that the browser saves
+    exactly the bytes `want` at path; a note, and no check, where this
+    browser saves no downloads (allow_downloads)."""
+    b.click(b.find(button))
+    try:
+        b.wait(lambda: os.path.exists(path) and os.path.getsize(path) == len(want), timeout, what)
+    except TimeoutError:
+        log("note: the browser did not save the download here; skipping that check")
+        return
+    with open(path, "rb") as f:
+        check(f.read() == want, what)
+
+
+def wait_job_done(b, timeout=40):
+    """Waits for the job on show to end; answers its status."""
+    return b.wait(lambda: b.js(
+        "const s = document.getElementById('job-status').dataset.status;"
+        "return ['succeeded','failed','cancelled'].includes(s) ? s : null;"), timeout, "the job to finish")
+
+
+def submit_and_wait(b, start, finish):
+    """Presses Compute and waits (start s) for the new job to be shown,
+    then (finish s) for it to end; answers its status and id."""
+    before = b.js("return location.hash")
+    b.click(b.find("#submit"))
+    b.wait(lambda: b.js("return location.hash") != before, start, "the new job")
+    status = wait_job_done(b, finish)
+    return status, b.js("return decodeURIComponent(location.hash.replace('#job=', ''))")
+
+
+# ---- a test's frame ------------------------------------------------------------------
+
+# where a test's screenshots go (meson sets it to its build dir)
+OUT = os.environ.get("HISTD_WEB_OUT") or os.path.join(ROOT, "build", "tests", "web")
+
+
+def check(cond, what):
+    """One check: an AssertionError naming it, or a line saying it holds."""
+    if not cond:
+        raise AssertionError(what)
+    log("ok -", what)
+
+
+def deadline(seconds):
+    """A test's deadline, from now: a function answering the seconds left
+    (at least 1, so that a last wait still gets a chance)."""
+    end = time.monotonic() + seconds
+    return lambda: max(1.0, end - time.monotonic())
+
+
+def main(run, prefix):
+    """A browser test's main: run(chromium, chromedriver, work) with a
+    temporary work dir (removed after), then PASS. Skips (77) where there
+    is no chromium."""
+    chromium = find_chromium()
+    chromedriver = find_chromedriver()
+    os.makedirs(OUT, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=prefix)
+    try:
+        run(chromium, chromedriver, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    log("PASS")

@@ -14,15 +14,13 @@ Exit 77 (skip) only when chromium is not installed.
 import math
 import os
 import random
-import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
 
-OUT = os.environ.get("HISTD_WEB_OUT") or os.path.join(h.ROOT, "build", "tests", "web")
+OUT = h.OUT
 
 
 def points(n, seed, box=1000.0):
@@ -48,28 +46,10 @@ def definition(pts, width, buckets):
     return counts, overflow
 
 
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-    h.log("ok -", what)
+check = h.check
 
 
-def wait_job_done(b, timeout=40):
-    return b.wait(lambda: b.js(
-        "const s = document.getElementById('job-status').dataset.status;"
-        "return ['succeeded','failed','cancelled'].includes(s) ? s : null;"), timeout, "the job to finish")
-
-
-def main():
-    chromium = h.find_chromium()
-    chromedriver = h.find_chromedriver()
-    os.makedirs(OUT, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="histd-web-test-")
-    try:
-        run(chromium, chromedriver, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    h.log("PASS")
+wait_job_done = h.wait_job_done
 
 
 def run(chromium, chromedriver, work):
@@ -87,12 +67,7 @@ def run(chromium, chromedriver, work):
         f.write("1,2,3\n4,five,6\n")
 
     with h.Daemon(workdir=work) as d, h.Browser(chromium, chromedriver) as b:
-        # downloads land in our temp dir (Chrome DevTools command via chromedriver)
-        try:
-            b.cmd("POST", "/goog/cdp/execute", {"cmd": "Browser.setDownloadBehavior",
-                                                "params": {"behavior": "allow", "downloadPath": downloads}})
-        except h.WebDriverError as e:
-            h.log("note: cannot set the download dir:", e)
+        h.allow_downloads(b, downloads)  # into our temp dir
         b.get(d.base + "/")
         b.wait(lambda: "ok" in b.attr(b.find("#engine"), "class"), 15, "the engine badge")
         kernels = [k["name"] for k in d_json(d, "/v1/kernels")["kernels"]]
@@ -179,14 +154,8 @@ def run(chromium, chromedriver, work):
 
         # 7. download the counts as CSV: the file equals the API's CSV
         api_csv = h.http("GET", d.base + "/v1/jobs/%s/result?format=csv" % job_id).body
-        b.click(b.find("#dl-csv"))
-        name = os.path.join(downloads, "histd-%s.csv" % job_id)
-        try:
-            b.wait(lambda: os.path.exists(name) and os.path.getsize(name) == len(api_csv), 10, "the CSV download")
-            with open(name, "rb") as f:
-                check(f.read() == api_csv, "the downloaded CSV equals GET /result?format=csv")
-        except TimeoutError:
-            h.log("note: the browser did not save the download here; skipping that check")
+        h.check_download(b, "#dl-csv", os.path.join(downloads, "histd-%s.csv" % job_id), api_csv, 10,
+                         "the downloaded CSV equals GET /result?format=csv")
 
         # 8. a second job on the dropped set, then back to the first one by a click
         b.js("document.getElementById('dataset').value = arguments[0]; "
@@ -255,4 +224,4 @@ def d_json(d, path):
 
 
 if __name__ == "__main__":
-    main()
+    h.main(run, "histd-web-test-")

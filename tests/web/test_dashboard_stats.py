@@ -12,34 +12,23 @@ counts equal the API's, placed on a log x axis (equal widths for equal
 ratios). Then a LAMMPS dump of waters: the dataset's line names its atoms,
 the selections are offered from them, and the O-H job without the bonded
 pairs goes out as the form says. Also: a refused submit shows the daemon's
-problem+json detail, and the CSV button fetches /result?format=csv. Screenshots go to
-$HISTD_WEB_OUT/dashboard-gr.png and dashboard-log.png.
+problem+json detail under the Compute button, and the CSV button fetches
+/result?format=csv. Screenshots go to $HISTD_WEB_OUT/dashboard-gr.png and
+dashboard-log.png.
 
 Exit 77 (skip) only when chromium is not installed.
 """
 import math
 import os
 import random
-import shutil
 import sys
-import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
 
-OUT = os.environ.get("HISTD_WEB_OUT") or os.path.join(h.ROOT, "build", "tests", "web")
-DEADLINE = time.monotonic() + 80  # the whole test, on a loaded machine
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-    h.log("ok -", what)
-
-
-def left():
-    return max(1.0, DEADLINE - time.monotonic())
+OUT = h.OUT
+left = h.deadline(80)  # the whole test, on a loaded machine
+check = h.check
 
 
 def write_csv(path, n, seed, side=20.0):
@@ -64,48 +53,18 @@ def write_water(path, molecules, seed, side=12.0):
 
 
 def d_json(d, path):
-    r = h.http("GET", d.base + path)
-    if r.status != 200:
-        raise AssertionError("GET %s -> %d %s" % (path, r.status, r.body[:300]))
-    return r.json()
+    return h.get_json(d.base, path)
 
 
-def set_value(b, css, value):
-    el = b.find(css)
-    b.clear(el)
-    if value != "":
-        b.type(el, str(value))
-
-
-def choose(b, sel_id, value):
-    b.js("const s = document.getElementById(arguments[0]); s.value = arguments[1];"
-         "s.dispatchEvent(new Event('change'));", sel_id, value)
+set_value, choose = h.set_value, h.choose
 
 
 def submit_and_wait(b):
-    before = b.js("return location.hash")
-    b.click(b.find("#submit"))
-    b.wait(lambda: b.js("return location.hash") != before, min(15, left()), "the new job")
-    status = b.wait(lambda: b.js(
-        "const s = document.getElementById('job-status').dataset.status;"
-        "return ['succeeded','failed','cancelled'].includes(s) ? s : null;"), min(40, left()), "the job to finish")
-    return status, b.js("return decodeURIComponent(location.hash.replace('#job=', ''))")
+    return h.submit_and_wait(b, min(15, left()), min(40, left()))
 
 
 def close(a, b, rel=1e-9):
     return abs(a - b) <= rel * max(1.0, abs(a), abs(b))
-
-
-def main():
-    chromium = h.find_chromium()
-    chromedriver = h.find_chromedriver()
-    os.makedirs(OUT, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="histd-web-stats-")
-    try:
-        run(chromium, chromedriver, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    h.log("PASS")
 
 
 def run(chromium, chromedriver, work):
@@ -117,27 +76,17 @@ def run(chromium, chromedriver, work):
     write_csv(randoms, 300, seed=7)
 
     with h.Daemon(workdir=work) as d, h.Browser(chromium, chromedriver) as b:
-        try:
-            b.cmd("POST", "/goog/cdp/execute", {"cmd": "Browser.setDownloadBehavior",
-                                                "params": {"behavior": "allow", "downloadPath": downloads}})
-        except h.WebDriverError as e:
-            h.log("note: cannot set the download dir:", e)
-        b.get(d.base + "/")
-        b.wait(lambda: "ok" in b.attr(b.find("#engine"), "class"), min(15, left()), "the engine badge")
-
-        b.type(b.find("#file"), randoms)
-        b.wait(lambda: "300 points" in b.text(b.find("#upload-status")), min(20, left()), "the randoms upload")
-        rand_id = b.js("return document.getElementById('dataset').value")
-        b.type(b.find("#file"), liquid)
-        b.wait(lambda: "800 points" in b.text(b.find("#upload-status")), min(20, left()), "the liquid upload")
-        liquid_id = b.js("return document.getElementById('dataset').value")
+        h.allow_downloads(b, downloads)
+        h.open_dashboard(b, d.base, min(15, left()))
+        rand_id = h.upload(b, randoms, 300, min(20, left()))
+        liquid_id = h.upload(b, liquid, 800, min(20, left()))
         check(d_json(d, "/v1/datasets/" + liquid_id)["n"] == 800, "the liquid is dataset %s" % liquid_id[:8])
         check(b.js("return document.getElementById('dataset-b').value") == "",
               "the second dataset is 'none' by default")
         opts_b = b.js("return [...document.querySelectorAll('#dataset-b option')].map(o => o.value)")
         check(set(opts_b) == {"", rand_id, liquid_id}, "the second-dataset menu lists the uploads")
 
-        # 1. a refused submit: the alert shows the daemon's problem+json detail
+        # 1. a refused submit: the daemon's problem+json detail shows under Compute
         choose(b, "binning", "rmax")
         set_value(b, "#r-max", 10)
         set_value(b, "#rmax-buckets", 50)
@@ -146,10 +95,10 @@ def run(chromium, chromedriver, work):
         refused = h.http("POST", d.base + "/v1/jobs", {"dataset": liquid_id, "kernel": "auto", "precision": "exact",
                                                         "r_max": 10, "buckets": 50, "box": [5]})
         if 400 <= refused.status < 500:
-            b.wait(lambda: b.js("return !document.getElementById('alert').hidden"), min(10, left()), "the alert")
-            shown = b.text(b.find("#alert-detail"))
+            b.wait(lambda: b.js("return !document.getElementById('job-error').hidden"), min(10, left()), "the error")
+            shown = b.text(b.find("#job-error-detail"))
             check(refused.json().get("detail") == shown, "a refused submit shows the daemon's detail: %r" % shown)
-            b.click(b.find("#alert-close"))
+            check(b.js("return document.getElementById('alert').hidden"), "and only there, not in the page's alert")
         else:
             h.log("note: the daemon accepted r_max 10 in box 5 (%d); no refusal to check" % refused.status)
             b.wait(lambda: b.js("const s = document.getElementById('job-status').dataset.status;"
@@ -209,14 +158,8 @@ def run(chromium, chromedriver, work):
         api_csv = h.http("GET", d.base + "/v1/jobs/%s/result?format=csv" % gid).body
         header = [l for l in api_csv.split(b"\n") if not l.startswith(b"#")][0]
         check(header.endswith(b",g,coordination"), "the API's CSV has g and coordination")
-        b.click(b.find("#dl-csv"))
-        name = os.path.join(downloads, "histd-%s.csv" % gid)
-        try:
-            b.wait(lambda: os.path.exists(name) and os.path.getsize(name) == len(api_csv), min(10, left()), "the CSV")
-            with open(name, "rb") as f:
-                check(f.read() == api_csv, "the CSV button saves GET /result?format=csv")
-        except TimeoutError:
-            h.log("note: the browser did not save the download here; skipping that check")
+        h.check_download(b, "#dl-csv", os.path.join(downloads, "histd-%s.csv" % gid), api_csv, min(10, left()),
+                         "the CSV button saves GET /result?format=csv")
         b.js("window.scrollTo(0, 0)")
         b.hover(b.find('#chart circle.gpt[data-bucket="25"]'))
         b.wait(lambda: b.js("return !document.getElementById('tip').hidden"), min(5, left()), "the tooltip")
@@ -269,9 +212,7 @@ def run(chromium, chromedriver, work):
         #    without the bonded pairs sent as the form says
         water = os.path.join(work, "water.lammpstrj")
         write_water(water, 40, seed=3)
-        b.type(b.find("#file"), water)
-        b.wait(lambda: "120 points" in b.text(b.find("#upload-status")), min(20, left()), "the water upload")
-        wid = b.js("return document.getElementById('dataset').value")
+        wid = h.upload(b, water, 120, min(20, left()))
         info = b.text(b.find("#dataset-info"))
         check("40 O" in info and "80 H" in info and "40 molecules" in info,
               "the dataset's line names its atoms: %r" % info)
@@ -302,4 +243,4 @@ def run(chromium, chromedriver, work):
 
 
 if __name__ == "__main__":
-    main()
+    h.main(run, "histd-web-stats-")
