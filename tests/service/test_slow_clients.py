@@ -10,12 +10,15 @@ by the daemon soon after their deadline, and each is counted in
 next honest request answered. Honest clients (a fast head, a fast upload, a
 kept-alive connection that comes back within the timeout) are untouched.
 
-Slow bodies (issue #28, item 7), on a daemon with --body-timeout 3 and
---min-body-rate 100, whose bodies here trickle at 2.5 kB/s, 25 times that
-minimum: a body that would take 400 s is closed after its deadline; at
---connection-limit, bodies from two addresses no longer lock a third out
-(the slowest body makes room), nor at --per-ip-connection-limit do an
-address's bodies lock out its next request.
+Slow bodies (issue #28, item 7), whose bodies here trickle at 2.5 kB/s,
+25 times --min-body-rate 100: on a daemon with --body-timeout 3, a body
+that would take 400 s is closed after its deadline and counted; on a
+second daemon with --body-timeout 600 (so no deadline falls during the
+test) and small connection limits, bodies from two addresses no longer
+lock a third out at --connection-limit (the slowest body makes room), nor
+at --per-ip-connection-limit do an address's bodies lock out its next
+request. Making room closes a hog, which the honest request may race: it
+is retried a few times until a hog is seen closed.
 
 Timing margins are wide (the daemon closes an offender 1 s to 5 s after
 its deadline here counts as in time; 12 s is the test's give-up) so a
@@ -117,9 +120,27 @@ def honest_get(port, source, tries=40):
     return None
 
 
+def room_made(port, hogs, source):
+    """An honest GET /healthz from `source` while `hogs` hold the slots: its
+    status, and whether one of the hogs was closed to make room for it. A
+    request can get in before the daemon has taken up every hog's
+    connection (a loaded machine): it then needed no room, and is tried
+    again (up to 5 times) until one found the slots full."""
+    status = None
+    for _ in range(5):
+        status = honest_get(port, source)
+        if status != 200:
+            return status, False
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if any(h.closed_after is not None for h in hogs):
+                return status, True
+            time.sleep(0.1)
+    return status, False
+
+
 def test_slow_bodies(exe):
-    args = ["--body-timeout", "3", "--min-body-rate", "100", "--connection-limit", "8",
-            "--per-ip-connection-limit", "4", "--header-timeout", "10"]
+    args = ["--body-timeout", "3", "--min-body-rate", "100", "--header-timeout", "10"]
     with Daemon(exe, args=args) as d:
         before = slow_counts(d)
         # a body above the minimum rate, but past its deadline
@@ -128,25 +149,34 @@ def test_slow_bodies(exe):
         check(t.closed_after is not None, "a body that would take 400 s is closed after --body-timeout")
         print("ok - a body past --body-timeout closed after %.1f s" % t.closed_after)
         t.close()
+        after = slow_counts(d)
+        check(after["body"] - before["body"] >= 1, "the late body is counted: %s -> %s" % (before, after))
 
+    # the limits, on a daemon whose bodies have time (a hog closed in this
+    # part was closed to make room, not for its deadline)
+    args = ["--body-timeout", "600", "--min-body-rate", "100", "--connection-limit", "8",
+            "--per-ip-connection-limit", "4", "--header-timeout", "10"]
+    with Daemon(exe, args=args) as d:
+        before = slow_counts(d)
         # bodies from two addresses fill --connection-limit: a third address still gets in
         hogs = [Trickle(d.port, src) for src in ("127.0.0.2",) * 4 + ("127.0.0.3",) * 4]
-        status = honest_get(d.port, "127.0.0.4")
+        status, room = room_made(d.port, hogs, "127.0.0.4")
         check(status == 200, "an honest request while bodies from two addresses fill the limit: %s" % status)
-        check(sum(1 for h in hogs if h.closed_after is not None) >= 1, "a slow body made room")
+        check(room, "a slow body made room")
         print("ok - at --connection-limit, the slowest body makes room for another address")
         for h in hogs:
             h.close()
 
         # an address's bodies fill --per-ip-connection-limit: its next request still gets in
         hogs = [Trickle(d.port, "127.0.0.5") for _ in range(4)]
-        status = honest_get(d.port, "127.0.0.5")
+        status, room = room_made(d.port, hogs, "127.0.0.5")
         check(status == 200, "an honest request from an address whose slots its bodies hold: %s" % status)
+        check(room, "one of the address's bodies made room")
         print("ok - at --per-ip-connection-limit, the address's slowest body makes room")
         for h in hogs:
             h.close()
         after = slow_counts(d)
-        check(after["body"] - before["body"] >= 3, "the closed bodies are counted: %s -> %s" % (before, after))
+        check(after["body"] - before["body"] >= 2, "the closed bodies are counted: %s -> %s" % (before, after))
         check(d.json("GET", "/v1/datasets")[2]["datasets"] == [], "and stored nothing")
         s, _, _ = d.request("GET", "/healthz")
         check(s == 200, "the daemon is alive")
