@@ -367,6 +367,12 @@ int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen) {
                cfg->listen_host);
     return -1;
   }
+  /* A short token can be guessed: histd does not count wrong ones (the
+   * proxy in front should), so it says so at start. */
+  if (cfg->token[0] != '\0' && strlen(cfg->token) < 32)
+    fprintf(stderr, "histd: warning: --token has %zu characters; a token of fewer than 32 "
+                    "random characters can be guessed (openssl rand -hex 32 makes one)\n",
+            strlen(cfg->token));
   if (cfg->connection_timeout == 0)
     cfg->connection_timeout = 60;
   if (cfg->max_wait <= 0)

@@ -46,6 +46,12 @@ def starts(exe, args, env=None):
     with Daemon(exe, args=args, env=env) as d:
         s, _, _ = d.request("GET", "/healthz")
         check(s == 200, "%s %s: starts and answers" % (args, env))
+        log = d.log()
+    # a token shorter than 32 characters is warned about, a longer one not
+    token = (env or {}).get("HISTD_TOKEN", "")
+    warned = "warning: --token has %d characters" % len(token) in log
+    check(warned == (0 < len(token) < 32), "warned %s about a token of %d: %r"
+          % (warned, len(token), log))
     print("ok - starts: %s %s" % (args, env))
 
 
@@ -60,6 +66,8 @@ def main(exe):
     starts(exe, ["--listen", "0.0.0.0:0", "--allow-anonymous"])
     starts(exe, ["--listen", "0.0.0.0:0"], {"HISTD_ALLOW_ANONYMOUS": "1"})
     starts(exe, ["--listen", "0.0.0.0:0"], {"HISTD_TOKEN": "s3cret"})
+    starts(exe, ["--listen", "0.0.0.0:0"], {"HISTD_TOKEN": "a" * 31})
+    starts(exe, ["--listen", "0.0.0.0:0"], {"HISTD_TOKEN": "0123456789abcdef" * 4})
     print("PASS")
 
 
