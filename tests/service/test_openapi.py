@@ -5,6 +5,7 @@ errors -- validate against the spec's schemas for their status codes.
 
 usage: test_openapi.py HISTD_EXE OPENAPI_YAML
 """
+import math
 import os
 import subprocess
 import sys
@@ -187,6 +188,80 @@ def test_samples(exe, spec):
         check(s == 401, s)
 
 
+# What the examples' results may differ in from a live run: the machine's
+# choice of kernel and threads, and the clock.
+VARIES = {"kernel", "kernel_reason", "block_size", "threads", "device", "timing_ms",
+          "refined_pairs"}
+
+
+def media_examples(spec):
+    """Every (where, schema, name, value) of an `examples` map under a
+    media type in the spec."""
+    out = []
+    for path, item in spec["paths"].items():
+        for method, op in item.items():
+            if method not in METHODS:
+                continue
+            places = [("request", op.get("requestBody", {}).get("content", {}))]
+            for status, resp in op.get("responses", {}).items():
+                places.append((status, deref(spec, resp).get("content", {})))
+            for where, content in places:
+                for ctype, media in content.items():
+                    for name, ex in media.get("examples", {}).items():
+                        out.append(("%s %s %s %s" % (method.upper(), path, where, ctype),
+                                    media.get("schema", {}), name, ex["value"]))
+    return out
+
+
+def test_examples(exe, spec):
+    """Every example validates against its schema, and the examples of
+    POST /v1/jobs, run on the points their comment names, give the results
+    of GET /v1/jobs/{id}/result's examples of the same names."""
+    v = Validator(spec)
+    examples = media_examples(spec)
+    for where, schema, name, value in examples:
+        v.schema_valid(schema, value, "example %s of %s" % (name, where))
+    requests = {n: val for w, _, n, val in examples if w.startswith("POST /v1/jobs request")}
+    results = {n: val for w, _, n, val in examples
+               if w.startswith("GET /v1/jobs/{id}/result 200 application/json")}
+    check(set(requests) == set(results) and {"per_point", "nearest", "pairs"} <= set(requests),
+          "every job example has its result: %s, %s" % (sorted(requests), sorted(results)))
+    with Daemon(exe) as d:
+        # the four points, and the brute force of the contract on them
+        pts = [(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 2.0, 0.0), (3.0, 0.0, 0.0)]
+        ds = d.upload(pts, "json")["id"]
+        dist = {(i, j): math.sqrt((pts[i][0] - pts[j][0]) ** 2 + (pts[i][1] - pts[j][1]) ** 2
+                                  + (pts[i][2] - pts[j][2]) ** 2)
+                for i in range(4) for j in range(4) if i != j}
+        for name, req in sorted(requests.items()):
+            check(req["dataset"] == ds, "example %s names the four points' dataset %s: %s"
+                  % (name, ds, req["dataset"]))
+            job = d.wait_job(d.submit(**dict(req))["id"], timeout=60)
+            check(job["status"] == "succeeded", (name, job))
+            s, _, live = d.json("GET", "/v1/jobs/%s/result" % job["id"])
+            want = results[name]
+            for key in set(want) | set(live):
+                if key not in VARIES:
+                    check(live.get(key) == want.get(key),
+                          "example %s: %s is %r live, %r in the spec"
+                          % (name, key, live.get(key), want.get(key)))
+        # and the examples say what the definition says
+        r = requests["per_point"]["within"]
+        check(results["per_point"]["neighbours"]
+              == [sum(dist[i, j] <= r for j in range(4) if j != i) for i in range(4)],
+              "per_point example by brute force")
+        near = [min((dist[i, j], j) for j in range(4) if j != i) for i in range(4)]
+        check(results["nearest"]["nearest"] == [j for _, j in near]
+              and results["nearest"]["nearest_d"] == [x for x, _ in near],
+              "nearest example by brute force")
+        r = requests["pairs"]["pairs_within"]
+        pairs = [(i, j, dist[i, j]) for i in range(4) for j in range(i + 1, 4) if dist[i, j] <= r]
+        got = results["pairs"]
+        check(list(zip(got["i"], got["j"], got["d"])) == pairs, "pairs example by brute force")
+    print("ok - %d examples valid; %d job examples reproduced live and by brute force"
+          % (len(examples), len(requests)))
+
+
 def main():
     exe, spec_path = sys.argv[1], sys.argv[2]
     with open(spec_path) as f:
@@ -195,6 +270,7 @@ def main():
     jsonschema.Draft202012Validator.check_schema(spec["components"]["schemas"]["Job"])
     test_routes(exe, spec)
     test_samples(exe, spec)
+    test_examples(exe, spec)
     print("test_openapi: all ok")
 
 
