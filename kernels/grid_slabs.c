@@ -339,7 +339,7 @@ static int run_one(histd_worker *w, const histd_problem *q, const histd_exec *ex
     for (uint32_t i = 0; i < part.bins.count; i++) {
       res->counts[i] += part.counts[i];
       if (err != NULL)
-        histd__neumaier(&res->weighted[i], &err[i], part.weighted[i]);
+        histd_ev_neumaier(&res->weighted[i], &err[i], part.weighted[i]);
     }
     res->below += part.below;
     res->block_size = part.block_size;

@@ -97,8 +97,8 @@ void stats_fold_rows(const double *rows, uint32_t grid, uint32_t slots, uint32_t
   for (uint32_t k = 0; k < count; k++) {
     double sum = 0, err = 0;
     for (uint32_t g = 0; g < grid; g++) {
-      histd__neumaier(&sum, &err, rows[(size_t)g * slots + k]);
-      histd__neumaier(&sum, &err, rows[((size_t)grid + g) * slots + k]);
+      histd_ev_neumaier(&sum, &err, rows[(size_t)g * slots + k]);
+      histd_ev_neumaier(&sum, &err, rows[((size_t)grid + g) * slots + k]);
     }
     out[k] = sum + err;
   }

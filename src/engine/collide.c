@@ -112,7 +112,7 @@ int histd__collisions(const histd_problem *p, uint64_t *pairs, double *weighted,
       total += e->count * (e->count - 1) / 2;
       for (size_t i = e->head; w && i != SIZE_MAX; i = t.next[i])
         for (size_t j = t.next[i]; j != SIZE_MAX; j = t.next[j])
-          histd__neumaier(&sum, &err, hashed->w[i] * hashed->w[j]);
+          histd_ev_neumaier(&sum, &err, hashed->w[i] * hashed->w[j]);
     }
   } else {
     for (size_t i = 0; i < p->a->n; i++) {
@@ -123,7 +123,7 @@ int histd__collisions(const histd_problem *p, uint64_t *pairs, double *weighted,
         continue;
       total += e->count;
       for (size_t j = e->head; w && j != SIZE_MAX; j = t.next[j])
-        histd__neumaier(&sum, &err, p->a->w[i] * hashed->w[j]);
+        histd_ev_neumaier(&sum, &err, p->a->w[i] * hashed->w[j]);
     }
   }
   free(t.slots);

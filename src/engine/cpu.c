@@ -779,8 +779,8 @@ static void flush(cpu_thread *t) {
     double *sum = cpu_wsums(c, h) + cpu_wacc(c), *err = sum + c->stride;
     for (uint32_t s = 0; s <= c->buckets; s++) {
       uint32_t k = s == c->buckets ? count + 1 : first && s == 0 ? count : s - first;
-      histd__neumaier(&job->total.sum[k], &job->total.err[k], sum[s]);
-      histd__neumaier(&job->total.sum[k], &job->total.err[k], err[s]);
+      histd_ev_neumaier(&job->total.sum[k], &job->total.err[k], sum[s]);
+      histd_ev_neumaier(&job->total.sum[k], &job->total.err[k], err[s]);
       sum[s] = err[s] = 0;
     }
   }

@@ -59,7 +59,7 @@ static inline uint64_t redo_lanes(const cpu_ctx *c, size_t i, size_t j, uint32_t
     h[slot]++;
     if (c->kind & CPU_K_WEIGHTS) {
       double *sum = cpu_wsums(c, h - c->redo_base) + cpu_wacc(c);
-      histd__neumaier(&sum[slot], &sum[c->stride + slot], c->wa[i] * c->wb[j + (size_t)l]);
+      histd_ev_neumaier(&sum[slot], &sum[c->stride + slot], c->wa[i] * c->wb[j + (size_t)l]);
     }
     n++;
   }
@@ -234,7 +234,7 @@ TGT512 static void fold512(const cpu_ctx *c, uint32_t *h) {
       const size_t slot = t >> c->wshift; /* beyond buckets: a spare */
       if (slot <= c->buckets) {
         h0[slot] += (uint32_t)acc[2 * t];
-        histd__neumaier(&sum[slot], &err[slot], acc[2 * t + 1]);
+        histd_ev_neumaier(&sum[slot], &err[slot], acc[2 * t + 1]);
       }
       acc[2 * t] = acc[2 * t + 1] = 0;
     }
@@ -243,7 +243,7 @@ TGT512 static void fold512(const cpu_ctx *c, uint32_t *h) {
     double *gs = cpu_gsums(c, h);
     for (uint32_t s = 0; s <= c->buckets; s++)
       if (gs[s] != 0) {
-        histd__neumaier(&sum[s], &err[s], gs[s]);
+        histd_ev_neumaier(&sum[s], &err[s], gs[s]);
         gs[s] = 0;
       }
   }

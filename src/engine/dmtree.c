@@ -187,7 +187,7 @@ static int fill(dm_tree *t, const histd__mkey *k, uint32_t s, uint32_t e, int le
         nd.hi[a] = fmax(nd.hi[a], t->node[first + c].hi[a]);
       }
       if (t->w != NULL)
-        histd__neumaier(&nd.wsum, &err, t->node[first + c].wsum);
+        histd_ev_neumaier(&nd.wsum, &err, t->node[first + c].wsum);
     }
     nd.wsum += err;
   } else {
@@ -201,7 +201,7 @@ static int fill(dm_tree *t, const histd__mkey *k, uint32_t s, uint32_t e, int le
     }
     double err = 0;
     for (uint32_t i = s; t->w != NULL && i < e; i++)
-      histd__neumaier(&nd.wsum, &err, t->w[i]);
+      histd_ev_neumaier(&nd.wsum, &err, t->w[i]);
     nd.wsum += err;
   }
   t->node[at] = nd;
@@ -667,7 +667,7 @@ static void add_levels(uint64_t *h, uint32_t lo, uint32_t hi, uint64_t n, const 
 }
 
 static void add_weight(dm_thread *t, uint32_t level, double v) {
-  histd__neumaier(&t->ws[level], &t->we[level], v);
+  histd_ev_neumaier(&t->ws[level], &t->we[level], v);
 }
 
 /* The sum of w_i w_j over the pairs i < j of a node's points, as the sum
@@ -677,8 +677,8 @@ static void add_weight(dm_thread *t, uint32_t level, double v) {
 static double self_weight(const dm_tree *tr, const dm_node *nd) {
   double before = 0, berr = 0, sum = 0, err = 0;
   for (uint32_t j = nd->start; j < nd->start + nd->count; j++) {
-    histd__neumaier(&sum, &err, tr->w[j] * (before + berr));
-    histd__neumaier(&before, &berr, tr->w[j]);
+    histd_ev_neumaier(&sum, &err, tr->w[j] * (before + berr));
+    histd_ev_neumaier(&before, &berr, tr->w[j]);
   }
   return sum + err;
 }
@@ -1076,8 +1076,8 @@ int histd__dmtree_run_leaves(HISTD__RUN_ARGS, const histd__dm_leaves *leaves) {
         const size_t k = l == 0 ? count : l == count + 1 ? (size_t)count + 1 : l - 1;
         total.counts[k] += t->h[l];
         if (p->weighted) {
-          histd__neumaier(&total.sum[k], &total.err[k], t->ws[l]);
-          histd__neumaier(&total.sum[k], &total.err[k], t->we[l]);
+          histd_ev_neumaier(&total.sum[k], &total.err[k], t->ws[l]);
+          histd_ev_neumaier(&total.sum[k], &total.err[k], t->we[l]);
         }
       }
       resolved += t->resolved;

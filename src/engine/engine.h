@@ -9,6 +9,7 @@
 #include <pthread.h>
 
 #include "histd/histd.h"
+#include "histd/eval.h"
 #include "histd/pair.h"
 
 #ifdef __cplusplus
@@ -144,17 +145,20 @@ typedef struct histd__sink {
 } histd__sink;
 
 /* The sink slot of the pair (i of a, j of b; b = a for self pairs) by the
- * contract (histd/pair.h): a bin 0..count-1, count below, count + 1 over.
- * inv_w is 1 / width (WIDTH bins). */
+ * contract (histd/pair.h), through the bin evaluator ev (histd__ev_bin): a
+ * bin 0..count-1, count below, count + 1 over. */
 static inline size_t histd__pair_slot(const histd_problem *p, const histd_metric *m,
-                                      double inv_w, size_t i, size_t j) {
+                                      const histd_ev_bin *ev, size_t i, size_t j) {
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
-  const uint32_t count = p->bins.count;
-  double d = histd_pair_d(m, a->x[i], a->y[i], a->z[i], b->x[j], b->y[j], b->z[j]);
-  uint32_t bin = p->bins.kind == HISTD_BINS_EDGES
-                     ? histd_bin_edges(d, p->bins.edges, count)
-                     : histd_bin_width(d, p->bins.width, inv_w, count);
-  return bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? (size_t)count + 1 : bin;
+  return histd_ev_bin_slot(ev, histd_pair_d(m, a->x[i], a->y[i], a->z[i], b->x[j], b->y[j],
+                                            b->z[j]));
+}
+
+/* The bin evaluator of p's bins (histd/eval.h). */
+static inline histd_ev_bin histd__ev_bin(const histd_problem *p) {
+  const bool edges = p->bins.kind == HISTD_BINS_EDGES;
+  return (histd_ev_bin){edges ? p->bins.edges : NULL, p->bins.width,
+                        edges ? 0 : 1 / p->bins.width, p->bins.count};
 }
 
 /*
@@ -194,15 +198,6 @@ void histd__pairs_block(const histd_problem *p, size_t i0, size_t i1, size_t j0,
 /* Adds sink s into total (same count); then total into the result. */
 void histd__sink_merge(histd__sink *total, const histd__sink *s, uint32_t count);
 void histd__sink_to_result(histd_result *res, const histd__sink *s);
-/* Neumaier's step: sum += v, the lost low part into err. */
-static inline void histd__neumaier(double *sum, double *err, double v) {
-  double t = *sum + v;
-  if (__builtin_fabs(*sum) >= __builtin_fabs(v))
-    *err += (*sum - t) + v;
-  else
-    *err += (v - t) + *sum;
-  *sum = t;
-}
 
 /* Helpers for backends: NULL-safe wrappers around a histd_control. */
 bool histd__cancelled(const histd_control *ctl);

@@ -94,7 +94,7 @@ static bool in_shard(const histd_shard *sh, bool self, size_t i, size_t j) {
 uint64_t histd__exclusions_count(const histd__exclusions *x, const histd_problem *pf,
                                  const histd_shard *sh, histd__sink *s) {
   const histd_metric m = histd__metric(&pf->box);
-  const double inv_w = pf->bins.kind == HISTD_BINS_EDGES ? 0 : 1 / pf->bins.width;
+  const histd_ev_bin ev = histd__ev_bin(pf);
   memset(s->counts, 0, ((size_t)pf->bins.count + 2) * sizeof *s->counts);
   uint64_t n = 0;
   if (x->b == NULL) { /* self: i < j within each molecule */
@@ -103,7 +103,7 @@ uint64_t histd__exclusions_count(const histd__exclusions *x, const histd_problem
       for (size_t i = r; i < e; i++)
         for (size_t j = i + 1; j < e; j++)
           if (in_shard(sh, true, x->a[i], x->a[j])) {
-            s->counts[histd__pair_slot(pf, &m, inv_w, x->a[i], x->a[j])]++;
+            s->counts[histd__pair_slot(pf, &m, &ev, x->a[i], x->a[j])]++;
             n++;
           }
     }
@@ -117,7 +117,7 @@ uint64_t histd__exclusions_count(const histd__exclusions *x, const histd_problem
       for (size_t i = ra; i < ea; i++)
         for (size_t j = rb; j < eb; j++)
           if (in_shard(sh, false, x->a[i], x->b[j])) {
-            s->counts[histd__pair_slot(pf, &m, inv_w, x->a[i], x->b[j])]++;
+            s->counts[histd__pair_slot(pf, &m, &ev, x->a[i], x->b[j])]++;
             n++;
           }
     if (ma <= mb)

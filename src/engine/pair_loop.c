@@ -41,13 +41,13 @@ void histd__pairs_block(const histd_problem *p, size_t i0, size_t i1, size_t j0,
                         bool diag, histd__sink *s) {
   const histd_metric m = histd__metric(&p->box);
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
-  const double inv_w = p->bins.kind == HISTD_BINS_EDGES ? 0 : 1 / p->bins.width;
+  const histd_ev_bin ev = histd__ev_bin(p);
   for (size_t i = i0; i < i1; i++)
     for (size_t j = diag ? (i + 1 > j0 ? i + 1 : j0) : j0; j < j1; j++) {
-      size_t k = histd__pair_slot(p, &m, inv_w, i, j);
+      size_t k = histd__pair_slot(p, &m, &ev, i, j);
       s->counts[k]++;
       if (s->sum != NULL)
-        histd__neumaier(&s->sum[k], &s->err[k], a->w[i] * b->w[j]);
+        histd_ev_neumaier(&s->sum[k], &s->err[k], a->w[i] * b->w[j]);
     }
 }
 
@@ -55,8 +55,8 @@ void histd__sink_merge(histd__sink *total, const histd__sink *s, uint32_t count)
   for (size_t k = 0; k < (size_t)count + 2; k++) {
     total->counts[k] += s->counts[k];
     if (total->sum != NULL && s->sum != NULL) {
-      histd__neumaier(&total->sum[k], &total->err[k], s->sum[k]);
-      histd__neumaier(&total->sum[k], &total->err[k], s->err[k]);
+      histd_ev_neumaier(&total->sum[k], &total->err[k], s->sum[k]);
+      histd_ev_neumaier(&total->sum[k], &total->err[k], s->err[k]);
     }
   }
 }

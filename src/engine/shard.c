@@ -218,7 +218,7 @@ int histd_result_add(histd_result *sum, double *err, const histd_result *part, c
   for (uint32_t k = 0; k < count; k++) {
     sum->counts[k] += part->counts[k];
     if (sum->weighted != NULL)
-      histd__neumaier(&sum->weighted[k], &err[k], part->weighted[k]);
+      histd_ev_neumaier(&sum->weighted[k], &err[k], part->weighted[k]);
   }
   for (uint64_t f = 0; sum->frame_counts != NULL && f < sum->frames; f++) {
     for (uint32_t k = 0; k < count; k++)

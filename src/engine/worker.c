@@ -171,7 +171,7 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
       for (uint32_t i = 0; i < count; i++) {
         res->counts[i] += part.counts[i];
         if (err != NULL)
-          histd__neumaier(&res->weighted[i], &err[i], part.weighted[i]);
+          histd_ev_neumaier(&res->weighted[i], &err[i], part.weighted[i]);
       }
       res->below += part.below;
       res->overflow += part.overflow;
