@@ -314,6 +314,29 @@ typedef enum histd_statistic {
                              * as they are found; i < j for self pairs      */
 } histd_statistic;
 
+/* The shape of a statistic's answer (the seed paper's three): a small
+ * output of bins, a value per point of A, a record per pair. */
+typedef enum histd_answer {
+  HISTD_ANSWER_BINS = 0,
+  HISTD_ANSWER_POINTS = 1,
+  HISTD_ANSWER_PAIRS = 2
+} histd_answer;
+
+/* What the layers above the drivers know of a statistic: one row each
+ * (statistic.c), read where a rule depends on the statistic instead of
+ * naming it. */
+typedef struct histd_statistic_info {
+  const char *name;     /* the result's "statistic"                          */
+  const char *asked_by; /* the job parameter that asks for it, for sentences */
+  histd_answer answer;
+  unsigned needs;       /* HISTD_CAN_* bits a kernel must have for it        */
+  bool anywhere;        /* its radius may be INFINITY: no limit (NEAREST)    */
+  bool weights;         /* it takes weights                                  */
+  uint8_t row_bytes[2]; /* POINTS: a point's stored bytes a frame, [weighted] */
+} histd_statistic_info;
+
+/* Statistic s's row; NULL for a value that names none. */
+const histd_statistic_info *histd_statistic_about(histd_statistic s);
 /* Whether a statistic's answer is a value per point (POINT_COUNTS, NEAREST). */
 bool histd_statistic_per_point(histd_statistic s);
 

@@ -176,10 +176,6 @@ static int bins_validate(const histd_bins *b, char *msg, size_t msglen) {
 
 /* ---- the problem ------------------------------------------------------------ */
 
-bool histd_statistic_per_point(histd_statistic s) {
-  return s == HISTD_STAT_POINT_COUNTS || s == HISTD_STAT_NEAREST;
-}
-
 unsigned histd_problem_needs(const histd_problem *p) {
   histd_shape a, b;
   histd_dataset_shape(p->a, &a);
@@ -197,14 +193,11 @@ unsigned histd_problem_needs_of(const histd_problem *p, const histd_shape *a,
     needs |= HISTD_CAN_CROSS;
   if (p->weighted)
     needs |= HISTD_CAN_WEIGHTS;
-  if (histd_statistic_per_point(p->statistic))
-    return needs | HISTD_CAN_POINTS;
-  if (p->statistic == HISTD_STAT_PAIRS)
-    return needs | HISTD_CAN_PAIRS;
-  if (p->bins.kind == HISTD_BINS_EDGES)
+  const histd_statistic_info *in = histd_statistic_about(p->statistic);
+  if (in != NULL)
+    needs |= in->needs;
+  if (p->statistic == HISTD_STAT_HISTOGRAM && p->bins.kind == HISTD_BINS_EDGES)
     needs |= HISTD_CAN_EDGES;
-  if (p->statistic == HISTD_STAT_WITHIN)
-    needs |= HISTD_CAN_WITHIN;
   return needs;
 }
 
@@ -339,21 +332,18 @@ static int exclusions_validate(const histd_problem *p, char *msg, size_t msglen)
  * what they can be combined with, frames of one size, the result limit. */
 static int points_validate(const histd_problem *p, const histd_shape *a, const histd_shape *b,
                            char *msg, size_t msglen) {
-  const histd_statistic s = p->statistic;
-  const char *name = s == HISTD_STAT_POINT_COUNTS ? "per_point"
-                     : s == HISTD_STAT_NEAREST    ? "nearest"
-                                                  : "pairs_within";
-  if (s != HISTD_STAT_POINT_COUNTS && s != HISTD_STAT_NEAREST && s != HISTD_STAT_PAIRS)
-    return histd_fail(msg, msglen, HISTD_EINVAL, "unknown statistic %d", (int)s);
-  if (s == HISTD_STAT_NEAREST ? !(p->radius > 0) || isnan(p->radius)
-                              : !(p->radius > 0) || !isfinite(p->radius))
+  const histd_statistic_info *in = histd_statistic_about(p->statistic);
+  if (in == NULL || in->answer == HISTD_ANSWER_BINS)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "unknown statistic %d", (int)p->statistic);
+  const char *name = in->asked_by;
+  if (in->anywhere ? !(p->radius > 0) || isnan(p->radius)
+                   : !(p->radius > 0) || !isfinite(p->radius))
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "%s needs a radius > 0%s, got %g%s", name,
-                      s == HISTD_STAT_NEAREST ? " (or none: anywhere)" : " and finite",
-                      p->radius,
-                      s == HISTD_STAT_NEAREST ? "" : " (within 0, the exact collisions, is "
-                                                     "the plain within statistic)");
-  if (p->weighted && s != HISTD_STAT_POINT_COUNTS)
+                      in->anywhere ? " (or none: anywhere)" : " and finite", p->radius,
+                      in->anywhere ? "" : " (within 0, the exact collisions, is "
+                                          "the plain within statistic)");
+  if (p->weighted && !in->weights)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "%s does not take weights (only per_point sums the weights of each "
                       "point's neighbours)", name);
@@ -366,11 +356,11 @@ static int points_validate(const histd_problem *p, const histd_shape *a, const h
                       "exclude molecule is not available with %s: it applies to histograms "
                       "and counts within a radius", name);
   const uint64_t frames = shape_frames(a, b);
-  if (s == HISTD_STAT_PAIRS && (a->n > UINT32_MAX || (b && b->n > UINT32_MAX)))
+  if (in->answer == HISTD_ANSWER_PAIRS && (a->n > UINT32_MAX || (b && b->n > UINT32_MAX)))
     return histd_fail(msg, msglen, HISTD_ETOOBIG,
                       "a pair list names its points by 32-bit indices: at most %u points a set",
                       UINT32_MAX);
-  if (!histd_statistic_per_point(s))
+  if (in->answer != HISTD_ANSWER_POINTS)
     return 0;
   const uint64_t bytes = histd_shape_result_bytes(p, a, b);
   if (p->result_limit != 0 && bytes > p->result_limit)
@@ -386,7 +376,7 @@ static int points_validate(const histd_problem *p, const histd_shape *a, const h
 static int point_frames_validate(const histd_problem *p, char *msg, size_t msglen) {
   if (!histd_statistic_per_point(p->statistic))
     return 0;
-  const char *name = p->statistic == HISTD_STAT_POINT_COUNTS ? "per_point" : "nearest";
+  const char *name = histd_statistic_about(p->statistic)->asked_by;
   const size_t frames = histd_dataset_frames(p->a);
   const size_t n = frames > 1 ? p->a->frame[0].n : p->a->n;
   for (size_t f = 1; f < frames; f++)
@@ -409,12 +399,10 @@ uint64_t histd_problem_result_bytes(const histd_problem *p) {
 uint64_t histd_shape_result_bytes(const histd_problem *p, const histd_shape *sa,
                                   const histd_shape *sb) {
   const uint64_t frames = shape_frames(sa, sb);
-  if (histd_statistic_per_point(p->statistic)) {
-    const uint64_t n = shape_frame_n(sa, 0);
-    const uint64_t each = p->statistic == HISTD_STAT_NEAREST ? 16 : p->weighted ? 16 : 8;
-    return frames * n * each;
-  }
-  if (p->statistic == HISTD_STAT_PAIRS)
+  const histd_statistic_info *in = histd_statistic_about(p->statistic);
+  if (in != NULL && in->answer == HISTD_ANSWER_POINTS)
+    return frames * shape_frame_n(sa, 0) * in->row_bytes[p->weighted];
+  if (in != NULL && in->answer == HISTD_ANSWER_PAIRS)
     return 0; /* known once counted: histd_pairs_bytes */
   const uint64_t count = p->statistic == HISTD_STAT_WITHIN ? 1 : p->bins.count;
   uint64_t bytes = count * (p->weighted ? 16 : 8);

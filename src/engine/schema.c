@@ -116,8 +116,8 @@ GET(get_t_total, d, r->timing.total_ms)
 static void get_statistic(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
   (void)i;
   (void)acc;
-  static const char *const names[] = {"histogram", "within", "per_point", "nearest", "pairs"};
-  v->s = (unsigned)r->statistic < sizeof names / sizeof names[0] ? names[r->statistic] : "?";
+  const histd_statistic_info *in = histd_statistic_about(r->statistic);
+  v->s = in != NULL ? in->name : "?";
 }
 
 /* g(r) and the coordination number of bin i (histd_result_rdf_bin); the

@@ -283,7 +283,7 @@ int histd__problem_resolve(const histd_problem *p, double within_edges[2], histd
   *out = *p;
   /* within R is the one bin [0, R]: E[0] = 0 <= d < E[1] = the next double
    * above R, i.e. d <= R */
-  if (p->statistic >= HISTD_STAT_POINT_COUNTS) {
+  if (histd_statistic_about(p->statistic)->answer != HISTD_ANSWER_BINS) {
     out->bins = (histd_bins){HISTD_BINS_EDGES, 0, 0, NULL}; /* no bins */
   } else if (p->statistic == HISTD_STAT_WITHIN) {
     within_edges[0] = 0;
@@ -326,7 +326,7 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
                       "kernel \"%s\" runs on the CPU, and this worker owns GPU %d",
                       k->name, w->device);
   snprintf(ex.kernel, sizeof ex.kernel, "%s", k->name);
-  const bool points = p.statistic >= HISTD_STAT_POINT_COUNTS;
+  const bool points = histd_statistic_about(p.statistic)->answer != HISTD_ANSWER_BINS;
   if (points && sh != NULL)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "per-point results and pair lists are not cut into shards");

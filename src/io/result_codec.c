@@ -236,8 +236,9 @@ int histd_result_decode(const void *head, size_t head_len, const void *arrays, s
       member[n] = '\0';
   }
   /* what the arrays' lengths follow from */
-  const bool bins = r->statistic == HISTD_STAT_HISTOGRAM || r->statistic == HISTD_STAT_WITHIN;
-  if ((unsigned)r->statistic > HISTD_STAT_PAIRS ||
+  const histd_statistic_info *stat = histd_statistic_about(r->statistic);
+  const bool bins = stat != NULL && stat->answer == HISTD_ANSWER_BINS;
+  if (stat == NULL ||
       (bins && (r->bins.count == 0 || r->bins.count > HISTD_MAX_BUCKETS ||
                 (r->bins.kind != HISTD_BINS_WIDTH && r->bins.kind != HISTD_BINS_EDGES))))
     return bad_blob(r, msg, msglen, "head", "describes no result (its statistic or bins)");

@@ -216,7 +216,8 @@ int histd_write_csv(FILE *f, const histd_result *res) {
   out o = {f, loc};
   const bool bins = res->statistic == HISTD_STAT_HISTOGRAM;
   const bool points = histd_statistic_per_point(res->statistic);
-  const bool pairs = res->statistic == HISTD_STAT_PAIRS;
+  const histd_statistic_info *in = histd_statistic_about(res->statistic);
+  const bool pairs = in != NULL && in->answer == HISTD_ANSWER_PAIRS;
   int err = 0;
   if (bins || points || pairs) {
     histd__scalar_lines(f, res, HISTD_OUT_CSV, "# ", NULL, put_cell, &o);
