@@ -50,7 +50,10 @@ static bool point_counts(const histd_result *r) {
 }
 static bool point_weighted(const histd_result *r) { return r->point_weighted != NULL; }
 static bool nearest(const histd_result *r) { return r->statistic == HISTD_STAT_NEAREST; }
-static bool pair_list(const histd_result *r) { return r->statistic == HISTD_STAT_PAIRS; }
+static bool pair_list(const histd_result *r) {
+  const histd_statistic_info *in = histd_statistic_about(r->statistic);
+  return in != NULL && in->answer == HISTD_ANSWER_PAIRS;
+}
 static bool pair_frames(const histd_result *r) { return pair_list(r) && r->frames > 1; }
 static bool has_reason(const histd_result *r) { return r->reason[0] != '\0'; }
 

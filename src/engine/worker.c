@@ -330,7 +330,7 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
   if (points && sh != NULL)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "per-point results and pair lists are not cut into shards");
-  if (points && p.statistic == HISTD_STAT_PAIRS && p.result_limit != 0 &&
+  if (histd_statistic_about(p.statistic)->answer == HISTD_ANSWER_PAIRS && p.result_limit != 0 &&
       (rc = pairs_fit(w, &p, &ex, ctl, msg, msglen)) != 0)
     return rc;
   const uint64_t frames = histd_problem_frames(&p);

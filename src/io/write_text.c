@@ -153,7 +153,7 @@ static int main_table(FILE *f, locale_t loc, const histd_result *r) {
     }
     return histd__table_close(&c);
   }
-  if (r->statistic == HISTD_STAT_PAIRS) {
+  if (histd_statistic_about(r->statistic)->answer == HISTD_ANSWER_PAIRS) {
     histd__table_open(&c, r, HISTD_OUT_TEXT, HISTD_FS_PAIRS, HISTD_FS_PAIRS);
     header(f, &c);
     for (uint64_t p = 0; p < r->pairs; p++)
