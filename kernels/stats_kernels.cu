@@ -18,6 +18,7 @@
 #include "sdh_gpu.h"
 #include "stats_gpu.h"
 #include "launch_util.cuh"
+#include "histd/eval.h"
 #include "wsum_device.cuh"
 
 struct smem_layout {
@@ -78,7 +79,7 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
 
   histd_metric m = p.metric;
   m.kind = METRIC; /* a constant: histd_min_image's branches fold away */
-  const double *edges = L.edges ? L.edges : p.dedges;
+  const histd_ev_bin ev = {L.edges ? L.edges : p.dedges, p.width, p.inv_width, count};
   unsigned long long *hist = L.hist ? L.hist : p.counts;
   double *part = L.part + warp * per_warp;
   const uint32_t tiles_b = (p.nb + B - 1) / B;
@@ -104,9 +105,7 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
       if (live)
         for (uint32_t jj = j0; jj < jn; jj++) {
           double d = histd_pair_d(&m, xi, yi, zi, L.tx[jj], L.ty[jj], L.tz[jj]);
-          uint32_t bin = EDGES ? histd_bin_edges(d, edges, count)
-                               : histd_bin_width(d, p.width, p.inv_width, count);
-          uint32_t k = bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? count + 1 : bin;
+          const uint32_t k = histd_ev_bin_slot_as(&ev, d, EDGES);
           atomicAdd(&hist[k], 1ull);
           if (W == STATS_W_LANES) /* this lane's own column: no atomic */
             part[(size_t)k * 32 + lane] = __dadd_rn(part[(size_t)k * 32 + lane],
@@ -122,7 +121,7 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
           for (int o = 16; o > 0; o /= 2)
             v = __dadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
           if (lane == 0 && v != 0)
-            neumaier(&L.wsum[(size_t)warp * slots + k], &L.werr[(size_t)warp * slots + k], v);
+            histd_ev_neumaier(&L.wsum[(size_t)warp * slots + k], &L.werr[(size_t)warp * slots + k], v);
         }
         __syncwarp();
       } else if (W == STATS_W_ATOMIC) { /* at most 32 * B terms per slot since the last */

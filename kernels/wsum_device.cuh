@@ -15,16 +15,7 @@
 
 #include <stdint.h>
 
-/* Neumaier's step on the device: sum += v, the lost low part into err. */
-__device__ __forceinline__ void neumaier(double *sum, double *err, double v) {
-  double s = *sum;
-  double t = __dadd_rn(s, v);
-  if (fabs(s) >= fabs(v))
-    *err = __dadd_rn(*err, __dadd_rn(__dsub_rn(s, t), v));
-  else
-    *err = __dadd_rn(*err, __dadd_rn(__dsub_rn(v, t), s));
-  *sum = t;
-}
+#include "histd/eval.h" /* histd_ev_neumaier: Neumaier's step, in __dadd_rn */
 
 /* One warp (all 32 lanes) folds its partials part[0..slots) into its pairs
  * wsum/werr[0..slots) and zeroes them. */
@@ -34,7 +25,7 @@ __device__ __forceinline__ void wsum_warp_fold(double *part, double *wsum, doubl
   for (uint32_t k = lane; k < slots; k += 32) {
     double v = part[k];
     if (v != 0) {
-      neumaier(&wsum[k], &werr[k], v);
+      histd_ev_neumaier(&wsum[k], &werr[k], v);
       part[k] = 0;
     }
   }
@@ -48,8 +39,8 @@ __device__ __forceinline__ void wsum_block_fold(const double *wsum, const double
                                                 double *gerr) {
   for (uint32_t k = threadIdx.x; k < slots; k += blockDim.x)
     for (uint32_t v = 0; v < warps; v++) {
-      neumaier(&gsum[k], &gerr[k], wsum[(size_t)v * slots + k]);
-      neumaier(&gsum[k], &gerr[k], werr[(size_t)v * slots + k]);
+      histd_ev_neumaier(&gsum[k], &gerr[k], wsum[(size_t)v * slots + k]);
+      histd_ev_neumaier(&gsum[k], &gerr[k], werr[(size_t)v * slots + k]);
     }
 }
 
