@@ -51,10 +51,13 @@
  * threads share one under a mutex. A connection that broke (the database
  * restarted) is reset before its next use.
  */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,13 +66,19 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "service.h"
+#include "bind.h"
+#include "cluster.h"
+#include "datasets.h"
 #include "shared_store.h"
+#include "store.h"
+#include "util.h"
 
 /* 2: histd_jobs.engine, the workers a job's shards may go to (claim_shard) */
 #define SCHEMA_VERSION 2
 #define TEXT_(v) #v
 #define TEXT(v) TEXT_(v) /* a macro's value as a string literal */
+
+typedef struct cluster cluster;
 
 typedef struct cworker {
   cluster *c;
@@ -89,7 +98,8 @@ typedef struct cworker {
 } cworker;
 
 struct cluster {
-  service *svc;
+  backend_env env;
+  backend_events ev; /* what the daemon is told (a job ended: its long-polls) */
   char conninfo[1024];
   char node[256];
   double lease_s;
@@ -109,14 +119,7 @@ struct cluster {
   uv_poll_t poll;
   uv_timer_t retry;
   bool listening;
-  void (*on_end)(void *u, const char *job); /* a job ended (any node) */
-  void *on_end_u;
 };
-
-void cluster_on_job_end(cluster *c, void (*fn)(void *u, const char *job), void *u) {
-  c->on_end = fn;
-  c->on_end_u = u;
-}
 
 static const char *const SCHEMA[] = {
     "CREATE TABLE IF NOT EXISTS histd_schema (version integer NOT NULL)",
@@ -346,9 +349,10 @@ static int meta_from_text(const char *text, dataset_meta *m) {
   return 0;
 }
 
-int cluster_publish_dataset(cluster *c, const dataset_meta *m, char *msg, size_t msglen) {
+static int cluster_publish_dataset(void *self, const dataset_meta *m, char *msg, size_t msglen) {
+  cluster *c = self;
   char path[4400];
-  store_payload_path(c->svc->store, m->id, path, sizeof path);
+  store_payload_path(c->env.store, m->id, path, sizeof path);
   int rc = shared_store_put(c->shared, m->id, path, msg, msglen);
   if (rc != 0)
     return rc;
@@ -389,14 +393,14 @@ static int find_dataset(cluster *c, PGconn *db, const char *id, dataset_meta *m)
   if (rc == HISTD_ENOENT) { /* deleted by another node: not here either */
     char ignored[64];
     dataset_meta local;
-    if (store_get_dataset(c->svc->store, id, &local) == 0)
-      store_delete_dataset(c->svc->store, id, ignored, sizeof ignored);
+    if (store_get_dataset(c->env.store, id, &local) == 0)
+      store_delete_dataset(c->env.store, id, ignored, sizeof ignored);
     return HISTD_ENOENT;
   }
   if (rc != 0)
     return rc;
-  if (store_get_dataset(c->svc->store, id, m) == 0) {
-    store_check_payload(c->svc->store, m);
+  if (store_get_dataset(c->env.store, id, m) == 0) {
+    store_check_payload(c->env.store, m);
     return 0;
   }
   uint64_t size = 0;
@@ -433,8 +437,8 @@ static int get_view(void *u, const char *id, loaded_dataset **out, char *msg, si
   view_ctx *v = u;
   cluster *c = v->c;
   dataset_meta m;
-  if (store_get_dataset(c->svc->store, id, &m) == 0)
-    return dataset_acquire(c->svc->cache, id, out, msg, msglen);
+  if (store_get_dataset(c->env.store, id, &m) == 0)
+    return dataset_acquire(c->env.cache, id, out, msg, msglen);
   int rc = find_dataset(c, v->db, id, &m);
   if (rc != 0)
     return histd_fail(msg, msglen, rc == HISTD_ENOENT ? HISTD_ENOENT : HISTD_EIO,
@@ -447,7 +451,7 @@ static int get_view(void *u, const char *id, loaded_dataset **out, char *msg, si
   char path[4400];
   rc = shared_store_fetch(c->shared, id, tail, bytes - tail, path, sizeof path, msg, msglen);
   if (rc == 0)
-    rc = dataset_acquire_file(c->svc->cache, &m, path, out, msg, msglen);
+    rc = dataset_acquire_file(c->env.cache, &m, path, out, msg, msglen);
   return rc;
 }
 
@@ -478,8 +482,8 @@ static int fetch_shard(cluster *c, const job_record *rec, loaded_dataset *d,
                        const job_binding *b, const histd_shard *sh, char *msg, size_t msglen) {
   dataset_meta m;
   const bool cross = rec->dataset_b[0] != '\0';
-  const bool a_view = store_get_dataset(c->svc->store, rec->dataset, &m) != 0;
-  const bool b_view = cross ? store_get_dataset(c->svc->store, rec->dataset_b, &m) != 0 : a_view;
+  const bool a_view = store_get_dataset(c->env.store, rec->dataset, &m) != 0;
+  const bool b_view = cross ? store_get_dataset(c->env.store, rec->dataset_b, &m) != 0 : a_view;
   int rc = a_view ? fetch_rows(c, rec->dataset, loaded_dataset_points(d), sh->i0, sh->i1, msg,
                                msglen)
                   : 0;
@@ -489,15 +493,17 @@ static int fetch_shard(cluster *c, const job_record *rec, loaded_dataset *d,
   return rc;
 }
 
-int cluster_find_dataset(cluster *c, const char *id, dataset_meta *m) {
+static int cluster_find_dataset(void *self, const char *id, dataset_meta *m) {
+  cluster *c = self;
   pthread_mutex_lock(&c->api_mu);
   int rc = find_dataset(c, c->api, id, m);
   pthread_mutex_unlock(&c->api_mu);
   return rc;
 }
 
-int cluster_list_datasets(cluster *c, size_t limit, bool (*fn)(const dataset_meta *m, void *u),
-                          void *u) {
+static int cluster_list_datasets(void *self, size_t limit,
+                                 bool (*fn)(const dataset_meta *m, void *u), void *u) {
+  cluster *c = self;
   char msg[256], lim[24];
   u64_text(lim, limit);
   const char *v[1] = {lim};
@@ -514,7 +520,8 @@ int cluster_list_datasets(cluster *c, size_t limit, bool (*fn)(const dataset_met
   return 0;
 }
 
-int cluster_delete_dataset(cluster *c, const char *id, char *msg, size_t msglen) {
+/* The index's row and the shared payload: 0, HISTD_ENOENT, HISTD_EIO. */
+static int delete_shared(cluster *c, const char *id, char *msg, size_t msglen) {
   const char *v[1] = {id};
   PGresult *r = api_exec(c, "DELETE FROM histd_datasets WHERE id = $1 RETURNING 1", 1, v, msg,
                          msglen, "delete the dataset");
@@ -527,9 +534,23 @@ int cluster_delete_dataset(cluster *c, const char *id, char *msg, size_t msglen)
   return shared_store_delete(c->shared, id, msg, msglen); /* (absent is 0: idempotent) */
 }
 
+/* The cluster's dataset, then this node's copy (a dataset only the
+ * cluster has, never fetched here, is deleted all the same). */
+static int cluster_delete_dataset(void *self, const char *id, char *msg, size_t msglen) {
+  cluster *c = self;
+  int shared = delete_shared(c, id, msg, msglen);
+  int rc = shared == 0 || shared == HISTD_ENOENT
+               ? store_delete_dataset(c->env.store, id, msg, msglen)
+               : shared;
+  if (rc == HISTD_ENOENT && shared == 0) /* the cluster's, never fetched here */
+    rc = 0;
+  return rc;
+}
+
 /* ---- jobs -------------------------------------------------------------------------- */
 
-size_t cluster_active_on(cluster *c, const char *dataset) {
+static size_t cluster_active_on(void *self, const char *dataset) {
+  cluster *c = self;
   char msg[256];
   const char *v[1] = {dataset};
   PGresult *r = api_exec(c,
@@ -598,15 +619,16 @@ static int get_job(PGconn *db, const char *id, job_record *j) {
   return rc;
 }
 
-int cluster_get_job(cluster *c, const char *id, job_record *j) {
+static int cluster_get_job(cluster *c, const char *id, job_record *j) {
   pthread_mutex_lock(&c->api_mu);
   int rc = get_job(c->api, id, j);
   pthread_mutex_unlock(&c->api_mu);
   return rc;
 }
 
-int cluster_list_jobs(cluster *c, size_t limit, bool (*fn)(const job_record *j, void *u),
-                      void *u) {
+static int cluster_list_jobs(void *self, size_t limit,
+                             bool (*fn)(const job_record *j, void *u), void *u) {
+  cluster *c = self;
   char msg[256], lim[24];
   u64_text(lim, limit);
   const char *v[1] = {lim};
@@ -630,6 +652,31 @@ int cluster_list_jobs(cluster *c, size_t limit, bool (*fn)(const job_record *j, 
   return 0;
 }
 
+static int cluster_get(void *self, const char *id, job_record *j, bool arrays) {
+  (void)arrays; /* (the row holds the result whole) */
+  return cluster_get_job(self, id, j);
+}
+
+static bool cluster_live(void *self, const char *id) {
+  job_record j;
+  if (cluster_get_job(self, id, &j) != 0)
+    return false;
+  bool live = j.status == JOB_QUEUED || j.status == JOB_RUNNING;
+  job_record_free(&j);
+  return live;
+}
+
+/* The queue and the workers are the cluster's, not this host's. */
+static size_t cluster_none(void *self) {
+  (void)self;
+  return 0;
+}
+
+static int cluster_no_workers(void *self) {
+  (void)self;
+  return 0;
+}
+
 /* How many shards a problem gets: about one per --shard-pairs pairs
  * compared (the grid compares only its cells' neighbours: histd_shard_work). */
 static uint64_t shards_wanted(const cluster *c, const histd_problem *p, const char *kernel) {
@@ -638,7 +685,8 @@ static uint64_t shards_wanted(const cluster *c, const histd_problem *p, const ch
   return want < 1 ? 1 : want > 100000 ? 100000 : want;
 }
 
-int cluster_submit(cluster *c, job_record *rec, char *msg, size_t msglen) {
+static int cluster_submit(void *self, job_record *rec, char *msg, size_t msglen) {
+  cluster *c = self;
   /* the plan: bind the job here, where its datasets are */
   loaded_dataset *d = NULL;
   view_ctx view = {c, c->api, reads_whole(&rec->params)};
@@ -646,17 +694,17 @@ int cluster_submit(cluster *c, job_record *rec, char *msg, size_t msglen) {
   int rc = get_view(&view, rec->dataset, &d, msg, msglen);
   job_binding b;
   if (rc == 0)
-    rc = job_bind(c->svc, rec, d, get_view, &view, &b, msg, msglen);
+    rc = job_bind(c->env.cache, rec, d, get_view, &view, &b, msg, msglen);
   pthread_mutex_unlock(&c->api_mu);
   if (rc != 0) {
-    dataset_release(c->svc->cache, d);
+    dataset_release(c->env.cache, d);
     return rc;
   }
   const uint64_t want = shards_wanted(c, &b.prob, rec->params.exec.kernel);
   histd_shard_plan plan;
   histd_shard_plan_make(&b.prob, rec->params.exec.kernel, want, &plan);
-  job_unbind(c->svc, &b);
-  dataset_release(c->svc->cache, d);
+  job_unbind(c->env.cache, &b);
+  dataset_release(c->env.cache, d);
 
   char *params = params_text(&rec->params);
   char n[24], n_b[24], w[24], count[24], created[40];
@@ -742,7 +790,8 @@ static int end_job(PGconn *db, const char *id, job_status status, const char *er
   return rc != 0 ? rc : open;
 }
 
-int cluster_cancel(cluster *c, const char *id, job_record *out, char *msg, size_t msglen) {
+static int cluster_cancel(void *self, const char *id, job_record *out, char *msg, size_t msglen) {
+  cluster *c = self;
   pthread_mutex_lock(&c->api_mu);
   int rc = end_job(c->api, id, JOB_CANCELLED, "the job was cancelled", msg, msglen);
   if (rc >= 0) /* ended now, or before, or never there: the row says (ENOENT) */
@@ -993,7 +1042,7 @@ static void run_claim(cworker *w, const claim *cl, double t_claim) {
   job_binding b;
   bool bound = false;
   if (rc == 0)
-    bound = (rc = job_bind(c->svc, &rec, d, get_view, &v, &b, msg, sizeof msg)) == 0;
+    bound = (rc = job_bind(c->env.cache, &rec, d, get_view, &v, &b, msg, sizeof msg)) == 0;
   histd_shard_plan plan;
   histd_result part;
   memset(&part, 0, sizeof part);
@@ -1060,8 +1109,8 @@ static void run_claim(cworker *w, const claim *cl, double t_claim) {
             part.timing.kernel_ms, part.timing.transfer_ms, t_done - t_run);
   histd_result_free(&part);
   if (bound)
-    job_unbind(c->svc, &b);
-  dataset_release(c->svc->cache, d);
+    job_unbind(c->env.cache, &b);
+  dataset_release(c->env.cache, d);
   job_record_free(&rec);
 }
 
@@ -1187,8 +1236,8 @@ static void on_notify(uv_poll_t *h, int status, int events) {
           atomic_store(&c->workers[i].stop, true);
       pthread_mutex_unlock(&c->mu);
     }
-    if (c->on_end != NULL && strcmp(n->relname, "histd_work") != 0)
-      c->on_end(c->on_end_u, n->extra); /* histd_cancel and histd_done: the job ended */
+    if (c->ev.job_ended != NULL && strcmp(n->relname, "histd_work") != 0)
+      c->ev.job_ended(c->ev.u, n->extra); /* histd_cancel and histd_done: the job ended */
     work = work || strcmp(n->relname, "histd_work") == 0;
     PQfreemem(n);
   }
@@ -1199,7 +1248,8 @@ static void on_notify(uv_poll_t *h, int status, int events) {
   }
 }
 
-void cluster_listen(cluster *c, uv_loop_t *loop) {
+static void cluster_listen(void *self, uv_loop_t *loop) {
+  cluster *c = self;
   char msg[256];
   c->listen_db = pg_connect(c->conninfo, msg, sizeof msg);
   uv_timer_init(loop, &c->retry);
@@ -1211,7 +1261,8 @@ void cluster_listen(cluster *c, uv_loop_t *loop) {
     uv_timer_start(&c->retry, listen_again, 1000, 1000);
 }
 
-void cluster_unlisten(cluster *c) {
+static void cluster_unlisten(void *self) {
+  cluster *c = self;
   if (c->listening) {
     uv_poll_stop(&c->poll);
     uv_close((uv_handle_t *)&c->poll, NULL);
@@ -1223,12 +1274,15 @@ void cluster_unlisten(cluster *c) {
 
 /* ---- life -------------------------------------------------------------------------- */
 
-int cluster_open(cluster **out, service *svc, char *msg, size_t msglen) {
+static void cluster_stop(void *self);
+static void cluster_close(void *self);
+
+static int cluster_open(cluster **out, const backend_env *env, char *msg, size_t msglen) {
   cluster *c = calloc(1, sizeof *c);
   if (c == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the cluster");
-  c->svc = svc;
-  const config *cfg = &svc->cfg;
+  c->env = *env;
+  const config *cfg = env->cfg;
   snprintf(c->conninfo, sizeof c->conninfo, "%s", cfg->coordinator);
   if (cfg->node_name[0]) {
     snprintf(c->node, sizeof c->node, "%s", cfg->node_name);
@@ -1266,9 +1320,10 @@ int cluster_open(cluster **out, service *svc, char *msg, size_t msglen) {
   return 0;
 }
 
-int cluster_start(cluster *c, char *msg, size_t msglen) {
-  service *svc = c->svc;
-  const int gpus = svc->gpu_count;
+static int cluster_start(void *self, const backend_events *ev, char *msg, size_t msglen) {
+  cluster *c = self;
+  c->ev = *ev;
+  const int gpus = c->env.gpu_count;
   /* as a single daemon: a worker per GPU for the GPU's and "any" kernels'
    * shards, and one on the CPU for the CPU kernels' (on a node without a
    * GPU, for "any" too: a GPU node's CPU worker would make a slow straggler
@@ -1280,7 +1335,7 @@ int cluster_start(cluster *c, char *msg, size_t msglen) {
   for (int i = 0; i < c->nworkers; i++) {
     cworker *w = &c->workers[i];
     w->c = c;
-    w->device = i < gpus ? svc->gpus[i].index : -1;
+    w->device = i < gpus ? c->env.gpus[i].index : -1;
     w->engines = i < gpus ? "{cuda,any}" : gpus > 0 ? "{cpu}" : "{cpu,any}";
     w->threads = histd_cpu_count();
     atomic_init(&w->stop, false);
@@ -1305,7 +1360,8 @@ int cluster_start(cluster *c, char *msg, size_t msglen) {
   return 0;
 }
 
-void cluster_stop(cluster *c) {
+static void cluster_stop(void *self) {
+  cluster *c = self;
   if (c == NULL)
     return;
   pthread_mutex_lock(&c->mu);
@@ -1323,7 +1379,8 @@ void cluster_stop(cluster *c) {
   }
 }
 
-void cluster_close(cluster *c) {
+static void cluster_close(void *self) {
+  cluster *c = self;
   if (c == NULL)
     return;
   cluster_stop(c);
@@ -1341,4 +1398,35 @@ void cluster_close(cluster *c) {
   free(c);
 }
 
-const char *cluster_node(const cluster *c) { return c->node; }
+static const backend_ops cluster_ops = {
+    .name = "cluster",
+    .start = cluster_start,
+    .listen = cluster_listen,
+    .unlisten = cluster_unlisten,
+    .stop = cluster_stop,
+    .close = cluster_close,
+    .submit = cluster_submit,
+    .get = cluster_get,
+    .cancel = cluster_cancel,
+    .list = cluster_list_jobs,
+    .live = cluster_live,
+    .active_on = cluster_active_on,
+    .queue_depth = cluster_none,
+    .running = cluster_none,
+    .workers = cluster_no_workers,
+    .delete_result = NULL, /* not in cluster mode yet (routes_jobs.c answers 501) */
+    .dataset_publish = cluster_publish_dataset,
+    .dataset_find = cluster_find_dataset,
+    .dataset_list = cluster_list_datasets,
+    .dataset_delete = cluster_delete_dataset,
+};
+
+int cluster_backend_open(backend *out, const backend_env *env, char *msg, size_t msglen) {
+  cluster *c;
+  int rc = cluster_open(&c, env, msg, msglen);
+  if (rc != 0)
+    return rc;
+  out->ops = &cluster_ops;
+  out->self = c;
+  return 0;
+}

@@ -41,6 +41,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "cluster.h"
 #include "service.h"
 
 typedef struct loop_state {
@@ -58,7 +59,10 @@ typedef struct loop_state {
   uv_async_t wake;
 } loop_state;
 
-void service_wake(service *svc) {
+/* The job front's and the pools' reports (jobs_hooks): thread-safe. Wake
+ * asks the loop to run jobs_resume_waiters soon. */
+static void service_wake(void *u) {
+  service *svc = u;
   if (svc->loop_async != NULL)
     uv_async_send((uv_async_t *)svc->loop_async);
 }
@@ -68,7 +72,13 @@ static void shut_down(loop_state *ls) {
   uv_stop(&ls->loop);
 }
 
-void service_gpu_lost(service *svc, const char *reason) {
+/* A GPU hit a sticky CUDA error (HISTD_EGPULOST), which no later CUDA call
+ * of this process can get past. /healthz turns 503 with the reason and the
+ * daemon shuts down as on SIGTERM (running jobs stay queued), exiting with
+ * status 75 so that its supervisor starts a fresh process. The first
+ * reason is kept. */
+static void service_gpu_lost(void *u, const char *reason) {
+  service *svc = u;
   static atomic_flag once = ATOMIC_FLAG_INIT;
   if (atomic_flag_test_and_set(&once))
     return;
@@ -225,7 +235,11 @@ int main(int argc, char **argv) {
   if (svc.gpu_count == 0 && svc.gpu_reason[0] == '\0')
     snprintf(svc.gpu_reason, sizeof svc.gpu_reason, "no usable GPU was found");
 
-  if (svc.cfg.coordinator[0] && cluster_open(&svc.cluster, &svc, msg, sizeof msg) != 0) {
+  /* The backend, once: this host alone, or a node of the cluster. */
+  const backend_env env = {&svc.cfg,      svc.store, svc.cache, svc.gpu_count,
+                           svc.gpus,      svc.gpu_reason};
+  if ((svc.cfg.coordinator[0] ? cluster_backend_open(&svc.backend, &env, msg, sizeof msg)
+                              : local_backend_open(&svc.backend, &env, msg, sizeof msg)) != 0) {
     fprintf(stderr, "histd: %s\n", msg);
     return 1;
   }
@@ -239,11 +253,13 @@ int main(int argc, char **argv) {
   ls.stop.data = &ls;
   pthread_mutex_init(&ls.stop_lock, NULL);
 
-  if (jobs_start(&svc.jobs, &svc, msg, sizeof msg) != 0) {
+  const jobs_hooks hooks = {service_wake, service_gpu_lost, &svc};
+  if (jobs_start(&svc.jobs, &svc.backend, &svc.metrics, &hooks, msg, sizeof msg) != 0) {
     fprintf(stderr, "histd: %s\n", msg);
     return 1;
   }
-  if (sync_pool_start(&svc.sync, &svc, msg, sizeof msg) != 0) {
+  if (sync_pool_start(&svc.sync, svc.cfg.histogram_threads, svc.cfg.queue_limit,
+                      service_gpu_lost, &svc, msg, sizeof msg) != 0) {
     fprintf(stderr, "histd: %s\n", msg);
     return 1;
   }
@@ -262,14 +278,14 @@ int main(int argc, char **argv) {
     sync_pool_destroy(svc.sync);
     jobs_stop(svc.jobs);
     jobs_destroy(svc.jobs);
+    svc.backend.ops->close(svc.backend.self);
     svc.loop_async = NULL;
     close_loop_early(&ls);
     dataset_cache_destroy(svc.cache);
     store_close(svc.store);
     return 1;
   }
-  if (svc.cluster != NULL)
-    cluster_listen(svc.cluster, &ls.loop);
+  jobs_listen(svc.jobs, &ls.loop);
   fprintf(stderr, "histd %s: data in %s, %d worker(s) on %s, dashboard from %s\n",
           HISTD_VERSION, svc.cfg.data_dir, jobs_worker_count(svc.jobs),
           svc.gpu_count > 0 ? "GPU + CPU" : "the CPU", svc.cfg.static_dir);
@@ -312,8 +328,7 @@ int main(int argc, char **argv) {
   ls.stop_closed = true;
   atomic_store(&ls.signals, 1);
   pthread_mutex_unlock(&ls.stop_lock);
-  if (svc.cluster != NULL)
-    cluster_unlisten(svc.cluster);
+  jobs_unlisten(svc.jobs);
   uv_close((uv_handle_t *)&ls.stop, close_cb);
   uv_close((uv_handle_t *)&ls.tick, close_cb);
   uv_close((uv_handle_t *)&ls.expire, close_cb);
@@ -323,7 +338,7 @@ int main(int argc, char **argv) {
   sync_pool_destroy(svc.sync); /* after http_stop: no handler can reach it now */
   deadlines_destroy(svc.deadlines);
   defer_pool_destroy(svc.defer);
-  cluster_close(svc.cluster);
+  svc.backend.ops->close(svc.backend.self);
   dataset_cache_destroy(svc.cache);
   store_close(svc.store);
   uv_loop_close(&ls.loop);

@@ -148,7 +148,7 @@ static void store_parsed(request *r, int rc, histd_dataset *ds, histd_format fmt
  * upload counted in the metrics (bytes of input). */
 static void answer_stored(request *r, const dataset_meta *meta, bool created, size_t bytes) {
   char msg[512];
-  if (r->svc->cluster != NULL && cluster_publish_dataset(r->svc->cluster, meta, msg, sizeof msg)) {
+  if (backend_dataset_publish(&r->svc->backend, meta, msg, sizeof msg) != 0) {
     respond_problem(r, 503, "the dataset is stored on this node but could not be shared with "
                     "the cluster (upload it again): %s", msg);
     return;
@@ -601,18 +601,8 @@ void route_datasets_create(request *r) {
   store_parsed(r, rc, &ds, fmt, name, what, body_len, NULL, -1, msg, sizeof msg);
 }
 
-typedef struct list_ctx {
-  cJSON *arr;
-  store *store;
-  bool check; /* the payloads are this node's (not a cluster's list) */
-} list_ctx;
-
 static bool add_dataset(const dataset_meta *m, void *u) {
-  list_ctx *c = u;
-  dataset_meta copy = *m;
-  if (c->check)
-    store_check_payload(c->store, &copy);
-  cJSON_AddItemToArray(c->arr, dataset_to_json(&copy));
+  cJSON_AddItemToArray(u, dataset_to_json(m));
   return true;
 }
 
@@ -637,9 +627,8 @@ void route_datasets_list(request *r) {
   if (!parse_limit(r, &limit, 1000, 100000))
     return;
   cJSON *o = cJSON_CreateObject();
-  list_ctx c = {cJSON_AddArrayToObject(o, "datasets"), r->svc->store, r->svc->cluster == NULL};
-  if ((r->svc->cluster != NULL ? cluster_list_datasets(r->svc->cluster, limit, add_dataset, &c)
-                              : store_list_datasets(r->svc->store, limit, add_dataset, &c)) != 0) {
+  cJSON *arr = cJSON_AddArrayToObject(o, "datasets");
+  if (backend_dataset_list(&r->svc->backend, limit, add_dataset, arr) != 0) {
     cJSON_Delete(o);
     respond_problem(r, 500, "the datasets could not be listed");
     return;
@@ -650,13 +639,10 @@ void route_datasets_list(request *r) {
 void route_datasets_get(request *r) {
   dataset_meta m;
   if (!valid_dataset_id(r->path_id) ||
-      (r->svc->cluster != NULL ? cluster_find_dataset(r->svc->cluster, r->path_id, &m)
-                               : store_get_dataset(r->svc->store, r->path_id, &m)) != 0) {
+      backend_dataset_find(&r->svc->backend, r->path_id, &m) != 0) {
     respond_problem(r, 404, "no dataset has the id \"%s\"", r->path_id);
     return;
   }
-  if (r->svc->cluster == NULL) /* (the cluster checks its own) */
-    store_check_payload(r->svc->store, &m);
   respond_json(r, 200, dataset_to_json(&m));
 }
 
@@ -676,14 +662,7 @@ void route_datasets_delete(request *r) {
     return;
   }
   char msg[256];
-  int shared = svc->cluster != NULL ? cluster_delete_dataset(svc->cluster, r->path_id, msg,
-                                                             sizeof msg)
-                                    : HISTD_ENOENT;
-  int rc = shared == 0 || shared == HISTD_ENOENT
-               ? store_delete_dataset(svc->store, r->path_id, msg, sizeof msg)
-               : shared;
-  if (rc == HISTD_ENOENT && shared == 0) /* the cluster's, never fetched here */
-    rc = 0;
+  int rc = backend_dataset_delete(&svc->backend, r->path_id, msg, sizeof msg);
   pthread_rwlock_unlock(&svc->datasets_lock);
   if (rc == HISTD_ENOENT) {
     respond_problem(r, 404, "no dataset has the id \"%s\"", r->path_id);

@@ -337,16 +337,12 @@ typedef struct create_ctx {
 /* Looks a dataset up for a job (under datasets_lock): 404 when it does not
  * exist, 422 when its payload is damaged. */
 static bool job_dataset(create_ctx *c, const char *field, const char *id, dataset_meta *m) {
-  if (strlen(id) != 64 || (c->svc->cluster != NULL
-                              ? cluster_find_dataset(c->svc->cluster, id, m)
-                              : store_get_dataset(c->svc->store, id, m)) != 0) {
+  if (strlen(id) != 64 || backend_dataset_find(&c->svc->backend, id, m) != 0) {
     c->status = 404;
     snprintf(c->msg, sizeof c->msg,
              "no dataset has the id \"%.80s\" (%s; upload it with POST /v1/datasets)", id, field);
     return false;
   }
-  if (c->svc->cluster == NULL) /* (the cluster checks its own) */
-    store_check_payload(c->svc->store, m);
   if (m->error[0] != '\0') {
     c->status = 422;
     snprintf(c->msg, sizeof c->msg, "dataset %s cannot be used: %s; upload it again", m->id,
@@ -848,8 +844,8 @@ static void forget_result(void *arg) {
              j->status == JOB_QUEUED || j->status == JOB_RUNNING
                  ? " (DELETE /v1/jobs/{id} cancels it)"
                  : "");
-  } else if ((rc = store_delete_result(c->svc->store, j->id, wall_now(), c->msg,
-                                       sizeof c->msg)) == 0) {
+  } else if ((rc = jobs_delete_result(c->svc->jobs, j->id, wall_now(), c->msg,
+                                      sizeof c->msg)) == 0) {
     c->status = 204;
   } else if (rc == HISTD_ENOENT) { /* expired or deleted meanwhile */
     c->status = 410;
@@ -860,7 +856,7 @@ static void forget_result(void *arg) {
 void route_jobs_result_delete(request *r) {
   job_step *c = r->deferred;
   if (!(r->resumed && c != NULL)) {
-    if (r->svc->cluster != NULL) {
+    if (!jobs_deletes_results(r->svc->jobs)) {
       respond_problem(r, 501, "deleting a result is not available in cluster mode "
                               "(--coordinator) yet; --job-retention expires old jobs");
       return;

@@ -136,7 +136,7 @@ void route_readyz(request *r) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "status", "ready");
   cJSON_AddNumberToObject(o, "workers", jobs_worker_count(svc->jobs));
-  cJSON_AddStringToObject(o, "engine", jobs_on_gpu(svc->jobs) ? "cuda" : "cpu");
+  cJSON_AddStringToObject(o, "engine", svc->gpu_count > 0 ? "cuda" : "cpu");
   cJSON_AddNumberToObject(o, "queue_depth", (double)jobs_queue_depth(svc->jobs));
   respond_json(r, 200, o);
 }

@@ -1208,6 +1208,11 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool arrays) {
   return 0;
 }
 
+const char *job_status_name(job_status s) {
+  static const char *const names[] = {"queued", "running", "succeeded", "failed", "cancelled"};
+  return (unsigned)s < JOB_STATUS_COUNT ? names[s] : "unknown";
+}
+
 int job_record_copy(job_record *dst, const job_record *src) {
   *dst = *src;
   memset(&dst->result, 0, sizeof dst->result);

@@ -18,7 +18,9 @@
  * resumes their connections before libmicrohttpd stops.
  *
  * The pool does not share the job workers: a long job never delays a
- * quick histogram, and these never touch the store.
+ * quick histogram, and these never touch the store. A GPU that loses its
+ * CUDA context is reported up through the callback the daemon gave at
+ * start; the pool knows nothing else of the daemon.
  */
 #include <microhttpd.h>
 #include <pthread.h>
@@ -31,7 +33,9 @@
 #include "service.h"
 
 struct sync_pool {
-  service *svc;
+  size_t limit; /* --queue-limit */
+  void (*gpu_lost)(void *u, const char *reason); /* reported up: the process must end */
+  void *gpu_lost_u;
   pthread_mutex_t mu;
   pthread_cond_t cv;
   sync_task *head, *tail;
@@ -86,22 +90,25 @@ static void *pool_main(void *arg) {
     } else {
       run_task(t);
       if (t->rc == HISTD_EGPULOST)
-        service_gpu_lost(p->svc, t->msg);
+        p->gpu_lost(p->gpu_lost_u, t->msg);
     }
     t->done = true;
     MHD_resume_connection(t->conn);
   }
 }
 
-int sync_pool_start(sync_pool **out, service *svc, char *msg, size_t msglen) {
+int sync_pool_start(sync_pool **out, int threads, size_t limit,
+                    void (*gpu_lost)(void *u, const char *reason), void *u, char *msg,
+                    size_t msglen) {
   sync_pool *p = calloc(1, sizeof *p);
   if (p == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory");
-  p->svc = svc;
+  p->limit = limit;
+  p->gpu_lost = gpu_lost;
+  p->gpu_lost_u = u;
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
-  unsigned n = svc->cfg.histogram_threads > 0 ? (unsigned)svc->cfg.histogram_threads
-                                              : histd_cpu_count();
+  unsigned n = threads > 0 ? (unsigned)threads : histd_cpu_count();
   p->nthreads = n > 64 ? 64 : (int)n;
   p->threads = calloc((size_t)p->nthreads, sizeof *p->threads);
   if (p->threads == NULL) {
@@ -120,7 +127,7 @@ int sync_pool_start(sync_pool **out, service *svc, char *msg, size_t msglen) {
 
 int sync_pool_submit(sync_pool *p, sync_task *t) {
   pthread_mutex_lock(&p->mu);
-  if (p->stopping || p->depth >= p->svc->cfg.queue_limit) {
+  if (p->stopping || p->depth >= p->limit) {
     pthread_mutex_unlock(&p->mu);
     return HISTD_ETOOBIG;
   }
