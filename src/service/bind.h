@@ -11,8 +11,6 @@
 #include "datasets.h"
 #include "store.h"
 
-/* ---- binding a job to its operands (bind.c) ------------------------------ */
-
 /* A job's problem on loaded datasets (the job layer's histd_job_bind): A
  * is d (the caller's), B and the topology's dataset acquired here through
  * get (NULL: dataset_acquire from the store); B held, and the job's

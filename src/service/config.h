@@ -1,8 +1,8 @@
 /*
- * config.h -- the daemon's settings (config.c): flags and environment
- * variables read once at startup into struct config. Plain data, so every
- * part of the service can read the settings it needs (the backends their
- * own) without knowing where they came from.
+ * config.h -- the daemon's settings: flags and environment variables read
+ * once at startup into struct config (by daemon/config.c). Plain data, so
+ * every part of the service can read the settings it needs (the backends
+ * their own) without knowing where they came from.
  */
 #ifndef HISTD_CONFIG_H
 #define HISTD_CONFIG_H
@@ -10,8 +10,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* ---- configuration (config.c) ------------------------------------------- */
 
 typedef struct config {
   char listen_host[256];
@@ -53,7 +51,7 @@ typedef struct config {
   size_t shard_pairs;          /* cluster: pairs per shard (0: 20G) */
 } config;
 
-/* Fills cfg from defaults, then the environment, then argv. Returns 0, 1 for
+/* Fills cfg from defaults, then the environment, then argv (daemon/config.c). Returns 0, 1 for
  * --help/--version/--print-routes handled (exit 0), or -1 with msg. */
 int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen);
 

@@ -11,8 +11,6 @@
 #include "histd/histd.h"
 #include "store.h"
 
-/* ---- loaded datasets (datasets.c) ------------------------------------------ */
-
 typedef struct loaded_dataset loaded_dataset;
 typedef struct dataset_cache dataset_cache;
 

@@ -8,8 +8,6 @@
 
 #include <stddef.h>
 
-/* ---- content hashes (sha256.c) -------------------------------------------- */
-
 typedef struct sha256_ctx sha256_ctx;
 sha256_ctx *sha256_new(void);
 void sha256_update(sha256_ctx *c, const void *data, size_t len);

@@ -79,7 +79,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "service.h"
+#include "json_util.h"
+#include "sha256.h"
+#include "store.h"
+#include "util.h"
 
 #define READERS_KEPT 16
 

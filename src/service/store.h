@@ -17,8 +17,6 @@
 #include "histd/job.h"
 #include "histd/params.h"
 
-/* ---- storage (store.c) ----------------------------------------------------- */
-
 typedef struct store store;
 
 typedef struct dataset_meta {

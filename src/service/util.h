@@ -8,8 +8,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* ---- time ------------------------------------------------------------------ */
-
 /* The next entry of a comma-separated list (--cors-origin, --allowed-hosts)
  * at *p, blanks around it trimmed: [*s, *s + *len). False at the end. */
 bool list_next(const char **p, const char **s, size_t *len);

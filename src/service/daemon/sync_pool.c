@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "histd/job.h"
-#include "service.h"
+#include "sync_pool.h"
 
 struct sync_pool {
   size_t limit; /* --queue-limit */

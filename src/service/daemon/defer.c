@@ -21,7 +21,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "service.h"
+#include "histd/histd.h"
+#include "defer.h"
 
 #define DEFER_THREADS 8
 

@@ -21,7 +21,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "service.h"
+#include "config.h"
+#include "guard.h"
+#include "http.h"
 
 #ifndef HISTD_STATIC_DIR
 #define HISTD_STATIC_DIR "/usr/local/share/histd/dashboard"

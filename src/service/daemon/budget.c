@@ -8,7 +8,7 @@
  * two takers cannot both squeeze into the last room), give() subtracts.
  * A limit of 0 means no limit; the count is still kept.
  */
-#include "service.h"
+#include "budget.h"
 
 bool budget_take(budget *b, uint64_t bytes) {
   uint_fast64_t used = atomic_load(&b->used);

@@ -60,8 +60,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "histd/io.h"
 #include "histd/job.h"
-#include "service.h"
+#include "batch.h"
+#include "json_util.h"
+#include "sha256.h"
 
 #define PLAN_VERSION 1
 #define MAX_SHARDS 1000000u

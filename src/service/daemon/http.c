@@ -55,7 +55,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "budget.h"
+#include "config.h"
+#include "deadline.h"
+#include "guard.h"
+#include "http.h"
+#include "routes.h"
 #include "service.h"
+#include "sync_pool.h"
+#include "upload_stream.h"
 
 const route service_routes[] = {
     {"POST", "/v1/datasets", route_datasets_create, true, false,

@@ -37,7 +37,15 @@
 #include <sys/syscall.h>
 #include <linux/openat2.h>
 
+#include "backend.h"
+#include "datasets.h"
+#include "http.h"
+#include "jobs.h"
+#include "routes.h"
 #include "service.h"
+#include "store.h"
+#include "upload_stream.h"
+#include "util.h"
 
 static bool valid_dataset_id(const char *id) {
   if (strlen(id) != 64)

@@ -54,6 +54,9 @@
 #include <unistd.h>
 
 #include "service.h"
+#include "sha256.h"
+#include "store.h"
+#include "upload_stream.h"
 
 #define STAGE_POINTS ((size_t)32768)
 #define SYNC_EVERY ((size_t)2 << 20)

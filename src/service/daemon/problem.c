@@ -24,6 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "budget.h"
+#include "http.h"
 #include "service.h"
 
 const char *http_status_title(unsigned status) {

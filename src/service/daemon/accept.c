@@ -30,7 +30,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "service.h"
+#include "http.h"
 
 /* One element of Accept: its range (type and subtype, "*" for any) and q. */
 typedef struct media_range {

@@ -28,7 +28,12 @@
  * and the payloads could not count on finishing a write. */
 #define READY_MIN_FREE ((uint64_t)16 << 20)
 
+#include "http.h"
+#include "jobs.h"
+#include "metrics.h"
+#include "routes.h"
 #include "service.h"
+#include "store.h"
 
 void route_kernels(request *r) {
   cJSON *o = cJSON_CreateObject();

@@ -12,7 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jobs.h"
+#include "metrics.h"
 #include "service.h"
+#include "store.h"
+#include "sync_pool.h"
+#include "util.h"
 
 /* Upper bounds (seconds) of the job-duration buckets; +Inf is implicit. */
 static const double duration_le[METRICS_DURATION_BUCKETS] = {

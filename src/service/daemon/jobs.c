@@ -30,7 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service.h"
+#include "backend.h"
+#include "jobs.h"
+#include "metrics.h"
+#include "store.h"
 
 typedef struct waiter {
   struct MHD_Connection *conn;

@@ -9,7 +9,9 @@
  */
 #include <string.h>
 
-#include "service.h"
+#include "config.h"
+#include "guard.h"
+#include "util.h"
 
 const char *cors_allow_origin(const config *cfg, const char *origin) {
   const char *list = cfg->cors_origin;

@@ -51,7 +51,8 @@
 #include <curl/curl.h>
 
 #include "s3.h"
-#include "service.h"
+#include "histd/histd.h"
+#include "sha256.h"
 #include "shared_store.h"
 
 #define S3_MAX_PUT (5ull << 30)

@@ -51,7 +51,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "service.h"
+#include "histd/histd.h"
+#include "histd/io.h"
+#include "config.h"
+#include "guard.h"
+#include "util.h"
 
 /* ---- the head ----------------------------------------------------------------------- */
 

@@ -50,6 +50,7 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 
+#include "deadline.h"
 #include "service.h"
 
 #define BODY_GRACE_MS 1000.0

@@ -29,7 +29,17 @@
 #include <sys/random.h>
 
 #include "histd/schema.h"
+#include "backend.h"
+#include "budget.h"
+#include "defer.h"
+#include "http.h"
+#include "jobs.h"
+#include "json_util.h"
+#include "routes.h"
 #include "service.h"
+#include "store.h"
+#include "sync_pool.h"
+#include "util.h"
 
 /* ---- JSON shapes ---------------------------------------------------------------------- */
 

@@ -27,7 +27,8 @@
 #include <openssl/hmac.h>
 
 #include "s3.h"
-#include "service.h"
+#include "histd/histd.h"
+#include "sha256.h"
 
 static void hmac256(const void *key, size_t keylen, const char *msg, unsigned char out[32]) {
   unsigned int len = 32;
