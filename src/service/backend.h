@@ -84,7 +84,9 @@ typedef struct backend_ops {
   int (*get)(void *self, const char *id, job_record *out, bool arrays);
   int (*cancel)(void *self, const char *id, job_record *out, char *msg, size_t msglen);
   int (*list)(void *self, size_t limit, bool (*fn)(const job_record *j, void *u), void *u);
-  bool (*live)(void *self, const char *id); /* queued or running */
+  /* 1: queued or running; 0: ended (or unknown to this host's queue);
+   * < 0: the backend cannot tell (no such row, the coordinator away) */
+  int (*live)(void *self, const char *id);
   size_t (*active_on)(void *self, const char *dataset);
   size_t (*queue_depth)(void *self); /* this host's, for /readyz and /metrics */
   size_t (*running)(void *self);

@@ -93,7 +93,7 @@ typedef struct worker {
   job *current;
   loaded_dataset *prefetched;
   bool started;
-  bool lost; /* its GPU hit a sticky CUDA error: it takes no more queue */
+  bool lost; /* its GPU hit a sticky CUDA error: it takes no more jobs */
 } worker;
 
 struct queue {
@@ -673,7 +673,7 @@ static int local_get(void *self, const char *id, job_record *out, bool arrays) {
   return store_get_job(q->env.store, id, out, arrays);
 }
 
-static bool local_live(void *self, const char *id) {
+static int local_live(void *self, const char *id) {
   queue *q = self;
   pthread_mutex_lock(&q->mu);
   bool live = find_live_locked(q, id, NULL) != NULL;

@@ -34,7 +34,7 @@
  * file that began after its commit has returned. One writer syncs at a
  * time; everyone who committed before that sync began rides on it, so 50
  * clients submitting at once cost a few fsyncs, not 50 in a row, and no
- * reader (and no job-queue lock: jobs.c never calls the store under its
+ * reader (and no job-queue lock: jobs_local.c never calls the store under its
  * mutex) waits on the disk. One write does not wait: a job's 'running'
  * row (store_mark_job_running, which also counts the run in the job's
  * attempts), since losing it to a power cut only runs the job again, one

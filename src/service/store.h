@@ -79,7 +79,7 @@ typedef enum job_status {
 
 const char *job_status_name(job_status s);
 
-/* A job as the store keeps it (and as the jobs module hands it around). */
+/* A job as the store keeps it (and as the backends hand it around). */
 typedef struct job_record {
   char id[33];
   int64_t seq;

@@ -657,10 +657,10 @@ static int cluster_get(void *self, const char *id, job_record *j, bool arrays) {
   return cluster_get_job(self, id, j);
 }
 
-static bool cluster_live(void *self, const char *id) {
+static int cluster_live(void *self, const char *id) {
   job_record j;
   if (cluster_get_job(self, id, &j) != 0)
-    return false;
+    return -1; /* no row, or the coordinator is away */
   bool live = j.status == JOB_QUEUED || j.status == JOB_RUNNING;
   job_record_free(&j);
   return live;

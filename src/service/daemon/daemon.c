@@ -211,8 +211,12 @@ int daemon_main(int argc, char **argv) {
     snprintf(svc.gpu_reason, sizeof svc.gpu_reason, "no usable GPU was found");
 
   /* The backend, once: this host alone, or a node of the cluster. */
-  const backend_env env = {&svc.cfg,      svc.store, svc.cache, svc.gpu_count,
-                           svc.gpus,      svc.gpu_reason};
+  const backend_env env = {.cfg = &svc.cfg,
+                           .store = svc.store,
+                           .cache = svc.cache,
+                           .gpu_count = svc.gpu_count,
+                           .gpus = svc.gpus,
+                           .gpu_reason = svc.gpu_reason};
   if ((svc.cfg.coordinator[0] ? cluster_backend_open(&svc.backend, &env, msg, sizeof msg)
                               : local_backend_open(&svc.backend, &env, msg, sizeof msg)) != 0) {
     fprintf(stderr, "histd: %s\n", msg);

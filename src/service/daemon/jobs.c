@@ -165,7 +165,7 @@ int jobs_delete_result(jobs *q, const char *id, double at, char *msg, size_t msg
 /* ---- long-poll ------------------------------------------------------------------------ */
 
 bool jobs_wait(jobs *q, const char *id, struct MHD_Connection *conn, double deadline) {
-  if (!q->b.ops->live(q->b.self, id))
+  if (q->b.ops->live(q->b.self, id) != 1)
     return false;
   waiter *w = calloc(1, sizeof *w);
   if (w == NULL)
@@ -184,7 +184,7 @@ bool jobs_wait(jobs *q, const char *id, struct MHD_Connection *conn, double dead
   MHD_suspend_connection(conn);
   pthread_mutex_unlock(&q->mu);
   /* an end reported from now on marks the waiter; one before, this finds */
-  if (!q->b.ops->live(q->b.self, id))
+  if (q->b.ops->live(q->b.self, id) == 0)
     on_job_ended(q, id);
   return true;
 }
