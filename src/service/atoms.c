@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service.h"
+#include <cjson/cJSON.h>
+
+#include "store.h"
 
 #define DISTINCT_MAX 32
 

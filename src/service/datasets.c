@@ -24,7 +24,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "service.h"
+#include "datasets.h"
+#include "sha256.h"
+#include "store.h"
 
 struct loaded_dataset {
   char id[65];

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service.h"
+#include "json_util.h"
 
 static bool hex_zero4(const char *p, const char *end) {
   if (end - p < 4)

@@ -19,7 +19,7 @@
  */
 #include <string.h>
 
-#include "service.h"
+#include "json_util.h"
 
 static const char *ws(const char *p, const char *end) {
   while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))

@@ -8,7 +8,7 @@
  */
 #include <stdlib.h>
 
-#include "service.h"
+#include "json_util.h"
 
 const char *param_value_from_json(const histd_param *row, const cJSON *f, histd_value *v,
                                   double **numbers) {

@@ -23,7 +23,7 @@
 
 #include <openssl/evp.h>
 
-#include "service.h"
+#include "sha256.h"
 
 static void to_hex(const unsigned char d[32], char hex[65]) {
   static const char digits[] = "0123456789abcdef";

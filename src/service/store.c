@@ -34,7 +34,7 @@
  * file that began after its commit has returned. One writer syncs at a
  * time; everyone who committed before that sync began rides on it, so 50
  * clients submitting at once cost a few fsyncs, not 50 in a row, and no
- * reader (and no job-queue lock: jobs.c never calls the store under its
+ * reader (and no job-queue lock: jobs_local.c never calls the store under its
  * mutex) waits on the disk. One write does not wait: a job's 'running'
  * row (store_mark_job_running, which also counts the run in the job's
  * attempts), since losing it to a power cut only runs the job again, one
@@ -79,7 +79,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "service.h"
+#include "json_util.h"
+#include "sha256.h"
+#include "store.h"
+#include "util.h"
 
 #define READERS_KEPT 16
 
@@ -1206,6 +1209,11 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool arrays) {
     return HISTD_EIO;
   }
   return 0;
+}
+
+const char *job_status_name(job_status s) {
+  static const char *const names[] = {"queued", "running", "succeeded", "failed", "cancelled"};
+  return (unsigned)s < JOB_STATUS_COUNT ? names[s] : "unknown";
 }
 
 int job_record_copy(job_record *dst, const job_record *src) {

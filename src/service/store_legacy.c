@@ -16,7 +16,7 @@
 
 #include <sqlite3.h>
 
-#include "service.h"
+#include "store.h"
 
 /* The columns the old results were read from (schema 2 to 7). */
 #define LEGACY_COLUMNS                                                                       \

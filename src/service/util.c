@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "service.h"
+#include "util.h"
 
 bool list_next(const char **p, const char **s, size_t *len) {
   const char *q = *p;

@@ -1,5 +1,5 @@
 /*
- * test_shared_store.c -- the cluster's shared store (src/service/shared_store.h).
+ * test_shared_store.c -- the cluster's shared store (src/service/cluster/shared_store.h).
  *
  *   test_shared_store dir                 the directory backend, in a temp dir
  *   test_shared_store sigv4 [SIGNATURE]   the request signer: the AWS docs' example,
@@ -27,7 +27,7 @@
 #include "../check.h"
 #include "histd/histd.h"
 #include "s3.h"
-#include "service.h"
+#include "sha256.h"
 #include "shared_store.h"
 
 #define BLOCK (1u << 20)

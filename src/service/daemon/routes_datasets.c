@@ -1,0 +1,685 @@
+/*
+ * routes_datasets.c -- POST, GET and DELETE /v1/datasets[/{id}].
+ *
+ * An upload is parsed by the io layer (every format it knows; the format
+ * comes from ?format= or the Content-Type), checked (finite coordinates,
+ * --max-points), and handed to the store, which writes the payload file
+ * durably before the row. Nothing is stored unless all of that succeeded,
+ * so a bad upload leaves no trace. The body buffer is freed as soon as the
+ * points are parsed, so an upload's peak memory is its body plus its points
+ * (about 2x the float64 payload for binary, and body + 24 bytes/point for
+ * text).
+ *
+ * Ids are content hashes: the same points uploaded again answer 200 (not
+ * 201) with the dataset that already exists.
+ *
+ * With --max-data-bytes, an upload whose payload (24 bytes a point) would
+ * take the data dir past the budget is refused with 507: at its headers
+ * when it streams, once parsed otherwise. (Uploads in flight at the same
+ * moment are each checked against what is stored, so together they can
+ * pass the budget by what they hold.)
+ *
+ * DELETE refuses (409) while queued or running jobs use the dataset (as
+ * their dataset, dataset_b or topology): cancel them first. Finished jobs
+ * keep their results after their dataset is deleted; their "dataset" field
+ * then names an id that answers 404.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
+
+#include "backend.h"
+#include "datasets.h"
+#include "http.h"
+#include "jobs.h"
+#include "routes.h"
+#include "service.h"
+#include "store.h"
+#include "upload_stream.h"
+#include "util.h"
+
+static bool valid_dataset_id(const char *id) {
+  if (strlen(id) != 64)
+    return false;
+  for (const char *p = id; *p; p++)
+    if (!isxdigit((unsigned char)*p) || isupper((unsigned char)*p))
+      return false;
+  return true;
+}
+
+static cJSON *triple(const double v[3]) {
+  return cJSON_CreateDoubleArray(v, 3);
+}
+
+cJSON *dataset_to_json(const dataset_meta *m) {
+  cJSON *o = cJSON_CreateObject();
+  char ts[40];
+  cJSON_AddStringToObject(o, "id", m->id);
+  cJSON_AddNumberToObject(o, "n", (double)m->n);
+  cJSON_AddNumberToObject(o, "bytes", (double)dataset_payload_bytes(m));
+  cJSON_AddStringToObject(o, "format", m->format);
+  cJSON_AddNumberToObject(o, "frames", (double)(m->frames > 1 ? m->frames : 1));
+  cJSON_AddBoolToObject(o, "weighted", m->weighted);
+  if (m->unit[0] != '\0')
+    cJSON_AddStringToObject(o, "unit", m->unit);
+  if (m->box.kind == HISTD_BOX_NONE) {
+    cJSON_AddNullToObject(o, "box");
+  } else { /* the job parameter's form: [Lx, Ly, Lz] or LAMMPS's six numbers */
+    const histd_box *b = &m->box;
+    const double v[6] = {b->ax, b->by, b->cz, b->bx, b->cx, b->cy};
+    cJSON_AddItemToObject(o, "box",
+                          cJSON_CreateDoubleArray(v, b->kind == HISTD_BOX_TRICLINIC ? 6 : 3));
+  }
+  cJSON *atoms = m->atoms[0] ? cJSON_Parse(m->atoms) : NULL;
+  if (atoms != NULL)
+    cJSON_AddItemToObject(o, "atoms", atoms);
+  cJSON *b = cJSON_AddObjectToObject(o, "bounds");
+  cJSON_AddItemToObject(b, "min", triple(m->min));
+  cJSON_AddItemToObject(b, "max", triple(m->max));
+  format_rfc3339(m->created_at, ts, sizeof ts);
+  cJSON_AddStringToObject(o, "created_at", ts);
+  if (m->name[0] != '\0')
+    cJSON_AddStringToObject(o, "name", m->name);
+  if (m->error[0] != '\0')
+    cJSON_AddStringToObject(o, "error", m->error);
+  return o;
+}
+
+/* "text/csv; charset=utf-8" -> "text/csv" */
+static void media_type(const char *ct, char *out, size_t len) {
+  size_t i = 0;
+  while (ct[i] && ct[i] != ';' && i + 1 < len) {
+    out[i] = (char)tolower((unsigned char)ct[i]);
+    i++;
+  }
+  while (i > 0 && out[i - 1] == ' ')
+    i--;
+  out[i] = '\0';
+}
+
+/* The upload's format from ?format= or Content-Type; answers and returns
+ * false when neither says. */
+static bool upload_format(request *r, histd_format *fmt) {
+  const char *fq = request_query(r, "format");
+  const char *ct = request_header(r, "Content-Type");
+  char names[256], types[512];
+  histd_format_names(names, sizeof names, ", ");
+  if (fq != NULL) {
+    if (histd_format_parse(fq, fmt) != 0) {
+      respond_problem(r, 400, "format \"%s\" is not one of %s", fq, names);
+      return false;
+    }
+    return true;
+  }
+  char mt[128];
+  media_type(ct ? ct : "", mt, sizeof mt);
+  if (mt[0] == '\0' || histd_format_from_content_type(mt, fmt) != 0) {
+    histd_format_types(types, sizeof types);
+    histd_format_names(names, sizeof names, "|");
+    respond_problem(r, 415,
+                    "cannot tell the format from Content-Type \"%s\": send one of %s, or add "
+                    "?format=%s", ct ? ct : "", types, names);
+    return false;
+  }
+  return true;
+}
+
+/* False (answered 507) when a payload of `bytes` would take the data dir
+ * past --max-data-bytes. */
+static bool disk_room(request *r, unsigned long long bytes) {
+  size_t max = r->svc->cfg.max_data_bytes;
+  if (max == 0)
+    return true;
+  uint64_t held = store_data_bytes(r->svc->store);
+  if (held + bytes <= max)
+    return true;
+  respond_problem(r, 507, "the dataset's %llu bytes would take the data dir past its budget "
+                          "of %zu bytes (--max-data-bytes; %llu are in use); delete datasets "
+                          "or old jobs first", bytes, max, (unsigned long long)held);
+  return false;
+}
+
+static void store_parsed(request *r, int rc, histd_dataset *ds, histd_format fmt,
+                         const char *name, const char *what, size_t bytes, const char *tmp,
+                         int tmp_fd, char *msg, size_t msglen);
+
+/* A dataset stored: 201 (new) or 200 with its document and Location; the
+ * upload counted in the metrics (bytes of input). */
+static void answer_stored(request *r, const dataset_meta *meta, bool created, size_t bytes) {
+  char msg[512];
+  if (backend_dataset_publish(&r->svc->backend, meta, msg, sizeof msg) != 0) {
+    respond_problem(r, 503, "the dataset is stored on this node but could not be shared with "
+                    "the cluster (upload it again): %s", msg);
+    return;
+  }
+  service *svc = r->svc;
+  dataset_cache_forget(svc->cache, meta->id); /* a rewritten file is verified anew */
+  atomic_fetch_add(&svc->metrics.upload_bytes, bytes);
+  atomic_fetch_add(&svc->metrics.uploads, 1);
+  respond_json(r, created ? 201 : 200, dataset_to_json(meta));
+  char loc[128];
+  snprintf(loc, sizeof loc, "/v1/datasets/%s", meta->id);
+  response_add_header(r, "Location", loc);
+}
+
+/* Bodies this large (other than raw float64, which streams) go to a temp
+ * file as they arrive and are parsed from its mapping into another file:
+ * the daemon holds neither the body nor the points in its own memory. */
+#define SPOOL_MIN_BYTES ((unsigned long long)32 << 20)
+
+static int start_spool(request *r, unsigned long long content_length) {
+  if (!disk_room(r, content_length))
+    return -1;
+  char msg[256] = "";
+  if (store_temp_payload(r->svc->store, r->spool_path, sizeof r->spool_path, &r->spool_fd, msg,
+                         sizeof msg) != 0) {
+    respond_problem(r, 500, "%s", msg);
+    return -1;
+  }
+  r->spooling = true;
+  r->spool_errno = 0;
+  return 1;
+}
+
+void route_datasets_spool(request *r, const char *data, size_t len) {
+  while (len > 0 && r->spool_errno == 0) {
+    ssize_t w = write(r->spool_fd, data, len);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      r->spool_errno = w < 0 ? errno : EIO;
+      break;
+    }
+    data += w;
+    len -= (size_t)w;
+  }
+}
+
+/* A sentence about an imported file without the file's own bytes: the
+ * parsers quote what they could not read ("line 3: 'TOKEN=...' is not a
+ * number"), which is the client's own text for a body but may be anything
+ * for a file on the daemon's disk. Every quoted run ('...' or "...", a quote
+ * that opens after a non-alphanumeric character, so that "atom 3's" stays)
+ * is cut to "...". */
+static void unquote_input(char *msg, size_t msglen) {
+  char out[512];
+  size_t o = 0;
+  for (const char *p = msg; *p != '\0' && o + 6 < sizeof out;) {
+    char q = *p;
+    bool opens = (q == '\'' || q == '"') && (p == msg || !isalnum((unsigned char)p[-1]));
+    const char *close = opens ? strchr(p + 1, q) : NULL;
+    if (close == NULL) {
+      out[o++] = *p++;
+      continue;
+    }
+    o += (size_t)snprintf(out + o, sizeof out - o, "%c...%c", q, q);
+    p = close + 1;
+  }
+  out[o] = '\0';
+  snprintf(msg, msglen, "%s", out);
+}
+
+/* A whole body (or an imported file's copy) in the file fd at path: parsed
+ * from its mapping into a payload file, and stored from there; fd is closed
+ * and path removed. `what` names it in a 400; `unquote` keeps the file's
+ * bytes out of the sentences (an import). */
+static void parse_spooled(request *r, int fd, const char *path, int write_errno,
+                          histd_format fmt, const char *name, const char *what, size_t bytes,
+                          bool unquote) {
+  service *svc = r->svc;
+  char msg[512] = "", tmp[4400];
+  struct stat sb;
+  void *map = NULL;
+  int rc = 0;
+  if (write_errno != 0)
+    rc = histd_fail(msg, sizeof msg, HISTD_EIO, "the body could not be written to disk: %s",
+                    strerror(write_errno));
+  else if (fstat(fd, &sb) != 0 ||
+           (sb.st_size > 0 &&
+            (map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED))
+    rc = histd_fail(msg, sizeof msg, HISTD_EIO, "the spooled body cannot be read: %s",
+                    strerror(errno));
+  if (map == MAP_FAILED)
+    map = NULL;
+  int pfd = -1;
+  if (rc == 0)
+    rc = store_temp_payload(svc->store, tmp, sizeof tmp, &pfd, msg, sizeof msg);
+  histd_dataset ds;
+  memset(&ds, 0, sizeof ds);
+  if (rc == 0) {
+    if (map != NULL)
+      madvise(map, (size_t)sb.st_size, MADV_SEQUENTIAL);
+    rc = histd_parse_to_fd(fmt, map ? map : "", map ? (size_t)sb.st_size : 0,
+                           svc->cfg.max_points, pfd, &ds, msg, sizeof msg);
+  }
+  if (map != NULL)
+    munmap(map, (size_t)sb.st_size);
+  close(fd);
+  unlink(path);
+  if (pfd < 0) { /* the spool or the payload's temp file failed */
+    respond_problem(r, 500, "%s", msg);
+    return;
+  }
+  if (rc == HISTD_EIO) { /* the payload file could not be mapped */
+    close(pfd);
+    unlink(tmp);
+    respond_problem(r, 500, "%s", msg);
+    return;
+  }
+  if (unquote)
+    unquote_input(msg, sizeof msg);
+  store_parsed(r, rc, &ds, fmt, name, what, bytes, tmp, pfd, msg, sizeof msg);
+  close(pfd);
+}
+
+/* The end of a spooled body. */
+static void finish_spool(request *r, histd_format fmt, const char *name) {
+  char what[64];
+  snprintf(what, sizeof what, "the %s body", histd_format_name(fmt));
+  r->spooling = false;
+  parse_spooled(r, r->spool_fd, r->spool_path, r->spool_errno, fmt, name, what,
+                r->content_length, false);
+}
+
+int route_datasets_stream(request *r, unsigned long long content_length) {
+  histd_format fmt;
+  if (request_query(r, "path") != NULL)
+    return 0; /* an import: route_datasets_create answers */
+  if (!upload_format(r, &fmt))
+    return -1;
+  const char *name = request_query(r, "name");
+  if (name != NULL && (strlen(name) > 255 || !utf8_valid(name)))
+    return 0; /* the buffered path says what is wrong */
+  if (content_length >= SPOOL_MIN_BYTES &&
+      (fmt != HISTD_FORMAT_F64 || content_length % 24 != 0))
+    return start_spool(r, content_length);
+  if (fmt != HISTD_FORMAT_F64 || content_length == 0 || content_length % 24 != 0)
+    return 0; /* the buffered path says what is wrong, if anything */
+  unsigned long long n = content_length / 24;
+  if (n > r->svc->cfg.max_points) {
+    respond_problem(r, 413, "the body holds %llu points, more than the limit of %zu points "
+                            "(--max-points)", n, r->svc->cfg.max_points);
+    return -1;
+  }
+  if (!disk_room(r, n * 24))
+    return -1;
+  char msg[256] = "";
+  r->stream = upload_stream_open(r->svc, (size_t)n, msg, sizeof msg);
+  if (r->stream == NULL && msg[0] != '\0') {
+    respond_problem(r, 500, "%s", msg);
+    return -1;
+  }
+  return r->stream != NULL;
+}
+
+static void finish_stream(request *r) {
+  upload_stream *u = r->stream;
+  r->stream = NULL;
+  dataset_meta meta;
+  bool created = false;
+  char msg[512] = "";
+  unsigned status = upload_stream_finish(u, request_query(r, "name"), &meta, &created, msg,
+                                         sizeof msg);
+  if (status != 0) {
+    if (status == 400)
+      respond_problem(r, 400, "the f64 body could not be read: %s", msg);
+    else
+      respond_problem(r, status, "the dataset could not be stored: %s", msg);
+    return;
+  }
+  answer_stored(r, &meta, created, r->content_length);
+}
+
+/* The end of every way in (a body, a spooled body, an import): the parse's
+ * outcome answered, or the dataset stored and answered. `what` names the
+ * input in a 400 ("the csv body", "the file run1/a.dcd"); bytes count in
+ * the metrics. tmp (NULL: none) is the payload file a spooled body was
+ * parsed into (histd_parse_to_fd, open as tmp_fd): ds's points are its, it
+ * is stored from there, and removed when it is not. Releases ds. */
+static void store_parsed(request *r, int rc, histd_dataset *ds, histd_format fmt,
+                         const char *name, const char *what, size_t bytes, const char *tmp,
+                         int tmp_fd, char *msg, size_t msglen) {
+  service *svc = r->svc;
+  void (*release)(histd_dataset *) = tmp ? histd_parse_unmap : histd_dataset_free;
+  if (rc == HISTD_ETOOBIG) { /* (the io layer has checked the points and set the bounds) */
+    respond_problem(r, 413, "%s (the limit is %zu points, --max-points)", msg,
+                    svc->cfg.max_points);
+    goto drop;
+  }
+  if (rc == HISTD_ENOMEM) {
+    respond_problem(r, 503, "%s", msg);
+    goto drop;
+  }
+  if (rc != 0) {
+    respond_problem(r, 400, "%s could not be read: %s", what, msg[0] ? msg : histd_strerror(rc));
+    goto drop;
+  }
+  if (ds->n > svc->cfg.max_points) {
+    respond_problem(r, 413, "%s has more than the limit of %zu points (--max-points)", what,
+                    svc->cfg.max_points);
+    goto drop;
+  }
+  dataset_meta shape;
+  size_t tail_len;
+  dataset_tail(ds, &shape, NULL, &tail_len, NULL, 0);
+  if (!disk_room(r, dataset_payload_bytes(&shape))) /* (it answered 507) */
+    goto drop;
+  dataset_meta meta;
+  bool created = false;
+  rc = tmp != NULL ? store_put_parsed_file(svc->store, tmp, tmp_fd, ds, histd_format_name(fmt),
+                                           name, &meta, &created, msg, msglen)
+                   : store_put_dataset(svc->store, ds, histd_format_name(fmt), name, &meta,
+                                       &created, msg, msglen);
+  release(ds);
+  if (rc != 0) {
+    respond_problem(r, 500, "the dataset could not be stored: %s", msg);
+    return;
+  }
+  answer_stored(r, &meta, created, bytes);
+  return;
+drop:
+  release(ds);
+  if (tmp != NULL)
+    unlink(tmp);
+}
+
+/*
+ * An import by reference: ?path=REL names a file under --import-dir (and
+ * nowhere else). Whoever can write in the import dir may change it while
+ * histd reads it: swap a directory on the path for a symlink that leads out
+ * (renameat2), a regular file for a FIFO, or truncate the file under a
+ * mapping. So the file is opened once, by the kernel, beneath the directory
+ * (open_beneath), its type checked on that descriptor (regular files only),
+ * and its bytes copied from that descriptor into a temp file in the data
+ * dir, which is parsed and stored like a spooled body: the daemon never
+ * opens a path twice, never blocks on a FIFO, and never maps a file that
+ * another user can shorten (a mapping past a file's end is SIGBUS). The
+ * copy costs the file's size in the data dir while it is parsed (a reflink,
+ * free, where the filesystem can); its format comes from ?format= or its
+ * name. A 400 about its contents never quotes them (unquote_input).
+ */
+
+/* rel opened for reading beneath the directory dir, in one step: the kernel
+ * resolves every component under dir (openat2's RESOLVE_BENEATH: no
+ * absolute path, no ".." above dir, no symlink that leads out of it, no
+ * /proc magic link), so no component can be swapped between a check and
+ * the open. O_NONBLOCK: a FIFO or a device opens at once, to be refused by
+ * its type. Where openat2 is missing (Linux before 5.6: ENOSYS; a seccomp
+ * filter that does not know it: EPERM), one openat per component, each
+ * O_NOFOLLOW, so a symlink anywhere on the path is refused (ELOOP). The
+ * descriptor, or -errno. */
+static int open_beneath(int dir, const char *rel) {
+  const int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+  struct open_how how = {.flags = (uint64_t)flags,
+                         .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+  long got;
+  int tries = 0; /* EAGAIN: a rename raced with a ".." in a symlink; the kernel asks to retry */
+  while ((got = syscall(SYS_openat2, dir, rel, &how, sizeof how)) < 0 && errno == EAGAIN &&
+         ++tries < 8)
+    ;
+  if (got >= 0)
+    return (int)got;
+  if (errno != ENOSYS && errno != EPERM)
+    return -errno;
+  char path[1100];
+  if (strlen(rel) >= sizeof path)
+    return -ENAMETOOLONG;
+  strcpy(path, rel);
+  int cur = dir, err = 0;
+  char *save = NULL;
+  for (char *comp = strtok_r(path, "/", &save); comp != NULL && err == 0;) {
+    char *next = strtok_r(NULL, "/", &save);
+    int fd = strcmp(comp, "..") == 0 ? (errno = EXDEV, -1)
+             : next != NULL          ? openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC)
+                                     : openat(cur, comp, flags | O_NOFOLLOW);
+    err = fd < 0 ? errno : 0;
+    struct stat st;
+    if (fd >= 0 && next != NULL && (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode))) {
+      err = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR; /* a directory on the path, or nothing */
+      close(fd);
+    }
+    if (cur != dir)
+      close(cur);
+    cur = err == 0 ? fd : dir;
+    comp = next;
+  }
+  return err != 0 ? -err : cur == dir ? -EISDIR : cur;
+}
+
+/* The first len bytes of src (read from its start) into dst: in the kernel
+ * (copy_file_range, a reflink where the filesystem can), else through a
+ * buffer. 0, an errno, or ENODATA when src ends early (it shrank). */
+static int copy_file(int src, int dst, off_t len) {
+  bool kernel = true;
+  char buf[1 << 16];
+  while (len > 0) {
+    size_t want = kernel || len < (off_t)sizeof buf ? (size_t)len : sizeof buf;
+    ssize_t n = kernel ? copy_file_range(src, NULL, dst, NULL, want, 0) : read(src, buf, want);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && kernel && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+                            errno == EOPNOTSUPP || errno == EPERM)) {
+      kernel = false; /* (nothing was copied by the failed call) */
+      continue;
+    }
+    if (n < 0)
+      return errno;
+    if (n == 0)
+      return ENODATA;
+    for (ssize_t w = 0; !kernel && w < n;) {
+      ssize_t k = write(dst, buf + w, (size_t)(n - w));
+      if (k < 0 && errno != EINTR)
+        return errno;
+      w += k > 0 ? k : 0;
+    }
+    len -= n;
+  }
+  return 0;
+}
+
+static void import_dataset(request *r, const char *path, const char *name) {
+  service *svc = r->svc;
+  if (svc->cfg.import_dir[0] == '\0') {
+    respond_problem(r, 403, "imports by path are off: start histd with --import-dir DIR to "
+                            "let it read the files under DIR");
+    return;
+  }
+  if (r->body_len > 0) {
+    respond_problem(r, 400, "an import by path takes no body (send the file, or its path)");
+    return;
+  }
+  bool dotdot = strcmp(path, "..") == 0 || strncmp(path, "../", 3) == 0 ||
+                strstr(path, "/../") != NULL ||
+                (strlen(path) >= 3 && strcmp(path + strlen(path) - 3, "/..") == 0);
+  if (path[0] == '\0' || path[0] == '/' || dotdot || strlen(path) > 1024) {
+    respond_problem(r, 403, "path must be relative to the import dir, without \"..\": got "
+                            "\"%.200s\"", path);
+    return;
+  }
+  int dir = open(svc->cfg.import_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) {
+    respond_problem(r, 500, "the import dir %s cannot be opened: %s", svc->cfg.import_dir,
+                    strerror(errno));
+    return;
+  }
+  int fd = open_beneath(dir, path);
+  close(dir);
+  if (fd < 0) {
+    int e = -fd;
+    if (e == ENOENT || e == ENOTDIR)
+      respond_problem(r, 404, "no file \"%.200s\" under the import dir (%s)", path, strerror(e));
+    else if (e == EXDEV || e == ELOOP)
+      respond_problem(r, 403, "\"%.200s\" leads out of the import dir, or through a symbolic "
+                              "link histd does not follow", path);
+    else if (e == EACCES)
+      respond_problem(r, 403, "\"%.200s\" cannot be read by the daemon (%s)", path, strerror(e));
+    else if (e == EAGAIN)
+      respond_problem(r, 409, "the import dir kept changing while \"%.200s\" was opened; try "
+                              "again", path);
+    else if (e == ENXIO || e == EISDIR)
+      respond_problem(r, 400, "\"%.200s\" is not a regular file", path);
+    else
+      respond_problem(r, 400, "\"%.200s\" cannot be opened: %s", path, strerror(e));
+    return;
+  }
+  struct stat sb;
+  histd_format fmt;
+  const char *fq = request_query(r, "format");
+  char msg[512] = "", what[300], tmp[4400];
+  int tfd = -1;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    respond_problem(r, 400, "\"%.200s\" is not a regular file", path);
+  } else if (fq != NULL ? histd_format_parse(fq, &fmt) != 0
+                        : histd_format_from_path(path, &fmt) != 0) {
+    respond_problem(r, 400, "cannot tell the format of \"%.200s\": name it with ?format=", path);
+  } else if (disk_room(r, (unsigned long long)sb.st_size) && /* (else it answered 507) */
+             store_temp_payload(svc->store, tmp, sizeof tmp, &tfd, msg, sizeof msg) != 0) {
+    respond_problem(r, 500, "%s", msg);
+  } else if (tfd >= 0) {
+    int e = copy_file(fd, tfd, sb.st_size);
+    if (e != 0) {
+      respond_problem(r, e == ENODATA ? 409 : 500, "\"%.200s\" could not be read: %s", path,
+                      e == ENODATA ? "it grew shorter while it was read" : strerror(e));
+      close(tfd);
+      unlink(tmp);
+      tfd = -1;
+    }
+  }
+  close(fd);
+  if (tfd < 0)
+    return;
+  snprintf(what, sizeof what, "the file %.200s", path);
+  parse_spooled(r, tfd, tmp, 0, fmt, name ? name : path, what, (size_t)sb.st_size, true);
+}
+
+void route_datasets_create(request *r) {
+  service *svc = r->svc;
+  if (r->stream != NULL) {
+    finish_stream(r);
+    return;
+  }
+  if (r->spooling) {
+    histd_format fmt;
+    if (upload_format(r, &fmt))
+      finish_spool(r, fmt, request_query(r, "name"));
+    else {
+      close(r->spool_fd);
+      unlink(r->spool_path);
+      r->spooling = false;
+    }
+    return;
+  }
+  const char *name = request_query(r, "name");
+  if (name != NULL && strlen(name) > 255) {
+    respond_problem(r, 400, "name is longer than 255 bytes");
+    return;
+  }
+  if (name != NULL && !utf8_valid(name)) {
+    respond_problem(r, 400, "name is not valid UTF-8");
+    return;
+  }
+  const char *path = request_query(r, "path");
+  if (path != NULL) {
+    import_dataset(r, path, name);
+    return;
+  }
+  histd_format fmt;
+  if (!upload_format(r, &fmt))
+    return;
+  size_t body_len = r->body_len;
+  histd_dataset ds;
+  memset(&ds, 0, sizeof ds);
+  char msg[512] = "", what[64];
+  int rc = histd_parse(fmt, r->body ? r->body : "", body_len, svc->cfg.max_points, &ds, msg,
+                       sizeof msg);
+  /* The points are out: give the body's memory back before writing. */
+  free(r->body);
+  r->body = NULL;
+  r->body_len = 0;
+  snprintf(what, sizeof what, "the %s body", histd_format_name(fmt));
+  store_parsed(r, rc, &ds, fmt, name, what, body_len, NULL, -1, msg, sizeof msg);
+}
+
+static bool add_dataset(const dataset_meta *m, void *u) {
+  cJSON_AddItemToArray(u, dataset_to_json(m));
+  return true;
+}
+
+static bool parse_limit(request *r, size_t *limit, size_t dflt, size_t max) {
+  const char *l = request_query(r, "limit");
+  *limit = dflt;
+  if (l == NULL)
+    return true;
+  char *end;
+  errno = 0;
+  long v = strtol(l, &end, 10);
+  if (end == l || *end != '\0' || errno != 0 || v < 1 || (unsigned long)v > max) {
+    respond_problem(r, 400, "limit must be a whole number from 1 to %zu, got \"%s\"", max, l);
+    return false;
+  }
+  *limit = (size_t)v;
+  return true;
+}
+
+void route_datasets_list(request *r) {
+  size_t limit;
+  if (!parse_limit(r, &limit, 1000, 100000))
+    return;
+  cJSON *o = cJSON_CreateObject();
+  cJSON *arr = cJSON_AddArrayToObject(o, "datasets");
+  if (backend_dataset_list(&r->svc->backend, limit, add_dataset, arr) != 0) {
+    cJSON_Delete(o);
+    respond_problem(r, 500, "the datasets could not be listed");
+    return;
+  }
+  respond_json(r, 200, o);
+}
+
+void route_datasets_get(request *r) {
+  dataset_meta m;
+  if (!valid_dataset_id(r->path_id) ||
+      backend_dataset_find(&r->svc->backend, r->path_id, &m) != 0) {
+    respond_problem(r, 404, "no dataset has the id \"%s\"", r->path_id);
+    return;
+  }
+  respond_json(r, 200, dataset_to_json(&m));
+}
+
+void route_datasets_delete(request *r) {
+  service *svc = r->svc;
+  if (!valid_dataset_id(r->path_id)) {
+    respond_problem(r, 404, "no dataset has the id \"%s\"", r->path_id);
+    return;
+  }
+  pthread_rwlock_wrlock(&svc->datasets_lock);
+  size_t active = jobs_active_on(svc->jobs, r->path_id);
+  if (active > 0) {
+    pthread_rwlock_unlock(&svc->datasets_lock);
+    respond_problem(r, 409, "%zu queued or running job(s) use this dataset (as dataset, "
+                            "dataset_b or topology); cancel them (DELETE /v1/jobs/{id}) before "
+                            "deleting it", active);
+    return;
+  }
+  char msg[256];
+  int rc = backend_dataset_delete(&svc->backend, r->path_id, msg, sizeof msg);
+  pthread_rwlock_unlock(&svc->datasets_lock);
+  if (rc == HISTD_ENOENT) {
+    respond_problem(r, 404, "no dataset has the id \"%s\"", r->path_id);
+    return;
+  }
+  if (rc != 0) {
+    respond_problem(r, 500, "the dataset could not be deleted: %s", msg);
+    return;
+  }
+  dataset_cache_forget(svc->cache, r->path_id);
+  respond_empty(r, 204);
+}
