@@ -360,7 +360,8 @@ static void run_one(worker *w, job *j) {
     job_binding b;
     int pairs_fd = -1;
     rc = job_bind(env->cache, &j->rec, d, NULL, NULL, &b, msg, sizeof msg);
-    if (rc == 0 && b.prob.statistic == HISTD_STAT_PAIRS) { /* the list goes to its file */
+    if (rc == 0 && histd_statistic_about(b.prob.statistic)->answer == HISTD_ANSWER_PAIRS) {
+      /* the list goes to its file */
       b.prob.result_limit = pairs_room(env);
       if ((ctx.pairs = malloc(sizeof *ctx.pairs)) == NULL)
         rc = histd_fail(msg, sizeof msg, HISTD_ENOMEM, "out of memory for the pair list");

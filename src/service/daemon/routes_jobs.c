@@ -157,7 +157,7 @@ static cJSON *job_to_json(const job_record *j, bool summary) {
  * once answered (the file is missing: 500). */
 static bool open_pairs(request *r, const char *job, histd_result *res, int *fd) {
   *fd = -1;
-  if (res->statistic != HISTD_STAT_PAIRS)
+  if (histd_statistic_about(res->statistic)->answer != HISTD_ANSWER_PAIRS)
     return true;
   if ((*fd = store_pairs_open(r->svc->store, job)) < 0) {
     respond_problem(r, 500, "the pair list of job %s is missing from the data dir", job);
@@ -383,7 +383,7 @@ static int check_result_size(service *svc, const histd_job_plan *plan, const job
                       plan->frames == 1 ? "" : "s", j->n / (plan->frames ? plan->frames : 1),
                       (unsigned long long)cap);
   }
-  if (plan->statistic == HISTD_STAT_PAIRS) /* its list is a file, capped as it runs */
+  if (histd_statistic_about(plan->statistic)->answer == HISTD_ANSWER_PAIRS) /* a file, capped as it runs */
     return 0;
   const uint32_t buckets = plan->statistic == HISTD_STAT_WITHIN ? 1 : plan->buckets;
   const uint64_t frames = plan->frames;
