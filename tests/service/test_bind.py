@@ -25,7 +25,7 @@ def start(exe, listen, data_dir):
     try:
         # a token: listening beyond loopback without one is refused before
         # the bind is tried (test_listen_policy)
-        r = subprocess.run([exe, "--listen", listen, "--data-dir", data_dir, "--token", "t"],
+        r = subprocess.run([exe, "--listen", listen, "--data-dir", data_dir, "--token", "t" * 32],
                            stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=60)
     except subprocess.TimeoutExpired:
         raise AssertionError("histd --listen %s did not exit within 60 s" % listen)
