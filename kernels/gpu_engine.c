@@ -3,8 +3,9 @@
  * contexts (a copy stream, a compute stream, device buffers, the last
  * datasets' points), the plan of a job (precision path, histogram rows,
  * where counts go), the sequence of short launches that runs it (progress,
- * cancel), the split of one job over several GPUs, "auto", and the table of
- * GPU kernels the registry appends to its own.
+ * cancel), the split of one job over several GPUs, and "auto". What each
+ * brute-force kernel is (its family, where it counts) comes from its
+ * registry row (histd_kernel.gpu, gpu_launch.h).
  *
  * The device code and its launchers are in sdh_kernels.cu (sdh_gpu.h).
  * Every CUDA call is checked; a failure becomes HISTD_EDEVICE carrying
@@ -84,33 +85,11 @@ double histd__cuda_env(const char *name, double dflt) {
 
 /* ---- kernels ------------------------------------------------------------ */
 
-enum { PREF_GLOBAL, PREF_SINGLE, PREF_WARP, PREF_LANE };
-
-typedef struct kinfo {
-  const char *name;
-  int family, pref, diag;
-  bool f64_only;
-  double est_rate; /* a low guess of pairs per ms, for the first launch */
-} kinfo;
-
-static const kinfo kinfos[] = {
-    {"naive", SDH_FAM_NAIVE, PREF_GLOBAL, SDH_DIAG_TRI, false, 2e6},
-    {"privatized", SDH_FAM_NAIVE, PREF_SINGLE, SDH_DIAG_TRI, false, 5e6},
-    {"tiled", SDH_FAM_CLASSIC, PREF_GLOBAL, SDH_DIAG_TRI, false, 5e6},
-    {"tiled-privatized", SDH_FAM_CLASSIC, PREF_SINGLE, SDH_DIAG_TRI, false, 2e7},
-    {"tiled-privatized-f64", SDH_FAM_CLASSIC, PREF_SINGLE, SDH_DIAG_TRI, true, 1e7},
-    {"balanced", SDH_FAM_LINEAR, PREF_LANE, SDH_DIAG_CIRC, false, 5e7},
-    {"multi-copy", SDH_FAM_CLASSIC, PREF_WARP, SDH_DIAG_TRI, false, 2e7},
-    {"register-shuffle", SDH_FAM_SHUFFLE, PREF_LANE, SDH_DIAG_TRI, false, 2e7},
-    {"circular", SDH_FAM_CIRC, PREF_SINGLE, SDH_DIAG_CIRC, false, 2e7},
-};
-#define KINFO_COUNT (sizeof kinfos / sizeof kinfos[0])
-
-static const kinfo *kinfo_find(const char *name) {
-  for (size_t i = 0; i < KINFO_COUNT; i++)
-    if (strcmp(kinfos[i].name, name) == 0)
-      return &kinfos[i];
-  return NULL;
+/* The registry's row of a brute-force GPU kernel (one with launch facts),
+ * or NULL. */
+static const histd_kernel *gpu_row(const char *name) {
+  const histd_kernel *k = histd_kernel_find(name);
+  return k != NULL && k->gpu != NULL ? k : NULL;
 }
 
 /* ---- devices ------------------------------------------------------------ */
@@ -604,7 +583,7 @@ int histd__cuda_mem_check(gpu_ctx *ctx, size_t bytes, const char *what, char *ms
 /* ---- the plan of a job ---------------------------------------------------- */
 
 typedef struct job_plan {
-  const kinfo *k;
+  const histd_kernel *k; /* a row with launch facts (k->gpu) */
   int mode; /* SDH_MODE_*: EXACT may become F64 when float32 cannot serve */
   uint32_t block, buckets, rows;
   double centre[3], inv_w, width;
@@ -682,8 +661,8 @@ static void plan_f64(const histd_dataset *ds, double w, uint32_t buckets, job_pl
   jp->magic = 0;
 }
 
-static int make_plan(const gpu_ctx *ctx, const kinfo *k, const histd_dataset *ds, double width,
-                     histd_precision precision, uint32_t buckets, uint32_t block,
+static int make_plan(const gpu_ctx *ctx, const histd_kernel *k, const histd_dataset *ds,
+                     double width, histd_precision precision, uint32_t buckets, uint32_t block,
                      job_plan *jp) {
   memset(jp, 0, sizeof *jp);
   jp->k = k;
@@ -692,7 +671,7 @@ static int make_plan(const gpu_ctx *ctx, const kinfo *k, const histd_dataset *ds
   jp->width = width;
   bool exact = precision == HISTD_PRECISION_EXACT;
   jp->mode = exact ? SDH_MODE_EXACT : SDH_MODE_FAST;
-  if (k->f64_only || !plan_f32(ds, width, exact, ctx->rsq_err, jp)) {
+  if (k->gpu->f64_only || !plan_f32(ds, width, exact, ctx->rsq_err, jp)) {
     jp->mode = SDH_MODE_F64;
     plan_f64(ds, width, buckets, jp);
   }
@@ -705,8 +684,8 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
                        size_t msglen) {
   memset(p, 0, sizeof *p);
   p->mode = jp->mode;
-  p->family = jp->k->family;
-  p->diag = jp->k->diag;
+  p->family = jp->k->gpu->family;
+  p->diag = jp->k->gpu->diag;
   p->block = jp->block;
   p->rows = jp->rows;
   p->magic = jp->magic;
@@ -734,8 +713,8 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
   size_t room = optin > other ? optin - other : 0;
   size_t pair_room = 110 * 1024 > other ? 110 * 1024 - other : 0;
   size_t rowb = (size_t)jp->rows * 4;
-  int pref = jp->k->pref;
-  if (pref == PREF_LANE) {
+  int pref = jp->k->gpu->pref;
+  if (pref == SDH_PREF_LANE) {
     int force = (int)histd__cuda_env("HISTD_GPU_COPIES", 0);
     uint32_t c = 32;
     if (force >= 1 && force <= 32)
@@ -754,7 +733,7 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
       p->row_stride = c;
       p->copy_stride = 1;
     }
-  } else if (pref == PREF_WARP) {
+  } else if (pref == SDH_PREF_WARP) {
     uint32_t stride = jp->rows | 1; /* odd: copies start in different banks */
     uint32_t c = jp->block / 32;
     while (c > 1 && (size_t)stride * 4 * c > room)
@@ -766,7 +745,7 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
       p->copy_stride = stride;
       p->copy_by_warp = 1;
     }
-  } else if (pref == PREF_SINGLE) {
+  } else if (pref == SDH_PREF_SINGLE) {
     if (rowb <= room)
       p->sink = SDH_SINK_GEN;
   }
@@ -776,7 +755,7 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
    * overflow and get no counter. rowbase is even (two rows to a word). */
   int s16 = (int)histd__cuda_env("HISTD_GPU_SINK16", -1);
   uint32_t cap16 = jp->rows < jp->buckets ? jp->rows : jp->buckets;
-  if (pref != PREF_GLOBAL && s16 != 0 && (p->sink == SDH_SINK_GLOBAL || s16 == 1) &&
+  if (pref != SDH_PREF_GLOBAL && s16 != 0 && (p->sink == SDH_SINK_GLOBAL || s16 == 1) &&
       (p->family == SDH_FAM_CLASSIC || p->family == SDH_FAM_LINEAR) && jp->rowbase % 2 == 0 &&
       ((size_t)cap16 + 1) / 2 * 4 <= room) {
     p->sink = SDH_SINK_H16;
@@ -1027,7 +1006,7 @@ static int part_run_streams(gpu_ctx *ctx, const histd_dataset *ds, const job_pla
     G = (uint32_t)(per * ctx->sms);
   }
   double target_ms = histd__cuda_env("HISTD_GPU_CHUNK_MS", 100);
-  double rate = jp->k->est_rate * (jp->mode == SDH_MODE_F64 ? 0.3 : 1); /* pairs/ms */
+  double rate = jp->k->gpu->est_rate * (jp->mode == SDH_MODE_F64 ? 0.3 : 1); /* pairs/ms */
   double part_pairs = ua < ub ? units_pairs(&p, ua, ub) : 0;
   double done_pairs = 0, reported = 0;
   uint64_t a = ua;
@@ -1187,7 +1166,8 @@ static void overflow_by_difference(const job_plan *jp, histd_result *res) {
 
 /* What ran: kernel k in blocks of `block` under plan jp (a zeroed plan, no
  * run, is exact). */
-static void ran_kernel(histd_result *res, const kinfo *k, uint32_t block, const job_plan *jp) {
+static void ran_kernel(histd_result *res, const histd_kernel *k, uint32_t block,
+                       const job_plan *jp) {
   snprintf(res->kernel, sizeof res->kernel, "%s", k->name);
   res->block_size = block;
   res->threads = 0;
@@ -1294,7 +1274,7 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
   /* several GPUs: equal shares of the tile pairs, one host thread each */
   sdh_params p0;
   memset(&p0, 0, sizeof p0);
-  p0.family = jp->k->family;
+  p0.family = jp->k->gpu->family;
   p0.block = jp->block;
   p0.n = (uint32_t)ds->n;
   p0.tiles = (uint32_t)((ds->n + jp->block - 1) / jp->block);
@@ -1384,8 +1364,8 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
 
 /* ---- entry points ---------------------------------------------------------- */
 
-static uint32_t default_block(const kinfo *k) {
-  switch (k->family) {
+static uint32_t default_block(const histd_kernel *k) {
+  switch (k->gpu->family) {
   case SDH_FAM_NAIVE:
     return 256;
   default:
@@ -1398,7 +1378,7 @@ int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
                            const histd_control *ctl, histd_result *res, char *msg,
                            size_t msglen) {
   const histd_dataset *ds = p->a;
-  const kinfo *k = kinfo_find(name);
+  const histd_kernel *k = gpu_row(name);
   if (k == NULL)
     return histd_fail(msg, msglen, HISTD_ENOENT, "no GPU kernel \"%s\"", name);
   if (block == 0)
@@ -1436,7 +1416,7 @@ static uint32_t classic_block(const histd_exec *ex) {
  */
 int histd__cuda_cross_run(HISTD__RUN_ARGS) {
   const histd_dataset *a = p->a, *b = p->b;
-  const kinfo *k = kinfo_find("tiled-privatized");
+  const histd_kernel *k = gpu_row("tiled-privatized");
   const uint32_t block = classic_block(ex);
   int rc = check_block(block, msg, msglen);
   if (rc != 0)
@@ -1513,7 +1493,7 @@ int histd__cuda_tiles_run(histd_worker *w, const histd_problem *pf, const histd_
                           const histd_shard *sh, const histd_control *ctl, histd_result *res,
                           char *msg, size_t msglen) {
   const histd_dataset *ds = pf->a;
-  const kinfo *k = kinfo_find("tiled-privatized");
+  const histd_kernel *k = gpu_row("tiled-privatized");
   const uint32_t B = classic_block(ex);
   const uint64_t n = ds->n, i1 = sh->i1 < n ? sh->i1 : n, j1 = sh->j1 < n ? sh->j1 : n;
   const uint64_t i0 = sh->i0 < i1 ? sh->i0 : i1, j0 = sh->j0 < j1 ? sh->j0 : j1;

@@ -6,7 +6,10 @@
  * (caps: periodic boxes, cross pairs, weights, explicit edges, within a
  * radius); the worker never hands a kernel a problem it cannot run, and
  * "auto" chooses among the able ones. The GPU rows are here whether or not
- * histd was built with CUDA: without it they run nothing, and say why.
+ * histd was built with CUDA: without it they run nothing, and say why. A
+ * GPU row of the seeds' brute-force family also carries how it launches
+ * (its family, where it counts, its diagonal tile, float64 only, a first
+ * guess of its rate: gpu_launch.h), which kernels/gpu_engine.c plans from.
  *
  * "auto" resolves at run time: "dm-tree" where its model for the worker
  * says the tree pays (dmtree.c), "grid" where its cost model says the
@@ -20,6 +23,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "gpu_launch.h"
 #include "grid.h"
 
 #define CPU_ALL \
@@ -33,51 +37,67 @@ static int auto_run(HISTD__RUN_ARGS);
 static int grid_run(HISTD__RUN_ARGS);
 static int dmtree_run(HISTD__RUN_ARGS);
 
+/* How the brute-force GPU kernels launch (gpu_launch.h): family, where
+ * they count, their diagonal tile, float64 only, a low guess of pairs per
+ * ms for the first launch. */
+static const histd__gpu_launch
+    naive = {SDH_FAM_NAIVE, SDH_PREF_GLOBAL, SDH_DIAG_TRI, false, 2e6},
+    privatized = {SDH_FAM_NAIVE, SDH_PREF_SINGLE, SDH_DIAG_TRI, false, 5e6},
+    tiled = {SDH_FAM_CLASSIC, SDH_PREF_GLOBAL, SDH_DIAG_TRI, false, 5e6},
+    tiled_privatized = {SDH_FAM_CLASSIC, SDH_PREF_SINGLE, SDH_DIAG_TRI, false, 2e7},
+    tiled_privatized_f64 = {SDH_FAM_CLASSIC, SDH_PREF_SINGLE, SDH_DIAG_TRI, true, 1e7},
+    balanced = {SDH_FAM_LINEAR, SDH_PREF_LANE, SDH_DIAG_CIRC, false, 5e7},
+    multi_copy = {SDH_FAM_CLASSIC, SDH_PREF_WARP, SDH_DIAG_TRI, false, 2e7},
+    register_shuffle = {SDH_FAM_SHUFFLE, SDH_PREF_LANE, SDH_DIAG_TRI, false, 2e7},
+    circular = {SDH_FAM_CIRC, SDH_PREF_SINGLE, SDH_DIAG_CIRC, false, 2e7};
+
 static const histd_kernel kernels[] = {
-    {"auto", "the fastest exact kernel for the workload and the worker's device",
-     HISTD_ENGINE_ANY, CPU_ALL | POINT_CAPS, auto_run, 0},
+    {"auto", "the fastest exact kernel for the workload and the worker's device", HISTD_ENGINE_ANY,
+     CPU_ALL | POINT_CAPS, auto_run, 0, NULL},
     {"grid",
      "cells of side r_max: each point meets only its neighbour cells' points; every "
      "statistic, exact; on the worker's GPU or the CPU",
-     HISTD_ENGINE_ANY, CPU_ALL | POINT_CAPS, grid_run, 0},
+     HISTD_ENGINE_ANY, CPU_ALL | POINT_CAPS, grid_run, 0, NULL},
     {"dm-tree",
      "density-map tree: pairs of octree cells whose every distance falls in one bin are "
      "counted at once, the rest split down to the points; exact, sub-quadratic where bins "
      "are wide for the points' density; every core, and on a GPU worker its GPU takes the "
      "leaf pairs of open, unweighted jobs",
-     HISTD_ENGINE_ANY, CPU_ALL, dmtree_run, 0},
-    {"cpu-reference", "the exactness contract, literally, on one CPU thread",
-     HISTD_ENGINE_CPU, CPU_ALL | POINT_CAPS, histd__cpu_reference_run, 0},
-    {"cpu", "multithreaded, cache-tiled, vectorised CPU engine; exact",
-     HISTD_ENGINE_CPU, CPU_ALL | POINT_CAPS, histd__cpu_run, 0},
+     HISTD_ENGINE_ANY, CPU_ALL, dmtree_run, 0, NULL},
+    {"cpu-reference", "the exactness contract, literally, on one CPU thread", HISTD_ENGINE_CPU,
+     CPU_ALL | POINT_CAPS, histd__cpu_reference_run, 0, NULL},
+    {"cpu", "multithreaded, cache-tiled, vectorised CPU engine; exact", HISTD_ENGINE_CPU,
+     CPU_ALL | POINT_CAPS, histd__cpu_run, 0, NULL},
     {"naive", "GPU: one thread per point i, loops j > i, a global atomic per pair",
-     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0},
-    {"privatized", "GPU: naive with a per-block histogram in shared memory",
-     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0},
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0, &naive},
+    {"privatized", "GPU: naive with a per-block histogram in shared memory", HISTD_ENGINE_CUDA,
+     GPU_CAPS, histd__cuda_run, 0, &privatized},
     {"tiled", "GPU: partner tiles staged in shared memory, anchor in registers; global atomics",
-     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0},
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0, &tiled},
+    /* (the plain A x B too, where "auto" hands it one: A's tiles anchor,
+     * B's are the partners; named, the self histogram only) */
     {"tiled-privatized", "GPU: tiling plus a shared-memory histogram per block (Algorithm 3)",
-     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0},
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0, &tiled_privatized},
     {"tiled-privatized-f64",
      "GPU: tiled-privatized computed entirely in float64 (Algorithm 3 as the reports ran it)",
-     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0},
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0, &tiled_privatized_f64},
     {"balanced",
      "GPU: equal tile pairs per block and equal pairs per thread; lane-private histograms",
-     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0},
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0, &balanced},
     {"multi-copy", "GPU: tiled-privatized with one shared histogram copy per warp",
-     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0},
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0, &multi_copy},
     {"register-shuffle", "GPU: partner points in registers, passed between lanes by shuffles",
-     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0},
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0, &register_shuffle},
     {"circular", "GPU: each point meets the next (N-1)/2 points circularly (depth N/2)",
-     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0},
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_run, 0, &circular},
     {"tensor-core",
      "GPU: the squared distances of 256 x 256 pairs from matrix products on the tensor cores "
      "(3xTF32), pairs near a bucket edge redone in binary64; exact",
-     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_tc_run, 256 /* TC_TILE */},
+     HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_tc_run, 256 /* TC_TILE */, NULL},
     {"tiled-stats",
      "GPU: every statistic (periodic boxes, A x B, weights, edges, within a radius) in "
      "binary64, the contract itself; partner tiles in shared memory, a histogram per block",
-     HISTD_ENGINE_CUDA, CPU_ALL, histd__cuda_stats_run, 0},
+     HISTD_ENGINE_CUDA, CPU_ALL, histd__cuda_stats_run, 0, NULL},
 };
 
 #define KERNEL_COUNT (sizeof kernels / sizeof kernels[0])
