@@ -3,9 +3,11 @@
  * contexts (a copy stream, a compute stream, device buffers, the last
  * datasets' points), the plan of a job (precision path, histogram rows,
  * where counts go), the sequence of short launches that runs it (progress,
- * cancel), the split of one job over several GPUs, and "auto". What each
- * brute-force kernel is (its family, where it counts) comes from its
- * registry row (histd_kernel.gpu, gpu_launch.h).
+ * cancel), the split of one job over several GPUs, and the plain A x B
+ * and a shard's tiles on the CLASSIC kernels. What each brute-force kernel
+ * is (its family, where it counts) comes from its registry row
+ * (histd_kernel.gpu, gpu_launch.h); which of them "auto" runs, from
+ * choose.c.
  *
  * The device code and its launchers are in sdh_kernels.cu (sdh_gpu.h).
  * Every CUDA call is checked; a failure becomes HISTD_EDEVICE carrying
@@ -48,7 +50,6 @@
 
 #include "engine.h"
 #include "gpu_engine.h"
-#include "grid.h"
 #include "sdh_gpu.h"
 
 /* ---- errors ------------------------------------------------------------- */
@@ -590,7 +591,7 @@ typedef struct job_plan {
   float magic;
   uint32_t shift, mask, thresh, rowbase, rowcap;
   uint64_t pairs; /* the pairs the run counts (n(n-1)/2, or a part's) */
-  /* CLASSIC family on part of the tiles (histd__cuda_cross_run, a shard's
+  /* CLASSIC family on part of the tiles (cross_run: A x B; a shard's
    * block pair): `anchors` tiles from anchor0 anchor, meeting partner tiles
    * [ua, ub); anchors 0: every tile, every unit */
   uint32_t anchor0, anchors;
@@ -1373,6 +1374,10 @@ static uint32_t default_block(const histd_kernel *k) {
   }
 }
 
+static int cross_run(histd_worker *w, const histd_kernel *k, uint32_t block, const histd_problem *p,
+                     const histd_exec *ex, const histd_control *ctl, histd_result *res, char *msg,
+                     size_t msglen);
+
 int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
                            const histd_problem *p, const histd_exec *ex,
                            const histd_control *ctl, histd_result *res, char *msg,
@@ -1386,6 +1391,8 @@ int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
   int rc = check_block(block, msg, msglen);
   if (rc != 0)
     return rc;
+  if (p->b != NULL)
+    return cross_run(w, k, block, p, ex, ctl, res, msg, msglen);
   job_plan jp;
   make_plan(w->gpu, k, ds, p->bins.width, ex->precision, res->bins.count, block, &jp);
   rc = run_plan(w, ds, ex, ctl, &jp, res, msg, msglen);
@@ -1402,7 +1409,8 @@ static uint32_t classic_block(const histd_exec *ex) {
 
 /*
  * A x B (the plain histogram: open space, equal widths, no weights) on a
- * self kernel of the CLASSIC family, whose block I anchors tile I and meets
+ * self kernel k of the CLASSIC family (the row "auto" chooses for it is
+ * tiled-privatized), in blocks of `block`, whose block I anchors tile I and meets
  * partner tiles [u0, u1). The points go to the GPU as one set
  * C = [A, pad, B], A padded to whole tiles with `pad` copies of a sentinel
  * S; anchors are A's tiles only (the launch's grid) and partners B's
@@ -1414,17 +1422,21 @@ static uint32_t classic_block(const histd_exec *ex) {
  * sdh_kernels.cu holds unchanged; the kernel runs at the self kernels'
  * speed instead of tiled-stats' binary64 one.
  */
-int histd__cuda_cross_run(HISTD__RUN_ARGS) {
+static int cross_run(histd_worker *w, const histd_kernel *k, uint32_t block, const histd_problem *p,
+                     const histd_exec *ex, const histd_control *ctl, histd_result *res, char *msg,
+                     size_t msglen) {
   const histd_dataset *a = p->a, *b = p->b;
-  const histd_kernel *k = gpu_row("tiled-privatized");
-  const uint32_t block = classic_block(ex);
-  int rc = check_block(block, msg, msglen);
-  if (rc != 0)
-    return rc;
+  if (k->gpu->family != SDH_FAM_CLASSIC)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "kernel \"%s\" cannot run A x B", k->name);
+  int rc = 0;
   const uint64_t tiles_a = (a->n + block - 1) / block, pad = tiles_a * block - a->n;
   const uint64_t n = tiles_a * block + b->n;
-  if (n > UINT32_MAX) /* past the kernels' 32-bit point indices */
-    return histd__cuda_stats_run(w, p, ex, ctl, res, msg, msglen);
+  if (n > UINT32_MAX) { /* past the kernels' 32-bit point indices */
+    rc = histd__cuda_stats_run(w, p, ex, ctl, res, msg, msglen);
+    if (rc == 0)
+      snprintf(res->kernel, sizeof res->kernel, "tiled-stats");
+    return rc;
+  }
   job_plan jp;
   memset(&jp, 0, sizeof jp);
   if (a->n == 0 || b->n == 0) {
@@ -1470,18 +1482,28 @@ int histd__cuda_cross_run(HISTD__RUN_ARGS) {
  * block pair are the same tiles, met from the anchor's own on (J >= I: the
  * block's self pairs once), and for an off-diagonal one tiles after every
  * anchor (the whole rectangle). The shard's edges must fall on tile edges:
- * histd_shard_plan_make makes blocks of a multiple of 1024 points.
+ * histd_shard_plan_make makes blocks of a multiple of 1024 points. It runs
+ * a shard of tiled-privatized, or of "auto" where what it chooses for the
+ * shard's own problem ps meets every pair (brute force, on its blocks'
+ * copies otherwise: tensor-core or balanced on a diagonal block,
+ * tiled-privatized's A x B off it), not where it chooses the grid or the
+ * tree for ps.
  */
 bool histd__cuda_tiles_fit(const histd_worker *w, const histd_kernel *k, const histd_problem *pf,
-                           const histd_shard *sh, const histd_exec *ex) {
+                           const histd_problem *ps, const histd_shard *sh, const histd_exec *ex) {
   const uint32_t B = classic_block(ex);
   if (w->device < 0 || pf->b != NULL || histd_problem_needs(pf) != 0 ||
       pf->statistic != HISTD_STAT_HISTOGRAM || pf->bins.kind != HISTD_BINS_WIDTH ||
       B < 32 || B > 1024 || (B & (B - 1)) != 0 || pf->a->n > 0x7fffffffu)
     return false;
-  if (strcmp(k->name, "tiled-privatized") != 0 &&
-      !(strcmp(k->name, "auto") == 0 && !histd__grid_pays(pf, true, NULL, 0)))
+  if (histd__kernel_is_auto(k)) {
+    histd__choice c;
+    histd__choose(w, ps, ex, 0, &c);
+    if (!c.every_pair)
+      return false;
+  } else if (strcmp(k->name, "tiled-privatized") != 0) {
     return false;
+  }
   const uint64_t n = pf->a->n, e[4] = {sh->i0, sh->i1, sh->j0, sh->j1};
   for (int i = 0; i < 4; i++)
     if (e[i] % B != 0 && e[i] < n)
@@ -1525,39 +1547,7 @@ int histd__cuda_run(HISTD__RUN_ARGS) {
   return histd__cuda_run_kernel(w, ex->kernel, ex->block_size, p, ex, ctl, res, msg, msglen);
 }
 
-/*
- * "auto": the fastest exact kernel and block size for the job, from the
- * table measured on an H200 (bench/RESULTS.md, "GPU kernels"): tensor-core
- * in its envelope (histd__cuda_tc_pays), else the lane-privatised balanced
- * kernel, which wins every other size measured; its block size depends on
- * how many points there are.
- */
-void histd__cuda_auto_choice(const histd_dataset *ds, uint32_t buckets, const char **kernel,
-                             uint32_t *block) {
-  *kernel = "balanced";
-  *block = 1024;
-  /* small jobs: more, smaller tiles keep every SM busy (bench: W4 best at
-   * 512, W1, W2, W3 at 1024) */
-  if (ds->n < 200000)
-    *block = ds->n < 50000 ? 256 : 512;
-  /* (tiled-privatized/256 was a few percent faster on W2, but its launches
-   * over partner-tile windows are uneven, and chunking cost it 3% of W2;
-   * balanced's equal shares cost 0.1%) */
-  (void)buckets;
-}
-
-int histd__cuda_auto_run(HISTD__RUN_ARGS) {
-  /* tensor-core where it was measured faster, on one GPU; several GPUs
-   * share a large job on balanced */
-  const double n = (double)p->a->n;
+int histd__cuda_job_gpus(const histd_worker *w, const histd_exec *ex, double pairs) {
   int dev[64];
-  if (w->gpu != NULL && job_split(w->gpu, ex, true, n * (n - 1) / 2, dev) == 1 &&
-      histd__cuda_tc_pays(w, p, ex))
-    return histd__cuda_tc_run(w, p, ex, ctl, res, msg, msglen);
-  const char *name;
-  uint32_t block;
-  histd__cuda_auto_choice(p->a, res->bins.count, &name, &block);
-  if (ex->block_size != 0)
-    block = ex->block_size;
-  return histd__cuda_run_kernel(w, name, block, p, ex, ctl, res, msg, msglen);
+  return w->gpu != NULL ? job_split(w->gpu, ex, true, pairs, dev) : 0;
 }

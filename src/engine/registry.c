@@ -11,20 +11,18 @@
  * (its family, where it counts, its diagonal tile, float64 only, a first
  * guess of its rate: gpu_launch.h), which kernels/gpu_engine.c plans from.
  *
- * "auto" resolves at run time: "dm-tree" where its model for the worker
- * says the tree pays (dmtree.c), "grid" where its cost model says the
- * cells pay (grid.h), else on a GPU worker the fastest exact GPU kernel for the
- * plain histogram (of A x B too: histd__cuda_cross_run), "tiled-stats" for
- * the rest of the family (unless it
- * does not fit the GPU); on a CPU worker "cpu". The result says which ran
- * and why (histd_result.reason).
+ * "auto" resolves at run time, frame by frame: its row's run asks
+ * choose.c what to run on this worker (the rules and their models live
+ * there), runs that row, and records which ran and why
+ * (histd_result.reason). A grid or a tiled-stats run that answers
+ * HISTD_ETOOBIG (it does not fit the GPU) makes it choose again without
+ * that rule.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "engine.h"
 #include "gpu_launch.h"
-#include "grid.h"
 
 #define CPU_ALL \
   (HISTD_CAN_PERIODIC | HISTD_CAN_CROSS | HISTD_CAN_WEIGHTS | HISTD_CAN_EDGES | HISTD_CAN_WITHIN)
@@ -102,48 +100,27 @@ static const histd_kernel kernels[] = {
 
 #define KERNEL_COUNT (sizeof kernels / sizeof kernels[0])
 
-/* Sets the kernel that ran and why, when it ran. */
-static int ran(int rc, histd_result *res, const char *kernel, const char *why) {
-  if (rc == 0) {
-    if (kernel != NULL)
-      snprintf(res->kernel, sizeof res->kernel, "%s", kernel);
-    snprintf(res->reason, sizeof res->reason, "%s", why);
-  }
-  return rc;
-}
-
 static int auto_run(HISTD__RUN_ARGS) {
-  const bool gpu = w->device >= 0;
-  char why[HISTD_REASON_MAX];
-  /* the tree before the grid: where both pay it was the faster (dmtree.c) */
-  if (histd__dmtree_pays(p, gpu, why, sizeof why))
-    return ran(dmtree_run(w, p, ex, ctl, res, msg, msglen), res, "dm-tree", why);
-  if (histd__grid_pays(p, gpu, why, sizeof why)) {
-    histd_exec gex = *ex; /* a block size for brute force: the grid takes its own */
-    if (gex.block_size > HISTD__GRID_MAX_BLOCK)
-      gex.block_size = 0;
-    int rc = grid_run(w, p, &gex, ctl, res, msg, msglen);
-    if (rc != HISTD_ETOOBIG)
-      return ran(rc, res, "grid", why);
-    size_t len = strlen(why); /* brute force, then */
-    snprintf(why + len, sizeof why - len, "; the grid does not fit the GPU");
+  histd__choice c;
+  unsigned skip = 0;
+  int rc;
+  for (;;) {
+    histd__choose(w, p, ex, skip, &c);
+    histd_exec cex = *ex;
+    snprintf(cex.kernel, sizeof cex.kernel, "%s", c.kernel->name);
+    if (c.kernel->block == 0) /* a row of one block size (tensor-core) keeps the job's,
+                               * which its own fallback to balanced follows */
+      cex.block_size = c.block;
+    /* what ran, unless the run names another (tensor-core's fallback) */
+    snprintf(res->kernel, sizeof res->kernel, "%s", c.kernel->name);
+    rc = c.kernel->run(w, p, &cex, ctl, res, msg, msglen);
+    if (rc != HISTD_ETOOBIG || c.retry == 0 || (skip & c.retry) != 0)
+      break;
+    skip |= c.retry; /* it did not fit: the next rule */
   }
-  if (gpu && (histd_problem_needs(p) & ~GPU_CAPS) == 0) /* names its kernel itself */
-    return ran(histd__cuda_auto_run(w, p, ex, ctl, res, msg, msglen), res, NULL, why);
-  if (gpu && (histd_problem_needs(p) & ~GPU_CAPS) == HISTD_CAN_CROSS) { /* the plain A x B */
-    size_t len = strlen(why);
-    snprintf(why + len, sizeof why - len, "%sA x B on a self kernel: A's tiles meet B's",
-             len ? "; " : "");
-    return ran(histd__cuda_cross_run(w, p, ex, ctl, res, msg, msglen), res, NULL, why);
-  }
-  if (gpu) {
-    /* the statistics family; a weighted histogram too large for the
-     * GPU's shared memory (or memory) runs on the CPU instead */
-    int rc = histd__cuda_stats_run(w, p, ex, ctl, res, msg, msglen);
-    if (rc != HISTD_ETOOBIG)
-      return ran(rc, res, "tiled-stats", why);
-  }
-  return ran(histd__cpu_run(w, p, ex, ctl, res, msg, msglen), res, "cpu", why);
+  if (rc == 0)
+    snprintf(res->reason, sizeof res->reason, "%s", c.reason);
+  return rc;
 }
 
 static int grid_run(HISTD__RUN_ARGS) {
@@ -159,6 +136,8 @@ static int dmtree_run(HISTD__RUN_ARGS) {
 }
 
 size_t histd_kernel_count(void) { return KERNEL_COUNT; }
+
+bool histd__kernel_is_auto(const histd_kernel *k) { return k == &kernels[0]; }
 
 const histd_kernel *histd_kernel_at(size_t i) { return i < KERNEL_COUNT ? &kernels[i] : NULL; }
 
