@@ -2,9 +2,11 @@
  * choose.c -- what "auto" runs: the one place where the engine picks a
  * kernel for a job, with the measured models behind each rule (their
  * numbers are in bench/RESULTS.md). The registry's "auto" row runs what
- * histd__choose says (registry.c); the cluster's sizing of shards
- * (histd_shard_work) and a GPU's shards on its resident tiles
- * (histd__cuda_tiles_fit) ask it what "auto" would run.
+ * histd__choose says (registry.c), and so does the worker for the
+ * statistics of points (worker.c); a GPU's shards on its resident tiles
+ * (histd__cuda_tiles_fit) ask it what "auto" would run for the shard, and
+ * the cluster's sizing of shards (histd_shard_work) takes the grid's share
+ * model from here (histd__work_share).
  *
  * The rules, in order, for one frame (bins resolved) on a worker:
  *   1. a statistic of points (a value per point, pair lists): "grid", the
