@@ -17,7 +17,7 @@
  * too (to 1e-12 of each bin's). --gpu runs both on a worker of GPU 0
  * (dm-tree's leaf pairs on the GPU) against "tensor-core" instead of
  * "cpu" (the brute force "auto" runs there for such sets when the tree
- * does not pay: gpu_engine.c's histd__cuda_auto_run; before 2026-11-27
+ * does not pay: src/engine/choose.c's rules; before 2026-11-27
  * "balanced" at block size 1024, now --baseline balanced); D1 on the GPU
  * is --gpu --n 20000000. --baseline K names another kernel to compare
  * with (at its default block size; balanced: 1024). Prints

@@ -36,8 +36,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "histd/histd.h"
+#include "choose.h"
 #include "gpu_engine.h"
+#include "histd/histd.h"
 #include "tc_kernels.cuh"
 
 using namespace tc;
@@ -283,9 +284,11 @@ static row run_set(const char *name, histd_dataset *ds, double w, int reps) {
   /* the engine: tensor-core, binary64 and balanced on the same set */
   histd_result r64, rb, re;
   const uint32_t buckets = rows - 1; /* rows past the last bucket are overflow */
-  const char *bk;
+  histd_problem bp;                  /* the brute force "auto" runs past tensor-core (choose.c) */
+  memset(&bp, 0, sizeof bp);
+  bp.a = ds;
   uint32_t bblock;
-  histd__cuda_auto_choice(ds, buckets, &bk, &bblock);
+  const char *bk = histd__choose_gpu_brute(&bp, NULL, &bblock)->name;
   bool got64 = engine_run(ds, w, buckets, "tiled-privatized-f64", 0, &r64) >= 0, gotb, gote;
   R.base_ms = engine_median(ds, w, buckets, bk, bblock, reps, &rb, &gotb);
   R.eng_ms = engine_median(ds, w, buckets, "tensor-core", 0, reps, &re, &gote);

@@ -3,8 +3,11 @@
  * contexts (a copy stream, a compute stream, device buffers, the last
  * datasets' points), the plan of a job (precision path, histogram rows,
  * where counts go), the sequence of short launches that runs it (progress,
- * cancel), the split of one job over several GPUs, "auto", and the table of
- * GPU kernels the registry appends to its own.
+ * cancel), the split of one job over several GPUs, and the plain A x B
+ * and a shard's tiles on the CLASSIC kernels. What each brute-force kernel
+ * is (its family, where it counts) comes from its registry row
+ * (histd_kernel.gpu, gpu_launch.h); which of them "auto" runs, from
+ * choose.c.
  *
  * The device code and its launchers are in sdh_kernels.cu (sdh_gpu.h).
  * Every CUDA call is checked; a failure becomes HISTD_EDEVICE carrying
@@ -47,7 +50,6 @@
 
 #include "engine.h"
 #include "gpu_engine.h"
-#include "grid.h"
 #include "sdh_gpu.h"
 
 /* ---- errors ------------------------------------------------------------- */
@@ -84,33 +86,11 @@ double histd__cuda_env(const char *name, double dflt) {
 
 /* ---- kernels ------------------------------------------------------------ */
 
-enum { PREF_GLOBAL, PREF_SINGLE, PREF_WARP, PREF_LANE };
-
-typedef struct kinfo {
-  const char *name;
-  int family, pref, diag;
-  bool f64_only;
-  double est_rate; /* a low guess of pairs per ms, for the first launch */
-} kinfo;
-
-static const kinfo kinfos[] = {
-    {"naive", SDH_FAM_NAIVE, PREF_GLOBAL, SDH_DIAG_TRI, false, 2e6},
-    {"privatized", SDH_FAM_NAIVE, PREF_SINGLE, SDH_DIAG_TRI, false, 5e6},
-    {"tiled", SDH_FAM_CLASSIC, PREF_GLOBAL, SDH_DIAG_TRI, false, 5e6},
-    {"tiled-privatized", SDH_FAM_CLASSIC, PREF_SINGLE, SDH_DIAG_TRI, false, 2e7},
-    {"tiled-privatized-f64", SDH_FAM_CLASSIC, PREF_SINGLE, SDH_DIAG_TRI, true, 1e7},
-    {"balanced", SDH_FAM_LINEAR, PREF_LANE, SDH_DIAG_CIRC, false, 5e7},
-    {"multi-copy", SDH_FAM_CLASSIC, PREF_WARP, SDH_DIAG_TRI, false, 2e7},
-    {"register-shuffle", SDH_FAM_SHUFFLE, PREF_LANE, SDH_DIAG_TRI, false, 2e7},
-    {"circular", SDH_FAM_CIRC, PREF_SINGLE, SDH_DIAG_CIRC, false, 2e7},
-};
-#define KINFO_COUNT (sizeof kinfos / sizeof kinfos[0])
-
-static const kinfo *kinfo_find(const char *name) {
-  for (size_t i = 0; i < KINFO_COUNT; i++)
-    if (strcmp(kinfos[i].name, name) == 0)
-      return &kinfos[i];
-  return NULL;
+/* The registry's row of a brute-force GPU kernel (one with launch facts),
+ * or NULL. */
+static const histd_kernel *gpu_row(const char *name) {
+  const histd_kernel *k = histd_kernel_find(name);
+  return k != NULL && k->gpu != NULL ? k : NULL;
 }
 
 /* ---- devices ------------------------------------------------------------ */
@@ -604,14 +584,14 @@ int histd__cuda_mem_check(gpu_ctx *ctx, size_t bytes, const char *what, char *ms
 /* ---- the plan of a job ---------------------------------------------------- */
 
 typedef struct job_plan {
-  const kinfo *k;
+  const histd_kernel *k; /* a row with launch facts (k->gpu) */
   int mode; /* SDH_MODE_*: EXACT may become F64 when float32 cannot serve */
   uint32_t block, buckets, rows;
   double centre[3], inv_w, width;
   float magic;
   uint32_t shift, mask, thresh, rowbase, rowcap;
   uint64_t pairs; /* the pairs the run counts (n(n-1)/2, or a part's) */
-  /* CLASSIC family on part of the tiles (histd__cuda_cross_run, a shard's
+  /* CLASSIC family on part of the tiles (cross_run: A x B; a shard's
    * block pair): `anchors` tiles from anchor0 anchor, meeting partner tiles
    * [ua, ub); anchors 0: every tile, every unit */
   uint32_t anchor0, anchors;
@@ -682,8 +662,8 @@ static void plan_f64(const histd_dataset *ds, double w, uint32_t buckets, job_pl
   jp->magic = 0;
 }
 
-static int make_plan(const gpu_ctx *ctx, const kinfo *k, const histd_dataset *ds, double width,
-                     histd_precision precision, uint32_t buckets, uint32_t block,
+static int make_plan(const gpu_ctx *ctx, const histd_kernel *k, const histd_dataset *ds,
+                     double width, histd_precision precision, uint32_t buckets, uint32_t block,
                      job_plan *jp) {
   memset(jp, 0, sizeof *jp);
   jp->k = k;
@@ -692,7 +672,7 @@ static int make_plan(const gpu_ctx *ctx, const kinfo *k, const histd_dataset *ds
   jp->width = width;
   bool exact = precision == HISTD_PRECISION_EXACT;
   jp->mode = exact ? SDH_MODE_EXACT : SDH_MODE_FAST;
-  if (k->f64_only || !plan_f32(ds, width, exact, ctx->rsq_err, jp)) {
+  if (k->gpu->f64_only || !plan_f32(ds, width, exact, ctx->rsq_err, jp)) {
     jp->mode = SDH_MODE_F64;
     plan_f64(ds, width, buckets, jp);
   }
@@ -705,8 +685,8 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
                        size_t msglen) {
   memset(p, 0, sizeof *p);
   p->mode = jp->mode;
-  p->family = jp->k->family;
-  p->diag = jp->k->diag;
+  p->family = jp->k->gpu->family;
+  p->diag = jp->k->gpu->diag;
   p->block = jp->block;
   p->rows = jp->rows;
   p->magic = jp->magic;
@@ -734,8 +714,8 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
   size_t room = optin > other ? optin - other : 0;
   size_t pair_room = 110 * 1024 > other ? 110 * 1024 - other : 0;
   size_t rowb = (size_t)jp->rows * 4;
-  int pref = jp->k->pref;
-  if (pref == PREF_LANE) {
+  int pref = jp->k->gpu->pref;
+  if (pref == SDH_PREF_LANE) {
     int force = (int)histd__cuda_env("HISTD_GPU_COPIES", 0);
     uint32_t c = 32;
     if (force >= 1 && force <= 32)
@@ -754,7 +734,7 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
       p->row_stride = c;
       p->copy_stride = 1;
     }
-  } else if (pref == PREF_WARP) {
+  } else if (pref == SDH_PREF_WARP) {
     uint32_t stride = jp->rows | 1; /* odd: copies start in different banks */
     uint32_t c = jp->block / 32;
     while (c > 1 && (size_t)stride * 4 * c > room)
@@ -766,7 +746,7 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
       p->copy_stride = stride;
       p->copy_by_warp = 1;
     }
-  } else if (pref == PREF_SINGLE) {
+  } else if (pref == SDH_PREF_SINGLE) {
     if (rowb <= room)
       p->sink = SDH_SINK_GEN;
   }
@@ -776,7 +756,7 @@ static int make_params(const gpu_ctx *ctx, const job_plan *jp, sdh_params *p, ch
    * overflow and get no counter. rowbase is even (two rows to a word). */
   int s16 = (int)histd__cuda_env("HISTD_GPU_SINK16", -1);
   uint32_t cap16 = jp->rows < jp->buckets ? jp->rows : jp->buckets;
-  if (pref != PREF_GLOBAL && s16 != 0 && (p->sink == SDH_SINK_GLOBAL || s16 == 1) &&
+  if (pref != SDH_PREF_GLOBAL && s16 != 0 && (p->sink == SDH_SINK_GLOBAL || s16 == 1) &&
       (p->family == SDH_FAM_CLASSIC || p->family == SDH_FAM_LINEAR) && jp->rowbase % 2 == 0 &&
       ((size_t)cap16 + 1) / 2 * 4 <= room) {
     p->sink = SDH_SINK_H16;
@@ -1027,7 +1007,7 @@ static int part_run_streams(gpu_ctx *ctx, const histd_dataset *ds, const job_pla
     G = (uint32_t)(per * ctx->sms);
   }
   double target_ms = histd__cuda_env("HISTD_GPU_CHUNK_MS", 100);
-  double rate = jp->k->est_rate * (jp->mode == SDH_MODE_F64 ? 0.3 : 1); /* pairs/ms */
+  double rate = jp->k->gpu->est_rate * (jp->mode == SDH_MODE_F64 ? 0.3 : 1); /* pairs/ms */
   double part_pairs = ua < ub ? units_pairs(&p, ua, ub) : 0;
   double done_pairs = 0, reported = 0;
   uint64_t a = ua;
@@ -1187,7 +1167,8 @@ static void overflow_by_difference(const job_plan *jp, histd_result *res) {
 
 /* What ran: kernel k in blocks of `block` under plan jp (a zeroed plan, no
  * run, is exact). */
-static void ran_kernel(histd_result *res, const kinfo *k, uint32_t block, const job_plan *jp) {
+static void ran_kernel(histd_result *res, const histd_kernel *k, uint32_t block,
+                       const job_plan *jp) {
   snprintf(res->kernel, sizeof res->kernel, "%s", k->name);
   res->block_size = block;
   res->threads = 0;
@@ -1294,7 +1275,7 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
   /* several GPUs: equal shares of the tile pairs, one host thread each */
   sdh_params p0;
   memset(&p0, 0, sizeof p0);
-  p0.family = jp->k->family;
+  p0.family = jp->k->gpu->family;
   p0.block = jp->block;
   p0.n = (uint32_t)ds->n;
   p0.tiles = (uint32_t)((ds->n + jp->block - 1) / jp->block);
@@ -1384,8 +1365,8 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
 
 /* ---- entry points ---------------------------------------------------------- */
 
-static uint32_t default_block(const kinfo *k) {
-  switch (k->family) {
+static uint32_t default_block(const histd_kernel *k) {
+  switch (k->gpu->family) {
   case SDH_FAM_NAIVE:
     return 256;
   default:
@@ -1393,12 +1374,16 @@ static uint32_t default_block(const kinfo *k) {
   }
 }
 
+static int cross_run(histd_worker *w, const histd_kernel *k, uint32_t block, const histd_problem *p,
+                     const histd_exec *ex, const histd_control *ctl, histd_result *res, char *msg,
+                     size_t msglen);
+
 int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
                            const histd_problem *p, const histd_exec *ex,
                            const histd_control *ctl, histd_result *res, char *msg,
                            size_t msglen) {
   const histd_dataset *ds = p->a;
-  const kinfo *k = kinfo_find(name);
+  const histd_kernel *k = gpu_row(name);
   if (k == NULL)
     return histd_fail(msg, msglen, HISTD_ENOENT, "no GPU kernel \"%s\"", name);
   if (block == 0)
@@ -1406,6 +1391,8 @@ int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
   int rc = check_block(block, msg, msglen);
   if (rc != 0)
     return rc;
+  if (p->b != NULL)
+    return cross_run(w, k, block, p, ex, ctl, res, msg, msglen);
   job_plan jp;
   make_plan(w->gpu, k, ds, p->bins.width, ex->precision, res->bins.count, block, &jp);
   rc = run_plan(w, ds, ex, ctl, &jp, res, msg, msglen);
@@ -1422,7 +1409,8 @@ static uint32_t classic_block(const histd_exec *ex) {
 
 /*
  * A x B (the plain histogram: open space, equal widths, no weights) on a
- * self kernel of the CLASSIC family, whose block I anchors tile I and meets
+ * self kernel k of the CLASSIC family (the row "auto" chooses for it is
+ * tiled-privatized), in blocks of `block`, whose block I anchors tile I and meets
  * partner tiles [u0, u1). The points go to the GPU as one set
  * C = [A, pad, B], A padded to whole tiles with `pad` copies of a sentinel
  * S; anchors are A's tiles only (the launch's grid) and partners B's
@@ -1434,17 +1422,21 @@ static uint32_t classic_block(const histd_exec *ex) {
  * sdh_kernels.cu holds unchanged; the kernel runs at the self kernels'
  * speed instead of tiled-stats' binary64 one.
  */
-int histd__cuda_cross_run(HISTD__RUN_ARGS) {
+static int cross_run(histd_worker *w, const histd_kernel *k, uint32_t block, const histd_problem *p,
+                     const histd_exec *ex, const histd_control *ctl, histd_result *res, char *msg,
+                     size_t msglen) {
   const histd_dataset *a = p->a, *b = p->b;
-  const kinfo *k = kinfo_find("tiled-privatized");
-  const uint32_t block = classic_block(ex);
-  int rc = check_block(block, msg, msglen);
-  if (rc != 0)
-    return rc;
+  if (k->gpu->family != SDH_FAM_CLASSIC)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "kernel \"%s\" cannot run A x B", k->name);
+  int rc = 0;
   const uint64_t tiles_a = (a->n + block - 1) / block, pad = tiles_a * block - a->n;
   const uint64_t n = tiles_a * block + b->n;
-  if (n > UINT32_MAX) /* past the kernels' 32-bit point indices */
-    return histd__cuda_stats_run(w, p, ex, ctl, res, msg, msglen);
+  if (n > UINT32_MAX) { /* past the kernels' 32-bit point indices */
+    rc = histd__cuda_stats_run(w, p, ex, ctl, res, msg, msglen);
+    if (rc == 0)
+      snprintf(res->kernel, sizeof res->kernel, "tiled-stats");
+    return rc;
+  }
   job_plan jp;
   memset(&jp, 0, sizeof jp);
   if (a->n == 0 || b->n == 0) {
@@ -1490,18 +1482,28 @@ int histd__cuda_cross_run(HISTD__RUN_ARGS) {
  * block pair are the same tiles, met from the anchor's own on (J >= I: the
  * block's self pairs once), and for an off-diagonal one tiles after every
  * anchor (the whole rectangle). The shard's edges must fall on tile edges:
- * histd_shard_plan_make makes blocks of a multiple of 1024 points.
+ * histd_shard_plan_make makes blocks of a multiple of 1024 points. It runs
+ * a shard of tiled-privatized, or of "auto" where what it chooses for the
+ * shard's own problem ps meets every pair (brute force, on its blocks'
+ * copies otherwise: tensor-core or balanced on a diagonal block,
+ * tiled-privatized's A x B off it), not where it chooses the grid or the
+ * tree for ps.
  */
 bool histd__cuda_tiles_fit(const histd_worker *w, const histd_kernel *k, const histd_problem *pf,
-                           const histd_shard *sh, const histd_exec *ex) {
+                           const histd_problem *ps, const histd_shard *sh, const histd_exec *ex) {
   const uint32_t B = classic_block(ex);
   if (w->device < 0 || pf->b != NULL || histd_problem_needs(pf) != 0 ||
       pf->statistic != HISTD_STAT_HISTOGRAM || pf->bins.kind != HISTD_BINS_WIDTH ||
       B < 32 || B > 1024 || (B & (B - 1)) != 0 || pf->a->n > 0x7fffffffu)
     return false;
-  if (strcmp(k->name, "tiled-privatized") != 0 &&
-      !(strcmp(k->name, "auto") == 0 && !histd__grid_pays(pf, true, NULL, 0)))
+  if (histd__kernel_is_auto(k)) {
+    histd__choice c;
+    histd__choose(w, ps, ex, 0, &c);
+    if (!c.every_pair)
+      return false;
+  } else if (strcmp(k->name, "tiled-privatized") != 0) {
     return false;
+  }
   const uint64_t n = pf->a->n, e[4] = {sh->i0, sh->i1, sh->j0, sh->j1};
   for (int i = 0; i < 4; i++)
     if (e[i] % B != 0 && e[i] < n)
@@ -1513,7 +1515,7 @@ int histd__cuda_tiles_run(histd_worker *w, const histd_problem *pf, const histd_
                           const histd_shard *sh, const histd_control *ctl, histd_result *res,
                           char *msg, size_t msglen) {
   const histd_dataset *ds = pf->a;
-  const kinfo *k = kinfo_find("tiled-privatized");
+  const histd_kernel *k = gpu_row("tiled-privatized");
   const uint32_t B = classic_block(ex);
   const uint64_t n = ds->n, i1 = sh->i1 < n ? sh->i1 : n, j1 = sh->j1 < n ? sh->j1 : n;
   const uint64_t i0 = sh->i0 < i1 ? sh->i0 : i1, j0 = sh->j0 < j1 ? sh->j0 : j1;
@@ -1545,39 +1547,7 @@ int histd__cuda_run(HISTD__RUN_ARGS) {
   return histd__cuda_run_kernel(w, ex->kernel, ex->block_size, p, ex, ctl, res, msg, msglen);
 }
 
-/*
- * "auto": the fastest exact kernel and block size for the job, from the
- * table measured on an H200 (bench/RESULTS.md, "GPU kernels"): tensor-core
- * in its envelope (histd__cuda_tc_pays), else the lane-privatised balanced
- * kernel, which wins every other size measured; its block size depends on
- * how many points there are.
- */
-void histd__cuda_auto_choice(const histd_dataset *ds, uint32_t buckets, const char **kernel,
-                             uint32_t *block) {
-  *kernel = "balanced";
-  *block = 1024;
-  /* small jobs: more, smaller tiles keep every SM busy (bench: W4 best at
-   * 512, W1, W2, W3 at 1024) */
-  if (ds->n < 200000)
-    *block = ds->n < 50000 ? 256 : 512;
-  /* (tiled-privatized/256 was a few percent faster on W2, but its launches
-   * over partner-tile windows are uneven, and chunking cost it 3% of W2;
-   * balanced's equal shares cost 0.1%) */
-  (void)buckets;
-}
-
-int histd__cuda_auto_run(HISTD__RUN_ARGS) {
-  /* tensor-core where it was measured faster, on one GPU; several GPUs
-   * share a large job on balanced */
-  const double n = (double)p->a->n;
+int histd__cuda_job_gpus(const histd_worker *w, const histd_exec *ex, double pairs) {
   int dev[64];
-  if (w->gpu != NULL && job_split(w->gpu, ex, true, n * (n - 1) / 2, dev) == 1 &&
-      histd__cuda_tc_pays(w, p, ex))
-    return histd__cuda_tc_run(w, p, ex, ctl, res, msg, msglen);
-  const char *name;
-  uint32_t block;
-  histd__cuda_auto_choice(p->a, res->bins.count, &name, &block);
-  if (ex->block_size != 0)
-    block = ex->block_size;
-  return histd__cuda_run_kernel(w, name, block, p, ex, ctl, res, msg, msglen);
+  return w->gpu != NULL ? job_split(w->gpu, ex, true, pairs, dev) : 0;
 }

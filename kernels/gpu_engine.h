@@ -13,15 +13,12 @@ extern "C" {
 
 typedef struct gpu_ctx gpu_ctx;
 
-/* Runs GPU kernel `name` with `block` threads per block (0: its default). */
+/* Runs GPU kernel `name` (a registry row with launch facts) with `block`
+ * threads per block (0: its default). */
 int histd__cuda_run_kernel(histd_worker *w, const char *name, uint32_t block,
                            const histd_problem *p, const histd_exec *ex,
                            const histd_control *ctl, histd_result *res, char *msg,
                            size_t msglen);
-
-/* What "auto" would run for this job. */
-void histd__cuda_auto_choice(const histd_dataset *ds, uint32_t buckets, const char **kernel,
-                             uint32_t *block);
 
 /* Tests: 1 if the worker's device holds ds's points (prefetched or kept). */
 int histd__cuda_holds(const histd_worker *w, const histd_dataset *ds);
@@ -42,10 +39,6 @@ double histd__cuda_env(const char *name, double dflt);
 /* Adds a run's histogram rows to res: row r to bucket r, the rows past
  * the last bucket to the overflow. */
 void histd__cuda_fold_rows(uint32_t nrows, const uint64_t *rows, histd_result *res);
-
-/* "auto" runs tensor-core for this job (tc_engine.c): a plain self
- * histogram of one GPU in its measured envelope. */
-bool histd__cuda_tc_pays(const histd_worker *w, const histd_problem *p, const histd_exec *ex);
 
 /* "NVIDIA H100 80GB HBM3 (GPU 0)" */
 const char *histd__cuda_context_name(const gpu_ctx *ctx);

@@ -21,18 +21,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include "gpu_launch.h" /* the families (SDH_FAM_*) and diagonals (SDH_DIAG_*) */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 enum { SDH_MODE_EXACT = 0, SDH_MODE_FAST = 1, SDH_MODE_F64 = 2 };
-enum {
-  SDH_FAM_NAIVE = 0,
-  SDH_FAM_CLASSIC = 1,
-  SDH_FAM_LINEAR = 2,
-  SDH_FAM_SHUFFLE = 3,
-  SDH_FAM_CIRC = 4
-};
 /* Where counts go: global 64-bit atomics, a shared-memory histogram with
  * `copies` copies (general layout), one column per lane (hist[row][lane]),
  * or (H16, for histograms too large for 32-bit counters; the CLASSIC and
@@ -40,9 +35,6 @@ enum {
  * to the global counts in steps of 2^14 before they could wrap; rows from
  * `hcap` on are not counted at all (the host sets overflow = pairs - sum). */
 enum { SDH_SINK_GLOBAL = 0, SDH_SINK_GEN = 1, SDH_SINK_LANE = 2, SDH_SINK_H16 = 3 };
-/* The tile a block meets itself in: j > i (triangle) or the next half
- * circularly (every thread does the same number of pairs). */
-enum { SDH_DIAG_TRI = 0, SDH_DIAG_CIRC = 1 };
 
 #define SDH_QCAP 2048u  /* refine-queue entries per block (exact mode): the default */
 #define SDH_QCAP_MAX 8192u /* ... and the most, for wide refine bands */

@@ -24,7 +24,8 @@
  * What it does not run (the plan declines: distances beyond the float32
  * code's reach, more rows than shared memory holds, points past 2^31, or
  * the devices mask leaves out the worker's GPU) runs "balanced" instead,
- * and the result says so.
+ * and the result says so. "auto" asks the same plan whether it takes a
+ * job (histd__cuda_tc_plan); where tensor-core pays is choose.c's rule.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -214,20 +215,15 @@ out:
   return rc;
 }
 
-/* "auto"'s rule (bench/RESULTS.md, 2026-11-27, tc_probe on an H200): from
- * 5e5 points and at k >= 16 (fewer than ~128 rows) tensor-core ran
- * 1.18-1.36x "balanced"; below (W4, 1e5 points: 0.44x) the tiles are too
- * few to fill the GPU, and at k < 16 (400 rows: 0.72x) the rows take the
- * shared memory and the counters' address costs more. */
-#define TC_AUTO_MIN_POINTS 500000u
-
-bool histd__cuda_tc_pays(const histd_worker *w, const histd_problem *p, const histd_exec *ex) {
+bool histd__cuda_tc_plan(const histd_worker *w, const histd_problem *p, const histd_exec *ex,
+                         uint32_t *k) {
   tc_params tp;
   size_t smem;
   char why[256];
-  return w->gpu != NULL && (ex->block_size == 0 || ex->block_size == TC_TILE) &&
-         p->a->n >= TC_AUTO_MIN_POINTS && tc_plan_job(w, p, ex, &tp, &smem, why, sizeof why) &&
-         tp.job.k >= 16;
+  if (w->gpu == NULL || !tc_plan_job(w, p, ex, &tp, &smem, why, sizeof why))
+    return false;
+  *k = tp.job.k;
+  return true;
 }
 
 int histd__cuda_tc_run(HISTD__RUN_ARGS) {
@@ -239,12 +235,10 @@ int histd__cuda_tc_run(HISTD__RUN_ARGS) {
   int rc = tc_run(w, p, ex, ctl, res, msg, msglen, why, sizeof why);
   if (rc != 1)
     return rc;
-  /* the plan declined: the fastest brute-force kernel instead, and why */
-  const char *name;
+  /* the plan declined: the brute-force kernel "auto" runs past tensor-core
+   * instead (choose.c), and why */
   uint32_t block;
-  histd__cuda_auto_choice(p->a, res->bins.count, &name, &block);
-  if (ex->block_size != 0)
-    block = ex->block_size;
+  const char *name = histd__choose_gpu_brute(p, ex, &block)->name;
   rc = histd__cuda_run_kernel(w, name, block, p, ex, ctl, res, msg, msglen);
   if (rc == 0)
     snprintf(res->reason, sizeof res->reason, "tensor-core could not run this job (%s): %s ran",

@@ -661,6 +661,10 @@ typedef struct histd_kernel {
   int (*run)(histd_worker *worker, const histd_problem *p, const histd_exec *ex,
              const histd_control *ctl, histd_result *res, char *msg, size_t msglen);
   uint32_t block; /* the one block size it runs (0: any of 32..1024) */
+  /* how the row launches where it is one of the GPU's brute-force kernels
+   * of the seeds' family (the engine's private src/engine/gpu_launch.h);
+   * NULL for every other row */
+  const struct histd__gpu_launch *gpu;
 } histd_kernel;
 
 /* Whether the kernel can run the problem (or a problem of these needs,

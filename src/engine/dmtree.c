@@ -15,8 +15,8 @@
  * PASSES + 1 levels go point by point: each point of A against B's box
  * first, then pair by pair. With bins of width w and nodes of side h,
  * about 1.5 h / w of the pairs are left to the leaves, so the tree pays as
- * the bins widen against the points' spacing (histd__dmtree_pays has the
- * measured model "auto" follows). Leaves hold up to 256 points: smaller
+ * the bins widen against the points' spacing (choose.c has the measured
+ * models "auto" follows, for CPU and GPU workers). Leaves hold up to 256 points: smaller
  * ones resolve a little more but cost more node pairs than they save
  * (measured from 16 to 512).
  *
@@ -94,32 +94,6 @@
 #define LEVELS HISTD_MORTON_LEVELS
 #define TASKS_PER_THREAD 256u /* node pairs planned per thread */
 #define MAX_POINTS 0xFFFFFFFFu
-/* "auto" takes the tree on a CPU worker from this bin width (or radius)
- * over the mean spacing (the cube root of the bounding box's volume per
- * point), ahead of the grid: measured on one core of the dev box (AMD
- * EPYC), 50,000 uniform points, against "cpu": 0.35x at 1.6, 1.3x at 3.2,
- * 2.1x at 4.8, 2.2x at 6.4, 2.9x at 9.6; on two cores, 200,000 points in
- * the 23,000 cube against "grid": within R at R / spacing 1.5 1.0x, 3.1
- * 1.85x, 5.1 2.6x, 15 11x; 2 bins of 1,000 (ratio 2.5) 3.1x (bench/
- * RESULTS.md, 2026-11-24). Too few pairs: no matter. */
-#define DMTREE_MIN_RATIO 3.0
-#define DMTREE_MIN_PAIRS 1e7
-/* On a GPU worker (the leaf pairs on the GPU, kernels/dmtree_engine.c),
- * open full-range histograms in equal bins, measured on one H100 against
- * the brute force "auto" ran there then (balanced, blocks of 1,024) in the
- * same run, points uniform in the 23,000 cube: width / spacing 11.2
- * 0.61x, 14.9 0.68x, 18.7 1.02x, 23.6 1.45x, 29.7 1.45x, 37.5 1.83x (5e6
- * to 2e7 points; bench/RESULTS.md, 2026-11-24). Brute force is now
- * tensor-core, 1.39x balanced at D1 (23.6): the tree measured 1.04x it
- * there (2026-11-27); the other rows scaled alike give 0.73x at 18.7,
- * 1.04x at 29.7, 1.32x at 37.5, so the tree from 23 (it ties near there;
- * tensor-core's last step, 3% at W2, came after D1 was measured: about a
- * tie at D1 now, not measured).
- * Below 10^13 pairs (under 6 s of brute force) the tree's fixed costs
- * were not measured. */
-#define DMTREE_GPU_MIN_RATIO 23.0
-#define DMTREE_GPU_MIN_PAIRS 1e13
-
 typedef struct dm_node {
   double lo[3], hi[3];   /* the bounding box of its points */
   uint32_t start, count; /* its points: [start, start + count) of the sorted set */
@@ -875,45 +849,6 @@ static size_t plan_at(dm_job *job, dm_thread *t, size_t hist_bytes, int budget) 
   t->resolved = 0;
   visit(t, 0, 0, budget);
   return job->ntasks;
-}
-
-/* ---- when it pays -------------------------------------------------------------------- */
-
-bool histd__dmtree_pays(const histd_problem *p, bool gpu, char *why, size_t whylen) {
-  /* weighted: 1.07x cpu at D1's density (1e6 points, 16 threads): not worth
-   * the risk of a model; explicit edges: the narrowest bin would have to
-   * decide. Within R is one bin [0, R]: R stands for the width. On a GPU:
-   * the measured case only (open, equal bins, the full range). */
-  double w;
-  if (p->weighted)
-    return false;
-  if (gpu && (p->statistic == HISTD_STAT_WITHIN || p->box.kind != HISTD_BOX_NONE))
-    return false;
-  if (p->statistic == HISTD_STAT_WITHIN)
-    w = p->radius;
-  else if (p->bins.kind == HISTD_BINS_WIDTH)
-    w = p->bins.width;
-  else
-    return false;
-  const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
-  const double n = (double)a->n + (p->b ? (double)b->n : 0);
-  const double min_ratio = gpu ? DMTREE_GPU_MIN_RATIO : DMTREE_MIN_RATIO;
-  if ((double)histd_problem_pairs(p) < (gpu ? DMTREE_GPU_MIN_PAIRS : DMTREE_MIN_PAIRS) ||
-      !(w > 0))
-    return false;
-  double v = 1;
-  for (int k = 0; k < 3; k++)
-    v *= fmax(a->max[k], b->max[k]) - fmin(a->min[k], b->min[k]);
-  const double spacing = cbrt(v / n), ratio = w / spacing;
-  if (!(ratio >= min_ratio)) /* NaN never: a flat set has spacing 0 */
-    return false;
-  if (why != NULL)
-    snprintf(why, whylen,
-             "dm-tree: the %s %.6g is %.3g times the points' mean spacing %.6g (the tree pays "
-             "from %g%s)",
-             p->statistic == HISTD_STAT_WITHIN ? "radius" : "bin width", w, ratio, spacing,
-             min_ratio, gpu ? " on a GPU" : "");
-  return true;
 }
 
 /* ---- the kernel ------------------------------------------------------------------- */

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 
+#include "choose.h"
 #include "histd/histd.h"
 #include "histd/eval.h"
 #include "histd/pair.h"
@@ -21,6 +22,9 @@ struct histd_worker {
   void *gpu;  /* the CUDA side's per-device context; NULL on the CPU */
 };
 
+/* Whether k is the registry's "auto" row (registry.c). */
+bool histd__kernel_is_auto(const histd_kernel *k);
+
 /* The signature every kernel's run() has (histd_kernel.run). */
 #define HISTD__RUN_ARGS                                                              \
   histd_worker *w, const histd_problem *p, const histd_exec *ex,                     \
@@ -33,9 +37,6 @@ int histd__cpu_run(HISTD__RUN_ARGS);
 int histd__cpu_grid_run(HISTD__RUN_ARGS);
 /* "dm-tree": node pairs resolved whole, exact, sub-quadratic (dmtree.c). */
 int histd__dmtree_run(HISTD__RUN_ARGS);
-/* Whether "auto" should run dm-tree on a CPU worker (gpu false) or on a
- * GPU worker (its measured models); if so, why (dmtree.c). */
-bool histd__dmtree_pays(const histd_problem *p, bool gpu, char *why, size_t whylen);
 
 /* dm-tree with its leaf pairs handed to another engine (the GPU's,
  * kernels/dmtree_engine.c): the tree, the traversal and the resolved node
@@ -238,17 +239,28 @@ int histd__cuda_prefetch(void *ctx, const histd_dataset *ds, bool sealed, char *
                          size_t msglen);
 /* Ends every sealed prefetch's promise (a run of frames that stopped early). */
 void histd__cuda_unseal(void *ctx);
-/* The GPU kernel ex->kernel, or (for "auto") the fastest exact one. */
+/* The brute-force GPU kernel ex->kernel (a row with launch facts) in
+ * blocks of ex->block_size; the plain histogram of one set, or of A x B
+ * (open space, equal widths, no weights) on a CLASSIC kernel at the self
+ * kernels' speed, which only "auto" hands it (kernels/gpu_engine.c). */
 int histd__cuda_run(HISTD__RUN_ARGS);
-int histd__cuda_auto_run(HISTD__RUN_ARGS);
-/* The plain histogram of A x B (open space, equal widths, no weights) on
- * the worker's GPU at the self kernels' speed (kernels/gpu_engine.c). */
-int histd__cuda_cross_run(HISTD__RUN_ARGS);
-/* A shard of a plain self histogram on the worker's GPU over the whole
- * frame (no copy of its blocks), when kernel k would run brute force there
- * and the shard's edges fall on the kernel's tiles (kernels/gpu_engine.c). */
+/* The GPUs a splittable job of `pairs` pairs runs on from worker w with
+ * ex's devices mask (several where it is large enough; 0: the mask allows
+ * none) (kernels/gpu_engine.c). */
+int histd__cuda_job_gpus(const histd_worker *w, const histd_exec *ex, double pairs);
+/* Whether tensor-core's plan takes the plain self histogram p on worker
+ * w's GPU (the float32 code's reach, its rows in shared memory, 2 to 2^31
+ * points, the devices mask), and its k (the float code's row bits) in *k
+ * (kernels/tc_engine.c). */
+bool histd__cuda_tc_plan(const histd_worker *w, const histd_problem *p, const histd_exec *ex,
+                         uint32_t *k);
+/* A shard sh of a plain self histogram (frame problem pf; ps the shard's
+ * own problem) on the worker's GPU over the whole frame (no copy of its
+ * blocks), where kernel k would run brute force on ps (tiled-privatized,
+ * or "auto" as choose.c says for ps) and the shard's edges fall on the
+ * kernel's tiles (kernels/gpu_engine.c). */
 bool histd__cuda_tiles_fit(const histd_worker *w, const histd_kernel *k, const histd_problem *pf,
-                           const histd_shard *sh, const histd_exec *ex);
+                           const histd_problem *ps, const histd_shard *sh, const histd_exec *ex);
 int histd__cuda_tiles_run(histd_worker *w, const histd_problem *pf, const histd_exec *ex,
                           const histd_shard *sh, const histd_control *ctl, histd_result *res,
                           char *msg, size_t msglen);

@@ -119,43 +119,11 @@ int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geo
   return grid_check(g, max_cells, msg, msglen);
 }
 
-/* The largest share of the pairs at which the grid still beats brute
- * force: CPU and GPU (bench/RESULTS.md, 2026-11-23). */
-#define GRID_SHARE_MAX_CPU 0.5
-#define GRID_SHARE_MAX_GPU 0.5
-
-double histd__grid_share(const histd__grid_geom *g) {
-  double share = 1;
-  for (int k = 0; k < 3; k++) {
-    double n = g->n[k];
-    share *= g->periodic ? fmin(n, 3) / n : (3 * n - 2) / (n * n);
-  }
-  return share;
-}
-
 uint64_t histd__grid_max_cells(const histd_problem *p, bool gpu) {
   const size_t na = p->a->n, nb = p->b != NULL ? p->b->n : na;
   uint64_t m = gpu ? (na > nb ? na : nb) / 16 : nb;
   m = m > (1u << 28) ? (1u << 28) : m;
   return m > 0 ? m : 1;
-}
-
-bool histd__grid_pays(const histd_problem *p, bool gpu, char *why, size_t whylen) {
-  histd__grid_geom g;
-  if (histd__grid_plan(p, histd__grid_max_cells(p, gpu), &g, NULL, 0) != 0) {
-    if (why != NULL)
-      snprintf(why, whylen, "brute force: the bins have no finite r_max for a grid");
-    return false;
-  }
-  const double share = histd__grid_share(&g), max = gpu ? GRID_SHARE_MAX_GPU : GRID_SHARE_MAX_CPU;
-  const bool pays = g.cells > 1 && share <= max;
-  if (why != NULL)
-    snprintf(why, whylen,
-             "%s: r_max %.6g gives %ux%ux%u cells of side >= r_max, which visit about %.3g%% "
-             "of the pairs (the grid pays below %.0f%%)",
-             pays ? "grid" : "brute force", g.r_max, g.n[0], g.n[1], g.n[2], 100 * share,
-             100 * max);
-  return pays;
 }
 
 void histd__grid_free(histd__grid *grid) {

@@ -88,7 +88,8 @@ typedef struct histd__grid_geom {
 } histd__grid_geom;
 
 /* The GPU grid's largest block (its kernel's launch bounds); "auto" runs
- * the grid at its own block where the job's is larger (a brute-force one). */
+ * the grid at its own block where the job's is larger (a brute-force one;
+ * choose.c). */
 #define HISTD__GRID_MAX_BLOCK 256u
 
 HISTD_GRID_FN uint32_t histd__grid_axis(double t, uint32_t n) {
@@ -179,21 +180,11 @@ HISTD_GRID_FN uint32_t histd__grid_neighbours(const histd__grid_geom *g, uint32_
 int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geom *g,
                      char *msg, size_t msglen);
 
-/*
- * The cost model "auto" uses. For points spread evenly, the grid visits a
- * share of all pairs of about the product over the axes of the share of
- * cell pairs that are neighbours: min(n, 3) / n on a periodic axis,
- * (3n - 2) / n^2 on an open one. Its loops cost a little more per pair than
- * brute force's (shorter runs of points), so the grid pays where that
- * share is below about GRID_SHARE_MAX (measured: bench/RESULTS.md,
- * 2026-11-23). Writes a sentence saying which and why into why.
- */
-double histd__grid_share(const histd__grid_geom *g);
 /* The most cells a grid of this problem gets: on the CPU about a point of
  * B (or A) a cell (emptier cells cost more to visit than they save); on
- * the GPU max(n_a, n_b) / 16, at most 2^28 (kernels/grid_engine.c). */
+ * the GPU max(n_a, n_b) / 16, at most 2^28 (kernels/grid_engine.c).
+ * "auto" plans with it to see whether the cells pay (choose.c). */
 uint64_t histd__grid_max_cells(const histd_problem *p, bool gpu);
-bool histd__grid_pays(const histd_problem *p, bool gpu, char *why, size_t whylen);
 
 /* ---- the CPU's grid: points sorted by cell (grid.c) ---------------------- */
 

@@ -40,8 +40,15 @@ int histd__cuda_run(HISTD__RUN_ARGS) {
                     "kernel \"%s\" needs a GPU, and histd was built without CUDA", ex->kernel);
 }
 
-int histd__cuda_auto_run(HISTD__RUN_ARGS) {
-  return histd__cuda_run(w, p, ex, ctl, res, msg, msglen);
+int histd__cuda_job_gpus(const histd_worker *w, const histd_exec *ex, double pairs) {
+  (void)w, (void)ex, (void)pairs;
+  return 0;
+}
+
+bool histd__cuda_tc_plan(const histd_worker *w, const histd_problem *p, const histd_exec *ex,
+                         uint32_t *k) {
+  (void)w, (void)p, (void)ex, (void)k;
+  return false;
 }
 
 int histd__cuda_grid_run(HISTD__RUN_ARGS) {
@@ -68,8 +75,8 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
 }
 
 bool histd__cuda_tiles_fit(const histd_worker *w, const histd_kernel *k, const histd_problem *pf,
-                           const histd_shard *sh, const histd_exec *ex) {
-  (void)w; (void)k; (void)pf; (void)sh; (void)ex;
+                           const histd_problem *ps, const histd_shard *sh, const histd_exec *ex) {
+  (void)w, (void)k, (void)pf, (void)ps, (void)sh, (void)ex;
   return false;
 }
 
@@ -78,8 +85,4 @@ int histd__cuda_tiles_run(histd_worker *w, const histd_problem *pf, const histd_
                           char *msg, size_t msglen) {
   (void)sh;
   return histd__cuda_run(w, pf, ex, ctl, res, msg, msglen);
-}
-
-int histd__cuda_cross_run(HISTD__RUN_ARGS) {
-  return histd__cuda_run(w, p, ex, ctl, res, msg, msglen);
 }

@@ -30,7 +30,6 @@
 #include <string.h>
 
 #include "engine.h"
-#include "grid.h"
 
 static uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
@@ -88,18 +87,15 @@ void histd_shard_plan_make(const histd_problem *p, const char *kernel, uint64_t 
 
 uint64_t histd_shard_work(const histd_problem *p, const char *kernel) {
   const uint64_t pairs = histd_problem_pairs(p);
+  const histd_kernel *k = kernel != NULL ? histd_kernel_find(kernel) : NULL;
   histd_dataset a, b;
   histd_problem pr, pf;
   double within[2];
-  histd__grid_geom g;
-  if (kernel == NULL || histd__problem_resolve(p, within, &pr, NULL, 0) != 0)
+  if (k == NULL || histd__problem_resolve(p, within, &pr, NULL, 0) != 0)
     return pairs;
   histd_problem_frame(&pr, 0, &a, &b, &pf);
-  if (histd__grid_plan(&pf, histd__grid_max_cells(&pf, false), &g, NULL, 0) != 0 ||
-      !(strcmp(kernel, "grid") == 0 ||
-        (strcmp(kernel, "auto") == 0 && histd__grid_pays(&pf, false, NULL, 0))))
-    return pairs;
-  const double work = ceil((double)pairs * histd__grid_share(&g));
+  /* the kernel's share of the pairs, by the grid's model (choose.c) */
+  const double work = ceil((double)pairs * histd__work_share(&pf, k));
   return work < (double)pairs ? (uint64_t)work : pairs;
 }
 

@@ -72,12 +72,13 @@ static int run_frame(histd_worker *w, const histd_kernel *k, const histd_problem
 }
 
 /* Frame problem pf's part: shard sh of it (ps, on views of its blocks), or
- * all of it (sh NULL, ps == pf); a shard of a plain self histogram on a GPU
- * runs on the whole resident frame instead of copies of its blocks. */
+ * all of it (sh NULL, ps == pf); a shard of a plain self histogram that
+ * would run brute force on a GPU runs on the whole resident frame instead
+ * of copies of its blocks. */
 static int run_part(histd_worker *w, const histd_kernel *k, const histd_problem *pf,
                     const histd_problem *ps, const histd_shard *sh, const histd_exec *ex,
                     const histd_control *ctl, histd_result *res, char *msg, size_t msglen) {
-  if (sh != NULL && histd__cuda_tiles_fit(w, k, pf, sh, ex))
+  if (sh != NULL && histd__cuda_tiles_fit(w, k, pf, ps, sh, ex))
     return histd__cuda_tiles_run(w, pf, ex, sh, ctl, res, msg, msglen);
   return run_frame(w, k, ps, ex, ctl, res, msg, msglen);
 }
@@ -182,7 +183,7 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
       res->block_size = part.block_size;
       res->threads = part.threads;
       memcpy(res->device, part.device, sizeof res->device);
-      if (strcmp(k->name, "auto") == 0) {
+      if (histd__kernel_is_auto(k)) {
         strcpy(res->kernel, part.kernel);
         strcpy(res->reason, part.reason);
       }
@@ -210,7 +211,8 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
 }
 
 /* Whether kernel k runs a statistic of points by brute force (the CPU's
- * plain kernels) rather than by the cell grid ("grid", "auto"). */
+ * plain kernels) rather than by the cell grid ("grid", and "auto", which
+ * chooses it). */
 static bool points_brute(const histd_kernel *k) {
   return strcmp(k->name, "cpu") == 0 || strcmp(k->name, "cpu-reference") == 0;
 }
@@ -250,6 +252,16 @@ static int run_points(histd_worker *w, const histd_kernel *k, const histd_proble
                       const histd_exec *ex, const histd_control *ctl, histd_result *res,
                       char *msg, size_t msglen) {
   const size_t frames = histd_problem_frames(p);
+  if (histd__kernel_is_auto(k)) { /* what it chooses for points: the grid */
+    histd_dataset a0, b0;
+    histd_problem p0;
+    histd__choice c;
+    histd_problem_frame(p, 0, &a0, &b0, &p0);
+    histd__choose(w, &p0, ex, 0, &c);
+    k = c.kernel;
+    snprintf(res->kernel, sizeof res->kernel, "%s", c.kernel->name);
+    snprintf(res->reason, sizeof res->reason, "%s", c.reason);
+  }
   const bool brute = points_brute(k);
   histd_exec e = *ex;
   if (strcmp(k->name, "cpu-reference") == 0)
