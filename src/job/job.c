@@ -105,6 +105,10 @@ int histd_job_bind(histd_job *job, const histd_params *p, const histd_dataset *a
     histd_job_free(job);
     return rc;
   }
+  /* select_b without dataset_b: A and B are selections of one dataset, and
+   * a point of A never meets itself among B's (histd.h's "other than
+   * itself": the per-point statistics and the pair list) */
+  job->problem.same_atoms = b == NULL && job->ops.b != NULL;
   return 0;
 }
 

@@ -1,7 +1,9 @@
 """common.py -- what the python suite's tests share: the client from the
 source tree (api/python), the real daemon (tests/service/daemon.py), and
 the independent definitions the results are checked against, written with
-numpy: every pair's distance, binned."""
+numpy: every pair's distance, binned; the distance matrix of the
+contract's minimum image (orthorhombic and triclinic); a GRO file read as
+histd reads it."""
 import os
 import sys
 
@@ -66,3 +68,45 @@ def rdf(r, edges, pairs, volume, n, cross=False):
     g = counts / (pairs * shell / volume)
     coord = (1.0 if cross else 2.0) * (below + np.cumsum(counts)) / n
     return counts, g, coord
+
+
+def dmatrix(a, b, box=None):
+    """d of every (a_i, b_j) as the contract defines it (README "Job
+    parameters", include/histd/pair.h), each operation one binary64
+    rounding: dx = xi - xj; the minimum image in `box` (None: open space;
+    [Lx, Ly, Lz]: per axis dx - L * nearbyint(dx / L); nine numbers, the
+    vectors a, b, c lower-triangular: z, then y, then x); then
+    sqrt((dx*dx + dy*dy) + dz*dz). np.rint rounds half to even, as nearbyint."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    dx = a[:, None, 0] - b[None, :, 0]
+    dy = a[:, None, 1] - b[None, :, 1]
+    dz = a[:, None, 2] - b[None, :, 2]
+    if box is not None and len(box) == 3:
+        lx, ly, lz = (float(v) for v in box)
+        dx = dx - lx * np.rint(dx / lx)
+        dy = dy - ly * np.rint(dy / ly)
+        dz = dz - lz * np.rint(dz / lz)
+    elif box is not None:
+        ax, ay, az, bx, by, bz, cx, cy, cz = (float(v) for v in box)
+        assert ay == az == bz == 0.0, "a along x, b in the xy plane"
+        n = np.rint(dz / cz)
+        dz = dz - cz * n
+        dy = dy - cy * n
+        dx = dx - cx * n
+        n = np.rint(dy / by)
+        dy = dy - by * n
+        dx = dx - bx * n
+        n = np.rint(dx / ax)
+        dx = dx - ax * n
+    return np.sqrt((dx * dx + dy * dy) + dz * dz)
+
+
+def read_gro(path):
+    """A GRO file's atom names, float64 coordinates (its %8.3f columns, nm)
+    and its box line's numbers."""
+    lines = open(path).read().splitlines()
+    n = int(lines[1])
+    names = [l[10:15].strip() for l in lines[2:2 + n]]
+    pos = np.array([[float(l[20 + 8 * k:28 + 8 * k]) for k in range(3)] for l in lines[2:2 + n]])
+    return names, pos, [float(v) for v in lines[2 + n].split()]
