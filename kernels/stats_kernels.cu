@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
 
   histd_metric m = p.metric;
   m.kind = METRIC; /* a constant: histd_min_image's branches fold away */
-  const histd_ev_bin ev = {L.edges ? L.edges : p.dedges, p.width, p.inv_width, count};
+  const double *edges = L.edges ? L.edges : p.dedges;
   unsigned long long *hist = L.hist ? L.hist : p.counts;
   double *part = L.part + warp * per_warp;
   const uint32_t tiles_b = (p.nb + B - 1) / B;
@@ -105,7 +105,12 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
       if (live)
         for (uint32_t jj = j0; jj < jn; jj++) {
           double d = histd_pair_d(&m, xi, yi, zi, L.tx[jj], L.ty[jj], L.tz[jj]);
-          const uint32_t k = histd_ev_bin_slot_as(&ev, d, EDGES);
+          /* histd_ev_bin_slot's rule, written out: through the evaluator's
+           * struct the width and its inverse sit in registers, and GS1 ran
+           * 6% slower on an H200 (bench/RESULTS.md, 2026-11-28) */
+          uint32_t bin = EDGES ? histd_bin_edges(d, edges, count)
+                               : histd_bin_width(d, p.width, p.inv_width, count);
+          uint32_t k = bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? count + 1 : bin;
           atomicAdd(&hist[k], 1ull);
           if (W == STATS_W_LANES) /* this lane's own column: no atomic */
             part[(size_t)k * 32 + lane] = __dadd_rn(part[(size_t)k * 32 + lane],

@@ -48,17 +48,10 @@ typedef struct histd_ev_bin {
   uint32_t count;
 } histd_ev_bin;
 
-HISTD_PAIR_FN uint32_t histd_ev_bin_slot_as(const histd_ev_bin *e, double d, int edges) {
-  uint32_t b = edges ? histd_bin_edges(d, e->edges, e->count)
-                     : histd_bin_width(d, e->width, e->inv, e->count);
-  return b == HISTD_BIN_BELOW ? e->count : b == HISTD_BIN_OVER ? e->count + 1 : b;
-}
-
-/* The slot, the kind of bins read from e; _as with the kind given, where
- * it is a constant (a GPU kernel's template parameter), so that the
- * inlined test goes. */
 HISTD_PAIR_FN uint32_t histd_ev_bin_slot(const histd_ev_bin *e, double d) {
-  return histd_ev_bin_slot_as(e, d, e->edges != 0);
+  uint32_t b = e->edges != 0 ? histd_bin_edges(d, e->edges, e->count)
+                             : histd_bin_width(d, e->width, e->inv, e->count);
+  return b == HISTD_BIN_BELOW ? e->count : b == HISTD_BIN_OVER ? e->count + 1 : b;
 }
 
 /* ---- by pair: the pairs within a radius --------------------------------- */
