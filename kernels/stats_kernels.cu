@@ -18,7 +18,6 @@
 #include "sdh_gpu.h"
 #include "stats_gpu.h"
 #include "launch_util.cuh"
-#include "histd/eval.h"
 #include "wsum_device.cuh"
 
 struct smem_layout {
@@ -126,7 +125,8 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
           for (int o = 16; o > 0; o /= 2)
             v = __dadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
           if (lane == 0 && v != 0)
-            histd_ev_neumaier(&L.wsum[(size_t)warp * slots + k], &L.werr[(size_t)warp * slots + k], v);
+            histd_ev_neumaier(&L.wsum[(size_t)warp * slots + k],
+                              &L.werr[(size_t)warp * slots + k], v);
         }
         __syncwarp();
       } else if (W == STATS_W_ATOMIC) { /* at most 32 * B terms per slot since the last */

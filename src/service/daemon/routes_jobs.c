@@ -371,7 +371,8 @@ static bool job_dataset(create_ctx *c, const char *field, const char *id, datase
 static int check_result_size(service *svc, const histd_job_plan *plan, const job_record *j,
                              char *msg, size_t msglen) {
   const uint64_t cap = svc->cfg.max_result_bytes;
-  if (histd_statistic_per_point(plan->statistic)) { /* its rows: 10 bytes a value at most */
+  const histd_answer answer = histd_statistic_about(plan->statistic)->answer;
+  if (answer == HISTD_ANSWER_POINTS) { /* its rows: 10 bytes a value at most */
     const uint64_t bound = plan->result_bytes / 8 * 10 + 1024;
     if (cap == 0 || bound <= cap)
       return 0;
@@ -383,7 +384,7 @@ static int check_result_size(service *svc, const histd_job_plan *plan, const job
                       plan->frames == 1 ? "" : "s", j->n / (plan->frames ? plan->frames : 1),
                       (unsigned long long)cap);
   }
-  if (histd_statistic_about(plan->statistic)->answer == HISTD_ANSWER_PAIRS) /* a file, capped as it runs */
+  if (answer == HISTD_ANSWER_PAIRS) /* a file, capped as it runs */
     return 0;
   const uint32_t buckets = plan->statistic == HISTD_STAT_WITHIN ? 1 : plan->buckets;
   const uint64_t frames = plan->frames;
