@@ -222,6 +222,11 @@ typedef struct histd_slice {
 } histd_slice;
 int histd_dataset_select(const histd_dataset *ds, const char *sel, const histd_slice *frames,
                          histd_dataset *out, char *msg, size_t msglen);
+/* The atoms pick[0..m) of every frame of ds (every frame must hold the same
+ * atoms; each pick below their count), as a new dataset, as a selection
+ * makes it (origins through ds's own). */
+int histd_dataset_pick(const histd_dataset *ds, const size_t *pick, size_t m,
+                       histd_dataset *out, char *msg, size_t msglen);
 /* Gives ds (a trajectory without names: XTC, TRR, DCD, NetCDF) a copy of
  * the topology of `from` (a GRO or PDB of the same system): every frame of
  * ds must hold as many points as `from` has atoms a frame, or a sentence
@@ -314,6 +319,19 @@ typedef enum histd_statistic {
                              * as they are found; i < j for self pairs      */
 } histd_statistic;
 
+/* How a job's pairs were made, as its result tells it: PLAIN is self
+ * pairs i < j (one set, or two selections of the same atoms) or every
+ * (a, b) of two datasets (or of two selections sharing no atom); DISTINCT
+ * is two selections of one dataset that share atoms, each unordered pair
+ * of distinct atoms once; ORDERED is every (a, b) of two selections of
+ * one dataset as asked ("pairs": "ordered"), an atom in both meeting
+ * itself at d = 0 (MDAnalysis's InterRDF without exclusion_block). */
+typedef enum histd_pairing {
+  HISTD_PAIRING_PLAIN = 0,
+  HISTD_PAIRING_DISTINCT = 1,
+  HISTD_PAIRING_ORDERED = 2
+} histd_pairing;
+
 /* The shape of a statistic's answer (the seed paper's three): a small
  * output of bins, a value per point of A, a record per pair. */
 typedef enum histd_answer {
@@ -367,6 +385,13 @@ typedef struct histd_problem {
   uint64_t result_limit; /* bytes: a result (its per-point arrays, its pair
                           * records) larger than this is refused before it
                           * is computed (HISTD_ETOOBIG); 0: no limit      */
+  const histd_dataset *shared; /* NULL, or the atoms two overlapping
+                          * selections share, each pair of distinct atoms
+                          * once: then a and b are the atoms only A and only
+                          * B hold, and the pairs are a x b, a x shared,
+                          * shared x b and shared's self pairs (bins only;
+                          * histd_problem_pieces)                         */
+  histd_pairing pairing; /* the rule the operands were paired by (shown)  */
 } histd_problem;
 
 /* per_frame keeps frames x bins counts: at most this many (1 GiB). */
@@ -405,8 +430,14 @@ size_t histd_problem_frames(const histd_problem *p);
 void histd_problem_frame(const histd_problem *p, size_t f, histd_dataset *a,
                          histd_dataset *b, histd_problem *out);
 
+/* The pieces a problem's pairs are counted in: the problem itself, or for
+ * two selections that share atoms (shared) its four pieces, a x b,
+ * a x shared, shared x b and shared's self pairs, each a plain problem
+ * (shared NULL). Returns how many (1 or 4). */
+int histd_problem_pieces(const histd_problem *p, histd_problem out[4]);
+
 /* The number of pairs the problem counts (n(n-1)/2 or n_a * n_b, summed
- * over its frames). */
+ * over its frames and pieces). */
 uint64_t histd_problem_pairs(const histd_problem *p);
 
 /* The bytes of the problem's result that grow with it: its bins (and
@@ -535,6 +566,7 @@ typedef struct histd_result {
   double *weighted;  /* NULL, or bins.count weighted sums           */
   uint64_t n, n_b;   /* points of A, and of B (0 for self pairs)     */
   bool cross;        /* the pairs were A x B                         */
+  histd_pairing pairing; /* the rule they were paired by               */
   double volume;     /* periodic: the box volume; 0 in open space. With
                       * several frames, the volume that normalises g(r) by
                       * the frames' total: total / sum_f (P_f / V_f)     */

@@ -41,6 +41,8 @@ typedef struct histd_params {
   char select_a[256];   /* "": every atom of the dataset (histd_dataset_select) */
   char select_b[256];   /* "": B is dataset_b whole, or no B (self pairs)   */
   bool exclude_molecule; /* "exclude": "molecule"                          */
+  bool ordered_pairs;    /* "pairs": "ordered": two selections of one dataset
+                          * pair as every (a, b), not each distinct pair once */
   bool has_frames;       /* "frames": "START:STOP:STEP" given            */
   histd_slice frames;
   bool per_frame;        /* a frames x bins table beside the sums        */
@@ -130,20 +132,41 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
 int histd_params_problem(const histd_params *p, const histd_dataset *a, const histd_dataset *b,
                          histd_problem *out, double **edges, char *msg, size_t msglen);
 
+/* The statistic the parameters ask for (histd_params_spec checks that they
+ * ask for one). */
+histd_statistic histd_params_statistic(const histd_params *p);
+
 /*
  * The operands a job's selections make: A is select_a of a (a whole when
  * none); B is select_b of b, or b whole, or, with no b, select_b of a (A x B
  * between two selections of one dataset), or none. `frames` keeps a slice
  * of A's frames (and of B's, when B has several). The selections are
- * copies, owned here until histd_operands_free.
+ * copies, owned here until histd_operands_free. Two selections of one
+ * dataset pair by the contract's rule: an atom never pairs with itself
+ * (histd_operands_pair).
  */
 typedef struct histd_operands {
   const histd_dataset *a, *b; /* what histd_params_problem takes */
   histd_dataset sel_a, sel_b;
+  /* two selections of one dataset, paired by the rule (pairing.c): the
+   * same atoms make b NULL (self pairs); atoms in both, unless the job
+   * asks for ordered pairs, are moved out of sel_a and sel_b into sel_o,
+   * which `shared` then points to */
+  histd_dataset sel_o;
+  const histd_dataset *shared;
+  histd_pairing pairing;
 } histd_operands;
 int histd_params_operands(const histd_params *p, const histd_dataset *a, const histd_dataset *b,
                           histd_operands *out, char *msg, size_t msglen);
 void histd_operands_free(histd_operands *o);
+/* Applies the rule to operands that are two selections of one dataset
+ * (called by histd_params_operands): the same atoms become a self job
+ * (b NULL); atoms both hold, for a statistic in bins, go to sel_o, each
+ * pair of distinct atoms counted once; a pair list of selections that share
+ * some atoms is refused. With "pairs": "ordered", nothing changes but the
+ * label. */
+int histd_operands_pair(const histd_params *p, histd_statistic statistic, histd_operands *o,
+                        char *msg, size_t msglen);
 
 #ifdef __cplusplus
 }

@@ -217,6 +217,9 @@ int histd__emit_pairs(const histd_control *ctl, const histd_pair_record *r, size
 /* Part k of `parts` of a run (a frame, a slab): histd__part_control(&pt)
  * is a control whose progress is scaled into outer's and whose cancel is
  * outer's; pt must outlive its use. */
+/* The most points a frame of ds holds. */
+uint64_t histd__most_points(const histd_dataset *ds);
+
 typedef struct histd__part {
   const histd_control *outer;
   double k, parts;

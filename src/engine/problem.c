@@ -231,7 +231,31 @@ void histd_problem_frame(const histd_problem *p, size_t f, histd_dataset *a, his
   out->frame_boxes = false;
 }
 
+int histd_problem_pieces(const histd_problem *p, histd_problem out[4]) {
+  if (p->shared == NULL) {
+    out[0] = *p;
+    return 1;
+  }
+  /* A' x B', A' x S, S x B', S's self pairs (src/job/pairing.c says why) */
+  const histd_dataset *const ops[4][2] = {
+      {p->a, p->b}, {p->a, p->shared}, {p->shared, p->b}, {p->shared, NULL}};
+  for (int k = 0; k < 4; k++) {
+    out[k] = *p;
+    out[k].a = ops[k][0];
+    out[k].b = ops[k][1];
+    out[k].shared = NULL;
+  }
+  return 4;
+}
+
 uint64_t histd_problem_pairs(const histd_problem *p) {
+  if (p->shared != NULL) {
+    histd_problem piece[4];
+    uint64_t sum = 0;
+    for (int k = 0, n = histd_problem_pieces(p, piece); k < n; k++)
+      sum += histd_problem_pairs(&piece[k]);
+    return sum;
+  }
   uint64_t sum = 0;
   for (size_t f = 0, frames = histd_problem_frames(p); f < frames; f++) {
     uint64_t na = frame_n(p->a, frame_of(p->a, f));
@@ -505,6 +529,16 @@ int histd_problem_check(const histd_problem *p, const histd_shape *a, const hist
 int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen) {
   if (p->a == NULL)
     return histd_fail(msg, msglen, HISTD_EINVAL, "a problem needs its points");
+  if (p->shared != NULL) { /* its pieces, each a plain problem */
+    histd_problem piece[4];
+    int rc = 0;
+    if (histd_statistic_about(p->statistic)->answer != HISTD_ANSWER_BINS || p->b == NULL)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "shared atoms are for a statistic in bins between two selections");
+    for (int k = 0, n = histd_problem_pieces(p, piece); k < n && rc == 0; k++)
+      rc = histd_problem_validate(&piece[k], msg, msglen);
+    return rc;
+  }
   histd_shape a, b;
   histd_dataset_shape(p->a, &a);
   if (p->b != NULL)

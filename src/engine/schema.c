@@ -67,6 +67,11 @@ static bool has_reason(const histd_result *r) { return r->reason[0] != '\0'; }
 GET(get_n, u, r->n)
 GET(get_n_b, u, r->n_b)
 GET(get_cross, b, r->cross)
+GET(get_pairing, s,
+    r->pairing == HISTD_PAIRING_DISTINCT  ? "distinct"
+    : r->pairing == HISTD_PAIRING_ORDERED ? "ordered"
+    : r->cross                            ? "cross"
+                                          : "self")
 GET(get_select_a, s, r->select_a)
 GET(get_select_b, s, r->select_b)
 GET(get_exclude, s, "molecule")
@@ -174,6 +179,11 @@ static const histd_field table[] = {
      has_select_a, get_select_a, NULL, KEEP_STR(select_a), NULL},
     {"select_b", NULL, NULL, STR, SCALAR, "", ALL, "the atoms of B (a selection)",
      has_select_b, get_select_b, NULL, KEEP_STR(select_b), NULL},
+    {"pairing", NULL, NULL, STR, SCALAR, "", ALL,
+     "how the two selections of one dataset paired: self (the same atoms: i < j), distinct "
+     "(atoms in both: each pair of distinct atoms once), cross (no atom in both) or ordered "
+     "(every (a, b), as asked)",
+     has_select_b, get_pairing, NULL, KEEP(pairing), NULL},
     {"exclude", NULL, NULL, STR, SCALAR, "", ALL,
      "molecule: the pairs within one molecule were left out", excludes, get_exclude, NULL,
      KEEP(exclude_molecule), NULL},

@@ -34,7 +34,7 @@
 static uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
 
 /* A frame's most points. */
-static uint64_t most_points(const histd_dataset *ds) {
+uint64_t histd__most_points(const histd_dataset *ds) {
   size_t frames = histd_dataset_frames(ds);
   if (frames == 1)
     return ds->n;
@@ -48,6 +48,8 @@ static uint64_t most_points(const histd_dataset *ds) {
  * cannot count A x B cannot run an off-diagonal block. */
 static bool cuttable(const histd_problem *p, const char *kernel) {
   if (p->statistic == HISTD_STAT_WITHIN && p->radius == 0)
+    return false;
+  if (p->shared != NULL) /* selections sharing atoms: counted in pieces, whole */
     return false;
   const histd_kernel *k = histd_kernel_find(kernel != NULL ? kernel : "");
   return k == NULL || (k->caps & HISTD_CAN_CROSS) != 0;
@@ -64,8 +66,8 @@ static void plan_blocks(histd_shard_plan *plan, uint64_t block, bool self) {
 void histd_shard_plan_make(const histd_problem *p, const char *kernel, uint64_t want,
                            histd_shard_plan *plan) {
   memset(plan, 0, sizeof *plan);
-  plan->n_a = most_points(p->a);
-  plan->n_b = p->b != NULL ? most_points(p->b) : 0;
+  plan->n_a = histd__most_points(p->a);
+  plan->n_b = p->b != NULL ? histd__most_points(p->b) : 0;
   const bool self = plan->self = p->b == NULL;
   uint64_t hi = plan->n_a > plan->n_b ? plan->n_a : plan->n_b, lo = 1;
   if (hi == 0 || want <= 1 || !cuttable(p, kernel))
@@ -131,6 +133,8 @@ static uint64_t span(uint64_t lo, uint64_t hi, uint64_t n) {
 }
 
 uint64_t histd_shard_pairs(const histd_problem *p, const histd_shard *sh) {
+  if (p->shared != NULL) /* its one shard is the whole problem */
+    return histd_problem_pairs(p);
   uint64_t sum = 0;
   for (size_t f = 0, frames = histd_problem_frames(p); f < frames; f++) {
     histd_dataset a, b;

@@ -303,41 +303,29 @@ static int slice_frames(const histd_dataset *ds, const histd_slice *sl, size_t *
   return 0;
 }
 
-int histd_dataset_select(const histd_dataset *ds, const char *text, const histd_slice *sl,
-                         histd_dataset *out, char *msg, size_t msglen) {
-  memset(out, 0, sizeof *out);
-  const bool all = text == NULL || text[0] == '\0' || strcasecmp(text, "all") == 0;
-  size_t atoms = 0, first, frames, step;
-  selection sel;
-  memset(&sel, 0, sizeof sel);
-  int rc = slice_frames(ds, sl, &first, &frames, &step, msg, msglen);
-  /* a selection of atoms needs every frame to hold the same ones; all of
-   * them keeps each frame whole, whatever its size */
-  if (rc == 0 && !all && (rc = frame_atoms(ds, &atoms, msg, msglen)) == 0)
-    rc = parse_selection(text, histd_topology_fields(ds->top), &sel, msg, msglen);
-  size_t *pick = NULL, m = 0, total = 0;
-  if (rc == 0 && !all && (pick = malloc((atoms ? atoms : 1) * sizeof *pick)) == NULL)
-    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a selection of %zu atoms",
-                    atoms);
-  for (size_t i = 0; rc == 0 && !all && i < atoms; i++)
-    if (matches(&sel, ds->top, i))
-      pick[m++] = i;
-  if (rc == 0 && !all && m == 0)
-    rc = histd_fail(msg, msglen, HISTD_EINVAL, "selection \"%s\" matches none of the %zu atoms",
-                    text, atoms);
-  for (size_t k = 0; rc == 0 && k < frames; k++) {
+/* The atoms pick[0..m) (NULL: every frame whole) of frames first, first +
+ * step, ... (`frames` of them) of ds, as a new dataset into out: points,
+ * weights, frames and boxes, topology entries, and each atom's origin (its
+ * index in a frame of the dataset ds was selected from, through ds's own
+ * origins). `atoms` is a frame's atoms (when pick is given, or ds has
+ * origins). Frees what it made when it fails. */
+static int copy_picked(const histd_dataset *ds, const size_t *pick, size_t m, size_t atoms,
+                       size_t first, size_t frames, size_t step, histd_dataset *out, char *msg,
+                       size_t msglen) {
+  const bool all = pick == NULL;
+  size_t total = 0;
+  for (size_t k = 0; k < frames; k++) {
     histd_dataset view;
     histd_dataset_frame(ds, first + k * step, &view);
     total += all ? view.n : m;
   }
-  if (rc == 0)
-    rc = histd_dataset_alloc(out, total, msg, msglen);
+  int rc = histd_dataset_alloc(out, total, msg, msglen);
   if (rc == 0 && ds->w != NULL)
     rc = histd_dataset_alloc_weights(out, msg, msglen);
   size_t *counts = NULL;
   histd_box *boxes = NULL;
-  if (rc == 0 && ((counts = malloc(frames * sizeof *counts)) == NULL ||
-                  (boxes = malloc(frames * sizeof *boxes)) == NULL))
+  if (rc == 0 && ((counts = malloc((frames ? frames : 1) * sizeof *counts)) == NULL ||
+                  (boxes = malloc((frames ? frames : 1) * sizeof *boxes)) == NULL))
     rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu frames", frames);
   for (size_t k = 0, at = 0; rc == 0 && k < frames; k++) {
     histd_dataset view;
@@ -360,14 +348,12 @@ int histd_dataset_select(const histd_dataset *ds, const char *text, const histd_
     rc = histd_dataset_set_frames(out, frames, counts, boxes, msg, msglen);
   if (rc == 0)
     memcpy(out->unit, ds->unit, sizeof out->unit);
-  if (rc == 0 && ds->top != NULL && !all)
-    rc = select_topology(ds->top, pick, m, out, msg, msglen);
-  if (rc == 0 && ds->top != NULL && all && frame_atoms(ds, &atoms, NULL, 0) == 0)
-    rc = select_topology(ds->top, NULL, atoms, out, msg, msglen);
+  if (rc == 0 && ds->top != NULL && (!all || atoms > 0))
+    rc = select_topology(ds->top, pick, all ? atoms : m, out, msg, msglen);
   /* each chosen atom's index in the source's frame (through the source's
    * own origins, when it is a selection itself) */
   const size_t kept = all ? (ds->origin != NULL ? atoms : 0) : m;
-  if (rc == 0 && kept > 0 && (all ? ds->origin != NULL : true)) {
+  if (rc == 0 && kept > 0) {
     if ((out->origin = malloc(kept * sizeof *out->origin)) == NULL)
       rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a selection of %zu atoms",
                       kept);
@@ -378,9 +364,55 @@ int histd_dataset_select(const histd_dataset *ds, const char *text, const histd_
   }
   free(counts);
   free(boxes);
-  free(pick);
-  free(sel.items);
   if (rc != 0)
     histd_dataset_free(out);
+  return rc;
+}
+
+int histd_dataset_select(const histd_dataset *ds, const char *text, const histd_slice *sl,
+                         histd_dataset *out, char *msg, size_t msglen) {
+  memset(out, 0, sizeof *out);
+  const bool all = text == NULL || text[0] == '\0' || strcasecmp(text, "all") == 0;
+  size_t atoms = 0, first, frames, step;
+  selection sel;
+  memset(&sel, 0, sizeof sel);
+  int rc = slice_frames(ds, sl, &first, &frames, &step, msg, msglen);
+  /* a selection of atoms needs every frame to hold the same ones; all of
+   * them keeps each frame whole, whatever its size (and its topology and
+   * origins need the same atoms in every frame) */
+  if (rc == 0 && !all && (rc = frame_atoms(ds, &atoms, msg, msglen)) == 0)
+    rc = parse_selection(text, histd_topology_fields(ds->top), &sel, msg, msglen);
+  if (rc == 0 && all && (ds->top != NULL || ds->origin != NULL) &&
+      frame_atoms(ds, &atoms, NULL, 0) != 0) {
+    atoms = 0; /* frames of different sizes: no topology or origins to keep */
+  }
+  size_t *pick = NULL, m = 0;
+  if (rc == 0 && !all && (pick = malloc((atoms ? atoms : 1) * sizeof *pick)) == NULL)
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for a selection of %zu atoms",
+                    atoms);
+  for (size_t i = 0; rc == 0 && !all && i < atoms; i++)
+    if (matches(&sel, ds->top, i))
+      pick[m++] = i;
+  if (rc == 0 && !all && m == 0)
+    rc = histd_fail(msg, msglen, HISTD_EINVAL, "selection \"%s\" matches none of the %zu atoms",
+                    text, atoms);
+  if (rc == 0)
+    rc = copy_picked(ds, pick, m, atoms, first, frames, step, out, msg, msglen);
+  free(pick);
+  free(sel.items);
+  return rc;
+}
+
+int histd_dataset_pick(const histd_dataset *ds, const size_t *pick, size_t m,
+                       histd_dataset *out, char *msg, size_t msglen) {
+  memset(out, 0, sizeof *out);
+  size_t atoms;
+  int rc = frame_atoms(ds, &atoms, msg, msglen);
+  for (size_t i = 0; rc == 0 && i < m; i++)
+    if (pick[i] >= atoms)
+      rc = histd_fail(msg, msglen, HISTD_EINVAL, "atom %zu is not among the %zu of a frame",
+                      pick[i], atoms);
+  if (rc == 0)
+    rc = copy_picked(ds, pick, m, atoms, 0, histd_dataset_frames(ds), 1, out, msg, msglen);
   return rc;
 }

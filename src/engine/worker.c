@@ -312,11 +312,72 @@ int histd_worker_run(histd_worker *w, const histd_problem *p, const histd_exec *
   return histd_worker_run_shard(w, p, ex, NULL, ctl, res, msg, msglen);
 }
 
+/* A problem in pieces (two selections that share atoms, pairing.c): each
+ * piece run on its own and the results added as shards' are; the one
+ * shard such a problem is cut into (histd_shard_plan_make) is all of it. */
+static int run_pieces(histd_worker *w, const histd_problem *p, const histd_exec *ex,
+                      const histd_shard *sh, const histd_control *ctl, histd_result *res,
+                      char *msg, size_t msglen) {
+  const double t0 = histd_now_ms();
+  histd_problem piece[4];
+  const int n = histd_problem_pieces(p, piece);
+  if (sh != NULL && (sh->i0 != 0 || sh->j0 != 0 || sh->i1 < histd__most_points(p->a) ||
+                     sh->j1 < histd__most_points(p->b)))
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "a job on selections that share atoms is not cut into shards");
+  int rc = histd_problem_validate(p, msg, msglen), ran = 0;
+  double *err = NULL;
+  uint64_t most = 0;
+  for (int k = 0; rc == 0 && k < n; k++) {
+    const uint64_t pairs = histd_problem_pairs(&piece[k]);
+    if (pairs == 0)
+      continue; /* an empty piece: nothing to count (a kernel is not asked) */
+    histd__part fc = {ctl, (double)k, (double)n};
+    histd_control sub = histd__part_control(&fc);
+    histd_result part;
+    if ((rc = histd_worker_run_shard(w, &piece[k], ex, NULL, &sub, &part, msg, msglen)) != 0)
+      break;
+    if (ran++ == 0) {
+      *res = part;
+      most = pairs;
+      if (res->weighted != NULL &&
+          (err = calloc(res->bins.count ? res->bins.count : 1, sizeof *err)) == NULL)
+        rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the weighted sums");
+      continue;
+    }
+    rc = histd_result_add(res, err, &part, msg, msglen);
+    if (pairs > most) { /* the kernel that ran the most pairs ("auto" may choose per piece) */
+      most = pairs;
+      strcpy(res->kernel, part.kernel);
+      strcpy(res->reason, part.reason);
+    }
+    histd_result_free(&part);
+  }
+  if (rc == 0 && ran == 0)
+    rc = histd_fail(msg, msglen, HISTD_EINVAL, "the selections hold no pair of distinct atoms");
+  if (rc != 0) {
+    if (ran > 0)
+      histd_result_free(res);
+    free(err);
+    return rc;
+  }
+  histd_result_add_done(res, err);
+  free(err);
+  res->n = p->a->n + p->shared->n; /* A and B whole, every frame's together */
+  res->n_b = p->b->n + p->shared->n;
+  res->cross = true;
+  res->pairing = HISTD_PAIRING_DISTINCT;
+  res->timing.total_ms = histd_now_ms() - t0;
+  return 0;
+}
+
 int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const histd_exec *ex_in,
                            const histd_shard *sh, const histd_control *ctl, histd_result *res,
                            char *msg, size_t msglen) {
   double t0 = histd_now_ms();
   memset(res, 0, sizeof *res);
+  if (p_in->shared != NULL)
+    return run_pieces(w, p_in, ex_in, sh, ctl, res, msg, msglen);
   int rc = histd_problem_validate(p_in, msg, msglen);
   if (rc == 0)
     rc = histd__weights_check(p_in, msg, msglen);
@@ -373,6 +434,7 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
   res->n = p.a->n;
   res->n_b = p.b != NULL ? p.b->n : 0;
   res->cross = p.b != NULL;
+  res->pairing = p.pairing;
   res->frames = histd_problem_frames(&p);
   res->box_from_dataset = p.frame_boxes;
   res->exclude_molecule = p.exclude_molecule;

@@ -107,8 +107,11 @@ int histd_job_bind(histd_job *job, const histd_params *p, const histd_dataset *a
   }
   /* select_b without dataset_b: A and B are selections of one dataset, and
    * a point of A never meets itself among B's (histd.h's "other than
-   * itself": the per-point statistics and the pair list) */
+   * itself": the per-point statistics and the pair list); their shared
+   * atoms, if any, pair once per pair of distinct atoms (pairing.c) */
   job->problem.same_atoms = b == NULL && job->ops.b != NULL;
+  job->problem.shared = job->ops.shared;
+  job->problem.pairing = job->ops.pairing;
   return 0;
 }
 

@@ -349,6 +349,20 @@ static int set_exclude(histd_params *p, const histd_value *v, char *msg, size_t 
 static bool given_exclude(const histd_params *p) { return p->exclude_molecule; }
 static void write_exclude(FILE *f, const histd_params *p) { (void)p; write_string(f, "molecule"); }
 
+static int set_pairs(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_STRING, "pairs", "\"distinct\" or \"ordered\"", msg, msglen);
+  if (rc == 0 && strcmp(v->string, "distinct") != 0 && strcmp(v->string, "ordered") != 0)
+    rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                    "pairs must be \"distinct\" (each pair of distinct atoms once, the default) "
+                    "or \"ordered\" (every (a, b) of two selections, an atom in both meeting "
+                    "itself)");
+  if (rc == 0)
+    p->ordered_pairs = strcmp(v->string, "ordered") == 0;
+  return rc;
+}
+static bool given_pairs(const histd_params *p) { return p->ordered_pairs; }
+static void write_pairs(FILE *f, const histd_params *p) { (void)p; write_string(f, "ordered"); }
+
 /* "START:STOP:STEP", each part optional (STOP empty: the end; STEP 1). */
 static int set_frames(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
   int rc = want(v, HISTD_VALUE_STRING, "frames", "a string START:STOP:STEP such as 0:100:10",
@@ -470,6 +484,9 @@ static const histd_param table[] = {
         "the atoms for B: of dataset_b, or of the dataset itself (A x B of two selections)"),
     ROW(exclude, "exclude-same", 0, STRING,
         "molecule: leave out the pairs within one molecule (g(r) counts the others)"),
+    ROW(pairs, "pairs", 0, STRING,
+        "two selections of one dataset: distinct (default: each pair of distinct atoms once) or "
+        "ordered (every (a, b), an atom in both meeting itself, as MDAnalysis counts)"),
     ROW(frames, "frames", 0, STRING,
         "START:STOP:STEP: the frames of a trajectory to count (from 0; each part optional)"),
     ROW(per_frame, "per-frame", 0, BOOL, "also a frames x bins table of counts (and g(r))"),
@@ -663,9 +680,7 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
     if (p->per_point && !p->has_within)
       return histd_fail(msg, msglen, HISTD_EPARSE,
                         "per_point counts each point's neighbours within a radius: give within");
-    pr.statistic = p->has_pairs_within ? HISTD_STAT_PAIRS
-                   : p->nearest        ? HISTD_STAT_NEAREST
-                                       : HISTD_STAT_POINT_COUNTS;
+    pr.statistic = histd_params_statistic(p);
     pr.radius = p->has_pairs_within ? p->pairs_within : p->has_within ? p->within : INFINITY;
     *out = pr;
     return 0;
@@ -688,8 +703,8 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
     return histd_fail(msg, msglen, HISTD_EPARSE,
                       "per_frame goes with a histogram's bins, not with within (a count within "
                       "a radius keeps no table of frames); leave one out");
+  pr.statistic = histd_params_statistic(p);
   if (p->has_within) {
-    pr.statistic = HISTD_STAT_WITHIN;
     pr.radius = p->within;
   } else if (given_bucket_width(p)) {
     pr.bins = (histd_bins){HISTD_BINS_WIDTH, p->buckets, p->bucket_width, NULL};
@@ -752,6 +767,8 @@ int histd_params_operands(const histd_params *p, const histd_dataset *a, const h
   if (rc == 0 && (p->select_b[0] != '\0' || (b != NULL && sl_b != NULL)) &&
       (rc = histd_dataset_select(bsrc, p->select_b, sl_b, &out->sel_b, msg, msglen)) == 0)
     out->b = &out->sel_b;
+  if (rc == 0 && b == NULL && p->select_b[0] != '\0')
+    rc = histd_operands_pair(p, histd_params_statistic(p), out, msg, msglen);
   if (rc != 0)
     histd_operands_free(out);
   return rc;
@@ -760,5 +777,14 @@ int histd_params_operands(const histd_params *p, const histd_dataset *a, const h
 void histd_operands_free(histd_operands *o) {
   histd_dataset_free(&o->sel_a);
   histd_dataset_free(&o->sel_b);
-  o->a = o->b = NULL;
+  histd_dataset_free(&o->sel_o);
+  o->a = o->b = o->shared = NULL;
+}
+
+histd_statistic histd_params_statistic(const histd_params *p) {
+  return p->has_pairs_within ? HISTD_STAT_PAIRS
+         : p->nearest        ? HISTD_STAT_NEAREST
+         : p->per_point      ? HISTD_STAT_POINT_COUNTS
+         : p->has_within     ? HISTD_STAT_WITHIN
+                             : HISTD_STAT_HISTOGRAM;
 }

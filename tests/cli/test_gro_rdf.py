@@ -4,7 +4,11 @@ tests/io/data/water.gro is a box of SPC water that gmx solvate wrote (1.8 nm
 cube, 176 waters); tests/cli/gro/rdf_oo.txt and rdf_oh.txt are what
 MDAnalysis 2.4.2's InterRDF made of it (tests/cli/gro/make_rdf.py): OW-OW
 with exclusion_block=(1, 1), and OW-(HW1, HW2) with exclusion_block=(1, 2),
-which leaves out the pairs within a water. sdh reads the same file, its box
+which leaves out the pairs within a water; rdf_oo_ordered.txt is OW-OW
+without exclusion_block, every ordered pair and each atom with itself,
+which histd gives as "pairs": "ordered". The MDAnalysis user's
+`--select-a name:OW --select-b name:OW` must be the self job, and OW
+against every atom must count each pair of distinct atoms once. sdh reads the same file, its box
 and its atoms' names and residues:
 
   sdh water.gro --select-a name:OW --r-max 0.8 --buckets 70
@@ -128,13 +132,41 @@ def main():
     if oh.get("excluded") != len(ow) * 2:
         bad.append("OW-HW: excluded %s, want %d (two O-H a water)" % (oh.get("excluded"),
                                                                         2 * len(ow)))
+    # the way MDAnalysis users write it: one selection against itself is a
+    # self job (no atom with itself, each pair once), the same counts;
+    # "pairs": "ordered" is InterRDF's own count (every ordered pair, each
+    # atom with itself at r = 0), g included
+    same = sdh(exe, "--select-a", "name:OW", "--select-b", "name:OW")
+    if same.get("pairing") != "self" or same["counts"] != oo["counts"] or \
+            same["total"] != oo["total"] or "n_b" in same:
+        bad.append("OW x OW: pairing %s, total %s: want the self job's %d pairs and counts"
+                   % (same.get("pairing"), same.get("total"), oo["total"]))
+    ordered = sdh(exe, "--select-a", "name:OW", "--select-b", "name:OW", "--pairs", "ordered")
+    g, n = mdanalysis("rdf_oo_ordered.txt")
+    bad += compare("OW x OW ordered", ordered, g, n, 1,
+                   [2 * x for x in near_edges(atoms, box, oo_pairs)])
+    want = [2 * c for c in brute_force(atoms, box, oo_pairs)]
+    want[0] += len(ow)  # each atom with itself, d = 0
+    if ordered.get("pairing") != "ordered" or ordered["counts"] != want or \
+            ordered["total"] != len(ow) ** 2:
+        bad.append("OW x OW ordered: pairing %s, total %s: counts differ from the brute force"
+                   % (ordered.get("pairing"), ordered.get("total")))
+    # selections that share atoms: each pair of distinct atoms once
+    ow_set = set(ow)
+    mixed_pairs = oo_pairs + [(i, j) for i in ow for j in range(len(atoms)) if j not in ow_set]
+    mixed = sdh(exe, "--select-a", "name:OW", "--select-b", "all")
+    if mixed.get("pairing") != "distinct" or mixed["counts"] != brute_force(atoms, box, mixed_pairs) \
+            or mixed["total"] != len(mixed_pairs):
+        bad.append("OW x all: pairing %s, total %s (want distinct, %d): counts differ from the "
+                   "brute force" % (mixed.get("pairing"), mixed.get("total"), len(mixed_pairs)))
     for b in bad[:10]:
         print("FAIL:", b)
     if bad:
         sys.exit(1)
-    print("test_gro_rdf: OW-OW and OW-HW g(r) of %d waters match MDAnalysis's InterRDF in all "
-          "%d bins (%d and %d pairs in range)"
-          % (len(ow), BUCKETS, sum(oo["counts"]), sum(oh["counts"])))
+    print("test_gro_rdf: OW-OW, OW-HW and ordered OW x OW g(r) of %d waters match MDAnalysis's "
+          "InterRDF in all %d bins (%d, %d and %d pairs in range); OW x OW is the self job, "
+          "OW x all each distinct pair once" % (len(ow), BUCKETS, sum(oo["counts"]),
+                                                 sum(oh["counts"]), sum(ordered["counts"])))
 
 
 if __name__ == "__main__":

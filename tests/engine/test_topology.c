@@ -4,8 +4,9 @@
  * exclusion run counts exactly the pairs of different molecules, by a brute
  * force over every pair with the contract's arithmetic written out again
  * (orthorhombic minimum image per axis, then the bin). Every CPU kernel,
- * self and A x B (overlapping selections included: an atom in both A and B
- * pairs with itself and that pair is within its molecule), one and several
+ * self and A x B (overlapping selections included, as "pairs": "ordered"
+ * counts them: an atom in both A and B pairs with itself and that pair is
+ * within its molecule), one and several
  * frames, width and explicit bins, within R; and every error a user can
  * cause gets its sentence.
  */
@@ -254,6 +255,7 @@ static void check_exclusions(const histd_dataset *ds, const char *sa, const char
   histd_params_init(&params);
   snprintf(params.select_a, sizeof params.select_a, "%s", sa);
   snprintf(params.select_b, sizeof params.select_b, "%s", sb);
+  params.ordered_pairs = true; /* A x B as it is (test_pairing.c checks the distinct rule) */
   histd_operands ops;
   char msg[256] = "";
   int rc = histd_params_operands(&params, ds, NULL, &ops, msg, sizeof msg);

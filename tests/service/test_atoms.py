@@ -16,7 +16,11 @@
   of a kind the file does not give, exclude on a dataset without molecule
   ids, exclude with weights, a malformed selection; a selection that
   matches nothing fails its job with a sentence;
-- POST /v1/histogram with an index selection of inline points.
+- POST /v1/histogram with an index selection of inline points;
+- one selection against itself (element:O twice) is the self job, each
+  pair once, `pairing` "self" (after a restart too); "pairs": "ordered"
+  counts every (a, b), each atom with itself; a bad "pairs" is a 400; a
+  pair list of selections that share some atoms fails with a sentence.
 
 usage: test_atoms.py HISTD_EXE OPENAPI_YAML
 """
@@ -79,6 +83,22 @@ def definition(frames, r_max, buckets):
                 else:
                     over += 1
     return counts, over, total, excluded
+
+
+def oo_definition(frames, r_max, buckets):
+    """The O-O counts of every frame: each pair of distinct O once (the self
+    job), and every ordered (a, b), each O with itself at 0 included."""
+    width = r_max / buckets
+    once, ordered = [0] * buckets, [0] * buckets
+    for rows in frames:
+        o = [r for r in rows if r[3] == "O"]
+        for i, a in enumerate(o):
+            for j, b in enumerate(o):
+                k = math.floor(image_d(a[4:], b[4:], L) / width)
+                if k < buckets:
+                    ordered[k] += 1
+                    once[k] += 1 if i < j else 0
+    return once, ordered
 
 
 def per_bin_excluded(rows, r_max, buckets):
@@ -197,6 +217,30 @@ def test_atoms(exe):
                   fr["done"] == int(running["progress"] * 12), ("frames done", running))
             check(d.wait_job(slow["id"])["status"] == "succeeded", "the slow job ends")
 
+            # one selection against itself: the self job (each O-O pair once,
+            # none with itself); "ordered" every (a, b), each O with itself
+            oo_job = d.submit(ds["id"], r_max=r_max, buckets=buckets, select_a="element:O",
+                              select_b="element:O")
+            ord_job = d.submit(ds["id"], r_max=r_max, buckets=buckets, select_a="element:O",
+                               select_b="element:O", pairs="ordered")
+            check(d.wait_job(oo_job["id"])["status"] == "succeeded" and
+                  d.wait_job(ord_job["id"])["status"] == "succeeded", (oo_job, ord_job))
+            s, _, oo = d.json("GET", "/v1/jobs/%s/result" % oo_job["id"])
+            s2, _, od = d.json("GET", "/v1/jobs/%s/result" % ord_job["id"])
+            want_oo, want_od = oo_definition(frames, r_max, buckets)
+            check(s == 200 and oo["pairing"] == "self" and oo["counts"] == want_oo and
+                  oo["total"] == 2 * (30 * 29 // 2) and "n_b" not in oo, ("O x O", oo))
+            check(s2 == 200 and od["pairing"] == "ordered" and od["counts"] == want_od and
+                  od["total"] == 2 * 30 * 30 and od["n_b"] == 60, ("O x O ordered", od))
+            s, _, doc = d.json("POST", "/v1/jobs", {"dataset": ds["id"], "r_max": 1, "buckets": 2,
+                                                    "select_a": "element:O",
+                                                    "select_b": "element:O", "pairs": "both"})
+            check(400 <= s < 500 and "distinct" in doc.get("detail", ""), (s, doc))
+            # a pair list of selections that share some atoms: the job fails, saying why
+            job = d.submit(ds["id"], pairs_within=1.0, select_a="element:O", select_b="all")
+            done = d.wait_job(job["id"])
+            check(done["status"] == "failed" and "share" in done.get("error", ""), done)
+
             # the refusals: 4xx, a sentence, no job
             plain = d.upload([(0.0, 0.0, 0.0), (1.0, 1.0, 1.0), (2.0, 0.5, 0.0)], "json")
             for body, says in [
@@ -225,6 +269,9 @@ def test_atoms(exe):
                   doc["counts"][2] == 1 and doc["counts"][3] == 1 and
                   doc["select_a"] == "index:0-2", (s, doc))
         with Daemon(exe, data_dir=root, args=["--workers", "1"]) as d:  # a restart
+            s, _, again = d.json("GET", "/v1/jobs/%s/result" % oo_job["id"])
+            check(s == 200 and again["pairing"] == "self" and again["counts"] == oo["counts"],
+                  ("O x O after a restart", again))
             s, _, res = d.json("GET", "/v1/jobs/%s/result" % job_id_of(d, "element:O"))
             check(s == 200, (s, res))
             check_result(res, frames, r_max, buckets)
@@ -240,10 +287,11 @@ def test_atoms(exe):
 
 
 def job_id_of(d, select_a):
-    """The newest succeeded job that selected select_a from every frame."""
+    """The newest succeeded O-H job that selected select_a from every frame."""
     s, _, doc = d.json("GET", "/v1/jobs")
     for j in doc["jobs"]:
-        if (j["params"].get("select_a") == select_a and "frames" not in j["params"] and
+        if (j["params"].get("select_a") == select_a and
+                j["params"].get("select_b") == "element:H" and "frames" not in j["params"] and
                 "topology" not in j["params"] and j["status"] == "succeeded"):
             return j["id"]
     raise AssertionError("no job selected %s: %s" % (select_a, doc))

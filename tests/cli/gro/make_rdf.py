@@ -10,6 +10,9 @@ writes, for MDAnalysis.analysis.rdf.InterRDF over (0, R_MAX) in BUCKETS bins
   rdf_oo.txt  OW-OW, exclusion_block=(1, 1) (an atom is not its own pair)
   rdf_oh.txt  OW-(HW1, HW2), exclusion_block=(1, 2) (the pairs within a
               water left out)
+  rdf_oo_ordered.txt  OW-OW without exclusion_block: every ordered pair,
+              each atom with itself at r = 0 included (histd's "pairs":
+              "ordered")
 one line a bin: its centre (Angstrom), g, and MDAnalysis's count (ordered
 pairs: OW-OW pairs twice). The values are %.17g.
 """
@@ -41,8 +44,10 @@ def main():
     kw = dict(nbins=BUCKETS, range=(0.0, 10 * R_MAX))
     oo = InterRDF(ow, ow, exclusion_block=(1, 1), **kw).run()
     oh = InterRDF(ow, hw, exclusion_block=(1, 2), **kw).run()
+    ordered = InterRDF(ow, ow, **kw).run()
     write(os.path.join(HERE, "rdf_oo.txt"), "OW-OW exclusion_block=(1, 1)", oo)
     write(os.path.join(HERE, "rdf_oh.txt"), "OW-HW1,HW2 exclusion_block=(1, 2)", oh)
+    write(os.path.join(HERE, "rdf_oo_ordered.txt"), "OW-OW without exclusion_block", ordered)
 
 
 if __name__ == "__main__":
