@@ -1110,7 +1110,11 @@
         const c = r.coordination ? r.coordination[i] : null;
         ns.push(c === null || c === undefined ? null : Number(c));
       }
-      const gTop = niceTop(Math.max(overMax('g'), ...gs.filter((v) => v !== null && isFinite(v))));
+      // error bars ("blocks"): g(r) +/- the standard error of the blocks' mean, a band
+      const blk = r.block && Array.isArray(r.block.g_sem) && r.block.g_sem.length === n ? r.block : null;
+      const hiBand = blk ? gs.map((g, i) => (g === null ? null : g + Number(blk.g_sem[i]))) : [];
+      const gTop = niceTop(Math.max(overMax('g'), ...gs.filter((v) => v !== null && isFinite(v)),
+        ...hiBand.filter((v) => v !== null && isFinite(v))));
       const nTop = niceTop(Math.max(0, ...ns.filter((v) => v !== null && isFinite(v))));
       const syg = (v) => M.t + ph - (v / gTop) * ph;
       const syn = (v) => M.t + ph - (v / nTop) * ph;
@@ -1147,6 +1151,24 @@
         }
         return d;
       };
+      if (blk) { // the band: up along g + sem, back along g - sem
+        let d = '';
+        const pts = [];
+        for (let i = 0; i < n; i++) {
+          if (gs[i] === null || !isFinite(gs[i])) continue;
+          const e = Number(blk.g_sem[i]);
+          pts.push([sx(centre(i)), syg(gs[i] + e), syg(Math.max(0, gs[i] - e))]);
+        }
+        pts.forEach((p, k) => { d += (k ? 'L' : 'M') + p[0].toFixed(2) + ' ' + p[1].toFixed(2); });
+        for (let k = pts.length - 1; k >= 0; k--) d += 'L' + pts[k][0].toFixed(2) + ' ' + pts[k][2].toFixed(2);
+        if (pts.length) {
+          const band = svg('path', { class: 'gband', d: d + 'Z', 'data-blocks': r.blocks });
+          const title = svg('title', {});
+          title.textContent = 'g(r) +/- the standard error of the mean of ' + r.blocks + ' blocks of frames';
+          band.append(title);
+          chart.append(band);
+        }
+      }
       chart.append(svg('path', { class: 'nline', d: path(ns, syn) }), svg('path', { class: 'gline', d: path(gs, syg) }));
       const gpts = svg('g', { class: 'gpts' });
       const npts = svg('g', { class: 'npts' });

@@ -392,6 +392,9 @@ typedef struct histd_problem {
                           * shared x b and shared's self pairs (bins only;
                           * histd_problem_pieces)                         */
   histd_pairing pairing; /* the rule the operands were paired by (shown)  */
+  uint32_t blocks;       /* 0, or the frames cut into this many consecutive
+                          * blocks for error bars (keeps per_frame's table,
+                          * which the blocks are read from)               */
 } histd_problem;
 
 /* per_frame keeps frames x bins counts: at most this many (1 GiB). */
@@ -559,6 +562,10 @@ typedef struct histd_result {
    * frame_volume[f] (0 in open space); NULL otherwise */
   uint64_t *frame_counts, *frame_total;
   double *frame_volume;
+  uint64_t *frame_below;  /* each frame's pairs below the first edge; NULL in
+                           * a result stored before it was kept (read as 0) */
+  uint32_t blocks;        /* 0, or the per-frame table read as this many
+                           * consecutive blocks of frames (histd_result_block) */
   char unit[12];     /* A's length unit as its file implies it, or ""  */
   /* the selections the operands came from ("" for a whole dataset): the
    * caller that made them (sdh, the service) fills these in to be shown */
@@ -637,6 +644,17 @@ int histd_result_copy(histd_result *dst, const histd_result *src);
  * sum_f (P_f V_k / V_f) and n_k = sum_f cumulative_f / sum_f N_f. */
 void histd_result_rdf_bin(const histd_result *res, uint32_t k, uint64_t *cumulative, double *g,
                           double *coordination);
+/* Block b of a result's blocks (0 <= b < blocks): its frames [f0, f1), as
+ * even as the count allows (frame f is in block f * blocks / frames), and
+ * its g in bin k (periodic; 0 in open space) and coordination up to bin k,
+ * by the rules of the whole result's g and coordination applied to the
+ * block's frames: their counts, below and pairs summed, their pair density
+ * sum_f (P_f / V_f), and A's points n * (f1 - f0) / frames. */
+void histd_result_block_frames(const histd_result *res, uint32_t b, uint64_t *f0,
+                               uint64_t *f1);
+void histd_result_block_bin(const histd_result *res, uint32_t b, uint32_t k, double *g,
+                            double *coordination);
+
 /* per_frame, periodic: frame f's own g in bin k, counts_f,k / (P_f V_k / V_f). */
 double histd_result_frame_g(const histd_result *res, uint64_t f, uint32_t k);
 

@@ -46,6 +46,7 @@ typedef struct histd_params {
   bool has_frames;       /* "frames": "START:STOP:STEP" given            */
   histd_slice frames;
   bool per_frame;        /* a frames x bins table beside the sums        */
+  uint32_t blocks;       /* 0, or error bars over this many blocks of frames */
   bool per_point;        /* with within: each point's neighbours within it */
   bool nearest;          /* each point's nearest neighbour (within: at most) */
   bool has_pairs_within; /* the list of the pairs with d <= pairs_within  */
@@ -135,6 +136,9 @@ int histd_params_problem(const histd_params *p, const histd_dataset *a, const hi
 /* The statistic the parameters ask for (histd_params_spec checks that they
  * ask for one). */
 histd_statistic histd_params_statistic(const histd_params *p);
+
+/* The most blocks a job may cut its frames into. */
+#define HISTD_MAX_BLOCKS 1000
 
 /*
  * The operands a job's selections make: A is select_a of a (a whole when

@@ -45,6 +45,7 @@ typedef enum histd_fshape {
   HISTD_FS_EDGES,        /* bins.count + 1                                */
   HISTD_FS_FRAMES,       /* frames                                        */
   HISTD_FS_FRAME_BINS,   /* frames x bins.count                           */
+  HISTD_FS_BLOCK_BINS,   /* blocks x bins.count                           */
   HISTD_FS_POINTS,       /* point_n                                       */
   HISTD_FS_FRAME_POINTS, /* frames x point_n (one frame: point_n)          */
   HISTD_FS_PAIRS         /* one a pair record (read from the pair source) */

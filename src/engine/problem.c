@@ -509,6 +509,13 @@ int histd_problem_check(const histd_problem *p, const histd_shape *a, const hist
                         "weights were asked for, but the second point set (B) carries none");
   }
   const uint64_t frames = shape_frames(a, b);
+  if (p->blocks > 0 && p->statistic != HISTD_STAT_HISTOGRAM)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "blocks are for a histogram's frames");
+  if (p->blocks > 0 && frames < p->blocks)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "blocks: %u blocks need at least as many frames, and the job has %llu "
+                      "(a trajectory's frames, or frames START:STOP:STEP)",
+                      p->blocks, (unsigned long long)frames);
   if (p->per_frame && p->statistic == HISTD_STAT_HISTOGRAM &&
       frames * p->bins.count > HISTD_PER_FRAME_MAX)
     return histd_fail(msg, msglen, HISTD_EINVAL,

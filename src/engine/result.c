@@ -52,6 +52,7 @@ void histd_result_free(histd_result *res) {
   free(res->frame_counts);
   free(res->frame_total);
   free(res->frame_volume);
+  free(res->frame_below);
   free(res->point_index);
   free(res->point_counts);
   free(res->point_weighted);
@@ -111,7 +112,10 @@ int histd_result_per_frame(histd_result *res, uint64_t frames) {
   res->frame_counts = calloc(cells ? cells : 1, sizeof *res->frame_counts);
   res->frame_total = calloc(frames ? frames : 1, sizeof *res->frame_total);
   res->frame_volume = calloc(frames ? frames : 1, sizeof *res->frame_volume);
-  return res->frame_counts && res->frame_total && res->frame_volume ? 0 : HISTD_ENOMEM;
+  res->frame_below = calloc(frames ? frames : 1, sizeof *res->frame_below);
+  return res->frame_counts && res->frame_total && res->frame_volume && res->frame_below
+             ? 0
+             : HISTD_ENOMEM;
 }
 
 int histd_result_copy(histd_result *dst, const histd_result *src) {
@@ -131,6 +135,7 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
   dst->frame_counts = NULL;
   dst->frame_total = NULL;
   dst->frame_volume = NULL;
+  dst->frame_below = NULL;
   bool frames_ok = true;
   if (src->frame_counts != NULL) {
     const uint64_t frames = src->frames > 0 ? src->frames : 1;
@@ -139,6 +144,8 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
       memcpy(dst->frame_counts, src->frame_counts, frames * count * sizeof *dst->frame_counts);
       memcpy(dst->frame_total, src->frame_total, frames * sizeof *dst->frame_total);
       memcpy(dst->frame_volume, src->frame_volume, frames * sizeof *dst->frame_volume);
+      if (src->frame_below != NULL)
+        memcpy(dst->frame_below, src->frame_below, frames * sizeof *dst->frame_below);
     }
   }
   const size_t rows = (size_t)((src->frames > 0 ? src->frames : 1) * src->point_n);
@@ -174,11 +181,47 @@ double histd_result_frame_g(const histd_result *res, uint64_t f, uint32_t k) {
                res->frame_volume[f]);
 }
 
+/* The coordination of `cumulative` pairs up to a bin among n points of A:
+ * a pair is one neighbour of each of its atoms in a self problem. */
+static double coordination_of(const histd_result *res, uint64_t cumulative, double n) {
+  return n == 0 ? 0 : (res->cross ? 1.0 : 2.0) * (double)cumulative / n;
+}
+
 void histd_result_rdf_bin(const histd_result *res, uint32_t k, uint64_t *cumulative, double *g,
                           double *coordination) {
   if (k == 0)
     *cumulative = res->below;
   *g = rdf_g(&res->bins, k, res->counts[k], res->total, res->volume);
   *cumulative += res->counts[k];
-  *coordination = res->n == 0 ? 0 : (res->cross ? 1.0 : 2.0) * (double)*cumulative / (double)res->n;
+  *coordination = coordination_of(res, *cumulative, (double)res->n);
+}
+
+void histd_result_block_frames(const histd_result *res, uint32_t b, uint64_t *f0,
+                               uint64_t *f1) {
+  const uint64_t frames = res->frames > 0 ? res->frames : 1, k = res->blocks ? res->blocks : 1;
+  *f0 = ((uint64_t)b * frames + k - 1) / k; /* the first f with f * k / frames >= b */
+  *f1 = ((uint64_t)(b + 1) * frames + k - 1) / k;
+}
+
+void histd_result_block_bin(const histd_result *res, uint32_t b, uint32_t k, double *g,
+                            double *coordination) {
+  const uint32_t bins = res->bins.count;
+  const uint64_t frames = res->frames > 0 ? res->frames : 1;
+  uint64_t f0, f1, total = 0, cumulative = 0, count = 0;
+  double density = 0;
+  histd_result_block_frames(res, b, &f0, &f1);
+  for (uint64_t f = f0; f < f1; f++) {
+    total += res->frame_total[f];
+    cumulative += res->frame_below != NULL ? res->frame_below[f] : 0;
+    for (uint32_t j = 0; j <= k; j++)
+      cumulative += res->frame_counts[f * bins + j];
+    count += res->frame_counts[f * bins + k];
+    if (res->frame_volume[f] > 0)
+      density += (double)res->frame_total[f] / res->frame_volume[f];
+  }
+  /* the volume that normalises the block's g: its pairs / its pair density,
+   * as a result over several frames has it */
+  *g = density > 0 ? rdf_g(&res->bins, k, count, total, (double)total / density) : 0;
+  *coordination = coordination_of(res, cumulative, (double)res->n * (double)(f1 - f0) /
+                                                       (double)frames);
 }

@@ -43,6 +43,8 @@ static bool kept_weighted(const histd_result *r) { return has_bins(r) && r->weig
 static bool hist_periodic(const histd_result *r) { return is_histogram(r) && r->volume > 0; }
 static bool per_frame(const histd_result *r) { return has_bins(r) && r->frame_counts != NULL; }
 static bool per_frame_periodic(const histd_result *r) { return per_frame(r) && r->volume > 0; }
+static bool has_blocks(const histd_result *r) { return per_frame_periodic(r) && r->blocks > 1; }
+static bool per_frame_below(const histd_result *r) { return per_frame(r) && r->frame_below; }
 static bool per_point(const histd_result *r) { return histd_statistic_per_point(r->statistic); }
 static bool has_point_index(const histd_result *r) { return r->point_index != NULL; }
 static bool point_counts(const histd_result *r) {
@@ -94,6 +96,8 @@ GET(get_frame_total, u, r->frame_total[i])
 GET(get_frame_count, u, r->frame_counts[i])
 GET(get_frame_volume, d, r->frame_volume[i])
 GET(get_frame_g, d, histd_result_frame_g(r, i / r->bins.count, (uint32_t)(i % r->bins.count)))
+GET(get_frame_below, u, r->frame_below[i])
+GET(get_blocks, u, r->blocks)
 GET(get_below, u, r->below)
 GET(get_point_n, u, r->point_n)
 GET(get_stored_values, u, r->stored_values)
@@ -141,6 +145,49 @@ static void get_coordination(const histd_result *r, uint64_t i, uint64_t *acc, h
   double g;
   histd_result_rdf_bin(r, (uint32_t)i, acc, &g, &v->d);
 }
+
+/* ---- the blocks: g and coordination of each, their mean and error -------- */
+
+static void get_block_g(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
+  (void)acc;
+  double n;
+  histd_result_block_bin(r, (uint32_t)(i / r->bins.count), (uint32_t)(i % r->bins.count), &v->d,
+                         &n);
+}
+static void get_block_coordination(const histd_result *r, uint64_t i, uint64_t *acc,
+                                   histd_fvalue *v) {
+  (void)acc;
+  double g;
+  histd_result_block_bin(r, (uint32_t)(i / r->bins.count), (uint32_t)(i % r->bins.count), &g,
+                         &v->d);
+}
+/* Bin k's mean over the blocks of g (which 0) or coordination (1), and the
+ * standard error of that mean: the blocks' sample deviation / sqrt(K). */
+static void block_stats(const histd_result *r, uint64_t k, int which, double *mean, double *sem) {
+  const uint32_t K = r->blocks;
+  double sum = 0, sq = 0, x[2];
+  for (uint32_t b = 0; b < K; b++) {
+    histd_result_block_bin(r, b, (uint32_t)k, &x[0], &x[1]);
+    sum += x[which];
+  }
+  *mean = sum / K;
+  for (uint32_t b = 0; b < K; b++) {
+    histd_result_block_bin(r, b, (uint32_t)k, &x[0], &x[1]);
+    sq += (x[which] - *mean) * (x[which] - *mean);
+  }
+  *sem = sqrt(sq / (K - 1) / K);
+}
+#define BLOCK_STAT(fn, which, out)                                                      \
+  static void fn(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) { \
+    (void)acc;                                                                          \
+    double mean, sem;                                                                   \
+    block_stats(r, i, which, &mean, &sem);                                              \
+    v->d = out;                                                                         \
+  }
+BLOCK_STAT(get_g_mean, 0, mean)
+BLOCK_STAT(get_g_sem, 0, sem)
+BLOCK_STAT(get_coordination_mean, 1, mean)
+BLOCK_STAT(get_coordination_sem, 1, sem)
 
 static void pair_frame(const histd_pair_record *p, histd_fvalue *v) { v->u = p->frame; }
 static void pair_i(const histd_pair_record *p, histd_fvalue *v) { v->u = p->i; }
@@ -247,6 +294,27 @@ static const histd_field table[] = {
      KEEP_ARRAY(frame_volume), per_frame},
     {"g", "per_frame", "frame_g", F64, HISTD_FS_FRAME_BINS, "", SHOWN, "each frame's own g(r)",
      per_frame_periodic, get_frame_g, NULL, 0, 0, 0, NULL},
+    {"below", "per_frame", "frame_below", U64, HISTD_FS_FRAMES, "pairs", ALL,
+     "each frame's pairs below the first edge", per_frame_below, get_frame_below, NULL,
+     KEEP_ARRAY(frame_below), NULL},
+    {"blocks", NULL, NULL, U64, SCALAR, "", ALL,
+     "error bars: the frames cut into this many consecutive blocks (frame f in block f * "
+     "blocks / frames)",
+     has_blocks, get_blocks, NULL, KEEP(blocks), NULL},
+    {"g", "block", "block_g", F64, HISTD_FS_BLOCK_BINS, "", SHOWN,
+     "each block's g(r), by the rule of g over its frames", has_blocks, get_block_g, NULL, 0,
+     0, 0, NULL},
+    {"coordination", "block", "block_coordination", F64, HISTD_FS_BLOCK_BINS, "", SHOWN,
+     "each block's coordination", has_blocks, get_block_coordination, NULL, 0, 0, 0, NULL},
+    {"g_mean", "block", "g_mean", F64, HISTD_FS_BINS, "", SHOWN, "the blocks' mean g(r)",
+     has_blocks, get_g_mean, NULL, 0, 0, 0, NULL},
+    {"g_sem", "block", "g_sem", F64, HISTD_FS_BINS, "", SHOWN,
+     "the standard error of that mean: the blocks' sample standard deviation / sqrt(blocks)",
+     has_blocks, get_g_sem, NULL, 0, 0, 0, NULL},
+    {"coordination_mean", "block", "coordination_mean", F64, HISTD_FS_BINS, "", SHOWN,
+     "the blocks' mean coordination", has_blocks, get_coordination_mean, NULL, 0, 0, 0, NULL},
+    {"coordination_sem", "block", "coordination_sem", F64, HISTD_FS_BINS, "", SHOWN,
+     "its standard error", has_blocks, get_coordination_sem, NULL, 0, 0, 0, NULL},
     {"below", NULL, NULL, U64, SCALAR, "pairs", ALL, "the pairs with d below the first edge",
      is_histogram, get_below, NULL, KEEP(below), has_bins},
     {"stored_values", NULL, NULL, U64, SCALAR, "", HISTD_OUT_STORE,
@@ -353,6 +421,9 @@ uint64_t histd_field_len(const histd_field *f, const histd_result *r, uint64_t *
     break;
   case HISTD_FS_FRAME_BINS:
     a = frames, b = bins;
+    break;
+  case HISTD_FS_BLOCK_BINS:
+    a = r->blocks, b = bins;
     break;
   case HISTD_FS_POINTS:
     a = r->point_n;

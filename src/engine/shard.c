@@ -224,6 +224,8 @@ int histd_result_add(histd_result *sum, double *err, const histd_result *part, c
     for (uint32_t k = 0; k < count; k++)
       sum->frame_counts[f * count + k] += part->frame_counts[f * count + k];
     sum->frame_total[f] += part->frame_total[f];
+    if (sum->frame_below != NULL && part->frame_below != NULL)
+      sum->frame_below[f] += part->frame_below[f];
     sum->frame_volume[f] = part->frame_volume[f];
   }
   /* the volume: kept while every partial has the same, else rebuilt from

@@ -166,6 +166,7 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
     if (rc == 0 && res->frame_counts != NULL) {
       memcpy(res->frame_counts + f * count, part.counts, count * sizeof *part.counts);
       res->frame_total[f] = part.total;
+      res->frame_below[f] = part.below;
       res->frame_volume[f] = part.volume;
     }
     if (rc == 0) {
@@ -435,6 +436,7 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
   res->n_b = p.b != NULL ? p.b->n : 0;
   res->cross = p.b != NULL;
   res->pairing = p.pairing;
+  res->blocks = p.blocks;
   res->frames = histd_problem_frames(&p);
   res->box_from_dataset = p.frame_boxes;
   res->exclude_molecule = p.exclude_molecule;
@@ -472,6 +474,7 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
     if (rc == 0 && res->frame_counts != NULL) {
       memcpy(res->frame_counts, res->counts, res->bins.count * sizeof *res->counts);
       res->frame_total[0] = res->total;
+      res->frame_below[0] = res->below;
       res->frame_volume[0] = res->volume;
     }
   }

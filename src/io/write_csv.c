@@ -164,16 +164,20 @@ static int pairs_table(out *o, const histd_result *r) {
   return histd__table_close(&c);
 }
 
-/* per_frame: a row a frame and bin, each frame's own fields repeated; a
- * pair list's, a row a frame. */
-static int frames_table(out *o, const histd_result *r) {
+/* A table of rows x bins (per_frame: a row a frame; blocks: a row a
+ * block), each row's own fields (shape `own`, when has_own) repeated on
+ * its bins' lines; without fields by bin (a pair list's), a line a row. */
+static int rows_table(out *o, const histd_result *r, const char *title, const char *row_name,
+                      histd_fshape by_bin_shape, bool has_own, histd_fshape own, uint64_t nf) {
   histd__table bins, frames;
-  histd__table_open(&bins, r, HISTD_OUT_CSV, HISTD_FS_FRAME_BINS, HISTD_FS_FRAME_BINS);
-  histd__table_open(&frames, r, HISTD_OUT_CSV, HISTD_FS_FRAMES, HISTD_FS_FRAMES);
+  histd__table_open(&bins, r, HISTD_OUT_CSV, by_bin_shape, by_bin_shape);
+  frames.n = 0;
+  if (has_own)
+    histd__table_open(&frames, r, HISTD_OUT_CSV, own, own);
   if (bins.n == 0 && frames.n == 0)
     return 0;
   const bool by_bin = bins.n > 0;
-  fputs(by_bin ? "# [per_frame]\nframe,bucket,lower,upper" : "# [per_frame]\nframe", o->f);
+  fprintf(o->f, "# [%s]\n%s%s", title, row_name, by_bin ? ",bucket,lower,upper" : "");
   for (size_t k = 0; k < bins.n + frames.n; k++) {
     const histd_field *fd = k < bins.n ? bins.f[k] : frames.f[k - bins.n];
     char name[64];
@@ -181,7 +185,6 @@ static int frames_table(out *o, const histd_result *r) {
     fprintf(o->f, ",%s", name);
   }
   fputc('\n', o->f);
-  const uint64_t nf = r->frames > 0 ? r->frames : 1;
   for (uint64_t f = 0; f < nf; f++) {
     /* the frame's own values, read once and repeated on its rows */
     histd_fvalue fv[HISTD__MAX_TABLE];
@@ -223,7 +226,11 @@ int histd_write_csv(FILE *f, const histd_result *res) {
     histd__scalar_lines(f, res, HISTD_OUT_CSV, "# ", NULL, put_cell, &o);
     err = bins ? bins_table(&o, res) : points ? points_table(&o, res) : pairs_table(&o, res);
     if (err == 0)
-      err = frames_table(&o, res);
+      err = rows_table(&o, res, "per_frame", "frame", HISTD_FS_FRAME_BINS, true, HISTD_FS_FRAMES,
+                       res->frames > 0 ? res->frames : 1);
+    if (err == 0)
+      err = rows_table(&o, res, "block", "block", HISTD_FS_BLOCK_BINS, false, HISTD_FS_SCALAR,
+                       res->blocks);
   } else { /* scalars only: one row */
     histd__table c;
     histd__table_open(&c, res, HISTD_OUT_CSV, HISTD_FS_SCALAR, HISTD_FS_SCALAR);

@@ -166,15 +166,20 @@ static int main_table(FILE *f, locale_t loc, const histd_result *r) {
   return err;
 }
 
-/* per frame: a row a frame and bin, the frame's own fields repeated; a
- * pair list's, a row a frame. */
-static int frames_table(FILE *f, locale_t loc, const histd_result *r) {
+/* A table of rows x bins (per frame: a row a frame; blocks: a row a
+ * block), each row's own fields (shape `own`, when has_own) repeated; a
+ * pair list's, a line a frame. */
+static int rows_table(FILE *f, locale_t loc, const histd_result *r, const char *title,
+                      const char *row_name, histd_fshape by_bin_shape, bool has_own,
+                      histd_fshape own, uint64_t nf) {
   histd__table bins, fr;
-  histd__table_open(&bins, r, HISTD_OUT_TEXT, HISTD_FS_FRAME_BINS, HISTD_FS_FRAME_BINS);
-  histd__table_open(&fr, r, HISTD_OUT_TEXT, HISTD_FS_FRAMES, HISTD_FS_FRAMES);
+  histd__table_open(&bins, r, HISTD_OUT_TEXT, by_bin_shape, by_bin_shape);
+  fr.n = 0;
+  if (has_own)
+    histd__table_open(&fr, r, HISTD_OUT_TEXT, own, own);
   const bool by_bin = bins.n > 0;
   if (bins.n > 0 || fr.n > 0) {
-    fprintf(f, "per frame:\n%8s", "frame");
+    fprintf(f, "%s:\n%8s", title, row_name);
     if (by_bin)
       fprintf(f, " %8s %14s %14s", "bucket", "lower", "upper");
     for (size_t k = 0; k < bins.n + fr.n; k++) {
@@ -184,7 +189,6 @@ static int frames_table(FILE *f, locale_t loc, const histd_result *r) {
       fprintf(f, " %*s", width_of(fd->type), name);
     }
     fputc('\n', f);
-    const uint64_t nf = r->frames > 0 ? r->frames : 1;
     for (uint64_t k = 0; k < nf; k++) {
       histd_fvalue fv[HISTD__MAX_TABLE];
       for (size_t c = 0; c < fr.n; c++)
@@ -225,7 +229,11 @@ int histd_write_text(FILE *f, const histd_result *res) {
   histd__scalar_lines(f, res, HISTD_OUT_TEXT, "", histd_schema_find(NULL, "total"), put_cell,
                       &o);
   if (err == 0)
-    err = frames_table(f, loc, res);
+    err = rows_table(f, loc, res, "per frame", "frame", HISTD_FS_FRAME_BINS, true,
+                     HISTD_FS_FRAMES, res->frames > 0 ? res->frames : 1);
+  if (err == 0)
+    err = rows_table(f, loc, res, "blocks", "block", HISTD_FS_BLOCK_BINS, false,
+                     HISTD_FS_SCALAR, res->blocks);
   uselocale(old);
   freelocale(loc);
   return err != 0 ? err : ferror(f) ? HISTD_EIO : 0;

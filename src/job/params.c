@@ -427,6 +427,17 @@ static int set_per_frame(histd_params *p, const histd_value *v, char *msg, size_
 static bool given_per_frame(const histd_params *p) { return p->per_frame; }
 static void write_per_frame(FILE *f, const histd_params *p) { (void)p; fputs("true", f); }
 
+static int set_blocks(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want_count(v, "blocks", HISTD_MAX_BLOCKS, &p->blocks, msg, msglen);
+  if (rc == 0 && p->blocks < 2)
+    rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                    "blocks must be at least 2 (a standard error needs two blocks), got %u",
+                    p->blocks);
+  return rc;
+}
+static bool given_blocks(const histd_params *p) { return p->blocks > 0; }
+static void write_blocks(FILE *f, const histd_params *p) { fprintf(f, "%" PRIu32, p->blocks); }
+
 static int set_per_point(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
   int rc = want(v, HISTD_VALUE_BOOL, "per_point", "true or false", msg, msglen);
   if (rc == 0)
@@ -490,6 +501,9 @@ static const histd_param table[] = {
     ROW(frames, "frames", 0, STRING,
         "START:STOP:STEP: the frames of a trajectory to count (from 0; each part optional)"),
     ROW(per_frame, "per-frame", 0, BOOL, "also a frames x bins table of counts (and g(r))"),
+    ROW(blocks, "blocks", 0, COUNT,
+        "error bars: the frames cut into K consecutive blocks, g(r) and the coordination of "
+        "each, their mean and standard error (keeps the per-frame table)"),
     ROW(per_point, "per-point", 0, BOOL,
         "with within R: each point of A's neighbours in B within R (and their weights' sum)"),
     ROW(nearest, "nearest", 0, BOOL,
@@ -664,7 +678,8 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
   pr.frame_boxes = pr.box.kind == HISTD_BOX_NONE;
   pr.weighted = p->weights;
   pr.exclude_molecule = p->exclude_molecule;
-  pr.per_frame = p->per_frame;
+  pr.per_frame = p->per_frame || p->blocks > 0; /* the blocks are read from its table */
+  pr.blocks = p->blocks;
   /* the other shapes of an answer: a value per point, a record per pair */
   if (p->per_point || p->nearest || p->has_pairs_within) {
     const char *what = p->has_pairs_within ? "pairs_within" : p->nearest ? "nearest" : "per_point";
@@ -699,6 +714,12 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
     return histd_fail(msg, msglen, HISTD_EPARSE,
                       "buckets goes with bucket_width or r_max, not with %s",
                       given_edges(p) ? "edges" : given_log_bins(p) ? "log_bins" : "within");
+  if (p->blocks > 0 && (p->has_within || p->per_point || p->nearest || p->has_pairs_within))
+    return histd_fail(msg, msglen, HISTD_EPARSE,
+                      "blocks cuts a histogram's frames into blocks for error bars: it goes "
+                      "with bins, not with %s",
+                      p->has_within && !p->per_point ? "within" : "a per-point statistic or a "
+                                                                  "pair list");
   if (p->per_frame && p->has_within)
     return histd_fail(msg, msglen, HISTD_EPARSE,
                       "per_frame goes with a histogram's bins, not with within (a count within "

@@ -52,7 +52,13 @@ def test_selections(sdh, tmp):
     dm[a[:, None] == np.arange(len(pos))[None, :]] = np.inf  # never itself
     r = 0.32
     sel = [WATER, "--select-a", "name:OW", "--select-b", "all"]
-    z = sdh_npz(sdh, sel + ["--pairs-within", str(r)], tmp)
+    # selections that share atoms list every (a, b) of distinct atoms only when
+    # asked ("pairs": "ordered"); by default such a list is refused, saying so
+    p = subprocess.run([sdh] + sel + ["--pairs-within", str(r), "-f", "npz"], capture_output=True,
+                       timeout=60)
+    check(p.returncode != 0 and b"share" in p.stderr and b"ordered" in p.stderr,
+          "a pair list of OW x all without --pairs ordered: %d %s" % (p.returncode, p.stderr))
+    z = sdh_npz(sdh, sel + ["--pairs", "ordered", "--pairs-within", str(r)], tmp)
     gi, gj = z["i"].astype(np.int64), z["j"].astype(np.int64)
     check(not np.any(gi == gj), "a point of A met itself: %d records (i, i)"
           % np.count_nonzero(gi == gj))

@@ -242,7 +242,10 @@ def main():
         gi, gj, gd = definition_pairs(dm_g, r_nm, False, same)
         want = sorted_list(a[gi], gj, gd)
         sel = dict(select_a="name:OW", select_b="all", box=box_nm)
-        check_exact(c.pairs_within(gro, r_nm, **sel), want, "OW x all of a GRO file")
+        # selections that share atoms: every (a, b) of distinct atoms, as asked
+        # ("pairs": "ordered"; a list of them is refused without it)
+        check_exact(c.pairs_within(gro, r_nm, pairs="ordered", **sel), want,
+                    "OW x all of a GRO file")
         # MDAnalysis in Angstrom: its (OW k, atom j) pairs, less each OW with itself
         tol_nm = ULPS * ulp32(10 * max(box_nm)) / 10
         for m in METHODS:
