@@ -395,6 +395,11 @@ typedef struct histd_problem {
   uint32_t blocks;       /* 0, or the frames cut into this many consecutive
                           * blocks for error bars (keeps per_frame's table,
                           * which the blocks are read from)               */
+  const histd_dataset *species; /* NULL, or species_count sets: a's atoms by
+                          * species (b NULL), counted as partials, one piece
+                          * a species pair, each its own histogram        */
+  uint32_t species_count;
+  const char *species_names; /* their names, comma-separated (the result's) */
 } histd_problem;
 
 /* per_frame keeps frames x bins counts: at most this many (1 GiB). */
@@ -433,11 +438,13 @@ size_t histd_problem_frames(const histd_problem *p);
 void histd_problem_frame(const histd_problem *p, size_t f, histd_dataset *a,
                          histd_dataset *b, histd_problem *out);
 
-/* The pieces a problem's pairs are counted in: the problem itself, or for
- * two selections that share atoms (shared) its four pieces, a x b,
- * a x shared, shared x b and shared's self pairs, each a plain problem
- * (shared NULL). Returns how many (1 or 4). */
-int histd_problem_pieces(const histd_problem *p, histd_problem out[4]);
+/* The pieces a problem's pairs are counted in, each a plain problem: the
+ * problem itself; for two selections that share atoms (shared) four, a x b,
+ * a x shared, shared x b and shared's self pairs; for species partials one
+ * a species pair (s <= t; s's self pairs when s == t), row by row.
+ * histd_problem_piece gives piece k (0 <= k < histd_problem_pieces). */
+uint32_t histd_problem_pieces(const histd_problem *p);
+void histd_problem_piece(const histd_problem *p, uint32_t k, histd_problem *out);
 
 /* The number of pairs the problem counts (n(n-1)/2 or n_a * n_b, summed
  * over its frames and pieces). */
@@ -566,6 +573,16 @@ typedef struct histd_result {
                            * a result stored before it was kept (read as 0) */
   uint32_t blocks;        /* 0, or the per-frame table read as this many
                            * consecutive blocks of frames (histd_result_block) */
+  /* species partials: `partials` species pairs (s <= t, row by row) of the
+   * species named in `species` (comma-separated); pair k's counts are
+   * partial_counts[k * bins.count ...], its pairs (less the excluded)
+   * partial_total[k], below the first edge partial_below[k], its pair
+   * density sum_f P_f / V_f partial_density[k] (0 in open space), its
+   * atoms of s and of t, every frame's, partial_na[k] and partial_nb[k] */
+  uint32_t partials;
+  char species[256];
+  uint64_t *partial_counts, *partial_total, *partial_below, *partial_na, *partial_nb;
+  double *partial_density;
   char unit[12];     /* A's length unit as its file implies it, or ""  */
   /* the selections the operands came from ("" for a whole dataset): the
    * caller that made them (sdh, the service) fills these in to be shown */
@@ -631,6 +648,17 @@ int histd_result_init_points(histd_result *res, histd_statistic s, uint64_t fram
 /* Allocates zeroed per-frame arrays for `frames` frames of res's bins;
  * 0 or HISTD_ENOMEM. */
 int histd_result_per_frame(histd_result *res, uint64_t frames);
+/* Species pair k of `species` species, row by row: (0,0) (0,1) .. (0,S-1)
+ * (1,1) ..; and the species S(S+1)/2 partials come from. */
+void histd_species_pair(uint32_t species, uint32_t k, uint32_t *s, uint32_t *t);
+uint32_t histd_species_of(uint32_t partials);
+/* Zeroed room for `count` partials of res's bins; 0 or HISTD_ENOMEM. */
+int histd_result_partials(histd_result *res, uint32_t count);
+/* Partial k's g in bin k2 (periodic; else 0) and coordination of t's atoms
+ * around an atom of s (ab) and of s's around one of t (ba) to bin k2's upper
+ * edge, given the cumulative count to it (below included). */
+void histd_result_partial_bin(const histd_result *res, uint32_t k, uint32_t bin,
+                              uint64_t cumulative, double *g, double *ab, double *ba);
 /* A deep copy (counts, weighted sums, edges); 0 or HISTD_ENOMEM. */
 int histd_result_copy(histd_result *dst, const histd_result *src);
 

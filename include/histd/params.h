@@ -47,6 +47,8 @@ typedef struct histd_params {
   histd_slice frames;
   bool per_frame;        /* a frames x bins table beside the sums        */
   uint32_t blocks;       /* 0, or error bars over this many blocks of frames */
+  char partials[16];     /* "": none; else every species pair of A by this
+                          * field: element, type, name or resname         */
   bool per_point;        /* with within: each point's neighbours within it */
   bool nearest;          /* each point's nearest neighbour (within: at most) */
   bool has_pairs_within; /* the list of the pairs with d <= pairs_within  */
@@ -137,6 +139,7 @@ int histd_params_problem(const histd_params *p, const histd_dataset *a, const hi
  * ask for one). */
 histd_statistic histd_params_statistic(const histd_params *p);
 
+
 /* The most blocks a job may cut its frames into. */
 #define HISTD_MAX_BLOCKS 1000
 
@@ -159,6 +162,11 @@ typedef struct histd_operands {
   histd_dataset sel_o;
   const histd_dataset *shared;
   histd_pairing pairing;
+  /* "partials": A's atoms by species (partials.c), species_count sets,
+   * owned here, and their names, comma-separated */
+  histd_dataset *species;
+  uint32_t species_count;
+  char species_names[256];
 } histd_operands;
 int histd_params_operands(const histd_params *p, const histd_dataset *a, const histd_dataset *b,
                           histd_operands *out, char *msg, size_t msglen);
@@ -171,6 +179,14 @@ void histd_operands_free(histd_operands *o);
  * label. */
 int histd_operands_pair(const histd_params *p, histd_statistic statistic, histd_operands *o,
                         char *msg, size_t msglen);
+/* Every species pair of A's atoms by the field p->partials names, as
+ * species_count sets of o (called by histd_params_operands when partials
+ * are asked for); at most HISTD_MAX_SPECIES species. */
+int histd_operands_species(const histd_params *p, histd_operands *o, char *msg,
+                           size_t msglen);
+/* The field partials names (0..3), or -1. */
+int histd_params_partials_field(const char *v);
+#define HISTD_MAX_SPECIES 16
 
 #ifdef __cplusplus
 }

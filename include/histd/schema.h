@@ -46,6 +46,8 @@ typedef enum histd_fshape {
   HISTD_FS_FRAMES,       /* frames                                        */
   HISTD_FS_FRAME_BINS,   /* frames x bins.count                           */
   HISTD_FS_BLOCK_BINS,   /* blocks x bins.count                           */
+  HISTD_FS_PARTIALS,     /* partials (species pairs)                      */
+  HISTD_FS_PARTIAL_BINS, /* partials x bins.count                         */
   HISTD_FS_POINTS,       /* point_n                                       */
   HISTD_FS_FRAME_POINTS, /* frames x point_n (one frame: point_n)          */
   HISTD_FS_PAIRS         /* one a pair record (read from the pair source) */

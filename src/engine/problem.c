@@ -231,29 +231,39 @@ void histd_problem_frame(const histd_problem *p, size_t f, histd_dataset *a, his
   out->frame_boxes = false;
 }
 
-int histd_problem_pieces(const histd_problem *p, histd_problem out[4]) {
-  if (p->shared == NULL) {
-    out[0] = *p;
-    return 1;
+uint32_t histd_problem_pieces(const histd_problem *p) {
+  return p->shared != NULL ? 4
+         : p->species != NULL ? p->species_count * (p->species_count + 1) / 2
+                              : 1;
+}
+
+void histd_problem_piece(const histd_problem *p, uint32_t k, histd_problem *out) {
+  *out = *p;
+  out->shared = NULL;
+  out->species = NULL;
+  out->species_count = 0;
+  if (p->shared != NULL) {
+    /* A' x B', A' x S, S x B', S's self pairs (src/job/pairing.c says why) */
+    const histd_dataset *const ops[4][2] = {
+        {p->a, p->b}, {p->a, p->shared}, {p->shared, p->b}, {p->shared, NULL}};
+    out->a = ops[k][0];
+    out->b = ops[k][1];
+  } else if (p->species != NULL) {
+    uint32_t s, t; /* species pairs (s, t >= s) row by row */
+    histd_species_pair(p->species_count, k, &s, &t);
+    out->a = &p->species[s];
+    out->b = s == t ? NULL : &p->species[t];
   }
-  /* A' x B', A' x S, S x B', S's self pairs (src/job/pairing.c says why) */
-  const histd_dataset *const ops[4][2] = {
-      {p->a, p->b}, {p->a, p->shared}, {p->shared, p->b}, {p->shared, NULL}};
-  for (int k = 0; k < 4; k++) {
-    out[k] = *p;
-    out[k].a = ops[k][0];
-    out[k].b = ops[k][1];
-    out[k].shared = NULL;
-  }
-  return 4;
 }
 
 uint64_t histd_problem_pairs(const histd_problem *p) {
-  if (p->shared != NULL) {
-    histd_problem piece[4];
+  if (p->shared != NULL || p->species != NULL) {
+    histd_problem piece;
     uint64_t sum = 0;
-    for (int k = 0, n = histd_problem_pieces(p, piece); k < n; k++)
-      sum += histd_problem_pairs(&piece[k]);
+    for (uint32_t k = 0, n = histd_problem_pieces(p); k < n; k++) {
+      histd_problem_piece(p, k, &piece);
+      sum += histd_problem_pairs(&piece);
+    }
     return sum;
   }
   uint64_t sum = 0;
@@ -536,14 +546,19 @@ int histd_problem_check(const histd_problem *p, const histd_shape *a, const hist
 int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen) {
   if (p->a == NULL)
     return histd_fail(msg, msglen, HISTD_EINVAL, "a problem needs its points");
-  if (p->shared != NULL) { /* its pieces, each a plain problem */
-    histd_problem piece[4];
+  if (p->shared != NULL || p->species != NULL) { /* its pieces, each a plain problem */
+    histd_problem piece;
     int rc = 0;
-    if (histd_statistic_about(p->statistic)->answer != HISTD_ANSWER_BINS || p->b == NULL)
+    if (histd_statistic_about(p->statistic)->answer != HISTD_ANSWER_BINS ||
+        (p->shared != NULL && (p->b == NULL || p->species != NULL)) ||
+        (p->species != NULL && (p->b != NULL || p->species_count == 0)))
       return histd_fail(msg, msglen, HISTD_EINVAL,
-                        "shared atoms are for a statistic in bins between two selections");
-    for (int k = 0, n = histd_problem_pieces(p, piece); k < n && rc == 0; k++)
-      rc = histd_problem_validate(&piece[k], msg, msglen);
+                        "a problem in pieces is a statistic in bins: two selections that share "
+                        "atoms, or one set's species");
+    for (uint32_t k = 0, n = histd_problem_pieces(p); k < n && rc == 0; k++) {
+      histd_problem_piece(p, k, &piece);
+      rc = histd_problem_validate(&piece, msg, msglen);
+    }
     return rc;
   }
   histd_shape a, b;

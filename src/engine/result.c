@@ -53,6 +53,12 @@ void histd_result_free(histd_result *res) {
   free(res->frame_total);
   free(res->frame_volume);
   free(res->frame_below);
+  free(res->partial_counts);
+  free(res->partial_total);
+  free(res->partial_below);
+  free(res->partial_na);
+  free(res->partial_nb);
+  free(res->partial_density);
   free(res->point_index);
   free(res->point_counts);
   free(res->point_weighted);
@@ -118,6 +124,38 @@ int histd_result_per_frame(histd_result *res, uint64_t frames) {
              : HISTD_ENOMEM;
 }
 
+void histd_species_pair(uint32_t species, uint32_t k, uint32_t *s, uint32_t *t) {
+  uint32_t row = 0, left = k;
+  while (row < species && left >= species - row) { /* row s holds species - s pairs */
+    left -= species - row;
+    row++;
+  }
+  *s = row;
+  *t = row + left;
+}
+
+uint32_t histd_species_of(uint32_t partials) {
+  uint32_t s = 0;
+  while ((uint64_t)(s + 1) * (s + 2) / 2 <= partials)
+    s++;
+  return s;
+}
+
+int histd_result_partials(histd_result *res, uint32_t count) {
+  const size_t k = count ? count : 1;
+  res->partials = count;
+  res->partial_counts = calloc(k * (res->bins.count ? res->bins.count : 1), 8);
+  res->partial_total = calloc(k, 8);
+  res->partial_below = calloc(k, 8);
+  res->partial_na = calloc(k, 8);
+  res->partial_nb = calloc(k, 8);
+  res->partial_density = calloc(k, 8);
+  return res->partial_counts && res->partial_total && res->partial_below && res->partial_na &&
+                 res->partial_nb && res->partial_density
+             ? 0
+             : HISTD_ENOMEM;
+}
+
 int histd_result_copy(histd_result *dst, const histd_result *src) {
   *dst = *src;
   dst->counts = NULL;
@@ -157,6 +195,13 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
   points_ok = dup_array(&dst->frame_pairs, src->frame_pairs,
                         (size_t)(src->frames > 0 ? src->frames : 1), 8) &&
               points_ok;
+  const size_t parts = src->partials;
+  points_ok = dup_array(&dst->partial_counts, src->partial_counts, parts * count, 8) && points_ok;
+  points_ok = dup_array(&dst->partial_total, src->partial_total, parts, 8) && points_ok;
+  points_ok = dup_array(&dst->partial_below, src->partial_below, parts, 8) && points_ok;
+  points_ok = dup_array(&dst->partial_na, src->partial_na, parts, 8) && points_ok;
+  points_ok = dup_array(&dst->partial_nb, src->partial_nb, parts, 8) && points_ok;
+  points_ok = dup_array(&dst->partial_density, src->partial_density, parts, 8) && points_ok;
   if ((src->counts && !dst->counts) || (src->weighted && !dst->weighted) ||
       (src->bins.edges && !e) || !frames_ok || !points_ok) {
     histd_result_free(dst);
@@ -194,6 +239,21 @@ void histd_result_rdf_bin(const histd_result *res, uint32_t k, uint64_t *cumulat
   *g = rdf_g(&res->bins, k, res->counts[k], res->total, res->volume);
   *cumulative += res->counts[k];
   *coordination = coordination_of(res, *cumulative, (double)res->n);
+}
+
+void histd_result_partial_bin(const histd_result *res, uint32_t k, uint32_t bin,
+                              uint64_t cumulative, double *g, double *ab, double *ba) {
+  const uint64_t total = res->partial_total[k];
+  const double density = res->partial_density[k];
+  *g = density > 0 ? rdf_g(&res->bins, bin, res->partial_counts[(size_t)k * res->bins.count + bin],
+                           total, (double)total / density)
+                   : 0;
+  /* s == t: the piece was s's self pairs, each pair a neighbour of both */
+  uint32_t s, t;
+  histd_species_pair(histd_species_of(res->partials), k, &s, &t);
+  const double twice = s == t ? 2.0 : 1.0;
+  *ab = res->partial_na[k] ? twice * (double)cumulative / (double)res->partial_na[k] : 0;
+  *ba = res->partial_nb[k] ? twice * (double)cumulative / (double)res->partial_nb[k] : 0;
 }
 
 void histd_result_block_frames(const histd_result *res, uint32_t b, uint64_t *f0,

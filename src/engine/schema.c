@@ -9,6 +9,7 @@
  */
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -45,6 +46,8 @@ static bool per_frame(const histd_result *r) { return has_bins(r) && r->frame_co
 static bool per_frame_periodic(const histd_result *r) { return per_frame(r) && r->volume > 0; }
 static bool has_blocks(const histd_result *r) { return per_frame_periodic(r) && r->blocks > 1; }
 static bool per_frame_below(const histd_result *r) { return per_frame(r) && r->frame_below; }
+static bool has_partials(const histd_result *r) { return is_histogram(r) && r->partials > 0; }
+static bool partials_periodic(const histd_result *r) { return has_partials(r) && r->volume > 0; }
 static bool per_point(const histd_result *r) { return histd_statistic_per_point(r->statistic); }
 static bool has_point_index(const histd_result *r) { return r->point_index != NULL; }
 static bool point_counts(const histd_result *r) {
@@ -123,6 +126,14 @@ GET(get_t_parse, d, r->timing.parse_ms)
 GET(get_t_transfer, d, r->timing.transfer_ms)
 GET(get_t_kernel, d, r->timing.kernel_ms)
 GET(get_t_total, d, r->timing.total_ms)
+GET(get_partials, u, r->partials)
+GET(get_species, s, r->species)
+GET(get_partial_total, u, r->partial_total[i])
+GET(get_partial_below, u, r->partial_below[i])
+GET(get_partial_na, u, r->partial_na[i])
+GET(get_partial_nb, u, r->partial_nb[i])
+GET(get_partial_density, d, r->partial_density[i])
+GET(get_partial_count, u, r->partial_counts[i])
 #undef GET
 
 static void get_statistic(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
@@ -144,6 +155,54 @@ static void get_g(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue
 static void get_coordination(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
   double g;
   histd_result_rdf_bin(r, (uint32_t)i, acc, &g, &v->d);
+}
+
+/* ---- species partials ------------------------------------------------------ */
+
+/* Species s of r's list (its name, in buf). */
+static const char *species_name(const histd_result *r, uint32_t s, char *buf, size_t len) {
+  const char *p = r->species;
+  for (uint32_t k = 0; k < s && p != NULL; k++)
+    if ((p = strchr(p, ',')) != NULL)
+      p++;
+  size_t n = p == NULL ? 0 : strcspn(p, ",");
+  snprintf(buf, len, "%.*s", (int)(n < len ? n : len - 1), p == NULL ? "" : p);
+  return buf;
+}
+/* Element i's species pair: partial k (and its bin) from i. */
+static void partial_species(const histd_result *r, uint64_t i, int which, histd_fvalue *v) {
+  static _Thread_local char buf[2][64];
+  uint32_t s, t;
+  histd_species_pair(histd_species_of(r->partials), (uint32_t)i, &s, &t);
+  v->s = species_name(r, which ? t : s, buf[which], sizeof buf[which]);
+}
+static void get_partial_a(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
+  (void)acc;
+  partial_species(r, i, 0, v);
+}
+static void get_partial_b(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
+  (void)acc;
+  partial_species(r, i, 1, v);
+}
+/* Partial i / bins, bin i % bins: g, or a coordination (which 1: ab, 2: ba).
+ * The cumulative count runs in acc: callers walk i in order. */
+static void partial_bin(const histd_result *r, uint64_t i, uint64_t *acc, int which, double *out) {
+  const uint32_t bins = r->bins.count, k = (uint32_t)(i / bins), bin = (uint32_t)(i % bins);
+  if (bin == 0)
+    *acc = r->partial_below[k];
+  *acc += r->partial_counts[i];
+  double g, ab, ba;
+  histd_result_partial_bin(r, k, bin, *acc, &g, &ab, &ba);
+  *out = which == 0 ? g : which == 1 ? ab : ba;
+}
+static void get_partial_g(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
+  partial_bin(r, i, acc, 0, &v->d);
+}
+static void get_partial_ab(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
+  partial_bin(r, i, acc, 1, &v->d);
+}
+static void get_partial_ba(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
+  partial_bin(r, i, acc, 2, &v->d);
 }
 
 /* ---- the blocks: g and coordination of each, their mean and error -------- */
@@ -297,6 +356,41 @@ static const histd_field table[] = {
     {"below", "per_frame", "frame_below", U64, HISTD_FS_FRAMES, "pairs", ALL,
      "each frame's pairs below the first edge", per_frame_below, get_frame_below, NULL,
      KEEP_ARRAY(frame_below), NULL},
+    {"partials", NULL, NULL, U64, SCALAR, "", ALL,
+     "species partials: the species pairs (s <= t), S(S+1)/2 of S species", has_partials,
+     get_partials, NULL, KEEP(partials), NULL},
+    {"species", NULL, NULL, STR, SCALAR, "", ALL, "the species, comma-separated, in order",
+     has_partials, get_species, NULL, KEEP_STR(species), NULL},
+    {"a", "partial", "species_a", STR, HISTD_FS_PARTIALS, "", SHOWN, "each partial's species s",
+     has_partials, get_partial_a, NULL, 0, 0, 0, NULL},
+    {"b", "partial", "species_b", STR, HISTD_FS_PARTIALS, "", SHOWN,
+     "and t (s <= t in the species' order)", has_partials, get_partial_b, NULL, 0, 0, 0, NULL},
+    {"total", "partial", "partial_total", U64, HISTD_FS_PARTIALS, "pairs", ALL,
+     "each partial's pairs: N_s(N_s - 1)/2 or N_s N_t a frame, less the excluded", has_partials,
+     get_partial_total, NULL, KEEP_ARRAY(partial_total), NULL},
+    {"below", "partial", "partial_below", U64, HISTD_FS_PARTIALS, "pairs", ALL,
+     "each partial's pairs below the first edge", has_partials, get_partial_below, NULL,
+     KEEP_ARRAY(partial_below), NULL},
+    {"n_a", "partial", "partial_n_a", U64, HISTD_FS_PARTIALS, "points", ALL,
+     "the atoms of s, every frame's together", has_partials, get_partial_na, NULL,
+     KEEP_ARRAY(partial_na), NULL},
+    {"n_b", "partial", "partial_n_b", U64, HISTD_FS_PARTIALS, "points", ALL,
+     "the atoms of t, every frame's together", has_partials, get_partial_nb, NULL,
+     KEEP_ARRAY(partial_nb), NULL},
+    {"density", "partial", "partial_density", F64, HISTD_FS_PARTIALS, "pairs/length^3",
+     NOTEXT, "each partial's pair density: sum over frames of its pairs / the volume",
+     partials_periodic, get_partial_density, NULL, KEEP_ARRAY(partial_density), has_partials},
+    {"counts", "partial", "partial_count", U64, HISTD_FS_PARTIAL_BINS, "pairs", ALL,
+     "each partial's counts in each bin", has_partials, get_partial_count, NULL,
+     KEEP_ARRAY(partial_counts), NULL},
+    {"g", "partial", "partial_g", F64, HISTD_FS_PARTIAL_BINS, "", SHOWN,
+     "each partial's g(r): counts / (its pairs x V_shell / V)", partials_periodic,
+     get_partial_g, NULL, 0, 0, 0, NULL},
+    {"coordination_ab", "partial", "coordination_ab", F64, HISTD_FS_PARTIAL_BINS, "", SHOWN,
+     "the atoms of t around an atom of s, to each bin's upper edge", has_partials,
+     get_partial_ab, NULL, 0, 0, 0, NULL},
+    {"coordination_ba", "partial", "coordination_ba", F64, HISTD_FS_PARTIAL_BINS, "", SHOWN,
+     "the atoms of s around an atom of t", has_partials, get_partial_ba, NULL, 0, 0, 0, NULL},
     {"blocks", NULL, NULL, U64, SCALAR, "", ALL,
      "error bars: the frames cut into this many consecutive blocks (frame f in block f * "
      "blocks / frames)",
@@ -424,6 +518,12 @@ uint64_t histd_field_len(const histd_field *f, const histd_result *r, uint64_t *
     break;
   case HISTD_FS_BLOCK_BINS:
     a = r->blocks, b = bins;
+    break;
+  case HISTD_FS_PARTIALS:
+    a = r->partials;
+    break;
+  case HISTD_FS_PARTIAL_BINS:
+    a = r->partials, b = bins;
     break;
   case HISTD_FS_POINTS:
     a = r->point_n;

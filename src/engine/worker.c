@@ -313,30 +313,43 @@ int histd_worker_run(histd_worker *w, const histd_problem *p, const histd_exec *
   return histd_worker_run_shard(w, p, ex, NULL, ctl, res, msg, msglen);
 }
 
-/* A problem in pieces (two selections that share atoms, pairing.c): each
- * piece run on its own and the results added as shards' are; the one
- * shard such a problem is cut into (histd_shard_plan_make) is all of it. */
+/* Piece k's result into the partial of its species pair: its counts,
+ * pairs, pairs below the first edge and pair density. */
+static void keep_partial(histd_result *res, uint32_t k, const histd_result *part) {
+  const uint32_t bins = res->bins.count;
+  memcpy(res->partial_counts + (size_t)k * bins, part->counts, bins * sizeof *part->counts);
+  res->partial_total[k] = part->total;
+  res->partial_below[k] = part->below;
+  res->partial_density[k] = part->density;
+}
+
+/* A problem in pieces (two selections that share atoms, src/job/pairing.c;
+ * one set's species, src/job/partials.c): each piece run on its own and
+ * the results added as shards' are, each species pair's also kept as its
+ * partial; the one shard such a problem is cut into (histd_shard_plan_make)
+ * is all of it. */
 static int run_pieces(histd_worker *w, const histd_problem *p, const histd_exec *ex,
                       const histd_shard *sh, const histd_control *ctl, histd_result *res,
                       char *msg, size_t msglen) {
   const double t0 = histd_now_ms();
-  histd_problem piece[4];
-  const int n = histd_problem_pieces(p, piece);
+  const uint32_t n = histd_problem_pieces(p);
+  const histd_dataset *b = p->b != NULL ? p->b : p->a;
   if (sh != NULL && (sh->i0 != 0 || sh->j0 != 0 || sh->i1 < histd__most_points(p->a) ||
-                     sh->j1 < histd__most_points(p->b)))
-    return histd_fail(msg, msglen, HISTD_EINVAL,
-                      "a job on selections that share atoms is not cut into shards");
+                     sh->j1 < histd__most_points(b)))
+    return histd_fail(msg, msglen, HISTD_EINVAL, "a job counted in pieces is not cut into shards");
   int rc = histd_problem_validate(p, msg, msglen), ran = 0;
   double *err = NULL;
   uint64_t most = 0;
-  for (int k = 0; rc == 0 && k < n; k++) {
-    const uint64_t pairs = histd_problem_pairs(&piece[k]);
+  for (uint32_t k = 0; rc == 0 && k < n; k++) {
+    histd_problem piece;
+    histd_problem_piece(p, k, &piece);
+    const uint64_t pairs = histd_problem_pairs(&piece);
     if (pairs == 0)
       continue; /* an empty piece: nothing to count (a kernel is not asked) */
     histd__part fc = {ctl, (double)k, (double)n};
     histd_control sub = histd__part_control(&fc);
     histd_result part;
-    if ((rc = histd_worker_run_shard(w, &piece[k], ex, NULL, &sub, &part, msg, msglen)) != 0)
+    if ((rc = histd_worker_run_shard(w, &piece, ex, NULL, &sub, &part, msg, msglen)) != 0)
       break;
     if (ran++ == 0) {
       *res = part;
@@ -344,8 +357,14 @@ static int run_pieces(histd_worker *w, const histd_problem *p, const histd_exec 
       if (res->weighted != NULL &&
           (err = calloc(res->bins.count ? res->bins.count : 1, sizeof *err)) == NULL)
         rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the weighted sums");
+      if (rc == 0 && p->species != NULL && histd_result_partials(res, n) != 0)
+        rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u partials", n);
+      if (rc == 0 && p->species != NULL)
+        keep_partial(res, k, &part);
       continue;
     }
+    if (p->species != NULL)
+      keep_partial(res, k, &part);
     rc = histd_result_add(res, err, &part, msg, msglen);
     if (pairs > most) { /* the kernel that ran the most pairs ("auto" may choose per piece) */
       most = pairs;
@@ -355,7 +374,9 @@ static int run_pieces(histd_worker *w, const histd_problem *p, const histd_exec 
     histd_result_free(&part);
   }
   if (rc == 0 && ran == 0)
-    rc = histd_fail(msg, msglen, HISTD_EINVAL, "the selections hold no pair of distinct atoms");
+    rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                    p->species != NULL ? "the species hold no pair of distinct atoms"
+                                       : "the selections hold no pair of distinct atoms");
   if (rc != 0) {
     if (ran > 0)
       histd_result_free(res);
@@ -364,10 +385,23 @@ static int run_pieces(histd_worker *w, const histd_problem *p, const histd_exec 
   }
   histd_result_add_done(res, err);
   free(err);
-  res->n = p->a->n + p->shared->n; /* A and B whole, every frame's together */
-  res->n_b = p->b->n + p->shared->n;
-  res->cross = true;
-  res->pairing = HISTD_PAIRING_DISTINCT;
+  if (p->species != NULL) { /* the partials' atoms: A's of each species, every frame's */
+    for (uint32_t k = 0; k < n; k++) {
+      histd_problem piece;
+      histd_problem_piece(p, k, &piece);
+      res->partial_na[k] = piece.a->n;
+      res->partial_nb[k] = piece.b != NULL ? piece.b->n : piece.a->n;
+    }
+    snprintf(res->species, sizeof res->species, "%s", p->species_names);
+    res->n = p->a->n;
+    res->n_b = 0;
+    res->cross = false;
+  } else {
+    res->n = p->a->n + p->shared->n; /* A and B whole, every frame's together */
+    res->n_b = p->b->n + p->shared->n;
+    res->cross = true;
+    res->pairing = HISTD_PAIRING_DISTINCT;
+  }
   res->timing.total_ms = histd_now_ms() - t0;
   return 0;
 }
@@ -377,7 +411,7 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
                            char *msg, size_t msglen) {
   double t0 = histd_now_ms();
   memset(res, 0, sizeof *res);
-  if (p_in->shared != NULL)
+  if (p_in->shared != NULL || p_in->species != NULL)
     return run_pieces(w, p_in, ex_in, sh, ctl, res, msg, msglen);
   int rc = histd_problem_validate(p_in, msg, msglen);
   if (rc == 0)

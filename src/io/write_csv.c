@@ -231,6 +231,9 @@ int histd_write_csv(FILE *f, const histd_result *res) {
     if (err == 0)
       err = rows_table(&o, res, "block", "block", HISTD_FS_BLOCK_BINS, false, HISTD_FS_SCALAR,
                        res->blocks);
+    if (err == 0)
+      err = rows_table(&o, res, "partial", "partial", HISTD_FS_PARTIAL_BINS, true,
+                       HISTD_FS_PARTIALS, res->partials);
   } else { /* scalars only: one row */
     histd__table c;
     histd__table_open(&c, res, HISTD_OUT_CSV, HISTD_FS_SCALAR, HISTD_FS_SCALAR);

@@ -95,8 +95,21 @@ typedef void (*sink_fn)(void *user, const unsigned char *p, size_t n);
  * character (the result's words are ASCII; any other byte becomes '?'). */
 static size_t text_len(const char *s) { return strlen(s) ? strlen(s) : 1; }
 
+/* The characters of fd's strings: as many as its longest (at most 2048). */
+static size_t text_width(const histd_result *res, const histd_field *fd) {
+  histd_fvalue v;
+  uint64_t acc = 0;
+  size_t n = 1;
+  for (uint64_t i = 0, m = histd_field_len(fd, res, NULL, NULL); i < m; i++) {
+    fd->get(res, i, &acc, &v);
+    n = text_len(v.s) > n ? text_len(v.s) : n;
+  }
+  return n < 2048 ? n : 2048;
+}
+
 static int values(const histd_result *res, const histd_field *fd, sink_fn sink, void *user) {
   unsigned char buf[8 * 1024];
+  const size_t width = fd->type == HISTD_FT_STR ? text_width(res, fd) : 0;
   size_t used = 0;
   histd__values it;
   histd__values_open(&it, fd, res);
@@ -120,11 +133,15 @@ static int values(const histd_result *res, const histd_field *fd, sink_fn sink, 
       buf[used] = v.b ? 1 : 0;
       w = 1;
       break;
-    case HISTD_FT_STR: { /* a scalar: one chunk */
-      const size_t n = text_len(v.s);
+    case HISTD_FT_STR: { /* `width` characters, padded with zeros */
+      const size_t n = strlen(v.s);
+      if (used + 4 * width > sizeof buf) {
+        sink(user, buf, used);
+        used = 0;
+      }
       w = 0;
-      for (size_t k = 0; k < n && used + 4 <= sizeof buf; k++, w += 4) {
-        unsigned char c = (unsigned char)v.s[k];
+      for (size_t k = 0; k < width && used + w + 4 <= sizeof buf; k++, w += 4) {
+        unsigned char c = k < n ? (unsigned char)v.s[k] : 0;
         le32(buf + used + w, c == 0 ? 0 : c < 0x80 ? c : '?');
       }
       break;
@@ -169,11 +186,8 @@ static size_t npy_header(const histd_result *res, const histd_field *fd, unsigne
     snprintf(descr, sizeof descr, "|b1");
     each = 1;
     break;
-  case HISTD_FT_STR: {
-    histd_fvalue v;
-    uint64_t acc = 0;
-    fd->get(res, 0, &acc, &v);
-    size_t n = text_len(v.s) < 2048 ? text_len(v.s) : 2048;
+  case HISTD_FT_STR: { /* as wide as the longest (an array's elements differ) */
+    const size_t n = text_width(res, fd);
     snprintf(descr, sizeof descr, "<U%zu", n);
     each = 4 * (uint64_t)n;
     break;

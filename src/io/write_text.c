@@ -234,6 +234,9 @@ int histd_write_text(FILE *f, const histd_result *res) {
   if (err == 0)
     err = rows_table(f, loc, res, "blocks", "block", HISTD_FS_BLOCK_BINS, false,
                      HISTD_FS_SCALAR, res->blocks);
+  if (err == 0)
+    err = rows_table(f, loc, res, "partials", "partial", HISTD_FS_PARTIAL_BINS, true,
+                     HISTD_FS_PARTIALS, res->partials);
   uselocale(old);
   freelocale(loc);
   return err != 0 ? err : ferror(f) ? HISTD_EIO : 0;

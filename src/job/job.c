@@ -112,6 +112,9 @@ int histd_job_bind(histd_job *job, const histd_params *p, const histd_dataset *a
   job->problem.same_atoms = b == NULL && job->ops.b != NULL;
   job->problem.shared = job->ops.shared;
   job->problem.pairing = job->ops.pairing;
+  job->problem.species = job->ops.species;
+  job->problem.species_count = job->ops.species_count;
+  job->problem.species_names = job->ops.species_names;
   return 0;
 }
 

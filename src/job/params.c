@@ -438,6 +438,21 @@ static int set_blocks(histd_params *p, const histd_value *v, char *msg, size_t m
 static bool given_blocks(const histd_params *p) { return p->blocks > 0; }
 static void write_blocks(FILE *f, const histd_params *p) { fprintf(f, "%" PRIu32, p->blocks); }
 
+static int set_partials(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_STRING, "partials", "element, type, name or resname", msg,
+                msglen);
+  if (rc == 0 && v->string[0] != '\0' && histd_params_partials_field(v->string) < 0)
+    rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                    "partials must be element, type, name or resname (every species pair "
+                    "by that field), got \"%.32s\"",
+                    v->string);
+  if (rc == 0)
+    snprintf(p->partials, sizeof p->partials, "%s", v->string);
+  return rc;
+}
+static bool given_partials(const histd_params *p) { return p->partials[0] != '\0'; }
+static void write_partials(FILE *f, const histd_params *p) { write_string(f, p->partials); }
+
 static int set_per_point(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
   int rc = want(v, HISTD_VALUE_BOOL, "per_point", "true or false", msg, msglen);
   if (rc == 0)
@@ -504,6 +519,9 @@ static const histd_param table[] = {
     ROW(blocks, "blocks", 0, COUNT,
         "error bars: the frames cut into K consecutive blocks, g(r) and the coordination of "
         "each, their mean and standard error (keeps the per-frame table)"),
+    ROW(partials, "partials", 0, STRING,
+        "element, type, name or resname: every species pair's histogram, g(r) and both "
+        "coordination numbers in one pass (a set's own pairs: no dataset_b or select_b)"),
     ROW(per_point, "per-point", 0, BOOL,
         "with within R: each point of A's neighbours in B within R (and their weights' sum)"),
     ROW(nearest, "nearest", 0, BOOL,
@@ -714,6 +732,11 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
     return histd_fail(msg, msglen, HISTD_EPARSE,
                       "buckets goes with bucket_width or r_max, not with %s",
                       given_edges(p) ? "edges" : given_log_bins(p) ? "log_bins" : "within");
+  if (p->partials[0] != '\0' &&
+      (p->has_within || p->per_point || p->nearest || p->has_pairs_within))
+    return histd_fail(msg, msglen, HISTD_EPARSE,
+                      "partials are every species pair's histogram: they go with bins, not "
+                      "with within, a per-point statistic or a pair list");
   if (p->blocks > 0 && (p->has_within || p->per_point || p->nearest || p->has_pairs_within))
     return histd_fail(msg, msglen, HISTD_EPARSE,
                       "blocks cuts a histogram's frames into blocks for error bars: it goes "
@@ -790,6 +813,8 @@ int histd_params_operands(const histd_params *p, const histd_dataset *a, const h
     out->b = &out->sel_b;
   if (rc == 0 && b == NULL && p->select_b[0] != '\0')
     rc = histd_operands_pair(p, histd_params_statistic(p), out, msg, msglen);
+  if (rc == 0 && p->partials[0] != '\0')
+    rc = histd_operands_species(p, out, msg, msglen);
   if (rc != 0)
     histd_operands_free(out);
   return rc;
@@ -799,6 +824,11 @@ void histd_operands_free(histd_operands *o) {
   histd_dataset_free(&o->sel_a);
   histd_dataset_free(&o->sel_b);
   histd_dataset_free(&o->sel_o);
+  for (uint32_t s = 0; s < o->species_count; s++)
+    histd_dataset_free(&o->species[s]);
+  free(o->species);
+  o->species = NULL;
+  o->species_count = 0;
   o->a = o->b = o->shared = NULL;
 }
 

@@ -73,6 +73,7 @@ def main():
                 bad.append("bin %d %s: histd %.17g, LAMMPS %.17g" % (k, name, got, want))
     bad += frames_check(sdh)
     bad += dcd_check(sdh)
+    bad += partials_check(sdh)
     for b in bad[:10]:
         print("FAIL:", b)
     if bad:
@@ -80,7 +81,44 @@ def main():
     nonzero = sum(1 for row in lammps if float(row[2]) > 0)
     print("test_lammps_rdf: g and coordination of %d atoms match LAMMPS in all 100 bins "
           "(%d non-zero) to 1e-9, on one frame and averaged over three, from the dump and "
-          "from a DCD" % (n, nonzero))
+          "from a DCD; the binary liquid's 3 type partials in one job match LAMMPS's 1-1, "
+          "1-2, 2-1 and 2-2 in one run" % (n, nonzero))
+
+
+def partials_check(sdh):
+    """partials.dump, a binary LJ liquid (in.partials.lj): one job with
+    --partials type against LAMMPS's compute rdf of the pairs 1-1, 1-2, 2-1,
+    2-2 in one run (rdf_partials.txt: r, then g and coord of each pair): the
+    partials' g, their coordination both ways (1-2's ab is LAMMPS's 2s
+    around a 1, its ba LAMMPS's 2-1), and their counts adding up to the
+    plain histogram's of every pair."""
+    path = os.path.join(HERE, "partials.dump")
+    doc = json.loads(subprocess.run([sdh, path, "--partials", "type", "--r-max", "3",
+                                     "--buckets", "100", "-f", "json"],
+                                    check=True, capture_output=True, text=True).stdout)
+    plain = sdh_json(sdh, path)
+    bad = []
+    p = doc.get("partial", {})
+    if doc.get("species") != "1,2" or p.get("a") != ["1", "1", "2"] or \
+            p.get("b") != ["1", "2", "2"]:
+        return ["partials.dump: species %s, pairs %s %s" % (doc.get("species"), p.get("a"),
+                                                            p.get("b"))]
+    if [sum(c[k] for c in p["counts"]) for k in range(100)] != plain["counts"] or \
+            doc["counts"] != plain["counts"]:
+        bad.append("partials.dump: the partials' counts do not add up to every pair's")
+    rows = [[float(v) for v in l.split()] for l in open(os.path.join(HERE, "rdf_partials.txt"))
+            if l.strip() and not l.startswith("#")][1:]
+    # columns: row, r, then (g, coord) for 1-1, 1-2, 2-1, 2-2
+    want = {0: ((2, 3), (2, 3)), 1: ((4, 5), (6, 7)), 2: ((8, 9), (8, 9))}
+    for k, ((g_col, ab_col), (g2_col, ba_col)) in want.items():
+        for b, row in enumerate(rows):
+            for name, w, got in (("g", row[g_col], p["g"][k][b]), ("g", row[g2_col], p["g"][k][b]),
+                                 ("coordination_ab", row[ab_col], p["coordination_ab"][k][b]),
+                                 ("coordination_ba", row[ba_col], p["coordination_ba"][k][b])):
+                if abs(got - w) > 1e-9 * abs(w) + (1e-300 if w == 0 else 0):
+                    bad.append("partial %s-%s bin %d %s: histd %.17g, LAMMPS %.17g"
+                               % (p["a"][k], p["b"][k], b, name, got, w))
+    return bad
 
 
 def sdh_json(sdh, path):

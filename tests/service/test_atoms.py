@@ -20,7 +20,9 @@
 - one selection against itself (element:O twice) is the self job, each
   pair once, `pairing` "self" (after a restart too); "pairs": "ordered"
   counts every (a, b), each atom with itself; a bad "pairs" is a 400; a
-  pair list of selections that share some atoms fails with a sentence.
+  pair list of selections that share some atoms fails with a sentence;
+- "partials": "element" gives every species pair in one job, its O-O
+  partial the O x O self job's counts.
 
 usage: test_atoms.py HISTD_EXE OPENAPI_YAML
 """
@@ -236,6 +238,15 @@ def test_atoms(exe):
                                                     "select_a": "element:O",
                                                     "select_b": "element:O", "pairs": "both"})
             check(400 <= s < 500 and "distinct" in doc.get("detail", ""), (s, doc))
+            # every species pair in one job: its O-O partial is the O x O self job
+            pj = d.submit(ds["id"], r_max=r_max, buckets=buckets, partials="element")
+            check(d.wait_job(pj["id"])["status"] == "succeeded", pj)
+            s, _, pr = d.json("GET", "/v1/jobs/%s/result" % pj["id"])
+            part = pr.get("partial", {})
+            check(s == 200 and pr.get("species") == "H,O" and part.get("a") == ["H", "H", "O"] and
+                  part["counts"][2] == oo["counts"] and part["total"][2] == oo["total"] and
+                  [sum(c[k] for c in part["counts"]) for k in range(buckets)] == pr["counts"],
+                  ("partials", pr))
             # a pair list of selections that share some atoms: the job fails, saying why
             job = d.submit(ds["id"], pairs_within=1.0, select_a="element:O", select_b="all")
             done = d.wait_job(job["id"])
