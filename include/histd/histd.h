@@ -332,6 +332,17 @@ typedef enum histd_pairing {
   HISTD_PAIRING_ORDERED = 2
 } histd_pairing;
 
+/* The normalisations of MDAnalysis's InterRDF (2.4.2, Debian 12), shown as
+ * the result's `rdf` beside histd's own g: NONE asked (no `rdf`), RDF (its
+ * g: count / (F V_shell N / <V>)), DENSITY (count / (F V_shell)), COUNTS
+ * ("none": count / F); counts of ordered pairs, as MDAnalysis sees them. */
+typedef enum histd_norm {
+  HISTD_NORM_UNSET = 0,
+  HISTD_NORM_RDF = 1,
+  HISTD_NORM_DENSITY = 2,
+  HISTD_NORM_COUNTS = 3
+} histd_norm;
+
 /* The shape of a statistic's answer (the seed paper's three): a small
  * output of bins, a value per point of A, a record per pair. */
 typedef enum histd_answer {
@@ -579,6 +590,9 @@ typedef struct histd_result {
    * partial_total[k], below the first edge partial_below[k], its pair
    * density sum_f P_f / V_f partial_density[k] (0 in open space), its
    * atoms of s and of t, every frame's, partial_na[k] and partial_nb[k] */
+  histd_norm norm;        /* the normalisation `rdf` is shown in (job's "norm") */
+  double volume_sum;      /* periodic: the frames' volumes summed (their mean
+                           * is MDAnalysis's box volume for norm rdf)     */
   uint32_t partials;
   char species[256];
   uint64_t *partial_counts, *partial_total, *partial_below, *partial_na, *partial_nb;

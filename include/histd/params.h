@@ -47,6 +47,7 @@ typedef struct histd_params {
   histd_slice frames;
   bool per_frame;        /* a frames x bins table beside the sums        */
   uint32_t blocks;       /* 0, or error bars over this many blocks of frames */
+  histd_norm norm;       /* "norm": rdf, density or none (MDAnalysis's); unset */
   char partials[16];     /* "": none; else every species pair of A by this
                           * field: element, type, name or resname         */
   bool per_point;        /* with within: each point's neighbours within it */

@@ -47,6 +47,10 @@ static bool per_frame_periodic(const histd_result *r) { return per_frame(r) && r
 static bool has_blocks(const histd_result *r) { return per_frame_periodic(r) && r->blocks > 1; }
 static bool per_frame_below(const histd_result *r) { return per_frame(r) && r->frame_below; }
 static bool has_partials(const histd_result *r) { return is_histogram(r) && r->partials > 0; }
+static bool has_norm(const histd_result *r) {
+  return is_histogram(r) && r->norm != HISTD_NORM_UNSET && (r->norm != HISTD_NORM_RDF ||
+                                                            r->volume > 0);
+}
 static bool partials_periodic(const histd_result *r) { return has_partials(r) && r->volume > 0; }
 static bool per_point(const histd_result *r) { return histd_statistic_per_point(r->statistic); }
 static bool has_point_index(const histd_result *r) { return r->point_index != NULL; }
@@ -126,6 +130,7 @@ GET(get_t_parse, d, r->timing.parse_ms)
 GET(get_t_transfer, d, r->timing.transfer_ms)
 GET(get_t_kernel, d, r->timing.kernel_ms)
 GET(get_t_total, d, r->timing.total_ms)
+GET(get_volume_sum, d, r->volume_sum)
 GET(get_partials, u, r->partials)
 GET(get_species, s, r->species)
 GET(get_partial_total, u, r->partial_total[i])
@@ -155,6 +160,35 @@ static void get_g(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue
 static void get_coordination(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
   double g;
   histd_result_rdf_bin(r, (uint32_t)i, acc, &g, &v->d);
+}
+
+/* ---- MDAnalysis's normalisations ------------------------------------------- */
+
+/* Bin i as InterRDF's results.rdf (MDAnalysis 2.4.2): its count of ordered
+ * pairs (a self job's pairs twice) over F frames, / F, / (F V_shell), or
+ * / (F V_shell N / <V>) with N the ordered pairs a frame and <V> the
+ * frames' mean volume: count_i <V> / (V_shell total) in histd's terms. */
+static void get_rdf(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
+  (void)acc;
+  const double pi = 3.14159265358979323846, frames = r->frames > 0 ? (double)r->frames : 1;
+  const double twice = r->cross ? 1.0 : 2.0;
+  const double lo = histd_bins_edge(&r->bins, (uint32_t)i);
+  const double hi = histd_bins_edge(&r->bins, (uint32_t)i + 1);
+  const double shell = 4.0 / 3.0 * pi * (hi * hi * hi - lo * lo * lo);
+  const double count = twice * (double)r->counts[i];
+  if (r->norm == HISTD_NORM_COUNTS)
+    v->d = count / frames;
+  else if (r->norm == HISTD_NORM_DENSITY)
+    v->d = count / (frames * shell);
+  else
+    v->d = r->total > 0 ? (double)r->counts[i] * (r->volume_sum / frames) /
+                              (shell * (double)r->total)
+                        : 0;
+}
+static void get_norm(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
+  (void)i, (void)acc;
+  static const char *const names[] = {"", "rdf", "density", "none"};
+  v->s = names[r->norm <= HISTD_NORM_COUNTS ? r->norm : 0];
 }
 
 /* ---- species partials ------------------------------------------------------ */
@@ -356,6 +390,16 @@ static const histd_field table[] = {
     {"below", "per_frame", "frame_below", U64, HISTD_FS_FRAMES, "pairs", ALL,
      "each frame's pairs below the first edge", per_frame_below, get_frame_below, NULL,
      KEEP_ARRAY(frame_below), NULL},
+    {"norm", NULL, NULL, STR, SCALAR, "", ALL,
+     "the normalisation of rdf: MDAnalysis's InterRDF norm (rdf, density or none)", has_norm,
+     get_norm, NULL, KEEP(norm), NULL},
+    {"rdf", NULL, NULL, F64, HISTD_FS_BINS, "", SHOWN,
+     "InterRDF's results.rdf in that norm, from ordered pairs (a self job's twice): rdf "
+     "count <V> / (V_shell total), density count / (F V_shell), none count / F",
+     has_norm, get_rdf, NULL, 0, 0, 0, NULL},
+    {"volume_sum", NULL, NULL, F64, SCALAR, "length^3", HISTD_OUT_STORE,
+     "the frames' volumes summed (their mean is InterRDF's box volume)", periodic,
+     get_volume_sum, NULL, KEEP(volume_sum), NULL},
     {"partials", NULL, NULL, U64, SCALAR, "", ALL,
      "species partials: the species pairs (s <= t), S(S+1)/2 of S species", has_partials,
      get_partials, NULL, KEEP(partials), NULL},

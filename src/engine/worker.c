@@ -190,6 +190,7 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
       }
       res->timing.transfer_ms += part.timing.transfer_ms;
       res->timing.kernel_ms += part.timing.kernel_ms;
+      res->volume_sum += part.volume;
       if (part.volume > 0) {
         density += (double)part.total / part.volume;
         if (f == 0)
@@ -500,6 +501,7 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
     else
       part = one;
     res->volume = histd_box_volume(&one.box);
+    res->volume_sum = res->volume;
     rc = run_part(w, k, &one, &part, sh, &ex, ctl, res, msg, msglen);
     if (rc == 0)
       rc = take_excluded(x, &one, sh, res, msg, msglen);

@@ -121,6 +121,7 @@ int histd_job_bind(histd_job *job, const histd_params *p, const histd_dataset *a
 void histd_job_label(const histd_params *p, histd_result *res) {
   snprintf(res->select_a, sizeof res->select_a, "%s", p->select_a);
   snprintf(res->select_b, sizeof res->select_b, "%s", p->select_b);
+  res->norm = p->norm;
 }
 
 void histd_job_free(histd_job *job) {

@@ -438,6 +438,23 @@ static int set_blocks(histd_params *p, const histd_value *v, char *msg, size_t m
 static bool given_blocks(const histd_params *p) { return p->blocks > 0; }
 static void write_blocks(FILE *f, const histd_params *p) { fprintf(f, "%" PRIu32, p->blocks); }
 
+static const char *const norms[] = {"", "rdf", "density", "none"};
+static int set_norm(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_STRING, "norm", "rdf, density or none", msg, msglen);
+  for (int k = 1; rc == 0 && k < 4; k++)
+    if (strcmp(v->string, norms[k]) == 0) {
+      p->norm = (histd_norm)k;
+      return 0;
+    }
+  return rc != 0 ? rc
+                 : histd_fail(msg, msglen, HISTD_EINVAL,
+                              "norm must be rdf, density or none (MDAnalysis's InterRDF "
+                              "normalisations), got \"%.32s\"",
+                              v->string);
+}
+static bool given_norm(const histd_params *p) { return p->norm != HISTD_NORM_UNSET; }
+static void write_norm(FILE *f, const histd_params *p) { write_string(f, norms[p->norm]); }
+
 static int set_partials(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
   int rc = want(v, HISTD_VALUE_STRING, "partials", "element, type, name or resname", msg,
                 msglen);
@@ -519,6 +536,8 @@ static const histd_param table[] = {
     ROW(blocks, "blocks", 0, COUNT,
         "error bars: the frames cut into K consecutive blocks, g(r) and the coordination of "
         "each, their mean and standard error (keeps the per-frame table)"),
+    ROW(norm, "norm", 0, STRING,
+        "also the result's rdf in MDAnalysis's normalisation: rdf, density or none"),
     ROW(partials, "partials", 0, STRING,
         "element, type, name or resname: every species pair's histogram, g(r) and both "
         "coordination numbers in one pass (a set's own pairs: no dataset_b or select_b)"),

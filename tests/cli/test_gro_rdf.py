@@ -6,7 +6,9 @@ MDAnalysis 2.4.2's InterRDF made of it (tests/cli/gro/make_rdf.py): OW-OW
 with exclusion_block=(1, 1), and OW-(HW1, HW2) with exclusion_block=(1, 2),
 which leaves out the pairs within a water; rdf_oo_ordered.txt is OW-OW
 without exclusion_block, every ordered pair and each atom with itself,
-which histd gives as "pairs": "ordered". The MDAnalysis user's
+which histd gives as "pairs": "ordered"; rdf_oo_density.txt and
+rdf_oo_none.txt are OW-OW (exclusion_block=(1, 1)) in InterRDF's other
+normalisations, which histd's "norm" gives as the result's rdf. The MDAnalysis user's
 `--select-a name:OW --select-b name:OW` must be the self job, and OW
 against every atom must count each pair of distinct atoms once. sdh reads the same file, its box
 and its atoms' names and residues:
@@ -159,6 +161,21 @@ def main():
             or mixed["total"] != len(mixed_pairs):
         bad.append("OW x all: pairing %s, total %s (want distinct, %d): counts differ from the "
                    "brute force" % (mixed.get("pairing"), mixed.get("total"), len(mixed_pairs)))
+    # MDAnalysis's normalisations as the result's rdf ("norm"): InterRDF's
+    # results.rdf of OW-OW, exclusion_block=(1, 1), in each norm; density is
+    # per cubic Angstrom there and per nm^3 here (1000 times more)
+    for norm, name, scale in (("rdf", "rdf_oo.txt", 1.0), ("density", "rdf_oo_density.txt", 1e-3),
+                              ("none", "rdf_oo_none.txt", 1.0)):
+        doc = sdh(exe, "--select-a", "name:OW", "--norm", norm)
+        g, n = mdanalysis(name)
+        if doc.get("norm") != norm or len(doc.get("rdf", [])) != len(g):
+            bad.append("norm %s: the result's norm %s, %d rdf values" % (norm, doc.get("norm"),
+                                                                       len(doc.get("rdf", []))))
+            continue
+        for k, (got, want, c, m) in enumerate(zip(doc["rdf"], g, doc["counts"], n)):
+            if 2 * c == m and abs(got * scale - want) > 1e-6 * abs(want):
+                bad.append("norm %s bin %d: histd %.17g, MDAnalysis %.17g" % (norm, k, got * scale,
+                                                                             want))
     for b in bad[:10]:
         print("FAIL:", b)
     if bad:

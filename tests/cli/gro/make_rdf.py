@@ -10,6 +10,8 @@ writes, for MDAnalysis.analysis.rdf.InterRDF over (0, R_MAX) in BUCKETS bins
   rdf_oo.txt  OW-OW, exclusion_block=(1, 1) (an atom is not its own pair)
   rdf_oh.txt  OW-(HW1, HW2), exclusion_block=(1, 2) (the pairs within a
               water left out)
+  rdf_oo_density.txt, rdf_oo_none.txt  OW-OW, exclusion_block=(1, 1), in
+              norm "density" and "none" (histd's "norm")
   rdf_oo_ordered.txt  OW-OW without exclusion_block: every ordered pair,
               each atom with itself at r = 0 included (histd's "pairs":
               "ordered")
@@ -45,9 +47,15 @@ def main():
     oo = InterRDF(ow, ow, exclusion_block=(1, 1), **kw).run()
     oh = InterRDF(ow, hw, exclusion_block=(1, 2), **kw).run()
     ordered = InterRDF(ow, ow, **kw).run()
+    density = InterRDF(ow, ow, exclusion_block=(1, 1), norm="density", **kw).run()
+    counts = InterRDF(ow, ow, exclusion_block=(1, 1), norm="none", **kw).run()
     write(os.path.join(HERE, "rdf_oo.txt"), "OW-OW exclusion_block=(1, 1)", oo)
     write(os.path.join(HERE, "rdf_oh.txt"), "OW-HW1,HW2 exclusion_block=(1, 2)", oh)
     write(os.path.join(HERE, "rdf_oo_ordered.txt"), "OW-OW without exclusion_block", ordered)
+    write(os.path.join(HERE, "rdf_oo_density.txt"), "OW-OW exclusion_block=(1, 1) norm=density",
+          density)
+    write(os.path.join(HERE, "rdf_oo_none.txt"), "OW-OW exclusion_block=(1, 1) norm=none",
+          counts)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# bench_m1.sh -- workload M1 of issue 31: every species pair of a 3-species
+# liquid in one job ("partials"), against one plain g(r) of all its atoms
+# and against the 6 separate jobs a user ran before (one per species pair:
+# select_a type:s alone for s's own pairs, select_a type:s, select_b type:t
+# for s < t), in one run on one machine, each the median of ROUNDS runs of
+# sdh (the whole command: parse, bind, count, write).
+#
+#   SDH=build/src/cli/sdh N=100000 FRAMES=10 ROUNDS=3 bash bench/bench_m1.sh
+#
+# The points: N atoms a frame, uniform in a periodic cube at number density
+# 0.8 (side (N / 0.8)^(1/3)), types 1, 2, 3 in turn, FRAMES frames (awk's
+# rand with a fixed seed), as a LAMMPS dump; r_max 10, 200 bins, as M1
+# asks. (Uniform points, not a LAMMPS-equilibrated liquid: the pairs a
+# grid meets within r_max, and so the work, are the same at that density.)
+# Prints a table: each way's median seconds and its ratio to the plain g(r).
+set -uo pipefail
+SDH=${SDH:-build/src/cli/sdh}
+N=${N:-100000} FRAMES=${FRAMES:-10} ROUNDS=${ROUNDS:-3}
+DIR=${DIR:-$(mktemp -d)}
+dump=$DIR/m1.lammpstrj
+awk -v n="$N" -v frames="$FRAMES" 'BEGIN { srand(31); L = (n / 0.8) ^ (1 / 3)
+  for (f = 0; f < frames; f++) {
+    print "ITEM: TIMESTEP"; print f; print "ITEM: NUMBER OF ATOMS"; print n
+    print "ITEM: BOX BOUNDS pp pp pp"; for (a = 0; a < 3; a++) printf "0 %.17g\n", L
+    print "ITEM: ATOMS id type x y z"
+    for (i = 0; i < n; i++)
+      printf "%d %d %.6f %.6f %.6f\n", i + 1, i % 3 + 1, L * rand(), L * rand(), L * rand() } }' \
+  > "$dump"
+common=(--r-max 10 --buckets 200 --format json)
+# one timed run of sdh with args; its seconds on stdout
+timed() {
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$SDH" "$dump" "$@" "${common[@]}" > "$DIR/out.json" 2> "$DIR/err.txt" || {
+    echo "sdh $* failed: $(cat "$DIR/err.txt")" >&2; echo nan; return; }
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+declare -A runs
+for ((r = 0; r < ROUNDS; r++)); do # the ways alternate round by round
+  runs[plain]+="$(timed) "
+  runs[partials]+="$(timed --partials type) "
+  six=0
+  for s in 1 2 3; do
+    for t in 1 2 3; do
+      [ "$t" -lt "$s" ] && continue
+      if [ "$s" = "$t" ]; then x=$(timed --select-a "type:$s"); else
+        x=$(timed --select-a "type:$s" --select-b "type:$t"); fi
+      six=$(awk -v a="$six" -v b="$x" 'BEGIN { print a + b }')
+    done
+  done
+  runs[six]+="$six "
+done
+plain=$(echo ${runs[plain]} | tr ' ' '\n' | median)
+kernel=$("$SDH" "$dump" --partials type "${common[@]}" | sed -n 's/.*"kernel":"\([^"]*\)".*/\1/p')
+echo "== M1: $N atoms x $FRAMES frames, 3 types, r_max 10, 200 bins; $ROUNDS rounds; kernel $kernel"
+printf '%-34s %10s %8s\n' "way" "median s" "/ plain"
+for way in plain partials six; do
+  m=$(echo ${runs[$way]} | tr ' ' '\n' | median)
+  label=$([ "$way" = plain ] && echo "one plain g(r), all atoms" ||
+          { [ "$way" = partials ] && echo "6 partials in one job" || echo "6 separate jobs (one a pair)"; })
+  printf '%-34s %10s %8s\n' "$label" "$m" "$(awk -v a="$m" -v b="$plain" 'BEGIN { printf "%.2f", a / b }')"
+done
