@@ -185,6 +185,10 @@ int histd_operands_pair(const histd_params *p, histd_statistic statistic, histd_
  * are asked for); at most HISTD_MAX_SPECIES species. */
 int histd_operands_species(const histd_params *p, histd_operands *o, char *msg,
                            size_t msglen);
+/* Whether partials can be asked of a set whose topology has these arrays
+ * (HISTD_TOP_* bits) and with (has_b) or without a B: 0, or the sentence. */
+int histd_partials_check(const histd_params *p, unsigned topology, bool has_b, char *msg,
+                         size_t msglen);
 /* The field partials names (0..3), or -1. */
 int histd_params_partials_field(const char *v);
 #define HISTD_MAX_SPECIES 16

@@ -50,6 +50,8 @@ int histd_job_check(const histd_params *p, const histd_shape *a_in, const histd_
     rc = histd_selection_check(p->select_a, a.topology, msg, msglen);
   if (rc == 0 && p->select_b[0] != '\0')
     rc = histd_selection_check(p->select_b, b->topology, msg, msglen);
+  if (rc == 0 && p->partials[0] != '\0') /* what histd_operands_species will need */
+    rc = histd_partials_check(p, a.topology, b != NULL, msg, msglen);
   if (rc != 0)
     return rc;
   histd_problem spec;

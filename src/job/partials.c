@@ -52,30 +52,38 @@ int histd_params_partials_field(const char *v) {
   return -1;
 }
 
-int histd_operands_species(const histd_params *p, histd_operands *o, char *msg,
-                           size_t msglen) {
+int histd_partials_check(const histd_params *p, unsigned topology, bool has_b, char *msg,
+                         size_t msglen) {
   const int which = histd_params_partials_field(p->partials);
   if (which < 0)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "partials must be element, type, name or resname, got \"%.32s\"",
                       p->partials);
   const field *fd = &fields[which];
-  if (o->b != NULL)
+  if (has_b)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "partials are every species pair of one set: give the dataset (and "
                       "select_a) without dataset_b or select_b");
-  const histd_topology *t = o->a->top;
-  if (t == NULL || !(histd_topology_fields(t) & fd->bit))
+  if (!(topology & fd->bit))
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "partials by %s need the atoms' %s: the dataset's file does not give "
                       "them (a GRO, PDB, XYZ or LAMMPS dump with %s, or a topology)",
                       fd->name, fd->name, fd->name);
+  return 0;
+}
+
+int histd_operands_species(const histd_params *p, histd_operands *o, char *msg,
+                           size_t msglen) {
+  const histd_topology *t = o->a->top;
+  int rc = histd_partials_check(p, histd_topology_fields(t), o->b != NULL, msg, msglen);
+  if (rc != 0)
+    return rc;
+  const field *fd = &fields[histd_params_partials_field(p->partials)];
   const size_t atoms = t->atoms;
   size_t rep[HISTD_MAX_SPECIES]; /* an atom of each species, in the species' order */
   size_t *pick = malloc((atoms ? atoms : 1) * sizeof *pick);
   histd_dataset *sets = calloc(HISTD_MAX_SPECIES, sizeof *sets);
   uint32_t species = 0;
-  int rc = 0;
   if (pick == NULL || sets == NULL) {
     rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the species of %zu atoms",
                     atoms);

@@ -265,6 +265,12 @@ def test_atoms(exe):
                  "molecule"),
                 ({"dataset": ds["id"], "r_max": 1, "buckets": 2, "frames": "2:1"}, "STOP"),
                 ({"dataset": ds["id"], "r_max": 1, "buckets": 2, "frames": "x"}, "START:STOP"),
+                ({"dataset": plain["id"], "r_max": 1, "buckets": 2, "partials": "element"},
+                 "need the atoms' element"),
+                ({"dataset": ds["id"], "r_max": 1, "buckets": 2, "partials": "type",
+                  "select_b": "type:1"}, "one set"),
+                ({"dataset": ds["id"], "r_max": 1, "buckets": 2, "partials": "colour"},
+                 "element, type, name or resname"),
             ]:
                 s, _, doc = d.json("POST", "/v1/jobs", body)
                 check(400 <= s < 500 and says in doc.get("detail", ""), (body, s, doc))
