@@ -19,7 +19,7 @@ PATH, an empty HOME (no ~/.curlrc) and no other HISTD_* variables.
 Each command must exit 0 and must not answer an error (a problem+json
 document, or an HTTP status line >= 400 from curl -i) unless the README
 shows that error as its output. Where the README shows what a command
-prints, the real output must have the same shape, not the same numbers:
+prints, the real output must have its shape and the numbers it shows:
 
   * a comment that starts with { or [ after the command, on its last line
     (`curl -s $H/healthz   # {"status":"ok",...}  prose`) or on the next
@@ -31,10 +31,17 @@ prints, the real output must have the same shape, not the same numbers:
 JSON shapes: every key shown must be there, recursively, with a value of
 the same type (null stands for anything; a list's first element shown is
 the shape of every element). `...` or `…` elides: `{...}`, `[...]`,
-`, ...` and `…` inside a string. HTTP responses: the same status code,
-every header shown, and the body's shape. Anything else is compared line
-by line after numbers become N and long hex ids become ID, with runs of
-identical lines counted once; a line `...` or `…` matches any lines.
+`, ...` and `…` inside a string. Numbers: each number the README shows is
+histd's, to the digits it shows (an integer exactly, 1.02 anything that
+rounds to it); a list's elements shown before an elision are histd's first
+ones and those after it histd's last ones. Keys that vary from run to run
+(times, clocks, sizes, thread counts: VARYING) are held to their shape
+only. HTTP responses: the same status code, every header shown, and the
+body's shape and numbers. Anything else is compared line by line after
+numbers become N and long hex ids become ID, with runs of identical lines
+counted once; a line `...` or `…` matches any lines; where the README shows
+the output line for line, its numbers are checked too (lines naming a
+time, size or id excepted: VARYING_LINE).
 
 Every example that talks to the daemon must do it through HISTD_URL (a
 literal localhost:8080 would reach whatever listens there, not the test's
@@ -228,12 +235,51 @@ def json_prefix(text):
     return None
 
 
+ELIDED = "\u2026elided"  # where a list's elements were elided ([1, 2, ..., 9])
+
+
+def mark_list_elisions(t):
+    """Each ... inside a list (not inside a string or an object) as the
+    string ELIDED, so that the elements shown after it can be matched to the
+    end of histd's list."""
+    out, stack, i, in_str = [], [], 0, False
+    while i < len(t):
+        c = t[i]
+        if in_str:
+            out.append(c)
+            if c == "\\":
+                out.append(t[i + 1:i + 2])
+                i += 1
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+            out.append(c)
+        elif c in "[{":
+            stack.append(c)
+            out.append(c)
+        elif c in "]}":
+            stack and stack.pop()
+            out.append(c)
+        else:
+            m = re.match(ELLIPSIS, t[i:])
+            if m and stack and stack[-1] == "[":
+                out.append(json.dumps(ELIDED))
+                i += m.end()
+                continue
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def doc_json(text, where):
-    """A documented JSON value with its elisions removed."""
-    t = text.strip()
-    t = re.sub(r"(?<=[\[{])\s*" + ELLIPSIS + r"\s*(?=[\]}])", "", t)     # {...} [...]
-    t = re.sub(r",\s*" + ELLIPSIS + r"\s*(?=[\]}])", "", t)              # , ...]
-    t = re.sub(r"(?<=[\[{])\s*" + ELLIPSIS + r"\s*,", "", t)            # [..., x]
+    """A documented JSON value with its elisions removed (a list's marked:
+    mark_list_elisions)."""
+    t = mark_list_elisions(text.strip())
+    t = re.sub(r"\[\s*" + re.escape(json.dumps(ELIDED)) + r"\s*\]", "[]", t)  # [...]
+    t = re.sub(r"(?<=[\[{])\s*" + ELLIPSIS + r"\s*(?=[\]}])", "", t)     # {...}
+    t = re.sub(r",\s*" + ELLIPSIS + r"\s*(?=[\]}])", "", t)              # , ...}
+    t = re.sub(r"(?<=[\[{])\s*" + ELLIPSIS + r"\s*,", "", t)            # {..., x}
     t = re.sub(r",\s*" + ELLIPSIS + r"\s*,", ",", t)                     # x, ..., y
     t = re.sub(r":\s*" + ELLIPSIS + r"\s*(?=[,}])", ":null", t)          # "k": ...
     try:
@@ -257,25 +303,70 @@ def kind(v):
     return "object"
 
 
-def same_json_shape(doc, real, path="$"):
-    """Problems, as strings, where real does not have doc's shape."""
+# Keys whose numbers differ from run to run (times, clocks, sizes of a
+# machine, queue positions): their shape is checked, not their value.
+VARYING = re.compile(r"(^|[_.$])(ms|s|seconds|time|timing|uptime|created|started|finished|updated|"
+                     r"ts|at|pid|port|bytes|rss|load|progress|position|elapsed|rate|"
+                     r"pairs_per_s|per_s|threads|cores|cpus|workers|devices|memory)($|[_.\[])|"
+                     r"timing|_ms\b|mtime|expires", re.I)
+
+
+# A line of text output that shows something that varies from run to run.
+VARYING_LINE = re.compile(r"\b(ms|s|sec|seconds|time|took|elapsed|uptime|pid|port|bytes|[KMG]i?B|"
+                          r"threads|cores|load|rate|/s|date|at)\b|\d{4}-\d\d-\d\d|:\d\d:", re.I)
+
+
+def same_number(doc, real, shown):
+    """Whether real, printed with shown's digits, is shown: integers exactly,
+    a decimal to the digits the README gives (1.02 stands for [1.015, 1.025])."""
+    if isinstance(doc, bool) or isinstance(real, bool):
+        return doc == real
+    if isinstance(doc, int) and "." not in shown and "e" not in shown.lower():
+        return real == doc
+    digits = len(shown.split(".")[1].split("e")[0].split("E")[0]) if "." in shown else 0
+    exp = int(shown.lower().split("e")[1]) if "e" in shown.lower() else 0
+    half = 0.5 * 10.0 ** (exp - digits)
+    return abs(real - doc) <= half * (1 + 1e-9) + 1e-300
+
+
+def same_json_shape(doc, real, path="$", values=True):
+    """Problems, as strings, where real does not have doc's shape, or a number
+    shown is not histd's (to the digits shown; keys that vary excepted). A
+    list's elements shown are compared one for one; the rest (elided) take
+    the first's shape."""
     if doc is None:
         return []
     if kind(doc) != kind(real):
         return ["%s: the README shows %s %s, histd gave %s %s"
                 % (path, kind(doc), json.dumps(doc)[:60], kind(real), json.dumps(real)[:60])]
+    if values and kind(doc) == "number" and not VARYING.search(path):
+        shown = repr(doc) if isinstance(doc, float) else str(doc)
+        if not same_number(doc, real, shown):
+            return ["%s: the README shows %s, histd gave %s" % (path, shown, json.dumps(real))]
     if isinstance(doc, dict):
         out = []
         for k, v in doc.items():
             if k not in real:
                 out.append("%s: no key %r (histd gave %s)" % (path, k, sorted(real)))
             else:
-                out += same_json_shape(v, real[k], "%s.%s" % (path, k))
+                out += same_json_shape(v, real[k], "%s.%s" % (path, k), values)
         return out
-    if isinstance(doc, list) and doc:
+    if isinstance(doc, list):
+        # the elements shown before an elision match histd's first ones, those
+        # after it its last ones; the rest take the first's shape
+        cut = doc.index(ELIDED) if ELIDED in doc else len(doc)
+        head, tail = doc[:cut], [d for d in doc[cut + 1:] if d != ELIDED]
+        if not head and not tail:
+            return []
         out = []
         for i, r in enumerate(real):
-            out += same_json_shape(doc[0], r, "%s[%d]" % (path, i))
+            if values and i < len(head):
+                d, shown = head[i], True
+            elif values and tail and i >= len(real) - len(tail) and cut < len(doc):
+                d, shown = tail[i - (len(real) - len(tail))], True
+            else:
+                d, shown = (head or tail)[0], False
+            out += same_json_shape(d, r, "%s[%d]" % (path, i), shown)
             if out:
                 break
         return out
@@ -355,7 +446,29 @@ def compare(doc_text, real, where):
         return ["%s: the output's lines do not have the README's shape\nREADME:\n  %s\n"
                 "real (shapes):\n  %s\nreal:\n%s" % (where, "\n  ".join(ds),
                                                      "\n  ".join(collapsed(rs)[:20]), real[:1500])]
-    return []
+    return same_line_numbers(d, real, where)
+
+
+def same_line_numbers(doc_text, real, where):
+    """Where the README shows the output line for line (as many lines, none
+    elided), each number it shows must be histd's to the digits shown; a
+    line that names something that varies (a time, a size, an id) is left
+    to its shape."""
+    dl, rl = doc_text.rstrip("\n").split("\n"), real.rstrip("\n").split("\n")
+    if len(dl) != len(rl) or any(l.strip() in ("...", "…") for l in dl):
+        return []
+    out = []
+    for k, (a, b) in enumerate(zip(dl, rl)):
+        if VARYING_LINE.search(a):
+            continue
+        for x, y in zip(NUM.findall(HEXID.sub("ID", a)), NUM.findall(HEXID.sub("ID", b))):
+            dv, rv = float(x), float(y)
+            if not same_number(int(dv) if dv == int(dv) and "." not in x and "e" not in x.lower()
+                               else dv, rv, x.lstrip("+")):
+                out.append("%s: line %d shows %s, histd printed %s:\n  %s\n  %s"
+                           % (where, k + 1, x, y, a, b))
+                break
+    return out
 
 
 def error_answer(text):
