@@ -194,19 +194,22 @@ static int bad_blob(histd_result *r, char *msg, size_t msglen, const char *what,
   return histd_fail(msg, msglen, HISTD_EIO, "the stored result's %s %s", what, why);
 }
 
-/* The arrays a result of its statistic cannot do without. */
+/* Whether r holds every array the schema keeps for a result like it: each
+ * kept array field that r has (its kept rule, or its present one) must be
+ * there (a histogram's counts and explicit edges, a statistic's per-point
+ * rows, the partials' tables, ...). */
 static bool arrays_whole(const histd_result *r) {
-  switch (r->statistic) {
-  case HISTD_STAT_HISTOGRAM:
-  case HISTD_STAT_WITHIN:
-    return r->counts != NULL && (r->bins.kind != HISTD_BINS_EDGES || r->bins.edges != NULL);
-  case HISTD_STAT_POINT_COUNTS:
-    return r->point_counts != NULL;
-  case HISTD_STAT_NEAREST:
-    return r->nearest_d != NULL && r->nearest_j != NULL;
-  default:
-    return true;
+  for (size_t i = 0; i < histd_schema_count(); i++) {
+    const histd_field *f = histd_schema_at(i);
+    if (!is_array(f) || !(f->outputs & HISTD_OUT_STORE) || f->shape == HISTD_FS_PAIRS ||
+        !(f->kept != NULL ? f->kept(r) : f->present(r)))
+      continue;
+    const void *p;
+    memcpy(&p, (const char *)r + f->offset, sizeof p);
+    if (p == NULL)
+      return false;
   }
+  return true;
 }
 
 int histd_result_decode(const void *head, size_t head_len, const void *arrays, size_t arrays_len,
@@ -287,6 +290,6 @@ int histd_result_decode(const void *head, size_t head_len, const void *arrays, s
     a.left -= (size_t)blob_len;
   }
   if (!arrays_whole(r))
-    return bad_blob(r, msg, msglen, "arrays", "lack what the result's statistic needs");
+    return bad_blob(r, msg, msglen, "arrays", "lack one the result's fields need");
   return 0;
 }

@@ -201,6 +201,14 @@ static void check_store(const histd_result *r, const char *what) {
         msg);
   CHECK(histd_result_decode(head, hl, NULL, 0, &summary, msg, sizeof msg) == 0, "%s: %s", what,
         msg);
+  /* arrays present but none of them: a result that lacks what its fields
+   * need is refused, never read as zeros */
+  if (histd_result_kept_values(r) > 0) {
+    histd_result bare;
+    CHECK(histd_result_decode(head, hl, "HRA1", 4, &bare, msg, sizeof msg) == HISTD_EIO &&
+              strstr(msg, "lack") != NULL,
+          "%s: a result without its arrays was read: %s", what, msg);
+  }
   for (size_t i = 0; i < histd_schema_count(); i++) {
     const histd_field *f = histd_schema_at(i);
     const bool kept =
