@@ -321,8 +321,8 @@ static int parse_args(int argc, char **argv, options *o) {
     return usage_error("cannot tell the format of '%s' from its name; use --input-format "
                        "(one of %s)", o->file, format_list());
   const histd_params *p = &o->params;
-  if (p->bucket_width <= 0 && p->r_max <= 0 && p->edges == NULL && !p->log && !p->has_within &&
-      !p->nearest && !p->has_pairs_within)
+  if (p->bucket_width <= 0 && p->r_max <= 0 && p->edges == NULL && !p->log &&
+      histd_params_statistic(p) == HISTD_STAT_HISTOGRAM) /* the others say what they need */
     return usage_error("--width W is required (or --r-max with --buckets, --edges, --log-bins, "
                        "or --within)");
   if (o->random && p->bucket_width > 0 && p->buckets == 0 && p->box.kind == HISTD_BOX_NONE) {
