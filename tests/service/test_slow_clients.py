@@ -176,7 +176,11 @@ def test_slow_bodies(exe):
         for h in hogs:
             h.close()
         after = slow_counts(d)
-        check(after["body"] - before["body"] >= 2, "the closed bodies are counted: %s -> %s" % (before, after))
+        # each hog closed to make room is counted, as a slow body, or as a slow
+        # head where the daemon had not yet read its head when it chose it (a
+        # loaded machine under ThreadSanitizer: soak run 2, header 1 body 1)
+        closed = sum(after.values()) - sum(before.values())
+        check(closed >= 2, "the hogs closed to make room are counted: %s -> %s" % (before, after))
         check(d.json("GET", "/v1/datasets")[2]["datasets"] == [], "and stored nothing")
         s, _, _ = d.request("GET", "/healthz")
         check(s == 200, "the daemon is alive")
