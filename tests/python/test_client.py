@@ -103,6 +103,26 @@ def test_statistics(c, pts, ds):
         raise AssertionError("rdf without a box")
     except ValueError as e:
         check("box" in str(e), e)
+    # a file serves its own box (an extended XYZ's Lattice), as the daemon reads it;
+    # a file without one is refused with the same sentence, after the run
+    with tempfile.TemporaryDirectory() as tmp:
+        xyz = os.path.join(tmp, "boxed.xyz")
+        with open(xyz, "w") as f:
+            f.write("%d\nLattice=\"100 0 0 0 100 0 0 0 100\"\n" % len(pts))
+            f.writelines("Ar %r %r %r\n" % tuple(p) for p in pts.tolist())
+        own = c.rdf(xyz, r_max=40, buckets=8)
+        check(np.array_equal(own.counts, r.counts) and np.allclose(own.g, r.g, rtol=1e-12) and
+              own.raw.get("box_source") == "dataset",
+              "rdf of a file with its own box: %s vs %s" % (own.counts, r.counts))
+        csv = os.path.join(tmp, "open.csv")
+        with open(csv, "w") as f:
+            f.write("x,y,z\n")
+            f.writelines("%r,%r,%r\n" % tuple(p) for p in pts.tolist())
+        try:
+            c.rdf(csv, r_max=10, buckets=4)
+            raise AssertionError("rdf of a file without a box")
+        except ValueError as e:
+            check("carries none" in str(e), e)
     print("statistics: width, edges (below, overflow), log_bins, A x B, within, g(r) and "
           "coordination agree with numpy")
 

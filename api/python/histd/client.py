@@ -368,14 +368,23 @@ class Client:
         """g(r) and the coordination number over `buckets` bins up to `r_max`
         in a periodic box: `box`, or the box of `data` (an MDAnalysis
         object's .dimensions, an ASE Atoms' .cell, a Dataset uploaded from
-        one). With data_b, g_AB(r)."""
+        one), or, for a file or a stored dataset, the box its file carries
+        (each frame's own: an XTC's, a GRO's, a LAMMPS dump's). With data_b,
+        g_AB(r)."""
         if box is None:
             box = data.box if isinstance(data, Dataset) else box_of(data)
-        if box is None:
+        stored = isinstance(data, (str, os.PathLike, Dataset))  # a file, an id, an upload
+        if box is None and not stored:
             raise ValueError("rdf needs a periodic box: pass box=, or points with .dimensions "
                              "(MDAnalysis) or .cell (ASE)")
-        job = self.submit(data, data_b, r_max=r_max, buckets=buckets, box=box, **params)
-        return job.wait(timeout=timeout, progress=progress)
+        if box is not None:
+            params["box"] = box
+        job = self.submit(data, data_b, r_max=r_max, buckets=buckets, **params)
+        result = job.wait(timeout=timeout, progress=progress)
+        if box is None and not result.raw.get("volume"):
+            raise ValueError("rdf needs a periodic box, and the dataset's file carries none: "
+                             "pass box=")
+        return result
 
     def pair_counts(self, data: Data, data_b: Optional[Data] = None, *,
                     progress: Optional[bool] = None, timeout: Optional[float] = None,
