@@ -190,8 +190,20 @@ int histd_write_json(FILE *f, const histd_result *res, unsigned flags) {
 
 int histd_write_schema(FILE *f) {
   static const char *const types[] = {"u64", "i64", "f64", "str", "bool"};
-  static const char *const shapes[] = {"scalar", "bins",   "edges",           "frames",
-                                       "frames x bins", "points", "frames x points", "pairs"};
+  static const char *const shapes[] = {
+      [HISTD_FS_SCALAR] = "scalar",
+      [HISTD_FS_BINS] = "bins",
+      [HISTD_FS_EDGES] = "edges",
+      [HISTD_FS_FRAMES] = "frames",
+      [HISTD_FS_FRAME_BINS] = "frames x bins",
+      [HISTD_FS_BLOCK_BINS] = "blocks x bins",
+      [HISTD_FS_PARTIALS] = "partials",
+      [HISTD_FS_PARTIAL_BINS] = "partials x bins",
+      [HISTD_FS_POINTS] = "points",
+      [HISTD_FS_FRAME_POINTS] = "frames x points",
+      [HISTD_FS_PAIRS] = "pairs"};
+  _Static_assert(sizeof shapes / sizeof shapes[0] == HISTD_FS_PAIRS + 1,
+                 "a name for every shape of histd/schema.h");
   static const char *const outs[] = {"json", "csv", "text", "npz", "store"};
   out o = {f, (locale_t)0, false, 0, true};
   fputs("{\"fields\":[", f);

@@ -34,6 +34,17 @@ def main():
     props = spec["Result"]["properties"]
     failures = []
     seen = set()
+    # every shape by its name; an array's JSON nesting follows from it
+    nested = {"frames x bins", "blocks x bins", "partials x bins", "frames x points"}
+    flat = {"bins", "edges", "frames", "points", "partials", "pairs"}
+    for f in fields:
+        if f["shape"] not in nested | flat | {"scalar"}:
+            failures.append("%s.%s: shape %r is not one of histd's" % (f["group"], f["name"],
+                                                                        f["shape"]))
+        if f["group"] == "partial" and f["shape"] not in ("partials", "partials x bins"):
+            failures.append("partial.%s: shape %r" % (f["name"], f["shape"]))
+        if f["group"] == "block" and f["shape"] not in ("bins", "blocks x bins"):
+            failures.append("block.%s: shape %r" % (f["name"], f["shape"]))
     for f in fields:
         where = props
         if f["group"] is not None:
