@@ -288,6 +288,8 @@ typedef struct histd_bins {
 /* Edge k (0..count): k * width, or edges[k]. For WIDTH bins the rule is
  * floor(d / width), which these nominal edges only describe. */
 double histd_bins_edge(const histd_bins *bins, uint32_t k);
+/* Bin k's shell volume, 4/3 pi (E[k+1]^3 - E[k]^3), the V_k of g(r). */
+double histd_bins_shell(const histd_bins *bins, uint32_t k);
 
 /* count + 1 log-spaced edges from r_min to r_max (both > 0, r_min < r_max):
  * E[0] = r_min, E[count] = r_max, E[k] = exp(log r_min + k (log r_max -
@@ -342,6 +344,8 @@ typedef enum histd_norm {
   HISTD_NORM_DENSITY = 2,
   HISTD_NORM_COUNTS = 3
 } histd_norm;
+/* The job's and the result's word for n: "rdf", "density", "none" ("" unset). */
+const char *histd_norm_name(histd_norm n);
 
 /* The shape of a statistic's answer (the seed paper's three): a small
  * output of bins, a value per point of A, a record per pair. */

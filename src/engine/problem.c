@@ -124,6 +124,12 @@ double histd_bins_edge(const histd_bins *bins, uint32_t k) {
   return bins->kind == HISTD_BINS_EDGES ? bins->edges[k] : (double)k * bins->width;
 }
 
+double histd_bins_shell(const histd_bins *bins, uint32_t k) {
+  const double pi = 3.14159265358979323846;
+  const double lo = histd_bins_edge(bins, k), hi = histd_bins_edge(bins, k + 1);
+  return 4.0 / 3.0 * pi * (hi * hi * hi - lo * lo * lo);
+}
+
 int histd_log_edges(double r_min, double r_max, uint32_t count, double *edges, char *msg,
                     size_t msglen) {
   if (!isfinite(r_min) || !isfinite(r_max) || !(r_min > 0) || !(r_min < r_max))

@@ -124,6 +124,13 @@ int histd_result_per_frame(histd_result *res, uint64_t frames) {
              : HISTD_ENOMEM;
 }
 
+const char *histd_norm_name(histd_norm n) {
+  static const char *const names[] = {[HISTD_NORM_UNSET] = "", [HISTD_NORM_RDF] = "rdf",
+                                      [HISTD_NORM_DENSITY] = "density",
+                                      [HISTD_NORM_COUNTS] = "none"};
+  return (unsigned)n < sizeof names / sizeof names[0] ? names[n] : "";
+}
+
 void histd_species_pair(uint32_t species, uint32_t k, uint32_t *s, uint32_t *t) {
   uint32_t row = 0, left = k;
   while (row < species && left >= species - row) { /* row s holds species - s pairs */
@@ -214,10 +221,7 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
  * `volume`: count / (total V_shell,k / volume) (0 when nothing is expected). */
 static double rdf_g(const histd_bins *bins, uint32_t k, uint64_t count, uint64_t total,
                     double volume) {
-  const double pi = 3.14159265358979323846;
-  double lo = histd_bins_edge(bins, k), hi = histd_bins_edge(bins, k + 1);
-  double shell = 4.0 / 3.0 * pi * (hi * hi * hi - lo * lo * lo);
-  double expected = (double)total * shell / volume;
+  double expected = (double)total * histd_bins_shell(bins, k) / volume;
   return expected > 0 ? (double)count / expected : 0;
 }
 

@@ -170,11 +170,9 @@ static void get_coordination(const histd_result *r, uint64_t i, uint64_t *acc, h
  * frames' mean volume: count_i <V> / (V_shell total) in histd's terms. */
 static void get_rdf(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
   (void)acc;
-  const double pi = 3.14159265358979323846, frames = r->frames > 0 ? (double)r->frames : 1;
+  const double frames = r->frames > 0 ? (double)r->frames : 1;
   const double twice = r->cross ? 1.0 : 2.0;
-  const double lo = histd_bins_edge(&r->bins, (uint32_t)i);
-  const double hi = histd_bins_edge(&r->bins, (uint32_t)i + 1);
-  const double shell = 4.0 / 3.0 * pi * (hi * hi * hi - lo * lo * lo);
+  const double shell = histd_bins_shell(&r->bins, (uint32_t)i);
   const double count = twice * (double)r->counts[i];
   if (r->norm == HISTD_NORM_COUNTS)
     v->d = count / frames;
@@ -187,8 +185,7 @@ static void get_rdf(const histd_result *r, uint64_t i, uint64_t *acc, histd_fval
 }
 static void get_norm(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
   (void)i, (void)acc;
-  static const char *const names[] = {"", "rdf", "density", "none"};
-  v->s = names[r->norm <= HISTD_NORM_COUNTS ? r->norm : 0];
+  v->s = histd_norm_name(r->norm);
 }
 
 /* ---- species partials ------------------------------------------------------ */

@@ -438,11 +438,10 @@ static int set_blocks(histd_params *p, const histd_value *v, char *msg, size_t m
 static bool given_blocks(const histd_params *p) { return p->blocks > 0; }
 static void write_blocks(FILE *f, const histd_params *p) { fprintf(f, "%" PRIu32, p->blocks); }
 
-static const char *const norms[] = {"", "rdf", "density", "none"};
 static int set_norm(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
   int rc = want(v, HISTD_VALUE_STRING, "norm", "rdf, density or none", msg, msglen);
-  for (int k = 1; rc == 0 && k < 4; k++)
-    if (strcmp(v->string, norms[k]) == 0) {
+  for (int k = HISTD_NORM_RDF; rc == 0 && k <= HISTD_NORM_COUNTS; k++)
+    if (strcmp(v->string, histd_norm_name((histd_norm)k)) == 0) {
       p->norm = (histd_norm)k;
       return 0;
     }
@@ -453,7 +452,9 @@ static int set_norm(histd_params *p, const histd_value *v, char *msg, size_t msg
                               v->string);
 }
 static bool given_norm(const histd_params *p) { return p->norm != HISTD_NORM_UNSET; }
-static void write_norm(FILE *f, const histd_params *p) { write_string(f, norms[p->norm]); }
+static void write_norm(FILE *f, const histd_params *p) {
+  write_string(f, histd_norm_name(p->norm));
+}
 
 static int set_partials(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
   int rc = want(v, HISTD_VALUE_STRING, "partials", "element, type, name or resname", msg,
