@@ -15,6 +15,9 @@
 # asks. (Uniform points, not a LAMMPS-equilibrated liquid: the pairs a
 # grid meets within r_max, and so the work, are the same at that density.)
 # Prints a table: each way's median seconds and its ratio to the plain g(r).
+# PER_ATOM=1 adds issue 31's histogram per atom on the same liquid: every
+# type-1 atom's own histogram against all atoms (--per-atom, N/3 rows of
+# 200 bins, each pair met from the atom's end; JSON output, in wall s).
 set -uo pipefail
 SDH=${SDH:-build/src/cli/sdh}
 N=${N:-100000} FRAMES=${FRAMES:-10} ROUNDS=${ROUNDS:-3}
@@ -57,16 +60,21 @@ for ((r = 0; r < ROUNDS; r++)); do # the ways alternate round by round
     done
   done
   runs[six]+="$six "
+  [ -n "${PER_ATOM:-}" ] && runs[per_atom]+="$(timed --per-atom --select-a type:1 --select-b all) "
 done
 col() { echo ${runs[$1]} | tr ' ' '\n' | cut -d, -f"$2" | median; }
 plain=$(col plain 1) plain_c=$(col plain 2)
 kernel=$("$SDH" "$dump" --partials type "${common[@]}" | sed -n 's/.*"kernel":"\([^"]*\)".*/\1/p')
 echo "== M1: $N atoms x $FRAMES frames, 3 types, r_max 10, 200 bins; $ROUNDS rounds; kernel $kernel"
 printf '%-32s %9s %8s %9s %8s\n' "way" "wall s" "/ plain" "count s" "/ plain"
-for way in plain partials six; do
+for way in plain partials six ${PER_ATOM:+per_atom}; do
   m=$(col "$way" 1) c=$(col "$way" 2)
-  label=$([ "$way" = plain ] && echo "one plain g(r), all atoms" ||
-          { [ "$way" = partials ] && echo "6 partials in one job" || echo "6 separate jobs (one a pair)"; })
+  case $way in
+  plain) label="one plain g(r), all atoms" ;;
+  partials) label="6 partials in one job" ;;
+  six) label="6 separate jobs (one a pair)" ;;
+  per_atom) label="per atom: type 1 x all" ;;
+  esac
   printf '%-32s %9s %8s %9s %8s\n' "$label" "$m" "$(awk -v a="$m" -v b="$plain" 'BEGIN { printf "%.2f", a / b }')" \
     "$c" "$(awk -v a="$c" -v b="$plain_c" 'BEGIN { printf "%.2f", a / b }')"
 done

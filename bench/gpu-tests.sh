@@ -51,10 +51,10 @@ for t in ${TESTS:-test_gpu test_grid_gpu test_points test_pairing test_partials 
   grep -E "check failed" "$OUT/$t.log" | head -5
 done
 if [ -n "${M1:-}" ]; then
-  SDH=$bin/sdh N=${N:-100000} FRAMES=${FRAMES:-10} ROUNDS=${ROUNDS:-3} DIR=$dir \
+  SDH=$bin/sdh N=${N:-100000} FRAMES=${FRAMES:-10} ROUNDS=${ROUNDS:-3} DIR=$dir PER_ATOM=${PER_ATOM:-} \
     bash "$bin/bench_m1.sh" 2>&1 | tail -5 | tee "$OUT/m1_gpu.txt"
   # the CPU's cores (no GPU visible): fewer frames and rounds (minutes otherwise)
-  CUDA_VISIBLE_DEVICES= SDH=$bin/sdh N=${N:-100000} FRAMES=${FRAMES_CPU:-2} \
+  CUDA_VISIBLE_DEVICES= PER_ATOM=${PER_ATOM:-} SDH=$bin/sdh N=${N:-100000} FRAMES=${FRAMES_CPU:-2} \
     ROUNDS=${ROUNDS_CPU:-1} DIR=$dir bash "$bin/bench_m1.sh" 2>&1 | tail -5 | tee "$OUT/m1_cpu.txt"
 fi
 echo "== tests"

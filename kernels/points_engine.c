@@ -1,7 +1,7 @@
 /*
  * points_engine.c -- the host side of the point statistics on a GPU
  * worker: per-point neighbour counts and nearest neighbours, and pair
- * lists (points_gpu.h has the device's design; src/engine/points.c is the
+ * lists, per-point histograms (points_gpu.h has the device's design; src/engine/points.c is the
  * CPU's driver, with the same passes).
  *
  * A run copies A and B (their weights and origins) to the device, plans
@@ -9,7 +9,8 @@
  * by cell on the device (grid_sort_set, keeping each point's index before
  * the sort), and launches the kernel over ranges of A's sorted points of
  * about POINTS_LAUNCH, so that progress moves and a cancel is seen
- * between launches. Per-point rows come back at the end.
+ * between launches. Per-point rows come back at the end (a histogram's
+ * rows, counts then below, added to the result's: its frames sum).
  *
  * A pair list goes through a device buffer of `cap` records: a launch
  * whose records overflow it is run again in two halves (a range of one
@@ -115,6 +116,8 @@ typedef struct pt_run {
   points_params pp;
   grid_scratch scr;
   histd_pair_record *host_rec;
+  double *edges;              /* POINT_HISTOGRAM: explicit edges, on the device */
+  unsigned long long *hist;   /*   and the rows, back on the host */
   uint64_t emitted;
   double kernel_ms;
 } pt_run;
@@ -281,6 +284,23 @@ int histd__cuda_points_run(histd_worker *w, const histd_problem *p, const histd_
        "the nearest rows");
     CK(cudaMemcpyAsync(pp->nj, res->nearest_j + row0, na * 8, cudaMemcpyHostToDevice, R.s),
        "the nearest rows");
+  } else if (pp->stat == HISTD_STAT_POINT_HISTOGRAM) {
+    const size_t cols = (size_t)p->bins.count + 1, rows = (size_t)(na ? na : 1);
+    pp->bin = histd__ev_bin(p);
+    pp->r = histd_bins_edge(&p->bins, p->bins.count); /* its reach: the last edge */
+    if (p->bins.kind == HISTD_BINS_EDGES) {
+      CK(cudaMalloc((void **)&R.edges, cols * 8), "cudaMalloc");
+      CK(cudaMemcpyAsync(R.edges, p->bins.edges, cols * 8, cudaMemcpyHostToDevice, R.s),
+         "the copy of the edges");
+      pp->bin.edges = R.edges;
+    }
+    CK(cudaMalloc((void **)&pp->hist, rows * cols * 8), "cudaMalloc");
+    CK(cudaMemsetAsync(pp->hist, 0, rows * cols * 8, R.s), "cudaMemset");
+    if ((R.hist = malloc(rows * cols * 8)) == NULL) {
+      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu x %zu counts", rows,
+                      cols);
+      goto out;
+    }
   } else {
     const double cap = histd__cuda_env("HISTD_GPU_PAIRS_CAP", PAIRS_CAP_MIN);
     pp->cap = cap >= 1 && cap < PAIRS_CAP_MIN ? (unsigned long long)cap : PAIRS_CAP_MIN;
@@ -316,7 +336,7 @@ int histd__cuda_points_run(histd_worker *w, const histd_problem *p, const histd_
       if (r >= reach)
         r = reach * 2;
     }
-  } else if ((rc = pass_plan(&R, isinf(p->radius) ? 1 : p->radius,
+  } else if ((rc = pass_plan(&R, isinf(pp->r) ? 1 : pp->r,
                              histd__grid_max_cells(gp, true), msg, msglen)) != 0 ||
              (rc = pass_run(&R, 0, 1, msg, msglen)) != 0) {
     goto out;
@@ -327,6 +347,15 @@ int histd__cuda_points_run(histd_worker *w, const histd_problem *p, const histd_
     if (p->weighted)
       CK(cudaMemcpy(res->point_weighted + row0, pp->wsum, na * 8, cudaMemcpyDeviceToHost),
          "the per-point sums");
+  } else if (pp->stat == HISTD_STAT_POINT_HISTOGRAM) {
+    const size_t count = p->bins.count;
+    CK(cudaMemcpy(R.hist, pp->hist, na * (count + 1) * 8, cudaMemcpyDeviceToHost),
+       "the per-point histograms");
+    for (size_t i = 0; i < na; i++) {
+      for (size_t k = 0; k < count; k++)
+        res->point_hist[i * count + k] += R.hist[i * (count + 1) + k];
+      res->point_below[i] += R.hist[i * (count + 1) + count];
+    }
   } else if (pp->stat == HISTD_STAT_NEAREST) {
     CK(cudaMemcpy(res->nearest_d + row0, pp->nd, na * 8, cudaMemcpyDeviceToHost),
        "the nearest distances");
@@ -351,6 +380,9 @@ out:
   cudaFree(pp->nj);
   cudaFree(pp->rec);
   cudaFree(pp->nrec);
+  cudaFree(pp->hist);
+  cudaFree(R.edges);
   free(R.host_rec);
+  free(R.hist);
   return rc;
 }

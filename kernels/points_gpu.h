@@ -37,7 +37,8 @@ typedef struct points_params {
   histd__grid_geom geom;
   histd_metric metric;
   double r;          /* a pair counts when d <= r                        */
-  int stat;          /* HISTD_STAT_POINT_COUNTS, _NEAREST or _PAIRS       */
+  int stat;          /* HISTD_STAT_POINT_COUNTS, _NEAREST, _PAIRS or
+                      * _POINT_HISTOGRAM                                 */
   int self;          /* B is A                                           */
   int distinct;      /* skip the pairs of a point with itself (equal ids) */
   int weighted;      /* POINT_COUNTS: sum B's weights too                 */
@@ -52,6 +53,8 @@ typedef struct points_params {
   double *wsum;
   double *nd;
   long long *nj;
+  histd_ev_bin bin;             /* POINT_HISTOGRAM: its bins (edges on the device) */
+  unsigned long long *hist;     /*   rows of bin.count + 1: counts, then below */
   /* by pair */
   histd_pair_record *rec;
   unsigned long long *nrec; /* records appended (may pass cap: then none fit) */

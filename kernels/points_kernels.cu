@@ -33,6 +33,8 @@ __global__ void __launch_bounds__(256) k_points(points_params p, uint32_t p0, ui
   const uint64_t id = origin(p.id_a, ia);
   uint32_t nbr[27];
   const uint32_t count = histd__grid_neighbours(&g, c, nbr);
+  unsigned long long *hist =
+      STAT == HISTD_STAT_POINT_HISTOGRAM ? p.hist + (size_t)ia * (p.bin.count + 1) : nullptr;
   histd_ev_count cnt;
   histd_ev_nearest near;
   histd_ev_count_begin(&cnt);
@@ -54,6 +56,10 @@ __global__ void __launch_bounds__(256) k_points(points_params p, uint32_t p0, ui
       const double d = histd_pair_d(&p.metric, xi, yi, zi, p.bx[q], p.by[q], p.bz[q]);
       if (STAT == HISTD_STAT_NEAREST) {
         histd_ev_nearest_pair(&near, d, p.r, (int64_t)jd);
+      } else if (STAT == HISTD_STAT_POINT_HISTOGRAM) { /* its own row: no atomics */
+        const uint32_t slot = histd_ev_bin_slot(&p.bin, d);
+        if (slot <= p.bin.count)
+          hist[slot]++;
       } else if (STAT == HISTD_STAT_POINT_COUNTS) {
         if (p.weighted)
           histd_ev_count_pair_w(&cnt, d, p.r, p.bw[q]);
@@ -92,6 +98,9 @@ extern "C" int points_launch(const points_params *p, uint32_t p0, uint32_t p1, c
     break;
   case HISTD_STAT_NEAREST:
     k_points<HISTD_STAT_NEAREST><<<blocks, 256, 0, s>>>(*p, p0, p1);
+    break;
+  case HISTD_STAT_POINT_HISTOGRAM:
+    k_points<HISTD_STAT_POINT_HISTOGRAM><<<blocks, 256, 0, s>>>(*p, p0, p1);
     break;
   default:
     k_points<HISTD_STAT_PAIRS><<<blocks, 256, 0, s>>>(*p, p0, p1);

@@ -316,9 +316,13 @@ typedef enum histd_statistic {
                              * the nearest other point of B and its index
                              * (ties: the lowest index); within radius, or
                              * anywhere when radius is INFINITY              */
-  HISTD_STAT_PAIRS = 4      /* every pair with d <= radius (> 0), as records
+  HISTD_STAT_PAIRS = 4,     /* every pair with d <= radius (> 0), as records
                              * (frame, i, j, d) handed to histd_control.pairs
                              * as they are found; i < j for self pairs      */
+  HISTD_STAT_POINT_HISTOGRAM = 5 /* per point of A, over every frame: the
+                             * histogram in the job's bins of its distances
+                             * to the points of B (other than itself); the
+                             * result's counts are their sums, ordered pairs */
 } histd_statistic;
 
 /* How a job's pairs were made, as its result tells it: PLAIN is self
@@ -365,12 +369,16 @@ typedef struct histd_statistic_info {
   unsigned needs;       /* HISTD_CAN_* bits a kernel must have for it        */
   bool anywhere;        /* its radius may be INFINITY: no limit (NEAREST)    */
   bool weights;         /* it takes weights                                  */
-  uint8_t row_bytes[2]; /* POINTS: a point's stored bytes a frame, [weighted] */
+  bool binned;          /* its answer has the job's bins (a histogram's)     */
+  uint8_t row_bytes[2]; /* POINTS: a point's stored bytes a frame, [weighted];
+                         * binned: a point's bytes besides its bins, which
+                         * it keeps once over every frame                */
 } histd_statistic_info;
 
 /* Statistic s's row; NULL for a value that names none. */
 const histd_statistic_info *histd_statistic_about(histd_statistic s);
-/* Whether a statistic's answer is a value per point (POINT_COUNTS, NEAREST). */
+/* Whether a statistic's answer is a value per point (POINT_COUNTS, NEAREST,
+ * POINT_HISTOGRAM). */
 bool histd_statistic_per_point(histd_statistic s);
 
 /*
@@ -628,6 +636,12 @@ typedef struct histd_result {
   double *point_weighted;  /* POINT_COUNTS with weights: sum of w_j    */
   double *nearest_d;       /* NEAREST: d, NaN where none within radius  */
   int64_t *nearest_j;      /* NEAREST: B's index (its origin), -1: none */
+  /* POINT_HISTOGRAM: point_n rows of bins.count counts, every frame's
+   * summed (row i the point of A at point_index[i]), each row's pairs
+   * below the first edge, and its partners: the points of B it was
+   * measured against, every frame's (B's points, less itself where it is
+   * in B); a row's overflow is partners - below - its counts */
+  uint64_t *point_hist, *point_below, *point_partners;
   uint64_t pairs;          /* PAIRS: the records handed out             */
   uint64_t stored_values;  /* the values of the arrays a stored result holds
                             * (set when encoded), which a summary read
@@ -660,9 +674,12 @@ int histd_result_adopt(histd_result *res, const histd_bins *bins, uint64_t *coun
                        double *weighted, char *msg, size_t msglen);
 void histd_result_free(histd_result *res);
 /* A per-point result (POINT_COUNTS or NEAREST; weighted: the sums too) of
- * frames x n values, zeroed (nearest: NaN and -1); 0 or HISTD_ENOMEM. */
-int histd_result_init_points(histd_result *res, histd_statistic s, uint64_t frames, uint64_t n,
-                             bool weighted, char *msg, size_t msglen);
+ * frames x n values, zeroed (nearest: NaN and -1); POINT_HISTOGRAM: n rows
+ * of `bins` (count resolved) and the whole result's counts. 0, or
+ * HISTD_ENOMEM / HISTD_ETOOBIG. */
+int histd_result_init_points(histd_result *res, histd_statistic s, const histd_bins *bins,
+                             uint64_t frames, uint64_t n, bool weighted, char *msg,
+                             size_t msglen);
 /* Allocates zeroed per-frame arrays for `frames` frames of res's bins;
  * 0 or HISTD_ENOMEM. */
 int histd_result_per_frame(histd_result *res, uint64_t frames);
@@ -703,6 +720,10 @@ void histd_result_block_bin(const histd_result *res, uint32_t b, uint32_t k, dou
 
 /* per_frame, periodic: frame f's own g in bin k, counts_f,k / (P_f V_k / V_f). */
 double histd_result_frame_g(const histd_result *res, uint64_t f, uint32_t k);
+/* POINT_HISTOGRAM, periodic: point i's own g in bin k, its counts over its
+ * partners' expectation: count_i,k / (partners_i V_k / V), V the result's
+ * volume (the frames' total pairs over their pair density). */
+double histd_result_point_g(const histd_result *res, uint64_t i, uint32_t k);
 
 /* ---- progress and cancellation ----------------------------------------- */
 

@@ -51,6 +51,7 @@ typedef struct histd_params {
   char partials[16];     /* "": none; else every species pair of A by this
                           * field: element, type, name or resname         */
   bool per_point;        /* with within: each point's neighbours within it */
+  bool per_point_histogram; /* with bins: each point of A's histogram      */
   bool nearest;          /* each point's nearest neighbour (within: at most) */
   bool has_pairs_within; /* the list of the pairs with d <= pairs_within  */
   double pairs_within;

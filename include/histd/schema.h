@@ -50,6 +50,7 @@ typedef enum histd_fshape {
   HISTD_FS_PARTIAL_BINS, /* partials x bins.count                         */
   HISTD_FS_POINTS,       /* point_n                                       */
   HISTD_FS_FRAME_POINTS, /* frames x point_n (one frame: point_n)          */
+  HISTD_FS_POINT_BINS,   /* point_n x bins.count                          */
   HISTD_FS_PAIRS         /* one a pair record (read from the pair source) */
 } histd_fshape;
 

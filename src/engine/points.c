@@ -1,12 +1,14 @@
 /*
  * points.c -- the statistics of a value per point and of a record per pair,
  * on the CPU's threads: the neighbours of each point within a radius
- * (POINT_COUNTS), each point's nearest neighbour (NEAREST), and the list
- * of the pairs within a radius (PAIRS, the distance join).
+ * (POINT_COUNTS), each point's nearest neighbour (NEAREST), each point's
+ * histogram of its distances (POINT_HISTOGRAM), and the list of the pairs
+ * within a radius (PAIRS, the distance join).
  *
  * One driver, two traversals of the cell grid (grid.h), the evaluators of
  * histd/eval.h:
- *   - by point (POINT_COUNTS, NEAREST): a task is a run of A's cells; each
+ *   - by point (POINT_COUNTS, NEAREST, POINT_HISTOGRAM): a task is a run
+ *     of A's cells; each
  *     point of a cell meets every point of B in the cell's neighbourhood
  *     (histd__grid_runs), skipping itself, and its accumulator becomes its
  *     row of the result. A thread owns the rows of its task's points, so
@@ -16,7 +18,10 @@
  *     for self pairs); a thread collects records in a buffer of its own and
  *     hands it, full, to the control's pairs callback under the job's lock,
  *     so the caller sees one batch at a time and memory stays bounded.
- * Brute force is the same driver on a grid of one cell.
+ * Brute force is the same driver on a grid of one cell. A histogram's
+ * radius is its last edge: a pair beyond it is its point's overflow,
+ * which the caller counts from the point's partners (worker.c), and its
+ * rows add up over the frames.
  *
  * Exactness. Every pair is measured by the contract (histd_pair_d) on the
  * original float64 coordinates, and the grid's cells are at least the
@@ -66,6 +71,9 @@ typedef struct pt_job {
   double *wsum;          /*   and with weights                       */
   double *nd;            /* NEAREST                                   */
   int64_t *nj;
+  histd_ev_bin bin;      /* POINT_HISTOGRAM: its bins, and each row's   */
+  uint64_t *hist;        /*   counts (bin.count a row), summed over frames */
+  uint64_t *below;       /*   and pairs below the first edge           */
   uint64_t frame;        /* PAIRS: the records' frame                 */
   uint64_t emitted;      /* PAIRS: records handed out (under lock)    */
   uint64_t chunk, ntasks;
@@ -100,6 +108,8 @@ static inline __attribute__((always_inline)) void point_pairs(const pt_job *J, s
   const histd_dataset *a = &J->grid->a, *b = J->self ? a : &J->grid->b;
   const double xi = a->x[p], yi = a->y[p], zi = a->z[p];
   const uint64_t id = J->id_a[p];
+  const size_t row = J->row_a[p];
+  uint64_t *hist = stat == HISTD_STAT_POINT_HISTOGRAM ? J->hist + row * J->bin.count : NULL;
   histd_ev_count cnt;
   histd_ev_nearest near;
   histd_ev_count_begin(&cnt);
@@ -109,20 +119,25 @@ static inline __attribute__((always_inline)) void point_pairs(const pt_job *J, s
       if (J->distinct && J->id_b[q] == id)
         continue;
       const double d = histd_pair_d(&J->m, xi, yi, zi, b->x[q], b->y[q], b->z[q]);
-      if (stat == HISTD_STAT_NEAREST)
+      if (stat == HISTD_STAT_NEAREST) {
         histd_ev_nearest_pair(&near, d, J->r, (int64_t)J->id_b[q]);
-      else if (J->weighted)
+      } else if (stat == HISTD_STAT_POINT_HISTOGRAM) {
+        const uint32_t slot = histd_ev_bin_slot(&J->bin, d);
+        if (slot < J->bin.count)
+          hist[slot]++;
+        else if (slot == J->bin.count)
+          J->below[row]++;
+      } else if (J->weighted)
         histd_ev_count_pair_w(&cnt, d, J->r, b->w[q]);
       else
         histd_ev_count_pair(&cnt, d, J->r);
     }
-  const size_t row = J->row_a[p];
   if (stat == HISTD_STAT_NEAREST) {
     if (near.j >= 0) {
       J->nd[row] = near.d;
       J->nj[row] = near.j;
     }
-  } else {
+  } else if (stat == HISTD_STAT_POINT_COUNTS) {
     J->counts[row] = cnt.n;
     if (J->weighted)
       J->wsum[row] = histd_ev_count_weight(&cnt);
@@ -156,6 +171,10 @@ static uint64_t cells_counts(const pt_job *J, uint64_t c0, uint64_t c1) {
 
 static uint64_t cells_nearest(const pt_job *J, uint64_t c0, uint64_t c1) {
   return cells_by_point(J, c0, c1, HISTD_STAT_NEAREST);
+}
+
+static uint64_t cells_hist(const pt_job *J, uint64_t c0, uint64_t c1) {
+  return cells_by_point(J, c0, c1, HISTD_STAT_POINT_HISTOGRAM);
 }
 
 /* ---- by pair ------------------------------------------------------------ */
@@ -232,9 +251,10 @@ static void *pt_thread(void *arg) {
     if (task >= J->ntasks)
       break;
     const uint64_t c0 = task * J->chunk, c1 = c0 + J->chunk < cells ? c0 + J->chunk : cells;
-    uint64_t met = J->stat == HISTD_STAT_PAIRS     ? cells_pairs(J, c0, c1, bt)
-                   : J->stat == HISTD_STAT_NEAREST ? cells_nearest(J, c0, c1)
-                                                   : cells_counts(J, c0, c1);
+    uint64_t met = J->stat == HISTD_STAT_PAIRS            ? cells_pairs(J, c0, c1, bt)
+                   : J->stat == HISTD_STAT_NEAREST        ? cells_nearest(J, c0, c1)
+                   : J->stat == HISTD_STAT_POINT_HISTOGRAM ? cells_hist(J, c0, c1)
+                                                          : cells_counts(J, c0, c1);
     if (histd__cancelled(J->ctl)) {
       pt_fail(J, HISTD_ECANCELED, "cancelled");
       break;
@@ -459,12 +479,20 @@ int histd__points_run(const histd_problem *p, const histd_exec *ex, const histd_
   } else if (p->statistic == HISTD_STAT_NEAREST) {
     J.nd = res->nearest_d + row0;
     J.nj = res->nearest_j + row0;
+  } else if (p->statistic == HISTD_STAT_POINT_HISTOGRAM) { /* every frame into one row */
+    J.bin = histd__ev_bin(p);
+    J.hist = res->point_hist;
+    J.below = res->point_below;
   }
+  /* a histogram's reach: its last edge */
+  const double r = p->statistic == HISTD_STAT_POINT_HISTOGRAM
+                       ? histd_bins_edge(&p->bins, p->bins.count)
+                       : p->radius;
   int rc;
   if (p->statistic == HISTD_STAT_NEAREST && isinf(p->radius) && !brute)
     rc = nearest_anywhere(p, distinct, ids_a, ids_b, ex, ctl, &J, msg, msglen);
   else
-    rc = pt_pass(p, p->radius, isinf(p->radius) ? 1 : p->radius,
+    rc = pt_pass(p, r, isinf(r) ? 1 : r,
                  brute ? 1 : histd__grid_max_cells(p, false), ids_a, NULL, ids_b, distinct, ex,
                  ctl, &J, msg, msglen);
   if (rc != 0)

@@ -376,7 +376,8 @@ static int points_validate(const histd_problem *p, const histd_shape *a, const h
   if (in == NULL || in->answer == HISTD_ANSWER_BINS)
     return histd_fail(msg, msglen, HISTD_EINVAL, "unknown statistic %d", (int)p->statistic);
   const char *name = in->asked_by;
-  if (in->anywhere ? !(p->radius > 0) || isnan(p->radius)
+  if (in->binned) { /* its bins, checked as a histogram's; no radius */
+  } else if (in->anywhere ? !(p->radius > 0) || isnan(p->radius)
                    : !(p->radius > 0) || !isfinite(p->radius))
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "%s needs a radius > 0%s, got %g%s", name,
@@ -403,6 +404,13 @@ static int points_validate(const histd_problem *p, const histd_shape *a, const h
   if (in->answer != HISTD_ANSWER_POINTS)
     return 0;
   const uint64_t bytes = histd_shape_result_bytes(p, a, b);
+  if (p->result_limit != 0 && bytes > p->result_limit && in->binned)
+    return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "the %s result would hold %llu points x %u bins, %llu bytes, more than "
+                      "the %llu bytes a result may take; select fewer points or give fewer "
+                      "bins",
+                      name, (unsigned long long)shape_frame_n(a, 0), p->bins.count,
+                      (unsigned long long)bytes, (unsigned long long)p->result_limit);
   if (p->result_limit != 0 && bytes > p->result_limit)
     return histd_fail(msg, msglen, HISTD_ETOOBIG,
                       "the %s result would hold %llu frames x %llu points, %llu bytes, more "
@@ -440,6 +448,9 @@ uint64_t histd_shape_result_bytes(const histd_problem *p, const histd_shape *sa,
                                   const histd_shape *sb) {
   const uint64_t frames = shape_frames(sa, sb);
   const histd_statistic_info *in = histd_statistic_about(p->statistic);
+  if (in != NULL && in->answer == HISTD_ANSWER_POINTS && in->binned) /* once over the frames */
+    return shape_frame_n(sa, 0) * ((uint64_t)p->bins.count * 8 + in->row_bytes[0]) +
+           (uint64_t)p->bins.count * 8;
   if (in != NULL && in->answer == HISTD_ANSWER_POINTS)
     return frames * shape_frame_n(sa, 0) * in->row_bytes[p->weighted];
   if (in != NULL && in->answer == HISTD_ANSWER_PAIRS)
@@ -459,7 +470,7 @@ static int box_fits(const histd_problem *p, const histd_box *box, const char *wh
     return 0;
   double half = histd_box_half_width(box), r_max;
   const char *what;
-  if (p->statistic != HISTD_STAT_HISTOGRAM) {
+  if (!histd_statistic_about(p->statistic)->binned) {
     if (isinf(p->radius)) /* NEAREST anywhere: every point of B, past the grid */
       return 0;
     r_max = p->radius;
@@ -498,7 +509,8 @@ static int box_suits(const histd_problem *p, const histd_shape *a, const histd_s
 int histd_problem_check(const histd_problem *p, const histd_shape *a, const histd_shape *b,
                         char *msg, size_t msglen) {
   int rc = histd_box_check(&p->box, msg, msglen);
-  if (rc == 0 && p->statistic == HISTD_STAT_HISTOGRAM)
+  const histd_statistic_info *in = histd_statistic_about(p->statistic);
+  if (rc == 0 && in != NULL && in->binned)
     rc = bins_validate(&p->bins, msg, msglen);
   if (rc != 0)
     return rc;

@@ -64,13 +64,38 @@ void histd_result_free(histd_result *res) {
   free(res->point_weighted);
   free(res->nearest_d);
   free(res->nearest_j);
+  free(res->point_hist);
+  free(res->point_below);
+  free(res->point_partners);
   free(res->frame_pairs);
   memset(res, 0, sizeof *res);
 }
 
-int histd_result_init_points(histd_result *res, histd_statistic s, uint64_t frames, uint64_t n,
-                             bool weighted, char *msg, size_t msglen) {
+int histd_result_init_points(histd_result *res, histd_statistic s, const histd_bins *bins,
+                             uint64_t frames, uint64_t n, bool weighted, char *msg,
+                             size_t msglen) {
   memset(res, 0, sizeof *res);
+  if (s == HISTD_STAT_POINT_HISTOGRAM) { /* n rows of bins, and the whole result's */
+    const uint64_t count = bins->count;
+    int rc = histd_result_init(res, bins, false, msg, msglen);
+    if (rc != 0)
+      return rc;
+    if (n > SIZE_MAX / 8 / count)
+      rc = histd_fail(msg, msglen, HISTD_ETOOBIG, "%llu points x %llu bins do not fit",
+                      (unsigned long long)n, (unsigned long long)count);
+    else if ((res->point_hist = calloc(n ? n * count : 1, 8)) == NULL ||
+             (res->point_below = calloc(n ? n : 1, 8)) == NULL ||
+             (res->point_partners = calloc(n ? n : 1, 8)) == NULL)
+      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %llu points x %llu bins",
+                      (unsigned long long)n, (unsigned long long)count);
+    if (rc != 0) {
+      histd_result_free(res);
+      return rc;
+    }
+    res->point_n = n;
+    res->statistic = s;
+    return 0;
+  }
   const uint64_t rows = frames * n;
   if (frames != 0 && rows / frames != n)
     return histd_fail(msg, msglen, HISTD_ETOOBIG, "%llu frames x %llu points do not fit",
@@ -199,6 +224,11 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
   points_ok = dup_array(&dst->point_weighted, src->point_weighted, rows, 8) && points_ok;
   points_ok = dup_array(&dst->nearest_d, src->nearest_d, rows, 8) && points_ok;
   points_ok = dup_array(&dst->nearest_j, src->nearest_j, rows, 8) && points_ok;
+  points_ok = dup_array(&dst->point_hist, src->point_hist, (size_t)src->point_n * count, 8) &&
+              points_ok;
+  points_ok = dup_array(&dst->point_below, src->point_below, (size_t)src->point_n, 8) && points_ok;
+  points_ok = dup_array(&dst->point_partners, src->point_partners, (size_t)src->point_n, 8) &&
+              points_ok;
   points_ok = dup_array(&dst->frame_pairs, src->frame_pairs,
                         (size_t)(src->frames > 0 ? src->frames : 1), 8) &&
               points_ok;
@@ -231,9 +261,17 @@ double histd_result_frame_g(const histd_result *res, uint64_t f, uint32_t k) {
 }
 
 /* The coordination of `cumulative` pairs up to a bin among n points of A:
- * a pair is one neighbour of each of its atoms in a self problem. */
+ * a pair is one neighbour of each of its atoms in a self problem (a
+ * per-point histogram's counts are ordered pairs already: each from A's
+ * end). */
 static double coordination_of(const histd_result *res, uint64_t cumulative, double n) {
-  return n == 0 ? 0 : (res->cross ? 1.0 : 2.0) * (double)cumulative / n;
+  const bool ordered = res->cross || res->statistic == HISTD_STAT_POINT_HISTOGRAM;
+  return n == 0 ? 0 : (ordered ? 1.0 : 2.0) * (double)cumulative / n;
+}
+
+double histd_result_point_g(const histd_result *res, uint64_t i, uint32_t k) {
+  return rdf_g(&res->bins, k, res->point_hist[i * res->bins.count + k], res->point_partners[i],
+               res->volume);
 }
 
 void histd_result_rdf_bin(const histd_result *res, uint32_t k, uint64_t *cumulative, double *g,

@@ -24,15 +24,19 @@ static bool has_select_b(const histd_result *r) { return r->select_b[0] != '\0';
 static bool excludes(const histd_result *r) { return r->exclude_molecule; }
 static bool has_unit(const histd_result *r) { return r->unit[0] != '\0'; }
 static bool periodic(const histd_result *r) { return r->volume > 0; }
-static bool has_radius(const histd_result *r) { return r->statistic != HISTD_STAT_HISTOGRAM; }
 static bool is_within(const histd_result *r) { return r->statistic == HISTD_STAT_WITHIN; }
 static bool within_weighted(const histd_result *r) {
   return r->statistic == HISTD_STAT_WITHIN && r->weighted != NULL;
 }
-static bool is_histogram(const histd_result *r) { return r->statistic == HISTD_STAT_HISTOGRAM; }
-static bool has_bins(const histd_result *r) {
-  return r->statistic == HISTD_STAT_HISTOGRAM || r->statistic == HISTD_STAT_WITHIN;
+/* its answer has the job's bins: a histogram, or per point a histogram */
+static bool is_histogram(const histd_result *r) {
+  const histd_statistic_info *in = histd_statistic_about(r->statistic);
+  return in != NULL && in->binned;
 }
+static bool has_bins(const histd_result *r) {
+  return is_histogram(r) || r->statistic == HISTD_STAT_WITHIN;
+}
+static bool has_radius(const histd_result *r) { return !is_histogram(r); }
 static bool width_bins(const histd_result *r) {
   return is_histogram(r) && r->bins.kind == HISTD_BINS_WIDTH;
 }
@@ -59,6 +63,10 @@ static bool point_counts(const histd_result *r) {
 }
 static bool point_weighted(const histd_result *r) { return r->point_weighted != NULL; }
 static bool nearest(const histd_result *r) { return r->statistic == HISTD_STAT_NEAREST; }
+static bool point_hist(const histd_result *r) {
+  return r->statistic == HISTD_STAT_POINT_HISTOGRAM;
+}
+static bool point_hist_periodic(const histd_result *r) { return point_hist(r) && r->volume > 0; }
 static bool pair_list(const histd_result *r) {
   const histd_statistic_info *in = histd_statistic_about(r->statistic);
   return in != NULL && in->answer == HISTD_ANSWER_PAIRS;
@@ -113,6 +121,10 @@ GET(get_neighbours, u, r->point_counts[i])
 GET(get_neighbour_weights, d, r->point_weighted[i])
 GET(get_nearest, i, r->nearest_j[i])
 GET(get_nearest_d, d, r->nearest_d[i])
+GET(get_point_hist, u, r->point_hist[i])
+GET(get_point_below, u, r->point_below[i])
+GET(get_point_partners, u, r->point_partners[i])
+GET(get_point_g, d, histd_result_point_g(r, i / r->bins.count, (uint32_t)(i % r->bins.count)))
 GET(get_pairs, u, r->pairs)
 GET(get_frame_pairs, u, r->frame_pairs[i])
 GET(get_overflow, u, r->overflow)
@@ -343,7 +355,7 @@ static const histd_field table[] = {
      "the pair density: the sum over frames of each frame's pairs / its volume", periodic,
      get_density, NULL, KEEP(density), NULL},
     {"statistic", NULL, NULL, STR, SCALAR, "", NOTEXT,
-     "histogram, within, per_point, nearest or pairs", always, get_statistic, NULL,
+     "histogram, within, per_point, nearest, pairs or per_point_histogram", always, get_statistic, NULL,
      KEEP(statistic), NULL},
     {"radius", NULL, NULL, F64, SCALAR, "length", ALL,
      "the radius R: pairs with d <= R (nearest: null for anywhere)", has_radius, get_radius,
@@ -473,6 +485,20 @@ static const histd_field table[] = {
     {"nearest_d", NULL, NULL, F64, HISTD_FS_FRAME_POINTS, "length", ALL,
      "the distance d to it (null where none)", nearest, get_nearest_d, NULL,
      KEEP_ARRAY(nearest_d), NULL},
+    {"counts", "point", "point_count", U64, HISTD_FS_POINT_BINS, "pairs", ALL,
+     "each point of A's counts in each bin: its partners in B (other than itself), every "
+     "frame's",
+     point_hist, get_point_hist, NULL, KEEP_ARRAY(point_hist), NULL},
+    {"g", "point", "point_g", F64, HISTD_FS_POINT_BINS, "", SHOWN,
+     "each point's own g(r): its counts / (its partners x V_shell / volume)",
+     point_hist_periodic, get_point_g, NULL, 0, 0, 0, NULL},
+    {"below", "point", "point_below", U64, HISTD_FS_POINTS, "pairs", ALL,
+     "each point's partners below the first edge", point_hist, get_point_below, NULL,
+     KEEP_ARRAY(point_below), NULL},
+    {"partners", "point", "point_partners", U64, HISTD_FS_POINTS, "pairs", ALL,
+     "each point's partners: B's points a frame (less itself, where it is in B), every "
+     "frame's; its overflow is partners - below - its counts",
+     point_hist, get_point_partners, NULL, KEEP_ARRAY(point_partners), NULL},
     {"pairs", NULL, NULL, U64, SCALAR, "pairs", ALL, "the pairs in the list", pair_list,
      get_pairs, NULL, KEEP(pairs), NULL},
     {"pairs", "per_frame", "frame_pairs", U64, HISTD_FS_FRAMES, "pairs", ALL,
@@ -568,6 +594,9 @@ uint64_t histd_field_len(const histd_field *f, const histd_result *r, uint64_t *
     break;
   case HISTD_FS_POINTS:
     a = r->point_n;
+    break;
+  case HISTD_FS_POINT_BINS:
+    a = r->point_n, b = bins;
     break;
   case HISTD_FS_FRAME_POINTS:
     if (frames > 1)

@@ -18,15 +18,20 @@
 #include "histd/histd.h"
 
 static const histd_statistic_info statistics[] = {
-    [HISTD_STAT_HISTOGRAM] = {"histogram", "bins", HISTD_ANSWER_BINS, 0, false, true, {0, 0}},
+    [HISTD_STAT_HISTOGRAM] = {"histogram", "bins", HISTD_ANSWER_BINS, 0, false, true, true,
+                              {0, 0}},
     [HISTD_STAT_WITHIN] = {"within", "within", HISTD_ANSWER_BINS, HISTD_CAN_WITHIN, false, true,
-                           {0, 0}},
+                           false, {0, 0}},
     [HISTD_STAT_POINT_COUNTS] = {"per_point", "per_point", HISTD_ANSWER_POINTS, HISTD_CAN_POINTS,
-                                 false, true, {8, 16}},
+                                 false, true, false, {8, 16}},
     [HISTD_STAT_NEAREST] = {"nearest", "nearest", HISTD_ANSWER_POINTS, HISTD_CAN_POINTS, true,
-                            false, {16, 16}},
+                            false, false, {16, 16}},
     [HISTD_STAT_PAIRS] = {"pairs", "pairs_within", HISTD_ANSWER_PAIRS, HISTD_CAN_PAIRS, false,
-                          false, {0, 0}},
+                          false, false, {0, 0}},
+    /* a row of bins a point (its counts, and its below and partners) */
+    [HISTD_STAT_POINT_HISTOGRAM] = {"per_point_histogram", "per_point_histogram",
+                                    HISTD_ANSWER_POINTS, HISTD_CAN_POINTS, false, false, true,
+                                    {16, 16}},
 };
 
 const histd_statistic_info *histd_statistic_about(histd_statistic s) {

@@ -292,12 +292,93 @@ static int run_points(histd_worker *w, const histd_kernel *k, const histd_proble
   return rc;
 }
 
+/* Whether each point of A is also in B (a self problem: all; selections of
+ * one dataset: those whose origin B holds; else none), into in_b[n]. */
+static int points_in_b(const histd_problem *p, const histd_dataset *a, const histd_dataset *b,
+                       bool *in_b, char *msg, size_t msglen) {
+  const bool self = p->b == NULL;
+  if (self || !p->same_atoms || a->origin == NULL || b->origin == NULL) {
+    for (size_t i = 0; i < a->n; i++)
+      in_b[i] = self || (p->same_atoms && a->origin == NULL && b->origin == NULL);
+    return 0;
+  }
+  uint64_t top = 0; /* the origins are indices in the dataset: a bitmap of B's */
+  for (size_t j = 0; j < b->n; j++)
+    top = b->origin[j] > top ? b->origin[j] : top;
+  for (size_t i = 0; i < a->n; i++)
+    top = a->origin[i] > top ? a->origin[i] : top;
+  unsigned char *mark = calloc((size_t)(top / 8 + 1), 1);
+  if (mark == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the points of B");
+  for (size_t j = 0; j < b->n; j++)
+    mark[b->origin[j] / 8] |= (unsigned char)(1u << (b->origin[j] % 8));
+  for (size_t i = 0; i < a->n; i++)
+    in_b[i] = (mark[a->origin[i] / 8] >> (a->origin[i] % 8)) & 1u;
+  free(mark);
+  return 0;
+}
+
+/* A per-point histogram's rows (the driver's counts and below) become the
+ * whole result: each point's partners (B's points a frame, less itself
+ * where it is in B, summed over the frames), the counts' column sums, and
+ * below, overflow, total, the pair density and volume as a histogram of
+ * the same ordered pairs has them. */
+static int point_histogram_sums(const histd_problem *p, histd_result *res, char *msg,
+                                size_t msglen) {
+  const size_t frames = histd_problem_frames(p), n = res->point_n;
+  const uint32_t count = res->bins.count;
+  bool *in_b = malloc(n ? n : 1);
+  if (in_b == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu points", n);
+  double density = 0;
+  int rc = 0;
+  res->total = 0;
+  res->volume_sum = 0;
+  for (size_t f = 0; f < frames && rc == 0; f++) {
+    histd_dataset a, b;
+    histd_problem pf;
+    histd_problem_frame(p, f, &a, &b, &pf);
+    const histd_dataset *bf = pf.b != NULL ? pf.b : pf.a;
+    if (f == 0 && (rc = points_in_b(&pf, pf.a, bf, in_b, msg, msglen)) != 0)
+      break;
+    uint64_t pairs = 0;
+    for (size_t i = 0; i < n; i++) {
+      const uint64_t partners = bf->n - in_b[i];
+      res->point_partners[i] += partners;
+      pairs += partners;
+    }
+    res->total += pairs;
+    const double v = histd_box_volume(&pf.box);
+    res->volume_sum += v;
+    if (v > 0)
+      density += (double)pairs / v;
+  }
+  free(in_b);
+  if (rc != 0)
+    return rc;
+  uint64_t binned = 0;
+  res->below = 0;
+  for (size_t i = 0; i < n; i++) {
+    const uint64_t *row = res->point_hist + i * count;
+    for (uint32_t k = 0; k < count; k++)
+      res->counts[k] += row[k];
+    res->below += res->point_below[i];
+  }
+  for (uint32_t k = 0; k < count; k++)
+    binned += res->counts[k];
+  res->overflow = res->total - res->below - binned;
+  res->density = density;
+  res->volume = density > 0 ? (double)res->total / density : 0;
+  return 0;
+}
+
 int histd__problem_resolve(const histd_problem *p, double within_edges[2], histd_problem *out,
                            char *msg, size_t msglen) {
   *out = *p;
   /* within R is the one bin [0, R]: E[0] = 0 <= d < E[1] = the next double
    * above R, i.e. d <= R */
-  if (histd_statistic_about(p->statistic)->answer != HISTD_ANSWER_BINS) {
+  const histd_statistic_info *in = histd_statistic_about(p->statistic);
+  if (in->answer != HISTD_ANSWER_BINS && !in->binned) {
     out->bins = (histd_bins){HISTD_BINS_EDGES, 0, 0, NULL}; /* no bins */
   } else if (p->statistic == HISTD_STAT_WITHIN) {
     within_edges[0] = 0;
@@ -446,7 +527,8 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
   const uint64_t point_n = frames > 1 && p.a->frame ? p.a->frame[0].n : p.a->n;
   if (points) {
     if (histd_statistic_per_point(p.statistic))
-      rc = histd_result_init_points(res, p.statistic, frames, point_n, p.weighted, msg, msglen);
+      rc = histd_result_init_points(res, p.statistic, &p.bins, frames, point_n, p.weighted, msg,
+                                    msglen);
     else
       memset(res, 0, sizeof *res);
     if (rc == 0 && p.a->origin != NULL && histd_statistic_per_point(p.statistic)) {
@@ -490,6 +572,8 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
   }
   if (points) {
     rc = run_points(w, k, &p, &ex, ctl, res, msg, msglen);
+    if (rc == 0 && p.statistic == HISTD_STAT_POINT_HISTOGRAM)
+      rc = point_histogram_sums(&p, res, msg, msglen);
   } else if (res->frames > 1) {
     rc = run_frames(w, k, &p, &ex, sh, ctl, x, res, msg, msglen);
   } else {

@@ -240,7 +240,7 @@ int histd_result_decode(const void *head, size_t head_len, const void *arrays, s
   }
   /* what the arrays' lengths follow from */
   const histd_statistic_info *stat = histd_statistic_about(r->statistic);
-  const bool bins = stat != NULL && stat->answer == HISTD_ANSWER_BINS;
+  const bool bins = stat != NULL && (stat->answer == HISTD_ANSWER_BINS || stat->binned);
   if (stat == NULL ||
       (bins && (r->bins.count == 0 || r->bins.count > HISTD_MAX_BUCKETS ||
                 (r->bins.kind != HISTD_BINS_WIDTH && r->bins.kind != HISTD_BINS_EDGES))))

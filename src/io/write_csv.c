@@ -166,7 +166,8 @@ static int pairs_table(out *o, const histd_result *r) {
 
 /* A table of rows x bins (per_frame: a row a frame; blocks: a row a
  * block), each row's own fields (shape `own`, when has_own) repeated on
- * its bins' lines; without fields by bin (a pair list's), a line a row. */
+ * its bins' lines (a per-point histogram: a row a point); without fields
+ * by bin (a pair list's), a line a row. */
 static int rows_table(out *o, const histd_result *r, const char *title, const char *row_name,
                       histd_fshape by_bin_shape, bool has_own, histd_fshape own, uint64_t nf) {
   histd__table bins, frames;
@@ -217,9 +218,9 @@ int histd_write_csv(FILE *f, const histd_result *res) {
     return HISTD_ENOMEM;
   old = uselocale(loc);
   out o = {f, loc};
-  const bool bins = res->statistic == HISTD_STAT_HISTOGRAM;
-  const bool points = histd_statistic_per_point(res->statistic);
   const histd_statistic_info *in = histd_statistic_about(res->statistic);
+  const bool bins = in != NULL && in->binned;
+  const bool points = histd_statistic_per_point(res->statistic);
   const bool pairs = in != NULL && in->answer == HISTD_ANSWER_PAIRS;
   int err = 0;
   if (bins || points || pairs) {
@@ -234,6 +235,9 @@ int histd_write_csv(FILE *f, const histd_result *res) {
     if (err == 0)
       err = rows_table(&o, res, "partial", "partial", HISTD_FS_PARTIAL_BINS, true,
                        HISTD_FS_PARTIALS, res->partials);
+    if (err == 0 && bins && points)
+      err = rows_table(&o, res, "point", "point", HISTD_FS_POINT_BINS, true, HISTD_FS_POINTS,
+                       res->point_n);
   } else { /* scalars only: one row */
     histd__table c;
     histd__table_open(&c, res, HISTD_OUT_CSV, HISTD_FS_SCALAR, HISTD_FS_SCALAR);

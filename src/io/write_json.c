@@ -201,6 +201,7 @@ int histd_write_schema(FILE *f) {
       [HISTD_FS_PARTIAL_BINS] = "partials x bins",
       [HISTD_FS_POINTS] = "points",
       [HISTD_FS_FRAME_POINTS] = "frames x points",
+      [HISTD_FS_POINT_BINS] = "points x bins",
       [HISTD_FS_PAIRS] = "pairs"};
   _Static_assert(sizeof shapes / sizeof shapes[0] == HISTD_FS_PAIRS + 1,
                  "a name for every shape of histd/schema.h");

@@ -119,7 +119,7 @@ static void seed_rows(FILE *f, const histd_result *r) {
 static int main_table(FILE *f, locale_t loc, const histd_result *r) {
   histd__table c;
   int err = 0;
-  if (r->statistic == HISTD_STAT_HISTOGRAM) {
+  if (histd_statistic_about(r->statistic)->binned) {
     histd__table_open(&c, r, HISTD_OUT_TEXT, HISTD_FS_BINS, HISTD_FS_BINS);
     if (c.n <= 1 && r->bins.kind == HISTD_BINS_WIDTH) { /* the seed's rows: k x width */
       histd__table_close(&c);
@@ -135,7 +135,7 @@ static int main_table(FILE *f, locale_t loc, const histd_result *r) {
     }
     return histd__table_close(&c);
   }
-  if (histd_statistic_per_point(r->statistic)) {
+  if (histd_statistic_per_point(r->statistic)) { /* a value per point and frame */
     histd__table_open(&c, r, HISTD_OUT_TEXT, HISTD_FS_FRAME_POINTS, HISTD_FS_FRAME_POINTS);
     const histd_field *index = histd_schema_find(NULL, "index");
     const uint64_t frames = r->frames > 1 ? r->frames : 1;
@@ -237,6 +237,9 @@ int histd_write_text(FILE *f, const histd_result *res) {
   if (err == 0)
     err = rows_table(f, loc, res, "partials", "partial", HISTD_FS_PARTIAL_BINS, true,
                      HISTD_FS_PARTIALS, res->partials);
+  if (err == 0 && res->statistic == HISTD_STAT_POINT_HISTOGRAM)
+    err = rows_table(f, loc, res, "points", "point", HISTD_FS_POINT_BINS, true, HISTD_FS_POINTS,
+                     res->point_n);
   uselocale(old);
   freelocale(loc);
   return err != 0 ? err : ferror(f) ? HISTD_EIO : 0;

@@ -218,14 +218,24 @@ static int set_within(histd_params *p, const histd_value *v, char *msg, size_t m
 static bool given_within(const histd_params *p) { return p->has_within; }
 static void write_within(FILE *f, const histd_params *p) { write_double(f, p->within); }
 
-static int set_weights(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
-  int rc = want(v, HISTD_VALUE_BOOL, "weights", "true or false", msg, msglen);
-  if (rc == 0)
-    p->weights = v->boolean;
-  return rc;
-}
-static bool given_weights(const histd_params *p) { return p->weights; }
-static void write_weights(FILE *f, const histd_params *p) { fputs(p->weights ? "true" : "false", f); }
+/* A flag: true or false, given when true (written as true). */
+#define FLAG_PARAM(name)                                                                   \
+  static int set_##name(histd_params *p, const histd_value *v, char *msg, size_t msglen) { \
+    int rc = want(v, HISTD_VALUE_BOOL, #name, "true or false", msg, msglen);               \
+    if (rc == 0)                                                                           \
+      p->name = v->boolean;                                                                \
+    return rc;                                                                             \
+  }                                                                                        \
+  static bool given_##name(const histd_params *p) { return p->name; }                      \
+  static void write_##name(FILE *f, const histd_params *p) {                               \
+    (void)p;                                                                               \
+    fputs("true", f);                                                                      \
+  }
+FLAG_PARAM(weights)
+FLAG_PARAM(per_frame)
+FLAG_PARAM(per_point)
+FLAG_PARAM(per_point_histogram)
+FLAG_PARAM(nearest)
 
 static int set_kernel(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
   int rc = want(v, HISTD_VALUE_STRING, "kernel", "a string (see the list of kernels)", msg,
@@ -418,15 +428,6 @@ static int set_topology(histd_params *p, const histd_value *v, char *msg, size_t
 static bool given_topology(const histd_params *p) { return p->topology[0] != '\0'; }
 static void write_topology(FILE *f, const histd_params *p) { write_string(f, p->topology); }
 
-static int set_per_frame(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
-  int rc = want(v, HISTD_VALUE_BOOL, "per_frame", "true or false", msg, msglen);
-  if (rc == 0)
-    p->per_frame = v->boolean;
-  return rc;
-}
-static bool given_per_frame(const histd_params *p) { return p->per_frame; }
-static void write_per_frame(FILE *f, const histd_params *p) { (void)p; fputs("true", f); }
-
 static int set_blocks(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
   int rc = want_count(v, "blocks", HISTD_MAX_BLOCKS, &p->blocks, msg, msglen);
   if (rc == 0 && p->blocks < 2)
@@ -470,24 +471,6 @@ static int set_partials(histd_params *p, const histd_value *v, char *msg, size_t
 }
 static bool given_partials(const histd_params *p) { return p->partials[0] != '\0'; }
 static void write_partials(FILE *f, const histd_params *p) { write_string(f, p->partials); }
-
-static int set_per_point(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
-  int rc = want(v, HISTD_VALUE_BOOL, "per_point", "true or false", msg, msglen);
-  if (rc == 0)
-    p->per_point = v->boolean;
-  return rc;
-}
-static bool given_per_point(const histd_params *p) { return p->per_point; }
-static void write_per_point(FILE *f, const histd_params *p) { (void)p; fputs("true", f); }
-
-static int set_nearest(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
-  int rc = want(v, HISTD_VALUE_BOOL, "nearest", "true or false", msg, msglen);
-  if (rc == 0)
-    p->nearest = v->boolean;
-  return rc;
-}
-static bool given_nearest(const histd_params *p) { return p->nearest; }
-static void write_nearest(FILE *f, const histd_params *p) { (void)p; fputs("true", f); }
 
 static int set_pairs_within(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
   int rc = want_number(v, "pairs_within", msg, msglen);
@@ -544,6 +527,9 @@ static const histd_param table[] = {
         "coordination numbers in one pass (a set's own pairs: no dataset_b or select_b)"),
     ROW(per_point, "per-point", 0, BOOL,
         "with within R: each point of A's neighbours in B within R (and their weights' sum)"),
+    ROW(per_point_histogram, "per-atom", 0, BOOL,
+        "each point of A's histogram, in the bins, of its distances to B (InterRDF_s's site "
+        "g(r)): a row of bins a point, every frame's summed"),
     ROW(nearest, "nearest", 0, BOOL,
         "each point of A's nearest other point of B and its distance (within R: at most R)"),
     ROW(pairs_within, "pairs-within", 0, NUMBER,
@@ -719,6 +705,13 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
   pr.per_frame = p->per_frame || p->blocks > 0; /* the blocks are read from its table */
   pr.blocks = p->blocks;
   /* the other shapes of an answer: a value per point, a record per pair */
+  if (p->per_point_histogram && (p->per_point || p->nearest || p->has_pairs_within ||
+                                 p->has_within))
+    return histd_fail(msg, msglen, HISTD_EPARSE,
+                      "per_point_histogram is each point's histogram in the bins: it cannot be "
+                      "combined with %s",
+                      p->has_pairs_within ? "pairs_within" : p->nearest ? "nearest"
+                      : p->per_point      ? "per_point" : "within");
   if (p->per_point || p->nearest || p->has_pairs_within) {
     const char *what = p->has_pairs_within ? "pairs_within" : p->nearest ? "nearest" : "per_point";
     const int binned = given_bucket_width(p) + given_r_max(p) + given_edges(p) +
@@ -763,6 +756,22 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
                       "with bins, not with %s",
                       p->has_within && !p->per_point ? "within" : "a per-point statistic or a "
                                                                   "pair list");
+  if (p->per_point_histogram) {
+    const char *other = p->partials[0] != '\0'        ? "partials"
+                        : p->blocks > 0               ? "blocks"
+                        : p->per_frame                ? "per_frame"
+                        : p->norm != HISTD_NORM_UNSET ? "norm"
+                                                      : NULL;
+    if (other != NULL)
+      return histd_fail(msg, msglen, HISTD_EPARSE,
+                        "per_point_histogram keeps a row of bins a point, summed over the "
+                        "frames: it does not go with %s", other);
+    if (given_bucket_width(p) && p->buckets == 0)
+      return histd_fail(msg, msglen, HISTD_EPARSE,
+                        "per_point_histogram needs the number of bins (its rows are sized by "
+                        "it): give buckets with bucket_width, or r_max and buckets, edges or "
+                        "log_bins");
+  }
   if (p->per_frame && p->has_within)
     return histd_fail(msg, msglen, HISTD_EPARSE,
                       "per_frame goes with a histogram's bins, not with within (a count within "
@@ -856,6 +865,7 @@ histd_statistic histd_params_statistic(const histd_params *p) {
   return p->has_pairs_within ? HISTD_STAT_PAIRS
          : p->nearest        ? HISTD_STAT_NEAREST
          : p->per_point      ? HISTD_STAT_POINT_COUNTS
+         : p->per_point_histogram ? HISTD_STAT_POINT_HISTOGRAM
          : p->has_within     ? HISTD_STAT_WITHIN
                              : HISTD_STAT_HISTOGRAM;
 }

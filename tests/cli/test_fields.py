@@ -35,7 +35,8 @@ def main():
     failures = []
     seen = set()
     # every shape by its name; an array's JSON nesting follows from it
-    nested = {"frames x bins", "blocks x bins", "partials x bins", "frames x points"}
+    nested = {"frames x bins", "blocks x bins", "partials x bins", "frames x points",
+              "points x bins"}
     flat = {"bins", "edges", "frames", "points", "partials", "pairs"}
     for f in fields:
         if f["shape"] not in nested | flat | {"scalar"}:
@@ -45,6 +46,8 @@ def main():
             failures.append("partial.%s: shape %r" % (f["name"], f["shape"]))
         if f["group"] == "block" and f["shape"] not in ("bins", "blocks x bins"):
             failures.append("block.%s: shape %r" % (f["name"], f["shape"]))
+        if f["group"] == "point" and f["shape"] not in ("points", "points x bins"):
+            failures.append("point.%s: shape %r" % (f["name"], f["shape"]))
     for f in fields:
         where = props
         if f["group"] is not None:

@@ -8,7 +8,10 @@ which leaves out the pairs within a water; rdf_oo_ordered.txt is OW-OW
 without exclusion_block, every ordered pair and each atom with itself,
 which histd gives as "pairs": "ordered"; rdf_oo_density.txt and
 rdf_oo_none.txt are OW-OW (exclusion_block=(1, 1)) in InterRDF's other
-normalisations, which histd's "norm" gives as the result's rdf. The MDAnalysis user's
+normalisations, which histd's "norm" gives as the result's rdf;
+rdf_s_oh.txt is InterRDF_s, the site-specific g(r) of four OW atoms against
+every H, which histd's --per-atom (per_point_histogram) gives as each
+point's counts and g. The MDAnalysis user's
 `--select-a name:OW --select-b name:OW` must be the self job, and OW
 against every atom must count each pair of distinct atoms once. sdh reads the same file, its box
 and its atoms' names and residues:
@@ -176,14 +179,35 @@ def main():
             if 2 * c == m and abs(got * scale - want) > 1e-6 * abs(want):
                 bad.append("norm %s bin %d: histd %.17g, MDAnalysis %.17g" % (norm, k, got * scale,
                                                                              want))
+    # InterRDF_s: each of four OW atoms against every H (no exclusion), its
+    # count summed over the H atoms and its g their rdfs' mean
+    site = sdh(exe, "--per-atom", "--select-a", "index:0,3,6,9", "--select-b", "name:HW1,HW2")
+    rows = [l.split() for l in open(os.path.join(HERE, "gro", "rdf_s_oh.txt"))
+            if not l.startswith("#")]
+    point = site.get("point", {})
+    if site.get("index") != [0, 3, 6, 9] or len(point.get("counts", [])) != 4:
+        bad.append("per atom: rows %s" % site.get("index"))
+    else:
+        for a, i in enumerate((0, 3, 6, 9)):
+            mine = [r for r in rows if int(r[0]) == i]
+            want = brute_force(atoms, box, [(i, j) for j in hw])
+            slack = near_edges(atoms, box, [(i, j) for j in hw])
+            if point["counts"][a] != want or point["partners"][a] != len(hw):
+                bad.append("per atom %d: counts differ from the brute force" % i)
+            for k, r in enumerate(mine):
+                c, g = point["counts"][a][k], point["g"][a][k]
+                off = abs(c - int(r[2]))
+                if off > slack[k] or (off == 0 and abs(g - float(r[3])) > 1e-6 * abs(float(r[3]))):
+                    bad.append("per atom %d bin %d: histd count %d g %.17g, InterRDF_s %s %s"
+                               % (i, k, c, g, r[2], r[3]))
     for b in bad[:10]:
         print("FAIL:", b)
     if bad:
         sys.exit(1)
     print("test_gro_rdf: OW-OW, OW-HW and ordered OW x OW g(r) of %d waters match MDAnalysis's "
           "InterRDF in all %d bins (%d, %d and %d pairs in range); OW x OW is the self job, "
-          "OW x all each distinct pair once" % (len(ow), BUCKETS, sum(oo["counts"]),
-                                                 sum(oh["counts"]), sum(ordered["counts"])))
+          "OW x all each distinct pair once; four OW's site g(r) match InterRDF_s"
+          % (len(ow), BUCKETS, sum(oo["counts"]), sum(oh["counts"]), sum(ordered["counts"])))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,13 @@
  *     anywhere; "none" where no point is within R;
  *   - pairs: every pair with d <= R as a set of (frame, i, j, d), i < j for
  *     self pairs, compared after sorting;
+ *   - per point histogram: for each point i of A, over every frame, the
+ *     points j of B (as per point) by bin: floor(d / w) for equal widths,
+ *     E[k] <= d < E[k+1] by a linear scan for edges; below E[0] apart; its
+ *     partners (B's points less itself); the whole result's counts their
+ *     column sums, total the partners', overflow the rest; periodic: g of
+ *     a point count / (partners V_shell / V) with V = total / sum_f(P_f /
+ *     V_f) computed here;
  *
  * on random points (open, orthorhombic, triclinic), a simple cubic
  * lattice whose neighbour distances are exactly R (the edge d = R counts),
@@ -222,6 +229,116 @@ static void check_nearest(const histd_problem *p, const char *what) {
     }
 }
 
+/* ---- a histogram per point ------------------------------------------------------ */
+
+/* The bin of d: 0..count-1, count below the first edge, count + 1 beyond. */
+static uint32_t def_bin(const histd_bins *bins, double d) {
+  if (bins->kind == HISTD_BINS_WIDTH) {
+    volatile double q = d / bins->width;
+    const double k = floor(q);
+    return k < bins->count ? (uint32_t)k : bins->count + 1;
+  }
+  if (!(d >= bins->edges[0]))
+    return bins->count;
+  for (uint32_t k = 0; k < bins->count; k++)
+    if (d < bins->edges[k + 1])
+      return k;
+  return bins->count + 1;
+}
+
+static void check_hist(const histd_problem *p, const char *what) {
+  const size_t frames = histd_problem_frames(p);
+  const uint32_t count = p->bins.count;
+  const size_t n = p->a->frame ? p->a->frame[0].n : p->a->n;
+  uint64_t *want = calloc(n * (count + 2), 8), *partners = calloc(n, 8);
+  long double density = 0;
+  uint64_t total = 0;
+  for (size_t f = 0; f < frames; f++) {
+    histd_dataset a = frame_of(p->a, f), b = p->b ? frame_of(p->b, f) : a;
+    histd_box box = frame_box(p, &a);
+    uint64_t pairs = 0;
+    for (size_t i = 0; i < a.n; i++)
+      for (size_t j = 0; j < b.n; j++) {
+        if (same(p, i, j))
+          continue;
+        want[i * (count + 2) + def_bin(&p->bins, def_d(&box, &a, i, &b, j))]++;
+        partners[i]++;
+        pairs++;
+      }
+    total += pairs;
+    if (box.kind != HISTD_BOX_NONE) /* the volume: a determinant, triangular */
+      density += (long double)pairs / ((long double)box.ax * box.by * box.cz);
+  }
+  for (size_t k = 0; k < NKERNELS; k++)
+    for (uint32_t threads = 1; threads <= 3; threads += 2) {
+      histd_result r;
+      char msg[256] = "";
+      int rc = run(p, kernels[k], threads, &r, NULL, msg, sizeof msg);
+      CHECK(rc == 0, "%s on %s: %s", what, kernels[k], msg);
+      if (rc != 0)
+        continue;
+      bool ok = r.point_n == n && r.bins.count == count && r.total == total;
+      CHECK(ok, "%s on %s: %llu points x %u bins, %llu pairs; want %zu x %u, %llu", what,
+            kernels[k], (unsigned long long)r.point_n, r.bins.count,
+            (unsigned long long)r.total, n, count, (unsigned long long)total);
+      uint64_t below = 0, in_bins = 0;
+      for (size_t i = 0; i < n && ok; i++) {
+        const uint64_t *w = want + i * (count + 2);
+        for (uint32_t b = 0; b < count && ok; b++)
+          if (r.point_hist[i * count + b] != w[b]) {
+            CHECK(false, "%s on %s (%u threads): point %zu bin %u: %llu, want %llu", what,
+                  kernels[k], threads, i, b, (unsigned long long)r.point_hist[i * count + b],
+                  (unsigned long long)w[b]);
+            ok = false;
+          }
+        if (ok && (r.point_below[i] != w[count] || r.point_partners[i] != partners[i])) {
+          CHECK(false, "%s on %s: point %zu: below %llu partners %llu, want %llu and %llu",
+                what, kernels[k], i, (unsigned long long)r.point_below[i],
+                (unsigned long long)r.point_partners[i], (unsigned long long)w[count],
+                (unsigned long long)partners[i]);
+          ok = false;
+        }
+        below += w[count];
+      }
+      for (uint32_t b = 0; b < count && ok; b++) {
+        uint64_t sum = 0;
+        for (size_t i = 0; i < n; i++)
+          sum += want[i * (count + 2) + b];
+        in_bins += sum;
+        CHECK(r.counts[b] == sum, "%s on %s: bin %u of the whole: %llu, want %llu", what,
+              kernels[k], b, (unsigned long long)r.counts[b], (unsigned long long)sum);
+      }
+      if (ok) {
+        CHECK(r.below == below && r.overflow == total - below - in_bins,
+              "%s on %s: below %llu overflow %llu", what, kernels[k],
+              (unsigned long long)r.below, (unsigned long long)r.overflow);
+        if (density > 0) { /* one point's g: its counts over its partners' expectation */
+          const size_t i = n / 2;
+          const long double v = (long double)total / density;
+          for (uint32_t b = 0; b < count; b++) {
+            const long double lo = b == 0 && p->bins.kind == HISTD_BINS_WIDTH ? 0
+                                   : p->bins.kind == HISTD_BINS_WIDTH ? (long double)b * p->bins.width
+                                                                      : p->bins.edges[b];
+            const long double hi = p->bins.kind == HISTD_BINS_WIDTH
+                                       ? (long double)(b + 1) * p->bins.width
+                                       : p->bins.edges[b + 1];
+            const long double shell = 4.0L / 3.0L * 3.14159265358979323846L *
+                                      (hi * hi * hi - lo * lo * lo);
+            const long double g = (long double)want[i * (count + 2) + b] /
+                                  ((long double)partners[i] * shell / v);
+            const double got = histd_result_point_g(&r, i, b);
+            CHECK(fabsl((long double)got - g) <= 1e-12L * (1 + fabsl(g)),
+                  "%s on %s: point %zu's g in bin %u: %.17g, want %.17Lg", what, kernels[k], i,
+                  b, got, g);
+          }
+        }
+      }
+      histd_result_free(&r);
+    }
+  free(want);
+  free(partners);
+}
+
 /* ---- pairs ---------------------------------------------------------------------- */
 
 static int rec_cmp(const void *x, const void *y) {
@@ -359,6 +476,15 @@ static void each_statistic(histd_problem p, double nearest_r, const char *what) 
   snprintf(name, sizeof name, "%s: nearest anywhere", what);
   check_nearest(&p, name);
   p.radius = r;
+  /* a histogram per point, to R: 4 equal bins, and edges with a gap below */
+  p.statistic = HISTD_STAT_POINT_HISTOGRAM;
+  p.bins = (histd_bins){HISTD_BINS_WIDTH, 4, r / 4, NULL};
+  snprintf(name, sizeof name, "%s: a histogram per point, equal bins", what);
+  check_hist(&p, name);
+  const double edges[4] = {r / 8, r / 3, r / 2, r};
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 3, 0, edges};
+  snprintf(name, sizeof name, "%s: a histogram per point, edges", what);
+  check_hist(&p, name);
 }
 
 static void test_open(void) {
@@ -494,6 +620,23 @@ static void test_refusals(void) {
   CHECK_STR_CONTAINS(msg, "sink is full");
   /* no sink: a sentence, not a crash */
   CHECK(run(&p, "cpu", 1, &r, NULL, msg, sizeof msg) == HISTD_EINVAL, "no sink");
+  /* a histogram per point: no weights, its rows within the limit, r_max
+   * within half a periodic box */
+  p.statistic = HISTD_STAT_POINT_HISTOGRAM;
+  p.bins = (histd_bins){HISTD_BINS_WIDTH, 4, 0.5, NULL};
+  p.weighted = true;
+  CHECK(run(&p, "auto", 1, &r, NULL, msg, sizeof msg) == HISTD_EINVAL, "a histogram's weights");
+  CHECK_STR_CONTAINS(msg, "does not take weights");
+  p.weighted = false;
+  p.result_limit = 1000; /* 50 points x (4 x 8 + 16) bytes + 32 */
+  CHECK(run(&p, "auto", 1, &r, NULL, msg, sizeof msg) == HISTD_ETOOBIG, "rows over the limit");
+  CHECK_STR_CONTAINS(msg, "50 points x 4 bins, 2432 bytes");
+  p.result_limit = 0;
+  p.box = (histd_box){HISTD_BOX_ORTHO, 3, 0, 3, 0, 0, 3};
+  CHECK(run(&p, "auto", 1, &r, NULL, msg, sizeof msg) == HISTD_EINVAL, "r_max past half");
+  CHECK_STR_CONTAINS(msg, "exceeds half the periodic box");
+  p.box = (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0};
+  p.statistic = HISTD_STAT_PAIRS;
   /* kernels that cannot */
   histd_exec ex;
   histd_exec_init(&ex);

@@ -11,6 +11,9 @@ them).
 - pairs_within over two frames: the list is the brute force's set (JSON,
   CSV and npz), i < j, its file is in the data dir, it survives a
   restart, DELETE of the result removes it, and its bytes count;
+- per_point_histogram over two periodic frames: each point's counts, below
+  and partners, the whole result's column sums and g (JSON, CSV, npz, and
+  the stored result after a restart) = the brute force's;
 - --max-pairs-bytes refuses a longer list before a pair is written, with
   a sentence naming both sizes; /v1/histogram refuses pairs_within and
   answers per_point; malformed combinations get 400 with a sentence.
@@ -155,13 +158,81 @@ def test_pairs(d, traj, data_dir):
     return jid, want
 
 
+def hist_want(frames, edges, box):
+    """Each point's counts in [E[k], E[k+1]) over every frame (bisect on the
+    edges: the test's own rule), below E[0], and its partners."""
+    import bisect
+    n, count = len(frames[0]), len(edges) - 1
+    rows, below, partners = [[0] * count for _ in range(n)], [0] * n, [0] * n
+    for pts in frames:
+        for i in range(n):
+            for j in range(n):
+                if j == i:
+                    continue
+                k = bisect.bisect_right(edges, dist(pts[i], pts[j], box)) - 1
+                partners[i] += 1
+                if k < 0:
+                    below[i] += 1
+                elif k < count:
+                    rows[i][k] += 1
+    return rows, below, partners
+
+
+def test_point_histogram(d, traj):
+    L = 10.0
+    frames = [random_points(60, seed=s, box=L) for s in (11, 12)]
+    edges = [0.5, 1.0, 2.0, 3.0, 4.5]
+    rows, below, partners = hist_want(frames, edges, (L, L, L))
+    job = d.wait_job(d.submit(traj["id"], edges=edges, per_point_histogram=True)["id"])
+    check(job["status"] == "succeeded", job)
+    s, _, res = d.json("GET", "/v1/jobs/%s/result" % job["id"])
+    pt = res.get("point", {})
+    total = sum(partners)
+    sums = [sum(r[k] for r in rows) for k in range(4)]
+    check(s == 200 and res["statistic"] == "per_point_histogram" and pt["counts"] == rows and
+          pt["below"] == below and pt["partners"] == partners and res["counts"] == sums and
+          res["total"] == total and res["below"] == sum(below) and
+          res["overflow"] == total - sum(below) - sum(sums) and res["index"] == list(range(60)),
+          ("per-point histogram", s, pt.get("counts", [])[:2], rows[:2]))
+    # g of a point: its counts over its partners' expectation, V the volume
+    shell = [4 / 3 * math.pi * (edges[k + 1] ** 3 - edges[k] ** 3) for k in range(4)]
+    g = [[rows[i][k] / (partners[i] * shell[k] / L ** 3) for k in range(4)] for i in range(60)]
+    check(all(abs(a - b) <= 1e-12 * max(1, b) for ra, rb in zip(pt["g"], g)
+              for a, b in zip(ra, rb)), ("point g", pt["g"][0], g[0]))
+    s, _, body = d.request("GET", "/v1/jobs/%s/result?format=csv" % job["id"])
+    text = body.decode()
+    section = text[text.index("# [point]\n") + len("# [point]\n"):].splitlines()
+    head = section[0].split(",")
+    got = {}
+    for line in section[1:]:
+        if not line or line.startswith("#"):
+            break
+        r = dict(zip(head, line.split(",")))
+        got[(int(r["point"]), int(r["bucket"]))] = int(r["point_count"])
+    check(got == {(i, k): rows[i][k] for i in range(60) for k in range(4)},
+          ("CSV [point]", head, list(got.items())[:3]))
+    s, _, body = d.request("GET", "/v1/jobs/%s/result?format=npz" % job["id"])
+    z = npz_arrays(body)
+    check(z["point.counts"].shape == (60, 4) and z["point.counts"].tolist() == rows and
+          z["point.partners"].tolist() == partners, "npz point.counts")
+    print("per_point_histogram: two periodic frames, each point's counts, below, partners "
+          "and g, the whole's sums: JSON, CSV, npz = brute force")
+    return job["id"], rows
+
+
 def test_refusals(d, ds):
     for body, why in (({"within": 10, "per_point": True, "bucket_width": 5}, "cannot be combined"),
                       ({"per_point": True}, "give within"),
                       ({"pairs_within": 10, "within": 5}, "cannot be combined"),
                       ({"pairs_within": 0}, "pairs_within must be"),
                       ({"nearest": True, "per_point": True, "within": 3}, "cannot be combined"),
-                      ({"nearest": True, "weights": True}, "does not take weights")):
+                      ({"nearest": True, "weights": True}, "does not take weights"),
+                      ({"per_point_histogram": True, "within": 3}, "cannot be combined"),
+                      ({"per_point_histogram": True, "bucket_width": 3}, "number of bins"),
+                      ({"per_point_histogram": True, "r_max": 9, "buckets": 3, "blocks": 2},
+                       "does not go with blocks"),
+                      ({"per_point_histogram": True, "r_max": 9, "buckets": 3, "weights": True},
+                       "does not take weights")):
         body["dataset"] = ds
         s, _, doc = d.json("POST", "/v1/jobs", body)
         check(s in (400, 422) and why in doc["detail"], (body, s, doc))
@@ -183,12 +254,15 @@ def main():
             traj = test_per_point(d, pts, pts_b, ds, ds_b)
             test_nearest(d, pts, ds)
             jid, want = test_pairs(d, traj, data_dir)
+            hid, rows = test_point_histogram(d, traj)
             test_refusals(d, ds)
         # the list survives a restart; DELETE of the result takes its file
         with Daemon(exe, data_dir=root, args=["--workers", "1"]) as d:
             s, _, res = d.json("GET", "/v1/jobs/%s/result" % jid)
             check(s == 200 and set(zip(res["frame"], res["i"], res["j"], res["d"])) == want,
                   "pairs after a restart")
+            s, _, res = d.json("GET", "/v1/jobs/%s/result" % hid)
+            check(s == 200 and res["point"]["counts"] == rows, "a per-point histogram stored")
             s, _, _ = d.json("DELETE", "/v1/jobs/%s/result" % jid)
             check(s == 204 and not os.path.exists(os.path.join(data_dir, "pairs", jid)),
                   ("DELETE of a pair list", s))

@@ -376,6 +376,13 @@ static int check_result_size(service *svc, const histd_job_plan *plan, const job
     const uint64_t bound = plan->result_bytes / 8 * 10 + 1024;
     if (cap == 0 || bound <= cap)
       return 0;
+    if (histd_statistic_about(plan->statistic)->binned)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "the per-point histogram could take up to %llu bytes stored (%zu "
+                        "points x %u bins), more than the %llu bytes a result may take "
+                        "(--max-result-bytes); select fewer points or give fewer bins",
+                        (unsigned long long)bound, j->n / (plan->frames ? plan->frames : 1),
+                        plan->buckets, (unsigned long long)cap);
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "the per-point result could take up to %llu bytes stored (%llu frame%s of "
                       "%zu points), more than the %llu bytes a result may take "

@@ -15,6 +15,10 @@ writes, for MDAnalysis.analysis.rdf.InterRDF over (0, R_MAX) in BUCKETS bins
   rdf_oo_ordered.txt  OW-OW without exclusion_block: every ordered pair,
               each atom with itself at r = 0 included (histd's "pairs":
               "ordered")
+  rdf_s_oh.txt  InterRDF_s, the site-specific g(r) of the first four OW
+              (atoms 0, 3, 6, 9) against every HW1 and HW2: per OW, its
+              count summed over the H atoms and its rdf averaged over them
+              (histd's "per_point_histogram": each point's counts and g)
 one line a bin: its centre (Angstrom), g, and MDAnalysis's count (ordered
 pairs: OW-OW pairs twice). The values are %.17g.
 """
@@ -23,7 +27,7 @@ import warnings
 
 warnings.simplefilter("ignore")
 import MDAnalysis as mda  # noqa: E402
-from MDAnalysis.analysis.rdf import InterRDF  # noqa: E402
+from MDAnalysis.analysis.rdf import InterRDF, InterRDF_s  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WATER = os.path.join(HERE, "..", "..", "io", "data", "water.gro")
@@ -56,6 +60,17 @@ def main():
           density)
     write(os.path.join(HERE, "rdf_oo_none.txt"), "OW-OW exclusion_block=(1, 1) norm=none",
           counts)
+    site = InterRDF_s(u, [[ow[:4], hw]], **kw).run()
+    count, rdf = site.results.count[0], site.results.rdf[0]  # (4, H atoms, bins)
+    with open(os.path.join(HERE, "rdf_s_oh.txt"), "w") as f:
+        f.write("# MDAnalysis %s InterRDF_s, OW atoms %s against HW1,HW2, water.gro, range "
+                "(0, %g) A, %d bins\n" % (mda.__version__, list(ow[:4].indices), 10 * R_MAX,
+                                          BUCKETS))
+        f.write("# atom centre(A) count(summed over H) rdf(mean over H)\n")
+        for a in range(4):
+            for k, c in enumerate(site.results.bins):
+                f.write("%d %.17g %d %.17g\n" % (ow[a].index, c, count[a, :, k].sum(),
+                                                  rdf[a, :, k].mean()))
 
 
 if __name__ == "__main__":
