@@ -17,12 +17,16 @@ the real daemon and the field's tools (issue 33):
 - errors at submit: a selection that matches nothing, a name the file does
   not give (the sentence points to topology=); no job is queued;
 - Ctrl-C during wait(): the job is cancelled and job.status says so;
-- nbins=/range=(lo, hi) as MDAnalysis spells them; Result.bins are centres.
+- nbins=/range=(lo, hi) as MDAnalysis spells them; Result.bins are centres;
+- api/python/README.md's example runs as pasted, and prints what it shows.
 Skips (77) without MDAnalysis or ASE (python3-mdanalysis, python3-ase).
 
 usage: test_traj.py HISTD_EXE
 """
+import contextlib
+import io
 import os
+import re
 import signal
 import sys
 import threading
@@ -290,6 +294,20 @@ def test_ctrl_c(c):
     print("Ctrl-C: the job is cancelled and job.status says so")
 
 
+def test_readme(port):
+    """Runs api/python/README.md's python block with HISTD_URL set; its
+    output is what the block's last comment says."""
+    path = os.path.join(os.path.dirname(histd.__file__), "..", "README.md")
+    code = re.search(r"```python\n(.*?)```", open(path).read(), re.S).group(1)
+    os.environ["HISTD_URL"] = "http://127.0.0.1:%d" % port
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, path, "exec"), {"__name__": "__readme__"})
+    shown = code.rstrip().rsplit("# ", 1)[1]
+    check(out.getvalue().strip() == shown, "README printed %r, shows %r" % (out.getvalue(), shown))
+    print("api/python/README.md's example runs as pasted")
+
+
 def main():
     with Daemon(exe()) as d:
         with histd.Client("http://127.0.0.1:%d" % d.port) as c:
@@ -302,6 +320,7 @@ def main():
         check(histd.Client("http://127.0.0.1:%d" % d.port).datasets() == [],
               "every upload of the tests was temporary")
         test_temporary(d.port)
+        test_readme(d.port)
     print("test_traj: all ok")
 
 
