@@ -55,8 +55,10 @@
  *       bx by bz cx cy cz" (lower-triangular) gives the frame a periodic
  *       box, unless pbc="F F F"; Properties=species:S:1:pos:R:3[:w:R:1...]
  *       names the columns (pos the coordinates; w, weight or weights the
- *       weight). Fewer atom lines than N is an error; after them come blank
- *       lines or the next frame (ds.frames, each with its box).
+ *       weight; species, name:S:1, resname:S:1, resid:I:1 and mol:I:1 the
+ *       topology, kept when every frame agrees). Fewer atom lines than N is
+ *       an error; after them come blank lines or the next frame (ds.frames,
+ *       each with its box).
  * f64   Raw little-endian IEEE-754 binary64 triples x0 y0 z0 x1 y1 z1 ...;
  *       the length must be a multiple of 24 bytes. Correct on big-endian
  *       hosts too.

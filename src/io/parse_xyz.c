@@ -28,8 +28,11 @@
  *
  * The element of each atom (the first field, or the species column that
  * Properties names) makes the topology when every frame lists the same
- * elements in the same order; frames that differ keep no topology. So does
- * a molecule id column, mol:I:1 (or molecule:I:1), for exclusions.
+ * elements in the same order; frames that differ keep no topology. So do
+ * the columns name:S:1 and resname:S:1 (atom and residue names, cut at 7
+ * bytes as GRO's are), resid:I:1 (residue numbers) and mol:I:1 (or
+ * molecule:I:1: molecule ids, for exclusions), each kept when every frame
+ * has it with the same values.
  *
  * Memory: each frame grows the arrays by min(count, what the rest of the
  * input can hold: a line is at least "H 1 2 3" plus a newline), so a lying
@@ -62,14 +65,22 @@ static bool parse_count(const char *s, const char *e, size_t *out) {
   return true;
 }
 
+/* The topology's columns: strings (the element, the atom's and its
+ * residue's names) and whole numbers (the molecule id, the residue
+ * number), in these orders. */
+enum { XS_ELEMENT, XS_NAME, XS_RESNAME, XS_COUNT };
+enum { XI_MOL, XI_RESID, XI_COUNT };
+static const unsigned xs_field[XS_COUNT] = {HISTD_TOP_ELEMENT, HISTD_TOP_NAME, HISTD_TOP_RESNAME};
+static const unsigned xi_field[XI_COUNT] = {HISTD_TOP_MOL, HISTD_TOP_RESID};
+
 /* The columns of one frame's atom lines. */
 typedef struct columns {
   bool named;   /* Properties= gave them                       */
   size_t count; /* named: the fields a line has                */
   size_t pos;   /* the field of x (y, z follow)                */
   size_t w;     /* the weight's field, or SIZE_MAX             */
-  size_t sp;    /* the element's (species) field, or SIZE_MAX   */
-  size_t mol;   /* a molecule id field (mol:I:1), or SIZE_MAX    */
+  size_t str[3]; /* the fields of the strings (XS_*), or SIZE_MAX */
+  size_t num[2]; /* the fields of the whole numbers (XI_*), or SIZE_MAX */
 } columns;
 
 /* The value of key= at the start of a token of [s, e) (any case), or false.
@@ -164,12 +175,12 @@ static int comment_box(const char *s, const char *e, size_t line, locale_t loc, 
 static int comment_columns(const char *s, const char *e, size_t line, columns *col, char *msg,
                            size_t msglen) {
   const char *vs, *ve;
-  *col = (columns){false, 0, 1, SIZE_MAX, 0, SIZE_MAX};
+  *col = (columns){false, 0, 1, SIZE_MAX, {0, SIZE_MAX, SIZE_MAX}, {SIZE_MAX, SIZE_MAX}};
   int has = comment_value(s, e, "Properties", &vs, &ve, line, msg, msglen);
   if (has <= 0)
     return has;
   col->named = true;
-  col->sp = SIZE_MAX;
+  col->str[XS_ELEMENT] = SIZE_MAX;
   bool pos = false;
   for (const char *p = vs; p < ve;) {
     const char *f[3];
@@ -196,12 +207,19 @@ static int comment_columns(const char *s, const char *e, size_t line, columns *c
                         "line %zu: Properties: '%s' is not a name:type:count triple (type S, "
                         "R, I or L; count a whole number from 1)", line, q);
     }
-    if (fl[0] == 7 && memcmp(f[0], "species", 7) == 0 && count == 1)
-      col->sp = col->count;
-    if (((fl[0] == 3 && memcmp(f[0], "mol", 3) == 0) ||
-         (fl[0] == 8 && memcmp(f[0], "molecule", 8) == 0)) && count == 1 &&
-        (*f[1] == 'I' || *f[1] == 'i'))
-      col->mol = col->count;
+    const bool text = *f[1] == 'S' || *f[1] == 's', whole = *f[1] == 'I' || *f[1] == 'i';
+#define IS(word) (fl[0] == strlen(word) && memcmp(f[0], word, fl[0]) == 0 && count == 1)
+    if (IS("species") && text)
+      col->str[XS_ELEMENT] = col->count;
+    if (IS("name") && text)
+      col->str[XS_NAME] = col->count;
+    if (IS("resname") && text)
+      col->str[XS_RESNAME] = col->count;
+    if ((IS("mol") || IS("molecule")) && whole)
+      col->num[XI_MOL] = col->count;
+    if (IS("resid") && whole)
+      col->num[XI_RESID] = col->count;
+#undef IS
     if (fl[0] == 3 && memcmp(f[0], "pos", 3) == 0) {
       if (!real || count != 3)
         return histd_fail(msg, msglen, HISTD_EPARSE,
@@ -225,14 +243,16 @@ static int comment_columns(const char *s, const char *e, size_t line, columns *c
 }
 
 /* One atom line [ls, le) of the frame: its coordinates and weight, its
- * element into el (NUL-padded; "" when too long or absent) and its
- * molecule id into *mol (when Properties names mol:I:1). */
+ * strings into str (NUL-padded; "" when absent, and an element too long
+ * for a slot; names are cut) and its whole numbers into num (the columns
+ * that Properties names). */
 static int atom_line(const char *ls, const char *le, size_t line, columns *col, bool first,
-                     locale_t loc, double v[4], char el[HISTD_ATOM_STR], int64_t *mol,
-                     char *msg, size_t msglen) {
+                     locale_t loc, double v[4], char str[XS_COUNT][HISTD_ATOM_STR],
+                     int64_t num[XI_COUNT], char *msg, size_t msglen) {
+  static const char *const num_what[XI_COUNT] = {"molecule id", "residue number"};
   const char *c = ls, *t;
   size_t tl, f = 0;
-  memset(el, 0, HISTD_ATOM_STR);
+  memset(str, 0, XS_COUNT * HISTD_ATOM_STR);
   if (!col->named && first) { /* element x y z [w]: the first line says */
     size_t fields = 0;
     while (histd__token(&c, le, &tl) != NULL)
@@ -242,18 +262,21 @@ static int atom_line(const char *ls, const char *le, size_t line, columns *col, 
     c = ls;
   }
   for (; (t = histd__token(&c, le, &tl)) != NULL; f++) {
-    if (f == col->sp && tl < HISTD_ATOM_STR)
-      memcpy(el, t, tl);
-    if (f == col->mol) {
+    for (int k = 0; k < XS_COUNT; k++)
+      if (f == col->str[k] && (k != XS_ELEMENT || tl < HISTD_ATOM_STR))
+        memcpy(str[k], t, tl < HISTD_ATOM_STR - 1 ? tl : HISTD_ATOM_STR - 1);
+    for (int k = 0; k < XI_COUNT; k++) {
       double m;
+      if (f != col->num[k])
+        continue;
       if (histd__parse_number(t, tl, HISTD__NUM_TEXT, loc, &m) != HISTD__NUM_OK ||
           m != floor(m) || fabs(m) > 0x1p53) {
         char q[64];
         histd__quote(q, sizeof q, t, tl);
         return histd_fail(msg, msglen, HISTD_EPARSE,
-                          "line %zu: the molecule id '%s' is not a whole number", line, q);
+                          "line %zu: the %s '%s' is not a whole number", line, num_what[k], q);
       }
-      *mol = (int64_t)m;
+      num[k] = (int64_t)m;
     }
     int a = f >= col->pos && f < col->pos + 3 ? (int)(f - col->pos) : f == col->w ? 3 : -1;
     if (a < 0)
@@ -303,10 +326,11 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
   memset(&ds, 0, sizeof ds);
   histd__frames frames = {0, 0, NULL, NULL};
   double *ws = NULL;
-  char *els = NULL; /* frame 1's elements, HISTD_ATOM_STR each; NULL: none kept */
-  bool els_ok = true;
-  int64_t *mols = NULL; /* frame 1's molecule ids (mol:I:1); NULL: none */
-  bool mols_ok = true;
+  /* frame 1's strings (HISTD_ATOM_STR each) and whole numbers, by column;
+   * NULL: frame 1 has no such column; ok: every frame so far agrees */
+  char *strs[XS_COUNT] = {NULL, NULL, NULL};
+  int64_t *nums[XI_COUNT] = {NULL, NULL};
+  bool strs_ok[XS_COUNT] = {true, true, true}, nums_ok[XI_COUNT] = {true, true};
   size_t cap = 0, used = 0;
   if ((rc = histd__ds_reserve(&ds, 0, msg, msglen)) != 0)
     goto fail;
@@ -353,19 +377,21 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
     if ((rc = histd__ds_grow(&ds, &cap, used + (count < room ? count : room), &ws, msg,
                              msglen)) != 0)
       goto fail;
-    if (fno == 1 && (els = calloc(count < room ? count : room, HISTD_ATOM_STR)) == NULL) {
-      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu atoms", count);
-      goto fail;
+    const size_t kept = fno == 1 ? (count < room ? count : room) : frames.counts[0];
+    for (int k = 0; k < XS_COUNT + XI_COUNT; k++) {
+      const bool is_str = k < XS_COUNT;
+      const int x = is_str ? k : k - XS_COUNT;
+      const bool has = (is_str ? col.str[x] : col.num[x]) != SIZE_MAX;
+      void **first = is_str ? (void **)&strs[x] : (void **)&nums[x];
+      bool *ok = is_str ? &strs_ok[x] : &nums_ok[x];
+      if (fno > 1 && (count != frames.counts[0] || has != (*first != NULL)))
+        *ok = false; /* frames that differ keep no such column */
+      if (fno == 1 && has &&
+          (*first = calloc(kept, is_str ? HISTD_ATOM_STR : sizeof(int64_t))) == NULL) {
+        rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu atoms", count);
+        goto fail;
+      }
     }
-    if (fno > 1 && count != frames.counts[0])
-      els_ok = mols_ok = false;
-    if (fno == 1 && col.mol != SIZE_MAX &&
-        (mols = calloc(count < room ? count : room, sizeof *mols)) == NULL) {
-      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu atoms", count);
-      goto fail;
-    }
-    if (fno > 1 && (col.mol != SIZE_MAX) != (mols != NULL))
-      mols_ok = false;
     for (size_t i = 0; i < count; i++) {
       if (!histd__next_line(&l, &ls, &le)) {
         rc = histd_fail(msg, msglen, HISTD_EPARSE,
@@ -380,19 +406,24 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
         goto fail;
       }
       double v[4] = {0, 0, 0, 0};
-      char el[HISTD_ATOM_STR];
-      int64_t mol = 0;
-      if ((rc = atom_line(ls, le, l.no, &col, i == 0, loc, v, el, &mol, msg, msglen)) != 0)
+      char str[XS_COUNT][HISTD_ATOM_STR];
+      int64_t num[XI_COUNT] = {0, 0};
+      if ((rc = atom_line(ls, le, l.no, &col, i == 0, loc, v, str, num, msg, msglen)) != 0)
         goto fail;
-      if (mols != NULL && fno == 1 && i < (count < room ? count : room))
-        mols[i] = mol;
-      else if (mols != NULL && mols_ok && fno > 1 && i < frames.counts[0] && mols[i] != mol)
-        mols_ok = false;
-      if (fno == 1 && i < (count < room ? count : room))
-        memcpy(els + i * HISTD_ATOM_STR, el, HISTD_ATOM_STR);
-      else if (els_ok && fno > 1 && memcmp(els + i * HISTD_ATOM_STR, el, HISTD_ATOM_STR) != 0)
-        els_ok = false;
-      els_ok = els_ok && el[0] != '\0';
+      for (int k = 0; k < XS_COUNT && i < kept; k++) {
+        char *at = strs[k] ? strs[k] + i * HISTD_ATOM_STR : NULL;
+        if (at != NULL && fno == 1)
+          memcpy(at, str[k], HISTD_ATOM_STR);
+        else if (at != NULL && strs_ok[k] && memcmp(at, str[k], HISTD_ATOM_STR) != 0)
+          strs_ok[k] = false;
+        strs_ok[k] = strs_ok[k] && str[k][0] != '\0';
+      }
+      for (int k = 0; k < XI_COUNT && i < kept; k++) {
+        if (nums[k] != NULL && fno == 1)
+          nums[k][i] = num[k];
+        else if (nums[k] != NULL && nums_ok[k] && nums[k][i] != num[k])
+          nums_ok[k] = false;
+      }
       if (i == 0 && (col.w != SIZE_MAX) != (ws != NULL) && (frames.count > 0 || ws != NULL)) {
         rc = histd_fail(msg, msglen, HISTD_EPARSE,
                         "line %zu: frame %zu %s, frame 1 %s: every frame has weights or none "
@@ -425,20 +456,29 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
                               msg, msglen);
   if (rc == 0)
     snprintf(ds.unit, sizeof ds.unit, "Angstrom"); /* XYZ's and extended XYZ's convention */
-  const unsigned fields = (els_ok && els != NULL ? HISTD_TOP_ELEMENT : 0u) |
-                          (mols_ok && mols != NULL ? HISTD_TOP_MOL : 0u);
+  unsigned fields = 0;
+  for (int k = 0; k < XS_COUNT; k++)
+    fields |= strs_ok[k] && strs[k] != NULL ? xs_field[k] : 0u;
+  for (int k = 0; k < XI_COUNT; k++)
+    fields |= nums_ok[k] && nums[k] != NULL ? xi_field[k] : 0u;
   if (rc == 0 && fields != 0 &&
       (rc = histd_topology_alloc(&ds, frames.counts[0], fields, msg, msglen)) == 0) {
-    if (ds.top->element)
-      memcpy(ds.top->element, els, frames.counts[0] * HISTD_ATOM_STR);
-    if (ds.top->mol)
-      memcpy(ds.top->mol, mols, frames.counts[0] * sizeof *mols);
+    char *const str_to[XS_COUNT] = {ds.top->element, ds.top->name, ds.top->resname};
+    int64_t *const num_to[XI_COUNT] = {ds.top->mol, ds.top->resid};
+    for (int k = 0; k < XS_COUNT; k++)
+      if (str_to[k] != NULL)
+        memcpy(str_to[k], strs[k], frames.counts[0] * HISTD_ATOM_STR);
+    for (int k = 0; k < XI_COUNT; k++)
+      if (num_to[k] != NULL)
+        memcpy(num_to[k], nums[k], frames.counts[0] * sizeof(int64_t));
   }
   if (rc != 0 && ds.x != NULL)
     histd_dataset_free(&ds);
   free(ws);
-  free(els);
-  free(mols);
+  for (int k = 0; k < XS_COUNT; k++)
+    free(strs[k]);
+  for (int k = 0; k < XI_COUNT; k++)
+    free(nums[k]);
   histd__frames_free(&frames);
   if (rc != 0)
     return rc;
@@ -446,8 +486,10 @@ int histd__parse_xyz(const char *buf, size_t len, size_t max_points, histd_datas
   return 0;
 fail:
   freelocale(loc);
-  free(els);
-  free(mols);
+  for (int k = 0; k < XS_COUNT; k++)
+    free(strs[k]);
+  for (int k = 0; k < XI_COUNT; k++)
+    free(nums[k]);
   free(ws);
   histd__frames_free(&frames);
   histd_dataset_free(&ds);

@@ -54,5 +54,8 @@ typedef struct config {
 /* Fills cfg from defaults, then the environment, then argv (daemon/config.c). Returns 0, 1 for
  * --help/--version/--print-routes handled (exit 0), or -1 with msg. */
 int config_load(config *cfg, int argc, char **argv, char *msg, size_t msglen);
+/* A duration, "90", "90s", "15m", "12h", "30d", into seconds: 0, or -1 when
+ * malformed or out of range (0 to 100 years' worth of seconds). */
+int config_parse_seconds(const char *s, double *out);
 
 #endif

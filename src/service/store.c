@@ -122,7 +122,7 @@ static const char *const schema =
     "  error TEXT NOT NULL DEFAULT '', weighted INTEGER NOT NULL DEFAULT 0,"
     "  frames INTEGER NOT NULL DEFAULT 1, box TEXT NOT NULL DEFAULT '',"
     "  topology INTEGER NOT NULL DEFAULT 0, atoms TEXT NOT NULL DEFAULT '',"
-    "  unit TEXT NOT NULL DEFAULT '');"
+    "  unit TEXT NOT NULL DEFAULT '', expires_at REAL NOT NULL DEFAULT 0);"
     "CREATE TABLE IF NOT EXISTS jobs ("
     "  seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,"
     "  dataset TEXT NOT NULL, n INTEGER NOT NULL,"
@@ -185,11 +185,13 @@ static const char *const schema =
  *      r_per_frame are written no more: the migration reads each stored
  *      result of them (store_legacy.c, the only reader left), writes its
  *      r_head and r_arrays, and frees the old blobs.
+ *   9  datasets keep expires_at: when the daemon deletes the dataset
+ *      (POST /v1/datasets?expires=; 0, as before: never).
  * A data dir of any older version is migrated in place, in one transaction:
  * the new columns are added and (from 0) each job's params built from its
  * old columns.
  */
-#define SCHEMA_VERSION 8
+#define SCHEMA_VERSION 9
 #define TEXT_OF_(x) #x
 #define TEXT_OF(x) TEXT_OF_(x)
 /* What the WAL keeps of its size once checkpointed (SQLite's
@@ -199,6 +201,10 @@ static const char *const migrate_5_to_6 =
     "ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;";
 static const char *const migrate_6_to_7 =
     "ALTER TABLE jobs ADD COLUMN result_deleted_at REAL NOT NULL DEFAULT 0;";
+static const char *const migrate_8_to_9 =
+    "ALTER TABLE datasets ADD COLUMN expires_at REAL NOT NULL DEFAULT 0;";
+static const char *const expiry_index =
+    "CREATE INDEX IF NOT EXISTS datasets_by_expiry ON datasets(expires_at) WHERE expires_at > 0;";
 static const char *const migrate_7_to_8 =
     "ALTER TABLE jobs ADD COLUMN r_head BLOB;"
     "ALTER TABLE jobs ADD COLUMN r_arrays BLOB;";
@@ -272,6 +278,7 @@ static int schema_migrate(sqlite3 *db, char **err) {
   bool has_attempts = has_column(db, "jobs", "attempts");
   bool has_deleted = has_column(db, "jobs", "result_deleted_at");
   bool has_head = has_column(db, "jobs", "r_head");
+  bool has_expiry = has_column(db, "datasets", "expires_at");
   int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, err);
   if (rc == SQLITE_OK && !has_params)
     rc = sqlite3_exec(db, migrate_0_to_2, NULL, NULL, err);
@@ -287,6 +294,10 @@ static int schema_migrate(sqlite3 *db, char **err) {
     rc = sqlite3_exec(db, migrate_6_to_7, NULL, NULL, err);
   if (rc == SQLITE_OK && !has_head)
     rc = sqlite3_exec(db, migrate_7_to_8, NULL, NULL, err);
+  if (rc == SQLITE_OK && !has_expiry)
+    rc = sqlite3_exec(db, migrate_8_to_9, NULL, NULL, err);
+  if (rc == SQLITE_OK) /* (a fresh database has the column, not yet the index) */
+    rc = sqlite3_exec(db, expiry_index, NULL, NULL, err);
   if (rc == SQLITE_OK)
     rc = store_legacy_results(db, err);
   if (rc == SQLITE_OK)
@@ -653,6 +664,7 @@ static void row_to_dataset(sqlite3_stmt *st, dataset_meta *m) {
   snprintf(m->atoms, sizeof m->atoms, "%s", atoms ? atoms : "");
   const char *unit = (const char *)sqlite3_column_text(st, 17);
   snprintf(m->unit, sizeof m->unit, "%s", unit ? unit : "");
+  m->expires_at = sqlite3_column_double(st, 18);
 }
 
 bool dataset_has_table(const dataset_meta *m) {
@@ -708,7 +720,7 @@ int dataset_topology_from_tail(histd_dataset *ds, const dataset_meta *m, const d
 
 #define DATASET_COLUMNS \
   "id, n, format, name, created_at, minx, miny, minz, maxx, maxy, maxz, error, weighted, " \
-  "frames, box, topology, atoms, unit"
+  "frames, box, topology, atoms, unit, expires_at"
 
 static int get_dataset_in(sqlite3 *db, const char *id, dataset_meta *m) {
   sqlite3_stmt *st;
@@ -888,8 +900,8 @@ int dataset_frames_from_table(histd_dataset *ds, const double *table, size_t fra
  * the old file mapped keep their mapping.) */
 static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
                                  const dataset_meta *shape, const char *format,
-                                 const char *name, dataset_meta *meta, bool *created,
-                                 char *msg, size_t msglen) {
+                                 const char *name, double expires_at, dataset_meta *meta,
+                                 bool *created, char *msg, size_t msglen) {
   pthread_mutex_lock(&s->mu);
   int rc = get_dataset_in(s->db, id, meta);
   pthread_mutex_unlock(&s->mu);
@@ -910,8 +922,10 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
   rc = 0;
   if (sqlite3_prepare_v2(s->db,
                          "INSERT INTO datasets (" DATASET_COLUMNS ") "
-                         "VALUES (?,?,?,?,?,?,?,?,?,?,?, '',?,?,?,?,?,?) "
-                         "ON CONFLICT(id) DO UPDATE SET error = ''",
+                         "VALUES (?,?,?,?,?,?,?,?,?,?,?, '',?,?,?,?,?,?,?) "
+                         "ON CONFLICT(id) DO UPDATE SET error = '', expires_at = "
+                         "CASE WHEN expires_at = 0 OR excluded.expires_at = 0 THEN 0 "
+                         "ELSE max(expires_at, excluded.expires_at) END",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "store the dataset");
   } else {
@@ -935,6 +949,7 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
     sqlite3_bind_int(st, 15, (int)shape->topology);
     sqlite3_bind_text(st, 16, shape->atoms, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 17, shape->unit, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 18, expires_at > 0 ? expires_at : 0);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "store the dataset");
     sqlite3_finalize(st);
@@ -958,16 +973,18 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
 
 static int commit_dataset(store *s, const char *tmp_path, const char *id,
                           const dataset_meta *shape, const char *format, const char *name,
-                          dataset_meta *meta, bool *created, char *msg, size_t msglen) {
+                          double expires_at, dataset_meta *meta, bool *created, char *msg,
+                          size_t msglen) {
   pthread_mutex_lock(&s->commit_mu);
-  int rc = commit_dataset_locked(s, tmp_path, id, shape, format, name, meta, created, msg,
-                                 msglen);
+  int rc = commit_dataset_locked(s, tmp_path, id, shape, format, name, expires_at, meta,
+                                 created, msg, msglen);
   pthread_mutex_unlock(&s->commit_mu);
   return rc;
 }
 
 int store_put_dataset(store *s, const histd_dataset *ds, const char *format, const char *name,
-                      dataset_meta *meta, bool *created, char *msg, size_t msglen) {
+                      double expires_at, dataset_meta *meta, bool *created, char *msg,
+                      size_t msglen) {
   size_t bytes = ds->n * 3 * sizeof(double);
   dataset_meta shape;
   double *tail;
@@ -992,12 +1009,13 @@ int store_put_dataset(store *s, const histd_dataset *ds, const char *format, con
   free(tail);
   if (rc != 0)
     return rc;
-  return commit_dataset(s, tmp_path, hj.hex, &shape, format, name, meta, created, msg, msglen);
+  return commit_dataset(s, tmp_path, hj.hex, &shape, format, name, expires_at, meta, created,
+                        msg, msglen);
 }
 
 int store_put_parsed_file(store *s, const char *tmp_path, int fd, const histd_dataset *ds,
-                          const char *format, const char *name, dataset_meta *meta,
-                          bool *created, char *msg, size_t msglen) {
+                          const char *format, const char *name, double expires_at,
+                          dataset_meta *meta, bool *created, char *msg, size_t msglen) {
   dataset_meta shape;
   double *tail = NULL;
   size_t tail_len = 0;
@@ -1015,7 +1033,8 @@ int store_put_parsed_file(store *s, const char *tmp_path, int fd, const histd_da
     unlink(tmp_path);
     return rc;
   }
-  return commit_dataset(s, tmp_path, id, &shape, format, name, meta, created, msg, msglen);
+  return commit_dataset(s, tmp_path, id, &shape, format, name, expires_at, meta, created, msg,
+                        msglen);
 }
 
 int store_temp_payload(store *s, char *tmp_path, size_t len, int *fd, char *msg,
@@ -1032,15 +1051,16 @@ int store_temp_payload(store *s, char *tmp_path, size_t len, int *fd, char *msg,
 
 int store_put_streamed(store *s, const char *tmp_path, const char *id, size_t n,
                        const double min[3], const double max[3], const char *format,
-                       const char *name, dataset_meta *meta, bool *created, char *msg,
-                       size_t msglen) {
+                       const char *name, double expires_at, dataset_meta *meta, bool *created,
+                       char *msg, size_t msglen) {
   dataset_meta shape; /* points only: f64 carries no weights, box or frames */
   memset(&shape, 0, sizeof shape);
   shape.n = n;
   shape.frames = 1;
   memcpy(shape.min, min, sizeof shape.min);
   memcpy(shape.max, max, sizeof shape.max);
-  return commit_dataset(s, tmp_path, id, &shape, format, name, meta, created, msg, msglen);
+  return commit_dataset(s, tmp_path, id, &shape, format, name, expires_at, meta, created, msg,
+                        msglen);
 }
 
 int store_list_datasets(store *s, size_t limit, bool (*fn)(const dataset_meta *m, void *u),
@@ -1108,6 +1128,40 @@ int store_delete_dataset(store *s, const char *id, char *msg, size_t msglen) {
   }
   pthread_mutex_unlock(&s->commit_mu);
   return rc;
+}
+
+int store_expired_datasets(store *s, double now, bool (*fn)(const char *id, void *u), void *u) {
+  sqlite3 *db = reader_take(s);
+  sqlite3_stmt *st;
+  if (db == NULL || sqlite3_prepare_v2(db,
+                                       "SELECT id FROM datasets WHERE expires_at > 0 AND "
+                                       "expires_at <= ? ORDER BY expires_at LIMIT 1000",
+                                       -1, &st, NULL) != SQLITE_OK) {
+    reader_give(s, db);
+    return HISTD_EIO;
+  }
+  sqlite3_bind_double(st, 1, now);
+  size_t cap = 16, count = 0; /* collected first: fn deletes, through the writer */
+  char(*ids)[65] = malloc(cap * sizeof *ids);
+  while (ids != NULL && sqlite3_step(st) == SQLITE_ROW) {
+    if (count == cap) {
+      char(*bigger)[65] = realloc(ids, 2 * cap * sizeof *ids);
+      if (bigger == NULL)
+        break;
+      ids = bigger;
+      cap *= 2;
+    }
+    snprintf(ids[count++], sizeof ids[0], "%s", (const char *)sqlite3_column_text(st, 0));
+  }
+  sqlite3_finalize(st);
+  reader_give(s, db);
+  if (ids == NULL)
+    return HISTD_ENOMEM;
+  for (size_t i = 0; i < count; i++)
+    if (!fn(ids[i], u))
+      break;
+  free(ids);
+  return 0;
 }
 
 void store_set_dataset_error(store *s, const char *id, const char *error) {

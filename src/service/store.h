@@ -33,6 +33,7 @@ typedef struct dataset_meta {
   unsigned topology; /* HISTD_TOP_* bits: the atoms' arrays the payload keeps */
   char atoms[2048];  /* "" or a JSON object: what the file said of its atoms (atoms.c) */
   char unit[12];     /* the length unit the file's format implies, or ""  */
+  double expires_at; /* when the daemon deletes it (wall-clock seconds); 0: never */
 } dataset_meta;
 
 /* A stored dataset's shape (the job layer's histd_shape): what a job is
@@ -118,9 +119,11 @@ const char *store_payload_dir(const store *s);
 
 /* Writes the dataset's payload (atomically; content-addressed) and its row.
  * *created is false when the same points were already stored (then meta is
- * the stored one). */
+ * the stored one). expires_at: when the dataset is to be deleted (0:
+ * never); the same points stored again keep the later of the two times,
+ * and never when either upload asked for never. */
 int store_put_dataset(store *s, const histd_dataset *ds, const char *format,
-                      const char *name, dataset_meta *meta, bool *created,
+                      const char *name, double expires_at, dataset_meta *meta, bool *created,
                       char *msg, size_t msglen);
 /* The streaming path: a temp file in the payload dir for the caller to
  * fill (x[], y[], z[] at their offsets), then store_put_streamed with its
@@ -133,17 +136,20 @@ int store_temp_payload(store *s, char *tmp_path, size_t len, int *fd, char *msg,
  * appended, hashed from the mapping, synced, renamed and recorded like any
  * other; the temp file is renamed or removed. */
 int store_put_parsed_file(store *s, const char *tmp_path, int fd, const histd_dataset *ds,
-                          const char *format, const char *name, dataset_meta *meta,
-                          bool *created, char *msg, size_t msglen);
+                          const char *format, const char *name, double expires_at,
+                          dataset_meta *meta, bool *created, char *msg, size_t msglen);
 int store_put_streamed(store *s, const char *tmp_path, const char *id, size_t n,
                        const double min[3], const double max[3], const char *format,
-                       const char *name, dataset_meta *meta, bool *created, char *msg,
-                       size_t msglen);
+                       const char *name, double expires_at, dataset_meta *meta, bool *created,
+                       char *msg, size_t msglen);
 int store_get_dataset(store *s, const char *id, dataset_meta *meta); /* 0 / HISTD_ENOENT */
 /* Calls fn for each dataset, newest first; fn returns false to stop. */
 int store_list_datasets(store *s, size_t limit,
                         bool (*fn)(const dataset_meta *m, void *u), void *u);
 int store_delete_dataset(store *s, const char *id, char *msg, size_t msglen);
+/* Calls fn with the id of each dataset whose expires_at has come (0 <
+ * expires_at <= now), soonest first; fn returns false to stop. */
+int store_expired_datasets(store *s, double now, bool (*fn)(const char *id, void *u), void *u);
 void store_set_dataset_error(store *s, const char *id, const char *error);
 /* The payload file's path and whether it exists with the right size. */
 void store_payload_path(const store *s, const char *id, char *path, size_t len);

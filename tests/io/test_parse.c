@@ -411,6 +411,24 @@ static void test_mol_columns(void) {
     histd_dataset_free(&ds);
   BAD(X, "1\nProperties=species:S:1:pos:R:3:mol:I:1\nO 0 0 0 x\n", "line 3",
       "molecule id 'x' is not a whole number");
+  /* names, residue names and numbers (what the Python client writes), each
+   * kept when every frame agrees; a name past 7 bytes is cut, as GRO's */
+  const char *named = "2\nProperties=species:S:1:name:S:1:resname:S:1:resid:I:1:pos:R:3\n"
+                      "O OW SOL 7 0 0 0\nH HW1_LONGER SOL 7 1 0 0\n"
+                      "2\nProperties=species:S:1:name:S:1:resname:S:1:resid:I:1:pos:R:3\n"
+                      "O OW SOL 7 0 0 1\nH HW1_LONGER WAT 7 1 0 1\n";
+  rc = parse_exact(X, named, strlen(named), 0, &ds);
+  CHECK(rc == 0 && ds.top != NULL && ds.top->name != NULL && ds.top->resid != NULL &&
+            ds.top->element != NULL && ds.top->resname == NULL && ds.top->mol == NULL &&
+            strcmp(ds.top->name, "OW") == 0 &&
+            strcmp(ds.top->name + HISTD_ATOM_STR, "HW1_LON") == 0 && ds.top->resid[1] == 7 &&
+            ds.z[3] == 1,
+        "XYZ's name, resname and resid columns (resname differs in frame 2: not kept): %s",
+        msg);
+  if (rc == 0)
+    histd_dataset_free(&ds);
+  BAD(X, "1\nProperties=species:S:1:pos:R:3:resid:I:1\nO 0 0 0 2.5\n", "line 3",
+      "residue number '2.5' is not a whole number");
 }
 
 static void test_xyz(void) {

@@ -1,7 +1,8 @@
 """test_md.py -- an MDAnalysis Universe and AtomGroup and an ASE Atoms
 passed straight to the client (it reads .positions, .dimensions, .cell and
 .pbc without importing either library), checked against numpy: g(r) in
-the object's own box, and a histogram of an AtomGroup's pairs. A triclinic
+the object's own box, and a histogram of an AtomGroup's pairs (in its
+Universe's box; its positions alone in open space). A triclinic
 box reaches the daemon as GROMACS's nine numbers. Skips (77) where
 MDAnalysis or ASE is not installed (Debian: python3-mdanalysis,
 python3-ase; deploy/install-deps.sh --test installs both).
@@ -46,11 +47,15 @@ def test_mdanalysis(c):
     # the Universe: positions from .atoms, the box from .dimensions (float32 in MDAnalysis)
     r_u = r = c.rdf(u, r_max=8, buckets=16)
     check_rdf(r, u.atoms.positions.astype(np.float64), L, "Universe")
-    # an AtomGroup: the first 100 atoms' own pairs
+    # an AtomGroup: the first 100 atoms' own pairs, in the Universe's box
+    # (its dimensions go with it); its positions alone are open space
     ag = u.atoms[:100]
-    r = c.histogram(ag, bucket_width=2, buckets=10)
-    counts, over = width_counts(distances(ag.positions.astype(np.float64)), 2, 10)
+    r = c.histogram(ag, bucket_width=1, buckets=10)
+    counts, over = width_counts(distances(ag.positions.astype(np.float64), box=[L] * 3), 1, 10)
     check(np.array_equal(r.counts, counts) and r.overflow == over, "AtomGroup histogram")
+    r = c.histogram(ag.positions, bucket_width=2, buckets=10)
+    counts, over = width_counts(distances(ag.positions.astype(np.float64)), 2, 10)
+    check(np.array_equal(r.counts, counts) and r.overflow == over, "positions histogram")
     # upload keeps the box for rdf()
     ds = c.upload(u.atoms)
     check(ds.box == [L, L, L] and ds.n == 300, ds)

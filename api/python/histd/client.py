@@ -4,15 +4,16 @@ import http.client
 import json
 import os
 import re
+import tempfile
 import time
 import urllib.parse
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from ._points import box_of, encode, format_of_path, have_numpy
+from ._points import encode, format_of_path, have_numpy, is_molecular, write_xyz
 from ._progress import Progress
 from .result import Result
 
-Points = Any  # an (N, 3) array-like, or an object with .positions (MDAnalysis, ASE)
+Points = Any  # an (N, 3) or (N, 4) array-like, an MDAnalysis or ASE object (_points.py)
 Data = Union["Dataset", str, "os.PathLike[str]", Points]
 
 UPLOAD_BLOCK = 1 << 20  # bytes a send while streaming a file
@@ -44,9 +45,12 @@ class JobFailed(HistdError):
 
 
 class Dataset:
-    """An uploaded point set: ``id``, ``n`` (points), ``name``, ``doc`` (the
-    daemon's document) and ``box`` (the periodic box of the object it came
-    from, kept by the client: the daemon does not store boxes)."""
+    """A stored dataset: ``id``, ``n`` (points, every frame's together),
+    ``frames``, ``name``, ``box`` (its first frame's periodic box as the
+    daemon stores it with the points, each frame its own: [Lx, Ly, Lz], or
+    LAMMPS's six numbers; None for open space), ``expires_at`` (when the
+    daemon deletes it; None: never) and ``doc`` (the daemon's document, with
+    ``atoms``: what its file said of its atoms)."""
 
     def __init__(self, client: "Client", doc: Dict[str, Any],
                  box: Optional[List[float]] = None) -> None:
@@ -54,8 +58,10 @@ class Dataset:
         self.doc = doc
         self.id: str = doc["id"]
         self.n: int = int(doc.get("n", 0))
+        self.frames: int = int(doc.get("frames", 1))
         self.name: Optional[str] = doc.get("name")
-        self.box = box
+        self.box = box if box is not None else doc.get("box")
+        self.expires_at: Optional[str] = doc.get("expires_at")
 
     def delete(self) -> None:
         """Deletes the dataset on the daemon."""
@@ -122,9 +128,11 @@ class Job:
                 bar.update(self.progress, self.status)
             bar.update(1.0 if self.status == "succeeded" else self.progress, self.status)
         except KeyboardInterrupt:
-            try:
+            try:  # a running job stops within a second: wait for it, so status says so
                 self.cancel()
-            except HistdError:  # the daemon is out of reach: Ctrl-C still stops us
+                if not self.done:
+                    self.refresh(wait=5)
+            except (HistdError, KeyboardInterrupt):  # out of reach, or a second Ctrl-C
                 pass
             raise
         finally:
@@ -157,10 +165,16 @@ class Job:
 class Client:
     """A histd daemon at ``url`` (e.g. "http://127.0.0.1:8080"), with its
     bearer ``token`` if it runs with --token. ``timeout``: seconds for one
-    request (waits add theirs)."""
+    request (waits add theirs).
+
+    Data that a statistics call uploads for you (arrays, MDAnalysis and ASE
+    objects, files) is temporary: ``close()`` deletes it, and so does the
+    end of ``with histd.Client(...) as c:``. ``expires`` (seconds, or
+    "90m", "12h", "30d") also has the daemon delete those uploads that long
+    after each is stored, should this process never close the client."""
 
     def __init__(self, url: str = "http://127.0.0.1:8080", token: Optional[str] = None,
-                 timeout: float = 60) -> None:
+                 timeout: float = 60, expires: Union[None, float, str] = None) -> None:
         u = urllib.parse.urlsplit(url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError("url must be http://host:port or https://host:port, got %r" % url)
@@ -171,6 +185,27 @@ class Client:
         self._prefix = u.path.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self.expires = expires
+        self._temporary: List[Dataset] = []
+
+    def close(self) -> None:
+        """Deletes the temporary uploads this client made (those it created:
+        a dataset that was stored already is someone else's and stays). One
+        that a queued or running job still uses stays too (its ``expires``,
+        if any, takes it later)."""
+        while self._temporary:
+            ds = self._temporary.pop()
+            try:
+                ds.delete()
+            except HistdError as e:
+                if e.status not in (404, 409):
+                    raise
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     # ---- HTTP ----
 
@@ -183,6 +218,12 @@ class Client:
                  timeout: Optional[float] = None) -> bytes:
         """Sends one request; returns the body of a 2xx answer, else raises
         HistdError with the daemon's sentence."""
+        return self._exchange(method, path, body, headers, timeout)[1]
+
+    def _exchange(self, method: str, path: str, body: Any = None,
+                  headers: Optional[Dict[str, str]] = None,
+                  timeout: Optional[float] = None) -> Tuple[int, bytes]:
+        """_request, with the answer's status."""
         h = dict(headers or {})
         if self.token:
             h["Authorization"] = "Bearer " + self.token
@@ -196,7 +237,7 @@ class Client:
         finally:
             conn.close()
         if 200 <= resp.status < 300:
-            return data
+            return resp.status, data
         ctype = resp.getheader("Content-Type", "")
         problem = None
         if "json" in ctype:
@@ -250,38 +291,81 @@ class Client:
     # ---- datasets ----
 
     def upload(self, points_or_path: Data, format: Optional[str] = None,
-               name: Optional[str] = None) -> Dataset:
-        """Uploads a point set: a file path (streamed, of any size; its
-        format from its extension unless `format` names one of json, csv,
-        xyz, f64, f32, lammps, dcd, xtc, trr, netcdf, gro, pdb), or points: an
-        (N, 3) array or list of triples, or an object with ``.positions`` (an
-        MDAnalysis AtomGroup or Universe, an ASE Atoms), sent as float64. An
-        object's box (``.dimensions`` or ``.cell``) is kept on the Dataset for
-        rdf()."""
-        query = {}
+               name: Optional[str] = None, *, weights: Any = None, frames: Any = None,
+               temporary: bool = False, expires: Union[None, float, str] = None) -> Dataset:
+        """Uploads a point set and returns its Dataset:
+
+        - a file path, streamed, of any size; its format from its extension
+          unless `format` names one of json, csv, xyz, f64, f32, lammps, dcd,
+          xtc, trr, netcdf, gro, pdb;
+        - points: an (N, 3) array or list of triples (sent as float64), or
+          (N, 4) with a weight w a point; or `weights`, one a point;
+        - an MDAnalysis Universe or AtomGroup (every frame of its trajectory,
+          or `frames`: a slice or ``u.trajectory[a:b:c]``), a sliced
+          trajectory ``u.trajectory[a:b:c]`` itself (positions only), an ASE
+          Atoms or a list of them: one upload of every frame with its box
+          and the atoms' elements, names, residue names and numbers and
+          molecules (MDAnalysis's fragments, molnums or residues), so that
+          selections and ``exclude="molecule"`` work; `weights` one an atom.
+          Written as extended XYZ (Angstrom) to a temporary file a frame at
+          a time, then streamed.
+
+        ``temporary``: close() deletes it. ``expires`` (seconds, or "90m",
+        "12h", "30d"): the daemon deletes it that long after it is stored;
+        temporary uploads take the client's ``expires`` by default."""
+        query: Dict[str, str] = {}
         if name is not None:
             query["name"] = name
-        box = None
+        if expires is None and temporary:
+            expires = self.expires
+        if expires is not None:
+            if isinstance(expires, bool) or not isinstance(expires, (int, float, str)):
+                raise ValueError("expires must be seconds or a duration such as \"12h\", "
+                                 "got %r" % (expires,))
+            query["expires"] = expires if isinstance(expires, str) else repr(expires)
         if isinstance(points_or_path, (str, bytes, os.PathLike)):
+            if weights is not None or frames is not None:
+                raise ValueError("weights= and frames= go with points or a trajectory in "
+                                 "memory; a file carries its own weights (a w column), and a "
+                                 "job's frames= picks a stored trajectory's frames")
             path = os.fspath(points_or_path)
             path = path.decode() if isinstance(path, bytes) else path
             query["format"] = format_of_path(path, format)
-            size = os.path.getsize(path)
             with open(path, "rb") as f:
-                doc = json.loads(self._request(
-                    "POST", "/v1/datasets?" + urllib.parse.urlencode(query), f,
-                    {"Content-Length": str(size), "Content-Type": "application/octet-stream"},
-                    timeout=max(self.timeout, 600)))
-        else:
-            if format is not None:
-                raise ValueError("format goes with a file path; points are sent as float64")
-            box = box_of(points_or_path)
-            body, _ = encode(points_or_path)
+                return self._upload(query, f, os.path.getsize(path), temporary)
+        if format is not None:
+            raise ValueError("format goes with a file path; points are sent as float64, "
+                             "molecular objects as extended XYZ")
+        if is_molecular(points_or_path):
+            query["format"] = "xyz"
+            with tempfile.TemporaryFile(prefix="histd-") as f:
+                write_xyz(points_or_path, f, frames, weights)
+                size = f.tell()
+                f.seek(0)
+                return self._upload(query, f, size, temporary)
+        if frames is not None:
+            raise ValueError("frames= goes with a trajectory (an MDAnalysis Universe or "
+                             "AtomGroup, a list of ASE Atoms); points are one frame")
+        body, n, w = encode(points_or_path, weights)
+        if w is None:
             query["format"] = "f64"
-            doc = json.loads(self._request(
-                "POST", "/v1/datasets?" + urllib.parse.urlencode(query), body,
-                {"Content-Type": "application/x-float64"}, timeout=max(self.timeout, 600)))
-        return Dataset(self, doc, box)
+            return self._upload(query, body, len(body), temporary)
+        # weights: JSON, whose numbers (repr) read back as the same float64
+        xyz = memoryview(body).cast("d")
+        doc = {"x": list(xyz[0::3]), "y": list(xyz[1::3]), "z": list(xyz[2::3]), "w": w}
+        query["format"] = "json"
+        data = json.dumps(doc, allow_nan=True).encode()
+        return self._upload(query, data, len(data), temporary)
+
+    def _upload(self, query: Dict[str, str], body: Any, size: int, temporary: bool) -> Dataset:
+        status, data = self._exchange(
+            "POST", "/v1/datasets?" + urllib.parse.urlencode(query), body,
+            {"Content-Length": str(size), "Content-Type": "application/octet-stream"},
+            timeout=max(self.timeout, 600))
+        ds = Dataset(self, json.loads(data))
+        if temporary and status == 201:  # one the daemon had already is not ours to delete
+            self._temporary.append(ds)
+        return ds
 
     def dataset(self, dataset_id: str) -> Dataset:
         """GET /v1/datasets/{id}."""
@@ -291,14 +375,19 @@ class Client:
         """GET /v1/datasets: every stored dataset."""
         return [Dataset(self, d) for d in self._call("GET", "/v1/datasets")["datasets"]]
 
-    def _dataset(self, data: Data) -> Dataset:
-        """A Dataset; a dataset id (64 hex digits, not the name of a file);
-        else what upload() takes, uploaded."""
+    def _dataset(self, data: Data, weights: Any = None, frames: Any = None) -> Dataset:
+        """A Dataset; a dataset id (64 hex digits, not the name of a file),
+        read; else what upload() takes, uploaded as a temporary upload."""
+        stored = isinstance(data, Dataset) or (
+            isinstance(data, str) and _DATASET_ID.match(data) and not os.path.exists(data))
+        if stored and weights is not None:
+            raise ValueError("weights= as values goes with points to upload; a stored "
+                             "dataset has its own (weights=True uses them)")
         if isinstance(data, Dataset):
             return data
-        if isinstance(data, str) and _DATASET_ID.match(data) and not os.path.exists(data):
-            return Dataset(self, {"id": data})
-        return self.upload(data)
+        if stored:
+            return self.dataset(data)
+        return self.upload(data, weights=weights, frames=frames, temporary=True)
 
     # ---- jobs ----
 
@@ -314,42 +403,76 @@ class Client:
                bucket_width: Optional[float] = None, buckets: Optional[int] = None,
                r_max: Optional[float] = None, edges: Optional[Sequence[float]] = None,
                log_bins: Optional[Sequence[float]] = None, box: Optional[Sequence[float]] = None,
-               within: Optional[float] = None, weights: Optional[bool] = None,
+               within: Optional[float] = None, weights: Any = None,
                kernel: Optional[str] = None, block_size: Optional[int] = None,
                precision: Optional[str] = None, threads: Optional[int] = None,
-               devices: Optional[Sequence[int]] = None, **extra: Any) -> Job:
+               devices: Optional[Sequence[int]] = None, nbins: Optional[int] = None,
+               range: Optional[Sequence[float]] = None, frames: Any = None,
+               **extra: Any) -> Job:
         """POST /v1/jobs: submits a job over `data` (a Dataset, a dataset id,
-        or anything upload() takes, uploaded first), or A x B over `data` and `data_b`.
-        The parameters are the API's (README "Job parameters"): one way of
-        binning (bucket_width [with buckets]; r_max with buckets; edges;
-        log_bins = [r_min, r_max, buckets]; within = a radius), a periodic
-        ``box`` ([L], [Lx, Ly, Lz], LAMMPS's 6 or GROMACS's 9 numbers),
-        ``weights``, and the execution: kernel, block_size, precision
-        ("exact" or "fast"), threads, devices. Trajectories take
-        ``select_a``/``select_b`` ("element:O", "name:OW", "index:0-99", ...),
-        ``exclude="molecule"``, ``frames="START:STOP:STEP"``, ``per_frame``
-        and ``topology`` (a Dataset, id or file naming the atoms of a
-        trajectory that has no names). Parameters left None are not
-        sent (the daemon's defaults); unknown ones in `extra` are sent as
+        or anything upload() takes, uploaded first as a temporary upload), or
+        A x B over `data` and `data_b`. The parameters are the API's (README
+        "Job parameters"): one way of binning (bucket_width [with buckets];
+        r_max with buckets; edges; log_bins = [r_min, r_max, buckets]; within
+        = a radius; or MDAnalysis's ``nbins`` and ``range=(lo, hi)``), a
+        periodic ``box`` ([L], [Lx, Ly, Lz], LAMMPS's 6 or GROMACS's 9
+        numbers), ``weights`` (True: the dataset's own; or values, one a
+        point of `data`, uploaded with it), and the execution: kernel,
+        block_size, precision ("exact" or "fast"), threads, devices.
+        Trajectories take ``select_a``/``select_b`` ("element:O", "name:OW",
+        "index:0-99", ...), ``exclude="molecule"``, ``frames`` (a slice,
+        ``u.trajectory[a:b:c]`` or "START:STOP:STEP"; a trajectory in memory
+        uploads only those frames), ``per_frame`` and ``topology`` (a Dataset,
+        id, file or MDAnalysis Universe naming the atoms of a trajectory that
+        has no names). A selection that matches none of the dataset's atoms
+        is refused here, before the job is queued. Parameters left None are
+        not sent (the daemon's defaults); unknown ones in `extra` are sent as
         given, and the daemon's 400 names the known ones."""
-        a = self._dataset(data)
+        needs_box = extra.pop("_needs_box", False)
+        buckets, r_max, edges = _binning(nbins, range, buckets, r_max, edges, bucket_width,
+                                         log_bins)
+        values = weights is not None and not isinstance(weights, bool)
+        memory = frames is not None and not isinstance(data, (Dataset, str, os.PathLike)) \
+            and is_molecular(data)
+        a = self._dataset(data, weights if values else None, frames if memory else None)
+        if values:
+            weights = True
+        if memory:
+            frames = None  # (uploaded are those frames only)
         body: Dict[str, Any] = {"dataset": a.id}
-        if data_b is not None:
-            body["dataset_b"] = self._dataset(data_b).id
+        b = self._dataset(data_b) if data_b is not None else None
+        if b is not None:
+            body["dataset_b"] = b.id
+        if needs_box and box is None and a.box is None:
+            raise ValueError("rdf needs a periodic box, and the dataset carries none (%s): pass "
+                             "box=, or points with .dimensions (MDAnalysis) or .cell and pbc "
+                             "(ASE), or a file with a box" % a.id[:12])
         given = dict(bucket_width=bucket_width, buckets=buckets, r_max=r_max, edges=edges,
                      log_bins=log_bins, box=box, within=within, weights=weights, kernel=kernel,
                      block_size=block_size, precision=precision, threads=threads,
-                     devices=devices)
+                     devices=devices, frames=_frames_text(frames))
         given.update(extra)
+        named = a
         if given.get("topology") is not None:  # a Dataset, an id, or a file to upload
-            given["topology"] = self._dataset(given["topology"]).id
+            named = self._dataset(given["topology"])
+            given["topology"] = named.id
+        for key, ds in (("select_a", named), ("select_b", b or named)):
+            if isinstance(given.get(key), str):
+                _check_selection(ds, key, given[key])
         for k, v in given.items():
             if v is None:
                 continue
             if k in ("edges", "log_bins", "box", "devices"):
                 v = [float(x) if k != "devices" else int(x) for x in v]
             body[k] = v
-        return Job(self, self._call("POST", "/v1/jobs", body))
+        try:
+            return Job(self, self._call("POST", "/v1/jobs", body))
+        except HistdError as e:
+            if "gives its atoms no" in e.detail and "topology" not in e.detail:
+                e.detail += ("; or name them with topology= (a Dataset, dataset id or file of "
+                             "a GRO or PDB of the same system, or an MDAnalysis Universe)")
+                e.args = (e.detail,)
+            raise
 
     # ---- one call, one result ----
 
@@ -362,29 +485,23 @@ class Client:
         job = self.submit(data, bucket_width=bucket_width, buckets=buckets, **params)
         return job.wait(timeout=timeout, progress=progress)
 
-    def rdf(self, data: Data, r_max: float, buckets: int, box: Optional[Sequence[float]] = None,
-            data_b: Optional[Data] = None, *, progress: Optional[bool] = None,
-            timeout: Optional[float] = None, **params: Any) -> Result:
+    def rdf(self, data: Data, r_max: Optional[float] = None, buckets: Optional[int] = None,
+            box: Optional[Sequence[float]] = None, data_b: Optional[Data] = None, *,
+            progress: Optional[bool] = None, timeout: Optional[float] = None,
+            **params: Any) -> Result:
         """g(r) and the coordination number over `buckets` bins up to `r_max`
-        in a periodic box: `box`, or the box of `data` (an MDAnalysis
-        object's .dimensions, an ASE Atoms' .cell, a Dataset uploaded from
-        one), or, for a file or a stored dataset, the box its file carries
-        (each frame's own: an XTC's, a GRO's, a LAMMPS dump's). With data_b,
-        g_AB(r)."""
-        if box is None:
-            box = data.box if isinstance(data, Dataset) else box_of(data)
-        stored = isinstance(data, (str, os.PathLike, Dataset))  # a file, an id, an upload
-        if box is None and not stored:
-            raise ValueError("rdf needs a periodic box: pass box=, or points with .dimensions "
-                             "(MDAnalysis) or .cell (ASE)")
-        if box is not None:
-            params["box"] = box
-        job = self.submit(data, data_b, r_max=r_max, buckets=buckets, **params)
-        result = job.wait(timeout=timeout, progress=progress)
-        if box is None and not result.raw.get("volume"):
-            raise ValueError("rdf needs a periodic box, and the dataset's file carries none: "
-                             "pass box=")
-        return result
+        (or MDAnalysis's ``nbins=`` and ``range=(lo, hi)``) in a periodic box:
+        `box`, or the dataset's own (each frame's: an MDAnalysis object's
+        .dimensions, an ASE Atoms' .cell, a file's box); refused before the
+        job runs when there is none. With data_b, g_AB(r). Also asks for
+        MDAnalysis's normalisation (``norm="rdf"``, the result's ``rdf``;
+        pass ``norm=None`` to leave it out), which ``as_mdanalysis()`` uses."""
+        params.setdefault("norm", "rdf")
+        if r_max is None and buckets is None and params.get("range") is None:
+            raise ValueError("rdf needs r_max= and buckets=, or range=(lo, hi) and nbins=")
+        job = self.submit(data, data_b, r_max=r_max, buckets=buckets, box=box, _needs_box=True,
+                          **params)
+        return job.wait(timeout=timeout, progress=progress)
 
     def pair_counts(self, data: Data, data_b: Optional[Data] = None, *,
                     progress: Optional[bool] = None, timeout: Optional[float] = None,
@@ -426,5 +543,105 @@ class Client:
 
     def __repr__(self) -> str:
         return "<histd.Client %s>" % self.url
+
+
+def _binning(nbins: Optional[int], rng: Optional[Sequence[float]], buckets: Optional[int],
+             r_max: Optional[float], edges: Optional[Sequence[float]],
+             bucket_width: Optional[float], log_bins: Optional[Sequence[float]]) -> Tuple[Any, Any, Any]:
+    """MDAnalysis's nbins and range=(lo, hi) as the API's buckets, r_max
+    (lo = 0) or edges (np.linspace(lo, hi, nbins + 1), as np.histogram
+    makes them); (buckets, r_max, edges)."""
+    if nbins is not None:
+        if buckets is not None:
+            raise ValueError("nbins is buckets by MDAnalysis's name: give one of them")
+        buckets = nbins
+    if rng is None:
+        return buckets, r_max, edges
+    if r_max is not None or edges is not None or bucket_width is not None or log_bins is not None:
+        raise ValueError("range=(lo, hi) is a way of binning: give it without r_max, edges, "
+                         "bucket_width or log_bins")
+    try:
+        lo, hi = (float(v) for v in rng)
+    except (TypeError, ValueError):
+        raise ValueError("range must be two numbers (lo, hi), got %r" % (rng,)) from None
+    if not (0 <= lo < hi < float("inf")):
+        raise ValueError("range must be (lo, hi) with 0 <= lo < hi, got %r" % (rng,))
+    if buckets is None:
+        raise ValueError("range=(lo, hi) needs nbins= (or buckets=): how many bins")
+    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
+        raise ValueError("nbins must be a whole number of bins from 1, got %r" % (buckets,))
+    if lo == 0:
+        return buckets, hi, None
+    step = (hi - lo) / buckets
+    return None, None, [lo + k * step for k in builtins_range(buckets)] + [hi]
+
+
+builtins_range = range
+
+
+def _frames_text(frames: Any) -> Optional[str]:
+    """A job's frames: "START:STOP:STEP" from a slice or an MDAnalysis
+    trajectory slice (its start, stop, step); a string as it is."""
+    if frames is None or isinstance(frames, str):
+        return frames
+    if isinstance(frames, slice) or hasattr(frames, "trajectory"):
+        parts = (frames.start, frames.stop, frames.step)
+        if not all(p is None or (isinstance(p, int) and not isinstance(p, bool)) for p in parts):
+            raise ValueError("frames must be a slice of whole numbers, got %r" % (frames,))
+        return ":".join("" if p is None else str(p) for p in parts)
+    raise ValueError("frames must be a slice (slice(0, 100, 10)), u.trajectory[a:b:c] or "
+                     "\"START:STOP:STEP\", got %r" % (frames,))
+
+
+# the atoms summary's table of each selection kind it can check (GET /v1/datasets/{id})
+_SELECTION_TABLES = {"element": "elements", "name": "names", "resname": "resnames",
+                     "type": "types"}
+
+
+def _ranges(items: List[str]) -> Optional[List[Tuple[int, int]]]:
+    """"3", "0-99" as (lo, hi) pairs; None when one is not such."""
+    out = []
+    for it in items:
+        lo, dash, hi = it.partition("-")
+        try:
+            out.append((int(lo), int(hi) if dash else int(lo)))
+        except ValueError:
+            return None
+    return out
+
+
+def _check_selection(ds: Dataset, key: str, text: str) -> None:
+    """Refuses, before the job is queued, a selection that matches none of
+    the dataset's atoms, as its atoms summary tells (element, name, resname,
+    type, index; the daemon judges the rest, and a summary cut short)."""
+    kind, colon, rest = text.partition(":")
+    kind = kind.strip().lower()
+    atoms = ds.doc.get("atoms") or {}
+    per_frame = atoms.get("per_frame") or (ds.n // max(ds.frames, 1))
+    items = [v.strip() for v in rest.split(",")]
+    if not colon:
+        return
+    if kind == "index":
+        r = _ranges(items)
+        if r is not None and per_frame and all(lo >= per_frame for lo, _ in r):
+            raise HistdError(422, "selection \"%s\" (%s) matches none of the %d atoms of a "
+                                  "frame (indices run from 0 to %d)" % (
+                                      text, key, per_frame, per_frame - 1))
+        return
+    table = atoms.get(_SELECTION_TABLES.get(kind, ""))
+    if not table or "..." in table:
+        return
+    known = list(table)
+    if kind == "type":
+        r = _ranges(items)
+        hit = r is None or any(lo <= int(k) <= hi for lo, hi in r for k in known)
+    elif kind == "element":
+        hit = any(v.lower() == k.lower() for v in items for k in known)
+    else:
+        hit = any(v in known for v in items)
+    if not hit:
+        raise HistdError(422, "selection \"%s\" (%s) matches none of the %d atoms: the "
+                              "dataset's %s are %s" % (text, key, per_frame,
+                                                      _SELECTION_TABLES[kind], ", ".join(known)))
 
 

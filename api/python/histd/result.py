@@ -7,9 +7,19 @@ hold -- its JSON member and group, its npz entry, its type and shape -- and
 ``Result`` takes them from it, so that a field the daemon adds reaches the
 client without a line here: each field the result has is an attribute of
 the same name (a field of a group, an entry of the group's dict:
-``result.timing_ms["kernel"]``, ``result.per_frame["counts"]``).
+``result.timing_ms["kernel"]``, ``result.per_frame["counts"]``). One
+exception: the JSON's ``bins`` (how the bins were made, "width" or
+"edges") is ``binning``, and ``bins`` are the bins' centres, as
+MDAnalysis names them.
+
+Adapters give a histogram under the names of the field's tools:
+``as_mdanalysis()`` (InterRDF's ``results``), ``as_freud()``
+(freud.density.RDF's attributes) and ``as_corrfunc()`` (the structured
+array of Corrfunc.theory.DD).
 """
 import io
+import types
+import warnings
 from typing import Any, Dict, List, Optional
 
 from ._points import _np
@@ -97,6 +107,8 @@ class Result:
             if v is None:
                 continue
             v = _value(f, v)
+            if name == "bins" and group is None:  # "width" | "edges": bins are the centres
+                name = "binning"
             if group:
                 groups.setdefault(group, {})[name] = v
             else:
@@ -122,6 +134,92 @@ class Result:
         if _np is not None:
             return (e[:-1] + e[1:]) / 2
         return [(e[i] + e[i + 1]) / 2 for i in range(len(e) - 1)]
+
+    @property
+    def bins(self) -> Any:
+        """The bins' centres (``centers``), as MDAnalysis's ``results.bins``.
+        (How the bins were made, "width" or "edges", is ``binning``.)"""
+        return self.centers
+
+    # ---- the field's names ----
+
+    def _histogram(self, tool: str) -> None:
+        if self.edges is None or self.counts is None:
+            raise ValueError("as_%s() needs a histogram; this result is a %s" % (
+                tool, self.statistic))
+        if _np is None:
+            raise ValueError("as_%s() needs numpy" % tool)
+
+    def _ordered_counts(self, tool: str) -> Any:
+        """The counts as tools that count ordered pairs see them: a self
+        job's pairs (i < j) twice, A x B's as they are."""
+        pairing = self.pairing or ("cross" if self.n_b is not None else "self")
+        if pairing == "self":
+            return 2 * self.counts
+        if pairing in ("cross", "ordered"):
+            return self.counts
+        raise ValueError("as_%s(): selections that share some atoms count each unordered pair "
+                         "once (pairing %r), which %s's counts cannot be made from; ask for "
+                         "pairs=\"ordered\"" % (tool, pairing, tool))
+
+    def as_mdanalysis(self) -> Any:
+        """The result as MDAnalysis's InterRDF leaves it: an object whose
+        ``results`` has ``bins`` (the centres), ``edges``, ``count`` (pairs
+        counted as InterRDF counts them, every ordered pair of every frame
+        together: a self job's twice, as InterRDF(g, g, exclusion_block=(1,
+        1)) counts them) and ``rdf`` (InterRDF's norm="rdf": the result's
+        ``rdf``, which Client.rdf asks for; without it, one frame's g, which
+        is the same). The names are MDAnalysis 2's."""
+        self._histogram("mdanalysis")
+        rdf = self.rdf
+        if rdf is None and self.g is not None and (self.frames or 1) == 1:
+            rdf = self.g
+        if rdf is None:
+            raise ValueError("as_mdanalysis() needs MDAnalysis's normalisation: ask for "
+                             "norm=\"rdf\" (Client.rdf does), in a periodic box")
+        results = types.SimpleNamespace(bins=self.centers, edges=self.edges,
+                                        count=self._ordered_counts("mdanalysis"), rdf=rdf)
+        return types.SimpleNamespace(results=results)
+
+    def as_freud(self) -> Any:
+        """The result under freud.density.RDF's names: ``bin_centers``,
+        ``bin_edges``, ``bin_counts`` (ordered pairs, as freud counts the
+        neighbours of every query point: a self job's twice), ``rdf`` (g,
+        which is freud's for the same points as query points) and ``n_r``
+        (the coordination number: the cumulative count per query point)."""
+        self._histogram("freud")
+        if self.g is None:
+            raise ValueError("as_freud() needs g(r): a periodic box (Client.rdf)")
+        return types.SimpleNamespace(bin_centers=self.centers, bin_edges=self.edges,
+                                     bin_counts=self._ordered_counts("freud"), rdf=self.g,
+                                     n_r=self.coordination)
+
+    def as_corrfunc(self) -> Any:
+        """The result as Corrfunc.theory.DD returns it: a numpy structured
+        array, a row a bin, of ``rmin``, ``rmax``, ``ravg``, ``npairs``
+        (uint64; an autocorrelation's pairs twice, as DD(autocorr=1) counts
+        them) and ``weightavg`` (the mean of w_i w_j over the bin's pairs:
+        weighted / counts, with weights). As Corrfunc documents, a field it
+        was not asked for is 0.0: ``ravg`` always (histd does not average
+        the distances in a bin) and ``weightavg`` without weights; a warning
+        says which. Pairs below the first edge or past the last are not in
+        it, as in Corrfunc."""
+        self._histogram("corrfunc")
+        dtype = _np.dtype([("rmin", "f8"), ("rmax", "f8"), ("ravg", "f8"), ("npairs", "u8"),
+                           ("weightavg", "f8")])
+        out = _np.zeros(len(self.counts), dtype=dtype)
+        out["rmin"], out["rmax"] = self.edges[:-1], self.edges[1:]
+        out["npairs"] = self._ordered_counts("corrfunc")
+        missing = ["ravg (histd does not average the distances in a bin)"]
+        if self.weighted is not None:
+            with _np.errstate(invalid="ignore", divide="ignore"):
+                avg = _np.asarray(self.weighted, dtype="f8") / self.counts
+            out["weightavg"] = _np.where(self.counts > 0, avg, 0.0)
+        else:
+            missing.append("weightavg (the job had no weights)")
+        warnings.warn("as_corrfunc(): 0.0, as Corrfunc writes a field it was not asked for, "
+                      "in " + " and ".join(missing), stacklevel=2)
+        return out
 
     @classmethod
     def from_npz(cls, data: bytes, summary: Dict[str, Any], job: Optional[str] = None,

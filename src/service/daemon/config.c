@@ -157,9 +157,7 @@ static int parse_size(const char *s, size_t *out) {
   return 0;
 }
 
-/* "90", "90s", "15m", "12h", "30d" -> seconds; 0 when malformed or out of
- * range (one to 100 years' worth of seconds). */
-static int parse_seconds(const char *s, double *out) {
+int config_parse_seconds(const char *s, double *out) {
   char *end;
   errno = 0;
   double v = strtod(s, &end);
@@ -242,7 +240,7 @@ static int apply(config *cfg, const setting *st, const char *value, const char *
   }
   case K_SECONDS: {
     double v;
-    if (parse_seconds(value, &v) != 0)
+    if (config_parse_seconds(value, &v) != 0)
       return histd_fail(msg, msglen, HISTD_EINVAL,
                         "%s wants a duration such as 3600, 90m, 12h or 30d, got \"%s\"", from,
                         value);

@@ -6,7 +6,8 @@
  *   - the main thread runs a libuv loop. It owns the shutdown (SIGINT and
  *     SIGTERM start it; SIGPIPE is ignored), a timer that expires
  *     long-poll deadlines and closes slow clients (deadline.c), one that deletes finished jobs older than
- *     --job-retention, and a uv_async that the job front pokes (the
+ *     --job-retention, one that deletes the datasets whose ?expires= has
+ *     come (once a second, and at once at a start), and a uv_async that the job front pokes (the
  *     service_wake hook it was handed: jobs_hooks) when its backend
  *     reports a job's end, so the loop resumes the connections waiting on
  *     it -- redis's bio.c completions, libuv-style;
@@ -53,6 +54,7 @@
 #include "defer.h"
 #include "http.h"
 #include "jobs.h"
+#include "routes.h"
 #include "service.h"
 #include "store.h"
 #include "sync_pool.h"
@@ -70,6 +72,7 @@ typedef struct loop_state {
   sigset_t stop_signals;
   uv_timer_t tick;
   uv_timer_t expire; /* --job-retention: deletes old finished jobs */
+  uv_timer_t expire_datasets; /* deletes datasets past their expires_at */
   uv_async_t wake;
 } loop_state;
 
@@ -128,6 +131,26 @@ static void on_expire(uv_timer_t *t) {
   else if (deleted > 0)
     fprintf(stderr, "histd: %" PRIu64 " finished job(s) older than --job-retention removed\n",
             deleted);
+}
+
+/* One expired dataset: deleted, unless jobs still use it (then a later
+ * sweep, once they have ended). */
+static bool expire_dataset(const char *id, void *u) {
+  service *svc = u;
+  char msg[256] = "";
+  size_t active;
+  int rc = datasets_delete_unused(svc, id, &active, msg, sizeof msg);
+  if (rc == 0)
+    fprintf(stderr, "histd: dataset %s expired and was deleted\n", id);
+  else if (active == 0 && rc != HISTD_ENOENT)
+    fprintf(stderr, "histd: the expired dataset %s could not be deleted: %s\n", id, msg);
+  return !atomic_load(&svc->stopping);
+}
+
+static void on_expire_datasets(uv_timer_t *t) {
+  loop_state *ls = t->data;
+  if (store_expired_datasets(ls->svc->store, wall_now(), expire_dataset, ls->svc) != 0)
+    fprintf(stderr, "histd: the expired datasets could not be listed\n");
 }
 
 static void close_cb(uv_handle_t *h) { (void)h; }
@@ -281,6 +304,9 @@ int daemon_main(int argc, char **argv) {
     every = every < 1 ? 1 : every > 60 ? 60 : every;
     uv_timer_start(&ls.expire, on_expire, 0, (uint64_t)(every * 1000));
   }
+  uv_timer_init(&ls.loop, &ls.expire_datasets);
+  ls.expire_datasets.data = &ls;
+  uv_timer_start(&ls.expire_datasets, on_expire_datasets, 0, 1000);
 
   /* Only now may a stop signal be taken: everything it stops has started.
    * One that came earlier is pending: the signal thread takes it at once,
@@ -311,6 +337,7 @@ int daemon_main(int argc, char **argv) {
   uv_close((uv_handle_t *)&ls.stop, close_cb);
   uv_close((uv_handle_t *)&ls.tick, close_cb);
   uv_close((uv_handle_t *)&ls.expire, close_cb);
+  uv_close((uv_handle_t *)&ls.expire_datasets, close_cb);
   uv_close((uv_handle_t *)&ls.wake, close_cb);
   uv_run(&ls.loop, UV_RUN_DEFAULT);
   jobs_destroy(svc.jobs);

@@ -38,4 +38,11 @@ void route_static(request *r);
 /* JSON shapes shared by routes (routes_jobs.c). */
 cJSON *dataset_to_json(const dataset_meta *m);
 
+/* Deletes a dataset unless queued or running jobs use it (*active: how
+ * many do; then nothing is deleted): DELETE /v1/datasets/{id} and the
+ * sweep of expired datasets (daemon.c). 0, HISTD_ENOENT, or an error. */
+struct service;
+int datasets_delete_unused(struct service *svc, const char *id, size_t *active, char *msg,
+                           size_t msglen);
+
 #endif

@@ -23,6 +23,14 @@
  * their dataset, dataset_b or topology): cancel them first. Finished jobs
  * keep their results after their dataset is deleted; their "dataset" field
  * then names an id that answers 404.
+ *
+ * ?expires=SECONDS (or 90m, 12h, 30d) makes an upload temporary: the
+ * daemon deletes the dataset that long after it is stored (daemon.c's
+ * sweep, through datasets_delete_unused: a dataset that jobs still use
+ * goes once they end). The same points uploaded again keep the later
+ * time, and stay for ever when either upload had none (store.h), so that
+ * a temporary upload never shortens another's dataset. Checked at the
+ * headers, before a body is read.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -91,7 +99,40 @@ cJSON *dataset_to_json(const dataset_meta *m) {
     cJSON_AddStringToObject(o, "name", m->name);
   if (m->error[0] != '\0')
     cJSON_AddStringToObject(o, "error", m->error);
+  if (m->expires_at > 0) {
+    format_rfc3339(m->expires_at, ts, sizeof ts);
+    cJSON_AddStringToObject(o, "expires_at", ts);
+  } else {
+    cJSON_AddNullToObject(o, "expires_at");
+  }
   return o;
+}
+
+/* ?expires= as seconds into *seconds (0 without it); false, answered with
+ * a sentence, when it is not a duration the daemon keeps. */
+static bool upload_expiry(request *r, double *seconds) {
+  const char *e = request_query(r, "expires");
+  *seconds = 0;
+  if (e == NULL)
+    return true;
+  if (r->svc->cfg.coordinator[0] != '\0') {
+    respond_problem(r, 501, "expires is not available in cluster mode (--coordinator) yet; "
+                            "delete the dataset when done (DELETE /v1/datasets/{id})");
+    return false;
+  }
+  if (config_parse_seconds(e, seconds) != 0 || !(*seconds > 0)) {
+    respond_problem(r, 400, "expires must be how long the daemon keeps the dataset, more than "
+                            "0 and at most 100 years: seconds (3600) or a duration such as "
+                            "90m, 12h or 30d; got \"%.100s\"", e);
+    return false;
+  }
+  return true;
+}
+
+/* When a dataset stored now with the request's (checked) ?expires= goes. */
+static double upload_expires_at(request *r) {
+  double seconds;
+  return upload_expiry(r, &seconds) && seconds > 0 ? wall_now() + seconds : 0;
 }
 
 /* "text/csv; charset=utf-8" -> "text/csv" */
@@ -294,7 +335,8 @@ int route_datasets_stream(request *r, unsigned long long content_length) {
   histd_format fmt;
   if (request_query(r, "path") != NULL)
     return 0; /* an import: route_datasets_create answers */
-  if (!upload_format(r, &fmt))
+  double expires;
+  if (!upload_format(r, &fmt) || !upload_expiry(r, &expires))
     return -1;
   const char *name = request_query(r, "name");
   if (name != NULL && (strlen(name) > 255 || !utf8_valid(name)))
@@ -327,8 +369,8 @@ static void finish_stream(request *r) {
   dataset_meta meta;
   bool created = false;
   char msg[512] = "";
-  unsigned status = upload_stream_finish(u, request_query(r, "name"), &meta, &created, msg,
-                                         sizeof msg);
+  unsigned status = upload_stream_finish(u, request_query(r, "name"), upload_expires_at(r),
+                                         &meta, &created, msg, sizeof msg);
   if (status != 0) {
     if (status == 400)
       respond_problem(r, 400, "the f64 body could not be read: %s", msg);
@@ -375,10 +417,11 @@ static void store_parsed(request *r, int rc, histd_dataset *ds, histd_format fmt
     goto drop;
   dataset_meta meta;
   bool created = false;
+  const double expires_at = upload_expires_at(r);
   rc = tmp != NULL ? store_put_parsed_file(svc->store, tmp, tmp_fd, ds, histd_format_name(fmt),
-                                           name, &meta, &created, msg, msglen)
-                   : store_put_dataset(svc->store, ds, histd_format_name(fmt), name, &meta,
-                                       &created, msg, msglen);
+                                           name, expires_at, &meta, &created, msg, msglen)
+                   : store_put_dataset(svc->store, ds, histd_format_name(fmt), name, expires_at,
+                                       &meta, &created, msg, msglen);
   release(ds);
   if (rc != 0) {
     respond_problem(r, 500, "the dataset could not be stored: %s", msg);
@@ -579,6 +622,9 @@ void route_datasets_create(request *r) {
     return;
   }
   const char *name = request_query(r, "name");
+  double expires;
+  if (!upload_expiry(r, &expires))
+    return;
   if (name != NULL && strlen(name) > 255) {
     respond_problem(r, 400, "name is longer than 255 bytes");
     return;
@@ -654,24 +700,32 @@ void route_datasets_get(request *r) {
   respond_json(r, 200, dataset_to_json(&m));
 }
 
+int datasets_delete_unused(service *svc, const char *id, size_t *active, char *msg,
+                           size_t msglen) {
+  pthread_rwlock_wrlock(&svc->datasets_lock);
+  *active = jobs_active_on(svc->jobs, id);
+  int rc = *active > 0 ? HISTD_EINVAL : backend_dataset_delete(&svc->backend, id, msg, msglen);
+  pthread_rwlock_unlock(&svc->datasets_lock);
+  if (rc == 0)
+    dataset_cache_forget(svc->cache, id);
+  return rc;
+}
+
 void route_datasets_delete(request *r) {
   service *svc = r->svc;
   if (!valid_dataset_id(r->path_id)) {
     respond_problem(r, 404, "no dataset has the id \"%s\"", r->path_id);
     return;
   }
-  pthread_rwlock_wrlock(&svc->datasets_lock);
-  size_t active = jobs_active_on(svc->jobs, r->path_id);
+  char msg[256];
+  size_t active;
+  int rc = datasets_delete_unused(svc, r->path_id, &active, msg, sizeof msg);
   if (active > 0) {
-    pthread_rwlock_unlock(&svc->datasets_lock);
     respond_problem(r, 409, "%zu queued or running job(s) use this dataset (as dataset, "
                             "dataset_b or topology); cancel them (DELETE /v1/jobs/{id}) before "
                             "deleting it", active);
     return;
   }
-  char msg[256];
-  int rc = backend_dataset_delete(&svc->backend, r->path_id, msg, sizeof msg);
-  pthread_rwlock_unlock(&svc->datasets_lock);
   if (rc == HISTD_ENOENT) {
     respond_problem(r, 404, "no dataset has the id \"%s\"", r->path_id);
     return;
@@ -680,6 +734,5 @@ void route_datasets_delete(request *r) {
     respond_problem(r, 500, "the dataset could not be deleted: %s", msg);
     return;
   }
-  dataset_cache_forget(svc->cache, r->path_id);
   respond_empty(r, 204);
 }
