@@ -17,6 +17,7 @@ the real daemon and the field's tools (issue 33):
 - errors at submit: a selection that matches nothing, a name the file does
   not give (the sentence points to topology=); no job is queued;
 - Ctrl-C during wait(): the job is cancelled and job.status says so;
+- site_rdf (per_point_histogram) against MDAnalysis's InterRDF_s;
 - nbins=/range=(lo, hi) as MDAnalysis spells them; Result.bins are centres;
 - api/python/README.md's example runs as pasted, and prints what it shows.
 Skips (77) without MDAnalysis or ASE (python3-mdanalysis, python3-ase).
@@ -118,6 +119,32 @@ def test_mdanalysis(c):
     print("MDAnalysis %s: one upload of %d frames; as_mdanalysis() = InterRDF field by field"
           % (MDAnalysis.__version__, FRAMES))
     return u, ds
+
+
+def test_site_rdf(c, u):
+    """InterRDF_s: each of the first four O against every H, on the same
+    Universe. Counts equal; g is a point's counts over its partners'
+    expectation in the frames' harmonic-mean volume, InterRDF_s's rdf (per
+    atom pair, in the frames' mean volume) averaged over the H atoms times
+    harmonic / mean volume."""
+    from MDAnalysis.analysis.rdf import InterRDF_s
+    O, H = u.select_atoms("name OW"), u.select_atoms("name HW1 HW2")
+    sites = O[:4]
+    r = c.site_rdf(u, select_a="index:%s" % ",".join(str(i) for i in sites.indices),
+                   select_b="name:HW1,HW2", nbins=10, range=(0.0, 5.0), progress=False)
+    ref = InterRDF_s(u, [[sites, H]], nbins=10, range=(0.0, 5.0)).run()
+    counts = ref.results.count[0].sum(axis=1)  # (sites, bins): over the H atoms
+    vols = np.array([ts.volume for ts in u.trajectory])
+    u.trajectory[0]
+    harmonic = len(vols) / np.sum(1 / vols)
+    g = ref.results.rdf[0].mean(axis=1) * harmonic / vols.mean()
+    check(r.statistic == "per_point_histogram" and list(r.index) == list(sites.indices) and
+          np.array_equal(r.point["counts"], counts), "site counts %s vs InterRDF_s %s"
+          % (r.point["counts"], counts))
+    check(np.array_equal(r.point["partners"], [len(H) * FRAMES] * 4) and
+          np.allclose(r.point["g"], g, rtol=1e-9, atol=1e-12), "site g %s vs %s"
+          % (r.point["g"][0], g[0]))
+    print("site_rdf: four O against every H = InterRDF_s (counts equal, g to 1e-9)")
 
 
 def test_freud_corrfunc(c, u):
@@ -312,6 +339,7 @@ def main():
     with Daemon(exe()) as d:
         with histd.Client("http://127.0.0.1:%d" % d.port) as c:
             u, _ = test_mdanalysis(c)
+            test_site_rdf(c, u)
             test_freud_corrfunc(c, u)
             test_ase(c)
             test_weights(c)

@@ -503,6 +503,21 @@ class Client:
                           **params)
         return job.wait(timeout=timeout, progress=progress)
 
+    def site_rdf(self, data: Data, r_max: Optional[float] = None,
+                 buckets: Optional[int] = None, data_b: Optional[Data] = None, *,
+                 progress: Optional[bool] = None, timeout: Optional[float] = None,
+                 **params: Any) -> Result:
+        """Each point of A's own histogram against B (of A itself without
+        data_b; a point never meets itself), every frame's summed: MDAnalysis's
+        InterRDF_s, the site-specific g(r). ``result.point`` holds ``counts``
+        (points x bins), ``partners``, ``below`` and, in a periodic box, ``g``
+        (a point's counts over its partners' expectation); ``result.index``
+        names each row's atom. Bins as in rdf (``nbins=``, ``range=`` too); select
+        the sites with ``select_a=`` (and their partners with ``select_b=``)."""
+        job = self.submit(data, data_b, r_max=r_max, buckets=buckets,
+                          per_point_histogram=True, **params)
+        return job.wait(timeout=timeout, progress=progress)
+
     def pair_counts(self, data: Data, data_b: Optional[Data] = None, *,
                     progress: Optional[bool] = None, timeout: Optional[float] = None,
                     **params: Any) -> Result:
