@@ -423,6 +423,14 @@ typedef struct histd_problem {
                           * a species pair, each its own histogram        */
   uint32_t species_count;
   const char *species_names; /* their names, comma-separated (the result's) */
+  bool all_images;       /* periodic: every image within the last edge, not
+                          * the minimum image: each pair (i, j + n H) for
+                          * every lattice translation n, measured in open
+                          * space from j's image x_j + n H (images.c);
+                          * a self problem's pairs once: n = 0 with i < j,
+                          * else n in the positive half (its first nonzero
+                          * component > 0), i = j included (an atom and
+                          * its own images); histogram bins only          */
 } histd_problem;
 
 /* per_frame keeps frames x bins counts: at most this many (1 GiB). */
@@ -594,6 +602,9 @@ typedef struct histd_result {
   double *frame_volume;
   uint64_t *frame_below;  /* each frame's pairs below the first edge; NULL in
                            * a result stored before it was kept (read as 0) */
+  bool all_images;        /* every periodic image counted ("images": "all"):
+                           * overflow is not counted (0), total is the
+                           * pairs of distinct atoms g(r) is normalised by */
   uint32_t blocks;        /* 0, or the per-frame table read as this many
                            * consecutive blocks of frames (histd_result_block) */
   /* species partials: `partials` species pairs (s <= t, row by row) of the

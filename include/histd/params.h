@@ -41,6 +41,7 @@ typedef struct histd_params {
   char select_a[256];   /* "": every atom of the dataset (histd_dataset_select) */
   char select_b[256];   /* "": B is dataset_b whole, or no B (self pairs)   */
   bool exclude_molecule; /* "exclude": "molecule"                          */
+  bool all_images;       /* "images": "all": every periodic image within r_max */
   bool ordered_pairs;    /* "pairs": "ordered": two selections of one dataset
                           * pair as every (a, b), not each distinct pair once */
   bool has_frames;       /* "frames": "START:STOP:STEP" given            */

@@ -184,7 +184,7 @@ static int list_params(void) {
  * own. */
 static int parse_args(int argc, char **argv, options *o) {
   enum { O_RANDOM = 256, O_BOX, O_SEED, O_PRETTY, O_LIST, O_LIST_PARAMS, O_LIST_FIELDS,
-         O_VERSION, O_WITH, O_PARAM };
+         O_VERSION, O_WITH, O_ALL_IMAGES, O_PARAM };
   static const struct option own[] = {
       {"format", required_argument, NULL, 'f'},
       {"input-format", required_argument, NULL, 'i'},
@@ -192,6 +192,7 @@ static int parse_args(int argc, char **argv, options *o) {
       {"box", required_argument, NULL, O_BOX},
       {"seed", required_argument, NULL, O_SEED},
       {"with", required_argument, NULL, O_WITH},
+      {"all-images", no_argument, NULL, O_ALL_IMAGES}, /* --images all */
       {"pretty", no_argument, NULL, O_PRETTY},
       {"list-kernels", no_argument, NULL, O_LIST},
       {"list-params", no_argument, NULL, O_LIST_PARAMS},
@@ -260,6 +261,10 @@ static int parse_args(int argc, char **argv, options *o) {
       break;
     case O_WITH:
       o->file_b = optarg;
+      break;
+    case O_ALL_IMAGES:
+      if (histd_param_set_text(&o->params, histd_param_find("images"), "all", msg, sizeof msg) != 0)
+        return usage_error("--all-images: %s", msg);
       break;
     case O_RANDOM:
       if (!histd_parse_u64(optarg, &u) || u == 0 || u > (uint64_t)(SIZE_MAX / 24))

@@ -155,6 +155,24 @@ static inline size_t histd__pair_slot(const histd_problem *p, const histd_metric
                                             b->z[j]));
 }
 
+/*
+ * Every periodic image (images.c): the lattice translations n H that can
+ * bring B (moved) within r_max of A, in the order z, y, x ranges give them
+ * (a self problem: n = 0 and the positive half only), as a malloc'd list
+ * of *count; more than HISTD_MAX_IMAGES is refused with a sentence. The
+ * image of a point under n (each product and sum rounded on its own), and
+ * src moved by n into dst (allocated for src->n points, with weights when
+ * src has them), finished.
+ */
+#define HISTD_MAX_IMAGES 4096
+int histd__images_plan(const histd_box *box, const double amin[3], const double amax[3],
+                       const double bmin[3], const double bmax[3], bool self, double r_max,
+                       int32_t (**out)[3], size_t *count, char *msg, size_t msglen);
+void histd__image_of(const histd_box *box, const int32_t n[3], double x, double y, double z,
+                     double out[3]);
+int histd__images_move(const histd_dataset *src, const histd_box *box, const int32_t n[3],
+                       histd_dataset *dst, char *msg, size_t msglen);
+
 /* The bin evaluator of p's bins (histd/eval.h). */
 static inline histd_ev_bin histd__ev_bin(const histd_problem *p) {
   const bool edges = p->bins.kind == HISTD_BINS_EDGES;

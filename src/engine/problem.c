@@ -9,6 +9,7 @@
  * CLI prints it.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -204,6 +205,8 @@ unsigned histd_problem_needs_of(const histd_problem *p, const histd_shape *a,
     needs |= in->needs;
   if (p->statistic == HISTD_STAT_HISTOGRAM && p->bins.kind == HISTD_BINS_EDGES)
     needs |= HISTD_CAN_EDGES;
+  if (p->all_images) /* open-space problems, A against B moved */
+    needs = (needs & ~(unsigned)HISTD_CAN_PERIODIC) | HISTD_CAN_CROSS;
   return needs;
 }
 
@@ -466,7 +469,7 @@ uint64_t histd_shape_result_bytes(const histd_problem *p, const histd_shape *sa,
  * which box in the sentence. */
 static int box_fits(const histd_problem *p, const histd_box *box, const char *whose, char *msg,
                     size_t msglen) {
-  if (box->kind == HISTD_BOX_NONE)
+  if (box->kind == HISTD_BOX_NONE || p->all_images) /* images: as far as r_max reaches */
     return 0;
   double half = histd_box_half_width(box), r_max;
   const char *what;
@@ -486,9 +489,37 @@ static int box_fits(const histd_problem *p, const histd_box *box, const char *wh
   if (r_max > (p->bins.kind == HISTD_BINS_WIDTH ? half * (1 + 0x1p-50) : half))
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "%s, %.17g, exceeds half the periodic box's shortest perpendicular "
-                      "width, %.17g%s: beyond it a pair has more than one image",
+                      "width, %.17g%s: beyond it a pair has more than one image (images "
+                      "\"all\" counts every one)",
                       what, r_max, half, whose);
   return 0;
+}
+
+/* Every periodic image: a histogram's, in a periodic box, without
+ * exclusions, and no more translations than HISTD_MAX_IMAGES (for the first
+ * frame's box; a later frame's is checked as it runs). */
+static int images_check(const histd_problem *p, const histd_shape *a, const histd_shape *b,
+                        char *msg, size_t msglen) {
+  if (p->statistic != HISTD_STAT_HISTOGRAM)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "images \"all\" counts a histogram's pairs at every periodic image; "
+                      "it does not go with %s", histd_statistic_about(p->statistic)->asked_by);
+  if (p->exclude_molecule)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "images \"all\" does not go with exclude: an atom's images are not "
+                      "its molecule's");
+  if (p->bins.kind == HISTD_BINS_WIDTH && p->bins.count == 0)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "images \"all\" needs the bins' reach: give buckets with bucket_width, "
+                      "or r_max and buckets, edges or log_bins");
+  const histd_shape *sb = b != NULL ? b : a;
+  int32_t(*tr)[3] = NULL;
+  size_t n = 0;
+  int rc = histd__images_plan(p->frame_boxes ? &a->box : &p->box, a->min, a->max, sb->min,
+                              sb->max, b == NULL, histd_bins_edge(&p->bins, p->bins.count), &tr,
+                              &n, msg, msglen);
+  free(tr);
+  return rc;
 }
 
 /* A box the problem's pairs are measured in: in range (histd_box_check),
@@ -552,7 +583,8 @@ int histd_problem_check(const histd_problem *p, const histd_shape *a, const hist
                       (unsigned long long)frames, p->bins.count,
                       (unsigned long long)HISTD_PER_FRAME_MAX);
   if ((rc = frames_validate(a, b, msg, msglen)) != 0 ||
-      (p->exclude_molecule && (rc = exclusions_check(p, a, b, msg, msglen)) != 0))
+      (p->exclude_molecule && (rc = exclusions_check(p, a, b, msg, msglen)) != 0) ||
+      (p->all_images && (rc = images_check(p, a, b, msg, msglen)) != 0))
     return rc;
   /* the job's box, or the file's (its first frame's: the others are the
    * points' to tell, histd_problem_validate) */

@@ -24,6 +24,7 @@ static bool has_select_b(const histd_result *r) { return r->select_b[0] != '\0';
 static bool excludes(const histd_result *r) { return r->exclude_molecule; }
 static bool has_unit(const histd_result *r) { return r->unit[0] != '\0'; }
 static bool periodic(const histd_result *r) { return r->volume > 0; }
+static bool all_images(const histd_result *r) { return r->all_images; }
 static bool is_within(const histd_result *r) { return r->statistic == HISTD_STAT_WITHIN; }
 static bool within_weighted(const histd_result *r) {
   return r->statistic == HISTD_STAT_WITHIN && r->weighted != NULL;
@@ -97,6 +98,7 @@ GET(get_unit, s, r->unit)
 GET(get_frames, u, r->frames > 0 ? r->frames : 1)
 GET(get_volume, d, r->volume)
 GET(get_box_source, s, r->box_from_dataset ? "dataset" : "job")
+GET(get_images, s, "all")
 GET(get_density, d, r->density)
 GET(get_radius, d, r->radius)
 GET(get_within, u, r->within)
@@ -351,6 +353,10 @@ static const histd_field table[] = {
     {"box_source", NULL, NULL, STR, SCALAR, "", ALL,
      "whose periodic box: the job's, or the dataset's own (its file's)", periodic,
      get_box_source, NULL, KEEP(box_from_dataset), NULL},
+    {"images", NULL, NULL, STR, SCALAR, "", ALL,
+     "all: every periodic image within the last edge was counted, an atom's own too "
+     "(overflow is not counted; total is the pairs of distinct atoms g(r) is normalised by)",
+     all_images, get_images, NULL, KEEP(all_images), NULL},
     {"density", NULL, NULL, F64, SCALAR, "pairs/length^3", NOTEXT,
      "the pair density: the sum over frames of each frame's pairs / its volume", periodic,
      get_density, NULL, KEEP(density), NULL},

@@ -53,7 +53,12 @@ int histd_worker_prefetch(histd_worker *w, const histd_dataset *ds, char *msg,
   return histd__cuda_prefetch(w->gpu, ds, false, msg, msglen);
 }
 
-/* One frame's run: collisions (within 0) by hashing, else the kernel. */
+static int run_images(histd_worker *w, const histd_kernel *k, const histd_problem *p,
+                      const histd_exec *ex, const histd_control *ctl, histd_result *res,
+                      char *msg, size_t msglen);
+
+/* One frame's run: collisions (within 0) by hashing, every periodic image
+ * (images.c), else the kernel. */
 static int run_frame(histd_worker *w, const histd_kernel *k, const histd_problem *p,
                      const histd_exec *ex, const histd_control *ctl, histd_result *res,
                      char *msg, size_t msglen) {
@@ -68,7 +73,86 @@ static int run_frame(histd_worker *w, const histd_kernel *k, const histd_problem
     snprintf(res->device, sizeof res->device, "cpu: 1 thread, hash of the coordinates");
     return rc;
   }
+  if (p->all_images)
+    return run_images(w, k, p, ex, ctl, res, msg, msglen);
   return k->run(w, p, ex, ctl, res, msg, msglen);
+}
+
+/* One frame of every periodic image: each lattice translation's open-space
+ * problem (A against B moved by it; a self problem's n = 0 its own pairs),
+ * run with the kernel into a result of the bins and added up. The pairs
+ * beyond the last edge are not counted (there are infinitely many):
+ * overflow stays 0; total is the caller's, the pairs g(r) is normalised
+ * by. */
+static int run_images(histd_worker *w, const histd_kernel *k, const histd_problem *p,
+                      const histd_exec *ex, const histd_control *ctl, histd_result *res,
+                      char *msg, size_t msglen) {
+  const histd_dataset *b = p->b != NULL ? p->b : p->a;
+  const uint32_t count = res->bins.count;
+  int32_t(*tr)[3] = NULL;
+  size_t nt = 0;
+  int rc = histd__images_plan(&p->box, p->a->min, p->a->max, b->min, b->max, p->b == NULL,
+                              histd_bins_edge(&p->bins, count), &tr, &nt, msg, msglen);
+  if (rc != 0)
+    return rc;
+  histd_dataset moved;
+  memset(&moved, 0, sizeof moved);
+  double *err = calloc(count, sizeof *err);
+  if (err == NULL || (rc = histd_dataset_alloc(&moved, b->n, msg, msglen)) != 0 ||
+      (b->w != NULL && (rc = histd_dataset_alloc_weights(&moved, msg, msglen)) != 0))
+    rc = rc ? rc : histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u sums", count);
+  res->exact = true;
+  for (size_t t = 0; t < nt && rc == 0; t++) {
+    const bool zero = tr[t][0] == 0 && tr[t][1] == 0 && tr[t][2] == 0;
+    histd_problem q = *p;
+    q.all_images = false;
+    q.frame_boxes = false;
+    q.box = (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0};
+    if (!zero) { /* n = 0: the pairs as given (a self problem's own, i < j) */
+      if ((rc = histd__images_move(b, &p->box, tr[t], &moved, msg, msglen)) != 0)
+        break;
+      q.b = &moved;
+    }
+    histd_result part;
+    if ((rc = histd_result_init(&part, &p->bins, p->weighted, msg, msglen)) != 0)
+      break;
+    part.precision = res->precision;
+    part.statistic = res->statistic;
+    strcpy(part.kernel, res->kernel);
+    part.total = histd_problem_pairs(&q);
+    part.cross = q.b != NULL;
+    histd__part pc = {ctl, (double)t, (double)nt};
+    histd_control sub = histd__part_control(&pc);
+    rc = k->run(w, &q, ex, &sub, &part, msg, msglen);
+    if (rc == 0) {
+      for (uint32_t i = 0; i < count; i++) {
+        res->counts[i] += part.counts[i];
+        if (p->weighted)
+          histd_ev_neumaier(&res->weighted[i], &err[i], part.weighted[i]);
+      }
+      res->below += part.below;
+      res->refined_pairs += part.refined_pairs;
+      res->exact = res->exact && part.exact;
+      res->block_size = part.block_size;
+      res->threads = part.threads;
+      memcpy(res->device, part.device, sizeof res->device);
+      if (histd__kernel_is_auto(k)) {
+        strcpy(res->kernel, part.kernel);
+        strcpy(res->reason, part.reason);
+      }
+      res->timing.transfer_ms += part.timing.transfer_ms;
+      res->timing.kernel_ms += part.timing.kernel_ms;
+    }
+    histd_result_free(&part);
+  }
+  for (uint32_t i = 0; rc == 0 && p->weighted && i < count; i++)
+    res->weighted[i] += err[i];
+  res->overflow = 0;
+  res->all_images = true;
+  free(err);
+  free(tr);
+  histd_dataset_free(&moved);
+  return rc;
 }
 
 /* Frame problem pf's part: shard sh of it (ps, on views of its blocks), or
@@ -128,7 +212,8 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
   histd_dataset fa[2], fb[2];
   histd_problem fp[2];
   const char *knob = getenv("HISTD_FRAME_PREFETCH");
-  const bool prefetch = w->gpu != NULL && sh == NULL && !(knob != NULL && strcmp(knob, "0") == 0);
+  const bool prefetch = w->gpu != NULL && sh == NULL && !p->all_images &&
+                        !(knob != NULL && strcmp(knob, "0") == 0);
   histd_problem_frame(p, 0, &fa[0], &fb[0], &fp[0]);
   if (prefetch) /* a copy that fails here is made again by the run */
     histd__cuda_prefetch(w->gpu, fp[0].a, true, NULL, 0);
@@ -520,6 +605,10 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
   if (points && sh != NULL)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "per-point results and pair lists are not cut into shards");
+  if (p.all_images && sh != NULL)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "every periodic image (images \"all\") is not cut into shards: run it on "
+                      "one device");
   if (histd_statistic_about(p.statistic)->answer == HISTD_ANSWER_PAIRS && p.result_limit != 0 &&
       (rc = pairs_fit(w, &p, &ex, ctl, msg, msglen)) != 0)
     return rc;
@@ -557,6 +646,7 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
   res->frames = histd_problem_frames(&p);
   res->box_from_dataset = p.frame_boxes;
   res->exclude_molecule = p.exclude_molecule;
+  res->all_images = p.all_images;
   memcpy(res->unit, p.a->unit, sizeof res->unit);
   histd__exclusions excl;
   if (p.exclude_molecule && (rc = histd__exclusions_init(&excl, &p, msg, msglen)) != 0) {

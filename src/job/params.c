@@ -373,6 +373,19 @@ static int set_pairs(histd_params *p, const histd_value *v, char *msg, size_t ms
 static bool given_pairs(const histd_params *p) { return p->ordered_pairs; }
 static void write_pairs(FILE *f, const histd_params *p) { (void)p; write_string(f, "ordered"); }
 
+static int set_images(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_STRING, "images", "\"nearest\" or \"all\"", msg, msglen);
+  if (rc == 0 && strcmp(v->string, "nearest") != 0 && strcmp(v->string, "all") != 0)
+    rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                    "images must be \"nearest\" (each pair's minimum image, the default) or "
+                    "\"all\" (every periodic image within r_max, past half the box too)");
+  if (rc == 0)
+    p->all_images = strcmp(v->string, "all") == 0;
+  return rc;
+}
+static bool given_images(const histd_params *p) { return p->all_images; }
+static void write_images(FILE *f, const histd_params *p) { (void)p; write_string(f, "all"); }
+
 /* "START:STOP:STEP", each part optional (STOP empty: the end; STEP 1). */
 static int set_frames(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
   int rc = want(v, HISTD_VALUE_STRING, "frames", "a string START:STOP:STEP such as 0:100:10",
@@ -514,6 +527,9 @@ static const histd_param table[] = {
     ROW(pairs, "pairs", 0, STRING,
         "two selections of one dataset: distinct (default: each pair of distinct atoms once) or "
         "ordered (every (a, b), an atom in both meeting itself, as MDAnalysis counts)"),
+    ROW(images, "images", 0, STRING,
+        "periodic: nearest (each pair's minimum image, r_max at most half the box) or all "
+        "(every image within r_max, an atom's own images too; sdh --all-images)"),
     ROW(frames, "frames", 0, STRING,
         "START:STOP:STEP: the frames of a trajectory to count (from 0; each part optional)"),
     ROW(per_frame, "per-frame", 0, BOOL, "also a frames x bins table of counts (and g(r))"),
@@ -702,6 +718,7 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
   pr.frame_boxes = pr.box.kind == HISTD_BOX_NONE;
   pr.weighted = p->weights;
   pr.exclude_molecule = p->exclude_molecule;
+  pr.all_images = p->all_images;
   pr.per_frame = p->per_frame || p->blocks > 0; /* the blocks are read from its table */
   pr.blocks = p->blocks;
   /* the other shapes of an answer: a value per point, a record per pair */

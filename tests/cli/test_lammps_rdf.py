@@ -26,6 +26,13 @@ with the job's box (--periodic L, L the dump's) LAMMPS's g to 1e-9 too,
 and with the file's own box g scaled by the ratio of the volumes (the
 DCD's cell, read here from its bytes, is L rounded to float32).
 
+Every image: rdf_images.txt is LAMMPS's compute rdf of the same liquid to
+6 sigma, past half its 8.4-sigma box, with ghost atoms to 6.5 sigma
+(in.images.lj), so that every periodic image within reach counts, an
+atom's own too. sdh --all-images (images "all") must match its g and
+coordination to 1e-9 in every bin, and without the option be refused with
+a sentence that names it.
+
 usage: test_lammps_rdf.py SDH_EXE
 """
 import json
@@ -74,6 +81,7 @@ def main():
     bad += frames_check(sdh)
     bad += dcd_check(sdh)
     bad += partials_check(sdh)
+    bad += images_check(sdh)
     for b in bad[:10]:
         print("FAIL:", b)
     if bad:
@@ -82,7 +90,30 @@ def main():
     print("test_lammps_rdf: g and coordination of %d atoms match LAMMPS in all 100 bins "
           "(%d non-zero) to 1e-9, on one frame and averaged over three, from the dump and "
           "from a DCD; the binary liquid's 3 type partials in one job match LAMMPS's 1-1, "
-          "1-2, 2-1 and 2-2 in one run" % (n, nonzero))
+          "1-2, 2-1 and 2-2 in one run; every image to 6 sigma (past half the box) matches "
+          "LAMMPS's ghosts in all 120 bins" % (n, nonzero))
+
+
+def images_check(sdh):
+    """Past half the box, every image, against LAMMPS's ghosts."""
+    path = os.path.join(HERE, "snapshot.dump")
+    args = [sdh, path, "--r-max", "6", "--buckets", "120", "-f", "json"]
+    refused = subprocess.run(args, capture_output=True, text=True)
+    bad = []
+    if refused.returncode == 0 or "images" not in refused.stderr:
+        bad.append("r_max past half the box without --all-images: %r" % refused.stderr)
+    doc = json.loads(subprocess.run(args + ["--all-images"], check=True, capture_output=True,
+                                    text=True).stdout)
+    rows = [l.split() for l in open(os.path.join(HERE, "rdf_images.txt"))
+            if l.strip() and not l.startswith("#")][1:]
+    if doc.get("images") != "all" or len(rows) != 120 or doc["buckets"] != 120:
+        return bad + ["images: %s, %d LAMMPS rows" % (doc.get("images"), len(rows))]
+    for k, row in enumerate(rows):
+        for name, want, got in (("g", float(row[2]), doc["g"][k]),
+                                ("coordination", float(row[3]), doc["coordination"][k])):
+            if abs(got - want) > 1e-9 * abs(want) + (1e-300 if want == 0 else 0):
+                bad.append("images bin %d %s: histd %.17g, LAMMPS %.17g" % (k, name, got, want))
+    return bad
 
 
 def partials_check(sdh):
