@@ -1,8 +1,9 @@
 /* histd dashboard: plain JavaScript, no build step, no network but the daemon.
  *
- * Talks to the v1 API (api/openapi.yaml): uploads a point file, submits a
- * job, follows it with GET /v1/jobs/{id}?wait=1, and draws the result as an
- * SVG bar chart. The API base URL and a bearer token can be set under
+ * Talks to the v1 API (api/openapi.yaml) through the JavaScript client
+ * (js/histd.js, a link to api/js): uploads a point file, submits a job,
+ * follows it (long polls of a second, for its progress), and draws the
+ * result as an SVG chart, by the result schema (GET /v1/schema). The API base URL and a bearer token can be set under
  * "Connection" (kept in localStorage); `?api=URL` in the page's address sets
  * the base for one visit, so this page also works hosted on another origin
  * against a daemon started with --cors-origin.
@@ -14,7 +15,7 @@
  * Changing the base under "Connection" shows the token's destination and
  * swaps in the token saved for the new origin (none: empty).
  */
-'use strict';
+import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from './js/histd.js';
 
 (function () {
   const $ = (id) => document.getElementById(id);
@@ -23,47 +24,18 @@
   const LS_TOKENS = 'histd.tokens'; // {"http://host:port": "token", ...}
   const LS_BASE = 'histd.apiBase';
 
-  // File extension -> [format, Content-Type] (the daemon's upload formats).
-  const FORMATS = {
-    json: ['json', 'application/json'],
-    csv: ['csv', 'text/csv'],
-    tsv: ['csv', 'text/tab-separated-values'],
-    txt: ['csv', 'text/plain'],
-    xyz: ['xyz', 'chemical/x-xyz'],
-    gro: ['gro', 'application/x-gro'],
-    pdb: ['pdb', 'chemical/x-pdb'],
-    ent: ['pdb', 'chemical/x-pdb'],
-    extxyz: ['xyz', 'chemical/x-xyz'],
-    lammpstrj: ['lammps', 'text/x-lammps-dump'],
-    dump: ['lammps', 'text/x-lammps-dump'],
-    lammpsdump: ['lammps', 'text/x-lammps-dump'],
-    dcd: ['dcd', 'application/x-dcd'],
-    xtc: ['xtc', 'application/x-xtc'],
-    trr: ['trr', 'application/x-trr'],
-    nc: ['netcdf', 'application/x-netcdf'],
-    ncdf: ['netcdf', 'application/x-netcdf'],
-    f64: ['f64', 'application/octet-stream'],
-    bin: ['f64', 'application/octet-stream'],
-    f32: ['f32', 'application/x-float32'],
-  };
-  const CONTENT_TYPE = {
-    json: 'application/json', csv: 'text/csv', xyz: 'chemical/x-xyz',
-    lammps: 'text/x-lammps-dump', dcd: 'application/x-dcd', xtc: 'application/x-xtc',
-    trr: 'application/x-trr', netcdf: 'application/x-netcdf',
-    gro: 'application/x-gro', pdb: 'chemical/x-pdb',
-    f64: 'application/octet-stream', f32: 'application/x-float32',
-  };
-  const DONE = new Set(['succeeded', 'failed', 'cancelled']);
+  const DONE = new Set(ENDED);
 
   const state = {
     base: '',
     token: '',
+    client: new Client(''), // the daemon at base, with token
     datasets: [],
     jobs: [],
     kernels: [],
     job: null,        // the job on show
     result: null,     // its result, once succeeded
-    followId: null,   // the job being followed
+    following: null,  // the AbortController of the job being followed
     focusBar: -1,
     overlays: [],     // results pinned to be drawn with the one on show: {id, label, result}
     schema: undefined, // GET /v1/schema's fields; null where the daemon has none
@@ -112,6 +84,7 @@
     if (base && !originOf(base)) base = ''; // (a base saved by an older page)
     state.base = base;
     state.token = tokenFor(base);
+    state.client = new Client(base, { token: state.token });
     $('api-base').value = state.base;
     $('token').value = state.token;
     $('token').dataset.for = originOf(base) || '';
@@ -164,7 +137,7 @@
     const base = $('api-base').value.trim().replace(/\/+$/, '');
     const token = $('token').value.trim();
     if (!originOf(base)) {
-      showAlert(new ApiError(0, 'Not an http: or https: URL', '"' + base + '" is not an API base URL such as http://127.0.0.1:8080.'));
+      showAlert(new HistdError(0, 'Not an http: or https: URL', '"' + base + '" is not an API base URL such as http://127.0.0.1:8080.'));
       return;
     }
     if (base) localStorage.setItem(LS_BASE, base); else localStorage.removeItem(LS_BASE);
@@ -196,78 +169,14 @@
     showTokenDest();
   }
 
-  /* ---- HTTP ----------------------------------------------------------- */
-
-  class ApiError extends Error {
-    constructor(status, title, detail) {
-      super(detail || title);
-      this.status = status;
-      this.title = title;
-      this.detail = detail;
-    }
-  }
-
-  function url(path) { return state.base + path; }
-
-  function headers(extra) {
-    const h = Object.assign({}, extra || {});
-    if (state.token) h.Authorization = 'Bearer ' + state.token;
-    return h;
-  }
-
-  // Turns a failed response (problem+json or anything else) into an ApiError.
-  async function problem(res) {
-    let title = res.status + ' ' + (res.statusText || 'error');
-    let detail = '';
-    const text = await res.text().catch(() => '');
-    try {
-      const p = JSON.parse(text);
-      if (p.title) title = p.title;
-      detail = p.detail || '';
-    } catch (_) {
-      detail = text.slice(0, 300);
-    }
-    if (res.status === 401 && !detail) detail = 'this daemon needs a bearer token (Connection, top right).';
-    return new ApiError(res.status, title, detail);
-  }
-
-  async function api(method, path, body, extraHeaders) {
-    const init = { method, headers: headers(extraHeaders) };
-    if (body !== undefined) {
-      init.body = typeof body === 'string' || body instanceof Blob ? body : JSON.stringify(body);
-      if (!(extraHeaders && extraHeaders['Content-Type'])) init.headers['Content-Type'] = 'application/json';
-    }
-    let res;
-    try {
-      res = await fetch(url(path), init);
-    } catch (e) {
-      throw new ApiError(0, 'Cannot reach histd', 'at ' + (state.base || location.origin) + ' (' + e.message + ').');
-    }
-    if (!res.ok) throw await problem(res);
-    const type = res.headers.get('Content-Type') || '';
-    if (res.status === 204) return null;
-    // counts beyond 2^53 arrive as BigInts, every digit kept (exact-json.js)
-    return type.includes('json') ? window.histdJSON.parse(await res.text()) : res.text();
-  }
-
   /* ---- the result schema ------------------------------------------------ */
 
   // GET /v1/schema, once a connection: the fields a result may hold, with
   // their group, shape, type, unit and outputs. Results are read by it; a
   // daemon without it (an older histd) leaves state.schema null, and the
   // page then reads a result by its members alone.
-  let schemaLoad = null;
   function loadSchema() {
-    if (!schemaLoad) {
-      schemaLoad = api('GET', '/v1/schema').then(
-        (s) => { state.schema = s && Array.isArray(s.fields) ? s.fields : null; },
-        () => { state.schema = null; });
-    }
-    return schemaLoad;
-  }
-  function forgetSchema() {
-    schemaLoad = null;
-    state.schema = undefined;
+    return state.client.schema().then((f) => { state.schema = f; }, () => { state.schema = null; });
   }
 
   // The field's value in r as {v}, or null where r does not have it (a
@@ -399,8 +308,8 @@
 
   // err's title and sentence in the box `id` (its id-title, id-detail).
   function showError(id, err) {
-    const title = err instanceof ApiError ? err.title : 'Error';
-    const detail = err instanceof ApiError ? (err.detail || '') : String(err.message || err);
+    const title = err instanceof HistdError ? err.title : 'Error';
+    const detail = err instanceof HistdError ? (err.detail || '') : String(err.message || err);
     $(id + '-title').textContent = title + (detail ? ':' : '');
     $(id + '-detail').textContent = detail;
     $(id).hidden = false;
@@ -476,10 +385,10 @@
   async function connect() {
     $('engine').textContent = 'connecting…';
     $('engine').className = 'engine';
-    forgetSchema(); // (the base may name another daemon)
+    state.schema = undefined; // (the base may name another daemon: its client reads the schema anew)
     try {
-      const [k, d] = await Promise.all([api('GET', '/v1/kernels'), api('GET', '/v1/devices'), loadSchema()]);
-      state.kernels = (k && k.kernels) || [];
+      const [k, d] = await Promise.all([state.client.kernels(), state.client.devices(), loadSchema()]);
+      state.kernels = k || [];
       fillKernels();
       showEngine(d);
       if (state.job) renderJob(state.job); // read again by this daemon's schema
@@ -541,9 +450,9 @@
   }
 
   async function refreshLists() {
-    const [d, j] = await Promise.all([api('GET', '/v1/datasets'), api('GET', '/v1/jobs')]);
-    state.datasets = sortNewest((d && d.datasets) || []);
-    state.jobs = sortNewest((j && j.jobs) || []);
+    const [d, j] = await Promise.all([state.client.datasets(), state.client.jobs()]);
+    state.datasets = sortNewest(d || []);
+    state.jobs = sortNewest(j || []);
     renderDatasets();
     renderJobs();
   }
@@ -658,68 +567,58 @@
   async function deleteDataset(d) {
     if (!confirm('Delete dataset ' + (d.name || d.id) + '?')) return;
     try {
-      await api('DELETE', '/v1/datasets/' + encodeURIComponent(d.id));
+      await state.client.deleteDataset(d.id);
       await refreshLists();
     } catch (e) { showAlert(e); }
   }
 
   /* ---- upload ---------------------------------------------------------- */
 
+  // The format forced under Format, else the one the file's name says.
   function formatOf(file) {
     const forced = $('format').value;
-    if (forced) return [forced, CONTENT_TYPE[forced]];
-    const ext = (file.name.split('.').pop() || '').toLowerCase();
-    return FORMATS[ext] || null;
+    if (forced) return forced;
+    const f = formatOfName(file.name);
+    return f ? f[0] : null;
   }
 
-  function upload(file) {
+  async function upload(file) {
     hideAlert();
     const fmt = formatOf(file);
     if (!fmt) {
-      showAlert(new ApiError(0, 'Unknown format', 'cannot tell the format of "' + file.name + '" from its name; pick one under Format and drop it again.'));
+      showAlert(new HistdError(0, 'Unknown format', 'cannot tell the format of "' + file.name + '" from its name; pick one under Format and drop it again.'));
       $('format').focus();
       return;
     }
-    const q = new URLSearchParams();
-    q.set('name', $('ds-name').value.trim() || file.name);
-    if ($('format').value) q.set('format', fmt[0]);
     const status = $('upload-status');
     const bar = $('upload-progress');
-    status.textContent = 'Uploading ' + file.name + ' (' + fmtBytes(file.size) + ', ' + fmt[0] + ')…';
+    status.textContent = 'Uploading ' + file.name + ' (' + fmtBytes(file.size) + ', ' + fmt + ')…';
     status.className = 'status-line';
     bar.hidden = false;
     bar.value = 0;
-    // XMLHttpRequest, not fetch, for its upload progress events.
-    const xhr = new XMLHttpRequest();
-    xhr.open('POST', url('/v1/datasets?' + q));
-    xhr.setRequestHeader('Content-Type', fmt[1]);
-    if (state.token) xhr.setRequestHeader('Authorization', 'Bearer ' + state.token);
-    xhr.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = e.loaded / e.total; };
-    xhr.onerror = () => {
+    let ds;
+    try {
+      ds = await state.client.upload(file, {
+        name: $('ds-name').value.trim() || file.name,
+        format: $('format').value || undefined,
+        onProgress: (sent, size) => { if (size) bar.value = sent / size; },
+      });
+    } catch (e) {
       bar.hidden = true;
       status.textContent = '';
-      showAlert(new ApiError(0, 'Upload failed', 'the connection to histd broke (is the file over --max-upload-bytes?).'));
-    };
-    xhr.onload = async () => {
-      bar.hidden = true;
-      let body = null;
-      try { body = JSON.parse(xhr.responseText); } catch (_) { /* not JSON */ }
-      if (xhr.status < 200 || xhr.status >= 300) {
-        status.textContent = '';
-        const title = (body && body.title) || xhr.status + ' ' + xhr.statusText;
-        const detail = (body && body.detail) || (body ? '' : xhr.responseText.slice(0, 300));
-        showAlert(new ApiError(xhr.status, title, detail));
-        return;
-      }
-      $('ds-name').value = '';
-      try { await refreshLists(); } catch (e) { showAlert(e); }
-      $('dataset').value = body.id;
-      datasetInfo();
-      // last, so that "Uploaded" means the new dataset is listed and selected
-      status.textContent = 'Uploaded ' + (body.name || file.name) + ': ' + fmtInt(body.n) + ' points.';
-      status.className = 'status-line ok';
-    };
-    xhr.send(file);
+      showAlert(e);
+      return;
+    }
+    bar.hidden = true;
+    $('ds-name').value = '';
+    try { await refreshLists(); } catch (e) { showAlert(e); }
+    $('dataset').value = ds.id;
+    datasetInfo();
+    // last, so that "Uploaded" means the new dataset is listed and selected
+    const frames = Number(ds.frames) || 1;
+    status.textContent = 'Uploaded ' + (ds.name || file.name) + ': ' + fmtInt(ds.n) + ' points' +
+      (frames > 1 ? ' (' + fmtInt(Number(ds.n) / frames) + ' atoms × ' + fmtInt(frames) + ' frames)' : '') + '.';
+    status.className = 'status-line ok';
   }
 
   function setupDrop() {
@@ -754,7 +653,7 @@
       kernel: $('kernel').value || 'auto',
       precision: document.querySelector('input[name=precision]:checked').value,
     };
-    const refuse = (title, detail, focus) => { showFormError(new ApiError(0, title, detail)); if (focus) $(focus).focus(); return false; };
+    const refuse = (title, detail, focus) => { showFormError(new HistdError(0, title, detail)); if (focus) $(focus).focus(); return false; };
     if (!body.dataset) { refuse('No dataset', 'upload a point file or pick a dataset first.'); return; }
     if (!statisticParams(body, refuse)) return;
     const boxText = $('box').value.trim();
@@ -773,9 +672,9 @@
     const btn = $('submit');
     btn.disabled = true;
     try {
-      const job = await api('POST', '/v1/jobs', body);
+      const job = await state.client.submit(body);
       state.submitted = job.id;
-      state.jobs.unshift(job);
+      state.jobs.unshift(job.doc);
       renderJobs();
       selectTab('jobs');
       follow(job);
@@ -908,37 +807,31 @@
   async function showJob(id) {
     hideAlert();
     try {
-      const job = await api('GET', '/v1/jobs/' + encodeURIComponent(id));
-      follow(job);
+      follow(await state.client.job(id));
     } catch (e) { showAlert(e); }
   }
 
-  // Shows a job and, while it runs, keeps asking for it with ?wait=1 (which
-  // answers at once when the job ends, else after a second with its progress).
+  // Shows a job (a client Job) and, while it runs, follows it: long polls
+  // of a second, each of which answers at once when the job ends, else
+  // with its progress. Following another job stops following this one.
   async function follow(job) {
     const id = job.id;
-    state.followId = id;
+    if (state.following) state.following.abort();
+    const ctl = new AbortController();
+    state.following = ctl;
     history.replaceState(null, '', '#job=' + encodeURIComponent(id));
-    renderJob(job);
-    while (!DONE.has(job.status) && state.followId === id) {
-      const t0 = performance.now();
-      try {
-        job = await api('GET', '/v1/jobs/' + encodeURIComponent(id) + '?wait=1');
-      } catch (e) {
-        if (state.followId === id) (id === state.submitted ? showFormError : showAlert)(e);
-        return;
-      }
-      if (state.followId !== id) return;
-      renderJob(job);
-      const spent = performance.now() - t0;
-      if (!DONE.has(job.status) && spent < 250) await sleep(250 - spent);
+    try {
+      await job.wait({ poll: 1, signal: ctl.signal, onProgress: (j) => renderJob(j.doc) });
+    } catch (e) {
+      if (ctl.signal.aborted) return;
+      // a job that failed or was cancelled is shown as such by renderJob
+      if (!(e instanceof JobFailed)) { (id === state.submitted ? showFormError : showAlert)(e); return; }
     }
-    if (state.followId !== id) return;
+    if (ctl.signal.aborted) return;
     const i = state.jobs.findIndex((j) => j.id === id);
-    if (i >= 0) state.jobs[i] = job; else state.jobs.unshift(job);
+    if (i >= 0) state.jobs[i] = job.doc; else state.jobs.unshift(job.doc);
     renderJobs();
   }
-  function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
 
   function renderJob(job) {
     state.job = job;
@@ -954,7 +847,7 @@
     if (job.status === 'failed' && job.error) {
       const msg = typeof job.error === 'string' ? job.error : (job.error.detail || job.error.message || job.error.title || JSON.stringify(job.error));
       st.append(el('div', { class: 'err', text: msg }));
-      if (job.id === state.submitted) showFormError(new ApiError(0, 'Job failed', msg));
+      if (job.id === state.submitted) showFormError(new HistdError(0, 'Job failed', msg));
     }
     bar.hidden = !running;
     bar.value = job.progress || 0;
@@ -976,7 +869,7 @@
   async function cancelJob() {
     if (!state.job) return;
     try {
-      await api('DELETE', '/v1/jobs/' + encodeURIComponent(state.job.id));
+      await new Job(state.client, state.job).cancel();
     } catch (e) { showAlert(e); }
   }
 
@@ -1548,9 +1441,8 @@
     if (!state.job) return;
     try {
       const path = '/v1/jobs/' + encodeURIComponent(state.job.id) + '/result' + (kind === 'json' ? '' : '?format=' + kind);
-      const res = await fetch(url(path), { headers: headers({ Accept: RESULT_TYPES[kind] }) });
-      if (!res.ok) throw await problem(res);
-      saveBlob(await res.blob(), 'histd-' + state.job.id + '.' + kind);
+      const bytes = await state.client.request('GET', path, { as: 'bytes', headers: { Accept: RESULT_TYPES[kind] } });
+      saveBlob(new Blob([bytes], { type: RESULT_TYPES[kind] }), 'histd-' + state.job.id + '.' + kind);
     } catch (e) { showAlert(e); }
   }
 

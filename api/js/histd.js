@@ -27,9 +27,12 @@ import { readNpz, readNpy, rows } from './npz.js';
 export { parseJSON, readNpz, readNpy, rows };
 
 /** The statuses a job ends in. */
-export const DONE = Object.freeze(['succeeded', 'failed', 'cancelled']);
+export const DONE = /** @type {readonly ['succeeded', 'failed', 'cancelled']} */ (Object.freeze(['succeeded', 'failed', 'cancelled']));
 
-/** A file's extension -> [the daemon's format, its Content-Type]. */
+/**
+ * A file's extension -> [the daemon's format, its Content-Type].
+ * @type {Readonly<Record<string, readonly [string, string]>>}
+ */
 export const FORMATS = Object.freeze({
   json: ['json', 'application/json'],
   csv: ['csv', 'text/csv'],
@@ -53,7 +56,10 @@ export const FORMATS = Object.freeze({
   f32: ['f32', 'application/x-float32'],
 });
 
-/** A format's Content-Type. */
+/**
+ * A format's Content-Type.
+ * @type {Readonly<Record<string, string>>}
+ */
 const CONTENT_TYPE = Object.freeze({
   json: 'application/json', csv: 'text/csv', xyz: 'chemical/x-xyz',
   lammps: 'text/x-lammps-dump', dcd: 'application/x-dcd', xtc: 'application/x-xtc',
@@ -210,7 +216,7 @@ export class Client {
     const init = { method, headers: this.headers(headers), signal };
     if (body !== undefined) {
       const raw = typeof body === 'string' || isBlob(body) || isBytes(body) || isStream(body);
-      init.body = raw ? body : JSON.stringify(body);
+      init.body = raw ? /** @type {BodyInit} */ (body) : JSON.stringify(body);
       const h = /** @type {Record<string, string>} */ (init.headers);
       if (!raw && !Object.keys(h).some((k) => k.toLowerCase() === 'content-type')) h['Content-Type'] = 'application/json';
       if (isStream(body)) init.duplex = 'half';
@@ -230,13 +236,22 @@ export class Client {
     return as === 'text' ? text : parseJSON(text);
   }
 
-  /** GET /healthz. */
+  /**
+   * GET /healthz.
+   * @returns {Promise<{status: 'ok', version?: string}>}
+   */
   health() { return this.request('GET', '/healthz'); }
 
-  /** GET /v1/kernels: the kernels, and whether this daemon can run each. */
+  /**
+   * GET /v1/kernels: the kernels, and whether this daemon can run each.
+   * @returns {Promise<import('./index').Kernel[]>}
+   */
   async kernels() { return (await this.request('GET', '/v1/kernels')).kernels; }
 
-  /** GET /v1/devices. */
+  /**
+   * GET /v1/devices.
+   * @returns {Promise<import('./index').Devices>}
+   */
   devices() { return this.request('GET', '/v1/devices'); }
 
   /**
@@ -253,16 +268,28 @@ export class Client {
     return this.schemaLoad;
   }
 
-  /** @param {{limit?: number}} [options] */
+  /**
+   * GET /v1/datasets, newest first.
+   * @param {{limit?: number}} [options]
+   * @returns {Promise<import('./index').Dataset[]>}
+   */
   async datasets(options = {}) {
     const q = options.limit ? '?limit=' + options.limit : '';
     return (await this.request('GET', '/v1/datasets' + q)).datasets;
   }
 
-  /** @param {string} id */
+  /**
+   * GET /v1/datasets/{id}.
+   * @param {string} id
+   * @returns {Promise<import('./index').Dataset>}
+   */
   dataset(id) { return this.request('GET', '/v1/datasets/' + encodeURIComponent(id)); }
 
-  /** @param {string} id */
+  /**
+   * DELETE /v1/datasets/{id}.
+   * @param {string} id
+   * @returns {Promise<void>}
+   */
   async deleteDataset(id) { await this.request('DELETE', '/v1/datasets/' + encodeURIComponent(id)); }
 
   /**
@@ -426,7 +453,7 @@ export class Job {
   get progress() { return Number(this.doc.progress || 0); }
 
   /** Whether it has ended (succeeded, failed or cancelled). */
-  get done() { return DONE.includes(this.doc.status); }
+  get done() { return /** @type {readonly string[]} */ (DONE).includes(this.doc.status); }
 
   /** @param {string} [tail] */
   path(tail = '') { return '/v1/jobs/' + encodeURIComponent(this.id) + tail; }

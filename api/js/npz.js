@@ -15,13 +15,14 @@
  * (its descr) added; unicode strings ('<U8') as an Array of strings.
  */
 
+/** @type {Record<string, any>} the typed array of each kind and width */
 const TYPED = {
   f8: Float64Array, f4: Float32Array,
   u8: BigUint64Array, i8: BigInt64Array,
   u4: Uint32Array, i4: Int32Array, u2: Uint16Array, i2: Int16Array,
   u1: Uint8Array, i1: Int8Array, b1: Uint8Array,
 };
-// DataView's reader for each typed array, for big-endian ('>') data
+/** @type {Record<string, string>} DataView's reader for each typed array, for big-endian ('>') data */
 const GETTER = {
   f8: 'getFloat64', f4: 'getFloat32', u8: 'getBigUint64', i8: 'getBigInt64',
   u4: 'getUint32', i4: 'getInt32', u2: 'getUint16', i2: 'getInt16', u1: 'getUint8', i1: 'getInt8', b1: 'getUint8',
@@ -80,7 +81,8 @@ export function readNpy(bytes, name = 'the array') {
     if (end > bytes.length) throw bad(name + "'s values run past its end");
     if (order === '>' && size > 1) { // big-endian: value by value
       out = new Typed(count);
-      for (let k = 0; k < count; k++) out[k] = dv[GETTER[key]](start + k * size, false);
+      const get = /** @type {any} */ (dv)[GETTER[key]].bind(dv);
+      for (let k = 0; k < count; k++) out[k] = get(start + k * size, false);
     } else if ((bytes.byteOffset + start) % size === 0) { // a view, no copy
       out = new Typed(bytes.buffer, bytes.byteOffset + start, count);
     } else { // misaligned in the file: one copy
@@ -98,9 +100,9 @@ export function readNpy(bytes, name = 'the array') {
 export function readNpz(data) {
   const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const u16 = (p) => dv.getUint16(p, true);
-  const u32 = (p) => dv.getUint32(p, true);
-  const u64 = (p) => Number(dv.getBigUint64(p, true));
+  const u16 = (/** @type {number} */ p) => dv.getUint16(p, true);
+  const u32 = (/** @type {number} */ p) => dv.getUint32(p, true);
+  const u64 = (/** @type {number} */ p) => Number(dv.getBigUint64(p, true));
   // the end of central directory record: the last 22 bytes, or before a comment
   let eocd = -1;
   for (let p = bytes.length - 22; p >= Math.max(0, bytes.length - 22 - 65535); p--) {
@@ -117,6 +119,7 @@ export function readNpz(data) {
     entries = u64(z + 32);
     cdOffset = u64(z + 48);
   }
+  /** @type {Record<string, import('./index').NpyArray>} */
   const out = {};
   let p = cdOffset;
   for (let k = 0; k < entries; k++) {
