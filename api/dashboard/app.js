@@ -313,6 +313,7 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     $(id + '-title').textContent = title + (detail ? ':' : '');
     $(id + '-detail').textContent = detail;
     $(id).hidden = false;
+    $(id).scrollIntoView({ block: 'nearest' }); // in view, beside what it is about
   }
   function showAlert(err) { showError('alert', err); }
   function hideAlert() { $('alert').hidden = true; }
@@ -518,6 +519,23 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     box.textContent = text;
     offerSelections(a);
     bucketHint();
+    boxHint();
+  }
+
+  // What the periodic box field will use, said under it and in its
+  // placeholder: the box typed there, else the file's own box (each frame
+  // its own), else open space.
+  function boxHint() {
+    const d = state.datasets.find((x) => x.id === $('dataset').value);
+    const typed = $('box').value.trim();
+    const fileBox = d && Array.isArray(d.box) ? d.box.map(fmtNum).join(' × ') + (d.unit ? ' ' + d.unit : '') : '';
+    $('box').placeholder = fileBox ? "empty = the file's box (" + fileBox + ')' : 'empty = open space (no box)';
+    let use;
+    if (typed) use = 'Uses the box typed here' + (fileBox ? ", not the file's (" + fileBox + ')' : '') + '.';
+    else if (fileBox) use = "Empty: the file's own box, " + fileBox + (d.frames > 1 ? ' in its first frame, each frame its own' : '') + '.';
+    else use = 'Empty: open space, no periodic images' + (d ? ' (the file has no box)' : '') + '.';
+    $('box-hint').textContent = use + " L (a cube), or Lx, Ly, Lz, or LAMMPS's six numbers lx, ly, lz, xy, xz, yz." +
+      ' A periodic histogram adds g(r) and the coordination number.';
   }
   // The selections a dataset's atoms allow, as suggestions for select_a/b.
   function offerSelections(a) {
@@ -656,10 +674,10 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     const refuse = (title, detail, focus) => { showFormError(new HistdError(0, title, detail)); if (focus) $(focus).focus(); return false; };
     if (!body.dataset) { refuse('No dataset', 'upload a point file or pick a dataset first.'); return; }
     if (!statisticParams(body, refuse)) return;
-    const boxText = $('box').value.trim();
-    if (boxText) {
-      const box = boxText.split(/[\s,;]+/).filter((t) => t !== '').map(Number);
-      if (!box.every((v) => isFinite(v))) { refuse('Bad periodic box', '"' + boxText + '" is not a list of numbers (L, or Lx, Ly, Lz, or six numbers).', 'box'); return; }
+    const boxInput = $('box').value.trim();
+    if (boxInput) {
+      const box = boxInput.split(/[\s,;]+/).filter((t) => t !== '').map(Number);
+      if (!box.every((v) => isFinite(v))) { refuse('Bad periodic box', '"' + boxInput + '" is not a list of numbers (L, or Lx, Ly, Lz, or six numbers).', 'box'); return; }
       body.box = box; // the daemon judges the rest (its sentence shows if refused)
     }
     if ($('dataset-b').value) body.dataset_b = $('dataset-b').value;
@@ -668,6 +686,8 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
       if (v) body[key] = v; // the daemon judges them (its sentence shows if refused)
     }
     if ($('exclude').checked) body.exclude = 'molecule';
+    if ($('blocks').value !== '') body.blocks = Number($('blocks').value);
+    if ($('partials').value) body.partials = $('partials').value;
     if ($('block-size').value !== '') body.block_size = Number($('block-size').value);
     const btn = $('submit');
     btn.disabled = true;
@@ -804,6 +824,52 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     return a + (b ? ' × ' + b : '') + (p.exclude ? ', less bonded' : '');
   }
 
+  // The periodic box a job counts in, in words with its unit and where it
+  // comes from: the job's own box, or the file's (each frame its own, as
+  // the daemon uses it when the job gives none); null in open space.
+  function boxText(job) {
+    const p = job.params || {};
+    const r = job.result || {};
+    const d = state.datasets.find((x) => x.id === job.dataset);
+    const unit = r.unit || (d && d.unit) ? ' ' + (r.unit || d.unit) : '';
+    if (p.box) return 'periodic box ' + p.box.map(fmtNum).join(' × ') + unit + ' (the job\'s)';
+    const fileBox = d && Array.isArray(d.box) ? d.box : null;
+    if (r.box_source !== 'dataset' && !(r.box_source === undefined && fileBox)) return null;
+    const frames = Number(r.frames || (d && d.frames) || 1);
+    return 'periodic box from the file' + (fileBox ? ', ' + fileBox.map(fmtNum).join(' × ') + unit +
+      (frames > 1 || (d && d.frames > 1) ? ' in its first frame, each frame its own' : '') : ', each frame its own');
+  }
+
+  // The frames a result counts, in words ("4 frames", "3 frames: 1::1");
+  // '' for one frame of a one-frame dataset.
+  function framesText(job) {
+    const r = job.result || {};
+    const f = Number(r.frames || 1);
+    const asked = (job.params || {}).frames;
+    if (f <= 1 && !asked) return '';
+    return fmtInt(f) + (f === 1 ? ' frame' : ' frames') + (asked ? ' (' + asked + ')' : '');
+  }
+
+  // A trajectory's atoms a frame: "30", or "30 × 60 (A × B)" (B's frames
+  // are A's, or B is another dataset's one frame).
+  function atomsText(job) {
+    const r = job.result || {};
+    const f = Number(r.frames) || 1;
+    const b = r.n_b === undefined ? '' : ' × ' + fmtInt(job.dataset_b ? r.n_b : Number(r.n_b) / f) + ' (A × B)';
+    return fmtInt(Number(r.n) / f) + b;
+  }
+
+  // The atoms and the pairs left out, in words, for a caption.
+  function selectionText(job) {
+    const p = job.params || {};
+    const r = job.result || {};
+    const parts = [];
+    if (p.select_a) parts.push('A = ' + p.select_a);
+    if (p.select_b) parts.push('B = ' + p.select_b + (r.pairing ? ' (' + r.pairing + ' pairs)' : ''));
+    if (p.exclude) parts.push('leaving out ' + (r.excluded !== undefined ? fmtInt(r.excluded) + ' ' : '') + 'pairs within a molecule');
+    return parts.join(', ');
+  }
+
   async function showJob(id) {
     hideAlert();
     try {
@@ -842,7 +908,7 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     st.replaceChildren(
       el('span', { class: 'badge ' + job.status, text: job.status }), ' ',
       el('span', { text: 'job ' }), el('code', { text: shortId(job.id) }),
-      el('span', { text: ' on ' + jobDatasets(job) + (p.box ? ' (periodic box ' + p.box.map(fmtNum).join(' × ') + ')' : '') + ', kernel ' + (p.kernel || 'auto') +
+      el('span', { text: ' on ' + jobDatasets(job) + (boxText(job) ? ' (' + boxText(job) + ')' : '') + ', kernel ' + (p.kernel || 'auto') +
         (running && job.progress !== undefined ? ' — ' + Math.round(job.progress * 100) + '%' : '') }));
     if (job.status === 'failed' && job.error) {
       const msg = typeof job.error === 'string' ? job.error : (job.error.detail || job.error.message || job.error.title || JSON.stringify(job.error));
@@ -957,7 +1023,10 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
       : Array.from({ length: n + 1 }, (_, i) => i * r.bucket_width);
     const hasG = !vh && Array.isArray(r.g) && r.g.length === n;
     const logx = !vh && logSpaced(edges);
-    const logy = $('logy').checked;
+    // g(r) stays linear: it is 0 below the first peak, which a log axis cannot draw
+    $('logy').disabled = hasG;
+    $('logy-label').title = hasG ? 'g(r) is drawn on a linear axis: it is 0 at short range, which a log axis cannot show' : '';
+    const logy = $('logy').checked && !hasG;
     const note = vh ? valueNote(r, vh) : '';
     const M = { l: 64, r: hasG ? 64 : 16, t: hasG || note ? 30 : 14, b: 46 };
     const pw = W - M.l - M.r;
@@ -1004,10 +1073,13 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
         ns.push(c === null || c === undefined ? null : Number(c));
       }
       // error bars ("blocks"): g(r) +/- the standard error of the blocks' mean, a band
-      const blk = r.block && Array.isArray(r.block.g_sem) && r.block.g_sem.length === n ? r.block : null;
+      const sem = schemaValue(r, 'g_sem', 'block');
+      const blk = Array.isArray(sem) && sem.length === n ? { g_sem: sem } : null;
       const hiBand = blk ? gs.map((g, i) => (g === null ? null : g + Number(blk.g_sem[i]))) : [];
+      const parts = partialSeries(r, n); // each species pair's own g(r)
       const gTop = niceTop(Math.max(overMax('g'), ...gs.filter((v) => v !== null && isFinite(v)),
-        ...hiBand.filter((v) => v !== null && isFinite(v))));
+        ...hiBand.filter((v) => v !== null && isFinite(v)),
+        ...parts.flatMap((p) => p.vals.filter((v) => v !== null && isFinite(v)))));
       const nTop = niceTop(Math.max(0, ...ns.filter((v) => v !== null && isFinite(v))));
       const syg = (v) => M.t + ph - (v / gTop) * ph;
       const syn = (v) => M.t + ph - (v / nTop) * ph;
@@ -1063,6 +1135,16 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
         }
       }
       chart.append(svg('path', { class: 'nline', d: path(ns, syn) }), svg('path', { class: 'gline', d: path(gs, syg) }));
+      const pl = svg('g', { class: 'partials' });
+      parts.forEach((p, k) => {
+        const line = svg('path', { class: 'pline', d: path(p.vals, syg), fill: 'none', stroke: PARTIAL_COLORS[k % PARTIAL_COLORS.length],
+          'stroke-width': 1.4, 'data-partial': p.label });
+        const title = svg('title', {});
+        title.textContent = 'g(r) of the pairs ' + p.label;
+        line.append(title);
+        pl.append(line);
+      });
+      if (parts.length) chart.append(pl);
       const gpts = svg('g', { class: 'gpts' });
       const npts = svg('g', { class: 'npts' });
       const rad = pw / n > 6 ? 2.5 : 1.5;
@@ -1090,6 +1172,15 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
       };
       item(lx, 'gline', 'g(r) (left axis)');
       item(lx + 130, 'nline', 'n(r) (right axis)');
+      parts.forEach((p, k) => { // the species pairs, a column under it
+        const it = svg('g', { role: 'listitem', class: 'partial-key' });
+        const y = ly + 16 * (k + 1);
+        it.append(svg('line', { x1: lx, x2: lx + 24, y1: y, y2: y, stroke: PARTIAL_COLORS[k % PARTIAL_COLORS.length], 'stroke-width': 2 }));
+        const t = svg('text', { x: lx + 30, y: y + 4 });
+        t.textContent = 'g(r) ' + p.label;
+        it.append(t);
+        lg.append(it);
+      });
       chart.append(lg);
       drawOverlays(chart, over, 'g', sx, syg, x0, x1, M.l + 12, M.t + 10); // top left: g(r) is 0 there
     } else {
@@ -1218,6 +1309,39 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     };
   }
 
+  /* ---- partials: a g(r) per species pair ------------------------------ */
+
+  const PARTIAL_COLORS = ['#e8590c', '#2f9e44', '#9c36b5', '#1971c2', '#f08c00', '#c2255c', '#0c8599', '#5c940d'];
+  // The schema's fields where a daemon has no GET /v1/schema.
+  const PARTIAL_FALLBACK = [
+    { name: 'g', group: 'partial', shape: 'partials x bins', type: 'f64' },
+    { name: 'a', group: 'partial', shape: 'partials', type: 'str' },
+    { name: 'b', group: 'partial', shape: 'partials', type: 'str' },
+  ];
+
+  // A field's value in r by the schema (name and group), or undefined.
+  function schemaValue(r, name, group) {
+    const f = schemaField(name, group) || { name, group };
+    const m = fieldIn(r, f);
+    return m ? m.v : undefined;
+  }
+
+  // The rows of the result's g of shape "partials x bins" (GET /v1/schema),
+  // each labelled by its group's words of shape "partials" (a–b): every
+  // species pair's g(r), as {label, vals}; [] for other results.
+  function partialSeries(r, n) {
+    const fields = state.schema || PARTIAL_FALLBACK;
+    const gf = fields.find((f) => f.shape === 'partials x bins' && f.name === 'g');
+    const m = gf ? fieldIn(r, gf) : null;
+    if (!m || !Array.isArray(m.v)) return [];
+    const words = fields.filter((f) => f.group === gf.group && f.shape === 'partials' && f.type === 'str')
+      .map((f) => fieldIn(r, f)).filter((w) => w && Array.isArray(w.v)).map((w) => w.v);
+    return m.v.map((row, k) => ({
+      label: words.map((w) => w[k]).join('–') || 'partial ' + k,
+      vals: Array.isArray(row) ? row.map((v) => (v === null || v === undefined ? null : Number(v))) : [],
+    })).filter((p) => p.vals.length === n);
+  }
+
   /* ---- overlays: several results on one chart -------------------------- */
 
   const OVERLAY_COLORS = ['#d9480f', '#2b8a3e', '#862e9c', '#c2255c', '#0b7285', '#5f3dc4', '#e67700', '#495057'];
@@ -1290,27 +1414,38 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     const rows = [];
     const p = job.params || {};
     const vh = r && r === state.result ? state.view : null;
+    const box = boxText(job);
     if (vh) {
       rows.push(...valueSummary(r, vh, p));
-      if (p.box) rows.push(['periodic box', p.box.map(fmtNum).join(' × ')]);
+      if (box) rows.push(['box', box]);
       rows.push(['kernel', r.kernel + (r.block_size ? ' · block ' + r.block_size : '')]);
     } else if (r) {
-      rows.push(['points', fmtInt(r.n) + (r.n_b !== undefined ? ' × ' + fmtInt(r.n_b) + ' (A × B)' : '')], ['pairs', fmtInt(r.total)]);
+      const frames = Number(r.frames) || 1;
+      if (frames > 1) { // a trajectory: its atoms, frames and pairs a frame, not atoms x frames as "points"
+        const perFrame = Number(r.total) / frames;
+        rows.push(['atoms', atomsText(job) + ' a frame'], ['frames', framesText(job)],
+          ['pairs per frame', Number.isInteger(perFrame) ? fmtInt(perFrame) : '≈ ' + fmtNum(perFrame)], ['pairs', fmtInt(r.total) + ' in all']);
+      } else {
+        rows.push(['points', fmtInt(r.n) + (r.n_b !== undefined ? ' × ' + fmtInt(r.n_b) + ' (A × B)' : '')], ['pairs', fmtInt(r.total)]);
+      }
+      if (r.excluded !== undefined) {
+        rows.push(['excluded pairs', fmtInt(r.excluded) + (frames > 1 ? ' (' + fmtInt(Number(r.excluded) / frames) + ' a frame)' : '') + ', within a molecule']);
+      }
+      rows.push(['box', box || 'none: open space']);
       if (r.statistic === 'within') rows.push(['within ' + fmtNum(r.radius), fmtInt(r.within)]);
       else {
         const n = r.counts ? r.counts.length : 0;
         const e = r.edges && r.edges.length === n + 1 ? r.edges : null;
-        rows.push(['buckets', r.bins === 'edges' || !(r.bucket_width > 0)
+        rows.push(['buckets', (r.bins === 'edges' || !(r.bucket_width > 0)
           ? fmtInt(n) + (e && logSpaced(e.map(Number)) ? ' log-spaced' : '') + ' bins' + (e ? ', ' + fmtNum(e[0]) + ' to ' + fmtNum(e[n]) : '')
-          : fmtInt(n) + ' × ' + fmtNum(r.bucket_width)]);
+          : fmtInt(n) + ' × ' + fmtNum(r.bucket_width)) + (r.unit ? ' ' + r.unit : '')]);
       }
-      if (p.box) rows.push(['periodic box', p.box.map(fmtNum).join(' × ')]);
       rows.push(['below', r.below !== undefined ? fmtInt(r.below) : '–'], ['overflow', fmtInt(r.overflow)], ['total', fmtInt(r.total)], ['kernel', r.kernel + (r.block_size ? ' · block ' + r.block_size : '')],
         ['precision', r.precision === 'exact' || !r.precision ? 'exact (equals the definition)'
           : r.precision + (r.exact ? ' (checked exact)' : ' (may differ near bucket edges)')]);
     } else {
       rows.push(['kernel', p.kernel || 'auto'], ['bins', binsLabel(p)], ['precision', p.precision || 'exact']);
-      if (p.box) rows.push(['periodic box', p.box.map(fmtNum).join(' × ')]);
+      if (box) rows.push(['box', box]);
     }
     rows.push(['device', (r && r.device) || job.device || '–']);
     rows.push(['created', fmtTime(job.created_at)]);
@@ -1452,10 +1587,14 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
   function captionOf(job) {
     const r = job.result || {};
     const p = job.params || {};
+    const frames = Number(r.frames || 1);
     const parts = ['dataset ' + jobDatasets(job),
-      'N = ' + fmtInt(r.n !== undefined ? r.n : job.n) + (r.n_b !== undefined ? ' × ' + fmtInt(r.n_b) : '')];
-    parts.push(p.box ? 'periodic box ' + p.box.map(fmtNum).join(' × ') : 'open boundaries');
-    parts.push((statisticOf(p) === 'histogram' ? 'bins ' : '') + binsLabel(p, r), 'kernel ' + (r.kernel || p.kernel || 'auto') + ', ' + (r.precision || p.precision || 'exact'));
+      frames > 1 ? atomsText(job) + ' a frame' : 'N = ' + fmtInt(r.n !== undefined ? r.n : job.n) + (r.n_b !== undefined ? ' × ' + fmtInt(r.n_b) : '')];
+    if (framesText(job)) parts.push(framesText(job));
+    parts.push(boxText(job) || 'open boundaries');
+    if (selectionText(job)) parts.push(selectionText(job));
+    parts.push((statisticOf(p) === 'histogram' ? 'bins ' : '') + binsLabel(p, r) + (r.unit && statisticOf(p) === 'histogram' ? ' ' + r.unit : ''),
+      'kernel ' + (r.kernel || p.kernel || 'auto') + ', ' + (r.precision || p.precision || 'exact'));
     parts.push('histd job ' + shortId(job.id) + ', ' + (job.finished_at || new Date().toISOString()).slice(0, 10));
     return parts.join(' · ');
   }
@@ -1540,6 +1679,7 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     $('kernel').addEventListener('change', kernelInfo);
     $('dataset').addEventListener('change', datasetInfo);
     $('width').addEventListener('input', bucketHint);
+    $('box').addEventListener('input', boxHint);
     $('binning').addEventListener('change', binningShown);
     binningShown();
     $('statistic').addEventListener('change', statisticShown);
