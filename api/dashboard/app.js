@@ -466,7 +466,7 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     const prev = sel.value;
     sel.replaceChildren(el('option', { value: '', text: state.datasets.length ? 'pick a dataset' : 'upload or pick a dataset' }));
     for (const d of state.datasets) {
-      sel.append(el('option', { value: d.id, text: (d.name || shortId(d.id)) + ' — ' + fmtInt(d.n) + ' points' }));
+      sel.append(el('option', { value: d.id, text: (d.name || shortId(d.id)) + ' — ' + sizeText(d) }));
     }
     if (prev && state.datasets.some((d) => d.id === prev)) sel.value = prev;
     else if (state.datasets.length && !prev) sel.value = state.datasets[0].id;
@@ -474,7 +474,7 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     const prevB = selB.value;
     selB.replaceChildren(el('option', { value: '', text: 'none' }));
     for (const d of state.datasets) {
-      selB.append(el('option', { value: d.id, text: (d.name || shortId(d.id)) + ' — ' + fmtInt(d.n) + ' points' }));
+      selB.append(el('option', { value: d.id, text: (d.name || shortId(d.id)) + ' — ' + sizeText(d) }));
     }
     selB.value = prevB && state.datasets.some((d) => d.id === prevB) ? prevB : '';
     datasetInfo();
@@ -500,19 +500,25 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     }
   }
 
+  // A dataset's size: "400 points", or a trajectory's "90 atoms × 4 frames".
+  function sizeText(d) {
+    const f = Number(d.frames) || 1;
+    return f > 1 ? fmtInt(Number(d.n) / f) + ' atoms × ' + fmtInt(f) + ' frames' : fmtInt(d.n) + ' points';
+  }
+
   function datasetInfo() {
     const d = state.datasets.find((x) => x.id === $('dataset').value);
     const box = $('dataset-info');
     if (!d) { box.textContent = ''; return; }
     const b = d.bounds;
-    let text = fmtInt(d.n) + ' points, ' + fmtInt(d.n * (d.n - 1) / 2) + ' pairs';
+    const per = Number(d.n) / (Number(d.frames) || 1); // a frame's atoms
+    let text = sizeText(d) + ', ' + fmtInt(per * (per - 1) / 2) + ' pairs' + (d.frames > 1 ? ' a frame' : '');
     if (b && b.min && b.max) {
       const diag = Math.hypot(b.max[0] - b.min[0], b.max[1] - b.min[1], b.max[2] - b.min[2]);
       text += '; box diagonal ' + fmtNum(diag);
       box.dataset.diagonal = diag;
     }
     const a = d.atoms;
-    if (d.frames > 1) text += '; ' + fmtInt(d.frames) + ' frames';
     if (d.unit) text += '; in ' + d.unit;
     if (a && a.elements) text += '; ' + Object.entries(a.elements).map(([k, v]) => fmtInt(v) + ' ' + k).join(', ');
     if (a && a.molecules) text += ' in ' + fmtInt(a.molecules) + ' molecules';
@@ -1424,7 +1430,7 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
       if (frames > 1) { // a trajectory: its atoms, frames and pairs a frame, not atoms x frames as "points"
         const perFrame = Number(r.total) / frames;
         rows.push(['atoms', atomsText(job) + ' a frame'], ['frames', framesText(job)],
-          ['pairs per frame', Number.isInteger(perFrame) ? fmtInt(perFrame) : '≈ ' + fmtNum(perFrame)], ['pairs', fmtInt(r.total) + ' in all']);
+          ['pairs per frame', Number.isInteger(perFrame) ? fmtInt(perFrame) : '≈ ' + fmtNum(perFrame)]);
       } else {
         rows.push(['points', fmtInt(r.n) + (r.n_b !== undefined ? ' × ' + fmtInt(r.n_b) + ' (A × B)' : '')], ['pairs', fmtInt(r.total)]);
       }
