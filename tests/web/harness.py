@@ -390,6 +390,27 @@ def check_download(b, button, path, want, timeout, what):
         check(f.read() == want, what)
 
 
+# Scripts that keep every Blob the page makes a URL for (the downloads and
+# figures it saves), and read the last one back: its type, size, first 64
+# bytes (base64) and, for SVG, its text.
+CAPTURE_BLOBS = """
+window.__blobs = [];
+const create = URL.createObjectURL;
+URL.createObjectURL = function (blob) { window.__blobs.push(blob); return create.call(URL, blob); };
+"""
+READ_LAST_BLOB = """
+const done = arguments[arguments.length - 1];
+const blob = window.__blobs[window.__blobs.length - 1];
+if (!blob) return done(null);
+blob.arrayBuffer().then((buf) => {
+  const bytes = new Uint8Array(buf);
+  let bin = '';
+  for (let i = 0; i < Math.min(bytes.length, 64); i++) bin += String.fromCharCode(bytes[i]);
+  done({type: blob.type, size: bytes.length, head: btoa(bin), text: blob.type.includes('svg') ? new TextDecoder().decode(bytes) : ''});
+});
+"""
+
+
 def wait_job_done(b, timeout=40):
     """Waits for the job on show to end; answers its status."""
     return b.wait(lambda: b.js(

@@ -122,32 +122,13 @@ finish(out);
 """
 
 
-CAPTURE = """
-window.__blobs = [];
-const create = URL.createObjectURL;
-URL.createObjectURL = function (blob) { window.__blobs.push(blob); return create.call(URL, blob); };
-"""
-
-READ_LAST = """
-const done = arguments[arguments.length - 1];
-const blob = window.__blobs[window.__blobs.length - 1];
-if (!blob) return done(null);
-blob.arrayBuffer().then((buf) => {
-  const bytes = new Uint8Array(buf);
-  let bin = '';
-  for (let i = 0; i < Math.min(bytes.length, 64); i++) bin += String.fromCharCode(bytes[i]);
-  done({type: blob.type, size: bytes.length, head: btoa(bin), text: blob.type.includes('svg') ? new TextDecoder().decode(bytes) : ''});
-});
-"""
-
-
 def export_figures(b):
     import base64
     import struct
-    b.js(CAPTURE)
+    b.js(h.CAPTURE_BLOBS)
     b.click(b.find("#dl-svg"))
     b.wait(lambda: b.js("return window.__blobs.length") >= 1, 10, "the SVG export")
-    fig = b.js_async(READ_LAST)
+    fig = b.js_async(h.READ_LAST_BLOB)
     text = fig["text"]
     check(fig["type"] == "image/svg+xml" and text.startswith("<svg") and
           'xmlns="http://www.w3.org/2000/svg"' in text, "SVG: a standalone svg document")
@@ -160,7 +141,7 @@ def export_figures(b):
     n = b.js("return window.__blobs.length")
     b.click(b.find("#dl-png"))
     b.wait(lambda: b.js("return window.__blobs.length") >= n + 2, 10, "the PNG export")
-    png = b.js_async(READ_LAST)
+    png = b.js_async(h.READ_LAST_BLOB)
     head = base64.b64decode(png["head"])
     w, hgt = struct.unpack(">II", head[16:24])
     check(png["type"] == "image/png" and head[:8] == b"\x89PNG\r\n\x1a\n" and

@@ -33,19 +33,6 @@ left = h.deadline(80)
 check = h.check
 MOLECULES, FRAMES, L = 30, 4, 2.0
 
-CAPTURE = """
-window.__blobs = [];
-const create = URL.createObjectURL;
-URL.createObjectURL = function (blob) { window.__blobs.push(blob); return create.call(URL, blob); };
-"""
-READ_LAST = """
-const done = arguments[arguments.length - 1];
-const blob = window.__blobs[window.__blobs.length - 1];
-if (!blob) return done(null);
-blob.text().then(done, () => done(null));
-"""
-
-
 def write_gro(path, seed):
     """FRAMES frames of MOLECULES waters, each frame with its box line."""
     rnd = random.Random(seed)
@@ -74,7 +61,7 @@ def run(chromium, chromedriver, work):
     write_gro(gro, 11)
     with h.Daemon(workdir=work) as d, h.Browser(chromium, chromedriver) as b:
         h.open_dashboard(b, d.base, min(15, left()))
-        b.js(CAPTURE)
+        b.js(h.CAPTURE_BLOBS)
         ds = h.upload(b, gro, 3 * MOLECULES * FRAMES, min(20, left()))
         check("90 atoms × 4 frames" in b.text(b.find("#upload-status")), "the upload line says atoms and frames")
         info = b.text(b.find("#dataset-info"))
@@ -137,7 +124,7 @@ def run(chromium, chromedriver, work):
 
         # the caption of the exported figure
         b.click(b.find("#dl-svg"))
-        text = b.wait(lambda: b.js_async(READ_LAST), min(10, left()), "the SVG")
+        text = b.wait(lambda: b.js_async(h.READ_LAST_BLOB), min(10, left()), "the SVG")["text"]
         cap = text[text.index('data-caption="1"'):]
         cap = cap[cap.index(">") + 1:cap.index("</text>")].replace("&gt;", ">").replace("&amp;", "&")
         for want in ("periodic box from the file, 2 × 2 × 2 nm in its first frame, each frame its own",
