@@ -247,6 +247,23 @@ test('the one-request histogram and the schema', async () => {
   assert.equal(await histd.schema(), fields, 'read once');
 });
 
+test('the README\'s Node example runs as written', async () => {
+  const readme = fs.readFileSync(path.join(HERE, '..', '..', 'README.md'), 'utf8');
+  const m = /<!-- test: js-node -->\s*```js\n([\s\S]*?)```/.exec(readme);
+  assert.ok(m, 'a <!-- test: js-node --> js block in README.md');
+  // as after npm install ./api/js: the package's name is its histd.js
+  const script = path.join(work, 'histogram.mjs');
+  const url = new URL('../../api/js/histd.js', import.meta.url).href;
+  fs.writeFileSync(script, m[1].replace(/from 'histd-client'/, `from '${url}'`));
+  const pts = cube(500, 5, 8).map((p) => p.map((v) => Number(v.toPrecision(17))));
+  const csv = path.join(work, 'points.csv');
+  fs.writeFileSync(csv, csvOf(pts));
+  const out = execFileSync(process.execPath, [script, csv], {
+    env: { ...process.env, HISTD_URL: base, HISTD_TOKEN: TOKEN }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const want = bruteCounts(pts, 0.5, 10, null);
+  assert.equal(out.trim(), `${500 * 499 / 2} pairs: ${want.counts.join(' ')}`);
+});
+
 test('integers beyond 2^53 are BigInts with every digit; the rest Numbers', () => {
   const v = parseJSON('{"c":[9007199254740993,18446744073709551615,9007199254740991,1e20,0.5],"s":"18446744073709551615"}');
   assert.deepEqual(v.c.map((x) => typeof x), ['bigint', 'bigint', 'number', 'number', 'number']);
