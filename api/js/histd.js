@@ -16,8 +16,10 @@
  * network from disk (XMLHttpRequest in a browser when progress is asked
  * for, so that the upload's own progress events count), a stream or an
  * async iterable of bytes (a Node Readable, fs.createReadStream) goes
- * through fetch as it is read, counted on its way. The daemon has no
- * event stream: a job is followed by long polls (GET /v1/jobs/{id}?wait=S).
+ * through fetch as it is read, counted on its way (Node 20's bundled
+ * undici holds such a body in memory until the request ends:
+ * nodejs/undici#4058). The daemon has no event stream: a job is
+ * followed by long polls (GET /v1/jobs/{id}?wait=S).
  * Errors are HistdError, whose message is the daemon's problem+json
  * sentence (its detail).
  */
