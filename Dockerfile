@@ -48,6 +48,7 @@ RUN meson setup /build --prefix=/opt/histd --buildtype=release \
  && meson install -C /build --skip-subprojects \
  && test -x /opt/histd/bin/histd \
  && test -f /opt/histd/share/histd/dashboard/index.html \
+ && test -f /opt/histd/share/histd/dashboard/js/histd.js \
  && /opt/histd/bin/histd --version
 
 # ---- runtime -----------------------------------------------------------------

@@ -1,8 +1,9 @@
 /* histd dashboard: plain JavaScript, no build step, no network but the daemon.
  *
- * Talks to the v1 API (api/openapi.yaml): uploads a point file, submits a
- * job, follows it with GET /v1/jobs/{id}?wait=1, and draws the result as an
- * SVG bar chart. The API base URL and a bearer token can be set under
+ * Talks to the v1 API (api/openapi.yaml) through the JavaScript client
+ * (js/histd.js, a link to api/js): uploads a point file, submits a job,
+ * follows it (long polls of a second, for its progress), and draws the
+ * result as an SVG chart, by the result schema (GET /v1/schema). The API base URL and a bearer token can be set under
  * "Connection" (kept in localStorage); `?api=URL` in the page's address sets
  * the base for one visit, so this page also works hosted on another origin
  * against a daemon started with --cors-origin.
@@ -14,7 +15,7 @@
  * Changing the base under "Connection" shows the token's destination and
  * swaps in the token saved for the new origin (none: empty).
  */
-'use strict';
+import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from './js/histd.js';
 
 (function () {
   const $ = (id) => document.getElementById(id);
@@ -23,47 +24,18 @@
   const LS_TOKENS = 'histd.tokens'; // {"http://host:port": "token", ...}
   const LS_BASE = 'histd.apiBase';
 
-  // File extension -> [format, Content-Type] (the daemon's upload formats).
-  const FORMATS = {
-    json: ['json', 'application/json'],
-    csv: ['csv', 'text/csv'],
-    tsv: ['csv', 'text/tab-separated-values'],
-    txt: ['csv', 'text/plain'],
-    xyz: ['xyz', 'chemical/x-xyz'],
-    gro: ['gro', 'application/x-gro'],
-    pdb: ['pdb', 'chemical/x-pdb'],
-    ent: ['pdb', 'chemical/x-pdb'],
-    extxyz: ['xyz', 'chemical/x-xyz'],
-    lammpstrj: ['lammps', 'text/x-lammps-dump'],
-    dump: ['lammps', 'text/x-lammps-dump'],
-    lammpsdump: ['lammps', 'text/x-lammps-dump'],
-    dcd: ['dcd', 'application/x-dcd'],
-    xtc: ['xtc', 'application/x-xtc'],
-    trr: ['trr', 'application/x-trr'],
-    nc: ['netcdf', 'application/x-netcdf'],
-    ncdf: ['netcdf', 'application/x-netcdf'],
-    f64: ['f64', 'application/octet-stream'],
-    bin: ['f64', 'application/octet-stream'],
-    f32: ['f32', 'application/x-float32'],
-  };
-  const CONTENT_TYPE = {
-    json: 'application/json', csv: 'text/csv', xyz: 'chemical/x-xyz',
-    lammps: 'text/x-lammps-dump', dcd: 'application/x-dcd', xtc: 'application/x-xtc',
-    trr: 'application/x-trr', netcdf: 'application/x-netcdf',
-    gro: 'application/x-gro', pdb: 'chemical/x-pdb',
-    f64: 'application/octet-stream', f32: 'application/x-float32',
-  };
-  const DONE = new Set(['succeeded', 'failed', 'cancelled']);
+  const DONE = new Set(ENDED);
 
   const state = {
     base: '',
     token: '',
+    client: new Client(''), // the daemon at base, with token
     datasets: [],
     jobs: [],
     kernels: [],
     job: null,        // the job on show
     result: null,     // its result, once succeeded
-    followId: null,   // the job being followed
+    following: null,  // the AbortController of the job being followed
     focusBar: -1,
     overlays: [],     // results pinned to be drawn with the one on show: {id, label, result}
     schema: undefined, // GET /v1/schema's fields; null where the daemon has none
@@ -112,6 +84,7 @@
     if (base && !originOf(base)) base = ''; // (a base saved by an older page)
     state.base = base;
     state.token = tokenFor(base);
+    state.client = new Client(base, { token: state.token });
     $('api-base').value = state.base;
     $('token').value = state.token;
     $('token').dataset.for = originOf(base) || '';
@@ -164,7 +137,7 @@
     const base = $('api-base').value.trim().replace(/\/+$/, '');
     const token = $('token').value.trim();
     if (!originOf(base)) {
-      showAlert(new ApiError(0, 'Not an http: or https: URL', '"' + base + '" is not an API base URL such as http://127.0.0.1:8080.'));
+      showAlert(new HistdError(0, 'Not an http: or https: URL', '"' + base + '" is not an API base URL such as http://127.0.0.1:8080.'));
       return;
     }
     if (base) localStorage.setItem(LS_BASE, base); else localStorage.removeItem(LS_BASE);
@@ -196,78 +169,14 @@
     showTokenDest();
   }
 
-  /* ---- HTTP ----------------------------------------------------------- */
-
-  class ApiError extends Error {
-    constructor(status, title, detail) {
-      super(detail || title);
-      this.status = status;
-      this.title = title;
-      this.detail = detail;
-    }
-  }
-
-  function url(path) { return state.base + path; }
-
-  function headers(extra) {
-    const h = Object.assign({}, extra || {});
-    if (state.token) h.Authorization = 'Bearer ' + state.token;
-    return h;
-  }
-
-  // Turns a failed response (problem+json or anything else) into an ApiError.
-  async function problem(res) {
-    let title = res.status + ' ' + (res.statusText || 'error');
-    let detail = '';
-    const text = await res.text().catch(() => '');
-    try {
-      const p = JSON.parse(text);
-      if (p.title) title = p.title;
-      detail = p.detail || '';
-    } catch (_) {
-      detail = text.slice(0, 300);
-    }
-    if (res.status === 401 && !detail) detail = 'this daemon needs a bearer token (Connection, top right).';
-    return new ApiError(res.status, title, detail);
-  }
-
-  async function api(method, path, body, extraHeaders) {
-    const init = { method, headers: headers(extraHeaders) };
-    if (body !== undefined) {
-      init.body = typeof body === 'string' || body instanceof Blob ? body : JSON.stringify(body);
-      if (!(extraHeaders && extraHeaders['Content-Type'])) init.headers['Content-Type'] = 'application/json';
-    }
-    let res;
-    try {
-      res = await fetch(url(path), init);
-    } catch (e) {
-      throw new ApiError(0, 'Cannot reach histd', 'at ' + (state.base || location.origin) + ' (' + e.message + ').');
-    }
-    if (!res.ok) throw await problem(res);
-    const type = res.headers.get('Content-Type') || '';
-    if (res.status === 204) return null;
-    // counts beyond 2^53 arrive as BigInts, every digit kept (exact-json.js)
-    return type.includes('json') ? window.histdJSON.parse(await res.text()) : res.text();
-  }
-
   /* ---- the result schema ------------------------------------------------ */
 
   // GET /v1/schema, once a connection: the fields a result may hold, with
   // their group, shape, type, unit and outputs. Results are read by it; a
   // daemon without it (an older histd) leaves state.schema null, and the
   // page then reads a result by its members alone.
-  let schemaLoad = null;
   function loadSchema() {
-    if (!schemaLoad) {
-      schemaLoad = api('GET', '/v1/schema').then(
-        (s) => { state.schema = s && Array.isArray(s.fields) ? s.fields : null; },
-        () => { state.schema = null; });
-    }
-    return schemaLoad;
-  }
-  function forgetSchema() {
-    schemaLoad = null;
-    state.schema = undefined;
+    return state.client.schema().then((f) => { state.schema = f; }, () => { state.schema = null; });
   }
 
   // The field's value in r as {v}, or null where r does not have it (a
@@ -399,11 +308,12 @@
 
   // err's title and sentence in the box `id` (its id-title, id-detail).
   function showError(id, err) {
-    const title = err instanceof ApiError ? err.title : 'Error';
-    const detail = err instanceof ApiError ? (err.detail || '') : String(err.message || err);
+    const title = err instanceof HistdError ? err.title : 'Error';
+    const detail = err instanceof HistdError ? (err.detail || '') : String(err.message || err);
     $(id + '-title').textContent = title + (detail ? ':' : '');
     $(id + '-detail').textContent = detail;
     $(id).hidden = false;
+    $(id).scrollIntoView({ block: 'nearest' }); // in view, beside what it is about
   }
   function showAlert(err) { showError('alert', err); }
   function hideAlert() { $('alert').hidden = true; }
@@ -476,10 +386,10 @@
   async function connect() {
     $('engine').textContent = 'connecting…';
     $('engine').className = 'engine';
-    forgetSchema(); // (the base may name another daemon)
+    state.schema = undefined; // (the base may name another daemon: its client reads the schema anew)
     try {
-      const [k, d] = await Promise.all([api('GET', '/v1/kernels'), api('GET', '/v1/devices'), loadSchema()]);
-      state.kernels = (k && k.kernels) || [];
+      const [k, d] = await Promise.all([state.client.kernels(), state.client.devices(), loadSchema()]);
+      state.kernels = k || [];
       fillKernels();
       showEngine(d);
       if (state.job) renderJob(state.job); // read again by this daemon's schema
@@ -541,9 +451,9 @@
   }
 
   async function refreshLists() {
-    const [d, j] = await Promise.all([api('GET', '/v1/datasets'), api('GET', '/v1/jobs')]);
-    state.datasets = sortNewest((d && d.datasets) || []);
-    state.jobs = sortNewest((j && j.jobs) || []);
+    const [d, j] = await Promise.all([state.client.datasets(), state.client.jobs()]);
+    state.datasets = sortNewest(d || []);
+    state.jobs = sortNewest(j || []);
     renderDatasets();
     renderJobs();
   }
@@ -556,7 +466,7 @@
     const prev = sel.value;
     sel.replaceChildren(el('option', { value: '', text: state.datasets.length ? 'pick a dataset' : 'upload or pick a dataset' }));
     for (const d of state.datasets) {
-      sel.append(el('option', { value: d.id, text: (d.name || shortId(d.id)) + ' — ' + fmtInt(d.n) + ' points' }));
+      sel.append(el('option', { value: d.id, text: (d.name || shortId(d.id)) + ' — ' + sizeText(d) }));
     }
     if (prev && state.datasets.some((d) => d.id === prev)) sel.value = prev;
     else if (state.datasets.length && !prev) sel.value = state.datasets[0].id;
@@ -564,7 +474,7 @@
     const prevB = selB.value;
     selB.replaceChildren(el('option', { value: '', text: 'none' }));
     for (const d of state.datasets) {
-      selB.append(el('option', { value: d.id, text: (d.name || shortId(d.id)) + ' — ' + fmtInt(d.n) + ' points' }));
+      selB.append(el('option', { value: d.id, text: (d.name || shortId(d.id)) + ' — ' + sizeText(d) }));
     }
     selB.value = prevB && state.datasets.some((d) => d.id === prevB) ? prevB : '';
     datasetInfo();
@@ -590,25 +500,48 @@
     }
   }
 
+  // A dataset's size: "400 points", or a trajectory's "90 atoms × 4 frames".
+  function sizeText(d) {
+    const f = Number(d.frames) || 1;
+    return f > 1 ? fmtInt(Number(d.n) / f) + ' atoms × ' + fmtInt(f) + ' frames' : fmtInt(d.n) + ' points';
+  }
+
   function datasetInfo() {
     const d = state.datasets.find((x) => x.id === $('dataset').value);
     const box = $('dataset-info');
     if (!d) { box.textContent = ''; return; }
     const b = d.bounds;
-    let text = fmtInt(d.n) + ' points, ' + fmtInt(d.n * (d.n - 1) / 2) + ' pairs';
+    const per = Number(d.n) / (Number(d.frames) || 1); // a frame's atoms
+    let text = sizeText(d) + ', ' + fmtInt(per * (per - 1) / 2) + ' pairs' + (d.frames > 1 ? ' a frame' : '');
     if (b && b.min && b.max) {
       const diag = Math.hypot(b.max[0] - b.min[0], b.max[1] - b.min[1], b.max[2] - b.min[2]);
       text += '; box diagonal ' + fmtNum(diag);
       box.dataset.diagonal = diag;
     }
     const a = d.atoms;
-    if (d.frames > 1) text += '; ' + fmtInt(d.frames) + ' frames';
     if (d.unit) text += '; in ' + d.unit;
     if (a && a.elements) text += '; ' + Object.entries(a.elements).map(([k, v]) => fmtInt(v) + ' ' + k).join(', ');
     if (a && a.molecules) text += ' in ' + fmtInt(a.molecules) + ' molecules';
     box.textContent = text;
     offerSelections(a);
     bucketHint();
+    boxHint();
+  }
+
+  // What the periodic box field will use, said under it and in its
+  // placeholder: the box typed there, else the file's own box (each frame
+  // its own), else open space.
+  function boxHint() {
+    const d = state.datasets.find((x) => x.id === $('dataset').value);
+    const typed = $('box').value.trim();
+    const fileBox = d && Array.isArray(d.box) ? d.box.map(fmtNum).join(' × ') + (d.unit ? ' ' + d.unit : '') : '';
+    $('box').placeholder = fileBox ? "empty = the file's box (" + fileBox + ')' : 'empty = open space (no box)';
+    let use;
+    if (typed) use = 'Uses the box typed here' + (fileBox ? ", not the file's (" + fileBox + ')' : '') + '.';
+    else if (fileBox) use = "Empty: the file's own box, " + fileBox + (d.frames > 1 ? ' in its first frame, each frame its own' : '') + '.';
+    else use = 'Empty: open space, no periodic images' + (d ? ' (the file has no box)' : '') + '.';
+    $('box-hint').textContent = use + " L (a cube), or Lx, Ly, Lz, or LAMMPS's six numbers lx, ly, lz, xy, xz, yz." +
+      ' A periodic histogram adds g(r) and the coordination number.';
   }
   // The selections a dataset's atoms allow, as suggestions for select_a/b.
   function offerSelections(a) {
@@ -658,68 +591,58 @@
   async function deleteDataset(d) {
     if (!confirm('Delete dataset ' + (d.name || d.id) + '?')) return;
     try {
-      await api('DELETE', '/v1/datasets/' + encodeURIComponent(d.id));
+      await state.client.deleteDataset(d.id);
       await refreshLists();
     } catch (e) { showAlert(e); }
   }
 
   /* ---- upload ---------------------------------------------------------- */
 
+  // The format forced under Format, else the one the file's name says.
   function formatOf(file) {
     const forced = $('format').value;
-    if (forced) return [forced, CONTENT_TYPE[forced]];
-    const ext = (file.name.split('.').pop() || '').toLowerCase();
-    return FORMATS[ext] || null;
+    if (forced) return forced;
+    const f = formatOfName(file.name);
+    return f ? f[0] : null;
   }
 
-  function upload(file) {
+  async function upload(file) {
     hideAlert();
     const fmt = formatOf(file);
     if (!fmt) {
-      showAlert(new ApiError(0, 'Unknown format', 'cannot tell the format of "' + file.name + '" from its name; pick one under Format and drop it again.'));
+      showAlert(new HistdError(0, 'Unknown format', 'cannot tell the format of "' + file.name + '" from its name; pick one under Format and drop it again.'));
       $('format').focus();
       return;
     }
-    const q = new URLSearchParams();
-    q.set('name', $('ds-name').value.trim() || file.name);
-    if ($('format').value) q.set('format', fmt[0]);
     const status = $('upload-status');
     const bar = $('upload-progress');
-    status.textContent = 'Uploading ' + file.name + ' (' + fmtBytes(file.size) + ', ' + fmt[0] + ')…';
+    status.textContent = 'Uploading ' + file.name + ' (' + fmtBytes(file.size) + ', ' + fmt + ')…';
     status.className = 'status-line';
     bar.hidden = false;
     bar.value = 0;
-    // XMLHttpRequest, not fetch, for its upload progress events.
-    const xhr = new XMLHttpRequest();
-    xhr.open('POST', url('/v1/datasets?' + q));
-    xhr.setRequestHeader('Content-Type', fmt[1]);
-    if (state.token) xhr.setRequestHeader('Authorization', 'Bearer ' + state.token);
-    xhr.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = e.loaded / e.total; };
-    xhr.onerror = () => {
+    let ds;
+    try {
+      ds = await state.client.upload(file, {
+        name: $('ds-name').value.trim() || file.name,
+        format: $('format').value || undefined,
+        onProgress: (sent, size) => { if (size) bar.value = sent / size; },
+      });
+    } catch (e) {
       bar.hidden = true;
       status.textContent = '';
-      showAlert(new ApiError(0, 'Upload failed', 'the connection to histd broke (is the file over --max-upload-bytes?).'));
-    };
-    xhr.onload = async () => {
-      bar.hidden = true;
-      let body = null;
-      try { body = JSON.parse(xhr.responseText); } catch (_) { /* not JSON */ }
-      if (xhr.status < 200 || xhr.status >= 300) {
-        status.textContent = '';
-        const title = (body && body.title) || xhr.status + ' ' + xhr.statusText;
-        const detail = (body && body.detail) || (body ? '' : xhr.responseText.slice(0, 300));
-        showAlert(new ApiError(xhr.status, title, detail));
-        return;
-      }
-      $('ds-name').value = '';
-      try { await refreshLists(); } catch (e) { showAlert(e); }
-      $('dataset').value = body.id;
-      datasetInfo();
-      // last, so that "Uploaded" means the new dataset is listed and selected
-      status.textContent = 'Uploaded ' + (body.name || file.name) + ': ' + fmtInt(body.n) + ' points.';
-      status.className = 'status-line ok';
-    };
-    xhr.send(file);
+      showAlert(e);
+      return;
+    }
+    bar.hidden = true;
+    $('ds-name').value = '';
+    try { await refreshLists(); } catch (e) { showAlert(e); }
+    $('dataset').value = ds.id;
+    datasetInfo();
+    // last, so that "Uploaded" means the new dataset is listed and selected
+    const frames = Number(ds.frames) || 1;
+    status.textContent = 'Uploaded ' + (ds.name || file.name) + ': ' + fmtInt(ds.n) + ' points' +
+      (frames > 1 ? ' (' + fmtInt(Number(ds.n) / frames) + ' atoms × ' + fmtInt(frames) + ' frames)' : '') + '.';
+    status.className = 'status-line ok';
   }
 
   function setupDrop() {
@@ -754,13 +677,13 @@
       kernel: $('kernel').value || 'auto',
       precision: document.querySelector('input[name=precision]:checked').value,
     };
-    const refuse = (title, detail, focus) => { showFormError(new ApiError(0, title, detail)); if (focus) $(focus).focus(); return false; };
+    const refuse = (title, detail, focus) => { showFormError(new HistdError(0, title, detail)); if (focus) $(focus).focus(); return false; };
     if (!body.dataset) { refuse('No dataset', 'upload a point file or pick a dataset first.'); return; }
     if (!statisticParams(body, refuse)) return;
-    const boxText = $('box').value.trim();
-    if (boxText) {
-      const box = boxText.split(/[\s,;]+/).filter((t) => t !== '').map(Number);
-      if (!box.every((v) => isFinite(v))) { refuse('Bad periodic box', '"' + boxText + '" is not a list of numbers (L, or Lx, Ly, Lz, or six numbers).', 'box'); return; }
+    const boxInput = $('box').value.trim();
+    if (boxInput) {
+      const box = boxInput.split(/[\s,;]+/).filter((t) => t !== '').map(Number);
+      if (!box.every((v) => isFinite(v))) { refuse('Bad periodic box', '"' + boxInput + '" is not a list of numbers (L, or Lx, Ly, Lz, or six numbers).', 'box'); return; }
       body.box = box; // the daemon judges the rest (its sentence shows if refused)
     }
     if ($('dataset-b').value) body.dataset_b = $('dataset-b').value;
@@ -769,13 +692,15 @@
       if (v) body[key] = v; // the daemon judges them (its sentence shows if refused)
     }
     if ($('exclude').checked) body.exclude = 'molecule';
+    if ($('blocks').value !== '') body.blocks = Number($('blocks').value);
+    if ($('partials').value) body.partials = $('partials').value;
     if ($('block-size').value !== '') body.block_size = Number($('block-size').value);
     const btn = $('submit');
     btn.disabled = true;
     try {
-      const job = await api('POST', '/v1/jobs', body);
+      const job = await state.client.submit(body);
       state.submitted = job.id;
-      state.jobs.unshift(job);
+      state.jobs.unshift(job.doc);
       renderJobs();
       selectTab('jobs');
       follow(job);
@@ -905,40 +830,80 @@
     return a + (b ? ' × ' + b : '') + (p.exclude ? ', less bonded' : '');
   }
 
+  // The periodic box a job counts in, in words with its unit and where it
+  // comes from: the job's own box, or the file's (each frame its own, as
+  // the daemon uses it when the job gives none); null in open space.
+  function boxText(job) {
+    const p = job.params || {};
+    const r = job.result || {};
+    const d = state.datasets.find((x) => x.id === job.dataset);
+    const unit = r.unit || (d && d.unit) ? ' ' + (r.unit || d.unit) : '';
+    if (p.box) return 'periodic box ' + p.box.map(fmtNum).join(' × ') + unit + ' (the job\'s)';
+    const fileBox = d && Array.isArray(d.box) ? d.box : null;
+    if (r.box_source !== 'dataset' && !(r.box_source === undefined && fileBox)) return null;
+    const frames = Number(r.frames || (d && d.frames) || 1);
+    return 'periodic box from the file' + (fileBox ? ', ' + fileBox.map(fmtNum).join(' × ') + unit +
+      (frames > 1 || (d && d.frames > 1) ? ' in its first frame, each frame its own' : '') : ', each frame its own');
+  }
+
+  // The frames a result counts, in words ("4 frames", "3 frames: 1::1");
+  // '' for one frame of a one-frame dataset.
+  function framesText(job) {
+    const r = job.result || {};
+    const f = Number(r.frames || 1);
+    const asked = (job.params || {}).frames;
+    if (f <= 1 && !asked) return '';
+    return fmtInt(f) + (f === 1 ? ' frame' : ' frames') + (asked ? ' (' + asked + ')' : '');
+  }
+
+  // A trajectory's atoms a frame: "30", or "30 × 60 (A × B)" (B's frames
+  // are A's, or B is another dataset's one frame).
+  function atomsText(job) {
+    const r = job.result || {};
+    const f = Number(r.frames) || 1;
+    const b = r.n_b === undefined ? '' : ' × ' + fmtInt(job.dataset_b ? r.n_b : Number(r.n_b) / f) + ' (A × B)';
+    return fmtInt(Number(r.n) / f) + b;
+  }
+
+  // The atoms and the pairs left out, in words, for a caption.
+  function selectionText(job) {
+    const p = job.params || {};
+    const r = job.result || {};
+    const parts = [];
+    if (p.select_a) parts.push('A = ' + p.select_a);
+    if (p.select_b) parts.push('B = ' + p.select_b + (r.pairing ? ' (' + r.pairing + ' pairs)' : ''));
+    if (p.exclude) parts.push('leaving out ' + (r.excluded !== undefined ? fmtInt(r.excluded) + ' ' : '') + 'pairs within a molecule');
+    return parts.join(', ');
+  }
+
   async function showJob(id) {
     hideAlert();
     try {
-      const job = await api('GET', '/v1/jobs/' + encodeURIComponent(id));
-      follow(job);
+      follow(await state.client.job(id));
     } catch (e) { showAlert(e); }
   }
 
-  // Shows a job and, while it runs, keeps asking for it with ?wait=1 (which
-  // answers at once when the job ends, else after a second with its progress).
+  // Shows a job (a client Job) and, while it runs, follows it: long polls
+  // of a second, each of which answers at once when the job ends, else
+  // with its progress. Following another job stops following this one.
   async function follow(job) {
     const id = job.id;
-    state.followId = id;
+    if (state.following) state.following.abort();
+    const ctl = new AbortController();
+    state.following = ctl;
     history.replaceState(null, '', '#job=' + encodeURIComponent(id));
-    renderJob(job);
-    while (!DONE.has(job.status) && state.followId === id) {
-      const t0 = performance.now();
-      try {
-        job = await api('GET', '/v1/jobs/' + encodeURIComponent(id) + '?wait=1');
-      } catch (e) {
-        if (state.followId === id) (id === state.submitted ? showFormError : showAlert)(e);
-        return;
-      }
-      if (state.followId !== id) return;
-      renderJob(job);
-      const spent = performance.now() - t0;
-      if (!DONE.has(job.status) && spent < 250) await sleep(250 - spent);
+    try {
+      await job.wait({ poll: 1, signal: ctl.signal, onProgress: (j) => renderJob(j.doc) });
+    } catch (e) {
+      if (ctl.signal.aborted) return;
+      // a job that failed or was cancelled is shown as such by renderJob
+      if (!(e instanceof JobFailed)) { (id === state.submitted ? showFormError : showAlert)(e); return; }
     }
-    if (state.followId !== id) return;
+    if (ctl.signal.aborted) return;
     const i = state.jobs.findIndex((j) => j.id === id);
-    if (i >= 0) state.jobs[i] = job; else state.jobs.unshift(job);
+    if (i >= 0) state.jobs[i] = job.doc; else state.jobs.unshift(job.doc);
     renderJobs();
   }
-  function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
 
   function renderJob(job) {
     state.job = job;
@@ -949,12 +914,12 @@
     st.replaceChildren(
       el('span', { class: 'badge ' + job.status, text: job.status }), ' ',
       el('span', { text: 'job ' }), el('code', { text: shortId(job.id) }),
-      el('span', { text: ' on ' + jobDatasets(job) + (p.box ? ' (periodic box ' + p.box.map(fmtNum).join(' × ') + ')' : '') + ', kernel ' + (p.kernel || 'auto') +
+      el('span', { text: ' on ' + jobDatasets(job) + (boxText(job) ? ' (' + boxText(job) + ')' : '') + ', kernel ' + (p.kernel || 'auto') +
         (running && job.progress !== undefined ? ' — ' + Math.round(job.progress * 100) + '%' : '') }));
     if (job.status === 'failed' && job.error) {
       const msg = typeof job.error === 'string' ? job.error : (job.error.detail || job.error.message || job.error.title || JSON.stringify(job.error));
       st.append(el('div', { class: 'err', text: msg }));
-      if (job.id === state.submitted) showFormError(new ApiError(0, 'Job failed', msg));
+      if (job.id === state.submitted) showFormError(new HistdError(0, 'Job failed', msg));
     }
     bar.hidden = !running;
     bar.value = job.progress || 0;
@@ -976,7 +941,7 @@
   async function cancelJob() {
     if (!state.job) return;
     try {
-      await api('DELETE', '/v1/jobs/' + encodeURIComponent(state.job.id));
+      await new Job(state.client, state.job).cancel();
     } catch (e) { showAlert(e); }
   }
 
@@ -1064,7 +1029,10 @@
       : Array.from({ length: n + 1 }, (_, i) => i * r.bucket_width);
     const hasG = !vh && Array.isArray(r.g) && r.g.length === n;
     const logx = !vh && logSpaced(edges);
-    const logy = $('logy').checked;
+    // g(r) stays linear: it is 0 below the first peak, which a log axis cannot draw
+    $('logy').disabled = hasG;
+    $('logy-label').title = hasG ? 'g(r) is drawn on a linear axis: it is 0 at short range, which a log axis cannot show' : '';
+    const logy = $('logy').checked && !hasG;
     const note = vh ? valueNote(r, vh) : '';
     const M = { l: 64, r: hasG ? 64 : 16, t: hasG || note ? 30 : 14, b: 46 };
     const pw = W - M.l - M.r;
@@ -1111,10 +1079,13 @@
         ns.push(c === null || c === undefined ? null : Number(c));
       }
       // error bars ("blocks"): g(r) +/- the standard error of the blocks' mean, a band
-      const blk = r.block && Array.isArray(r.block.g_sem) && r.block.g_sem.length === n ? r.block : null;
+      const sem = schemaValue(r, 'g_sem', 'block');
+      const blk = Array.isArray(sem) && sem.length === n ? { g_sem: sem } : null;
       const hiBand = blk ? gs.map((g, i) => (g === null ? null : g + Number(blk.g_sem[i]))) : [];
+      const parts = partialSeries(r, n); // each species pair's own g(r)
       const gTop = niceTop(Math.max(overMax('g'), ...gs.filter((v) => v !== null && isFinite(v)),
-        ...hiBand.filter((v) => v !== null && isFinite(v))));
+        ...hiBand.filter((v) => v !== null && isFinite(v)),
+        ...parts.flatMap((p) => p.vals.filter((v) => v !== null && isFinite(v)))));
       const nTop = niceTop(Math.max(0, ...ns.filter((v) => v !== null && isFinite(v))));
       const syg = (v) => M.t + ph - (v / gTop) * ph;
       const syn = (v) => M.t + ph - (v / nTop) * ph;
@@ -1170,6 +1141,16 @@
         }
       }
       chart.append(svg('path', { class: 'nline', d: path(ns, syn) }), svg('path', { class: 'gline', d: path(gs, syg) }));
+      const pl = svg('g', { class: 'partials' });
+      parts.forEach((p, k) => {
+        const line = svg('path', { class: 'pline', d: path(p.vals, syg), fill: 'none', stroke: PARTIAL_COLORS[k % PARTIAL_COLORS.length],
+          'stroke-width': 1.4, 'data-partial': p.label });
+        const title = svg('title', {});
+        title.textContent = 'g(r) of the pairs ' + p.label;
+        line.append(title);
+        pl.append(line);
+      });
+      if (parts.length) chart.append(pl);
       const gpts = svg('g', { class: 'gpts' });
       const npts = svg('g', { class: 'npts' });
       const rad = pw / n > 6 ? 2.5 : 1.5;
@@ -1197,6 +1178,15 @@
       };
       item(lx, 'gline', 'g(r) (left axis)');
       item(lx + 130, 'nline', 'n(r) (right axis)');
+      parts.forEach((p, k) => { // the species pairs, a column under it
+        const it = svg('g', { role: 'listitem', class: 'partial-key' });
+        const y = ly + 16 * (k + 1);
+        it.append(svg('line', { x1: lx, x2: lx + 24, y1: y, y2: y, stroke: PARTIAL_COLORS[k % PARTIAL_COLORS.length], 'stroke-width': 2 }));
+        const t = svg('text', { x: lx + 30, y: y + 4 });
+        t.textContent = 'g(r) ' + p.label;
+        it.append(t);
+        lg.append(it);
+      });
       chart.append(lg);
       drawOverlays(chart, over, 'g', sx, syg, x0, x1, M.l + 12, M.t + 10); // top left: g(r) is 0 there
     } else {
@@ -1325,6 +1315,39 @@
     };
   }
 
+  /* ---- partials: a g(r) per species pair ------------------------------ */
+
+  const PARTIAL_COLORS = ['#e8590c', '#2f9e44', '#9c36b5', '#1971c2', '#f08c00', '#c2255c', '#0c8599', '#5c940d'];
+  // The schema's fields where a daemon has no GET /v1/schema.
+  const PARTIAL_FALLBACK = [
+    { name: 'g', group: 'partial', shape: 'partials x bins', type: 'f64' },
+    { name: 'a', group: 'partial', shape: 'partials', type: 'str' },
+    { name: 'b', group: 'partial', shape: 'partials', type: 'str' },
+  ];
+
+  // A field's value in r by the schema (name and group), or undefined.
+  function schemaValue(r, name, group) {
+    const f = schemaField(name, group) || { name, group };
+    const m = fieldIn(r, f);
+    return m ? m.v : undefined;
+  }
+
+  // The rows of the result's g of shape "partials x bins" (GET /v1/schema),
+  // each labelled by its group's words of shape "partials" (a–b): every
+  // species pair's g(r), as {label, vals}; [] for other results.
+  function partialSeries(r, n) {
+    const fields = state.schema || PARTIAL_FALLBACK;
+    const gf = fields.find((f) => f.shape === 'partials x bins' && f.name === 'g');
+    const m = gf ? fieldIn(r, gf) : null;
+    if (!m || !Array.isArray(m.v)) return [];
+    const words = fields.filter((f) => f.group === gf.group && f.shape === 'partials' && f.type === 'str')
+      .map((f) => fieldIn(r, f)).filter((w) => w && Array.isArray(w.v)).map((w) => w.v);
+    return m.v.map((row, k) => ({
+      label: words.map((w) => w[k]).join('–') || 'partial ' + k,
+      vals: Array.isArray(row) ? row.map((v) => (v === null || v === undefined ? null : Number(v))) : [],
+    })).filter((p) => p.vals.length === n);
+  }
+
   /* ---- overlays: several results on one chart -------------------------- */
 
   const OVERLAY_COLORS = ['#d9480f', '#2b8a3e', '#862e9c', '#c2255c', '#0b7285', '#5f3dc4', '#e67700', '#495057'];
@@ -1397,27 +1420,38 @@
     const rows = [];
     const p = job.params || {};
     const vh = r && r === state.result ? state.view : null;
+    const box = boxText(job);
     if (vh) {
       rows.push(...valueSummary(r, vh, p));
-      if (p.box) rows.push(['periodic box', p.box.map(fmtNum).join(' × ')]);
+      if (box) rows.push(['box', box]);
       rows.push(['kernel', r.kernel + (r.block_size ? ' · block ' + r.block_size : '')]);
     } else if (r) {
-      rows.push(['points', fmtInt(r.n) + (r.n_b !== undefined ? ' × ' + fmtInt(r.n_b) + ' (A × B)' : '')], ['pairs', fmtInt(r.total)]);
+      const frames = Number(r.frames) || 1;
+      if (frames > 1) { // a trajectory: its atoms, frames and pairs a frame, not atoms x frames as "points"
+        const perFrame = Number(r.total) / frames;
+        rows.push(['atoms', atomsText(job) + ' a frame'], ['frames', framesText(job)],
+          ['pairs per frame', Number.isInteger(perFrame) ? fmtInt(perFrame) : '≈ ' + fmtNum(perFrame)]);
+      } else {
+        rows.push(['points', fmtInt(r.n) + (r.n_b !== undefined ? ' × ' + fmtInt(r.n_b) + ' (A × B)' : '')], ['pairs', fmtInt(r.total)]);
+      }
+      if (r.excluded !== undefined) {
+        rows.push(['excluded pairs', fmtInt(r.excluded) + (frames > 1 ? ' (' + fmtInt(Number(r.excluded) / frames) + ' a frame)' : '') + ', within a molecule']);
+      }
+      rows.push(['box', box || 'none: open space']);
       if (r.statistic === 'within') rows.push(['within ' + fmtNum(r.radius), fmtInt(r.within)]);
       else {
         const n = r.counts ? r.counts.length : 0;
         const e = r.edges && r.edges.length === n + 1 ? r.edges : null;
-        rows.push(['buckets', r.bins === 'edges' || !(r.bucket_width > 0)
+        rows.push(['buckets', (r.bins === 'edges' || !(r.bucket_width > 0)
           ? fmtInt(n) + (e && logSpaced(e.map(Number)) ? ' log-spaced' : '') + ' bins' + (e ? ', ' + fmtNum(e[0]) + ' to ' + fmtNum(e[n]) : '')
-          : fmtInt(n) + ' × ' + fmtNum(r.bucket_width)]);
+          : fmtInt(n) + ' × ' + fmtNum(r.bucket_width)) + (r.unit ? ' ' + r.unit : '')]);
       }
-      if (p.box) rows.push(['periodic box', p.box.map(fmtNum).join(' × ')]);
       rows.push(['below', r.below !== undefined ? fmtInt(r.below) : '–'], ['overflow', fmtInt(r.overflow)], ['total', fmtInt(r.total)], ['kernel', r.kernel + (r.block_size ? ' · block ' + r.block_size : '')],
         ['precision', r.precision === 'exact' || !r.precision ? 'exact (equals the definition)'
           : r.precision + (r.exact ? ' (checked exact)' : ' (may differ near bucket edges)')]);
     } else {
       rows.push(['kernel', p.kernel || 'auto'], ['bins', binsLabel(p)], ['precision', p.precision || 'exact']);
-      if (p.box) rows.push(['periodic box', p.box.map(fmtNum).join(' × ')]);
+      if (box) rows.push(['box', box]);
     }
     rows.push(['device', (r && r.device) || job.device || '–']);
     rows.push(['created', fmtTime(job.created_at)]);
@@ -1548,9 +1582,8 @@
     if (!state.job) return;
     try {
       const path = '/v1/jobs/' + encodeURIComponent(state.job.id) + '/result' + (kind === 'json' ? '' : '?format=' + kind);
-      const res = await fetch(url(path), { headers: headers({ Accept: RESULT_TYPES[kind] }) });
-      if (!res.ok) throw await problem(res);
-      saveBlob(await res.blob(), 'histd-' + state.job.id + '.' + kind);
+      const bytes = await state.client.request('GET', path, { as: 'bytes', headers: { Accept: RESULT_TYPES[kind] } });
+      saveBlob(new Blob([bytes], { type: RESULT_TYPES[kind] }), 'histd-' + state.job.id + '.' + kind);
     } catch (e) { showAlert(e); }
   }
 
@@ -1560,10 +1593,14 @@
   function captionOf(job) {
     const r = job.result || {};
     const p = job.params || {};
+    const frames = Number(r.frames || 1);
     const parts = ['dataset ' + jobDatasets(job),
-      'N = ' + fmtInt(r.n !== undefined ? r.n : job.n) + (r.n_b !== undefined ? ' × ' + fmtInt(r.n_b) : '')];
-    parts.push(p.box ? 'periodic box ' + p.box.map(fmtNum).join(' × ') : 'open boundaries');
-    parts.push((statisticOf(p) === 'histogram' ? 'bins ' : '') + binsLabel(p, r), 'kernel ' + (r.kernel || p.kernel || 'auto') + ', ' + (r.precision || p.precision || 'exact'));
+      frames > 1 ? atomsText(job) + ' a frame' : 'N = ' + fmtInt(r.n !== undefined ? r.n : job.n) + (r.n_b !== undefined ? ' × ' + fmtInt(r.n_b) : '')];
+    if (framesText(job)) parts.push(framesText(job));
+    parts.push(boxText(job) || 'open boundaries');
+    if (selectionText(job)) parts.push(selectionText(job));
+    parts.push((statisticOf(p) === 'histogram' ? 'bins ' : '') + binsLabel(p, r) + (r.unit && statisticOf(p) === 'histogram' ? ' ' + r.unit : ''),
+      'kernel ' + (r.kernel || p.kernel || 'auto') + ', ' + (r.precision || p.precision || 'exact'));
     parts.push('histd job ' + shortId(job.id) + ', ' + (job.finished_at || new Date().toISOString()).slice(0, 10));
     return parts.join(' · ');
   }
@@ -1648,6 +1685,7 @@
     $('kernel').addEventListener('change', kernelInfo);
     $('dataset').addEventListener('change', datasetInfo);
     $('width').addEventListener('input', bucketHint);
+    $('box').addEventListener('input', boxHint);
     $('binning').addEventListener('change', binningShown);
     binningShown();
     $('statistic').addEventListener('change', statisticShown);

@@ -192,7 +192,8 @@ def main():
 
     for need in ("meson.build", "meson_options.txt", "include/histd/histd.h", "src/engine/meson.build",
                  "src/service/meson.build", "kernels/meson.build", "tests/meson.build", "bench/meson.build",
-                 "api/dashboard/index.html", "api/dashboard/app.js", "api/dashboard/style.css"):
+                 "api/dashboard/index.html", "api/dashboard/app.js", "api/dashboard/style.css",
+                 "api/js/histd.js", "api/js/npz.js", "api/js/exact-json.js"):
         check(not ignored(need), ".dockerignore keeps %s" % need)
     for drop in (".git", "build", "build-test/x", "histd-data"):
         check(ignored(drop), ".dockerignore drops %s" % drop)

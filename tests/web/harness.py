@@ -102,10 +102,12 @@ def histd_binary():
 
 
 class Daemon:
-    """histd on 127.0.0.1:<free port> with a temporary data dir."""
+    """histd on 127.0.0.1:<free port> with a temporary data dir, serving
+    static_dir (the dashboard by default)."""
 
-    def __init__(self, *extra, workdir=None):
+    def __init__(self, *extra, workdir=None, static_dir=None):
         self.extra = list(extra)
+        self.static_dir = static_dir or os.path.join(ROOT, "api", "dashboard")
         self.port = free_port()
         self.base = "http://127.0.0.1:%d" % self.port
         self.own_dir = workdir is None
@@ -117,7 +119,7 @@ class Daemon:
         os.makedirs(data, exist_ok=True)
         self.logpath = os.path.join(self.dir, "histd.log")
         cmd = [histd_binary(), "--listen", "127.0.0.1:%d" % self.port, "--data-dir", data,
-               "--static-dir", os.path.join(ROOT, "api", "dashboard"), "--workers", "1"] + self.extra
+               "--static-dir", self.static_dir, "--workers", "1"] + self.extra
         env = {k: v for k, v in os.environ.items() if not k.startswith("HISTD_")}
         self.logf = open(self.logpath, "wb")
         self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT, env=env)
@@ -388,6 +390,27 @@ def check_download(b, button, path, want, timeout, what):
         return
     with open(path, "rb") as f:
         check(f.read() == want, what)
+
+
+# Scripts that keep every Blob the page makes a URL for (the downloads and
+# figures it saves), and read the last one back: its type, size, first 64
+# bytes (base64) and, for SVG, its text.
+CAPTURE_BLOBS = """
+window.__blobs = [];
+const create = URL.createObjectURL;
+URL.createObjectURL = function (blob) { window.__blobs.push(blob); return create.call(URL, blob); };
+"""
+READ_LAST_BLOB = """
+const done = arguments[arguments.length - 1];
+const blob = window.__blobs[window.__blobs.length - 1];
+if (!blob) return done(null);
+blob.arrayBuffer().then((buf) => {
+  const bytes = new Uint8Array(buf);
+  let bin = '';
+  for (let i = 0; i < Math.min(bytes.length, 64); i++) bin += String.fromCharCode(bytes[i]);
+  done({type: blob.type, size: bytes.length, head: btoa(bin), text: blob.type.includes('svg') ? new TextDecoder().decode(bytes) : ''});
+});
+"""
 
 
 def wait_job_done(b, timeout=40):

@@ -5,7 +5,8 @@ that serves a job no small test could make for real: counts above 2^53.
 
 JSON.parse reads numbers into doubles, which round integers above 2^53;
 histd writes exact 64-bit counts. The dashboard reads every answer through
-exact-json.js (histdJSON.parse), which keeps such integers as BigInts.
+the JavaScript client, whose parseJSON (api/js/exact-json.js) keeps such
+integers as BigInts.
 
 1. The parser alone, in the page: integers beyond Number.MAX_SAFE_INTEGER
    become BigInts with every digit (2^53 + 1, 2^64 - 1, negatives), the
@@ -40,6 +41,7 @@ TOTAL = sum(BIG) + OVERFLOW  # < 2^64
 JOB_ID = "b" * 32
 JOB2 = "d" * 32  # a small histogram, to overlay the big one on
 DASH = os.path.join(h.ROOT, "api", "dashboard")
+JS = os.path.join(h.ROOT, "api", "js")  # the client, js/ beside the page
 
 
 def check(cond, what):
@@ -83,8 +85,8 @@ class StandIn(http.server.BaseHTTPRequestHandler):
             body, ctype = (ROUTES[path] or job_text()).encode(), "application/json"
         else:
             name = "index.html" if path == "/" else path.lstrip("/")
-            full = os.path.join(DASH, name)
-            if "/" in name or not os.path.isfile(full):
+            full = os.path.join(JS, name[3:]) if name.startswith("js/") else os.path.join(DASH, name)
+            if "/" in name.removeprefix("js/") or not os.path.isfile(full):
                 self.send_error(404)
                 return
             with open(full, "rb") as f:
@@ -101,7 +103,8 @@ class StandIn(http.server.BaseHTTPRequestHandler):
 
 
 PARSER_CASES = r"""
-const P = window.histdJSON.parse;
+const finish = arguments[arguments.length - 1];
+import('./js/exact-json.js').then(({ parseJSON: P }) => {
 const out = {};
 const a = P('{"c":[9007199254740993,18446744073709551615,-9007199254740993,9007199254740991,' +
             '1.5e300,1e20,12345678901234567890.5,0],"s":"12345678901234567890","e":"\\"9007199254740993"}');
@@ -114,36 +117,18 @@ out.same = JSON.stringify(P(plain)) === JSON.stringify(JSON.parse(plain));
 let threw = false;
 try { P('{"x": 9007199254740993'); } catch (e) { threw = e instanceof SyntaxError; }
 out.threw = threw;
-return out;
-"""
-
-
-CAPTURE = """
-window.__blobs = [];
-const create = URL.createObjectURL;
-URL.createObjectURL = function (blob) { window.__blobs.push(blob); return create.call(URL, blob); };
-"""
-
-READ_LAST = """
-const done = arguments[arguments.length - 1];
-const blob = window.__blobs[window.__blobs.length - 1];
-if (!blob) return done(null);
-blob.arrayBuffer().then((buf) => {
-  const bytes = new Uint8Array(buf);
-  let bin = '';
-  for (let i = 0; i < Math.min(bytes.length, 64); i++) bin += String.fromCharCode(bytes[i]);
-  done({type: blob.type, size: bytes.length, head: btoa(bin), text: blob.type.includes('svg') ? new TextDecoder().decode(bytes) : ''});
-});
+finish(out);
+}, (e) => finish({ error: String(e) }));
 """
 
 
 def export_figures(b):
     import base64
     import struct
-    b.js(CAPTURE)
+    b.js(h.CAPTURE_BLOBS)
     b.click(b.find("#dl-svg"))
     b.wait(lambda: b.js("return window.__blobs.length") >= 1, 10, "the SVG export")
-    fig = b.js_async(READ_LAST)
+    fig = b.js_async(h.READ_LAST_BLOB)
     text = fig["text"]
     check(fig["type"] == "image/svg+xml" and text.startswith("<svg") and
           'xmlns="http://www.w3.org/2000/svg"' in text, "SVG: a standalone svg document")
@@ -156,7 +141,7 @@ def export_figures(b):
     n = b.js("return window.__blobs.length")
     b.click(b.find("#dl-png"))
     b.wait(lambda: b.js("return window.__blobs.length") >= n + 2, 10, "the PNG export")
-    png = b.js_async(READ_LAST)
+    png = b.js_async(h.READ_LAST_BLOB)
     head = base64.b64decode(png["head"])
     w, hgt = struct.unpack(">II", head[16:24])
     check(png["type"] == "image/png" and head[:8] == b"\x89PNG\r\n\x1a\n" and
@@ -196,8 +181,9 @@ def main():
     try:
         with h.Browser(chromium, chromedriver) as b:
             b.get(base + "/")
-            b.wait(lambda: b.js("return !!window.histdJSON"), 15, "exact-json.js loads")
-            r = b.js(PARSER_CASES)
+            b.wait(lambda: "ok" in b.attr(b.find("#engine"), "class"), 15, "the page connects")
+            r = b.js_async(PARSER_CASES)
+            check("error" not in r, "the client's exact-json.js loads in the page: %s" % r.get("error"))
             check(r["types"] == ["bigint", "bigint", "bigint", "number", "number", "number",
                                  "number", "number"], "BigInts only beyond 2^53: %s" % r["types"])
             check(r["values"][:4] == ["9007199254740993", "18446744073709551615",

@@ -1,0 +1,521 @@
+// api.d.ts -- the types of histd's JSON documents, generated from api/openapi.yaml
+// by api/js/tools/api-types.py: do not edit; run it again when the contract changes.
+
+/** An integer: a Number, or a BigInt beyond 2^53 (Number.MAX_SAFE_INTEGER), every digit kept. */
+export type Int = number | bigint;
+
+export interface Problem {
+  type: "about:blank";
+  title: string;
+  status: Int;
+  detail: string;
+}
+
+export type Vec3 = Array<number>;
+
+export interface Dataset {
+  /** SHA-256(SHA-256(x) || SHA-256(y) || SHA-256(z)) over the float64 little-endian coordinate arrays; with weights, frames or a box, SHA-256 of those three and SHA-256 of the payload's tail (the weights, then a record of 8 float64 per frame: points, box kind, ax, bx, by, cx, cy, cz). */
+  id: string;
+  /** The points of every frame together. */
+  n: Int;
+  /** Size of the float64 payload (24 bytes per point */
+  bytes: Int;
+  /** The format it was first uploaded in. */
+  format: "json" | "csv" | "xyz" | "f64" | "f32" | "lammps" | "dcd" | "xtc" | "trr" | "netcdf" | "gro" | "pdb";
+  /** Frames (snapshots) one after another; a job runs each and sums them. */
+  frames?: Int;
+  /** The points carry weights (a job uses them with "weights": true). */
+  weighted?: boolean;
+  /** The length unit the file's format implies (nm for GROMACS files, Angstrom for XYZ, PDB, DCD and AMBER); absent when the format does not say (JSON, CSV, raw floats, LAMMPS dumps: the run's units style). Coordinates are never converted. */
+  unit?: string;
+  /** The first frame's periodic box from the file, as a job's box is written ([Lx, Ly, Lz] or LAMMPS's [lx, ly, lz, xy, xz, yz]); each frame has its own. A job that gives no box uses the frames' boxes. */
+  box?: Array<number> | null;
+  bounds: {
+    min: Vec3;
+    max: Vec3;
+  };
+  /**
+   * What the file said of its atoms (present when it named them, or
+   * has several frames), for choosing selections (select_a,
+   * select_b): the atoms a frame, the count of each element, atom
+   * name, residue name and type (the first 32 distinct values, then
+   * "..." counts the rest), the molecules, and the last frame's box.
+   */
+  atoms?: {
+    per_frame?: Int;
+    elements?: {
+      [key: string]: Int;
+    };
+    names?: {
+      [key: string]: Int;
+    };
+    resnames?: {
+      [key: string]: Int;
+    };
+    types?: {
+      [key: string]: Int;
+    };
+    molecules?: Int;
+    box_last?: Array<number> | null;
+  };
+  created_at: string;
+  name?: string;
+  /** Present when the payload file is missing or corrupt. */
+  error?: string;
+}
+
+/**
+ * The job's parameters as resolved (buckets filled in when defaulted):
+ * the parameters it was given, plus kernel and precision always.
+ */
+export interface Params {
+  bucket_width?: number;
+  buckets?: Int;
+  r_max?: number;
+  edges?: Array<number>;
+  log_bins?: Array<number>;
+  /** [Lx, Ly, Lz], or LAMMPS [lx, ly, lz, xy, xz, yz] for a triclinic box. */
+  box?: Array<number>;
+  within?: number;
+  weights?: boolean;
+  select_a?: string;
+  select_b?: string;
+  exclude?: "molecule";
+  pairs?: "distinct" | "ordered";
+  frames?: string;
+  per_frame?: boolean;
+  blocks?: Int;
+  partials?: "element" | "type" | "name" | "resname";
+  norm?: "rdf" | "density" | "none";
+  per_point?: boolean;
+  nearest?: boolean;
+  pairs_within?: number;
+  topology?: string;
+  kernel: string;
+  block_size?: Int;
+  precision: "exact" | "fast";
+  threads?: Int;
+  devices?: Array<Int>;
+}
+
+/**
+ * The parameters of a job, one row each of the table in
+ * src/io/params.c (test_openapi checks the two agree). Exactly one way
+ * of binning: bucket_width [with buckets], r_max with buckets, edges,
+ * log_bins, or within.
+ */
+export interface JobParams {
+  /** Bucket width in the points' units: bin k holds the distances d with floor(d / width) = k. */
+  bucket_width?: number;
+  /** Bucket count; absent, null or 0 = enough to cover the data's diagonal (or half a periodic box). */
+  buckets?: Int | null;
+  /** The last edge; with buckets, width = r_max / buckets. */
+  r_max?: number | null;
+  /** Explicit ascending edges: bin k holds E[k] <= d < E[k+1]; d < E[0] counts in below, d >= E[K] in overflow. */
+  edges?: Array<number> | null;
+  /** [r_min, r_max, buckets]: log-spaced edges, computed once in float64 and published with the result. */
+  log_bins?: Array<number> | null;
+  /**
+   * A periodic box: [L] (a cube), [Lx, Ly, Lz], LAMMPS's
+   * [lx, ly, lz, xy, xz, yz], or GROMACS's nine numbers (the box
+   * vectors a, b, c). Distances are minimum images; the last edge
+   * must not exceed half the box's shortest perpendicular width.
+   * The result adds g(r) and the coordination number.
+   */
+  box?: Array<number> | null;
+  /** Count the pairs with d <= within instead of a histogram; 0 counts exact collisions (equal x, y and z) in O(n). */
+  within?: number | null;
+  /** Each pair also adds w_i * w_j to its bin (the datasets must carry weights). */
+  weights?: boolean | null;
+  /**
+   * The dataset's atoms for A: "all", or KIND:LIST with KIND one of
+   * element, name, resname (strings; element ignores case), type,
+   * resid, mol (whole numbers and ranges a-b) or index (from 0), and
+   * LIST comma-separated: "element:O", "name:OW,HW1", "index:0-99".
+   * The kinds but index need a file that names them (GRO, PDB, a
+   * LAMMPS dump's type/mol/element columns, XYZ elements).
+   */
+  select_a?: string | null;
+  /**
+   * The atoms for B, the same way: of dataset_b when given, else of
+   * the dataset itself, so that A x B runs between two selections of
+   * one dataset (an O-H g(r) from one upload).
+   */
+  select_b?: string | null;
+  /**
+   * "molecule": leave out the pairs whose atoms share a molecule id
+   * (a LAMMPS dump's mol column; GRO and PDB residues; a CSV's mol column
+   * or an extended XYZ's mol:I:1). g(r) is then
+   * normalised by the pairs allowed, and the result says how many
+   * were excluded. Not with weights.
+   */
+  exclude?: "molecule" | "" | null;
+  /**
+   * How two selections of one dataset (select_b without dataset_b)
+   * pair. "distinct" (the default): an atom never pairs with itself;
+   * the same atoms twice are a self job (i < j, N(N-1)/2 pairs), and
+   * selections that share some atoms count each unordered pair of
+   * distinct atoms once. "ordered": every (a, b) of A x B, an atom
+   * in both meeting itself at r = 0, as MDAnalysis's InterRDF
+   * counts without exclusion_block (g(r) normalised by N_A N_B).
+   * The result's `pairing` says which rule ran. A pair list
+   * (pairs_within) of selections that share only some atoms is
+   * refused (400). Two datasets keep every pair either way.
+   */
+  pairs?: "distinct" | "ordered" | "" | null;
+  /**
+   * START:STOP:STEP, the frames of a trajectory to count, from 0, each
+   * part optional ("100:" from frame 100, "::10" every tenth,
+   * "0:1000:5"); of B too when B has several frames. The result's
+   * frames counts those kept.
+   */
+  frames?: string | null;
+  /**
+   * Also return each frame's counts (and, periodic, its pairs, volume
+   * and g(r)): the result's per_frame, a frames x bins table (as
+   * MDTraj's time-dependent g(r)); at most 2^27 cells. Not with
+   * within (400).
+   */
+  per_frame?: boolean | null;
+  /**
+   * Error bars: the frames cut into this many consecutive blocks
+   * (frame f in block floor(f K / F)); the result adds `blocks` and
+   * a `block` object: each block's g and coordination, their means
+   * and the standard errors of the means. Keeps per_frame's table.
+   * At least as many frames as blocks; a periodic histogram.
+   */
+  blocks?: Int | null;
+  /**
+   * Also the result's `rdf`: MDAnalysis's InterRDF results.rdf in
+   * that norm, from ordered pairs (a self job's twice): rdf is
+   * count <V> / (V_shell pairs), <V> the frames' mean volume;
+   * density count / (frames V_shell); none count / frames.
+   */
+  norm?: "rdf" | "density" | "none" | null;
+  /**
+   * Every species pair of A's atoms in one job: the atoms sorted into
+   * species by this field (names in strcmp order, types by number),
+   * each species pair counted as its own piece, so each pair is met
+   * once. The result adds partials (S(S+1)/2), species and a
+   * `partial` object (each pair's a, b, total, counts, g,
+   * coordination_ab, coordination_ba). At most 16 species; one set
+   * (no dataset_b or select_b); bins only.
+   */
+  partials?: "element" | "type" | "name" | "resname" | "" | null;
+  /**
+   * With within R: for every point of A, the points of B (other than
+   * itself) with d <= R -- the local density, each atom's
+   * coordination -- and with weights the sum of their w_j. The
+   * result's neighbours (and neighbour_weights) hold a row per point
+   * of A, one row per frame (frames x points), and index names each
+   * row's point in the dataset.
+   */
+  per_point?: boolean | null;
+  /**
+   * For every point of A, the contract's distance d to its nearest
+   * other point of B and that point's index (ties: the lowest
+   * index): the result's nearest_d and nearest, per frame. With
+   * within R only points within R count (nearest -1 and nearest_d
+   * null where none is).
+   */
+  nearest?: boolean | null;
+  /**
+   * The distance join: every pair with d <= this distance, as the
+   * result's i, j (indices in the datasets; i < j for self pairs), d
+   * and, over several frames, frame. The list is written to the data
+   * dir as it is found, never held whole; a list larger than the
+   * daemon's --max-pairs-bytes fails before any pair is written, with
+   * a sentence naming both sizes.
+   */
+  pairs_within?: number | null;
+  /**
+   * A dataset id whose atoms name this dataset's: a trajectory without
+   * names (XTC, TRR, DCD, NetCDF) takes its elements, atom and residue
+   * names, residues and molecules from a GRO or PDB (or any file that
+   * names them) of the same system, uploaded as a dataset of its own.
+   * Its atoms a frame must equal the trajectory's (422 otherwise).
+   * Jobs only: /v1/histogram stores nothing to name (400).
+   */
+  topology?: string | null;
+  /** A name from GET /v1/kernels. */
+  kernel?: string | null;
+  /** GPU threads per block */
+  block_size?: Int | null;
+  precision?: "exact" | "fast" | null;
+  /** CPU threads (0 = the worker's share). */
+  threads?: Int | null;
+  /** GPU indices this job may use. */
+  devices?: Array<Int> | null;
+}
+
+export type JobRequest = JobParams & {
+  /** A dataset id (the points */
+  dataset: string;
+  /** A second dataset id: count every pair of A x B (n_a * n_b pairs; B may be A). */
+  dataset_b?: string;
+};
+
+export type HistogramRequest = JobParams & ({
+  /** [x, y, z], or [x, y, z, w] with a weight (every point alike). */
+  points: Array<Array<number>>;
+  /** One weight per point (used with "weights": true). */
+  w?: Array<number>;
+} | {
+  x: Array<number>;
+  y: Array<number>;
+  z: Array<number>;
+  /** One weight per point. */
+  w?: Array<number>;
+});
+
+/** Milliseconds. */
+export interface Timing {
+  queue: number;
+  parse: number;
+  transfer: number;
+  kernel: number;
+  total: number;
+}
+
+/**
+ * The histogram. counts[b] is the number of pairs in bin b: with equal
+ * widths floor(d / bucket_width) = b (edges are b * bucket_width),
+ * with explicit or log edges edges[b] <= d < edges[b+1]; below counts
+ * the pairs under the first edge, overflow those at or beyond the
+ * last; total = the number of pairs = sum(counts) + below + overflow.
+ * Periodic boxes add g (LAMMPS's compute rdf convention) and
+ * coordination; weights add weighted (per-bin sums of w_i * w_j).
+ * A count within a radius has statistic "within" and the count.
+ * Per-point results (statistic per_point, nearest) hold a row per
+ * point of A, one row per frame (a frames x points array of arrays
+ * over several frames), and index names each row's point; a pair
+ * list (statistic pairs) holds the columns i, j, d (and frame over
+ * several frames), a pair a position. Every member is a field of the
+ * result schema (GET /v1/schema), which test_fields holds this to.
+ */
+export interface Result {
+  /** Points of A */
+  n: Int;
+  n_b?: Int;
+  /** The length unit of A's file (distances, edges and bucket_width are in it); absent when its format does not say. */
+  unit?: string;
+  /** The selection A came from (absent for the whole dataset); n counts its atoms. */
+  select_a?: string;
+  /** The selection B came from; n_b counts its atoms. */
+  select_b?: string;
+  /** With select_b on the same dataset: how the selections paired. self: the same atoms, i < j; distinct: they share atoms, each pair of distinct atoms once; cross: no atom in both, every (a, b); ordered: every (a, b), as asked. */
+  pairing?: "self" | "distinct" | "cross" | "ordered";
+  exclude?: "molecule";
+  /** exclude: the pairs left out (total, and g(r)'s pairs, are the others). */
+  excluded?: Int;
+  /** per_frame: frame f's pairs (less the excluded), counts, and when periodic its volume and its own g(r). */
+  per_frame?: {
+    total?: Array<Int>;
+    counts?: Array<Array<Int>>;
+    volume?: Array<number | null>;
+    g?: Array<Array<number | null>>;
+    /** pairs_within: each frame's pairs in the list. */
+    pairs?: Array<Int>;
+    /** each frame's pairs below the first edge. */
+    below?: Array<Int>;
+  };
+  /** blocks: the frames cut into this many consecutive blocks. */
+  blocks?: Int;
+  /** norm: the normalisation rdf is in. */
+  norm?: "rdf" | "density" | "none";
+  /** norm: MDAnalysis's InterRDF results.rdf in that norm. */
+  rdf?: Array<number>;
+  /** partials: the species pairs, S(S+1)/2. */
+  partials?: Int;
+  /** partials: the species, comma-separated, in order. */
+  species?: string;
+  /** partials: each species pair (a <= b): its pairs (N_a(N_a-1)/2 or N_a N_b a frame, less the excluded), counts, g(r) and the coordination of b around a (ab) and of a around b (ba). */
+  partial?: {
+    a?: Array<string>;
+    b?: Array<string>;
+    total?: Array<Int>;
+    below?: Array<Int>;
+    n_a?: Array<Int>;
+    n_b?: Array<Int>;
+    density?: Array<number>;
+    counts?: Array<Array<Int>>;
+    g?: Array<Array<number>>;
+    coordination_ab?: Array<Array<number>>;
+    coordination_ba?: Array<Array<number>>;
+  };
+  /** blocks: each block's g(r) and coordination (blocks x bins), their means and the standard errors of the means (sample standard deviation over sqrt(blocks)). */
+  block?: {
+    g?: Array<Array<number>>;
+    coordination?: Array<Array<number>>;
+    g_mean?: Array<number>;
+    g_sem?: Array<number>;
+    coordination_mean?: Array<number>;
+    coordination_sem?: Array<number>;
+  };
+  /** The frames counted: frame f of A with itself (or with frame f of B, or B's one frame); counts, weighted sums and within are their sums. */
+  frames?: Int;
+  /** Periodic: the box volume; over several frames total / sum_f (P_f / V_f), so that g_k = sum_f counts_f,k / sum_f (P_f V_shell,k / V_f). */
+  volume?: number;
+  /** Periodic: the job's box, or the file's (each frame's own). */
+  box_source?: "job" | "dataset";
+  /** Periodic: the pair density, the sum over frames of each frame's pairs / its volume. */
+  density?: number;
+  statistic: "histogram" | "within" | "per_point" | "nearest" | "pairs";
+  bins?: "width" | "edges";
+  bucket_width?: number;
+  buckets?: Int;
+  edges?: Array<number>;
+  counts?: Array<Int>;
+  weighted?: Array<number | null>;
+  g?: Array<number | null>;
+  coordination?: Array<number | null>;
+  /** The radius R (nearest: null when it searched everywhere). */
+  radius?: number | null;
+  within?: Int;
+  weighted_within?: number | null;
+  below?: Int;
+  /** Per point: each row's point, its index in the dataset (a selection's atoms). */
+  index?: Array<Int>;
+  /** per_point: each point's neighbours in B within the radius, other than itself (frames x points over several frames). */
+  neighbours?: Array<Int | Array<unknown>>;
+  /** per_point with weights: the sum of those neighbours' w_j. */
+  neighbour_weights?: Array<number | null | Array<unknown>>;
+  /** nearest: each point's nearest other point of B, its index in B's dataset; -1 where none is within the radius. */
+  nearest?: Array<Int | Array<unknown>>;
+  /** nearest: the distance to it (null where none). */
+  nearest_d?: Array<number | null | Array<unknown>>;
+  /** pairs_within: the pairs in the list. */
+  pairs?: Int;
+  /** The list's frames (over several frames). */
+  frame?: Array<Int>;
+  /** Each listed pair's point of A, its index in the dataset (i < j for self pairs). */
+  i?: Array<Int>;
+  /** Its point of B, its index in B's dataset. */
+  j?: Array<Int>;
+  /** The pair's distance d. */
+  d?: Array<number>;
+  overflow?: Int;
+  total: Int;
+  /** The kernel that ran ("auto" resolved). */
+  kernel: string;
+  /** Why "auto" chose that kernel (absent when the job named one), e.g. "grid: r_max 5 gives 19x19x19 cells of side >= r_max, which visit about 0.394% of the pairs (the grid pays below 50%)". */
+  kernel_reason?: string;
+  block_size?: Int;
+  /** CPU threads that ran (0 on a GPU). */
+  threads?: Int;
+  precision: "exact" | "fast";
+  /** The counts follow the exactness contract. */
+  exact: boolean;
+  /** Pairs a float32 kernel redid in binary64 (diagnostics). */
+  refined_pairs?: Int;
+  device: string;
+  timing_ms: Timing;
+}
+
+/** A result without its arrays (in job lists). */
+export interface ResultSummary {
+  n: Int;
+  n_b?: Int;
+  unit?: string;
+  select_a?: string;
+  select_b?: string;
+  pairing?: "self" | "distinct" | "cross" | "ordered";
+  exclude?: "molecule";
+  excluded?: Int;
+  frames?: Int;
+  volume?: number;
+  box_source?: "job" | "dataset";
+  /** Periodic: the pair density, the sum over frames of each frame's pairs / its volume. */
+  density?: number;
+  statistic: "histogram" | "within" | "per_point" | "nearest" | "pairs";
+  bins?: "width" | "edges";
+  bucket_width?: number;
+  buckets?: Int;
+  /** The radius R (nearest: null when it searched everywhere). */
+  radius?: number | null;
+  within?: Int;
+  weighted_within?: number | null;
+  below?: Int;
+  overflow: Int;
+  total: Int;
+  kernel: string;
+  block_size?: Int;
+  precision: "exact" | "fast";
+  exact: boolean;
+  device: string;
+  timing_ms: Timing;
+}
+
+export interface JobDoc {
+  id: string;
+  status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+  dataset: string;
+  /** The dataset's point count. */
+  n: Int;
+  /** The second dataset of an A x B job. */
+  dataset_b?: string;
+  n_b?: Int;
+  params: Params;
+  /** In lists, ?summary=true and the answers to POST and DELETE, where params leave out an explicit edges list (it may hold millions of numbers): its length. GET /v1/jobs/{id} has the list itself. */
+  edges_count?: Int;
+  progress: number;
+  /** While a job over several frames runs: the frames done (progress x total) and the frames it counts. */
+  frames?: {
+    done?: Int;
+    total?: Int;
+  };
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  timing_ms: Timing;
+  /** Where it ran */
+  device: string | null;
+  /** Why it failed or that it was cancelled. */
+  error?: string;
+  /** When DELETE /v1/jobs/{id}/result took the succeeded job's result away (the job then has no result). */
+  result_deleted_at?: string;
+  /** Once succeeded. GET /v1/jobs/{id} gives the full Result; lists give a ResultSummary. */
+  result?: Result | ResultSummary;
+}
+
+export interface Kernel {
+  name: string;
+  summary: string;
+  /** any: runs on the worker's GPU, or on the CPU where there is none (auto, grid, dm-tree) */
+  engine: "cpu" | "cuda" | "any";
+  /** This daemon can run it (CUDA kernels need a GPU). */
+  available: boolean;
+}
+
+export interface Devices {
+  engine: "cuda" | "cpu";
+  devices: Array<{
+    index: Int;
+    name: string;
+    compute_capability: string;
+    multiprocessors: Int;
+    /** Bytes. */
+    memory_total: Int;
+    /** Bytes. */
+    memory_free: Int;
+  }>;
+  cpu: {
+    threads: Int;
+  };
+  /** Why there is no GPU (only when there is none). */
+  gpu_unavailable_reason?: string;
+}
+
+/** One field of a result, as GET /v1/schema lists it. */
+export interface SchemaField {
+  name: string;
+  group: string | null;
+  column: string;
+  /** The npz entry ('' when the npz leaves it out). */
+  npz: string;
+  type: "u64" | "i64" | "f64" | "str" | "bool";
+  shape: "scalar" | "bins" | "edges" | "frames" | "frames x bins" | "points" | "frames x points" | "pairs";
+  unit: string;
+  outputs: Array<"json" | "csv" | "text" | "npz" | "store">;
+  help: string;
+}
