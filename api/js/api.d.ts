@@ -62,6 +62,8 @@ export interface Dataset {
   name?: string;
   /** Present when the payload file is missing or corrupt. */
   error?: string;
+  /** When the daemon deletes the dataset (the upload's ?expires=); null: never. */
+  expires_at?: string | null;
 }
 
 /**
@@ -82,12 +84,14 @@ export interface Params {
   select_b?: string;
   exclude?: "molecule";
   pairs?: "distinct" | "ordered";
+  images?: "nearest" | "all";
   frames?: string;
   per_frame?: boolean;
   blocks?: Int;
   partials?: "element" | "type" | "name" | "resname";
   norm?: "rdf" | "density" | "none";
   per_point?: boolean;
+  per_point_histogram?: boolean;
   nearest?: boolean;
   pairs_within?: number;
   topology?: string;
@@ -212,6 +216,34 @@ export interface JobParams {
    */
   per_point?: boolean | null;
   /**
+   * Periodic: nearest (the default) measures each pair by its minimum
+   * image, so r_max (the last edge) is at most half the box's
+   * shortest width. all counts every periodic image within r_max,
+   * past half the box too: each pair (i, j) at every lattice
+   * translation n, measured in open space from i to j's image
+   * x_j + n H (x' = ((x + na ax) + nb bx) + nc cx, y' = (y + nb by) +
+   * nc cy, z' = z + nc cz, each operation rounded alone), and each
+   * atom with its own images; a set's own pairs once (n = 0: i < j;
+   * of n and -n the one whose first nonzero component is positive).
+   * g(r) keeps LAMMPS's normalisation (its compute rdf with ghost
+   * atoms beyond the box gives the same), so it tends to N/(N-1).
+   * Histograms only; not with exclude; bins with a count; at most
+   * 4096 translations.
+   */
+  images?: "nearest" | "all" | null;
+  /**
+   * With bins (r_max and buckets, bucket_width and buckets, edges or
+   * log_bins): for every point of A, the histogram of its distances
+   * to the points of B other than itself (MDAnalysis's InterRDF_s,
+   * the site-specific g(r)), every frame's summed. The result's
+   * point object holds counts (points x bins), below, partners (the
+   * points of B it met, every frame's) and, periodic, each point's
+   * g; counts, g and coordination are the whole's, of these ordered
+   * pairs. Not with weights, per_frame, blocks, partials or norm; a
+   * result larger than --max-result-bytes is refused at submit.
+   */
+  per_point_histogram?: boolean | null;
+  /**
    * For every point of A, the contract's distance d to its nearest
    * other point of B and that point's index (ties: the lowest
    * index): the result's nearest_d and nearest, per frame. With
@@ -287,7 +319,8 @@ export interface Timing {
  * coordination; weights add weighted (per-bin sums of w_i * w_j).
  * A count within a radius has statistic "within" and the count.
  * Per-point results (statistic per_point, nearest) hold a row per
- * point of A, one row per frame (a frames x points array of arrays
+ * point of A, one row per frame (per_point_histogram: a row of bins a
+ * point, in the point object, every frame's summed) (a frames x points array of arrays
  * over several frames), and index names each row's point; a pair
  * list (statistic pairs) holds the columns i, j, d (and frame over
  * several frames), a pair a position. Every member is a field of the
@@ -343,6 +376,13 @@ export interface Result {
     coordination_ab?: Array<Array<number>>;
     coordination_ba?: Array<Array<number>>;
   };
+  /** per_point_histogram: each point of A (rows in index's order): its counts in each bin, its g(r) (periodic), its partners below the first edge, and its partners: the points of B it was measured against, every frame's (its overflow is partners - below - its counts). */
+  point?: {
+    counts?: Array<Array<Int>>;
+    g?: Array<Array<number>>;
+    below?: Array<Int>;
+    partners?: Array<Int>;
+  };
   /** blocks: each block's g(r) and coordination (blocks x bins), their means and the standard errors of the means (sample standard deviation over sqrt(blocks)). */
   block?: {
     g?: Array<Array<number>>;
@@ -358,9 +398,11 @@ export interface Result {
   volume?: number;
   /** Periodic: the job's box, or the file's (each frame's own). */
   box_source?: "job" | "dataset";
+  /** Every periodic image within the last edge was counted, an atom's own too ("images": "all"): overflow is not counted (0) and total is the pairs of distinct atoms g(r) is normalised by. */
+  images?: "all";
   /** Periodic: the pair density, the sum over frames of each frame's pairs / its volume. */
   density?: number;
-  statistic: "histogram" | "within" | "per_point" | "nearest" | "pairs";
+  statistic: "histogram" | "within" | "per_point" | "nearest" | "pairs" | "per_point_histogram";
   bins?: "width" | "edges";
   bucket_width?: number;
   buckets?: Int;
@@ -427,7 +469,7 @@ export interface ResultSummary {
   box_source?: "job" | "dataset";
   /** Periodic: the pair density, the sum over frames of each frame's pairs / its volume. */
   density?: number;
-  statistic: "histogram" | "within" | "per_point" | "nearest" | "pairs";
+  statistic: "histogram" | "within" | "per_point" | "nearest" | "pairs" | "per_point_histogram";
   bins?: "width" | "edges";
   bucket_width?: number;
   buckets?: Int;
