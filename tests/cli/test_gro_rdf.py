@@ -11,7 +11,11 @@ rdf_oo_none.txt are OW-OW (exclusion_block=(1, 1)) in InterRDF's other
 normalisations, which histd's "norm" gives as the result's rdf;
 rdf_s_oh.txt is InterRDF_s, the site-specific g(r) of four OW atoms against
 every H, which histd's --per-atom (per_point_histogram) gives as each
-point's counts and g. The MDAnalysis user's
+point's counts and g; gmx_rdf_*.xvg are GROMACS's gmx rdf of OW around
+OW in its three -norm (make_gmx.sh), held to the conversions the README
+states from histd's g and rdf (norm density and none) on gmx's bins
+(centred on multiples of the width: explicit edges 0, w/2, 3w/2, ...), to
+the 3 decimals gmx prints. The MDAnalysis user's
 `--select-a name:OW --select-b name:OW` must be the self job, and OW
 against every atom must count each pair of distinct atoms once. sdh reads the same file, its box
 and its atoms' names and residues:
@@ -112,6 +116,36 @@ def compare(what, doc, g_ref, n_ref, count_scale, slack):
     return bad
 
 
+def gromacs_check(exe, n_ow):
+    """gmx rdf -norm rdf, number_density, none of OW around OW: from
+    histd's g (times (N - 1) / N: gmx divides by N_sel, not the N - 1
+    others), rdf in norm density (over N_ref) and in norm none (over N_ref
+    and the bin width), on gmx's bins, each to gmx's printed 3 decimals."""
+    w = R_MAX / BUCKETS
+    edges = [0.0] + [(k + 0.5) * w for k in range(BUCKETS)]
+    args = ["--select-a", "name:OW", "--edges", ",".join(repr(e) for e in edges)]
+    out = {}
+    for norm in ("density", "none"):
+        out[norm] = subprocess.run([exe, WATER, "-f", "json", "--norm", norm] + args,
+                                   check=True, capture_output=True, text=True).stdout
+    dens, none = json.loads(out["density"]), json.loads(out["none"])
+    want = {"rdf": [g * (n_ow - 1) / n_ow for g in dens["g"]],
+            "number_density": [v / n_ow for v in dens["rdf"]],
+            "none": [v / (n_ow * w) for v in none["rdf"]]}
+    bad = []
+    for norm, values in want.items():
+        rows = [l.split() for l in open(os.path.join(HERE, "gro", "gmx_rdf_%s.xvg" % norm))]
+        if len(rows) != BUCKETS or any(abs(float(r[0]) - k * w) > 6e-4 for k, r in enumerate(rows)):
+            bad.append("gmx rdf -norm %s: %d bins, not centred on k * %g" % (norm, len(rows), w))
+            continue
+        for k, (r, v) in enumerate(zip(rows, values)):
+            if abs(float(r[1]) - v) > 5e-4 + 1e-6 * abs(v):  # gmx's %.3f
+                bad.append("gmx rdf -norm %s bin %d: gmx %s, histd %.6f" % (norm, k, r[1], v))
+    if sum(float(r.split()[1]) > 0 for r in open(os.path.join(HERE, "gro", "gmx_rdf_rdf.xvg"))) < 40:
+        bad.append("gmx rdf: fewer than 40 non-zero bins (not the water box?)")
+    return bad
+
+
 def main():
     exe = sys.argv[1]
     atoms, box = read_gro(WATER)
@@ -200,13 +234,15 @@ def main():
                 if off > slack[k] or (off == 0 and abs(g - float(r[3])) > 1e-6 * abs(float(r[3]))):
                     bad.append("per atom %d bin %d: histd count %d g %.17g, InterRDF_s %s %s"
                                % (i, k, c, g, r[2], r[3]))
+    bad += gromacs_check(exe, len(ow))
     for b in bad[:10]:
         print("FAIL:", b)
     if bad:
         sys.exit(1)
     print("test_gro_rdf: OW-OW, OW-HW and ordered OW x OW g(r) of %d waters match MDAnalysis's "
           "InterRDF in all %d bins (%d, %d and %d pairs in range); OW x OW is the self job, "
-          "OW x all each distinct pair once; four OW's site g(r) match InterRDF_s"
+          "OW x all each distinct pair once; four OW's site g(r) match InterRDF_s; gmx rdf's "
+          "three -norm match to its 3 decimals"
           % (len(ow), BUCKETS, sum(oo["counts"]), sum(oh["counts"]), sum(ordered["counts"])))
 
 

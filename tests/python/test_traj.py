@@ -151,7 +151,7 @@ def test_freud_corrfunc(c, u):
     """The adapters against the tools' documented definitions, over every
     frame of the O atoms: freud's bin_counts and Corrfunc's npairs count
     each ordered pair (i != j), n_r = cumulative bin_counts per query point
-    and frame, rdf = g; Corrfunc's weightavg = mean w_i w_j of the bin."""
+    and frame, rdf freud's (and with normalize=True, g); Corrfunc's weightavg = mean w_i w_j of the bin."""
     O = u.select_atoms("name OW")
     edges = np.linspace(0, 5, 11)
     r = c.rdf(O, r_max=5, buckets=10, progress=False)
@@ -170,7 +170,13 @@ def test_freud_corrfunc(c, u):
     check(np.array_equal(f.bin_counts, 2 * counts), "freud: bin_counts %s" % f.bin_counts)
     check(np.allclose(f.n_r, np.cumsum(2 * counts) / (NMOL * FRAMES), rtol=1e-12),
           "freud: n_r %s" % f.n_r)
-    check(np.allclose(f.rdf, counts / (pairs * shell_g), rtol=1e-9), "freud: rdf %s" % f.rdf)
+    # freud divides by the density of all N points: its default rdf is
+    # bin_counts / (N_query N_points shell / V) (tending to (N - 1) / N), and
+    # normalize=True (freud 3's "finite_size") scales it by N / (N - 1)
+    check(np.allclose(f.rdf, 2 * counts / (NMOL * NMOL * shell_g), rtol=1e-9),
+          "freud: rdf %s" % f.rdf)
+    check(np.allclose(r.as_freud(normalize=True).rdf, counts / (pairs * shell_g), rtol=1e-9),
+          "freud normalize=True: rdf %s" % r.as_freud(normalize=True).rdf)
     # Corrfunc, weighted: weightavg is the mean of w_i w_j over the bin's pairs
     pts = np.random.default_rng(8).uniform(0, 10, (200, 3))
     w = np.random.default_rng(9).uniform(0.5, 2, 200)

@@ -181,17 +181,25 @@ class Result:
                                         count=self._ordered_counts("mdanalysis"), rdf=rdf)
         return types.SimpleNamespace(results=results)
 
-    def as_freud(self) -> Any:
+    def as_freud(self, normalize: bool = False) -> Any:
         """The result under freud.density.RDF's names: ``bin_centers``,
         ``bin_edges``, ``bin_counts`` (ordered pairs, as freud counts the
-        neighbours of every query point: a self job's twice), ``rdf`` (g,
-        which is freud's for the same points as query points) and ``n_r``
-        (the coordination number: the cumulative count per query point)."""
+        neighbours of every query point: a self job's twice), ``rdf`` and
+        ``n_r`` (the coordination number: the cumulative count per query
+        point). ``rdf`` is freud's for the same ``normalize`` (freud 3:
+        ``normalization_mode``): freud divides by the density of all N
+        points, so for a set against itself its default is histd's g times
+        (N - 1) / N, and ``normalize=True`` ("finite_size") is g itself."""
         self._histogram("freud")
         if self.g is None:
             raise ValueError("as_freud() needs g(r): a periodic box (Client.rdf)")
+        rdf = self.g
+        pairing = self.pairing or ("cross" if self.n_b is not None else "self")
+        if pairing == "self" and not normalize:
+            n = self.n / (self.frames or 1)  # points a frame
+            rdf = self.g * (n - 1) / n
         return types.SimpleNamespace(bin_centers=self.centers, bin_edges=self.edges,
-                                     bin_counts=self._ordered_counts("freud"), rdf=self.g,
+                                     bin_counts=self._ordered_counts("freud"), rdf=rdf,
                                      n_r=self.coordination)
 
     def as_corrfunc(self) -> Any:
