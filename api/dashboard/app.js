@@ -736,6 +736,10 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
       radius: 'R, the largest distance listed', button: 'Compute pair list',
       params: (R) => ({ pairs_within: R }),
     },
+    per_point_histogram: {
+      hint: "Each point's own histogram and g(r) against the others, in the bins (the site-specific g(r), MDAnalysis's InterRDF_s). The chart shows the whole g(r) and the first " + 8 + " sites' own; CSV, JSON and NPZ hold every row. The bins need a count.",
+      button: 'Compute per-point histograms', extra: { per_point_histogram: true },
+    },
   };
 
   function statisticShown() {
@@ -755,7 +759,7 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
   // judges the rest (its sentence shows if it refuses).
   function statisticParams(body, refuse) {
     const st = STATISTICS[$('statistic').value] || STATISTICS.histogram;
-    if (!st.params) return binningParams(body, refuse);
+    if (!st.params) return binningParams(body, refuse) && !!Object.assign(body, st.extra || {});
     const text = $('radius').value.trim();
     if (text === '' && !st.optional) return refuse('No radius', st.radius + ' is needed: a distance such as 2.5.', 'radius');
     const R = text === '' ? NaN : Number(text);
@@ -801,6 +805,7 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
   // The statistic a job's parameters ask for (STATISTICS' keys, or within).
   function statisticOf(p) {
     if (p.per_point) return 'per_point';
+    if (p.per_point_histogram) return 'per_point_histogram';
     if (p.nearest) return 'nearest';
     if (p.pairs_within !== undefined && p.pairs_within !== null) return 'pairs';
     if (p.within !== undefined && p.within !== null) return 'within';
@@ -812,6 +817,7 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
   // length, edges_count.
   function binsLabel(p, r, edgesCount) {
     const stat = statisticOf(p);
+    if (stat === 'per_point_histogram') return binsLabel(Object.assign({}, p, { per_point_histogram: false }), r, edgesCount) + ', per point';
     if (stat === 'per_point') return 'neighbours, d ≤ ' + fmtNum(p.within);
     if (stat === 'nearest') return 'nearest' + (p.within === undefined || p.within === null ? '' : ', d ≤ ' + fmtNum(p.within));
     if (stat === 'pairs') return 'pair list, d ≤ ' + fmtNum(p.pairs_within);
@@ -1187,6 +1193,11 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
         it.append(t);
         lg.append(it);
       });
+      if (parts.more > 0) { // the sites not drawn
+        const t = svg('text', { x: lx + 30, y: ly + 16 * (parts.length + 1) + 4, class: 'partial-more' });
+        t.textContent = 'and ' + fmtInt(parts.more) + ' more sites (in the downloads)';
+        lg.append(t);
+      }
       chart.append(lg);
       drawOverlays(chart, over, 'g', sx, syg, x0, x1, M.l + 12, M.t + 10); // top left: g(r) is 0 there
     } else {
@@ -1334,18 +1345,31 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
 
   // The rows of the result's g of shape "partials x bins" (GET /v1/schema),
   // each labelled by its group's words of shape "partials" (a–b): every
-  // species pair's g(r), as {label, vals}; [] for other results.
+  // species pair's g(r); or of shape "points x bins" (a per-point
+  // histogram), the first SITES_SHOWN labelled by their index ("site 12"),
+  // the rest counted in .more; as {label, vals}; [] for other results.
+  const SITES_SHOWN = 8;
   function partialSeries(r, n) {
     const fields = state.schema || PARTIAL_FALLBACK;
+    const rows = (gf, label) => {
+      const m = gf ? fieldIn(r, gf) : null;
+      if (!m || !Array.isArray(m.v)) return null;
+      return m.v.map((row, k) => ({
+        label: label(k),
+        vals: Array.isArray(row) ? row.map((v) => (v === null || v === undefined ? null : Number(v))) : [],
+      })).filter((p) => p.vals.length === n);
+    };
     const gf = fields.find((f) => f.shape === 'partials x bins' && f.name === 'g');
-    const m = gf ? fieldIn(r, gf) : null;
-    if (!m || !Array.isArray(m.v)) return [];
-    const words = fields.filter((f) => f.group === gf.group && f.shape === 'partials' && f.type === 'str')
-      .map((f) => fieldIn(r, f)).filter((w) => w && Array.isArray(w.v)).map((w) => w.v);
-    return m.v.map((row, k) => ({
-      label: words.map((w) => w[k]).join('–') || 'partial ' + k,
-      vals: Array.isArray(row) ? row.map((v) => (v === null || v === undefined ? null : Number(v))) : [],
-    })).filter((p) => p.vals.length === n);
+    const words = gf ? fields.filter((f) => f.group === gf.group && f.shape === 'partials' && f.type === 'str')
+      .map((f) => fieldIn(r, f)).filter((w) => w && Array.isArray(w.v)).map((w) => w.v) : [];
+    const parts = rows(gf, (k) => words.map((w) => w[k]).join('–') || 'partial ' + k);
+    if (parts) return parts;
+    const index = Array.isArray(r.index) ? r.index : [];
+    const sites = rows(fields.find((f) => f.shape === 'points x bins' && f.name === 'g'),
+      (k) => 'site ' + (index[k] !== undefined ? String(index[k]) : k)) || [];
+    const shown = sites.slice(0, SITES_SHOWN);
+    shown.more = sites.length - shown.length;
+    return shown;
   }
 
   /* ---- overlays: several results on one chart -------------------------- */
@@ -1599,7 +1623,7 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     if (framesText(job)) parts.push(framesText(job));
     parts.push(boxText(job) || 'open boundaries');
     if (selectionText(job)) parts.push(selectionText(job));
-    parts.push((statisticOf(p) === 'histogram' ? 'bins ' : '') + binsLabel(p, r) + (r.unit && statisticOf(p) === 'histogram' ? ' ' + r.unit : ''),
+    parts.push((['histogram', 'per_point_histogram'].includes(statisticOf(p)) ? 'bins ' : '') + binsLabel(p, r) + (r.unit && ['histogram', 'per_point_histogram'].includes(statisticOf(p)) ? ' ' + r.unit : ''),
       'kernel ' + (r.kernel || p.kernel || 'auto') + ', ' + (r.precision || p.precision || 'exact'));
     parts.push('histd job ' + shortId(job.id) + ', ' + (job.finished_at || new Date().toISOString()).slice(0, 10));
     return parts.join(' · ');

@@ -17,7 +17,10 @@ carries.
    and the excluded pairs, and never "open boundaries".
 3. Partials by atom name: a g(r) line a species pair, labelled a-b as the
    API's partial.a and partial.b, through the API's partial g values.
-4. A refusal shows beside the Compute button, in view, with the page
+4. A histogram per point (OW sites against every atom): a g(r) line for
+   each of the first 8 sites, labelled by the API's index, the first
+   through the API's point.g, and the legend counting the sites not drawn.
+5. A refusal shows beside the Compute button, in view, with the page
    scrolled to the button.
 
 Exit 77 (skip) only when chromium is not installed.
@@ -161,8 +164,30 @@ def run(chromium, chromedriver, work):
         b.js("document.getElementById('result').scrollIntoView()")
         h.log("screenshot:", b.screenshot(os.path.join(h.OUT, "dashboard-partials.png")))
 
-        # 4. a refusal beside Compute, in view
+        # 4. a histogram per point: OW sites against every atom
         h.choose(b, "partials", "")
+        h.choose(b, "statistic", "per_point_histogram")
+        h.set_value(b, "#select-a", "name:OW")
+        status, sid = h.submit_and_wait(b, min(15, left()), min(40, left()))
+        check(status == "succeeded", "the per-point histogram job succeeded")
+        res = h.get_json(d.base, "/v1/jobs/" + sid)["result"]
+        labels = ["site %d" % i for i in res["index"][:8]]
+        lines = b.js("return [...document.querySelectorAll('#chart path.pline')].map(p => [p.dataset.partial, p.getAttribute('d')])")
+        check([l[0] for l in lines] == labels, "a line for each of the first 8 sites: %s" % [l[0] for l in lines])
+        more = b.js("const t = document.querySelector('#chart text.partial-more'); return t && t.textContent")
+        check(more == "and %d more sites (in the downloads)" % (len(res["index"]) - 8), "the rest counted: %r" % more)
+        g = res["g"]
+        pts = b.js("return [...document.querySelectorAll('#chart circle.gpt')].map(c => [+c.getAttribute('cx'), +c.getAttribute('cy')])")
+        known = [(g[i], pts[i][1]) for i in range(len(g)) if g[i] is not None]
+        (ga, ya), (gb, yb) = min(known), max(known)
+        y_of = lambda v: ya + (yb - ya) / (gb - ga) * (v - ga)
+        xy = [[float(v) for v in seg.split()] for seg in lines[0][1].replace("M", "L")[1:].split("L")]
+        want = [(pts[i][0], y_of(v)) for i, v in enumerate(res["point"]["g"][0]) if v is not None]
+        check(len(xy) == len(want) and all(abs(a[0] - w[0]) < 0.01 and abs(a[1] - w[1]) < 0.05 for a, w in zip(xy, want)),
+              "the first site's line goes through the API's point.g")
+        h.choose(b, "statistic", "histogram")
+
+        # 5. a refusal beside Compute, in view
         h.set_value(b, "#r-max", 5)
         b.set_window(1280, 700)
         b.js("document.getElementById('submit').scrollIntoView({block: 'center'})")
