@@ -360,6 +360,8 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
     return 0;
   }
   const histd__grid_geom g = jp->g;
+  const double t_entry = histd_now_ms();
+  double t_alloc = 0;
 
   arena ar = {NULL, 0};
   cudaEvent_t ev[3] = {NULL, NULL, NULL};
@@ -392,6 +394,7 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
     return sdh_cuda_fail(msg, msglen, "cudaMalloc (grid)", e);
   }
   carve_job(&ar, jp, dev_a, &m);
+  t_alloc = histd_now_ms();
 
   t_start = histd_now_ms();
   for (int i = 0; i < 3; i++)
@@ -510,6 +513,11 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   res->timing.transfer_ms = t_points + (t_copied - t_start) + (t_back - t_kernel);
   res->timing.kernel_ms = kernel_ms;
   finish_result(res, &gp, ctx, &g, (double)cand, build_ms);
+  if (getenv("HISTD_GRID_TRACE") != NULL) /* where a run's time goes, for many small runs */
+    fprintf(stderr, "grid run: %u x %u points, %u cells: A's points %.3f ms, alloc %.3f, copies "
+            "%.3f, cells %.3f, pairs %.3f, back %.3f (wall %.3f ms)\n", na, nb, cells,
+            t_points, t_alloc - t_entry - t_points, t_copied - t_start, build_ms,
+            kernel_ms - build_ms, t_back - t_kernel, t_back - t_entry);
 out:
   free(host_counts);
   free(host_rows);
@@ -534,12 +542,18 @@ int histd__cuda_grid_part(histd_worker *w, const histd_problem *p, const histd_e
 int histd__cuda_grid_run(HISTD__RUN_ARGS) {
   gpu_ctx *ctx = w->gpu;
   grid_job job;
+  const double t0 = histd_now_ms();
   int rc = plan_job(ctx, p, ex, 0, &job, msg, msglen);
   if (rc != 0)
     return rc;
   /* A's points in the context's slot: binary64, and room for float32 */
   const size_t slot = p->a->n * 40;
-  if (job_bytes(&job) + slot <= histd__cuda_mem_room(ctx))
-    return run_job(w, p, ctl, &job, false, res, msg, msglen);
-  return histd__cuda_grid_slabs(w, p, ex, ctl, res, msg, msglen);
+  if (job_bytes(&job) + slot > histd__cuda_mem_room(ctx))
+    return histd__cuda_grid_slabs(w, p, ex, ctl, res, msg, msglen);
+  const double t1 = histd_now_ms();
+  rc = run_job(w, p, ctl, &job, false, res, msg, msglen);
+  if (getenv("HISTD_GRID_TRACE") != NULL)
+    fprintf(stderr, "grid job: plan %.3f ms, run and free %.3f ms\n", t1 - t0,
+            histd_now_ms() - t1);
+  return rc;
 }
