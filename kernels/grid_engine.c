@@ -463,22 +463,26 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   gp.werr = weighted ? m.wrows + (size_t)grid * slots : NULL;
   gp.next = m.next;
   gp.candidates = m.dcand;
+  /* too few chunks to give every warp of the grid two: a work item a
+   * chunk's neighbour offset (27 an item), so that the device fills */
+  gp.split = chunks < 2 * (grid * (gp.block / 32)) ? 27 : 1;
+  const uint32_t items = chunks * gp.split;
   const double est = (double)na * (27.0 * nb / cells) / (gp.cross ? 1 : 2);
   double launches = ceil(est / GRID_LAUNCH_PAIRS);
   launches = launches < 1 ? 1 : launches > chunks ? chunks : launches;
-  const uint32_t per = chunks == 0 ? 1 : (uint32_t)ceil(chunks / launches);
-  for (uint32_t k0 = 0; k0 < chunks; k0 += per) {
+  const uint32_t per = items == 0 ? 1 : (uint32_t)ceil(items / launches);
+  for (uint32_t k0 = 0; k0 < items; k0 += per) {
     if (histd__cancelled(ctl)) {
       rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
       goto out;
     }
-    const uint32_t k1 = chunks - k0 > per ? k0 + per : chunks;
+    const uint32_t k1 = items - k0 > per ? k0 + per : items;
     CK(cudaMemsetAsync(m.next, 0, 4, s), "cudaMemsetAsync");
     rc = grid_pairs_launch(&gp, k0, k1, grid, s, msg, msglen);
     if (rc != 0)
       goto out;
     CK(cudaStreamSynchronize(s), "the grid pair kernel");
-    histd__progress(ctl, k1 < chunks ? (double)k1 / chunks : 0.99);
+    histd__progress(ctl, k1 < items ? (double)k1 / items : 0.99);
   }
   CK(cudaEventRecord(ev[2], s), "cudaEventRecord");
   CK(cudaEventSynchronize(ev[2]), "cudaEventSynchronize");
@@ -515,9 +519,11 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   finish_result(res, &gp, ctx, &g, (double)cand, build_ms);
   if (getenv("HISTD_GRID_TRACE") != NULL) /* where a run's time goes, for many small runs */
     fprintf(stderr, "grid run: %u x %u points, %u cells: A's points %.3f ms, alloc %.3f, copies "
-            "%.3f, cells %.3f, pairs %.3f, back %.3f (wall %.3f ms)\n", na, nb, cells,
+            "%.3f, cells %.3f, pairs %.3f (%u item%s a chunk), back %.3f (wall %.3f ms)\n", na, nb,
+            cells,
             t_points, t_alloc - t_entry - t_points, t_copied - t_start, build_ms,
-            kernel_ms - build_ms, t_back - t_kernel, t_back - t_entry);
+            kernel_ms - build_ms, gp.split, gp.split == 1 ? "" : "s", t_back - t_kernel,
+            t_back - t_entry);
 out:
   free(host_counts);
   free(host_rows);

@@ -94,7 +94,11 @@ typedef struct grid_params {
   size_t smem;             /* dynamic shared memory per block */
   unsigned long long *counts; /* slots; bins, below (overflow is left to the host) */
   double *wsum, *werr;     /* weighted: grid rows of slots (Neumaier pairs) */
-  unsigned int *next;      /* the launch's chunk counter, zeroed before it */
+  uint32_t split;          /* work items a chunk: 1 (a warp takes a chunk with
+                            * every neighbour cell) or 27 (a neighbour offset
+                            * each, for jobs of too few chunks to fill the
+                            * device's warps: a species' piece, a small set) */
+  unsigned int *next;      /* the launch's item counter, zeroed before it */
   unsigned long long *candidates; /* += the pairs the warps met */
 } grid_params;
 

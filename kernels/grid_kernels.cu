@@ -476,17 +476,22 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
     t = __shfl_sync(FULL, t, 0);
     if (t >= k1)
       break;
-    /* the chunk's cell: the last c with chunk_off[c] <= t (it has chunks) */
-    uint32_t lo = 0, hi = p.cells; /* chunk_off[lo] <= t < chunk_off[hi] */
+    /* item t: a chunk, and with split, one of its 27 neighbour offsets (its
+     * own cell's pairs j > i go with offset 13, (0, 0, 0), or the float64
+     * filter's first neighbour) */
+    const uint32_t split = p.split > 1 ? p.split : 1, o = t % split;
+    const uint32_t chunk = t / split;
+    /* the chunk's cell: the last c with chunk_off[c] <= chunk (it has chunks) */
+    uint32_t lo = 0, hi = p.cells; /* chunk_off[lo] <= chunk < chunk_off[hi] */
     while (hi - lo > 1) {
       const uint32_t mid = lo + (hi - lo) / 2;
-      if (p.chunk_off[mid] <= t)
+      if (p.chunk_off[mid] <= chunk)
         lo = mid;
       else
         hi = mid;
     }
     const uint32_t c = lo;
-    const uint32_t first = p.start_a[c] + GRID_CHUNK * (t - p.chunk_off[c]);
+    const uint32_t first = p.start_a[c] + GRID_CHUNK * (chunk - p.chunk_off[c]);
     const uint32_t a_end = p.start_a[c + 1];
     const uint32_t i = first + lane;
     const bool live = i < a_end;
@@ -497,55 +502,45 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
        * offset's float32 translation delta[o] */
       const float rx = live ? p.afx[i] : 0.f, ry = live ? p.afy[i] : 0.f,
                   rz = live ? p.afz[i] : 0.f;
-      if (!CROSS)
+      if (!CROSS && (split == 1 || o == 13))
         visit<true, METRIC, EDGES, W, true>(p, m, k, q, first + 1, a_end, i, live, rx, ry, rz,
                                             wi, lane, cand);
       const int ci = (int)(c % n0), cj = (int)((c / n0) % n1), ck = (int)(c / n0 / n1);
-      for (int oz = -1; oz <= 1; oz++) {
-        int kz = ck + oz;
-        if (kz < 0 || kz >= (int)n2) {
+      /* every neighbour cell by its offset (oz, oy, ox) in {-1, 0, 1}^3, as
+       * oo = 9 (oz + 1) + 3 (oy + 1) + (ox + 1): all 27, or split's one */
+      for (uint32_t oo = split == 1 ? 0 : o; oo <= (split == 1 ? 26u : o); oo++) {
+        const int oz = (int)(oo / 9) - 1, oy = (int)(oo / 3 % 3) - 1, ox = (int)(oo % 3) - 1;
+        int kz = ck + oz, ky = cj + oy, kx = ci + ox;
+        if (kz < 0 || kz >= (int)n2 || ky < 0 || ky >= (int)n1 || kx < 0 || kx >= (int)n0) {
           if (!p.geom.periodic)
             continue;
-          kz = kz < 0 ? kz + (int)n2 : kz - (int)n2;
+          kz = kz < 0 ? kz + (int)n2 : kz >= (int)n2 ? kz - (int)n2 : kz;
+          ky = ky < 0 ? ky + (int)n1 : ky >= (int)n1 ? ky - (int)n1 : ky;
+          kx = kx < 0 ? kx + (int)n0 : kx >= (int)n0 ? kx - (int)n0 : kx;
         }
-        for (int oy = -1; oy <= 1; oy++) {
-          int ky = cj + oy;
-          if (ky < 0 || ky >= (int)n1) {
-            if (!p.geom.periodic)
-              continue;
-            ky = ky < 0 ? ky + (int)n1 : ky - (int)n1;
-          }
-          for (int ox = -1; ox <= 1; ox++) {
-            int kx = ci + ox;
-            if (kx < 0 || kx >= (int)n0) {
-              if (!p.geom.periodic)
-                continue;
-              kx = kx < 0 ? kx + (int)n0 : kx - (int)n0;
-            }
-            const uint32_t c2 = (uint32_t)kx + n0 * ((uint32_t)ky + n1 * (uint32_t)kz);
-            if (!CROSS && c2 <= c) /* self pairs: the cells after c */
-              continue;
-            const float *dl = p.delta + 3 * ((oz + 1) * 9 + (oy + 1) * 3 + (ox + 1));
-            visit<true, METRIC, EDGES, W, false>(p, m, k, q, p.start_b[c2], p.start_b[c2 + 1],
-                                                 i, live, rx + dl[0], ry + dl[1], rz + dl[2],
-                                                 wi, lane, cand);
-          }
-        }
+        const uint32_t c2 = (uint32_t)kx + n0 * ((uint32_t)ky + n1 * (uint32_t)kz);
+        if (!CROSS && c2 <= c) /* self pairs: the cells after c */
+          continue;
+        const float *dl = p.delta + 3 * oo;
+        visit<true, METRIC, EDGES, W, false>(p, m, k, q, p.start_b[c2], p.start_b[c2 + 1], i,
+                                             live, rx + dl[0], ry + dl[1], rz + dl[2], wi, lane,
+                                             cand);
       }
     } else {
       const double xi = live ? p.ax[i] : 0, yi = live ? p.ay[i] : 0, zi = live ? p.az[i] : 0;
-      if (!CROSS)
+      if (!CROSS && o == 0)
         visit<false, METRIC, EDGES, W, true>(p, m, k, q, first + 1, a_end, i, live, xi, yi, zi,
                                              wi, lane, cand);
       uint32_t nbr[27];
       const uint32_t nn = histd__grid_neighbours(&p.geom, c, nbr);
-      for (uint32_t a = 0; a < nn;) {
+      const uint32_t a_end_n = split == 1 ? nn : (o < nn ? o + 1 : 0);
+      for (uint32_t a = split == 1 ? 0 : o; a < a_end_n;) {
         if (!CROSS && nbr[a] <= c) { /* self pairs: the cells after c */
           a++;
           continue;
         }
         uint32_t e = a; /* a run of consecutive cells is one range of points */
-        while (e + 1 < nn && nbr[e + 1] == nbr[e] + 1)
+        while (split == 1 && e + 1 < nn && nbr[e + 1] == nbr[e] + 1)
           e++;
         visit<false, METRIC, EDGES, W, false>(p, m, k, q, p.start_b[nbr[a]],
                                               p.start_b[nbr[e] + 1], i, live, xi, yi, zi, wi,

@@ -49,7 +49,7 @@ uint64_t histd__most_points(const histd_dataset *ds) {
 static bool cuttable(const histd_problem *p, const char *kernel) {
   if (p->statistic == HISTD_STAT_WITHIN && p->radius == 0)
     return false;
-  if (p->shared != NULL || p->species != NULL) /* counted in pieces, whole */
+  if (p->shared != NULL || p->species != NULL || p->all_images) /* in pieces, whole */
     return false;
   const histd_kernel *k = histd_kernel_find(kernel != NULL ? kernel : "");
   return k == NULL || (k->caps & HISTD_CAN_CROSS) != 0;

@@ -490,6 +490,14 @@ static void keep_partial(histd_result *res, uint32_t k, const histd_result *part
   res->partial_density[k] = part->density;
 }
 
+/* Whether shard sh is all of p (the one shard a problem that is not cut
+ * makes: histd_shard_plan_make). */
+static bool shard_whole(const histd_problem *p, const histd_shard *sh) {
+  const histd_dataset *b = p->b != NULL ? p->b : p->a;
+  return sh->i0 == 0 && sh->j0 == 0 && sh->i1 >= histd__most_points(p->a) &&
+         sh->j1 >= histd__most_points(b);
+}
+
 /* A problem in pieces (two selections that share atoms, src/job/pairing.c;
  * one set's species, src/job/partials.c): each piece run on its own and
  * the results added as shards' are, each species pair's also kept as its
@@ -500,9 +508,7 @@ static int run_pieces(histd_worker *w, const histd_problem *p, const histd_exec 
                       char *msg, size_t msglen) {
   const double t0 = histd_now_ms();
   const uint32_t n = histd_problem_pieces(p);
-  const histd_dataset *b = p->b != NULL ? p->b : p->a;
-  if (sh != NULL && (sh->i0 != 0 || sh->j0 != 0 || sh->i1 < histd__most_points(p->a) ||
-                     sh->j1 < histd__most_points(b)))
+  if (sh != NULL && !shard_whole(p, sh))
     return histd_fail(msg, msglen, HISTD_EINVAL, "a job counted in pieces is not cut into shards");
   int rc = histd_problem_validate(p, msg, msglen), ran = 0;
   double *err = NULL;
@@ -605,10 +611,12 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
   if (points && sh != NULL)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "per-point results and pair lists are not cut into shards");
-  if (p.all_images && sh != NULL)
+  if (p.all_images && sh != NULL && !shard_whole(&p, sh))
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "every periodic image (images \"all\") is not cut into shards: run it on "
                       "one device");
+  if (p.all_images)
+    sh = NULL; /* the one shard it is cut into: all of it */
   if (histd_statistic_about(p.statistic)->answer == HISTD_ANSWER_PAIRS && p.result_limit != 0 &&
       (rc = pairs_fit(w, &p, &ex, ctl, msg, msglen)) != 0)
     return rc;

@@ -23,7 +23,7 @@
  * GPU, auto and grid there); and the refusals: open space, exclusions, a
  * per-point statistic, bins with no count, r_max reaching too many
  * translations, and a periodic job past half the box without the option
- * (its sentence names it).
+ * (its sentence names it); and such a job is one shard, all of it.
  */
 #include <math.h>
 
@@ -267,6 +267,20 @@ static void test_refusals(void) {
   CHECK(run(&p, "auto", &r, msg, sizeof msg) == HISTD_EINVAL, "per point");
   CHECK_STR_CONTAINS(msg, "images");
   p.statistic = HISTD_STAT_HISTOGRAM;
+  /* not cut into shards (devices, cluster nodes): one shard, all of it */
+  histd_shard_plan plan;
+  histd_shard_plan_make(&p, "auto", 4, &plan);
+  CHECK(plan.count == 1, "every image in %llu shards", (unsigned long long)plan.count);
+  histd_shard one;
+  histd_shard_get(&plan, 0, &one);
+  histd_worker *w;
+  CHECK(histd_worker_create(&w, -1, msg, sizeof msg) == 0, "%s", msg);
+  histd_exec ex;
+  histd_exec_init(&ex);
+  CHECK(histd_worker_run_shard(w, &p, &ex, &one, NULL, &r, msg, sizeof msg) == 0 && r.all_images,
+        "its one shard runs: %s", msg);
+  histd_result_free(&r);
+  histd_worker_destroy(w);
   p.all_images = false; /* r_max 5 past half of 4: refused without the option */
   CHECK(run(&p, "auto", &r, msg, sizeof msg) == HISTD_EINVAL, "past half the box");
   CHECK_STR_CONTAINS(msg, "images");
