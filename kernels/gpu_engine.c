@@ -177,7 +177,10 @@ struct gpu_ctx {
   size_t capcounts;
   unsigned long long *hcounts; /* pinned */
   size_t caphcounts;
-  /* histd__cuda_copy_in's pinned staging ring (allocated at first use) */
+  void *scratch; /* histd__cuda_scratch's kept buffer */
+  size_t capscratch;
+  /* histd__cuda_copy_in's pinned staging ring (allocated with the context:
+   * pinning 64 MB takes tens of ms, which a job should not pay) */
 #define STAGE_BYTES ((size_t)32 << 20)
   char *stage[2];
   cudaEvent_t staged[2];
@@ -221,6 +224,8 @@ void histd__cuda_context_destroy(void *p) {
     cudaFree(ctx->drefined);
   if (ctx->hcounts)
     cudaFreeHost(ctx->hcounts);
+  if (ctx->scratch)
+    cudaFree(ctx->scratch);
   for (int i = 0; i < 2; i++) {
     if (ctx->stage[i])
       cudaFreeHost(ctx->stage[i]);
@@ -305,6 +310,10 @@ static int context_init(gpu_ctx *ctx, char *msg, size_t msglen) {
   CK(cudaEventCreate(&ctx->d0), "cudaEventCreate");
   CK(cudaEventCreate(&ctx->d1), "cudaEventCreate");
   CK(cudaMalloc((void **)&ctx->drefined, sizeof(unsigned long long)), "cudaMalloc");
+  for (int i = 0; i < 2; i++) {
+    CK(cudaMallocHost((void **)&ctx->stage[i], STAGE_BYTES), "cudaMallocHost (staging)");
+    CK(cudaEventCreateWithFlags(&ctx->staged[i], cudaEventDisableTiming), "cudaEventCreate");
+  }
   return rsqrt_error(ctx->device, &ctx->rsq_err, msg, msglen);
 }
 
@@ -372,11 +381,6 @@ int histd__cuda_copy_in(gpu_ctx *ctx, void *dev, const void *host, size_t bytes,
     return 0;
   }
   cudaGetLastError();
-  if (ctx->stage[0] == NULL)
-    for (int i = 0; i < 2; i++) {
-      CK(cudaMallocHost((void **)&ctx->stage[i], STAGE_BYTES), "cudaMallocHost (staging)");
-      CK(cudaEventCreateWithFlags(&ctx->staged[i], cudaEventDisableTiming), "cudaEventCreate");
-    }
   /* chunk k goes through buffer k % 2 once that buffer's last copy is done,
    * so the host's copy of one chunk overlaps the bus's of the other */
   for (size_t off = 0, k = 0; off < bytes; off += STAGE_BYTES, k++) {
@@ -391,6 +395,34 @@ int histd__cuda_copy_in(gpu_ctx *ctx, void *dev, const void *host, size_t bytes,
   return 0;
 }
 
+int histd__cuda_scratch(gpu_ctx *ctx, size_t bytes, const char *what, void **out, bool *owned,
+                        char *msg, size_t msglen) {
+  *out = NULL;
+  *owned = bytes > HISTD_GPU_SCRATCH_KEEP;
+  if (!*owned && bytes <= ctx->capscratch) {
+    *out = ctx->scratch;
+    return 0;
+  }
+  if (!*owned && ctx->scratch != NULL) { /* too small: the larger one replaces it */
+    CK(cudaFree(ctx->scratch), "cudaFree");
+    ctx->scratch = NULL;
+    ctx->capscratch = 0;
+  }
+  int rc = histd__cuda_mem_check(ctx, bytes, what, msg, msglen);
+  if (rc != 0)
+    return rc;
+  void *p = NULL;
+  cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+  if (e != cudaSuccess)
+    return sdh_cuda_fail(msg, msglen, "cudaMalloc", e);
+  if (!*owned) {
+    ctx->scratch = p;
+    ctx->capscratch = bytes;
+  }
+  *out = p;
+  return 0;
+}
+
 size_t histd__cuda_mem_room(gpu_ctx *ctx) {
   size_t fr = 0;
   if (cudaSetDevice(ctx->device) != cudaSuccess) {
@@ -402,6 +434,7 @@ size_t histd__cuda_mem_room(gpu_ctx *ctx) {
   for (int i = 0; i < 2; i++)
     if (ctx->slot[i].dev != NULL)
       fr += 3 * ctx->slot[i].cap * sizeof(double);
+  fr += ctx->capscratch; /* reused, or given up for a larger one */
   return fr > MEM_RESERVE ? fr - MEM_RESERVE : 0;
 }
 
@@ -416,6 +449,11 @@ void histd__cuda_drop_slots(gpu_ctx *ctx) {
     ctx->slot[i].sealed = false;
   }
   ctx->pf = -1;
+  if (ctx->scratch != NULL) { /* the kept scratch buffer too: room for a large run */
+    cudaFree(ctx->scratch);
+    ctx->scratch = NULL;
+    ctx->capscratch = 0;
+  }
 }
 
 /* evict: a run may drop the other slot's points (a cache) to make room; a

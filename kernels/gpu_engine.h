@@ -64,8 +64,8 @@ int histd__cuda_mem_check(gpu_ctx *ctx, size_t bytes, const char *what, char *ms
                           size_t msglen);
 
 /* The bytes a run could have: the free memory as mem_check sees it, less
- * its reserve, plus what the context's dataset slots hold (a run may drop
- * them). */
+ * its reserve, plus what the context's dataset slots and kept scratch
+ * buffer hold (a run may drop them). */
 size_t histd__cuda_mem_room(gpu_ctx *ctx);
 
 /* Queues a copy of `bytes` of pageable host memory to dev on stream s
@@ -75,7 +75,18 @@ size_t histd__cuda_mem_room(gpu_ctx *ctx);
 int histd__cuda_copy_in(gpu_ctx *ctx, void *dev, const void *host, size_t bytes, void *s,
                         char *msg, size_t msglen);
 
-/* Frees the context's dataset slots (the points kept for later jobs). */
+/* A device buffer of at least `bytes` for one run (the grid's arena): the
+ * context keeps one of at most HISTD_GPU_SCRATCH_KEEP bytes between runs,
+ * so that jobs of many small runs (a species' pieces, frames) do not each
+ * allocate (and synchronise on a free); a larger one is the caller's to
+ * cudaFree (*owned). Checked against the free memory (mem_check) when it
+ * is allocated. */
+#define HISTD_GPU_SCRATCH_KEEP ((size_t)256 << 20)
+int histd__cuda_scratch(gpu_ctx *ctx, size_t bytes, const char *what, void **out, bool *owned,
+                        char *msg, size_t msglen);
+
+/* Frees the context's dataset slots (the points kept for later jobs) and
+ * its kept scratch buffer. */
 void histd__cuda_drop_slots(gpu_ctx *ctx);
 
 /* "grid" on the GPU (grid_engine.c). _part: one run over p, its cells

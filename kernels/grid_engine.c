@@ -384,15 +384,14 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   grid_mem m;
   carve_job(&ar, jp, dev_a, &m);
   size_t bytes = ar.used;
-  rc = histd__cuda_mem_check(ctx, bytes, "grid's sorted points and cells", msg, msglen);
+  bool owned = false;
+  void *base = NULL;
+  rc = histd__cuda_scratch(ctx, bytes, "grid's sorted points and cells", &base, &owned, msg,
+                           msglen);
   if (rc != 0)
     return rc;
   ar.used = 0;
-  cudaError_t e = cudaMalloc((void **)&ar.base, bytes);
-  if (e != cudaSuccess) {
-    ar.base = NULL;
-    return sdh_cuda_fail(msg, msglen, "cudaMalloc (grid)", e);
-  }
+  ar.base = base;
   carve_job(&ar, jp, dev_a, &m);
   t_alloc = histd_now_ms();
 
@@ -532,7 +531,8 @@ out:
       cudaEventDestroy(ev[i]);
   if (ar.base != NULL) {
     cudaStreamSynchronize(s); /* a failed or cancelled job may leave work queued */
-    cudaFree(ar.base);
+    if (owned)
+      cudaFree(ar.base);
   }
   return rc;
 }
