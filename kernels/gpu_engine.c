@@ -434,7 +434,6 @@ size_t histd__cuda_mem_room(gpu_ctx *ctx) {
   for (int i = 0; i < 2; i++)
     if (ctx->slot[i].dev != NULL)
       fr += 3 * ctx->slot[i].cap * sizeof(double);
-  fr += ctx->capscratch; /* reused, or given up for a larger one */
   return fr > MEM_RESERVE ? fr - MEM_RESERVE : 0;
 }
 

@@ -64,8 +64,8 @@ int histd__cuda_mem_check(gpu_ctx *ctx, size_t bytes, const char *what, char *ms
                           size_t msglen);
 
 /* The bytes a run could have: the free memory as mem_check sees it, less
- * its reserve, plus what the context's dataset slots and kept scratch
- * buffer hold (a run may drop them). */
+ * its reserve, plus what the context's dataset slots hold (a run may drop
+ * them; the kept scratch buffer counts as used). */
 size_t histd__cuda_mem_room(gpu_ctx *ctx);
 
 /* Queues a copy of `bytes` of pageable host memory to dev on stream s
