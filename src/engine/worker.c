@@ -57,6 +57,30 @@ static int run_images(histd_worker *w, const histd_kernel *k, const histd_proble
                       const histd_exec *ex, const histd_control *ctl, histd_result *res,
                       char *msg, size_t msglen);
 
+/* Adds part (a frame's, a translation's run in the same bins) to res: its
+ * counts, below, weighted sums (Neumaier's step, compensations in err;
+ * NULL: unweighted), refined pairs, exactness, timing, and where it ran
+ * (and, for auto, the kernel it chose and why). */
+static void add_part(histd_result *res, const histd_result *part, double *err, bool chose) {
+  for (uint32_t i = 0; i < res->bins.count; i++) {
+    res->counts[i] += part->counts[i];
+    if (err != NULL)
+      histd_ev_neumaier(&res->weighted[i], &err[i], part->weighted[i]);
+  }
+  res->below += part->below;
+  res->refined_pairs += part->refined_pairs;
+  res->exact = res->exact && part->exact;
+  res->block_size = part->block_size;
+  res->threads = part->threads;
+  memcpy(res->device, part->device, sizeof res->device);
+  if (chose) {
+    strcpy(res->kernel, part->kernel);
+    strcpy(res->reason, part->reason);
+  }
+  res->timing.transfer_ms += part->timing.transfer_ms;
+  res->timing.kernel_ms += part->timing.kernel_ms;
+}
+
 /* One frame's run: collisions (within 0) by hashing, every periodic image
  * (images.c), else the kernel. */
 static int run_frame(histd_worker *w, const histd_kernel *k, const histd_problem *p,
@@ -124,25 +148,8 @@ static int run_images(histd_worker *w, const histd_kernel *k, const histd_proble
     histd__part pc = {ctl, (double)t, (double)nt};
     histd_control sub = histd__part_control(&pc);
     rc = k->run(w, &q, ex, &sub, &part, msg, msglen);
-    if (rc == 0) {
-      for (uint32_t i = 0; i < count; i++) {
-        res->counts[i] += part.counts[i];
-        if (p->weighted)
-          histd_ev_neumaier(&res->weighted[i], &err[i], part.weighted[i]);
-      }
-      res->below += part.below;
-      res->refined_pairs += part.refined_pairs;
-      res->exact = res->exact && part.exact;
-      res->block_size = part.block_size;
-      res->threads = part.threads;
-      memcpy(res->device, part.device, sizeof res->device);
-      if (histd__kernel_is_auto(k)) {
-        strcpy(res->kernel, part.kernel);
-        strcpy(res->reason, part.reason);
-      }
-      res->timing.transfer_ms += part.timing.transfer_ms;
-      res->timing.kernel_ms += part.timing.kernel_ms;
-    }
+    if (rc == 0)
+      add_part(res, &part, p->weighted ? err : NULL, histd__kernel_is_auto(k));
     histd_result_free(&part);
   }
   for (uint32_t i = 0; rc == 0 && p->weighted && i < count; i++)
@@ -255,26 +262,10 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
       res->frame_volume[f] = part.volume;
     }
     if (rc == 0) {
-      for (uint32_t i = 0; i < count; i++) {
-        res->counts[i] += part.counts[i];
-        if (err != NULL)
-          histd_ev_neumaier(&res->weighted[i], &err[i], part.weighted[i]);
-      }
-      res->below += part.below;
+      add_part(res, &part, err, histd__kernel_is_auto(k));
       res->overflow += part.overflow;
       res->total -= part.excluded;
       res->excluded += part.excluded;
-      res->refined_pairs += part.refined_pairs;
-      res->exact = res->exact && part.exact;
-      res->block_size = part.block_size;
-      res->threads = part.threads;
-      memcpy(res->device, part.device, sizeof res->device);
-      if (histd__kernel_is_auto(k)) {
-        strcpy(res->kernel, part.kernel);
-        strcpy(res->reason, part.reason);
-      }
-      res->timing.transfer_ms += part.timing.transfer_ms;
-      res->timing.kernel_ms += part.timing.kernel_ms;
       res->volume_sum += part.volume;
       if (part.volume > 0) {
         density += (double)part.total / part.volume;
