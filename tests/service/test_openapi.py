@@ -224,7 +224,7 @@ def test_examples(exe, spec):
     requests = {n: val for w, _, n, val in examples if w.startswith("POST /v1/jobs request")}
     results = {n: val for w, _, n, val in examples
                if w.startswith("GET /v1/jobs/{id}/result 200 application/json")}
-    check(set(requests) == set(results) and {"per_point", "nearest", "pairs"} <= set(requests),
+    check(set(requests) == set(results) and {"per_point", "nearest", "pairs", "per_point_histogram"} <= set(requests),
           "every job example has its result: %s, %s" % (sorted(requests), sorted(results)))
     with Daemon(exe) as d:
         # the four points, and the brute force of the contract on them
@@ -258,6 +258,13 @@ def test_examples(exe, spec):
         pairs = [(i, j, dist[i, j]) for i in range(4) for j in range(i + 1, 4) if dist[i, j] <= r]
         got = results["pairs"]
         check(list(zip(got["i"], got["j"], got["d"])) == pairs, "pairs example by brute force")
+        req = requests["per_point_histogram"]
+        w = req["r_max"] / req["buckets"]
+        rows = [[sum(int(dist[i, j] // w) == k for j in range(4) if j != i)
+                 for k in range(req["buckets"])] for i in range(4)]
+        check(results["per_point_histogram"]["point"]["counts"] == rows and
+              results["per_point_histogram"]["counts"] == [sum(c) for c in zip(*rows)],
+              "per_point_histogram example by brute force")
     print("ok - %d examples valid; %d job examples reproduced live and by brute force"
           % (len(examples), len(requests)))
 
