@@ -5,9 +5,8 @@
  * The statistics a job may follow are those whose frames add up: every
  * count, pair total and pair density is a sum over frames (added as a
  * shard's partial is, histd_result_add, and the partials' and per-point
- * rows' sums beside), the per-frame
- * table and the frames' volumes are one row a frame (appended), a per-point
- * histogram's rows are sums over frames. The volume that normalises g(r)
+ * histogram rows' sums beside); the per-frame table and the frames'
+ * volumes are one row a frame (appended). The volume that normalises g(r)
  * is rebuilt from the summed pair density as a run over all the frames
  * builds it (total / density). What does not add this way is refused when
  * the job is submitted (follow_refusal): a value per point and frame, a
