@@ -18,6 +18,9 @@ through the real daemon:
   does not grow and of statistics whose frames do not add up; a parked
   following job keeps its dataset from being deleted until it is
   cancelled;
+- events streams that wait for their job outlive --connection-timeout,
+  and past their cap (half the per-address limit here) one is 503 with a
+  sentence while other requests still get in;
 - kill -9 of the daemon during appends (a thread appending while it dies)
   and during a following job: every acknowledged frame is there after the
   restart, whole, no frame is half there, a retry with ?at= does not
@@ -389,6 +392,37 @@ def test_follow_periodic(exe):
               "blocks after each append; the plain job's result at the seal")
 
 
+def test_streams(exe):
+    """A stream waiting for its job outlives --connection-timeout; streams
+    past their cap are 503 with a sentence, and the connections left still
+    answer."""
+    with Daemon(exe, args=["--workers", "1", "--connection-timeout", "1",
+                           "--per-ip-connection-limit", "6"]) as d:
+        s, _, ds = post(d, "/v1/datasets?growing=true", *body_of(frames_of(1, 5, 4)[0], "f64"))
+        s, _, job = post(d, "/v1/jobs", {"dataset": ds["id"], "bucket_width": 10,
+                                         "follow": True})
+        result_at(d, job["id"], 1)
+        streams = [Events(d, job["id"]) for _ in range(3)]  # the cap: half of 6
+        s, h, doc = d.json("GET", "/v1/jobs/%s/events" % job["id"])
+        check(s == 503 and "3 event streams open" in doc["detail"] and
+              h.get("retry-after") == "5", (s, doc))
+        check(d.json("GET", "/v1/jobs/" + job["id"])[0] == 200, "others still get in")
+        t0 = time.time()
+        while time.time() - t0 < 2.5:  # past the idle timeout, nothing to tell
+            check(all(e.is_alive() for e in streams), "a waiting stream was closed")
+            time.sleep(0.05)
+        append(d, ds["id"], *body_of(frames_of(1, 5, 5)[0], "f64"))
+        result_at(d, job["id"], 2)
+        check(post(d, "/v1/datasets/%s/seal" % ds["id"], None)[0] == 200, "seal")
+        for e in streams:
+            e.join(10)
+            frames = [data["frames"] for n, data in e.events if n == "update"]
+            check(frames == [1, 2] and e.events[-1][0] == "end", e.events)
+        check(d.json("GET", "/v1/jobs/%s/events" % job["id"])[0] == 200, "room again")
+        print("streams: 3 (the cap) open past a 1 s --connection-timeout, each told both "
+              "updates and the end; a fourth 503")
+
+
 def test_kill(exe):
     """kill -9 while a thread appends and a job follows: nothing
     acknowledged is lost, nothing is half there, the job goes on."""
@@ -469,6 +503,7 @@ def main():
     exe = sys.argv[1]
     test_follow_open(exe)
     test_follow_periodic(exe)
+    test_streams(exe)
     test_kill(exe)
 
 

@@ -32,8 +32,9 @@
  * stream lives as long as its job; a client that stops reading is closed
  * by the idle timeout once its socket's buffer is full. Streams are
  * long-lived by design, so they are capped: at most half of
- * --connection-limit (256 without one) at once, the next answered 503
- * with a sentence, so that streams never take every connection.
+ * --connection-limit or of --per-ip-connection-limit, whichever is lower
+ * (256 without either), at once, the next answered 503 with a sentence,
+ * so that streams never take every connection.
  */
 #include <math.h>
 #include <microhttpd.h>
@@ -65,9 +66,13 @@ typedef struct event_stream {
   double next_ping;
 } event_stream;
 
-/* The most streams at once (half the connections, so others always get in). */
+/* The most streams at once: half the connections (of every address, and
+ * of one: deadline.c's limits, where a stream is never the one that makes
+ * room), so that others always get in. */
 static int stream_cap(const service *svc) {
-  return svc->cfg.connection_limit > 0 ? (int)(svc->cfg.connection_limit / 2) : 256;
+  unsigned all = svc->cfg.connection_limit, one = svc->cfg.per_ip_connection_limit;
+  unsigned most = all == 0 ? one : one == 0 || all < one ? all : one;
+  return most > 0 ? (int)(most / 2 > 0 ? most / 2 : 1) : 256;
 }
 
 static void add(event_stream *es, const char *text, size_t n) {
@@ -220,8 +225,8 @@ void route_jobs_events(request *r) {
   if (atomic_fetch_add(&svc->event_streams, 1) >= cap) {
     atomic_fetch_sub(&svc->event_streams, 1);
     respond_problem(r, 503, "the daemon has %d event streams open, the most it keeps at once "
-                            "(half of --connection-limit); poll GET /v1/jobs/{id}?wait= "
-                            "instead, or try again shortly", cap);
+                            "(half of --connection-limit or --per-ip-connection-limit); poll "
+                            "GET /v1/jobs/{id}?wait= instead, or try again shortly", cap);
     response_add_header(r, "Retry-After", "5");
     return;
   }
