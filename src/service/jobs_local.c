@@ -307,7 +307,8 @@ static void prefetch_next(worker *w, const char *current_dataset) {
   pthread_mutex_lock(&q->mu);
   for (job *j = q->head; j != NULL; j = j->next)
     if (!j->cancelling && fits(w, j)) {
-      snprintf(next_id, sizeof next_id, "%s", j->rec.dataset);
+      if (!j->rec.follow) /* (a following job reads its new frames alone) */
+        snprintf(next_id, sizeof next_id, "%s", j->rec.dataset);
       break;
     }
   pthread_mutex_unlock(&q->mu);
@@ -753,6 +754,10 @@ static void fail_unrestored(queue *q) {
       continue;
     j->rec.status = JOB_FAILED;
     j->rec.finished_at = wall_now();
+    if (j->rec.has_result) { /* a following job's: a failed job keeps none */
+      histd_result_free(&j->rec.result);
+      j->rec.has_result = false;
+    }
     unlink_locked(q, j);
     char msg[256];
     if (store_update_job(q->env.store, &j->rec, msg, sizeof msg) != 0)
