@@ -1624,7 +1624,7 @@ void store_check_payload(store *s, dataset_meta *m) {
     for (size_t i = 0; i < count && m->error[0] == '\0'; i++) {
       store_check_payload(s, &segs[i].meta);
       if (segs[i].meta.error[0] != '\0')
-        snprintf(m->error, sizeof m->error, "frames from %llu: %s",
+        snprintf(m->error, sizeof m->error, "frames from %llu: %.200s",
                  (unsigned long long)segs[i].first_frame, segs[i].meta.error);
     }
     free(segs);
