@@ -14,7 +14,7 @@ export interface Problem {
 export type Vec3 = Array<number>;
 
 export interface Dataset {
-  /** SHA-256(SHA-256(x) || SHA-256(y) || SHA-256(z)) over the float64 little-endian coordinate arrays; with weights, frames or a box, SHA-256 of those three and SHA-256 of the payload's tail (the weights, then a record of 8 float64 per frame: points, box kind, ax, bx, by, cx, cy, cz). */
+  /** SHA-256(SHA-256(x) || SHA-256(y) || SHA-256(z)) over the float64 little-endian coordinate arrays; with weights, frames or a box, SHA-256 of those three and SHA-256 of the payload's tail (the weights, then a record of 8 float64 per frame: points, box kind, ax, bx, by, cx, cy, cz). A growing dataset's id is random, its own (its points change). */
   id: string;
   /** The points of every frame together. */
   n: Int;
@@ -64,6 +64,10 @@ export interface Dataset {
   error?: string;
   /** When the daemon deletes the dataset (the upload's ?expires=); null: never. */
   expires_at?: string | null;
+  /** Uploaded with ?growing=true: frames are appended to it (POST /v1/datasets/{id}/frames) until it is sealed. */
+  growing?: boolean;
+  /** A growing dataset that takes no more frames (POST /v1/datasets/{id}/seal); present for growing datasets only. */
+  sealed?: boolean;
 }
 
 /**
@@ -285,6 +289,19 @@ export type JobRequest = JobParams & {
   dataset: string;
   /** A second dataset id: count every pair of A x B (n_a * n_b pairs; B may be A). */
   dataset_b?: string;
+  /**
+   * Keep the result current as frames are appended to the
+   * dataset (a growing one, ?growing=true): the job runs until
+   * the dataset is sealed, then succeeds with the result of every
+   * frame; while it runs, its result (GET /v1/jobs/{id}/result)
+   * is the latest, of the frames counted so far. Cancelled, it
+   * keeps no result. 422 with a sentence for a dataset that does
+   * not grow, and for what does not add up frame by frame:
+   * per_point, nearest, pairs_within, a frames slice, a
+   * dataset_b of several frames or one still growing. 501 in
+   * cluster mode.
+   */
+  follow?: boolean;
 };
 
 export type HistogramRequest = JobParams & ({
@@ -501,7 +518,9 @@ export interface JobDoc {
   /** In lists, ?summary=true and the answers to POST and DELETE, where params leave out an explicit edges list (it may hold millions of numbers): its length. GET /v1/jobs/{id} has the list itself. */
   edges_count?: Int;
   progress: number;
-  /** While a job over several frames runs: the frames done (progress x total) and the frames it counts. */
+  /** The job follows its growing dataset ("follow": true); absent otherwise. */
+  follow?: boolean;
+  /** While a job over several frames runs: the frames done (progress x total) and the frames it counts. A following job: the frames its result counts, and the dataset's frames so far. */
   frames?: {
     done?: Int;
     total?: Int;
@@ -516,7 +535,7 @@ export interface JobDoc {
   error?: string;
   /** When DELETE /v1/jobs/{id}/result took the succeeded job's result away (the job then has no result). */
   result_deleted_at?: string;
-  /** Once succeeded. GET /v1/jobs/{id} gives the full Result; lists give a ResultSummary. */
+  /** Once succeeded (a following job's latest while it runs). GET /v1/jobs/{id} gives the full Result; lists give a ResultSummary. */
   result?: Result | ResultSummary;
 }
 

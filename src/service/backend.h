@@ -53,6 +53,8 @@ typedef struct backend_events {
   /* a GPU hit a sticky CUDA error (HISTD_EGPULOST): the process must end */
   void (*gpu_lost)(void *u, const char *reason);
   void *u;
+  /* a following job recorded a new result (its frames so far) */
+  void (*job_updated)(void *u, const char *job);
 } backend_events;
 
 /* What a backend is built on: the settings, this host's store and its
@@ -88,6 +90,9 @@ typedef struct backend_ops {
    * < 0: the backend cannot tell (no such row, the coordinator away) */
   int (*live)(void *self, const char *id);
   size_t (*active_on)(void *self, const char *dataset);
+  /* frames were appended to a growing dataset, or it was sealed: the jobs
+   * that follow it look again; NULL: no growing datasets here */
+  void (*dataset_grew)(void *self, const char *dataset);
   size_t (*queue_depth)(void *self); /* this host's, for /readyz and /metrics */
   size_t (*running)(void *self);
   int (*workers)(void *self);

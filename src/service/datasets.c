@@ -13,6 +13,13 @@
  * file is not fatal: the job fails with a sentence, and the dataset's row
  * records the error so GET /v1/datasets/{id} shows it. A verified file is
  * remembered (by inode, size and mtime) so repeated jobs do not hash again.
+ *
+ * A growing dataset (store.c) is its segments, each a payload of its own,
+ * mapped and checked as any other. A job on all of it gets them joined
+ * into one dataset in memory (the frames so far, kept while their count
+ * holds: an append makes the join stale, and the next acquire joins
+ * anew); a following job reads the segments one at a time
+ * (dataset_acquire_segment).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +41,8 @@ struct loaded_dataset {
   void *map;
   size_t len;
   int refs;
+  size_t frames; /* a growing dataset's frames joined here (0: a payload's mapping) */
+  bool stale;    /* a growing dataset's older join: found no more, freed at its last release */
   loaded_dataset *next;
 };
 
@@ -140,32 +149,201 @@ static int corrupt(dataset_cache *c, const char *id, char *msg, size_t msglen,
 static int load(dataset_cache *c, const dataset_meta *m, const char *path, bool shared,
                 loaded_dataset **out, char *msg, size_t msglen);
 
+/* The entry of id that is not stale (c->mu held), or NULL. */
+static loaded_dataset *find_locked(dataset_cache *c, const char *id) {
+  for (loaded_dataset *d = c->head; d != NULL; d = d->next)
+    if (!d->stale && strcmp(d->id, id) == 0)
+      return d;
+  return NULL;
+}
+
+static int join_growing(dataset_cache *c, const dataset_meta *meta, loaded_dataset **out,
+                        char *msg, size_t msglen);
+
 int dataset_acquire(dataset_cache *c, const char *id, loaded_dataset **out, char *msg,
                     size_t msglen) {
   pthread_mutex_lock(&c->mu);
-  for (loaded_dataset *d = c->head; d != NULL; d = d->next) {
-    if (strcmp(d->id, id) == 0) {
-      d->refs++;
-      pthread_mutex_unlock(&c->mu);
-      *out = d;
-      return 0;
-    }
+  loaded_dataset *d = find_locked(c, id);
+  if (d != NULL && d->frames == 0) { /* a payload's mapping: it never changes */
+    d->refs++;
+    pthread_mutex_unlock(&c->mu);
+    *out = d;
+    return 0;
   }
   pthread_mutex_unlock(&c->mu);
 
   dataset_meta meta;
   if (store_get_dataset(c->store, id, &meta) != 0)
     return histd_fail(msg, msglen, HISTD_ENOENT, "dataset %s no longer exists", id);
+  if (meta.growing)
+    return join_growing(c, &meta, out, msg, msglen);
   char path[4400];
   store_payload_path(c->store, id, path, sizeof path);
   return load(c, &meta, path, false, out, msg, msglen);
+}
+
+/* A segment of a growing dataset, as the dataset of its own it is. */
+static int acquire_segment_meta(dataset_cache *c, const dataset_meta *m, loaded_dataset **out,
+                                char *msg, size_t msglen) {
+  pthread_mutex_lock(&c->mu);
+  loaded_dataset *d = find_locked(c, m->id);
+  if (d != NULL) {
+    d->refs++;
+    pthread_mutex_unlock(&c->mu);
+    *out = d;
+    return 0;
+  }
+  pthread_mutex_unlock(&c->mu);
+  char path[4400];
+  store_payload_path(c->store, m->id, path, sizeof path);
+  return load(c, m, path, false, out, msg, msglen);
+}
+
+int dataset_acquire_segment(dataset_cache *c, const char *id, uint64_t first_frame,
+                            loaded_dataset **out, char *msg, size_t msglen) {
+  dataset_segment *segs;
+  size_t count;
+  if (store_dataset_segments(c->store, id, &segs, &count) != 0)
+    return histd_fail(msg, msglen, HISTD_EIO, "the segments of dataset %s cannot be read", id);
+  int rc = histd_fail(msg, msglen, HISTD_ENOENT,
+                      "dataset %s has no frames stored from frame %llu on", id,
+                      (unsigned long long)first_frame);
+  for (size_t i = 0; i < count; i++)
+    if (segs[i].first_frame == first_frame) {
+      rc = acquire_segment_meta(c, &segs[i].meta, out, msg, msglen);
+      break;
+    }
+  free(segs);
+  return rc;
+}
+
+/* The topology t's arrays (fields) into ds's, which has room for them. */
+static void topology_copy_into(histd_topology *to, const histd_topology *t) {
+  const size_t bytes = t->atoms * 8;
+  if (t->name && to->name)
+    memcpy(to->name, t->name, bytes);
+  if (t->element && to->element)
+    memcpy(to->element, t->element, bytes);
+  if (t->resname && to->resname)
+    memcpy(to->resname, t->resname, bytes);
+  if (t->resid && to->resid)
+    memcpy(to->resid, t->resid, bytes);
+  if (t->type && to->type)
+    memcpy(to->type, t->type, bytes);
+  if (t->mol && to->mol)
+    memcpy(to->mol, t->mol, bytes);
+}
+
+int dataset_copy_topology(histd_dataset *ds, const histd_topology *t, char *msg,
+                          size_t msglen) {
+  int rc = histd_topology_alloc(ds, t->atoms, histd_topology_fields(t), msg, msglen);
+  if (rc == 0)
+    topology_copy_into(ds->top, t);
+  return rc;
+}
+
+/* A growing dataset's segments joined into one dataset in memory (one
+ * segment: its mapping as it is). */
+static int join_growing(dataset_cache *c, const dataset_meta *meta, loaded_dataset **out,
+                        char *msg, size_t msglen) {
+  dataset_segment *segs;
+  size_t count;
+  if (store_dataset_segments(c->store, meta->id, &segs, &count) != 0 || count == 0) {
+    free(segs);
+    return histd_fail(msg, msglen, HISTD_EIO, "the segments of dataset %s cannot be read",
+                      meta->id);
+  }
+  if (count == 1) {
+    int rc = acquire_segment_meta(c, &segs[0].meta, out, msg, msglen);
+    free(segs);
+    return rc;
+  }
+  size_t n = 0, frames = 0;
+  for (size_t i = 0; i < count; i++) {
+    n += segs[i].meta.n;
+    frames += segs[i].meta.frames;
+  }
+  pthread_mutex_lock(&c->mu);
+  loaded_dataset *d = find_locked(c, meta->id);
+  if (d != NULL && d->frames == frames) {
+    d->refs++;
+    pthread_mutex_unlock(&c->mu);
+    free(segs);
+    *out = d;
+    return 0;
+  }
+  pthread_mutex_unlock(&c->mu);
+  d = calloc(1, sizeof *d);
+  size_t *counts = malloc(frames * sizeof *counts);
+  histd_box *boxes = malloc(frames * sizeof *boxes);
+  int rc = d && counts && boxes ? 0 : histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory");
+  if (rc == 0)
+    rc = histd_dataset_alloc(&d->ds, n, msg, msglen);
+  if (rc == 0 && segs[0].meta.weighted)
+    rc = histd_dataset_alloc_weights(&d->ds, msg, msglen);
+  size_t at = 0, f = 0;
+  for (size_t i = 0; rc == 0 && i < count; i++) {
+    loaded_dataset *g;
+    if ((rc = acquire_segment_meta(c, &segs[i].meta, &g, msg, msglen)) != 0)
+      break;
+    const histd_dataset *p = &g->ds;
+    if ((p->w != NULL) != (d->ds.w != NULL)) {
+      rc = histd_fail(msg, msglen, HISTD_EIO, "dataset %s's segments differ in weights",
+                      meta->id);
+    } else {
+      memcpy(d->ds.x + at, p->x, p->n * sizeof *p->x);
+      memcpy(d->ds.y + at, p->y, p->n * sizeof *p->y);
+      memcpy(d->ds.z + at, p->z, p->n * sizeof *p->z);
+      if (p->w != NULL)
+        memcpy(d->ds.w + at, p->w, p->n * sizeof *p->w);
+      for (size_t k = 0; k < histd_dataset_frames(p); k++, f++) {
+        counts[f] = p->frame != NULL ? p->frame[k].n : p->n;
+        boxes[f] = p->frame != NULL ? p->frame[k].box : p->box;
+      }
+      at += p->n;
+      if (i == 0 && p->top != NULL)
+        rc = dataset_copy_topology(&d->ds, p->top, msg, msglen);
+      for (int a = 0; a < 3; a++) {
+        d->ds.min[a] = i == 0 || p->min[a] < d->ds.min[a] ? p->min[a] : d->ds.min[a];
+        d->ds.max[a] = i == 0 || p->max[a] > d->ds.max[a] ? p->max[a] : d->ds.max[a];
+      }
+      if (i == 0)
+        memcpy(d->ds.unit, p->unit, sizeof d->ds.unit);
+    }
+    dataset_release(c, g);
+  }
+  if (rc == 0 && (at != n || f != frames))
+    rc = histd_fail(msg, msglen, HISTD_EIO, "dataset %s's segments changed while read",
+                    meta->id);
+  if (rc == 0)
+    rc = histd_dataset_set_frames(&d->ds, frames, counts, boxes, msg, msglen);
+  free(counts);
+  free(boxes);
+  free(segs);
+  if (rc != 0) {
+    if (d != NULL)
+      loaded_free(d);
+    return rc;
+  }
+  snprintf(d->id, sizeof d->id, "%s", meta->id);
+  d->refs = 1;
+  d->frames = frames;
+  pthread_mutex_lock(&c->mu);
+  for (loaded_dataset *o = c->head; o != NULL; o = o->next)
+    if (!o->stale && strcmp(o->id, d->id) == 0)
+      o->stale = true; /* an older join: its jobs keep it, no one else gets it */
+  d->next = c->head;
+  c->head = d;
+  pthread_mutex_unlock(&c->mu);
+  *out = d;
+  return 0;
 }
 
 int dataset_acquire_file(dataset_cache *c, const dataset_meta *meta, const char *path,
                          loaded_dataset **out, char *msg, size_t msglen) {
   pthread_mutex_lock(&c->mu);
   for (loaded_dataset *d = c->head; d != NULL; d = d->next) {
-    if (strcmp(d->id, meta->id) == 0) {
+    if (!d->stale && strcmp(d->id, meta->id) == 0) {
       d->refs++;
       pthread_mutex_unlock(&c->mu);
       *out = d;
@@ -264,7 +442,7 @@ static int load(dataset_cache *c, const dataset_meta *m, const char *path, bool 
   if (need_hash)
     remember_verified(c, id, &sb);
   for (loaded_dataset *o = c->head; o != NULL; o = o->next) {
-    if (strcmp(o->id, id) == 0) { /* someone mapped it meanwhile: share theirs */
+    if (!o->stale && strcmp(o->id, id) == 0) { /* someone mapped it meanwhile: share theirs */
       o->refs++;
       pthread_mutex_unlock(&c->mu);
       loaded_free(d);

@@ -7,6 +7,7 @@
 #define HISTD_DATASETS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "histd/histd.h"
 #include "store.h"
@@ -26,7 +27,15 @@ int dataset_acquire(dataset_cache *c, const char *id, loaded_dataset **out,
  * fetches). The caller makes the bytes it reads present first. */
 int dataset_acquire_file(dataset_cache *c, const dataset_meta *meta, const char *path,
                          loaded_dataset **out, char *msg, size_t msglen);
+/* A growing dataset's segment whose frames start at first_frame (a
+ * following job reads the frames that came since its last update):
+ * HISTD_ENOENT when no segment starts there. */
+int dataset_acquire_segment(dataset_cache *c, const char *id, uint64_t first_frame,
+                            loaded_dataset **out, char *msg, size_t msglen);
 const histd_dataset *loaded_dataset_points(const loaded_dataset *d);
+/* Gives ds (which has none) a copy of the topology t. */
+int dataset_copy_topology(histd_dataset *ds, const histd_topology *t, char *msg,
+                          size_t msglen);
 void dataset_release(dataset_cache *c, loaded_dataset *d);
 /* Forgets a deleted dataset's verification. */
 void dataset_cache_forget(dataset_cache *c, const char *id);

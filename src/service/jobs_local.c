@@ -54,6 +54,19 @@
  * only queued and running jobs, so a long-lived daemon's RSS does not grow
  * with its history.
  *
+ * A following job ("follow": true, on a growing dataset) does not hold a
+ * worker while it waits for frames. A worker runs it over the frames the
+ * dataset has, one stored segment at a time (the upload's, then each
+ * append's), adds each segment's result to the job's kept result
+ * (follow.c) and records it -- the job running, its result the frames so
+ * far, durable before anyone is shown it (job_updated) -- and then parks
+ * the job (q->parked) and takes other work. An append or a seal of the
+ * dataset (dataset_grew) puts the job back in the queue; a job that finds
+ * the dataset sealed and every frame counted succeeds with its result.
+ * Each pass is counted in the job's attempts like a run, and its update
+ * takes the count back. A restart reads the kept result back with the
+ * job (restore_one) and goes on from its frames.
+ *
  * What the daemon above it learns, it learns through the events it gave
  * at start (backend_events): a job that left the queue (job_ended: the
  * long-polls waiting on it answer), a job's final status for the metrics
@@ -71,6 +84,7 @@
 #include "histd/job.h"
 #include "backend.h"
 #include "bind.h"
+#include "follow.h"
 #include "util.h"
 
 typedef struct queue queue;
@@ -81,6 +95,8 @@ typedef struct job {
   _Atomic size_t frames; /* what the running job counts: progress x frames are done */
   atomic_bool cancel;
   bool cancelling; /* queued, its cancellation being written (q->mu) */
+  bool parked;     /* following, between passes: in q->parked or queued again (q->mu) */
+  bool grew;       /* following, on a worker: its dataset grew since the pass began (q->mu) */
   struct job *next;
 } job;
 
@@ -105,6 +121,7 @@ struct queue {
   size_t depth;
   size_t reserved; /* submits writing their row: places in the queue held */
   job *ended;      /* ended, but the store could not record how (see above) */
+  job *parked;     /* following jobs waiting for their dataset's next frames */
   worker *workers;
   int nworkers;
   bool has_gpu;
@@ -121,12 +138,13 @@ static job *find_live_locked(queue *q, const char *id, worker **on) {
         *on = &q->workers[i];
       return q->workers[i].current;
     }
-  for (job *j = q->head; j != NULL; j = j->next)
-    if (strcmp(j->rec.id, id) == 0) {
-      if (on)
-        *on = NULL;
-      return j;
-    }
+  for (int list = 0; list < 2; list++)
+    for (job *j = list == 0 ? q->head : q->parked; j != NULL; j = j->next)
+      if (strcmp(j->rec.id, id) == 0) {
+        if (on)
+          *on = NULL;
+        return j;
+      }
   return NULL;
 }
 
@@ -170,6 +188,17 @@ static void append_locked(queue *q, job *j) {
     q->head = j;
   q->tail = j;
   q->depth++;
+}
+
+/* Takes a parked following job out of q->parked; false when it is not there. */
+static bool unpark_locked(queue *q, job *target) {
+  for (job **p = &q->parked; *p != NULL; p = &(*p)->next)
+    if (*p == target) {
+      *p = target->next;
+      target->next = NULL;
+      return true;
+    }
+  return false;
 }
 
 static void unlink_locked(queue *q, job *target) {
@@ -237,6 +266,7 @@ typedef struct run_ctx {
   job *job;
   queue *q;
   histd_pair_file *pairs; /* a pair list's file, for on_pairs; NULL: none */
+  double p0, p1;          /* the run's share of the job's progress (a following job's pass) */
 } run_ctx;
 
 static int on_pairs(void *user, const histd_pair_record *r, size_t n, char *msg, size_t msglen) {
@@ -259,7 +289,7 @@ static uint64_t pairs_room(const backend_env *env) {
 
 static void on_progress(void *user, double fraction) {
   run_ctx *c = user;
-  atomic_store(&c->job->progress, fraction);
+  atomic_store(&c->job->progress, c->p0 + fraction * (c->p1 - c->p0));
 }
 
 static bool on_cancelled(void *user) {
@@ -277,7 +307,8 @@ static void prefetch_next(worker *w, const char *current_dataset) {
   pthread_mutex_lock(&q->mu);
   for (job *j = q->head; j != NULL; j = j->next)
     if (!j->cancelling && fits(w, j)) {
-      snprintf(next_id, sizeof next_id, "%s", j->rec.dataset);
+      if (!j->rec.follow) /* (a following job reads its new frames alone) */
+        snprintf(next_id, sizeof next_id, "%s", j->rec.dataset);
       break;
     }
   pthread_mutex_unlock(&q->mu);
@@ -328,69 +359,31 @@ static bool record_end(queue *q, job *j, job_record *r) {
   return recorded;
 }
 
-static void run_one(worker *w, job *j) {
+/* A run's end (rc; ran: the dataset was there to run on): the job's end
+ * recorded and published (record_end), or, interrupted by a stop, queued
+ * again; the events. res (taken) is the result of a success; a following
+ * job's is its kept one (j->rec.result), which it keeps when interrupted
+ * (the next start goes on from it) and loses when it fails or is
+ * cancelled, as any job does. */
+static void end_run(worker *w, job *j, int rc, bool ran, histd_result *resp, const char *msg,
+                    double t_start, double t_loaded, double t_end) {
   queue *q = w->q;
   const backend_env *env = &q->env;
-  char msg[512] = "";
-  double t_start = histd_now_ms();
-
-  loaded_dataset *d = NULL;
-  histd_result res;
-  memset(&res, 0, sizeof res);
-  char why[256];
-  int rc = store_mark_job_running(env->store, &j->rec, why, sizeof why);
-  if (rc != 0) /* not recorded as running: do not run it unrecorded */
-    snprintf(msg, sizeof msg, "the job could not be recorded as running: %s", why);
-  else
-    rc = dataset_acquire(env->cache, j->rec.dataset, &d, msg, sizeof msg);
-  double t_loaded = histd_now_ms();
-  loaded_dataset *old_prefetch = w->prefetched;
-  w->prefetched = NULL;
-  if (rc == 0 && w->device >= 0)
-    prefetch_next(w, j->rec.dataset);
-  bool ran = rc == 0;
-  dataset_release(env->cache, old_prefetch);
-
-  if (rc == 0) {
-    histd_exec ex = j->rec.params.exec;
-    if (w->device < 0 && ex.threads == 0)
-      ex.threads = w->cpu_threads;
-    run_ctx ctx = {j, q, NULL};
-    histd_control ctl = {on_progress, on_cancelled, &ctx, on_pairs};
-    job_binding b;
-    int pairs_fd = -1;
-    rc = job_bind(env->cache, &j->rec, d, NULL, NULL, &b, msg, sizeof msg);
-    if (rc == 0 && histd_statistic_about(b.prob.statistic)->answer == HISTD_ANSWER_PAIRS) {
-      /* the list goes to its file */
-      b.prob.result_limit = pairs_room(env);
-      if ((ctx.pairs = malloc(sizeof *ctx.pairs)) == NULL)
-        rc = histd_fail(msg, sizeof msg, HISTD_ENOMEM, "out of memory for the pair list");
-      else if ((rc = store_pairs_temp(env->store, j->rec.id, &pairs_fd, msg, sizeof msg)) == 0)
-        histd_pair_file_init(ctx.pairs, pairs_fd, b.prob.result_limit);
-      if (rc != 0)
-        job_unbind(env->cache, &b);
-    }
-    if (rc == 0) {
-      atomic_store(&j->frames, histd_problem_frames(&b.prob));
-      rc = histd_worker_run(w->engine, &b.prob, &ex, &ctl, &res, msg, sizeof msg);
-      if (rc == 0 && ctx.pairs != NULL)
-        rc = histd_pair_file_flush(ctx.pairs, false, msg, sizeof msg);
-      if (pairs_fd >= 0) { /* synced and kept with a result, else removed */
-        int kept = store_pairs_keep(env->store, j->rec.id, pairs_fd, rc == 0, msg, sizeof msg);
-        rc = rc != 0 ? rc : kept;
-      }
-      free(ctx.pairs);
-      if (rc == 0)
-        histd_job_label(&j->rec.params, &res);
-      job_unbind(env->cache, &b);
-    }
-  }
-  dataset_release(env->cache, d);
-  double t_end = histd_now_ms();
-
+  histd_result res = *resp;
+  memset(resp, 0, sizeof *resp);
+  histd_result dropped; /* a following job's kept result, when it ends without one */
+  memset(&dropped, 0, sizeof dropped);
   pthread_mutex_lock(&q->mu);
   bool interrupted = ran && rc == HISTD_ECANCELED && !atomic_load(&j->cancel) &&
                      atomic_load(&q->stopping);
+  if (j->rec.follow && !interrupted && j->rec.has_result) { /* (GETs copy it under q->mu) */
+    if (rc == 0)
+      res = j->rec.result;
+    else
+      dropped = j->rec.result;
+    memset(&j->rec.result, 0, sizeof j->rec.result);
+    j->rec.has_result = false;
+  }
   job_record end = j->rec, *r = &end; /* published by record_end */
   if (interrupted) {
     /* Back to queued in the store: the next start runs it again, and this
@@ -429,6 +422,7 @@ static void run_one(worker *w, job *j) {
   }
   pthread_mutex_unlock(&q->mu);
   histd_result_free(&res);
+  histd_result_free(&dropped);
 
   bool left = record_end(q, j, r); /* may turn a success into a failure */
   if (r->status != JOB_SUCCEEDED && !interrupted)
@@ -450,6 +444,225 @@ static void run_one(worker *w, job *j) {
   q->ev.job_ended(q->ev.u, id);
 }
 
+
+static void run_one(worker *w, job *j) {
+  queue *q = w->q;
+  const backend_env *env = &q->env;
+  char msg[512] = "";
+  double t_start = histd_now_ms();
+
+  loaded_dataset *d = NULL;
+  histd_result res;
+  memset(&res, 0, sizeof res);
+  char why[256];
+  int rc = store_mark_job_running(env->store, &j->rec, why, sizeof why);
+  if (rc != 0) /* not recorded as running: do not run it unrecorded */
+    snprintf(msg, sizeof msg, "the job could not be recorded as running: %s", why);
+  else
+    rc = dataset_acquire(env->cache, j->rec.dataset, &d, msg, sizeof msg);
+  double t_loaded = histd_now_ms();
+  loaded_dataset *old_prefetch = w->prefetched;
+  w->prefetched = NULL;
+  if (rc == 0 && w->device >= 0)
+    prefetch_next(w, j->rec.dataset);
+  bool ran = rc == 0;
+  dataset_release(env->cache, old_prefetch);
+
+  if (rc == 0) {
+    histd_exec ex = j->rec.params.exec;
+    if (w->device < 0 && ex.threads == 0)
+      ex.threads = w->cpu_threads;
+    run_ctx ctx = {j, q, NULL, 0, 1};
+    histd_control ctl = {on_progress, on_cancelled, &ctx, on_pairs};
+    job_binding b;
+    int pairs_fd = -1;
+    rc = job_bind(env->cache, &j->rec, d, NULL, NULL, &b, msg, sizeof msg);
+    if (rc == 0 && histd_statistic_about(b.prob.statistic)->answer == HISTD_ANSWER_PAIRS) {
+      /* the list goes to its file */
+      b.prob.result_limit = pairs_room(env);
+      if ((ctx.pairs = malloc(sizeof *ctx.pairs)) == NULL)
+        rc = histd_fail(msg, sizeof msg, HISTD_ENOMEM, "out of memory for the pair list");
+      else if ((rc = store_pairs_temp(env->store, j->rec.id, &pairs_fd, msg, sizeof msg)) == 0)
+        histd_pair_file_init(ctx.pairs, pairs_fd, b.prob.result_limit);
+      if (rc != 0)
+        job_unbind(env->cache, &b);
+    }
+    if (rc == 0) {
+      atomic_store(&j->frames, histd_problem_frames(&b.prob));
+      rc = histd_worker_run(w->engine, &b.prob, &ex, &ctl, &res, msg, sizeof msg);
+      if (rc == 0 && ctx.pairs != NULL)
+        rc = histd_pair_file_flush(ctx.pairs, false, msg, sizeof msg);
+      if (pairs_fd >= 0) { /* synced and kept with a result, else removed */
+        int kept = store_pairs_keep(env->store, j->rec.id, pairs_fd, rc == 0, msg, sizeof msg);
+        rc = rc != 0 ? rc : kept;
+      }
+      free(ctx.pairs);
+      if (rc == 0)
+        histd_job_label(&j->rec.params, &res);
+      job_unbind(env->cache, &b);
+    }
+  }
+  dataset_release(env->cache, d);
+  double t_end = histd_now_ms();
+  end_run(w, j, rc, ran, &res, msg, t_start, t_loaded, t_end);
+}
+
+/* ---- following jobs ---------------------------------------------------------------- */
+
+/* One pass of a following job: the frames of its dataset's segment from
+ * frame `done` on (the dataset has `total` so far), run with p, added to
+ * the job's kept result, recorded (durable: the running row with the
+ * result of frames 0..done + the segment's, its attempts back to before
+ * the pass) and then published. */
+static int follow_pass(worker *w, job *j, const histd_params *p, uint64_t done, uint64_t total,
+                       char *msg, size_t msglen) {
+  queue *q = w->q;
+  const backend_env *env = &q->env;
+  loaded_dataset *seg;
+  int rc = dataset_acquire_segment(env->cache, j->rec.dataset, done, &seg, msg, msglen);
+  if (rc != 0)
+    return rc;
+  const uint64_t frames = histd_dataset_frames(loaded_dataset_points(seg));
+  job_record view = j->rec; /* (shallow: the pass's parameters) */
+  view.params = *p;
+  job_binding b;
+  histd_result part;
+  memset(&part, 0, sizeof part);
+  rc = job_bind(env->cache, &view, seg, NULL, NULL, &b, msg, msglen);
+  if (rc == 0) {
+    histd_exec ex = p->exec;
+    if (w->device < 0 && ex.threads == 0)
+      ex.threads = w->cpu_threads;
+    run_ctx ctx = {j, q, NULL, (double)done / (double)total,
+                   (double)(done + frames) / (double)total};
+    histd_control ctl = {on_progress, on_cancelled, &ctx, on_pairs};
+    rc = histd_worker_run(w->engine, &b.prob, &ex, &ctl, &part, msg, msglen);
+    job_unbind(env->cache, &b);
+  }
+  dataset_release(env->cache, seg);
+  if (rc != 0)
+    return rc;
+  /* the kept result and this pass's, added in a copy that GETs do not see yet */
+  histd_result next;
+  if (j->rec.has_result) {
+    if (histd_result_copy(&next, &j->rec.result) != 0)
+      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the job's result");
+    else if ((rc = follow_add(&next, &part, j->rec.dataset_b[0] != '\0', msg, msglen)) != 0)
+      histd_result_free(&next);
+    histd_result_free(&part);
+  } else {
+    next = part;
+  }
+  if (rc != 0)
+    return rc;
+  histd_job_label(&j->rec.params, &next);
+  next.blocks = next.frames >= j->rec.params.blocks ? j->rec.params.blocks : 0;
+  job_record r = j->rec; /* (shallow) */
+  r.result = next;
+  r.has_result = true;
+  r.attempts--; /* the pass ended */
+  r.progress = (double)(done + frames) / (double)total;
+  snprintf(r.device, sizeof r.device, "%s", next.device);
+  if ((rc = store_update_job(env->store, &r, msg, msglen)) != 0) {
+    histd_result_free(&next);
+    return rc;
+  }
+  pthread_mutex_lock(&q->mu);
+  histd_result old = j->rec.result;
+  bool had = j->rec.has_result;
+  j->rec.result = next;
+  j->rec.has_result = true;
+  j->rec.attempts = r.attempts;
+  snprintf(j->rec.device, sizeof j->rec.device, "%s", r.device);
+  pthread_mutex_unlock(&q->mu);
+  if (had)
+    histd_result_free(&old);
+  if (q->ev.job_updated != NULL)
+    q->ev.job_updated(q->ev.u, j->rec.id);
+  return 0;
+}
+
+/* A following job on a worker: passes over the frames its dataset has
+ * that its result has not counted, then parked until the dataset grows
+ * (dataset_grew), or ended: succeeded once the dataset is sealed and
+ * every frame counted, cancelled, failed, or queued again by a stop. Each
+ * pass is counted in attempts while it runs (the row marked running
+ * first), and its update takes the count back. */
+static void run_follow(worker *w, job *j) {
+  queue *q = w->q;
+  const backend_env *env = &q->env;
+  char msg[512] = "", why[256];
+  double t_start = histd_now_ms();
+  histd_params p; /* a pass's: blocks are the whole result's (follow_pass) */
+  int rc = histd_params_copy(&p, &j->rec.params, msg, sizeof msg);
+  if (rc == 0) {
+    p.per_frame = p.per_frame || p.blocks > 0;
+    p.blocks = 0;
+  }
+  bool counted = true; /* j->rec.attempts counts a pass (worker_main counted this one) */
+  bool ran = false;
+  while (rc == 0) {
+    pthread_mutex_lock(&q->mu);
+    j->grew = false;
+    pthread_mutex_unlock(&q->mu);
+    if (atomic_load(&j->cancel) || atomic_load(&q->stopping)) {
+      rc = HISTD_ECANCELED;
+      break;
+    }
+    dataset_meta m;
+    if (store_get_dataset(env->store, j->rec.dataset, &m) != 0) {
+      rc = histd_fail(msg, sizeof msg, HISTD_ENOENT, "dataset %s no longer exists",
+                      j->rec.dataset);
+      break;
+    }
+    ran = true;
+    const uint64_t done = j->rec.has_result ? j->rec.result.frames : 0;
+    atomic_store(&j->frames, m.frames);
+    if (done < m.frames) {
+      if (!counted) {
+        pthread_mutex_lock(&q->mu);
+        j->rec.attempts++;
+        pthread_mutex_unlock(&q->mu);
+        counted = true;
+      }
+      if ((rc = store_mark_job_running(env->store, &j->rec, why, sizeof why)) != 0) {
+        snprintf(msg, sizeof msg, "the job could not be recorded as running: %s", why);
+        break;
+      }
+      rc = follow_pass(w, j, &p, done, m.frames, msg, sizeof msg);
+      counted = rc != 0; /* an update takes the pass's count back */
+      continue;
+    }
+    if (m.sealed) /* every frame counted: the result is final */
+      break;
+    /* parked until the dataset grows, unless it grew since the pass began */
+    pthread_mutex_lock(&q->mu);
+    bool park = !j->grew && !atomic_load(&j->cancel) && !atomic_load(&q->stopping);
+    if (park) {
+      if (counted)
+        j->rec.attempts--; /* (no pass began: the row never counted it) */
+      j->parked = true;
+      j->next = q->parked;
+      q->parked = j;
+      w->current = NULL;
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (park) {
+      histd_params_free(&p);
+      return;
+    }
+  }
+  histd_params_free(&p);
+  if (!counted) { /* end_run takes back the count of a run a stop interrupts */
+    pthread_mutex_lock(&q->mu);
+    j->rec.attempts++;
+    pthread_mutex_unlock(&q->mu);
+  }
+  histd_result none;
+  memset(&none, 0, sizeof none);
+  end_run(w, j, rc, ran, &none, msg, t_start, t_start, histd_now_ms());
+}
+
 static void *worker_main(void *arg) {
   worker *w = arg;
   queue *q = w->q;
@@ -466,11 +679,16 @@ static void *worker_main(void *arg) {
       break;
     }
     j->rec.status = JOB_RUNNING;
-    j->rec.started_at = wall_now();
+    if (!j->parked) /* (a following job's next pass: it runs since it began) */
+      j->rec.started_at = wall_now();
+    j->parked = false;
     j->rec.attempts++; /* in the running row: a run the daemon may not survive */
     w->current = j;
     pthread_mutex_unlock(&q->mu);
-    run_one(w, j);
+    if (j->rec.follow)
+      run_follow(w, j);
+    else
+      run_one(w, j);
   }
   dataset_release(q->env.cache, w->prefetched);
   w->prefetched = NULL;
@@ -484,6 +702,16 @@ static bool restore_one(const job_record *rec, void *u) {
   job *j = job_new(rec);
   if (j == NULL)
     return false;
+  job_record kept; /* a following job goes on from its result's frames */
+  if (rec->follow && store_get_job(q->env.store, rec->id, &kept, true) == 0) {
+    if (kept.has_result) {
+      j->rec.result = kept.result;
+      j->rec.has_result = true;
+      memset(&kept.result, 0, sizeof kept.result);
+      kept.has_result = false;
+    }
+    job_record_free(&kept);
+  }
   append_locked(q, j);
   return true;
 }
@@ -526,6 +754,10 @@ static void fail_unrestored(queue *q) {
       continue;
     j->rec.status = JOB_FAILED;
     j->rec.finished_at = wall_now();
+    if (j->rec.has_result) { /* a following job's: a failed job keeps none */
+      histd_result_free(&j->rec.result);
+      j->rec.has_result = false;
+    }
     unlink_locked(q, j);
     char msg[256];
     if (store_update_job(q->env.store, &j->rec, msg, sizeof msg) != 0)
@@ -615,6 +847,11 @@ static void local_close(void *self) {
     q->ended = j->next;
     job_free(j);
   }
+  while (q->parked != NULL) {
+    job *j = q->parked;
+    q->parked = j->next;
+    job_free(j);
+  }
   for (int i = 0; i < q->nworkers; i++)
     histd_worker_destroy(q->workers[i].engine);
   free(q->workers);
@@ -691,9 +928,9 @@ static int local_cancel(void *self, const char *id, job_record *out, char *msg, 
     pthread_cond_wait(&q->cv, &q->mu);
     j = find_locked(q, id, &on);
   }
-  if (j != NULL && on == NULL && j->rec.status == JOB_QUEUED) {
-    /* queued: cancelled at once, once the store says so; meanwhile no
-     * worker takes it */
+  if (j != NULL && on == NULL && (j->rec.status == JOB_QUEUED || j->parked)) {
+    /* queued, or following and parked: cancelled at once, once the store
+     * says so; meanwhile no worker takes it */
     job_record cancelled = j->rec;
     cancelled.has_result = false;
     cancelled.status = JOB_CANCELLED;
@@ -710,7 +947,10 @@ static int local_cancel(void *self, const char *id, job_record *out, char *msg, 
       pthread_mutex_unlock(&q->mu);
       return rc;
     }
-    unlink_locked(q, j);
+    if (!unpark_locked(q, j))
+      unlink_locked(q, j);
+    if (j->rec.has_result) /* a following job's result: a cancelled job keeps none */
+      histd_result_free(&j->rec.result);
     j->rec = cancelled;
     copy_record(j, out);
     pthread_mutex_unlock(&q->mu);
@@ -764,8 +1004,33 @@ static size_t local_active_on(void *self, const char *dataset) {
     n += q->workers[i].current != NULL && job_uses(&q->workers[i].current->rec, dataset);
   for (job *j = q->head; j != NULL; j = j->next)
     n += job_uses(&j->rec, dataset);
+  for (job *j = q->parked; j != NULL; j = j->next)
+    n += job_uses(&j->rec, dataset);
   pthread_mutex_unlock(&q->mu);
   return n;
+}
+
+/* Frames were appended to the dataset, or it was sealed: its parked
+ * following jobs go back to the queue, and those on a worker look again
+ * before they park. */
+static void local_dataset_grew(void *self, const char *dataset) {
+  queue *q = self;
+  pthread_mutex_lock(&q->mu);
+  for (job **p = &q->parked; *p != NULL;) {
+    job *j = *p;
+    if (strcmp(j->rec.dataset, dataset) == 0) {
+      *p = j->next;
+      j->next = NULL;
+      append_locked(q, j);
+    } else {
+      p = &j->next;
+    }
+  }
+  for (int i = 0; i < q->nworkers; i++)
+    if (q->workers[i].current != NULL && strcmp(q->workers[i].current->rec.dataset, dataset) == 0)
+      q->workers[i].current->grew = true;
+  pthread_cond_broadcast(&q->cv);
+  pthread_mutex_unlock(&q->mu);
 }
 
 static int local_workers(void *self) { return ((queue *)self)->nworkers; }
@@ -830,6 +1095,7 @@ static const backend_ops local_ops = {
     .cancel = local_cancel,
     .list = local_list,
     .active_on = local_active_on,
+    .dataset_grew = local_dataset_grew,
     .queue_depth = local_queue_depth,
     .running = local_running,
     .workers = local_workers,

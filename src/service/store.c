@@ -76,6 +76,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -122,7 +123,8 @@ static const char *const schema =
     "  error TEXT NOT NULL DEFAULT '', weighted INTEGER NOT NULL DEFAULT 0,"
     "  frames INTEGER NOT NULL DEFAULT 1, box TEXT NOT NULL DEFAULT '',"
     "  topology INTEGER NOT NULL DEFAULT 0, atoms TEXT NOT NULL DEFAULT '',"
-    "  unit TEXT NOT NULL DEFAULT '', expires_at REAL NOT NULL DEFAULT 0);"
+    "  unit TEXT NOT NULL DEFAULT '', expires_at REAL NOT NULL DEFAULT 0,"
+    "  growing INTEGER NOT NULL DEFAULT 0, sealed INTEGER NOT NULL DEFAULT 0);"
     "CREATE TABLE IF NOT EXISTS jobs ("
     "  seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,"
     "  dataset TEXT NOT NULL, n INTEGER NOT NULL,"
@@ -142,9 +144,16 @@ static const char *const schema =
     "  r_reason TEXT NOT NULL DEFAULT '', r_excluded INTEGER NOT NULL DEFAULT 0,"
     "  r_n INTEGER, r_n_b INTEGER, r_per_frame BLOB, r_unit TEXT NOT NULL DEFAULT '',"
     "  attempts INTEGER NOT NULL DEFAULT 0, result_deleted_at REAL NOT NULL DEFAULT 0,"
-    "  r_head BLOB, r_arrays BLOB);"
+    "  r_head BLOB, r_arrays BLOB, follow INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs(status);"
-    "CREATE INDEX IF NOT EXISTS jobs_by_dataset ON jobs(dataset, status);";
+    "CREATE INDEX IF NOT EXISTS jobs_by_dataset ON jobs(dataset, status);"
+    "CREATE TABLE IF NOT EXISTS segments ("
+    "  dataset TEXT NOT NULL, seq INTEGER NOT NULL, payload TEXT NOT NULL,"
+    "  first_frame INTEGER NOT NULL, frames INTEGER NOT NULL, n INTEGER NOT NULL,"
+    "  weighted INTEGER NOT NULL, box TEXT NOT NULL, topology INTEGER NOT NULL,"
+    "  unit TEXT NOT NULL, minx REAL, miny REAL, minz REAL, maxx REAL, maxy REAL, maxz REAL,"
+    "  bytes INTEGER NOT NULL, PRIMARY KEY (dataset, seq));"
+    "CREATE INDEX IF NOT EXISTS segments_by_payload ON segments(payload);";
 
 /*
  * Schema versions (PRAGMA user_version):
@@ -187,11 +196,17 @@ static const char *const schema =
  *      r_head and r_arrays, and frees the old blobs.
  *   9  datasets keep expires_at: when the daemon deletes the dataset
  *      (POST /v1/datasets?expires=; 0, as before: never).
+ *  10  growing datasets (POST /v1/datasets?growing=true, then POST
+ *      /v1/datasets/{id}/frames): datasets keep growing and sealed (0
+ *      before), and the table segments their payloads, one a row in the
+ *      order their frames came (the upload's, then each append's), each a
+ *      payload file of its own named by its hash like any other; jobs keep
+ *      follow ("follow": true; 0 before).
  * A data dir of any older version is migrated in place, in one transaction:
  * the new columns are added and (from 0) each job's params built from its
  * old columns.
  */
-#define SCHEMA_VERSION 9
+#define SCHEMA_VERSION 10
 #define TEXT_OF_(x) #x
 #define TEXT_OF(x) TEXT_OF_(x)
 /* What the WAL keeps of its size once checkpointed (SQLite's
@@ -203,6 +218,10 @@ static const char *const migrate_6_to_7 =
     "ALTER TABLE jobs ADD COLUMN result_deleted_at REAL NOT NULL DEFAULT 0;";
 static const char *const migrate_8_to_9 =
     "ALTER TABLE datasets ADD COLUMN expires_at REAL NOT NULL DEFAULT 0;";
+static const char *const migrate_9_to_10 =
+    "ALTER TABLE datasets ADD COLUMN growing INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE datasets ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN follow INTEGER NOT NULL DEFAULT 0;";
 static const char *const expiry_index =
     "CREATE INDEX IF NOT EXISTS datasets_by_expiry ON datasets(expires_at) WHERE expires_at > 0;";
 static const char *const migrate_7_to_8 =
@@ -279,6 +298,7 @@ static int schema_migrate(sqlite3 *db, char **err) {
   bool has_deleted = has_column(db, "jobs", "result_deleted_at");
   bool has_head = has_column(db, "jobs", "r_head");
   bool has_expiry = has_column(db, "datasets", "expires_at");
+  bool has_growing = has_column(db, "datasets", "growing");
   int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, err);
   if (rc == SQLITE_OK && !has_params)
     rc = sqlite3_exec(db, migrate_0_to_2, NULL, NULL, err);
@@ -296,6 +316,8 @@ static int schema_migrate(sqlite3 *db, char **err) {
     rc = sqlite3_exec(db, migrate_7_to_8, NULL, NULL, err);
   if (rc == SQLITE_OK && !has_expiry)
     rc = sqlite3_exec(db, migrate_8_to_9, NULL, NULL, err);
+  if (rc == SQLITE_OK && !has_growing)
+    rc = sqlite3_exec(db, migrate_9_to_10, NULL, NULL, err);
   if (rc == SQLITE_OK) /* (a fresh database has the column, not yet the index) */
     rc = sqlite3_exec(db, expiry_index, NULL, NULL, err);
   if (rc == SQLITE_OK)
@@ -635,6 +657,8 @@ void store_payload_path(const store *s, const char *id, char *path, size_t len) 
 
 /* ---- datasets ------------------------------------------------------------------- */
 
+static void box_parse(const char *box, histd_box *b);
+
 static void row_to_dataset(sqlite3_stmt *st, dataset_meta *m) {
   memset(m, 0, sizeof *m);
   snprintf(m->id, sizeof m->id, "%s", (const char *)sqlite3_column_text(st, 0));
@@ -650,21 +674,34 @@ static void row_to_dataset(sqlite3_stmt *st, dataset_meta *m) {
   m->weighted = sqlite3_column_int(st, 12) != 0;
   sqlite3_int64 frames = sqlite3_column_int64(st, 13);
   m->frames = frames > 1 ? (size_t)frames : 1;
-  const char *box = (const char *)sqlite3_column_text(st, 14);
-  int kind = 0;
-  histd_box *b = &m->box;
-  if (box == NULL || sscanf(box, "%d %lf %lf %lf %lf %lf %lf", &kind, &b->ax, &b->bx, &b->by,
-                            &b->cx, &b->cy, &b->cz) != 7 ||
-      kind < HISTD_BOX_ORTHO || kind > HISTD_BOX_TRICLINIC)
-    memset(b, 0, sizeof *b);
-  else
-    b->kind = (histd_box_kind)kind;
+  box_parse((const char *)sqlite3_column_text(st, 14), &m->box);
   m->topology = (unsigned)sqlite3_column_int(st, 15) & ((HISTD_TOP_MOL << 1) - 1);
   const char *atoms = (const char *)sqlite3_column_text(st, 16);
   snprintf(m->atoms, sizeof m->atoms, "%s", atoms ? atoms : "");
   const char *unit = (const char *)sqlite3_column_text(st, 17);
   snprintf(m->unit, sizeof m->unit, "%s", unit ? unit : "");
   m->expires_at = sqlite3_column_double(st, 18);
+  m->growing = sqlite3_column_int(st, 19) != 0;
+  m->sealed = sqlite3_column_int(st, 20) != 0;
+  m->bytes = (uint64_t)sqlite3_column_int64(st, 21);
+}
+
+/* A box as the tables keep it: "kind ax bx by cx cy cz", '' for none. */
+static void box_text(const histd_box *b, char *out, size_t len) {
+  out[0] = '\0';
+  if (b->kind != HISTD_BOX_NONE)
+    snprintf(out, len, "%d %.17g %.17g %.17g %.17g %.17g %.17g", (int)b->kind, b->ax, b->bx,
+             b->by, b->cx, b->cy, b->cz);
+}
+
+static void box_parse(const char *box, histd_box *b) {
+  int kind = 0;
+  if (box == NULL || sscanf(box, "%d %lf %lf %lf %lf %lf %lf", &kind, &b->ax, &b->bx, &b->by,
+                            &b->cx, &b->cy, &b->cz) != 7 ||
+      kind < HISTD_BOX_ORTHO || kind > HISTD_BOX_TRICLINIC)
+    memset(b, 0, sizeof *b);
+  else
+    b->kind = (histd_box_kind)kind;
 }
 
 bool dataset_has_table(const dataset_meta *m) {
@@ -677,6 +714,8 @@ static uint64_t topology_slots(const dataset_meta *m) {
 }
 
 uint64_t dataset_payload_bytes(const dataset_meta *m) {
+  if (m->growing) /* its segments' files */
+    return m->bytes;
   return (uint64_t)m->n * (m->weighted ? 32 : 24) +
          (dataset_has_table(m) ? (uint64_t)m->frames * DATASET_FRAME_RECORD * 8 : 0) +
          topology_slots(m) * 8;
@@ -721,10 +760,14 @@ int dataset_topology_from_tail(histd_dataset *ds, const dataset_meta *m, const d
 #define DATASET_COLUMNS \
   "id, n, format, name, created_at, minx, miny, minz, maxx, maxy, maxz, error, weighted, " \
   "frames, box, topology, atoms, unit, expires_at"
+/* what a read takes: the columns, and a growing dataset's segments' bytes */
+#define DATASET_SELECT \
+  DATASET_COLUMNS ", growing, sealed, " \
+  "(SELECT ifnull(sum(bytes), 0) FROM segments WHERE segments.dataset = datasets.id)"
 
 static int get_dataset_in(sqlite3 *db, const char *id, dataset_meta *m) {
   sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(db, "SELECT " DATASET_COLUMNS " FROM datasets WHERE id = ?", -1, &st,
+  if (sqlite3_prepare_v2(db, "SELECT " DATASET_SELECT " FROM datasets WHERE id = ?", -1, &st,
                          NULL) != SQLITE_OK)
     return HISTD_EIO;
   sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
@@ -898,6 +941,31 @@ int dataset_frames_from_table(histd_dataset *ds, const double *table, size_t fra
  * stored file, which may be missing, cut short, or the right size with
  * the wrong bytes: a re-upload repairs a corrupt payload. (Jobs that have
  * the old file mapped keep their mapping.) */
+/* The values of a dataset's row (DATASET_COLUMNS, error '') into st. */
+static void bind_dataset_row(sqlite3_stmt *st, const char *id, const dataset_meta *shape,
+                             const char *format, const char *name, double expires_at) {
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, (sqlite3_int64)shape->n);
+  sqlite3_bind_text(st, 3, format, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, name ? name : "", -1, SQLITE_STATIC);
+  sqlite3_bind_double(st, 5, wall_now());
+  for (int a = 0; a < 3; a++) {
+    sqlite3_bind_double(st, 6 + a, shape->min[a]);
+    sqlite3_bind_double(st, 9 + a, shape->max[a]);
+  }
+  sqlite3_bind_int(st, 12, shape->weighted ? 1 : 0);
+  sqlite3_bind_int64(st, 13, (sqlite3_int64)(shape->frames > 1 ? shape->frames : 1));
+  char box[200];
+  box_text(&shape->box, box, sizeof box);
+  sqlite3_bind_text(st, 14, box, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st, 15, (int)shape->topology);
+  sqlite3_bind_text(st, 16, shape->atoms, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 17, shape->unit, -1, SQLITE_STATIC);
+  sqlite3_bind_double(st, 18, expires_at > 0 ? expires_at : 0);
+}
+
+static void payload_drop_unreferenced(store *s, const char *hash);
+
 static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
                                  const dataset_meta *shape, const char *format,
                                  const char *name, double expires_at, dataset_meta *meta,
@@ -929,27 +997,7 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "store the dataset");
   } else {
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)shape->n);
-    sqlite3_bind_text(st, 3, format, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, name ? name : "", -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 5, wall_now());
-    for (int a = 0; a < 3; a++) {
-      sqlite3_bind_double(st, 6 + a, shape->min[a]);
-      sqlite3_bind_double(st, 9 + a, shape->max[a]);
-    }
-    sqlite3_bind_int(st, 12, shape->weighted ? 1 : 0);
-    sqlite3_bind_int64(st, 13, (sqlite3_int64)(shape->frames > 1 ? shape->frames : 1));
-    char box[200] = "";
-    const histd_box *b = &shape->box;
-    if (b->kind != HISTD_BOX_NONE)
-      snprintf(box, sizeof box, "%d %.17g %.17g %.17g %.17g %.17g %.17g", (int)b->kind, b->ax,
-               b->bx, b->by, b->cx, b->cy, b->cz);
-    sqlite3_bind_text(st, 14, box, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(st, 15, (int)shape->topology);
-    sqlite3_bind_text(st, 16, shape->atoms, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 17, shape->unit, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 18, expires_at > 0 ? expires_at : 0);
+    bind_dataset_row(st, id, shape, format, name, expires_at);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "store the dataset");
     sqlite3_finalize(st);
@@ -963,33 +1011,196 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
   pthread_mutex_unlock(&s->mu);
   if (rc == 0)
     rc = durable(s, seq, msg, msglen);
-  if (rc != 0 && !existed) { /* no row, so no file: nothing stored half-way */
-    unlink(final_path);
-    atomic_fetch_sub(&s->payload_bytes, bytes);
-  }
+  if (rc != 0 && !existed) /* no row, so no file: nothing stored half-way */
+    payload_drop_unreferenced(s, id);
   *created = !existed;
   return rc;
 }
 
+/* ---- growing datasets ------------------------------------------------------------
+ *
+ * A growing dataset (POST /v1/datasets?growing=true) is a row of its own,
+ * under an id of its own (random: its points are not what names it, since
+ * they change), and its segments: the payload files its frames are in,
+ * the upload's first, then one an append (store_append_frames). Each
+ * segment is a payload like any other (its frames, their weights, boxes
+ * and the atoms' topology), named by the hash of its bytes, so a reader
+ * checks it as it checks any payload, and a segment whose bytes another
+ * dataset has shares the file. A file is removed when no row names it any
+ * more (payload_drop_unreferenced). An append writes and syncs its file,
+ * then adds its segment and the dataset's new counts in one transaction:
+ * a crash leaves the frames appended or not, never a part of them.
+ */
+
+static void new_dataset_id(char id[65]) {
+  unsigned char raw[32];
+  if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
+    double t = histd_now_ms();
+    memset(raw, 0, sizeof raw);
+    memcpy(raw, &t, sizeof t);
+    uintptr_t addr = (uintptr_t)id;
+    memcpy(raw + 8, &addr, sizeof addr < 8 ? sizeof addr : 8);
+    pid_t pid = getpid();
+    memcpy(raw + 16, &pid, sizeof pid);
+  }
+  static const char digits[] = "0123456789abcdef";
+  for (int i = 0; i < 32; i++) {
+    id[2 * i] = digits[raw[i] >> 4];
+    id[2 * i + 1] = digits[raw[i] & 15];
+  }
+  id[64] = '\0';
+}
+
+/* Whether a row names the payload file `hash` (a dataset's own, or a
+ * growing dataset's segment); s->mu held. */
+static bool payload_referenced_locked(store *s, const char *hash) {
+  sqlite3_stmt *st;
+  bool used = true; /* when in doubt, keep it */
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT (SELECT count(*) FROM datasets WHERE id = ?1) + "
+                         "(SELECT count(*) FROM segments WHERE payload = ?1)",
+                         -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+      used = sqlite3_column_int64(st, 0) > 0;
+    sqlite3_finalize(st);
+  }
+  return used;
+}
+
+/* Removes the payload file `hash` unless a row names it (commit_mu held). */
+static void payload_drop_unreferenced(store *s, const char *hash) {
+  pthread_mutex_lock(&s->mu);
+  bool used = payload_referenced_locked(s, hash);
+  pthread_mutex_unlock(&s->mu);
+  if (used)
+    return;
+  char path[4400];
+  store_payload_path(s, hash, path, sizeof path);
+  struct stat sb;
+  if (stat(path, &sb) == 0 && unlink(path) == 0)
+    atomic_fetch_sub(&s->payload_bytes, (uint64_t)sb.st_size);
+}
+
+/* Adds segment seq of dataset id: the payload `hash` of `shape`, its first
+ * frame the dataset's first_frame; s->mu held, inside a transaction. */
+static int insert_segment_locked(store *s, const char *id, int64_t seq, const char *hash,
+                                 uint64_t first_frame, const dataset_meta *shape) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(s->db,
+                         "INSERT INTO segments (dataset, seq, payload, first_frame, frames, n, "
+                         "weighted, box, topology, unit, minx, miny, minz, maxx, maxy, maxz, "
+                         "bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         -1, &st, NULL) != SQLITE_OK)
+    return SQLITE_ERROR;
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, seq);
+  sqlite3_bind_text(st, 3, hash, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 4, (sqlite3_int64)first_frame);
+  sqlite3_bind_int64(st, 5, (sqlite3_int64)(shape->frames > 1 ? shape->frames : 1));
+  sqlite3_bind_int64(st, 6, (sqlite3_int64)shape->n);
+  sqlite3_bind_int(st, 7, shape->weighted ? 1 : 0);
+  char box[200];
+  box_text(&shape->box, box, sizeof box);
+  sqlite3_bind_text(st, 8, box, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st, 9, (int)shape->topology);
+  sqlite3_bind_text(st, 10, shape->unit, -1, SQLITE_STATIC);
+  for (int a = 0; a < 3; a++) {
+    sqlite3_bind_double(st, 11 + a, shape->min[a]);
+    sqlite3_bind_double(st, 14 + a, shape->max[a]);
+  }
+  sqlite3_bind_int64(st, 17, (sqlite3_int64)dataset_payload_bytes(shape));
+  int rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* The end of a transaction (begun under s->mu, released here) that
+ * changes the growing dataset id (and adds the payload `hash` to it; NULL:
+ * none): committed when ok, else rolled back with a sentence that the
+ * database could not `what`; the row read back into meta; durable. On
+ * failure the payload file goes, unless a row names it. */
+static int end_dataset_write(store *s, bool ok, const char *id, const char *hash,
+                             const char *what, dataset_meta *meta, char *msg, size_t msglen) {
+  int rc = 0;
+  if (ok)
+    ok = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+  if (!ok) {
+    rc = db_fail(s, msg, msglen, what);
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+  }
+  uint64_t seq = rc == 0 ? atomic_fetch_add(&s->committed, 1) + 1 : 0;
+  if (rc == 0 && get_dataset_in(s->db, id, meta) != 0)
+    rc = db_fail(s, msg, msglen, "read the dataset back");
+  pthread_mutex_unlock(&s->mu);
+  if (rc == 0)
+    rc = durable(s, seq, msg, msglen);
+  if (rc != 0 && hash != NULL)
+    payload_drop_unreferenced(s, hash);
+  return rc;
+}
+
+/* A growing dataset's first segment, the upload in tmp_path (its hash
+ * `hash`), and its row under a new id; commit_mu held. */
+static int commit_growing_locked(store *s, const char *tmp_path, const char *hash,
+                                 const dataset_meta *shape, const char *format, const char *name,
+                                 double expires_at, dataset_meta *meta, char *msg,
+                                 size_t msglen) {
+  char final_path[4400];
+  store_payload_path(s, hash, final_path, sizeof final_path);
+  struct stat old;
+  uint64_t old_bytes = stat(final_path, &old) == 0 ? (uint64_t)old.st_size : 0;
+  int rc = payload_commit(s, tmp_path, hash, msg, msglen);
+  if (rc != 0)
+    return rc;
+  atomic_fetch_add(&s->payload_bytes, dataset_payload_bytes(shape));
+  atomic_fetch_sub(&s->payload_bytes, old_bytes);
+  char id[65];
+  new_dataset_id(id);
+  pthread_mutex_lock(&s->mu);
+  sqlite3_stmt *st;
+  bool ok = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+  if (ok && sqlite3_prepare_v2(s->db,
+                               "INSERT INTO datasets (" DATASET_COLUMNS ", growing) "
+                               "VALUES (?,?,?,?,?,?,?,?,?,?,?, '',?,?,?,?,?,?,?, 1)",
+                               -1, &st, NULL) == SQLITE_OK) {
+    bind_dataset_row(st, id, shape, format, name, expires_at);
+    ok = sqlite3_step(st) == SQLITE_DONE;
+    sqlite3_finalize(st);
+  } else {
+    ok = false;
+  }
+  ok = ok && insert_segment_locked(s, id, 0, hash, 0, shape) == SQLITE_OK;
+  return end_dataset_write(s, ok, id, hash, "store the dataset", meta, msg, msglen);
+}
+
 static int commit_dataset(store *s, const char *tmp_path, const char *id,
                           const dataset_meta *shape, const char *format, const char *name,
-                          double expires_at, dataset_meta *meta, bool *created, char *msg,
-                          size_t msglen) {
+                          double expires_at, bool growing, dataset_meta *meta, bool *created,
+                          char *msg, size_t msglen) {
   pthread_mutex_lock(&s->commit_mu);
-  int rc = commit_dataset_locked(s, tmp_path, id, shape, format, name, expires_at, meta,
-                                 created, msg, msglen);
+  int rc;
+  if (growing) {
+    *created = true;
+    rc = commit_growing_locked(s, tmp_path, id, shape, format, name, expires_at, meta, msg,
+                               msglen);
+  } else {
+    rc = commit_dataset_locked(s, tmp_path, id, shape, format, name, expires_at, meta, created,
+                               msg, msglen);
+  }
   pthread_mutex_unlock(&s->commit_mu);
   return rc;
 }
 
-int store_put_dataset(store *s, const histd_dataset *ds, const char *format, const char *name,
-                      double expires_at, dataset_meta *meta, bool *created, char *msg,
-                      size_t msglen) {
+/* A parsed dataset's payload written to a temp file (tmp_path) and hashed
+ * (hex), and its shape. */
+static int payload_write_hashed(store *s, const histd_dataset *ds, dataset_meta *shape,
+                                char *tmp_path, size_t tmplen, char hex[65], char *msg,
+                                size_t msglen) {
   size_t bytes = ds->n * 3 * sizeof(double);
-  dataset_meta shape;
   double *tail;
   size_t tail_len;
-  int rc = dataset_tail(ds, &shape, &tail, &tail_len, msg, msglen);
+  int rc = dataset_tail(ds, shape, &tail, &tail_len, msg, msglen);
   if (rc != 0)
     return rc;
   /* x, y and z are one block of 3n doubles, x first: the payload as is,
@@ -999,22 +1210,31 @@ int store_put_dataset(store *s, const histd_dataset *ds, const char *format, con
   hash_job hj = {ds, tail, tail_len, ""};
   pthread_t hasher;
   bool threaded = bytes >= ((size_t)1 << 20) && pthread_create(&hasher, NULL, hash_main, &hj) == 0;
-  char tmp_path[4400];
   const piece pieces[2] = {{ds->x, bytes}, {tail, tail_len * sizeof(double)}};
-  rc = payload_write_temp(s, pieces, 2, tmp_path, sizeof tmp_path, msg, msglen);
+  rc = payload_write_temp(s, pieces, 2, tmp_path, tmplen, msg, msglen);
   if (threaded)
     pthread_join(hasher, NULL);
   else if (rc == 0)
     hash_main(&hj);
   free(tail);
+  memcpy(hex, hj.hex, 65);
+  return rc;
+}
+
+int store_put_dataset(store *s, const histd_dataset *ds, const char *format, const char *name,
+                      double expires_at, bool growing, dataset_meta *meta, bool *created,
+                      char *msg, size_t msglen) {
+  dataset_meta shape;
+  char tmp_path[4400], hex[65];
+  int rc = payload_write_hashed(s, ds, &shape, tmp_path, sizeof tmp_path, hex, msg, msglen);
   if (rc != 0)
     return rc;
-  return commit_dataset(s, tmp_path, hj.hex, &shape, format, name, expires_at, meta, created,
-                        msg, msglen);
+  return commit_dataset(s, tmp_path, hex, &shape, format, name, expires_at, growing, meta,
+                        created, msg, msglen);
 }
 
 int store_put_parsed_file(store *s, const char *tmp_path, int fd, const histd_dataset *ds,
-                          const char *format, const char *name, double expires_at,
+                          const char *format, const char *name, double expires_at, bool growing,
                           dataset_meta *meta, bool *created, char *msg, size_t msglen) {
   dataset_meta shape;
   double *tail = NULL;
@@ -1033,8 +1253,8 @@ int store_put_parsed_file(store *s, const char *tmp_path, int fd, const histd_da
     unlink(tmp_path);
     return rc;
   }
-  return commit_dataset(s, tmp_path, id, &shape, format, name, expires_at, meta, created, msg,
-                        msglen);
+  return commit_dataset(s, tmp_path, id, &shape, format, name, expires_at, growing, meta,
+                        created, msg, msglen);
 }
 
 int store_temp_payload(store *s, char *tmp_path, size_t len, int *fd, char *msg,
@@ -1051,16 +1271,201 @@ int store_temp_payload(store *s, char *tmp_path, size_t len, int *fd, char *msg,
 
 int store_put_streamed(store *s, const char *tmp_path, const char *id, size_t n,
                        const double min[3], const double max[3], const char *format,
-                       const char *name, double expires_at, dataset_meta *meta, bool *created,
-                       char *msg, size_t msglen) {
+                       const char *name, double expires_at, bool growing, dataset_meta *meta,
+                       bool *created, char *msg, size_t msglen) {
   dataset_meta shape; /* points only: f64 carries no weights, box or frames */
   memset(&shape, 0, sizeof shape);
   shape.n = n;
   shape.frames = 1;
   memcpy(shape.min, min, sizeof shape.min);
   memcpy(shape.max, max, sizeof shape.max);
-  return commit_dataset(s, tmp_path, id, &shape, format, name, expires_at, meta, created, msg,
-                        msglen);
+  return commit_dataset(s, tmp_path, id, &shape, format, name, expires_at, growing, meta,
+                        created, msg, msglen);
+}
+
+int store_append_frames(store *s, const char *id, const histd_dataset *ds, int64_t at,
+                        dataset_meta *meta, bool *appended, char *msg, size_t msglen) {
+  *appended = false;
+  dataset_meta shape;
+  char tmp_path[4400], hash[65];
+  int rc = payload_write_hashed(s, ds, &shape, tmp_path, sizeof tmp_path, hash, msg, msglen);
+  if (rc != 0)
+    return rc;
+  pthread_mutex_lock(&s->commit_mu); /* (appends, seals and deletes one at a time) */
+  pthread_mutex_lock(&s->mu);
+  rc = get_dataset_in(s->db, id, meta);
+  char same[65] = ""; /* ?at= names frames appended already: their segment's payload */
+  if (rc == 0 && meta->growing && !meta->sealed && at >= 0 && (uint64_t)at < meta->frames) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT payload FROM segments WHERE dataset = ? AND first_frame = ? "
+                           "AND frames = ?",
+                           -1, &st, NULL) == SQLITE_OK) {
+      sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+      sqlite3_bind_int64(st, 2, at);
+      sqlite3_bind_int64(st, 3, (sqlite3_int64)shape.frames);
+      if (sqlite3_step(st) == SQLITE_ROW)
+        snprintf(same, sizeof same, "%s", (const char *)sqlite3_column_text(st, 0));
+      sqlite3_finalize(st);
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (rc != 0)
+    rc = rc == HISTD_ENOENT ? histd_fail(msg, msglen, HISTD_ENOENT, "no dataset has the id \"%s\"", id)
+                            : db_fail(s, msg, msglen, "read the dataset");
+  else if (!meta->growing)
+    rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                    "dataset %s was not uploaded with ?growing=true: its id is the hash of its "
+                    "points, which an identical upload shares, so it takes no frames; upload "
+                    "the first frames with POST /v1/datasets?growing=true and append to that",
+                    id);
+  else if (meta->sealed)
+    rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                    "dataset %s is sealed (POST /v1/datasets/{id}/seal): it takes no more frames",
+                    id);
+  else if (at >= 0 && (uint64_t)at != meta->frames && strcmp(same, hash) != 0)
+    rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                    "the frames were sent for ?at=%lld, and dataset %s has %zu frames%s", (long long)at,
+                    id, meta->frames,
+                    (uint64_t)at < meta->frames ? ", other frames than these at that place"
+                                                : "; append the frames before them first");
+  if (rc != 0 || (at >= 0 && (uint64_t)at < meta->frames)) { /* refused, or there already */
+    unlink(tmp_path);
+    pthread_mutex_unlock(&s->commit_mu);
+    return rc;
+  }
+  char final_path[4400];
+  store_payload_path(s, hash, final_path, sizeof final_path);
+  struct stat old;
+  uint64_t old_bytes = stat(final_path, &old) == 0 ? (uint64_t)old.st_size : 0;
+  if ((rc = payload_commit(s, tmp_path, hash, msg, msglen)) != 0) {
+    pthread_mutex_unlock(&s->commit_mu);
+    return rc;
+  }
+  atomic_fetch_add(&s->payload_bytes, dataset_payload_bytes(&shape));
+  atomic_fetch_sub(&s->payload_bytes, old_bytes);
+  pthread_mutex_lock(&s->mu);
+  bool ok = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+  sqlite3_int64 next = 0;
+  sqlite3_stmt *st;
+  if (ok && sqlite3_prepare_v2(s->db, "SELECT ifnull(max(seq), -1) + 1 FROM segments WHERE "
+                                      "dataset = ?", -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    ok = sqlite3_step(st) == SQLITE_ROW;
+    next = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+  } else {
+    ok = false;
+  }
+  ok = ok && insert_segment_locked(s, id, next, hash, meta->frames, &shape) == SQLITE_OK;
+  if (ok && sqlite3_prepare_v2(s->db,
+                               "UPDATE datasets SET n = n + ?, frames = frames + ?, "
+                               "minx = min(minx, ?), miny = min(miny, ?), minz = min(minz, ?), "
+                               "maxx = max(maxx, ?), maxy = max(maxy, ?), maxz = max(maxz, ?) "
+                               "WHERE id = ?",
+                               -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)shape.n);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)(shape.frames > 1 ? shape.frames : 1));
+    for (int a = 0; a < 3; a++) {
+      sqlite3_bind_double(st, 3 + a, shape.min[a]);
+      sqlite3_bind_double(st, 6 + a, shape.max[a]);
+    }
+    sqlite3_bind_text(st, 9, id, -1, SQLITE_STATIC);
+    ok = sqlite3_step(st) == SQLITE_DONE;
+    sqlite3_finalize(st);
+  } else {
+    ok = false;
+  }
+  rc = end_dataset_write(s, ok, id, hash, "append the frames", meta, msg, msglen);
+  *appended = rc == 0;
+  pthread_mutex_unlock(&s->commit_mu);
+  return rc;
+}
+
+int store_seal_dataset(store *s, const char *id, dataset_meta *meta, char *msg, size_t msglen) {
+  pthread_mutex_lock(&s->commit_mu);
+  pthread_mutex_lock(&s->mu);
+  int rc = get_dataset_in(s->db, id, meta);
+  sqlite3_stmt *st;
+  if (rc == HISTD_ENOENT)
+    rc = histd_fail(msg, msglen, HISTD_ENOENT, "no dataset has the id \"%s\"", id);
+  else if (rc != 0)
+    rc = db_fail(s, msg, msglen, "read the dataset");
+  else if (!meta->growing)
+    rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                    "dataset %s was not uploaded with ?growing=true: it takes no frames, so "
+                    "there is nothing to seal",
+                    id);
+  if (rc != 0) {
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->commit_mu);
+    return rc;
+  }
+  bool ok = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
+            sqlite3_prepare_v2(s->db, "UPDATE datasets SET sealed = 1 WHERE id = ?", -1, &st,
+                               NULL) == SQLITE_OK;
+  if (ok) {
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    ok = sqlite3_step(st) == SQLITE_DONE;
+    sqlite3_finalize(st);
+  }
+  rc = end_dataset_write(s, ok, id, NULL, "seal the dataset", meta, msg, msglen);
+  pthread_mutex_unlock(&s->commit_mu);
+  return rc;
+}
+
+int store_dataset_segments(store *s, const char *id, dataset_segment **out, size_t *count) {
+  *out = NULL;
+  *count = 0;
+  sqlite3 *db = reader_take(s);
+  sqlite3_stmt *st;
+  if (db == NULL ||
+      sqlite3_prepare_v2(db,
+                         "SELECT payload, first_frame, frames, n, weighted, box, topology, unit, "
+                         "minx, miny, minz, maxx, maxy, maxz FROM segments WHERE dataset = ? "
+                         "ORDER BY seq",
+                         -1, &st, NULL) != SQLITE_OK) {
+    reader_give(s, db);
+    return HISTD_EIO;
+  }
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  size_t cap = 0;
+  int rc = 0;
+  while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+    if (*count == cap) {
+      cap = cap ? 2 * cap : 8;
+      dataset_segment *bigger = realloc(*out, cap * sizeof *bigger);
+      if (bigger == NULL) {
+        rc = HISTD_ENOMEM;
+        break;
+      }
+      *out = bigger;
+    }
+    dataset_segment *g = &(*out)[(*count)++];
+    memset(g, 0, sizeof *g);
+    dataset_meta *m = &g->meta;
+    snprintf(m->id, sizeof m->id, "%s", (const char *)sqlite3_column_text(st, 0));
+    g->first_frame = (uint64_t)sqlite3_column_int64(st, 1);
+    m->frames = (size_t)sqlite3_column_int64(st, 2);
+    m->n = (size_t)sqlite3_column_int64(st, 3);
+    m->weighted = sqlite3_column_int(st, 4) != 0;
+    box_parse((const char *)sqlite3_column_text(st, 5), &m->box);
+    m->topology = (unsigned)sqlite3_column_int(st, 6) & ((HISTD_TOP_MOL << 1) - 1);
+    const char *unit = (const char *)sqlite3_column_text(st, 7);
+    snprintf(m->unit, sizeof m->unit, "%s", unit ? unit : "");
+    for (int a = 0; a < 3; a++) {
+      m->min[a] = sqlite3_column_double(st, 8 + a);
+      m->max[a] = sqlite3_column_double(st, 11 + a);
+    }
+  }
+  sqlite3_finalize(st);
+  reader_give(s, db);
+  if (rc != 0) {
+    free(*out);
+    *out = NULL;
+    *count = 0;
+  }
+  return rc;
 }
 
 int store_list_datasets(store *s, size_t limit, bool (*fn)(const dataset_meta *m, void *u),
@@ -1068,7 +1473,7 @@ int store_list_datasets(store *s, size_t limit, bool (*fn)(const dataset_meta *m
   sqlite3 *db = reader_take(s);
   sqlite3_stmt *st;
   if (db == NULL || sqlite3_prepare_v2(db,
-                                       "SELECT " DATASET_COLUMNS
+                                       "SELECT " DATASET_SELECT
                                        " FROM datasets ORDER BY created_at DESC, id LIMIT ?",
                                        -1, &st, NULL) != SQLITE_OK) {
     reader_give(s, db);
@@ -1099,33 +1504,74 @@ int store_list_datasets(store *s, size_t limit, bool (*fn)(const dataset_meta *m
   return 0;
 }
 
+/* Column 0 of st's rows (ids) appended to ids (count of them, room for
+ * cap, malloc'd; NULL: out of memory), grown as needed; the rows that do
+ * not fit in memory are left out. */
+static char (*collect_ids(sqlite3_stmt *st, char (*ids)[65], size_t *count, size_t *cap))[65] {
+  while (ids != NULL && sqlite3_step(st) == SQLITE_ROW) {
+    if (*count == *cap) {
+      char(*bigger)[65] = realloc(ids, 2 * *cap * sizeof *ids);
+      if (bigger == NULL)
+        break;
+      ids = bigger;
+      *cap *= 2;
+    }
+    snprintf(ids[(*count)++], sizeof ids[0], "%s", (const char *)sqlite3_column_text(st, 0));
+  }
+  return ids;
+}
+
 int store_delete_dataset(store *s, const char *id, char *msg, size_t msglen) {
   pthread_mutex_lock(&s->commit_mu);
   pthread_mutex_lock(&s->mu);
   sqlite3_stmt *st;
   int rc = 0;
-  if (sqlite3_prepare_v2(s->db, "DELETE FROM datasets WHERE id = ?", -1, &st, NULL) != SQLITE_OK) {
-    rc = db_fail(s, msg, msglen, "delete the dataset");
-  } else {
+  /* the files it names: its own, or a growing dataset's segments' */
+  size_t count = 0, cap = 1;
+  char(*files)[65] = malloc(sizeof *files);
+  if (files != NULL)
+    snprintf(files[count++], sizeof files[0], "%s", id);
+  if (files != NULL && sqlite3_prepare_v2(s->db, "SELECT payload FROM segments WHERE dataset = ?",
+                                          -1, &st, NULL) == SQLITE_OK) {
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) != SQLITE_DONE)
-      rc = db_fail(s, msg, msglen, "delete the dataset");
-    else if (sqlite3_changes(s->db) == 0)
-      rc = histd_fail(msg, msglen, HISTD_ENOENT, "no dataset has the id \"%s\"", id);
+    files = collect_ids(st, files, &count, &cap);
     sqlite3_finalize(st);
   }
+  bool ok = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+  if (ok && sqlite3_prepare_v2(s->db, "DELETE FROM segments WHERE dataset = ?", -1, &st,
+                               NULL) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    ok = sqlite3_step(st) == SQLITE_DONE;
+    sqlite3_finalize(st);
+  } else {
+    ok = false;
+  }
+  if (ok && sqlite3_prepare_v2(s->db, "DELETE FROM datasets WHERE id = ?", -1, &st, NULL) ==
+                SQLITE_OK) {
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    ok = sqlite3_step(st) == SQLITE_DONE;
+    if (ok && sqlite3_changes(s->db) == 0)
+      rc = histd_fail(msg, msglen, HISTD_ENOENT, "no dataset has the id \"%s\"", id);
+    sqlite3_finalize(st);
+  } else {
+    ok = false;
+  }
+  if (ok && rc == 0)
+    ok = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+  if (!ok)
+    rc = db_fail(s, msg, msglen, "delete the dataset");
+  if (rc != 0)
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
   uint64_t seq = rc == 0 ? atomic_fetch_add(&s->committed, 1) + 1 : 0;
   pthread_mutex_unlock(&s->mu);
   if (rc == 0)
     rc = durable(s, seq, msg, msglen); /* the row is gone for good before the file */
   if (rc == 0) {
-    char path[4400];
-    store_payload_path(s, id, path, sizeof path);
-    struct stat sb;
-    if (stat(path, &sb) == 0 && unlink(path) == 0)
-      atomic_fetch_sub(&s->payload_bytes, (uint64_t)sb.st_size);
+    for (size_t i = 0; files != NULL && i < count; i++)
+      payload_drop_unreferenced(s, files[i]); /* (a file another row names stays) */
     fsync_dir(s->payload_dir);
   }
+  free(files);
   pthread_mutex_unlock(&s->commit_mu);
   return rc;
 }
@@ -1142,17 +1588,7 @@ int store_expired_datasets(store *s, double now, bool (*fn)(const char *id, void
   }
   sqlite3_bind_double(st, 1, now);
   size_t cap = 16, count = 0; /* collected first: fn deletes, through the writer */
-  char(*ids)[65] = malloc(cap * sizeof *ids);
-  while (ids != NULL && sqlite3_step(st) == SQLITE_ROW) {
-    if (count == cap) {
-      char(*bigger)[65] = realloc(ids, 2 * cap * sizeof *ids);
-      if (bigger == NULL)
-        break;
-      ids = bigger;
-      cap *= 2;
-    }
-    snprintf(ids[count++], sizeof ids[0], "%s", (const char *)sqlite3_column_text(st, 0));
-  }
+  char(*ids)[65] = collect_ids(st, malloc(cap * sizeof *ids), &count, &cap);
   sqlite3_finalize(st);
   reader_give(s, db);
   if (ids == NULL)
@@ -1177,9 +1613,23 @@ void store_set_dataset_error(store *s, const char *id, const char *error) {
   pthread_mutex_unlock(&s->mu);
 }
 
-void store_check_payload(const store *s, dataset_meta *m) {
+void store_check_payload(store *s, dataset_meta *m) {
   if (m->error[0] != '\0')
     return;
+  if (m->growing) { /* each segment's file */
+    dataset_segment *segs;
+    size_t count;
+    if (store_dataset_segments(s, m->id, &segs, &count) != 0)
+      return;
+    for (size_t i = 0; i < count && m->error[0] == '\0'; i++) {
+      store_check_payload(s, &segs[i].meta);
+      if (segs[i].meta.error[0] != '\0')
+        snprintf(m->error, sizeof m->error, "frames from %llu: %.200s",
+                 (unsigned long long)segs[i].first_frame, segs[i].meta.error);
+    }
+    free(segs);
+    return;
+  }
   char path[4400];
   store_payload_path(s, m->id, path, sizeof path);
   struct stat sb;
@@ -1199,10 +1649,10 @@ static int update_job(store *s, const job_record *j, bool sync, char *msg, size_
   "seq, id, dataset, n, status, progress, created_at, started_at, finished_at, t_queue, "  \
   "t_parse, t_transfer, t_kernel, t_total, device, error, has_result, params, dataset_b, "  \
   "n_b, attempts, ifnull(length(r_head), 0) + ifnull(length(r_arrays), 0), "               \
-  "result_deleted_at, r_head"
-#define COL_HEAD 23
+  "result_deleted_at, follow, r_head"
+#define COL_HEAD 24
 /* the column after JOB_COLUMNS in a query for the whole result */
-#define COL_ARRAYS 24
+#define COL_ARRAYS 25
 
 /* The job's parameters from their JSON (histd/params.h's table). */
 void job_params_from_json(const char *text, histd_params *p) {
@@ -1250,6 +1700,7 @@ static int row_to_job(sqlite3_stmt *st, job_record *j, bool arrays) {
   j->attempts = (unsigned)sqlite3_column_int(st, 20);
   j->stored_bytes = (uint64_t)sqlite3_column_int64(st, 21);
   j->result_deleted_at = sqlite3_column_double(st, 22);
+  j->follow = sqlite3_column_int(st, 23) != 0;
   if (!j->has_result)
     return 0;
   char why[400];
@@ -1297,8 +1748,8 @@ int store_put_job(store *s, job_record *j, char *msg, size_t msglen) {
   if (sqlite3_prepare_v2(s->db,
                          "INSERT INTO jobs (id, dataset, n, bucket_width, buckets, kernel, "
                          "block_size, precision, threads, devices, status, progress, "
-                         "created_at, started_at, finished_at, params, dataset_b, n_b) "
-                         "VALUES (?,?,?,?,?,?,?,?,?,?,?,0,?,0,0,?,?,?)",
+                         "created_at, started_at, finished_at, params, dataset_b, n_b, "
+                         "follow) VALUES (?,?,?,?,?,?,?,?,?,?,?,0,?,0,0,?,?,?,?)",
                          -1, &st, NULL) != SQLITE_OK) {
     rc = db_fail(s, msg, msglen, "store the job");
   } else {
@@ -1326,6 +1777,7 @@ int store_put_job(store *s, job_record *j, char *msg, size_t msglen) {
     free(text);
     sqlite3_bind_text(st, 14, j->dataset_b, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 15, (sqlite3_int64)j->n_b);
+    sqlite3_bind_int(st, 16, j->follow ? 1 : 0);
     if (sqlite3_step(st) != SQLITE_DONE)
       rc = db_fail(s, msg, msglen, "store the job");
     else

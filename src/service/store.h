@@ -34,6 +34,10 @@ typedef struct dataset_meta {
   char atoms[2048];  /* "" or a JSON object: what the file said of its atoms (atoms.c) */
   char unit[12];     /* the length unit the file's format implies, or ""  */
   double expires_at; /* when the daemon deletes it (wall-clock seconds); 0: never */
+  bool growing;      /* uploaded with ?growing=true: an id of its own, frames appended
+                      * (store_append_frames) until it is sealed            */
+  bool sealed;       /* growing, and takes no more frames                   */
+  uint64_t bytes;    /* growing: its segments' payload bytes                */
 } dataset_meta;
 
 /* A stored dataset's shape (the job layer's histd_shape): what a job is
@@ -98,6 +102,8 @@ typedef struct job_record {
   unsigned attempts;    /* runs begun and not ended, not even by a clean stop */
   uint64_t stored_bytes; /* the stored result's blobs */
   double result_deleted_at; /* when DELETE /v1/jobs/{id}/result took it; 0 */
+  bool follow;          /* "follow": the result is kept current as frames arrive; while
+                         * running, `result` is the latest (its frames the ones done) */
   bool has_result;
   histd_result result;  /* counts owned when has_result */
 } job_record;
@@ -123,8 +129,8 @@ const char *store_payload_dir(const store *s);
  * never); the same points stored again keep the later of the two times,
  * and never when either upload asked for never. */
 int store_put_dataset(store *s, const histd_dataset *ds, const char *format,
-                      const char *name, double expires_at, dataset_meta *meta, bool *created,
-                      char *msg, size_t msglen);
+                      const char *name, double expires_at, bool growing, dataset_meta *meta,
+                      bool *created, char *msg, size_t msglen);
 /* The streaming path: a temp file in the payload dir for the caller to
  * fill (x[], y[], z[] at their offsets), then store_put_streamed with its
  * id and bounds, which syncs, renames and records it (or, when the points
@@ -137,11 +143,37 @@ int store_temp_payload(store *s, char *tmp_path, size_t len, int *fd, char *msg,
  * other; the temp file is renamed or removed. */
 int store_put_parsed_file(store *s, const char *tmp_path, int fd, const histd_dataset *ds,
                           const char *format, const char *name, double expires_at,
-                          dataset_meta *meta, bool *created, char *msg, size_t msglen);
+                          bool growing, dataset_meta *meta, bool *created, char *msg,
+                          size_t msglen);
 int store_put_streamed(store *s, const char *tmp_path, const char *id, size_t n,
                        const double min[3], const double max[3], const char *format,
-                       const char *name, double expires_at, dataset_meta *meta, bool *created,
-                       char *msg, size_t msglen);
+                       const char *name, double expires_at, bool growing, dataset_meta *meta,
+                       bool *created, char *msg, size_t msglen);
+/* growing (every store_put_*): the dataset is stored under an id of its own,
+ * as its first segment, never shared with an identical upload (*created is
+ * true); frames are appended to it until it is sealed.
+ *
+ * Appends ds's frames (its atoms a frame the dataset's, checked by the
+ * caller) to the growing dataset id, durably: the segment's file synced,
+ * then its row and the dataset's counts in one transaction. at >= 0: the
+ * frames are sent to start at frame `at`, which must be the dataset's
+ * frame count, or the first frame of the same frames appended already
+ * (then nothing changes: a retry; *appended false). 0 and meta the
+ * dataset's new row; HISTD_ENOENT; HISTD_EINVAL (a sentence: not growing,
+ * sealed, or ?at= off); or another error. */
+int store_append_frames(store *s, const char *id, const histd_dataset *ds, int64_t at,
+                        dataset_meta *meta, bool *appended, char *msg, size_t msglen);
+/* Seals a growing dataset (again: no change): 0, HISTD_ENOENT, HISTD_EINVAL
+ * (it does not grow), or another error. */
+int store_seal_dataset(store *s, const char *id, dataset_meta *meta, char *msg, size_t msglen);
+/* A growing dataset's segments in the order of their frames, each as a
+ * dataset of its own (meta.id: its payload's hash) and its first frame in
+ * the dataset; *out malloc'd. 0, HISTD_EIO, HISTD_ENOMEM. */
+typedef struct dataset_segment {
+  dataset_meta meta;
+  uint64_t first_frame;
+} dataset_segment;
+int store_dataset_segments(store *s, const char *id, dataset_segment **out, size_t *count);
 int store_get_dataset(store *s, const char *id, dataset_meta *meta); /* 0 / HISTD_ENOENT */
 /* Calls fn for each dataset, newest first; fn returns false to stop. */
 int store_list_datasets(store *s, size_t limit,
@@ -153,7 +185,7 @@ int store_expired_datasets(store *s, double now, bool (*fn)(const char *id, void
 void store_set_dataset_error(store *s, const char *id, const char *error);
 /* The payload file's path and whether it exists with the right size. */
 void store_payload_path(const store *s, const char *id, char *path, size_t len);
-void store_check_payload(const store *s, dataset_meta *m);
+void store_check_payload(store *s, dataset_meta *m);
 
 /* A PAIRS job's list, beside its row (data_dir/pairs/<job id>): a temp
  * file its run writes (temp: *fd), then kept (synced, renamed, its bytes

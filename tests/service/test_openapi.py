@@ -103,6 +103,37 @@ def test_samples(exe, spec):
         call("GET", "/v1/datasets/{id}", "/v1/datasets/" + ds["id"], want=200)
         call("GET", "/v1/datasets/{id}", "/v1/datasets/" + "f" * 64, want=404)
 
+        # a growing dataset: its upload, appends, a following job (running and
+        # ended), its events, the seal, and their refusals
+        json_ct = {"Content-Type": ctype}
+        _, grow = call("POST", "/v1/datasets", "/v1/datasets?growing=true", body, json_ct, 201)
+        frames_path = "/v1/datasets/%s/frames"
+        call("POST", "/v1/datasets/{id}/frames", frames_path % grow["id"], body, json_ct, 200)
+        call("POST", "/v1/datasets/{id}/frames", frames_path % ds["id"], body, json_ct, 409)
+        call("POST", "/v1/datasets/{id}/frames", frames_path % ("f" * 64), body, json_ct, 404)
+        call("POST", "/v1/datasets/{id}/frames", frames_path % grow["id"],
+             encode(pts[:5], "json")[0], json_ct, 422)
+        call("POST", "/v1/datasets", "/v1/datasets?growing=yes", body, json_ct, 400)
+        freq = {"dataset": grow["id"], "bucket_width": 50, "buckets": 40, "follow": True}
+        v.request_body("POST", "/v1/jobs", "application/json", freq)
+        _, fjob = call("POST", "/v1/jobs", "/v1/jobs", freq, None, 202)
+        call("POST", "/v1/jobs", "/v1/jobs", dict(freq, dataset=ds["id"]), None, 422)
+        import time
+        t0 = time.time()
+        while d.request("GET", "/v1/jobs/%s/result" % fjob["id"])[0] != 200 and \
+                time.time() - t0 < 10:
+            time.sleep(0.01)
+        call("GET", "/v1/jobs/{id}", "/v1/jobs/" + fjob["id"], want=200)
+        call("GET", "/v1/jobs/{id}", "/v1/jobs/%s?summary=true" % fjob["id"], want=200)
+        call("GET", "/v1/jobs/{id}/result", "/v1/jobs/%s/result" % fjob["id"], want=200)
+        call("POST", "/v1/datasets/{id}/seal", "/v1/datasets/%s/seal" % grow["id"], want=200)
+        call("POST", "/v1/datasets/{id}/seal", "/v1/datasets/%s/seal" % ds["id"], want=409)
+        call("POST", "/v1/datasets/{id}/frames", frames_path % grow["id"], body, json_ct, 409)
+        d.wait_job(fjob["id"])
+        call("GET", "/v1/jobs/{id}/events", "/v1/jobs/%s/events" % fjob["id"], want=200)
+        call("GET", "/v1/jobs/{id}/events", "/v1/jobs/%s/events" % ("0" * 32), want=404)
+        call("GET", "/v1/datasets/{id}", "/v1/datasets/" + grow["id"], want=200)
+
         req = {"dataset": ds["id"], "bucket_width": 50, "buckets": 40, "kernel": "cpu",
                "precision": "exact", "devices": []}
         v.request_body("POST", "/v1/jobs", "application/json", req)

@@ -7,7 +7,7 @@ import re
 import tempfile
 import time
 import urllib.parse
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ._points import encode, format_of_path, have_numpy, is_molecular, write_xyz
 from ._progress import Progress
@@ -50,7 +50,9 @@ class Dataset:
     daemon stores it with the points, each frame its own: [Lx, Ly, Lz], or
     LAMMPS's six numbers; None for open space), ``expires_at`` (when the
     daemon deletes it; None: never) and ``doc`` (the daemon's document, with
-    ``atoms``: what its file said of its atoms)."""
+    ``atoms``: what its file said of its atoms). A growing dataset
+    (``upload(..., growing=True)``) takes frames (``append()``) until
+    ``seal()``."""
 
     def __init__(self, client: "Client", doc: Dict[str, Any],
                  box: Optional[List[float]] = None) -> None:
@@ -66,6 +68,61 @@ class Dataset:
     def delete(self) -> None:
         """Deletes the dataset on the daemon."""
         self.client._call("DELETE", "/v1/datasets/" + self.id)
+
+    def _set(self, doc: Dict[str, Any]) -> None:
+        self.doc = doc
+        self.n = int(doc.get("n", 0))
+        self.frames = int(doc.get("frames", 1))
+
+    @property
+    def growing(self) -> bool:
+        """Whether frames are appended to it (``upload(..., growing=True)``)."""
+        return bool(self.doc.get("growing"))
+
+    @property
+    def sealed(self) -> bool:
+        """Whether a growing dataset takes no more frames (``seal()``)."""
+        return bool(self.doc.get("sealed"))
+
+    def append(self, frames: Data, format: Optional[str] = None, *, weights: Any = None,
+               trajectory_frames: Any = None) -> "Dataset":
+        """Appends frames to a growing dataset (a simulation still running):
+        POST /v1/datasets/{id}/frames. ``frames`` is what upload() takes --
+        a file of one frame or several (its format from its extension, or
+        ``format``), one frame of points ((N, 3), or (N, 4) with weights),
+        several frames of points ((F, N, 3)), an MDAnalysis or ASE object
+        (``trajectory_frames`` picks its frames) -- each frame the dataset's
+        atoms in their order. Several frames of points go one append a frame
+        (raw float64, or JSON with weights: no box, no unit); frames in
+        periodic boxes come in a file, or as an MDAnalysis or ASE object.
+        Each is sent as starting at this dataset's frame count (``?at=``),
+        so calling append() again after an error that may have hidden a
+        stored append does not append twice. Returns self, with ``n`` and
+        ``frames`` as the daemon now has them; HistdError (409) once the
+        dataset is sealed, (422) for frames of other atoms, with the
+        daemon's sentence."""
+        if _is_frames(frames):  # one append a frame, each one whole
+            for k, frame in enumerate(frames):
+                self.append(frame, weights=None if weights is None else weights[k])
+            return self
+        query, body, size, f = _encode(frames, format, weights, trajectory_frames)
+        query["at"] = str(self.frames)
+        try:
+            data = self.client._request(
+                "POST", "/v1/datasets/%s/frames?%s" % (self.id, urllib.parse.urlencode(query)),
+                body, {"Content-Length": str(size), "Content-Type": "application/octet-stream"},
+                timeout=max(self.client.timeout, 600))
+        finally:
+            if f is not None:
+                f.close()
+        self._set(json.loads(data))
+        return self
+
+    def seal(self) -> "Dataset":
+        """Seals a growing dataset: it takes no more frames, and the jobs that
+        follow it end with the result of every frame. Returns self."""
+        self._set(self.client._call("POST", "/v1/datasets/%s/seal" % self.id))
+        return self
 
     def __repr__(self) -> str:
         return "<histd.Dataset %s: %d points%s>" % (self.id[:12], self.n,
@@ -140,19 +197,57 @@ class Job:
                 bar.close()
         return self.result()
 
+    def updates(self, timeout: Optional[float] = None) -> Iterator[Result]:
+        """The job's results as they come, over its events stream (GET
+        /v1/jobs/{id}/events, no polling): for a job that follows a growing
+        dataset (``follow=True``), the latest result after each update (each
+        a whole result of the frames so far, its ``frames`` says how many),
+        then the final one once the dataset is sealed; for any other job,
+        its result once it succeeds. ``status`` and ``progress`` follow the
+        events. Raises JobFailed if the job fails or is cancelled,
+        TimeoutError when the stream is silent for ``timeout`` seconds (the
+        daemon sends a comment every 15 s; default: the client's timeout,
+        at least 60 s)."""
+        last = -1  # the frames of the last result given
+        for name, data in self.client._events(self.id, timeout):
+            if name == "progress":
+                self.status = data.get("status", self.status)
+                self.progress = float(data.get("progress") or 0)
+            elif name == "update" and data.get("frames", 0) > last:
+                res = self._fetch()  # (the latest: it may count more frames already)
+                last = res.frames
+                yield res
+            elif name == "end":
+                self._set(data)
+                break
+        else:  # the stream ended without the job's end (the daemon stopped)
+            self.refresh()
+            if not self.done:
+                raise HistdError(0, "the events stream of job %s ended before the job "
+                                    "did" % self.id)
+        if self.status != "succeeded":
+            raise JobFailed(self.doc)
+        if (self.doc.get("result") or {}).get("frames", last + 1) != last:
+            yield self._fetch()
+
     def result(self) -> Result:
         """The result of a succeeded job (.npz when numpy is installed, else
-        JSON); JobFailed if it failed or was cancelled, HistdError (409) if
-        it has not ended."""
+        JSON), or a following job's latest; JobFailed if it failed or was
+        cancelled, HistdError (409) if it has none yet."""
         if self.status in ("failed", "cancelled"):
             raise JobFailed(self.doc)
         if "result" not in self.doc:
             self.refresh()
         if self.status in ("failed", "cancelled"):
             raise JobFailed(self.doc)
+        return self._fetch()
+
+    def _fetch(self) -> Result:
         path = "/v1/jobs/%s/result" % self.id
-        # the .npz holds every field (the schema's), arrays exact and typed
-        if have_numpy():
+        # the .npz holds every field (the schema's), arrays exact and typed;
+        # a following job's result changes while it runs: one JSON request
+        # reads one whole result
+        if have_numpy() and not (self.doc.get("follow") and not self.done):
             raw = self.client._request("GET", path + "?format=npz")
             return Result.from_npz(raw, self.doc.get("result") or {}, self.id,
                                    self.client.schema())
@@ -251,6 +346,50 @@ class Client:
         raise HistdError(resp.status, "histd answered %d %s: %s" % (
             resp.status, resp.reason, data[:200].decode(errors="replace")), resp.reason)
 
+    def _events(self, job_id: str, timeout: Optional[float] = None
+                ) -> Iterator[Tuple[str, Dict[str, Any]]]:
+        """GET /v1/jobs/{id}/events: its (event, data) pairs as they come."""
+        h = {"Accept": "text/event-stream"}
+        if self.token:
+            h["Authorization"] = "Bearer " + self.token
+        conn = self._connection(timeout or max(self.timeout, 60))
+        try:
+            try:
+                conn.request("GET", self._prefix + "/v1/jobs/%s/events"
+                             % urllib.parse.quote(job_id), headers=h)
+                resp = conn.getresponse()
+            except OSError as e:
+                raise HistdError(0, "cannot reach histd at %s: %s" % (self.url, e)) from e
+            if resp.status != 200:
+                data = resp.read()
+                try:
+                    problem = json.loads(data)
+                except ValueError:
+                    problem = None
+                if isinstance(problem, dict) and "detail" in problem:
+                    raise HistdError(resp.status, str(problem["detail"]),
+                                     str(problem.get("title", "")), problem)
+                raise HistdError(resp.status, "histd answered %d %s" % (resp.status, resp.reason))
+            name, lines = None, []
+            while True:
+                try:
+                    raw = resp.readline()
+                except OSError as e:  # socket.timeout is one
+                    raise TimeoutError("no event from job %s for %ss" % (
+                        job_id, timeout or max(self.timeout, 60))) from e
+                if not raw:
+                    return
+                line = raw.decode("utf-8").rstrip("\r\n")
+                if line.startswith("event:"):
+                    name = line[6:].strip()
+                elif line.startswith("data:"):
+                    lines.append(line[5:].lstrip(" "))
+                elif line == "" and lines:
+                    yield name or "message", json.loads("\n".join(lines))
+                    name, lines = None, []
+        finally:
+            conn.close()
+
     def _call(self, method: str, path: str, doc: Any = None,
               timeout: Optional[float] = None) -> Any:
         """A JSON request and its JSON answer (None for an empty one)."""
@@ -292,7 +431,8 @@ class Client:
 
     def upload(self, points_or_path: Data, format: Optional[str] = None,
                name: Optional[str] = None, *, weights: Any = None, frames: Any = None,
-               temporary: bool = False, expires: Union[None, float, str] = None) -> Dataset:
+               temporary: bool = False, expires: Union[None, float, str] = None,
+               growing: bool = False) -> Dataset:
         """Uploads a point set and returns its Dataset:
 
         - a file path, streamed, of any size; its format from its extension
@@ -312,8 +452,16 @@ class Client:
 
         ``temporary``: close() deletes it. ``expires`` (seconds, or "90m",
         "12h", "30d"): the daemon deletes it that long after it is stored;
-        temporary uploads take the client's ``expires`` by default."""
+        temporary uploads take the client's ``expires`` by default.
+
+        ``growing``: a dataset of a simulation still running, which
+        ``Dataset.append()`` adds frames to until ``Dataset.seal()``; its id
+        is its own (an identical upload is another dataset), and jobs
+        submitted with ``follow=True`` keep their result current as its
+        frames arrive (``Job.updates()``)."""
         query: Dict[str, str] = {}
+        if growing:
+            query["growing"] = "true"
         if name is not None:
             query["name"] = name
         if expires is None and temporary:
@@ -323,39 +471,13 @@ class Client:
                 raise ValueError("expires must be seconds or a duration such as \"12h\", "
                                  "got %r" % (expires,))
             query["expires"] = expires if isinstance(expires, str) else repr(expires)
-        if isinstance(points_or_path, (str, bytes, os.PathLike)):
-            if weights is not None or frames is not None:
-                raise ValueError("weights= and frames= go with points or a trajectory in "
-                                 "memory; a file carries its own weights (a w column), and a "
-                                 "job's frames= picks a stored trajectory's frames")
-            path = os.fspath(points_or_path)
-            path = path.decode() if isinstance(path, bytes) else path
-            query["format"] = format_of_path(path, format)
-            with open(path, "rb") as f:
-                return self._upload(query, f, os.path.getsize(path), temporary)
-        if format is not None:
-            raise ValueError("format goes with a file path; points are sent as float64, "
-                             "molecular objects as extended XYZ")
-        if is_molecular(points_or_path):
-            query["format"] = "xyz"
-            with tempfile.TemporaryFile(prefix="histd-") as f:
-                write_xyz(points_or_path, f, frames, weights)
-                size = f.tell()
-                f.seek(0)
-                return self._upload(query, f, size, temporary)
-        if frames is not None:
-            raise ValueError("frames= goes with a trajectory (an MDAnalysis Universe or "
-                             "AtomGroup, a list of ASE Atoms); points are one frame")
-        body, n, w = encode(points_or_path, weights)
-        if w is None:
-            query["format"] = "f64"
-            return self._upload(query, body, len(body), temporary)
-        # weights: JSON, whose numbers (repr) read back as the same float64
-        xyz = memoryview(body).cast("d")
-        doc = {"x": list(xyz[0::3]), "y": list(xyz[1::3]), "z": list(xyz[2::3]), "w": w}
-        query["format"] = "json"
-        data = json.dumps(doc, allow_nan=True).encode()
-        return self._upload(query, data, len(data), temporary)
+        more, body, size, f = _encode(points_or_path, format, weights, frames)
+        query.update(more)
+        try:
+            return self._upload(query, body, size, temporary)
+        finally:
+            if f is not None:
+                f.close()
 
     def _upload(self, query: Dict[str, str], body: Any, size: int, temporary: bool) -> Dataset:
         status, data = self._exchange(
@@ -558,6 +680,52 @@ class Client:
 
     def __repr__(self) -> str:
         return "<histd.Client %s>" % self.url
+
+
+def _encode(data: Any, format: Optional[str], weights: Any, frames: Any
+            ) -> Tuple[Dict[str, str], Any, int, Any]:
+    """What upload() and Dataset.append() send for `data`: the query's
+    format, the body (bytes, or an open file), its size, and the file to
+    close after (None)."""
+    if isinstance(data, (str, bytes, os.PathLike)):
+        if weights is not None or frames is not None:
+            raise ValueError("weights= and frames= go with points or a trajectory in "
+                             "memory; a file carries its own weights (a w column), and a "
+                             "job's frames= picks a stored trajectory's frames")
+        path = os.fspath(data)
+        path = path.decode() if isinstance(path, bytes) else path
+        fmt = format_of_path(path, format)
+        f = open(path, "rb")
+        return {"format": fmt}, f, os.path.getsize(path), f
+    if format is not None:
+        raise ValueError("format goes with a file path; points are sent as float64, "
+                         "molecular objects as extended XYZ")
+    if is_molecular(data):
+        f = tempfile.TemporaryFile(prefix="histd-")
+        write_xyz(data, f, frames, weights)
+        size = f.tell()
+        f.seek(0)
+        return {"format": "xyz"}, f, size, f
+    if frames is not None:
+        raise ValueError("frames= goes with a trajectory (an MDAnalysis Universe or "
+                         "AtomGroup, a list of ASE Atoms); points are one frame")
+    body, n, w = encode(data, weights)
+    if w is None:
+        return {"format": "f64"}, body, len(body), None
+    # weights: JSON, whose numbers (repr) read back as the same float64
+    xyz = memoryview(body).cast("d")
+    doc = {"x": list(xyz[0::3]), "y": list(xyz[1::3]), "z": list(xyz[2::3]), "w": w}
+    data = json.dumps(doc, allow_nan=True).encode()
+    return {"format": "json"}, data, len(data), None
+
+
+def _is_frames(data: Any) -> bool:
+    """Whether data is several frames of points: (F, N, 3) or (F, N, 4)."""
+    if have_numpy() and hasattr(data, "ndim"):
+        return data.ndim == 3
+    return (isinstance(data, (list, tuple)) and len(data) > 0 and
+            isinstance(data[0], (list, tuple)) and len(data[0]) > 0 and
+            isinstance(data[0][0], (list, tuple)))
 
 
 def _binning(nbins: Optional[int], rng: Optional[Sequence[float]], buckets: Optional[int],

@@ -39,6 +39,10 @@
  * first second). libmicrohttpd's own limit is set above --connection-limit
  * (http.c), so that it hands histd the connection that asks for a place.
  *
+ * A long-lived answer -- an events stream (events.c), a long-poll -- has
+ * its head in and no body: neither deadline watches it and it never makes
+ * room, so events.c caps the streams below these limits itself.
+ *
  * The socket is shut down under the same mutex that the close notification
  * takes before libmicrohttpd closes the descriptor, so it is never a
  * descriptor that has been reused.

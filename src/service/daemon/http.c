@@ -71,6 +71,10 @@ const route service_routes[] = {
     {"GET", "/v1/datasets", route_datasets_list, false, false, "list datasets, newest first"},
     {"GET", "/v1/datasets/{id}", route_datasets_get, false, false, "one dataset's metadata"},
     {"DELETE", "/v1/datasets/{id}", route_datasets_delete, false, false, "delete a dataset"},
+    {"POST", "/v1/datasets/{id}/frames", route_datasets_frames, true, false,
+     "append frames to a growing dataset"},
+    {"POST", "/v1/datasets/{id}/seal", route_datasets_seal, false, false,
+     "seal a growing dataset: it takes no more frames"},
     {"POST", "/v1/jobs", route_jobs_create, true, false, "submit a histogram job"},
     {"GET", "/v1/jobs", route_jobs_list, false, false, "list jobs, newest first"},
     {"GET", "/v1/jobs/{id}", route_jobs_get, false, false, "one job (?wait= long-polls)"},
@@ -79,6 +83,8 @@ const route service_routes[] = {
      "a finished job's histogram as JSON or CSV"},
     {"DELETE", "/v1/jobs/{id}/result", route_jobs_result_delete, false, false,
      "delete a succeeded job's stored result (the job stays)"},
+    {"GET", "/v1/jobs/{id}/events", route_jobs_events, false, false,
+     "a job's progress, updates and end as Server-Sent Events"},
     {"POST", "/v1/histogram", route_histogram, true, false,
      "points and parameters in, histogram out, in one request"},
     {"GET", "/v1/kernels", route_kernels, false, false, "the kernel registry"},
@@ -343,7 +349,8 @@ static bool admit(request_state *st, const char *version) {
   }
   if (st->route->body) {
     if (guard_content_type(request_header(r, "Content-Type"),
-                           st->route->handler == route_datasets_create,
+                           st->route->handler == route_datasets_create ||
+                               st->route->handler == route_datasets_frames,
                            request_query(r, "format") != NULL || request_query(r, "path") != NULL,
                            &status, msg, sizeof msg) != 0) {
       respond_problem(r, status, "%s", msg);

@@ -20,6 +20,10 @@
  * uv_async), and a loop timer resumes those whose deadline has passed.
  * No HTTP thread ever blocks on a job.
  *
+ * An events stream (events.c) waits the same way between its events: its
+ * connection suspended in a waiter marked `stream`, which a following
+ * job's update (the backend's job_updated) resumes too.
+ *
  * The front calls down only: the backend's operations, and the hooks the
  * daemon handed it (wake the loop, a GPU lost) for what it must report up.
  */
@@ -40,6 +44,8 @@ typedef struct waiter {
   char job[33];
   double deadline;
   bool ended; /* the backend said the job ended */
+  bool stream;  /* an events stream: resumed at an update too */
+  bool updated; /* the backend said the job has a new result */
   struct waiter *next;
 } waiter;
 
@@ -60,6 +66,16 @@ static void on_job_ended(void *u, const char *id) {
   for (waiter *w = q->waiters; w != NULL; w = w->next)
     if (strcmp(w->job, id) == 0)
       w->ended = true;
+  pthread_mutex_unlock(&q->mu);
+  q->hooks.wake(q->hooks.u);
+}
+
+static void on_job_updated(void *u, const char *id) {
+  jobs *q = u;
+  pthread_mutex_lock(&q->mu);
+  for (waiter *w = q->waiters; w != NULL; w = w->next)
+    if (w->stream && strcmp(w->job, id) == 0)
+      w->updated = true;
   pthread_mutex_unlock(&q->mu);
   q->hooks.wake(q->hooks.u);
 }
@@ -85,7 +101,7 @@ int jobs_start(jobs **out, const backend *b, metrics *m, const jobs_hooks *hooks
   q->metrics = m;
   q->hooks = *hooks;
   pthread_mutex_init(&q->mu, NULL);
-  const backend_events ev = {on_job_ended, on_job_counted, on_gpu_lost, q};
+  const backend_events ev = {on_job_ended, on_job_counted, on_gpu_lost, q, on_job_updated};
   int rc = b->ops->start(b->self, &ev, msg, msglen);
   if (rc != 0) {
     b->ops->stop(b->self);
@@ -162,17 +178,24 @@ int jobs_delete_result(jobs *q, const char *id, double at, char *msg, size_t msg
   return q->b.ops->delete_result(q->b.self, id, at, msg, msglen);
 }
 
+void jobs_dataset_grew(jobs *q, const char *dataset) {
+  if (q->b.ops->dataset_grew != NULL)
+    q->b.ops->dataset_grew(q->b.self, dataset);
+}
+
 /* ---- long-poll ------------------------------------------------------------------------ */
 
-bool jobs_wait(jobs *q, const char *id, struct MHD_Connection *conn, double deadline) {
-  if (q->b.ops->live(q->b.self, id) != 1)
-    return false;
+/* conn suspended in a new waiter on job id; false (not suspended) when
+ * out of memory or stopping. */
+static bool add_waiter(jobs *q, const char *id, struct MHD_Connection *conn, double deadline,
+                       bool stream) {
   waiter *w = calloc(1, sizeof *w);
   if (w == NULL)
     return false;
   w->conn = conn;
   snprintf(w->job, sizeof w->job, "%s", id);
   w->deadline = deadline;
+  w->stream = stream;
   pthread_mutex_lock(&q->mu);
   if (q->stopping) {
     pthread_mutex_unlock(&q->mu);
@@ -183,10 +206,20 @@ bool jobs_wait(jobs *q, const char *id, struct MHD_Connection *conn, double dead
   q->waiters = w;
   MHD_suspend_connection(conn);
   pthread_mutex_unlock(&q->mu);
+  return true;
+}
+
+bool jobs_wait(jobs *q, const char *id, struct MHD_Connection *conn, double deadline) {
+  if (q->b.ops->live(q->b.self, id) != 1 || !add_waiter(q, id, conn, deadline, false))
+    return false;
   /* an end reported from now on marks the waiter; one before, this finds */
   if (q->b.ops->live(q->b.self, id) == 0)
     on_job_ended(q, id);
   return true;
+}
+
+bool jobs_stream_wait(jobs *q, const char *id, struct MHD_Connection *conn, double deadline) {
+  return add_waiter(q, id, conn, deadline, true);
 }
 
 void jobs_resume_waiters(jobs *q, bool all) {
@@ -194,7 +227,7 @@ void jobs_resume_waiters(jobs *q, bool all) {
   pthread_mutex_lock(&q->mu);
   for (waiter **p = &q->waiters; *p != NULL;) {
     waiter *w = *p;
-    if (all || q->stopping || now >= w->deadline || w->ended) {
+    if (all || q->stopping || now >= w->deadline || w->ended || w->updated) {
       *p = w->next;
       MHD_resume_connection(w->conn);
       free(w);

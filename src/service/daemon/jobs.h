@@ -62,8 +62,15 @@ int jobs_delete_result(jobs *q, const char *id, double at, char *msg, size_t msg
  * deadline; returns false (and does not suspend) when the job has ended. */
 struct MHD_Connection;
 bool jobs_wait(jobs *q, const char *id, struct MHD_Connection *conn, double deadline);
-/* From the loop: resumes waiters whose job ended or whose deadline passed
- * (all of them when `all`). */
+/* An events stream's wait (events.c, from its content reader): conn
+ * suspended until the job ends, has a new result, or the deadline; false
+ * (not suspended) when the daemon is stopping. */
+bool jobs_stream_wait(jobs *q, const char *id, struct MHD_Connection *conn, double deadline);
+/* Frames were appended to a growing dataset, or it was sealed: the jobs
+ * that follow it look again. */
+void jobs_dataset_grew(jobs *q, const char *dataset);
+/* From the loop: resumes waiters whose job ended (or, for a stream, has a
+ * new result) or whose deadline passed (all of them when `all`). */
 void jobs_resume_waiters(jobs *q, bool all);
 
 #endif

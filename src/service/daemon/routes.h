@@ -20,12 +20,15 @@ void route_datasets_spool(request *r, const char *data, size_t len);
 void route_datasets_list(request *r);
 void route_datasets_get(request *r);
 void route_datasets_delete(request *r);
+void route_datasets_frames(request *r);
+void route_datasets_seal(request *r);
 void route_jobs_create(request *r);
 void route_jobs_list(request *r);
 void route_jobs_get(request *r);
 void route_jobs_delete(request *r);
 void route_jobs_result(request *r);
 void route_jobs_result_delete(request *r);
+void route_jobs_events(request *r);
 void route_histogram(request *r);
 void route_kernels(request *r);
 void route_schema(request *r);
@@ -35,8 +38,11 @@ void route_readyz(request *r);
 void route_metrics(request *r);
 void route_static(request *r);
 
-/* JSON shapes shared by routes (routes_jobs.c). */
+/* JSON shapes shared by routes (routes_datasets.c, routes_jobs.c): a
+ * dataset's document; a job's (summary: its result without arrays, as
+ * lists and events show it). */
 cJSON *dataset_to_json(const dataset_meta *m);
+cJSON *job_to_json(const job_record *j, bool summary);
 
 /* Deletes a dataset unless queued or running jobs use it (*active: how
  * many do; then nothing is deleted): DELETE /v1/datasets/{id} and the

@@ -31,6 +31,19 @@
  * time, and stay for ever when either upload had none (store.h), so that
  * a temporary upload never shortens another's dataset. Checked at the
  * headers, before a body is read.
+ *
+ * ?growing=true makes a dataset that frames are appended to (a simulation
+ * still running): POST /v1/datasets/{id}/frames takes frames in any format
+ * an upload takes, each frame the dataset's atoms in the same order (their
+ * count, weights, open or periodic box, length unit and, where both name
+ * them, the atoms' names checked), until POST /v1/datasets/{id}/seal.
+ * Such a dataset's id is its own, not the hash of its points: an identical
+ * upload never shares it (nor does it share the identical upload's), so
+ * no one's dataset grows but the one its uploader appends to. Its
+ * ?expires= counts from the upload, appends do not move it. An append is
+ * durable and whole (store.h) and wakes the jobs that follow the dataset;
+ * ?at=K (the frame the body starts at, the dataset's frame count) makes
+ * a retry of an append that was stored but not answered harmless.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -105,7 +118,50 @@ cJSON *dataset_to_json(const dataset_meta *m) {
   } else {
     cJSON_AddNullToObject(o, "expires_at");
   }
+  cJSON_AddBoolToObject(o, "growing", m->growing);
+  if (m->growing)
+    cJSON_AddBoolToObject(o, "sealed", m->sealed);
   return o;
+}
+
+/* ?growing= into *growing (false without it); false, answered, when it is
+ * not "true" or "false", or in cluster mode. */
+static bool upload_growing(request *r, bool *growing) {
+  const char *g = request_query(r, "growing");
+  *growing = false;
+  if (g == NULL || strcmp(g, "false") == 0)
+    return true;
+  if (strcmp(g, "true") != 0) {
+    respond_problem(r, 400, "growing must be \"true\" or \"false\", got \"%.100s\"", g);
+    return false;
+  }
+  if (r->svc->cfg.coordinator[0] != '\0') {
+    respond_problem(r, 501, "growing datasets are not available in cluster mode "
+                            "(--coordinator) yet: upload the whole trajectory");
+    return false;
+  }
+  *growing = true;
+  return true;
+}
+
+/* Whether ds's frames all hold the same number of points (a growing
+ * dataset's must: each frame is its atoms); else answered 422. */
+static bool frames_alike(request *r, const histd_dataset *ds, const char *what) {
+  const size_t frames = histd_dataset_frames(ds);
+  const size_t atoms = ds->frame != NULL ? ds->frame[0].n : ds->n;
+  for (size_t f = 1; f < frames; f++)
+    if (ds->frame[f].n != atoms) {
+      respond_problem(r, 422, "frame %zu of %s holds %zu points and frame 1 %zu: the frames of "
+                              "a growing dataset are its atoms, the same in each",
+                      f + 1, what, ds->frame[f].n, atoms);
+      return false;
+    }
+  if (atoms == 0) {
+    respond_problem(r, 422, "%s holds no points: a growing dataset's frames hold its atoms",
+                    what);
+    return false;
+  }
+  return true;
 }
 
 /* ?expires= as seconds into *seconds (0 without it); false, answered with
@@ -336,7 +392,8 @@ int route_datasets_stream(request *r, unsigned long long content_length) {
   if (request_query(r, "path") != NULL)
     return 0; /* an import: route_datasets_create answers */
   double expires;
-  if (!upload_format(r, &fmt) || !upload_expiry(r, &expires))
+  bool growing;
+  if (!upload_format(r, &fmt) || !upload_expiry(r, &expires) || !upload_growing(r, &growing))
     return -1;
   const char *name = request_query(r, "name");
   if (name != NULL && (strlen(name) > 255 || !utf8_valid(name)))
@@ -369,8 +426,10 @@ static void finish_stream(request *r) {
   dataset_meta meta;
   bool created = false;
   char msg[512] = "";
+  bool growing;
+  (void)upload_growing(r, &growing); /* (checked at the headers) */
   unsigned status = upload_stream_finish(u, request_query(r, "name"), upload_expires_at(r),
-                                         &meta, &created, msg, sizeof msg);
+                                         growing, &meta, &created, msg, sizeof msg);
   if (status != 0) {
     if (status == 400)
       respond_problem(r, 400, "the f64 body could not be read: %s", msg);
@@ -410,6 +469,9 @@ static void store_parsed(request *r, int rc, histd_dataset *ds, histd_format fmt
                     svc->cfg.max_points);
     goto drop;
   }
+  bool growing;
+  if (!upload_growing(r, &growing) || (growing && !frames_alike(r, ds, what)))
+    goto drop;
   dataset_meta shape;
   size_t tail_len;
   dataset_tail(ds, &shape, NULL, &tail_len, NULL, 0);
@@ -419,9 +481,10 @@ static void store_parsed(request *r, int rc, histd_dataset *ds, histd_format fmt
   bool created = false;
   const double expires_at = upload_expires_at(r);
   rc = tmp != NULL ? store_put_parsed_file(svc->store, tmp, tmp_fd, ds, histd_format_name(fmt),
-                                           name, expires_at, &meta, &created, msg, msglen)
+                                           name, expires_at, growing, &meta, &created, msg,
+                                           msglen)
                    : store_put_dataset(svc->store, ds, histd_format_name(fmt), name, expires_at,
-                                       &meta, &created, msg, msglen);
+                                       growing, &meta, &created, msg, msglen);
   release(ds);
   if (rc != 0) {
     respond_problem(r, 500, "the dataset could not be stored: %s", msg);
@@ -604,8 +667,34 @@ static void import_dataset(request *r, const char *path, const char *name) {
   parse_spooled(r, tfd, tmp, 0, fmt, name ? name : path, what, (size_t)sb.st_size, true);
 }
 
+/* What a buffered body holds: its format (?format= or Content-Type), and
+ * its points parsed into ds, rc the io layer's answer (msg its sentence),
+ * the body's memory given back before anything is written; `what` names
+ * it ("the csv body"). False when answered (no format). */
+typedef struct body_points {
+  histd_format fmt;
+  histd_dataset ds;
+  int rc;
+  size_t bytes;
+  char what[64];
+  char msg[512];
+} body_points;
+
+static bool parse_body(request *r, body_points *b) {
+  memset(b, 0, sizeof *b);
+  if (!upload_format(r, &b->fmt))
+    return false;
+  b->bytes = r->body_len;
+  snprintf(b->what, sizeof b->what, "the %s body", histd_format_name(b->fmt));
+  b->rc = histd_parse(b->fmt, r->body ? r->body : "", r->body_len, r->svc->cfg.max_points,
+                      &b->ds, b->msg, sizeof b->msg);
+  free(r->body);
+  r->body = NULL;
+  r->body_len = 0;
+  return true;
+}
+
 void route_datasets_create(request *r) {
-  service *svc = r->svc;
   if (r->stream != NULL) {
     finish_stream(r);
     return;
@@ -623,7 +712,8 @@ void route_datasets_create(request *r) {
   }
   const char *name = request_query(r, "name");
   double expires;
-  if (!upload_expiry(r, &expires))
+  bool growing;
+  if (!upload_expiry(r, &expires) || !upload_growing(r, &growing))
     return;
   if (name != NULL && strlen(name) > 255) {
     respond_problem(r, 400, "name is longer than 255 bytes");
@@ -638,21 +728,9 @@ void route_datasets_create(request *r) {
     import_dataset(r, path, name);
     return;
   }
-  histd_format fmt;
-  if (!upload_format(r, &fmt))
-    return;
-  size_t body_len = r->body_len;
-  histd_dataset ds;
-  memset(&ds, 0, sizeof ds);
-  char msg[512] = "", what[64];
-  int rc = histd_parse(fmt, r->body ? r->body : "", body_len, svc->cfg.max_points, &ds, msg,
-                       sizeof msg);
-  /* The points are out: give the body's memory back before writing. */
-  free(r->body);
-  r->body = NULL;
-  r->body_len = 0;
-  snprintf(what, sizeof what, "the %s body", histd_format_name(fmt));
-  store_parsed(r, rc, &ds, fmt, name, what, body_len, NULL, -1, msg, sizeof msg);
+  body_points b;
+  if (parse_body(r, &b))
+    store_parsed(r, b.rc, &b.ds, b.fmt, name, b.what, b.bytes, NULL, -1, b.msg, sizeof b.msg);
 }
 
 static bool add_dataset(const dataset_meta *m, void *u) {
@@ -735,4 +813,198 @@ void route_datasets_delete(request *r) {
     return;
   }
   respond_empty(r, 204);
+}
+
+/* ---- a growing dataset: POST /v1/datasets/{id}/frames and /seal ---------------------------- */
+
+/* The growing dataset of the path, or false once answered: 501 in cluster
+ * mode, 404, 409 when it does not grow or is sealed (`sealed_ok`: a seal
+ * again is no error). */
+static bool growing_dataset(request *r, dataset_meta *m, bool sealed_ok) {
+  if (r->svc->cfg.coordinator[0] != '\0') {
+    respond_problem(r, 501, "growing datasets are not available in cluster mode "
+                            "(--coordinator) yet");
+    return false;
+  }
+  if (!valid_dataset_id(r->path_id) ||
+      backend_dataset_find(&r->svc->backend, r->path_id, m) != 0) {
+    respond_problem(r, 404, "no dataset has the id \"%s\"", r->path_id);
+    return false;
+  }
+  if (!m->growing) {
+    respond_problem(r, 409, "dataset %s was not uploaded with ?growing=true: its id is the "
+                            "hash of its points, which an identical upload shares, so it takes "
+                            "no frames; upload the first frames with POST "
+                            "/v1/datasets?growing=true and append to that", m->id);
+    return false;
+  }
+  if (m->sealed && !sealed_ok) {
+    respond_problem(r, 409, "dataset %s is sealed (POST /v1/datasets/{id}/seal): it takes no "
+                            "more frames", m->id);
+    return false;
+  }
+  return true;
+}
+
+/* Whether the frames of ds fit the growing dataset m: its atoms a frame,
+ * weights, open or periodic boxes and unit; its atoms' names, where both
+ * the body and the dataset (base, its first frames) name them. Else
+ * answered 422. */
+static bool frames_fit(request *r, const dataset_meta *m, const histd_dataset *ds,
+                       const histd_dataset *base, const char *what) {
+  const size_t atoms = m->n / (m->frames ? m->frames : 1);
+  const size_t frames = histd_dataset_frames(ds);
+  const bool periodic = m->box.kind != HISTD_BOX_NONE;
+  for (size_t f = 0; f < frames; f++) {
+    const histd_frame one = {0, ds->n, ds->box};
+    const histd_frame *fr = ds->frame != NULL ? &ds->frame[f] : &one;
+    if (fr->n != atoms) {
+      respond_problem(r, 422, "frame %zu of %s holds %zu points, and dataset %s's frames hold "
+                              "%zu atoms each: an appended frame is the same atoms",
+                      f + 1, what, fr->n, m->id, atoms);
+      return false;
+    }
+    if ((fr->box.kind != HISTD_BOX_NONE) != periodic) {
+      respond_problem(r, 422, "frame %zu of %s %s, and dataset %s's frames %s", f + 1, what,
+                      periodic ? "has no periodic box" : "has a periodic box", m->id,
+                      periodic ? "have one" : "are in open space");
+      return false;
+    }
+  }
+  if ((ds->w != NULL) != m->weighted) {
+    respond_problem(r, 422, "%s %s weights, and dataset %s %s: an appended frame carries what "
+                            "the dataset's frames carry", what, ds->w ? "carries" : "has no",
+                    m->id, m->weighted ? "has them" : "has none");
+    return false;
+  }
+  if (ds->unit[0] != '\0' && m->unit[0] != '\0' && strcmp(ds->unit, m->unit) != 0) {
+    respond_problem(r, 422, "%s is in %s (its format's unit), and dataset %s in %s: append "
+                            "frames in the dataset's unit", what, ds->unit, m->id, m->unit);
+    return false;
+  }
+  const histd_topology *t = ds->top, *b = base ? base->top : NULL;
+  if (t != NULL && b != NULL && t->atoms == b->atoms) {
+    const struct {
+      const void *mine, *theirs;
+      const char *name;
+    } arrays[] = {{t->name, b->name, "name"}, {t->element, b->element, "element"},
+                  {t->resname, b->resname, "residue name"}};
+    for (size_t k = 0; k < sizeof arrays / sizeof arrays[0]; k++) {
+      if (arrays[k].mine == NULL || arrays[k].theirs == NULL)
+        continue;
+      for (size_t i = 0; i < t->atoms; i++) {
+        const char *x = (const char *)arrays[k].mine + i * HISTD_ATOM_STR;
+        const char *y = (const char *)arrays[k].theirs + i * HISTD_ATOM_STR;
+        if (memcmp(x, y, HISTD_ATOM_STR) != 0) {
+          respond_problem(r, 422, "atom %zu of %s has the %s \"%.8s\", and dataset %s's atom "
+                                  "%zu \"%.8s\": an appended frame lists the dataset's atoms "
+                                  "in their order", i + 1, what, arrays[k].name, x, m->id, i + 1, y);
+          return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+/* The store's answer to an append or a seal: 404 (no such dataset), 409
+ * (its sentence: not growing, sealed, ?at= off), else 500 after `what`. */
+static void respond_store_refusal(request *r, int rc, const char *what, const char *msg) {
+  if (rc == HISTD_ENOENT || rc == HISTD_EINVAL)
+    respond_problem(r, rc == HISTD_ENOENT ? 404 : 409, "%s", msg);
+  else
+    respond_problem(r, 500, "%s: %s", what, msg);
+}
+
+void route_datasets_frames(request *r) {
+  service *svc = r->svc;
+  dataset_meta m;
+  if (!growing_dataset(r, &m, false))
+    return;
+  const char *a = request_query(r, "at");
+  long long at = -1;
+  if (a != NULL) {
+    char *end;
+    errno = 0;
+    at = strtoll(a, &end, 10);
+    if (end == a || *end != '\0' || errno != 0 || at < 0) {
+      respond_problem(r, 400, "at must be the frame the body's frames start at (the dataset's "
+                              "frame count, a whole number from 0), got \"%.100s\"", a);
+      return;
+    }
+  }
+  body_points bp;
+  if (!parse_body(r, &bp))
+    return;
+  histd_dataset ds = bp.ds;
+  const size_t body_len = bp.bytes;
+  const char *what = bp.what;
+  char *msg = bp.msg;
+  int rc = bp.rc;
+  if (rc == HISTD_ETOOBIG || (rc == 0 && m.n + ds.n > svc->cfg.max_points)) {
+    respond_problem(r, 413, "dataset %s would hold %zu points and more with these frames, past "
+                            "the limit of %zu points (--max-points)", m.id,
+                    m.n + (rc == 0 ? ds.n : 0), svc->cfg.max_points);
+    histd_dataset_free(&ds);
+    return;
+  }
+  if (rc != 0) {
+    respond_problem(r, rc == HISTD_ENOMEM ? 503 : 400, "%s could not be read: %s", what,
+                    msg[0] ? msg : histd_strerror(rc));
+    histd_dataset_free(&ds);
+    return;
+  }
+  /* the dataset's first frames: their atoms' names, which every segment keeps */
+  loaded_dataset *base = NULL;
+  if (m.topology != 0 &&
+      dataset_acquire_segment(svc->cache, m.id, 0, &base, msg, sizeof bp.msg) != 0) {
+    respond_problem(r, 500, "dataset %s's first frames cannot be read: %s", m.id, msg);
+    histd_dataset_free(&ds);
+    return;
+  }
+  const histd_dataset *b = base ? loaded_dataset_points(base) : NULL;
+  bool fit = frames_fit(r, &m, &ds, b, what);
+  histd_topology_free(ds.top);
+  ds.top = NULL;
+  if (fit && b != NULL && b->top != NULL &&
+      (rc = dataset_copy_topology(&ds, b->top, msg, sizeof bp.msg)) != 0) {
+    respond_problem(r, 503, "%s", msg);
+    fit = false;
+  }
+  dataset_release(svc->cache, base);
+  dataset_meta shape;
+  size_t tail_len;
+  if (fit)
+    dataset_tail(&ds, &shape, NULL, &tail_len, NULL, 0);
+  if (!fit || !disk_room(r, dataset_payload_bytes(&shape))) {
+    histd_dataset_free(&ds);
+    return;
+  }
+  bool appended = false;
+  rc = store_append_frames(svc->store, m.id, &ds, at, &m, &appended, msg, sizeof bp.msg);
+  histd_dataset_free(&ds);
+  if (rc != 0) {
+    respond_store_refusal(r, rc, "the frames could not be stored", msg);
+    return;
+  }
+  if (appended) {
+    atomic_fetch_add(&svc->metrics.upload_bytes, body_len);
+    jobs_dataset_grew(svc->jobs, m.id);
+  }
+  respond_json(r, 200, dataset_to_json(&m));
+}
+
+void route_datasets_seal(request *r) {
+  service *svc = r->svc;
+  dataset_meta m;
+  if (!growing_dataset(r, &m, true))
+    return;
+  char msg[512];
+  int rc = store_seal_dataset(svc->store, m.id, &m, msg, sizeof msg);
+  if (rc != 0) {
+    respond_store_refusal(r, rc, "the dataset could not be sealed", msg);
+    return;
+  }
+  jobs_dataset_grew(svc->jobs, m.id);
+  respond_json(r, 200, dataset_to_json(&m));
 }

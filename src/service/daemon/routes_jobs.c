@@ -20,6 +20,13 @@
  * from --max-buffered-bytes before the read (get_whole_job), as request
  * bodies and large answers are. Lists and ?summary=true read no blob and
  * leave out every array, an explicit edges list of the parameters too.
+ *
+ * "follow": true (beside the parameters) asks a job on a growing dataset
+ * to keep its result current as frames are appended (jobs_local.c): the
+ * job runs until the dataset is sealed, its result (GET
+ * /v1/jobs/{id}/result, and the job document) the frames counted so far,
+ * always a whole result of frames 0..k. Statistics whose frames do not
+ * add up (follow.c) are refused with a sentence.
  */
 #include <math.h>
 #include <stdio.h>
@@ -32,6 +39,7 @@
 #include "backend.h"
 #include "budget.h"
 #include "defer.h"
+#include "follow.h"
 #include "http.h"
 #include "jobs.h"
 #include "json_util.h"
@@ -95,7 +103,15 @@ static bool large_result(const histd_result *res) {
  * result without its edges and counts, its parameters without an explicit
  * edges list (lists, ?summary=true and the answers to POST and DELETE).
  * GET on one job adds the whole result (respond_job). */
-static cJSON *job_to_json(const job_record *j, bool summary) {
+/* Whether the job's document shows its result: a succeeded job's, or a
+ * following job's latest while it runs. */
+static bool shows_result(const job_record *j) {
+  return j->has_result &&
+         (j->status == JOB_SUCCEEDED ||
+          (j->follow && (j->status == JOB_RUNNING || j->status == JOB_QUEUED)));
+}
+
+cJSON *job_to_json(const job_record *j, bool summary) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "id", j->id);
   cJSON_AddStringToObject(o, "status", job_status_name(j->status));
@@ -109,7 +125,13 @@ static cJSON *job_to_json(const job_record *j, bool summary) {
   if (summary && j->params.edges != NULL)
     cJSON_AddNumberToObject(o, "edges_count", j->params.edge_count);
   cJSON_AddNumberToObject(o, "progress", j->progress);
-  if (j->status == JOB_RUNNING && j->frames > 1) { /* a trajectory: the frames it has done */
+  if (j->follow)
+    cJSON_AddBoolToObject(o, "follow", true);
+  if (j->status == JOB_RUNNING && j->follow) { /* the frames its result counts, of those so far */
+    cJSON *f = cJSON_AddObjectToObject(o, "frames");
+    cJSON_AddNumberToObject(f, "done", j->has_result ? (double)j->result.frames : 0);
+    cJSON_AddNumberToObject(f, "total", (double)j->frames);
+  } else if (j->status == JOB_RUNNING && j->frames > 1) { /* a trajectory: the frames done */
     double done = j->progress * (double)j->frames;
     cJSON *f = cJSON_AddObjectToObject(o, "frames");
     cJSON_AddNumberToObject(f, "done", done < (double)j->frames ? (double)(size_t)done
@@ -133,7 +155,7 @@ static cJSON *job_to_json(const job_record *j, bool summary) {
     cJSON_AddStringToObject(o, "error", j->error);
   if (j->result_deleted_at > 0)
     add_time(o, "result_deleted_at", j->result_deleted_at);
-  if (summary && j->has_result && j->status == JOB_SUCCEEDED) {
+  if (summary && shows_result(j)) {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
@@ -169,7 +191,7 @@ static bool open_pairs(request *r, const char *job, histd_result *res, int *fd) 
 }
 
 static void respond_job(request *r, const job_record *j, uint64_t held) {
-  if (!j->has_result || j->status != JOB_SUCCEEDED) {
+  if (!shows_result(j)) {
     budget_give(&r->svc->buffered, held);
     respond_json(r, 200, job_to_json(j, false)); /* no result to add */
     return;
@@ -362,6 +384,40 @@ static bool job_dataset(create_ctx *c, const char *field, const char *id, datase
   return true;
 }
 
+/* Whether the job may follow its dataset (A; B when cross): a growing
+ * dataset, and a statistic whose frames add up (follow.c); else c says
+ * why (422, or 501 in cluster mode). */
+static bool follow_allowed(create_ctx *c, const dataset_meta *m, const dataset_meta *mb) {
+  const job_record *j = &c->j;
+  c->status = 422;
+  if (c->svc->cfg.coordinator[0] != '\0') {
+    c->status = 501;
+    snprintf(c->msg, sizeof c->msg, "follow is not available in cluster mode (--coordinator) "
+                                    "yet: submit the job once the trajectory is uploaded");
+    return false;
+  }
+  if (!m->growing) {
+    snprintf(c->msg, sizeof c->msg,
+             "follow keeps a result current as frames are appended, and dataset %s takes no "
+             "frames: upload it with POST /v1/datasets?growing=true, or submit without follow",
+             m->id);
+    return false;
+  }
+  if (mb != NULL && mb->growing && !mb->sealed) {
+    snprintf(c->msg, sizeof c->msg,
+             "follow adds frames of the dataset as they arrive, and dataset_b %s grows too: "
+             "seal it first (POST /v1/datasets/{id}/seal)", mb->id);
+    return false;
+  }
+  const char *why = follow_refusal(&j->params, histd_params_statistic(&j->params), mb != NULL,
+                                   mb != NULL ? mb->frames : 0);
+  if (why != NULL) {
+    snprintf(c->msg, sizeof c->msg, "%s", why);
+    return false;
+  }
+  return true;
+}
+
 /* A job whose result could take more than --max-result-bytes stored is
  * refused (422) before it runs: the bound is result_codec.c's, from the
  * bins, the frames and the pairs of the datasets' shape (the whole sets,
@@ -427,12 +483,18 @@ static void create_job(void *arg) {
     pthread_rwlock_unlock(&svc->datasets_lock);
     return;
   }
+  if (j->follow && !follow_allowed(c, &m, cross ? &mb : NULL)) {
+    pthread_rwlock_unlock(&svc->datasets_lock);
+    return;
+  }
   j->n = m.n;
   j->n_b = cross ? mb.n : j->params.select_b[0] ? m.n : 0; /* the run tells the selections' */
   /* the job against the datasets' shapes (the job layer): validated, and
    * equal-width bins counted now, so the job says how many it has */
   histd_shape sa, sb, st;
   dataset_shape(&m, &sa);
+  if (j->follow && sa.frames < j->params.blocks) /* blocks come once there are frames enough */
+    sa.frames = j->params.blocks;
   if (cross)
     dataset_shape(&mb, &sb);
   if (named)
@@ -522,12 +584,20 @@ void route_jobs_create(request *r) {
     respond_problem(r, 503, "out of memory; try again shortly");
     return;
   }
-  static const char *const extra[] = {"dataset", "dataset_b", NULL};
+  static const char *const extra[] = {"dataset", "dataset_b", "follow", NULL};
   if (!parse_params(r, o, extra, &c->j.params)) {
     cJSON_Delete(o);
     free(c);
     return;
   }
+  const cJSON *fo = cJSON_GetObjectItemCaseSensitive(o, "follow");
+  if (fo != NULL && !cJSON_IsBool(fo)) {
+    respond_problem(r, 400, "follow must be true or false");
+    cJSON_Delete(o);
+    create_free(c);
+    return;
+  }
+  c->j.follow = cJSON_IsTrue(fo);
   const cJSON *ds = cJSON_GetObjectItemCaseSensitive(o, "dataset");
   const cJSON *ds_b = cJSON_GetObjectItemCaseSensitive(o, "dataset_b");
   if (ds == NULL || !cJSON_IsString(ds) || (ds_b != NULL && !cJSON_IsString(ds_b))) {
@@ -819,7 +889,7 @@ void route_jobs_result(request *r) {
     job_record_free(&j);
     return;
   }
-  if (j.status != JOB_SUCCEEDED || !j.has_result) {
+  if (!shows_result(&j)) {
     budget_give(&r->svc->buffered, held);
     respond_problem(r, 409, "job %s is %s, so it has no result%s%s", j.id,
                     job_status_name(j.status),

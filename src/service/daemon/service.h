@@ -17,6 +17,7 @@
  *   routes_datasets.c  /v1/datasets
  *   routes_jobs.c      /v1/jobs and /v1/histogram
  *   routes_misc.c      /v1/kernels, /v1/devices, /healthz, /readyz, /metrics, static files
+ *   events.c           GET /v1/jobs/{id}/events: a job's progress, updates and end (SSE)
  *   jobs.c             the job front: the backend's jobs, long-poll waiters
  *   sync_pool.c        POST /v1/histogram's compute threads
  *   defer.c            handler steps that wait on the disk
@@ -28,7 +29,8 @@
  * the backend it picks at startup (backend.h: jobs_local.c for one host,
  * cluster/ for many), and what both backends stand on -- the store
  * (store.c), loaded datasets (datasets.c), binding a job to them
- * (bind.c), content hashes (sha256.c). What a lower room must tell the
+ * (bind.c), content hashes (sha256.c), following jobs' results
+ * (follow.c). What a lower room must tell the
  * daemon it reports through a callback the daemon registered (the
  * backend's events, jobs_hooks, sync_pool's gpu_lost), never by calling
  * into daemon.c.
@@ -78,6 +80,7 @@ typedef struct service {
   atomic_bool stopping;
   atomic_bool lost; /* a GPU's context is lost: the process is ending */
   atomic_int http_in_flight; /* requests begun and not yet answered */
+  atomic_int event_streams;  /* GET /v1/jobs/{id}/events open (events.c) */
   char lost_reason[512]; /* written once, before lost is set */
   double started_at;
   int gpu_count;

@@ -352,7 +352,8 @@ void upload_stream_abort(upload_stream *u) {
 }
 
 unsigned upload_stream_finish(upload_stream *u, const char *name, double expires_at,
-                              dataset_meta *meta, bool *created, char *msg, size_t msglen) {
+                              bool growing, dataset_meta *meta, bool *created, char *msg,
+                              size_t msglen) {
   flush(u);
   if (!u->failed && (u->done != u->n || u->carry_len != 0))
     fail(u, 400, "the body ended after %zu of %zu announced points", u->done, u->n);
@@ -374,7 +375,7 @@ unsigned upload_stream_finish(upload_stream *u, const char *name, double expires
   dataset_hasher_final_hex(u->hash, id);
   u->hash = NULL;
   rc = store_put_streamed(u->svc->store, u->tmp, id, u->n, u->min, u->max, "f64", name,
-                          expires_at, meta, created, msg, msglen);
+                          expires_at, growing, meta, created, msg, msglen);
   /* store_put_streamed has renamed or removed the temp file */
   free(u->sets);
   free(u);

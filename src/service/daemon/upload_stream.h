@@ -17,7 +17,8 @@ upload_stream *upload_stream_open(struct service *svc, size_t n, char *msg, size
 void upload_stream_write(upload_stream *u, const char *data, size_t len);
 /* Stores the dataset; 0, or the HTTP status of the failure with msg. Frees u. */
 unsigned upload_stream_finish(upload_stream *u, const char *name, double expires_at,
-                              dataset_meta *meta, bool *created, char *msg, size_t msglen);
+                              bool growing, dataset_meta *meta, bool *created, char *msg,
+                              size_t msglen);
 void upload_stream_abort(upload_stream *u); /* frees u, removes its temp file */
 
 #endif
