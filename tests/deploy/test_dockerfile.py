@@ -44,7 +44,14 @@ def parse(path):
 
 
 def expand(text, args):
-    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: args.get(m.group(1) or m.group(2), m.group(0)), text)
+    """text with the ARG defaults put in, until none is left (an ARG's
+    default may name earlier ARGs: BUILD_IMAGE=nvidia/cuda:${CUDA_VERSION}...)."""
+    for _ in range(10):
+        new = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: args.get(m.group(1) or m.group(2), m.group(0)), text)
+        if new == text:
+            break
+        text = new
+    return text
 
 
 def env_pairs(arg):
@@ -94,7 +101,13 @@ def main():
     build_runs = " ".join(a for _, w, a in build["ins"] if w == "RUN")
     check("meson setup" in build_runs and "ninja" in build_runs and "meson install" in build_runs,
           "the build stage builds and installs with meson")
-    check(re.search(r"-Dcuda=enabled", build_runs) is not None, "the image builds the CUDA kernels (-Dcuda=enabled)")
+    build_args = {}
+    for _, w, a in build["ins"]:
+        if w == "ARG" and "=" in a:
+            k, v = a.split("=", 1)
+            build_args[k] = v
+    check(re.search(r"-Dcuda=enabled", expand(build_runs, build_args)) is not None,
+          "by default the image builds the CUDA kernels (-Dcuda=enabled)")
 
     copies_from = [a for _, w, a in final["ins"] if w == "COPY" and "--from=" in a]
     names = {s["name"] for s in stages if s["name"]}
