@@ -189,6 +189,14 @@ def main():
         check(re.search(r"\blib%s[\w.-]*" % re.escape(stem), final_runs) is not None,
               "the runtime stage installs the runtime package of %s-dev" % lib)
 
+    # every --build-arg the README and the Dockerfile's comments name is an
+    # ARG (test_container.py builds with BUILD_IMAGE, RUNTIME_IMAGE, CUDA)
+    declared = {a.split("=", 1)[0] for _, w, a in ins if w == "ARG"}
+    for name in ("README.md", "Dockerfile"):
+        with open(os.path.join(ROOT, name), encoding="utf-8") as f:
+            named = set(re.findall(r"--build-arg\s+(\w+)=", f.read()))
+        check(named <= declared, "%s's --build-arg names are ARGs (%s)" % (name, sorted(named - declared) or sorted(named)))
+
     # .dockerignore keeps the sources and drops the clutter
     with open(os.path.join(ROOT, ".dockerignore"), encoding="utf-8") as f:
         pats = [p.strip() for p in f if p.strip() and not p.startswith("#")]
