@@ -29,8 +29,9 @@ fi
 if [ "${1:-}" = "--container" ]; then
   # suite 'container': podman builds the image and runs it with runc (Debian
   # 12's crun 1.8 refuses hosts with cgroup v1 and v2 both mounted);
-  # mmdebstrap makes its Ubuntu 24.04 base from the Ubuntu archive
-  pkgs+=(podman runc mmdebstrap python3)
+  # mmdebstrap makes its Ubuntu 24.04 base from the Ubuntu archive;
+  # slirp4netns is the network of a podman run by a user other than root
+  pkgs+=(podman runc mmdebstrap slirp4netns python3)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -19,6 +19,10 @@ Skips (77), with the reason, where the machine cannot run containers:
 podman, runc or mmdebstrap missing (deploy/install-deps.sh --container),
 the Ubuntu archive out of reach, or a container that cannot start here.
 A failing image build or daemon is a failure.
+(Rootless, as another user: podman and mmdebstrap want subordinate ids
+in /etc/subuid and a /dev/net/tun that user may open for slirp4netns; on
+the VM where this was written /dev/net/tun is root's alone, so a rootless
+container there has no network, and the test ran as root.)
 
 HISTD_CONTAINER_DIR: where the base's tarball is kept between runs and
 the podman store lives while the test runs (removed at its end; 3 GB
