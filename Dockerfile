@@ -25,13 +25,22 @@ ARG UBUNTU_VERSION=24.04
 # comes from the host, so the small "base" flavour runs it too:
 #   docker build --build-arg RUNTIME_FLAVOR=base -t histd:0.1.0-base .
 ARG RUNTIME_FLAVOR=runtime
+# The two base images. Without GPUs, plain Ubuntu and CUDA=disabled make a
+# CPU-only image of the same packages, user, paths and environment
+# (tests/deploy/test_container.py builds it so, on an Ubuntu made by mmdebstrap):
+#   docker build --build-arg BUILD_IMAGE=ubuntu:24.04 \
+#     --build-arg RUNTIME_IMAGE=ubuntu:24.04 --build-arg CUDA=disabled -t histd:0.1.0-cpu .
+ARG BUILD_IMAGE=nvidia/cuda:${CUDA_VERSION}-devel-ubuntu${UBUNTU_VERSION}
+ARG RUNTIME_IMAGE=nvidia/cuda:${CUDA_VERSION}-${RUNTIME_FLAVOR}-ubuntu${UBUNTU_VERSION}
 
 # ---- build -------------------------------------------------------------------
-FROM nvidia/cuda:${CUDA_VERSION}-devel-ubuntu${UBUNTU_VERSION} AS build
+FROM ${BUILD_IMAGE} AS build
 
 # GPU architectures to compile machine code for (compute capabilities);
 # 80 = A100, 86 = RTX 30xx/A40, 89 = L4/L40, 90 = H100/H200.
 ARG GPU_ARCH=80,86,89,90
+# enabled: the CUDA kernels (needs the devel image's nvcc); disabled: CPU only
+ARG CUDA=enabled
 
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -42,8 +51,12 @@ RUN apt-get update \
 
 WORKDIR /src
 COPY . .
+# -Dwerror=false: the project's builds and CI (Debian 12, GCC 12) treat
+# warnings as errors; Ubuntu 24.04's GCC 13 (_FORTIFY_SOURCE=3) warns where
+# GCC 12 does not, and a user's image build must not stop on a newer
+# compiler's warning (tests/deploy/test_container.py lists them).
 RUN meson setup /build --prefix=/opt/histd --buildtype=release \
-      -Dcuda=enabled -Dservice=enabled -Dnetcdf=enabled "-Dgpu_arch=${GPU_ARCH}" \
+      "-Dcuda=${CUDA}" -Dservice=enabled -Dnetcdf=enabled -Dwerror=false "-Dgpu_arch=${GPU_ARCH}" \
  && ninja -C /build \
  && meson install -C /build --skip-subprojects \
  && test -x /opt/histd/bin/histd \
@@ -52,7 +65,7 @@ RUN meson setup /build --prefix=/opt/histd --buildtype=release \
  && /opt/histd/bin/histd --version
 
 # ---- runtime -----------------------------------------------------------------
-FROM nvidia/cuda:${CUDA_VERSION}-${RUNTIME_FLAVOR}-ubuntu${UBUNTU_VERSION}
+FROM ${RUNTIME_IMAGE}
 
 LABEL org.opencontainers.image.title="histd" \
       org.opencontainers.image.description="Spatial distance histograms over HTTP, on CUDA GPUs or the CPU" \

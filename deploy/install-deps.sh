@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what histd needs to build, run and test on Debian 12.
-# Usage: bash deploy/install-deps.sh [--test]   (--test adds the test tools)
+# Usage: bash deploy/install-deps.sh [--test | --container]   (--test adds the
+# test tools; --container what tests/deploy/test_container.py needs)
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc libc6-dev
       libcjson-dev libuv1-dev libmicrohttpd-dev libsqlite3-dev libssl-dev
@@ -24,6 +25,13 @@ if [ "${1:-}" = "--test" ]; then
   # tests/cluster's S3 server (s3rver) runs on node: Debian's, unless
   # there is a node already
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs npm)
+fi
+if [ "${1:-}" = "--container" ]; then
+  # suite 'container': podman builds the image and runs it with runc (Debian
+  # 12's crun 1.8 refuses hosts with cgroup v1 and v2 both mounted);
+  # mmdebstrap makes its Ubuntu 24.04 base from the Ubuntu archive;
+  # slirp4netns is the network of a podman run by a user other than root
+  pkgs+=(podman runc mmdebstrap slirp4netns python3)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -81,5 +81,17 @@ if command -v clang >/dev/null; then
   fi
 fi
 
+# The container (suite 'container', tests/deploy/test_container.py): the
+# image built from the Dockerfile with podman and histd run from it; only
+# with HISTD_CI_CONTAINER=1, as it takes minutes (see the test).
+if [ "${HISTD_CI_CONTAINER:-0}" = 1 ]; then
+  if bash deploy/install-deps.sh --container; then
+    meson test -C build-test --print-errorlogs --suite container
+    count_log build-test/meson-logs/testlog.json
+  else
+    echo "install-deps.sh --container failed"; failed=$((failed + 1))
+  fi
+fi
+
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

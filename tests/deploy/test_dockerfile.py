@@ -44,7 +44,14 @@ def parse(path):
 
 
 def expand(text, args):
-    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: args.get(m.group(1) or m.group(2), m.group(0)), text)
+    """text with the ARG defaults put in, until none is left (an ARG's
+    default may name earlier ARGs: BUILD_IMAGE=nvidia/cuda:${CUDA_VERSION}...)."""
+    for _ in range(10):
+        new = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: args.get(m.group(1) or m.group(2), m.group(0)), text)
+        if new == text:
+            break
+        text = new
+    return text
 
 
 def env_pairs(arg):
@@ -94,7 +101,13 @@ def main():
     build_runs = " ".join(a for _, w, a in build["ins"] if w == "RUN")
     check("meson setup" in build_runs and "ninja" in build_runs and "meson install" in build_runs,
           "the build stage builds and installs with meson")
-    check(re.search(r"-Dcuda=enabled", build_runs) is not None, "the image builds the CUDA kernels (-Dcuda=enabled)")
+    build_args = {}
+    for _, w, a in build["ins"]:
+        if w == "ARG" and "=" in a:
+            k, v = a.split("=", 1)
+            build_args[k] = v
+    check(re.search(r"-Dcuda=enabled", expand(build_runs, build_args)) is not None,
+          "by default the image builds the CUDA kernels (-Dcuda=enabled)")
 
     copies_from = [a for _, w, a in final["ins"] if w == "COPY" and "--from=" in a]
     names = {s["name"] for s in stages if s["name"]}
@@ -175,6 +188,14 @@ def main():
         stem = re.sub(r"\d*$", "", re.sub(r"-(openssl|gnutls|nss)$", "", lib.replace("lib", "", 1)))
         check(re.search(r"\blib%s[\w.-]*" % re.escape(stem), final_runs) is not None,
               "the runtime stage installs the runtime package of %s-dev" % lib)
+
+    # every --build-arg the README and the Dockerfile's comments name is an
+    # ARG (test_container.py builds with BUILD_IMAGE, RUNTIME_IMAGE, CUDA)
+    declared = {a.split("=", 1)[0] for _, w, a in ins if w == "ARG"}
+    for name in ("README.md", "Dockerfile"):
+        with open(os.path.join(ROOT, name), encoding="utf-8") as f:
+            named = set(re.findall(r"--build-arg\s+(\w+)=", f.read()))
+        check(named <= declared, "%s's --build-arg names are ARGs (%s)" % (name, sorted(named - declared) or sorted(named)))
 
     # .dockerignore keeps the sources and drops the clutter
     with open(os.path.join(ROOT, ".dockerignore"), encoding="utf-8") as f:
