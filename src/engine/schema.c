@@ -664,7 +664,7 @@ int64_t histd_pairs_read(const histd_result *r, uint64_t first, histd_pair_recor
   while (done < n) {
     const size_t batch = n - done < 4096 ? n - done : 4096;
     size_t got = 0;
-    while (got < batch * 16) {
+    while (got < batch * 16 && got < sizeof raw) { /* (the bound for GCC 13's eyes) */
       ssize_t k = pread(r->pairs_fd, raw + got, batch * 16 - got,
                         (off_t)((first + done) * 16 + got));
       if (k <= 0)

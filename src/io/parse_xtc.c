@@ -273,7 +273,7 @@ static int plain_coords(reader *r, size_t fno, size_t frame_at) {
   for (size_t i = 0; i < n; i++) {
     double *dst[3] = {x + i, y + i, z + i};
     for (int a = 0; a < 3; a++) {
-      float f;
+      float f = 0; /* (GCC 13 cannot see that the check above leaves 12 n bytes) */
       size_t at = r->x.off;
       histd__xdr_f32(&r->x, &f);
       if (!isfinite(f))
