@@ -11,7 +11,8 @@ through the real daemon:
   per-frame rows, g(r) and blocks); its events stream (GET
   /v1/jobs/{id}/events) tells each update and the end; sealing the dataset
   ends it succeeded with the result a plain job over the whole trajectory
-  gives;
+  gives; a following histogram per atom has each atom's row of the frames
+  so far;
 - the refusals, each with its sentence: an append to a missing dataset, to
   a dataset that does not grow, of frames of other atoms, weights, box,
   unit or names, after the seal, at a wrong ?at=; follow of a dataset that
@@ -392,6 +393,41 @@ def test_follow_periodic(exe):
               "blocks after each append; the plain job's result at the seal")
 
 
+def test_follow_per_atom(exe):
+    """A histogram per atom, following: after each append each atom's row is
+    its counts over the frames so far (the definition here), and its
+    partners the other atoms of every frame."""
+    width, buckets, atoms = 3.0, 5, 20
+    frames = frames_of(3, atoms, seed=5)
+    with Daemon(exe, args=["--workers", "1"]) as d:
+        body, ctype = xyz(frames[:1])
+        s, _, ds = post(d, "/v1/datasets?growing=true", body, ctype)
+        check(s == 201, (s, ds))
+        s, _, job = post(d, "/v1/jobs", {"dataset": ds["id"], "bucket_width": width,
+                                         "buckets": buckets, "per_point_histogram": True,
+                                         "follow": True})
+        check(s == 202, (s, job))
+        for have in (1, 2, 3):
+            if have > 1:
+                b, t = xyz(frames[have - 1:have])
+                append(d, ds["id"], b, t, at=have - 1)
+            res = result_at(d, job["id"], have)
+            rows = [[0] * buckets for _ in range(atoms)]
+            for pts in frames[:have]:
+                for i in range(atoms):
+                    for j in range(atoms):
+                        k = math.floor(dist(pts[i], pts[j]) / width) if j != i else buckets
+                        if k < buckets:
+                            rows[i][k] += 1
+            check(res["point"]["counts"] == rows and
+                  res["point"]["partners"] == [have * (atoms - 1)] * atoms and
+                  res["counts"] == [sum(c) for c in zip(*rows)],
+                  "per atom after %d frames: %s" % (have, res.get("point", {}).get("counts", [])[:2]))
+        post(d, "/v1/datasets/%s/seal" % ds["id"], None)
+        check(d.wait_job(job["id"])["status"] == "succeeded", "per atom: sealed")
+    print("per atom: each atom's row after each of 3 appends is its counts over the frames so far")
+
+
 def test_streams(exe):
     """A stream waiting for its job outlives --connection-timeout; streams
     past their cap are 503 with a sentence, and the connections left still
@@ -503,6 +539,7 @@ def main():
     exe = sys.argv[1]
     test_follow_open(exe)
     test_follow_periodic(exe)
+    test_follow_per_atom(exe)
     test_streams(exe)
     test_kill(exe)
 
