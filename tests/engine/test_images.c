@@ -14,7 +14,7 @@
  *     its own images); A x B: every n, every (i, j);
  *   - every n of a cube far larger than r_max needs (no pruning here), so
  *     the supercell holds every image within reach; bins by floor(d / w),
- *     or E[k] <= d < E[k+1] by a scan, below apart;
+ *     or E[k] <= d < E[k+1] by a scan (definition.h), below apart;
  *
  * on orthorhombic and triclinic boxes, r_max past half the box and past
  * the box itself, A x B, explicit edges with a gap below, weights (long
@@ -28,6 +28,7 @@
 #include <math.h>
 
 #include "../check.h"
+#include "../definition.h"
 #include "histd/histd.h"
 
 static uint64_t seed = 20261128;
@@ -58,21 +59,6 @@ static double image_d(const histd_box *bx, const int n[3], double xi, double yi,
   return sqrt(s);
 }
 
-/* The bin of d: 0..count-1, count below, count + 1 beyond. */
-static uint32_t def_bin(const histd_bins *bins, double d) {
-  if (bins->kind == HISTD_BINS_WIDTH) {
-    volatile double q = d / bins->width;
-    const double k = floor(q);
-    return k < bins->count ? (uint32_t)k : bins->count + 1;
-  }
-  if (!(d >= bins->edges[0]))
-    return bins->count;
-  for (uint32_t k = 0; k < bins->count; k++)
-    if (d < bins->edges[k + 1])
-      return k;
-  return bins->count + 1;
-}
-
 typedef struct want {
   uint64_t counts[64], below;
   long double w[64], wabs[64];
@@ -94,7 +80,7 @@ static void supercell(const histd_dataset *a, const histd_dataset *b, const hist
           for (size_t j = b == NULL && zero ? i + 1 : 0; j < bb->n; j++) {
             const double d = image_d(bx, n, a->x[i], a->y[i], a->z[i], bb->x[j], bb->y[j],
                                      bb->z[j]);
-            const uint32_t k = def_bin(bins, d);
+            const uint32_t k = definition_slot(d, bins->width, bins->edges, bins->count);
             if (k == bins->count) {
               W->below++;
             } else if (k < bins->count) {

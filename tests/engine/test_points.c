@@ -17,7 +17,7 @@
  *     self pairs, compared after sorting;
  *   - per point histogram: for each point i of A, over every frame, the
  *     points j of B (as per point) by bin: floor(d / w) for equal widths,
- *     E[k] <= d < E[k+1] by a linear scan for edges; below E[0] apart; its
+ *     E[k] <= d < E[k+1] by a linear scan for edges (definition.h); below E[0] apart; its
  *     partners (B's points less itself); the whole result's counts their
  *     column sums, total the partners', overflow the rest; periodic: g of
  *     a point count / (partners V_shell / V) with V = total / sum_f(P_f /
@@ -39,6 +39,7 @@
 #include <math.h>
 
 #include "../check.h"
+#include "../definition.h"
 #include "histd/histd.h"
 
 static uint64_t seed = 424242;
@@ -231,21 +232,6 @@ static void check_nearest(const histd_problem *p, const char *what) {
 
 /* ---- a histogram per point ------------------------------------------------------ */
 
-/* The bin of d: 0..count-1, count below the first edge, count + 1 beyond. */
-static uint32_t def_bin(const histd_bins *bins, double d) {
-  if (bins->kind == HISTD_BINS_WIDTH) {
-    volatile double q = d / bins->width;
-    const double k = floor(q);
-    return k < bins->count ? (uint32_t)k : bins->count + 1;
-  }
-  if (!(d >= bins->edges[0]))
-    return bins->count;
-  for (uint32_t k = 0; k < bins->count; k++)
-    if (d < bins->edges[k + 1])
-      return k;
-  return bins->count + 1;
-}
-
 static void check_hist(const histd_problem *p, const char *what) {
   const size_t frames = histd_problem_frames(p);
   const uint32_t count = p->bins.count;
@@ -261,7 +247,8 @@ static void check_hist(const histd_problem *p, const char *what) {
       for (size_t j = 0; j < b.n; j++) {
         if (same(p, i, j))
           continue;
-        want[i * (count + 2) + def_bin(&p->bins, def_d(&box, &a, i, &b, j))]++;
+        want[i * (count + 2) + definition_slot(def_d(&box, &a, i, &b, j), p->bins.width,
+                                                p->bins.edges, count)]++;
         partners[i]++;
         pairs++;
       }
