@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
   memset(&p, 0, sizeof p);
   p.a = &ds;
   p.frame_boxes = true;
-  p.bins = (histd_bins){HISTD_BINS_WIDTH, 200, 4.0 / 200, NULL};
+  p.bins = (histd_bins){HISTD_BINS_WIDTH, 200, 4.0 / 200, NULL, 0, 0};
   histd_worker *w;
   if (histd_worker_create(&w, device, msg, sizeof msg) != 0) {
     fprintf(stderr, "bench_frames: %s\n", msg);

@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
   memset(&p, 0, sizeof p);
   p.a = &ds;
   p.box = (histd_box){HISTD_BOX_ORTHO, L, 0, L, 0, 0, L};
-  p.bins = (histd_bins){HISTD_BINS_WIDTH, 200, L / div / 200, NULL};
+  p.bins = (histd_bins){HISTD_BINS_WIDTH, 200, L / div / 200, NULL, 0, 0};
 
   histd_shard_plan plan;
   histd_shard_plan_make(&p, "grid", want, &plan);

@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
   memset(&rdf, 0, sizeof rdf);
   rdf.a = &liquid;
   rdf.box = (histd_box){HISTD_BOX_ORTHO, side, 0, side, 0, 0, side};
-  rdf.bins = (histd_bins){HISTD_BINS_WIDTH, 200, side / 2 / 200, NULL};
+  rdf.bins = (histd_bins){HISTD_BINS_WIDTH, 200, side / 2 / 200, NULL, 0, 0};
   histd_problem plain = rdf;
   plain.box.kind = HISTD_BOX_NONE;
   plain.box = (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0};
@@ -135,13 +135,13 @@ int main(int argc, char **argv) {
   memset(&dr, 0, sizeof dr);
   dr.a = &a;
   dr.b = &b;
-  dr.bins = (histd_bins){HISTD_BINS_EDGES, 80, 0, edges};
+  dr.bins = (histd_bins){HISTD_BINS_EDGES, 80, 0, edges, 0, 0};
   dr.weighted = true;
   histd_dataset self = bench_cube((size_t)(na * sqrt(2.0)) + 1, 23000, false);
   histd_problem base;
   memset(&base, 0, sizeof base);
   base.a = &self;
-  base.bins = (histd_bins){HISTD_BINS_WIDTH, 80, 500, NULL};
+  base.bins = (histd_bins){HISTD_BINS_WIDTH, 80, 500, NULL, 0, 0};
   double t_dr, t_base;
   timed_pair(&dr, &base, runs, &t_dr, &t_base);
   report("S2", "cpu, A x B weighted, 80 log bins", t_dr, histd_problem_pairs(&dr));

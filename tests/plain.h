@@ -30,7 +30,7 @@ static inline histd_problem plain_problem(const histd_dataset *ds, const plain_j
   histd_problem p;
   memset(&p, 0, sizeof p);
   p.a = ds;
-  p.bins = (histd_bins){HISTD_BINS_WIDTH, j->buckets, j->bucket_width, NULL};
+  p.bins = (histd_bins){HISTD_BINS_WIDTH, j->buckets, j->bucket_width, NULL, 0, 0};
   return p;
 }
 

@@ -41,17 +41,90 @@
 
 /* Where a pair counts: bins of d (WIDTH: floor(d / w); EDGES: E[k] <= d <
  * E[k+1]) as a slot 0..count-1, count (below E[0]) or count + 1 (at or
- * beyond the last edge). edges NULL: WIDTH bins of `width`, inv = fl(1/w). */
+ * beyond the last edge). edges NULL: WIDTH bins of `width`, inv = fl(1/w).
+ *
+ * Two axes (axes RP_PI or S_MU, histd_ev_bin_pair): axis 1 (r_p, or s =
+ * d) in those bins, axis 2 (pi, or mu) in count2 equal bins of width2
+ * from 0 (inv2 = fl(1/width2)) up to max2, which pi must stay below and mu
+ * may reach (it lands in the last bin). Slot k1 * count2 + k2, below
+ * (slots = count * count2) when axis 1 is below E[0] and axis 2 in range,
+ * overflow (slots + 1) when either is beyond its range: a grid that meets
+ * only the pairs within the bins' reach counts every pair it skips there. */
+enum { HISTD_EV_D = 0, HISTD_EV_RP_PI = 1, HISTD_EV_S_MU = 2 };
+
 typedef struct histd_ev_bin {
   const double *edges;
   double width, inv;
   uint32_t count;
+  int axes;     /* HISTD_EV_*  */
+  int midpoint; /* the line of sight: the pair's midpoint, else z */
+  uint32_t count2;
+  double max2, width2, inv2;
 } histd_ev_bin;
 
 HISTD_PAIR_FN uint32_t histd_ev_bin_slot(const histd_ev_bin *e, double d) {
   uint32_t b = e->edges != 0 ? histd_bin_edges(d, e->edges, e->count)
                              : histd_bin_width(d, e->width, e->inv, e->count);
   return b == HISTD_BIN_BELOW ? e->count : b == HISTD_BIN_OVER ? e->count + 1 : b;
+}
+
+/* The pair's (r_p, pi) and its s.s (the contract's s), from the two points
+ * and the minimum-image difference (dx, dy, dz) = i - j. Line of sight z:
+ * r_p = sqrt(dx*dx + dy*dy), pi = |dz|. Midpoint (open space): with
+ * s = v_i - v_j and l = v_i + v_j, pi = |s.l| / sqrt(l.l) (0 when l.l = 0:
+ * no line of sight), r_p = sqrt(max(s.s - pi*pi, 0)); each dot product
+ * summed (x + y) + z, every operation rounded on its own. */
+HISTD_PAIR_FN double histd_pair_rp_pi(int midpoint, double xi, double yi, double zi, double xj,
+                                      double yj, double zj, double dx, double dy, double dz,
+                                      double *pi) {
+  if (!midpoint) {
+    *pi = dz < 0 ? -dz : dz;
+    return HISTD_SQRT(HISTD_ADD(HISTD_MUL(dx, dx), HISTD_MUL(dy, dy)));
+  }
+  const double lx = HISTD_ADD(xi, xj), ly = HISTD_ADD(yi, yj), lz = HISTD_ADD(zi, zj);
+  const double sl = HISTD_ADD(HISTD_ADD(HISTD_MUL(dx, lx), HISTD_MUL(dy, ly)), HISTD_MUL(dz, lz));
+  const double ll = HISTD_ADD(HISTD_ADD(HISTD_MUL(lx, lx), HISTD_MUL(ly, ly)), HISTD_MUL(lz, lz));
+  const double ss = HISTD_ADD(HISTD_ADD(HISTD_MUL(dx, dx), HISTD_MUL(dy, dy)), HISTD_MUL(dz, dz));
+  double p = ll > 0 ? HISTD_DIV(sl < 0 ? -sl : sl, HISTD_SQRT(ll)) : 0;
+  *pi = p;
+  double t = HISTD_SUB(ss, HISTD_MUL(p, p));
+  return HISTD_SQRT(t > 0 ? t : 0);
+}
+
+/* Axis 2: v beyond max2 (pi: v >= max2; mu: v > max2) HISTD_BIN_OVER,
+ * else floor(v / width2), the last bin where rounding reaches count2. */
+HISTD_PAIR_FN uint32_t histd_ev_axis2(const histd_ev_bin *e, double v) {
+  if (e->axes == HISTD_EV_RP_PI ? !(v < e->max2) : !(v <= e->max2))
+    return HISTD_BIN_OVER;
+  uint32_t k = histd_bin_width(v, e->width2, e->inv2, e->count2);
+  return k == HISTD_BIN_OVER ? e->count2 - 1 : k;
+}
+
+/* The slot of the pair (i, j) under metric m, for any axes. */
+HISTD_PAIR_FN uint32_t histd_ev_bin_pair(const histd_ev_bin *e, const histd_metric *m,
+                                         double xi, double yi, double zi, double xj, double yj,
+                                         double zj) {
+  double dx = HISTD_SUB(xi, xj), dy = HISTD_SUB(yi, yj), dz = HISTD_SUB(zi, zj);
+  histd_min_image(m, &dx, &dy, &dz);
+  const double s = HISTD_ADD(HISTD_ADD(HISTD_MUL(dx, dx), HISTD_MUL(dy, dy)), HISTD_MUL(dz, dz));
+  if (e->axes == HISTD_EV_D)
+    return histd_ev_bin_slot(e, HISTD_SQRT(s));
+  const uint32_t slots = e->count * e->count2;
+  double pi, u;
+  const double rp = histd_pair_rp_pi(e->midpoint, xi, yi, zi, xj, yj, zj, dx, dy, dz, &pi);
+  uint32_t k2;
+  if (e->axes == HISTD_EV_RP_PI) {
+    u = rp;
+    k2 = histd_ev_axis2(e, pi);
+  } else { /* s = d, mu = pi / s */
+    u = HISTD_SQRT(s);
+    k2 = histd_ev_axis2(e, s > 0 ? HISTD_DIV(pi, u) : 0);
+  }
+  if (k2 == HISTD_BIN_OVER)
+    return slots + 1;
+  const uint32_t k1 = e->edges != 0 ? histd_bin_edges(u, e->edges, e->count)
+                                    : histd_bin_width(u, e->width, e->inv, e->count);
+  return k1 == HISTD_BIN_BELOW ? slots : k1 == HISTD_BIN_OVER ? slots + 1 : k1 * e->count2 + k2;
 }
 
 /* ---- by pair: the pairs within a radius --------------------------------- */

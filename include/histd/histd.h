@@ -283,7 +283,18 @@ typedef struct histd_bins {
   uint32_t count;      /* 1..HISTD_MAX_BUCKETS; WIDTH may say 0: cover the data */
   double width;        /* WIDTH: > 0 and finite                              */
   const double *edges; /* EDGES: count + 1 of them (borrowed)                */
+  /* A second axis (the statistics RP_PI and S_MU; 0 for the others):
+   * count2 equal bins of width fl(max2 / count2) from 0, pi in [0, max2)
+   * or mu in [0, max2]. The counts are count x count2, row k of axis 1's
+   * bin k (histd_bins_slots values). */
+  uint32_t count2;
+  double max2;
 } histd_bins;
+
+/* The counts a result of these bins holds: count, or count x count2. */
+uint64_t histd_bins_slots(const histd_bins *bins);
+/* Axis 2's edge k (0..count2): k * fl(max2 / count2), the last max2. */
+double histd_bins_edge2(const histd_bins *bins, uint32_t k);
 
 /* Edge k (0..count): k * width, or edges[k]. For WIDTH bins the rule is
  * floor(d / width), which these nominal edges only describe. */
@@ -319,10 +330,16 @@ typedef enum histd_statistic {
   HISTD_STAT_PAIRS = 4,     /* every pair with d <= radius (> 0), as records
                              * (frame, i, j, d) handed to histd_control.pairs
                              * as they are found; i < j for self pairs      */
-  HISTD_STAT_POINT_HISTOGRAM = 5 /* per point of A, over every frame: the
+  HISTD_STAT_POINT_HISTOGRAM = 5, /* per point of A, over every frame: the
                              * histogram in the job's bins of its distances
                              * to the points of B (other than itself); the
                              * result's counts are their sums, ordered pairs */
+  HISTD_STAT_RP_PI = 6,     /* counts (and weighted sums) in bins of the
+                             * pair's (r_p, pi): axis 1 r_p by the bins,
+                             * axis 2 pi = |dz| (line of sight z) or the
+                             * midpoint's, in count2 bins of [0, max2)      */
+  HISTD_STAT_S_MU = 7       /* likewise in (s, mu): s the contract's d by the
+                             * bins, mu = pi / s in count2 bins of [0, max2] */
 } histd_statistic;
 
 /* How a job's pairs were made, as its result tells it: PLAIN is self
@@ -431,7 +448,15 @@ typedef struct histd_problem {
                           * else n in the positive half (its first nonzero
                           * component > 0), i = j included (an atom and
                           * its own images); histogram bins only          */
+  bool los_midpoint;     /* RP_PI, S_MU: the line of sight is the pair's
+                          * midpoint (open space; sky catalogues), not z  */
 } histd_problem;
+
+/* The farthest a pair may be (its contract d) and still count in p's
+ * bins: the last edge; for RP_PI sqrt(E^2 + max2^2) raised by 2^-40 (a
+ * pair with r_p < E and pi < max2 has d below it, every rounding
+ * counted). The grid's r_max, and what half a periodic box must hold. */
+double histd_problem_reach(const histd_problem *p);
 
 /* per_frame keeps frames x bins counts: at most this many (1 GiB). */
 #define HISTD_PER_FRAME_MAX ((uint64_t)1 << 27)
@@ -445,7 +470,8 @@ enum {
   HISTD_CAN_EDGES = 1u << 3,
   HISTD_CAN_WITHIN = 1u << 4,
   HISTD_CAN_POINTS = 1u << 5, /* POINT_COUNTS and NEAREST              */
-  HISTD_CAN_PAIRS = 1u << 6   /* PAIRS                                 */
+  HISTD_CAN_PAIRS = 1u << 6,  /* PAIRS                                 */
+  HISTD_CAN_BINS2 = 1u << 7   /* RP_PI and S_MU: bins of two axes       */
 };
 
 /* The capabilities a problem needs (HISTD_CAN_* bits); _of: by its
@@ -602,6 +628,7 @@ typedef struct histd_result {
   double *frame_volume;
   uint64_t *frame_below;  /* each frame's pairs below the first edge; NULL in
                            * a result stored before it was kept (read as 0) */
+  bool los_midpoint;      /* RP_PI, S_MU: the midpoint line of sight, not z */
   bool all_images;        /* every periodic image counted ("images": "all"):
                            * overflow is not counted (0), total is the
                            * pairs of distinct atoms g(r) is normalised by */

@@ -56,6 +56,13 @@ typedef struct histd_params {
   bool nearest;          /* each point's nearest neighbour (within: at most) */
   bool has_pairs_within; /* the list of the pairs with d <= pairs_within  */
   double pairs_within;
+  int binned2;           /* "statistic": 0 the histogram of d (default), else
+                          * HISTD_STAT_RP_PI or HISTD_STAT_S_MU           */
+  double pi_max;         /* rp_pi: pi's range [0, pi_max); 0 not given   */
+  uint32_t pi_bins;      /* rp_pi: its bins; 0 not given                 */
+  uint32_t mu_bins;      /* s_mu: mu's bins in [0, mu_max]; 0 not given  */
+  double mu_max;         /* s_mu: 0 not given (1)                        */
+  bool los_midpoint;     /* "los": "midpoint" (else "z")                 */
   char topology[4096];   /* "": the dataset's own; else whose atoms to take:
                           * sdh a file, the service a dataset id          */
 } histd_params;

@@ -41,8 +41,9 @@ typedef enum histd_ftype {
 
 typedef enum histd_fshape {
   HISTD_FS_SCALAR,
-  HISTD_FS_BINS,         /* bins.count values                             */
+  HISTD_FS_BINS,         /* bins.count values; two axes: count x count2   */
   HISTD_FS_EDGES,        /* bins.count + 1                                */
+  HISTD_FS_EDGES2,       /* bins.count2 + 1: the second axis's edges      */
   HISTD_FS_FRAMES,       /* frames                                        */
   HISTD_FS_FRAME_BINS,   /* frames x bins.count                           */
   HISTD_FS_BLOCK_BINS,   /* blocks x bins.count                           */

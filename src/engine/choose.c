@@ -77,7 +77,7 @@ static bool dmtree_pays(const histd_problem *p, bool gpu, char *why, size_t whyl
    * decide. Within R is one bin [0, R]: R stands for the width. On a GPU:
    * the measured case only (open, equal bins, the full range). */
   double w;
-  if (p->weighted)
+  if (p->weighted || p->bins.count2 != 0) /* the tree bins d alone */
     return false;
   if (gpu && (p->statistic == HISTD_STAT_WITHIN || p->box.kind != HISTD_BOX_NONE))
     return false;
@@ -220,7 +220,7 @@ void histd__choose(const histd_worker *w, const histd_problem *p, const histd_ex
   }
   const bool gpu = w->device >= 0;
   memset(c, 0, sizeof *c);
-  if (p->statistic >= HISTD_STAT_POINT_COUNTS) {
+  if (histd_statistic_about(p->statistic)->answer != HISTD_ANSWER_BINS) {
     say(c, "grid: a value per point or a list of pairs within R: the cells meet only the pairs "
            "within reach");
     pick(c, "grid", 0, false, 0);

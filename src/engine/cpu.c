@@ -520,6 +520,7 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
   /* the statistics' float32 loops: AVX-512, orthorhombic or open, weights
    * with at most 4096 bins (the folds' cost) and tiles of at most 4096 */
   if (stats && (p->isa != CPU_ISA_AVX512 || pr->box.kind == HISTD_BOX_TRICLINIC ||
+                pr->bins.count2 != 0 ||
                 opt->path == CPU_PATH_F64 || (pr->weighted && count > 4096) || tile > 4096 ||
                 (edges && !(pr->bins.edges[count] > 0)))) {
     p->general = true;
@@ -745,7 +746,7 @@ static inline void add_slot(histd_result *res, const cpu_ctx *c, uint32_t s, uin
 static void flush(cpu_thread *t) {
   cpu_job *job = t->job;
   if (job->prob != NULL) {
-    const uint32_t count = job->res->bins.count;
+    const uint32_t count = (uint32_t)histd_bins_slots(&job->res->bins);
     pthread_mutex_lock(&job->lock);
     histd__sink_merge(&job->total, &t->sink, count);
     pthread_mutex_unlock(&job->lock);
@@ -885,7 +886,7 @@ static int cpu_run(const histd_problem *p, const histd__grid *grid, const histd_
     p = &grid->p;
   double t0 = histd_now_ms();
   const histd_dataset *ds = p->a;
-  const uint32_t count = res->bins.count;
+  const uint32_t count = (uint32_t)histd_bins_slots(&res->bins);
   const uint32_t tile = opt->tile ? opt->tile : DEFAULT_TILE;
   cpu_plan plan;
   int rc = plan_make(&plan, p, ex->precision, grid ? L1_HIST_BYTES_GRID : L1_HIST_BYTES,

@@ -151,8 +151,7 @@ typedef struct histd__sink {
 static inline size_t histd__pair_slot(const histd_problem *p, const histd_metric *m,
                                       const histd_ev_bin *ev, size_t i, size_t j) {
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
-  return histd_ev_bin_slot(ev, histd_pair_d(m, a->x[i], a->y[i], a->z[i], b->x[j], b->y[j],
-                                            b->z[j]));
+  return histd_ev_bin_pair(ev, m, a->x[i], a->y[i], a->z[i], b->x[j], b->y[j], b->z[j]);
 }
 
 /*
@@ -176,8 +175,16 @@ int histd__images_move(const histd_dataset *src, const histd_box *box, const int
 /* The bin evaluator of p's bins (histd/eval.h). */
 static inline histd_ev_bin histd__ev_bin(const histd_problem *p) {
   const bool edges = p->bins.kind == HISTD_BINS_EDGES;
-  return (histd_ev_bin){edges ? p->bins.edges : NULL, p->bins.width,
-                        edges ? 0 : 1 / p->bins.width, p->bins.count};
+  histd_ev_bin e = {edges ? p->bins.edges : NULL, p->bins.width, edges ? 0 : 1 / p->bins.width,
+                    p->bins.count, HISTD_EV_D, p->los_midpoint, 0, 0, 0, 0};
+  if (p->statistic == HISTD_STAT_RP_PI || p->statistic == HISTD_STAT_S_MU) {
+    e.axes = p->statistic == HISTD_STAT_RP_PI ? HISTD_EV_RP_PI : HISTD_EV_S_MU;
+    e.count2 = p->bins.count2;
+    e.max2 = p->bins.max2;
+    e.width2 = p->bins.max2 / p->bins.count2;
+    e.inv2 = 1 / e.width2;
+  }
+  return e;
 }
 
 /*

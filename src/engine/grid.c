@@ -61,7 +61,7 @@ int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geo
   memset(g, 0, sizeof *g);
   max_cells = max_cells < 1 ? 1 : max_cells > UINT32_MAX ? UINT32_MAX : max_cells;
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
-  const double r_max = histd_bins_edge(&p->bins, p->bins.count);
+  const double r_max = histd_problem_reach(p);
   if (!isfinite(r_max) || !(r_max > 0))
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "the grid needs a finite r_max > 0 (the last bin edge), got %g", r_max);

@@ -62,7 +62,7 @@ void histd__sink_merge(histd__sink *total, const histd__sink *s, uint32_t count)
 }
 
 void histd__sink_to_result(histd_result *res, const histd__sink *s) {
-  const uint32_t count = res->bins.count;
+  const uint32_t count = (uint32_t)histd_bins_slots(&res->bins);
   for (uint32_t k = 0; k < count; k++) {
     res->counts[k] += s->counts[k];
     if (res->weighted != NULL && s->sum != NULL)

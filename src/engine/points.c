@@ -400,7 +400,7 @@ void histd__grid_problem(const histd_problem *p, double reach, double edges[2],
   *out = *p;
   out->statistic = HISTD_STAT_WITHIN;
   out->radius = reach;
-  out->bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, edges};
+  out->bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, edges, 0, 0};
 }
 
 static int nearest_anywhere(const histd_problem *p, bool distinct, const uint64_t *ids_a,

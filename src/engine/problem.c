@@ -153,6 +153,66 @@ int histd_log_edges(double r_min, double r_max, uint32_t count, double *edges, c
   return 0;
 }
 
+uint64_t histd_bins_slots(const histd_bins *bins) {
+  return (uint64_t)bins->count * (bins->count2 ? bins->count2 : 1);
+}
+
+double histd_bins_edge2(const histd_bins *bins, uint32_t k) {
+  return k >= bins->count2 ? bins->max2 : (double)k * (bins->max2 / bins->count2);
+}
+
+double histd_problem_reach(const histd_problem *p) {
+  const double e = histd_bins_edge(&p->bins, p->bins.count);
+  if (p->statistic != HISTD_STAT_RP_PI)
+    return e;
+  return sqrt(e * e + p->bins.max2 * p->bins.max2) * (1 + 0x1p-40);
+}
+
+/* The second axis of RP_PI and S_MU (what the pair's pi or mu is binned
+ * by); the axis-2 bins of any other statistic are none. */
+static int axis2_validate(const histd_problem *p, char *msg, size_t msglen) {
+  const histd_bins *b = &p->bins;
+  const bool two = p->statistic == HISTD_STAT_RP_PI || p->statistic == HISTD_STAT_S_MU;
+  if (!two)
+    return b->count2 == 0 ? 0
+                          : histd_fail(msg, msglen, HISTD_EINVAL,
+                                       "pi or mu bins go with statistic rp_pi or s_mu only");
+  const char *what = p->statistic == HISTD_STAT_RP_PI ? "pi" : "mu";
+  if (b->count2 < 1 || b->count2 > HISTD_MAX_BUCKETS)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "%s_bins must be from 1 to %u, got %u", what,
+                      HISTD_MAX_BUCKETS, b->count2);
+  if (!isfinite(b->max2) || !(b->max2 > 0) ||
+      (p->statistic == HISTD_STAT_S_MU && !(b->max2 <= 1)))
+    return histd_fail(msg, msglen, HISTD_EINVAL, "%s must be %s, got %g",
+                      p->statistic == HISTD_STAT_RP_PI ? "pi_max" : "mu_max",
+                      p->statistic == HISTD_STAT_RP_PI ? "a finite distance > 0"
+                                                       : "in (0, 1]",
+                      b->max2);
+  if (!(b->max2 / b->count2 > 0))
+    return histd_fail(msg, msglen, HISTD_EINVAL, "%s_max / %s_bins is too small to be a width",
+                      what, what);
+  if ((uint64_t)b->count * b->count2 > HISTD_MAX_BUCKETS)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the bins of the two axes come to %llu (%u x %u), more than the %u "
+                      "a histogram may hold", (unsigned long long)b->count * b->count2,
+                      b->count, b->count2, HISTD_MAX_BUCKETS);
+  if (b->kind == HISTD_BINS_WIDTH && b->count == 0)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "statistic %s needs the first axis's bins: edges, log_bins, or "
+                      "bucket_width with buckets", p->statistic == HISTD_STAT_RP_PI ? "rp_pi"
+                                                                                  : "s_mu");
+  if (p->per_frame || p->exclude_molecule || p->species != NULL || p->all_images)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "statistic %s counts every frame's pairs together, of the whole sets: "
+                      "per_frame, exclude, partials and images \"all\" are for the histogram "
+                      "of d", p->statistic == HISTD_STAT_RP_PI ? "rp_pi" : "s_mu");
+  if (p->los_midpoint && p->box.kind != HISTD_BOX_NONE)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "los \"midpoint\" measures sky catalogues in open space; a periodic box "
+                      "takes los \"z\"");
+  return 0;
+}
+
 static int bins_validate(const histd_bins *b, char *msg, size_t msglen) {
   if (b->kind == HISTD_BINS_WIDTH) {
     if (!isfinite(b->width))
@@ -203,7 +263,8 @@ unsigned histd_problem_needs_of(const histd_problem *p, const histd_shape *a,
   const histd_statistic_info *in = histd_statistic_about(p->statistic);
   if (in != NULL)
     needs |= in->needs;
-  if (p->statistic == HISTD_STAT_HISTOGRAM && p->bins.kind == HISTD_BINS_EDGES)
+  if ((p->statistic == HISTD_STAT_HISTOGRAM || (in != NULL && (in->needs & HISTD_CAN_BINS2))) &&
+      p->bins.kind == HISTD_BINS_EDGES)
     needs |= HISTD_CAN_EDGES;
   if (p->all_images) /* open-space problems, A against B moved */
     needs = (needs & ~(unsigned)HISTD_CAN_PERIODIC) | HISTD_CAN_CROSS;
@@ -458,7 +519,7 @@ uint64_t histd_shape_result_bytes(const histd_problem *p, const histd_shape *sa,
     return frames * shape_frame_n(sa, 0) * in->row_bytes[p->weighted];
   if (in != NULL && in->answer == HISTD_ANSWER_PAIRS)
     return 0; /* known once counted: histd_pairs_bytes */
-  const uint64_t count = p->statistic == HISTD_STAT_WITHIN ? 1 : p->bins.count;
+  const uint64_t count = p->statistic == HISTD_STAT_WITHIN ? 1 : histd_bins_slots(&p->bins);
   uint64_t bytes = count * (p->weighted ? 16 : 8);
   if (p->per_frame)
     bytes += frames * (count + 2) * 8;
@@ -479,14 +540,18 @@ static int box_fits(const histd_problem *p, const histd_box *box, const char *wh
     r_max = p->radius;
     what = "the radius";
   } else if (p->bins.kind == HISTD_BINS_EDGES || p->bins.count != 0) {
-    r_max = histd_bins_edge(&p->bins, p->bins.count);
-    what = "the last bin edge (r_max)";
+    r_max = histd_problem_reach(p);
+    what = p->statistic == HISTD_STAT_RP_PI ? "sqrt(r_p max^2 + pi_max^2), the farthest a "
+                                              "counted pair reaches,"
+                                            : "the last bin edge (r_max)";
   } else {
     return 0; /* the default count stops at the half width (histd_default_bins) */
   }
   /* equal widths: r_max = width * count, which may round one ulp above
    * the r_max a client gave (width = r_max / buckets) */
-  if (r_max > (p->bins.kind == HISTD_BINS_WIDTH ? half * (1 + 0x1p-50) : half))
+  if (r_max > (p->bins.kind == HISTD_BINS_WIDTH || p->statistic == HISTD_STAT_RP_PI
+                    ? half * (1 + 0x1p-39)
+                    : half))
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "%s, %.17g, exceeds half the periodic box's shortest perpendicular "
                       "width, %.17g%s: beyond it a pair has more than one image (images "
@@ -543,13 +608,15 @@ int histd_problem_check(const histd_problem *p, const histd_shape *a, const hist
   const histd_statistic_info *in = histd_statistic_about(p->statistic);
   if (rc == 0 && in != NULL && in->binned)
     rc = bins_validate(&p->bins, msg, msglen);
+  if (rc == 0)
+    rc = axis2_validate(p, msg, msglen);
   if (rc != 0)
     return rc;
   if (p->statistic == HISTD_STAT_WITHIN) {
     if (!isfinite(p->radius) || !(p->radius >= 0))
       return histd_fail(msg, msglen, HISTD_EINVAL,
                         "within must be a finite distance >= 0, got %g", p->radius);
-  } else if (p->statistic != HISTD_STAT_HISTOGRAM &&
+  } else if (p->statistic != HISTD_STAT_HISTOGRAM && !(in != NULL && in->needs == HISTD_CAN_BINS2) &&
              (rc = points_validate(p, a, b, msg, msglen)) != 0) {
     return rc;
   }

@@ -24,8 +24,9 @@
 #include "engine.h"
 #include "gpu_launch.h"
 
-#define CPU_ALL \
-  (HISTD_CAN_PERIODIC | HISTD_CAN_CROSS | HISTD_CAN_WEIGHTS | HISTD_CAN_EDGES | HISTD_CAN_WITHIN)
+#define CPU_ALL                                                                               \
+  (HISTD_CAN_PERIODIC | HISTD_CAN_CROSS | HISTD_CAN_WEIGHTS | HISTD_CAN_EDGES | HISTD_CAN_WITHIN | \
+   HISTD_CAN_BINS2)
 #define GPU_CAPS 0u /* the plain histogram (the GPU issue widens this) */
 /* the statistics of points (per point, pair lists): the grid's driver, or
  * brute force on the CPU's plain kernels (points.c) */
@@ -61,7 +62,7 @@ static const histd_kernel kernels[] = {
      "counted at once, the rest split down to the points; exact, sub-quadratic where bins "
      "are wide for the points' density; every core, and on a GPU worker its GPU takes the "
      "leaf pairs of open, unweighted jobs",
-     HISTD_ENGINE_ANY, CPU_ALL, dmtree_run, 0, NULL},
+     HISTD_ENGINE_ANY, CPU_ALL & ~HISTD_CAN_BINS2, dmtree_run, 0, NULL},
     {"cpu-reference", "the exactness contract, literally, on one CPU thread", HISTD_ENGINE_CPU,
      CPU_ALL | POINT_CAPS, histd__cpu_reference_run, 0, NULL},
     {"cpu", "multithreaded, cache-tiled, vectorised CPU engine; exact", HISTD_ENGINE_CPU,
@@ -95,7 +96,7 @@ static const histd_kernel kernels[] = {
     {"tiled-stats",
      "GPU: every statistic (periodic boxes, A x B, weights, edges, within a radius) in "
      "binary64, the contract itself; partner tiles in shared memory, a histogram per block",
-     HISTD_ENGINE_CUDA, CPU_ALL, histd__cuda_stats_run, 0, NULL},
+     HISTD_ENGINE_CUDA, CPU_ALL & ~HISTD_CAN_BINS2, histd__cuda_stats_run, 0, NULL},
 };
 
 #define KERNEL_COUNT (sizeof kernels / sizeof kernels[0])
@@ -124,7 +125,7 @@ static int auto_run(HISTD__RUN_ARGS) {
 }
 
 static int grid_run(HISTD__RUN_ARGS) {
-  if (w->device >= 0)
+  if (w->device >= 0 && p->bins.count2 == 0)
     return histd__cuda_grid_run(w, p, ex, ctl, res, msg, msglen);
   return histd__cpu_grid_run(w, p, ex, ctl, res, msg, msglen);
 }
@@ -166,6 +167,8 @@ static const char *cap_phrase(unsigned cap) {
     return "per-point results (neighbour counts, nearest neighbours)";
   case HISTD_CAN_PAIRS:
     return "pair lists";
+  case HISTD_CAN_BINS2:
+    return "bins of two axes (rp_pi, s_mu)";
   default:
     return "pair counts within a radius";
   }

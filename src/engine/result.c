@@ -29,16 +29,17 @@ int histd_result_adopt(histd_result *res, const histd_bins *bins, uint64_t *coun
 int histd_result_init(histd_result *res, const histd_bins *bins, bool weighted, char *msg,
                       size_t msglen) {
   memset(res, 0, sizeof *res);
-  const uint32_t count = bins->count;
-  if (count == 0 || count > HISTD_MAX_BUCKETS)
-    return histd_fail(msg, msglen, HISTD_EINVAL, "buckets must be 1 to %u, got %u",
-                      HISTD_MAX_BUCKETS, count);
+  const uint64_t count = histd_bins_slots(bins);
+  if (bins->count == 0 || count > HISTD_MAX_BUCKETS)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "buckets must be 1 to %u, got %llu",
+                      HISTD_MAX_BUCKETS, (unsigned long long)count);
   uint64_t *counts = calloc(count, sizeof *counts);
   double *sums = weighted ? calloc(count, sizeof *sums) : NULL;
   if (counts == NULL || (weighted && sums == NULL)) {
     free(counts);
     free(sums);
-    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u buckets", count);
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %llu buckets",
+                      (unsigned long long)count);
   }
   return histd_result_adopt(res, bins, counts, sums, msg, msglen);
 }
@@ -193,11 +194,11 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
   dst->counts = NULL;
   dst->weighted = NULL;
   dst->bins.edges = NULL;
-  const size_t count = src->bins.count;
-  if (src->counts != NULL && (dst->counts = malloc(count * sizeof *dst->counts)) != NULL)
-    memcpy(dst->counts, src->counts, count * sizeof *dst->counts);
-  if (src->weighted != NULL && (dst->weighted = malloc(count * sizeof *dst->weighted)) != NULL)
-    memcpy(dst->weighted, src->weighted, count * sizeof *dst->weighted);
+  const size_t count = src->bins.count, slots = (size_t)histd_bins_slots(&src->bins);
+  if (src->counts != NULL && (dst->counts = malloc(slots * sizeof *dst->counts)) != NULL)
+    memcpy(dst->counts, src->counts, slots * sizeof *dst->counts);
+  if (src->weighted != NULL && (dst->weighted = malloc(slots * sizeof *dst->weighted)) != NULL)
+    memcpy(dst->weighted, src->weighted, slots * sizeof *dst->weighted);
   double *e = NULL;
   if (src->bins.edges != NULL && (e = malloc((count + 1) * sizeof *e)) != NULL)
     memcpy(e, src->bins.edges, (count + 1) * sizeof *e);

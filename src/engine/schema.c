@@ -46,7 +46,10 @@ static bool explicit_edges(const histd_result *r) {
 }
 static bool hist_weighted(const histd_result *r) { return is_histogram(r) && r->weighted; }
 static bool kept_weighted(const histd_result *r) { return has_bins(r) && r->weighted; }
-static bool hist_periodic(const histd_result *r) { return is_histogram(r) && r->volume > 0; }
+static bool hist_periodic(const histd_result *r) {
+  return is_histogram(r) && r->volume > 0 && r->bins.count2 == 0; /* g(r): of d */
+}
+static bool two_axes(const histd_result *r) { return is_histogram(r) && r->bins.count2 > 0; }
 static bool per_frame(const histd_result *r) { return has_bins(r) && r->frame_counts != NULL; }
 static bool per_frame_periodic(const histd_result *r) { return per_frame(r) && r->volume > 0; }
 static bool has_blocks(const histd_result *r) { return per_frame_periodic(r) && r->blocks > 1; }
@@ -107,6 +110,11 @@ GET(get_bins, s, r->bins.kind == HISTD_BINS_EDGES ? "edges" : "width")
 GET(get_bucket_width, d, r->bins.width)
 GET(get_buckets, u, r->bins.count)
 GET(get_edge, d, histd_bins_edge(&r->bins, (uint32_t)i))
+GET(get_buckets2, u, r->bins.count2)
+GET(get_max2, d, r->bins.max2)
+/* axis 2's edges: k fl(max2 / count2), the last max2 itself */
+GET(get_edge2, d, histd_bins_edge2(&r->bins, (uint32_t)i))
+GET(get_los, s, r->los_midpoint ? "midpoint" : "z")
 GET(get_count, u, r->counts[i])
 GET(get_weighted, d, r->weighted[i])
 GET(get_frame_total, u, r->frame_total[i])
@@ -361,7 +369,7 @@ static const histd_field table[] = {
      "the pair density: the sum over frames of each frame's pairs / its volume", periodic,
      get_density, NULL, KEEP(density), NULL},
     {"statistic", NULL, NULL, STR, SCALAR, "", NOTEXT,
-     "histogram, within, per_point, nearest, pairs or per_point_histogram", always, get_statistic, NULL,
+     "histogram, within, per_point, nearest, pairs, per_point_histogram, rp_pi or s_mu", always, get_statistic, NULL,
      KEEP(statistic), NULL},
     {"radius", NULL, NULL, F64, SCALAR, "length", ALL,
      "the radius R: pairs with d <= R (nearest: null for anywhere)", has_radius, get_radius,
@@ -381,7 +389,22 @@ static const histd_field table[] = {
     {"edges", NULL, NULL, F64, HISTD_FS_EDGES, "length", ALL,
      "the bins' edges, buckets + 1 of them", is_histogram, get_edge, NULL,
      KEEP_ARRAY(bins.edges), explicit_edges},
-    {"counts", NULL, "count", U64, HISTD_FS_BINS, "pairs", ALL, "the pairs in each bin",
+    {"buckets2", NULL, NULL, U64, SCALAR, "", ALL,
+     "rp_pi, s_mu: the second axis's bins (pi's, or mu's), equal, from 0", two_axes,
+     get_buckets2, NULL, KEEP(bins.count2), NULL},
+    {"max2", NULL, NULL, F64, SCALAR, "", ALL,
+     "rp_pi: pi_max (pi < pi_max counts); s_mu: mu_max (mu <= mu_max counts)", two_axes,
+     get_max2, NULL, KEEP(bins.max2), NULL},
+    {"edges2", NULL, NULL, F64, HISTD_FS_EDGES2, "", SHOWN,
+     "the second axis's edges, buckets2 + 1 of them: k * (max2 / buckets2) (pi: a length; "
+     "mu: a number)",
+     two_axes, get_edge2, NULL, 0, 0, 0, NULL},
+    {"los", NULL, NULL, STR, SCALAR, "", ALL,
+     "rp_pi, s_mu: the line of sight, z (pi = |dz|) or midpoint (the pair's)", two_axes,
+     get_los, NULL, KEEP(los_midpoint), NULL},
+    {"counts", NULL, "count", U64, HISTD_FS_BINS, "pairs", ALL,
+     "the pairs in each bin (rp_pi, s_mu: buckets x buckets2, a row of axis 2's bins for each "
+     "of axis 1's)",
      is_histogram, get_count, NULL, KEEP_ARRAY(counts), has_bins},
     {"weighted", NULL, NULL, F64, HISTD_FS_BINS, "", ALL,
      "each bin's sum of w_i w_j (Neumaier-compensated)", hist_weighted, get_weighted, NULL,
@@ -577,8 +600,12 @@ uint64_t histd_field_len(const histd_field *f, const histd_result *r, uint64_t *
   switch (f->shape) {
   case HISTD_FS_SCALAR:
     break;
-  case HISTD_FS_BINS:
+  case HISTD_FS_BINS: /* two axes: a row of axis 2's bins for each of axis 1's */
     a = bins;
+    b = r->bins.count2;
+    break;
+  case HISTD_FS_EDGES2:
+    a = (uint64_t)r->bins.count2 + 1;
     break;
   case HISTD_FS_EDGES:
     a = bins + 1;

@@ -175,7 +175,8 @@ void histd__problem_shard(const histd_problem *pf, const histd_shard *sh, histd_
 }
 
 static bool same_bins(const histd_bins *x, const histd_bins *y) {
-  if (x->kind != y->kind || x->count != y->count)
+  if (x->kind != y->kind || x->count != y->count || x->count2 != y->count2 ||
+      x->max2 != y->max2)
     return false;
   if (x->kind != HISTD_BINS_EDGES)
     return x->width == y->width;
@@ -190,7 +191,7 @@ int histd_result_check(const histd_result *part, const histd_bins *bins, uint64_
   if (!same_bins(&part->bins, bins))
     return histd_fail(msg, msglen, HISTD_EIO, "the partial's bins are not the job's");
   uint64_t sum = part->below + part->overflow;
-  for (uint32_t k = 0; k < part->bins.count; k++)
+  for (uint64_t k = 0, slots = histd_bins_slots(&part->bins); k < slots; k++)
     sum += part->counts[k];
   if (sum != part->total)
     return histd_fail(msg, msglen, HISTD_EIO,
@@ -215,7 +216,7 @@ int histd_result_add(histd_result *sum, double *err, const histd_result *part, c
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "a partial's weighted sums or frames are not the job's");
   const uint32_t count = sum->bins.count;
-  for (uint32_t k = 0; k < count; k++) {
+  for (uint64_t k = 0, slots = histd_bins_slots(&sum->bins); k < slots; k++) {
     sum->counts[k] += part->counts[k];
     if (sum->weighted != NULL)
       histd_ev_neumaier(&sum->weighted[k], &err[k], part->weighted[k]);
@@ -246,7 +247,8 @@ int histd_result_add(histd_result *sum, double *err, const histd_result *part, c
 }
 
 void histd_result_add_done(histd_result *sum, double *err) {
-  for (uint32_t k = 0; err != NULL && sum->weighted != NULL && k < sum->bins.count; k++)
+  for (uint64_t k = 0; err != NULL && sum->weighted != NULL && k < histd_bins_slots(&sum->bins);
+       k++)
     sum->weighted[k] += err[k];
   if (isnan(sum->volume))
     sum->volume = sum->density > 0 ? (double)sum->total / sum->density : 0;

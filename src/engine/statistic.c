@@ -32,6 +32,11 @@ static const histd_statistic_info statistics[] = {
     [HISTD_STAT_POINT_HISTOGRAM] = {"per_point_histogram", "per_point_histogram",
                                     HISTD_ANSWER_POINTS, HISTD_CAN_POINTS, false, false, true,
                                     {16, 16}},
+    /* bins of two axes, each pair once (histd/eval.h's histd_ev_bin_pair) */
+    [HISTD_STAT_RP_PI] = {"rp_pi", "statistic \"rp_pi\"", HISTD_ANSWER_BINS, HISTD_CAN_BINS2,
+                          false, true, true, {0, 0}},
+    [HISTD_STAT_S_MU] = {"s_mu", "statistic \"s_mu\"", HISTD_ANSWER_BINS, HISTD_CAN_BINS2,
+                         false, true, true, {0, 0}},
 };
 
 const histd_statistic_info *histd_statistic_about(histd_statistic s) {

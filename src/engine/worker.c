@@ -62,7 +62,7 @@ static int run_images(histd_worker *w, const histd_kernel *k, const histd_proble
  * NULL: unweighted), refined pairs, exactness, timing, and where it ran
  * (and, for auto, the kernel it chose and why). */
 static void add_part(histd_result *res, const histd_result *part, double *err, bool chose) {
-  for (uint32_t i = 0; i < res->bins.count; i++) {
+  for (uint64_t i = 0, slots = histd_bins_slots(&res->bins); i < slots; i++) {
     res->counts[i] += part->counts[i];
     if (err != NULL)
       histd_ev_neumaier(&res->weighted[i], &err[i], part->weighted[i]);
@@ -204,7 +204,7 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
                       const histd_exec *ex, const histd_shard *sh, const histd_control *ctl,
                       const histd__exclusions *x, histd_result *res, char *msg, size_t msglen) {
   const size_t frames = histd_problem_frames(p);
-  const uint32_t count = res->bins.count;
+  const uint32_t count = (uint32_t)histd_bins_slots(&res->bins);
   double *err = p->weighted ? calloc(count, sizeof *err) : NULL, density = 0, v0 = 0;
   if (p->weighted && err == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u weighted sums", count);
@@ -455,11 +455,11 @@ int histd__problem_resolve(const histd_problem *p, double within_edges[2], histd
    * above R, i.e. d <= R */
   const histd_statistic_info *in = histd_statistic_about(p->statistic);
   if (in->answer != HISTD_ANSWER_BINS && !in->binned) {
-    out->bins = (histd_bins){HISTD_BINS_EDGES, 0, 0, NULL}; /* no bins */
+    out->bins = (histd_bins){HISTD_BINS_EDGES, 0, 0, NULL, 0, 0}; /* no bins */
   } else if (p->statistic == HISTD_STAT_WITHIN) {
     within_edges[0] = 0;
     within_edges[1] = nextafter(p->radius, INFINITY);
-    out->bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, within_edges};
+    out->bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, within_edges, 0, 0};
   } else if (p->bins.kind == HISTD_BINS_WIDTH && p->bins.count == 0) {
     return histd_default_bins(out, &out->bins.count, msg, msglen);
   }
@@ -519,7 +519,7 @@ static int run_pieces(histd_worker *w, const histd_problem *p, const histd_exec 
       *res = part;
       most = pairs;
       if (res->weighted != NULL &&
-          (err = calloc(res->bins.count ? res->bins.count : 1, sizeof *err)) == NULL)
+          (err = calloc(res->bins.count ? histd_bins_slots(&res->bins) : 1, sizeof *err)) == NULL)
         rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the weighted sums");
       if (rc == 0 && p->species != NULL && histd_result_partials(res, n) != 0)
         rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u partials", n);
@@ -646,6 +646,7 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
   res->box_from_dataset = p.frame_boxes;
   res->exclude_molecule = p.exclude_molecule;
   res->all_images = p.all_images;
+  res->los_midpoint = p.los_midpoint;
   memcpy(res->unit, p.a->unit, sizeof res->unit);
   histd__exclusions excl;
   if (p.exclude_molecule && (rc = histd__exclusions_init(&excl, &p, msg, msglen)) != 0) {

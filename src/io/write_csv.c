@@ -97,8 +97,38 @@ static void empties(out *o, size_t n) {
     fputc(',', o->f);
 }
 
+static void edge2(out *o, const histd_result *r, uint32_t k) {
+  char buf[40];
+  histd__format_double(buf, sizeof buf, histd_bins_edge2(&r->bins, k), o->loc);
+  fputs(buf, o->f);
+}
+
+/* Two axes (rp_pi, s_mu): a row a bin of each, axis 2's within axis 1's;
+ * the pairs outside are the scalars' below and overflow. */
+static int bins2_table(out *o, const histd_result *r) {
+  histd__table c;
+  histd__table_open(&c, r, HISTD_OUT_CSV, HISTD_FS_BINS, HISTD_FS_BINS);
+  header(o, "bucket,lower,upper,bucket2,lower2,upper2", &c);
+  for (uint32_t b = 0; b < r->bins.count; b++)
+    for (uint32_t b2 = 0; b2 < r->bins.count2; b2++) {
+      fprintf(o->f, "%" PRIu32 ",", b);
+      edge(o, r, b);
+      fputc(',', o->f);
+      edge(o, r, b + 1);
+      fprintf(o->f, ",%" PRIu32 ",", b2);
+      edge2(o, r, b2);
+      fputc(',', o->f);
+      edge2(o, r, b2 + 1);
+      row_values(o, &c, true);
+      fputc('\n', o->f);
+    }
+  return histd__table_close(&c);
+}
+
 /* The bins: below (explicit edges), a row a bin, overflow. */
 static int bins_table(out *o, const histd_result *r) {
+  if (r->bins.count2 > 0)
+    return bins2_table(o, r);
   histd__table c;
   histd__table_open(&c, r, HISTD_OUT_CSV, HISTD_FS_BINS, HISTD_FS_BINS);
   header(o, "bucket,lower,upper", &c);

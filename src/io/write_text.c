@@ -121,6 +121,22 @@ static int main_table(FILE *f, locale_t loc, const histd_result *r) {
   int err = 0;
   if (histd_statistic_about(r->statistic)->binned) {
     histd__table_open(&c, r, HISTD_OUT_TEXT, HISTD_FS_BINS, HISTD_FS_BINS);
+    if (r->bins.count2 > 0) { /* two axes: a row a bin of each */
+      fprintf(f, "%8s %14s %14s %8s %14s %14s", "bucket", "lower", "upper", "bucket2", "lower2",
+              "upper2");
+      header(f, &c);
+      for (uint32_t b = 0; b < r->bins.count; b++)
+        for (uint32_t b2 = 0; b2 < r->bins.count2; b2++) {
+          char lo[32], hi[32];
+          histd__format_double(lo, sizeof lo, histd_bins_edge2(&r->bins, b2), loc);
+          histd__format_double(hi, sizeof hi, histd_bins_edge2(&r->bins, b2 + 1), loc);
+          fprintf(f, "%8" PRIu32, b);
+          edges(f, loc, r, b);
+          fprintf(f, " %8" PRIu32 " %14s %14s", b2, lo, hi);
+          row(f, loc, &c);
+        }
+      return histd__table_close(&c);
+    }
     if (c.n <= 1 && r->bins.kind == HISTD_BINS_WIDTH) { /* the seed's rows: k x width */
       histd__table_close(&c);
       seed_rows(f, r);

@@ -386,6 +386,100 @@ static int set_images(histd_params *p, const histd_value *v, char *msg, size_t m
 static bool given_images(const histd_params *p) { return p->all_images; }
 static void write_images(FILE *f, const histd_params *p) { (void)p; write_string(f, "all"); }
 
+/* The statistics of two axes; the histogram of d is the default. Both
+ * spellings: the API's rp_pi, the command line's rp-pi. */
+static int set_statistic(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_STRING, "statistic", "\"histogram\", \"rp_pi\" or \"s_mu\"",
+                msg, msglen);
+  if (rc != 0)
+    return rc;
+  const char *t = v->string;
+  if (strcmp(t, "histogram") == 0)
+    p->binned2 = 0;
+  else if (strcmp(t, "rp_pi") == 0 || strcmp(t, "rp-pi") == 0)
+    p->binned2 = HISTD_STAT_RP_PI;
+  else if (strcmp(t, "s_mu") == 0 || strcmp(t, "s-mu") == 0)
+    p->binned2 = HISTD_STAT_S_MU;
+  else
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "statistic must be \"histogram\" (of d, the default), \"rp_pi\" (counts "
+                      "in (r_p, pi)) or \"s_mu\" (counts in (s, mu)), got \"%.40s\"", t);
+  return 0;
+}
+static bool given_statistic(const histd_params *p) { return p->binned2 != 0; }
+static void write_statistic(FILE *f, const histd_params *p) {
+  write_string(f, p->binned2 == HISTD_STAT_RP_PI ? "rp_pi" : "s_mu");
+}
+
+static int set_pi_max(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want_number(v, "pi_max", msg, msglen);
+  if (rc == 0 && !(v->number > 0))
+    rc = histd_fail(msg, msglen, HISTD_EINVAL, "pi_max must be a distance > 0, got %g",
+                    v->number);
+  if (rc == 0)
+    p->pi_max = v->number;
+  return rc;
+}
+static bool given_pi_max(const histd_params *p) { return p->pi_max > 0; }
+static void write_pi_max(FILE *f, const histd_params *p) { write_double(f, p->pi_max); }
+
+static int set_mu_max(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want_number(v, "mu_max", msg, msglen);
+  if (rc == 0 && !(v->number > 0 && v->number <= 1))
+    rc = histd_fail(msg, msglen, HISTD_EINVAL, "mu_max must be in (0, 1], got %g", v->number);
+  if (rc == 0)
+    p->mu_max = v->number;
+  return rc;
+}
+static bool given_mu_max(const histd_params *p) { return p->mu_max > 0; }
+static void write_mu_max(FILE *f, const histd_params *p) { write_double(f, p->mu_max); }
+
+/* A whole number of bins, 1 and up. */
+#define BINS_PARAM(name)                                                                   \
+  static int set_##name(histd_params *p, const histd_value *v, char *msg, size_t msglen) { \
+    uint32_t k = 0;                                                                        \
+    int rc = want_count(v, #name, HISTD_MAX_BUCKETS, &k, msg, msglen);                     \
+    if (rc == 0 && k == 0)                                                                 \
+      rc = histd_fail(msg, msglen, HISTD_EINVAL, #name " must be at least 1");             \
+    if (rc == 0)                                                                           \
+      p->name = k;                                                                         \
+    return rc;                                                                             \
+  }                                                                                        \
+  static bool given_##name(const histd_params *p) { return p->name > 0; }                  \
+  static void write_##name(FILE *f, const histd_params *p) { fprintf(f, "%" PRIu32, p->name); }
+BINS_PARAM(pi_bins)
+BINS_PARAM(mu_bins)
+
+static int set_los(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  int rc = want(v, HISTD_VALUE_STRING, "los", "\"z\" or \"midpoint\"", msg, msglen);
+  if (rc == 0 && strcmp(v->string, "z") != 0 && strcmp(v->string, "midpoint") != 0)
+    rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                    "los (the line of sight) must be \"z\" (boxes: pi = |dz|, the default) or "
+                    "\"midpoint\" (sky catalogues: along the pair's midpoint)");
+  if (rc == 0)
+    p->los_midpoint = strcmp(v->string, "midpoint") == 0;
+  return rc;
+}
+static bool given_los(const histd_params *p) { return p->los_midpoint; }
+static void write_los(FILE *f, const histd_params *p) { (void)p; write_string(f, "midpoint"); }
+
+/* The first axis's bins under the names of the statistic's axis: r_p's
+ * edges are the job's edges (and written back as them). */
+static int set_rp_edges(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  return set_edges(p, v, msg, msglen);
+}
+static int set_rp_log_bins(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  return set_log_bins(p, v, msg, msglen);
+}
+static bool given_never(const histd_params *p) {
+  (void)p;
+  return false;
+}
+static void write_nothing(FILE *f, const histd_params *p) {
+  (void)f;
+  (void)p;
+}
+
 /* "START:STOP:STEP", each part optional (STOP empty: the end; STEP 1). */
 static int set_frames(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
   int rc = want(v, HISTD_VALUE_STRING, "frames", "a string START:STOP:STEP such as 0:100:10",
@@ -550,6 +644,22 @@ static const histd_param table[] = {
         "each point of A's nearest other point of B and its distance (within R: at most R)"),
     ROW(pairs_within, "pairs-within", 0, NUMBER,
         "the list of every pair with d <= this distance, as (i, j, d) with dataset indices"),
+    ROW(statistic, "statistic", 0, STRING,
+        "histogram (of d, the default), rp_pi (counts in r_p x pi: the bins are r_p's, with "
+        "pi_max and pi_bins) or s_mu (counts in s x mu: the bins are s's, with mu_bins)"),
+    {"rp_edges", "rp-edges", 0, HISTD_PARAM_NUMBERS, "rp_pi: r_p's edges (the same as edges)",
+     set_rp_edges, given_never, write_nothing},
+    {"rp_log_bins", "rp-log-bins", 0, HISTD_PARAM_NUMBERS,
+     "rp_pi: [r_min, r_max, bins], r_p's log bins (the same as log_bins)", set_rp_log_bins,
+     given_never, write_nothing},
+    ROW(pi_max, "pi-max", 0, NUMBER, "rp_pi: pi's range [0, pi_max)"),
+    ROW(pi_bins, "pi-bins", 0, COUNT, "rp_pi: pi's equal bins of width pi_max / pi_bins"),
+    ROW(mu_bins, "mu-bins", 0, COUNT,
+        "s_mu: mu's equal bins in [0, mu_max] (mu = pi / s; mu = mu_max in the last)"),
+    ROW(mu_max, "mu-max", 0, NUMBER, "s_mu: mu's range [0, mu_max], at most 1 (default 1)"),
+    ROW(los, "los", 0, STRING,
+        "rp_pi, s_mu: the line of sight, z (pi = |dz|, default) or midpoint (open space: "
+        "along the pair's midpoint, for sky catalogues)"),
     ROW(topology, "topology", 0, STRING,
         "the atoms' names for a trajectory without them: a GRO or PDB of the same system (the "
         "API: its dataset id; sdh: its file)"),
@@ -732,7 +842,7 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
   if (p->per_point || p->nearest || p->has_pairs_within) {
     const char *what = p->has_pairs_within ? "pairs_within" : p->nearest ? "nearest" : "per_point";
     const int binned = given_bucket_width(p) + given_r_max(p) + given_edges(p) +
-                       given_log_bins(p) + (p->buckets > 0);
+                       given_log_bins(p) + (p->buckets > 0) + (p->binned2 != 0);
     if (binned > 0 || p->per_point + p->nearest + p->has_pairs_within > 1 ||
         (p->has_pairs_within && p->has_within))
       return histd_fail(msg, msglen, HISTD_EPARSE,
@@ -794,16 +904,46 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
                       "per_frame goes with a histogram's bins, not with within (a count within "
                       "a radius keeps no table of frames); leave one out");
   pr.statistic = histd_params_statistic(p);
+  const bool two = p->binned2 != 0;
+  if (!two && (given_pi_max(p) || p->pi_bins || p->mu_bins || given_mu_max(p) || p->los_midpoint))
+    return histd_fail(msg, msglen, HISTD_EPARSE,
+                      "%s goes with statistic rp_pi or s_mu",
+                      given_pi_max(p) ? "pi_max" : p->pi_bins ? "pi_bins" : p->mu_bins ? "mu_bins"
+                      : given_mu_max(p) ? "mu_max" : "los");
+  if (two) {
+    const bool rp = p->binned2 == HISTD_STAT_RP_PI;
+    const char *other = p->has_within             ? "within"
+                        : p->per_point_histogram  ? "per_point_histogram"
+                        : p->partials[0] != '\0'  ? "partials"
+                        : p->blocks > 0           ? "blocks"
+                        : p->norm != HISTD_NORM_UNSET ? "norm"
+                        : rp && (p->mu_bins || given_mu_max(p)) ? "mu_bins or mu_max"
+                        : !rp && (given_pi_max(p) || p->pi_bins) ? "pi_max or pi_bins"
+                                                                : NULL;
+    if (other != NULL)
+      return histd_fail(msg, msglen, HISTD_EPARSE, "statistic %s does not go with %s",
+                        rp ? "rp_pi" : "s_mu", other);
+    if (rp && (!given_pi_max(p) || p->pi_bins == 0))
+      return histd_fail(msg, msglen, HISTD_EPARSE,
+                        "statistic rp_pi needs pi_max and pi_bins (pi's bins: [0, pi_max) in "
+                        "pi_bins equal parts)");
+    if (!rp && p->mu_bins == 0)
+      return histd_fail(msg, msglen, HISTD_EPARSE,
+                        "statistic s_mu needs mu_bins (mu's bins: [0, mu_max] in mu_bins equal "
+                        "parts, mu_max 1 unless given)");
+    pr.statistic = (histd_statistic)p->binned2;
+    pr.los_midpoint = p->los_midpoint;
+  }
   if (p->has_within) {
     pr.radius = p->within;
   } else if (given_bucket_width(p)) {
-    pr.bins = (histd_bins){HISTD_BINS_WIDTH, p->buckets, p->bucket_width, NULL};
+    pr.bins = (histd_bins){HISTD_BINS_WIDTH, p->buckets, p->bucket_width, NULL, 0, 0};
   } else if (given_r_max(p)) {
     if (p->buckets == 0)
       return histd_fail(msg, msglen, HISTD_EPARSE, "r_max needs buckets (width = r_max / buckets)");
-    pr.bins = (histd_bins){HISTD_BINS_WIDTH, p->buckets, p->r_max / p->buckets, NULL};
+    pr.bins = (histd_bins){HISTD_BINS_WIDTH, p->buckets, p->r_max / p->buckets, NULL, 0, 0};
   } else if (given_edges(p)) {
-    pr.bins = (histd_bins){HISTD_BINS_EDGES, p->edge_count - 1, 0, p->edges};
+    pr.bins = (histd_bins){HISTD_BINS_EDGES, p->edge_count - 1, 0, p->edges, 0, 0};
   } else {
     uint32_t k = (uint32_t)p->log_bins[2];
     double *e = malloc(((size_t)k + 1) * sizeof *e);
@@ -814,8 +954,13 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
       free(e);
       return rc;
     }
-    pr.bins = (histd_bins){HISTD_BINS_EDGES, k, 0, e};
+    pr.bins = (histd_bins){HISTD_BINS_EDGES, k, 0, e, 0, 0};
     *edges = e;
+  }
+  if (two) {
+    const bool rp = p->binned2 == HISTD_STAT_RP_PI;
+    pr.bins.count2 = rp ? p->pi_bins : p->mu_bins;
+    pr.bins.max2 = rp ? p->pi_max : given_mu_max(p) ? p->mu_max : 1;
   }
   *out = pr;
   return 0;

@@ -42,7 +42,7 @@ static int legacy_bins(const histd_params *params, histd_bins *bins, double **ed
   int rc = histd_params_spec(params, &prob, edges, NULL, 0);
   if (rc == 0 && prob.statistic == HISTD_STAT_WITHIN) {
     static const double within_bin[2] = {0, 0}; /* one bin; its edges are not read */
-    prob.bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, within_bin};
+    prob.bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, within_bin, 0, 0};
   }
   *bins = prob.bins;
   return rc;

@@ -447,7 +447,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   boxes[0] = read_box(&r, box_kind);
   boxes[1] = frames ? read_box(&r, box_kind) : boxes[0];
   double edges[14];
-  histd_bins bins = {HISTD_BINS_WIDTH, count, 0, NULL};
+  histd_bins bins = {HISTD_BINS_WIDTH, count, 0, NULL, 0, 0};
   if (radial) {
     /* no bins: a statistic of the radius alone */
   } else if (bins_kind <= 1) {
@@ -457,12 +457,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (uint32_t k = 0; k <= count; k++)
       edges[k] = value(&r);
     qsort(edges, count + 1, sizeof *edges, cmp_double);
-    bins = (histd_bins){HISTD_BINS_EDGES, count, 0, edges};
+    bins = (histd_bins){HISTD_BINS_EDGES, count, 0, edges, 0, 0};
   } else {
     const double lo = value(&r), hi = value(&r);
     if (histd_log_edges(lo, hi, count, edges, NULL, 0) != 0)
       return 0; /* test_spec checks its refusals */
-    bins = (histd_bins){HISTD_BINS_EDGES, count, 0, edges};
+    bins = (histd_bins){HISTD_BINS_EDGES, count, 0, edges, 0, 0};
   }
   double radius = radial ? value(&r) : 0;
   if (stat == HISTD_STAT_NEAREST && radius == 0)

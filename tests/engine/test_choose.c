@@ -150,7 +150,7 @@ static void test_tree(void) {
   for (int k = 0; k <= 20; k++)
     edges[k] = 2000.0 * k;
   p = hist(&d1, NULL, 2000, 20);
-  p.bins = (histd_bins){HISTD_BINS_EDGES, 20, 0, edges};
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 20, 0, edges, 0, 0};
   choose(&CPU, &p, 0, "cpu", ~0u, "D1 in explicit edges");
   choose(&GPU, &p, 256, "tiled-stats", 256, "D1 in explicit edges");
 
@@ -164,7 +164,7 @@ static void test_tree(void) {
   p.radius = 30;
   within[0] = 0;
   within[1] = nextafter(30, INFINITY);
-  p.bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, within};
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, within, 0, 0};
   CHECK(tree_rule(30, 5000, 5000.0 * 4999 / 2, 1e6, false), "within 30: the CPU's tree");
   c = choose(&CPU, &p, 0, "dm-tree", ~0u, "within 30");
   CHECK_STR_CONTAINS(c.reason, "dm-tree: the radius 30 is");
@@ -275,7 +275,7 @@ static void test_points_choice(void) {
   histd_dataset d1 = shape(20000000, 0, 23000);
   for (int s = 0; s < 3; s++) {
     histd_problem p = hist(&d1, NULL, 0, 0);
-    p.bins = (histd_bins){HISTD_BINS_EDGES, 0, 0, NULL};
+    p.bins = (histd_bins){HISTD_BINS_EDGES, 0, 0, NULL, 0, 0};
     p.statistic = stats[s];
     p.radius = stats[s] == HISTD_STAT_NEAREST ? INFINITY : 2000;
     for (int g = 0; g < 2; g++) {

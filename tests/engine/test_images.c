@@ -175,7 +175,7 @@ static histd_problem problem(const histd_dataset *a, const histd_dataset *b, his
   p.b = b;
   p.box = box;
   p.statistic = HISTD_STAT_HISTOGRAM;
-  p.bins = (histd_bins){HISTD_BINS_WIDTH, count, width, NULL};
+  p.bins = (histd_bins){HISTD_BINS_WIDTH, count, width, NULL, 0, 0};
   p.all_images = true;
   return p;
 }
@@ -193,7 +193,7 @@ static void test_orthorhombic(void) {
   check_images(&p, 4, "orthorhombic A x B");
   /* edges with a gap below, from past the half box */
   const double edges[5] = {1.5, 2.5, 3.1, 4.75, 5.5};
-  p.bins = (histd_bins){HISTD_BINS_EDGES, 4, 0, edges};
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 4, 0, edges, 0, 0};
   check_images(&p, 4, "orthorhombic A x B, edges");
   p.b = NULL;
   check_images(&p, 4, "orthorhombic self, edges");
@@ -244,10 +244,10 @@ static void test_refusals(void) {
   p.bins.count = 0;
   CHECK(run(&p, "auto", &r, msg, sizeof msg) == HISTD_EINVAL, "no count");
   CHECK_STR_CONTAINS(msg, "needs the bins' reach");
-  p.bins = (histd_bins){HISTD_BINS_WIDTH, 100, 2, NULL}; /* r_max 200 = 50 boxes */
+  p.bins = (histd_bins){HISTD_BINS_WIDTH, 100, 2, NULL, 0, 0}; /* r_max 200 = 50 boxes */
   CHECK(run(&p, "auto", &r, msg, sizeof msg) == HISTD_EINVAL, "too many translations");
   CHECK_STR_CONTAINS(msg, "lattice translations");
-  p.bins = (histd_bins){HISTD_BINS_WIDTH, 10, 0.5, NULL};
+  p.bins = (histd_bins){HISTD_BINS_WIDTH, 10, 0.5, NULL, 0, 0};
   p.statistic = HISTD_STAT_POINT_COUNTS;
   p.radius = 1;
   CHECK(run(&p, "auto", &r, msg, sizeof msg) == HISTD_EINVAL, "per point");

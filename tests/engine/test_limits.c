@@ -182,13 +182,13 @@ static void expect_refused(const histd_problem *p, const char *needle) {
 
 static void test_box_range(void) {
   histd_dataset a = points(40, 0, 1, 0);
-  const histd_bins bins = {HISTD_BINS_WIDTH, 4, 1e-302, NULL};
+  const histd_bins bins = {HISTD_BINS_WIDTH, 4, 1e-302, NULL, 0, 0};
   /* the boxes: widths 0/0 and inf/inf made the r_max check pass */
   histd_problem p =
       problem(&a, (histd_box){HISTD_BOX_ORTHO, 1e-300, 0, 1e-300, 0, 0, 1e-300}, bins);
   expect_refused(&p, "is below 2^-250");
   p = problem(&a, (histd_box){HISTD_BOX_ORTHO, 1e200, 0, 1e200, 0, 0, 1e200},
-              (histd_bins){HISTD_BINS_WIDTH, 10, 1, NULL});
+              (histd_bins){HISTD_BINS_WIDTH, 10, 1, NULL, 0, 0});
   expect_refused(&p, "x length, 1e+200, is beyond 2^250");
   p.box = (histd_box){HISTD_BOX_TRICLINIC, 10, 1e200, 10, 0, 0, 10};
   expect_refused(&p, "tilt bx, 1e+200, is beyond 2^250");
@@ -204,7 +204,7 @@ static void test_box_range(void) {
   char msg[256] = "";
   CHECK(histd_dataset_set_frames(&a, 2, counts, boxes, msg, sizeof msg) == 0, "frames: %s", msg);
   p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
-              (histd_bins){HISTD_BINS_WIDTH, 4, 0.1, NULL});
+              (histd_bins){HISTD_BINS_WIDTH, 4, 0.1, NULL, 0, 0});
   p.frame_boxes = true;
   expect_refused(&p, "frame 2's");
   histd_dataset_set_frames(&a, 1, (size_t[]){40}, NULL, NULL, 0);
@@ -229,13 +229,13 @@ static void test_box_ends(void) {
   const double big = 0x1p249, small = 0x1p-249;
   histd_dataset a = points(300, 0, big, 0);
   histd_problem p = problem(&a, (histd_box){HISTD_BOX_ORTHO, big, 0, big, 0, 0, big},
-                            (histd_bins){HISTD_BINS_WIDTH, 10, big / 20, NULL});
+                            (histd_bins){HISTD_BINS_WIDTH, 10, big / 20, NULL, 0, 0});
   expect_exact(&p, "a box of side 2^249");
   histd_dataset_free(&a);
   a = points(300, -small, 3 * small, 0); /* unwrapped: within three boxes */
   p = problem(
       &a, (histd_box){HISTD_BOX_TRICLINIC, small, small / 3, small, -small / 4, small / 5, small},
-      (histd_bins){HISTD_BINS_WIDTH, 8, small / 40, NULL});
+      (histd_bins){HISTD_BINS_WIDTH, 8, small / 40, NULL, 0, 0});
   expect_exact(&p, "a triclinic box of side 2^-249");
   histd_dataset_free(&a);
 }
@@ -248,7 +248,7 @@ static void test_box_far_points(void) {
     a.x[i] += 1e13 * (i % 2 ? 1 : -1);
   histd_dataset_finish(&a, NULL, 0);
   histd_problem p = problem(&a, (histd_box){HISTD_BOX_ORTHO, 10, 0, 10, 0, 0, 10},
-                            (histd_bins){HISTD_BINS_WIDTH, 10, 0.5, NULL});
+                            (histd_bins){HISTD_BINS_WIDTH, 10, 0.5, NULL, 0, 0});
   expect_exact(&p, "points 1e13 from a box of 10");
   a.x[0] = 1e300; /* (x - x') / L overflows, and x - x' - L inf is NaN */
   a.x[1] = -1e300;
@@ -262,7 +262,7 @@ static void test_box_far_points(void) {
 static void test_grid_guard(void) {
   histd_dataset a = points(10, 0, 1, 0);
   histd_problem p = problem(&a, (histd_box){HISTD_BOX_ORTHO, 1e-300, 0, 1e-300, 0, 0, 1e-300},
-                            (histd_bins){HISTD_BINS_WIDTH, 1, 1e-302, NULL});
+                            (histd_bins){HISTD_BINS_WIDTH, 1, 1e-302, NULL, 0, 0});
   histd__grid_geom g;
   char msg[256] = "";
   int rc = histd__grid_plan(&p, 100, &g, msg, sizeof msg);
@@ -284,7 +284,7 @@ static void test_grid_underflow(void) {
   }
   histd_dataset_finish(&a, NULL, 0);
   histd_problem p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
-                            (histd_bins){HISTD_BINS_WIDTH, 1, 0x1p-1074, NULL});
+                            (histd_bins){HISTD_BINS_WIDTH, 1, 0x1p-1074, NULL, 0, 0});
   expect_exact(&p, "points 2^-1020 apart, width 2^-1074");
   histd_dataset_free(&a);
 }
@@ -305,7 +305,7 @@ static histd_dataset far_points(size_t n) {
 static void test_infinite_distances(void) {
   histd_dataset a = far_points(12);
   histd_problem p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
-                            (histd_bins){HISTD_BINS_WIDTH, 8, 1, NULL});
+                            (histd_bins){HISTD_BINS_WIDTH, 8, 1, NULL, 0, 0});
   expect_exact(&p, "points from -DBL_MAX to DBL_MAX");
   p.bins.count = 0;
   expect_refused_by(&p, "the data's diagonal overflows binary64", false);
@@ -337,7 +337,7 @@ static void same_nearest(const histd_result *r, const char *kernel, const char *
 static void test_nearest_infinite(void) {
   histd_dataset a = far_points(9);
   histd_problem p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
-                            (histd_bins){HISTD_BINS_WIDTH, 0, 0, NULL});
+                            (histd_bins){HISTD_BINS_WIDTH, 0, 0, NULL, 0, 0});
   p.statistic = HISTD_STAT_NEAREST;
   p.radius = INFINITY;
   each_kernel(&p, "the nearest anywhere, points from -DBL_MAX to DBL_MAX",
@@ -355,7 +355,7 @@ static void test_edges_range(void) {
   histd_dataset_finish(&a, NULL, 0);
   const double e1[] = {5e-324, 1, 2, 3};
   histd_problem p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
-                            (histd_bins){HISTD_BINS_EDGES, 3, 0, e1});
+                            (histd_bins){HISTD_BINS_EDGES, 3, 0, e1, 0, 0});
   expect_exact(&p, "edges 5e-324, 1, 2, 3");
   const double e2[] = {1e-200, 1, 2, 1e200};
   p.bins.edges = e2;
@@ -363,10 +363,10 @@ static void test_edges_range(void) {
   double e3[41];
   char msg[256] = "";
   CHECK(histd_log_edges(1e-300, 1e300, 40, e3, msg, sizeof msg) == 0, "log edges: %s", msg);
-  p.bins = (histd_bins){HISTD_BINS_EDGES, 40, 0, e3};
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 40, 0, e3, 0, 0};
   expect_exact(&p, "40 log bins from 1e-300 to 1e300");
   const double e4[] = {-1, 0, 5e-324, 1e-310, 1e-300};
-  p.bins = (histd_bins){HISTD_BINS_EDGES, 4, 0, e4};
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 4, 0, e4, 0, 0};
   expect_exact(&p, "edges -1, 0, 5e-324, 1e-310, 1e-300");
   histd_dataset_free(&a);
 }
@@ -386,7 +386,7 @@ static void same_sums(const histd_result *r, const char *kernel, const char *wha
 static void test_weights_range(void) {
   histd_dataset a = points(10, 0, 1, 1e308); /* products overflow: NaN sums */
   histd_problem p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
-                            (histd_bins){HISTD_BINS_WIDTH, 4, 0.5, NULL});
+                            (histd_bins){HISTD_BINS_WIDTH, 4, 0.5, NULL, 0, 0});
   p.weighted = true;
   expect_refused(&p, "overflow");
   histd_dataset_free(&a);
@@ -435,7 +435,7 @@ static void same_point_sums(const histd_result *r, const char *kernel, const cha
 static void test_point_weights(void) {
   histd_dataset a = points(10, 0, 1, 0), b = points(10, 0, 1, 1e305);
   histd_problem p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
-                            (histd_bins){HISTD_BINS_WIDTH, 0, 0, NULL});
+                            (histd_bins){HISTD_BINS_WIDTH, 0, 0, NULL, 0, 0});
   p.b = &b;
   p.statistic = HISTD_STAT_POINT_COUNTS;
   p.radius = 0.8;

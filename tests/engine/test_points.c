@@ -465,11 +465,11 @@ static void each_statistic(histd_problem p, double nearest_r, const char *what) 
   p.radius = r;
   /* a histogram per point, to R: 4 equal bins, and edges with a gap below */
   p.statistic = HISTD_STAT_POINT_HISTOGRAM;
-  p.bins = (histd_bins){HISTD_BINS_WIDTH, 4, r / 4, NULL};
+  p.bins = (histd_bins){HISTD_BINS_WIDTH, 4, r / 4, NULL, 0, 0};
   snprintf(name, sizeof name, "%s: a histogram per point, equal bins", what);
   check_hist(&p, name);
   const double edges[4] = {r / 8, r / 3, r / 2, r};
-  p.bins = (histd_bins){HISTD_BINS_EDGES, 3, 0, edges};
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 3, 0, edges, 0, 0};
   snprintf(name, sizeof name, "%s: a histogram per point, edges", what);
   check_hist(&p, name);
 }
@@ -610,7 +610,7 @@ static void test_refusals(void) {
   /* a histogram per point: no weights, its rows within the limit, r_max
    * within half a periodic box */
   p.statistic = HISTD_STAT_POINT_HISTOGRAM;
-  p.bins = (histd_bins){HISTD_BINS_WIDTH, 4, 0.5, NULL};
+  p.bins = (histd_bins){HISTD_BINS_WIDTH, 4, 0.5, NULL, 0, 0};
   p.weighted = true;
   CHECK(run(&p, "auto", 1, &r, NULL, msg, sizeof msg) == HISTD_EINVAL, "a histogram's weights");
   CHECK_STR_CONTAINS(msg, "does not take weights");

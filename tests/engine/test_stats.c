@@ -255,7 +255,7 @@ static void test_periodic_random(void) {
   const histd_box *boxes[2] = {&ortho, &tri};
   for (int i = 0; i < 2; i++) {
     double half = histd_box_half_width(boxes[i]);
-    histd_bins bins = {HISTD_BINS_WIDTH, 40, half / 40, NULL};
+    histd_bins bins = {HISTD_BINS_WIDTH, 40, half / 40, NULL, 0, 0};
     histd_problem p = problem(&a, NULL, *boxes[i], bins);
     compare(&p, i ? "triclinic self" : "orthorhombic self");
     p.b = &b;
@@ -282,7 +282,7 @@ static void test_lattice_shells(void) {
   histd_dataset_finish(&ds, NULL, 0);
   const double edges[] = {0.5, 1.2, 1.5, 1.8, 2.1};
   histd_box box = {HISTD_BOX_ORTHO, m, 0, m, 0, 0, m};
-  histd_problem p = problem(&ds, NULL, box, (histd_bins){HISTD_BINS_EDGES, 4, 0, edges});
+  histd_problem p = problem(&ds, NULL, box, (histd_bins){HISTD_BINS_EDGES, 4, 0, edges, 0, 0});
   histd_exec ex;
   histd_exec_init(&ex);
   histd_result r;
@@ -319,7 +319,7 @@ static void test_unwrapped(void) {
   histd_dataset_finish(&a, NULL, 0);
   histd_dataset_finish(&u, NULL, 0);
   histd_box box = {HISTD_BOX_ORTHO, 8, 0, 8, 0, 0, 8};
-  histd_bins bins = {HISTD_BINS_WIDTH, 64, 4.0 / 64, NULL};
+  histd_bins bins = {HISTD_BINS_WIDTH, 64, 4.0 / 64, NULL, 0, 0};
   histd_problem pa = problem(&a, NULL, box, bins), pu = problem(&u, NULL, box, bins);
   compare(&pa, "wrapped coordinates");
   histd_exec ex;
@@ -347,14 +347,14 @@ static void test_edges(void) {
   }
   histd_dataset_finish(&ds, NULL, 0);
   const double edges[] = {1, 2, 3, 4};
-  histd_problem p = problem(&ds, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 3, 0, edges});
+  histd_problem p = problem(&ds, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 3, 0, edges, 0, 0});
   compare(&p, "integer edges on an integer lattice");
   double log_edges[13];
   char msg[256];
   CHECK(histd_log_edges(1, 4, 12, log_edges, msg, sizeof msg) == 0, "%s", msg);
   CHECK(log_edges[0] == 1 && log_edges[12] == 4 && log_edges[6] > 1.99 && log_edges[6] < 2.01,
         "log edges from 1 to 4: E6 ~ 2");
-  p.bins = (histd_bins){HISTD_BINS_EDGES, 12, 0, log_edges};
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 12, 0, log_edges, 0, 0};
   compare(&p, "log edges");
   CHECK(histd_log_edges(1, 1, 3, log_edges, msg, sizeof msg) < 0, "r_min = r_max refused");
   CHECK_STR_CONTAINS(msg, "r_min < r_max");
@@ -377,7 +377,7 @@ static void test_within(void) {
   for (int cross = 0; cross < 2; cross++)
     for (int r = 0; r < 3; r++) {
       const double radius = r == 0 ? 0 : r == 1 ? 1.0 : 2.5;
-      histd_problem p = problem(&ds, cross ? &b : NULL, OPEN, (histd_bins){0, 0, 0, NULL});
+      histd_problem p = problem(&ds, cross ? &b : NULL, OPEN, (histd_bins){0, 0, 0, NULL, 0, 0});
       p.statistic = HISTD_STAT_WITHIN;
       p.radius = radius;
       uint64_t want = 0;
@@ -415,14 +415,14 @@ static void test_weights(void) {
   histd_dataset a = points(500, 30, 30, 30, true), b = points(300, 30, 30, 30, true);
   double edges[21];
   histd_log_edges(0.5, 40, 20, edges, NULL, 0);
-  histd_problem p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 20, 0, edges});
+  histd_problem p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 20, 0, edges, 0, 0});
   p.weighted = true;
   compare(&p, "weighted self, log edges");
   p.b = &b;
   compare(&p, "weighted A x B, log edges");
   histd_box box = {HISTD_BOX_ORTHO, 30, 0, 30, 0, 0, 30};
   p.box = box;
-  p.bins = (histd_bins){HISTD_BINS_WIDTH, 30, 0.5, NULL};
+  p.bins = (histd_bins){HISTD_BINS_WIDTH, 30, 0.5, NULL, 0, 0};
   compare(&p, "weighted A x B, periodic");
   /* within 0 with weights: the pairs of equal points */
   histd_dataset d;
@@ -433,7 +433,7 @@ static void test_weights(void) {
     d.w[i] = i + 1;
   }
   histd_dataset_finish(&d, NULL, 0);
-  histd_problem q = problem(&d, NULL, OPEN, (histd_bins){0, 0, 0, NULL});
+  histd_problem q = problem(&d, NULL, OPEN, (histd_bins){0, 0, 0, NULL, 0, 0});
   q.statistic = HISTD_STAT_WITHIN;
   q.weighted = true;
   histd_exec ex;
@@ -452,7 +452,7 @@ static void test_weights(void) {
 /* A x B with B = A: n^2 pairs, each i-j pair twice and n zero distances. */
 static void test_cross_self(void) {
   histd_dataset a = points(200, 100, 100, 100, false);
-  histd_bins bins = {HISTD_BINS_WIDTH, 20, 10, NULL};
+  histd_bins bins = {HISTD_BINS_WIDTH, 20, 10, NULL, 0, 0};
   histd_problem self = problem(&a, NULL, OPEN, bins), cross = problem(&a, &a, OPEN, bins);
   compare(&cross, "A x A");
   histd_exec ex;
@@ -481,7 +481,7 @@ static void expect_refused(const histd_problem *p, const char *kernel, const cha
 static void test_refusals(void) {
   histd_dataset a = points(10, 10, 10, 10, false);
   histd_box box = {HISTD_BOX_ORTHO, 10, 0, 12, 0, 0, 9};
-  histd_problem p = problem(&a, NULL, box, (histd_bins){HISTD_BINS_WIDTH, 10, 0.5, NULL});
+  histd_problem p = problem(&a, NULL, box, (histd_bins){HISTD_BINS_WIDTH, 10, 0.5, NULL, 0, 0});
   expect_refused(&p, "cpu", "exceeds half the periodic box's shortest perpendicular width, 4.5");
   p.bins.count = 9; /* r_max = 4.5, exactly half: allowed */
   histd_exec ex;
@@ -495,13 +495,13 @@ static void test_refusals(void) {
   p.box = box;
   p.box.ax = -1;
   expect_refused(&p, "cpu", "x length must be a finite number > 0");
-  p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 10, 1, NULL});
+  p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 10, 1, NULL, 0, 0});
   p.weighted = true;
   expect_refused(&p, "cpu", "the points (A) carry none");
   const double bad[] = {0, 2, 2};
-  p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 2, 0, bad});
+  p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 2, 0, bad, 0, 0});
   expect_refused(&p, "cpu", "edges must ascend strictly");
-  p = problem(&a, NULL, box, (histd_bins){HISTD_BINS_WIDTH, 4, 1, NULL});
+  p = problem(&a, NULL, box, (histd_bins){HISTD_BINS_WIDTH, 4, 1, NULL, 0, 0});
   int gpu = -1;
   for (size_t i = 0; i < histd_kernel_count(); i++)
     if (histd_kernel_at(i)->engine == HISTD_ENGINE_CUDA && gpu < 0)
@@ -527,10 +527,10 @@ static void test_width_on_multiples(void) {
     ds.z[k] = k % 2 ? 0.3 : 0;
   }
   histd_dataset_finish(&ds, NULL, 0);
-  histd_problem p = problem(&ds, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 70, 0.1, NULL});
+  histd_problem p = problem(&ds, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 70, 0.1, NULL, 0, 0});
   compare(&p, "width 0.1, multiples of 0.1");
   const histd_box box = {HISTD_BOX_ORTHO, 6.0, 0, 6.0, 0, 0, 6.0};
-  p = problem(&ds, NULL, box, (histd_bins){HISTD_BINS_WIDTH, 30, 0.1, NULL});
+  p = problem(&ds, NULL, box, (histd_bins){HISTD_BINS_WIDTH, 30, 0.1, NULL, 0, 0});
   compare(&p, "width 0.1, multiples of 0.1, periodic 6");
   histd_dataset_free(&ds);
 }
@@ -558,7 +558,7 @@ static void test_gpu_paths(void) {
         continue;
       for (int cross = 0; cross < 2; cross++) {
         histd_problem p = problem(&a, cross ? &b : NULL, tri,
-                                  (histd_bins){HISTD_BINS_EDGES, 200, 0, edges});
+                                  (histd_bins){HISTD_BINS_EDGES, 200, 0, edges, 0, 0});
         p.weighted = weighted;
         want h;
         definition(&p, &h);
@@ -590,7 +590,7 @@ static void test_gpu_paths(void) {
   for (size_t i = 0; i < far.n; i++)
     far.x[i] += 1e7, far.y[i] -= 3e6;
   histd_dataset_finish(&far, NULL, 0);
-  histd_problem p = problem(&far, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 40000, 0.002, NULL});
+  histd_problem p = problem(&far, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 40000, 0.002, NULL, 0, 0});
   def_hist d = definition_histogram(far.x, far.y, far.z, far.n, 0.002, 40000);
   histd_exec ex;
   histd_exec_init(&ex);
@@ -703,9 +703,9 @@ static void test_fast_periodic_hard(void) {
   for (int k = 0; k <= 64; k++)
     sixteenths[k] = k / 16.0;
   histd_log_edges(1.0 / 16, 4, 40, logs, NULL, 0);
-  const histd_bins width = {HISTD_BINS_WIDTH, 64, 1.0 / 16, NULL}; /* r_max = 4 = L/2 */
-  const histd_bins explicit = {HISTD_BINS_EDGES, 64, 0, sixteenths};
-  const histd_bins logbins = {HISTD_BINS_EDGES, 40, 0, logs};
+  const histd_bins width = {HISTD_BINS_WIDTH, 64, 1.0 / 16, NULL, 0, 0}; /* r_max = 4 = L/2 */
+  const histd_bins explicit = {HISTD_BINS_EDGES, 64, 0, sixteenths, 0, 0};
+  const histd_bins logbins = {HISTD_BINS_EDGES, 40, 0, logs, 0, 0};
   const histd_bins *bins[3] = {&width, &explicit, &logbins};
   const char *names[3] = {"width", "explicit edges", "log edges"};
   char what[128];
@@ -729,8 +729,8 @@ static void test_fast_unwrapped_hard(void) {
   histd_dataset ua = unwrap(&a), ub = unwrap(&b);
   double logs[41];
   histd_log_edges(1.0 / 16, 4, 40, logs, NULL, 0);
-  const histd_bins width = {HISTD_BINS_WIDTH, 64, 1.0 / 16, NULL};
-  const histd_bins logbins = {HISTD_BINS_EDGES, 40, 0, logs};
+  const histd_bins width = {HISTD_BINS_WIDTH, 64, 1.0 / 16, NULL, 0, 0};
+  const histd_bins logbins = {HISTD_BINS_EDGES, 40, 0, logs, 0, 0};
   for (int k = 0; k < 2; k++) {
     histd_problem pa = problem(&a, NULL, cube, k ? logbins : width);
     histd_problem pu = problem(&ua, NULL, cube, k ? logbins : width);
@@ -776,7 +776,7 @@ static void test_fast_open_edges_hard(void) {
   b.x[2] = 0, b.y[2] = nextafter(logs[20], 0), b.z[2] = 0;
   b.w[0] = 1, b.w[1] = -2, b.w[2] = 0.5;
   histd_dataset_finish(&b, NULL, 0);
-  histd_problem p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 32, 0, logs});
+  histd_problem p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 32, 0, logs, 0, 0});
   for (int w = 0; w < 2; w++) {
     p.weighted = w;
     p.b = NULL;
@@ -794,7 +794,7 @@ static void test_fast_weights_many(void) {
   histd_dataset a = points(2500, 30, 30, 30, true), b = points(1800, 30, 30, 30, true);
   double edges[25];
   histd_log_edges(0.3, 15, 24, edges, NULL, 0);
-  histd_problem p = problem(&a, &b, OPEN, (histd_bins){HISTD_BINS_EDGES, 24, 0, edges});
+  histd_problem p = problem(&a, &b, OPEN, (histd_bins){HISTD_BINS_EDGES, 24, 0, edges, 0, 0});
   p.weighted = true;
   compare_fast(&p, "weighted A x B over many tiles, log edges", true);
   p.box = (histd_box){HISTD_BOX_ORTHO, 30, 0, 30, 0, 0, 30};
@@ -835,8 +835,8 @@ static void test_fast_weights_groups(void) {
   double ints[31];
   for (int k = 0; k <= 30; k++)
     ints[k] = k;
-  const histd_bins width = {HISTD_BINS_WIDTH, 25, 1, NULL};
-  const histd_bins explicit = {HISTD_BINS_EDGES, 30, 0, ints};
+  const histd_bins width = {HISTD_BINS_WIDTH, 25, 1, NULL, 0, 0};
+  const histd_bins explicit = {HISTD_BINS_EDGES, 30, 0, ints, 0, 0};
   char what[128];
   for (int k = 0; k < 2; k++)
     for (int cross = 0; cross < 2; cross++) {
@@ -848,7 +848,7 @@ static void test_fast_weights_groups(void) {
     }
   /* narrow bins: 2,000 points in the 10 cube, 200 bins of 0.05 */
   histd_dataset dense = points(2000, 10, 10, 10, true);
-  histd_problem p = problem(&dense, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 200, 0.05, NULL});
+  histd_problem p = problem(&dense, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 200, 0.05, NULL, 0, 0});
   p.weighted = true;
   compare_groups(&p, "weighted, bins far narrower than a group");
   /* a clump near (1e4, 1e4, 1e4) in a sparse background, log edges */
@@ -861,7 +861,7 @@ static void test_fast_weights_groups(void) {
   histd_dataset_finish(&mix, NULL, 0);
   double logs[41];
   histd_log_edges(1e-3, 3e4, 40, logs, NULL, 0);
-  p = problem(&mix, &dense, OPEN, (histd_bins){HISTD_BINS_EDGES, 40, 0, logs});
+  p = problem(&mix, &dense, OPEN, (histd_bins){HISTD_BINS_EDGES, 40, 0, logs, 0, 0});
   p.weighted = true;
   compare_groups(&p, "weighted, a clump far out against a dense cube, log edges");
   p.b = NULL;
@@ -917,7 +917,7 @@ static void test_fast_log_estimate(void) {
       for (int cross = 0; cross < 2; cross++)
         for (int w = 0; w < 2; w++) {
           histd_problem p = problem(&a, cross ? &b : NULL, boxes[bx],
-                                    (histd_bins){HISTD_BINS_EDGES, count, 0, edges});
+                                    (histd_bins){HISTD_BINS_EDGES, count, 0, edges, 0, 0});
           p.weighted = w;
           snprintf(what, sizeof what, "log estimate, %u bins %g..%g, %s, %s%s", count,
                    cases[c].r_min, cases[c].r_max, bx ? "periodic" : "open",
@@ -937,7 +937,7 @@ static void test_fast_log_estimate(void) {
   /* edges that are not log-spaced: the table */
   double uneven[5] = {0.5, 1, 1.2, 3, 7};
   histd_dataset a = points(300, 5, 5, 5, false);
-  histd_problem p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 4, 0, uneven});
+  histd_problem p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 4, 0, uneven, 0, 0});
   compare_fast(&p, "uneven edges", true);
   histd_result r;
   if (fast_statistics() && run_on(&p, "cpu", 1, &r, "uneven edges") == 0) {
@@ -1065,7 +1065,7 @@ static void test_frames(void) {
                               {HISTD_BOX_TRICLINIC, 9.5, 1.5, 10, -1, 0.5, 10.5}};
   histd_dataset a = frames_of(3, n, boxes);
   CHECK_EQ_U64(histd_dataset_frames(&a), 3, "three frames");
-  const histd_bins bins = {HISTD_BINS_WIDTH, 16, 0.25, NULL};
+  const histd_bins bins = {HISTD_BINS_WIDTH, 16, 0.25, NULL, 0, 0};
   histd_problem p = problem(&a, NULL, OPEN, bins);
   p.frame_boxes = true;
   p.weighted = true;
@@ -1083,7 +1083,7 @@ static void test_frames(void) {
   p.b = &one;
   compare_frames(&p, 3, "A x B, B's one frame with every frame of A");
   const double edges[] = {0.5, 1, 2, 3.5};
-  p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 3, 0, edges});
+  p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_EDGES, 3, 0, edges, 0, 0});
   p.frame_boxes = true;
   compare_frames(&p, 3, "explicit edges over frames");
   /* within R and collisions, summed over frames */
@@ -1128,7 +1128,7 @@ static void test_frames(void) {
   expect_refused(&p, "cpu", "A has 3 frames and B 2");
   p = problem(&one, &a, boxes[0], bins);
   expect_refused(&p, "cpu", "has 3 frames and the first (A) one");
-  p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 19, 0.25, NULL});
+  p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 19, 0.25, NULL, 0, 0});
   p.frame_boxes = true; /* 4.75: beyond frame 1's half width 4.5 */
   expect_refused(&p, "cpu", "(frame 1's, from the file)");
   histd_box mixed[2] = {boxes[0], OPEN};
@@ -1225,7 +1225,7 @@ static void test_grid(void) {
     for (int fi = 0; fi < 3; fi++) {
       const double r_max = frac[fi] * span;
       histd_problem p = problem(&a, NULL, *boxes[bi],
-                                (histd_bins){HISTD_BINS_WIDTH, 20, r_max / 20, NULL});
+                                (histd_bins){HISTD_BINS_WIDTH, 20, r_max / 20, NULL, 0, 0});
       /* 10% of an open 40: 9^3 cells pay too. On a GPU a grid gets at most n / 16
        * cells (grid.h: a warp's worth of points a cell), so the triclinic set's
        * 700 points make at most 43 cells, about 75% of the pairs: brute force
@@ -1250,7 +1250,7 @@ static void test_grid(void) {
         p.weighted = false;
         double edges[17];
         histd_log_edges(r_max / 50, r_max, 16, edges, NULL, 0);
-        p.bins = (histd_bins){HISTD_BINS_EDGES, 16, 0, edges};
+        p.bins = (histd_bins){HISTD_BINS_EDGES, 16, 0, edges, 0, 0};
         snprintf(what, sizeof what, "grid %s log edges", names[bi]);
         compare(&p, what);
         p.statistic = HISTD_STAT_WITHIN;
@@ -1277,7 +1277,7 @@ static void test_grid(void) {
   }
   histd_dataset_finish(&cl, NULL, 0);
   for (int bi = 0; bi < 2; bi++) {
-    histd_problem p = problem(&cl, NULL, *boxes[bi], (histd_bins){HISTD_BINS_WIDTH, 10, 0.2, NULL});
+    histd_problem p = problem(&cl, NULL, *boxes[bi], (histd_bins){HISTD_BINS_WIDTH, 10, 0.2, NULL, 0, 0});
     snprintf(what, sizeof what, "grid %s, a cluster of 2500 in one cell", names[bi]);
     compare_grid(&p, what, true);
   }
@@ -1286,7 +1286,7 @@ static void test_grid(void) {
   histd_dataset base = points(1500, 40, 40, 40, false);
   histd_dataset far = shifted(&base, 1e6);
   for (int bi = 0; bi < 2; bi++) {
-    histd_problem p = problem(&far, NULL, *boxes[bi], (histd_bins){HISTD_BINS_WIDTH, 16, 0.25, NULL});
+    histd_problem p = problem(&far, NULL, *boxes[bi], (histd_bins){HISTD_BINS_WIDTH, 16, 0.25, NULL, 0, 0});
     snprintf(what, sizeof what, "grid %s, points 1e6 from the origin", names[bi]);
     compare_grid(&p, what, true);
   }
@@ -1304,10 +1304,10 @@ static void test_grid(void) {
   const histd_box cube = {HISTD_BOX_ORTHO, m, 0, m, 0, 0, m};
   const double on_edges[] = {0.5, 1, 1.5, 2};
   for (int bi = 0; bi < 2; bi++) {
-    histd_problem p = problem(&lat, NULL, bi ? cube : OPEN, (histd_bins){HISTD_BINS_WIDTH, 4, 0.5, NULL});
+    histd_problem p = problem(&lat, NULL, bi ? cube : OPEN, (histd_bins){HISTD_BINS_WIDTH, 4, 0.5, NULL, 0, 0});
     snprintf(what, sizeof what, "grid %s lattice, r_max = 2 on a shell", bi ? "periodic" : "open");
     compare_grid(&p, what, true);
-    p.bins = (histd_bins){HISTD_BINS_EDGES, 3, 0, on_edges};
+    p.bins = (histd_bins){HISTD_BINS_EDGES, 3, 0, on_edges, 0, 0};
     snprintf(what, sizeof what, "grid %s lattice, edges on shells", bi ? "periodic" : "open");
     compare(&p, what);
   }
@@ -1326,7 +1326,7 @@ static void test_shard_partition(void) {
         histd_dataset a = points(na, 5, 5, 5, false), b = points(nb, 5, 5, 5, false);
         const bool self = nb == 0;
         histd_problem p = problem(&a, self ? NULL : &b, OPEN,
-                                  (histd_bins){HISTD_BINS_WIDTH, 4, 1, NULL});
+                                  (histd_bins){HISTD_BINS_WIDTH, 4, 1, NULL, 0, 0});
         histd_shard_plan plan;
         histd_shard_plan_make(&p, "cpu", want, &plan);
         CHECK(plan.count >= 1 && plan.count <= (want > 1 ? want : 1),
@@ -1361,7 +1361,7 @@ static void test_shard_partition(void) {
   {
     histd_dataset c = points(2000, 10, 10, 10, false);
     histd_problem p = problem(&c, NULL, (histd_box){HISTD_BOX_ORTHO, 10, 0, 10, 0, 0, 10},
-                              (histd_bins){HISTD_BINS_WIDTH, 10, 0.1, NULL});
+                              (histd_bins){HISTD_BINS_WIDTH, 10, 0.1, NULL, 0, 0});
     const uint64_t pairs = 2000ull * 1999 / 2;
     CHECK_EQ_U64(histd_shard_work(&p, "cpu"), pairs, "brute force compares every pair");
     CHECK_EQ_U64(histd_shard_work(&p, "grid"), (pairs + 26) / 27, "the grid a 27th of them");
@@ -1373,7 +1373,7 @@ static void test_shard_partition(void) {
   }
   /* collisions are counted whole, by hashing */
   histd_dataset a = points(50, 5, 5, 5, false);
-  histd_problem p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 4, 1, NULL});
+  histd_problem p = problem(&a, NULL, OPEN, (histd_bins){HISTD_BINS_WIDTH, 4, 1, NULL, 0, 0});
   p.statistic = HISTD_STAT_WITHIN;
   histd_shard_plan plan;
   histd_shard_plan_make(&p, "cpu", 10, &plan);

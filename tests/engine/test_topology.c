@@ -323,9 +323,9 @@ static void check_exclusions(const histd_dataset *ds, const char *sa, const char
 static void test_exclusions(void) {
   const double L = 12;
   histd_dataset one = make_set(300, 1, L), many = make_set(150, 3, L);
-  const histd_bins width = {HISTD_BINS_WIDTH, 24, 0.25, NULL};
+  const histd_bins width = {HISTD_BINS_WIDTH, 24, 0.25, NULL, 0, 0};
   double e[6] = {0.5, 1, 2, 3.5, 4, 5.5};
-  const histd_bins edges = {HISTD_BINS_EDGES, 5, 0, e};
+  const histd_bins edges = {HISTD_BINS_EDGES, 5, 0, e, 0, 0};
   const histd_dataset *sets[2] = {&one, &many};
   for (int s = 0; s < 2; s++) {
     char what[128];
@@ -511,7 +511,7 @@ static void test_errors(void) {
   histd_problem p;
   memset(&p, 0, sizeof p);
   p.a = &ds;
-  p.bins = (histd_bins){HISTD_BINS_WIDTH, 4, 1, NULL};
+  p.bins = (histd_bins){HISTD_BINS_WIDTH, 4, 1, NULL, 0, 0};
   p.exclude_molecule = true;
   p.weighted = true;
   char msg[256] = "";

@@ -817,7 +817,7 @@ static void test_cross(void) {
         memset(&p, 0, sizeof p);
         p.a = &a;
         p.b = &b;
-        p.bins = (histd_bins){HISTD_BINS_WIDTH, count, width, NULL};
+        p.bins = (histd_bins){HISTD_BINS_WIDTH, count, width, NULL, 0, 0};
         histd_exec ex;
         histd_exec_init(&ex);
         ex.block_size = blocks[bl];
@@ -869,7 +869,7 @@ static void test_shards(void) {
         histd_problem p;
         memset(&p, 0, sizeof p);
         p.a = &a;
-        p.bins = (histd_bins){HISTD_BINS_WIDTH, count, width, NULL};
+        p.bins = (histd_bins){HISTD_BINS_WIDTH, count, width, NULL, 0, 0};
         histd_exec ex;
         histd_exec_init(&ex);
         ex.block_size = block;

@@ -311,7 +311,7 @@ static histd_problem width_problem(const histd_dataset *a, const histd_dataset *
   p.a = a;
   p.b = b;
   p.box = box;
-  p.bins = (histd_bins){HISTD_BINS_WIDTH, count, r_max / count, NULL};
+  p.bins = (histd_bins){HISTD_BINS_WIDTH, count, r_max / count, NULL, 0, 0};
   return p;
 }
 
@@ -409,7 +409,7 @@ static int test_lattice(void) {
   double edges[7];
   for (int k = 0; k < 7; k++)
     edges[k] = sqrt((double)(k + 1)); /* 1, sqrt2, sqrt3, 2, sqrt5, sqrt6, sqrt7 */
-  p.bins = (histd_bins){HISTD_BINS_EDGES, 6, 0, edges};
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 6, 0, edges, 0, 0};
   fails += check(&p, "lattice periodic 9, edges sqrt(1..7) (below: d < 1)");
   p.box = open;
   fails += check(&p, "lattice open, edges sqrt(1..7)");
@@ -432,12 +432,12 @@ static int test_cross_edges_weights(void) {
   fails += check(&p, "self ortho weighted");
   double log_edges[31];
   histd_log_edges(0.05, 8.5, 30, log_edges, NULL, 0);
-  p.bins = (histd_bins){HISTD_BINS_EDGES, 30, 0, log_edges};
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 30, 0, log_edges, 0, 0};
   fails += check(&p, "self ortho weighted, 30 log edges 0.05..8.5");
   p.b = &b;
   fails += check(&p, "A x B ortho weighted, log edges");
   double odd[6] = {0.5, 0.75, 2, 2.5, 6.25, 8};
-  p.bins = (histd_bins){HISTD_BINS_EDGES, 5, 0, odd};
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 5, 0, odd, 0, 0};
   p.weighted = false;
   fails += check(&p, "A x B ortho, explicit edges 0.5..8");
   histd_dataset ta = in_box(2500, &tri, 2, true), tb = in_box(2000, &tri, 0, true);
@@ -445,7 +445,7 @@ static int test_cross_edges_weights(void) {
   p.weighted = true;
   fails += check(&p, "A x B triclinic weighted");
   p.b = &ta;
-  p.bins = (histd_bins){HISTD_BINS_EDGES, 30, 0, log_edges};
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 30, 0, log_edges, 0, 0};
   fails += check(&p, "A x A triclinic weighted, log edges");
   /* many bins: the histogram in global memory (unweighted); weighted, a
    * smaller block */
@@ -466,7 +466,7 @@ static int test_cross_edges_weights(void) {
   p.b = &a2;
   fails += check(&p, "A x A ortho weighted, r_max 1.6");
   p.b = NULL;
-  p.bins = (histd_bins){HISTD_BINS_EDGES, 30, 0, log_edges};
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 30, 0, log_edges, 0, 0};
   histd_log_edges(0.05, 1.6, 30, log_edges, NULL, 0);
   fails += check(&p, "self ortho weighted, 30 log edges 0.05..1.6");
   histd_dataset t2 = in_box(6000, &tri, 2, true), u2 = in_box(7000, &tri, 0, true);
@@ -650,7 +650,7 @@ static int test_slabs(void) {
   ps[1] = width_problem(&o, NULL, open, 1.0, 25);
   ps[1].weighted = true;
   ps[2] = width_problem(&ta, &tb, tri, 1.2, 24);
-  ps[2].bins = (histd_bins){HISTD_BINS_EDGES, 24, 0, edges};
+  ps[2].bins = (histd_bins){HISTD_BINS_EDGES, 24, 0, edges, 0, 0};
   ps[2].weighted = true;
   ps[3] = width_problem(&r, NULL, ortho, 0.6, 1);
   ps[3].statistic = HISTD_STAT_WITHIN;

@@ -24,8 +24,8 @@ static uint64_t rnd(void) {
 
 static void make(histd_result *r, bool edges, bool weighted, uint64_t frames, bool within) {
   double e[6] = {0.5, 1, 1.5, 2.25, 3.125, 7};
-  histd_bins bins = edges ? (histd_bins){HISTD_BINS_EDGES, 5, 0, e}
-                          : (histd_bins){HISTD_BINS_WIDTH, 7, 0.1 + 0x1p-50, NULL};
+  histd_bins bins = edges ? (histd_bins){HISTD_BINS_EDGES, 5, 0, e, 0, 0}
+                          : (histd_bins){HISTD_BINS_WIDTH, 7, 0.1 + 0x1p-50, NULL, 0, 0};
   CHECK(histd_result_init(r, &bins, weighted, NULL, 0) == 0, "init");
   for (uint32_t k = 0; k < bins.count; k++) {
     r->counts[k] = rnd();

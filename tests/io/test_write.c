@@ -32,7 +32,7 @@ static char *capture(int (*writer)(FILE *, const histd_result *), const histd_re
 
 /* A result of equal-width bins, as the engine's result_init makes them. */
 static int init_width(histd_result *res, uint32_t buckets, double w) {
-  histd_bins bins = {HISTD_BINS_WIDTH, buckets, w, NULL};
+  histd_bins bins = {HISTD_BINS_WIDTH, buckets, w, NULL, 0, 0};
   return histd_result_init(res, &bins, false, NULL, 0);
 }
 
@@ -286,7 +286,7 @@ static void npz_names(const histd_result *res, char *names, size_t cap) {
 /* Which arrays a result has: weighted sums; a count within a radius. */
 static void test_npz_names(void) {
   histd_result res;
-  histd_bins bins = {HISTD_BINS_WIDTH, 3, 1.0, NULL};
+  histd_bins bins = {HISTD_BINS_WIDTH, 3, 1.0, NULL, 0, 0};
   CHECK(histd_result_init(&res, &bins, true, NULL, 0) == 0, "result_init weighted");
   char names[256];
   npz_names(&res, names, sizeof names);

@@ -259,7 +259,7 @@ static int bind_job(input *in, bool expect, const histd_params *params, bound *b
   b->bins = b->prob.bins;
   if (rc == 0 && b->prob.statistic == HISTD_STAT_WITHIN) { /* as the worker counts it */
     b->within_edges[1] = nextafter(b->prob.radius, INFINITY);
-    b->bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, b->within_edges};
+    b->bins = (histd_bins){HISTD_BINS_EDGES, 1, 0, b->within_edges, 0, 0};
   } else if (rc == 0 && b->bins.kind == HISTD_BINS_WIDTH && b->bins.count == 0) {
     rc = histd_default_bins(&b->prob, &b->bins.count, msg, sizeof msg);
   }
