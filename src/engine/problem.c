@@ -539,19 +539,30 @@ static int box_fits(const histd_problem *p, const histd_box *box, const char *wh
       return 0;
     r_max = p->radius;
     what = "the radius";
+  } else if (p->statistic == HISTD_STAT_RP_PI) {
+    /* each axis's minimum image: r_p within half of x's and y's widths,
+     * pi within half of z's (a cylinder's other images lie outside it) */
+    if (box->kind == HISTD_BOX_TRICLINIC)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "statistic rp_pi measures r_p and pi along the box's axes: the box "
+                        "must be orthorhombic%s", whose);
+    const double rp = histd_bins_edge(&p->bins, p->bins.count), hxy = fmin(box->ax, box->by) / 2;
+    if (rp > hxy * (1 + 0x1p-50) || p->bins.max2 > box->cz / 2)
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "r_p's last edge %.17g and pi_max %.17g must stay within half the "
+                        "periodic box's widths across and along the line of sight, %.17g and "
+                        "%.17g%s",
+                        rp, p->bins.max2, hxy, box->cz / 2, whose);
+    return 0;
   } else if (p->bins.kind == HISTD_BINS_EDGES || p->bins.count != 0) {
-    r_max = histd_problem_reach(p);
-    what = p->statistic == HISTD_STAT_RP_PI ? "sqrt(r_p max^2 + pi_max^2), the farthest a "
-                                              "counted pair reaches,"
-                                            : "the last bin edge (r_max)";
+    r_max = histd_bins_edge(&p->bins, p->bins.count);
+    what = "the last bin edge (r_max)";
   } else {
     return 0; /* the default count stops at the half width (histd_default_bins) */
   }
   /* equal widths: r_max = width * count, which may round one ulp above
    * the r_max a client gave (width = r_max / buckets) */
-  if (r_max > (p->bins.kind == HISTD_BINS_WIDTH || p->statistic == HISTD_STAT_RP_PI
-                    ? half * (1 + 0x1p-39)
-                    : half))
+  if (r_max > (p->bins.kind == HISTD_BINS_WIDTH ? half * (1 + 0x1p-50) : half))
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "%s, %.17g, exceeds half the periodic box's shortest perpendicular "
                       "width, %.17g%s: beyond it a pair has more than one image (images "

@@ -1,0 +1,417 @@
+/*
+ * test_bins2.c -- counts in bins of two axes (the statistics rp_pi and
+ * s_mu) against a brute force written here from the rules in
+ * shared/DESIGN.md, independently of the engine:
+ *
+ *   - dx, dy, dz = i - j, the periodic minimum image per axis
+ *     (definition.h);
+ *   - line of sight z: r_p = sqrt(dx*dx + dy*dy), pi = |dz|;
+ *     midpoint: s = v_i - v_j, l = v_i + v_j, pi = |s.l| / sqrt(l.l) (0
+ *     when l.l = 0), r_p = sqrt(max(s.s - pi*pi, 0)), each dot product
+ *     (x + y) + z; s = sqrt(s.s) and mu = pi / s (0 when s.s = 0);
+ *   - axis 2 in n2 equal bins of width fl(max2 / n2) from 0: pi beyond
+ *     its range when pi >= pi_max, mu when mu > mu_max; else floor(v /
+ *     width2), the last bin where that reaches n2; axis 1 by
+ *     definition_slot (floor(u / w), or E[k] <= u < E[k+1] by a scan);
+ *   - a pair with axis 2 out of range, or axis 1 at or past its last
+ *     edge, counts in overflow; axis 1 below E[0] (axis 2 in range) in
+ *     below; weighted sums in long double, within 1e-12 of the sum of
+ *     |w_i w_j| in the bin;
+ *
+ * on random, clustered and lattice sets (the lattice puts pairs exactly on
+ * r_p, pi and mu edges), periodic boxes with pi across the box's z edge,
+ * A x B and A = B, weights, the midpoint line of sight on a shell of
+ * points far from the origin (and a pair through the origin: l.l = 0),
+ * on every kernel that takes them (and "grid" and "auto" on the GPU where
+ * there is one, histd_run); and the refusals, each with its sentence.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../check.h"
+#include "../definition.h"
+#include "histd/histd.h"
+#include "histd/params.h"
+
+static uint64_t seed = 20261128;
+static double rnd(void) { /* splitmix64 -> [0, 1) */
+  uint64_t z = (seed += 0x9E3779B97F4A7C15u);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+  return (double)((z ^ (z >> 31)) >> 11) * 0x1p-53;
+}
+static double gauss(void) {
+  double u = rnd(), v = rnd();
+  return sqrt(-2 * log(u > 0 ? u : 0x1p-60)) * cos(6.283185307179586 * v);
+}
+
+static const char *const kernels[] = {"cpu-reference", "cpu", "grid", "auto"};
+#define NKERNELS (sizeof kernels / sizeof kernels[0])
+
+/* ---- the definition ---------------------------------------------------------- */
+
+typedef struct want {
+  uint64_t *counts, below, overflow, total;
+  long double *w, *wabs;
+} want;
+
+/* Axis 2's bin of v, or n2 (out of range). */
+static uint32_t axis2(double v, double max2, uint32_t n2, int closed) {
+  if (closed ? !(v <= max2) : !(v < max2))
+    return n2;
+  double width = max2 / n2;
+  double q = v / width;
+  double f = floor(q);
+  return f < (double)n2 ? (uint32_t)f : n2 - 1;
+}
+
+/* The slot of pair (i, j): k1 * n2 + k2, slots (below) or slots + 1. */
+static uint32_t def_slot(const histd_problem *p, const def_box *bx, const histd_dataset *a,
+                         size_t i, const histd_dataset *b, size_t j) {
+  const histd_bins *bins = &p->bins;
+  const uint32_t n1 = bins->count, n2 = bins->count2, slots = n1 * n2;
+  double dx = a->x[i] - b->x[j];
+  double dy = a->y[i] - b->y[j];
+  double dz = a->z[i] - b->z[j];
+  definition_min_image(bx, &dx, &dy, &dz);
+  double xx = dx * dx, yy = dy * dy, zz = dz * dz;
+  double ss = xx + yy;
+  ss = ss + zz;
+  double rp, pi;
+  if (!p->los_midpoint) {
+    double t = xx + yy;
+    rp = sqrt(t);
+    pi = fabs(dz);
+  } else {
+    double lx = a->x[i] + b->x[j], ly = a->y[i] + b->y[j], lz = a->z[i] + b->z[j];
+    double t1 = dx * lx, t2 = dy * ly, t3 = dz * lz;
+    double sl = t1 + t2;
+    sl = sl + t3;
+    t1 = lx * lx, t2 = ly * ly, t3 = lz * lz;
+    double ll = t1 + t2;
+    ll = ll + t3;
+    if (ll > 0) {
+      double root = sqrt(ll);
+      pi = fabs(sl) / root;
+    } else {
+      pi = 0;
+    }
+    double pp = pi * pi;
+    double t = ss - pp;
+    rp = sqrt(t > 0 ? t : 0);
+  }
+  double u;
+  uint32_t k2;
+  if (p->statistic == HISTD_STAT_RP_PI) {
+    u = rp;
+    k2 = axis2(pi, bins->max2, n2, 0);
+  } else {
+    u = sqrt(ss);
+    double mu = ss > 0 ? pi / u : 0;
+    k2 = axis2(mu, bins->max2, n2, 1);
+  }
+  if (k2 == n2)
+    return slots + 1;
+  uint32_t k1 = definition_slot(u, bins->width,
+                                bins->kind == HISTD_BINS_EDGES ? bins->edges : NULL, n1);
+  return k1 == n1 ? slots : k1 == n1 + 1 ? slots + 1 : k1 * n2 + k2;
+}
+
+static void definition(const histd_problem *p, want *W) {
+  const uint32_t slots = p->bins.count * p->bins.count2;
+  W->counts = calloc(slots, sizeof *W->counts);
+  W->w = calloc(slots + 2, sizeof *W->w);
+  W->wabs = calloc(slots + 2, sizeof *W->wabs);
+  W->below = W->overflow = W->total = 0;
+  def_box bx = {p->box.kind == HISTD_BOX_NONE ? 0 : 1, p->box.ax, 0, p->box.by, 0, 0, p->box.cz};
+  const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
+  for (size_t i = 0; i < a->n; i++)
+    for (size_t j = p->b ? 0 : i + 1; j < b->n; j++) {
+      uint32_t s = def_slot(p, &bx, a, i, b, j);
+      if (s < slots)
+        W->counts[s]++;
+      else if (s == slots)
+        W->below++;
+      else
+        W->overflow++;
+      W->total++;
+      if (p->weighted) {
+        long double ww = (long double)a->w[i] * b->w[j];
+        W->w[s] += ww;
+        W->wabs[s] += fabsl(ww);
+      }
+    }
+}
+
+static void want_free(want *W) {
+  free(W->counts);
+  free(W->w);
+  free(W->wabs);
+}
+
+/* ---- the sets ------------------------------------------------------------- */
+
+static void make(histd_dataset *ds, size_t n, bool weights) {
+  char msg[256];
+  CHECK(histd_dataset_alloc(ds, n, msg, sizeof msg) == 0, "%s", msg);
+  if (weights)
+    CHECK(histd_dataset_alloc_weights(ds, msg, sizeof msg) == 0, "%s", msg);
+}
+static void finish(histd_dataset *ds) {
+  char msg[256];
+  CHECK(histd_dataset_finish(ds, msg, sizeof msg) == 0, "%s", msg);
+}
+
+static void uniform(histd_dataset *ds, size_t n, double side, bool weights) {
+  make(ds, n, weights);
+  for (size_t i = 0; i < n; i++) {
+    ds->x[i] = side * rnd();
+    ds->y[i] = side * rnd();
+    ds->z[i] = side * rnd();
+    if (weights)
+      ds->w[i] = 0.25 + rnd();
+  }
+  finish(ds);
+}
+
+/* Gaussian clumps of spread sigma around random centres in [0, side)^3. */
+static void clumps(histd_dataset *ds, size_t n, double side, double sigma) {
+  make(ds, n, true);
+  double cx = 0, cy = 0, cz = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i % 40 == 0)
+      cx = side * rnd(), cy = side * rnd(), cz = side * rnd();
+    ds->x[i] = fmod(fabs(cx + sigma * gauss()), side);
+    ds->y[i] = fmod(fabs(cy + sigma * gauss()), side);
+    ds->z[i] = fmod(fabs(cz + sigma * gauss()), side);
+    ds->w[i] = rnd() < 0.5 ? 1 : 0.5 + rnd();
+  }
+  finish(ds);
+}
+
+/* An integer lattice k^3: r_p, pi and s land on whole numbers and roots. */
+static void lattice(histd_dataset *ds, int k) {
+  make(ds, (size_t)k * k * k, false);
+  size_t n = 0;
+  for (int x = 0; x < k; x++)
+    for (int y = 0; y < k; y++)
+      for (int z = 0; z < k; z++, n++)
+        ds->x[n] = x, ds->y[n] = y, ds->z[n] = z;
+  finish(ds);
+}
+
+/* Points on a shell of radii [r0, r0 + dr) around the origin, as a sky
+ * catalogue's comoving positions; two of them opposite (l.l = 0). */
+static void shell(histd_dataset *ds, size_t n, double r0, double dr) {
+  make(ds, n, true);
+  for (size_t i = 0; i < n; i++) {
+    double u = 2 * rnd() - 1, ph = 6.283185307179586 * rnd(), r = r0 + dr * rnd();
+    double c = sqrt(1 - u * u);
+    ds->x[i] = r * c * cos(ph);
+    ds->y[i] = r * c * sin(ph);
+    ds->z[i] = r * u;
+    ds->w[i] = 0.5 + rnd();
+  }
+  ds->x[1] = -ds->x[0], ds->y[1] = -ds->y[0], ds->z[1] = -ds->z[0];
+  finish(ds);
+}
+
+/* ---- the checks ------------------------------------------------------------ */
+
+static int run(const histd_problem *p, const char *kernel, histd_result *r, char *msg,
+               size_t msglen) {
+  histd_exec ex;
+  histd_exec_init(&ex);
+  snprintf(ex.kernel, sizeof ex.kernel, "%s", kernel);
+  return histd_run(p, &ex, NULL, r, msg, msglen);
+}
+
+static void compare(const histd_problem *p, const char *what) {
+  want W;
+  definition(p, &W);
+  const uint32_t slots = p->bins.count * p->bins.count2;
+  uint64_t inside = 0;
+  for (uint32_t s = 0; s < slots; s++)
+    inside += W.counts[s];
+  CHECK(inside > 0 && W.overflow > 0, "%s: a case that counts pairs in and out (%llu in)", what,
+        (unsigned long long)inside);
+  for (size_t k = 0; k < NKERNELS; k++) {
+    histd_result r;
+    char msg[512];
+    int rc = run(p, kernels[k], &r, msg, sizeof msg);
+    CHECK(rc == 0, "%s on %s: %s", what, kernels[k], msg);
+    if (rc != 0)
+      continue;
+    CHECK(r.statistic == p->statistic && r.bins.count2 == p->bins.count2 &&
+              r.bins.max2 == p->bins.max2 && r.los_midpoint == p->los_midpoint,
+          "%s on %s: the result's axes", what, kernels[k]);
+    uint32_t bad = 0;
+    for (uint32_t s = 0; s < slots; s++)
+      if (r.counts[s] != W.counts[s] && bad++ < 3)
+        CHECK(false, "%s on %s: bin (%u, %u) counts %llu, the definition %llu", what,
+              kernels[k], s / p->bins.count2, s % p->bins.count2,
+              (unsigned long long)r.counts[s], (unsigned long long)W.counts[s]);
+    CHECK(r.below == W.below && r.overflow == W.overflow && r.total == W.total,
+          "%s on %s: below %llu overflow %llu total %llu, the definition %llu %llu %llu", what,
+          kernels[k], (unsigned long long)r.below, (unsigned long long)r.overflow,
+          (unsigned long long)r.total, (unsigned long long)W.below,
+          (unsigned long long)W.overflow, (unsigned long long)W.total);
+    if (p->weighted) {
+      CHECK(r.weighted != NULL, "%s on %s: weighted sums", what, kernels[k]);
+      for (uint32_t s = 0; r.weighted != NULL && s < slots; s++)
+        CHECK(fabsl((long double)r.weighted[s] - W.w[s]) <= 1e-12L * W.wabs[s],
+              "%s on %s: bin %u's weighted sum %.17g, the definition %.17Lg", what, kernels[k],
+              s, r.weighted[s], W.w[s]);
+    }
+    histd_result_free(&r);
+  }
+  want_free(&W);
+}
+
+static histd_problem problem(const histd_dataset *a, const histd_dataset *b, double box,
+                             histd_statistic stat, histd_bins bins) {
+  histd_problem p;
+  memset(&p, 0, sizeof p);
+  p.a = a;
+  p.b = b;
+  if (box > 0)
+    p.box = (histd_box){HISTD_BOX_ORTHO, box, 0, box, 0, 0, box};
+  p.statistic = stat;
+  p.bins = bins;
+  p.weighted = a->w != NULL && (b == NULL || b->w != NULL);
+  return p;
+}
+
+static void refused(const histd_problem *p, const char *word, const char *what) {
+  histd_result r;
+  char msg[512] = "";
+  int rc = run(p, "cpu", &r, msg, sizeof msg);
+  CHECK(rc != 0 && strstr(msg, word) != NULL, "%s: refused, saying \"%s\" (got %d: %s)", what,
+        word, rc, msg);
+  if (rc == 0)
+    histd_result_free(&r);
+}
+
+int main(void) {
+  histd_dataset u, v, c, lat, sh, sh2;
+  const double log_edges[6] = {0.3, 0.6, 1.2, 2.4, 4.8, 9.6};
+  const double lat_edges[5] = {1, 1.5, 2, 2.5, 3}; /* r_p 1, 2, 3: edges; sqrt 2: inside */
+
+  /* random, open and periodic (pi across the box's z edge), self and A x B */
+  uniform(&u, 700, 20, true);
+  uniform(&v, 500, 20, true);
+  histd_problem p = problem(&u, NULL, 0, HISTD_STAT_RP_PI,
+                            (histd_bins){HISTD_BINS_EDGES, 5, 0, log_edges, 8, 4});
+  compare(&p, "rp_pi, log r_p bins, open, weighted");
+  p.box = (histd_box){HISTD_BOX_ORTHO, 20, 0, 20, 0, 0, 20};
+  compare(&p, "rp_pi, periodic");
+  p.b = &v;
+  compare(&p, "rp_pi, periodic, A x B");
+  p = problem(&u, &v, 20, HISTD_STAT_S_MU, (histd_bins){HISTD_BINS_WIDTH, 8, 0.75, NULL, 5, 1});
+  compare(&p, "s_mu, equal s bins, periodic, A x B");
+  p.b = NULL;
+  p.box.kind = HISTD_BOX_NONE;
+  p.bins.max2 = 0.6;
+  compare(&p, "s_mu, mu_max 0.6, open");
+
+  /* clustered: most pairs at small separations */
+  clumps(&c, 1200, 50, 1.5);
+  p = problem(&c, NULL, 50, HISTD_STAT_RP_PI,
+              (histd_bins){HISTD_BINS_EDGES, 5, 0, log_edges, 10, 6});
+  compare(&p, "rp_pi, clustered, periodic");
+  p = problem(&c, NULL, 50, HISTD_STAT_S_MU,
+              (histd_bins){HISTD_BINS_EDGES, 5, 0, log_edges, 7, 1});
+  compare(&p, "s_mu, clustered, periodic");
+
+  /* the lattice: pairs on the edges of r_p (1, 2, 3), pi (pi_max 2 = 2 bins
+   * of 1: pi 1 on an edge, pi 2 out) and mu (pairs along z: mu = 1 = mu_max
+   * in the last bin; mu 1/sqrt(2) and 1/2 where bins of 1/4 or 1/2 meet) */
+  lattice(&lat, 6);
+  p = problem(&lat, NULL, 0, HISTD_STAT_RP_PI,
+              (histd_bins){HISTD_BINS_EDGES, 4, 0, lat_edges, 2, 2});
+  compare(&p, "rp_pi, lattice, open");
+  p = problem(&lat, NULL, 6, HISTD_STAT_RP_PI, (histd_bins){HISTD_BINS_WIDTH, 3, 1, NULL, 3, 3});
+  compare(&p, "rp_pi, lattice, periodic (the box is 6: pi 3 is half of it)");
+  p = problem(&lat, NULL, 0, HISTD_STAT_S_MU, (histd_bins){HISTD_BINS_WIDTH, 3, 1, NULL, 4, 1});
+  compare(&p, "s_mu, lattice, mu bins of 1/4");
+  p.bins.count2 = 2;
+  p.bins.max2 = 0.5;
+  compare(&p, "s_mu, lattice, mu_max 1/2 (mu 1/2 in the last bin)");
+
+  /* the midpoint line of sight on a far shell, A x B and self (two
+   * points opposite: l.l = 0, pi = 0) */
+  shell(&sh, 500, 1000, 40);
+  shell(&sh2, 400, 1000, 40);
+  const double sky_edges[6] = {1, 4, 8, 16, 32, 64};
+  p = problem(&sh, NULL, 0, HISTD_STAT_RP_PI,
+              (histd_bins){HISTD_BINS_EDGES, 5, 0, sky_edges, 10, 40});
+  p.los_midpoint = true;
+  compare(&p, "rp_pi, midpoint, a shell of points");
+  p.b = &sh2;
+  compare(&p, "rp_pi, midpoint, A x B");
+  p = problem(&sh, &sh2, 0, HISTD_STAT_S_MU, (histd_bins){HISTD_BINS_EDGES, 5, 0, sky_edges, 6, 1});
+  p.los_midpoint = true;
+  compare(&p, "s_mu, midpoint, A x B");
+  sh.x[0] = sh.y[0] = sh.z[0] = 0; /* a pair through the origin */
+  sh.x[1] = sh.y[1] = sh.z[1] = 0;
+  p = problem(&sh, NULL, 0, HISTD_STAT_S_MU,
+              (histd_bins){HISTD_BINS_WIDTH, 40, 100, NULL, 6, 1});
+  p.los_midpoint = true;
+  compare(&p, "s_mu, midpoint, two points at the origin (s.s = 0, l.l = 0)");
+
+  /* refusals */
+  p = problem(&u, NULL, 20, HISTD_STAT_RP_PI, (histd_bins){HISTD_BINS_WIDTH, 10, 1, NULL, 8, 4});
+  p.los_midpoint = true;
+  refused(&p, "midpoint", "the midpoint in a periodic box");
+  p.los_midpoint = false;
+  p.bins.max2 = 10.5; /* past 10, half the box */
+  refused(&p, "half the periodic box", "pi_max past half the box");
+  p.bins.max2 = 4;
+  p.per_frame = true;
+  refused(&p, "per_frame", "per_frame");
+  p.per_frame = false;
+  p.bins.count2 = 0;
+  refused(&p, "pi_bins", "no pi bins");
+  p.bins.count2 = 5000;
+  p.bins.count = 5000;
+  refused(&p, "more than", "too many bins of the two axes");
+  p = problem(&u, NULL, 0, HISTD_STAT_S_MU, (histd_bins){HISTD_BINS_WIDTH, 10, 1, NULL, 8, 1.5});
+  refused(&p, "mu_max", "mu_max above 1");
+  p = problem(&u, NULL, 0, HISTD_STAT_HISTOGRAM, (histd_bins){HISTD_BINS_WIDTH, 10, 1, NULL, 8, 1});
+  refused(&p, "rp_pi or s_mu", "axis-2 bins on the histogram of d");
+
+  /* the job layer's parameters: each missing or stray one named */
+  static const struct {
+    const char *json[4][2];
+    const char *word;
+  } bad[] = {
+      {{{"statistic", "rp_pi"}, {"edges", "1,2"}, {"pi_bins", "4"}}, "pi_max"},
+      {{{"statistic", "s_mu"}, {"edges", "1,2"}}, "mu_bins"},
+      {{{"statistic", "histogram"}, {"bucket_width", "1"}, {"pi_max", "4"}}, "pi_max"},
+      {{{"statistic", "s_mu"}, {"edges", "1,2"}, {"mu_bins", "3"}, {"pi_bins", "2"}}, "pi_"},
+      {{{"statistic", "rp_pi"}, {"within", "2"}, {"pi_max", "4"}, {"pi_bins", "2"}}, "within"},
+  };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    histd_params pa;
+    histd_params_init(&pa);
+    char msg[512] = "";
+    int rc = 0;
+    for (int f = 0; f < 4 && bad[k].json[f][0] != NULL && rc == 0; f++) {
+      const histd_param *row = histd_param_find(bad[k].json[f][0]);
+      CHECK(row != NULL, "parameter %s", bad[k].json[f][0]);
+      rc = histd_param_set_text(&pa, row, bad[k].json[f][1], msg, sizeof msg);
+    }
+    histd_problem spec;
+    double *edges = NULL;
+    if (rc == 0)
+      rc = histd_params_spec(&pa, &spec, &edges, msg, sizeof msg);
+    CHECK(rc != 0 && strstr(msg, bad[k].word) != NULL, "parameters %zu: refused naming %s (%s)",
+          k, bad[k].word, msg);
+    free(edges);
+    histd_params_free(&pa);
+  }
+  histd_dataset *sets[] = {&u, &v, &c, &lat, &sh, &sh2};
+  for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++)
+    histd_dataset_free(sets[k]);
+  return check_finish("test_bins2");
+}
