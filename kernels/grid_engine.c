@@ -226,7 +226,10 @@ static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
   grid_params *gp = &job->gp;
   gp->metric = histd__metric(&p->box);
   gp->edges = p->bins.kind == HISTD_BINS_EDGES;
-  gp->count = p->bins.count;
+  gp->count = (uint32_t)histd_bins_slots(&p->bins); /* two axes: count1 x count2 */
+  gp->count1 = p->bins.count;
+  gp->ev = histd__ev_bin(p);
+  gp->two = gp->ev.axes != HISTD_EV_D;
   gp->width = p->bins.width;
   gp->inv_width = gp->edges ? 0 : 1 / p->bins.width;
   gp->cross = cross;
@@ -242,6 +245,10 @@ static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
   gp->cells = (uint32_t)job->g.cells; /* 1 to 2^32 - 1: the plan's guard (grid.c) */
   gp->s_cut = filter_cut(&job->g, &p->box);
   gp->filter32 = plan_filter32(&job->g, p, &gp->cut32, job->delta);
+  if (p->los_midpoint && !gp->filter32) /* its queue would hold differences, not points */
+    return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "the midpoint line of sight on the GPU's grid needs its float32 filter, "
+                      "which these points' range does not allow; brute force takes the job");
   if (gp->filter32) { /* its queue is smaller: the layout again */
     rc = choose_layout(gp, ex, optin, msg, msglen);
     if (rc != 0)
@@ -305,7 +312,7 @@ static void carve_job(arena *ar, const grid_job *job, const double *dev_a, grid_
   m->scr.temp_bytes = job->temp_bytes;
   m->cnt = carve(ar, ((size_t)cells + 1) * 4);
   m->chunk_off = carve(ar, ((size_t)cells + 1) * 4);
-  m->dedges = gp->edges ? carve(ar, ((size_t)gp->count + 1) * 8) : NULL;
+  m->dedges = gp->edges ? carve(ar, ((size_t)gp->count1 + 1) * 8) : NULL;
   m->ddelta = gp->filter32 ? carve(ar, sizeof job->delta) : NULL;
   m->dcounts = carve(ar, (size_t)slots * 8);
   m->wrows = weighted ? carve(ar, 2 * (size_t)job->grid * slots * 8) : NULL;
@@ -421,7 +428,7 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   if (rc != 0)
     goto out;
   if (gp.edges)
-    CK(cudaMemcpyAsync(m.dedges, p->bins.edges, ((size_t)count + 1) * 8, cudaMemcpyHostToDevice,
+    CK(cudaMemcpyAsync(m.dedges, p->bins.edges, ((size_t)gp.count1 + 1) * 8, cudaMemcpyHostToDevice,
                        s),
        "the copy of the edges");
   if (gp.filter32)

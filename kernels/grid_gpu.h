@@ -26,6 +26,7 @@
 #include <cuda_runtime_api.h>
 
 #include "grid.h"
+#include "histd/eval.h"
 #include "histd/pair.h"
 
 #ifdef __cplusplus
@@ -72,9 +73,13 @@ typedef struct grid_params {
   histd__grid_geom geom;
   histd_metric metric;
   int edges;               /* 0: width bins, 1: explicit edges */
-  uint32_t count;          /* bins; slots = count + 2 (below, overflow) */
+  uint32_t count;          /* bins; slots = count + 2 (below, overflow); two axes:
+                            * count1 x count2 */
+  uint32_t count1;         /* the first axis's bins (its edges: count1 + 1) */
+  int two;                 /* bins of two axes: ev says where a pair counts */
+  histd_ev_bin ev;         /* two: the evaluator (its edges: the kernel's) */
   double width, inv_width; /* width bins: w and fl(1 / w) */
-  const double *dedges;    /* explicit: count + 1 edges on the device */
+  const double *dedges;    /* explicit: count1 + 1 edges on the device */
   int filter32;            /* 1: the float32 filter, else the float64 one (grid_kernels.cu) */
   double s_cut;            /* float64 filter: an estimate above it is overflow */
   float cut32;             /* float32 filter: likewise */

@@ -321,6 +321,23 @@ __device__ __forceinline__ void count_s(const grid_params &p, const grid_sink &k
     atomicAdd(&k.part[slot], wp);
 }
 
+/* Two axes: the pair's slot by the evaluator (from the two points, or
+ * from the contract's difference as (dx, dy, dz) - (0, 0, 0), which only
+ * the line of sight z may take: the host keeps the midpoint's jobs on the
+ * float32 filter, whose queue holds the points), counted unless overflow. */
+__device__ __forceinline__ void count_two(const grid_params &p, const histd_metric &m,
+                                          const grid_sink &k, double xi, double yi, double zi,
+                                          double xj, double yj, double zj, double wp, bool w) {
+  histd_ev_bin ev = p.ev;
+  ev.edges = p.edges ? k.edges : nullptr;
+  const uint32_t slot = histd_ev_bin_pair(&ev, &m, xi, yi, zi, xj, yj, zj);
+  if (slot > p.count) /* the host counts overflow */
+    return;
+  atomicAdd(&k.hist[slot], 1ull);
+  if (w)
+    atomicAdd(&k.part[slot], wp);
+}
+
 /* The warp takes the queue's top `take` (<= 32) pairs, one per lane, and
  * counts them by the contract. */
 template <bool F32, int METRIC, bool EDGES, bool W>
@@ -332,8 +349,15 @@ __device__ __forceinline__ void drain(const grid_params &p, const histd_metric &
     const uint32_t e = q.n - take + lane;
     if constexpr (F32) {
       const uint32_t a = q.qi[e], b = q.qj[e];
-      count_s<EDGES, W>(p, k, histd_pair_s(&m, p.ax[a], p.ay[a], p.az[a], p.bx[b], p.by[b], p.bz[b]),
-                        W ? __dmul_rn(p.aw[a], p.bw[b]) : 0.0);
+      const double wp = W ? __dmul_rn(p.aw[a], p.bw[b]) : 0.0;
+      if (p.two)
+        count_two(p, m, k, p.ax[a], p.ay[a], p.az[a], p.bx[b], p.by[b], p.bz[b], wp, W);
+      else
+        count_s<EDGES, W>(p, k, histd_pair_s(&m, p.ax[a], p.ay[a], p.az[a], p.bx[b], p.by[b],
+                                             p.bz[b]),
+                          wp);
+    } else if (p.two) {
+      count_two(p, m, k, q.qx[e], q.qy[e], q.qz[e], 0, 0, 0, W ? q.qw[e] : 0.0, W);
     } else {
       count_s<EDGES, W>(p, k, histd_diff_s(&m, q.qx[e], q.qy[e], q.qz[e]), W ? q.qw[e] : 0.0);
     }
@@ -451,11 +475,11 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
       wbase[c] = 0;
   }
   k.edges = p.dedges;
-  if (EDGES && p.shared_edges) {
-    for (uint32_t c = tid; c <= count; c += blockDim.x)
+  if (p.edges && p.shared_edges) {
+    for (uint32_t c = tid; c <= p.count1; c += blockDim.x)
       next[c] = p.dedges[c];
     k.edges = next;
-    next += count + 1;
+    next += p.count1 + 1;
   }
   k.hist = p.counts;
   if (p.shared_counts) {
@@ -606,7 +630,7 @@ extern "C" size_t grid_smem_bytes(const grid_params *p) {
   if (p->weighted)
     bytes += 3 * warps * slots * sizeof(double);
   if (p->edges && p->shared_edges)
-    bytes += ((size_t)p->count + 1) * sizeof(double);
+    bytes += ((size_t)p->count1 + 1) * sizeof(double);
   if (p->shared_counts)
     bytes += slots * sizeof(unsigned long long);
   return bytes;

@@ -115,12 +115,16 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   if (a->n > UINT32_MAX / 2 || b->n > UINT32_MAX / 2)
     return histd_fail(msg, msglen, HISTD_ETOOBIG,
                       "tiled-stats takes at most %u points a side", UINT32_MAX / 2);
-  const uint32_t count = res->bins.count, slots = count + 2;
+  /* two axes: count1 x count2 bins, one slot each */
+  const uint32_t count = (uint32_t)histd_bins_slots(&res->bins), slots = count + 2;
   stats_params sp;
   memset(&sp, 0, sizeof sp);
   sp.metric = histd__metric(&p->box);
   sp.edges = p->bins.kind == HISTD_BINS_EDGES;
   sp.count = count;
+  sp.count1 = p->bins.count;
+  sp.ev = histd__ev_bin(p);
+  sp.two = sp.ev.axes != HISTD_EV_D;
   sp.width = p->bins.width;
   sp.inv_width = sp.edges ? 0 : 1 / p->bins.width;
   sp.na = (uint32_t)a->n;
@@ -149,7 +153,7 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   const uint32_t tiles_b = (sp.nb + sp.block - 1) / sp.block;
   const uint32_t grid = (uint32_t)sms * (uint32_t)per_sm;
   const bool weighted = p->weighted;
-  size_t na = a->n, nb = sp.cross ? b->n : 0, ne = sp.edges ? (size_t)count + 1 : 0;
+  size_t na = a->n, nb = sp.cross ? b->n : 0, ne = sp.edges ? (size_t)sp.count1 + 1 : 0;
   size_t doubles = (3 + weighted) * (na + nb) + ne;
   CK(cudaMalloc((void **)&job.dev, (doubles ? doubles : 1) * sizeof(double)), "cudaMalloc");
   CK(cudaMalloc((void **)&job.counts, slots * sizeof(unsigned long long)), "cudaMalloc");

@@ -36,6 +36,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "histd/eval.h"
 #include "histd/pair.h"
 
 #ifdef __cplusplus
@@ -48,9 +49,12 @@ enum { STATS_W_NONE = 0, STATS_W_ATOMIC = 1, STATS_W_LANES = 2 }; /* weighted */
 typedef struct stats_params {
   histd_metric metric;
   int edges;         /* 0: width bins, 1: explicit edges */
-  uint32_t count;    /* bins; slots = count + 2 (below, overflow) */
+  uint32_t count;    /* bins; slots = count + 2 (below, overflow); two axes: count1 x count2 */
+  uint32_t count1;   /* the first axis's bins (its edges: count1 + 1) */
+  int two;           /* bins of two axes: ev says where a pair counts */
+  histd_ev_bin ev;   /* two: the evaluator (its edges: the kernel's) */
   double width, inv_width; /* width bins: w and fl(1 / w) */
-  const double *dedges; /* explicit: count + 1 edges on the device */
+  const double *dedges; /* explicit: count1 + 1 edges on the device */
   uint32_t na, nb;   /* points of A and B (B = A for self pairs) */
   int cross;         /* 0: self pairs i < j of A */
   int weighted;      /* STATS_W_*: aw and bw hold the weights, and how they sum */

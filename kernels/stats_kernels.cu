@@ -29,12 +29,12 @@ struct smem_layout {
 
 /* Bytes of the layout, in the order the kernel carves it. Partial sums:
  * STATS_W_ATOMIC one per warp and slot, STATS_W_LANES one per lane. */
-__host__ __device__ static size_t layout_bytes(uint32_t block, uint32_t count, int wmode,
-                                               bool edges, bool hist) {
+__host__ __device__ static size_t layout_bytes(uint32_t block, uint32_t count, uint32_t count1,
+                                               int wmode, bool edges, bool hist) {
   size_t warps = block / 32, slots = (size_t)count + 2;
   size_t bytes = (size_t)block * sizeof(double) * (wmode ? 4 : 3);
   if (edges)
-    bytes += ((size_t)count + 1) * sizeof(double);
+    bytes += ((size_t)count1 + 1) * sizeof(double);
   if (hist)
     bytes += slots * sizeof(unsigned long long);
   if (wmode)
@@ -42,7 +42,7 @@ __host__ __device__ static size_t layout_bytes(uint32_t block, uint32_t count, i
   return bytes;
 }
 
-template <int METRIC, bool EDGES, int W>
+template <int METRIC, bool EDGES, int W, bool TWO>
 __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uint32_t t1) {
   extern __shared__ double smem[];
   const uint32_t B = blockDim.x, tid = threadIdx.x;
@@ -54,9 +54,9 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
   L.tz = L.ty + B;
   L.tw = L.tz + B;
   double *next = W ? L.tw + B : L.tz + B;
-  L.edges = EDGES && p.shared_edges ? next : nullptr;
+  L.edges = (EDGES || TWO) && p.shared_edges ? next : nullptr;
   if (L.edges)
-    next += count + 1;
+    next += p.count1 + 1;
   L.hist = p.shared_counts ? (unsigned long long *)next : nullptr;
   if (L.hist)
     next += slots;
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
   L.werr = L.wsum + (size_t)warps * slots;
 
   if (L.edges)
-    for (uint32_t k = tid; k <= count; k += B)
+    for (uint32_t k = tid; k <= p.count1; k += B)
       L.edges[k] = p.dedges[k];
   if (L.hist)
     for (uint32_t k = tid; k < slots; k += B)
@@ -81,6 +81,8 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
   const double *edges = L.edges ? L.edges : p.dedges;
   unsigned long long *hist = L.hist ? L.hist : p.counts;
   double *part = L.part + warp * per_warp;
+  histd_ev_bin ev = p.ev; /* two axes: the evaluator, with the kernel's edges */
+  ev.edges = p.edges ? edges : nullptr;
   const uint32_t tiles_b = (p.nb + B - 1) / B;
 
   for (uint32_t I = t0 + blockIdx.x; I < t1; I += gridDim.x) {
@@ -103,13 +105,18 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
       const uint32_t j0 = (!p.cross && J == I) ? tid + 1 : 0;
       if (live)
         for (uint32_t jj = j0; jj < jn; jj++) {
-          double d = histd_pair_d(&m, xi, yi, zi, L.tx[jj], L.ty[jj], L.tz[jj]);
-          /* histd_ev_bin_slot's rule, written out: through the evaluator's
-           * struct the width and its inverse sit in registers, and GS1 ran
-           * 6% slower on an H200 (bench/RESULTS.md, 2026-11-28) */
-          uint32_t bin = EDGES ? histd_bin_edges(d, edges, count)
-                               : histd_bin_width(d, p.width, p.inv_width, count);
-          uint32_t k = bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? count + 1 : bin;
+          uint32_t k;
+          if (TWO) { /* (r_p, pi) or (s, mu): slot, below (count) or overflow */
+            k = histd_ev_bin_pair(&ev, &m, xi, yi, zi, L.tx[jj], L.ty[jj], L.tz[jj]);
+          } else {
+            double d = histd_pair_d(&m, xi, yi, zi, L.tx[jj], L.ty[jj], L.tz[jj]);
+            /* histd_ev_bin_slot's rule, written out: through the evaluator's
+             * struct the width and its inverse sit in registers, and GS1 ran
+             * 6% slower on an H200 (bench/RESULTS.md, 2026-11-28) */
+            uint32_t bin = EDGES ? histd_bin_edges(d, edges, count)
+                                 : histd_bin_width(d, p.width, p.inv_width, count);
+            k = bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? count + 1 : bin;
+          }
           atomicAdd(&hist[k], 1ull);
           if (W == STATS_W_LANES) /* this lane's own column: no atomic */
             part[(size_t)k * 32 + lane] = __dadd_rn(part[(size_t)k * 32 + lane],
@@ -147,29 +154,32 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
 
 typedef void (*stats_fn)(stats_params, uint32_t, uint32_t);
 
-template <int METRIC, bool EDGES> static stats_fn pick3(int w) {
-  return w == STATS_W_LANES    ? k_stats<METRIC, EDGES, STATS_W_LANES>
-         : w == STATS_W_ATOMIC ? k_stats<METRIC, EDGES, STATS_W_ATOMIC>
-                               : k_stats<METRIC, EDGES, 0>;
+template <int METRIC, bool EDGES, bool TWO> static stats_fn pick3(int w) {
+  return w == STATS_W_LANES    ? k_stats<METRIC, EDGES, STATS_W_LANES, TWO>
+         : w == STATS_W_ATOMIC ? k_stats<METRIC, EDGES, STATS_W_ATOMIC, TWO>
+                               : k_stats<METRIC, EDGES, 0, TWO>;
 }
 
-template <int METRIC> static stats_fn pick2(bool edges, int w) {
-  return edges ? pick3<METRIC, true>(w) : pick3<METRIC, false>(w);
+/* two axes: one variant a metric and weighting (the evaluator reads its
+ * edges or width at run time) */
+template <int METRIC> static stats_fn pick2(bool edges, int w, bool two) {
+  return two ? pick3<METRIC, false, true>(w)
+             : edges ? pick3<METRIC, true, false>(w) : pick3<METRIC, false, false>(w);
 }
 
 static stats_fn pick(const stats_params *p) {
   switch (p->metric.kind) {
   case 1:
-    return pick2<1>(p->edges, p->weighted);
+    return pick2<1>(p->edges, p->weighted, p->two);
   case 2:
-    return pick2<2>(p->edges, p->weighted);
+    return pick2<2>(p->edges, p->weighted, p->two);
   default:
-    return pick2<0>(p->edges, p->weighted);
+    return pick2<0>(p->edges, p->weighted, p->two);
   }
 }
 
 extern "C" size_t stats_smem_bytes(const stats_params *p) {
-  return layout_bytes(p->block, p->count, p->weighted, p->shared_edges != 0,
+  return layout_bytes(p->block, p->count, p->count1, p->weighted, p->shared_edges != 0,
                       p->shared_counts != 0);
 }
 

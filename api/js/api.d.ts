@@ -98,6 +98,14 @@ export interface Params {
   per_point_histogram?: boolean;
   nearest?: boolean;
   pairs_within?: number;
+  statistic?: "histogram" | "rp_pi" | "s_mu";
+  rp_edges?: Array<number>;
+  rp_log_bins?: Array<number>;
+  pi_max?: number;
+  pi_bins?: Int;
+  mu_bins?: Int;
+  mu_max?: number;
+  los?: "z" | "midpoint";
   topology?: string;
   kernel: string;
   block_size?: Int;
@@ -265,6 +273,37 @@ export interface JobParams {
    */
   pairs_within?: number | null;
   /**
+   * histogram: counts in bins of the distance d. rp_pi: counts in
+   * bins of (r_p, pi), r_p by the bins (edges, log_bins or
+   * bucket_width with buckets; rp_edges and rp_log_bins say the
+   * same) and pi in pi_bins equal bins of [0, pi_max). s_mu: counts
+   * in bins of (s, mu), s = d by the bins and mu = pi / s in mu_bins
+   * equal bins of [0, mu_max] (mu = mu_max in the last). The line of
+   * sight (los) z: r_p = sqrt(dx*dx + dy*dy), pi = |dz| (each axis's
+   * minimum image in a periodic box); midpoint (open space): with
+   * s = v_i - v_j and l = v_i + v_j, pi = |s.l| / sqrt(l.l) (0 when
+   * l.l = 0) and r_p = sqrt(max(s.s - pi*pi, 0)). counts is buckets x
+   * buckets2; below holds the pairs below r_p's (or s's) first edge
+   * with pi (mu) in range, overflow every other pair outside. With
+   * weights, A x B (dataset_b), frames (summed); not with within,
+   * per_frame, blocks, partials, exclude, images all or norm.
+   */
+  statistic?: "histogram" | "rp_pi" | "s_mu" | null;
+  /** rp_pi: r_p's edges, the same as edges (written back as edges). */
+  rp_edges?: Array<number> | null;
+  /** rp_pi: [r_min, r_max, buckets], the same as log_bins. */
+  rp_log_bins?: Array<number> | null;
+  /** rp_pi: pi counts while pi < pi_max; in a periodic box at most half its z width (and r_p's last edge at most half its x and y widths). */
+  pi_max?: number | null;
+  /** rp_pi: pi's equal bins, of width pi_max / pi_bins. */
+  pi_bins?: Int | null;
+  /** s_mu: mu's equal bins, of width mu_max / mu_bins. */
+  mu_bins?: Int | null;
+  /** s_mu: mu counts while mu <= mu_max. */
+  mu_max?: number | null;
+  /** rp_pi, s_mu: the line of sight: z (boxes), or the pair's midpoint (sky catalogues, open space). */
+  los?: "z" | "midpoint" | null;
+  /**
    * A dataset id whose atoms name this dataset's: a trajectory without
    * names (XTC, TRR, DCD, NetCDF) takes its elements, atom and residue
    * names, residues and molecules from a GRO or PDB (or any file that
@@ -419,13 +458,22 @@ export interface Result {
   images?: "all";
   /** Periodic: the pair density, the sum over frames of each frame's pairs / its volume. */
   density?: number;
-  statistic: "histogram" | "within" | "per_point" | "nearest" | "pairs" | "per_point_histogram";
+  statistic: "histogram" | "within" | "per_point" | "nearest" | "pairs" | "per_point_histogram" | "rp_pi" | "s_mu";
   bins?: "width" | "edges";
   bucket_width?: number;
   buckets?: Int;
   edges?: Array<number>;
-  counts?: Array<Int>;
-  weighted?: Array<number | null>;
+  /** rp_pi, s_mu: the second axis's bins (pi's or mu's). */
+  buckets2?: Int;
+  /** rp_pi: pi_max; s_mu: mu_max. */
+  max2?: number;
+  /** rp_pi, s_mu: the second axis's edges, k * (max2 / buckets2), the last max2. */
+  edges2?: Array<number>;
+  /** rp_pi, s_mu: the line of sight. */
+  los?: "z" | "midpoint";
+  /** The pairs in each bin; rp_pi and s_mu: buckets rows of buckets2 (axis 1's bin k, then axis 2's). */
+  counts?: Array<Int | Array<Int>>;
+  weighted?: Array<number | null | Array<unknown>>;
   g?: Array<number | null>;
   coordination?: Array<number | null>;
   /** The radius R (nearest: null when it searched everywhere). */
@@ -486,10 +534,13 @@ export interface ResultSummary {
   box_source?: "job" | "dataset";
   /** Periodic: the pair density, the sum over frames of each frame's pairs / its volume. */
   density?: number;
-  statistic: "histogram" | "within" | "per_point" | "nearest" | "pairs" | "per_point_histogram";
+  statistic: "histogram" | "within" | "per_point" | "nearest" | "pairs" | "per_point_histogram" | "rp_pi" | "s_mu";
   bins?: "width" | "edges";
   bucket_width?: number;
   buckets?: Int;
+  buckets2?: Int;
+  max2?: number;
+  los?: "z" | "midpoint";
   /** The radius R (nearest: null when it searched everywhere). */
   radius?: number | null;
   within?: Int;

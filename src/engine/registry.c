@@ -96,7 +96,7 @@ static const histd_kernel kernels[] = {
     {"tiled-stats",
      "GPU: every statistic (periodic boxes, A x B, weights, edges, within a radius) in "
      "binary64, the contract itself; partner tiles in shared memory, a histogram per block",
-     HISTD_ENGINE_CUDA, CPU_ALL & ~HISTD_CAN_BINS2, histd__cuda_stats_run, 0, NULL},
+     HISTD_ENGINE_CUDA, CPU_ALL, histd__cuda_stats_run, 0, NULL},
 };
 
 #define KERNEL_COUNT (sizeof kernels / sizeof kernels[0])
@@ -125,7 +125,7 @@ static int auto_run(HISTD__RUN_ARGS) {
 }
 
 static int grid_run(HISTD__RUN_ARGS) {
-  if (w->device >= 0 && p->bins.count2 == 0)
+  if (w->device >= 0)
     return histd__cuda_grid_run(w, p, ex, ctl, res, msg, msglen);
   return histd__cpu_grid_run(w, p, ex, ctl, res, msg, msglen);
 }

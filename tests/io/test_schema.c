@@ -124,6 +124,9 @@ static void check_lines(const histd_result *r, unsigned out, const char *what) {
     if (f->shape == HISTD_FS_EDGES) /* a bin table's edges: its lower and upper columns */
       seen = mentions(s, "", "lower", csv ? ',' : ' ', false) &&
              mentions(s, "", "upper", csv ? ',' : ' ', false);
+    if (f->shape == HISTD_FS_EDGES2) /* the second axis's: lower2 and upper2 */
+      seen = mentions(s, "", "lower2", csv ? ',' : ' ', false) &&
+             mentions(s, "", "upper2", csv ? ',' : ' ', false);
     /* a table of frames (per frame, per point over frames) has its own frame column */
     if (!want && seen && f == histd_schema_find(NULL, "frame") && r->frames > 1)
       continue;
@@ -339,6 +342,13 @@ int main(void) {
   p.exclude_molecule = true;
   run(&p, &r, NULL, "exclusions");
   check_all(&r, "exclusions");
+  histd_result_free(&r);
+  /* counts in two axes (r_p, pi), weighted, A x B */
+  p = (histd_problem){&sel, &one, {0}, {HISTD_BINS_EDGES, 3, 0, edges, 4, 2}, HISTD_STAT_RP_PI, 0,
+                      false, false, false, false, false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0,
+                      NULL, false, false};
+  run(&p, &r, NULL, "rp_pi");
+  check_all(&r, "rp_pi, A x B");
   histd_result_free(&r);
   /* within a radius; A x B */
   p = (histd_problem){&one, &one, {0}, {0}, HISTD_STAT_WITHIN, 1.5, true, false, false, false,

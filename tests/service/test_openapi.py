@@ -255,7 +255,8 @@ def test_examples(exe, spec):
     requests = {n: val for w, _, n, val in examples if w.startswith("POST /v1/jobs request")}
     results = {n: val for w, _, n, val in examples
                if w.startswith("GET /v1/jobs/{id}/result 200 application/json")}
-    check(set(requests) == set(results) and {"per_point", "nearest", "pairs", "per_point_histogram"} <= set(requests),
+    check(set(requests) == set(results) and
+          {"per_point", "nearest", "pairs", "per_point_histogram", "rp_pi"} <= set(requests),
           "every job example has its result: %s, %s" % (sorted(requests), sorted(results)))
     with Daemon(exe) as d:
         # the four points, and the brute force of the contract on them
@@ -296,6 +297,14 @@ def test_examples(exe, spec):
         check(results["per_point_histogram"]["point"]["counts"] == rows and
               results["per_point_histogram"]["counts"] == [sum(c) for c in zip(*rows)],
               "per_point_histogram example by brute force")
+        req = requests["rp_pi"]  # every point at z = 0: pi = 0, r_p = d
+        e, n2 = req["rp_edges"], req["pi_bins"]
+        rows = [[sum(e[k] <= dist[i, j] < e[k + 1] for i in range(4) for j in range(i + 1, 4))
+                 if b == 0 else 0 for b in range(n2)] for k in range(len(e) - 1)]
+        check(results["rp_pi"]["counts"] == rows and
+              results["rp_pi"]["overflow"] == sum(dist[i, j] >= e[-1] for i in range(4)
+                                                  for j in range(i + 1, 4)),
+              "rp_pi example by brute force")
     print("ok - %d examples valid; %d job examples reproduced live and by brute force"
           % (len(examples), len(requests)))
 
