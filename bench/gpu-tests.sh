@@ -12,7 +12,7 @@
 #             FRAMES frames, and on the CPU's cores, FRAMES_CPU frames). The
 #             last lines are a short table.
 set -uo pipefail
-PACK=${PACK:-test_gpu test_grid_gpu test_points test_pairing test_partials test_blocks test_topology test_images sdh}
+PACK=${PACK:-test_gpu test_grid_gpu test_points test_pairing test_partials test_blocks test_topology test_images test_bins2 sdh}
 if [ "${1:-}" = pack ]; then
   build=$2 tarball=$3 dir=$(mktemp -d)
   mkdir -p "$dir/bin/lib"
@@ -37,11 +37,11 @@ dir=$(mktemp -d)
 tar -C "$dir" -xJf "$2" || exit 1
 bin=$dir/bin
 export LD_LIBRARY_PATH=$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export TEST_POINTS_GPU=1 TEST_PAIRING_GPU=1
+export TEST_POINTS_GPU=1 TEST_PAIRING_GPU=1 TEST_BINS2_GPU=1
 echo "commit: $(cat "$bin/commit.txt")"
 nvidia-smi --query-gpu=name --format=csv,noheader | tee "$OUT/gpu.txt"
 summary=()
-for t in ${TESTS:-test_gpu test_grid_gpu test_points test_pairing test_partials test_blocks test_topology test_images}; do
+for t in ${TESTS:-test_gpu test_grid_gpu test_points test_pairing test_partials test_blocks test_topology test_images test_bins2}; do
   t0=$(date +%s.%N)
   (cd "$(dirname "$0")/.." 2>/dev/null; "$bin/$t") > "$OUT/$t.log" 2>&1
   rc=$?

@@ -26,6 +26,8 @@
  * there is one, histd_run); and the refusals, each with its sentence.
  */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../check.h"
@@ -45,8 +47,10 @@ static double gauss(void) {
   return sqrt(-2 * log(u > 0 ? u : 0x1p-60)) * cos(6.283185307179586 * v);
 }
 
-static const char *const kernels[] = {"cpu-reference", "cpu", "grid", "auto"};
-#define NKERNELS (sizeof kernels / sizeof kernels[0])
+/* where there is a GPU, grid and auto run on it, and tiled-stats too */
+static const char *const kernels[] = {"cpu-reference", "cpu", "grid", "auto", "tiled-stats"};
+static size_t nkernels = 4;
+#define NKERNELS nkernels
 
 /* ---- the definition ---------------------------------------------------------- */
 
@@ -293,6 +297,18 @@ static void refused(const histd_problem *p, const char *word, const char *what) 
 }
 
 int main(void) {
+  histd_device_info info;
+  int gpus = 0;
+  char why[256] = "";
+  if (histd_devices(&info, 1, &gpus, why, sizeof why) != 0)
+    gpus = 0;
+  if (getenv("TEST_BINS2_GPU") != NULL && gpus == 0) { /* the gpu suite's run */
+    printf("skipped: no CUDA device%s%s\n", why[0] ? ": " : "", why);
+    return 77;
+  }
+  if (gpus > 0)
+    nkernels = 5;
+  printf("grid and auto run on %s\n", gpus > 0 ? info.name : "the CPU");
   histd_dataset u, v, c, lat, sh, sh2;
   const double log_edges[6] = {0.3, 0.6, 1.2, 2.4, 4.8, 9.6};
   const double lat_edges[5] = {1, 1.5, 2, 2.5, 3}; /* r_p 1, 2, 3: edges; sqrt 2: inside */
