@@ -194,6 +194,7 @@ int histd_write_schema(FILE *f) {
       [HISTD_FS_SCALAR] = "scalar",
       [HISTD_FS_BINS] = "bins",
       [HISTD_FS_EDGES] = "edges",
+      [HISTD_FS_EDGES2] = "edges2",
       [HISTD_FS_FRAMES] = "frames",
       [HISTD_FS_FRAME_BINS] = "frames x bins",
       [HISTD_FS_BLOCK_BINS] = "blocks x bins",
