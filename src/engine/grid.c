@@ -76,7 +76,17 @@ int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geo
     ratio = bmax / bmin;
   }
   /* grid.h: the margin, and the floor below which squares underflow */
-  const double reach = fmax(r_max * (1 + 0x1p-20) + 0x1p-40 * (m + bsum) * (1 + ratio), 0x1p-500);
+  const double margin = 0x1p-40 * (m + bsum) * (1 + ratio);
+  const double reach = fmax(r_max * (1 + 0x1p-20) + margin, 0x1p-500);
+  /* each axis's cells: reach wide, or for (r_p, pi) along z in an
+   * orthorhombic box or open space, r_p's last edge across and pi_max
+   * along (grid.h: a pair farther apart on an axis is overflow) */
+  double rk[3] = {reach, reach, reach};
+  if (p->statistic == HISTD_STAT_RP_PI && !p->los_midpoint && box->kind != HISTD_BOX_TRICLINIC) {
+    const double rp = histd_bins_edge(&p->bins, p->bins.count);
+    rk[0] = rk[1] = fmax(rp * (1 + 0x1p-20) + margin, 0x1p-500);
+    rk[2] = fmax(p->bins.max2 * (1 + 0x1p-20) + margin, 0x1p-500);
+  }
   g->r_max = r_max;
   g->reach = reach;
   g->periodic = periodic;
@@ -87,9 +97,9 @@ int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geo
       if (!(w[k] > 0 && w[k] <= DBL_MAX)) /* histd_box_check refuses such a box first */
         return histd_fail(msg, msglen, HISTD_EINVAL,
                           "the grid cannot cut a periodic box whose width %d is %g", k + 1, w[k]);
-      double f = floor(w[k] / reach);
+      double f = floor(w[k] / rk[k]);
       uint32_t n = f < 1 ? 1 : f > AXIS_CELLS_MAX ? AXIS_CELLS_MAX : (uint32_t)f;
-      while (n > 1 && w[k] / n < reach) /* the division rounded up */
+      while (n > 1 && w[k] / n < rk[k]) /* the division rounded up */
         n--;
       g->n[k] = n;
     }
@@ -108,12 +118,12 @@ int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geo
       double lo = fmin(a->min[k], b->min[k]), hi = fmax(a->max[k], b->max[k]);
       g->lo[k] = lo;
       ext[k] = hi - lo;
-      double f = floor(ext[k] / reach) + 1;
+      double f = floor(ext[k] / rk[k]) + 1;
       g->n[k] = !(f < AXIS_CELLS_MAX) ? AXIS_CELLS_MAX : (uint32_t)f;
     }
     cap_cells(g->n, max_cells);
-    for (int k = 0; k < 3; k++) /* cells at least reach wide, n of them cover the extent */
-      g->scale[k] = 1 / fmax(reach, ext[k] / g->n[k]);
+    for (int k = 0; k < 3; k++) /* cells at least rk wide, n of them cover the extent */
+      g->scale[k] = 1 / fmax(rk[k], ext[k] / g->n[k]);
   }
   g->cells = (uint64_t)g->n[0] * g->n[1] * g->n[2];
   return grid_check(g, max_cells, msg, msglen);

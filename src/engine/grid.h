@@ -42,6 +42,14 @@
  * more than those roundings, and the contract's d (within a few ulps of
  * the true distance) is > r_max: overflow, as counted. WIDTH bins count
  * overflow when fl(d / w) >= count, which d > count w (1 + 2^-21) ensures.
+ * Counts in (r_p, pi) along z (orthorhombic or open) cut each axis by its
+ * own reach instead: x and y by r_p's last edge E, z by pi_max, each with
+ * the same margin. An unvisited pair then differs by more than E (1 +
+ * 2^-20) along x or y, or by more than pi_max (1 + 2^-20) along z, in
+ * every image, and the contract's dx (dy, dz) is within the same few ulps
+ * of that: r_p = sqrt(dx*dx + dy*dy) >= |dx| (1 - 2^-51) > E, or pi = |dz|
+ * > pi_max, overflow either way. (reach stays the sphere's,
+ * sqrt(E^2 + pi_max^2): the GPU's filters drop only pairs beyond it.)
  * "Within a few ulps" needs the squares not to underflow: a difference
  * vector longer than 2^-500 has a component whose square is a normal
  * number (>= 2^-1002), beside which the others' underflow (2^-1074 at
