@@ -244,6 +244,12 @@ static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
   gp->geom = job->g;
   gp->cells = (uint32_t)job->g.cells; /* 1 to 2^32 - 1: the plan's guard (grid.c) */
   gp->s_cut = filter_cut(&job->g, &p->box);
+  /* (r_p, pi) along z: the cylinder of the axes' own reaches (grid_kernels.cu) */
+  gp->cyl = gp->two && p->statistic == HISTD_STAT_RP_PI && !p->los_midpoint &&
+            p->box.kind != HISTD_BOX_TRICLINIC &&
+            isfinite(gp->s_cut);
+  gp->rp_cut = job->g.rk[0] * job->g.rk[0] * (1 + 0x1p-30);
+  gp->pi_cut = job->g.rk[2] * job->g.rk[2] * (1 + 0x1p-30);
   gp->filter32 = plan_filter32(&job->g, p, &gp->cut32, job->delta);
   if (p->los_midpoint && !gp->filter32) /* its queue would hold differences, not points */
     return histd_fail(msg, msglen, HISTD_ETOOBIG,

@@ -82,6 +82,8 @@ typedef struct grid_params {
   const double *dedges;    /* explicit: count1 + 1 edges on the device */
   int filter32;            /* 1: the float32 filter, else the float64 one (grid_kernels.cu) */
   double s_cut;            /* float64 filter: an estimate above it is overflow */
+  int cyl;                 /* float64 filter, (r_p, pi) along z: drop by the cylinder */
+  double rp_cut, pi_cut;   /* cyl: estimates of dx^2 + dy^2, dz^2 above them are overflow */
   float cut32;             /* float32 filter: likewise */
   const float *delta;      /* float32 filter: 27 x 3, the translation of each neighbour
                             * offset (ox, oy, oz), at 3 (9 (oz+1) + 3 (oy+1) + ox+1) */

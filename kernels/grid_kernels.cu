@@ -266,7 +266,16 @@ extern "C" int grid_chunks(const uint32_t *start, uint64_t cells, uint32_t *cnt,
 /* ---- the pair kernel ------------------------------------------------------- */
 
 /* The filter's estimate of s (the header's proof says why it may only drop
- * overflow). */
+ * overflow); with cyl, (r_p, pi) along z, of dx^2 + dy^2 and dz^2 apart,
+ * each against its own axes' reach (the same proof, axis by axis: an
+ * estimate above rp_cut (pi_cut) has the contract's r_p (pi) beyond its
+ * range, in the same image or, in another, a component of at least half
+ * the box less 3e, which the host's half-width condition puts beyond
+ * either reach). */
+template <int METRIC>
+__device__ __forceinline__ bool beyond(const grid_params &p, const histd_metric &m, double dx,
+                                       double dy, double dz);
+
 template <int METRIC>
 __device__ __forceinline__ double estimate_s(const histd_metric &m, double dx, double dy,
                                              double dz) {
@@ -285,6 +294,19 @@ __device__ __forceinline__ double estimate_s(const histd_metric &m, double dx, d
     dx = fma(-m.ax, rint(dx * m.iax), dx);
   }
   return fma(dz, dz, fma(dy, dy, dx * dx));
+}
+
+template <int METRIC>
+__device__ __forceinline__ bool beyond(const grid_params &p, const histd_metric &m, double dx,
+                                       double dy, double dz) {
+  if (!p.cyl)
+    return estimate_s<METRIC>(m, dx, dy, dz) > p.s_cut;
+  if (METRIC == 1) { /* rp_pi's boxes are orthorhombic */
+    dx = fma(-m.ax, rint(dx * m.iax), dx);
+    dy = fma(-m.by, rint(dy * m.iby), dy);
+    dz = fma(-m.cz, rint(dz * m.icz), dz);
+  }
+  return fma(dy, dy, dx * dx) > p.rp_cut || dz * dz > p.pi_cut;
 }
 
 /* Where a block counts: the edges, the histogram (shared or global), and
@@ -438,7 +460,7 @@ __device__ __forceinline__ void visit(const grid_params &p, const histd_metric &
       } else {
         const double wj = W ? __shfl_sync(FULL, bwl, t) : 0.0;
         const double dx = __dsub_rn(xi, xj), dy = __dsub_rn(yi, yj), dz = __dsub_rn(zi, zj);
-        const bool hit = pair && !(estimate_s<METRIC>(m, dx, dy, dz) > p.s_cut);
+        const bool hit = pair && !beyond<METRIC>(p, m, dx, dy, dz);
         push<F32, METRIC, EDGES, W>(p, m, k, q, hit, lane, i, jb + t, dx, dy, dz,
                                     W ? __dmul_rn(wi, wj) : 0.0);
       }

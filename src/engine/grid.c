@@ -89,6 +89,7 @@ int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geo
   }
   g->r_max = r_max;
   g->reach = reach;
+  memcpy(g->rk, rk, sizeof g->rk);
   g->periodic = periodic;
   if (periodic) {
     double w[3];

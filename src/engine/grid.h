@@ -93,6 +93,8 @@ typedef struct histd__grid_geom {
   double iax, iby, icz; /* periodic: 1 / ax, 1 / by, 1 / cz               */
   double r_max;       /* pairs at or beyond it are overflow                */
   double reach;       /* reach_eff: no cell is narrower                   */
+  double rk[3];       /* each axis's cell width at least: reach, or for
+                       * (r_p, pi) along z, r_p's and pi's own reach      */
 } histd__grid_geom;
 
 /* The GPU grid's largest block (its kernel's launch bounds); "auto" runs

@@ -37,7 +37,7 @@ def main():
     # every shape by its name; an array's JSON nesting follows from it
     nested = {"frames x bins", "blocks x bins", "partials x bins", "frames x points",
               "points x bins"}
-    flat = {"bins", "edges", "frames", "points", "partials", "pairs"}
+    flat = {"bins", "edges", "edges2", "frames", "points", "partials", "pairs"}
     for f in fields:
         if f["shape"] not in nested | flat | {"scalar"}:
             failures.append("%s.%s: shape %r is not one of histd's" % (f["group"], f["name"],
