@@ -939,6 +939,10 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
     pr.los_midpoint = p->los_midpoint;
   }
   pr.ravg = p->ravg;
+  if (p->ravg && (p->partials[0] != '\0' || p->blocks > 0))
+    return histd_fail(msg, msglen, HISTD_EPARSE,
+                      "ravg averages the whole histogram's bins: it does not go with %s",
+                      p->partials[0] != '\0' ? "partials" : "blocks");
   if (p->has_within) {
     pr.radius = p->within;
   } else if (given_bucket_width(p)) {
