@@ -7,7 +7,8 @@ pkgs=(meson ninja-build pkg-config gcc libc6-dev
       libcjson-dev libuv1-dev libmicrohttpd-dev libsqlite3-dev libssl-dev
       libcurl4-openssl-dev   # the cluster's shared store reaches S3 with libcurl
       libpq-dev              # the cluster's coordinator, PostgreSQL
-      libnetcdf-dev)   # libnetcdf: AMBER NetCDF trajectories (-Dnetcdf)
+      libnetcdf-dev    # libnetcdf: AMBER NetCDF trajectories (-Dnetcdf)
+      libcfitsio-dev)  # cfitsio: FITS sky catalogues (-Dcfitsio)
 if [ "${1:-}" = "--test" ]; then
   pkgs+=(clang libclang-rt-14-dev curl python3 python3-yaml
          postgresql   # the cluster suite starts a throwaway PostgreSQL (initdb, pg_ctl)
