@@ -18,6 +18,8 @@ if [ "${1:-}" = "--test" ]; then
          python3-pip python3-venv python3-setuptools python3-wheel python3-tqdm
          python3-mdanalysis python3-ase python3-matplotlib python3-nbconvert
          python3-ipykernel
+         # tests/service/test_sky.py: the comoving distance by QUADPACK (scipy)
+         python3-scipy
          # tests/js's tsc: the JavaScript client's types (7 MB, no dependencies)
          node-typescript
          # tests/cluster/test_slurm.sh: a one-node Slurm cluster (about 25 s
