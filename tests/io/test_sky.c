@@ -337,7 +337,13 @@ static void test_parse(void) {
   if (rc == 0)
     histd_dataset_free(&ds);
 
-  /* FITS: D, E and J columns, found by name */
+  /* FITS: D, E and J columns, found by name (skipped where histd was built
+   * without cfitsio: then every FITS upload says so) */
+  if (histd_parse(HISTD_FORMAT_FITS, "x", 1, 0, &ds, msg, sizeof msg) == HISTD_EINVAL) {
+    CHECK_STR_CONTAINS(msg, "histd was built without FITS support");
+    printf("test_sky: built without cfitsio, FITS cases skipped\n");
+    return;
+  }
   const double ra[3] = {0, 359.5, 180}, dec[3] = {90, -10, 0}, d[3] = {10, 20, 30},
                w[3] = {1, 2, 3}, reg[3] = {0, 1, 1};
   const fcol cols[] = {{"RA", "D", ra}, {"extra", "8A", ra}, {"Dec", "E", dec},
@@ -423,6 +429,9 @@ static void test_malformed(void) {
   BAD(J, "{\"ra\": [], \"dec\": [], \"z\": []}", NULL, P, "no points");
   BAD(J, "{\"ra\": [1], \"dec\": [2], \"z\": [1], \"region\": [0.5]}", NULL, P, "region[0]");
 
+  histd_dataset probe;
+  if (histd_parse(F, "x", 1, 0, &probe, msg, sizeof msg) == HISTD_EINVAL)
+    return; /* built without cfitsio (test_parse says so) */
   BAD(F, "not fits at all", NULL, P, "not a FITS file");
   size_t flen;
   unsigned char *f = fits_file(NULL, 0, 0, 0, &flen);

@@ -111,7 +111,8 @@ def main():
         check(s == 200 and b["id"] == a["id"], ("json: the same points", s, b))
         s, _, c = d.json("POST", "/v1/datasets?omega_m=0.3", fits,
                          {"Content-Type": "application/fits"})
-        check(s == 200 and c["id"] == a["id"], ("fits: the same points", s, c))
+        has_fits = not (s == 400 and "without FITS support" in c["detail"])
+        check(not has_fits or (s == 200 and c["id"] == a["id"]), ("fits: the same points", s, c))
         check(a["n"] == n and a["sky"] == {"distance": "z", "omega_m": 0.3} and a["regions"] == 0
               and a["format"] == "sky-csv" and not a["weighted"], a)
         for k in range(3):
@@ -198,6 +199,8 @@ def main():
             ("csv", "ra,dec,z\n1,2,1\n", "", "upload it as sky-csv"),
             ("sky-csv", "ra,dec,z\n1,2,1\n", "&growing=true", "cannot be a growing dataset"),
         ]:
+            if fmt == "fits" and not has_fits:
+                continue  # built without cfitsio: every FITS upload said so above
             s, doc = upload(d, body, fmt, query)
             detail = (doc or {}).get("detail", "")
             check(s == 400 and says.lower() in detail.lower(), (fmt, body[:40], query, s, doc))
