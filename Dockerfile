@@ -46,7 +46,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       meson ninja-build pkg-config gcc libc6-dev \
       libcjson-dev libuv1-dev libmicrohttpd-dev libsqlite3-dev libssl-dev \
-      libcurl4-openssl-dev libpq-dev libnetcdf-dev \
+      libcurl4-openssl-dev libpq-dev libnetcdf-dev libcfitsio-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -56,7 +56,7 @@ COPY . .
 # GCC 12 does not, and a user's image build must not stop on a newer
 # compiler's warning (tests/deploy/test_container.py lists them).
 RUN meson setup /build --prefix=/opt/histd --buildtype=release \
-      "-Dcuda=${CUDA}" -Dservice=enabled -Dnetcdf=enabled -Dwerror=false "-Dgpu_arch=${GPU_ARCH}" \
+      "-Dcuda=${CUDA}" -Dservice=enabled -Dnetcdf=enabled -Dcfitsio=enabled -Dwerror=false "-Dgpu_arch=${GPU_ARCH}" \
  && ninja -C /build \
  && meson install -C /build --skip-subprojects \
  && test -x /opt/histd/bin/histd \
@@ -74,11 +74,12 @@ LABEL org.opencontainers.image.title="histd" \
 
 # The libraries histd links (Ubuntu 24.04 names; libssl for the SHA-256 of
 # dataset ids, libcurl4t64 for the cluster's S3 store, libnetcdf19t64 for
-# AMBER NetCDF trajectories) and curl for the HEALTHCHECK.
+# AMBER NetCDF trajectories, libcfitsio10t64 for FITS sky catalogues) and
+# curl for the HEALTHCHECK.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libcjson1 libuv1t64 libmicrohttpd12t64 libsqlite3-0 libssl3t64 libcurl4t64 libpq5 \
-      libnetcdf19t64 \
+      libnetcdf19t64 libcfitsio10t64 \
       curl ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 histd \

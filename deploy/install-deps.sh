@@ -7,7 +7,8 @@ pkgs=(meson ninja-build pkg-config gcc libc6-dev
       libcjson-dev libuv1-dev libmicrohttpd-dev libsqlite3-dev libssl-dev
       libcurl4-openssl-dev   # the cluster's shared store reaches S3 with libcurl
       libpq-dev              # the cluster's coordinator, PostgreSQL
-      libnetcdf-dev)   # libnetcdf: AMBER NetCDF trajectories (-Dnetcdf)
+      libnetcdf-dev    # libnetcdf: AMBER NetCDF trajectories (-Dnetcdf)
+      libcfitsio-dev)  # cfitsio: FITS sky catalogues (-Dcfitsio)
 if [ "${1:-}" = "--test" ]; then
   pkgs+=(clang libclang-rt-14-dev curl python3 python3-yaml
          postgresql   # the cluster suite starts a throwaway PostgreSQL (initdb, pg_ctl)
@@ -17,6 +18,8 @@ if [ "${1:-}" = "--test" ]; then
          python3-pip python3-venv python3-setuptools python3-wheel python3-tqdm
          python3-mdanalysis python3-ase python3-matplotlib python3-nbconvert
          python3-ipykernel
+         # tests/service/test_sky.py: the comoving distance by QUADPACK (scipy)
+         python3-scipy
          # tests/js's tsc: the JavaScript client's types (7 MB, no dependencies)
          node-typescript
          # tests/cluster/test_slurm.sh: a one-node Slurm cluster (about 25 s

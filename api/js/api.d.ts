@@ -14,14 +14,14 @@ export interface Problem {
 export type Vec3 = Array<number>;
 
 export interface Dataset {
-  /** SHA-256(SHA-256(x) || SHA-256(y) || SHA-256(z)) over the float64 little-endian coordinate arrays; with weights, frames or a box, SHA-256 of those three and SHA-256 of the payload's tail (the weights, then a record of 8 float64 per frame: points, box kind, ax, bx, by, cx, cy, cz). A growing dataset's id is random, its own (its points change). */
+  /** SHA-256(SHA-256(x) || SHA-256(y) || SHA-256(z)) over the float64 little-endian coordinate arrays; with weights, frames or a box, SHA-256 of those three and SHA-256 of the payload's tail (the weights, then a record of 8 float64 per frame: points, box kind, ax, bx, by, cx, cy, cz; then the topology, a sky catalogue's ra, dec, dist a point and its region labels). A growing dataset's id is random, its own (its points change). */
   id: string;
   /** The points of every frame together. */
   n: Int;
   /** Size of the float64 payload (24 bytes per point */
   bytes: Int;
   /** The format it was first uploaded in. */
-  format: "json" | "csv" | "xyz" | "f64" | "f32" | "lammps" | "dcd" | "xtc" | "trr" | "netcdf" | "gro" | "pdb";
+  format: "json" | "csv" | "xyz" | "f64" | "f32" | "lammps" | "dcd" | "xtc" | "trr" | "netcdf" | "gro" | "pdb" | "sky-csv" | "sky-json" | "fits";
   /** Frames (snapshots) one after another; a job runs each and sums them. */
   frames?: Int;
   /** The points carry weights (a job uses them with "weights": true). */
@@ -68,6 +68,13 @@ export interface Dataset {
   growing?: boolean;
   /** A growing dataset that takes no more frames (POST /v1/datasets/{id}/seal); present for growing datasets only. */
   sealed?: boolean;
+  /** Present for a sky catalogue (sky-csv, sky-json, fits): how its distances were given, "dist" (comoving, Mpc/h) or "z" (redshifts, made into distances with omega_m; null for "dist"). */
+  sky?: {
+    distance: "dist" | "z";
+    omega_m: number | null;
+  };
+  /** The jackknife regions its points are labelled with (labels 0 .. regions - 1, from the region column or ?regions=); 0: none. */
+  regions?: Int;
 }
 
 /**

@@ -159,7 +159,20 @@ typedef struct histd_dataset {
   uint64_t *origin;      /* NULL, or for each point of a frame its index in a
                           * frame of the dataset it was selected from
                           * (histd_dataset_select); owned like `frame` */
+  double *sky;           /* NULL, or a sky catalogue's own columns, three a point:
+                          * sky[3i] ra (degrees, wrapped into [0, 360)),
+                          * sky[3i + 1] dec (degrees), sky[3i + 2] the comoving
+                          * distance (Mpc/h) that made x, y, z; owned like x
+                          * (left alone when `borrowed`) */
+  double omega_m;        /* the flat LambdaCDM Omega_m that made the distances
+                          * from redshifts; 0 when the catalogue gave them */
+  int32_t *region;       /* NULL, or a jackknife region a point, 0 <= region[i] <
+                          * regions; owned like `frame` */
+  uint32_t regions;      /* the number of regions K (labels 0 .. K-1); 0 without */
 } histd_dataset;
+
+/* The most jackknife regions a dataset may have (labels 0 .. 65535). */
+#define HISTD_MAX_REGIONS 65536u
 
 /* Allocates room for n points (coordinates uninitialised, bounds zeroed). */
 int histd_dataset_alloc(histd_dataset *ds, size_t n, char *msg, size_t msglen);
@@ -206,8 +219,8 @@ unsigned histd_topology_fields(const histd_topology *top);
 
 /*
  * A selection: the atoms of ds that `sel` names, every frame, as a new
- * dataset (coordinates, weights, frames and boxes, and its topology's
- * entries, copied). sel is "all" or KIND:LIST, LIST comma-separated:
+ * dataset (coordinates, weights, a sky catalogue's columns and regions,
+ * frames and boxes, and its topology's entries, copied). sel is "all" or KIND:LIST, LIST comma-separated:
  *   element:O,H   name:OW   resname:SOL   (element ignores case)
  *   type:2  resid:1-10  mol:5  index:0-99   (whole numbers and ranges a-b,
  *                                             inclusive; index counts from 0)
@@ -233,6 +246,46 @@ int histd_dataset_pick(const histd_dataset *ds, const size_t *pick, size_t m,
  * says they don't. ds's own topology, if any, is replaced. */
 int histd_dataset_adopt_topology(histd_dataset *ds, const histd_dataset *from, char *msg,
                                  size_t msglen);
+
+/*
+ * Sky catalogues (io.h's sky-csv, sky-json and fits formats).
+ *
+ * histd_sky_unit: the unit vector of the direction (ra, dec), in degrees,
+ * in binary64 with no fused multiply-add: r = ra * (pi / 180) and
+ * d = dec * (pi / 180) (pi / 180 the double nearest it), then
+ *     u = (cos(d) * cos(r), cos(d) * sin(r), sin(d))
+ * with libm's cos and sin. A catalogue's point is x = dist * u[0],
+ * y = dist * u[1], z = dist * u[2].
+ *
+ * histd_dataset_unit_vectors: those unit vectors, one a point of ds (which
+ * must have sky columns), as a new dataset with ds's weights, regions and
+ * sky columns copied: the points that an angular statistic compares.
+ *
+ * histd_dataset_assign_regions: k jackknife regions (1 <= k <= min(n,
+ * HISTD_MAX_REGIONS)) on the sky, replacing ds's labels, by this
+ * deterministic rule (k-means, Lloyd's algorithm, on the unit vectors):
+ *   1. the sample: the points i with i % s == 0, s = ceil(n / 100000);
+ *   2. seeding (k-means++): a splitmix64 generator with state
+ *      HISTD_REGIONS_SEED; the first centre is sample point
+ *      next() % m (m the sample's size); each next one is the first
+ *      sample point j at which the running sum of D(j) reaches
+ *      t = ((next() >> 11) * 2^-53) * sum D, where D(j) is 1 - max over the
+ *      centres c of u_j . c (the cosine distance, 0 for chosen points);
+ *      fewer than k distinct directions is an error;
+ *   3. Lloyd: each sample point takes the centre of the largest u . c (the
+ *      lowest index on ties); each centre becomes the normalised sum of its
+ *      points' unit vectors (a centre without points stays); until no
+ *      point changes its centre, or 100 rounds;
+ *   4. every point of ds takes its nearest centre by step 3's rule.
+ * Dot products are (a0*b0 + a1*b1) + a2*b2; sums go in index order.
+ * Needs sky columns. The labels are ds's own (freed with it), whoever owns
+ * its points.
+ */
+void histd_sky_unit(double ra, double dec, double u[3]);
+int histd_dataset_unit_vectors(const histd_dataset *ds, histd_dataset *out, char *msg,
+                               size_t msglen);
+#define HISTD_REGIONS_SEED UINT64_C(0x5EED5EED5EED5EED)
+int histd_dataset_assign_regions(histd_dataset *ds, uint32_t k, char *msg, size_t msglen);
 
 /* Whether sel is a selection that a topology with these arrays (HISTD_TOP_*
  * bits; ~0u: any) can answer; the sentence of histd_dataset_select if not. */

@@ -53,8 +53,12 @@ static const char usage_head[] =
     "                        --input-format)\n"
     "  --with FILE2          count the pairs of FILE x FILE2 (same formats)\n"
     "  -i, --input-format F  json, csv, xyz, lammps, dcd, xtc, trr, netcdf (or nc),\n"
-    "                        gro, pdb, f64 (or bin), f32: overrides the file's\n"
-    "                        extension (for FILE and FILE2)\n"
+    "                        gro, pdb, f64 (or bin), f32, sky-csv, sky-json, fits:\n"
+    "                        overrides the file's extension (for FILE and FILE2)\n"
+    "  --omega-m X           a sky catalogue's flat LambdaCDM Omega_m for its\n"
+    "                        redshifts, 0.01 to 1 (default 0.315; distances in\n"
+    "                        Mpc/h); sky catalogues (sky-csv, sky-json, .fits) are\n"
+    "                        RA, Dec in degrees and dist or z, made into x, y, z\n"
     "  --random N            N points uniform in [0, S)^3 instead of a file\n"
     "  --box S               side of the random cube (default 23000)\n"
     "  --seed S              seed of the random points (default 1); the\n"
@@ -113,6 +117,7 @@ typedef struct options {
   histd_params params;
   enum output_format out;
   bool pretty;
+  histd_sky_options sky;
 } options;
 
 static int usage_error(const char *fmt, ...) {
@@ -184,7 +189,7 @@ static int list_params(void) {
  * own. */
 static int parse_args(int argc, char **argv, options *o) {
   enum { O_RANDOM = 256, O_BOX, O_SEED, O_PRETTY, O_LIST, O_LIST_PARAMS, O_LIST_FIELDS,
-         O_VERSION, O_WITH, O_ALL_IMAGES, O_PARAM };
+         O_VERSION, O_WITH, O_ALL_IMAGES, O_OMEGA_M, O_PARAM };
   static const struct option own[] = {
       {"format", required_argument, NULL, 'f'},
       {"input-format", required_argument, NULL, 'i'},
@@ -192,6 +197,7 @@ static int parse_args(int argc, char **argv, options *o) {
       {"box", required_argument, NULL, O_BOX},
       {"seed", required_argument, NULL, O_SEED},
       {"with", required_argument, NULL, O_WITH},
+      {"omega-m", required_argument, NULL, O_OMEGA_M},
       {"all-images", no_argument, NULL, O_ALL_IMAGES}, /* --images all */
       {"pretty", no_argument, NULL, O_PRETTY},
       {"list-kernels", no_argument, NULL, O_LIST},
@@ -261,6 +267,11 @@ static int parse_args(int argc, char **argv, options *o) {
       break;
     case O_WITH:
       o->file_b = optarg;
+      break;
+    case O_OMEGA_M:
+      if (!parse_positive(optarg, &o->sky.omega_m) || o->sky.omega_m < 0.01 ||
+          o->sky.omega_m > 1)
+        return usage_error("--omega-m must be a number from 0.01 to 1, got '%s'", optarg);
       break;
     case O_ALL_IMAGES:
       if (histd_param_set_text(&o->params, histd_param_find("images"), "all", msg, sizeof msg) != 0)
@@ -369,7 +380,7 @@ static int load(const options *o, const char *file, histd_dataset *ds) {
             file);
     return 1;
   }
-  int rc = histd_parse_file(file, fmt, 0, ds, msg, sizeof msg);
+  int rc = histd_parse_file_with(file, fmt, 0, &o->sky, ds, msg, sizeof msg);
   if (rc != 0) {
     if (rc == HISTD_ENOENT || rc == HISTD_EIO)
       fprintf(stderr, "sdh: %s\n", msg);

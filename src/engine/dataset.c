@@ -1,5 +1,6 @@
 /* dataset.c -- point sets: N points in float64, structure of arrays, in
- * one or several frames. */
+ * one or several frames; a sky catalogue's unit vectors and jackknife
+ * regions (histd.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +46,11 @@ int histd_dataset_alloc_weights(histd_dataset *ds, char *msg, size_t msglen) {
 void histd_dataset_free(histd_dataset *ds) {
   if (ds == NULL)
     return;
-  if (!ds->borrowed)
+  if (!ds->borrowed) {
     free(ds->x);
+    free(ds->sky);
+  }
+  free(ds->region);
   free(ds->frame);
   free(ds->origin);
   histd_topology_free(ds->top);
@@ -113,6 +117,10 @@ void histd__view(const histd_dataset *ds, size_t start, size_t n, histd_dataset 
   view->y = ds->y + start;
   view->z = ds->z + start;
   view->w = ds->w != NULL ? ds->w + start : NULL;
+  view->sky = ds->sky != NULL ? ds->sky + 3 * start : NULL;
+  view->omega_m = ds->omega_m;
+  view->region = ds->region != NULL ? ds->region + start : NULL;
+  view->regions = ds->regions;
   view->borrowed = true;
   const double *c[3] = {view->x, view->y, view->z};
   for (int a = 0; a < 3; a++)
@@ -148,4 +156,183 @@ int histd_dataset_set_frames(histd_dataset *ds, size_t frames, const size_t *cou
   ds->frames = frames;
   ds->box = boxes ? boxes[0] : (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0};
   return 0;
+}
+
+/* ---- sky catalogues: unit vectors and jackknife regions ------------------------------ */
+
+void histd_sky_unit(double ra, double dec, double u[3]) {
+  const double deg = M_PI / 180.0;
+  const double r = ra * deg, d = dec * deg;
+  const double cd = cos(d);
+  u[0] = cd * cos(r);
+  u[1] = cd * sin(r);
+  u[2] = sin(d);
+}
+
+int histd_dataset_unit_vectors(const histd_dataset *ds, histd_dataset *out, char *msg,
+                               size_t msglen) {
+  memset(out, 0, sizeof *out);
+  if (ds->sky == NULL)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the dataset is not a sky catalogue: it has no ra and dec to make unit "
+                      "vectors of");
+  const size_t n = ds->n;
+  int rc = histd_dataset_alloc(out, n, msg, msglen);
+  if (rc == 0 && ds->w != NULL && (rc = histd_dataset_alloc_weights(out, msg, msglen)) == 0)
+    memcpy(out->w, ds->w, n * sizeof *out->w);
+  if (rc == 0 && (out->sky = malloc((n ? n : 1) * 3 * sizeof *out->sky)) == NULL)
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu points' sky columns", n);
+  if (rc == 0 && ds->region != NULL &&
+      (out->region = malloc((n ? n : 1) * sizeof *out->region)) == NULL)
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu points' regions", n);
+  if (rc != 0) {
+    histd_dataset_free(out);
+    return rc;
+  }
+  memcpy(out->sky, ds->sky, n * 3 * sizeof *out->sky);
+  if (ds->region != NULL)
+    memcpy(out->region, ds->region, n * sizeof *out->region);
+  out->regions = ds->regions;
+  out->omega_m = ds->omega_m;
+  for (size_t i = 0; i < n; i++) {
+    double u[3];
+    histd_sky_unit(ds->sky[3 * i], ds->sky[3 * i + 1], u);
+    out->x[i] = u[0];
+    out->y[i] = u[1];
+    out->z[i] = u[2];
+  }
+  rc = histd_dataset_finish(out, msg, msglen);
+  if (rc != 0)
+    histd_dataset_free(out);
+  return rc;
+}
+
+static uint64_t regions_next(uint64_t *state) { /* splitmix64 */
+  uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+  return z ^ (z >> 31);
+}
+
+static double dot3(const double *a, const double *b) { return (a[0] * b[0] + a[1] * b[1]) + a[2] * b[2]; }
+
+/* The centre of the largest u . c among c[0..k) (the lowest index on ties). */
+static uint32_t nearest_centre(const double *u, const double *c, uint32_t k) {
+  uint32_t best = 0;
+  double top = dot3(u, c);
+  for (uint32_t j = 1; j < k; j++) {
+    const double d = dot3(u, c + 3 * j);
+    if (d > top) {
+      top = d;
+      best = j;
+    }
+  }
+  return best;
+}
+
+#define REGIONS_SAMPLE 100000u
+#define REGIONS_ROUNDS 100
+
+int histd_dataset_assign_regions(histd_dataset *ds, uint32_t k, char *msg, size_t msglen) {
+  const size_t n = ds->n;
+  if (ds->sky == NULL)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "regions are assigned on the sky, and this dataset is not a sky "
+                      "catalogue (give each point a region column instead)");
+  if (k < 1 || k > HISTD_MAX_REGIONS || k > n)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "regions must be from 1 to %u and at most the %zu points, got %u",
+                      HISTD_MAX_REGIONS, n, k);
+  const size_t s = (n + REGIONS_SAMPLE - 1) / REGIONS_SAMPLE, m = (n + s - 1) / s;
+  double *u = malloc(m * 3 * sizeof *u), *c = malloc((size_t)k * 3 * sizeof *c);
+  double *dist = malloc(m * sizeof *dist);
+  uint32_t *label = malloc(m * sizeof *label);
+  int32_t *region = malloc(n * sizeof *region);
+  int rc = 0;
+  if (u == NULL || c == NULL || dist == NULL || label == NULL || region == NULL) {
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u regions of %zu points", k,
+                    n);
+    goto out;
+  }
+  for (size_t j = 0; j < m; j++)
+    histd_sky_unit(ds->sky[3 * j * s], ds->sky[3 * j * s + 1], u + 3 * j);
+  /* k-means++ seeding */
+  uint64_t state = HISTD_REGIONS_SEED;
+  size_t first = (size_t)(regions_next(&state) % m);
+  memcpy(c, u + 3 * first, 3 * sizeof *c);
+  for (size_t j = 0; j < m; j++)
+    dist[j] = 1.0 - dot3(u + 3 * j, c);
+  for (uint32_t q = 1; q < k; q++) {
+    double sum = 0;
+    for (size_t j = 0; j < m; j++)
+      sum += dist[j] > 0 ? dist[j] : 0;
+    if (!(sum > 0)) {
+      rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                      "cannot make %u regions: the catalogue's points lie in only %u distinct "
+                      "directions", k, q);
+      goto out;
+    }
+    const double t = (double)(regions_next(&state) >> 11) * 0x1p-53 * sum;
+    double run = 0;
+    size_t pick = m;
+    for (size_t j = 0; j < m && pick == m; j++) {
+      run += dist[j] > 0 ? dist[j] : 0;
+      if (dist[j] > 0 && run >= t)
+        pick = j;
+    }
+    for (size_t j = m; pick == m && j-- > 0;) /* t past the sum by rounding: the last one */
+      if (dist[j] > 0)
+        pick = j;
+    memcpy(c + 3 * q, u + 3 * pick, 3 * sizeof *c);
+    for (size_t j = 0; j < m; j++) {
+      const double d = 1.0 - dot3(u + 3 * j, c + 3 * q);
+      if (d < dist[j])
+        dist[j] = d;
+    }
+  }
+  /* Lloyd's rounds on the sample (dist now holds the new centres' sums) */
+  double *sums = malloc((size_t)k * 3 * sizeof *sums);
+  if (sums == NULL) {
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u regions", k);
+    goto out;
+  }
+  for (size_t j = 0; j < m; j++)
+    label[j] = UINT32_MAX;
+  for (int round = 0; round < REGIONS_ROUNDS; round++) {
+    bool changed = false;
+    for (size_t j = 0; j < m; j++) {
+      const uint32_t b = nearest_centre(u + 3 * j, c, k);
+      changed |= b != label[j];
+      label[j] = b;
+    }
+    if (!changed)
+      break;
+    memset(sums, 0, (size_t)k * 3 * sizeof *sums);
+    for (size_t j = 0; j < m; j++)
+      for (int a = 0; a < 3; a++)
+        sums[3 * label[j] + a] += u[3 * j + a];
+    for (uint32_t q = 0; q < k; q++) {
+      const double len = sqrt(dot3(sums + 3 * q, sums + 3 * q));
+      if (len > 0)
+        for (int a = 0; a < 3; a++)
+          c[3 * q + a] = sums[3 * q + a] / len;
+    }
+  }
+  free(sums);
+  for (size_t i = 0; i < n; i++) {
+    double v[3];
+    histd_sky_unit(ds->sky[3 * i], ds->sky[3 * i + 1], v);
+    region[i] = (int32_t)nearest_centre(v, c, k);
+  }
+  free(ds->region);
+  ds->region = region;
+  ds->regions = k;
+  region = NULL;
+out:
+  free(u);
+  free(c);
+  free(dist);
+  free(label);
+  free(region);
+  return rc;
 }

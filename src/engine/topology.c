@@ -322,6 +322,15 @@ static int copy_picked(const histd_dataset *ds, const size_t *pick, size_t m, si
   int rc = histd_dataset_alloc(out, total, msg, msglen);
   if (rc == 0 && ds->w != NULL)
     rc = histd_dataset_alloc_weights(out, msg, msglen);
+  /* a sky catalogue's columns and regions go with their points */
+  if (rc == 0 && ds->sky != NULL &&
+      (out->sky = malloc((total ? total : 1) * 3 * sizeof *out->sky)) == NULL)
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu points' sky columns", total);
+  if (rc == 0 && ds->region != NULL &&
+      (out->region = malloc((total ? total : 1) * sizeof *out->region)) == NULL)
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu points' regions", total);
+  out->omega_m = ds->omega_m;
+  out->regions = ds->regions;
   size_t *counts = NULL;
   histd_box *boxes = NULL;
   if (rc == 0 && ((counts = malloc((frames ? frames : 1) * sizeof *counts)) == NULL ||
@@ -338,6 +347,10 @@ static int copy_picked(const histd_dataset *ds, const size_t *pick, size_t m, si
       out->z[at] = view.z[src];
       if (ds->w != NULL)
         out->w[at] = view.w[src];
+      if (ds->sky != NULL)
+        memcpy(out->sky + 3 * at, view.sky + 3 * src, 3 * sizeof *out->sky);
+      if (ds->region != NULL)
+        out->region[at] = view.region[src];
     }
     counts[k] = n;
     boxes[k] = view.box;

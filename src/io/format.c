@@ -15,7 +15,8 @@
 
 static const char *const format_names[HISTD_FORMAT_COUNT] = {"json", "csv", "xyz", "f64",
                                                               "f32", "lammps", "dcd", "xtc",
-                                                              "trr", "netcdf", "gro", "pdb"};
+                                                              "trr", "netcdf", "gro", "pdb",
+                                                              "sky-csv", "sky-json", "fits"};
 
 const char *histd_format_name(histd_format f) {
   return (unsigned)f < HISTD_FORMAT_COUNT ? format_names[f] : "?";
@@ -57,7 +58,8 @@ int histd_format_from_path(const char *path, histd_format *out) {
       {"xtc", HISTD_FORMAT_XTC},          {"trr", HISTD_FORMAT_TRR},
       {"nc", HISTD_FORMAT_NETCDF},        {"ncdf", HISTD_FORMAT_NETCDF},
       {"gro", HISTD_FORMAT_GRO},          {"pdb", HISTD_FORMAT_PDB},
-      {"ent", HISTD_FORMAT_PDB},
+      {"ent", HISTD_FORMAT_PDB},          {"fits", HISTD_FORMAT_FITS},
+      {"fit", HISTD_FORMAT_FITS},         {"fts", HISTD_FORMAT_FITS},
   };
   if (path == NULL)
     return HISTD_EINVAL;
@@ -98,6 +100,8 @@ static const struct {
       {"application/x-netcdf", HISTD_FORMAT_NETCDF},
       {"application/x-gro", HISTD_FORMAT_GRO},
       {"chemical/x-pdb", HISTD_FORMAT_PDB},
+      {"application/fits", HISTD_FORMAT_FITS},
+      {"image/fits", HISTD_FORMAT_FITS},
 };
 
 void histd_format_names(char *buf, size_t len, const char *sep) {
@@ -113,7 +117,7 @@ void histd_format_types(char *buf, size_t len) {
   for (int f = 0; f < HISTD_FORMAT_COUNT && at < len; f++)
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
       if (types[i].f == (histd_format)f) {
-        at += (size_t)snprintf(buf + at, len - at, "%s%s", f ? ", " : "", types[i].type);
+        at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", types[i].type);
         break;
       }
 }
@@ -144,6 +148,12 @@ int histd_format_from_content_type(const char *ct, histd_format *out) {
 
 int histd_parse(histd_format fmt, const char *buf, size_t len, size_t max_points,
                 histd_dataset *out, char *msg, size_t msglen) {
+  return histd_parse_with(fmt, buf, len, max_points, NULL, out, msg, msglen);
+}
+
+int histd_parse_with(histd_format fmt, const char *buf, size_t len, size_t max_points,
+                     const histd_sky_options *sky, histd_dataset *out, char *msg,
+                     size_t msglen) {
   if (out == NULL)
     return histd_fail(msg, msglen, HISTD_EINVAL, "no dataset to parse into");
   memset(out, 0, sizeof *out);
@@ -177,6 +187,12 @@ int histd_parse(histd_format fmt, const char *buf, size_t len, size_t max_points
     return histd__parse_gro(buf, len, max_points, out, msg, msglen);
   case HISTD_FORMAT_PDB:
     return histd__parse_pdb(buf, len, max_points, out, msg, msglen);
+  case HISTD_FORMAT_SKY_CSV:
+    return histd__parse_sky_csv(buf, len, max_points, sky, out, msg, msglen);
+  case HISTD_FORMAT_SKY_JSON:
+    return histd__parse_sky_json(buf, len, max_points, sky, out, msg, msglen);
+  case HISTD_FORMAT_FITS:
+    return histd__parse_fits(buf, len, max_points, sky, out, msg, msglen);
   }
   return histd_fail(msg, msglen, HISTD_EINVAL, "unknown input format %d", (int)fmt);
 }
@@ -229,6 +245,12 @@ int histd_read_file(const char *path, char **out, size_t *len, char *msg, size_t
 
 int histd_parse_file(const char *path, histd_format fmt, size_t max_points,
                      histd_dataset *out, char *msg, size_t msglen) {
+  return histd_parse_file_with(path, fmt, max_points, NULL, out, msg, msglen);
+}
+
+int histd_parse_file_with(const char *path, histd_format fmt, size_t max_points,
+                          const histd_sky_options *sky, histd_dataset *out, char *msg,
+                          size_t msglen) {
   if (out == NULL || path == NULL)
     return histd_fail(msg, msglen, HISTD_EINVAL, "no file or dataset given");
   memset(out, 0, sizeof *out);
@@ -259,7 +281,7 @@ int histd_parse_file(const char *path, histd_format fmt, size_t max_points,
     void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map != MAP_FAILED) {
       madvise(map, len, MADV_SEQUENTIAL);
-      rc = histd_parse(fmt, map, len, max_points, out, msg, msglen);
+      rc = histd_parse_with(fmt, map, len, max_points, sky, out, msg, msglen);
       munmap(map, len);
       if (!is_stdin)
         close(fd);
@@ -273,7 +295,7 @@ int histd_parse_file(const char *path, histd_format fmt, size_t max_points,
     close(fd);
   if (rc != 0)
     return rc;
-  rc = histd_parse(fmt, buf, len, max_points, out, msg, msglen);
+  rc = histd_parse_with(fmt, buf, len, max_points, sky, out, msg, msglen);
   free(buf);
   return rc;
 }

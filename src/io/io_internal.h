@@ -37,6 +37,59 @@ int histd__parse_xtc(const char *buf, size_t len, size_t max_points, histd_datas
                      char *msg, size_t msglen);
 int histd__parse_trr(const char *buf, size_t len, size_t max_points, histd_dataset *out,
                      char *msg, size_t msglen);
+/* The sky catalogues (parse_sky.c, parse_fits.c): histd_parse's contract,
+ * with the options of histd_parse_with (NULL: the defaults). parse_fits
+ * without cfitsio (HISTD_HAVE_CFITSIO unset): an error saying histd was
+ * built without FITS support. */
+int histd__parse_sky_csv(const char *buf, size_t len, size_t max_points,
+                         const histd_sky_options *opt, histd_dataset *out, char *msg,
+                         size_t msglen);
+int histd__parse_sky_json(const char *buf, size_t len, size_t max_points,
+                          const histd_sky_options *opt, histd_dataset *out, char *msg,
+                          size_t msglen);
+int histd__parse_fits(const char *buf, size_t len, size_t max_points,
+                      const histd_sky_options *opt, histd_dataset *out, char *msg,
+                      size_t msglen);
+
+/* ---- sky catalogues (sky.c) -------------------------------------------- */
+
+/* The columns a sky catalogue may have, by name (histd__sky_column). */
+enum {
+  HISTD__SKY_RA,
+  HISTD__SKY_DEC,
+  HISTD__SKY_DIST,
+  HISTD__SKY_Z,
+  HISTD__SKY_W,
+  HISTD__SKY_REGION,
+  HISTD__SKY_COLUMNS
+};
+/* "ra", "dec", "dist", "z", "w", "region". */
+const char *histd__sky_column_name(int column);
+/* The column a name (case-insensitive, quotes allowed; "weight" is w)
+ * stands for, or -1. */
+int histd__sky_column(const char *name, size_t len);
+/* Why v cannot be a value of the column ("is outside [-90, 90] ..."), or
+ * NULL when it can. */
+const char *histd__sky_bad_value(int column, double v);
+/* The columns found (col[c] their index, SIZE_MAX when absent) make a
+ * catalogue: ra, dec and exactly one of dist and z; else HISTD_EPARSE with
+ * a sentence about `where` ("the header", "the object"). */
+int histd__sky_header_check(const size_t col[HISTD__SKY_COLUMNS], const char *where,
+                            char *msg, size_t msglen);
+/* A catalogue's columns as read: v[c] n values (NULL: no such column). */
+typedef struct histd__sky_cols {
+  size_t n, cap;
+  double *v[HISTD__SKY_COLUMNS];
+} histd__sky_cols;
+/* Room for cap values of each column wanted. */
+int histd__sky_cols_alloc(histd__sky_cols *c, size_t cap, const bool want[HISTD__SKY_COLUMNS],
+                          char *msg, size_t msglen);
+void histd__sky_cols_free(histd__sky_cols *c);
+/* The points of checked columns (io.h's rule), as a new dataset: x, y, z,
+ * the sky columns, weights and regions, regions assigned when the options
+ * ask. The columns are freed, whatever the outcome. */
+int histd__sky_finish(histd__sky_cols *c, const histd_sky_options *opt, histd_dataset *out,
+                      char *msg, size_t msglen);
 
 /* ---- numbers ----------------------------------------------------------- */
 
@@ -69,6 +122,22 @@ void histd__quote(char *dst, size_t dstlen, const char *tok, size_t len);
 
 /* The C locale for strtod_l: created per parse, freed after. */
 int histd__c_locale(locale_t *out, char *msg, size_t msglen);
+
+/* ---- CSV fields (parse_csv.c), for the sky CSV too ---------------------- */
+
+/* Field iterator over one line [q, le). */
+typedef struct histd__fields {
+  const char *q, *le;
+  size_t idx;       /* index of the next field                         */
+  bool after_comma; /* a ',' was consumed, so another field must follow */
+} histd__fields;
+/* 1: a field in tok/tl (index it->idx - 1); 0: end of line; -1: an empty
+ * field (its index is it->idx). */
+int histd__next_field(histd__fields *it, const char **tok, size_t *tl);
+/* The sentence for a number that did not parse (st), on `line`, `column` a
+ * suffix such as " (column x)". */
+int histd__number_error(histd__num_status st, size_t line, const char *tok, size_t tl,
+                        const char *column, char *msg, size_t msglen);
 
 /* ---- datasets under construction --------------------------------------- */
 

@@ -270,9 +270,15 @@ int histd__ds_reserve(histd_dataset *ds, size_t cap, char *msg, size_t msglen) {
 
 int histd_parse_to_fd(histd_format fmt, const char *buf, size_t len, size_t max_points, int fd,
                       histd_dataset *out, char *msg, size_t msglen) {
+  return histd_parse_to_fd_with(fmt, buf, len, max_points, NULL, fd, out, msg, msglen);
+}
+
+int histd_parse_to_fd_with(histd_format fmt, const char *buf, size_t len, size_t max_points,
+                           const histd_sky_options *sky, int fd, histd_dataset *out,
+                           char *msg, size_t msglen) {
   arena_fd = fd;
   arena_map = NULL;
-  int rc = histd_parse(fmt, buf, len, max_points, out, msg, msglen);
+  int rc = histd_parse_with(fmt, buf, len, max_points, sky, out, msg, msglen);
   if (rc != 0 && arena_map != NULL) /* the dataset is gone; its mapping with it */
     munmap(arena_map, arena_bytes);
   arena_fd = -1;

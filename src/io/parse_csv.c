@@ -17,16 +17,7 @@
 
 #include "io_internal.h"
 
-/* Field iterator over one line [q, le). */
-typedef struct fields {
-  const char *q, *le;
-  size_t idx;       /* index of the next field                         */
-  bool after_comma; /* a ',' was consumed, so another field must follow */
-} fields;
-
-/* 1: a field in tok/tl (index it->idx - 1); 0: end of line; -1: an empty
- * field (its index is it->idx). */
-static int next_field(fields *it, const char **tok, size_t *tl) {
+int histd__next_field(histd__fields *it, const char **tok, size_t *tl) {
   while (it->q < it->le && histd__is_blank(*it->q))
     it->q++;
   if (it->q == it->le)
@@ -49,7 +40,7 @@ static int next_field(fields *it, const char **tok, size_t *tl) {
   return 1;
 }
 
-static int number_error(histd__num_status st, size_t line, const char *tok, size_t tl,
+int histd__number_error(histd__num_status st, size_t line, const char *tok, size_t tl,
                         const char *column, char *msg, size_t msglen) {
   char q[64];
   histd__quote(q, sizeof q, tok, tl);
@@ -82,13 +73,13 @@ static bool name_is(const char *tok, size_t tl, char axis) {
  * "molecule", for exclusions; SIZE_MAX when there is none). */
 static int read_header(const char *ls, const char *le, size_t line, size_t *ncols,
                        size_t col[5], char *msg, size_t msglen) {
-  fields it = {ls, le, 0, false};
+  histd__fields it = {ls, le, 0, false};
   const char *tok;
   size_t tl;
   int r;
   bool found[3] = {false, false, false};
   col[3] = col[4] = SIZE_MAX;
-  while ((r = next_field(&it, &tok, &tl)) == 1) {
+  while ((r = histd__next_field(&it, &tok, &tl)) == 1) {
     if (col[4] == SIZE_MAX && ((tl == 3 && strncasecmp(tok, "mol", 3) == 0) ||
                                (tl == 8 && strncasecmp(tok, "molecule", 8) == 0)))
       col[4] = it.idx - 1;
@@ -108,6 +99,18 @@ static int read_header(const char *ls, const char *le, size_t line, size_t *ncol
   *ncols = it.idx;
   if (found[0] && found[1] && found[2])
     return 0;
+  bool sky[2] = {false, false}; /* ra and dec: a sky catalogue, not points */
+  histd__fields again = {ls, le, 0, false};
+  while (histd__next_field(&again, &tok, &tl) == 1) {
+    const int c = histd__sky_column(tok, tl);
+    if (c == HISTD__SKY_RA || c == HISTD__SKY_DEC)
+      sky[c] = true;
+  }
+  if (sky[0] && sky[1])
+    return histd_fail(msg, msglen, HISTD_EPARSE,
+                      "line %zu: the header names ra and dec, a sky catalogue: upload it as "
+                      "sky-csv (?format=sky-csv), which makes points of ra, dec and dist or z",
+                      line);
   if (it.idx == 3 || (it.idx == 4 && col[3] == 3)) {
     col[0] = 0, col[1] = 1, col[2] = 2;
     return 0;
@@ -119,10 +122,10 @@ static int read_header(const char *ls, const char *le, size_t line, size_t *ncol
 
 /* The number of fields of a data line (for a file without a header). */
 static size_t count_fields(const char *ls, const char *le) {
-  fields it = {ls, le, 0, false};
+  histd__fields it = {ls, le, 0, false};
   const char *tok;
   size_t tl;
-  while (next_field(&it, &tok, &tl) == 1)
+  while (histd__next_field(&it, &tok, &tl) == 1)
     ;
   return it.idx;
 }
@@ -204,12 +207,12 @@ int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_datas
       if (header)
         continue;
     }
-    fields it = {ls, le, 0, false};
+    histd__fields it = {ls, le, 0, false};
     const char *tok;
     size_t tl;
     int r;
     double v[5] = {0, 0, 0, 0, 0};
-    while ((r = next_field(&it, &tok, &tl)) == 1) {
+    while ((r = histd__next_field(&it, &tok, &tl)) == 1) {
       size_t f = it.idx - 1;
       int a = -1;
       for (int c = 0; c < 5 && a < 0; c++)
@@ -223,7 +226,7 @@ int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_datas
         if (ncols != 3)
           snprintf(column, sizeof column, " (column %s)", (const char *[]){"x", "y", "z", "w",
                                                                            "mol"}[a]);
-        rc = number_error(st, line, tok, tl, column, msg, msglen);
+        rc = histd__number_error(st, line, tok, tl, column, msg, msglen);
         goto fail;
       }
       if (a == 4 && !(v[4] == floor(v[4]) && fabs(v[4]) <= 0x1p53)) {

@@ -420,6 +420,21 @@ static int load(dataset_cache *c, const dataset_meta *m, const char *path, bool 
     }
   }
 
+  /* a sky catalogue's columns (in the mapping) and region labels (copied) */
+  if (rc == 0 && meta.sky && meta.n > 0)
+    d->ds.sky = (double *)d->map + dataset_sky_offset(&meta);
+  d->ds.omega_m = meta.omega_m;
+  if (rc == 0 && meta.regions > 0 && meta.n > 0) {
+    const double *labels = (const double *)d->map + dataset_sky_offset(&meta) +
+                           (meta.sky ? 3 * meta.n : 0);
+    if ((d->ds.region = malloc(meta.n * sizeof *d->ds.region)) == NULL) {
+      loaded_free(d);
+      return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu regions", meta.n);
+    }
+    memcpy(d->ds.region, labels, meta.n * sizeof *d->ds.region);
+    d->ds.regions = meta.regions;
+  }
+
   pthread_mutex_lock(&c->mu);
   bool need_hash = !shared && !is_verified(c, id, &sb);
   pthread_mutex_unlock(&c->mu);

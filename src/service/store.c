@@ -124,7 +124,9 @@ static const char *const schema =
     "  frames INTEGER NOT NULL DEFAULT 1, box TEXT NOT NULL DEFAULT '',"
     "  topology INTEGER NOT NULL DEFAULT 0, atoms TEXT NOT NULL DEFAULT '',"
     "  unit TEXT NOT NULL DEFAULT '', expires_at REAL NOT NULL DEFAULT 0,"
-    "  growing INTEGER NOT NULL DEFAULT 0, sealed INTEGER NOT NULL DEFAULT 0);"
+    "  growing INTEGER NOT NULL DEFAULT 0, sealed INTEGER NOT NULL DEFAULT 0,"
+    "  sky INTEGER NOT NULL DEFAULT 0, omega_m REAL NOT NULL DEFAULT 0,"
+    "  regions INTEGER NOT NULL DEFAULT 0);"
     "CREATE TABLE IF NOT EXISTS jobs ("
     "  seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,"
     "  dataset TEXT NOT NULL, n INTEGER NOT NULL,"
@@ -202,11 +204,17 @@ static const char *const schema =
  *      order their frames came (the upload's, then each append's), each a
  *      payload file of its own named by its hash like any other; jobs keep
  *      follow ("follow": true; 0 before).
+ *  11  sky catalogues: datasets keep sky (1: the payload's tail holds ra,
+ *      dec and dist, three float64 a point, after the topology), omega_m
+ *      (the Omega_m that made the distances from redshifts; 0: given) and
+ *      regions (K > 0: then the tail's last part is the region labels,
+ *      int32 little-endian, two to each 8 bytes, the last 4 zero when n is
+ *      odd); 0 before, so no file changes.
  * A data dir of any older version is migrated in place, in one transaction:
  * the new columns are added and (from 0) each job's params built from its
  * old columns.
  */
-#define SCHEMA_VERSION 10
+#define SCHEMA_VERSION 11
 #define TEXT_OF_(x) #x
 #define TEXT_OF(x) TEXT_OF_(x)
 /* What the WAL keeps of its size once checkpointed (SQLite's
@@ -222,6 +230,10 @@ static const char *const migrate_9_to_10 =
     "ALTER TABLE datasets ADD COLUMN growing INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE datasets ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE jobs ADD COLUMN follow INTEGER NOT NULL DEFAULT 0;";
+static const char *const migrate_10_to_11 =
+    "ALTER TABLE datasets ADD COLUMN sky INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE datasets ADD COLUMN omega_m REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE datasets ADD COLUMN regions INTEGER NOT NULL DEFAULT 0;";
 static const char *const expiry_index =
     "CREATE INDEX IF NOT EXISTS datasets_by_expiry ON datasets(expires_at) WHERE expires_at > 0;";
 static const char *const migrate_7_to_8 =
@@ -299,6 +311,7 @@ static int schema_migrate(sqlite3 *db, char **err) {
   bool has_head = has_column(db, "jobs", "r_head");
   bool has_expiry = has_column(db, "datasets", "expires_at");
   bool has_growing = has_column(db, "datasets", "growing");
+  bool has_sky = has_column(db, "datasets", "sky");
   int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, err);
   if (rc == SQLITE_OK && !has_params)
     rc = sqlite3_exec(db, migrate_0_to_2, NULL, NULL, err);
@@ -318,6 +331,8 @@ static int schema_migrate(sqlite3 *db, char **err) {
     rc = sqlite3_exec(db, migrate_8_to_9, NULL, NULL, err);
   if (rc == SQLITE_OK && !has_growing)
     rc = sqlite3_exec(db, migrate_9_to_10, NULL, NULL, err);
+  if (rc == SQLITE_OK && !has_sky)
+    rc = sqlite3_exec(db, migrate_10_to_11, NULL, NULL, err);
   if (rc == SQLITE_OK) /* (a fresh database has the column, not yet the index) */
     rc = sqlite3_exec(db, expiry_index, NULL, NULL, err);
   if (rc == SQLITE_OK)
@@ -681,9 +696,13 @@ static void row_to_dataset(sqlite3_stmt *st, dataset_meta *m) {
   const char *unit = (const char *)sqlite3_column_text(st, 17);
   snprintf(m->unit, sizeof m->unit, "%s", unit ? unit : "");
   m->expires_at = sqlite3_column_double(st, 18);
-  m->growing = sqlite3_column_int(st, 19) != 0;
-  m->sealed = sqlite3_column_int(st, 20) != 0;
-  m->bytes = (uint64_t)sqlite3_column_int64(st, 21);
+  m->sky = sqlite3_column_int(st, 19) != 0;
+  m->omega_m = sqlite3_column_double(st, 20);
+  sqlite3_int64 regions = sqlite3_column_int64(st, 21);
+  m->regions = regions > 0 && regions <= HISTD_MAX_REGIONS ? (uint32_t)regions : 0;
+  m->growing = sqlite3_column_int(st, 22) != 0;
+  m->sealed = sqlite3_column_int(st, 23) != 0;
+  m->bytes = (uint64_t)sqlite3_column_int64(st, 24);
 }
 
 /* A box as the tables keep it: "kind ax bx by cx cy cz", '' for none. */
@@ -713,12 +732,17 @@ static uint64_t topology_slots(const dataset_meta *m) {
   return m->topology ? (uint64_t)__builtin_popcount(m->topology) * (m->n / m->frames) : 0;
 }
 
+uint64_t dataset_sky_offset(const dataset_meta *m) {
+  return (uint64_t)m->n * (m->weighted ? 4 : 3) +
+         (dataset_has_table(m) ? (uint64_t)m->frames * DATASET_FRAME_RECORD : 0) +
+         topology_slots(m);
+}
+
 uint64_t dataset_payload_bytes(const dataset_meta *m) {
   if (m->growing) /* its segments' files */
     return m->bytes;
-  return (uint64_t)m->n * (m->weighted ? 32 : 24) +
-         (dataset_has_table(m) ? (uint64_t)m->frames * DATASET_FRAME_RECORD * 8 : 0) +
-         topology_slots(m) * 8;
+  return (dataset_sky_offset(m) + (m->sky ? 3 * (uint64_t)m->n : 0) +
+          (m->regions > 0 ? ((uint64_t)m->n + 1) / 2 : 0)) * 8;
 }
 
 /* The topology's arrays, one after another in the order of their bits:
@@ -759,7 +783,7 @@ int dataset_topology_from_tail(histd_dataset *ds, const dataset_meta *m, const d
 
 #define DATASET_COLUMNS \
   "id, n, format, name, created_at, minx, miny, minz, maxx, maxy, maxz, error, weighted, " \
-  "frames, box, topology, atoms, unit, expires_at"
+  "frames, box, topology, atoms, unit, expires_at, sky, omega_m, regions"
 /* what a read takes: the columns, and a growing dataset's segments' bytes */
 #define DATASET_SELECT \
   DATASET_COLUMNS ", growing, sealed, " \
@@ -884,6 +908,9 @@ int dataset_tail(const histd_dataset *ds, dataset_meta *shape, double **tail, si
   memcpy(shape->unit, ds->unit, sizeof shape->unit);
   if (shape->topology && ds->top->atoms * shape->frames != ds->n)
     shape->topology = 0; /* frames of other sizes: a topology cannot describe them */
+  shape->sky = ds->sky != NULL;
+  shape->omega_m = ds->sky != NULL ? ds->omega_m : 0;
+  shape->regions = ds->region != NULL ? ds->regions : 0;
   if (tail != NULL)
     dataset_atoms_summary(ds, shape->atoms, sizeof shape->atoms);
   *len = (size_t)((dataset_payload_bytes(shape) - (uint64_t)ds->n * 24) / 8);
@@ -910,6 +937,14 @@ int dataset_tail(const histd_dataset *ds, dataset_meta *shape, double **tail, si
   }
   if (shape->topology)
     topology_copy(ds->top, shape->topology, t + k, true);
+  const uint64_t at = dataset_sky_offset(shape) - 3 * (uint64_t)ds->n;
+  if (shape->sky)
+    memcpy(t + at, ds->sky, 3 * ds->n * sizeof *t);
+  if (shape->regions > 0) {
+    double *r = t + at + (shape->sky ? 3 * ds->n : 0);
+    r[(ds->n + 1) / 2 - 1] = 0; /* the last 4 bytes when n is odd */
+    memcpy(r, ds->region, ds->n * sizeof *ds->region);
+  }
   *tail = t;
   return 0;
 }
@@ -962,6 +997,9 @@ static void bind_dataset_row(sqlite3_stmt *st, const char *id, const dataset_met
   sqlite3_bind_text(st, 16, shape->atoms, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 17, shape->unit, -1, SQLITE_STATIC);
   sqlite3_bind_double(st, 18, expires_at > 0 ? expires_at : 0);
+  sqlite3_bind_int(st, 19, shape->sky ? 1 : 0);
+  sqlite3_bind_double(st, 20, shape->omega_m);
+  sqlite3_bind_int64(st, 21, (sqlite3_int64)shape->regions);
 }
 
 static void payload_drop_unreferenced(store *s, const char *hash);
@@ -990,7 +1028,7 @@ static int commit_dataset_locked(store *s, const char *tmp_path, const char *id,
   rc = 0;
   if (sqlite3_prepare_v2(s->db,
                          "INSERT INTO datasets (" DATASET_COLUMNS ") "
-                         "VALUES (?,?,?,?,?,?,?,?,?,?,?, '',?,?,?,?,?,?,?) "
+                         "VALUES (?,?,?,?,?,?,?,?,?,?,?, '',?,?,?,?,?,?,?,?,?,?) "
                          "ON CONFLICT(id) DO UPDATE SET error = '', expires_at = "
                          "CASE WHEN expires_at = 0 OR excluded.expires_at = 0 THEN 0 "
                          "ELSE max(expires_at, excluded.expires_at) END",
@@ -1162,7 +1200,7 @@ static int commit_growing_locked(store *s, const char *tmp_path, const char *has
   bool ok = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
   if (ok && sqlite3_prepare_v2(s->db,
                                "INSERT INTO datasets (" DATASET_COLUMNS ", growing) "
-                               "VALUES (?,?,?,?,?,?,?,?,?,?,?, '',?,?,?,?,?,?,?, 1)",
+                               "VALUES (?,?,?,?,?,?,?,?,?,?,?, '',?,?,?,?,?,?,?,?,?,?, 1)",
                                -1, &st, NULL) == SQLITE_OK) {
     bind_dataset_row(st, id, shape, format, name, expires_at);
     ok = sqlite3_step(st) == SQLITE_DONE;

@@ -22,7 +22,7 @@ typedef struct store store;
 typedef struct dataset_meta {
   char id[65];
   size_t n;
-  char format[8];
+  char format[16];
   char name[256];
   double created_at;
   double min[3], max[3];
@@ -38,6 +38,9 @@ typedef struct dataset_meta {
                       * (store_append_frames) until it is sealed            */
   bool sealed;       /* growing, and takes no more frames                   */
   uint64_t bytes;    /* growing: its segments' payload bytes                */
+  bool sky;          /* a sky catalogue: the payload keeps ra, dec, dist       */
+  double omega_m;    /* the Omega_m that made its distances from z; 0: given   */
+  uint32_t regions;  /* K > 0: the payload keeps a region label a point (0..K-1) */
 } dataset_meta;
 
 /* A stored dataset's shape (the job layer's histd_shape): what a job is
@@ -56,7 +59,12 @@ void dataset_atoms_summary(const histd_dataset *ds, char *out, size_t len);
  * Schema 5 adds the topology (when `topology` is not 0): for each array of
  * histd_topology in the order of the HISTD_TOP_* bits, one 8-byte slot an
  * atom of a frame (a name's HISTD_ATOM_STR bytes, or an int64).
+ * Schema 11 adds a sky catalogue's columns (when `sky`): ra, dec and dist,
+ * three float64 a point, then (when `regions`) the region labels, int32
+ * little-endian, two to each 8 bytes (the last 4 zero for an odd n).
  */
+/* Where the sky columns start in the payload, in doubles from its start. */
+uint64_t dataset_sky_offset(const dataset_meta *m);
 bool dataset_has_table(const dataset_meta *m);
 uint64_t dataset_payload_bytes(const dataset_meta *m);
 #define DATASET_FRAME_RECORD 8

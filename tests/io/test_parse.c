@@ -684,7 +684,9 @@ static void test_equivalence(void) {
 static void test_formats(void) {
   histd_format f;
   static const char *const names[] = {"json", "csv", "xyz", "f64", "f32", "lammps", "dcd", "xtc",
-                                      "trr", "netcdf", "gro", "pdb"};
+                                      "trr", "netcdf", "gro", "pdb", "sky-csv", "sky-json",
+                                      "fits"};
+  CHECK(sizeof names / sizeof names[0] == HISTD_FORMAT_COUNT, "every format named");
   for (int i = 0; i < HISTD_FORMAT_COUNT; i++) {
     CHECK(strcmp(histd_format_name((histd_format)i), names[i]) == 0, "name %d", i);
     CHECK(histd_format_parse(names[i], &f) == 0 && f == (histd_format)i, "parse %s", names[i]);
@@ -707,6 +709,8 @@ static void test_formats(void) {
                {"t.lammpstrj", HISTD_FORMAT_LAMMPS},
                {"run/traj.XTC", HISTD_FORMAT_XTC}, {"md.trr", HISTD_FORMAT_TRR},
                {"t.nc", HISTD_FORMAT_NETCDF}, {"t.NCDF", HISTD_FORMAT_NETCDF},
+               {"gal.fits", HISTD_FORMAT_FITS}, {"GAL.FIT", HISTD_FORMAT_FITS},
+               {"g.fts", HISTD_FORMAT_FITS},
                {"noext", -1},                 {".json", -1},
                {"a.json/b", -1},              {"a.dat", -1},
                {"a.", -1}};
@@ -739,6 +743,8 @@ static void test_formats(void) {
              {"application/x-xtc", HISTD_FORMAT_XTC},
              {"Application/X-TRR", HISTD_FORMAT_TRR},
              {"application/x-netcdf", HISTD_FORMAT_NETCDF},
+             {"application/fits", HISTD_FORMAT_FITS},
+             {"image/fits", HISTD_FORMAT_FITS},
              {"application/xml", -1},
              {"+json", -1},
              {"", -1},

@@ -304,6 +304,9 @@ static cJSON *meta_to_json(const dataset_meta *m) {
   cJSON_AddNumberToObject(o, "topology", m->topology);
   cJSON_AddStringToObject(o, "atoms", m->atoms);
   cJSON_AddStringToObject(o, "unit", m->unit);
+  cJSON_AddBoolToObject(o, "sky", m->sky);
+  cJSON_AddNumberToObject(o, "omega_m", m->omega_m);
+  cJSON_AddNumberToObject(o, "regions", m->regions);
   return o;
 }
 
@@ -345,6 +348,10 @@ static int meta_from_text(const char *text, dataset_meta *m) {
   m->topology = (unsigned)num(o, "topology");
   str(o, "atoms", m->atoms, sizeof m->atoms);
   str(o, "unit", m->unit, sizeof m->unit);
+  m->sky = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "sky"));
+  m->omega_m = num(o, "omega_m");
+  const double regions = num(o, "regions");
+  m->regions = regions >= 1 && regions <= HISTD_MAX_REGIONS ? (uint32_t)regions : 0;
   cJSON_Delete(o);
   return 0;
 }

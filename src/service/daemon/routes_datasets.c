@@ -44,6 +44,12 @@
  * durable and whole (store.h) and wakes the jobs that follow the dataset;
  * ?at=K (the frame the body starts at, the dataset's frame count) makes
  * a retry of an append that was stored but not answered harmless.
+ *
+ * Sky catalogues (?format=sky-csv, sky-json or fits; io.h) take ?omega_m=
+ * (flat LambdaCDM's Omega_m for redshifts, 0.01 to 1; 0.315 without it)
+ * and ?regions=K (K jackknife regions assigned on the sky by k-means,
+ * histd.h); the dataset's document says "sky" and "regions". Either with
+ * another format is a 400, as is a sky catalogue with ?growing=true.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -121,6 +127,15 @@ cJSON *dataset_to_json(const dataset_meta *m) {
   cJSON_AddBoolToObject(o, "growing", m->growing);
   if (m->growing)
     cJSON_AddBoolToObject(o, "sealed", m->sealed);
+  if (m->sky) { /* what made its points: the distances given, or Omega_m's from redshifts */
+    cJSON *sky = cJSON_AddObjectToObject(o, "sky");
+    cJSON_AddStringToObject(sky, "distance", m->omega_m > 0 ? "z" : "dist");
+    if (m->omega_m > 0)
+      cJSON_AddNumberToObject(sky, "omega_m", m->omega_m);
+    else
+      cJSON_AddNullToObject(sky, "omega_m");
+  }
+  cJSON_AddNumberToObject(o, "regions", (double)m->regions);
   return o;
 }
 
@@ -189,6 +204,52 @@ static bool upload_expiry(request *r, double *seconds) {
 static double upload_expires_at(request *r) {
   double seconds;
   return upload_expiry(r, &seconds) && seconds > 0 ? wall_now() + seconds : 0;
+}
+
+static bool is_sky(histd_format f) {
+  return f == HISTD_FORMAT_SKY_CSV || f == HISTD_FORMAT_SKY_JSON || f == HISTD_FORMAT_FITS;
+}
+
+/* ?omega_m= and ?regions= of an upload in format fmt into *o (zero
+ * without them); false, answered 400 with a sentence, when either is not a
+ * value a sky catalogue takes, is given with a format that is not one, or
+ * a sky catalogue is to grow. */
+static bool upload_sky(request *r, histd_format fmt, bool growing, histd_sky_options *o) {
+  const char *om = request_query(r, "omega_m"), *k = request_query(r, "regions");
+  memset(o, 0, sizeof *o);
+  if ((om != NULL || k != NULL) && !is_sky(fmt)) {
+    respond_problem(r, 400, "%s goes with a sky catalogue (format sky-csv, sky-json or fits), "
+                            "and this upload's format is %s", om ? "omega_m" : "regions",
+                    histd_format_name(fmt));
+    return false;
+  }
+  if (growing && is_sky(fmt)) {
+    respond_problem(r, 400, "a sky catalogue (format %s) cannot be a growing dataset: upload "
+                            "it whole, without ?growing=true", histd_format_name(fmt));
+    return false;
+  }
+  char *end;
+  if (om != NULL) {
+    errno = 0;
+    o->omega_m = strtod(om, &end);
+    if (end == om || *end != '\0' || errno != 0 || !(o->omega_m >= 0.01 && o->omega_m <= 1)) {
+      respond_problem(r, 400, "omega_m must be a number from 0.01 to 1 (the flat LambdaCDM "
+                              "universe's Omega_m), got \"%.100s\"", om);
+      return false;
+    }
+  }
+  if (k != NULL) {
+    errno = 0;
+    unsigned long v = strtoul(k, &end, 10);
+    if (end == k || *end != '\0' || errno != 0 || k[0] == '-' || k[0] == '+' || v < 1 ||
+        v > HISTD_MAX_REGIONS) {
+      respond_problem(r, 400, "regions must be a whole number from 1 to %u (the jackknife "
+                              "regions to make on the sky), got \"%.100s\"", HISTD_MAX_REGIONS, k);
+      return false;
+    }
+    o->regions = (uint32_t)v;
+  }
+  return true;
 }
 
 /* "text/csv; charset=utf-8" -> "text/csv" */
@@ -330,8 +391,8 @@ static void unquote_input(char *msg, size_t msglen) {
  * and path removed. `what` names it in a 400; `unquote` keeps the file's
  * bytes out of the sentences (an import). */
 static void parse_spooled(request *r, int fd, const char *path, int write_errno,
-                          histd_format fmt, const char *name, const char *what, size_t bytes,
-                          bool unquote) {
+                          histd_format fmt, const histd_sky_options *sky, const char *name,
+                          const char *what, size_t bytes, bool unquote) {
   service *svc = r->svc;
   char msg[512] = "", tmp[4400];
   struct stat sb;
@@ -355,8 +416,8 @@ static void parse_spooled(request *r, int fd, const char *path, int write_errno,
   if (rc == 0) {
     if (map != NULL)
       madvise(map, (size_t)sb.st_size, MADV_SEQUENTIAL);
-    rc = histd_parse_to_fd(fmt, map ? map : "", map ? (size_t)sb.st_size : 0,
-                           svc->cfg.max_points, pfd, &ds, msg, sizeof msg);
+    rc = histd_parse_to_fd_with(fmt, map ? map : "", map ? (size_t)sb.st_size : 0,
+                                svc->cfg.max_points, sky, pfd, &ds, msg, sizeof msg);
   }
   if (map != NULL)
     munmap(map, (size_t)sb.st_size);
@@ -383,7 +444,11 @@ static void finish_spool(request *r, histd_format fmt, const char *name) {
   char what[64];
   snprintf(what, sizeof what, "the %s body", histd_format_name(fmt));
   r->spooling = false;
-  parse_spooled(r, r->spool_fd, r->spool_path, r->spool_errno, fmt, name, what,
+  histd_sky_options sky;
+  bool growing;
+  (void)upload_growing(r, &growing); /* (both checked at the headers) */
+  (void)upload_sky(r, fmt, growing, &sky);
+  parse_spooled(r, r->spool_fd, r->spool_path, r->spool_errno, fmt, &sky, name, what,
                 r->content_length, false);
 }
 
@@ -393,7 +458,9 @@ int route_datasets_stream(request *r, unsigned long long content_length) {
     return 0; /* an import: route_datasets_create answers */
   double expires;
   bool growing;
-  if (!upload_format(r, &fmt) || !upload_expiry(r, &expires) || !upload_growing(r, &growing))
+  histd_sky_options sky;
+  if (!upload_format(r, &fmt) || !upload_expiry(r, &expires) || !upload_growing(r, &growing) ||
+      !upload_sky(r, fmt, growing, &sky))
     return -1;
   const char *name = request_query(r, "name");
   if (name != NULL && (strlen(name) > 255 || !utf8_valid(name)))
@@ -639,6 +706,9 @@ static void import_dataset(request *r, const char *path, const char *name) {
   }
   struct stat sb;
   histd_format fmt;
+  histd_sky_options sky;
+  bool growing;
+  (void)upload_growing(r, &growing); /* (checked by the caller) */
   const char *fq = request_query(r, "format");
   char msg[512] = "", what[300], tmp[4400];
   int tfd = -1;
@@ -647,6 +717,8 @@ static void import_dataset(request *r, const char *path, const char *name) {
   } else if (fq != NULL ? histd_format_parse(fq, &fmt) != 0
                         : histd_format_from_path(path, &fmt) != 0) {
     respond_problem(r, 400, "cannot tell the format of \"%.200s\": name it with ?format=", path);
+  } else if (!upload_sky(r, fmt, growing, &sky)) {
+    /* (answered) */
   } else if (disk_room(r, (unsigned long long)sb.st_size) && /* (else it answered 507) */
              store_temp_payload(svc->store, tmp, sizeof tmp, &tfd, msg, sizeof msg) != 0) {
     respond_problem(r, 500, "%s", msg);
@@ -664,7 +736,7 @@ static void import_dataset(request *r, const char *path, const char *name) {
   if (tfd < 0)
     return;
   snprintf(what, sizeof what, "the file %.200s", path);
-  parse_spooled(r, tfd, tmp, 0, fmt, name ? name : path, what, (size_t)sb.st_size, true);
+  parse_spooled(r, tfd, tmp, 0, fmt, &sky, name ? name : path, what, (size_t)sb.st_size, true);
 }
 
 /* What a buffered body holds: its format (?format= or Content-Type), and
@@ -686,8 +758,13 @@ static bool parse_body(request *r, body_points *b) {
     return false;
   b->bytes = r->body_len;
   snprintf(b->what, sizeof b->what, "the %s body", histd_format_name(b->fmt));
-  b->rc = histd_parse(b->fmt, r->body ? r->body : "", r->body_len, r->svc->cfg.max_points,
-                      &b->ds, b->msg, sizeof b->msg);
+  histd_sky_options sky;
+  bool growing;
+  (void)upload_growing(r, &growing); /* (checked by the caller) */
+  if (!upload_sky(r, b->fmt, growing, &sky))
+    return false;
+  b->rc = histd_parse_with(b->fmt, r->body ? r->body : "", r->body_len, r->svc->cfg.max_points,
+                           &sky, &b->ds, b->msg, sizeof b->msg);
   free(r->body);
   r->body = NULL;
   r->body_len = 0;
@@ -951,6 +1028,12 @@ void route_datasets_frames(request *r) {
   if (rc != 0) {
     respond_problem(r, rc == HISTD_ENOMEM ? 503 : 400, "%s could not be read: %s", what,
                     msg[0] ? msg : histd_strerror(rc));
+    histd_dataset_free(&ds);
+    return;
+  }
+  if (ds.sky != NULL) {
+    respond_problem(r, 400, "%s is a sky catalogue, and a growing dataset's frames are points: "
+                            "append frames in a format of points", what);
     histd_dataset_free(&ds);
     return;
   }
