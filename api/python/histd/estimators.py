@@ -202,8 +202,9 @@ def analytic_rr(statistic: str, edges: Any, volume: float, pairs: float,
     - "s_mu":  pairs 4/3 pi (s_{k+1}^3 - s_k^3) dmu_j / V (|mu| over [0, 1]: both hemispheres).
 
     ``edges2`` are the pi or mu edges (a result's ``edges2``). Exact while
-    every bin lies within the minimum image (the distances within half the
-    box's smallest width). Needs numpy."""
+    every bin lies within the minimum image (r_p and s within half the
+    box's widths across the line of sight, pi within half along it), as
+    the daemon requires of a periodic job's bins. Needs numpy."""
     np = _numpy()
     if statistic not in STATISTICS:
         raise ValueError("statistic must be one of %s, got %r" % (", ".join(STATISTICS),
