@@ -196,6 +196,8 @@ typedef struct copy_in {
 /* A job's launch plan: what the pair kernel needs besides memory. */
 typedef struct grid_job {
   grid_params gp;
+  grid_params rgp;    /* ravg: its pass's (weighted layout, its own grid) */
+  uint32_t rgrid;
   histd__grid_geom g;
   float delta[81];    /* the float32 filter's offsets */
   uint32_t grid;      /* blocks per launch (persistent) */
@@ -269,6 +271,21 @@ static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
                       "grid with block_size %u and %u bins does not fit a multiprocessor",
                       gp->block, gp->count);
   job->grid = (uint32_t)sms * (uint32_t)per_sm;
+  if (p->ravg) { /* its pass: the weighted layout, weights of 1 without them */
+    grid_params *rgp = &job->rgp;
+    *rgp = *gp;
+    rgp->weighted = 1;
+    rgp->unit = !p->weighted;
+    rgp->ravg_pass = 1;
+    int rper_sm = 0;
+    if ((rc = choose_layout(rgp, ex, optin, msg, msglen)) != 0 ||
+        (rc = grid_blocks_per_sm(rgp, &rper_sm, msg, msglen)) != 0)
+      return rc;
+    if (rper_sm < 1)
+      return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                        "grid's ravg with %u bins does not fit a multiprocessor", gp->count);
+    job->rgrid = (uint32_t)sms * (uint32_t)rper_sm;
+  }
   return grid_temp_bytes(job->na > job->nb ? job->na : job->nb, job->g.cells, &job->temp_bytes,
                          msg, msglen);
 }
@@ -281,7 +298,7 @@ typedef struct grid_mem {
   grid_scratch scr;
   const double *raw_a; /* x, y, z of A, n each, back to back */
   uint32_t *cnt, *chunk_off, *next;
-  double *dedges, *wrows, *aw;
+  double *dedges, *wrows, *rrows, *aw;
   float *ddelta;
   unsigned long long *dcounts, *dcand;
 } grid_mem;
@@ -322,6 +339,7 @@ static void carve_job(arena *ar, const grid_job *job, const double *dev_a, grid_
   m->ddelta = gp->filter32 ? carve(ar, sizeof job->delta) : NULL;
   m->dcounts = carve(ar, (size_t)slots * 8);
   m->wrows = weighted ? carve(ar, 2 * (size_t)job->grid * slots * 8) : NULL;
+  m->rrows = job->rgrid ? carve(ar, 2 * (size_t)job->rgrid * slots * 8) : NULL;
   m->next = carve(ar, 4);
   m->dcand = carve(ar, 8);
 }
@@ -444,6 +462,8 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   CK(cudaMemsetAsync(m.dcand, 0, 8, s), "cudaMemsetAsync");
   if (weighted)
     CK(cudaMemsetAsync(m.wrows, 0, 2 * (size_t)grid * slots * 8, s), "cudaMemsetAsync");
+  if (m.rrows != NULL)
+    CK(cudaMemsetAsync(m.rrows, 0, 2 * (size_t)jp->rgrid * slots * 8, s), "cudaMemsetAsync");
   CK(cudaStreamSynchronize(s), "the copies to the device");
   t_copied = histd_now_ms();
 
@@ -483,18 +503,33 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   double launches = ceil(est / GRID_LAUNCH_PAIRS);
   launches = launches < 1 ? 1 : launches > chunks ? chunks : launches;
   const uint32_t per = items == 0 ? 1 : (uint32_t)ceil(items / launches);
-  for (uint32_t k0 = 0; k0 < items; k0 += per) {
-    if (histd__cancelled(ctl)) {
-      rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
-      goto out;
+  /* ravg: the same items again through its pass's kernel, into its rows */
+  grid_params rgp = jp->rgp;
+  if (m.rrows != NULL) {
+    const grid_params *lay = &jp->rgp;
+    rgp = gp;
+    rgp.weighted = 1, rgp.unit = lay->unit, rgp.ravg_pass = 1;
+    rgp.block = lay->block, rgp.smem = lay->smem;
+    rgp.shared_counts = lay->shared_counts, rgp.shared_edges = lay->shared_edges;
+    rgp.wsum = m.rrows;
+    rgp.werr = m.rrows + (size_t)jp->rgrid * slots;
+  }
+  for (int pass = 0; pass < (m.rrows != NULL ? 2 : 1); pass++) {
+    const grid_params *pp = pass == 0 ? &gp : &rgp;
+    const double from = pass == 0 ? 0 : 0.5, span = m.rrows != NULL ? 0.5 : 1;
+    for (uint32_t k0 = 0; k0 < items; k0 += per) {
+      if (histd__cancelled(ctl)) {
+        rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
+        goto out;
+      }
+      const uint32_t k1 = items - k0 > per ? k0 + per : items;
+      CK(cudaMemsetAsync(m.next, 0, 4, s), "cudaMemsetAsync");
+      rc = grid_pairs_launch(pp, k0, k1, pass == 0 ? grid : jp->rgrid, s, msg, msglen);
+      if (rc != 0)
+        goto out;
+      CK(cudaStreamSynchronize(s), "the grid pair kernel");
+      histd__progress(ctl, from + span * (k1 < items ? (double)k1 / items : 0.99));
     }
-    const uint32_t k1 = items - k0 > per ? k0 + per : items;
-    CK(cudaMemsetAsync(m.next, 0, 4, s), "cudaMemsetAsync");
-    rc = grid_pairs_launch(&gp, k0, k1, grid, s, msg, msglen);
-    if (rc != 0)
-      goto out;
-    CK(cudaStreamSynchronize(s), "the grid pair kernel");
-    histd__progress(ctl, k1 < items ? (double)k1 / items : 0.99);
   }
   CK(cudaEventRecord(ev[2], s), "cudaEventRecord");
   CK(cudaEventSynchronize(ev[2]), "cudaEventSynchronize");
@@ -526,6 +561,22 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   res->overflow = jp->total - sum;
   if (weighted)
     stats_fold_rows(host_rows, grid, slots, count, res->weighted);
+  if (m.rrows != NULL) {
+    double *rrows = malloc(2 * (size_t)jp->rgrid * slots * sizeof *rrows);
+    if (rrows == NULL) {
+      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the GPU's answer");
+      goto out;
+    }
+    cudaError_t e = cudaMemcpy(rrows, m.rrows, 2 * (size_t)jp->rgrid * slots * 8,
+                               cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+      stats_fold_rows(rrows, jp->rgrid, slots, count, res->rsum);
+    free(rrows);
+    if (e != cudaSuccess) {
+      rc = sdh_cuda_fail(msg, msglen, "the copy of the ravg sums", e);
+      goto out;
+    }
+  }
   res->timing.transfer_ms = t_points + (t_copied - t_start) + (t_back - t_kernel);
   res->timing.kernel_ms = kernel_ms;
   finish_result(res, &gp, ctx, &g, (double)cand, build_ms);

@@ -89,6 +89,9 @@ typedef struct grid_params {
                             * offset (ox, oy, oz), at 3 (9 (oz+1) + 3 (oy+1) + ox+1) */
   int cross;               /* 0: self pairs i < j of A */
   int weighted;            /* aw and bw hold the weights */
+  int unit;                /* weighted sums with every weight 1 (aw, bw unread) */
+  int ravg_pass;           /* the sums are of (w_i w_j) u, u the separation axis 1
+                            * bins (ravg); counts are not kept */
   const double *ax, *ay, *az, *aw; /* A sorted by cell */
   const double *bx, *by, *bz, *bw; /* B sorted by cell (A's for self pairs) */
   const float *afx, *afy, *afz, *bfx, *bfy, *bfz; /* float32 filter: relative to the cells */

@@ -338,9 +338,10 @@ __device__ __forceinline__ void count_s(const grid_params &p, const grid_sink &k
   if (bin == HISTD_BIN_OVER) /* the host counts overflow */
     return;
   const uint32_t slot = bin == HISTD_BIN_BELOW ? p.count : bin;
-  atomicAdd(&k.hist[slot], 1ull);
+  if (!W || !p.ravg_pass) /* ravg's pass sums (w_i w_j) d alone */
+    atomicAdd(&k.hist[slot], 1ull);
   if (W)
-    atomicAdd(&k.part[slot], wp);
+    atomicAdd(&k.part[slot], p.ravg_pass ? __dmul_rn(wp, d) : wp);
 }
 
 /* Two axes: the pair's slot by the evaluator (from the two points, or
@@ -352,12 +353,14 @@ __device__ __forceinline__ void count_two(const grid_params &p, const histd_metr
                                           double xj, double yj, double zj, double wp, bool w) {
   histd_ev_bin ev = p.ev;
   ev.edges = p.edges ? k.edges : nullptr;
-  const uint32_t slot = histd_ev_bin_pair(&ev, &m, xi, yi, zi, xj, yj, zj);
+  double u;
+  const uint32_t slot = histd_ev_bin_pair(&ev, &m, xi, yi, zi, xj, yj, zj, &u);
   if (slot > p.count) /* the host counts overflow */
     return;
-  atomicAdd(&k.hist[slot], 1ull);
+  if (!w || !p.ravg_pass) /* ravg's pass sums (w_i w_j) u alone */
+    atomicAdd(&k.hist[slot], 1ull);
   if (w)
-    atomicAdd(&k.part[slot], wp);
+    atomicAdd(&k.part[slot], p.ravg_pass ? __dmul_rn(wp, u) : wp);
 }
 
 /* The warp takes the queue's top `take` (<= 32) pairs, one per lane, and
@@ -371,7 +374,7 @@ __device__ __forceinline__ void drain(const grid_params &p, const histd_metric &
     const uint32_t e = q.n - take + lane;
     if constexpr (F32) {
       const uint32_t a = q.qi[e], b = q.qj[e];
-      const double wp = W ? __dmul_rn(p.aw[a], p.bw[b]) : 0.0;
+      const double wp = W ? (p.unit ? 1.0 : __dmul_rn(p.aw[a], p.bw[b])) : 0.0;
       if (p.two)
         count_two(p, m, k, p.ax[a], p.ay[a], p.az[a], p.bx[b], p.by[b], p.bz[b], wp, W);
       else
@@ -443,7 +446,7 @@ __device__ __forceinline__ void visit(const grid_params &p, const histd_metric &
         byl = p.by[jl];
         bzl = p.bz[jl];
         if (W)
-          bwl = p.bw[jl];
+          bwl = p.unit ? 1.0 : p.bw[jl];
       }
     }
     const uint32_t steps = min(32u, j1 - jb);
@@ -541,7 +544,7 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
     const uint32_t a_end = p.start_a[c + 1];
     const uint32_t i = first + lane;
     const bool live = i < a_end;
-    const double wi = W && live ? p.aw[i] : 0;
+    const double wi = W && live ? (p.unit ? 1.0 : p.aw[i]) : 0;
     if constexpr (F32) {
       /* every neighbour cell by its offset o in {-1, 0, 1}^3 (periodic axes
        * have >= 5 cells, so the wrapped ones are distinct), with the
@@ -610,7 +613,7 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
                     p.werr + (size_t)blockIdx.x * slots);
   for (int o = 16; o > 0; o /= 2)
     cand += __shfl_xor_sync(FULL, cand, o);
-  if (lane == 0 && cand != 0)
+  if (lane == 0 && cand != 0 && !p.ravg_pass) /* (its pass meets them again) */
     atomicAdd(p.candidates, cand);
 }
 

@@ -30,6 +30,7 @@ typedef struct stats_job {
   double *dev;                /* one allocation: A, B, w, edges */
   unsigned long long *counts; /* slots */
   double *wrows;              /* 2 * grid * slots: sums then compensations */
+  double *rrows;              /* ravg's pass: 2 * its grid * slots */
 } stats_job;
 
 #define CK SDH_CK_OUT
@@ -92,6 +93,32 @@ static uint32_t next_stop(const stats_params *sp, uint32_t t0, uint32_t tiles_a,
   return t;
 }
 
+/* Every anchor tile of sp's job through its kernel, `grid` blocks a launch,
+ * with progress from `from` to `from + span` of the job. */
+static int run_tiles(const stats_params *sp, uint32_t grid, uint32_t tiles_a, uint32_t tiles_b,
+                     cudaStream_t s, const histd_control *ctl, double from, double span,
+                     char *msg, size_t msglen) {
+  int rc = 0;
+  double done = 0, all = 0;
+  for (uint32_t t = 0; t < tiles_a; t++)
+    all += (double)sp->block * sp->block * (sp->cross ? tiles_b : tiles_b - t);
+  for (uint32_t t0 = 0; t0 < tiles_a;) {
+    if (histd__cancelled(ctl))
+      return histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
+    uint32_t t1 = next_stop(sp, t0, tiles_a, tiles_b);
+    rc = stats_launch(sp, t0, t1, t1 - t0 < grid ? t1 - t0 : grid, s, msg, msglen);
+    if (rc != 0)
+      return rc;
+    CK(cudaStreamSynchronize(s), "the tiled-stats kernel");
+    for (uint32_t t = t0; t < t1; t++)
+      done += (double)sp->block * sp->block * (sp->cross ? tiles_b : tiles_b - t);
+    histd__progress(ctl, from + span * (all > 0 && done < all ? done / all : 0.99));
+    t0 = t1;
+  }
+out:
+  return rc;
+}
+
 void stats_fold_rows(const double *rows, uint32_t grid, uint32_t slots, uint32_t count,
                      double *out) {
   for (uint32_t k = 0; k < count; k++) {
@@ -130,7 +157,7 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   sp.na = (uint32_t)a->n;
   sp.nb = (uint32_t)b->n;
   sp.cross = p->b != NULL;
-  stats_job job = {NULL, NULL, NULL};
+  stats_job job = {NULL, NULL, NULL, NULL};
   int rc = 0;
   double t_start = histd_now_ms(), t_kernel = 0, t_back = 0;
   uint64_t *host_counts = NULL;
@@ -196,21 +223,32 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
        "cudaMemset");
   CK(cudaStreamSynchronize(s), "the copies to the device");
   double t_copied = histd_now_ms();
-  double done = 0, all = (double)histd_problem_pairs(p);
-  for (uint32_t t0 = 0; t0 < tiles_a;) {
-    if (histd__cancelled(ctl)) {
-      rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
+  /* ravg: a second pass whose weighted sums are of (w_i w_j) u (weights of
+   * 1 without them), in the weighted layout and its own rows */
+  stats_params rp = sp;
+  uint32_t rgrid = 0;
+  if (p->ravg) {
+    rp.unit = !weighted;
+    rp.ravg_pass = 1;
+    int rper_sm = 0;
+    if ((rc = choose_layout(&rp, true, ex, optin, msg, msglen)) != 0 ||
+        (rc = stats_blocks_per_sm(&rp, &rper_sm, msg, msglen)) != 0)
       goto out;
-    }
-    uint32_t t1 = next_stop(&sp, t0, tiles_a, tiles_b);
-    rc = stats_launch(&sp, t0, t1, t1 - t0 < grid ? t1 - t0 : grid, s, msg, msglen);
-    if (rc != 0)
+    rgrid = (uint32_t)sms * (uint32_t)(rper_sm > 0 ? rper_sm : 1);
+    CK(cudaMalloc((void **)&job.rrows, 2 * (size_t)rgrid * slots * sizeof(double)), "cudaMalloc");
+    CK(cudaMemsetAsync(job.rrows, 0, 2 * (size_t)rgrid * slots * sizeof(double), s),
+       "cudaMemset");
+    rp.wsum = job.rrows;
+    rp.werr = job.rrows + (size_t)rgrid * slots;
+  }
+  const double share = p->ravg ? 0.5 : 1;
+  if ((rc = run_tiles(&sp, grid, tiles_a, tiles_b, s, ctl, 0, share, msg, msglen)) != 0)
+    goto out;
+  if (p->ravg) {
+    const uint32_t rtiles_a = (rp.na + rp.block - 1) / rp.block;
+    const uint32_t rtiles_b = (rp.nb + rp.block - 1) / rp.block;
+    if ((rc = run_tiles(&rp, rgrid, rtiles_a, rtiles_b, s, ctl, share, share, msg, msglen)) != 0)
       goto out;
-    CK(cudaStreamSynchronize(s), "the tiled-stats kernel");
-    for (uint32_t t = t0; t < t1; t++)
-      done += (double)sp.block * sp.block * (sp.cross ? tiles_b : tiles_b - t);
-    histd__progress(ctl, all > 0 && done < all ? done / all : 0.99);
-    t0 = t1;
   }
   t_kernel = histd_now_ms();
   host_counts = malloc(slots * sizeof *host_counts);
@@ -232,6 +270,22 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   res->overflow = host_counts[count + 1];
   if (weighted)
     stats_fold_rows(host_rows, grid, slots, count, res->weighted);
+  if (p->ravg) {
+    double *rrows = malloc(2 * (size_t)rgrid * slots * sizeof *rrows);
+    if (rrows == NULL) {
+      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the GPU's answer");
+      goto out;
+    }
+    cudaError_t e = cudaMemcpy(rrows, job.rrows, 2 * (size_t)rgrid * slots * sizeof *rrows,
+                               cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+      stats_fold_rows(rrows, rgrid, slots, count, res->rsum);
+    free(rrows);
+    if (e != cudaSuccess) {
+      rc = sdh_cuda_fail(msg, msglen, "the copy of the ravg sums", e);
+      goto out;
+    }
+  }
   res->exact = true; /* the contract's own arithmetic, whatever the precision asked */
   res->refined_pairs = 0;
   res->block_size = sp.block;
@@ -248,5 +302,7 @@ out:
     cudaFree(job.counts);
   if (job.wrows)
     cudaFree(job.wrows);
+  if (job.rrows)
+    cudaFree(job.rrows);
   return rc;
 }

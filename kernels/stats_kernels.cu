@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
     const uint32_t i = I * B + tid;
     const bool live = i < p.na;
     const double xi = live ? p.ax[i] : 0, yi = live ? p.ay[i] : 0, zi = live ? p.az[i] : 0;
-    const double wi = W && live ? p.aw[i] : 0;
+    const double wi = W && live ? (p.unit ? 1.0 : p.aw[i]) : 0;
     for (uint32_t J = p.cross ? 0 : I; J < tiles_b; J++) {
       __syncthreads(); /* the previous tile is no longer read */
       const uint32_t j = J * B + tid;
@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
         L.ty[tid] = p.by[j];
         L.tz[tid] = p.bz[j];
         if (W)
-          L.tw[tid] = p.bw[j];
+          L.tw[tid] = p.unit ? 1.0 : p.bw[j];
       }
       __syncthreads();
       const uint32_t jn = min(B, p.nb - J * B);
@@ -106,10 +106,12 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
       if (live)
         for (uint32_t jj = j0; jj < jn; jj++) {
           uint32_t k;
+          double u;
           if (TWO) { /* (r_p, pi) or (s, mu): slot, below (count) or overflow */
-            k = histd_ev_bin_pair(&ev, &m, xi, yi, zi, L.tx[jj], L.ty[jj], L.tz[jj]);
+            k = histd_ev_bin_pair(&ev, &m, xi, yi, zi, L.tx[jj], L.ty[jj], L.tz[jj], &u);
           } else {
             double d = histd_pair_d(&m, xi, yi, zi, L.tx[jj], L.ty[jj], L.tz[jj]);
+            u = d;
             /* histd_ev_bin_slot's rule, written out: through the evaluator's
              * struct the width and its inverse sit in registers, and GS1 ran
              * 6% slower on an H200 (bench/RESULTS.md, 2026-11-28) */
@@ -117,12 +119,17 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
                                  : histd_bin_width(d, p.width, p.inv_width, count);
             k = bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? count + 1 : bin;
           }
-          atomicAdd(&hist[k], 1ull);
-          if (W == STATS_W_LANES) /* this lane's own column: no atomic */
-            part[(size_t)k * 32 + lane] = __dadd_rn(part[(size_t)k * 32 + lane],
-                                                     __dmul_rn(wi, L.tw[jj]));
-          else if (W == STATS_W_ATOMIC)
-            atomicAdd(&part[k], __dmul_rn(wi, L.tw[jj]));
+          if (!W || !p.ravg_pass) /* (the unweighted variants: always) */
+            atomicAdd(&hist[k], 1ull);
+          if (W) { /* w_i w_j, or for ravg (w_i w_j) u: each product rounded once */
+            double v = __dmul_rn(wi, L.tw[jj]);
+            if (p.ravg_pass)
+              v = __dmul_rn(v, u);
+            if (W == STATS_W_LANES) /* this lane's own column: no atomic */
+              part[(size_t)k * 32 + lane] = __dadd_rn(part[(size_t)k * 32 + lane], v);
+            else
+              atomicAdd(&part[k], v);
+          }
         }
       if (W == STATS_W_LANES) { /* each slot: the lanes' columns, summed by shuffles */
         __syncwarp();

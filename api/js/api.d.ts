@@ -106,6 +106,7 @@ export interface Params {
   mu_bins?: Int;
   mu_max?: number;
   los?: "z" | "midpoint";
+  ravg?: boolean;
   topology?: string;
   kernel: string;
   block_size?: Int;
@@ -303,6 +304,8 @@ export interface JobParams {
   mu_max?: number | null;
   /** rp_pi, s_mu: the line of sight: z (boxes), or the pair's midpoint (sky catalogues, open space). */
   los?: "z" | "midpoint" | null;
+  /** Histograms, rp_pi and s_mu: also each bin's mean separation (d, r_p or s) over its pairs, weighted by w_i w_j with weights (Corrfunc's ravg): the result's ravg, null for an empty bin. Its sums keep the weighted sums' bound (1e-12 of the sum of |w_i w_j u|). Not with within, per_frame, exclude, partials or images all. */
+  ravg?: boolean | null;
   /**
    * A dataset id whose atoms name this dataset's: a trajectory without
    * names (XTC, TRR, DCD, NetCDF) takes its elements, atom and residue
@@ -469,6 +472,8 @@ export interface Result {
   max2?: number;
   /** rp_pi, s_mu: the second axis's edges, k * (max2 / buckets2), the last max2. */
   edges2?: Array<number>;
+  /** ravg: each bin's mean separation (weighted by w_i w_j with weights); null for an empty bin. */
+  ravg?: Array<number | null | Array<number | null>>;
   /** rp_pi, s_mu: the line of sight. */
   los?: "z" | "midpoint";
   /** The pairs in each bin; rp_pi and s_mu: buckets rows of buckets2 (axis 1's bin k, then axis 2's). */

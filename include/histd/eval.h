@@ -100,15 +100,18 @@ HISTD_PAIR_FN uint32_t histd_ev_axis2(const histd_ev_bin *e, double v) {
   return k == HISTD_BIN_OVER ? e->count2 - 1 : k;
 }
 
-/* The slot of the pair (i, j) under metric m, for any axes. */
+/* The slot of the pair (i, j) under metric m, for any axes, and in *u the
+ * value axis 1 bins (d, r_p or s: what ravg averages). */
 HISTD_PAIR_FN uint32_t histd_ev_bin_pair(const histd_ev_bin *e, const histd_metric *m,
                                          double xi, double yi, double zi, double xj, double yj,
-                                         double zj) {
+                                         double zj, double *u_out) {
   double dx = HISTD_SUB(xi, xj), dy = HISTD_SUB(yi, yj), dz = HISTD_SUB(zi, zj);
   histd_min_image(m, &dx, &dy, &dz);
   const double s = HISTD_ADD(HISTD_ADD(HISTD_MUL(dx, dx), HISTD_MUL(dy, dy)), HISTD_MUL(dz, dz));
-  if (e->axes == HISTD_EV_D)
-    return histd_ev_bin_slot(e, HISTD_SQRT(s));
+  if (e->axes == HISTD_EV_D) {
+    *u_out = HISTD_SQRT(s);
+    return histd_ev_bin_slot(e, *u_out);
+  }
   const uint32_t slots = e->count * e->count2;
   double pi, u;
   const double rp = histd_pair_rp_pi(e->midpoint, xi, yi, zi, xj, yj, zj, dx, dy, dz, &pi);
@@ -120,6 +123,7 @@ HISTD_PAIR_FN uint32_t histd_ev_bin_pair(const histd_ev_bin *e, const histd_metr
     u = HISTD_SQRT(s);
     k2 = histd_ev_axis2(e, s > 0 ? HISTD_DIV(pi, u) : 0);
   }
+  *u_out = u;
   if (k2 == HISTD_BIN_OVER)
     return slots + 1;
   const uint32_t k1 = e->edges != 0 ? histd_bin_edges(u, e->edges, e->count)

@@ -450,6 +450,9 @@ typedef struct histd_problem {
                           * its own images); histogram bins only          */
   bool los_midpoint;     /* RP_PI, S_MU: the line of sight is the pair's
                           * midpoint (open space; sky catalogues), not z  */
+  bool ravg;             /* binned: each bin also sums (w_i w_j) u, u the
+                          * value its first axis bins (d, r_p, s), whose
+                          * mean is Corrfunc's ravg (result rsum)         */
 } histd_problem;
 
 /* The farthest a pair may be (its contract d) and still count in p's
@@ -471,7 +474,8 @@ enum {
   HISTD_CAN_WITHIN = 1u << 4,
   HISTD_CAN_POINTS = 1u << 5, /* POINT_COUNTS and NEAREST              */
   HISTD_CAN_PAIRS = 1u << 6,  /* PAIRS                                 */
-  HISTD_CAN_BINS2 = 1u << 7   /* RP_PI and S_MU: bins of two axes       */
+  HISTD_CAN_BINS2 = 1u << 7,  /* RP_PI and S_MU: bins of two axes       */
+  HISTD_CAN_RAVG = 1u << 8    /* ravg: each bin's sum of (w_i w_j) u    */
 };
 
 /* The capabilities a problem needs (HISTD_CAN_* bits); _of: by its
@@ -652,6 +656,8 @@ typedef struct histd_result {
    * caller that made them (sdh, the service) fills these in to be shown */
   char select_a[256], select_b[256];
   double *weighted;  /* NULL, or bins.count weighted sums           */
+  double *rsum;      /* ravg: NULL, or each bin's sum of (w_i w_j) u (u: d,
+                      * r_p or s), Neumaier-compensated              */
   uint64_t n, n_b;   /* points of A, and of B (0 for self pairs)     */
   bool cross;        /* the pairs were A x B                         */
   histd_pairing pairing; /* the rule they were paired by               */
@@ -940,12 +946,15 @@ int histd_result_check(const histd_result *part, const histd_bins *bins, uint64_
                        char *msg, size_t msglen);
 /* Adds partial `part` into `sum` (a copy of the first partial, by
  * histd_result_copy; its kernel, device and flags stand for all): counts, below, overflow, total, excluded, per-frame tables,
- * weighted sums (with their compensation in err[bins.count], zeroed by the
- * caller; NULL when unweighted) and the g(r) volume. Finish with
+ * weighted sums and ravg's (with their compensations in err, from
+ * histd_result_add_errs) and the g(r) volume. Finish with
  * histd_result_add_done. */
 int histd_result_add(histd_result *sum, double *err, const histd_result *part, char *msg,
                      size_t msglen);
 void histd_result_add_done(histd_result *sum, double *err);
+/* The compensations histd_result_add keeps for results of these bins,
+ * zeroed (two a slot: the weighted sum's, ravg's); NULL: out of memory. */
+double *histd_result_add_errs(const histd_bins *bins);
 
 /* The device a worker for ex runs on, as histd_run picks it: a GPU (the
  * first of ex->devices, else 0, else the first usable one) for a CUDA

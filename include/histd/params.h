@@ -63,6 +63,7 @@ typedef struct histd_params {
   uint32_t mu_bins;      /* s_mu: mu's bins in [0, mu_max]; 0 not given  */
   double mu_max;         /* s_mu: 0 not given (1)                        */
   bool los_midpoint;     /* "los": "midpoint" (else "z")                 */
+  bool ravg;             /* each bin's mean separation (Corrfunc's ravg)  */
   char topology[4096];   /* "": the dataset's own; else whose atoms to take:
                           * sdh a file, the service a dataset id          */
 } histd_params;

@@ -77,7 +77,7 @@ static bool dmtree_pays(const histd_problem *p, bool gpu, char *why, size_t whyl
    * decide. Within R is one bin [0, R]: R stands for the width. On a GPU:
    * the measured case only (open, equal bins, the full range). */
   double w;
-  if (p->weighted || p->bins.count2 != 0) /* the tree bins d alone */
+  if (p->weighted || p->bins.count2 != 0 || p->ravg) /* the tree counts d's bins alone */
     return false;
   if (gpu && (p->statistic == HISTD_STAT_WITHIN || p->box.kind != HISTD_BOX_NONE))
     return false;

@@ -520,7 +520,7 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
   /* the statistics' float32 loops: AVX-512, orthorhombic or open, weights
    * with at most 4096 bins (the folds' cost) and tiles of at most 4096 */
   if (stats && (p->isa != CPU_ISA_AVX512 || pr->box.kind == HISTD_BOX_TRICLINIC ||
-                pr->bins.count2 != 0 ||
+                pr->bins.count2 != 0 || pr->ravg ||
                 opt->path == CPU_PATH_F64 || (pr->weighted && count > 4096) || tile > 4096 ||
                 (edges && !(pr->bins.edges[count] > 0)))) {
     p->general = true;
@@ -750,7 +750,13 @@ static void flush(cpu_thread *t) {
     pthread_mutex_lock(&job->lock);
     histd__sink_merge(&job->total, &t->sink, count);
     pthread_mutex_unlock(&job->lock);
-    memset(t->sink.counts, 0, ((size_t)count + 2) * sizeof *t->sink.counts);
+    /* merged: the sink starts again (sums too, or the next flush adds them twice) */
+    const size_t slots = (size_t)count + 2;
+    memset(t->sink.counts, 0, slots * sizeof *t->sink.counts);
+    double *sums[4] = {t->sink.sum, t->sink.err, t->sink.rsum, t->sink.rerr};
+    for (int k = 0; k < 4; k++)
+      if (sums[k] != NULL)
+        memset(sums[k], 0, slots * sizeof *sums[k]);
     return;
   }
   const cpu_ctx *c = &job->plan->ctx;
@@ -931,7 +937,7 @@ static int cpu_run(const histd_problem *p, const histd__grid *grid, const histd_
   atomic_init(&job.stop, false);
   atomic_init(&job.cancelled, false);
   pthread_mutex_init(&job.lock, NULL);
-  if ((general || weighted) && histd__sink_init(&job.total, count, p->weighted) != 0) {
+  if ((general || weighted) && histd__sink_init(&job.total, count, p->weighted, p->ravg) != 0) {
     plan_free(&plan);
     pthread_mutex_destroy(&job.lock);
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u buckets", count);
@@ -961,7 +967,7 @@ static int cpu_run(const histd_problem *p, const histd__grid *grid, const histd_
     t->job = &job;
     bool ok;
     if (general) {
-      ok = histd__sink_init(&t->sink, count, p->weighted) == 0;
+      ok = histd__sink_init(&t->sink, count, p->weighted, p->ravg) == 0;
     } else {
       t->hist = aligned_alloc(64, (hist_bytes + 63) & ~(size_t)63);
       ok = t->hist != NULL;

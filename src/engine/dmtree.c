@@ -1003,7 +1003,7 @@ int histd__dmtree_run_leaves(HISTD__RUN_ARGS, const histd__dm_leaves *leaves) {
      * sink's slots (bins, below, overflow); weighted sums through
      * Neumaier's compensation, as every kernel sums them */
     histd__sink total;
-    if (histd__sink_init(&total, count, p->weighted) != 0)
+    if (histd__sink_init(&total, count, p->weighted, false) != 0)
       rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u bins", count);
     for (unsigned i = 0; rc == 0 && i < nalloc; i++) {
       const dm_thread *t = &th[i];

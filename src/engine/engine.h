@@ -143,15 +143,17 @@ typedef struct histd__sink {
   uint64_t *counts;  /* count + 2: [count] below, [count + 1] overflow */
   double *sum, *err; /* NULL, or count + 2 Neumaier sums of w_i w_j and their
                       * running compensations */
+  double *rsum, *rerr; /* ravg: NULL, or count + 2 sums of (w_i w_j) u, u the
+                        * value axis 1 bins (histd_ev_bin_pair) */
 } histd__sink;
 
 /* The sink slot of the pair (i of a, j of b; b = a for self pairs) by the
  * contract (histd/pair.h), through the bin evaluator ev (histd__ev_bin): a
  * bin 0..count-1, count below, count + 1 over. */
 static inline size_t histd__pair_slot(const histd_problem *p, const histd_metric *m,
-                                      const histd_ev_bin *ev, size_t i, size_t j) {
+                                      const histd_ev_bin *ev, size_t i, size_t j, double *u) {
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
-  return histd_ev_bin_pair(ev, m, a->x[i], a->y[i], a->z[i], b->x[j], b->y[j], b->z[j]);
+  return histd_ev_bin_pair(ev, m, a->x[i], a->y[i], a->z[i], b->x[j], b->y[j], b->z[j], u);
 }
 
 /*
@@ -217,7 +219,7 @@ int histd__problem_resolve(const histd_problem *p, double within_edges[2], histd
 void histd__problem_shard(const histd_problem *pf, const histd_shard *sh, histd_dataset *a,
                           histd_dataset *b, histd_problem *out);
 
-int histd__sink_init(histd__sink *s, uint32_t count, bool weighted);
+int histd__sink_init(histd__sink *s, uint32_t count, bool weighted, bool ravg);
 void histd__sink_free(histd__sink *s);
 void histd__pairs_block(const histd_problem *p, size_t i0, size_t i1, size_t j0, size_t j1,
                         bool diag, histd__sink *s);

@@ -95,6 +95,7 @@ uint64_t histd__exclusions_count(const histd__exclusions *x, const histd_problem
                                  const histd_shard *sh, histd__sink *s) {
   const histd_metric m = histd__metric(&pf->box);
   const histd_ev_bin ev = histd__ev_bin(pf);
+  double u; /* (unused: exclusions count pairs only) */
   memset(s->counts, 0, ((size_t)pf->bins.count + 2) * sizeof *s->counts);
   uint64_t n = 0;
   if (x->b == NULL) { /* self: i < j within each molecule */
@@ -103,7 +104,7 @@ uint64_t histd__exclusions_count(const histd__exclusions *x, const histd_problem
       for (size_t i = r; i < e; i++)
         for (size_t j = i + 1; j < e; j++)
           if (in_shard(sh, true, x->a[i], x->a[j])) {
-            s->counts[histd__pair_slot(pf, &m, &ev, x->a[i], x->a[j])]++;
+            s->counts[histd__pair_slot(pf, &m, &ev, x->a[i], x->a[j], &u)]++;
             n++;
           }
     }
@@ -117,7 +118,7 @@ uint64_t histd__exclusions_count(const histd__exclusions *x, const histd_problem
       for (size_t i = ra; i < ea; i++)
         for (size_t j = rb; j < eb; j++)
           if (in_shard(sh, false, x->a[i], x->b[j])) {
-            s->counts[histd__pair_slot(pf, &m, &ev, x->a[i], x->b[j])]++;
+            s->counts[histd__pair_slot(pf, &m, &ev, x->a[i], x->b[j], &u)]++;
             n++;
           }
     if (ma <= mb)

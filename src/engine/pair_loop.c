@@ -15,7 +15,7 @@
 
 #include "engine.h"
 
-int histd__sink_init(histd__sink *s, uint32_t count, bool weighted) {
+int histd__sink_init(histd__sink *s, uint32_t count, bool weighted, bool ravg) {
   memset(s, 0, sizeof *s);
   size_t slots = (size_t)count + 2;
   s->counts = calloc(slots, sizeof *s->counts);
@@ -23,7 +23,12 @@ int histd__sink_init(histd__sink *s, uint32_t count, bool weighted) {
     s->sum = calloc(slots, sizeof *s->sum);
     s->err = calloc(slots, sizeof *s->err);
   }
-  if (s->counts == NULL || (weighted && (s->sum == NULL || s->err == NULL))) {
+  if (ravg) {
+    s->rsum = calloc(slots, sizeof *s->rsum);
+    s->rerr = calloc(slots, sizeof *s->rerr);
+  }
+  if (s->counts == NULL || (weighted && (s->sum == NULL || s->err == NULL)) ||
+      (ravg && (s->rsum == NULL || s->rerr == NULL))) {
     histd__sink_free(s);
     return HISTD_ENOMEM;
   }
@@ -34,6 +39,8 @@ void histd__sink_free(histd__sink *s) {
   free(s->counts);
   free(s->sum);
   free(s->err);
+  free(s->rsum);
+  free(s->rerr);
   memset(s, 0, sizeof *s);
 }
 
@@ -44,10 +51,14 @@ void histd__pairs_block(const histd_problem *p, size_t i0, size_t i1, size_t j0,
   const histd_ev_bin ev = histd__ev_bin(p);
   for (size_t i = i0; i < i1; i++)
     for (size_t j = diag ? (i + 1 > j0 ? i + 1 : j0) : j0; j < j1; j++) {
-      size_t k = histd__pair_slot(p, &m, &ev, i, j);
+      double u;
+      size_t k = histd__pair_slot(p, &m, &ev, i, j, &u);
       s->counts[k]++;
+      const double wp = s->sum != NULL ? a->w[i] * b->w[j] : 1;
       if (s->sum != NULL)
-        histd_ev_neumaier(&s->sum[k], &s->err[k], a->w[i] * b->w[j]);
+        histd_ev_neumaier(&s->sum[k], &s->err[k], wp);
+      if (s->rsum != NULL) /* ravg: (w_i w_j) u, one rounding */
+        histd_ev_neumaier(&s->rsum[k], &s->rerr[k], wp * u);
     }
 }
 
@@ -58,6 +69,10 @@ void histd__sink_merge(histd__sink *total, const histd__sink *s, uint32_t count)
       histd_ev_neumaier(&total->sum[k], &total->err[k], s->sum[k]);
       histd_ev_neumaier(&total->sum[k], &total->err[k], s->err[k]);
     }
+    if (total->rsum != NULL && s->rsum != NULL) {
+      histd_ev_neumaier(&total->rsum[k], &total->rerr[k], s->rsum[k]);
+      histd_ev_neumaier(&total->rsum[k], &total->rerr[k], s->rerr[k]);
+    }
   }
 }
 
@@ -67,6 +82,8 @@ void histd__sink_to_result(histd_result *res, const histd__sink *s) {
     res->counts[k] += s->counts[k];
     if (res->weighted != NULL && s->sum != NULL)
       res->weighted[k] = s->sum[k] + s->err[k];
+    if (res->rsum != NULL && s->rsum != NULL)
+      res->rsum[k] = s->rsum[k] + s->rerr[k];
   }
   res->below += s->counts[count];
   res->overflow += s->counts[count + 1];

@@ -266,6 +266,8 @@ unsigned histd_problem_needs_of(const histd_problem *p, const histd_shape *a,
   if ((p->statistic == HISTD_STAT_HISTOGRAM || (in != NULL && (in->needs & HISTD_CAN_BINS2))) &&
       p->bins.kind == HISTD_BINS_EDGES)
     needs |= HISTD_CAN_EDGES;
+  if (p->ravg)
+    needs |= HISTD_CAN_RAVG;
   if (p->all_images) /* open-space problems, A against B moved */
     needs = (needs & ~(unsigned)HISTD_CAN_PERIODIC) | HISTD_CAN_CROSS;
   return needs;
@@ -621,6 +623,14 @@ int histd_problem_check(const histd_problem *p, const histd_shape *a, const hist
     rc = bins_validate(&p->bins, msg, msglen);
   if (rc == 0)
     rc = axis2_validate(p, msg, msglen);
+  if (rc == 0 && p->ravg &&
+      (!(p->statistic == HISTD_STAT_HISTOGRAM || p->statistic == HISTD_STAT_RP_PI ||
+         p->statistic == HISTD_STAT_S_MU) ||
+       p->per_frame || p->exclude_molecule || p->species != NULL || p->all_images))
+    rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                    "ravg averages each bin's separation over every pair of a histogram, "
+                    "rp_pi or s_mu; it does not go with within, a per-point statistic, "
+                    "per_frame, exclude, partials or images \"all\"");
   if (rc != 0)
     return rc;
   if (p->statistic == HISTD_STAT_WITHIN) {

@@ -26,7 +26,7 @@
 
 #define CPU_ALL                                                                               \
   (HISTD_CAN_PERIODIC | HISTD_CAN_CROSS | HISTD_CAN_WEIGHTS | HISTD_CAN_EDGES | HISTD_CAN_WITHIN | \
-   HISTD_CAN_BINS2)
+   HISTD_CAN_BINS2 | HISTD_CAN_RAVG)
 #define GPU_CAPS 0u /* the plain histogram (the GPU issue widens this) */
 /* the statistics of points (per point, pair lists): the grid's driver, or
  * brute force on the CPU's plain kernels (points.c) */
@@ -62,7 +62,7 @@ static const histd_kernel kernels[] = {
      "counted at once, the rest split down to the points; exact, sub-quadratic where bins "
      "are wide for the points' density; every core, and on a GPU worker its GPU takes the "
      "leaf pairs of open, unweighted jobs",
-     HISTD_ENGINE_ANY, CPU_ALL & ~HISTD_CAN_BINS2, dmtree_run, 0, NULL},
+     HISTD_ENGINE_ANY, CPU_ALL & ~(HISTD_CAN_BINS2 | HISTD_CAN_RAVG), dmtree_run, 0, NULL},
     {"cpu-reference", "the exactness contract, literally, on one CPU thread", HISTD_ENGINE_CPU,
      CPU_ALL | POINT_CAPS, histd__cpu_reference_run, 0, NULL},
     {"cpu", "multithreaded, cache-tiled, vectorised CPU engine; exact", HISTD_ENGINE_CPU,
@@ -169,6 +169,8 @@ static const char *cap_phrase(unsigned cap) {
     return "pair lists";
   case HISTD_CAN_BINS2:
     return "bins of two axes (rp_pi, s_mu)";
+  case HISTD_CAN_RAVG:
+    return "ravg (each bin's mean separation)";
   default:
     return "pair counts within a radius";
   }

@@ -50,6 +50,7 @@ static bool hist_periodic(const histd_result *r) {
   return is_histogram(r) && r->volume > 0 && r->bins.count2 == 0; /* g(r): of d */
 }
 static bool two_axes(const histd_result *r) { return is_histogram(r) && r->bins.count2 > 0; }
+static bool has_ravg(const histd_result *r) { return is_histogram(r) && r->rsum != NULL; }
 static bool per_frame(const histd_result *r) { return has_bins(r) && r->frame_counts != NULL; }
 static bool per_frame_periodic(const histd_result *r) { return per_frame(r) && r->volume > 0; }
 static bool has_blocks(const histd_result *r) { return per_frame_periodic(r) && r->blocks > 1; }
@@ -115,6 +116,11 @@ GET(get_max2, d, r->bins.max2)
 /* axis 2's edges: k fl(max2 / count2), the last max2 itself */
 GET(get_edge2, d, histd_bins_edge2(&r->bins, (uint32_t)i))
 GET(get_los, s, r->los_midpoint ? "midpoint" : "z")
+GET(get_rsum, d, r->rsum[i])
+/* ravg: a bin's sum of (w_i w_j) u over its weight (its count unweighted);
+ * NaN (null) for an empty bin */
+GET(get_ravg, d,
+    r->rsum[i] / (r->weighted != NULL ? r->weighted[i] : (double)r->counts[i]))
 GET(get_count, u, r->counts[i])
 GET(get_weighted, d, r->weighted[i])
 GET(get_frame_total, u, r->frame_total[i])
@@ -409,6 +415,13 @@ static const histd_field table[] = {
     {"weighted", NULL, NULL, F64, HISTD_FS_BINS, "", ALL,
      "each bin's sum of w_i w_j (Neumaier-compensated)", hist_weighted, get_weighted, NULL,
      KEEP_ARRAY(weighted), kept_weighted},
+    {"rsum", NULL, NULL, F64, HISTD_FS_BINS, "length", HISTD_OUT_STORE,
+     "ravg: each bin's sum of (w_i w_j) u, u the separation its first axis bins", has_ravg,
+     get_rsum, NULL, KEEP_ARRAY(rsum), NULL},
+    {"ravg", NULL, NULL, F64, HISTD_FS_BINS, "length", SHOWN,
+     "each bin's mean separation (d, r_p or s) over its pairs, weighted by w_i w_j with "
+     "weights (Corrfunc's ravg); null for an empty bin",
+     has_ravg, get_ravg, NULL, 0, 0, 0, NULL},
     {"g", NULL, NULL, F64, HISTD_FS_BINS, "", SHOWN,
      "g(r) in LAMMPS's convention: counts / (total V_shell / volume)", hist_periodic, get_g,
      NULL, 0, 0, 0, NULL},

@@ -29,6 +29,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <stdlib.h>
+
 #include "engine.h"
 
 static uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
@@ -215,11 +217,16 @@ int histd_result_add(histd_result *sum, double *err, const histd_result *part, c
       (sum->frame_counts != NULL && sum->frames != part->frames))
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "a partial's weighted sums or frames are not the job's");
+  if ((sum->rsum == NULL) != (part->rsum == NULL))
+    return histd_fail(msg, msglen, HISTD_EINVAL, "a partial's ravg sums are not the job's");
   const uint32_t count = sum->bins.count;
-  for (uint64_t k = 0, slots = histd_bins_slots(&sum->bins); k < slots; k++) {
+  const uint64_t slots = histd_bins_slots(&sum->bins);
+  for (uint64_t k = 0; k < slots; k++) {
     sum->counts[k] += part->counts[k];
     if (sum->weighted != NULL)
       histd_ev_neumaier(&sum->weighted[k], &err[k], part->weighted[k]);
+    if (sum->rsum != NULL)
+      histd_ev_neumaier(&sum->rsum[k], &err[slots + k], part->rsum[k]);
   }
   for (uint64_t f = 0; sum->frame_counts != NULL && f < sum->frames; f++) {
     for (uint32_t k = 0; k < count; k++)
@@ -246,10 +253,16 @@ int histd_result_add(histd_result *sum, double *err, const histd_result *part, c
   return 0;
 }
 
+double *histd_result_add_errs(const histd_bins *bins) {
+  return calloc(2 * histd_bins_slots(bins) + 1, sizeof(double));
+}
+
 void histd_result_add_done(histd_result *sum, double *err) {
-  for (uint64_t k = 0; err != NULL && sum->weighted != NULL && k < histd_bins_slots(&sum->bins);
-       k++)
+  const uint64_t slots = histd_bins_slots(&sum->bins);
+  for (uint64_t k = 0; err != NULL && sum->weighted != NULL && k < slots; k++)
     sum->weighted[k] += err[k];
+  for (uint64_t k = 0; err != NULL && sum->rsum != NULL && k < slots; k++)
+    sum->rsum[k] += err[slots + k];
   if (isnan(sum->volume))
     sum->volume = sum->density > 0 ? (double)sum->total / sum->density : 0;
 }

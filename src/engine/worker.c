@@ -57,15 +57,30 @@ static int run_images(histd_worker *w, const histd_kernel *k, const histd_proble
                       const histd_exec *ex, const histd_control *ctl, histd_result *res,
                       char *msg, size_t msglen);
 
+/* A result of p's bins: its counts, and its weighted and ravg sums as p
+ * asks. */
+static int result_init(histd_result *r, const histd_problem *p, char *msg, size_t msglen) {
+  int rc = histd_result_init(r, &p->bins, p->weighted, msg, msglen);
+  if (rc == 0 && p->ravg &&
+      (r->rsum = calloc(histd_bins_slots(&p->bins), sizeof *r->rsum)) == NULL) {
+    histd_result_free(r);
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the ravg sums");
+  }
+  return rc;
+}
+
 /* Adds part (a frame's, a translation's run in the same bins) to res: its
  * counts, below, weighted sums (Neumaier's step, compensations in err;
  * NULL: unweighted), refined pairs, exactness, timing, and where it ran
  * (and, for auto, the kernel it chose and why). */
 static void add_part(histd_result *res, const histd_result *part, double *err, bool chose) {
-  for (uint64_t i = 0, slots = histd_bins_slots(&res->bins); i < slots; i++) {
+  const uint64_t slots = histd_bins_slots(&res->bins);
+  for (uint64_t i = 0; i < slots; i++) {
     res->counts[i] += part->counts[i];
-    if (err != NULL)
+    if (err != NULL && res->weighted != NULL)
       histd_ev_neumaier(&res->weighted[i], &err[i], part->weighted[i]);
+    if (err != NULL && res->rsum != NULL) /* histd_result_add_errs' second half */
+      histd_ev_neumaier(&res->rsum[i], &err[slots + i], part->rsum[i]);
   }
   res->below += part->below;
   res->refined_pairs += part->refined_pairs;
@@ -183,7 +198,7 @@ static int take_excluded(const histd__exclusions *x, const histd_problem *pf,
     return 0;
   const uint32_t count = r->bins.count;
   histd__sink s;
-  if (histd__sink_init(&s, count, false) != 0)
+  if (histd__sink_init(&s, count, false, false) != 0)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u bins", count);
   const uint64_t n = histd__exclusions_count(x, pf, sh, &s);
   for (uint32_t k = 0; k < count; k++)
@@ -205,8 +220,9 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
                       const histd__exclusions *x, histd_result *res, char *msg, size_t msglen) {
   const size_t frames = histd_problem_frames(p);
   const uint32_t count = (uint32_t)histd_bins_slots(&res->bins);
-  double *err = p->weighted ? calloc(count, sizeof *err) : NULL, density = 0, v0 = 0;
-  if (p->weighted && err == NULL)
+  double *err = p->weighted || p->ravg ? histd_result_add_errs(&res->bins) : NULL, density = 0,
+         v0 = 0;
+  if ((p->weighted || p->ravg) && err == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u weighted sums", count);
   int rc = 0;
   res->exact = true;
@@ -239,7 +255,7 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
     else
       ps = pf;
     histd_result part;
-    if ((rc = histd_result_init(&part, &p->bins, p->weighted, msg, msglen)) != 0)
+    if ((rc = result_init(&part, p, msg, msglen)) != 0)
       break;
     part.precision = res->precision;
     part.statistic = res->statistic;
@@ -279,8 +295,7 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
   }
   if (prefetch) /* the frame views go away with this call */
     histd__cuda_unseal(w->gpu);
-  for (uint32_t i = 0; err != NULL && i < count; i++)
-    res->weighted[i] += err[i];
+  histd_result_add_done(res, err);
   free(err);
   res->density = density;
   if (v0 > 0)
@@ -518,8 +533,8 @@ static int run_pieces(histd_worker *w, const histd_problem *p, const histd_exec 
     if (ran++ == 0) {
       *res = part;
       most = pairs;
-      if (res->weighted != NULL &&
-          (err = calloc(res->bins.count ? histd_bins_slots(&res->bins) : 1, sizeof *err)) == NULL)
+      if ((res->weighted != NULL || res->rsum != NULL) &&
+          (err = histd_result_add_errs(&res->bins)) == NULL)
         rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the weighted sums");
       if (rc == 0 && p->species != NULL && histd_result_partials(res, n) != 0)
         rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u partials", n);
@@ -629,7 +644,7 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
       histd_result_free(res);
       return rc;
     }
-  } else if ((rc = histd_result_init(res, &p.bins, p.weighted, msg, msglen)) != 0) {
+  } else if ((rc = result_init(res, &p, msg, msglen)) != 0) {
     return rc;
   }
   res->precision = ex.precision;

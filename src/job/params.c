@@ -236,6 +236,7 @@ FLAG_PARAM(per_frame)
 FLAG_PARAM(per_point)
 FLAG_PARAM(per_point_histogram)
 FLAG_PARAM(nearest)
+FLAG_PARAM(ravg)
 
 static int set_kernel(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
   int rc = want(v, HISTD_VALUE_STRING, "kernel", "a string (see the list of kernels)", msg,
@@ -657,6 +658,9 @@ static const histd_param table[] = {
     ROW(mu_bins, "mu-bins", 0, COUNT,
         "s_mu: mu's equal bins in [0, mu_max] (mu = pi / s; mu = mu_max in the last)"),
     ROW(mu_max, "mu-max", 0, NUMBER, "s_mu: mu's range [0, mu_max], at most 1 (default 1)"),
+    ROW(ravg, "ravg", 0, BOOL,
+        "each bin's mean separation (d, r_p or s), weighted by w_i w_j with weights: "
+        "Corrfunc's ravg"),
     ROW(los, "los", 0, STRING,
         "rp_pi, s_mu: the line of sight, z (pi = |dz|, default) or midpoint (open space: "
         "along the pair's midpoint, for sky catalogues)"),
@@ -934,6 +938,7 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
     pr.statistic = (histd_statistic)p->binned2;
     pr.los_midpoint = p->los_midpoint;
   }
+  pr.ravg = p->ravg;
   if (p->has_within) {
     pr.radius = p->within;
   } else if (given_bucket_width(p)) {

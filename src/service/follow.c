@@ -81,8 +81,8 @@ int follow_add(histd_result *sum, const histd_result *part, bool b_whole, char *
   p.frame_volume = NULL;
   sum->frame_counts = sum->frame_total = sum->frame_below = NULL;
   sum->frame_volume = NULL;
-  double *err = sum->weighted != NULL ? calloc(bins ? bins : 1, sizeof *err) : NULL;
-  int rc = sum->weighted != NULL && err == NULL
+  double *err = histd_result_add_errs(&sum->bins);
+  int rc = err == NULL
                ? histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the weighted sums")
                : histd_result_add(sum, err, &p, msg, msglen);
   histd_result_add_done(sum, err);

@@ -56,7 +56,7 @@ static size_t nkernels = 4;
 
 typedef struct want {
   uint64_t *counts, below, overflow, total;
-  long double *w, *wabs;
+  long double *w, *wabs, *r, *rabs; /* weighted sums; ravg's sums of (w_i w_j) u */
 } want;
 
 /* Axis 2's bin of v, or n2 (out of range). */
@@ -69,11 +69,12 @@ static uint32_t axis2(double v, double max2, uint32_t n2, int closed) {
   return f < (double)n2 ? (uint32_t)f : n2 - 1;
 }
 
-/* The slot of pair (i, j): k1 * n2 + k2, slots (below) or slots + 1. */
+/* The slot of pair (i, j): k1 * n2 + k2, slots (below) or slots + 1; and
+ * in *u_out the value axis 1 bins (d for the histogram of d: n2 1). */
 static uint32_t def_slot(const histd_problem *p, const def_box *bx, const histd_dataset *a,
-                         size_t i, const histd_dataset *b, size_t j) {
+                         size_t i, const histd_dataset *b, size_t j, double *u_out) {
   const histd_bins *bins = &p->bins;
-  const uint32_t n1 = bins->count, n2 = bins->count2, slots = n1 * n2;
+  const uint32_t n1 = bins->count, n2 = bins->count2 ? bins->count2 : 1, slots = n1 * n2;
   double dx = a->x[i] - b->x[j];
   double dy = a->y[i] - b->y[j];
   double dz = a->z[i] - b->z[j];
@@ -106,7 +107,10 @@ static uint32_t def_slot(const histd_problem *p, const def_box *bx, const histd_
   }
   double u;
   uint32_t k2;
-  if (p->statistic == HISTD_STAT_RP_PI) {
+  if (p->statistic == HISTD_STAT_HISTOGRAM) {
+    u = sqrt(ss);
+    k2 = 0;
+  } else if (p->statistic == HISTD_STAT_RP_PI) {
     u = rp;
     k2 = axis2(pi, bins->max2, n2, 0);
   } else {
@@ -114,6 +118,7 @@ static uint32_t def_slot(const histd_problem *p, const def_box *bx, const histd_
     double mu = ss > 0 ? pi / u : 0;
     k2 = axis2(mu, bins->max2, n2, 1);
   }
+  *u_out = u;
   if (k2 == n2)
     return slots + 1;
   uint32_t k1 = definition_slot(u, bins->width,
@@ -121,17 +126,22 @@ static uint32_t def_slot(const histd_problem *p, const def_box *bx, const histd_
   return k1 == n1 ? slots : k1 == n1 + 1 ? slots + 1 : k1 * n2 + k2;
 }
 
+static uint32_t slots_of(const histd_bins *b) { return b->count * (b->count2 ? b->count2 : 1); }
+
 static void definition(const histd_problem *p, want *W) {
-  const uint32_t slots = p->bins.count * p->bins.count2;
+  const uint32_t slots = slots_of(&p->bins);
   W->counts = calloc(slots, sizeof *W->counts);
   W->w = calloc(slots + 2, sizeof *W->w);
   W->wabs = calloc(slots + 2, sizeof *W->wabs);
+  W->r = calloc(slots + 2, sizeof *W->r);
+  W->rabs = calloc(slots + 2, sizeof *W->rabs);
   W->below = W->overflow = W->total = 0;
   def_box bx = {p->box.kind == HISTD_BOX_NONE ? 0 : 1, p->box.ax, 0, p->box.by, 0, 0, p->box.cz};
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
   for (size_t i = 0; i < a->n; i++)
     for (size_t j = p->b ? 0 : i + 1; j < b->n; j++) {
-      uint32_t s = def_slot(p, &bx, a, i, b, j);
+      double u;
+      uint32_t s = def_slot(p, &bx, a, i, b, j, &u);
       if (s < slots)
         W->counts[s]++;
       else if (s == slots)
@@ -139,11 +149,11 @@ static void definition(const histd_problem *p, want *W) {
       else
         W->overflow++;
       W->total++;
-      if (p->weighted) {
-        long double ww = (long double)a->w[i] * b->w[j];
-        W->w[s] += ww;
-        W->wabs[s] += fabsl(ww);
-      }
+      long double ww = p->weighted ? (long double)a->w[i] * b->w[j] : 1;
+      W->w[s] += ww;
+      W->wabs[s] += fabsl(ww);
+      W->r[s] += ww * u;
+      W->rabs[s] += fabsl(ww * u);
     }
 }
 
@@ -151,6 +161,8 @@ static void want_free(want *W) {
   free(W->counts);
   free(W->w);
   free(W->wabs);
+  free(W->r);
+  free(W->rabs);
 }
 
 /* ---- the sets ------------------------------------------------------------- */
@@ -233,7 +245,7 @@ static int run(const histd_problem *p, const char *kernel, histd_result *r, char
 static void compare(const histd_problem *p, const char *what) {
   want W;
   definition(p, &W);
-  const uint32_t slots = p->bins.count * p->bins.count2;
+  const uint32_t slots = slots_of(&p->bins);
   uint64_t inside = 0;
   for (uint32_t s = 0; s < slots; s++)
     inside += W.counts[s];
@@ -246,6 +258,15 @@ static void compare(const histd_problem *p, const char *what) {
     CHECK(rc == 0, "%s on %s: %s", what, kernels[k], msg);
     if (rc != 0)
       continue;
+    if (p->ravg) {
+      CHECK(r.rsum != NULL, "%s on %s: ravg's sums", what, kernels[k]);
+      uint32_t off = 0;
+      for (uint32_t s = 0; r.rsum != NULL && s < slots; s++)
+        if (!(fabsl((long double)r.rsum[s] - W.r[s]) <= 1e-12L * W.rabs[s]) && off++ < 3)
+          CHECK(false,
+              "%s on %s: bin %u's ravg sum %.17g, the definition %.17Lg", what, kernels[k], s,
+              r.rsum[s], W.r[s]);
+    }
     CHECK(r.statistic == p->statistic && r.bins.count2 == p->bins.count2 &&
               r.bins.max2 == p->bins.max2 && r.los_midpoint == p->los_midpoint,
           "%s on %s: the result's axes", what, kernels[k]);
@@ -253,7 +274,7 @@ static void compare(const histd_problem *p, const char *what) {
     for (uint32_t s = 0; s < slots; s++)
       if (r.counts[s] != W.counts[s] && bad++ < 3)
         CHECK(false, "%s on %s: bin (%u, %u) counts %llu, the definition %llu", what,
-              kernels[k], s / p->bins.count2, s % p->bins.count2,
+              kernels[k], s / (slots / p->bins.count), s % (slots / p->bins.count),
               (unsigned long long)r.counts[s], (unsigned long long)W.counts[s]);
     CHECK(r.below == W.below && r.overflow == W.overflow && r.total == W.total,
           "%s on %s: below %llu overflow %llu total %llu, the definition %llu %llu %llu", what,
@@ -319,12 +340,17 @@ int main(void) {
   histd_problem p = problem(&u, NULL, 0, HISTD_STAT_RP_PI,
                             (histd_bins){HISTD_BINS_EDGES, 5, 0, log_edges, 8, 4});
   compare(&p, "rp_pi, log r_p bins, open, weighted");
+  p.ravg = true;
+  compare(&p, "rp_pi, open, weighted, ravg");
+  p.ravg = false;
   p.box = (histd_box){HISTD_BOX_ORTHO, 20, 0, 20, 0, 0, 20};
   compare(&p, "rp_pi, periodic");
   p.b = &v;
   compare(&p, "rp_pi, periodic, A x B");
   p = problem(&u, &v, 20, HISTD_STAT_S_MU, (histd_bins){HISTD_BINS_WIDTH, 8, 0.75, NULL, 5, 1});
-  compare(&p, "s_mu, equal s bins, periodic, A x B");
+  p.ravg = true;
+  compare(&p, "s_mu, equal s bins, periodic, A x B, ravg");
+  p.ravg = false;
   p.b = NULL;
   p.box.kind = HISTD_BOX_NONE;
   p.bins.max2 = 0.6;
@@ -338,6 +364,12 @@ int main(void) {
   p = problem(&c, NULL, 50, HISTD_STAT_S_MU,
               (histd_bins){HISTD_BINS_EDGES, 5, 0, log_edges, 7, 1});
   compare(&p, "s_mu, clustered, periodic");
+  p = problem(&c, NULL, 50, HISTD_STAT_HISTOGRAM,
+              (histd_bins){HISTD_BINS_EDGES, 5, 0, log_edges, 0, 0});
+  p.ravg = true;
+  compare(&p, "the histogram of d, clustered, periodic, weighted, ravg");
+  p.weighted = false;
+  compare(&p, "the histogram of d, clustered, periodic, ravg (unweighted: the mean d)");
 
   /* the lattice: pairs on the edges of r_p (1, 2, 3), pi (pi_max 2 = 2 bins
    * of 1: pi 1 on an edge, pi 2 out) and mu (pairs along z: mu = 1 = mu_max
@@ -367,7 +399,9 @@ int main(void) {
   compare(&p, "rp_pi, midpoint, A x B");
   p = problem(&sh, &sh2, 0, HISTD_STAT_S_MU, (histd_bins){HISTD_BINS_EDGES, 5, 0, sky_edges, 6, 1});
   p.los_midpoint = true;
-  compare(&p, "s_mu, midpoint, A x B");
+  p.ravg = true;
+  compare(&p, "s_mu, midpoint, A x B, ravg");
+  p.ravg = false;
   sh.x[0] = sh.y[0] = sh.z[0] = 0; /* a pair through the origin */
   sh.x[1] = sh.y[1] = sh.z[1] = 0;
   p = problem(&sh, NULL, 0, HISTD_STAT_S_MU,

@@ -325,7 +325,7 @@ int main(void) {
   histd_dataset_frame(&t, 0, &one);
   one.frame = NULL, one.frames = 0, one.top = NULL, one.box.kind = HISTD_BOX_NONE;
   histd_problem p = {&one, NULL, {0}, {HISTD_BINS_WIDTH, 10, 1.0, NULL, 0, 0}, 0, 0, false, false,
-                     false, false, false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false};
+                     false, false, false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false};
   run(&p, &r, NULL, "plain");
   check_all(&r, "plain histogram");
   histd_result_free(&r);
@@ -333,7 +333,7 @@ int main(void) {
   CHECK(histd_dataset_select(&t, "name:O,H", NULL, &sel, msg, sizeof msg) == 0, "%s", msg);
   const double edges[4] = {0.5, 1, 2, 2.9};
   p = (histd_problem){&sel, NULL, {0}, {HISTD_BINS_EDGES, 3, 0, edges, 0, 0}, 0, 0, true, true,
-                      false, true, false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false};
+                      false, true, false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false};
   run(&p, &r, NULL, "trajectory");
   snprintf(r.select_a, sizeof r.select_a, "name:O,H");
   check_all(&r, "weighted periodic frames, per frame");
@@ -346,19 +346,19 @@ int main(void) {
   /* counts in two axes (r_p, pi), weighted, A x B */
   p = (histd_problem){&sel, &one, {0}, {HISTD_BINS_EDGES, 3, 0, edges, 4, 2}, HISTD_STAT_RP_PI, 0,
                       false, false, false, false, false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0,
-                      NULL, false, false};
+                      NULL, false, false, true};
   run(&p, &r, NULL, "rp_pi");
-  check_all(&r, "rp_pi, A x B");
+  check_all(&r, "rp_pi with ravg, A x B");
   histd_result_free(&r);
   /* within a radius; A x B */
   p = (histd_problem){&one, &one, {0}, {0}, HISTD_STAT_WITHIN, 1.5, true, false, false, false,
-                      false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false};
+                      false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false};
   run(&p, &r, NULL, "within");
   check_all(&r, "within, A x B, weighted");
   histd_result_free(&r);
   /* per point, weighted, over frames */
   p = (histd_problem){&t, NULL, {0}, {0}, HISTD_STAT_POINT_COUNTS, 1.5, true, true, false,
-                      false, false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false};
+                      false, false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false};
   run(&p, &r, NULL, "per point");
   check_all(&r, "per point, weighted, frames");
   histd_result_free(&r);
@@ -366,7 +366,7 @@ int main(void) {
   histd_dataset ox;
   CHECK(histd_dataset_select(&t, "name:O", NULL, &ox, msg, sizeof msg) == 0, "%s", msg);
   p = (histd_problem){&ox, NULL, {0}, {0}, HISTD_STAT_NEAREST, 2, false, true, false, false,
-                      false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false};
+                      false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false};
   run(&p, &r, NULL, "nearest");
   check_all(&r, "nearest of a selection, frames");
   histd_result_free(&r);
@@ -376,7 +376,7 @@ int main(void) {
   histd_pair_file_init(&pf, fileno(tmp), 0);
   histd_control ctl = {NULL, NULL, &pf, histd_pair_file_put};
   p = (histd_problem){&t, NULL, {0}, {0}, HISTD_STAT_PAIRS, 1.2, false, true, false, false,
-                      false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false};
+                      false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false};
   run(&p, &r, &ctl, "pairs");
   CHECK(histd_pair_file_flush(&pf, false, msg, sizeof msg) == 0, "%s", msg);
   CHECK(r.pairs > 0 && r.pairs == pf.records, "%" PRIu64 " pairs", r.pairs);

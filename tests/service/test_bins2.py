@@ -67,9 +67,12 @@ def pair_coords(a, b, box, midpoint):
 
 
 def brute(stat, pa, wa, pb, wb, edges, n2, max2, box=None, midpoint=False):
+    """Counts, weighted sums, below, overflow, total, and ravg's sums of
+    (w_i w_j) u (u: r_p or s) per bin."""
     n1 = len(edges) - 1
     counts = [[0] * n2 for _ in range(n1)]
     sums = [[0.0] * n2 for _ in range(n1)]
+    usums = [[[] for _ in range(n2)] for _ in range(n1)]
     below = over = total = 0
     pairs = ([(i, j) for i in range(len(pa)) for j in range(i + 1, len(pa))] if pb is None
              else [(i, j) for i in range(len(pa)) for j in range(len(pb))])
@@ -89,9 +92,12 @@ def brute(stat, pa, wa, pb, wb, edges, n2, max2, box=None, midpoint=False):
             over += 1
         else:
             counts[k1][k2] += 1
+            wp = wa[i] * vb[j] if wa is not None else 1.0
             if wa is not None:
-                sums[k1][k2] = math.fsum([sums[k1][k2], wa[i] * vb[j]])
-    return counts, sums, below, over, total
+                sums[k1][k2] = math.fsum([sums[k1][k2], wp])
+            usums[k1][k2].append(wp * u)
+    ravg = [[math.fsum(c) for c in row] for row in usums]
+    return counts, sums, below, over, total, ravg
 
 
 def result(d, job_id, fmt=None):
@@ -105,7 +111,7 @@ def check_job(d, ds, want, name, **params):
     check(job["status"] == "succeeded", (name, job))
     import json
     r = json.loads(result(d, job["id"]))
-    counts, sums, below, over, total = want
+    counts, sums, below, over, total, usum = want
     check(r["statistic"] == params["statistic"].replace("-", "_"), (name, r["statistic"]))
     check(r["counts"] == counts, "%s: counts %s, the definition %s" % (name, r["counts"], counts))
     check((r["below"], r["overflow"], r["total"]) == (below, over, total),
@@ -114,6 +120,16 @@ def check_job(d, ds, want, name, **params):
     n2 = r["buckets2"]
     check(len(r["edges2"]) == n2 + 1 and r["edges2"][-1] == r["max2"]
           and all(r["edges2"][k] == k * (r["max2"] / n2) for k in range(n2)), (name, r["edges2"]))
+    if params.get("ravg"):  # each bin's mean separation, null where empty
+        for k1, row in enumerate(usum):
+            for k2, v in enumerate(row):
+                den = sums[k1][k2] if params.get("weights") else counts[k1][k2]
+                got = r["ravg"][k1][k2]
+                if counts[k1][k2] == 0:
+                    check(got is None, "%s: ravg of an empty bin %r" % (name, got))
+                else:
+                    check(abs(got - v / den) <= 1e-11 * abs(v / den),
+                          "%s: ravg (%d, %d) %r, the definition %r" % (name, k1, k2, got, v / den))
     if params.get("weights"):
         for k1, row in enumerate(sums):
             for k2, v in enumerate(row):
@@ -160,13 +176,14 @@ def main():
                          "rp_pi periodic weighted", statistic="rp_pi", rp_edges=log_edges,
                          pi_max=6, pi_bins=5, box=[L], weights=True)
         check_job(d, ds_a, brute("rp_pi", pa, wa, pb, wb, log_edges, 4, 6.0),
-                  "rp_pi DR open weighted", statistic="rp_pi", rp_edges=log_edges, pi_max=6,
-                  pi_bins=4, dataset_b=ds_b, weights=True)
+                  "rp_pi DR open weighted, ravg", statistic="rp_pi", rp_edges=log_edges,
+                  pi_max=6, pi_bins=4, dataset_b=ds_b, weights=True, ravg=True)
         check_job(d, ds_a, brute("s_mu", pa, wa, pb, wb, log_edges, 6, 1.0, box=L),
                   "s_mu DR periodic", statistic="s_mu", edges=log_edges, mu_bins=6,
                   dataset_b=ds_b, box=[L], weights=True)
         check_job(d, ds_lat, brute("rp_pi", lat, None, None, None, [1, 2, 3], 2, 2.0),
-                  "rp_pi lattice", statistic="rp_pi", rp_edges=[1, 2, 3], pi_max=2, pi_bins=2)
+                  "rp_pi lattice, ravg", statistic="rp_pi", rp_edges=[1, 2, 3], pi_max=2,
+                  pi_bins=2, ravg=True)
         check_job(d, ds_lat, brute("s_mu", lat, None, None, None, [0, 1, 2, 3], 2, 0.5),
                   "s_mu lattice, mu_max 1/2", statistic="s_mu", bucket_width=1, buckets=3,
                   mu_bins=2, mu_max=0.5)
@@ -207,6 +224,8 @@ def main():
               "log_bins": [1, 2, 4096]}, 400, "one way"),
             ({"statistic": "rp_pi", "log_bins": [1, 2, 5000], "pi_max": 3, "pi_bins": 5000}, 422,
              "more than"),
+            ({"within": 2, "ravg": True}, 422, "ravg"),
+            ({"statistic": "s_mu", "edges": [1, 2], "mu_bins": 2, "ravg": 1}, 400, "ravg"),
         ]
         for params, status, word in bad:
             body = dict(params, dataset=ds_a)

@@ -895,7 +895,7 @@ static int cmd_merge(int argc, char **argv) {
     return st;
   }
   histd_result sum, part;
-  double *err = calloc(d.bins.count, sizeof *err);
+  double *err = histd_result_add_errs(&d.bins);
   char msg[PATH_MAX + 1024];
   int rc = err == NULL ? histd_fail(msg, sizeof msg, HISTD_ENOMEM, "out of memory") : 0;
   double t0 = histd_now_ms();

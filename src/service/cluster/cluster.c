@@ -885,7 +885,7 @@ static int merge(PGconn *db, const job_record *rec, const histd_problem *p,
     rc = histd_result_check(&part, &part.bins, histd_shard_pairs(p, &sh), msg, msglen);
     if (rc == 0 && i == 0) {
       rc = histd_result_copy(sum, &part);
-      err = calloc(part.bins.count, sizeof *err);
+      err = histd_result_add_errs(&part.bins);
       rc = rc == 0 && err == NULL ? HISTD_ENOMEM : rc;
     } else if (rc == 0) {
       rc = histd_result_add(sum, err, &part, msg, msglen);
