@@ -3,8 +3,11 @@ source tree (api/python), the real daemon (tests/service/daemon.py), and
 the independent definitions the results are checked against, written with
 numpy: every pair's distance, binned; the distance matrix of the
 contract's minimum image (orthorhombic and triclinic); a GRO file read as
-histd reads it."""
+histd reads it; api/python/README.md's examples run as pasted."""
+import contextlib
+import io
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -110,3 +113,20 @@ def read_gro(path):
     names = [l[10:15].strip() for l in lines[2:2 + n]]
     pos = np.array([[float(l[20 + 8 * k:28 + 8 * k]) for k in range(3)] for l in lines[2:2 + n]])
     return names, pos, [float(v) for v in lines[2 + n].split()]
+
+
+def run_readme_example(port, heading=None):
+    """Runs api/python/README.md's python block (the first one, or the
+    first after the line `heading`) with HISTD_URL pointing at the daemon
+    on `port`; it must print what its last comment shows."""
+    path = os.path.join(ROOT, "api", "python", "README.md")
+    text = open(path).read()
+    if heading is not None:
+        text = text[text.index("\n" + heading + "\n"):]
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    os.environ["HISTD_URL"] = "http://127.0.0.1:%d" % port
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, path, "exec"), {"__name__": "__readme__"})
+    shown = code.rstrip().rsplit("# ", 1)[1]
+    check(out.getvalue().strip() == shown, "README printed %r, shows %r" % (out.getvalue(), shown))

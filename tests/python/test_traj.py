@@ -24,16 +24,13 @@ Skips (77) without MDAnalysis or ASE (python3-mdanalysis, python3-ase).
 
 usage: test_traj.py HISTD_EXE
 """
-import contextlib
-import io
 import os
-import re
 import signal
 import sys
 import threading
 import warnings
 
-from common import Daemon, check, distances, exe, np
+from common import Daemon, check, distances, exe, np, run_readme_example
 
 import histd
 
@@ -328,16 +325,7 @@ def test_ctrl_c(c):
 
 
 def test_readme(port):
-    """Runs api/python/README.md's python block with HISTD_URL set; its
-    output is what the block's last comment says."""
-    path = os.path.join(os.path.dirname(histd.__file__), "..", "README.md")
-    code = re.search(r"```python\n(.*?)```", open(path).read(), re.S).group(1)
-    os.environ["HISTD_URL"] = "http://127.0.0.1:%d" % port
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, path, "exec"), {"__name__": "__readme__"})
-    shown = code.rstrip().rsplit("# ", 1)[1]
-    check(out.getvalue().strip() == shown, "README printed %r, shows %r" % (out.getvalue(), shown))
+    run_readme_example(port)
     print("api/python/README.md's example runs as pasted")
 
 

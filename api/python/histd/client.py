@@ -584,7 +584,7 @@ class Client:
         for k, v in given.items():
             if v is None:
                 continue
-            if k in ("edges", "log_bins", "box", "devices"):
+            if k in ("edges", "log_bins", "rp_edges", "rp_log_bins", "box", "devices"):
                 v = [float(x) if k != "devices" else int(x) for x in v]
             body[k] = v
         try:
@@ -647,6 +647,35 @@ class Client:
         bins (edges=, log_bins=, bucket_width=, r_max= with buckets=), or
         within a radius (within=); weights=True adds the weighted sums."""
         job = self.submit(data, data_b, **params)
+        return job.wait(timeout=timeout, progress=progress)
+
+    def rp_pi(self, data: Data, data_b: Optional[Data] = None, *, pi_max: float,
+              pi_bins: int, progress: Optional[bool] = None, timeout: Optional[float] = None,
+              **params: Any) -> Result:
+        """Pair counts in bins of r_p (across the line of sight) and pi
+        (along it, |dz| for ``los="z"``, the default, or by the pair's
+        midpoint, ``los="midpoint"``): DD of `data`, or DR / RR of A x B.
+        r_p's bins as the histogram's (rp_edges= or edges=, rp_log_bins= or
+        log_bins=, r_max= with buckets=), pi's ``pi_bins`` equal bins of
+        [0, pi_max). ``result.counts`` (and ``weighted`` with weights=True)
+        is r_p bins x pi bins, ``edges`` r_p's edges and ``edges2`` pi's;
+        histd.estimators turns them into xi and w_p."""
+        job = self.submit(data, data_b, statistic="rp_pi", pi_max=pi_max, pi_bins=pi_bins,
+                          **params)
+        return job.wait(timeout=timeout, progress=progress)
+
+    def s_mu(self, data: Data, data_b: Optional[Data] = None, *, mu_bins: int,
+             mu_max: Optional[float] = None, progress: Optional[bool] = None,
+             timeout: Optional[float] = None, **params: Any) -> Result:
+        """Pair counts in bins of s (the pair's distance, binned as the
+        histogram's: edges=, log_bins=, r_max= with buckets=) and mu = pi / s
+        (``mu_bins`` equal bins of [0, mu_max], mu_max 1 unless given; mu =
+        mu_max in the last bin; pi along ``los`` as rp_pi's): DD of `data`,
+        or DR / RR of A x B. ``result.counts`` is s bins x mu bins,
+        ``edges2`` mu's edges; histd.estimators.multipoles gives xi_0, xi_2,
+        xi_4."""
+        job = self.submit(data, data_b, statistic="s_mu", mu_bins=mu_bins, mu_max=mu_max,
+                          **params)
         return job.wait(timeout=timeout, progress=progress)
 
     def neighbours(self, data: Data, within: float, data_b: Optional[Data] = None, *,

@@ -81,6 +81,15 @@ def _value(field: Dict[str, Any], v: Any) -> Any:
     return _np.asarray(v, dtype=dtype)
 
 
+def _midpoints(e: Any) -> Any:
+    """(e[k] + e[k+1]) / 2 of edges (None: None)."""
+    if e is None:
+        return None
+    if _np is not None:
+        return (e[:-1] + e[1:]) / 2
+    return [(e[i] + e[i + 1]) / 2 for i in range(len(e) - 1)]
+
+
 class Result:
     """One result of histd: every field it has, as an attribute (see the
     module's docstring). Exact integers (counts, totals) are Python ints or
@@ -128,12 +137,12 @@ class Result:
     @property
     def centers(self) -> Any:
         """The bins' midpoints, (edges[k] + edges[k+1]) / 2."""
-        e = self.edges
-        if e is None:
-            return None
-        if _np is not None:
-            return (e[:-1] + e[1:]) / 2
-        return [(e[i] + e[i + 1]) / 2 for i in range(len(e) - 1)]
+        return _midpoints(self.edges)
+
+    @property
+    def centers2(self) -> Any:
+        """The second axis's bin midpoints (rp_pi's pi, s_mu's mu)."""
+        return _midpoints(self.edges2)
 
     @property
     def bins(self) -> Any:
@@ -253,5 +262,8 @@ class Result:
         if s == "pairs":
             return "<histd.Result %s pairs within %g, %s>" % (self.pairs, self.radius,
                                                              self.device)
+        if s in ("rp_pi", "s_mu"):
+            return "<histd.Result %s %s x %s buckets, %s pairs, %s>" % (
+                s, self.buckets, self.buckets2, self.total, self.device)
         return "<histd.Result %s buckets, %s pairs%s, %s>" % (
             self.buckets, self.total, ", g(r)" if self.g is not None else "", self.device)
