@@ -105,7 +105,9 @@ export interface Params {
   per_point_histogram?: boolean;
   nearest?: boolean;
   pairs_within?: number;
-  statistic?: "histogram" | "rp_pi" | "s_mu";
+  statistic?: "histogram" | "rp_pi" | "s_mu" | "theta";
+  theta_edges?: Array<number>;
+  theta_log_bins?: Array<number>;
   rp_edges?: Array<number>;
   rp_log_bins?: Array<number>;
   pi_max?: number;
@@ -281,6 +283,11 @@ export interface JobParams {
    */
   pairs_within?: number | null;
   /**
+   * theta: counts in bins of the angle between two points of sky
+   * catalogues (sky-csv, sky-json, fits), by theta_edges or
+   * theta_log_bins in degrees: the chord c = |u_i - u_j| of their unit
+   * vectors (computed once from ra and dec) against chord edges
+   * 2 sin(theta / 2); the result's theta_edges beside the chords' edges.
    * histogram: counts in bins of the distance d. rp_pi: counts in
    * bins of (r_p, pi), r_p by the bins (edges, log_bins or
    * bucket_width with buckets; rp_edges and rp_log_bins say the
@@ -296,9 +303,13 @@ export interface JobParams {
    * weights, A x B (dataset_b), frames (summed); not with within,
    * per_frame, blocks, partials, exclude, images all or norm.
    */
-  statistic?: "histogram" | "rp_pi" | "s_mu" | null;
+  statistic?: "histogram" | "rp_pi" | "s_mu" | "theta" | null;
   /** rp_pi: r_p's edges, the same as edges (written back as edges). */
   rp_edges?: Array<number> | null;
+  /** theta: the angles' edges in degrees, 0 to 180 (the same as edges, which statistic theta reads as degrees). */
+  theta_edges?: Array<number> | null;
+  /** theta: [min, max, bins] in degrees, log-spaced (the same as log_bins). */
+  theta_log_bins?: Array<number> | null;
   /** rp_pi: [r_min, r_max, buckets], the same as log_bins. */
   rp_log_bins?: Array<number> | null;
   /** rp_pi: pi counts while pi < pi_max; in a periodic box at most half its z width (and r_p's last edge at most half its x and y widths). */
@@ -468,7 +479,7 @@ export interface Result {
   images?: "all";
   /** Periodic: the pair density, the sum over frames of each frame's pairs / its volume. */
   density?: number;
-  statistic: "histogram" | "within" | "per_point" | "nearest" | "pairs" | "per_point_histogram" | "rp_pi" | "s_mu";
+  statistic: "histogram" | "within" | "per_point" | "nearest" | "pairs" | "per_point_histogram" | "rp_pi" | "s_mu" | "theta";
   bins?: "width" | "edges";
   bucket_width?: number;
   buckets?: Int;
@@ -479,6 +490,8 @@ export interface Result {
   max2?: number;
   /** rp_pi, s_mu: the second axis's edges, k * (max2 / buckets2), the last max2. */
   edges2?: Array<number>;
+  /** theta: the angles' edges in degrees; edges are their chords. */
+  theta_edges?: Array<number>;
   /** ravg: each bin's mean separation (weighted by w_i w_j with weights); null for an empty bin. */
   ravg?: Array<number | null | Array<number | null>>;
   /** rp_pi, s_mu: the line of sight. */
@@ -546,7 +559,7 @@ export interface ResultSummary {
   box_source?: "job" | "dataset";
   /** Periodic: the pair density, the sum over frames of each frame's pairs / its volume. */
   density?: number;
-  statistic: "histogram" | "within" | "per_point" | "nearest" | "pairs" | "per_point_histogram" | "rp_pi" | "s_mu";
+  statistic: "histogram" | "within" | "per_point" | "nearest" | "pairs" | "per_point_histogram" | "rp_pi" | "s_mu" | "theta";
   bins?: "width" | "edges";
   bucket_width?: number;
   buckets?: Int;

@@ -391,8 +391,12 @@ typedef enum histd_statistic {
                              * pair's (r_p, pi): axis 1 r_p by the bins,
                              * axis 2 pi = |dz| (line of sight z) or the
                              * midpoint's, in count2 bins of [0, max2)      */
-  HISTD_STAT_S_MU = 7       /* likewise in (s, mu): s the contract's d by the
+  HISTD_STAT_S_MU = 7,      /* likewise in (s, mu): s the contract's d by the
                              * bins, mu = pi / s in count2 bins of [0, max2] */
+  HISTD_STAT_THETA = 8      /* a result's name only: the histogram of the chord
+                             * c = |u_i - u_j| of sky points' unit vectors in
+                             * chord edges 2 sin(theta_k / 2) (the job layer
+                             * binds it: src/job/job.c); its theta_edges      */
 } histd_statistic;
 
 /* How a job's pairs were made, as its result tells it: PLAIN is self
@@ -587,6 +591,7 @@ struct histd_shape {
   histd_box box;
   double min[3], max[3];
   unsigned topology; /* HISTD_TOP_* bits */
+  bool sky;          /* a sky catalogue's columns (ra, dec, distance) */
 };
 void histd_dataset_shape(const histd_dataset *ds, histd_shape *out);
 /* The pairs a problem of these shapes counts (b NULL: self pairs). */
@@ -711,6 +716,8 @@ typedef struct histd_result {
   double *weighted;  /* NULL, or bins.count weighted sums           */
   double *rsum;      /* ravg: NULL, or each bin's sum of (w_i w_j) u (u: d,
                       * r_p or s), Neumaier-compensated              */
+  double *theta_edges; /* THETA: the angle's edges in degrees (bins.count + 1),
+                        * whose chords are bins.edges                 */
   uint64_t n, n_b;   /* points of A, and of B (0 for self pairs)     */
   bool cross;        /* the pairs were A x B                         */
   histd_pairing pairing; /* the rule they were paired by               */

@@ -64,6 +64,7 @@ typedef struct histd_job {
   histd_problem problem;
   histd_dataset named;  /* A with the topology's atoms (a view of A's points) */
   histd_operands ops;   /* the selections' copies */
+  histd_dataset units[2]; /* theta: A's and B's unit vectors */
   double *edges;        /* log bins' edges */
 } histd_job;
 

@@ -150,6 +150,15 @@ int histd_params_problem(const histd_params *p, const histd_dataset *a, const hi
  * ask for one). */
 histd_statistic histd_params_statistic(const histd_params *p);
 
+/* statistic "theta": the chord of each angle edge deg[0..k] (degrees, 0 to
+ * 180), c = 2 sin(h), h = (deg fl(pi / 180)) / 2, into chord[0..k]; a
+ * sentence where they are out of range or two give one chord. The job's
+ * edges in degrees (its theta_edges, or log bins computed once), malloc'd:
+ * what its result publishes beside the chords. */
+int histd_theta_chords(const double *deg, uint32_t k, double *chord, char *msg, size_t msglen);
+int histd_params_theta_edges(const histd_params *p, double **deg, uint32_t *count, char *msg,
+                             size_t msglen);
+
 
 /* The most blocks a job may cut its frames into. */
 #define HISTD_MAX_BLOCKS 1000

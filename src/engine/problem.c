@@ -358,6 +358,7 @@ void histd_dataset_shape(const histd_dataset *ds, histd_shape *out) {
   memcpy(out->min, ds->min, sizeof out->min);
   memcpy(out->max, ds->max, sizeof out->max);
   out->topology = histd_topology_fields(ds->top);
+  out->sky = ds->sky != NULL;
 }
 
 /* A frame's points by the shape: equal shares (the last takes the rest). */

@@ -50,6 +50,7 @@ void histd_result_free(histd_result *res) {
   free(res->counts);
   free(res->weighted);
   free(res->rsum);
+  free(res->theta_edges);
   free((double *)res->bins.edges);
   free(res->frame_counts);
   free(res->frame_total);
@@ -195,12 +196,16 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
   dst->counts = NULL;
   dst->weighted = NULL;
   dst->rsum = NULL;
+  dst->theta_edges = NULL;
   dst->bins.edges = NULL;
   const size_t count = src->bins.count, slots = (size_t)histd_bins_slots(&src->bins);
   if (src->counts != NULL && (dst->counts = malloc(slots * sizeof *dst->counts)) != NULL)
     memcpy(dst->counts, src->counts, slots * sizeof *dst->counts);
   if (src->weighted != NULL && (dst->weighted = malloc(slots * sizeof *dst->weighted)) != NULL)
     memcpy(dst->weighted, src->weighted, slots * sizeof *dst->weighted);
+  if (src->theta_edges != NULL &&
+      (dst->theta_edges = malloc((count + 1) * sizeof *dst->theta_edges)) != NULL)
+    memcpy(dst->theta_edges, src->theta_edges, (count + 1) * sizeof *dst->theta_edges);
   if (src->rsum != NULL && (dst->rsum = malloc(slots * sizeof *dst->rsum)) != NULL)
     memcpy(dst->rsum, src->rsum, slots * sizeof *dst->rsum);
   double *e = NULL;
@@ -245,7 +250,7 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
   points_ok = dup_array(&dst->partial_nb, src->partial_nb, parts, 8) && points_ok;
   points_ok = dup_array(&dst->partial_density, src->partial_density, parts, 8) && points_ok;
   if ((src->counts && !dst->counts) || (src->weighted && !dst->weighted) ||
-      (src->rsum && !dst->rsum) ||
+      (src->rsum && !dst->rsum) || (src->theta_edges && !dst->theta_edges) ||
       (src->bins.edges && !e) || !frames_ok || !points_ok) {
     histd_result_free(dst);
     return HISTD_ENOMEM;

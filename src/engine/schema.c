@@ -51,6 +51,9 @@ static bool hist_periodic(const histd_result *r) {
 }
 static bool two_axes(const histd_result *r) { return is_histogram(r) && r->bins.count2 > 0; }
 static bool has_ravg(const histd_result *r) { return is_histogram(r) && r->rsum != NULL; }
+static bool is_theta(const histd_result *r) {
+  return r->statistic == HISTD_STAT_THETA && r->theta_edges != NULL;
+}
 static bool per_frame(const histd_result *r) { return has_bins(r) && r->frame_counts != NULL; }
 static bool per_frame_periodic(const histd_result *r) { return per_frame(r) && r->volume > 0; }
 static bool has_blocks(const histd_result *r) { return per_frame_periodic(r) && r->blocks > 1; }
@@ -117,6 +120,7 @@ GET(get_max2, d, r->bins.max2)
 GET(get_edge2, d, histd_bins_edge2(&r->bins, (uint32_t)i))
 GET(get_los, s, r->los_midpoint ? "midpoint" : "z")
 GET(get_rsum, d, r->rsum[i])
+GET(get_theta_edge, d, r->theta_edges[i])
 /* ravg: a bin's sum of (w_i w_j) u over its weight (its count unweighted);
  * NaN (null) for an empty bin */
 GET(get_ravg, d,
@@ -375,7 +379,7 @@ static const histd_field table[] = {
      "the pair density: the sum over frames of each frame's pairs / its volume", periodic,
      get_density, NULL, KEEP(density), NULL},
     {"statistic", NULL, NULL, STR, SCALAR, "", NOTEXT,
-     "histogram, within, per_point, nearest, pairs, per_point_histogram, rp_pi or s_mu", always, get_statistic, NULL,
+     "histogram, within, per_point, nearest, pairs, per_point_histogram, rp_pi, s_mu or theta", always, get_statistic, NULL,
      KEEP(statistic), NULL},
     {"radius", NULL, NULL, F64, SCALAR, "length", ALL,
      "the radius R: pairs with d <= R (nearest: null for anywhere)", has_radius, get_radius,
@@ -408,6 +412,11 @@ static const histd_field table[] = {
     {"los", NULL, NULL, STR, SCALAR, "", ALL,
      "rp_pi, s_mu: the line of sight, z (pi = |dz|) or midpoint (the pair's)", two_axes,
      get_los, NULL, KEEP(los_midpoint), NULL},
+    {"theta_edges", NULL, NULL, F64, HISTD_FS_EDGES, "degrees",
+     HISTD_OUT_JSON | HISTD_OUT_NPZ | HISTD_OUT_STORE,
+     "theta: the angles' edges in degrees; edges are their chords 2 sin(theta / 2), which the "
+     "unit vectors' chords are binned by (CSV and text show the chords)",
+     is_theta, get_theta_edge, NULL, KEEP_ARRAY(theta_edges), NULL},
     {"counts", NULL, "count", U64, HISTD_FS_BINS, "pairs", ALL,
      "the pairs in each bin (rp_pi, s_mu: buckets x buckets2, a row of axis 2's bins for each "
      "of axis 1's)",

@@ -37,6 +37,10 @@ static const histd_statistic_info statistics[] = {
                           false, true, true, {0, 0}},
     [HISTD_STAT_S_MU] = {"s_mu", "statistic \"s_mu\"", HISTD_ANSWER_BINS, HISTD_CAN_BINS2,
                          false, true, true, {0, 0}},
+    /* a result's name: the engine counts the histogram of the unit
+     * vectors' chords (the job layer binds it) */
+    [HISTD_STAT_THETA] = {"theta", "statistic \"theta\"", HISTD_ANSWER_BINS, 0, false, true,
+                          true, {0, 0}},
 };
 
 const histd_statistic_info *histd_statistic_about(histd_statistic s) {

@@ -54,6 +54,12 @@ int histd_job_check(const histd_params *p, const histd_shape *a_in, const histd_
     rc = histd_partials_check(p, a.topology, b != NULL, msg, msglen);
   if (rc != 0)
     return rc;
+  /* theta: the angles between sky points, measured on their unit vectors */
+  if (p->binned2 == HISTD_STAT_THETA && (!a.sky || (b_in != NULL && !b_in->sky)))
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "statistic theta measures angles between sky points: upload %s as a "
+                      "sky catalogue (sky-csv, sky-json or fits)",
+                      !a.sky ? "the dataset" : "dataset_b");
   histd_problem spec;
   double *edges = NULL;
   if ((rc = histd_params_spec(p, &spec, &edges, msg, msglen)) == 0)
@@ -101,9 +107,21 @@ int histd_job_bind(histd_job *job, const histd_params *p, const histd_dataset *a
     }
     a = &job->named;
   }
-  if ((rc = histd_params_operands(p, a, b, &job->ops, msg, msglen)) != 0 ||
-      (rc = histd_params_problem(p, job->ops.a, job->ops.b, &job->problem, &job->edges, msg,
-                                 msglen)) != 0) {
+  if ((rc = histd_params_operands(p, a, b, &job->ops, msg, msglen)) != 0) {
+    histd_job_free(job);
+    return rc;
+  }
+  const histd_dataset *pa = job->ops.a, *pb = job->ops.b;
+  if (p->binned2 == HISTD_STAT_THETA) { /* the points become their directions */
+    if ((rc = histd_dataset_unit_vectors(pa, &job->units[0], msg, msglen)) != 0 ||
+        (pb != NULL && (rc = histd_dataset_unit_vectors(pb, &job->units[1], msg, msglen)) != 0)) {
+      histd_job_free(job);
+      return rc;
+    }
+    pa = &job->units[0];
+    pb = pb != NULL ? &job->units[1] : NULL;
+  }
+  if ((rc = histd_params_problem(p, pa, pb, &job->problem, &job->edges, msg, msglen)) != 0) {
     histd_job_free(job);
     return rc;
   }
@@ -124,10 +142,25 @@ void histd_job_label(const histd_params *p, histd_result *res) {
   snprintf(res->select_a, sizeof res->select_a, "%s", p->select_a);
   snprintf(res->select_b, sizeof res->select_b, "%s", p->select_b);
   res->norm = p->norm;
+  if (p->binned2 == HISTD_STAT_THETA && res->statistic == HISTD_STAT_HISTOGRAM) {
+    /* the chords' histogram, shown as the angles' (their edges beside) */
+    double *deg;
+    uint32_t k;
+    char msg[256];
+    if (histd_params_theta_edges(p, &deg, &k, msg, sizeof msg) == 0 && k == res->bins.count) {
+      free(res->theta_edges);
+      res->theta_edges = deg;
+      res->statistic = HISTD_STAT_THETA;
+    } else if (deg == NULL || k != res->bins.count) {
+      free(deg);
+    }
+  }
 }
 
 void histd_job_free(histd_job *job) {
   histd_operands_free(&job->ops);
+  histd_dataset_free(&job->units[0]);
+  histd_dataset_free(&job->units[1]);
   histd_topology_free(job->named.top); /* (the rest of the view is A's) */
   free(job->edges);
   memset(job, 0, sizeof *job);

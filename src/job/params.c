@@ -390,8 +390,8 @@ static void write_images(FILE *f, const histd_params *p) { (void)p; write_string
 /* The statistics of two axes; the histogram of d is the default. Both
  * spellings: the API's rp_pi, the command line's rp-pi. */
 static int set_statistic(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
-  int rc = want(v, HISTD_VALUE_STRING, "statistic", "\"histogram\", \"rp_pi\" or \"s_mu\"",
-                msg, msglen);
+  int rc = want(v, HISTD_VALUE_STRING, "statistic",
+                "\"histogram\", \"rp_pi\", \"s_mu\" or \"theta\"", msg, msglen);
   if (rc != 0)
     return rc;
   const char *t = v->string;
@@ -401,15 +401,18 @@ static int set_statistic(histd_params *p, const histd_value *v, char *msg, size_
     p->binned2 = HISTD_STAT_RP_PI;
   else if (strcmp(t, "s_mu") == 0 || strcmp(t, "s-mu") == 0)
     p->binned2 = HISTD_STAT_S_MU;
+  else if (strcmp(t, "theta") == 0)
+    p->binned2 = HISTD_STAT_THETA;
   else
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "statistic must be \"histogram\" (of d, the default), \"rp_pi\" (counts "
-                      "in (r_p, pi)) or \"s_mu\" (counts in (s, mu)), got \"%.40s\"", t);
+                      "in (r_p, pi)), \"s_mu\" (counts in (s, mu)) or \"theta\" (angles on the "
+                      "sky), got \"%.40s\"", t);
   return 0;
 }
 static bool given_statistic(const histd_params *p) { return p->binned2 != 0; }
 static void write_statistic(FILE *f, const histd_params *p) {
-  write_string(f, p->binned2 == HISTD_STAT_RP_PI ? "rp_pi" : "s_mu");
+  write_string(f, histd_statistic_about((histd_statistic)p->binned2)->name);
 }
 
 static int set_pi_max(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
@@ -470,6 +473,13 @@ static int set_rp_edges(histd_params *p, const histd_value *v, char *msg, size_t
   return set_edges(p, v, msg, msglen);
 }
 static int set_rp_log_bins(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  return set_log_bins(p, v, msg, msglen);
+}
+/* theta's: angles in degrees (what edges and log_bins hold for it) */
+static int set_theta_edges(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
+  return set_edges(p, v, msg, msglen);
+}
+static int set_theta_log_bins(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
   return set_log_bins(p, v, msg, msglen);
 }
 static bool given_never(const histd_params *p) {
@@ -652,6 +662,12 @@ static const histd_param table[] = {
      set_rp_edges, given_never, write_nothing},
     {"rp_log_bins", "rp-log-bins", 0, HISTD_PARAM_NUMBERS,
      "rp_pi: [r_min, r_max, bins], r_p's log bins (the same as log_bins)", set_rp_log_bins,
+     given_never, write_nothing},
+    {"theta_edges", "theta-edges", 0, HISTD_PARAM_NUMBERS,
+     "theta: the angles' edges in degrees, 0 to 180 (the same as edges)", set_theta_edges,
+     given_never, write_nothing},
+    {"theta_log_bins", "theta-log-bins", 0, HISTD_PARAM_NUMBERS,
+     "theta: [min, max, bins] in degrees, log-spaced (the same as log_bins)", set_theta_log_bins,
      given_never, write_nothing},
     ROW(pi_max, "pi-max", 0, NUMBER, "rp_pi: pi's range [0, pi_max)"),
     ROW(pi_bins, "pi-bins", 0, COUNT, "rp_pi: pi's equal bins of width pi_max / pi_bins"),
@@ -908,7 +924,25 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
                       "per_frame goes with a histogram's bins, not with within (a count within "
                       "a radius keeps no table of frames); leave one out");
   pr.statistic = histd_params_statistic(p);
-  const bool two = p->binned2 != 0;
+  const bool two = p->binned2 == HISTD_STAT_RP_PI || p->binned2 == HISTD_STAT_S_MU;
+  const bool theta = p->binned2 == HISTD_STAT_THETA;
+  if (theta) {
+    const char *other = p->has_within                 ? "within"
+                        : given_bucket_width(p)       ? "bucket_width"
+                        : given_r_max(p)              ? "r_max"
+                        : p->box.kind != HISTD_BOX_NONE ? "box"
+                        : p->per_point_histogram      ? "per_point_histogram"
+                        : p->partials[0] != '\0'      ? "partials"
+                        : p->per_frame                ? "per_frame"
+                        : p->blocks > 0               ? "blocks"
+                        : p->norm != HISTD_NORM_UNSET ? "norm"
+                        : p->exclude_molecule         ? "exclude"
+                                                      : NULL;
+    if (other != NULL)
+      return histd_fail(msg, msglen, HISTD_EPARSE,
+                        "statistic theta bins the angles between sky points, by theta_edges or "
+                        "theta_log_bins in degrees: it does not go with %s", other);
+  }
   if (!two && (given_pi_max(p) || p->pi_bins || p->mu_bins || given_mu_max(p) || p->los_midpoint))
     return histd_fail(msg, msglen, HISTD_EPARSE,
                       "%s goes with statistic rp_pi or s_mu",
@@ -971,7 +1005,58 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
     pr.bins.count2 = rp ? p->pi_bins : p->mu_bins;
     pr.bins.max2 = rp ? p->pi_max : given_mu_max(p) ? p->mu_max : 1;
   }
+  if (theta) { /* the engine counts the chords of the unit vectors */
+    const uint32_t k = pr.bins.count;
+    double *c = malloc(((size_t)k + 1) * sizeof *c);
+    int rc = c == NULL ? histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u edges", k + 1)
+                       : histd_theta_chords(pr.bins.edges, k, c, msg, msglen);
+    free(*edges);
+    *edges = c;
+    if (rc != 0)
+      return rc;
+    pr.bins.edges = c;
+  }
   *out = pr;
+  return 0;
+}
+
+int histd_theta_chords(const double *deg, uint32_t k, double *chord, char *msg, size_t msglen) {
+  if (!(deg[0] >= 0) || !(deg[k] <= 180))
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "theta's edges are angles from 0 to 180 degrees, got %.17g to %.17g",
+                      deg[0], deg[k]);
+  const double rad = 3.141592653589793 / 180; /* the double nearest pi, over 180 */
+  for (uint32_t i = 0; i <= k; i++) {
+    double half = deg[i] * rad;
+    half = half * 0.5;
+    chord[i] = 2 * sin(half);
+    if (i > 0 && !(chord[i - 1] < chord[i]))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "theta's edges %.17g and %.17g degrees give one chord, %.17g: give "
+                        "edges farther apart", deg[i - 1], deg[i], chord[i]);
+  }
+  return 0;
+}
+
+int histd_params_theta_edges(const histd_params *p, double **deg, uint32_t *count, char *msg,
+                             size_t msglen) {
+  *deg = NULL;
+  *count = 0;
+  const uint32_t k = given_edges(p) ? p->edge_count - 1 : (uint32_t)p->log_bins[2];
+  double *e = malloc(((size_t)k + 1) * sizeof *e);
+  if (e == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u edges", k + 1);
+  int rc = 0;
+  if (given_edges(p))
+    memcpy(e, p->edges, ((size_t)k + 1) * sizeof *e);
+  else
+    rc = histd_log_edges(p->log_bins[0], p->log_bins[1], k, e, msg, msglen);
+  if (rc != 0) {
+    free(e);
+    return rc;
+  }
+  *deg = e;
+  *count = k;
   return 0;
 }
 

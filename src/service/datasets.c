@@ -500,4 +500,5 @@ void dataset_shape(const dataset_meta *m, histd_shape *out) {
   memcpy(out->min, m->min, sizeof out->min);
   memcpy(out->max, m->max, sizeof out->max);
   out->topology = m->topology;
+  out->sky = m->sky;
 }

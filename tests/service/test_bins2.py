@@ -9,6 +9,10 @@ on its own, as the contract rounds it):
   brute force's counts, below and overflow, weighted sums within 1e-12;
   edges2 and the API's names (rp_log_bins, the CLI's rp-pi spelling);
 - the result after a restart (the store keeps the 2-D counts);
+- theta: angles between sky points (a sky-csv catalogue through the poles
+  and across RA 0/360, self and A x B, weighted, edges and log bins): the
+  counts of the chords of unit vectors in chord edges, both by the rules
+  written here, and theta_edges as given; a Cartesian dataset refused;
 - every malformed job gets 400 or 422 with a sentence naming what is
   wrong, and nothing is queued.
 
@@ -98,6 +102,93 @@ def brute(stat, pa, wa, pb, wb, edges, n2, max2, box=None, midpoint=False):
             usums[k1][k2].append(wp * u)
     ravg = [[math.fsum(c) for c in row] for row in usums]
     return counts, sums, below, over, total, ravg
+
+
+RAD = math.pi / 180
+
+
+def unit(ra, dec):
+    """The stated unit vector: r = ra fl(pi/180), d = dec fl(pi/180),
+    (cos d cos r, cos d sin r, sin d)."""
+    r, d = ra * RAD, dec * RAD
+    return (math.cos(d) * math.cos(r), math.cos(d) * math.sin(r), math.sin(d))
+
+
+def theta_brute(ua, wa, ub, wb, deg):
+    """Chord c = |u_i - u_j| (the contract's s and sqrt) in chord edges
+    2 sin((theta fl(pi/180)) / 2); counts, below, overflow, weighted sums."""
+    chords = [2 * math.sin((t * RAD) * 0.5) for t in deg]
+    k = len(deg) - 1
+    counts, sums, below, over = [0] * k, [[] for _ in range(k)], 0, 0
+    pairs = ([(i, j) for i in range(len(ua)) for j in range(i + 1, len(ua))] if ub is None
+             else [(i, j) for i in range(len(ua)) for j in range(len(ub))])
+    vb, wv = (ua, wa) if ub is None else (ub, wb)
+    for i, j in pairs:
+        dx, dy, dz = (ua[i][0] - vb[j][0], ua[i][1] - vb[j][1], ua[i][2] - vb[j][2])
+        c = math.sqrt((dx * dx + dy * dy) + dz * dz)
+        if c < chords[0]:
+            below += 1
+        elif c >= chords[-1]:
+            over += 1
+        else:
+            b = max(n for n in range(k) if chords[n] <= c)
+            counts[b] += 1
+            sums[b].append(wa[i] * wv[j])
+    return counts, [math.fsum(s) for s in sums], below, over, len(pairs)
+
+
+def upload_sky(d, rows):
+    body = "ra,dec,dist,w\n" + "".join("%r,%r,%r,%r\n" % r for r in rows)
+    s, _, doc = d.json("POST", "/v1/datasets?format=sky-csv", body, {"Content-Type": "text/csv"})
+    check(s in (200, 201) and doc["weighted"], (s, doc))
+    return doc["id"]
+
+
+def test_theta(d, rng, cartesian):
+    def cat(n):
+        rows = [(rng.uniform(-30, 400), rng.uniform(-90, 90), rng.uniform(100, 900),
+                 0.5 + rng.random()) for _ in range(n)]
+        # the poles, RA across 0/360, and two points one degree apart
+        rows += [(10.0, 90.0, 500.0, 1.0), (250.0, -90.0, 300.0, 2.0), (359.5, 0.0, 400.0, 1.0),
+                 (0.5, 0.0, 600.0, 1.0), (-0.5, 10.0, 200.0, 1.0), (0.5, 10.0, 200.0, 1.0)]
+        return rows
+    ca, cb = cat(150), cat(120)
+    ua = [unit(r[0] % 360, r[1]) for r in ca]
+    ub = [unit(r[0] % 360, r[1]) for r in cb]
+    wa, wb = [r[3] for r in ca], [r[3] for r in cb]
+    ds_a, ds_b = upload_sky(d, ca), upload_sky(d, cb)
+    deg = [0.5, 1, 2, 5, 10, 30, 60, 90, 120]
+    lo, hi, k = 0.1, 100.0, 8
+    logdeg = [math.exp(math.log(lo) + n * (math.log(hi) - math.log(lo)) / k) for n in range(k)]
+    logdeg.append(hi)
+    import json
+    for name, params, want, edges in (
+            ("theta self, edges, weighted", {"theta_edges": deg, "weights": True},
+             theta_brute(ua, wa, None, None, deg), deg),
+            ("theta A x B, log bins", {"theta_log_bins": [lo, hi, k], "dataset_b": ds_b,
+                                       "weights": True},
+             theta_brute(ua, wa, ub, wb, logdeg), logdeg)):
+        job = d.wait_job(d.submit(ds_a, statistic="theta", **params)["id"])
+        check(job["status"] == "succeeded", (name, job))
+        r = json.loads(result(d, job["id"]))
+        counts, sums, below, over, total = want
+        check(r["statistic"] == "theta" and r["counts"] == counts and r["below"] == below and
+              r["overflow"] == over and r["total"] == total,
+              "%s: %s, the definition %s" % (name, {k2: r.get(k2) for k2 in ("statistic",
+              "counts", "below", "overflow", "total")}, want[:1] + want[2:]))
+        check(all(abs(a - b) <= 1e-15 * max(b, 1e-300) for a, b in zip(r["theta_edges"], edges))
+              and len(r["theta_edges"]) == len(edges), (name, r["theta_edges"], edges))
+        check(all(abs(g - v) <= 1e-12 * max(v, 1e-300) for g, v in zip(r["weighted"], sums)),
+              (name, r["weighted"], sums))
+    bad = [({"theta_edges": deg}, cartesian, 422, "sky catalogue"),
+           ({"theta_edges": deg, "box": [100]}, ds_a, 400, "box"),
+           ({"bucket_width": 1}, ds_a, 400, "bucket_width"),
+           ({"theta_edges": [0, 90, 200]}, ds_a, 422, "180"),
+           ({"theta_edges": [179.99999999, 180]}, ds_a, 422, "one chord")]
+    for params, ds, status, word in bad:
+        s, _, doc = d.json("POST", "/v1/jobs", dict(params, statistic="theta", dataset=ds))
+        check(s == status and word in (doc or {}).get("detail", ""),
+              "theta %s: %s naming %r, got %s %s" % (params, status, word, s, doc))
 
 
 def result(d, job_id, fmt=None):
@@ -193,6 +284,7 @@ def main():
                                        midpoint=True),
                       "rp_pi midpoint", statistic="rp-pi", rp_log_bins=[2, 60, 6], pi_max=40,
                       pi_bins=8, los="midpoint")
+        test_theta(d, rng, ds_lat)
         # the stored result after a restart: the same 2-D counts
         import json
         before = json.loads(result(d, kept))
