@@ -44,7 +44,6 @@ When counts differ, the pairs are found by a brute force of both rules
 (numpy, small sets only) and printed with their value and the nearest edge.
 """
 import json
-import math
 import os
 import random
 import re
@@ -200,6 +199,32 @@ def run_corrfunc(bindir, case, edges, threads, workdir):
         if sums is not None:
             sums[i][j] = wsum
     return counts, sums, pair_s, wall
+
+
+def run_cucount(exe, case, edges, weighted, workdir):
+    """cucount (bench/cucount_c1.cu's front end, on the GPU): (the N1 x N2
+    sums: pair counts, or weight sums when weighted; device seconds, wall
+    seconds). Its signed pi and mu are folded, its ordered self pairs
+    halved, by the front end."""
+    edgefile = os.path.join(workdir, "edges.txt")
+    with open(edgefile, "w") as f:
+        f.write("".join("%r\n" % e for e in edges))
+    top, n2 = (float(case.pi_max), int(case.pi_max)) if case.stat == "rp_pi" else (case.mu_max, case.mu_bins)
+    cmd = [exe, case.stat, case.d, case.r or "-", edgefile, repr(top), str(n2),
+           repr(float(case.box or 0)), "1" if weighted else "0"]
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=tool_env())
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise RuntimeError("cucount_c1 failed (%d): %s" % (p.returncode, p.stderr.strip()[-1000:]))
+    vals = [float(v) for v in p.stdout.split()]
+    if len(vals) != (len(edges) - 1) * n2:
+        raise RuntimeError("cucount_c1 printed %d values, expected %d" % (len(vals), (len(edges) - 1) * n2))
+    m = re.search(r"cucount seconds: ([0-9.eE+-]+)", p.stderr)
+    grid = [vals[i * n2:(i + 1) * n2] for i in range(len(edges) - 1)]
+    if not weighted:
+        grid = [[int(round(v)) for v in row] for row in grid]
+    return grid, float(m.group(1)) if m else float("nan"), wall
 
 
 def compare(res, cf_counts, cf_sums):
