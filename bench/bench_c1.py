@@ -119,9 +119,10 @@ def main():
                     nb, diffs, worst = cc.compare(res_full, counts, sums)
                     verdict = "identical" if not diffs else "%d bins differ (%+d pairs)" % (
                         len(diffs), sum(c - h for _, _, h, c in diffs))
-                except RuntimeError as err:
+                except RuntimeError as err:  # said once; no more cucount runs
                     us = uw = float("nan")
-                    un, nb, worst, verdict = 0, 0, None, str(err).splitlines()[0][:200]
+                    un, nb, worst, verdict = 0, 0, None, str(err)
+                    cucount = None
                 cu_rows.append((stat, name, hc, us, uw, un, hc and us / hc, nb, verdict, worst))
                 print("  %s %s: cucount %.3f s (wall %.2f s), %s" % (stat, name, us, uw, verdict), flush=True)
 

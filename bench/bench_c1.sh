@@ -26,7 +26,6 @@ if [ "${1:-}" = pack ]; then
   [ -x "$sdh" ] || { echo "pack: no sdh at $sdh"; exit 1; }
   strip -o "$dir/bin/sdh" "$sdh"
   libs_of "$sdh" | while read -r lib; do cp -Ln "$lib" "$dir/bin/lib/"; done
-  ldd "$sdh" | grep -q 'libcudart' || cp -L /usr/local/cuda/lib64/libcudart.so.13 "$dir/bin/lib/" 2>/dev/null
   for v in "$cfbin:corrfunc" "${CORRFUNC_BIN_V3:-}:corrfunc-v3"; do
     src=${v%%:*} dst=$dir/bin/${v##*:}
     [ -n "$src" ] || continue

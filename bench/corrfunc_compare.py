@@ -215,9 +215,10 @@ def run_cucount(exe, case, edges, weighted, workdir):
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, env=tool_env())
     wall = time.perf_counter() - t0
+    logs = [l for l in (p.stdout + p.stderr).splitlines() if l.strip() and not l.startswith("bin ")]
     if p.returncode != 0:
-        raise RuntimeError("cucount_c1 failed (%d): %s" % (p.returncode, p.stderr.strip()[-1000:]))
-    vals = [float(v) for v in p.stdout.split()]
+        raise RuntimeError("cucount_c1 failed (%d): %s" % (p.returncode, " / ".join(logs)[-300:]))
+    vals = [float(l.split()[1]) for l in p.stdout.splitlines() if l.startswith("bin ")]
     if len(vals) != (len(edges) - 1) * n2:
         raise RuntimeError("cucount_c1 printed %d values, expected %d" % (len(vals), (len(edges) - 1) * n2))
     m = re.search(r"cucount seconds: ([0-9.eE+-]+)", p.stderr)

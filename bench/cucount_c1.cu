@@ -14,8 +14,9 @@
 // WEIGHTED 1 sums w_i w_j, 0 counts pairs. cucount's pi and mu are signed
 // (line of sight z: pi = mu s with mu = dz / s): binned in [-TOP, TOP] by
 // 2 N2 bins and folded (bin k and bin -1-k). Prints one line a bin, axis 2
-// fastest, "%.17g" of the sum, and on stderr "cucount seconds: T" (meshes
-// and count on the device, no file read).
+// fastest, "bin %.17g" of the sum (cucount logs on stdout too, errors as
+// "[ERROR] ..."), and on stderr "cucount seconds: T" (meshes and count on
+// the device, no file read).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -146,6 +147,7 @@ int main(int argc, char **argv) {
   memset(&wattrs, 0, sizeof wattrs);
   SplitAttrs spattrs = {SPLIT_NONE, 0, 1};
 
+  CUDA_CHECK(cudaFree(0)); // the context first: not timed
   auto t0 = std::chrono::steady_clock::now();
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreate(&stream));
@@ -170,7 +172,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < n1; i++)
     for (int k = 0; k < n2; k++) {
       double v = counts[i * 2 * n2 + n2 + k] + counts[i * 2 * n2 + n2 - 1 - k];
-      printf("%.17g\n", self ? v / 2 : v);
+      printf("bin %.17g\n", self ? v / 2 : v);
     }
   return 0;
 }
