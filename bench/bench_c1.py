@@ -140,7 +140,7 @@ def main():
         th, sum(r[3] for r in rows), tc, sum(r[6] for r in rows), tc / th,
         "all identical" if not bad else "%d differ" % bad))
     if cu_rows:
-        print("\ncucount (%s) on the same GPU, the full sets; counts against histd's" % cucount)
+        print("\ncucount (%s) on the same GPU, the full sets; counts against histd's" % os.environ["CUCOUNT"])
         print("| stat | pairs | histd count s | cucount s (runs) | cucount wall s | cucount / histd | counts | w rel |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for stat, name, hc, us, uw, un, ratio, nb, verdict, worst in cu_rows:
