@@ -38,6 +38,7 @@ import random
 import statistics
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import corrfunc_compare as cc  # noqa: E402
@@ -64,6 +65,8 @@ def main():
     work = os.environ.get("DIR") or tempfile.mkdtemp(prefix="c1")
     d, r, rs = (os.path.join(work, n) for n in ("D.csv", "R.csv", "Rsub.csv"))
 
+    t_start = time.time()
+    print("writing the mock and the randoms to %s" % work, flush=True)
     rng = random.Random(1)
     pts = cc.clump_points(n_d, BOX, rng)
     cc.write_points(d, pts, [0.5 + rng.random() for _ in pts])
@@ -75,6 +78,7 @@ def main():
     print("C1: %d clustered (Gaussian clumps) + %d random points, periodic %g box, weighted; "
           "histd %s (%s), Corrfunc %s on %d threads over %d randoms; medians of %d (Corrfunc %d) rounds"
           % (n_d, n_r, BOX, sdh, " ".join(extra), cf, threads, cf_r, rounds, cf_rounds), flush=True)
+    print("(written in %.0f s)" % (time.time() - t_start), flush=True)
 
     def case(stat, a, b):
         bins = ("log", 0.1, 200.0, 25)
@@ -146,6 +150,7 @@ def main():
         for stat, name, hc, us, uw, un, ratio, nb, verdict, worst in cu_rows:
             print("| %s | %s | %.3f | %.3f (%d) | %.2f | %.2fx | %s (%d bins) | %s |" % (
                 stat, name, hc, us, un, uw, ratio, verdict, nb, "-" if worst is None else "%.1e" % worst))
+    print("\nbench_c1: %.0f s in all" % (time.time() - t_start))
     return 1 if bad else 0
 
 
