@@ -121,7 +121,7 @@ static void check_lines(const histd_result *r, unsigned out, const char *what) {
     column_of(f, col, sizeof col);
     const bool want = (f->outputs & out) && f->present(r);
     bool seen = mentions(s, csv ? "# " : "", col, csv ? ',' : ' ', f->shape == HISTD_FS_SCALAR);
-    if (f->shape == HISTD_FS_EDGES) /* a bin table's edges: its lower and upper columns */
+    if (f == histd_schema_find(NULL, "edges")) /* a bin table's edges: lower and upper */
       seen = mentions(s, "", "lower", csv ? ',' : ' ', false) &&
              mentions(s, "", "upper", csv ? ',' : ' ', false);
     if (f->shape == HISTD_FS_EDGES2) /* the second axis's: lower2 and upper2 */

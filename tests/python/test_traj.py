@@ -195,6 +195,18 @@ def test_freud_corrfunc(c, u):
           cf.dtype["npairs"] == np.uint64, cf.dtype)
     check(len(said) == 1 and "ravg" in str(said[0].message) and
           "weightavg" not in str(said[0].message), [str(x.message) for x in said])
+    # with ravg: each bin's mean distance, weighted by w_i w_j, and no warning
+    h = c.pair_counts(np.column_stack([pts, w]), edges=[0.5, 1, 2, 4], weights=True, ravg=True,
+                      progress=False)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        cf = h.as_corrfunc()
+    for b in range(3):
+        sel = k == b
+        want = (w[i] * w[j] * d)[sel].sum() / (w[i] * w[j])[sel].sum()
+        check(abs(cf["ravg"][b] - want) <= 1e-12 * want, "corrfunc ravg %d: %s, %s"
+              % (b, cf["ravg"][b], want))
+    check(not said, [str(x.message) for x in said])
     print("as_freud(), as_corrfunc(): their documented fields, against numpy")
 
 

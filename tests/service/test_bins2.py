@@ -145,6 +145,8 @@ def upload_sky(d, rows):
 
 
 def test_theta(d, rng, cartesian):
+    """The theta jobs, checked; their (id, result) for the restart."""
+    kept = []
     def cat(n):
         rows = [(rng.uniform(-30, 400), rng.uniform(-90, 90), rng.uniform(100, 900),
                  0.5 + rng.random()) for _ in range(n)]
@@ -180,6 +182,12 @@ def test_theta(d, rng, cartesian):
               and len(r["theta_edges"]) == len(edges), (name, r["theta_edges"], edges))
         check(all(abs(g - v) <= 1e-12 * max(v, 1e-300) for g, v in zip(r["weighted"], sums)),
               (name, r["weighted"], sums))
+        import numpy as np
+        with np.load(io.BytesIO(result(d, job["id"], "npz")), allow_pickle=False) as z:
+            check(z["theta_edges"].tolist() == r["theta_edges"] and
+                  z["counts"].tolist() == counts and str(z["statistic"]) == "theta",
+                  (name, "npz", z["theta_edges"]))
+        kept.append((job["id"], r))
     bad = [({"theta_edges": deg}, cartesian, 422, "sky catalogue"),
            ({"theta_edges": deg, "box": [100]}, ds_a, 400, "box"),
            ({"bucket_width": 1}, ds_a, 400, "bucket_width"),
@@ -189,6 +197,7 @@ def test_theta(d, rng, cartesian):
         s, _, doc = d.json("POST", "/v1/jobs", dict(params, statistic="theta", dataset=ds))
         check(s == status and word in (doc or {}).get("detail", ""),
               "theta %s: %s naming %r, got %s %s" % (params, status, word, s, doc))
+    return kept
 
 
 def result(d, job_id, fmt=None):
@@ -284,7 +293,7 @@ def main():
                                        midpoint=True),
                       "rp_pi midpoint", statistic="rp-pi", rp_log_bins=[2, 60, 6], pi_max=40,
                       pi_bins=8, los="midpoint")
-        test_theta(d, rng, ds_lat)
+        thetas = test_theta(d, rng, ds_lat)
         # the stored result after a restart: the same 2-D counts
         import json
         before = json.loads(result(d, kept))
@@ -293,6 +302,10 @@ def main():
         after = json.loads(result(d, kept))
         check(after["counts"] == before["counts"] and after["weighted"] == before["weighted"]
               and after["buckets2"] == before["buckets2"], "the stored rp_pi result")
+        for job_id, was in thetas:  # theta's angles are kept beside the chords
+            now = json.loads(result(d, job_id))
+            check(now["statistic"] == "theta" and now["theta_edges"] == was["theta_edges"] and
+                  now["counts"] == was["counts"], "the stored theta result")
         # malformed jobs: a sentence, nothing queued
         _, _, jobs0 = d.json("GET", "/v1/jobs")
         bad = [

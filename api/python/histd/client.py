@@ -214,7 +214,15 @@ class Job:
                 self.status = data.get("status", self.status)
                 self.progress = float(data.get("progress") or 0)
             elif name == "update" and data.get("frames", 0) > last:
-                res = self._fetch()  # (the latest: it may count more frames already)
+                try:
+                    res = self._fetch()  # (the latest: it may count more frames already)
+                except HistdError as e:
+                    # the job ended between its update and this fetch: the
+                    # daemon hands its last result over to the final one,
+                    # which the end event brings (409 in between)
+                    if e.status != 409:
+                        raise
+                    continue
                 last = res.frames
                 yield res
             elif name == "end":

@@ -216,26 +216,35 @@ class Result:
         array, a row a bin, of ``rmin``, ``rmax``, ``ravg``, ``npairs``
         (uint64; an autocorrelation's pairs twice, as DD(autocorr=1) counts
         them) and ``weightavg`` (the mean of w_i w_j over the bin's pairs:
-        weighted / counts, with weights). As Corrfunc documents, a field it
-        was not asked for is 0.0: ``ravg`` always (histd does not average
-        the distances in a bin) and ``weightavg`` without weights; a warning
-        says which. Pairs below the first edge or past the last are not in
-        it, as in Corrfunc."""
+        weighted / counts, with weights). ``ravg`` is the job's ravg (ask for
+        it with ``ravg=True``: each bin's mean distance, weighted by w_i w_j
+        with weights, as Corrfunc's ravg; 0.0 in an empty bin). As Corrfunc
+        documents, a field it was not asked for is 0.0: ``ravg`` without
+        ``ravg=True`` and ``weightavg`` without weights; a warning says
+        which. Pairs below the first edge or past the last are not in it,
+        as in Corrfunc."""
         self._histogram("corrfunc")
         dtype = _np.dtype([("rmin", "f8"), ("rmax", "f8"), ("ravg", "f8"), ("npairs", "u8"),
                            ("weightavg", "f8")])
         out = _np.zeros(len(self.counts), dtype=dtype)
         out["rmin"], out["rmax"] = self.edges[:-1], self.edges[1:]
         out["npairs"] = self._ordered_counts("corrfunc")
-        missing = ["ravg (histd does not average the distances in a bin)"]
+        missing = []
+        ravg = getattr(self, "ravg", None)
+        if ravg is not None:
+            r = _np.asarray([_np.nan if v is None else v for v in ravg], dtype="f8")
+            out["ravg"] = _np.where(_np.isfinite(r), r, 0.0)
+        else:
+            missing.append("ravg (the job did not ask for it: ravg=True)")
         if self.weighted is not None:
             with _np.errstate(invalid="ignore", divide="ignore"):
                 avg = _np.asarray(self.weighted, dtype="f8") / self.counts
             out["weightavg"] = _np.where(self.counts > 0, avg, 0.0)
         else:
             missing.append("weightavg (the job had no weights)")
-        warnings.warn("as_corrfunc(): 0.0, as Corrfunc writes a field it was not asked for, "
-                      "in " + " and ".join(missing), stacklevel=2)
+        if missing:
+            warnings.warn("as_corrfunc(): 0.0, as Corrfunc writes a field it was not asked "
+                          "for, in " + " and ".join(missing), stacklevel=2)
         return out
 
     @classmethod
