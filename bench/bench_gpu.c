@@ -368,7 +368,7 @@ static void section_stats(void) {
   const double L = 23000;
   histd_dataset *a = &W[1].ds; /* W1: 512,000 points in the cube */
   histd_box box = {HISTD_BOX_ORTHO, L, 0, L, 0, 0, L};
-  histd_problem g = {.a = a, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 2 / 200, NULL}};
+  histd_problem g = {.a = a, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 2 / 200, NULL, 0, 0}};
   histd_problem plain = g;
   plain.box.kind = HISTD_BOX_NONE;
   double ps[4];
@@ -386,9 +386,9 @@ static void section_stats(void) {
     da.w[i] = 0.5 + da.x[i] / L, db.w[i] = 1.5 - db.y[i] / L;
   double edges[81];
   histd_log_edges(10, 11500, 80, edges, NULL, 0);
-  histd_problem x = {.a = &da, .b = &db, .bins = {HISTD_BINS_EDGES, 80, 0, edges},
+  histd_problem x = {.a = &da, .b = &db, .bins = {HISTD_BINS_EDGES, 80, 0, edges, 0, 0},
                      .weighted = true};
-  histd_problem w1 = {.a = a, .bins = {HISTD_BINS_WIDTH, 80, 500, NULL}};
+  histd_problem w1 = {.a = a, .bins = {HISTD_BINS_WIDTH, 80, 500, NULL, 0, 0}};
   stats_ms[2] = stats_median(&x, "tiled-stats", &ps[2]);
   stats_ms[3] = stats_median(&w1, "tiled-privatized-f64", &ps[3]);
   double auto_ps;
@@ -472,13 +472,13 @@ static void section_grid(void) {
   const histd_box box = {HISTD_BOX_ORTHO, L, 0, L, 0, 0, L};
   histd_result res;
   /* warm up: module load */
-  histd_problem warm = {.a = &W[0].ds, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 20 / 200, NULL}};
+  histd_problem warm = {.a = &W[0].ds, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 20 / 200, NULL, 0, 0}};
   if (grid_median(&warm, "grid", 0, 1, &res, NULL) >= 0)
     histd_result_free(&res);
 
   histd_dataset g1;
   fill_uniform(&g1, 10000000, 2001);
-  histd_problem p1 = {.a = &g1, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 20 / 200, NULL}};
+  histd_problem p1 = {.a = &g1, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 20 / 200, NULL, 0, 0}};
   double tr = 0;
   g1_ms = grid_median(&p1, "grid", 0, 5, &res, &tr);
   if (g1_ms >= 0) {
@@ -533,7 +533,7 @@ static void section_grid(void) {
 
   histd_dataset g2;
   fill_uniform(&g2, 100000000, 2002);
-  histd_problem p2 = {.a = &g2, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 100 / 200, NULL}};
+  histd_problem p2 = {.a = &g2, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 100 / 200, NULL, 0, 0}};
   g2_ms = grid_median(&p2, "grid", 0, 5, &res, &g2_transfer);
   if (g2_ms >= 0) {
     grid_parse(res.device, &g2_cand, &g2_build);
@@ -596,7 +596,7 @@ static void section_slabs(void) {
   const histd_box box = {HISTD_BOX_ORTHO, L, 0, L, 0, 0, L};
   histd_dataset g2;
   fill_uniform(&g2, 100000000, 2002);
-  histd_problem p2 = {.a = &g2, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 100 / 200, NULL}};
+  histd_problem p2 = {.a = &g2, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 100 / 200, NULL, 0, 0}};
   const char *limits[] = {NULL, "6000", "1500"};
   histd_result whole;
   memset(&whole, 0, sizeof whole);
@@ -641,7 +641,7 @@ static void section_slabs(void) {
   double t0 = histd_now_ms();
   fill_uniform(&big, n, 3003);
   printf("  SB: %zu points made in %.1f s\n", n, (histd_now_ms() - t0) / 1e3);
-  histd_problem pb = {.a = &big, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 400 / 200, NULL}};
+  histd_problem pb = {.a = &big, .box = box, .bins = {HISTD_BINS_WIDTH, 200, L / 400 / 200, NULL, 0, 0}};
   histd_result r1, r2;
   double k1 = 0, k2 = 0;
   double w1 = slab_run(&pb, NULL, &r1, &k1);

@@ -67,7 +67,7 @@ static bool starts(const char *s, const char *prefix) {
 
 static histd_problem hist(const histd_dataset *a, const histd_dataset *b, double width,
                           uint32_t count) {
-  histd_problem p = {.a = a, .b = b, .bins = {HISTD_BINS_WIDTH, count, width, NULL}};
+  histd_problem p = {.a = a, .b = b, .bins = {HISTD_BINS_WIDTH, count, width, NULL, 0, 0}};
   return p;
 }
 
