@@ -94,7 +94,7 @@ def main():
 
     slow = float(os.environ.get("SLOW_S", 20))
     rows, cu_rows, bad, device = [], [], 0, ""
-    for stat in ("rp_pi", "s_mu"):
+    for stat in os.environ.get("STATS", "rp_pi s_mu").split():  # STATS: which of the two
         for name, full, sub, scale in (
                 ("DD", (d, None), (d, None), 1.0),
                 ("DR", (d, r), (d, rs), n_r / cf_r),

@@ -61,6 +61,6 @@ fi
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-) x $(nproc); corrfunc: $(basename "$cf")"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "gpu: none"
 } | tee "$OUT/c1.txt"
-[ -x "$bin/cucount_c1" ] && export CUCOUNT=$bin/cucount_c1
+[ -x "$bin/cucount_c1" ] && [ -z "${NO_CUCOUNT:-}" ] && export CUCOUNT=$bin/cucount_c1
 TOOL_LIBS=$bin/lib SDH=$bin/sdh CORRFUNC=$cf DIR=$dir python3 "$bin/bench_c1.py" 2>&1 | tee -a "$OUT/c1.txt"
 exit "${PIPESTATUS[0]}"
