@@ -936,7 +936,7 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     state.view = valueHistogram(state.result);
     for (const k of ['csv', 'json', 'npz', 'svg', 'png']) $('dl-' + k).disabled = !state.result;
     $('overlay-add').disabled = !state.result || !Array.isArray(state.result.counts) ||
-      state.overlays.some((o) => o.id === job.id) || state.overlays.length >= OVERLAY_COLORS.length;
+      Array.isArray(state.result.counts[0]) || state.overlays.some((o) => o.id === job.id) || state.overlays.length >= OVERLAY_COLORS.length;
     renderChart();
     renderSummary(job);
     renderTiming(job);
@@ -952,6 +952,73 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
   }
 
   /* ---- the chart --------------------------------------------------------- */
+
+  // Counts in two axes (rp_pi, s_mu): a heat map, axis 1's bins across (a log
+  // axis for log-spaced edges), axis 2's up, each cell's colour its count's
+  // log; a cell says its bins and exact count (data-*, a title).
+  function renderHeatmap(chart, r, W, H) {
+    const e1 = r.edges.map(Number);
+    const e2 = r.edges2.map(Number);
+    const n1 = e1.length - 1;
+    const n2 = e2.length - 1;
+    const what = r.statistic === 'rp_pi' ? ['r_p', 'π'] : ['s', 'μ'];
+    const M = { l: 64, r: 90, t: 14, b: 46 };
+    const pw = W - M.l - M.r;
+    const ph = H - M.t - M.b;
+    const logx = logSpaced(e1);
+    const fx = logx ? Math.log : (v) => v;
+    const sx = (v) => M.l + ((fx(v) - fx(e1[0])) / (fx(e1[n1]) - fx(e1[0]))) * pw;
+    const sy = (v) => M.t + ph - ((v - e2[0]) / (e2[n2] - e2[0])) * ph;
+    const counts = r.counts.map((row) => row.map(Number));
+    const top = Math.max(1, ...counts.flat());
+    const shade = (c) => (c > 0 ? Math.log10(c + 1) / Math.log10(top + 1) : 0);
+    chart.setAttribute('data-mode', 'heatmap');
+    chart.setAttribute('data-buckets', n1 * n2);
+    chart.setAttribute('data-xscale', logx ? 'log' : 'linear');
+    chart.setAttribute('aria-label', 'Pair counts in ' + n1 + ' x ' + n2 + ' bins of ' + what[0] + ' and ' + what[1] +
+      ' (' + fmtInt(r.total) + ' pairs; ' + fmtInt(r.below) + ' below, ' + fmtInt(r.overflow) + ' outside)');
+    const g = svg('g', { class: 'heatmap' });
+    for (let i = 0; i < n1; i++) {
+      for (let j = 0; j < n2; j++) {
+        const c = counts[i][j];
+        const cell = svg('rect', {
+          x: sx(e1[i]), y: sy(e2[j + 1]), width: Math.max(sx(e1[i + 1]) - sx(e1[i]), 0.5),
+          height: Math.max(sy(e2[j]) - sy(e2[j + 1]), 0.5), class: 'cell',
+          fill: 'hsl(215, 70%, ' + (96 - 66 * shade(c)).toFixed(1) + '%)',
+          'data-bucket': i, 'data-bucket2': j, 'data-count': r.counts[i][j],
+        });
+        const t = svg('title', {});
+        t.textContent = what[0] + ' ' + fmtNum(e1[i]) + '–' + fmtNum(e1[i + 1]) + ', ' + what[1] + ' ' +
+          fmtNum(e2[j]) + '–' + fmtNum(e2[j + 1]) + ': ' + fmtInt(r.counts[i][j]) + ' pairs';
+        cell.append(t);
+        g.append(cell);
+      }
+    }
+    chart.append(g);
+    const gx = svg('g', { class: 'axis x' });
+    for (const v of logx ? logTicks(e1[0], e1[n1], 6) : ticks(e1[0], e1[n1], 6)) {
+      const t = svg('text', { x: sx(v), y: M.t + ph + 19, 'text-anchor': 'middle' });
+      t.textContent = fmtShort(v);
+      gx.append(t);
+    }
+    const xl = svg('text', { x: M.l + pw / 2, y: H - 6, 'text-anchor': 'middle', class: 'label' });
+    xl.textContent = what[0] + (logx ? ' (log)' : '');
+    gx.append(xl);
+    const gy = svg('g', { class: 'axis y' });
+    for (const v of ticks(e2[0], e2[n2], 5)) {
+      const t = svg('text', { x: M.l - 8, y: sy(v) + 4, 'text-anchor': 'end' });
+      t.textContent = fmtShort(v);
+      gy.append(t);
+    }
+    const yl = svg('text', { x: 14, y: M.t + ph / 2, 'text-anchor': 'middle', class: 'label', transform: 'rotate(-90 14 ' + (M.t + ph / 2) + ')' });
+    yl.textContent = what[1];
+    gy.append(yl);
+    const key = svg('text', { x: W - M.r + 10, y: M.t + 12, class: 'note' });
+    key.textContent = 'darker: more';
+    const key2 = svg('text', { x: W - M.r + 10, y: M.t + 28, class: 'note' });
+    key2.textContent = 'max ' + fmtInt(top);
+    chart.append(gx, gy, key, key2);
+  }
 
   // Round tick steps (1, 2, 5 x 10^k) giving about `want` ticks over [lo, hi].
   function ticks(lo, hi, want) {
@@ -1016,6 +1083,10 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
       const sub = svg('text', { x: W / 2, y: H / 2 + 22, class: 'placeholder', 'text-anchor': 'middle' });
       sub.textContent = 'with d ≤ ' + fmtNum(r.radius) + ', of ' + fmtInt(r.total) + ' pairs';
       chart.append(big, sub);
+      return;
+    }
+    if (r && Array.isArray(r.edges2) && Array.isArray(r.counts) && Array.isArray(r.counts[0])) {
+      renderHeatmap(chart, r, W, H);
       return;
     }
     // a per-point or pair result: the histogram of its values (state.view)
@@ -1548,6 +1619,8 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     const gcells = (i) => (hasG ? [el('td', { class: 'num gcol', text: opt(r.g[i]) }),
       el('td', { class: 'num gcol', text: opt(r.coordination && r.coordination[i]) })] : []);
     const cols = hasG ? 6 : 4;
+    // two axes (rp_pi, s_mu): a row of the first axis's bins, its count over the second's
+    const rowCount = (i) => (Array.isArray(r.counts[i]) ? r.counts[i].reduce((a, c) => a + Number(c), 0) : r.counts[i]);
     if (r.below) {
       tb.append(el('tr', { class: 'total' }, el('td', { text: 'below' }), el('td', { class: 'num', text: '0' }),
         el('td', { class: 'num', text: fmtNum(edges[0]) }), el('td', { class: 'num', text: fmtInt(r.below) }), ...(hasG ? [el('td', { colspan: 2 })] : [])));
@@ -1555,7 +1628,7 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     const LIMIT = 2000;
     for (let i = 0; i < Math.min(n, LIMIT); i++) {
       tb.append(el('tr', {}, el('td', { class: 'num', text: i }), el('td', { class: 'num', text: fmtNum(edges[i]) }),
-        el('td', { class: 'num', text: fmtNum(edges[i + 1]) }), el('td', { class: 'num', text: fmtInt(r.counts[i]) }), ...gcells(i)));
+        el('td', { class: 'num', text: fmtNum(edges[i + 1]) }), el('td', { class: 'num', text: fmtInt(rowCount(i)) }), ...gcells(i)));
     }
     if (n > LIMIT) tb.append(el('tr', {}, el('td', { colspan: cols, class: 'empty', text: (n - LIMIT) + ' more buckets: download the CSV.' })));
     tb.append(el('tr', { class: 'total' }, el('td', { text: 'overflow' }), el('td', { class: 'num', text: fmtNum(edges[n]) }),

@@ -239,6 +239,33 @@ def run(chromium, chromedriver, work):
               res["total"] == 40 * 80 - 80, "40 O x 80 H less the 80 bonded pairs: %s" % res["total"])
         label = b.js("return document.querySelector('#jobs tbody tr[data-job=\"' + arguments[0] + '\"]').textContent", wjob)
         check("[element:O]" in label and "[element:H]" in label, "the history names the selections: %r" % label)
+
+        # 5. counts in (r_p, pi), a job of the API's: a heat map, a cell a bin pair, each
+        # with the API's exact count, placed by its edges (r_p's log axis across, pi's up)
+        sub = h.http("POST", d.base + "/v1/jobs", {"dataset": liquid_id, "statistic": "rp_pi",
+                                                    "rp_log_bins": [0.5, 8, 4], "pi_max": 8,
+                                                    "pi_bins": 4, "box": [20]})
+        check(sub.status == 202, "the rp_pi job was accepted: %s" % sub.status)
+        rid = sub.json()["id"]
+        h.wait_for(lambda: d_json(d, "/v1/jobs/" + rid)["status"] == "succeeded", min(30, left()),
+                   "the rp_pi job")
+        rres = d_json(d, "/v1/jobs/" + rid + "/result")
+        b.js("location.hash = '#job=' + arguments[0]", rid)
+        b.wait(lambda: b.js("return document.getElementById('chart').dataset.mode") == "heatmap",
+               min(15, left()), "the heat map")
+        cells = b.js("return [...document.querySelectorAll('#chart rect.cell')].map(c => ({i: +c.dataset.bucket, "
+                     "j: +c.dataset.bucket2, n: c.dataset.count, x: +c.getAttribute('x'), "
+                     "y: +c.getAttribute('y'), w: +c.getAttribute('width')}))")
+        check(len(cells) == 16 and all(str(rres["counts"][c["i"]][c["j"]]) == c["n"] for c in cells),
+              "16 cells, each with the API's count: %s" % cells[:3])
+        at = {(c["i"], c["j"]): c for c in cells}
+        widths = [at[(i, 0)]["w"] for i in range(4)]  # log bins of equal ratio: equal widths
+        check(max(widths) - min(widths) < 0.01 * max(widths) and
+              all(at[(i, 0)]["x"] < at[(i + 1, 0)]["x"] for i in range(3)) and
+              all(at[(0, j)]["y"] > at[(0, j + 1)]["y"] for j in range(3)),
+              "r_p across on a log axis, pi up: %s" % widths)
+        check(b.js("return document.getElementById('chart').dataset.xscale") == "log", "a log r_p axis")
+        b.screenshot(os.path.join(OUT, "dashboard-rppi.png"))
         d.alive()
 
 
