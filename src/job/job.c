@@ -113,6 +113,12 @@ int histd_job_bind(histd_job *job, const histd_params *p, const histd_dataset *a
   }
   const histd_dataset *pa = job->ops.a, *pb = job->ops.b;
   if (p->binned2 == HISTD_STAT_THETA) { /* the points become their directions */
+    if (job->ops.shared != NULL) { /* its pieces would keep the Cartesian points */
+      histd_job_free(job);
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "statistic theta takes A and B as whole catalogues, or selections "
+                        "that share no galaxy: give dataset_b for the second set");
+    }
     if ((rc = histd_dataset_unit_vectors(pa, &job->units[0], msg, msglen)) != 0 ||
         (pb != NULL && (rc = histd_dataset_unit_vectors(pb, &job->units[1], msg, msglen)) != 0)) {
       histd_job_free(job);
@@ -151,8 +157,8 @@ void histd_job_label(const histd_params *p, histd_result *res) {
       free(res->theta_edges);
       res->theta_edges = deg;
       res->statistic = HISTD_STAT_THETA;
-    } else if (deg == NULL || k != res->bins.count) {
-      free(deg);
+    } else {
+      free(deg); /* (NULL when it failed) */
     }
   }
 }

@@ -197,6 +197,10 @@ def test_theta(d, rng, cartesian):
         s, _, doc = d.json("POST", "/v1/jobs", dict(params, statistic="theta", dataset=ds))
         check(s == status and word in (doc or {}).get("detail", ""),
               "theta %s: %s naming %r, got %s %s" % (params, status, word, s, doc))
+    # two selections of one catalogue that share galaxies: the job fails, saying why
+    job = d.wait_job(d.submit(ds_a, statistic="theta", theta_edges=deg, select_a="index:0-99",
+                              select_b="index:50-149")["id"])
+    check(job["status"] == "failed" and "share no galaxy" in job.get("error", ""), job)
     return kept
 
 
