@@ -657,7 +657,8 @@ static const histd_param table[] = {
         "the list of every pair with d <= this distance, as (i, j, d) with dataset indices"),
     ROW(statistic, "statistic", 0, STRING,
         "histogram (of d, the default), rp_pi (counts in r_p x pi: the bins are r_p's, with "
-        "pi_max and pi_bins) or s_mu (counts in s x mu: the bins are s's, with mu_bins)"),
+        "pi_max and pi_bins), s_mu (counts in s x mu: the bins are s's, with mu_bins) or theta "
+        "(angles between sky points: theta_edges or theta_log_bins, in degrees)"),
     {"rp_edges", "rp-edges", 0, HISTD_PARAM_NUMBERS, "rp_pi: r_p's edges (the same as edges)",
      set_rp_edges, given_never, write_nothing},
     {"rp_log_bins", "rp-log-bins", 0, HISTD_PARAM_NUMBERS,
