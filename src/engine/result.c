@@ -203,11 +203,6 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
     memcpy(dst->counts, src->counts, slots * sizeof *dst->counts);
   if (src->weighted != NULL && (dst->weighted = malloc(slots * sizeof *dst->weighted)) != NULL)
     memcpy(dst->weighted, src->weighted, slots * sizeof *dst->weighted);
-  if (src->theta_edges != NULL &&
-      (dst->theta_edges = malloc((count + 1) * sizeof *dst->theta_edges)) != NULL)
-    memcpy(dst->theta_edges, src->theta_edges, (count + 1) * sizeof *dst->theta_edges);
-  if (src->rsum != NULL && (dst->rsum = malloc(slots * sizeof *dst->rsum)) != NULL)
-    memcpy(dst->rsum, src->rsum, slots * sizeof *dst->rsum);
   double *e = NULL;
   if (src->bins.edges != NULL && (e = malloc((count + 1) * sizeof *e)) != NULL)
     memcpy(e, src->bins.edges, (count + 1) * sizeof *e);
@@ -249,8 +244,9 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
   points_ok = dup_array(&dst->partial_na, src->partial_na, parts, 8) && points_ok;
   points_ok = dup_array(&dst->partial_nb, src->partial_nb, parts, 8) && points_ok;
   points_ok = dup_array(&dst->partial_density, src->partial_density, parts, 8) && points_ok;
+  points_ok = dup_array(&dst->rsum, src->rsum, slots, 8) && points_ok;
+  points_ok = dup_array(&dst->theta_edges, src->theta_edges, count + 1, 8) && points_ok;
   if ((src->counts && !dst->counts) || (src->weighted && !dst->weighted) ||
-      (src->rsum && !dst->rsum) || (src->theta_edges && !dst->theta_edges) ||
       (src->bins.edges && !e) || !frames_ok || !points_ok) {
     histd_result_free(dst);
     return HISTD_ENOMEM;

@@ -183,6 +183,10 @@ int histd__ds_complete_all(histd_dataset *ds, size_t cap, size_t n, const double
 
 /* Skips a UTF-8 byte-order mark. */
 size_t histd__skip_bom(const char *buf, size_t len);
+/* The most rows a CSV body from p to end can hold: its lines, and no more
+ * than one per 6 bytes (the shortest row, "0,0,0\n"), nor than max_points
+ * (0: no bound); what a parser reserves before it reads. */
+size_t histd__csv_rows_cap(const char *p, const char *end, size_t len, size_t max_points);
 
 static inline bool histd__is_blank(char c) { return c == ' ' || c == '\t'; }
 

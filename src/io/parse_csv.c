@@ -145,9 +145,7 @@ static bool is_header(const char *ls, const char *le) {
   return true;
 }
 
-int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_dataset *out,
-                     char *msg, size_t msglen) {
-  const char *p = buf + histd__skip_bom(buf, len), *end = buf + len;
+size_t histd__csv_rows_cap(const char *p, const char *end, size_t len, size_t max_points) {
   size_t lines = 1;
   for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
     lines++;
@@ -156,6 +154,13 @@ int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_datas
     cap = (len + 1) / 6 + 1;
   if (max_points != 0 && cap > max_points)
     cap = max_points;
+  return cap;
+}
+
+int histd__parse_csv(const char *buf, size_t len, size_t max_points, histd_dataset *out,
+                     char *msg, size_t msglen) {
+  const char *p = buf + histd__skip_bom(buf, len), *end = buf + len;
+  const size_t cap = histd__csv_rows_cap(p, end, len, max_points);
   histd_dataset ds;
   int rc = histd__ds_reserve(&ds, cap, msg, msglen);
   if (rc != 0)

@@ -91,14 +91,7 @@ int histd__parse_sky_csv(const char *buf, size_t len, size_t max_points,
                          size_t msglen) {
   memset(out, 0, sizeof *out);
   const char *p = buf + histd__skip_bom(buf, len), *end = buf + len;
-  size_t lines = 1;
-  for (const char *q = p; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++)
-    lines++;
-  size_t cap = lines;
-  if ((len + 1) / 6 + 1 < cap)
-    cap = (len + 1) / 6 + 1;
-  if (max_points != 0 && cap > max_points)
-    cap = max_points;
+  const size_t cap = histd__csv_rows_cap(p, end, len, max_points);
   locale_t loc;
   int rc = histd__c_locale(&loc, msg, msglen);
   if (rc != 0)

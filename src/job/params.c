@@ -467,21 +467,9 @@ static int set_los(histd_params *p, const histd_value *v, char *msg, size_t msgl
 static bool given_los(const histd_params *p) { return p->los_midpoint; }
 static void write_los(FILE *f, const histd_params *p) { (void)p; write_string(f, "midpoint"); }
 
-/* The first axis's bins under the names of the statistic's axis: r_p's
- * edges are the job's edges (and written back as them). */
-static int set_rp_edges(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
-  return set_edges(p, v, msg, msglen);
-}
-static int set_rp_log_bins(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
-  return set_log_bins(p, v, msg, msglen);
-}
-/* theta's: angles in degrees (what edges and log_bins hold for it) */
-static int set_theta_edges(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
-  return set_edges(p, v, msg, msglen);
-}
-static int set_theta_log_bins(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
-  return set_log_bins(p, v, msg, msglen);
-}
+/* The first axis's bins under the names of the statistic's axis (rp_edges,
+ * theta_log_bins, ...) set the job's edges and log_bins (theta's in degrees)
+ * and are written back as them: their rows never say they were given. */
 static bool given_never(const histd_params *p) {
   (void)p;
   return false;
@@ -660,15 +648,15 @@ static const histd_param table[] = {
         "pi_max and pi_bins), s_mu (counts in s x mu: the bins are s's, with mu_bins) or theta "
         "(angles between sky points: theta_edges or theta_log_bins, in degrees)"),
     {"rp_edges", "rp-edges", 0, HISTD_PARAM_NUMBERS, "rp_pi: r_p's edges (the same as edges)",
-     set_rp_edges, given_never, write_nothing},
+     set_edges, given_never, write_nothing},
     {"rp_log_bins", "rp-log-bins", 0, HISTD_PARAM_NUMBERS,
-     "rp_pi: [r_min, r_max, bins], r_p's log bins (the same as log_bins)", set_rp_log_bins,
+     "rp_pi: [r_min, r_max, bins], r_p's log bins (the same as log_bins)", set_log_bins,
      given_never, write_nothing},
     {"theta_edges", "theta-edges", 0, HISTD_PARAM_NUMBERS,
-     "theta: the angles' edges in degrees, 0 to 180 (the same as edges)", set_theta_edges,
+     "theta: the angles' edges in degrees, 0 to 180 (the same as edges)", set_edges,
      given_never, write_nothing},
     {"theta_log_bins", "theta-log-bins", 0, HISTD_PARAM_NUMBERS,
-     "theta: [min, max, bins] in degrees, log-spaced (the same as log_bins)", set_theta_log_bins,
+     "theta: [min, max, bins] in degrees, log-spaced (the same as log_bins)", set_log_bins,
      given_never, write_nothing},
     ROW(pi_max, "pi-max", 0, NUMBER, "rp_pi: pi's range [0, pi_max)"),
     ROW(pi_bins, "pi-bins", 0, COUNT, "rp_pi: pi's equal bins of width pi_max / pi_bins"),
