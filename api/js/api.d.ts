@@ -116,6 +116,7 @@ export interface Params {
   mu_max?: number;
   los?: "z" | "midpoint";
   ravg?: boolean;
+  jackknife?: boolean;
   topology?: string;
   kernel: string;
   block_size?: Int;
@@ -324,6 +325,8 @@ export interface JobParams {
   los?: "z" | "midpoint" | null;
   /** Histograms, rp_pi and s_mu: also each bin's mean separation (d, r_p or s) over its pairs, weighted by w_i w_j with weights (Corrfunc's ravg): the result's ravg, null for an empty bin. Its sums keep the weighted sums' bound (1e-12 of the sum of |w_i w_j u|). Not with within, per_frame, exclude, partials or images all. */
   ravg?: boolean | null;
+  /** Histograms, rp_pi, s_mu and theta of sky catalogues of one frame: also each jackknife region's counts (and weighted sums), by the datasets' region labels (a region column, or ?regions=K at upload; 2 to 1000 regions). A pair of points in regions a and b adds to region a's and, if b != a, to region b's, so that the counts without region k's points are the total less region k's (the result's jackknife group). The job is counted one region pair at a time, each pair once, on any kernel. Not with within, per-point statistics, pair lists, partials, per_frame or blocks, nor with two selections that share points. */
+  jackknife?: boolean | null;
   /**
    * A dataset id whose atoms name this dataset's: a trajectory without
    * names (XTC, TRR, DCD, NetCDF) takes its elements, atom and residue
@@ -452,6 +455,14 @@ export interface Result {
     g?: Array<Array<number>>;
     coordination_ab?: Array<Array<number>>;
     coordination_ba?: Array<Array<number>>;
+  };
+  /** jackknife: the regions R whose counts follow. */
+  regions?: Int;
+  /** jackknife: each region's pairs (total) and counts (and weighted sums), a row a region, by the rule that a pair of regions a and b adds to a's and, if b != a, to b's: without region k's points the counts are counts less row k. A row holds every bin, axis 2's within axis 1's for rp_pi and s_mu (buckets x buckets2 values). */
+  jackknife?: {
+    total?: Array<Int>;
+    counts?: Array<Array<Int>>;
+    weighted?: Array<Array<number>>;
   };
   /** per_point_histogram: each point of A (rows in index's order): its counts in each bin, its g(r) (periodic), its partners below the first edge, and its partners: the points of B it was measured against, every frame's (its overflow is partners - below - its counts). */
   point?: {

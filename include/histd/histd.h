@@ -510,6 +510,12 @@ typedef struct histd_problem {
   bool ravg;             /* binned: each bin also sums (w_i w_j) u, u the
                           * value its first axis bins (d, r_p, s), whose
                           * mean is Corrfunc's ravg (result rsum)         */
+  const histd_dataset *regions_a, *regions_b; /* NULL, or region_count sets:
+                          * a's points by jackknife region (and b's; NULL
+                          * for self pairs), counted one piece a region
+                          * pair, each piece's counts added to its two
+                          * regions' (src/job/regions.c)                  */
+  uint32_t region_count;
 } histd_problem;
 
 /* The farthest a pair may be (its contract d) and still count in p's
@@ -559,10 +565,18 @@ void histd_problem_frame(const histd_problem *p, size_t f, histd_dataset *a,
 /* The pieces a problem's pairs are counted in, each a plain problem: the
  * problem itself; for two selections that share atoms (shared) four, a x b,
  * a x shared, shared x b and shared's self pairs; for species partials one
- * a species pair (s <= t; s's self pairs when s == t), row by row.
+ * a species pair (s <= t; s's self pairs when s == t), row by row; for
+ * jackknife regions one a region pair, (s <= t) as species' for self pairs,
+ * A's s x B's t (k = s R + t) for A x B; histd_problem_piece_regions says
+ * which two.
  * histd_problem_piece gives piece k (0 <= k < histd_problem_pieces). */
 uint32_t histd_problem_pieces(const histd_problem *p);
 void histd_problem_piece(const histd_problem *p, uint32_t k, histd_problem *out);
+/* Whether p is counted in pieces (shared, species or regions): then whole,
+ * never cut into shards. */
+bool histd_problem_in_pieces(const histd_problem *p);
+/* Piece k's two jackknife regions (s == t: one region's own pairs). */
+void histd_problem_piece_regions(const histd_problem *p, uint32_t k, uint32_t *s, uint32_t *t);
 
 /* The number of pairs the problem counts (n(n-1)/2 or n_a * n_b, summed
  * over its frames and pieces). */
@@ -592,6 +606,7 @@ struct histd_shape {
   double min[3], max[3];
   unsigned topology; /* HISTD_TOP_* bits */
   bool sky;          /* a sky catalogue's columns (ra, dec, distance) */
+  uint32_t regions;  /* its jackknife regions (labels 0 .. regions-1); 0 none */
 };
 void histd_dataset_shape(const histd_dataset *ds, histd_shape *out);
 /* The pairs a problem of these shapes counts (b NULL: self pairs). */
@@ -709,6 +724,14 @@ typedef struct histd_result {
   char species[256];
   uint64_t *partial_counts, *partial_total, *partial_below, *partial_na, *partial_nb;
   double *partial_density;
+  /* jackknife: `regions` regions; region k's counts (and weighted sums) are
+   * region_counts[k * slots ...] (slots: histd_bins_slots), its pairs
+   * region_total[k]: the pairs with a point in region k, a pair of regions
+   * a and b counted in a's and, if b != a, in b's; without region k's
+   * points a count is the total less region k's */
+  uint32_t regions;
+  uint64_t *region_counts, *region_total;
+  double *region_weighted;
   char unit[12];     /* A's length unit as its file implies it, or ""  */
   /* the selections the operands came from ("" for a whole dataset): the
    * caller that made them (sdh, the service) fills these in to be shown */
@@ -793,6 +816,9 @@ void histd_species_pair(uint32_t species, uint32_t k, uint32_t *s, uint32_t *t);
 uint32_t histd_species_of(uint32_t partials);
 /* Zeroed room for `count` partials of res's bins; 0 or HISTD_ENOMEM. */
 int histd_result_partials(histd_result *res, uint32_t count);
+/* Zeroed room for `count` jackknife regions of res's slots (weighted sums
+ * too when res has them); 0 or HISTD_ENOMEM. */
+int histd_result_regions(histd_result *res, uint32_t count);
 /* Partial k's g in bin k2 (periodic; else 0) and coordination of t's atoms
  * around an atom of s (ab) and of s's around one of t (ba) to bin k2's upper
  * edge, given the cumulative count to it (below included). */

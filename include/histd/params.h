@@ -64,6 +64,8 @@ typedef struct histd_params {
   double mu_max;         /* s_mu: 0 not given (1)                        */
   bool los_midpoint;     /* "los": "midpoint" (else "z")                 */
   bool ravg;             /* each bin's mean separation (Corrfunc's ravg)  */
+  bool jackknife;        /* each jackknife region's counts (the datasets'
+                          * region labels): job.c, src/job/regions.c     */
   char topology[4096];   /* "": the dataset's own; else whose atoms to take:
                           * sdh a file, the service a dataset id          */
 } histd_params;
@@ -187,6 +189,10 @@ typedef struct histd_operands {
   histd_dataset *species;
   uint32_t species_count;
   char species_names[256];
+  /* "jackknife": A's points by region (regions.c), region_count sets, and
+   * B's (NULL for self pairs), owned here */
+  histd_dataset *regions_a, *regions_b;
+  uint32_t region_count;
 } histd_operands;
 int histd_params_operands(const histd_params *p, const histd_dataset *a, const histd_dataset *b,
                           histd_operands *out, char *msg, size_t msglen);
@@ -208,6 +214,18 @@ int histd_operands_species(const histd_params *p, histd_operands *o, char *msg,
  * (HISTD_TOP_* bits) and with (has_b) or without a B: 0, or the sentence. */
 int histd_partials_check(const histd_params *p, unsigned topology, bool has_b, char *msg,
                          size_t msglen);
+/* Jackknife regions (regions.c): whether shapes a and b (NULL: self pairs)
+ * can give each region's counts, and their number R (2 .. HISTD_MAX_JACKKNIFE,
+ * the larger label count of the two); 0, or the sentence. */
+int histd_regions_check(const histd_shape *a, const histd_shape *b, uint32_t *count, char *msg,
+                        size_t msglen);
+/* The points of pa (and pb: the operands as the problem takes them, o's or
+ * their unit vectors) by region, as o's regions_a (regions_b) sets (called
+ * by histd_job_bind when jackknife is asked for). */
+int histd_operands_regions(histd_operands *o, const histd_dataset *pa, const histd_dataset *pb,
+                           char *msg, size_t msglen);
+void histd_operands_regions_free(histd_operands *o);
+#define HISTD_MAX_JACKKNIFE 1000
 /* The field partials names (0..3), or -1. */
 int histd_params_partials_field(const char *v);
 #define HISTD_MAX_SPECIES 16

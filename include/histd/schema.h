@@ -49,6 +49,8 @@ typedef enum histd_fshape {
   HISTD_FS_BLOCK_BINS,   /* blocks x bins.count                           */
   HISTD_FS_PARTIALS,     /* partials (species pairs)                      */
   HISTD_FS_PARTIAL_BINS, /* partials x bins.count                         */
+  HISTD_FS_REGIONS,      /* regions (jackknife)                           */
+  HISTD_FS_REGION_BINS,  /* regions x slots (both axes' bins, a row)       */
   HISTD_FS_POINTS,       /* point_n                                       */
   HISTD_FS_FRAME_POINTS, /* frames x point_n (one frame: point_n)          */
   HISTD_FS_POINT_BINS,   /* point_n x bins.count                          */

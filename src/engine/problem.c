@@ -303,10 +303,26 @@ void histd_problem_frame(const histd_problem *p, size_t f, histd_dataset *a, his
   out->frame_boxes = false;
 }
 
+bool histd_problem_in_pieces(const histd_problem *p) {
+  return p->shared != NULL || p->species != NULL || p->regions_a != NULL;
+}
+
 uint32_t histd_problem_pieces(const histd_problem *p) {
-  return p->shared != NULL ? 4
+  const uint32_t r = p->region_count;
+  return p->shared != NULL    ? 4
          : p->species != NULL ? p->species_count * (p->species_count + 1) / 2
-                              : 1;
+         : p->regions_a == NULL ? 1
+         : p->regions_b != NULL ? r * r
+                                : r * (r + 1) / 2;
+}
+
+void histd_problem_piece_regions(const histd_problem *p, uint32_t k, uint32_t *s, uint32_t *t) {
+  if (p->regions_b != NULL) {
+    *s = k / p->region_count;
+    *t = k % p->region_count;
+  } else {
+    histd_species_pair(p->region_count, k, s, t); /* (s, t >= s) row by row */
+  }
 }
 
 void histd_problem_piece(const histd_problem *p, uint32_t k, histd_problem *out) {
@@ -314,7 +330,14 @@ void histd_problem_piece(const histd_problem *p, uint32_t k, histd_problem *out)
   out->shared = NULL;
   out->species = NULL;
   out->species_count = 0;
-  if (p->shared != NULL) {
+  out->regions_a = out->regions_b = NULL;
+  out->region_count = 0;
+  if (p->regions_a != NULL) {
+    uint32_t s, t;
+    histd_problem_piece_regions(p, k, &s, &t);
+    out->a = &p->regions_a[s];
+    out->b = p->regions_b != NULL ? &p->regions_b[t] : s == t ? NULL : &p->regions_a[t];
+  } else if (p->shared != NULL) {
     /* A' x B', A' x S, S x B', S's self pairs (src/job/pairing.c says why) */
     const histd_dataset *const ops[4][2] = {
         {p->a, p->b}, {p->a, p->shared}, {p->shared, p->b}, {p->shared, NULL}};
@@ -329,7 +352,7 @@ void histd_problem_piece(const histd_problem *p, uint32_t k, histd_problem *out)
 }
 
 uint64_t histd_problem_pairs(const histd_problem *p) {
-  if (p->shared != NULL || p->species != NULL) {
+  if (histd_problem_in_pieces(p)) {
     histd_problem piece;
     uint64_t sum = 0;
     for (uint32_t k = 0, n = histd_problem_pieces(p); k < n; k++) {
@@ -359,6 +382,7 @@ void histd_dataset_shape(const histd_dataset *ds, histd_shape *out) {
   memcpy(out->max, ds->max, sizeof out->max);
   out->topology = histd_topology_fields(ds->top);
   out->sky = ds->sky != NULL;
+  out->regions = ds->region != NULL ? ds->regions : 0;
 }
 
 /* A frame's points by the shape: equal shares (the last takes the rest). */
@@ -524,6 +548,7 @@ uint64_t histd_shape_result_bytes(const histd_problem *p, const histd_shape *sa,
     return 0; /* known once counted: histd_pairs_bytes */
   const uint64_t count = p->statistic == HISTD_STAT_WITHIN ? 1 : histd_bins_slots(&p->bins);
   uint64_t bytes = count * (p->weighted ? 16 : 8);
+  bytes += (uint64_t)p->region_count * (count * (p->weighted ? 16 : 8) + 8); /* jackknife */
   if (p->per_frame)
     bytes += frames * (count + 2) * 8;
   return bytes;
@@ -685,18 +710,22 @@ int histd_problem_check(const histd_problem *p, const histd_shape *a, const hist
 int histd_problem_validate(const histd_problem *p, char *msg, size_t msglen) {
   if (p->a == NULL)
     return histd_fail(msg, msglen, HISTD_EINVAL, "a problem needs its points");
-  if (p->shared != NULL || p->species != NULL) { /* its pieces, each a plain problem */
+  const bool regions = p->regions_a != NULL;
+  if (p->shared != NULL || p->species != NULL || regions) { /* its pieces, each a plain problem */
     histd_problem piece;
     int rc = 0;
     if (histd_statistic_about(p->statistic)->answer != HISTD_ANSWER_BINS ||
-        (p->shared != NULL && (p->b == NULL || p->species != NULL)) ||
-        (p->species != NULL && (p->b != NULL || p->species_count == 0)))
+        (p->shared != NULL && (p->b == NULL || p->species != NULL || regions)) ||
+        (p->species != NULL && (p->b != NULL || p->species_count == 0 || regions)) ||
+        (regions && (p->region_count == 0 || (p->b != NULL) != (p->regions_b != NULL) ||
+                     p->per_frame || p->blocks > 0)))
       return histd_fail(msg, msglen, HISTD_EINVAL,
                         "a problem in pieces is a statistic in bins: two selections that share "
-                        "atoms, or one set's species");
+                        "atoms, one set's species, or jackknife regions");
     for (uint32_t k = 0, n = histd_problem_pieces(p); k < n && rc == 0; k++) {
       histd_problem_piece(p, k, &piece);
-      rc = histd_problem_validate(&piece, msg, msglen);
+      if (!regions || histd_problem_pairs(&piece) > 0) /* (a region may be empty) */
+        rc = histd_problem_validate(&piece, msg, msglen);
     }
     return rc;
   }

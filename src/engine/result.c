@@ -62,6 +62,9 @@ void histd_result_free(histd_result *res) {
   free(res->partial_na);
   free(res->partial_nb);
   free(res->partial_density);
+  free(res->region_counts);
+  free(res->region_total);
+  free(res->region_weighted);
   free(res->point_index);
   free(res->point_counts);
   free(res->point_weighted);
@@ -191,6 +194,19 @@ int histd_result_partials(histd_result *res, uint32_t count) {
              : HISTD_ENOMEM;
 }
 
+int histd_result_regions(histd_result *res, uint32_t count) {
+  const size_t k = count ? count : 1, slots = (size_t)histd_bins_slots(&res->bins);
+  res->regions = count;
+  res->region_counts = calloc(k * (slots ? slots : 1), 8);
+  res->region_total = calloc(k, 8);
+  if (res->weighted != NULL)
+    res->region_weighted = calloc(k * (slots ? slots : 1), 8);
+  return res->region_counts && res->region_total &&
+                 (res->weighted == NULL || res->region_weighted)
+             ? 0
+             : HISTD_ENOMEM;
+}
+
 int histd_result_copy(histd_result *dst, const histd_result *src) {
   *dst = *src;
   dst->counts = NULL;
@@ -245,6 +261,11 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
   points_ok = dup_array(&dst->partial_nb, src->partial_nb, parts, 8) && points_ok;
   points_ok = dup_array(&dst->partial_density, src->partial_density, parts, 8) && points_ok;
   points_ok = dup_array(&dst->rsum, src->rsum, slots, 8) && points_ok;
+  const size_t regions = src->regions;
+  points_ok = dup_array(&dst->region_counts, src->region_counts, regions * slots, 8) && points_ok;
+  points_ok = dup_array(&dst->region_total, src->region_total, regions, 8) && points_ok;
+  points_ok = dup_array(&dst->region_weighted, src->region_weighted, regions * slots, 8) &&
+              points_ok;
   points_ok = dup_array(&dst->theta_edges, src->theta_edges, count + 1, 8) && points_ok;
   if ((src->counts && !dst->counts) || (src->weighted && !dst->weighted) ||
       (src->bins.edges && !e) || !frames_ok || !points_ok) {

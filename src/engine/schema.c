@@ -64,6 +64,10 @@ static bool has_norm(const histd_result *r) {
                                                             r->volume > 0);
 }
 static bool partials_periodic(const histd_result *r) { return has_partials(r) && r->volume > 0; }
+static bool has_regions(const histd_result *r) { return is_histogram(r) && r->regions > 0; }
+static bool regions_weighted(const histd_result *r) {
+  return has_regions(r) && r->region_weighted != NULL;
+}
 static bool per_point(const histd_result *r) { return histd_statistic_per_point(r->statistic); }
 static bool has_point_index(const histd_result *r) { return r->point_index != NULL; }
 static bool point_counts(const histd_result *r) {
@@ -171,6 +175,10 @@ GET(get_partial_na, u, r->partial_na[i])
 GET(get_partial_nb, u, r->partial_nb[i])
 GET(get_partial_density, d, r->partial_density[i])
 GET(get_partial_count, u, r->partial_counts[i])
+GET(get_regions, u, r->regions)
+GET(get_region_total, u, r->region_total[i])
+GET(get_region_count, u, r->region_counts[i])
+GET(get_region_weighted, d, r->region_weighted[i])
 #undef GET
 
 static void get_statistic(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
@@ -495,6 +503,21 @@ static const histd_field table[] = {
      get_partial_ab, NULL, 0, 0, 0, NULL},
     {"coordination_ba", "partial", "coordination_ba", F64, HISTD_FS_PARTIAL_BINS, "", SHOWN,
      "the atoms of s around an atom of t", has_partials, get_partial_ba, NULL, 0, 0, 0, NULL},
+    {"regions", NULL, NULL, U64, SCALAR, "", ALL,
+     "jackknife: the regions R whose counts follow (the datasets' region labels 0 .. R-1)",
+     has_regions, get_regions, NULL, KEEP(regions), NULL},
+    {"total", "jackknife", "region_total", U64, HISTD_FS_REGIONS, "pairs", ALL,
+     "each region's pairs: those with a point in it (a pair of regions a and b in a's and, if "
+     "b != a, in b's); without region k's points the pairs are total less its",
+     has_regions, get_region_total, NULL, KEEP_ARRAY(region_total), NULL},
+    {"counts", "jackknife", "region_count", U64, HISTD_FS_REGION_BINS, "pairs", ALL,
+     "each region's counts in each bin by the same rule (a row a region; rp_pi, s_mu: its "
+     "bins as counts' rows, axis 2's within axis 1's); without region k the counts are "
+     "counts less its row",
+     has_regions, get_region_count, NULL, KEEP_ARRAY(region_counts), NULL},
+    {"weighted", "jackknife", "region_weighted", F64, HISTD_FS_REGION_BINS, "", ALL,
+     "each region's sums of w_i w_j in each bin by the same rule", regions_weighted,
+     get_region_weighted, NULL, KEEP_ARRAY(region_weighted), NULL},
     {"blocks", NULL, NULL, U64, SCALAR, "", ALL,
      "error bars: the frames cut into this many consecutive blocks (frame f in block f * "
      "blocks / frames)",
@@ -646,6 +669,12 @@ uint64_t histd_field_len(const histd_field *f, const histd_result *r, uint64_t *
     break;
   case HISTD_FS_PARTIAL_BINS:
     a = r->partials, b = bins;
+    break;
+  case HISTD_FS_REGIONS:
+    a = r->regions;
+    break;
+  case HISTD_FS_REGION_BINS:
+    a = r->regions, b = histd_bins_slots(&r->bins);
     break;
   case HISTD_FS_POINTS:
     a = r->point_n;

@@ -51,7 +51,7 @@ uint64_t histd__most_points(const histd_dataset *ds) {
 static bool cuttable(const histd_problem *p, const char *kernel) {
   if (p->statistic == HISTD_STAT_WITHIN && p->radius == 0)
     return false;
-  if (p->shared != NULL || p->species != NULL || p->all_images) /* in pieces, whole */
+  if (histd_problem_in_pieces(p) || p->all_images) /* in pieces, whole */
     return false;
   const histd_kernel *k = histd_kernel_find(kernel != NULL ? kernel : "");
   return k == NULL || (k->caps & HISTD_CAN_CROSS) != 0;
@@ -135,7 +135,7 @@ static uint64_t span(uint64_t lo, uint64_t hi, uint64_t n) {
 }
 
 uint64_t histd_shard_pairs(const histd_problem *p, const histd_shard *sh) {
-  if (p->shared != NULL || p->species != NULL) /* its one shard is the whole problem */
+  if (histd_problem_in_pieces(p)) /* its one shard is the whole problem */
     return histd_problem_pairs(p);
   uint64_t sum = 0;
   for (size_t f = 0, frames = histd_problem_frames(p); f < frames; f++) {

@@ -496,6 +496,24 @@ static void keep_partial(histd_result *res, uint32_t k, const histd_result *part
   res->partial_density[k] = part->density;
 }
 
+/* Piece k's result into its jackknife regions' rows: region s's and, for
+ * two regions, t's (regions.c's rule). */
+static void keep_region(histd_result *res, const histd_problem *p, uint32_t k,
+                        const histd_result *part) {
+  const size_t slots = (size_t)histd_bins_slots(&res->bins);
+  uint32_t s, t;
+  histd_problem_piece_regions(p, k, &s, &t);
+  for (int twice = 0; twice < (s == t ? 1 : 2); twice++) {
+    const size_t row = twice ? t : s;
+    uint64_t *c = res->region_counts + row * slots;
+    for (size_t i = 0; i < slots; i++)
+      c[i] += part->counts[i];
+    for (size_t i = 0; res->region_weighted != NULL && i < slots; i++)
+      res->region_weighted[row * slots + i] += part->weighted[i];
+    res->region_total[row] += part->total;
+  }
+}
+
 /* Whether shard sh is all of p (the one shard a problem that is not cut
  * makes: histd_shard_plan_make). */
 static bool shard_whole(const histd_problem *p, const histd_shard *sh) {
@@ -505,10 +523,11 @@ static bool shard_whole(const histd_problem *p, const histd_shard *sh) {
 }
 
 /* A problem in pieces (two selections that share atoms, src/job/pairing.c;
- * one set's species, src/job/partials.c): each piece run on its own and
- * the results added as shards' are, each species pair's also kept as its
- * partial; the one shard such a problem is cut into (histd_shard_plan_make)
- * is all of it. */
+ * one set's species, src/job/partials.c; jackknife regions,
+ * src/job/regions.c): each piece run on its own and the results added as
+ * shards' are, each species pair's also kept as its partial, each region
+ * pair's also added to its regions'; the one shard such a problem is cut
+ * into (histd_shard_plan_make) is all of it. */
 static int run_pieces(histd_worker *w, const histd_problem *p, const histd_exec *ex,
                       const histd_shard *sh, const histd_control *ctl, histd_result *res,
                       char *msg, size_t msglen) {
@@ -540,10 +559,17 @@ static int run_pieces(histd_worker *w, const histd_problem *p, const histd_exec 
         rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u partials", n);
       if (rc == 0 && p->species != NULL)
         keep_partial(res, k, &part);
+      if (rc == 0 && p->regions_a != NULL && histd_result_regions(res, p->region_count) != 0)
+        rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u regions' counts",
+                        p->region_count);
+      if (rc == 0 && p->regions_a != NULL)
+        keep_region(res, p, k, &part);
       continue;
     }
     if (p->species != NULL)
       keep_partial(res, k, &part);
+    if (p->regions_a != NULL)
+      keep_region(res, p, k, &part);
     rc = histd_result_add(res, err, &part, msg, msglen);
     if (pairs > most) { /* the kernel that ran the most pairs ("auto" may choose per piece) */
       most = pairs;
@@ -554,8 +580,9 @@ static int run_pieces(histd_worker *w, const histd_problem *p, const histd_exec 
   }
   if (rc == 0 && ran == 0)
     rc = histd_fail(msg, msglen, HISTD_EINVAL,
-                    p->species != NULL ? "the species hold no pair of distinct atoms"
-                                       : "the selections hold no pair of distinct atoms");
+                    p->species != NULL     ? "the species hold no pair of distinct atoms"
+                    : p->regions_a != NULL ? "the catalogues hold no pair of distinct points"
+                                           : "the selections hold no pair of distinct atoms");
   if (rc != 0) {
     if (ran > 0)
       histd_result_free(res);
@@ -575,6 +602,11 @@ static int run_pieces(histd_worker *w, const histd_problem *p, const histd_exec 
     res->n = p->a->n;
     res->n_b = 0;
     res->cross = false;
+  } else if (p->regions_a != NULL) { /* A and B whole (a piece may have been either kind) */
+    res->n = p->a->n;
+    res->n_b = p->b != NULL ? p->b->n : 0;
+    res->cross = p->b != NULL;
+    res->pairing = p->pairing;
   } else {
     res->n = p->a->n + p->shared->n; /* A and B whole, every frame's together */
     res->n_b = p->b->n + p->shared->n;
@@ -590,7 +622,7 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
                            char *msg, size_t msglen) {
   double t0 = histd_now_ms();
   memset(res, 0, sizeof *res);
-  if (p_in->shared != NULL || p_in->species != NULL)
+  if (histd_problem_in_pieces(p_in))
     return run_pieces(w, p_in, ex_in, sh, ctl, res, msg, msglen);
   int rc = histd_problem_validate(p_in, msg, msglen);
   if (rc == 0)

@@ -103,25 +103,37 @@ static void edge2(out *o, const histd_result *r, uint32_t k) {
   fputs(buf, o->f);
 }
 
+/* The columns that name a bin: bucket, lower, upper (two axes: and
+ * bucket2, lower2, upper2), and the cells of slot s (axis 2's within axis
+ * 1's). */
+static const char *bin_columns(const histd_result *r) {
+  return r->bins.count2 > 0 ? "bucket,lower,upper,bucket2,lower2,upper2" : "bucket,lower,upper";
+}
+static void bin_cells(out *o, const histd_result *r, uint64_t s) {
+  const uint32_t n2 = r->bins.count2, b = n2 ? (uint32_t)(s / n2) : (uint32_t)s;
+  fprintf(o->f, "%" PRIu32 ",", b);
+  edge(o, r, b);
+  fputc(',', o->f);
+  edge(o, r, b + 1);
+  if (n2 == 0)
+    return;
+  fprintf(o->f, ",%" PRIu32 ",", (uint32_t)(s % n2));
+  edge2(o, r, (uint32_t)(s % n2));
+  fputc(',', o->f);
+  edge2(o, r, (uint32_t)(s % n2) + 1);
+}
+
 /* Two axes (rp_pi, s_mu): a row a bin of each, axis 2's within axis 1's;
  * the pairs outside are the scalars' below and overflow. */
 static int bins2_table(out *o, const histd_result *r) {
   histd__table c;
   histd__table_open(&c, r, HISTD_OUT_CSV, HISTD_FS_BINS, HISTD_FS_BINS);
-  header(o, "bucket,lower,upper,bucket2,lower2,upper2", &c);
-  for (uint32_t b = 0; b < r->bins.count; b++)
-    for (uint32_t b2 = 0; b2 < r->bins.count2; b2++) {
-      fprintf(o->f, "%" PRIu32 ",", b);
-      edge(o, r, b);
-      fputc(',', o->f);
-      edge(o, r, b + 1);
-      fprintf(o->f, ",%" PRIu32 ",", b2);
-      edge2(o, r, b2);
-      fputc(',', o->f);
-      edge2(o, r, b2 + 1);
-      row_values(o, &c, true);
-      fputc('\n', o->f);
-    }
+  header(o, bin_columns(r), &c);
+  for (uint64_t s = 0; s < histd_bins_slots(&r->bins); s++) {
+    bin_cells(o, r, s);
+    row_values(o, &c, true);
+    fputc('\n', o->f);
+  }
   return histd__table_close(&c);
 }
 
@@ -208,7 +220,7 @@ static int rows_table(out *o, const histd_result *r, const char *title, const ch
   if (bins.n == 0 && frames.n == 0)
     return 0;
   const bool by_bin = bins.n > 0;
-  fprintf(o->f, "# [%s]\n%s%s", title, row_name, by_bin ? ",bucket,lower,upper" : "");
+  fprintf(o->f, "# [%s]\n%s%s%s", title, row_name, by_bin ? "," : "", by_bin ? bin_columns(r) : "");
   for (size_t k = 0; k < bins.n + frames.n; k++) {
     const histd_field *fd = k < bins.n ? bins.f[k] : frames.f[k - bins.n];
     char name[64];
@@ -222,13 +234,11 @@ static int rows_table(out *o, const histd_result *r, const char *title, const ch
     for (size_t k = 0; k < frames.n; k++)
       if (!histd__values_next(&frames.it[k], &fv[k]))
         memset(&fv[k], 0, sizeof fv[k]);
-    for (uint32_t b = 0; b < (by_bin ? r->bins.count : 1); b++) {
+    for (uint64_t b = 0; b < (by_bin ? histd_bins_slots(&r->bins) : 1); b++) {
       fprintf(o->f, "%" PRIu64, f);
       if (by_bin) {
-        fprintf(o->f, ",%" PRIu32 ",", b);
-        edge(o, r, b);
         fputc(',', o->f);
-        edge(o, r, b + 1);
+        bin_cells(o, r, b);
         row_values(o, &bins, true);
       }
       for (size_t k = 0; k < frames.n; k++) {
@@ -265,6 +275,9 @@ int histd_write_csv(FILE *f, const histd_result *res) {
     if (err == 0)
       err = rows_table(&o, res, "partial", "partial", HISTD_FS_PARTIAL_BINS, true,
                        HISTD_FS_PARTIALS, res->partials);
+    if (err == 0)
+      err = rows_table(&o, res, "jackknife", "region", HISTD_FS_REGION_BINS, true,
+                       HISTD_FS_REGIONS, res->regions);
     if (err == 0 && bins && points)
       err = rows_table(&o, res, "point", "point", HISTD_FS_POINT_BINS, true, HISTD_FS_POINTS,
                        res->point_n);

@@ -200,6 +200,8 @@ int histd_write_schema(FILE *f) {
       [HISTD_FS_BLOCK_BINS] = "blocks x bins",
       [HISTD_FS_PARTIALS] = "partials",
       [HISTD_FS_PARTIAL_BINS] = "partials x bins",
+      [HISTD_FS_REGIONS] = "regions",
+      [HISTD_FS_REGION_BINS] = "regions x bins",
       [HISTD_FS_POINTS] = "points",
       [HISTD_FS_FRAME_POINTS] = "frames x points",
       [HISTD_FS_POINT_BINS] = "points x bins",

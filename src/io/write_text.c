@@ -93,6 +93,26 @@ static void edges(FILE *f, locale_t loc, const histd_result *r, uint32_t b) {
   fprintf(f, " %14s %14s", lo, hi);
 }
 
+/* The columns that name a bin (two axes: both's), and slot s's cells
+ * (axis 2's within axis 1's). */
+static void bin_heads(FILE *f, const histd_result *r) {
+  fprintf(f, " %8s %14s %14s", "bucket", "lower", "upper");
+  if (r->bins.count2 > 0)
+    fprintf(f, " %8s %14s %14s", "bucket2", "lower2", "upper2");
+}
+static void bin_cells(FILE *f, locale_t loc, const histd_result *r, uint64_t s) {
+  const uint32_t n2 = r->bins.count2, b = n2 ? (uint32_t)(s / n2) : (uint32_t)s;
+  fprintf(f, " %8" PRIu32, b);
+  edges(f, loc, r, b);
+  if (n2 == 0)
+    return;
+  char lo[32], hi[32];
+  const uint32_t b2 = (uint32_t)(s % n2);
+  histd__format_double(lo, sizeof lo, histd_bins_edge2(&r->bins, b2), loc);
+  histd__format_double(hi, sizeof hi, histd_bins_edge2(&r->bins, b2 + 1), loc);
+  fprintf(f, " %8" PRIu32 " %14s %14s", b2, lo, hi);
+}
+
 /* The seed layout: five counts a row. */
 static void seed_rows(FILE *f, const histd_result *r) {
   const uint32_t count = r->bins.count;
@@ -122,19 +142,12 @@ static int main_table(FILE *f, locale_t loc, const histd_result *r) {
   if (histd_statistic_about(r->statistic)->binned) {
     histd__table_open(&c, r, HISTD_OUT_TEXT, HISTD_FS_BINS, HISTD_FS_BINS);
     if (r->bins.count2 > 0) { /* two axes: a row a bin of each */
-      fprintf(f, "%8s %14s %14s %8s %14s %14s", "bucket", "lower", "upper", "bucket2", "lower2",
-              "upper2");
+      bin_heads(f, r);
       header(f, &c);
-      for (uint32_t b = 0; b < r->bins.count; b++)
-        for (uint32_t b2 = 0; b2 < r->bins.count2; b2++) {
-          char lo[32], hi[32];
-          histd__format_double(lo, sizeof lo, histd_bins_edge2(&r->bins, b2), loc);
-          histd__format_double(hi, sizeof hi, histd_bins_edge2(&r->bins, b2 + 1), loc);
-          fprintf(f, "%8" PRIu32, b);
-          edges(f, loc, r, b);
-          fprintf(f, " %8" PRIu32 " %14s %14s", b2, lo, hi);
-          row(f, loc, &c);
-        }
+      for (uint64_t s = 0; s < histd_bins_slots(&r->bins); s++) {
+        bin_cells(f, loc, r, s);
+        row(f, loc, &c);
+      }
       return histd__table_close(&c);
     }
     if (c.n <= 1 && r->bins.kind == HISTD_BINS_WIDTH) { /* the seed's rows: k x width */
@@ -197,7 +210,7 @@ static int rows_table(FILE *f, locale_t loc, const histd_result *r, const char *
   if (bins.n > 0 || fr.n > 0) {
     fprintf(f, "%s:\n%8s", title, row_name);
     if (by_bin)
-      fprintf(f, " %8s %14s %14s", "bucket", "lower", "upper");
+      bin_heads(f, r);
     for (size_t k = 0; k < bins.n + fr.n; k++) {
       const histd_field *fd = k < bins.n ? bins.f[k] : fr.f[k - bins.n];
       char name[64];
@@ -210,12 +223,10 @@ static int rows_table(FILE *f, locale_t loc, const histd_result *r, const char *
       for (size_t c = 0; c < fr.n; c++)
         if (!histd__values_next(&fr.it[c], &fv[c]))
           memset(&fv[c], 0, sizeof fv[c]);
-      for (uint32_t b = 0; b < (by_bin ? r->bins.count : 1); b++) {
+      for (uint64_t b = 0; b < (by_bin ? histd_bins_slots(&r->bins) : 1); b++) {
         fprintf(f, "%8" PRIu64, k);
-        if (by_bin) {
-          fprintf(f, " %8" PRIu32, b);
-          edges(f, loc, r, b);
-        }
+        if (by_bin)
+          bin_cells(f, loc, r, b);
         histd_fvalue v;
         for (size_t c = 0; c < bins.n; c++) {
           fputc(' ', f);
@@ -253,6 +264,9 @@ int histd_write_text(FILE *f, const histd_result *res) {
   if (err == 0)
     err = rows_table(f, loc, res, "partials", "partial", HISTD_FS_PARTIAL_BINS, true,
                      HISTD_FS_PARTIALS, res->partials);
+  if (err == 0)
+    err = rows_table(f, loc, res, "jackknife", "region", HISTD_FS_REGION_BINS, true,
+                     HISTD_FS_REGIONS, res->regions);
   if (err == 0 && res->statistic == HISTD_STAT_POINT_HISTOGRAM)
     err = rows_table(f, loc, res, "points", "point", HISTD_FS_POINT_BINS, true, HISTD_FS_POINTS,
                      res->point_n);

@@ -52,6 +52,9 @@ int histd_job_check(const histd_params *p, const histd_shape *a_in, const histd_
     rc = histd_selection_check(p->select_b, b->topology, msg, msglen);
   if (rc == 0 && p->partials[0] != '\0') /* what histd_operands_species will need */
     rc = histd_partials_check(p, a.topology, b != NULL, msg, msglen);
+  uint32_t regions = 0; /* and histd_operands_regions */
+  if (rc == 0 && p->jackknife)
+    rc = histd_regions_check(&a, b, &regions, msg, msglen);
   if (rc != 0)
     return rc;
   /* theta: the angles between sky points, measured on their unit vectors */
@@ -81,6 +84,7 @@ int histd_job_check(const histd_params *p, const histd_shape *a_in, const histd_
     plan->counted = counted;
     plan->frames = a.frames > 1 ? a.frames : b != NULL && b->frames > 1 ? b->frames : 1;
     plan->pairs = histd_shape_pairs(&a, b);
+    spec.region_count = regions;
     plan->result_bytes = histd_shape_result_bytes(&spec, &a, b);
   }
   free(edges);
@@ -127,6 +131,10 @@ int histd_job_bind(histd_job *job, const histd_params *p, const histd_dataset *a
     pa = &job->units[0];
     pb = pb != NULL ? &job->units[1] : NULL;
   }
+  if (p->jackknife && (rc = histd_operands_regions(&job->ops, pa, pb, msg, msglen)) != 0) {
+    histd_job_free(job);
+    return rc;
+  }
   if ((rc = histd_params_problem(p, pa, pb, &job->problem, &job->edges, msg, msglen)) != 0) {
     histd_job_free(job);
     return rc;
@@ -141,6 +149,9 @@ int histd_job_bind(histd_job *job, const histd_params *p, const histd_dataset *a
   job->problem.species = job->ops.species;
   job->problem.species_count = job->ops.species_count;
   job->problem.species_names = job->ops.species_names;
+  job->problem.regions_a = job->ops.regions_a;
+  job->problem.regions_b = job->ops.regions_b;
+  job->problem.region_count = job->ops.region_count;
   return 0;
 }
 

@@ -237,6 +237,7 @@ FLAG_PARAM(per_point)
 FLAG_PARAM(per_point_histogram)
 FLAG_PARAM(nearest)
 FLAG_PARAM(ravg)
+FLAG_PARAM(jackknife)
 
 static int set_kernel(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
   int rc = want(v, HISTD_VALUE_STRING, "kernel", "a string (see the list of kernels)", msg,
@@ -666,6 +667,10 @@ static const histd_param table[] = {
     ROW(ravg, "ravg", 0, BOOL,
         "each bin's mean separation (d, r_p or s), weighted by w_i w_j with weights: "
         "Corrfunc's ravg"),
+    ROW(jackknife, "jackknife", 0, BOOL,
+        "also each jackknife region's counts (the datasets' region labels: a sky catalogue's "
+        "region column or ?regions=K): a pair in regions a and b adds to a's and, if b != a, "
+        "to b's, so that the counts without region k are the total less region k's"),
     ROW(los, "los", 0, STRING,
         "rp_pi, s_mu: the line of sight, z (pi = |dz|, default) or midpoint (open space: "
         "along the pair's midpoint, for sky catalogues)"),
@@ -966,6 +971,19 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
     return histd_fail(msg, msglen, HISTD_EPARSE,
                       "ravg averages the whole histogram's bins: it does not go with %s",
                       p->partials[0] != '\0' ? "partials" : "blocks");
+  if (p->jackknife) {
+    const char *other = p->has_within || p->per_point || p->nearest || p->has_pairs_within
+                            ? "within, a per-point statistic or a pair list"
+                        : p->partials[0] != '\0'  ? "partials"
+                        : p->per_point_histogram ? "per_point_histogram"
+                        : p->per_frame           ? "per_frame"
+                        : p->blocks > 0          ? "blocks"
+                                                 : NULL;
+    if (other != NULL)
+      return histd_fail(msg, msglen, HISTD_EPARSE,
+                        "jackknife keeps each region's counts of a histogram's bins: it does "
+                        "not go with %s", other);
+  }
   if (p->has_within) {
     pr.radius = p->within;
   } else if (given_bucket_width(p)) {
@@ -1103,6 +1121,7 @@ void histd_operands_free(histd_operands *o) {
   free(o->species);
   o->species = NULL;
   o->species_count = 0;
+  histd_operands_regions_free(o);
   o->a = o->b = o->shared = NULL;
 }
 

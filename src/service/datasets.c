@@ -501,4 +501,5 @@ void dataset_shape(const dataset_meta *m, histd_shape *out) {
   memcpy(out->max, m->max, sizeof out->max);
   out->topology = m->topology;
   out->sky = m->sky;
+  out->regions = m->regions;
 }

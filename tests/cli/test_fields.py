@@ -36,14 +36,16 @@ def main():
     seen = set()
     # every shape by its name; an array's JSON nesting follows from it
     nested = {"frames x bins", "blocks x bins", "partials x bins", "frames x points",
-              "points x bins"}
-    flat = {"bins", "edges", "edges2", "frames", "points", "partials", "pairs"}
+              "points x bins", "regions x bins"}
+    flat = {"bins", "edges", "edges2", "frames", "points", "partials", "regions", "pairs"}
     for f in fields:
         if f["shape"] not in nested | flat | {"scalar"}:
             failures.append("%s.%s: shape %r is not one of histd's" % (f["group"], f["name"],
                                                                         f["shape"]))
         if f["group"] == "partial" and f["shape"] not in ("partials", "partials x bins"):
             failures.append("partial.%s: shape %r" % (f["name"], f["shape"]))
+        if f["group"] == "jackknife" and f["shape"] not in ("regions", "regions x bins"):
+            failures.append("jackknife.%s: shape %r" % (f["name"], f["shape"]))
         if f["group"] == "block" and f["shape"] not in ("bins", "blocks x bins"):
             failures.append("block.%s: shape %r" % (f["name"], f["shape"]))
         if f["group"] == "point" and f["shape"] not in ("points", "points x bins"):

@@ -325,7 +325,7 @@ int main(void) {
   histd_dataset_frame(&t, 0, &one);
   one.frame = NULL, one.frames = 0, one.top = NULL, one.box.kind = HISTD_BOX_NONE;
   histd_problem p = {&one, NULL, {0}, {HISTD_BINS_WIDTH, 10, 1.0, NULL, 0, 0}, 0, 0, false, false,
-                     false, false, false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false};
+                     false, false, false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false, NULL, NULL, 0};
   run(&p, &r, NULL, "plain");
   check_all(&r, "plain histogram");
   histd_result_free(&r);
@@ -333,7 +333,7 @@ int main(void) {
   CHECK(histd_dataset_select(&t, "name:O,H", NULL, &sel, msg, sizeof msg) == 0, "%s", msg);
   const double edges[4] = {0.5, 1, 2, 2.9};
   p = (histd_problem){&sel, NULL, {0}, {HISTD_BINS_EDGES, 3, 0, edges, 0, 0}, 0, 0, true, true,
-                      false, true, false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false};
+                      false, true, false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false, NULL, NULL, 0};
   run(&p, &r, NULL, "trajectory");
   snprintf(r.select_a, sizeof r.select_a, "name:O,H");
   check_all(&r, "weighted periodic frames, per frame");
@@ -346,19 +346,50 @@ int main(void) {
   /* counts in two axes (r_p, pi), weighted, A x B */
   p = (histd_problem){&sel, &one, {0}, {HISTD_BINS_EDGES, 3, 0, edges, 4, 2}, HISTD_STAT_RP_PI, 0,
                       false, false, false, false, false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0,
-                      NULL, false, false, true};
+                      NULL, false, false, true, NULL, NULL, 0};
   run(&p, &r, NULL, "rp_pi");
   check_all(&r, "rp_pi with ravg, A x B");
   histd_result_free(&r);
+  /* jackknife regions of (r_p, pi), weighted, self pairs: its group of
+   * regions x slots in every output (the regions' sets as regions.c makes
+   * them: each region's points by histd_dataset_pick) */
+  {
+    histd_dataset lab = one, sets[3];
+    int32_t *label = malloc(one.n * sizeof *label);
+    size_t *pick = malloc(one.n * sizeof *pick);
+    CHECK(label != NULL && pick != NULL, "out of memory");
+    for (size_t i = 0; i < one.n; i++)
+      label[i] = (int32_t)(i % 3);
+    lab.region = label, lab.regions = 3;
+    for (uint32_t k = 0; k < 3; k++) {
+      size_t m = 0;
+      for (size_t i = 0; i < one.n; i++)
+        if (label[i] == (int32_t)k)
+          pick[m++] = i;
+      CHECK(histd_dataset_pick(&lab, pick, m, &sets[k], msg, sizeof msg) == 0, "%s", msg);
+    }
+    p = (histd_problem){&lab, NULL, {0}, {HISTD_BINS_EDGES, 3, 0, edges, 4, 2}, HISTD_STAT_RP_PI,
+                        0, true, false, false, false, false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL,
+                        0, NULL, false, false, false, sets, NULL, 3};
+    run(&p, &r, NULL, "jackknife");
+    CHECK(r.regions == 3 && r.region_counts != NULL && r.region_weighted != NULL,
+          "a jackknife result has its regions' counts and weighted sums");
+    check_all(&r, "jackknife regions of rp_pi, weighted");
+    histd_result_free(&r);
+    for (uint32_t k = 0; k < 3; k++)
+      histd_dataset_free(&sets[k]);
+    free(pick);
+    free(label);
+  }
   /* within a radius; A x B */
   p = (histd_problem){&one, &one, {0}, {0}, HISTD_STAT_WITHIN, 1.5, true, false, false, false,
-                      false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false};
+                      false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false, NULL, NULL, 0};
   run(&p, &r, NULL, "within");
   check_all(&r, "within, A x B, weighted");
   histd_result_free(&r);
   /* per point, weighted, over frames */
   p = (histd_problem){&t, NULL, {0}, {0}, HISTD_STAT_POINT_COUNTS, 1.5, true, true, false,
-                      false, false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false};
+                      false, false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false, NULL, NULL, 0};
   run(&p, &r, NULL, "per point");
   check_all(&r, "per point, weighted, frames");
   histd_result_free(&r);
@@ -366,7 +397,7 @@ int main(void) {
   histd_dataset ox;
   CHECK(histd_dataset_select(&t, "name:O", NULL, &ox, msg, sizeof msg) == 0, "%s", msg);
   p = (histd_problem){&ox, NULL, {0}, {0}, HISTD_STAT_NEAREST, 2, false, true, false, false,
-                      false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false};
+                      false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false, NULL, NULL, 0};
   run(&p, &r, NULL, "nearest");
   check_all(&r, "nearest of a selection, frames");
   histd_result_free(&r);
@@ -376,7 +407,7 @@ int main(void) {
   histd_pair_file_init(&pf, fileno(tmp), 0);
   histd_control ctl = {NULL, NULL, &pf, histd_pair_file_put};
   p = (histd_problem){&t, NULL, {0}, {0}, HISTD_STAT_PAIRS, 1.2, false, true, false, false,
-                      false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false};
+                      false, 0, NULL, HISTD_PAIRING_PLAIN, 0, NULL, 0, NULL, false, false, false, NULL, NULL, 0};
   run(&p, &r, &ctl, "pairs");
   CHECK(histd_pair_file_flush(&pf, false, msg, sizeof msg) == 0, "%s", msg);
   CHECK(r.pairs > 0 && r.pairs == pf.records, "%" PRIu64 " pairs", r.pairs);
