@@ -667,7 +667,10 @@ class Client:
         log_bins=, r_max= with buckets=), pi's ``pi_bins`` equal bins of
         [0, pi_max). ``result.counts`` (and ``weighted`` with weights=True)
         is r_p bins x pi bins, ``edges`` r_p's edges and ``edges2`` pi's;
-        histd.estimators turns them into xi and w_p."""
+        histd.estimators turns them into xi and w_p. With jackknife=True (sky
+        catalogues with regions), ``result.jackknife["counts"]`` holds each
+        region's counts, a row a region of every bin (reshape a row to
+        counts' shape), for histd.estimators.jackknife."""
         job = self.submit(data, data_b, statistic="rp_pi", pi_max=pi_max, pi_bins=pi_bins,
                           **params)
         return job.wait(timeout=timeout, progress=progress)
