@@ -953,6 +953,26 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
 
   /* ---- the chart --------------------------------------------------------- */
 
+  // The plot area of a two-axis result's chart in the margins M, and x by
+  // its first axis's edges (a log axis for log-spaced edges): the area's
+  // width and height, sx, and xTicks(g) adding the tick labels to g.
+  function firstAxis(e1, M, W, H) {
+    const n = e1.length - 1;
+    const pw = W - M.l - M.r;
+    const ph = H - M.t - M.b;
+    const logx = logSpaced(e1);
+    const fx = logx ? Math.log : (v) => v;
+    const sx = (v) => M.l + ((fx(v) - fx(e1[0])) / (fx(e1[n]) - fx(e1[0]))) * pw;
+    const xTicks = (g) => {
+      for (const v of logx ? logTicks(e1[0], e1[n], 6) : ticks(e1[0], e1[n], 6)) {
+        const t = svg('text', { x: sx(v), y: M.t + ph + 19, 'text-anchor': 'middle' });
+        t.textContent = fmtShort(v);
+        g.append(t);
+      }
+    };
+    return { pw, ph, logx, sx, xTicks };
+  }
+
   // Counts in two axes (rp_pi, s_mu): a heat map, axis 1's bins across (a log
   // axis for log-spaced edges), axis 2's up, each cell's colour its count's
   // log; a cell says its bins and exact count (data-*, a title).
@@ -963,11 +983,7 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     const n2 = e2.length - 1;
     const what = r.statistic === 'rp_pi' ? ['r_p', 'π'] : ['s', 'μ'];
     const M = { l: 64, r: 90, t: 14, b: 46 };
-    const pw = W - M.l - M.r;
-    const ph = H - M.t - M.b;
-    const logx = logSpaced(e1);
-    const fx = logx ? Math.log : (v) => v;
-    const sx = (v) => M.l + ((fx(v) - fx(e1[0])) / (fx(e1[n1]) - fx(e1[0]))) * pw;
+    const { pw, ph, logx, sx, xTicks } = firstAxis(e1, M, W, H);
     const sy = (v) => M.t + ph - ((v - e2[0]) / (e2[n2] - e2[0])) * ph;
     const counts = r.counts.map((row) => row.map(Number));
     const top = Math.max(1, ...counts.flat());
@@ -996,11 +1012,7 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     }
     chart.append(g);
     const gx = svg('g', { class: 'axis x' });
-    for (const v of logx ? logTicks(e1[0], e1[n1], 6) : ticks(e1[0], e1[n1], 6)) {
-      const t = svg('text', { x: sx(v), y: M.t + ph + 19, 'text-anchor': 'middle' });
-      t.textContent = fmtShort(v);
-      gx.append(t);
-    }
+    xTicks(gx);
     const xl = svg('text', { x: M.l + pw / 2, y: H - 6, 'text-anchor': 'middle', class: 'label' });
     xl.textContent = what[0] + (logx ? ' (log)' : '');
     gx.append(xl);
