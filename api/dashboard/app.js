@@ -41,6 +41,10 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     schema: undefined, // GET /v1/schema's fields; null where the daemon has none
     view: null,       // the histogram of a per-point or pair result's values (valueHistogram)
     submitted: null,  // the job this page last submitted, whose errors show under the form
+    curve: 'counts',  // a two-axis result's plot: 'counts' (its heat map) or 'curve' (w_p, the multipoles)
+    curveFor: null,   // the job that choice is for
+    pairs: null,      // {job, docs}: the jobs in the same bins, DR and RR for it (docs null while read)
+    pairCache: new Map(), // id -> a finished job's whole doc, read for pairs
   };
 
   /* ---- settings ------------------------------------------------------- */
@@ -456,6 +460,8 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     state.jobs = sortNewest(j || []);
     renderDatasets();
     renderJobs();
+    state.pairs = null; // DR and RR are looked for again
+    if (state.curve === 'curve') renderChart();
   }
   function sortNewest(a) {
     return a.slice().sort((x, y) => String(y.created_at || '').localeCompare(String(x.created_at || '')));
@@ -932,6 +938,10 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     $('cancel').hidden = !running;
     st.dataset.status = job.status;
     for (const tr of $('jobs').tBodies[0].rows) tr.classList.toggle('current', tr.dataset.job === job.id);
+    if (state.curveFor !== job.id) { // a job shows its heat map first
+      state.curveFor = job.id;
+      state.curve = 'counts';
+    }
     state.result = job.status === 'succeeded' ? job.result || null : null;
     state.view = valueHistogram(state.result);
     for (const k of ['csv', 'json', 'npz', 'svg', 'png']) $('dl-' + k).disabled = !state.result;
@@ -953,6 +963,26 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
 
   /* ---- the chart --------------------------------------------------------- */
 
+  // The plot area of a two-axis result's chart in the margins M, and x by
+  // its first axis's edges (a log axis for log-spaced edges): the area's
+  // width and height, sx, and xTicks(g) adding the tick labels to g.
+  function firstAxis(e1, M, W, H) {
+    const n = e1.length - 1;
+    const pw = W - M.l - M.r;
+    const ph = H - M.t - M.b;
+    const logx = logSpaced(e1);
+    const fx = logx ? Math.log : (v) => v;
+    const sx = (v) => M.l + ((fx(v) - fx(e1[0])) / (fx(e1[n]) - fx(e1[0]))) * pw;
+    const xTicks = (g) => {
+      for (const v of logx ? logTicks(e1[0], e1[n], 6) : ticks(e1[0], e1[n], 6)) {
+        const t = svg('text', { x: sx(v), y: M.t + ph + 19, 'text-anchor': 'middle' });
+        t.textContent = fmtShort(v);
+        g.append(t);
+      }
+    };
+    return { pw, ph, logx, sx, xTicks };
+  }
+
   // Counts in two axes (rp_pi, s_mu): a heat map, axis 1's bins across (a log
   // axis for log-spaced edges), axis 2's up, each cell's colour its count's
   // log; a cell says its bins and exact count (data-*, a title).
@@ -963,11 +993,7 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     const n2 = e2.length - 1;
     const what = r.statistic === 'rp_pi' ? ['r_p', 'π'] : ['s', 'μ'];
     const M = { l: 64, r: 90, t: 14, b: 46 };
-    const pw = W - M.l - M.r;
-    const ph = H - M.t - M.b;
-    const logx = logSpaced(e1);
-    const fx = logx ? Math.log : (v) => v;
-    const sx = (v) => M.l + ((fx(v) - fx(e1[0])) / (fx(e1[n1]) - fx(e1[0]))) * pw;
+    const { pw, ph, logx, sx, xTicks } = firstAxis(e1, M, W, H);
     const sy = (v) => M.t + ph - ((v - e2[0]) / (e2[n2] - e2[0])) * ph;
     const counts = r.counts.map((row) => row.map(Number));
     const top = Math.max(1, ...counts.flat());
@@ -996,11 +1022,7 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     }
     chart.append(g);
     const gx = svg('g', { class: 'axis x' });
-    for (const v of logx ? logTicks(e1[0], e1[n1], 6) : ticks(e1[0], e1[n1], 6)) {
-      const t = svg('text', { x: sx(v), y: M.t + ph + 19, 'text-anchor': 'middle' });
-      t.textContent = fmtShort(v);
-      gx.append(t);
-    }
+    xTicks(gx);
     const xl = svg('text', { x: M.l + pw / 2, y: H - 6, 'text-anchor': 'middle', class: 'label' });
     xl.textContent = what[0] + (logx ? ' (log)' : '');
     gx.append(xl);
@@ -1018,6 +1040,236 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     const key2 = svg('text', { x: W - M.r + 10, y: M.t + 28, class: 'note' });
     key2.textContent = 'max ' + fmtInt(top);
     chart.append(gx, gy, key, key2);
+  }
+
+  /* ---- w_p(r_p) and the multipoles: xi from the counts ----------------- */
+
+  // These mirror api/python/histd/estimators.py rule for rule (pair_norm,
+  // natural, landy_szalay, wp, legendre_weights, multipoles, analytic_rr,
+  // xi_box), so that the page draws the curves the Python client computes.
+
+  // The pairs a job's counts are drawn from (pair_norm of counts): a set
+  // against itself N (N - 1) / 2, A x B N_a N_b.
+  function pairNorm(n, nb) {
+    const a = Number(n);
+    return nb === undefined || nb === null ? (a * a - a) / 2 : a * Number(nb);
+  }
+  const diff = (e) => e.slice(1).map((v, k) => v - e[k]);
+  const cells = (a, f) => a.map((row, i) => row.map((v, j) => f(v, i, j)));
+  // natural: xi = DD / RR - 1; landy_szalay: xi = (DD - 2 DR + RR) / RR;
+  // normalised counts, NaN where RR is 0.
+  function natural(dd, rr) {
+    return cells(dd, (v, i, j) => (rr[i][j] !== 0 ? v / rr[i][j] - 1 : NaN));
+  }
+  function landySzalay(dd, dr, rr) {
+    return cells(dd, (v, i, j) => (rr[i][j] !== 0 ? (v - 2 * dr[i][j] + rr[i][j]) / rr[i][j] : NaN));
+  }
+  // wp: w_p(r_p) = 2 sum_j xi(r_p, pi_j) dpi_j, the pi bins' widths from edges2.
+  function wpOf(xi, e2) {
+    const d = diff(e2);
+    return xi.map((row) => 2 * row.reduce((s, v, j) => s + v * d[j], 0));
+  }
+  // P_ell(x) by Bonnet's recursion.
+  function legendre(ell, x) {
+    let p0 = 1;
+    let p1 = x;
+    if (ell === 0) return p0;
+    for (let k = 1; k < ell; k++) [p0, p1] = [p1, ((2 * k + 1) * x * p1 - k * p0) / (k + 1)];
+    return p1;
+  }
+  // legendre_weights: (2 ell + 1) times the integral of P_ell over each mu
+  // bin, P_{ell+1} - P_{ell-1} between its edges (ell 0: the bin's width).
+  function legendreWeights(e2, ell) {
+    return ell === 0 ? diff(e2) : diff(e2.map((x) => legendre(ell + 1, x) - legendre(ell - 1, x)));
+  }
+  // multipoles: xi_ell(s) = sum_k xi(s, mu_k) legendreWeights(mu edges, ell)_k, a row an ell.
+  function multipolesOf(xi, e2, ells) {
+    return ells.map((ell) => {
+      const w = legendreWeights(e2, ell);
+      return xi.map((row) => row.reduce((s, v, j) => s + v * w[j], 0));
+    });
+  }
+  // analytic_rr: the pairs expected in each bin of points uniform in a
+  // periodic box of `volume`, each bin's volume over the box's: rp_pi
+  // pi (r_{k+1}^2 - r_k^2) 2 dpi_j, s_mu 4/3 pi (s_{k+1}^3 - s_k^3) dmu_j.
+  function analyticRR(statistic, e1, e2, volume, pairs) {
+    const d2 = diff(e2);
+    const rp = statistic === 'rp_pi';
+    return e1.slice(1).map((hi, i) => {
+      const lo = e1[i];
+      const v = rp ? Math.PI * (hi * hi - lo * lo) : 4 / 3 * Math.PI * (hi ** 3 - lo ** 3);
+      return d2.map((dj) => pairs * (v * (rp ? 2 * dj : dj)) / volume);
+    });
+  }
+  // counts / pair_norm, the pair fractions the estimators take
+  const normCounts = (x) => x.counts.map((row) => row.map((c) => Number(c) / pairNorm(x.n, x.n_b)));
+  const sameEdges = (a, b) => Array.isArray(a) && Array.isArray(b) && a.length === b.length &&
+    a.every((v, k) => Math.abs(Number(v) - Number(b[k])) <= 1e-12 * Math.max(1, Math.abs(Number(v))));
+
+  // The finished jobs whose counts can be this job's DR or RR: its
+  // statistic, edges and edges2 (each read once: the job list leaves the
+  // arrays out); then the chart again.
+  function findPairJobs() {
+    const job = state.job;
+    const pairs = { job: job.id, docs: null };
+    state.pairs = pairs;
+    (async () => {
+      const list = await state.client.jobs();
+      const docs = [];
+      for (const j of list) {
+        if (j.id === job.id || j.status !== 'succeeded' || (j.result || {}).statistic !== job.result.statistic) continue;
+        if (!state.pairCache.has(j.id)) state.pairCache.set(j.id, (await state.client.job(j.id)).doc);
+        const d = state.pairCache.get(j.id);
+        if (sameEdges(d.result.edges, job.result.edges) && sameEdges(d.result.edges2, job.result.edges2)) docs.push(d);
+      }
+      return docs;
+    })().then((docs) => { pairs.docs = docs; }, (e) => { pairs.docs = []; showAlert(e); })
+      .then(() => { if (state.pairs === pairs) renderChart(); });
+  }
+  function fillPick(sel, docs, none) {
+    const keep = sel.value;
+    sel.replaceChildren(el('option', { value: '', text: none }), ...docs.map((d) => el('option', { value: d.id,
+      text: shortId(d.id) + ' · ' + jobDatasets(d) + ' (N = ' + fmtInt(d.result.n) + (d.result.n_b !== undefined ? ' × ' + fmtInt(d.result.n_b) : '') + ')' })));
+    sel.value = docs.some((d) => d.id === keep) ? keep : '';
+  }
+
+  // xi in the bins of a finished rp_pi or s_mu result, as {xi, note}, or
+  // {need: a sentence} where it cannot be had: in a periodic box (one
+  // frame) xi_box's rule, DD / RR - 1 with the box's analytic RR; else
+  // from the DR and RR jobs picked, Landy-Szalay, or natural with RR alone.
+  function curveXi(r) {
+    const e1 = r.edges.map(Number);
+    const e2 = r.edges2.map(Number);
+    if (r.volume && Number(r.frames || 1) === 1) {
+      const rr = analyticRR(r.statistic, e1, e2, Number(r.volume), pairNorm(r.n, r.n_b));
+      return { xi: natural(r.counts.map((row) => row.map(Number)), rr),
+        note: 'ξ = DD/RR − 1 with the analytic RR of the periodic box (volume ' + fmtNum(Number(r.volume)) + ', no randoms)' +
+          (r.weighted ? ', from the pair counts' : '') };
+    }
+    if (!state.pairs || state.pairs.job !== state.job.id) findPairJobs();
+    const docs = state.pairs.docs;
+    if (!docs) return { need: 'Looking for DR and RR jobs with these bins…', loading: true };
+    const what = r.statistic === 'rp_pi' ? ['w_p(r_p)', 'r_p', 'π'] : ['the multipoles', 's', 'μ'];
+    const bins = what[1] + ' edges ' + fmtNum(e1[0]) + '–' + fmtNum(e1[e1.length - 1]) + ' (' + (e1.length - 1) + ' bins), ' +
+      what[2] + ' edges ' + fmtNum(e2[0]) + '–' + fmtNum(e2[e2.length - 1]) + ' (' + (e2.length - 1) + ' bins)';
+    if (!docs.length) {
+      return { need: what[0] + ' needs ξ, and ξ needs RR: a finished ' + r.statistic + ' job of randoms in the same bins (' + bins +
+        '), with DR (the data × the randoms) for Landy–Szalay. There is none in the job list: submit them, or give this job a periodic box for the analytic RR.' };
+    }
+    fillPick($('curve-dr'), docs.filter((d) => d.result.n_b !== undefined), 'none');
+    fillPick($('curve-rr'), docs, 'choose…');
+    $('curve-pick').hidden = false;
+    const dr = docs.find((d) => d.id === $('curve-dr').value);
+    const rr = docs.find((d) => d.id === $('curve-rr').value);
+    if (!rr) {
+      return { need: 'Choose the RR job (randoms in the same bins) above: ' + what[0] + ' by DD/RR − 1, or by Landy–Szalay with a DR job too.' };
+    }
+    const many = [r, dr && dr.result, rr.result].find((x) => x && Number(x.frames || 1) > 1);
+    if (many) return { need: 'The curves take one frame\'s counts, and a job here sums ' + fmtInt(many.frames) + ' frames.' };
+    return dr
+      ? { xi: landySzalay(normCounts(r), normCounts(dr.result), normCounts(rr.result)),
+        note: 'ξ by Landy–Szalay, (DD − 2DR + RR)/RR, DR job ' + shortId(dr.id) + ', RR job ' + shortId(rr.id) }
+      : { xi: natural(normCounts(r), normCounts(rr.result)), note: 'ξ = DD/RR − 1, RR job ' + shortId(rr.id) + ' (no DR)' };
+  }
+
+  // The control over a two-axis result's chart: the heat map of its counts
+  // (the default) or its curves. Whether the curves are on.
+  function curveBar(r) {
+    const two = !!r && (r.statistic === 'rp_pi' || r.statistic === 's_mu') && Array.isArray(r.edges2);
+    $('curve-bar').hidden = !two;
+    $('curve-pick').hidden = true;
+    $('curve-msg').hidden = true;
+    if (!two) return false;
+    $('curve-option').textContent = r.statistic === 'rp_pi' ? 'w_p(r_p)' : 'multipoles ξ₀, ξ₂, ξ₄ (s)';
+    $('curve-view').value = state.curve;
+    return state.curve === 'curve';
+  }
+
+  // w_p(r_p) of an rp_pi result, or xi_0, xi_2 and xi_4 (s) of an s_mu one,
+  // a point a bin of the first axis (at its centre, on a log axis for
+  // log-spaced edges) carrying its value (data-value) and bins; where xi
+  // cannot be had, the sentence saying what it needs.
+  function renderCurves(chart, r, W, H) {
+    const got = curveXi(r);
+    if (got.need) {
+      chart.setAttribute('data-mode', got.loading ? 'curve-loading' : 'curve-needs');
+      chart.setAttribute('aria-label', got.need);
+      $('curve-msg').textContent = got.need;
+      $('curve-msg').hidden = false;
+      const t = svg('text', { x: W / 2, y: H / 2, class: 'placeholder', 'text-anchor': 'middle' });
+      t.textContent = got.loading ? got.need : 'no curve yet: see above';
+      chart.append(t);
+      return;
+    }
+    const e1 = r.edges.map(Number);
+    const e2 = r.edges2.map(Number);
+    const n1 = e1.length - 1;
+    const rp = r.statistic === 'rp_pi';
+    const series = rp ? [{ label: 'w_p(r_p)', vals: wpOf(got.xi, e2) }]
+      : multipolesOf(got.xi, e2, [0, 2, 4]).map((vals, k) => ({ ell: 2 * k, label: 'ξ' + '₀₂₄'[k] + '(s)', vals }));
+    series.forEach((s, k) => { s.color = PARTIAL_COLORS[(k + 3) % PARTIAL_COLORS.length]; });
+    const M = { l: 64, r: 16, t: 30, b: 46 };
+    const { pw, ph, logx, sx, xTicks } = firstAxis(e1, M, W, H);
+    const centre = (i) => (logx ? Math.sqrt(e1[i] * e1[i + 1]) : (e1[i] + e1[i + 1]) / 2);
+    const finite = series.flatMap((s) => s.vals).filter((v) => isFinite(v));
+    const yt = ticks(Math.min(0, ...finite), Math.max(0, ...finite) || 1, 5);
+    const span = Math.max(yt[yt.length - 1], ...finite) - Math.min(0, ...finite);
+    const lo = Math.min(0, ...finite) - (Math.min(...finite) < 0 ? 0.06 * span : 0);
+    const hi = Math.max(yt[yt.length - 1], ...finite) + 0.06 * span;
+    const sy = (v) => M.t + ph - ((v - lo) / (hi - lo)) * ph;
+    chart.setAttribute('data-mode', rp ? 'wp' : 'multipoles');
+    chart.setAttribute('data-buckets', n1);
+    chart.setAttribute('data-xscale', logx ? 'log' : 'linear');
+    chart.setAttribute('aria-label', (rp ? 'w_p(r_p)' : 'The multipoles ξ0, ξ2 and ξ4 of s') + ' in ' + n1 + ' bins from ' +
+      fmtNum(e1[0]) + ' to ' + fmtNum(e1[n1]) + '; ' + got.note);
+    const gy = svg('g', { class: 'axis y' });
+    for (const v of yt) {
+      gy.append(svg('line', { x1: M.l, x2: W - M.r, y1: sy(v), y2: sy(v), class: v === 0 ? 'base' : 'grid' }));
+      const t = svg('text', { x: M.l - 8, y: sy(v) + 4, 'text-anchor': 'end' });
+      t.textContent = fmtShort(v);
+      gy.append(t);
+    }
+    const yl = svg('text', { x: 14, y: M.t + ph / 2, 'text-anchor': 'middle', class: 'label', transform: 'rotate(-90 14 ' + (M.t + ph / 2) + ')' });
+    yl.textContent = rp ? 'w_p(r_p)' + (r.unit ? ' (' + r.unit + ')' : '') : 'ξ_ℓ(s)';
+    gy.append(yl);
+    const gx = svg('g', { class: 'axis x' });
+    gx.append(svg('line', { x1: M.l, x2: W - M.r, y1: M.t + ph, y2: M.t + ph, class: 'base' }));
+    xTicks(gx);
+    const xl = svg('text', { x: M.l + pw / 2, y: H - 6, 'text-anchor': 'middle', class: 'label' });
+    xl.textContent = (rp ? 'r_p' : 's') + (r.unit ? ' (' + r.unit + ')' : '') + (logx ? ' (log)' : '');
+    gx.append(xl);
+    chart.append(gy, gx);
+    const lg = svg('g', { class: 'legend', role: 'list', 'aria-label': 'legend' });
+    series.forEach((s, k) => {
+      let d = '';
+      let pen = false;
+      const pts = svg('g', { class: 'cpts', 'data-series': s.label });
+      for (let i = 0; i < n1; i++) {
+        const v = s.vals[i];
+        const ok = isFinite(v);
+        if (ok) d += (pen ? 'L' : 'M') + sx(centre(i)).toFixed(2) + ' ' + sy(v).toFixed(2);
+        pen = ok;
+        const c = svg('circle', Object.assign({ class: 'cpt', cx: sx(centre(i)), cy: ok ? sy(v) : M.t + ph, r: ok ? 3 : 0,
+          fill: s.color, 'data-bucket': i, 'data-value': ok ? String(v) : 'null', 'data-r': centre(i), 'data-lo': e1[i],
+          'data-hi': e1[i + 1] }, s.ell === undefined ? {} : { 'data-ell': s.ell }));
+        const t = svg('title', {});
+        t.textContent = s.label + ' at ' + (rp ? 'r_p ' : 's ') + fmtNum(e1[i]) + '–' + fmtNum(e1[i + 1]) + ': ' + (ok ? fmtNum(v) : '– (RR is 0)');
+        c.append(t);
+        pts.append(c);
+      }
+      chart.append(svg('path', { class: 'cline', d, stroke: s.color }), pts);
+      const it = svg('g', { role: 'listitem' });
+      const x = W - M.r - 110;
+      const y = M.t + 10 + 16 * k;
+      it.append(svg('line', { x1: x, x2: x + 24, y1: y, y2: y, stroke: s.color, 'stroke-width': 2 }));
+      const t = svg('text', { x: x + 30, y: y + 4 });
+      t.textContent = s.label;
+      it.append(t);
+      lg.append(it);
+    });
+    const note = svg('text', { x: M.l, y: 16, class: 'note' });
+    note.textContent = got.note;
+    chart.append(lg, note);
   }
 
   // Round tick steps (1, 2, 5 x 10^k) giving about `want` ticks over [lo, hi].
@@ -1083,6 +1335,10 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
       const sub = svg('text', { x: W / 2, y: H / 2 + 22, class: 'placeholder', 'text-anchor': 'middle' });
       sub.textContent = 'with d ≤ ' + fmtNum(r.radius) + ', of ' + fmtInt(r.total) + ' pairs';
       chart.append(big, sub);
+      return;
+    }
+    if (curveBar(r)) {
+      renderCurves(chart, r, W, H);
       return;
     }
     if (r && Array.isArray(r.edges2) && Array.isArray(r.counts) && Array.isArray(r.counts[0])) {
@@ -1789,6 +2045,9 @@ import { Client, HistdError, JobFailed, Job, DONE as ENDED, formatOfName } from 
     statisticShown();
     $('cancel').addEventListener('click', cancelJob);
     $('logy').addEventListener('change', renderChart);
+    $('curve-view').addEventListener('change', () => { state.curve = $('curve-view').value; state.pairs = null; renderChart(); });
+    $('curve-dr').addEventListener('change', renderChart);
+    $('curve-rr').addEventListener('change', renderChart);
     $('dl-csv').addEventListener('click', () => download('csv'));
     $('dl-json').addEventListener('click', () => download('json'));
     $('dl-npz').addEventListener('click', () => download('npz'));

@@ -11,10 +11,19 @@ a legend. Then an A x B job in log bins: one bar per bin whose edges and
 counts equal the API's, placed on a log x axis (equal widths for equal
 ratios). Then a LAMMPS dump of waters: the dataset's line names its atoms,
 the selections are offered from them, and the O-H job without the bonded
-pairs goes out as the form says. Also: a refused submit shows the daemon's
+pairs goes out as the form says. Then counts in (r_p, pi) as a heat map,
+and the curves beside it, each plotted value (data-value) held to our own
+NumPy computation from the definition (brute-force pair counts, equal to
+the API's, and the bins' volumes; never the client's estimators): w_p(r_p)
+= 2 sum xi dpi of a periodic job, xi = DD/RR - 1 with the box's analytic
+RR; xi_0, xi_2 and xi_4 of an (s, mu) job in the box by numpy's Legendre
+integrals over the mu bins; and in open space, first the sentence saying
+RR is needed, then w_p with an RR job picked (natural) and with a DR job
+too (Landy-Szalay). Also: a refused submit shows the daemon's
 problem+json detail under the Compute button, and the CSV button fetches
-/result?format=csv. Screenshots go to $HISTD_WEB_OUT/dashboard-gr.png and
-dashboard-log.png.
+/result?format=csv. Screenshots go to $HISTD_WEB_OUT/dashboard-gr.png,
+dashboard-log.png, dashboard-rppi.png, dashboard-wp.png,
+dashboard-multipoles.png and dashboard-wp-ls.png.
 
 Exit 77 (skip) only when chromium is not installed.
 """
@@ -22,6 +31,8 @@ import math
 import os
 import random
 import sys
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
@@ -50,6 +61,61 @@ def write_water(path, molecules, seed, side=12.0):
             f.write("%d %d 1 O %r %r %r\n" % (3 * m + 1, m + 1, *o))
             for k in range(2):
                 f.write("%d %d 2 H %r %r %r\n" % (3 * m + 2 + k, m + 1, *[c + rnd.uniform(-0.6, 0.6) for c in o]))
+
+
+def read_csv(path):
+    return np.loadtxt(path, delimiter=",", skiprows=1)
+
+
+def brute_counts(statistic, a, b, e1, e2, box=None):
+    """The pairs (i < j of a, or a x b) in each (r_p, pi) or (s, mu) bin, by
+    the definition: d the separation (its minimum image in a periodic cube
+    of side box), line of sight z, r_p = sqrt(dx^2 + dy^2), pi = |dz| in
+    [0, pi_max); s = |d|, mu = pi / s in [0, mu_max] (mu_max in the last bin)."""
+    if b is None:
+        i, j = np.triu_indices(len(a), 1)
+        d = a[j] - a[i]
+    else:
+        d = (b[None, :, :] - a[:, None, :]).reshape(-1, 3)
+    if box:
+        d = d - box * np.round(d / box)
+    pi = np.abs(d[:, 2])
+    if statistic == "rp_pi":
+        x, y = np.sqrt(d[:, 0] ** 2 + d[:, 1] ** 2), pi
+        inside = y < e2[-1]
+    else:
+        x = np.sqrt((d * d).sum(axis=1))
+        y = np.where(x > 0, pi / np.where(x > 0, x, 1), 0)
+        inside = y <= e2[-1]
+    k1 = np.searchsorted(e1, x, "right") - 1
+    k2 = np.minimum(np.searchsorted(e2, y, "right") - 1, len(e2) - 2)
+    ok = inside & (k1 >= 0) & (k1 < len(e1) - 1)
+    counts = np.zeros((len(e1) - 1, len(e2) - 1))
+    np.add.at(counts, (k1[ok], k2[ok]), 1)
+    return counts
+
+
+def curve_points(b):
+    """The plotted curve points: {(ell or None, bin): (value or None, lo, hi)}."""
+    pts = b.js("return [...document.querySelectorAll('#chart circle.cpt')].map(c => ({i: +c.dataset.bucket,"
+               " ell: c.dataset.ell === undefined ? null : +c.dataset.ell, v: c.dataset.value,"
+               " lo: +c.dataset.lo, hi: +c.dataset.hi, cx: +c.getAttribute('cx'), cy: +c.getAttribute('cy')}))")
+    return {(p["ell"], p["i"]): p for p in pts}
+
+
+def check_curve(pts, ell, want, scale, what):
+    """Each plotted value of the series ell equals want (None where RR is
+    0) within 1e-9 of scale, the sum of its terms' sizes."""
+    got = [pts[(ell, i)]["v"] for i in range(len(want))]
+    check(len(pts) >= len(want) and all(
+        (g == "null") if not np.isfinite(w) else (g != "null" and abs(float(g) - w) <= 1e-9 * s)
+        for g, w, s in zip(got, want, scale)),
+        "%s: plotted %s, by the definition %s" % (what, got, list(want)))
+
+
+def choose_curve(b, mode, timeout):
+    choose(b, "curve-view", "curve")
+    b.wait(lambda: b.js("return document.getElementById('chart').dataset.mode") == mode, timeout, mode)
 
 
 def d_json(d, path):
@@ -266,6 +332,110 @@ def run(chromium, chromedriver, work):
               "r_p across on a log axis, pi up: %s" % widths)
         check(b.js("return document.getElementById('chart').dataset.xscale") == "log", "a log r_p axis")
         b.screenshot(os.path.join(OUT, "dashboard-rppi.png"))
+
+        # 6. w_p(r_p) of that job: xi = DD / RR - 1 with the box's analytic RR,
+        # checked against counts of our own and the bins' volumes
+        L = read_csv(liquid)
+        e1, e2 = np.array(rres["edges"], float), np.array(rres["edges2"], float)
+        dd = brute_counts("rp_pi", L, None, e1, e2, box=20.0)
+        check((dd == np.array(rres["counts"], float)).all(), "the API's (r_p, pi) counts are the brute force's")
+        check(not b.js("return document.getElementById('curve-bar').hidden") and
+              b.js("return document.getElementById('curve-view').value") == "counts",
+              "a two-axis result offers its curves, the heat map first")
+        choose_curve(b, "wp", min(10, left()))
+        npairs = 800 * 799 / 2
+        rr = npairs * np.outer(math.pi * (e1[1:] ** 2 - e1[:-1] ** 2), 2 * np.diff(e2)) / 20.0 ** 3
+        xi = dd / rr - 1
+        pts = curve_points(b)
+        check(len(pts) == 4, "4 w_p points")
+        check_curve(pts, None, 2 * (xi * np.diff(e2)).sum(axis=1), 2 * ((dd / rr + 1) * np.diff(e2)).sum(axis=1),
+                    "w_p = 2 sum xi dpi, xi = DD/RR - 1 with RR = N(N-1)/2 pi dr_p^2 2 dpi / V")
+        check([pts[(None, i)]["lo"] for i in range(4)] == e1[:-1].tolist(), "each point carries its r_p bin")
+        check(all(pts[(None, i)]["cx"] < pts[(None, i + 1)]["cx"] for i in range(3)) and
+              b.js("return document.getElementById('chart').dataset.xscale") == "log", "r_p across on a log axis")
+        note = b.js("return document.querySelector('#chart text.note').textContent")
+        check("analytic RR" in note and "periodic box" in note, "the caption says the RR is the box's: %r" % note)
+        b.js("document.getElementById('result').scrollIntoView()")
+        b.screenshot(os.path.join(OUT, "dashboard-wp.png"))
+        choose(b, "curve-view", "counts")
+        check(b.js("return document.getElementById('chart').dataset.mode") == "heatmap", "and back to the heat map")
+
+        # 7. the multipoles of an s_mu job in the box: xi_ell = (2 ell + 1) sum_k xi_k
+        # int_{mu_k}^{mu_k+1} P_ell, the integrals by numpy's Legendre series
+        sub = h.http("POST", d.base + "/v1/jobs", {"dataset": liquid_id, "statistic": "s_mu",
+                                                    "log_bins": [0.5, 8, 4], "mu_bins": 5, "box": [20]})
+        check(sub.status == 202, "the s_mu job was accepted: %s" % sub.status)
+        sid = sub.json()["id"]
+        h.wait_for(lambda: d_json(d, "/v1/jobs/" + sid)["status"] == "succeeded", min(30, left()), "the s_mu job")
+        sres = d_json(d, "/v1/jobs/" + sid + "/result")
+        b.js("location.hash = '#job=' + arguments[0]", sid)
+        b.wait(lambda: b.js("return document.getElementById('chart').dataset.mode") == "heatmap",
+               min(15, left()), "the s_mu heat map")
+        choose_curve(b, "multipoles", min(10, left()))
+        e1, e2 = np.array(sres["edges"], float), np.array(sres["edges2"], float)
+        dd = brute_counts("s_mu", L, None, e1, e2, box=20.0)
+        check((dd == np.array(sres["counts"], float)).all(), "the API's (s, mu) counts are the brute force's")
+        rr = npairs * np.outer(4 / 3 * math.pi * (e1[1:] ** 3 - e1[:-1] ** 3), np.diff(e2)) / 20.0 ** 3
+        xi = dd / rr - 1
+        pts = curve_points(b)
+        check(len(pts) == 12, "3 multipoles x 4 s bins")
+        for ell in (0, 2, 4):
+            P = np.polynomial.legendre.Legendre.basis(ell).integ()
+            w = (2 * ell + 1) * np.diff(P(e2))
+            check_curve(pts, ell, (xi * w).sum(axis=1), ((dd / rr + 1) * np.abs(w)).sum(axis=1),
+                        "xi_%d(s) = %d sum xi(s, mu) int P_%d dmu" % (ell, 2 * ell + 1, ell))
+        b.js("document.getElementById('result').scrollIntoView()")
+        b.screenshot(os.path.join(OUT, "dashboard-multipoles.png"))
+
+        # 8. open space: w_p needs RR from another job; first none fits (a sentence),
+        # then with RR alone xi = DD/RR - 1 and with DR too Landy-Szalay
+        bins = {"statistic": "rp_pi", "rp_log_bins": [0.5, 6, 5], "pi_max": 6, "pi_bins": 3}
+        sub = h.http("POST", d.base + "/v1/jobs", dict(bins, dataset=liquid_id))
+        oid = sub.json()["id"]
+        h.wait_for(lambda: d_json(d, "/v1/jobs/" + oid)["status"] == "succeeded", min(30, left()), "the DD job")
+        b.js("location.hash = '#job=' + arguments[0]", oid)
+        b.wait(lambda: b.js("return document.getElementById('chart').dataset.mode") == "heatmap",
+               min(15, left()), "the DD heat map")
+        choose_curve(b, "curve-needs", min(15, left()))
+        msg = b.text(b.find("#curve-msg"))
+        check("RR" in msg and "none" in msg and not b.find_all("#chart circle.cpt"),
+              "with no RR in these bins the view says what it needs: %r" % msg)
+        ids = {}
+        for name, extra in (("dr", {"dataset": liquid_id, "dataset_b": rand_id}), ("rr", {"dataset": rand_id})):
+            ids[name] = h.http("POST", d.base + "/v1/jobs", dict(bins, **extra)).json()["id"]
+            h.wait_for(lambda: d_json(d, "/v1/jobs/" + ids[name])["status"] == "succeeded", min(30, left()), name)
+        b.click(b.find("#refresh"))
+        b.wait(lambda: not b.js("return document.getElementById('curve-pick').hidden"), min(15, left()), "DR and RR offered")
+        opts = lambda sel: b.js("return [...document.querySelectorAll('#' + arguments[0] + ' option')].map(o => o.value)", sel)
+        check(set(opts("curve-dr")) == {"", ids["dr"]} and set(opts("curve-rr")) == {"", ids["dr"], ids["rr"]},
+              "DR offers the A x B job in these bins, RR every job in them")
+        R = read_csv(randoms)
+        ores = d_json(d, "/v1/jobs/" + oid)["result"]
+        e1, e2 = np.array(ores["edges"], float), np.array(ores["edges2"], float)
+        raw = {"dd": brute_counts("rp_pi", L, None, e1, e2), "dr": brute_counts("rp_pi", L, R, e1, e2),
+               "rr": brute_counts("rp_pi", R, None, e1, e2)}
+        for name, jid in (("dd", oid), ("dr", ids["dr"]), ("rr", ids["rr"])):
+            check((raw[name] == np.array(d_json(d, "/v1/jobs/" + jid)["result"]["counts"], float)).all(),
+                  "the %s job's counts are the brute force's" % name.upper())
+        dd, dr, rr = raw["dd"] / npairs, raw["dr"] / (800 * 300), raw["rr"] / (300 * 299 / 2)
+        choose(b, "curve-rr", ids["rr"])
+        b.wait(lambda: b.js("return document.getElementById('chart').dataset.mode") == "wp", min(10, left()), "w_p")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            xi = np.where(rr > 0, dd / rr - 1, np.nan)
+            size = np.where(rr > 0, dd / rr + 1, 0)
+        check_curve(curve_points(b), None, 2 * (xi * np.diff(e2)).sum(axis=1), 2 * (size * np.diff(e2)).sum(axis=1),
+                    "w_p with RR alone: xi = (DD / N_D(N_D-1)/2) / (RR / N_R(N_R-1)/2) - 1")
+        check("RR job" in b.js("return document.querySelector('#chart text.note').textContent"), "the caption names RR")
+        choose(b, "curve-dr", ids["dr"])
+        b.wait(lambda: "Landy" in (b.js("const t = document.querySelector('#chart text.note'); return t && t.textContent") or ""),
+               min(10, left()), "Landy-Szalay")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            xi = np.where(rr > 0, (dd - 2 * dr + rr) / rr, np.nan)
+            size = np.where(rr > 0, (dd + 2 * dr + rr) / rr, 0)
+        check_curve(curve_points(b), None, 2 * (xi * np.diff(e2)).sum(axis=1), 2 * (size * np.diff(e2)).sum(axis=1),
+                    "w_p by Landy-Szalay, DR over N_D N_R")
+        b.js("document.getElementById('result').scrollIntoView()")
+        b.screenshot(os.path.join(OUT, "dashboard-wp-ls.png"))
         d.alive()
 
 
