@@ -286,6 +286,11 @@ int histd_dataset_unit_vectors(const histd_dataset *ds, histd_dataset *out, char
                                size_t msglen);
 #define HISTD_REGIONS_SEED UINT64_C(0x5EED5EED5EED5EED)
 int histd_dataset_assign_regions(histd_dataset *ds, uint32_t k, char *msg, size_t msglen);
+/* The same rule's labels, without touching ds: ds's points' into *labels,
+ * and (other not NULL) other's points' by ds's centres (step 4 on other's
+ * points) into *other_labels; the caller frees both. */
+int histd_sky_regions(const histd_dataset *ds, const histd_dataset *other, uint32_t k,
+                      int32_t **labels, int32_t **other_labels, char *msg, size_t msglen);
 
 /* Whether sel is a selection that a topology with these arrays (HISTD_TOP_*
  * bits; ~0u: any) can answer; the sentence of histd_dataset_select if not. */

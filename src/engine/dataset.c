@@ -233,8 +233,26 @@ static uint32_t nearest_centre(const double *u, const double *c, uint32_t k) {
 #define REGIONS_SAMPLE 100000u
 #define REGIONS_ROUNDS 100
 
-int histd_dataset_assign_regions(histd_dataset *ds, uint32_t k, char *msg, size_t msglen) {
+/* Each point of `of`'s nearest of the k centres c, as new labels. */
+static int32_t *label_by(const histd_dataset *of, const double *c, uint32_t k) {
+  int32_t *region = malloc((of->n ? of->n : 1) * sizeof *region);
+  for (size_t i = 0; region != NULL && i < of->n; i++) {
+    double v[3];
+    histd_sky_unit(of->sky[3 * i], of->sky[3 * i + 1], v);
+    region[i] = (int32_t)nearest_centre(v, c, k);
+  }
+  return region;
+}
+
+int histd_sky_regions(const histd_dataset *ds, const histd_dataset *other, uint32_t k,
+                      int32_t **labels, int32_t **other_labels, char *msg, size_t msglen) {
   const size_t n = ds->n;
+  *labels = NULL;
+  if (other_labels != NULL)
+    *other_labels = NULL;
+  if (other != NULL && other->sky == NULL)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "regions are assigned on the sky, and dataset_b is not a sky catalogue");
   if (ds->sky == NULL)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "regions are assigned on the sky, and this dataset is not a sky "
@@ -247,9 +265,8 @@ int histd_dataset_assign_regions(histd_dataset *ds, uint32_t k, char *msg, size_
   double *u = malloc(m * 3 * sizeof *u), *c = malloc((size_t)k * 3 * sizeof *c);
   double *dist = malloc(m * sizeof *dist);
   uint32_t *label = malloc(m * sizeof *label);
-  int32_t *region = malloc(n * sizeof *region);
   int rc = 0;
-  if (u == NULL || c == NULL || dist == NULL || label == NULL || region == NULL) {
+  if (u == NULL || c == NULL || dist == NULL || label == NULL) {
     rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u regions of %zu points", k,
                     n);
     goto out;
@@ -319,20 +336,27 @@ int histd_dataset_assign_regions(histd_dataset *ds, uint32_t k, char *msg, size_
     }
   }
   free(sums);
-  for (size_t i = 0; i < n; i++) {
-    double v[3];
-    histd_sky_unit(ds->sky[3 * i], ds->sky[3 * i + 1], v);
-    region[i] = (int32_t)nearest_centre(v, c, k);
+  if ((*labels = label_by(ds, c, k)) == NULL ||
+      (other != NULL && (*other_labels = label_by(other, c, k)) == NULL)) {
+    free(*labels);
+    *labels = NULL;
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the points' regions");
   }
-  free(ds->region);
-  ds->region = region;
-  ds->regions = k;
-  region = NULL;
 out:
   free(u);
   free(c);
   free(dist);
   free(label);
-  free(region);
   return rc;
+}
+
+int histd_dataset_assign_regions(histd_dataset *ds, uint32_t k, char *msg, size_t msglen) {
+  int32_t *region;
+  int rc = histd_sky_regions(ds, NULL, k, &region, NULL, msg, msglen);
+  if (rc != 0)
+    return rc;
+  free(ds->region);
+  ds->region = region;
+  ds->regions = k;
+  return 0;
 }

@@ -54,6 +54,23 @@ def catalogue(rng, n, regions, skip=None):
     return ra, dec, dist, w, reg
 
 
+def clumps(rng, n, k):
+    """k clumps of the sky, 90 / k degrees wide and far apart: k-means on
+    them (the rule of "regions": K) gives each clump its own region, which
+    is how the test knows the labels up to their order."""
+    which = rng.integers(0, k, n)
+    ra = which * (360.0 / k) + rng.uniform(0, 90.0 / k, n)
+    dec = rng.uniform(-10, 10, n)
+    return ra, dec, rng.uniform(200, 260, n), rng.uniform(0.5, 2.0, n), which
+
+
+def same_rows(got, ref):
+    """Whether the regions' rows are the same, up to the regions' order."""
+    def key(rows):
+        return sorted(tuple(np.ravel(r).tolist()) for r in rows)
+    return key(got) == key(ref)
+
+
 def upload(d, cat):
     ra, dec, dist, w, reg = cat
     body = "ra,dec,dist,w,region\n" + "".join(
@@ -212,6 +229,23 @@ def main():
         run(d, ds_r, "RR(r_p, pi) with an empty region", want("rp_pi", R, None, rp_edges, 2, 20.0),
             statistic="rp_pi", rp_edges=rp_edges, pi_max=20, pi_bins=2, los="midpoint")
 
+        # "regions": K assigns K regions for the job, B's by A's centres:
+        # on clumps far apart, each clump its region (the labels up to order)
+        C, Q = clumps(rng, 240, 4), clumps(rng, 200, 4)
+        ds_c = upload(d, C[:4] + (np.zeros(240, dtype=np.int64),))
+        ds_q = upload(d, Q[:4] + (np.zeros(200, dtype=np.int64),))
+        _, _, rc, rw, rt = want("s_mu", C, Q, rp_edges, 3, 1.0)
+        job = d.wait_job(d.submit(ds_c, dataset_b=ds_q, regions=4, weights=True, statistic="s_mu",
+                                  edges=rp_edges, mu_bins=3, los="midpoint")["id"])
+        check(job["status"] == "succeeded", job)
+        r = json.loads(result(d, job["id"]))
+        jk = r["jackknife"]
+        rows = [[t] + c for t, c in zip(jk["total"], jk["counts"])]
+        check(r["regions"] == 4 and same_rows(rows, [[t] + c for t, c in zip(rt.tolist(),
+                                                                             rc.tolist())]),
+              "regions 4 on four clumps: %s, the clumps' %s" % (rows, rt.tolist()))
+        print("ok - \"regions\": 4 on four clumps of A and B: each clump a region, exact")
+
         # the stored result after a restart: the same regions' counts
         d.stop()
         d.start()
@@ -238,6 +272,8 @@ def main():
             (ds_d, {"statistic": None, "rp_edges": None, "pi_max": None, "pi_bins": None,
                     "within": 3}, "within"),
             (ds_d, {"jackknife": "yes"}, "jackknife"),
+            (flat, {"jackknife": None, "regions": 3}, "sky"),
+            (ds_d, {"regions": 1}, "regions"),
         ]
         for ds, change, words in bad:
             job = dict(base, dataset=ds, **change)
