@@ -74,7 +74,7 @@ def same_rows(got, ref):
 def upload(d, cat):
     ra, dec, dist, w, reg = cat
     body = "ra,dec,dist,w,region\n" + "".join(
-        "%r,%r,%r,%r,%d\n" % (ra[i], dec[i], dist[i], w[i], reg[i]) for i in range(len(ra)))
+        "%r,%r,%r,%r,%d\n" % (float(ra[i]), float(dec[i]), float(dist[i]), float(w[i]), int(reg[i])) for i in range(len(ra)))
     s, _, doc = d.json("POST", "/v1/datasets?format=sky-csv", body, {"Content-Type": "text/csv"})
     check(s in (200, 201) and doc.get("regions") == int(reg.max()) + 1, (s, doc))
     return doc["id"]
