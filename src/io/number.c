@@ -234,13 +234,9 @@ static _Thread_local int arena_fd = -1;
 static _Thread_local void *arena_map; /* the mapping now, to drop it if the parse fails */
 static _Thread_local size_t arena_bytes;
 
-/* The block of 3 * cap doubles at old (3 * old_cap of them; NULL: none),
- * resized to 3 * cap: realloc, or the arena's file and mapping. */
-static double *block_resize(double *old, size_t old_cap, size_t cap) {
-  const size_t bytes = (cap ? cap : 1) * 3 * sizeof(double);
-  if (arena_fd < 0)
-    return realloc(old, bytes);
-  const size_t old_bytes = (old_cap ? old_cap : 1) * 3 * sizeof(double);
+/* The arena's file and mapping at old (old_bytes; NULL: none) resized to
+ * bytes. */
+static double *arena_resize(double *old, size_t old_bytes, size_t bytes) {
   if (ftruncate(arena_fd, (off_t)bytes) != 0)
     return NULL;
   void *p = old == NULL ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, arena_fd, 0)
@@ -250,6 +246,33 @@ static double *block_resize(double *old, size_t old_cap, size_t cap) {
   arena_map = p;
   arena_bytes = bytes;
   return p;
+}
+
+/* The block of 3 * cap doubles at old (3 * old_cap of them; NULL: none),
+ * resized to 3 * cap: realloc, or the arena's file and mapping. */
+static double *block_resize(double *old, size_t old_cap, size_t cap) {
+  const size_t bytes = (cap ? cap : 1) * 3 * sizeof(double);
+  if (arena_fd < 0)
+    return realloc(old, bytes);
+  return arena_resize(old, (old_cap ? old_cap : 1) * 3 * sizeof(double), bytes);
+}
+
+/* Room for ds's weights: beside its points in one block (x, y, z, w), in
+ * the arena's file where the points are the arena's -- the payload's
+ * layout, whose tail starts with the weights at 3n. */
+static int weights_room(histd_dataset *ds, char *msg, size_t msglen) {
+  if (!ds->borrowed || arena_fd < 0)
+    return histd_dataset_alloc_weights(ds, msg, msglen);
+  const size_t n = ds->n ? ds->n : 1;
+  double *base = arena_resize(ds->x, 3 * n * sizeof(double), 4 * n * sizeof(double));
+  if (base == NULL)
+    return histd_fail(msg, msglen, HISTD_EIO, "cannot map the weights of %zu points on disk: %s",
+                      ds->n, strerror(errno));
+  ds->x = base;
+  ds->y = base + ds->n;
+  ds->z = base + 2 * ds->n;
+  ds->w = base + 3 * ds->n;
+  return 0;
 }
 
 int histd__ds_reserve(histd_dataset *ds, size_t cap, char *msg, size_t msglen) {
@@ -287,8 +310,8 @@ int histd_parse_to_fd_with(histd_format fmt, const char *buf, size_t len, size_t
 }
 
 void histd_parse_unmap(histd_dataset *ds) {
-  if (ds->x != NULL && ds->borrowed)
-    munmap(ds->x, (ds->n ? ds->n : 1) * 3 * sizeof(double));
+  if (ds->x != NULL && ds->borrowed) /* x, y, z (and w: weights_room) */
+    munmap(ds->x, (ds->n ? ds->n : 1) * (ds->w != NULL ? 4 : 3) * sizeof(double));
   ds->x = ds->y = ds->z = NULL;
   ds->borrowed = false;
   histd_dataset_free(ds);
@@ -370,7 +393,7 @@ int histd__ds_complete_all(histd_dataset *ds, size_t cap, size_t n, const double
                            size_t frames, const size_t *counts, const histd_box *boxes,
                            char *msg, size_t msglen) {
   int rc = histd__ds_complete(ds, cap, n, msg, msglen);
-  if (rc == 0 && ws != NULL && (rc = histd_dataset_alloc_weights(ds, msg, msglen)) == 0)
+  if (rc == 0 && ws != NULL && (rc = weights_room(ds, msg, msglen)) == 0)
     memcpy(ds->w, ws, n * sizeof *ws);
   if (rc == 0 && frames > 0)
     rc = histd_dataset_set_frames(ds, frames, counts, boxes, msg, msglen);

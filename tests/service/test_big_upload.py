@@ -16,6 +16,13 @@ file (an import by path parses it on the heap): the same id, so the same
 points, frames and boxes. A spooled body that is cut short is refused
 with 400 naming the frame, and leaves no temp file in the data dir.
 
+Weights past the spool size: a weighted CSV and a weighted sky-CSV with
+regions, each a little over 32 MiB, uploaded with a Content-Length (so
+spooled and parsed into the payload file, whose points the parse does not
+own) are stored, and are the datasets their import by path makes (the id
+covers the weights, the sky columns and the labels). They were refused
+with "no room for the weights" before.
+
 usage: test_big_upload.py HISTD_EXE OPENAPI_YAML
 """
 import http.client
@@ -93,12 +100,12 @@ def sanitized(exe):
     return b"__tsan_init" in data or b"__asan_init" in data
 
 
-def post_file(d, path, query):
+def post_file(d, path, query, ctype="application/x-dcd"):
     size = os.path.getsize(path)
     conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=600)
     try:
         conn.putrequest("POST", "/v1/datasets?" + query)
-        conn.putheader("Content-Type", "application/x-dcd")
+        conn.putheader("Content-Type", ctype)
         conn.putheader("Content-Length", str(size))
         conn.endheaders()
         with open(path, "rb") as f:
@@ -170,7 +177,45 @@ def test_big_upload(exe):
         shutil.rmtree(top, ignore_errors=True)
 
 
+def test_big_weighted(exe):
+    top = tempfile.mkdtemp(prefix="histd-bigw-")
+    try:
+        imports = os.path.join(top, "imports")
+        os.makedirs(imports)
+        spool = 32 << 20
+        plain, sky = os.path.join(imports, "w.csv"), os.path.join(imports, "sky.csv")
+        with open(plain, "w") as f:
+            f.write("x,y,z,w\n")
+            i = 0
+            while f.tell() < spool + (1 << 20):
+                f.write("%.15f,%.15f,%.15f,%.15f\n" % (i * 1e-6, (i % 977) * 0.5, (i % 89) * 3.25,
+                                                     0.5 + (i % 13) / 7.0))
+                i += 1
+        with open(sky, "w") as f:
+            f.write("ra,dec,dist,w,region\n")
+            i = 0
+            while f.tell() < spool + (1 << 20):
+                f.write("%.12f,%.12f,%.12f,%.12f,%d\n" % ((i * 0.000137) % 360.0, (i % 1801) * 0.1 - 90,
+                                                        100 + (i % 997), 1 + (i % 5) / 4.0, i % 7))
+                i += 1
+        args = ["--workers", "1", "--import-dir", imports]
+        with Daemon(exe, args=args) as d:
+            for path, fmt, ctype in ((plain, "csv", "text/csv"), (sky, "sky-csv", "text/csv")):
+                s, doc = post_file(d, path, "format=" + fmt, ctype)
+                check(s == 201 and doc["weighted"], "a weighted %s of %.1f MB with a "
+                      "Content-Length: %s %s" % (fmt, os.path.getsize(path) / 1e6, s, doc))
+                s2, _, imported = d.json("POST", "/v1/datasets?format=%s&path=%s"
+                                         % (fmt, os.path.basename(path)))
+                check(s2 == 200 and imported["id"] == doc["id"],
+                      ("the same dataset, weights included", fmt, s2, imported))
+                print("ok - a weighted %s of %.1f MB spooled and stored (%d points)"
+                      % (fmt, os.path.getsize(path) / 1e6, doc["n"]))
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
 def main():
+    test_big_weighted(sys.argv[1])
     test_big_upload(sys.argv[1])
     print("test_big_upload: all ok")
 
