@@ -332,13 +332,16 @@ static void prefetch_next(worker *w, const char *current_dataset) {
  * when the job can leave memory. */
 static bool record_end(queue *q, job *j, job_record *r) {
   char msg[256];
+  histd_result lost; /* a result that could not be stored: freed once unpublished */
+  memset(&lost, 0, sizeof lost);
   bool recorded = store_update_job(q->env.store, r, msg, sizeof msg) == 0;
   if (!recorded) {
     fprintf(stderr, "histd: job %s: %s\n", r->id, msg);
     if (r->status == JOB_SUCCEEDED) { /* its result cannot be kept */
       r->status = JOB_FAILED;
       snprintf(r->error, sizeof r->error, "the result could not be stored: %s", msg);
-      histd_result_free(&r->result);
+      lost = r->result; /* (a following job's is still j->rec's, which GETs read) */
+      memset(&r->result, 0, sizeof r->result);
       r->has_result = false;
     }
     /* interrupted by a stop (queued): the store has it queued or running,
@@ -356,6 +359,7 @@ static bool record_end(queue *q, job *j, job_record *r) {
     q->ended = j;
   }
   pthread_mutex_unlock(&q->mu);
+  histd_result_free(&lost);
   return recorded;
 }
 
@@ -377,12 +381,14 @@ static void end_run(worker *w, job *j, int rc, bool ran, histd_result *resp, con
   bool interrupted = ran && rc == HISTD_ECANCELED && !atomic_load(&j->cancel) &&
                      atomic_load(&q->stopping);
   if (j->rec.follow && !interrupted && j->rec.has_result) { /* (GETs copy it under q->mu) */
-    if (rc == 0)
+    if (rc == 0) { /* the end's record shares it: j->rec shows it until record_end
+                    * publishes the end (no window where the job runs without one) */
       res = j->rec.result;
-    else
+    } else {
       dropped = j->rec.result;
-    memset(&j->rec.result, 0, sizeof j->rec.result);
-    j->rec.has_result = false;
+      memset(&j->rec.result, 0, sizeof j->rec.result);
+      j->rec.has_result = false;
+    }
   }
   job_record end = j->rec, *r = &end; /* published by record_end */
   if (interrupted) {

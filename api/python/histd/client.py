@@ -217,9 +217,10 @@ class Job:
                 try:
                     res = self._fetch()  # (the latest: it may count more frames already)
                 except HistdError as e:
-                    # the job ended between its update and this fetch: the
-                    # daemon hands its last result over to the final one,
-                    # which the end event brings (409 in between)
+                    # the job ended between its update and this fetch and
+                    # its result is the final one, which the end event
+                    # brings (a daemon before 2026-11-28 answered 409 while
+                    # it handed the result over)
                     if e.status != 409:
                         raise
                     continue
