@@ -397,7 +397,6 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   arena ar = {NULL, 0};
   cudaEvent_t ev[3] = {NULL, NULL, NULL};
   uint64_t *host_counts = NULL;
-  double *host_rows = NULL;
   double t_start = 0, t_points = 0, t_copied = 0, t_back = 0;
 
   /* A's points first, unless streamed: the slot checks its own room */
@@ -540,17 +539,18 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   double t_kernel = histd_now_ms();
   unsigned long long cand = 0;
   host_counts = malloc((size_t)slots * sizeof *host_counts);
-  host_rows = weighted ? malloc(2 * (size_t)grid * slots * sizeof *host_rows) : NULL;
-  if (host_counts == NULL || (weighted && host_rows == NULL)) {
+  if (host_counts == NULL) {
     rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the GPU's answer");
     goto out;
   }
   CK(cudaMemcpy(host_counts, m.dcounts, (size_t)slots * 8, cudaMemcpyDeviceToHost),
      "the copy of the counts");
   CK(cudaMemcpy(&cand, m.dcand, 8, cudaMemcpyDeviceToHost), "the copy of the counts");
-  if (weighted)
-    CK(cudaMemcpy(host_rows, m.wrows, 2 * (size_t)grid * slots * 8, cudaMemcpyDeviceToHost),
-       "the copy of the weighted sums");
+  if ((weighted && (rc = stats_fold_device_rows(m.wrows, grid, slots, count, res->weighted,
+                                                 "weighted sums", msg, msglen)) != 0) ||
+      (m.rrows != NULL && (rc = stats_fold_device_rows(m.rrows, jp->rgrid, slots, count,
+                                                       res->rsum, "ravg sums", msg, msglen)) != 0))
+    goto out;
   t_back = histd_now_ms();
   uint64_t sum = host_counts[count];
   for (uint32_t k = 0; k < count; k++) {
@@ -559,24 +559,6 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   }
   res->below = host_counts[count];
   res->overflow = jp->total - sum;
-  if (weighted)
-    stats_fold_rows(host_rows, grid, slots, count, res->weighted);
-  if (m.rrows != NULL) {
-    double *rrows = malloc(2 * (size_t)jp->rgrid * slots * sizeof *rrows);
-    if (rrows == NULL) {
-      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the GPU's answer");
-      goto out;
-    }
-    cudaError_t e = cudaMemcpy(rrows, m.rrows, 2 * (size_t)jp->rgrid * slots * 8,
-                               cudaMemcpyDeviceToHost);
-    if (e == cudaSuccess)
-      stats_fold_rows(rrows, jp->rgrid, slots, count, res->rsum);
-    free(rrows);
-    if (e != cudaSuccess) {
-      rc = sdh_cuda_fail(msg, msglen, "the copy of the ravg sums", e);
-      goto out;
-    }
-  }
   res->timing.transfer_ms = t_points + (t_copied - t_start) + (t_back - t_kernel);
   res->timing.kernel_ms = kernel_ms;
   finish_result(res, &gp, ctx, &g, (double)cand, build_ms);
@@ -589,7 +571,6 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
             t_back - t_entry);
 out:
   free(host_counts);
-  free(host_rows);
   for (int i = 0; i < 3; i++)
     if (ev[i] != NULL)
       cudaEventDestroy(ev[i]);

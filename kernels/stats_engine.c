@@ -131,6 +131,19 @@ void stats_fold_rows(const double *rows, uint32_t grid, uint32_t slots, uint32_t
   }
 }
 
+int stats_fold_device_rows(const double *dev, uint32_t grid, uint32_t slots, uint32_t count,
+                           double *out, const char *what, char *msg, size_t msglen) {
+  const size_t n = 2 * (size_t)grid * slots;
+  double *rows = malloc(n * sizeof *rows);
+  if (rows == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the GPU's %s", what);
+  cudaError_t e = cudaMemcpy(rows, dev, n * sizeof *rows, cudaMemcpyDeviceToHost);
+  if (e == cudaSuccess)
+    stats_fold_rows(rows, grid, slots, count, out);
+  free(rows);
+  return e == cudaSuccess ? 0 : sdh_cuda_fail(msg, msglen, what, e);
+}
+
 int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   gpu_ctx *ctx = w->gpu;
   int device, sms;
@@ -161,7 +174,6 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   int rc = 0;
   double t_start = histd_now_ms(), t_kernel = 0, t_back = 0;
   uint64_t *host_counts = NULL;
-  double *host_rows = NULL;
   CK(cudaSetDevice(device), "cudaSetDevice");
   rc = choose_layout(&sp, p->weighted, ex, optin, msg, msglen);
   if (rc != 0)
@@ -252,40 +264,22 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   }
   t_kernel = histd_now_ms();
   host_counts = malloc(slots * sizeof *host_counts);
-  host_rows = weighted ? malloc(2 * (size_t)grid * slots * sizeof *host_rows) : NULL;
-  if (host_counts == NULL || (weighted && host_rows == NULL)) {
+  if (host_counts == NULL) {
     rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the GPU's answer");
     goto out;
   }
   CK(cudaMemcpy(host_counts, job.counts, slots * sizeof *host_counts, cudaMemcpyDeviceToHost),
      "the copy of the counts");
-  if (weighted)
-    CK(cudaMemcpy(host_rows, job.wrows, 2 * (size_t)grid * slots * sizeof *host_rows,
-                  cudaMemcpyDeviceToHost),
-       "the copy of the weighted sums");
+  if ((weighted && (rc = stats_fold_device_rows(job.wrows, grid, slots, count, res->weighted,
+                                                 "weighted sums", msg, msglen)) != 0) ||
+      (p->ravg && (rc = stats_fold_device_rows(job.rrows, rgrid, slots, count, res->rsum,
+                                               "ravg sums", msg, msglen)) != 0))
+    goto out;
   t_back = histd_now_ms();
   for (uint32_t k = 0; k < count; k++)
     res->counts[k] = host_counts[k];
   res->below = host_counts[count];
   res->overflow = host_counts[count + 1];
-  if (weighted)
-    stats_fold_rows(host_rows, grid, slots, count, res->weighted);
-  if (p->ravg) {
-    double *rrows = malloc(2 * (size_t)rgrid * slots * sizeof *rrows);
-    if (rrows == NULL) {
-      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the GPU's answer");
-      goto out;
-    }
-    cudaError_t e = cudaMemcpy(rrows, job.rrows, 2 * (size_t)rgrid * slots * sizeof *rrows,
-                               cudaMemcpyDeviceToHost);
-    if (e == cudaSuccess)
-      stats_fold_rows(rrows, rgrid, slots, count, res->rsum);
-    free(rrows);
-    if (e != cudaSuccess) {
-      rc = sdh_cuda_fail(msg, msglen, "the copy of the ravg sums", e);
-      goto out;
-    }
-  }
   res->exact = true; /* the contract's own arithmetic, whatever the precision asked */
   res->refined_pairs = 0;
   res->block_size = sp.block;
@@ -295,7 +289,6 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   snprintf(res->device, sizeof res->device, "%s", histd__cuda_context_name(ctx));
 out:
   free(host_counts);
-  free(host_rows);
   if (job.dev)
     cudaFree(job.dev);
   if (job.counts)

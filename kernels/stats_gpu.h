@@ -87,6 +87,10 @@ int stats_launch(const stats_params *p, uint32_t t0, uint32_t t1, uint32_t grid,
  * Neumaier steps into out[0..count). */
 void stats_fold_rows(const double *rows, uint32_t grid, uint32_t slots, uint32_t count,
                      double *out);
+/* The same from the device's rows (2 grid x slots doubles at dev): copied
+ * back and folded into out[0..count); 0, or a sentence naming `what`. */
+int stats_fold_device_rows(const double *dev, uint32_t grid, uint32_t slots, uint32_t count,
+                           double *out, const char *what, char *msg, size_t msglen);
 
 #ifdef __cplusplus
 }
