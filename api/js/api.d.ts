@@ -117,7 +117,6 @@ export interface Params {
   los?: "z" | "midpoint";
   ravg?: boolean;
   jackknife?: boolean;
-  regions?: Int;
   topology?: string;
   kernel: string;
   block_size?: Int;
@@ -328,8 +327,6 @@ export interface JobParams {
   ravg?: boolean | null;
   /** Histograms, rp_pi, s_mu and theta of sky catalogues of one frame: also each jackknife region's counts (and weighted sums), by the datasets' region labels (a region column, or ?regions=K at upload; 2 to 1000 regions). A pair of points in regions a and b adds to region a's and, if b != a, to region b's, so that the counts without region k's points are the total less region k's (the result's jackknife group). The job is counted one region pair at a time, each pair once, on any kernel. Not with within, per-point statistics, pair lists, partials, per_frame or blocks, nor with two selections that share points. */
   jackknife?: boolean | null;
-  /** Jackknife (as jackknife: true) by this many regions assigned for the job on the sky, not the datasets' labels: k-means on A's unit vectors by the rule of the upload's ?regions=K, and B's points each in the region of A's nearest centre, so that DR's regions are DD's (two uploads' ?regions=K each make their own). Sky catalogues only. */
-  regions?: Int | null;
   /**
    * A dataset id whose atoms name this dataset's: a trajectory without
    * names (XTC, TRR, DCD, NetCDF) takes its elements, atom and residue
@@ -466,6 +463,16 @@ export interface Result {
     total?: Array<Int>;
     counts?: Array<Array<Int>>;
     weighted?: Array<Array<number>>;
+    /** each region's points of A. */
+    n_a?: Array<Int>;
+    /** with weights: the sum of their weights. */
+    w_a?: Array<number>;
+    /** with weights: the sum of their weights' squares. */
+    ww_a?: Array<number>;
+    /** A x B: each region's points of B. */
+    n_b?: Array<Int>;
+    w_b?: Array<number>;
+    ww_b?: Array<number>;
   };
   /** per_point_histogram: each point of A (rows in index's order): its counts in each bin, its g(r) (periodic), its partners below the first edge, and its partners: the points of B it was measured against, every frame's (its overflow is partners - below - its counts). */
   point?: {

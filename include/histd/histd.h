@@ -286,11 +286,16 @@ int histd_dataset_unit_vectors(const histd_dataset *ds, histd_dataset *out, char
                                size_t msglen);
 #define HISTD_REGIONS_SEED UINT64_C(0x5EED5EED5EED5EED)
 int histd_dataset_assign_regions(histd_dataset *ds, uint32_t k, char *msg, size_t msglen);
-/* The same rule's labels, without touching ds: ds's points' into *labels,
- * and (other not NULL) other's points' by ds's centres (step 4 on other's
- * points) into *other_labels; the caller frees both. */
-int histd_sky_regions(const histd_dataset *ds, const histd_dataset *other, uint32_t k,
-                      int32_t **labels, int32_t **other_labels, char *msg, size_t msglen);
+/* Regions that follow another catalogue's (?regions_like=): the centre of
+ * each of ds's regions, the normalised sum of its points' unit vectors (in
+ * index order; NaN for a region without points), k = ds->regions of them,
+ * into *centres (the caller frees); and each point of ds in
+ * histd_dataset_label_regions taking the region of the centre nearest it
+ * (the largest u . c, the lowest index on ties), replacing its labels. */
+int histd_sky_region_centres(const histd_dataset *ds, double **centres, uint32_t *k, char *msg,
+                             size_t msglen);
+int histd_dataset_label_regions(histd_dataset *ds, const double *centres, uint32_t k, char *msg,
+                                size_t msglen);
 
 /* Whether sel is a selection that a topology with these arrays (HISTD_TOP_*
  * bits; ~0u: any) can answer; the sentence of histd_dataset_select if not. */
@@ -737,6 +742,10 @@ typedef struct histd_result {
   uint32_t regions;
   uint64_t *region_counts, *region_total;
   double *region_weighted;
+  /* and each region's points of A (B: A x B), and with weights their sums
+   * of w and of w^2, from which a leave-one-out normalisation follows */
+  uint64_t *region_na, *region_nb;
+  double *region_wa, *region_wa2, *region_wb, *region_wb2;
   char unit[12];     /* A's length unit as its file implies it, or ""  */
   /* the selections the operands came from ("" for a whole dataset): the
    * caller that made them (sdh, the service) fills these in to be shown */
@@ -822,8 +831,9 @@ uint32_t histd_species_of(uint32_t partials);
 /* Zeroed room for `count` partials of res's bins; 0 or HISTD_ENOMEM. */
 int histd_result_partials(histd_result *res, uint32_t count);
 /* Zeroed room for `count` jackknife regions of res's slots (weighted sums
- * too when res has them); 0 or HISTD_ENOMEM. */
-int histd_result_regions(histd_result *res, uint32_t count);
+ * too when res has them), and their points of A (and of B when cross);
+ * 0 or HISTD_ENOMEM. */
+int histd_result_regions(histd_result *res, uint32_t count, bool cross);
 /* Partial k's g in bin k2 (periodic; else 0) and coordination of t's atoms
  * around an atom of s (ab) and of s's around one of t (ba) to bin k2's upper
  * edge, given the cumulative count to it (below included). */

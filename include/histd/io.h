@@ -233,12 +233,18 @@ int histd_parse(histd_format fmt, const char *buf, size_t len, size_t max_points
  *   regions  > 0: assign this many jackknife regions on the sky
  *            (histd_dataset_assign_regions); a catalogue with a region
  *            column and regions > 0 is an error (one or the other).
+ *   centres  not NULL: centre_count regions' centres (another catalogue's,
+ *            histd_sky_region_centres) whose regions the points take
+ *            (histd_dataset_label_regions); not with a region column nor
+ *            with regions > 0.
  * Either out of range is HISTD_EINVAL with a sentence.
  */
 #define HISTD_OMEGA_M 0.315
 typedef struct histd_sky_options {
   double omega_m;
   uint32_t regions;
+  double *centres; /* (owned by the caller) */
+  uint32_t centre_count;
 } histd_sky_options;
 int histd_parse_with(histd_format fmt, const char *buf, size_t len, size_t max_points,
                      const histd_sky_options *sky, histd_dataset *out, char *msg,

@@ -66,8 +66,6 @@ typedef struct histd_params {
   bool ravg;             /* each bin's mean separation (Corrfunc's ravg)  */
   bool jackknife;        /* each jackknife region's counts (the datasets'
                           * region labels): job.c, src/job/regions.c     */
-  uint32_t regions;      /* > 0: jackknife by this many regions assigned at
-                          * the job (histd_sky_regions), not the labels   */
   char topology[4096];   /* "": the dataset's own; else whose atoms to take:
                           * sdh a file, the service a dataset id          */
 } histd_params;
@@ -217,17 +215,15 @@ int histd_operands_species(const histd_params *p, histd_operands *o, char *msg,
 int histd_partials_check(const histd_params *p, unsigned topology, bool has_b, char *msg,
                          size_t msglen);
 /* Jackknife regions (regions.c): whether shapes a and b (NULL: self pairs)
- * can give each region's counts, by their labels or (assign > 0) by that
- * many regions assigned on the sky, and their number R (2 ..
- * HISTD_MAX_JACKKNIFE: assign, or the larger label count of the two); 0, or
- * the sentence. */
-int histd_regions_check(const histd_shape *a, const histd_shape *b, uint32_t assign,
-                        uint32_t *count, char *msg, size_t msglen);
+ * can give each region's counts, and their number R (2 .. HISTD_MAX_JACKKNIFE,
+ * the larger label count of the two); 0, or the sentence. */
+int histd_regions_check(const histd_shape *a, const histd_shape *b, uint32_t *count, char *msg,
+                        size_t msglen);
 /* The points of pa (and pb: the operands as the problem takes them, o's or
  * their unit vectors) by region, as o's regions_a (regions_b) sets (called
  * by histd_job_bind when jackknife is asked for). */
 int histd_operands_regions(histd_operands *o, const histd_dataset *pa, const histd_dataset *pb,
-                           uint32_t assign, char *msg, size_t msglen);
+                           char *msg, size_t msglen);
 void histd_operands_regions_free(histd_operands *o);
 #define HISTD_MAX_JACKKNIFE 1000
 /* The field partials names (0..3), or -1. */

@@ -216,13 +216,14 @@ static uint64_t regions_next(uint64_t *state) { /* splitmix64 */
 
 static double dot3(const double *a, const double *b) { return (a[0] * b[0] + a[1] * b[1]) + a[2] * b[2]; }
 
-/* The centre of the largest u . c among c[0..k) (the lowest index on ties). */
+/* The centre of the largest u . c among c[0..k) (the lowest index on ties;
+ * a NaN centre, a region without points, is never nearest). */
 static uint32_t nearest_centre(const double *u, const double *c, uint32_t k) {
   uint32_t best = 0;
   double top = dot3(u, c);
   for (uint32_t j = 1; j < k; j++) {
     const double d = dot3(u, c + 3 * j);
-    if (d > top) {
+    if (d > top || (top != top && d == d)) {
       top = d;
       best = j;
     }
@@ -233,26 +234,8 @@ static uint32_t nearest_centre(const double *u, const double *c, uint32_t k) {
 #define REGIONS_SAMPLE 100000u
 #define REGIONS_ROUNDS 100
 
-/* Each point of `of`'s nearest of the k centres c, as new labels. */
-static int32_t *label_by(const histd_dataset *of, const double *c, uint32_t k) {
-  int32_t *region = malloc((of->n ? of->n : 1) * sizeof *region);
-  for (size_t i = 0; region != NULL && i < of->n; i++) {
-    double v[3];
-    histd_sky_unit(of->sky[3 * i], of->sky[3 * i + 1], v);
-    region[i] = (int32_t)nearest_centre(v, c, k);
-  }
-  return region;
-}
-
-int histd_sky_regions(const histd_dataset *ds, const histd_dataset *other, uint32_t k,
-                      int32_t **labels, int32_t **other_labels, char *msg, size_t msglen) {
+int histd_dataset_assign_regions(histd_dataset *ds, uint32_t k, char *msg, size_t msglen) {
   const size_t n = ds->n;
-  *labels = NULL;
-  if (other_labels != NULL)
-    *other_labels = NULL;
-  if (other != NULL && other->sky == NULL)
-    return histd_fail(msg, msglen, HISTD_EINVAL,
-                      "regions are assigned on the sky, and dataset_b is not a sky catalogue");
   if (ds->sky == NULL)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "regions are assigned on the sky, and this dataset is not a sky "
@@ -265,8 +248,9 @@ int histd_sky_regions(const histd_dataset *ds, const histd_dataset *other, uint3
   double *u = malloc(m * 3 * sizeof *u), *c = malloc((size_t)k * 3 * sizeof *c);
   double *dist = malloc(m * sizeof *dist);
   uint32_t *label = malloc(m * sizeof *label);
+  int32_t *region = malloc(n * sizeof *region);
   int rc = 0;
-  if (u == NULL || c == NULL || dist == NULL || label == NULL) {
+  if (u == NULL || c == NULL || dist == NULL || label == NULL || region == NULL) {
     rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u regions of %zu points", k,
                     n);
     goto out;
@@ -336,25 +320,64 @@ int histd_sky_regions(const histd_dataset *ds, const histd_dataset *other, uint3
     }
   }
   free(sums);
-  if ((*labels = label_by(ds, c, k)) == NULL ||
-      (other != NULL && (*other_labels = label_by(other, c, k)) == NULL)) {
-    free(*labels);
-    *labels = NULL;
-    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the points' regions");
+  for (size_t i = 0; i < n; i++) {
+    double v[3];
+    histd_sky_unit(ds->sky[3 * i], ds->sky[3 * i + 1], v);
+    region[i] = (int32_t)nearest_centre(v, c, k);
   }
+  free(ds->region);
+  ds->region = region;
+  ds->regions = k;
+  region = NULL;
 out:
   free(u);
   free(c);
   free(dist);
   free(label);
+  free(region);
   return rc;
 }
 
-int histd_dataset_assign_regions(histd_dataset *ds, uint32_t k, char *msg, size_t msglen) {
-  int32_t *region;
-  int rc = histd_sky_regions(ds, NULL, k, &region, NULL, msg, msglen);
-  if (rc != 0)
-    return rc;
+int histd_sky_region_centres(const histd_dataset *ds, double **centres, uint32_t *k, char *msg,
+                             size_t msglen) {
+  *centres = NULL;
+  if (ds->sky == NULL || ds->region == NULL || ds->regions == 0)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "the dataset whose regions are to be followed has no jackknife regions "
+                      "on the sky (a sky catalogue with a region column, or ?regions=K)");
+  const uint32_t r = ds->regions;
+  double *c = calloc((size_t)r * 3, sizeof *c);
+  if (c == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u regions' centres", r);
+  for (size_t i = 0; i < ds->n; i++) { /* sums in index order */
+    double u[3];
+    histd_sky_unit(ds->sky[3 * i], ds->sky[3 * i + 1], u);
+    for (int a = 0; a < 3; a++)
+      c[3 * (size_t)ds->region[i] + a] += u[a];
+  }
+  for (uint32_t q = 0; q < r; q++) {
+    const double len = sqrt(dot3(c + 3 * q, c + 3 * q));
+    for (int a = 0; a < 3; a++)
+      c[3 * q + a] = len > 0 ? c[3 * q + a] / len : NAN;
+  }
+  *centres = c;
+  *k = r;
+  return 0;
+}
+
+int histd_dataset_label_regions(histd_dataset *ds, const double *centres, uint32_t k, char *msg,
+                                size_t msglen) {
+  if (ds->sky == NULL)
+    return histd_fail(msg, msglen, HISTD_EINVAL,
+                      "regions are assigned on the sky, and this dataset is not a sky catalogue");
+  int32_t *region = malloc((ds->n ? ds->n : 1) * sizeof *region);
+  if (region == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %zu points' regions", ds->n);
+  for (size_t i = 0; i < ds->n; i++) {
+    double u[3];
+    histd_sky_unit(ds->sky[3 * i], ds->sky[3 * i + 1], u);
+    region[i] = (int32_t)nearest_centre(u, centres, k);
+  }
   free(ds->region);
   ds->region = region;
   ds->regions = k;

@@ -65,6 +65,12 @@ void histd_result_free(histd_result *res) {
   free(res->region_counts);
   free(res->region_total);
   free(res->region_weighted);
+  free(res->region_na);
+  free(res->region_nb);
+  free(res->region_wa);
+  free(res->region_wa2);
+  free(res->region_wb);
+  free(res->region_wb2);
   free(res->point_index);
   free(res->point_counts);
   free(res->point_weighted);
@@ -194,17 +200,23 @@ int histd_result_partials(histd_result *res, uint32_t count) {
              : HISTD_ENOMEM;
 }
 
-int histd_result_regions(histd_result *res, uint32_t count) {
+int histd_result_regions(histd_result *res, uint32_t count, bool cross) {
   const size_t k = count ? count : 1, slots = (size_t)histd_bins_slots(&res->bins);
+  const bool w = res->weighted != NULL;
   res->regions = count;
   res->region_counts = calloc(k * (slots ? slots : 1), 8);
   res->region_total = calloc(k, 8);
-  if (res->weighted != NULL)
-    res->region_weighted = calloc(k * (slots ? slots : 1), 8);
-  return res->region_counts && res->region_total &&
-                 (res->weighted == NULL || res->region_weighted)
-             ? 0
-             : HISTD_ENOMEM;
+  res->region_na = calloc(k, 8);
+  bool ok = res->region_counts && res->region_total && res->region_na;
+  if (w)
+    ok = (res->region_weighted = calloc(k * (slots ? slots : 1), 8)) && ok;
+  if (w)
+    ok = (res->region_wa = calloc(k, 8)) && (res->region_wa2 = calloc(k, 8)) && ok;
+  if (cross)
+    ok = (res->region_nb = calloc(k, 8)) && ok;
+  if (cross && w)
+    ok = (res->region_wb = calloc(k, 8)) && (res->region_wb2 = calloc(k, 8)) && ok;
+  return ok ? 0 : HISTD_ENOMEM;
 }
 
 int histd_result_copy(histd_result *dst, const histd_result *src) {
@@ -266,6 +278,12 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
   points_ok = dup_array(&dst->region_total, src->region_total, regions, 8) && points_ok;
   points_ok = dup_array(&dst->region_weighted, src->region_weighted, regions * slots, 8) &&
               points_ok;
+  points_ok = dup_array(&dst->region_na, src->region_na, regions, 8) && points_ok;
+  points_ok = dup_array(&dst->region_nb, src->region_nb, regions, 8) && points_ok;
+  points_ok = dup_array(&dst->region_wa, src->region_wa, regions, 8) && points_ok;
+  points_ok = dup_array(&dst->region_wa2, src->region_wa2, regions, 8) && points_ok;
+  points_ok = dup_array(&dst->region_wb, src->region_wb, regions, 8) && points_ok;
+  points_ok = dup_array(&dst->region_wb2, src->region_wb2, regions, 8) && points_ok;
   points_ok = dup_array(&dst->theta_edges, src->theta_edges, count + 1, 8) && points_ok;
   if ((src->counts && !dst->counts) || (src->weighted && !dst->weighted) ||
       (src->bins.edges && !e) || !frames_ok || !points_ok) {

@@ -68,6 +68,10 @@ static bool has_regions(const histd_result *r) { return is_histogram(r) && r->re
 static bool regions_weighted(const histd_result *r) {
   return has_regions(r) && r->region_weighted != NULL;
 }
+static bool regions_cross(const histd_result *r) { return has_regions(r) && r->cross; }
+static bool regions_cross_weighted(const histd_result *r) {
+  return regions_weighted(r) && r->cross;
+}
 static bool per_point(const histd_result *r) { return histd_statistic_per_point(r->statistic); }
 static bool has_point_index(const histd_result *r) { return r->point_index != NULL; }
 static bool point_counts(const histd_result *r) {
@@ -179,6 +183,12 @@ GET(get_regions, u, r->regions)
 GET(get_region_total, u, r->region_total[i])
 GET(get_region_count, u, r->region_counts[i])
 GET(get_region_weighted, d, r->region_weighted[i])
+GET(get_region_na, u, r->region_na[i])
+GET(get_region_nb, u, r->region_nb[i])
+GET(get_region_wa, d, r->region_wa[i])
+GET(get_region_wa2, d, r->region_wa2[i])
+GET(get_region_wb, d, r->region_wb[i])
+GET(get_region_wb2, d, r->region_wb2[i])
 #undef GET
 
 static void get_statistic(const histd_result *r, uint64_t i, uint64_t *acc, histd_fvalue *v) {
@@ -518,6 +528,24 @@ static const histd_field table[] = {
     {"weighted", "jackknife", "region_weighted", F64, HISTD_FS_REGION_BINS, "", ALL,
      "each region's sums of w_i w_j in each bin by the same rule", regions_weighted,
      get_region_weighted, NULL, KEEP_ARRAY(region_weighted), NULL},
+    {"n_a", "jackknife", "region_n_a", U64, HISTD_FS_REGIONS, "points", ALL,
+     "each region's points of A", has_regions, get_region_na, NULL, KEEP_ARRAY(region_na),
+     NULL},
+    {"w_a", "jackknife", "region_w_a", F64, HISTD_FS_REGIONS, "", ALL,
+     "the sum of their weights (Neumaier-compensated)", regions_weighted, get_region_wa, NULL,
+     KEEP_ARRAY(region_wa), NULL},
+    {"ww_a", "jackknife", "region_ww_a", F64, HISTD_FS_REGIONS, "", ALL,
+     "the sum of their weights' squares: with w_a, each region's share of the pairs' sum of "
+     "w_i w_j", regions_weighted, get_region_wa2, NULL, KEEP_ARRAY(region_wa2), NULL},
+    {"n_b", "jackknife", "region_n_b", U64, HISTD_FS_REGIONS, "points", ALL,
+     "A x B: each region's points of B", regions_cross, get_region_nb, NULL,
+     KEEP_ARRAY(region_nb), NULL},
+    {"w_b", "jackknife", "region_w_b", F64, HISTD_FS_REGIONS, "", ALL,
+     "the sum of their weights", regions_cross_weighted, get_region_wb, NULL,
+     KEEP_ARRAY(region_wb), NULL},
+    {"ww_b", "jackknife", "region_ww_b", F64, HISTD_FS_REGIONS, "", ALL,
+     "the sum of their weights' squares", regions_cross_weighted, get_region_wb2, NULL,
+     KEEP_ARRAY(region_wb2), NULL},
     {"blocks", NULL, NULL, U64, SCALAR, "", ALL,
      "error bars: the frames cut into this many consecutive blocks (frame f in block f * "
      "blocks / frames)",

@@ -514,6 +514,24 @@ static void keep_region(histd_result *res, const histd_problem *p, uint32_t k,
   }
 }
 
+/* Each region's points (and weights' sums, Neumaier-compensated) of the
+ * sets `sets` into n, w and w2 (w NULL: unweighted). */
+static void region_points(const histd_dataset *sets, uint32_t r, uint64_t *n, double *w,
+                          double *w2) {
+  for (uint32_t k = 0; k < r; k++) {
+    n[k] = sets[k].n;
+    double s = 0, se = 0, q = 0, qe = 0;
+    for (size_t i = 0; w != NULL && i < sets[k].n; i++) {
+      histd_ev_neumaier(&s, &se, sets[k].w[i]);
+      histd_ev_neumaier(&q, &qe, sets[k].w[i] * sets[k].w[i]);
+    }
+    if (w != NULL) {
+      w[k] = s + se;
+      w2[k] = q + qe;
+    }
+  }
+}
+
 /* Whether shard sh is all of p (the one shard a problem that is not cut
  * makes: histd_shard_plan_make). */
 static bool shard_whole(const histd_problem *p, const histd_shard *sh) {
@@ -559,7 +577,8 @@ static int run_pieces(histd_worker *w, const histd_problem *p, const histd_exec 
         rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u partials", n);
       if (rc == 0 && p->species != NULL)
         keep_partial(res, k, &part);
-      if (rc == 0 && p->regions_a != NULL && histd_result_regions(res, p->region_count) != 0)
+      if (rc == 0 && p->regions_a != NULL &&
+          histd_result_regions(res, p->region_count, p->regions_b != NULL) != 0)
         rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u regions' counts",
                         p->region_count);
       if (rc == 0 && p->regions_a != NULL)
@@ -603,6 +622,11 @@ static int run_pieces(histd_worker *w, const histd_problem *p, const histd_exec 
     res->n_b = 0;
     res->cross = false;
   } else if (p->regions_a != NULL) { /* A and B whole (a piece may have been either kind) */
+    region_points(p->regions_a, p->region_count, res->region_na, res->region_wa,
+                  res->region_wa2);
+    if (p->regions_b != NULL)
+      region_points(p->regions_b, p->region_count, res->region_nb, res->region_wb,
+                    res->region_wb2);
     res->n = p->a->n;
     res->n_b = p->b != NULL ? p->b->n : 0;
     res->cross = p->b != NULL;

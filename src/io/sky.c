@@ -205,6 +205,10 @@ int histd__sky_finish(histd__sky_cols *c, const histd_sky_options *opt, histd_da
     rc = histd_fail(msg, msglen, HISTD_EINVAL,
                     "the catalogue has a region column and regions=%u asks for regions on the "
                     "sky: give one or the other", opt->regions);
+  if (rc == 0 && opt != NULL && opt->centres != NULL && c->v[HISTD__SKY_REGION] != NULL)
+    rc = histd_fail(msg, msglen, HISTD_EINVAL,
+                    "the catalogue has a region column and regions_like asks for another "
+                    "catalogue's regions: give one or the other");
   if (rc != 0) {
     histd__sky_cols_free(c);
     return rc;
@@ -255,8 +259,11 @@ int histd__sky_finish(histd__sky_cols *c, const histd_sky_options *opt, histd_da
   ds.omega_m = redshift ? omega_m : 0;
   ds.region = region;
   ds.regions = regions;
-  if (opt != NULL && opt->regions > 0 &&
-      (rc = histd_dataset_assign_regions(&ds, opt->regions, msg, msglen)) != 0) {
+  if (opt != NULL && ((opt->regions > 0 &&
+                       (rc = histd_dataset_assign_regions(&ds, opt->regions, msg, msglen)) != 0) ||
+                      (opt->centres != NULL &&
+                       (rc = histd_dataset_label_regions(&ds, opt->centres, opt->centre_count, msg,
+                                                         msglen)) != 0))) {
     if (ds.borrowed) { /* the arena's points: histd_parse_to_fd drops its mapping */
       free(ds.sky);
       free(ds.region);

@@ -53,8 +53,8 @@ int histd_job_check(const histd_params *p, const histd_shape *a_in, const histd_
   if (rc == 0 && p->partials[0] != '\0') /* what histd_operands_species will need */
     rc = histd_partials_check(p, a.topology, b != NULL, msg, msglen);
   uint32_t regions = 0; /* and histd_operands_regions */
-  if (rc == 0 && (p->jackknife || p->regions > 0))
-    rc = histd_regions_check(&a, b, p->regions, &regions, msg, msglen);
+  if (rc == 0 && p->jackknife)
+    rc = histd_regions_check(&a, b, &regions, msg, msglen);
   if (rc != 0)
     return rc;
   /* theta: the angles between sky points, measured on their unit vectors */
@@ -131,8 +131,7 @@ int histd_job_bind(histd_job *job, const histd_params *p, const histd_dataset *a
     pa = &job->units[0];
     pb = pb != NULL ? &job->units[1] : NULL;
   }
-  if ((p->jackknife || p->regions > 0) &&
-      (rc = histd_operands_regions(&job->ops, pa, pb, p->regions, msg, msglen)) != 0) {
+  if (p->jackknife && (rc = histd_operands_regions(&job->ops, pa, pb, msg, msglen)) != 0) {
     histd_job_free(job);
     return rc;
   }

@@ -544,16 +544,6 @@ static int set_blocks(histd_params *p, const histd_value *v, char *msg, size_t m
   return rc;
 }
 static bool given_blocks(const histd_params *p) { return p->blocks > 0; }
-static int set_regions(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
-  int rc = want_count(v, "regions", HISTD_MAX_JACKKNIFE, &p->regions, msg, msglen);
-  if (rc == 0 && p->regions < 2)
-    rc = histd_fail(msg, msglen, HISTD_EINVAL,
-                    "regions must be at least 2 (a jackknife leaves one out), got %u",
-                    p->regions);
-  return rc;
-}
-static bool given_regions(const histd_params *p) { return p->regions > 0; }
-static void write_regions(FILE *f, const histd_params *p) { fprintf(f, "%" PRIu32, p->regions); }
 static void write_blocks(FILE *f, const histd_params *p) { fprintf(f, "%" PRIu32, p->blocks); }
 
 static int set_norm(histd_params *p, const histd_value *v, char *msg, size_t msglen) {
@@ -681,10 +671,6 @@ static const histd_param table[] = {
         "also each jackknife region's counts (the datasets' region labels: a sky catalogue's "
         "region column or ?regions=K): a pair in regions a and b adds to a's and, if b != a, "
         "to b's, so that the counts without region k are the total less region k's"),
-    ROW(regions, "regions", 0, COUNT,
-        "jackknife by K regions assigned now on the sky (sky catalogues): k-means on A's unit "
-        "vectors by the upload's ?regions=K rule, B's points by A's centres; the datasets' own "
-        "labels are not used"),
     ROW(los, "los", 0, STRING,
         "rp_pi, s_mu: the line of sight, z (pi = |dz|, default) or midpoint (open space: "
         "along the pair's midpoint, for sky catalogues)"),
@@ -985,7 +971,7 @@ int histd_params_spec(const histd_params *p, histd_problem *out, double **edges,
     return histd_fail(msg, msglen, HISTD_EPARSE,
                       "ravg averages the whole histogram's bins: it does not go with %s",
                       p->partials[0] != '\0' ? "partials" : "blocks");
-  if (p->jackknife || p->regions > 0) {
+  if (p->jackknife) {
     const char *other = p->has_within || p->per_point || p->nearest || p->has_pairs_within
                             ? "within, a per-point statistic or a pair list"
                         : p->partials[0] != '\0'  ? "partials"

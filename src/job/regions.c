@@ -18,24 +18,15 @@
  * piece with no pair (an empty region) is not run; a piece whose regions
  * are far apart costs its kernel's setup, which is why the regions are
  * capped at HISTD_MAX_JACKKNIFE.
- *
- * The labels are the datasets' own (a region column, or ?regions=K at
- * upload), or with "regions": K assigned for the job (histd_sky_regions):
- * K-means on A's unit vectors, and B's points by A's centres, so that DR's
- * regions are DD's (two uploads' ?regions=K each make their own).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "histd/job.h"
 
-int histd_regions_check(const histd_shape *a, const histd_shape *b, uint32_t assign,
-                        uint32_t *count, char *msg, size_t msglen) {
-  if (assign > 0 && (!a->sky || (b != NULL && !b->sky)))
-    return histd_fail(msg, msglen, HISTD_EINVAL,
-                      "regions are assigned on the sky: upload %s as a sky catalogue (sky-csv, "
-                      "sky-json or fits)", !a->sky ? "the dataset" : "dataset_b");
-  if (assign == 0 && (a->regions == 0 || (b != NULL && b->regions == 0)))
+int histd_regions_check(const histd_shape *a, const histd_shape *b, uint32_t *count, char *msg,
+                        size_t msglen) {
+  if (a->regions == 0 || (b != NULL && b->regions == 0))
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "jackknife needs each point's region: upload %s as a sky catalogue with "
                       "a region column, or with ?regions=K",
@@ -45,9 +36,7 @@ int histd_regions_check(const histd_shape *a, const histd_shape *b, uint32_t ass
                       "jackknife takes catalogues of one frame; the %s has %llu",
                       a->frames > 1 ? "dataset" : "dataset_b",
                       (unsigned long long)(a->frames > 1 ? a->frames : b->frames));
-  const uint32_t r = assign > 0                                ? assign
-                     : b != NULL && b->regions > a->regions ? b->regions
-                                                            : a->regions;
+  const uint32_t r = b != NULL && b->regions > a->regions ? b->regions : a->regions;
   if (r < 2 || r > HISTD_MAX_JACKKNIFE)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "jackknife needs 2 to %u regions, and the labels name %u", HISTD_MAX_JACKKNIFE,
@@ -56,10 +45,9 @@ int histd_regions_check(const histd_shape *a, const histd_shape *b, uint32_t ass
   return 0;
 }
 
-/* ds's points by region (labels, 0 .. r-1), r sets (region k's in index
- * order) into *out. */
-static int split(const histd_dataset *ds, const int32_t *labels, uint32_t r, histd_dataset **out,
-                 char *msg, size_t msglen) {
+/* ds's points by region, r sets (region k's in index order) into *out. */
+static int split(const histd_dataset *ds, uint32_t r, histd_dataset **out, char *msg,
+                 size_t msglen) {
   size_t *start = calloc((size_t)r + 1, sizeof *start);
   size_t *pick = malloc((ds->n ? ds->n : 1) * sizeof *pick);
   histd_dataset *sets = calloc(r, sizeof *sets);
@@ -69,8 +57,8 @@ static int split(const histd_dataset *ds, const int32_t *labels, uint32_t r, his
                     ds->n);
     goto done;
   }
-  for (size_t i = 0; i < ds->n; i++)
-    start[(uint32_t)labels[i] + 1]++;
+  for (size_t i = 0; i < ds->n; i++) /* labels are 0 .. ds->regions - 1 <= r - 1 */
+    start[(uint32_t)ds->region[i] + 1]++;
   for (uint32_t k = 0; k < r; k++)
     start[k + 1] += start[k];
   size_t *next = malloc((size_t)r * sizeof *next); /* each region's next place */
@@ -80,7 +68,7 @@ static int split(const histd_dataset *ds, const int32_t *labels, uint32_t r, his
   }
   memcpy(next, start, (size_t)r * sizeof *next);
   for (size_t i = 0; i < ds->n; i++)
-    pick[next[labels[i]]++] = i;
+    pick[next[ds->region[i]]++] = i;
   free(next);
   for (uint32_t k = 0; k < r && rc == 0; k++)
     rc = histd_dataset_pick(ds, pick + start[k], start[k + 1] - start[k], &sets[k], msg, msglen);
@@ -98,7 +86,7 @@ done:
 }
 
 int histd_operands_regions(histd_operands *o, const histd_dataset *pa, const histd_dataset *pb,
-                           uint32_t assign, char *msg, size_t msglen) {
+                           char *msg, size_t msglen) {
   if (o->shared != NULL)
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "jackknife takes A and B with no point in both: give dataset_b, or "
@@ -108,16 +96,11 @@ int histd_operands_regions(histd_operands *o, const histd_dataset *pa, const his
   if (pb != NULL)
     histd_dataset_shape(pb, &b);
   uint32_t r;
-  int32_t *la = NULL, *lb = NULL;
-  int rc = histd_regions_check(&a, pb != NULL ? &b : NULL, assign, &r, msg, msglen);
-  if (rc == 0 && assign > 0)
-    rc = histd_sky_regions(pa, pb, assign, &la, pb != NULL ? &lb : NULL, msg, msglen);
-  if (rc == 0 && (rc = split(pa, la ? la : pa->region, r, &o->regions_a, msg, msglen)) == 0)
+  int rc = histd_regions_check(&a, pb != NULL ? &b : NULL, &r, msg, msglen);
+  if (rc == 0 && (rc = split(pa, r, &o->regions_a, msg, msglen)) == 0)
     o->region_count = r; /* (histd_operands_regions_free frees by it) */
   if (rc == 0 && pb != NULL)
-    rc = split(pb, lb ? lb : pb->region, r, &o->regions_b, msg, msglen);
-  free(la);
-  free(lb);
+    rc = split(pb, r, &o->regions_b, msg, msglen);
   return rc;
 }
 

@@ -316,7 +316,7 @@ static void test_parse(void) {
 
   /* redshifts: |x| is D(z) of the options' Omega_m */
   const char *zcat = "ra dec z\n10 20 0.5\n200 -45 1.5\n0 0 0\n";
-  histd_sky_options opt = {0.3, 0};
+  histd_sky_options opt = {0.3, 0, NULL, 0};
   rc = histd_parse_with(HISTD_FORMAT_SKY_CSV, zcat, strlen(zcat), 0, &opt, &ds, msg, sizeof msg);
   CHECK(rc == 0, "z: %s", msg);
   if (rc == 0) {
@@ -403,13 +403,13 @@ static void test_malformed(void) {
   BAD(C, "ra,dec,dist,region\n1,2,3,65536\n", NULL, P, "region 65536 is not a region");
   BAD(C, "ra,dec,dist\n1,,3\n", NULL, P, "field 2 is empty");
   BAD(C, "ra,dec,dist\n", NULL, P, "no points");
-  const histd_sky_options low = {0.001, 0}, four = {0, 4}, many = {0, 70000};
+  const histd_sky_options low = {0.001, 0, NULL, 0}, four = {0, 4, NULL, 0}, many = {0, 70000, NULL, 0};
   BAD(C, "ra,dec,z\n1,2,3\n", &low, HISTD_EINVAL, "omega_m must be from 0.01 to 1");
   BAD(C, "ra,dec,dist,region\n1,2,3,0\n2,3,4,0\n3,4,5,0\n4,5,6,0\n5,6,7,0\n", &four,
       HISTD_EINVAL, "has a region column and regions=4");
   BAD(C, "ra,dec,dist\n1,2,3\n", &four, HISTD_EINVAL, "at most the 1 points");
   BAD(C, "ra,dec,dist\n1,2,3\n", &many, HISTD_EINVAL, "regions must be from 1 to 65536");
-  const histd_sky_options two = {0, 2};
+  const histd_sky_options two = {0, 2, NULL, 0};
   BAD(C, "ra,dec,dist\n1,2,3\n1,2,5\n1,2,7\n", &two, HISTD_EINVAL, "only 1 distinct directions");
   /* the plain csv parser points a sky catalogue to sky-csv */
   BAD(HISTD_FORMAT_CSV, "ra,dec,z\n1,2,3\n", NULL, P, "upload it as sky-csv");
@@ -474,7 +474,7 @@ static void test_regions(void) {
     for (int i = 0; i < PER; i++)
       at += (size_t)sprintf(text + at, "%.17g,%.17g,%.17g\n", cra[c] + 2 * test_rand01(&s) - 1,
                             cdec[c] + 2 * test_rand01(&s) - 1, 100 + 50 * test_rand01(&s));
-  histd_sky_options opt = {0, K};
+  histd_sky_options opt = {0, K, NULL, 0};
   histd_dataset a, b;
   int rc = histd_parse_with(HISTD_FORMAT_SKY_CSV, text, at, 0, &opt, &a, msg, sizeof msg);
   CHECK(rc == 0, "regions: %s", msg);

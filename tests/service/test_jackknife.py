@@ -56,8 +56,10 @@ def catalogue(rng, n, regions, skip=None):
 
 def clumps(rng, n, k):
     """k clumps of the sky, 90 / k degrees wide and far apart: k-means on
-    them (the rule of "regions": K) gives each clump its own region, which
-    is how the test knows the labels up to their order."""
+    them (?regions=K) gives each clump its own region, and a point of
+    another catalogue in the same clumps takes its clump's region by the
+    nearest centre (?regions_like=): how the test knows the labels, up to
+    their order."""
     which = rng.integers(0, k, n)
     ra = which * (360.0 / k) + rng.uniform(0, 90.0 / k, n)
     dec = rng.uniform(-10, 10, n)
@@ -69,6 +71,17 @@ def same_rows(got, ref):
     def key(rows):
         return sorted(tuple(np.ravel(r).tolist()) for r in rows)
     return key(got) == key(ref)
+
+
+def upload_query(d, cat, query, region_column=True):
+    ra, dec, dist, w, reg = cat
+    head = "ra,dec,dist,w" + (",region" if region_column else "")
+    body = head + "\n" + "".join(
+        "%r,%r,%r,%r%s\n" % (float(ra[i]), float(dec[i]), float(dist[i]), float(w[i]),
+                             ",%d" % int(reg[i]) if region_column else "")
+        for i in range(len(ra)))
+    return d.json("POST", "/v1/datasets?format=sky-csv" + query, body,
+                  {"Content-Type": "text/csv"})
 
 
 def upload(d, cat):
@@ -165,7 +178,7 @@ def result(d, job_id, fmt=None):
     return body
 
 
-def run(d, ds, name, expect, **params):
+def run(d, ds, name, expect, ca=None, cb=None, **params):
     job = d.wait_job(d.submit(ds, jackknife=True, weights=True, **params)["id"])
     check(job["status"] == "succeeded", (name, job))
     r = json.loads(result(d, job["id"]))
@@ -183,6 +196,17 @@ def run(d, ds, name, expect, **params):
           "%s: each region's counts differ from the definition in %s" % (
               name, np.argwhere(got != rc)[:3].tolist() if got.shape == rc.shape else got.shape))
     close(jk["weighted"], rw, name + ": each region's weighted sums")
+    # each region's points and their weights' sums (a leave-one-out normalisation's)
+    for side, cat in (("a", ca), ("b", cb)) if ca is not None else ():
+        if cat is None:
+            check("n_%s" % side not in jk, (name, "n_b of a self job"))
+            continue
+        reg, w = cat[4], cat[3]
+        check(jk["n_" + side] == [int((reg == k).sum()) for k in range(regions)],
+              (name, "n_" + side, jk["n_" + side]))
+        close(jk["w_" + side], [math.fsum(w[reg == k]) for k in range(regions)], name + " w")
+        close(jk["ww_" + side], [math.fsum(w[reg == k] ** 2) for k in range(regions)],
+              name + " ww")
     print("ok - %s: %d regions, %d pairs in bins, exact" % (name, regions, int(counts.sum())))
     # npz: regions x slots
     with np.load(io.BytesIO(result(d, job["id"], "npz")), allow_pickle=False) as z:
@@ -211,6 +235,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp, Daemon(exe, data_dir=tmp) as d:
         ds_d, ds_r = upload(d, D), upload(d, R)
         kept, before = run(d, ds_d, "DD(r_p, pi) midpoint", want("rp_pi", D, None, rp_edges, 4, 40.0),
+                           D, None,
                            statistic="rp_pi", rp_edges=rp_edges, pi_max=40, pi_bins=4,
                            los="midpoint")
         # what the rule promises: without region k's galaxies, the counts are
@@ -222,29 +247,34 @@ def main():
             got = np.asarray(before["counts"]).reshape(-1) - np.asarray(before["jackknife"]["counts"][k])
             check(np.array_equal(got, alone), "without region %d: %s, counted %s" % (k, got, alone))
         print("ok - the counts without a region are the total less its row")
-        run(d, ds_d, "DR(s, mu) midpoint", want("s_mu", D, R, rp_edges, 5, 1.0),
+        run(d, ds_d, "DR(s, mu) midpoint", want("s_mu", D, R, rp_edges, 5, 1.0), D, R,
             statistic="s_mu", edges=rp_edges, mu_bins=5, los="midpoint", dataset_b=ds_r)
         deg = [0.5, 1, 2, 4, 8, 16]
         run(d, ds_d, "DD(theta)", want("theta", D, None, deg), statistic="theta", theta_edges=deg)
         run(d, ds_r, "RR(r_p, pi) with an empty region", want("rp_pi", R, None, rp_edges, 2, 20.0),
             statistic="rp_pi", rp_edges=rp_edges, pi_max=20, pi_bins=2, los="midpoint")
 
-        # "regions": K assigns K regions for the job, B's by A's centres:
-        # on clumps far apart, each clump its region (the labels up to order)
+        # ?regions_like=: the galaxies take the randoms' regions (made by
+        # ?regions=4), so that DR's and RR's regions are one set; on clumps
+        # far apart, each clump one region
         C, Q = clumps(rng, 240, 4), clumps(rng, 200, 4)
-        ds_c = upload(d, C[:4] + (np.zeros(240, dtype=np.int64),))
-        ds_q = upload(d, Q[:4] + (np.zeros(200, dtype=np.int64),))
+        s, _, q = upload_query(d, Q, "&regions=4", region_column=False)
+        check(s == 201 and q["regions"] == 4, (s, q))
+        s, _, c = upload_query(d, C, "&regions_like=" + q["id"], region_column=False)
+        check(s == 201 and c["regions"] == 4, (s, c))
         _, _, rc, rw, rt = want("s_mu", C, Q, rp_edges, 3, 1.0)
-        job = d.wait_job(d.submit(ds_c, dataset_b=ds_q, regions=4, weights=True, statistic="s_mu",
-                                  edges=rp_edges, mu_bins=3, los="midpoint")["id"])
+        job = d.wait_job(d.submit(c["id"], dataset_b=q["id"], jackknife=True, weights=True,
+                                  statistic="s_mu", edges=rp_edges, mu_bins=3,
+                                  los="midpoint")["id"])
         check(job["status"] == "succeeded", job)
-        r = json.loads(result(d, job["id"]))
-        jk = r["jackknife"]
-        rows = [[t] + c for t, c in zip(jk["total"], jk["counts"])]
-        check(r["regions"] == 4 and same_rows(rows, [[t] + c for t, c in zip(rt.tolist(),
-                                                                             rc.tolist())]),
-              "regions 4 on four clumps: %s, the clumps' %s" % (rows, rt.tolist()))
-        print("ok - \"regions\": 4 on four clumps of A and B: each clump a region, exact")
+        jk = json.loads(result(d, job["id"]))["jackknife"]
+        rows = [[t, na, nb] + c for t, na, nb, c in zip(jk["total"], jk["n_a"], jk["n_b"],
+                                                         jk["counts"])]
+        want_rows = [[int(rt[k]), int((C[4] == k).sum()), int((Q[4] == k).sum())] + rc[k].tolist()
+                     for k in range(4)]
+        check(same_rows(rows, want_rows), "regions_like on four clumps: %s, the clumps' %s"
+              % ([r[:3] for r in rows], [r[:3] for r in want_rows]))
+        print("ok - ?regions_like=: the galaxies in the randoms' regions (four clumps), DR exact")
 
         # the stored result after a restart: the same regions' counts
         d.stop()
@@ -272,8 +302,6 @@ def main():
             (ds_d, {"statistic": None, "rp_edges": None, "pi_max": None, "pi_bins": None,
                     "within": 3}, "within"),
             (ds_d, {"jackknife": "yes"}, "jackknife"),
-            (flat, {"jackknife": None, "regions": 3}, "sky"),
-            (ds_d, {"regions": 1}, "regions"),
         ]
         for ds, change, words in bad:
             job = dict(base, dataset=ds, **change)
@@ -282,6 +310,19 @@ def main():
             msg = (doc or {}).get("detail") or (doc or {}).get("error") or ""
             check(400 <= s < 500 and words in msg, "%s: %s %s" % (change, s, doc))
             print("ok - refused (%d): %s" % (s, msg[:110]))
+        # the uploads' refusals of regions_like
+        for query, words, code in (("&regions_like=" + q["id"] + "&regions=2", "one without", 400),
+                                   ("&regions_like=" + "0" * 64, "regions_like", 404),
+                                   ("&regions_like=" + flat, "no jackknife regions", 400)):
+            s, _, doc = upload_query(d, C, query, region_column=False)
+            check(s == code and words in doc.get("detail", ""), (query, s, doc))
+        s, _, doc = upload_query(d, C, "&regions_like=" + q["id"])
+        check(s == 400 and "one or the other" in doc.get("detail", ""), (s, doc))
+        s, _, doc = d.json("POST", "/v1/datasets?format=csv&regions_like=" + q["id"],
+                           "x,y,z\n1,2,3\n", {"Content-Type": "text/csv"})
+        check(s == 400 and "sky catalogue" in doc.get("detail", ""), (s, doc))
+        print("ok - regions_like refused with a sentence: with regions, an unknown id, a "
+              "dataset without regions, a region column, a Cartesian upload")
         _, _, jobs1 = d.json("GET", "/v1/jobs")
         check(len(jobs1["jobs"]) == len(jobs0["jobs"]), "a refused job is not queued")
         s, _, _ = d.request("GET", "/healthz")

@@ -210,17 +210,46 @@ static bool is_sky(histd_format f) {
   return f == HISTD_FORMAT_SKY_CSV || f == HISTD_FORMAT_SKY_JSON || f == HISTD_FORMAT_FITS;
 }
 
-/* ?omega_m= and ?regions= of an upload in format fmt into *o (zero
- * without them); false, answered 400 with a sentence, when either is not a
- * value a sky catalogue takes, is given with a format that is not one, or
- * a sky catalogue is to grow. */
+/* ?regions_like=ID: the centres of dataset ID's regions into o (false,
+ * answered 4xx with a sentence, when it has none or is not there). */
+static bool regions_like(request *r, const char *id, histd_sky_options *o) {
+  service *svc = r->svc;
+  loaded_dataset *d = NULL;
+  char msg[512];
+  int rc = dataset_acquire(svc->cache, id, &d, msg, sizeof msg);
+  if (rc == 0) {
+    rc = histd_sky_region_centres(loaded_dataset_points(d), &o->centres, &o->centre_count, msg,
+                                  sizeof msg);
+    dataset_release(svc->cache, d);
+  }
+  if (rc != 0)
+    respond_problem(r, rc == HISTD_ENOENT ? 404 : rc == HISTD_ENOMEM ? 503 : 400,
+                    "regions_like \"%.80s\": %s", id, msg);
+  return rc == 0;
+}
+
+/* ?omega_m=, ?regions= and ?regions_like= of an upload in format fmt into
+ * *o (zero without them; its centres freed by upload_sky_free); false,
+ * answered 4xx with a sentence, when one is not a value a sky catalogue
+ * takes, is given with a format that is not one, or a sky catalogue is to
+ * grow. */
+static void upload_sky_free(histd_sky_options *o) {
+  free(o->centres);
+  o->centres = NULL;
+}
 static bool upload_sky(request *r, histd_format fmt, bool growing, histd_sky_options *o) {
-  const char *om = request_query(r, "omega_m"), *k = request_query(r, "regions");
+  const char *om = request_query(r, "omega_m"), *k = request_query(r, "regions"),
+             *like = request_query(r, "regions_like");
   memset(o, 0, sizeof *o);
-  if ((om != NULL || k != NULL) && !is_sky(fmt)) {
+  if ((om != NULL || k != NULL || like != NULL) && !is_sky(fmt)) {
     respond_problem(r, 400, "%s goes with a sky catalogue (format sky-csv, sky-json or fits), "
-                            "and this upload's format is %s", om ? "omega_m" : "regions",
-                    histd_format_name(fmt));
+                            "and this upload's format is %s",
+                    om ? "omega_m" : k ? "regions" : "regions_like", histd_format_name(fmt));
+    return false;
+  }
+  if (k != NULL && like != NULL) {
+    respond_problem(r, 400, "regions (make K regions) and regions_like (take another "
+                            "catalogue's) go one without the other");
     return false;
   }
   if (growing && is_sky(fmt)) {
@@ -249,7 +278,7 @@ static bool upload_sky(request *r, histd_format fmt, bool growing, histd_sky_opt
     }
     o->regions = (uint32_t)v;
   }
-  return true;
+  return like == NULL || regions_like(r, like, o);
 }
 
 /* "text/csv; charset=utf-8" -> "text/csv" */
@@ -447,9 +476,15 @@ static void finish_spool(request *r, histd_format fmt, const char *name) {
   histd_sky_options sky;
   bool growing;
   (void)upload_growing(r, &growing); /* (both checked at the headers) */
-  (void)upload_sky(r, fmt, growing, &sky);
+  if (!upload_sky(r, fmt, growing, &sky)) { /* (checked at the headers; the dataset it
+                                            * follows may have gone since) */
+    close(r->spool_fd);
+    unlink(r->spool_path);
+    return;
+  }
   parse_spooled(r, r->spool_fd, r->spool_path, r->spool_errno, fmt, &sky, name, what,
                 r->content_length, false);
+  upload_sky_free(&sky);
 }
 
 int route_datasets_stream(request *r, unsigned long long content_length) {
@@ -462,6 +497,7 @@ int route_datasets_stream(request *r, unsigned long long content_length) {
   if (!upload_format(r, &fmt) || !upload_expiry(r, &expires) || !upload_growing(r, &growing) ||
       !upload_sky(r, fmt, growing, &sky))
     return -1;
+  upload_sky_free(&sky); /* (checked; the parse asks again) */
   const char *name = request_query(r, "name");
   if (name != NULL && (strlen(name) > 255 || !utf8_valid(name)))
     return 0; /* the buffered path says what is wrong */
@@ -707,6 +743,7 @@ static void import_dataset(request *r, const char *path, const char *name) {
   struct stat sb;
   histd_format fmt;
   histd_sky_options sky;
+  memset(&sky, 0, sizeof sky);
   bool growing;
   (void)upload_growing(r, &growing); /* (checked by the caller) */
   const char *fq = request_query(r, "format");
@@ -733,10 +770,13 @@ static void import_dataset(request *r, const char *path, const char *name) {
     }
   }
   close(fd);
-  if (tfd < 0)
+  if (tfd < 0) {
+    upload_sky_free(&sky); /* (zeroed where upload_sky did not run) */
     return;
+  }
   snprintf(what, sizeof what, "the file %.200s", path);
   parse_spooled(r, tfd, tmp, 0, fmt, &sky, name ? name : path, what, (size_t)sb.st_size, true);
+  upload_sky_free(&sky);
 }
 
 /* What a buffered body holds: its format (?format= or Content-Type), and
@@ -765,6 +805,7 @@ static bool parse_body(request *r, body_points *b) {
     return false;
   b->rc = histd_parse_with(b->fmt, r->body ? r->body : "", r->body_len, r->svc->cfg.max_points,
                            &sky, &b->ds, b->msg, sizeof b->msg);
+  upload_sky_free(&sky);
   free(r->body);
   r->body = NULL;
   r->body_len = 0;
