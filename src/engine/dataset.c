@@ -248,9 +248,8 @@ int histd_dataset_assign_regions(histd_dataset *ds, uint32_t k, char *msg, size_
   double *u = malloc(m * 3 * sizeof *u), *c = malloc((size_t)k * 3 * sizeof *c);
   double *dist = malloc(m * sizeof *dist);
   uint32_t *label = malloc(m * sizeof *label);
-  int32_t *region = malloc(n * sizeof *region);
   int rc = 0;
-  if (u == NULL || c == NULL || dist == NULL || label == NULL || region == NULL) {
+  if (u == NULL || c == NULL || dist == NULL || label == NULL) {
     rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u regions of %zu points", k,
                     n);
     goto out;
@@ -320,21 +319,12 @@ int histd_dataset_assign_regions(histd_dataset *ds, uint32_t k, char *msg, size_
     }
   }
   free(sums);
-  for (size_t i = 0; i < n; i++) {
-    double v[3];
-    histd_sky_unit(ds->sky[3 * i], ds->sky[3 * i + 1], v);
-    region[i] = (int32_t)nearest_centre(v, c, k);
-  }
-  free(ds->region);
-  ds->region = region;
-  ds->regions = k;
-  region = NULL;
+  rc = histd_dataset_label_regions(ds, c, k, msg, msglen); /* step 4 */
 out:
   free(u);
   free(c);
   free(dist);
   free(label);
-  free(region);
   return rc;
 }
 
