@@ -399,6 +399,47 @@ def test_daemon(c):
           "and weights)")
 
 
+def test_jackknife_counts(c):
+    """Client.upload_sky and a job with jackknife=True: estimators.jackknife_counts
+    gives the counts' rows and each region's share of the normalisation, here
+    summed over the pairs that touch each region (the rule, pair by pair)."""
+    rng = np.random.default_rng(11)
+    n, nb, R = 150, 120, 4
+    ra, dec = rng.uniform(0, 40, n), rng.uniform(-10, 10, n)
+    dist, w, reg = rng.uniform(100, 140, n), rng.uniform(0.5, 2, n), rng.integers(0, R, n)
+    rb, db = rng.uniform(0, 40, nb), rng.uniform(-10, 10, nb)
+    distb, wb, regb = rng.uniform(100, 140, nb), rng.uniform(0.5, 2, nb), rng.integers(0, R, nb)
+    ds = c.upload_sky(ra, dec, dist=dist, w=w, region=reg, temporary=True)
+    ds_b = c.upload_sky(rb, db, dist=distb, w=wb, region=regb, temporary=True)
+    check(ds.regions == R and ds_b.regions == R, (ds.regions, ds_b.regions))
+    for other in (None, ds_b):
+        r = c.rp_pi(ds, other, rp_log_bins=[1, 30, 4], pi_max=20, pi_bins=4, los="midpoint",
+                    weights=True, jackknife=True, progress=False)
+        (total, per), (norm, shares) = est.jackknife_counts(r)
+        check(per.shape == (R,) + r.counts.shape and np.allclose(total, r.weighted, 0, 0),
+              (per.shape, r.counts.shape))
+        if other is None:
+            pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+            wj, rj = w, reg
+        else:
+            pairs = [(i, j) for i in range(n) for j in range(nb)]
+            wj, rj = wb, regb
+        want = [math.fsum(w[i] * wj[j] for i, j in pairs if reg[i] == k or rj[j] == k)
+                for k in range(R)]
+        whole = math.fsum(w[i] * wj[j] for i, j in pairs)
+        check(abs(norm - whole) <= 1e-12 * whole and
+              all(abs(shares[k] - want[k]) <= 1e-12 * want[k] for k in range(R)),
+              "norms %r %r, pair by pair %r %r" % (norm, shares, whole, want))
+        # unweighted: the pairs themselves
+        (_, per_c), (npairs, nshares) = est.jackknife_counts(r, weighted=False)
+        check(np.array_equal(per_c, np.asarray(r.jackknife["counts"]).reshape(per_c.shape)) and
+              npairs == len(pairs) and
+              list(nshares) == [sum(1 for i, j in pairs if reg[i] == k or rj[j] == k)
+                                for k in range(R)], (npairs, nshares))
+    print("jackknife_counts: the per-region rows, and each region's share of the "
+          "normalisation as the pairs give it (self and A x B, weighted and not)")
+
+
 def test_readme(port):
     run_readme_example(port, "## Correlation functions (histd.estimators)")
     print("api/python/README.md's estimators example runs as pasted")
@@ -413,6 +454,7 @@ def main():
     with Daemon(exe()) as d:
         with histd.Client("http://127.0.0.1:%d" % d.port) as c:
             test_daemon(c)
+            test_jackknife_counts(c)
         test_readme(d.port)
     print("test_estimators: all ok")
 

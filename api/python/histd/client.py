@@ -80,6 +80,11 @@ class Dataset:
         return bool(self.doc.get("growing"))
 
     @property
+    def regions(self) -> int:
+        """A sky catalogue's jackknife regions (labels 0 .. regions-1); 0 without."""
+        return int(self.doc.get("regions") or 0)
+
+    @property
     def sealed(self) -> bool:
         """Whether a growing dataset takes no more frames (``seal()``)."""
         return bool(self.doc.get("sealed"))
@@ -487,6 +492,57 @@ class Client:
         finally:
             if f is not None:
                 f.close()
+
+    def upload_sky(self, ra: Any, dec: Any, *, dist: Any = None, z: Any = None, w: Any = None,
+                   region: Any = None, regions: Optional[int] = None,
+                   regions_like: Union[None, str, "Dataset"] = None,
+                   omega_m: Optional[float] = None, name: Optional[str] = None,
+                   temporary: bool = False, expires: Union[None, float, str] = None) -> Dataset:
+        """Uploads a sky catalogue (sent as sky-json): RA and Dec in degrees,
+        a comoving distance ``dist`` in Mpc/h or a redshift ``z`` (flat
+        LambdaCDM, ``omega_m`` or 0.315), weights ``w``, and jackknife
+        regions: ``region`` (a label a point), ``regions=K`` (K regions made
+        on the sky by k-means), or ``regions_like`` (a stored catalogue,
+        whose regions the points take: galaxies in their randoms' regions).
+        The dataset keeps the points (x = dist u) beside RA, Dec and the
+        distance; ``temporary`` and ``expires`` as upload()'s."""
+        if (dist is None) == (z is None):
+            raise ValueError("give the distances (dist=, Mpc/h) or the redshifts (z=), one of them")
+
+        def values(v: Any, cast: Any = float) -> List[Any]:
+            return [cast(x) for x in (v.tolist() if hasattr(v, "tolist") else v)]
+
+        ra_list = values(ra)
+
+        def column(v: Any, what: str, cast: Any = float) -> List[Any]:
+            out = values(v, cast)
+            if len(out) != len(ra_list):
+                raise ValueError("%s has %d values for %d points" % (what, len(out), len(ra_list)))
+            return out
+
+        doc: Dict[str, Any] = {"ra": ra_list, "dec": column(dec, "dec")}
+        doc["dist" if dist is not None else "z"] = column(dist if dist is not None else z,
+                                                          "dist" if dist is not None else "z")
+        if w is not None:
+            doc["w"] = column(w, "w")
+        if region is not None:
+            doc["region"] = column(region, "region", int)
+        query: Dict[str, str] = {"format": "sky-json"}
+        if regions is not None:
+            query["regions"] = str(int(regions))
+        if regions_like is not None:
+            query["regions_like"] = regions_like.id if isinstance(regions_like, Dataset) \
+                else str(regions_like)
+        if omega_m is not None:
+            query["omega_m"] = repr(float(omega_m))
+        if name is not None:
+            query["name"] = name
+        if expires is None and temporary:
+            expires = self.expires
+        if expires is not None:
+            query["expires"] = expires if isinstance(expires, str) else repr(expires)
+        body = json.dumps(doc, allow_nan=True).encode()
+        return self._upload(query, body, len(body), temporary)
 
     def _upload(self, query: Dict[str, str], body: Any, size: int, temporary: bool) -> Dataset:
         status, data = self._exchange(

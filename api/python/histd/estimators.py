@@ -319,6 +319,43 @@ def region_pair_norms(regions: Any, weights: Any = None, regions_b: Any = None,
     return wa * Wb + Wa * wb - wa * wb
 
 
+def jackknife_counts(result: Any, weighted: Optional[bool] = None
+                     ) -> Tuple[Tuple[Any, Any], Tuple[float, Any]]:
+    """The two (total, per_region) pairs of a job run with jackknife=True,
+    for jackknife(): its counts (weighted=True: its weighted sums; None:
+    those when the job had weights), each region's row shaped as the
+    counts; and its normalisation, pair_norm and each region's share of it
+    by region_pair_norms' rule, from the result's per-region points (and
+    weights' sums of w and w^2: jackknife.n_a, w_a, ww_a and for A x B n_b,
+    w_b, ww_b). Needs numpy."""
+    np = _numpy()
+    jk = getattr(result, "jackknife", None)
+    if not isinstance(jk, dict) or "counts" not in jk:
+        raise ValueError("the result has no jackknife counts: run the job with jackknife=True "
+                         "on catalogues with regions")
+    use_w = ("weighted" in jk) if weighted is None else bool(weighted)
+    if use_w and "weighted" not in jk:
+        raise ValueError("the job had no weights: its jackknife rows are counts only")
+    total = np.asarray(result.weighted if use_w else result.counts, dtype=np.float64)
+    per = np.asarray(jk["weighted" if use_w else "counts"], dtype=np.float64)
+    per = per.reshape((per.shape[0],) + total.shape)
+
+    def side(s: str) -> Tuple[Any, Any]:
+        n = np.asarray(jk["n_" + s], dtype=np.float64)
+        if not use_w:  # each point's weight 1: w = w^2 = 1
+            return n, n
+        return (np.asarray(jk["w_" + s], dtype=np.float64),
+                np.asarray(jk["ww_" + s], dtype=np.float64))
+
+    wa, qa = side("a")
+    if "n_b" not in jk:  # a set against itself: sum_{i<j} w_i w_j = (W^2 - Q) / 2
+        W, Q = math.fsum(wa), math.fsum(qa)
+        return (total, per), ((W * W - Q) / 2, wa * W - (wa * wa + qa) / 2)
+    wb, _ = side("b")
+    Wa, Wb = math.fsum(wa), math.fsum(wb)
+    return (total, per), (Wa * Wb, wa * Wb + Wa * wb - wa * wb)
+
+
 def jackknife(estimator: Callable[..., Any], *counts: Tuple[Any, Any]) -> Tuple[Any, Any]:
     """Jackknife estimates and their covariance, for any estimator.
 
