@@ -18,6 +18,10 @@
  * piece with no pair (an empty region) is not run; a piece whose regions
  * are far apart costs its kernel's setup, which is why the regions are
  * capped at HISTD_MAX_JACKKNIFE.
+ *
+ * The labels are the datasets' own, given at upload: a region column,
+ * ?regions=K (k-means on the sky), or ?regions_like=ID (a stored
+ * catalogue's regions, so that galaxies and their randoms share them).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +33,7 @@ int histd_regions_check(const histd_shape *a, const histd_shape *b, uint32_t *co
   if (a->regions == 0 || (b != NULL && b->regions == 0))
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "jackknife needs each point's region: upload %s as a sky catalogue with "
-                      "a region column, or with ?regions=K",
+                      "a region column, ?regions=K or ?regions_like=ID",
                       a->regions == 0 ? "the dataset" : "dataset_b");
   if (a->frames > 1 || (b != NULL && b->frames > 1))
     return histd_fail(msg, msglen, HISTD_EINVAL,
