@@ -376,6 +376,11 @@ int main(void) {
           "a jackknife result has its regions' counts and weighted sums");
     check_all(&r, "jackknife regions of rp_pi, weighted");
     histd_result_free(&r);
+    p.b = &lab, p.regions_b = sets; /* A x B: B's regions' points too */
+    run(&p, &r, NULL, "jackknife A x B");
+    CHECK(r.cross && r.region_nb != NULL && r.region_wb2 != NULL, "B's regions' points");
+    check_all(&r, "jackknife regions of rp_pi, weighted, A x B");
+    histd_result_free(&r);
     for (uint32_t k = 0; k < 3; k++)
       histd_dataset_free(&sets[k]);
     free(pick);
