@@ -442,7 +442,8 @@ def test_jackknife_counts(c):
 
 def test_readme(port):
     run_readme_example(port, "## Correlation functions (histd.estimators)")
-    print("api/python/README.md's estimators example runs as pasted")
+    run_readme_example(port, "### Jackknife errors on the sky")
+    print("api/python/README.md's estimators and jackknife examples run as pasted")
 
 
 def main():
