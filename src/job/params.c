@@ -669,8 +669,9 @@ static const histd_param table[] = {
         "Corrfunc's ravg"),
     ROW(jackknife, "jackknife", 0, BOOL,
         "also each jackknife region's counts (the datasets' region labels: a sky catalogue's "
-        "region column or ?regions=K): a pair in regions a and b adds to a's and, if b != a, "
-        "to b's, so that the counts without region k are the total less region k's"),
+        "region column, ?regions=K or ?regions_like=ID): a pair in regions a and b adds to a's "
+        "and, if b != a, to b's, so that the counts without region k are the total less "
+        "region k's"),
     ROW(los, "los", 0, STRING,
         "rp_pi, s_mu: the line of sight, z (pi = |dz|, default) or midpoint (open space: "
         "along the pair's midpoint, for sky catalogues)"),
