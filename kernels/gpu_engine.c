@@ -75,14 +75,7 @@ static int cuda_error(char *msg, size_t msglen, const char *what, int device, cu
                     code == HISTD_EGPULOST ? " (this process can no longer use that GPU)" : "");
 }
 
-double histd__cuda_env(const char *name, double dflt) {
-  const char *s = getenv(name);
-  if (s == NULL || *s == '\0')
-    return dflt;
-  char *end;
-  double v = strtod(s, &end);
-  return end == s ? dflt : v;
-}
+double histd__cuda_env(const char *name, double dflt) { return histd__env_number(name, dflt); }
 
 /* ---- kernels ------------------------------------------------------------ */
 
@@ -1228,19 +1221,7 @@ static void sleep_ms(int ms) {
 
 /* The GPUs a job may use: ex->devices (0 = all), as a list. */
 static int job_devices(const gpu_ctx *ctx, const histd_exec *ex, int *dev, int max) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();
-    count = 0;
-  }
-  int m = 0;
-  /* the worker's own GPU first */
-  if (ex->devices == 0 || (ctx->device < 64 && (ex->devices >> ctx->device) & 1))
-    dev[m++] = ctx->device;
-  for (int d = 0; d < count && d < 64 && m < max; d++)
-    if (d != ctx->device && (ex->devices == 0 || ((ex->devices >> d) & 1)))
-      dev[m++] = d;
-  return m;
+  return histd__job_devices(ctx->device, ex->devices, dev, max);
 }
 
 /* The GPUs a job of `pairs` runs on, into dev (the worker's own first):

@@ -247,6 +247,14 @@ int histd__emit_pairs(const histd_control *ctl, const histd_pair_record *r, size
 /* The most points a frame of ds holds. */
 uint64_t histd__most_points(const histd_dataset *ds);
 
+/* An environment variable's number (tests' and benchmarks' knobs), or dflt
+ * where it is unset or not a number. */
+double histd__env_number(const char *name, double dflt);
+
+/* The GPUs a job may use (mask: ex->devices, 0 = all), as a list into
+ * dev[0..max): the worker's own (own) first; how many. */
+int histd__job_devices(int own, uint64_t mask, int *dev, int max);
+
 typedef struct histd__part {
   const histd_control *outer;
   double k, parts;

@@ -3,10 +3,20 @@
 #define _GNU_SOURCE /* sched_getaffinity */
 #endif
 #include <sched.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "engine.h"
+
+double histd__env_number(const char *name, double dflt) {
+  const char *s = getenv(name);
+  if (s == NULL || *s == '\0')
+    return dflt;
+  char *end;
+  double v = strtod(s, &end);
+  return end == s ? dflt : v;
+}
 
 double histd_now_ms(void) {
   struct timespec ts;

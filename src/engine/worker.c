@@ -14,6 +14,7 @@
  * histd_problem_validate (engine.h's histd__weights_check says why).
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -641,6 +642,222 @@ static int run_pieces(histd_worker *w, const histd_problem *p, const histd_exec 
   return 0;
 }
 
+int histd__job_devices(int own, uint64_t mask, int *dev, int max) {
+  histd_device_info info[64];
+  int count = 0;
+  char why[128];
+  if (histd__cuda_devices(info, 64, &count, why, sizeof why) != 0)
+    count = 0;
+  int m = 0;
+  if (mask == 0 || (own >= 0 && own < 64 && (mask >> own) & 1))
+    dev[m++] = own;
+  for (int d = 0; d < count && d < 64 && m < max; d++)
+    if (d != own && (mask == 0 || ((mask >> d) & 1)))
+      dev[m++] = d;
+  return m;
+}
+
+/*
+ * Several GPUs for a job whose kernel runs on one (the grid, tiled-stats,
+ * the brute force of A x B): the job is cut into shards
+ * (histd_shard_plan_make, a few a GPU) and each GPU runs its share, a
+ * worker of its own in a thread of its own (the job's worker on its own
+ * GPU), the shards dealt out largest first to the GPU with the fewest
+ * pairs so far; their results are added as a cluster's partials are
+ * (histd_result_add), so the counts are the one-GPU job's and the weighted
+ * sums agree to rounding. The seeds' brute-force family splits a self job
+ * over the GPUs itself (gpu_engine.c), so it is left to do so. Only jobs of
+ * at least HISTD_GPU_SPLIT_MIN_PAIRS pairs (2e10) are cut, as there;
+ * HISTD_GPU_FAKE_SPLIT=k (tests) cuts over k workers of the job's own GPU.
+ */
+typedef struct device_share {
+  histd_worker *w;        /* NULL until made (another GPU's) */
+  int device;
+  const histd_problem *p;
+  const histd_exec *ex;
+  const histd_shard_plan *plan;
+  const uint64_t *order;  /* the plan's shards, largest first */
+  const int *owner;       /* each of order's GPU (an index of the shares) */
+  int me;
+  histd_control ctl;
+  histd_result sum;
+  double *err;
+  int ran, rc;
+  double kernel_ms, transfer_ms;
+  char msg[512];
+} device_share;
+
+static void *device_share_run(void *arg) {
+  device_share *d = arg;
+  histd_worker *own = NULL;
+  if (d->w == NULL && (d->rc = histd_worker_create(&own, d->device, d->msg, sizeof d->msg)) != 0)
+    return NULL;
+  histd_worker *w = d->w != NULL ? d->w : own;
+  for (uint64_t k = 0; k < d->plan->count && d->rc == 0; k++) {
+    if (d->owner[k] != d->me)
+      continue;
+    histd_shard sh;
+    histd_result part;
+    histd_shard_get(d->plan, d->order[k], &sh);
+    if ((d->rc = histd_worker_run_shard(w, d->p, d->ex, &sh, &d->ctl, &part, d->msg,
+                                        sizeof d->msg)) != 0)
+      break;
+    d->kernel_ms += part.timing.kernel_ms;
+    d->transfer_ms += part.timing.transfer_ms;
+    if (d->ran++ == 0) {
+      d->sum = part;
+      if ((part.weighted != NULL || part.rsum != NULL) &&
+          (d->err = histd_result_add_errs(&part.bins)) == NULL)
+        d->rc = histd_fail(d->msg, sizeof d->msg, HISTD_ENOMEM, "out of memory for sums");
+      continue;
+    }
+    d->rc = histd_result_add(&d->sum, d->err, &part, d->msg, sizeof d->msg);
+    histd_result_free(&part);
+  }
+  if (d->ran > 0)
+    histd_result_add_done(&d->sum, d->err);
+  histd_worker_destroy(own);
+  return NULL;
+}
+
+/* Whether p (resolved, one frame or several) runs on the GPUs of dev[0..nd)
+ * by shards (above), and then the run: 1 (not cut: run it as one), 0 (res
+ * filled) or an error. */
+static int run_devices(histd_worker *w, const histd_problem *p, const histd_problem *p_in,
+                       const histd_exec *ex, const histd_kernel *k, const histd_control *ctl,
+                       histd_result *res, char *msg, size_t msglen) {
+  int dev[64];
+  const int fake = (int)histd__env_number("HISTD_GPU_FAKE_SPLIT", 0);
+  int nd = histd__job_devices(w->device, ex->devices, dev, 8);
+  if (fake > 1)
+    for (nd = 0; nd < fake && nd < 8; nd++)
+      dev[nd] = w->device;
+  if (nd < 2 || histd_statistic_about(p->statistic)->answer != HISTD_ANSWER_BINS ||
+      p->all_images || (double)histd_problem_pairs(p) < histd__env_number(
+                                                           "HISTD_GPU_SPLIT_MIN_PAIRS", 2e10))
+    return 1;
+  /* the kernel a frame runs: "auto"'s choice, as its run would make it */
+  const histd_kernel *kk = k;
+  if (strcmp(k->name, "auto") == 0) {
+    histd_dataset a, b;
+    histd_problem one;
+    histd__choice c;
+    histd_problem_frame(p, 0, &a, &b, &one);
+    histd__choose(w, &one, ex, 0, &c);
+    kk = c.kernel;
+  }
+  if (kk->engine == HISTD_ENGINE_CPU || (kk->gpu != NULL && p->b == NULL))
+    return 1; /* (the seeds' family splits a self job itself) */
+  histd_shard_plan plan;
+  histd_shard_plan_make(p, kk->name, (uint64_t)nd * 4, &plan);
+  if (plan.count < (uint64_t)nd)
+    return 1;
+  uint64_t *order = malloc(plan.count * sizeof *order), *pairs = malloc(plan.count * 8);
+  int *owner = malloc(plan.count * sizeof *owner);
+  device_share *d = calloc((size_t)nd, sizeof *d);
+  pthread_t *t = calloc((size_t)nd, sizeof *t);
+  int rc = 0;
+  if (order == NULL || pairs == NULL || owner == NULL || d == NULL || t == NULL) {
+    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %d GPUs' shares", nd);
+    goto done;
+  }
+  for (uint64_t s = 0; s < plan.count; s++) {
+    histd_shard sh;
+    histd_shard_get(&plan, s, &sh);
+    pairs[s] = histd_shard_pairs(p, &sh);
+    uint64_t at = s; /* insertion: largest first */
+    while (at > 0 && pairs[order[at - 1]] < pairs[s]) {
+      order[at] = order[at - 1];
+      at--;
+    }
+    order[at] = s;
+  }
+  uint64_t load[8] = {0};
+  for (uint64_t k2 = 0; k2 < plan.count; k2++) {
+    int least = 0;
+    for (int i = 1; i < nd; i++)
+      if (load[i] < load[least])
+        least = i;
+    owner[k2] = least;
+    load[least] += pairs[order[k2]];
+  }
+  const double t0 = histd_now_ms();
+  int started = 0;
+  for (int i = 0; i < nd; i++) {
+    d[i].w = i == 0 ? w : NULL; /* (calloc zeroed the rest) */
+    d[i].device = dev[i];
+    d[i].p = p_in;
+    d[i].ex = ex;
+    d[i].plan = &plan;
+    d[i].order = order;
+    d[i].owner = owner;
+    d[i].me = i;
+    d[i].ctl.cancelled = ctl != NULL ? ctl->cancelled : NULL; /* (progress: at the end) */
+    d[i].ctl.user = ctl != NULL ? ctl->user : NULL;
+    if (pthread_create(&t[i], NULL, device_share_run, &d[i]) != 0) {
+      rc = histd_fail(msg, msglen, HISTD_EIO, "cannot start a thread for GPU %d", dev[i]);
+      break;
+    }
+    started++;
+  }
+  for (int i = 0; i < started; i++)
+    pthread_join(t[i], NULL);
+  for (int i = 0; i < started && rc == 0; i++)
+    if (d[i].rc != 0)
+      rc = histd_fail(msg, msglen, d[i].rc, "GPU %d: %s", dev[i], d[i].msg);
+  double *err = NULL;
+  for (int i = 0, first = 1; rc == 0 && i < started; i++) {
+    if (d[i].ran == 0)
+      continue;
+    if (first) {
+      first = 0;
+      *res = d[i].sum;
+      memset(&d[i].sum, 0, sizeof d[i].sum);
+      d[i].ran = 0;
+      if ((res->weighted != NULL || res->rsum != NULL) &&
+          (err = histd_result_add_errs(&res->bins)) == NULL)
+        rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the weighted sums");
+      continue;
+    }
+    rc = histd_result_add(res, err, &d[i].sum, msg, msglen);
+  }
+  if (rc == 0) {
+    histd_result_add_done(res, err);
+    size_t len = 0;
+    res->device[0] = '\0';
+    res->timing.kernel_ms = res->timing.transfer_ms = 0;
+    for (int i = 0; i < started; i++) { /* the slowest GPU's times; every GPU named */
+      if (d[i].kernel_ms > res->timing.kernel_ms)
+        res->timing.kernel_ms = d[i].kernel_ms;
+      if (d[i].transfer_ms > res->timing.transfer_ms)
+        res->timing.transfer_ms = d[i].transfer_ms;
+      len += (size_t)snprintf(res->device + len, len < sizeof res->device ?
+                              sizeof res->device - len : 0, "%sGPU %d", i ? " + " : "",
+                              dev[i]);
+      if (len >= sizeof res->device)
+        len = sizeof res->device - 1;
+    }
+    len += (size_t)snprintf(res->device + len, sizeof res->device - len, " (%llu shards)",
+                            (unsigned long long)plan.count);
+    res->timing.total_ms = histd_now_ms() - t0;
+  } else if (started > 0 && res->counts != NULL) {
+    histd_result_free(res);
+  }
+  free(err);
+done:
+  for (int i = 0; d != NULL && i < nd; i++) {
+    if (d[i].ran > 0)
+      histd_result_free(&d[i].sum);
+    free(d[i].err);
+  }
+  free(order);
+  free(pairs);
+  free(owner);
+  free(d);
+  free(t);
+  return rc;
+}
+
 int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const histd_exec *ex_in,
                            const histd_shard *sh, const histd_control *ctl, histd_result *res,
                            char *msg, size_t msglen) {
@@ -682,6 +899,13 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
   if (histd_statistic_about(p.statistic)->answer == HISTD_ANSWER_PAIRS && p.result_limit != 0 &&
       (rc = pairs_fit(w, &p, &ex, ctl, msg, msglen)) != 0)
     return rc;
+  if (sh == NULL && w->device >= 0 && !points &&
+      (rc = run_devices(w, &p, p_in, &ex, k, ctl, res, msg, msglen)) != 1) {
+    if (rc == 0)
+      histd__progress(ctl, 1.0);
+    return rc;
+  }
+  rc = 0;
   const uint64_t frames = histd_problem_frames(&p);
   const uint64_t point_n = frames > 1 && p.a->frame ? p.a->frame[0].n : p.a->n;
   if (points) {

@@ -317,19 +317,8 @@ static void refused(const histd_problem *p, const char *word, const char *what) 
     histd_result_free(&r);
 }
 
-int main(void) {
-  histd_device_info info;
-  int gpus = 0;
-  char why[256] = "";
-  if (histd_devices(&info, 1, &gpus, why, sizeof why) != 0)
-    gpus = 0;
-  if (getenv("TEST_BINS2_GPU") != NULL && gpus == 0) { /* the gpu suite's run */
-    printf("skipped: no CUDA device%s%s\n", why[0] ? ": " : "", why);
-    return 77;
-  }
-  if (gpus > 0)
-    nkernels = 5;
-  printf("grid and auto run on %s\n", gpus > 0 ? info.name : "the CPU");
+/* Every case above, each against the definition on every kernel. */
+static void cases(void) {
   histd_dataset u, v, c, lat, sh, sh2;
   const double log_edges[6] = {0.3, 0.6, 1.2, 2.4, 4.8, 9.6};
   const double lat_edges[5] = {1, 1.5, 2, 2.5, 3}; /* r_p 1, 2, 3: edges; sqrt 2: inside */
@@ -409,6 +398,38 @@ int main(void) {
   p.los_midpoint = true;
   compare(&p, "s_mu, midpoint, two points at the origin (s.s = 0, l.l = 0)");
 
+  histd_dataset *sets[] = {&u, &v, &c, &lat, &sh, &sh2};
+  for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++)
+    histd_dataset_free(sets[k]);
+}
+
+int main(void) {
+  histd_device_info info;
+  int gpus = 0;
+  char why[256] = "";
+  if (histd_devices(&info, 1, &gpus, why, sizeof why) != 0)
+    gpus = 0;
+  if (getenv("TEST_BINS2_GPU") != NULL && gpus == 0) { /* the gpu suite's run */
+    printf("skipped: no CUDA device%s%s\n", why[0] ? ": " : "", why);
+    return 77;
+  }
+  if (gpus > 0)
+    nkernels = 5;
+  printf("grid and auto run on %s\n", gpus > 0 ? info.name : "the CPU");
+  cases();
+  if (gpus > 0) { /* the same jobs, each cut into shards over 3 workers of the GPU (as over
+                   * 3 GPUs: worker.c's run_devices), held to the definition again */
+    setenv("HISTD_GPU_FAKE_SPLIT", "3", 1);
+    setenv("HISTD_GPU_SPLIT_MIN_PAIRS", "0", 1);
+    printf("the cases again, each job cut over 3 workers of the GPU\n");
+    cases();
+    unsetenv("HISTD_GPU_FAKE_SPLIT");
+    unsetenv("HISTD_GPU_SPLIT_MIN_PAIRS");
+  }
+  histd_dataset u;
+  uniform(&u, 700, 20, true);
+  histd_problem p;
+
   /* refusals */
   p = problem(&u, NULL, 20, HISTD_STAT_RP_PI, (histd_bins){HISTD_BINS_WIDTH, 10, 1, NULL, 8, 4});
   p.los_midpoint = true;
@@ -460,8 +481,6 @@ int main(void) {
     free(edges);
     histd_params_free(&pa);
   }
-  histd_dataset *sets[] = {&u, &v, &c, &lat, &sh, &sh2};
-  for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++)
-    histd_dataset_free(sets[k]);
+  histd_dataset_free(&u);
   return check_finish("test_bins2");
 }
