@@ -784,7 +784,7 @@ static int run_devices(histd_worker *w, const histd_problem *p, const histd_prob
   const double t0 = histd_now_ms();
   int started = 0;
   for (int i = 0; i < nd; i++) {
-    d[i].w = i == 0 ? w : NULL; /* (calloc zeroed the rest) */
+    d[i].w = i == 0 && dev[0] == w->device ? w : NULL; /* (calloc zeroed the rest) */
     d[i].device = dev[i];
     d[i].p = p_in;
     d[i].ex = ex;
@@ -823,22 +823,21 @@ static int run_devices(histd_worker *w, const histd_problem *p, const histd_prob
   }
   if (rc == 0) {
     histd_result_add_done(res, err);
-    size_t len = 0;
-    res->device[0] = '\0';
+    /* the first GPU's device text, then the others, and the shards */
+    size_t len = strlen(res->device);
     res->timing.kernel_ms = res->timing.transfer_ms = 0;
-    for (int i = 0; i < started; i++) { /* the slowest GPU's times; every GPU named */
+    for (int i = 0; i < started; i++) { /* the slowest GPU's times */
       if (d[i].kernel_ms > res->timing.kernel_ms)
         res->timing.kernel_ms = d[i].kernel_ms;
       if (d[i].transfer_ms > res->timing.transfer_ms)
         res->timing.transfer_ms = d[i].transfer_ms;
-      len += (size_t)snprintf(res->device + len, len < sizeof res->device ?
-                              sizeof res->device - len : 0, "%sGPU %d", i ? " + " : "",
-                              dev[i]);
-      if (len >= sizeof res->device)
-        len = sizeof res->device - 1;
+      if (i > 0 && len < sizeof res->device)
+        len += (size_t)snprintf(res->device + len, sizeof res->device - len, " + GPU %d",
+                                dev[i]);
     }
-    len += (size_t)snprintf(res->device + len, sizeof res->device - len, " (%llu shards)",
-                            (unsigned long long)plan.count);
+    if (len < sizeof res->device)
+      snprintf(res->device + len, sizeof res->device - len, " (%llu shards)",
+               (unsigned long long)plan.count);
     res->timing.total_ms = histd_now_ms() - t0;
   } else if (started > 0 && res->counts != NULL) {
     histd_result_free(res);
