@@ -658,16 +658,18 @@ int histd__job_devices(int own, uint64_t mask, int *dev, int max) {
 }
 
 /*
- * Several GPUs for a job whose kernel runs on one (the grid, tiled-stats,
- * the brute force of A x B): the job is cut into shards
+ * Several GPUs for a job of the family's kernels, which run on one GPU (the
+ * grid and tiled-stats, the kernels of every statistic): the job is cut into shards
  * (histd_shard_plan_make, a few a GPU) and each GPU runs its share, a
  * worker of its own in a thread of its own (the job's worker on its own
  * GPU), the shards dealt out largest first to the GPU with the fewest
  * pairs so far; their results are added as a cluster's partials are
  * (histd_result_add), so the counts are the one-GPU job's and the weighted
- * sums agree to rounding. The seeds' brute-force family splits a self job
- * over the GPUs itself (gpu_engine.c), so it is left to do so. Only jobs of
- * at least HISTD_GPU_SPLIT_MIN_PAIRS pairs (2e10) are cut, as there;
+ * sums agree to rounding. The plain histogram's own kernels are left as
+ * they run: the seeds' family splits a self job over the GPUs itself
+ * (gpu_engine.c), and tensor-core runs a self job on one GPU (the A x B
+ * blocks of its shards would go to other kernels). Only jobs of at least
+ * HISTD_GPU_SPLIT_MIN_PAIRS pairs (2e10) are cut, as there;
  * HISTD_GPU_FAKE_SPLIT=k (tests) cuts over k workers of the job's own GPU.
  */
 typedef struct device_share {
@@ -746,8 +748,9 @@ static int run_devices(histd_worker *w, const histd_problem *p, const histd_prob
     histd__choose(w, &one, ex, 0, &c);
     kk = c.kernel;
   }
-  if (kk->engine == HISTD_ENGINE_CPU || (kk->gpu != NULL && p->b == NULL))
-    return 1; /* (the seeds' family splits a self job itself) */
+  if (kk->engine == HISTD_ENGINE_CPU || !(kk->caps & HISTD_CAN_BINS2))
+    return 1; /* the plain histogram's own kernels: the seeds' family splits a self job
+               * itself, tensor-core is one GPU's, and their A x B runs on one */
   histd_shard_plan plan;
   histd_shard_plan_make(p, kk->name, (uint64_t)nd * 4, &plan);
   if (plan.count < (uint64_t)nd)
