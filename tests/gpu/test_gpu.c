@@ -412,7 +412,16 @@ static void tc_case(const histd_dataset *ds, const char *kernel, double w, uint3
   uint64_t *ref = reference(ds, w, nb);
   histd_result res;
   char msg[512] = "";
-  int rc = run(W, ds, kernel, 0, w, nb, HISTD_PRECISION_EXACT, NULL, &res, msg, sizeof msg);
+  plain_job spec; /* on the worker's GPU alone: on a host of several, auto cuts a job this
+                   * big over all of them with the seeds' family (tensor-core is one GPU's) */
+  plain_init(&spec);
+  spec.bucket_width = w;
+  spec.buckets = nb;
+  spec.precision = HISTD_PRECISION_EXACT;
+  spec.devices = UINT64_C(1) << histd_worker_device(W);
+  snprintf(spec.kernel, sizeof spec.kernel, "%s", kernel);
+  runs++;
+  int rc = plain_worker_run(W, ds, &spec, NULL, &res, msg, sizeof msg);
   CHECK(rc == 0, "%s on %s: %s", kernel, what, msg);
   if (rc == 0) {
     CHECK(strcmp(res.kernel, "tensor-core") == 0 && res.block_size == 256,
