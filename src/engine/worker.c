@@ -728,15 +728,16 @@ static void *device_share_run(void *arg) {
 static int run_devices(histd_worker *w, const histd_problem *p, const histd_problem *p_in,
                        const histd_exec *ex, const histd_kernel *k, const histd_control *ctl,
                        histd_result *res, char *msg, size_t msglen) {
+  if (histd_statistic_about(p->statistic)->answer != HISTD_ANSWER_BINS || p->all_images ||
+      (double)histd_problem_pairs(p) < histd__env_number("HISTD_GPU_SPLIT_MIN_PAIRS", 2e10))
+    return 1; /* (before asking for the GPUs: most jobs stop here) */
   int dev[64];
   const int fake = (int)histd__env_number("HISTD_GPU_FAKE_SPLIT", 0);
   int nd = histd__job_devices(w->device, ex->devices, dev, 8);
   if (fake > 1)
     for (nd = 0; nd < fake && nd < 8; nd++)
       dev[nd] = w->device;
-  if (nd < 2 || histd_statistic_about(p->statistic)->answer != HISTD_ANSWER_BINS ||
-      p->all_images || (double)histd_problem_pairs(p) < histd__env_number(
-                                                           "HISTD_GPU_SPLIT_MIN_PAIRS", 2e10))
+  if (nd < 2)
     return 1;
   /* the kernel a frame runs: "auto"'s choice, as its run would make it */
   const histd_kernel *kk = k;
