@@ -340,6 +340,20 @@ static int pairs_fit(histd_worker *w, const histd_problem *p, const histd_exec *
   return 0;
 }
 
+/* The kernel frame 0 of p runs: k, or where k is "auto" its choice (into
+ * *c), as auto's run makes it. */
+static const histd_kernel *frame_kernel(const histd_worker *w, const histd_kernel *k,
+                                        const histd_problem *p, const histd_exec *ex,
+                                        histd__choice *c) {
+  if (!histd__kernel_is_auto(k))
+    return k;
+  histd_dataset a0, b0;
+  histd_problem p0;
+  histd_problem_frame(p, 0, &a0, &b0, &p0);
+  histd__choose(w, &p0, ex, 0, c);
+  return c->kernel;
+}
+
 /* The statistics of points (POINT_COUNTS, NEAREST, PAIRS): each frame
  * into its row of the result, or its records to ctl->pairs. */
 static int run_points(histd_worker *w, const histd_kernel *k, const histd_problem *p,
@@ -347,12 +361,8 @@ static int run_points(histd_worker *w, const histd_kernel *k, const histd_proble
                       char *msg, size_t msglen) {
   const size_t frames = histd_problem_frames(p);
   if (histd__kernel_is_auto(k)) { /* what it chooses for points: the grid */
-    histd_dataset a0, b0;
-    histd_problem p0;
     histd__choice c;
-    histd_problem_frame(p, 0, &a0, &b0, &p0);
-    histd__choose(w, &p0, ex, 0, &c);
-    k = c.kernel;
+    k = frame_kernel(w, k, p, ex, &c);
     snprintf(res->kernel, sizeof res->kernel, "%s", c.kernel->name);
     snprintf(res->reason, sizeof res->reason, "%s", c.reason);
   }
@@ -672,6 +682,24 @@ int histd__job_devices(int own, uint64_t mask, int *dev, int max) {
  * HISTD_GPU_SPLIT_MIN_PAIRS pairs (2e10) are cut, as there;
  * HISTD_GPU_FAKE_SPLIT=k (tests) cuts over k workers of the job's own GPU.
  */
+/* Adds part (taken) into *sum, counting the parts in *ran: the first
+ * becomes the sum, with *err (its sums' compensations, for
+ * histd_result_add) made for it. 0 or an error. */
+static int sum_part(histd_result *sum, double **err, int *ran, histd_result *part, char *msg,
+                    size_t msglen) {
+  if ((*ran)++ == 0) {
+    *sum = *part;
+    memset(part, 0, sizeof *part);
+    if ((sum->weighted != NULL || sum->rsum != NULL) &&
+        (*err = histd_result_add_errs(&sum->bins)) == NULL)
+      return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the weighted sums");
+    return 0;
+  }
+  int rc = histd_result_add(sum, *err, part, msg, msglen);
+  histd_result_free(part);
+  return rc;
+}
+
 typedef struct device_share {
   histd_worker *w;        /* NULL until made (another GPU's) */
   int device;
@@ -706,15 +734,7 @@ static void *device_share_run(void *arg) {
       break;
     d->kernel_ms += part.timing.kernel_ms;
     d->transfer_ms += part.timing.transfer_ms;
-    if (d->ran++ == 0) {
-      d->sum = part;
-      if ((part.weighted != NULL || part.rsum != NULL) &&
-          (d->err = histd_result_add_errs(&part.bins)) == NULL)
-        d->rc = histd_fail(d->msg, sizeof d->msg, HISTD_ENOMEM, "out of memory for sums");
-      continue;
-    }
-    d->rc = histd_result_add(&d->sum, d->err, &part, d->msg, sizeof d->msg);
-    histd_result_free(&part);
+    d->rc = sum_part(&d->sum, &d->err, &d->ran, &part, d->msg, sizeof d->msg);
   }
   if (d->ran > 0)
     histd_result_add_done(&d->sum, d->err);
@@ -739,16 +759,8 @@ static int run_devices(histd_worker *w, const histd_problem *p, const histd_prob
       dev[nd] = w->device;
   if (nd < 2)
     return 1;
-  /* the kernel a frame runs: "auto"'s choice, as its run would make it */
-  const histd_kernel *kk = k;
-  if (strcmp(k->name, "auto") == 0) {
-    histd_dataset a, b;
-    histd_problem one;
-    histd__choice c;
-    histd_problem_frame(p, 0, &a, &b, &one);
-    histd__choose(w, &one, ex, 0, &c);
-    kk = c.kernel;
-  }
+  histd__choice c;
+  const histd_kernel *kk = frame_kernel(w, k, p, ex, &c);
   if (kk->engine == HISTD_ENGINE_CPU || !(kk->caps & HISTD_CAN_BINS2))
     return 1; /* the plain histogram's own kernels: the seeds' family splits a self job
                * itself, tensor-core is one GPU's, and their A x B runs on one */
@@ -810,21 +822,12 @@ static int run_devices(histd_worker *w, const histd_problem *p, const histd_prob
     if (d[i].rc != 0)
       rc = histd_fail(msg, msglen, d[i].rc, "GPU %d: %s", dev[i], d[i].msg);
   double *err = NULL;
-  for (int i = 0, first = 1; rc == 0 && i < started; i++) {
-    if (d[i].ran == 0)
-      continue;
-    if (first) {
-      first = 0;
-      *res = d[i].sum;
-      memset(&d[i].sum, 0, sizeof d[i].sum);
-      d[i].ran = 0;
-      if ((res->weighted != NULL || res->rsum != NULL) &&
-          (err = histd_result_add_errs(&res->bins)) == NULL)
-        rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the weighted sums");
-      continue;
+  int merged = 0;
+  for (int i = 0; rc == 0 && i < started; i++)
+    if (d[i].ran > 0) {
+      d[i].ran = 0; /* (its sum is taken) */
+      rc = sum_part(res, &err, &merged, &d[i].sum, msg, msglen);
     }
-    rc = histd_result_add(res, err, &d[i].sum, msg, msglen);
-  }
   if (rc == 0) {
     histd_result_add_done(res, err);
     /* the first GPU's device text, then the others, and the shards */
@@ -843,7 +846,7 @@ static int run_devices(histd_worker *w, const histd_problem *p, const histd_prob
       snprintf(res->device + len, sizeof res->device - len, " (%llu shards)",
                (unsigned long long)plan.count);
     res->timing.total_ms = histd_now_ms() - t0;
-  } else if (started > 0 && res->counts != NULL) {
+  } else if (merged > 0) {
     histd_result_free(res);
   }
   free(err);
