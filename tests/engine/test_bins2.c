@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "../check.h"
+#include "../gpus.h"
 #include "../definition.h"
 #include "histd/histd.h"
 #include "histd/params.h"
@@ -405,14 +406,7 @@ static void cases(void) {
 
 int main(void) {
   histd_device_info info;
-  int gpus = 0;
-  char why[256] = "";
-  if (histd_devices(&info, 1, &gpus, why, sizeof why) != 0)
-    gpus = 0;
-  if (getenv("TEST_BINS2_GPU") != NULL && gpus == 0) { /* the gpu suite's run */
-    printf("skipped: no CUDA device%s%s\n", why[0] ? ": " : "", why);
-    return 77;
-  }
+  int gpus = test_gpus(&info, "TEST_BINS2_GPU");
   if (gpus > 0)
     nkernels = 5;
   printf("grid and auto run on %s\n", gpus > 0 ? info.name : "the CPU");

@@ -35,6 +35,7 @@
 #include <math.h>
 
 #include "../check.h"
+#include "../gpus.h"
 #include "../definition.h"
 #include "../pointsets.h"
 #include "histd/histd.h"
@@ -475,13 +476,7 @@ static void test_weights(void) {
 
 int main(void) {
   histd_device_info info;
-  char why[256] = "";
-  if (histd_devices(&info, 1, &gpus, why, sizeof why) != 0)
-    gpus = 0;
-  if (getenv("TEST_DMTREE_GPU") != NULL && gpus == 0) { /* the gpu suite's run */
-    printf("skipped: no CUDA device%s%s\n", why[0] ? ": " : "", why);
-    return 77;
-  }
+  gpus = test_gpus(&info, "TEST_DMTREE_GPU");
   test_shapes();
   test_cross();
   test_lattices();

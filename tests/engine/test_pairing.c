@@ -18,6 +18,7 @@
 #include <math.h>
 
 #include "../check.h"
+#include "../gpus.h"
 #include "../definition.h"
 #include "../shards.h"
 #include "histd/histd.h"
@@ -279,14 +280,7 @@ static void test_other_shapes(const histd_dataset *ds) {
 
 int main(void) {
   histd_device_info info;
-  int gpus = 0;
-  char why[256] = "";
-  if (histd_devices(&info, 1, &gpus, why, sizeof why) != 0)
-    gpus = 0;
-  if (getenv("TEST_PAIRING_GPU") != NULL && gpus == 0) { /* the gpu suite's run */
-    printf("skipped: no CUDA device%s%s\n", why[0] ? ": " : "", why);
-    return 77;
-  }
+  int gpus = test_gpus(&info, "TEST_PAIRING_GPU");
   if (gpus > 0) {
     kernels[kernel_count++] = "auto";
     kernels[kernel_count++] = "tiled-stats";

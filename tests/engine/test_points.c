@@ -39,6 +39,7 @@
 #include <math.h>
 
 #include "../check.h"
+#include "../gpus.h"
 #include "../definition.h"
 #include "histd/histd.h"
 
@@ -636,14 +637,7 @@ static void test_refusals(void) {
 
 int main(void) {
   histd_device_info info;
-  int gpus = 0;
-  char why[256] = "";
-  if (histd_devices(&info, 1, &gpus, why, sizeof why) != 0)
-    gpus = 0;
-  if (getenv("TEST_POINTS_GPU") != NULL && gpus == 0) { /* the gpu suite's run */
-    printf("skipped: no CUDA device%s%s\n", why[0] ? ": " : "", why);
-    return 77;
-  }
+  int gpus = test_gpus(&info, "TEST_POINTS_GPU");
   printf("grid and auto run on %s\n", gpus > 0 ? info.name : "the CPU");
   test_open();
   test_periodic();
