@@ -920,25 +920,6 @@ static uint32_t units_grid(const sdh_params *p, uint64_t a, uint64_t b, uint32_t
   }
 }
 
-/* How a part reports: single GPU through the job's control, several
- * through atomics a polling thread reads. */
-typedef struct part_ctl {
-  const histd_control *ctl; /* single GPU, else NULL */
-  atomic_uint_fast64_t *done_milli; /* multi: done fraction * 1e9 summed */
-  atomic_bool *stop;
-  double weight; /* this part's share of the whole job */
-} part_ctl;
-
-typedef struct part_out {
-  uint64_t *rows; /* jp->rows counts */
-  uint64_t refined;
-  double transfer_ms, kernel_ms;
-  char device[HISTD_DEVICE_NAME_MAX];
-  uint32_t sink_copies;
-  int sink;
-  bool dropped; /* rows past the counted ones were not counted (H16) */
-} part_out;
-
 /* Runs units [ua, ub) (ub = 0: all) of the job on one GPU. */
 static int part_run_streams(gpu_ctx *ctx, const histd_dataset *ds, const job_plan *jp, uint64_t ua,
                     uint64_t ub, part_ctl *pc, part_out *out, char *msg, size_t msglen) {
@@ -956,8 +937,6 @@ static int part_run_streams(gpu_ctx *ctx, const histd_dataset *ds, const job_pla
   }
   if (rc != 0)
     return rc;
-  out->sink = p.sink;
-  out->sink_copies = p.copies;
   out->dropped = p.sink == SDH_SINK_H16 && p.hcap < jp->rows;
   ctx->last_sink = p.sink;
   size_t n = ds->n;
@@ -1039,7 +1018,7 @@ static int part_run_streams(gpu_ctx *ctx, const histd_dataset *ds, const job_pla
   double target_ms = histd__cuda_env("HISTD_GPU_CHUNK_MS", 100);
   double rate = jp->k->gpu->est_rate * (jp->mode == SDH_MODE_F64 ? 0.3 : 1); /* pairs/ms */
   double part_pairs = ua < ub ? units_pairs(&p, ua, ub) : 0;
-  double done_pairs = 0, reported = 0;
+  double done_pairs = 0;
   uint64_t a = ua;
   int head = 0, tail = 0; /* launches in flight: ev index tail..head-1 */
   double inflight_pairs[NEV] = {0};
@@ -1047,7 +1026,7 @@ static int part_run_streams(gpu_ctx *ctx, const histd_dataset *ds, const job_pla
   bool cancelled = false;
   while (a < ub || tail < head) {
     while (!cancelled && a < ub && head - tail < 2) {
-      if ((pc->ctl && histd__cancelled(pc->ctl)) || (pc->stop && atomic_load(pc->stop))) {
+      if (histd__part_stopped(pc)) {
         cancelled = true;
         break;
       }
@@ -1079,18 +1058,11 @@ static int part_run_streams(gpu_ctx *ctx, const histd_dataset *ds, const job_pla
       rate = inflight_pairs[e] / ms;
     done_pairs += inflight_pairs[e];
     tail++;
-    double frac = part_pairs > 0 ? fmin(done_pairs / part_pairs, 1.0) : 1.0;
-    if (pc->ctl && !cancelled) /* a cancelled job's progress stops where it was */
-      histd__progress(pc->ctl, frac);
-    if (pc->done_milli) {
-      uint64_t add = (uint64_t)((frac - reported) * pc->weight * 1e9);
-      atomic_fetch_add(pc->done_milli, add);
-      reported += (double)add / (pc->weight * 1e9);
-    }
+    if (!cancelled) /* a cancelled job's progress stops where it was */
+      histd__part_progress(pc, part_pairs > 0 ? fmin(done_pairs / part_pairs, 1.0) : 1.0);
     /* a cancel seen while launches remain stops the job, even if the
      * last launch is already queued */
-    if (!cancelled && (a < ub || tail < head) &&
-        ((pc->ctl && histd__cancelled(pc->ctl)) || (pc->stop && atomic_load(pc->stop))))
+    if (!cancelled && (a < ub || tail < head) && histd__part_stopped(pc))
       cancelled = true;
   }
   if (cancelled) {
@@ -1145,38 +1117,6 @@ static uint64_t split_point(const sdh_params *p, uint64_t U, int i, int nd) {
   return U * (uint64_t)i / (uint64_t)nd;
 }
 
-typedef struct part_thread {
-  pthread_t tid;
-  gpu_ctx *ctx;
-  bool own; /* ctx made for this job */
-  int device;
-  const histd_dataset *ds;
-  const job_plan *jp;
-  uint64_t ua, ub;
-  part_ctl pc;
-  part_out out;
-  int rc;
-  char msg[256];
-  atomic_bool finished;
-} part_thread;
-
-static void *part_main(void *arg) {
-  part_thread *t = arg;
-  if (t->ctx == NULL) {
-    void *c = NULL;
-    t->rc = histd__cuda_context_create(&c, t->device, t->msg, sizeof t->msg);
-    t->ctx = c;
-    t->own = true;
-  }
-  if (t->rc == 0)
-    t->rc = part_run(t->ctx, t->ds, t->jp, t->ua, t->ub, &t->pc, &t->out, t->msg,
-                     sizeof t->msg);
-  if (t->rc != 0 && t->pc.stop)
-    atomic_store(t->pc.stop, true);
-  atomic_store(&t->finished, true);
-  return NULL;
-}
-
 void histd__cuda_fold_rows(uint32_t nrows, const uint64_t *rows, histd_result *res) {
   for (uint32_t r = 0; r < nrows; r++) {
     if (r < res->bins.count)
@@ -1219,18 +1159,10 @@ static void sleep_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
-/* The GPUs a job may use: ex->devices (0 = all), as a list. */
-static int job_devices(const gpu_ctx *ctx, const histd_exec *ex, int *dev, int max) {
-  return histd__job_devices(ctx->device, ex->devices, dev, max);
-}
-
-/* The GPUs a job of `pairs` runs on, into dev (the worker's own first):
- * every one ex->devices allows where the job is splittable and has at
- * least HISTD_GPU_SPLIT_MIN_PAIRS pairs, else one; HISTD_GPU_FAKE_SPLIT=k
- * (tests): k parts on the worker's own GPU. 0: the mask allows none. */
-static int job_split(const gpu_ctx *ctx, const histd_exec *ex, bool splittable, double pairs,
-                     int dev[64]) {
-  int nd = job_devices(ctx, ex, dev, 64);
+/* (gpu_engine.h) */
+int histd__cuda_job_split(const gpu_ctx *ctx, const histd_exec *ex, bool splittable,
+                          double pairs, int dev[64]) {
+  int nd = histd__job_devices(ctx->device, ex->devices, dev, 64);
   if (nd == 0)
     return 0;
   if (!splittable || pairs < histd__cuda_env("HISTD_GPU_SPLIT_MIN_PAIRS", 2e10))
@@ -1246,106 +1178,111 @@ static int job_split(const gpu_ctx *ctx, const histd_exec *ex, bool splittable, 
   return nd;
 }
 
-static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *ex,
-                    const histd_control *ctl, const job_plan *jp, histd_result *res,
-                    char *msg, size_t msglen) {
-  gpu_ctx *ctx = w->gpu;
-  if (ctx == NULL)
-    return histd_fail(msg, msglen, HISTD_ENODEV, "this worker has no GPU");
-  int dev[64];
-  const int nd = job_split(ctx, ex, jp->anchors == 0 /* A x B: one GPU */, (double)jp->pairs, dev);
-  if (nd == 0)
-    return histd_fail(msg, msglen, HISTD_ENODEV,
-                      "devices mask 0x%llx selects no GPU of this machine",
-                      (unsigned long long)ex->devices);
-  uint64_t *rows = calloc((size_t)jp->rows * (nd > 1 ? nd : 1), sizeof(uint64_t));
-  if (rows == NULL)
-    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u histogram rows",
-                      jp->rows);
-  int rc = 0;
-  if (nd == 1) {
-    part_ctl pc = {ctl, NULL, NULL, 1.0};
-    part_out out;
-    memset(&out, 0, sizeof out);
-    out.rows = rows;
-    gpu_ctx *use = ctx;
-    void *tmp = NULL;
-    if (dev[0] != ctx->device) {
-      rc = histd__cuda_context_create(&tmp, dev[0], msg, msglen);
-      use = tmp;
-    }
-    if (rc == 0)
-      rc = part_run(use, ds, jp, jp->ua, jp->ub, &pc, &out, msg, msglen);
-    if (tmp)
-      histd__cuda_context_destroy(tmp);
-    if (rc == 0) {
-      histd__cuda_fold_rows(jp->rows, rows, res);
-      if (out.dropped)
-        overflow_by_difference(jp, res);
-      res->refined_pairs = out.refined;
-      res->timing.transfer_ms = out.transfer_ms;
-      res->timing.kernel_ms = out.kernel_ms;
-      snprintf(res->device, sizeof res->device, "%s", out.device);
-    }
-    free(rows);
-    return rc;
+void histd__part_progress(part_ctl *pc, double frac) {
+  if (pc->ctl != NULL)
+    histd__progress(pc->ctl, frac);
+  if (pc->done != NULL) {
+    const unsigned long long add = (unsigned long long)((frac - pc->reported) * pc->weight * 1e9);
+    atomic_fetch_add(pc->done, add);
+    pc->reported += (double)add / (pc->weight * 1e9);
   }
-  /* several GPUs: equal shares of the tile pairs, one host thread each */
-  sdh_params p0;
-  memset(&p0, 0, sizeof p0);
-  p0.family = jp->k->gpu->family;
-  p0.block = jp->block;
-  p0.n = (uint32_t)ds->n;
-  p0.tiles = (uint32_t)((ds->n + jp->block - 1) / jp->block);
-  uint64_t U = units_total(&p0);
+}
+
+bool histd__part_stopped(const part_ctl *pc) {
+  return (pc->ctl != NULL && histd__cancelled(pc->ctl)) ||
+         (pc->stop != NULL && atomic_load(pc->stop));
+}
+
+typedef struct part_thread {
+  pthread_t tid;
+  gpu_ctx *ctx;
+  bool own; /* ctx made for this job */
+  int device;
+  histd__part_fn run;
+  const void *job;
+  uint64_t ua, ub;
+  bool empty; /* one of several with no units: not run */
+  part_ctl pc;
+  part_out out;
+  int rc;
+  char msg[256];
+  atomic_bool finished;
+} part_thread;
+
+static void *part_main(void *arg) {
+  part_thread *t = arg;
+  if (t->ctx == NULL) {
+    void *c = NULL;
+    t->rc = histd__cuda_context_create(&c, t->device, t->msg, sizeof t->msg);
+    t->ctx = c;
+    t->own = true;
+  }
+  if (t->rc == 0)
+    t->rc = t->run(t->ctx, t->job, t->ua, t->ub, &t->pc, &t->out, t->msg, sizeof t->msg);
+  if (t->rc != 0 && t->pc.stop)
+    atomic_store(t->pc.stop, true);
+  atomic_store(&t->finished, true);
+  return NULL;
+}
+
+/* (gpu_engine.h) */
+int histd__cuda_parts(gpu_ctx *ctx, const int *dev, int nd, const uint64_t *cut, uint32_t nrows,
+                      histd__part_fn run, const void *job, const histd_control *ctl,
+                      histd_result *res, bool *dropped, char *msg, size_t msglen) {
+  uint64_t *rows = calloc((size_t)nrows * (size_t)nd, sizeof *rows);
   part_thread *t = calloc((size_t)nd, sizeof *t);
-  if (t == NULL) {
+  if (rows == NULL || t == NULL) {
     free(rows);
-    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for GPU threads");
+    free(t);
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %d GPUs' %u rows", nd,
+                      nrows);
   }
-  atomic_uint_fast64_t done;
+  atomic_ullong done;
   atomic_bool stop;
   atomic_init(&done, 0);
   atomic_init(&stop, false);
-  int started = 0;
+  int rc = 0, started = 0;
   for (int i = 0; i < nd; i++) {
-    t[i].ctx = (i == 0 && dev[0] == ctx->device) ? ctx : NULL;
+    t[i].ctx = i == 0 && dev[0] == ctx->device ? ctx : NULL;
     t[i].device = dev[i];
-    t[i].ds = ds;
-    t[i].jp = jp;
-    t[i].ua = split_point(&p0, U, i, nd);
-    t[i].ub = split_point(&p0, U, i + 1, nd);
-    t[i].pc = (part_ctl){NULL, &done, &stop, 1.0 / nd};
-    t[i].out.rows = rows + (size_t)jp->rows * i;
-    atomic_init(&t[i].finished, false);
-    if (t[i].ua >= t[i].ub) {
-      atomic_store(&t[i].finished, true);
-      continue;
-    }
-    if (pthread_create(&t[i].tid, NULL, part_main, &t[i]) != 0) {
-      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "could not start a thread for GPU %d",
-                      dev[i]);
-      atomic_store(&stop, true);
-      break;
-    }
-    started = i + 1;
+    t[i].run = run;
+    t[i].job = job;
+    t[i].ua = cut[i];
+    t[i].ub = cut[i + 1];
+    t[i].pc = nd == 1 ? (part_ctl){ctl, NULL, NULL, 1.0, 0}
+                      : (part_ctl){NULL, &done, &stop, 1.0 / nd, 0};
+    t[i].out.rows = rows + (size_t)nrows * i;
+    t[i].empty = nd > 1 && t[i].ua >= t[i].ub;
+    atomic_init(&t[i].finished, t[i].empty);
   }
-  for (;;) {
-    bool all = true;
-    for (int i = 0; i < started; i++)
-      all = all && atomic_load(&t[i].finished);
-    histd__progress(ctl, fmin((double)atomic_load(&done) / 1e9, 1.0));
-    if (histd__cancelled(ctl))
-      atomic_store(&stop, true);
-    if (all)
-      break;
-    sleep_ms(20);
+  if (nd == 1) { /* alone: on this thread, reporting through ctl */
+    part_main(&t[0]);
+  } else {
+    for (int i = 0; i < nd; i++, started++)
+      if (!t[i].empty && pthread_create(&t[i].tid, NULL, part_main, &t[i]) != 0) {
+        rc = histd_fail(msg, msglen, HISTD_ENOMEM, "could not start a thread for GPU %d",
+                        dev[i]);
+        atomic_store(&stop, true);
+        break;
+      }
+    for (;;) {
+      bool all = true;
+      for (int i = 0; i < started; i++)
+        all = all && atomic_load(&t[i].finished);
+      histd__progress(ctl, fmin((double)atomic_load(&done) / 1e9, 1.0));
+      if (histd__cancelled(ctl))
+        atomic_store(&stop, true);
+      if (all)
+        break;
+      sleep_ms(20);
+    }
   }
   double kms = 0, tms = 0;
-  bool dropped = false;
+  uint64_t refined = 0;
+  *dropped = false;
   res->device[0] = '\0';
   for (int i = 0; i < nd; i++) {
-    if (i < started && t[i].ua < t[i].ub)
+    if (nd > 1 && i < started && !t[i].empty)
       pthread_join(t[i].tid, NULL);
     if (t[i].own && t[i].ctx)
       histd__cuda_context_destroy(t[i].ctx);
@@ -1355,10 +1292,10 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
         (rc == 0 || (rc == HISTD_ECANCELED && t[i].rc != HISTD_ECANCELED) ||
          (t[i].rc == HISTD_EGPULOST && rc != HISTD_EGPULOST)))
       rc = histd_fail(msg, msglen, t[i].rc, "%s", t[i].msg);
-    if (t[i].rc == 0 && t[i].ua < t[i].ub) {
-      histd__cuda_fold_rows(jp->rows, t[i].out.rows, res);
-      dropped = dropped || t[i].out.dropped;
-      res->refined_pairs += t[i].out.refined;
+    if (t[i].rc == 0 && !t[i].empty && (nd == 1 || i < started)) {
+      histd__cuda_fold_rows(nrows, t[i].out.rows, res);
+      *dropped = *dropped || t[i].out.dropped;
+      refined += t[i].out.refined;
       kms = fmax(kms, t[i].out.kernel_ms);
       tms = fmax(tms, t[i].out.transfer_ms);
       size_t len = strlen(res->device);
@@ -1366,18 +1303,64 @@ static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *
                t[i].out.device);
     }
   }
-  if (rc == 0 && histd__cancelled(ctl))
+  if (rc == 0 && nd > 1 && histd__cancelled(ctl))
     rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
-  if (rc == 0 && dropped)
-    overflow_by_difference(jp, res);
   if (rc != 0) {
     memset(res->counts, 0, (size_t)res->bins.count * sizeof *res->counts);
     res->overflow = 0;
   }
+  res->refined_pairs = refined;
   res->timing.kernel_ms = kms;
   res->timing.transfer_ms = tms;
   free(t);
   free(rows);
+  return rc;
+}
+
+/* The seeds' family: a part is units [ua, ub) of the job's plan. */
+typedef struct plan_job {
+  const histd_dataset *ds;
+  const job_plan *jp;
+} plan_job;
+
+static int plan_part(gpu_ctx *ctx, const void *job, uint64_t ua, uint64_t ub, part_ctl *pc,
+                     part_out *out, char *msg, size_t msglen) {
+  const plan_job *j = job;
+  return part_run(ctx, j->ds, j->jp, ua, ub, pc, out, msg, msglen);
+}
+
+static int run_plan(histd_worker *w, const histd_dataset *ds, const histd_exec *ex,
+                    const histd_control *ctl, const job_plan *jp, histd_result *res,
+                    char *msg, size_t msglen) {
+  gpu_ctx *ctx = w->gpu;
+  if (ctx == NULL)
+    return histd_fail(msg, msglen, HISTD_ENODEV, "this worker has no GPU");
+  int dev[64];
+  const int nd = histd__cuda_job_split(ctx, ex, jp->anchors == 0 /* A x B: one GPU */,
+                                       (double)jp->pairs, dev);
+  if (nd == 0)
+    return histd_fail(msg, msglen, HISTD_ENODEV,
+                      "devices mask 0x%llx selects no GPU of this machine",
+                      (unsigned long long)ex->devices);
+  /* one GPU: the plan's own units; several: equal shares of the tile pairs */
+  uint64_t cut[65] = {jp->ua, jp->ub};
+  if (nd > 1) {
+    sdh_params p0;
+    memset(&p0, 0, sizeof p0);
+    p0.family = jp->k->gpu->family;
+    p0.block = jp->block;
+    p0.n = (uint32_t)ds->n;
+    p0.tiles = (uint32_t)((ds->n + jp->block - 1) / jp->block);
+    const uint64_t U = units_total(&p0);
+    for (int i = 0; i <= nd; i++)
+      cut[i] = split_point(&p0, U, i, nd);
+  }
+  const plan_job job = {ds, jp};
+  bool dropped;
+  int rc = histd__cuda_parts(ctx, dev, nd, cut, jp->rows, plan_part, &job, ctl, res, &dropped,
+                             msg, msglen);
+  if (rc == 0 && dropped)
+    overflow_by_difference(jp, res);
   return rc;
 }
 
@@ -1565,7 +1548,3 @@ int histd__cuda_run(HISTD__RUN_ARGS) {
   return histd__cuda_run_kernel(w, ex->kernel, ex->block_size, p, ex, ctl, res, msg, msglen);
 }
 
-int histd__cuda_job_gpus(const histd_worker *w, const histd_exec *ex, double pairs) {
-  int dev[64];
-  return w->gpu != NULL ? job_split(w->gpu, ex, true, pairs, dev) : 0;
-}

@@ -5,6 +5,9 @@
 #ifndef HISTD_GPU_ENGINE_H
 #define HISTD_GPU_ENGINE_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
+
 #include "histd/histd.h"
 
 #ifdef __cplusplus
@@ -103,6 +106,54 @@ int histd__cuda_grid_bytes(gpu_ctx *ctx, const histd_problem *p, const histd_exe
 int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_exec *ex,
                            const histd_control *ctl, histd_result *res, char *msg,
                            size_t msglen);
+
+/* ---- a job in parts over GPUs (gpu_engine.c) --------------------------------
+ * A kernel whose job is a range of units in its own order (the seeds'
+ * family: tile pairs or anchors; tensor-core: tile pairs) cuts it at
+ * cut[0..nd] and runs part i, units [cut[i], cut[i+1]), on GPU dev[i], a
+ * host thread each; the parts' rows are added into the result. */
+
+/* How a part reports: alone, through the job's control; one of several,
+ * through atomics the job's thread polls. */
+typedef struct part_ctl {
+  const histd_control *ctl; /* a part alone, else NULL */
+  atomic_ullong *done; /* several: done fractions * 1e9, summed */
+  atomic_bool *stop;
+  double weight; /* this part's share of the whole job */
+  double reported; /* the fraction it has reported */
+} part_ctl;
+
+/* Reports that a fraction `frac` of the part is done. */
+void histd__part_progress(part_ctl *pc, double frac);
+/* Whether the part should stop: the job cancelled, or another part failed. */
+bool histd__part_stopped(const part_ctl *pc);
+
+typedef struct part_out {
+  uint64_t *rows;   /* the kernel's histogram rows (histd__cuda_fold_rows) */
+  uint64_t refined; /* pairs redone in binary64 */
+  double transfer_ms, kernel_ms;
+  char device[HISTD_DEVICE_NAME_MAX];
+  bool dropped; /* rows past the counted ones were not counted (H16) */
+} part_out;
+
+/* Runs units [ua, ub) of `job` on the context; fills out. */
+typedef int (*histd__part_fn)(gpu_ctx *ctx, const void *job, uint64_t ua, uint64_t ub,
+                              part_ctl *pc, part_out *out, char *msg, size_t msglen);
+
+/* The GPUs a job of `pairs` pairs runs on, into dev (the worker's own
+ * first): every one ex->devices allows where the job is splittable and has
+ * at least HISTD_GPU_SPLIT_MIN_PAIRS pairs, else one; HISTD_GPU_FAKE_SPLIT=k
+ * (tests): k parts on the worker's own GPU. 0: the mask allows none. */
+int histd__cuda_job_split(const gpu_ctx *ctx, const histd_exec *ex, bool splittable,
+                          double pairs, int dev[64]);
+
+/* Runs the parts (nd == 1: on this thread) and adds their rows (nrows each)
+ * into res, with their refined pairs, the slowest part's times and the
+ * devices' names; *dropped when a part dropped rows. A failed part stops the
+ * others and its error is the job's. */
+int histd__cuda_parts(gpu_ctx *ctx, const int *dev, int nd, const uint64_t *cut, uint32_t nrows,
+                      histd__part_fn run, const void *job, const histd_control *ctl,
+                      histd_result *res, bool *dropped, char *msg, size_t msglen);
 
 #ifdef __cplusplus
 }

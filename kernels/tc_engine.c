@@ -10,6 +10,13 @@
  * most TC_LAUNCH_MAX tile pairs; between launches the job reports progress
  * and honours a cancel. Its kernel_ms counts the build and the launches.
  *
+ * Several GPUs. A job big enough to cut (gpu_engine.c's rule, the seeds'
+ * family's) is cut into equal ranges of the tile pairs, a GPU each
+ * (histd__cuda_parts): every GPU builds the tiles of all the points (the
+ * same tiles: the build is deterministic) and counts its range; the rows
+ * are added. A tile pair costs about the same anywhere in the order, so
+ * equal ranges finish together.
+ *
  * The queue of edge work. Whole flagged groups (gq) are the faster where
  * edge pairs are rare (+3-4% at W2); where they are many, either may win
  * by far: on a 40^3 lattice the group queue overflows and the spilled
@@ -88,10 +95,10 @@ static bool tc_plan_job(const histd_worker *w, const histd_problem *p, const his
   return true;
 }
 
-/* The launches over every tile pair; *kernel_ms from the first event (the
- * tiles' build) to the last. */
-static int tc_launches(cudaStream_t s, tc_params *tp, cudaEvent_t ev[3], const histd_control *ctl,
-                       double *kernel_ms, char *msg, size_t msglen) {
+/* The launches over tile pairs [u0, u1); *kernel_ms from the first event
+ * (the tiles' build) to the last. */
+static int tc_launches(cudaStream_t s, tc_params *tp, uint64_t u0, uint64_t u1, cudaEvent_t ev[3],
+                       part_ctl *pc, double *kernel_ms, char *msg, size_t msglen) {
   int rc = 0;
   const char *qenv = getenv("HISTD_TC_QUEUE");
   /* adapt: launch 0 queues groups and launch 1 pairs, a 32nd of the job
@@ -103,17 +110,17 @@ static int tc_launches(cudaStream_t s, tc_params *tp, cudaEvent_t ev[3], const h
   size_t smem;
   SDH_CK_OUT(tc_prepare(tp, 0, &grid[0], &smem), "the tensor-core kernel's configuration");
   SDH_CK_OUT(tc_prepare(tp, 1, &grid[1], &smem), "the tensor-core kernel's configuration");
-  const uint64_t T = tp->tiles, U = T * (T + 1) / 2;
+  const uint64_t U = u1 - u0;
   const double target = histd__cuda_env("HISTD_GPU_CHUNK_MS", 100);
   double rate = 2e4; /* tile pairs a millisecond: a low guess for the first launch */
-  for (uint64_t u = 0; u < U;) {
+  for (uint64_t u = u0; u < u1;) {
     if (trial < 2)
       gq = trial == 0;
     double want = trial < 2 ? (double)U / 32 : target > 0 ? rate * target : (double)TC_LAUNCH_MAX;
     const uint64_t least = trial < 2 ? grid[gq] : (uint64_t)grid[gq] * TC_CHUNK;
     uint64_t len = want < (double)least ? least : (uint64_t)fmin(want, (double)TC_LAUNCH_MAX);
-    if (len > U - u)
-      len = U - u;
+    if (len > u1 - u)
+      len = u1 - u;
     SDH_CK_OUT(cudaEventRecord(ev[1], s), "cudaEventRecord");
     SDH_CK_OUT(tc_launch(tp, gq, grid[gq], smem, u, u + len, s), "the tensor-core kernel");
     SDH_CK_OUT(cudaEventRecord(ev[2], s), "cudaEventRecord");
@@ -131,8 +138,8 @@ static int tc_launches(cudaStream_t s, tc_params *tp, cudaEvent_t ev[3], const h
       rate = r;
     }
     u += len;
-    histd__progress(ctl, (double)u / (double)U);
-    if (u < U && histd__cancelled(ctl)) {
+    histd__part_progress(pc, (double)(u - u0) / (double)U);
+    if (u < u1 && histd__part_stopped(pc)) {
       rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
       goto out;
     }
@@ -144,14 +151,18 @@ out:
   return rc;
 }
 
-/* Runs the job; 1 (nothing run) where its plan declines, with why. */
-static int tc_run(HISTD__RUN_ARGS, char *why, size_t whylen) {
-  gpu_ctx *ctx = w->gpu;
-  tc_params tp;
-  size_t smem;
-  if (!tc_plan_job(w, p, ex, &tp, &smem, why, whylen))
-    return 1;
-  const histd_dataset *ds = p->a;
+/* A part: tile pairs [ua, ub) of the planned job, on one GPU (its points
+ * and its own tiles there). */
+typedef struct tc_job_in {
+  const histd_dataset *ds;
+  tc_params tp; /* the plan: the buffers are each part's */
+} tc_job_in;
+
+static int tc_part(gpu_ctx *ctx, const void *job, uint64_t ua, uint64_t ub, part_ctl *pc,
+                   part_out *out, char *msg, size_t msglen) {
+  const tc_job_in *j = job;
+  const histd_dataset *ds = j->ds;
+  tc_params tp = j->tp;
   const uint32_t n = (uint32_t)ds->n;
   int device, sms, rc = 0;
   void *sv;
@@ -160,19 +171,17 @@ static int tc_run(HISTD__RUN_ARGS, char *why, size_t whylen) {
   cudaStream_t s = sv;
   void *mem = NULL;
   cudaEvent_t ev[3] = {NULL, NULL, NULL};
-  uint64_t *rows = NULL;
   const double *dx;
-  double transfer_ms = 0, kernel_ms = 0;
   const size_t tiles = tc_tiles_bytes(n), extra = 8 * ((size_t)tp.job.rows + TC_NSTATS);
-  rc = histd__cuda_points(ctx, ds, &dx, &transfer_ms, msg, msglen);
+  snprintf(out->device, sizeof out->device, "%s", histd__cuda_context_name(ctx));
+  SDH_CK_OUT(cudaSetDevice(device), "cudaSetDevice");
+  rc = histd__cuda_points(ctx, ds, &dx, &out->transfer_ms, msg, msglen);
   if (rc != 0)
     return rc;
-  if (histd__cuda_mem_check(ctx, tiles + extra, "the tensor-core kernel's tiles", msg, msglen)) {
-    snprintf(why, whylen, "its tiles (%.1f MB) do not fit the GPU's free memory",
-             (double)(tiles + extra) / 1e6);
-    return 1;
-  }
-  SDH_CK_OUT(cudaSetDevice(device), "cudaSetDevice");
+  if (histd__cuda_mem_check(ctx, tiles + extra, "the tensor-core kernel's tiles", msg, msglen))
+    return histd_fail(msg, msglen, HISTD_ETOOBIG,
+                      "its tiles (%.1f MB) do not fit the free memory of GPU %d",
+                      (double)(tiles + extra) / 1e6, device);
   for (int i = 0; i < 3; i++)
     SDH_CK_OUT(cudaEventCreate(&ev[i]), "cudaEventCreate");
   SDH_CK_OUT(cudaMalloc(&mem, tiles + extra), "cudaMalloc");
@@ -181,38 +190,59 @@ static int tc_run(HISTD__RUN_ARGS, char *why, size_t whylen) {
   SDH_CK_OUT(cudaMemsetAsync(tp.counts, 0, extra, s), "cudaMemset");
   SDH_CK_OUT(cudaEventRecord(ev[0], s), "cudaEventRecord");
   double lo[3] = {ds->min[0], ds->min[1], ds->min[2]};
-  SDH_CK_OUT(tc_tiles_device(dx, n, lo, histd__morton_scale(ds), p->bins.width, mem, &tp, s),
+  SDH_CK_OUT(tc_tiles_device(dx, n, lo, histd__morton_scale(ds), tp.width, mem, &tp, s),
              "the tensor-core kernel's tiles");
-  rc = tc_launches(s, &tp, ev, ctl, &kernel_ms, msg, msglen);
-  if (rc != 0)
+  if ((rc = tc_launches(s, &tp, ua, ub, ev, pc, &out->kernel_ms, msg, msglen)) != 0)
     goto out;
-  rows = malloc(((size_t)tp.job.rows + TC_NSTATS) * sizeof *rows);
-  if (rows == NULL) {
-    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u rows", tp.job.rows);
-    goto out;
-  }
-  SDH_CK_OUT(cudaMemcpy(rows, tp.counts, extra, cudaMemcpyDeviceToHost), "the copy of the counts");
-  histd__cuda_fold_rows(tp.job.rows, rows, res);
-  res->refined_pairs = rows[tp.job.rows + TC_REFINED];
-  res->timing.transfer_ms = transfer_ms;
-  res->timing.kernel_ms = kernel_ms;
-  snprintf(res->device, sizeof res->device, "%s", histd__cuda_context_name(ctx));
-  snprintf(res->kernel, sizeof res->kernel, "tensor-core");
-  res->block_size = TC_TILE;
-  res->threads = 0;
-  res->exact = tp.job.exact != 0;
+  unsigned long long stats[TC_NSTATS];
+  SDH_CK_OUT(cudaMemcpy(out->rows, tp.counts, 8 * (size_t)tp.job.rows, cudaMemcpyDeviceToHost),
+             "the copy of the counts");
+  SDH_CK_OUT(cudaMemcpy(stats, tp.stats, sizeof stats, cudaMemcpyDeviceToHost),
+             "the copy of the counts");
+  out->refined = stats[TC_REFINED];
 out:
-  if (rc != 0) {
-    memset(res->counts, 0, (size_t)res->bins.count * sizeof *res->counts);
-    res->overflow = 0;
-  }
-  free(rows);
   if (mem != NULL)
     cudaFree(mem);
   for (int i = 0; i < 3; i++)
     if (ev[i] != NULL)
       cudaEventDestroy(ev[i]);
   return rc;
+}
+
+/* Runs the job, on the GPUs it is given (equal shares of the tile pairs,
+ * each GPU its own tiles); 1 (nothing run) where its plan declines, or its
+ * tiles do not fit a GPU, with why. */
+static int tc_run(HISTD__RUN_ARGS, char *why, size_t whylen) {
+  tc_job_in job;
+  memset(&job, 0, sizeof job);
+  job.ds = p->a;
+  size_t smem;
+  if (!tc_plan_job(w, p, ex, &job.tp, &smem, why, whylen))
+    return 1;
+  const uint64_t n = p->a->n, T = (n + TC_TILE - 1) / TC_TILE, U = T * (T + 1) / 2;
+  int dev[64];
+  const int nd = histd__cuda_job_split(w->gpu, ex, true, (double)n * (double)(n - 1) / 2, dev);
+  if (nd == 0) {
+    snprintf(why, whylen, "the devices mask selects no GPU");
+    return 1;
+  }
+  uint64_t cut[65];
+  for (int i = 0; i <= nd; i++)
+    cut[i] = U * (uint64_t)i / (uint64_t)nd;
+  bool dropped;
+  int rc = histd__cuda_parts(w->gpu, dev, nd, cut, job.tp.job.rows, tc_part, &job, ctl, res,
+                             &dropped, msg, msglen);
+  if (rc == HISTD_ETOOBIG) {
+    snprintf(why, whylen, "%s", msg);
+    return 1;
+  }
+  if (rc != 0)
+    return rc;
+  snprintf(res->kernel, sizeof res->kernel, "tensor-core");
+  res->block_size = TC_TILE;
+  res->threads = 0;
+  res->exact = job.tp.job.exact != 0;
+  return 0;
 }
 
 bool histd__cuda_tc_plan(const histd_worker *w, const histd_problem *p, const histd_exec *ex,

@@ -154,8 +154,8 @@ static bool grid_pays(const histd_problem *p, bool gpu, char *why, size_t whylen
  * H200): from 5e5 points and at k >= 16 (fewer than ~128 rows) it ran
  * 1.18-1.36x "balanced"; below (W4, 1e5 points: 0.44x) the tiles are too
  * few to fill the GPU, and at k < 16 (400 rows: 0.72x) the rows take the
- * shared memory and the counters' address costs more. One GPU only:
- * several GPUs share a large job on balanced. Its plan must take the job
+ * shared memory and the counters' address costs more. A job big enough
+ * to cut runs on every GPU it is given, as balanced's does. Its plan must take the job
  * (histd__cuda_tc_plan: the float32 code's reach, shared memory, the
  * devices mask), and the job's block size must be its own or none. */
 #define TC_MIN_POINTS 500000u
@@ -181,11 +181,9 @@ const histd_kernel *histd__choose_gpu_brute(const histd_problem *p, const histd_
 static const histd_kernel *gpu_plain(const histd_worker *w, const histd_problem *p,
                                      const histd_exec *ex, uint32_t *block) {
   const histd_kernel *tc = histd_kernel_find("tensor-core");
-  const double n = (double)p->a->n;
   uint32_t k = 0;
-  if (w->gpu != NULL && histd__cuda_job_gpus(w, ex, n * (n - 1) / 2) == 1 &&
-      (ex->block_size == 0 || ex->block_size == tc->block) && p->a->n >= TC_MIN_POINTS &&
-      histd__cuda_tc_plan(w, p, ex, &k) && k >= TC_MIN_K) {
+  if (w->gpu != NULL && (ex->block_size == 0 || ex->block_size == tc->block) &&
+      p->a->n >= TC_MIN_POINTS && histd__cuda_tc_plan(w, p, ex, &k) && k >= TC_MIN_K) {
     *block = tc->block;
     return tc;
   }

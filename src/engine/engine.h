@@ -282,10 +282,6 @@ void histd__cuda_unseal(void *ctx);
  * (open space, equal widths, no weights) on a CLASSIC kernel at the self
  * kernels' speed, which only "auto" hands it (kernels/gpu_engine.c). */
 int histd__cuda_run(HISTD__RUN_ARGS);
-/* The GPUs a splittable job of `pairs` pairs runs on from worker w with
- * ex's devices mask (several where it is large enough; 0: the mask allows
- * none) (kernels/gpu_engine.c). */
-int histd__cuda_job_gpus(const histd_worker *w, const histd_exec *ex, double pairs);
 /* Whether tensor-core's plan takes the plain self histogram p on worker
  * w's GPU (the float32 code's reach, its rows in shared memory, 2 to 2^31
  * points, the devices mask), and its k (the float code's row bits) in *k

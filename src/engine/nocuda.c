@@ -40,11 +40,6 @@ int histd__cuda_run(HISTD__RUN_ARGS) {
                     "kernel \"%s\" needs a GPU, and histd was built without CUDA", ex->kernel);
 }
 
-int histd__cuda_job_gpus(const histd_worker *w, const histd_exec *ex, double pairs) {
-  (void)w, (void)ex, (void)pairs;
-  return 0;
-}
-
 bool histd__cuda_tc_plan(const histd_worker *w, const histd_problem *p, const histd_exec *ex,
                          uint32_t *k) {
   (void)w, (void)p, (void)ex, (void)k;

@@ -676,9 +676,8 @@ int histd__job_devices(int own, uint64_t mask, int *dev, int max) {
  * pairs so far; their results are added as a cluster's partials are
  * (histd_result_add), so the counts are the one-GPU job's and the weighted
  * sums agree to rounding. The plain histogram's own kernels are left as
- * they run: the seeds' family splits a self job over the GPUs itself
- * (gpu_engine.c), and tensor-core runs a self job on one GPU (the A x B
- * blocks of its shards would go to other kernels). Only jobs of at least
+ * they run: the seeds' family and tensor-core split a self job over the
+ * GPUs themselves (gpu_engine.c's histd__cuda_parts). Only jobs of at least
  * HISTD_GPU_SPLIT_MIN_PAIRS pairs (2e10) are cut, as there;
  * HISTD_GPU_FAKE_SPLIT=k (tests) cuts over k workers of the job's own GPU.
  */
@@ -762,8 +761,8 @@ static int run_devices(histd_worker *w, const histd_problem *p, const histd_prob
   histd__choice c;
   const histd_kernel *kk = frame_kernel(w, k, p, ex, &c);
   if (kk->engine == HISTD_ENGINE_CPU || !(kk->caps & HISTD_CAN_BINS2))
-    return 1; /* the plain histogram's own kernels: the seeds' family splits a self job
-               * itself, tensor-core is one GPU's, and their A x B runs on one */
+    return 1; /* the plain histogram's own kernels: the seeds' family and tensor-core
+               * split a self job themselves, and their A x B runs on one */
   histd_shard_plan plan;
   histd_shard_plan_make(p, kk->name, (uint64_t)nd * 4, &plan);
   if (plan.count < (uint64_t)nd)

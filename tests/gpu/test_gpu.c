@@ -14,7 +14,8 @@
  *   - tensor-core (blocks of 256 only) where its own paths run: auto's
  *     envelope, rows of sub-rows (k = 16..19), lattices whose distances
  *     fall on edges in both of its queues, a far outlier (wide tile
- *     pairs), progress and cancel, the jobs its plan declines.
+ *     pairs), progress and cancel, the jobs its plan declines, a job in
+ *     parts over several GPUs (or over one as if several).
  * Exits 77 ("skipped: no CUDA device: <why>") without a usable GPU.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -406,27 +407,42 @@ static histd_dataset make_lattice(size_t n, double off) {
 }
 
 /* Runs `kernel` (tensor-core or auto) exactly on ds against the reference;
- * the job must have run tensor-core. */
-static void tc_case(const histd_dataset *ds, const char *kernel, double w, uint32_t nb,
-                    const char *what) {
+ * the job must have run tensor-core. parts 0: on the worker's GPU alone;
+ * else cut into parts over every GPU (parts of them; one GPU: that many
+ * parts of it, as if it were several). */
+static int gpu_count; /* the machine's GPUs */
+
+static void tc_parts_case(const histd_dataset *ds, const char *kernel, double w, uint32_t nb,
+                          int parts, const char *what) {
   uint64_t *ref = reference(ds, w, nb);
   histd_result res;
   char msg[512] = "";
-  plain_job spec; /* on the worker's GPU alone: on a host of several, auto cuts a job this
-                   * big over all of them with the seeds' family (tensor-core is one GPU's) */
+  plain_job spec;
   plain_init(&spec);
   spec.bucket_width = w;
   spec.buckets = nb;
   spec.precision = HISTD_PRECISION_EXACT;
-  spec.devices = UINT64_C(1) << histd_worker_device(W);
+  spec.devices = parts == 0 ? UINT64_C(1) << histd_worker_device(W) : 0;
   snprintf(spec.kernel, sizeof spec.kernel, "%s", kernel);
   runs++;
+  if (parts > 0) {
+    setenv("HISTD_GPU_SPLIT_MIN_PAIRS", "0", 1);
+    if (gpu_count < 2) {
+      char k[16];
+      snprintf(k, sizeof k, "%d", parts);
+      setenv("HISTD_GPU_FAKE_SPLIT", k, 1);
+    }
+  }
   int rc = plain_worker_run(W, ds, &spec, NULL, &res, msg, sizeof msg);
+  unsetenv("HISTD_GPU_SPLIT_MIN_PAIRS");
+  unsetenv("HISTD_GPU_FAKE_SPLIT");
   CHECK(rc == 0, "%s on %s: %s", kernel, what, msg);
   if (rc == 0) {
     CHECK(strcmp(res.kernel, "tensor-core") == 0 && res.block_size == 256,
           "%s on %s ran %s/%u (%s), not tensor-core/256", kernel, what, res.kernel,
           res.block_size, res.reason);
+    CHECK(parts == 0 || strstr(res.device, " + ") != NULL,
+          "%s on %s ran on %s, not in parts", kernel, what, res.device);
     CHECK(res.exact, "tensor-core claims inexact counts in exact mode");
     int bad = 0;
     for (uint32_t b = 0; b <= nb; b++) {
@@ -435,12 +451,18 @@ static void tc_case(const histd_dataset *ds, const char *kernel, double w, uint3
         CHECK(0, "%s on %s: %s %u: got %" PRIu64 ", want %" PRIu64, kernel, what,
               b < nb ? "bucket" : "overflow", b, got, ref[b]);
     }
-    printf("  %-44s %s (%s, %.2f ms, %" PRIu64 " pairs refined)\n", what,
-           bad ? "FAILED" : "ok", res.kernel, res.timing.kernel_ms, res.refined_pairs);
+    printf("  %-44s %s (%s, %.2f ms, %" PRIu64 " pairs refined%s%s)\n", what,
+           bad ? "FAILED" : "ok", res.kernel, res.timing.kernel_ms, res.refined_pairs,
+           parts > 0 ? ", on " : "", parts > 0 ? res.device : "");
     fflush(stdout);
     histd_result_free(&res);
   }
   free(ref);
+}
+
+static void tc_case(const histd_dataset *ds, const char *kernel, double w, uint32_t nb,
+                    const char *what) {
+  tc_parts_case(ds, kernel, w, nb, 0, what);
 }
 
 static void test_tensor_core(void) {
@@ -448,6 +470,7 @@ static void test_tensor_core(void) {
   /* auto's envelope: 5e5 points and more, k >= 16 */
   histd_dataset u = make_set(600011, SHAPE_UNIFORM, 23000, 61);
   tc_case(&u, "auto", 500, 80, "auto: uniform n=600011 w=500 (k 16)");
+  tc_parts_case(&u, "auto", 500, 80, 2, "auto: uniform n=600011 w=500, in parts");
   histd_dataset_free(&u);
   /* rows of 2^(k-16) sub-rows; the last tile partial */
   u = make_set(100003, SHAPE_UNIFORM, 23000, 62);
@@ -471,6 +494,10 @@ static void test_tensor_core(void) {
     tc_case(&rl, "tensor-core", 0.5, 30, what);
   }
   unsetenv("HISTD_TC_QUEUE");
+  /* cut into parts over the GPUs (or one GPU, 3 parts): the edges' redo in
+   * every part, the last part's tile pairs ending with the last tile */
+  tc_parts_case(&lat, "tensor-core", 1, 70, 3, "lattice 40^3 at 1e5 w=1, in parts");
+  tc_parts_case(&rl, "tensor-core", 0.5, 30, 2, "9^3 sites x 137 w=0.5, in parts");
   histd_dataset_free(&rl);
   /* clumps; a far outlier whose tile is wide against its neighbours */
   histd_dataset c = make_set(300007, SHAPE_CLUSTERED, 23000, 64);
@@ -949,6 +976,7 @@ int main(void) {
   printf("float32 stress sets\n");
   test_float32_stress();
   test_auto_and_prefetch();
+  gpu_count = count;
   test_tensor_core();
   test_cross();
   test_shards();
