@@ -179,6 +179,12 @@ struct gpu_ctx {
   cudaEvent_t staged[2];
 #define NEV 4
   cudaEvent_t ev_start[NEV], ev_end[NEV], k0, k1, d0, d1;
+  /* the contexts of a job's other parts (histd__cuda_parts), part i's in
+   * peer[i], kept for the next job in parts (a context's staging ring and
+   * the points' slots cost tens of ms to make): each holds the last points
+   * it ran, as this context does, until the worker ends */
+#define MAX_PARTS 64
+  struct gpu_ctx *peer[MAX_PARTS];
 };
 
 static void slot_free(gpu_slot *s) {
@@ -196,6 +202,8 @@ void histd__cuda_context_destroy(void *p) {
   gpu_ctx *ctx = p;
   if (ctx == NULL)
     return;
+  for (int i = 0; i < MAX_PARTS; i++)
+    histd__cuda_context_destroy(ctx->peer[i]);
   cudaSetDevice(ctx->device);
   if (ctx->compute)
     cudaStreamSynchronize(ctx->compute);
@@ -1196,7 +1204,7 @@ bool histd__part_stopped(const part_ctl *pc) {
 typedef struct part_thread {
   pthread_t tid;
   gpu_ctx *ctx;
-  bool own; /* ctx made for this job */
+  bool own; /* ctx is a peer (kept or made) of the job's context */
   int device;
   histd__part_fn run;
   const void *job;
@@ -1215,7 +1223,6 @@ static void *part_main(void *arg) {
     void *c = NULL;
     t->rc = histd__cuda_context_create(&c, t->device, t->msg, sizeof t->msg);
     t->ctx = c;
-    t->own = true;
   }
   if (t->rc == 0)
     t->rc = t->run(t->ctx, t->job, t->ua, t->ub, &t->pc, &t->out, t->msg, sizeof t->msg);
@@ -1243,7 +1250,16 @@ int histd__cuda_parts(gpu_ctx *ctx, const int *dev, int nd, const uint64_t *cut,
   atomic_init(&stop, false);
   int rc = 0, started = 0;
   for (int i = 0; i < nd; i++) {
-    t[i].ctx = i == 0 && dev[0] == ctx->device ? ctx : NULL;
+    if (i == 0 && dev[0] == ctx->device) {
+      t[i].ctx = ctx;
+    } else { /* a peer: the one kept for part i, if it is on the same GPU */
+      if (ctx->peer[i] != NULL && ctx->peer[i]->device != dev[i]) {
+        histd__cuda_context_destroy(ctx->peer[i]);
+        ctx->peer[i] = NULL;
+      }
+      t[i].ctx = ctx->peer[i];
+      t[i].own = true;
+    }
     t[i].device = dev[i];
     t[i].run = run;
     t[i].job = job;
@@ -1284,8 +1300,13 @@ int histd__cuda_parts(gpu_ctx *ctx, const int *dev, int nd, const uint64_t *cut,
   for (int i = 0; i < nd; i++) {
     if (nd > 1 && i < started && !t[i].empty)
       pthread_join(t[i].tid, NULL);
-    if (t[i].own && t[i].ctx)
-      histd__cuda_context_destroy(t[i].ctx);
+    if (t[i].own) { /* kept for the next job, unless its part failed (a GPU lost, ...) */
+      if (t[i].rc != 0 && t[i].rc != HISTD_ECANCELED) {
+        histd__cuda_context_destroy(t[i].ctx);
+        t[i].ctx = NULL;
+      }
+      ctx->peer[i] = t[i].ctx;
+    }
     /* a part that failed stops the others, which then return ECANCELED:
      * report the failure, not "cancelled" (a real cancel is checked below) */
     if (t[i].rc != 0 &&
