@@ -17,9 +17,13 @@
 extern "C" {
 #endif
 
+#define HISTD__MAX_SHARES 8 /* the GPUs a job is cut over (worker.c's run_devices) */
 struct histd_worker {
   int device; /* -1: the CPU engine */
   void *gpu;  /* the CUDA side's per-device context; NULL on the CPU */
+  /* the workers of a job's other GPUs (run_devices), share i's in peer[i],
+   * kept for the next job cut over GPUs, until this worker ends */
+  struct histd_worker *peer[HISTD__MAX_SHARES];
 };
 
 /* Whether k is the registry's "auto" row (registry.c). */

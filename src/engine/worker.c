@@ -40,6 +40,8 @@ int histd_worker_create(histd_worker **out, int device, char *msg, size_t msglen
 void histd_worker_destroy(histd_worker *w) {
   if (w == NULL)
     return;
+  for (int i = 0; i < HISTD__MAX_SHARES; i++)
+    histd_worker_destroy(w->peer[i]);
   if (w->gpu != NULL)
     histd__cuda_context_destroy(w->gpu);
   free(w);
@@ -677,7 +679,10 @@ int histd__job_devices(int own, uint64_t mask, int *dev, int max) {
  * (histd_result_add), so the counts are the one-GPU job's and the weighted
  * sums agree to rounding. The plain histogram's own kernels are left as
  * they run: the seeds' family and tensor-core split a self job over the
- * GPUs themselves (gpu_engine.c's histd__cuda_parts). Only jobs of at least
+ * GPUs themselves (gpu_engine.c's histd__cuda_parts). The other GPUs'
+ * workers are kept (the job's worker's peers) for the next job cut so.
+ * Progress is the pairs of the shards done, and of each GPU's shard in
+ * flight by its own progress, over the job's. Only jobs of at least
  * HISTD_GPU_SPLIT_MIN_PAIRS pairs (2e10) are cut, as there;
  * HISTD_GPU_FAKE_SPLIT=k (tests) cuts over k workers of the job's own GPU.
  */
@@ -699,13 +704,28 @@ static int sum_part(histd_result *sum, double **err, int *ran, histd_result *par
   return rc;
 }
 
-typedef struct device_share {
+typedef struct device_share device_share;
+
+/* What the GPUs' shares of one job share: their progress. */
+typedef struct device_job {
+  const histd_control *ctl;
+  pthread_mutex_t lock;
+  double pairs, reported; /* the job's; the fraction reported */
+  device_share *d;
+  int nd;
+} device_job;
+
+struct device_share {
   histd_worker *w;        /* NULL until made (another GPU's) */
+  bool peer;              /* w is the job's worker's peer (kept or made) */
+  device_job *job;
+  double done, shard, in_shard; /* pairs: of the shards done, the one in flight, done of it */
   int device;
   const histd_problem *p;
   const histd_exec *ex;
   const histd_shard_plan *plan;
   const uint64_t *order;  /* the plan's shards, largest first */
+  const uint64_t *pairs;  /* each shard's pairs */
   const int *owner;       /* each of order's GPU (an index of the shares) */
   int me;
   histd_control ctl;
@@ -714,30 +734,54 @@ typedef struct device_share {
   int ran, rc;
   double kernel_ms, transfer_ms;
   char msg[512];
-} device_share;
+};
+
+/* Reports the job's progress: the pairs of the shards done and in flight. */
+static void job_report(device_job *j) {
+  pthread_mutex_lock(&j->lock);
+  double done = 0;
+  for (int i = 0; i < j->nd; i++)
+    done += j->d[i].done + j->d[i].in_shard;
+  pthread_mutex_unlock(&j->lock);
+  histd__progress_step(j->ctl, &j->lock, &j->reported, done / j->pairs);
+}
+
+/* A share's shard in flight is x done (its worker's progress). */
+static void share_progress(void *u, double x) {
+  device_share *d = u;
+  pthread_mutex_lock(&d->job->lock);
+  d->in_shard = x * d->shard;
+  pthread_mutex_unlock(&d->job->lock);
+  job_report(d->job);
+}
+
+static bool share_cancelled(void *u) { return histd__cancelled(((device_share *)u)->job->ctl); }
 
 static void *device_share_run(void *arg) {
   device_share *d = arg;
-  histd_worker *own = NULL;
-  if (d->w == NULL && (d->rc = histd_worker_create(&own, d->device, d->msg, sizeof d->msg)) != 0)
+  if (d->w == NULL && (d->rc = histd_worker_create(&d->w, d->device, d->msg, sizeof d->msg)) != 0)
     return NULL;
-  histd_worker *w = d->w != NULL ? d->w : own;
   for (uint64_t k = 0; k < d->plan->count && d->rc == 0; k++) {
     if (d->owner[k] != d->me)
       continue;
     histd_shard sh;
     histd_result part;
     histd_shard_get(d->plan, d->order[k], &sh);
-    if ((d->rc = histd_worker_run_shard(w, d->p, d->ex, &sh, &d->ctl, &part, d->msg,
+    d->shard = (double)d->pairs[d->order[k]];
+    if ((d->rc = histd_worker_run_shard(d->w, d->p, d->ex, &sh, &d->ctl, &part, d->msg,
                                         sizeof d->msg)) != 0)
       break;
+    pthread_mutex_lock(&d->job->lock);
+    d->done += d->shard;
+    d->in_shard = 0;
+    pthread_mutex_unlock(&d->job->lock);
+    job_report(d->job);
     d->kernel_ms += part.timing.kernel_ms;
     d->transfer_ms += part.timing.transfer_ms;
     d->rc = sum_part(&d->sum, &d->err, &d->ran, &part, d->msg, sizeof d->msg);
   }
   if (d->ran > 0)
     histd_result_add_done(&d->sum, d->err);
-  histd_worker_destroy(own);
   return NULL;
 }
 
@@ -752,9 +796,9 @@ static int run_devices(histd_worker *w, const histd_problem *p, const histd_prob
     return 1; /* (before asking for the GPUs: most jobs stop here) */
   int dev[64];
   const int fake = (int)histd__env_number("HISTD_GPU_FAKE_SPLIT", 0);
-  int nd = histd__job_devices(w->device, ex->devices, dev, 8);
+  int nd = histd__job_devices(w->device, ex->devices, dev, HISTD__MAX_SHARES);
   if (fake > 1)
-    for (nd = 0; nd < fake && nd < 8; nd++)
+    for (nd = 0; nd < fake && nd < HISTD__MAX_SHARES; nd++)
       dev[nd] = w->device;
   if (nd < 2)
     return 1;
@@ -787,7 +831,10 @@ static int run_devices(histd_worker *w, const histd_problem *p, const histd_prob
     }
     order[at] = s;
   }
-  uint64_t load[8] = {0};
+  uint64_t load[HISTD__MAX_SHARES] = {0};
+  device_job job = {ctl, PTHREAD_MUTEX_INITIALIZER, 0, 0, d, nd};
+  for (uint64_t s = 0; s < plan.count; s++)
+    job.pairs += (double)pairs[s];
   for (uint64_t k2 = 0; k2 < plan.count; k2++) {
     int least = 0;
     for (int i = 1; i < nd; i++)
@@ -798,25 +845,43 @@ static int run_devices(histd_worker *w, const histd_problem *p, const histd_prob
   }
   const double t0 = histd_now_ms();
   int started = 0;
-  for (int i = 0; i < nd; i++) {
-    d[i].w = i == 0 && dev[0] == w->device ? w : NULL; /* (calloc zeroed the rest) */
+  for (int i = 0; i < nd; i++) { /* (calloc zeroed the rest) */
+    if (i == 0 && dev[0] == w->device) {
+      d[i].w = w;
+    } else { /* a peer: the one kept for share i, if it is on the same GPU */
+      if (w->peer[i] != NULL && w->peer[i]->device != dev[i]) {
+        histd_worker_destroy(w->peer[i]);
+        w->peer[i] = NULL;
+      }
+      d[i].w = w->peer[i];
+      d[i].peer = true;
+    }
     d[i].device = dev[i];
+    d[i].job = &job;
     d[i].p = p_in;
     d[i].ex = ex;
     d[i].plan = &plan;
     d[i].order = order;
+    d[i].pairs = pairs;
     d[i].owner = owner;
     d[i].me = i;
-    d[i].ctl.cancelled = ctl != NULL ? ctl->cancelled : NULL; /* (progress: at the end) */
-    d[i].ctl.user = ctl != NULL ? ctl->user : NULL;
+    d[i].ctl = (histd_control){share_progress, share_cancelled, &d[i], NULL};
     if (pthread_create(&t[i], NULL, device_share_run, &d[i]) != 0) {
       rc = histd_fail(msg, msglen, HISTD_EIO, "cannot start a thread for GPU %d", dev[i]);
       break;
     }
     started++;
   }
-  for (int i = 0; i < started; i++)
+  for (int i = 0; i < started; i++) {
     pthread_join(t[i], NULL);
+    if (d[i].peer) { /* kept for the next job, unless its share failed (a GPU lost, ...) */
+      if (d[i].rc != 0 && d[i].rc != HISTD_ECANCELED) {
+        histd_worker_destroy(d[i].w);
+        d[i].w = NULL;
+      }
+      w->peer[i] = d[i].w;
+    }
+  }
   for (int i = 0; i < started && rc == 0; i++)
     if (d[i].rc != 0)
       rc = histd_fail(msg, msglen, d[i].rc, "GPU %d: %s", dev[i], d[i].msg);

@@ -404,6 +404,61 @@ static void cases(void) {
     histd_dataset_free(sets[k]);
 }
 
+/* A GPU job cut over shares (3 workers of the GPU: run_devices) reports
+ * its progress as its shards go, never backwards, up to 1; a second job on
+ * the same worker (which keeps the shares' workers) counts the same. */
+typedef struct seen {
+  int calls, backwards, inner; /* inner: fractions strictly inside (0, 1) */
+  double last;
+} seen;
+
+static void on_progress(void *u, double x) {
+  seen *s = u;
+  s->backwards += x < s->last;
+  s->inner += x > 0 && x < 1;
+  s->last = x;
+  s->calls++;
+}
+
+static void shares_twice(int device) {
+  histd_dataset u;
+  uniform(&u, 4000, 100, true);
+  histd_problem p = problem(&u, NULL, 100, HISTD_STAT_S_MU,
+                            (histd_bins){HISTD_BINS_WIDTH, 20, 2, NULL, 10, 1});
+  want W;
+  definition(&p, &W);
+  histd_worker *w = NULL;
+  char msg[512];
+  CHECK(histd_worker_create(&w, device, msg, sizeof msg) == 0, "a worker on GPU %d: %s", device,
+        msg);
+  histd_exec ex;
+  histd_exec_init(&ex);
+  snprintf(ex.kernel, sizeof ex.kernel, "tiled-stats");
+  for (int round = 0; w != NULL && round < 2; round++) {
+    seen s = {0, 0, 0, 0};
+    histd_control ctl = {on_progress, NULL, &s, NULL};
+    histd_result r;
+    int rc = histd_worker_run(w, &p, &ex, &ctl, &r, msg, sizeof msg);
+    CHECK(rc == 0, "the job in shares, round %d: %s", round, msg);
+    if (rc != 0)
+      continue;
+    CHECK(strstr(r.device, "shards") != NULL, "round %d ran on %s, not in shards", round,
+          r.device);
+    CHECK(memcmp(r.counts, W.counts, slots_of(&p.bins) * sizeof *r.counts) == 0 &&
+              r.overflow == W.overflow,
+          "round %d: the counts differ from the definition", round);
+    CHECK(s.backwards == 0 && s.last == 1.0 && s.inner >= 2,
+          "round %d's progress: %d calls, %d inside (0, 1), %d backwards, last %g", round,
+          s.calls, s.inner, s.backwards, s.last);
+    printf("  a job in shares, round %d: %d progress calls (%d inside (0, 1)), on %s\n", round,
+           s.calls, s.inner, r.device);
+    histd_result_free(&r);
+  }
+  histd_worker_destroy(w);
+  want_free(&W);
+  histd_dataset_free(&u);
+}
+
 int main(void) {
   histd_device_info info;
   int gpus = test_gpus(&info, "TEST_BINS2_GPU");
@@ -417,6 +472,7 @@ int main(void) {
     setenv("HISTD_GPU_SPLIT_MIN_PAIRS", "0", 1);
     printf("the cases again, each job cut over 3 workers of the GPU\n");
     cases();
+    shares_twice(info.index);
     unsetenv("HISTD_GPU_FAKE_SPLIT");
     unsetenv("HISTD_GPU_SPLIT_MIN_PAIRS");
   }

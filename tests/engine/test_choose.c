@@ -39,7 +39,7 @@
 #include "gpu_launch.h"
 #include "histd/histd.h"
 
-static const histd_worker CPU = {-1, NULL}, GPU = {0, NULL};
+static const histd_worker CPU = {.device = -1}, GPU = {.device = 0};
 
 /* n points spanning [lo, hi) on every axis, no coordinates. */
 static histd_dataset shape(size_t n, double lo, double hi) {
