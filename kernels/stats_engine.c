@@ -42,22 +42,6 @@ static cudaError_t put(double *dst, const double *src, size_t n, cudaStream_t s)
   return cudaMemcpyAsync(dst, src, n * sizeof(double), cudaMemcpyHostToDevice, s);
 }
 
-/* Whether edges[0..count] are a geometric row (log bins), each within a
- * thousandth of a bin of its place: then a log gives a distance's bin to
- * within one or two (a guess only: the kernel moves it to the edges' own
- * answer). */
-static bool edges_geometric(const double *e, uint32_t count) {
-  if (count < 2 || !(e[0] > 0))
-    return false;
-  const double q = log2(e[count] / e[0]) / count;
-  if (!(q > 0 && isfinite(q)))
-    return false;
-  for (uint32_t k = 0; k <= count; k++)
-    if (!(fabs(log2(e[k] / e[0]) / q - k) < 1e-3))
-      return false;
-  return true;
-}
-
 /* The block size and the shared-memory layout, the first that fits of,
  * in order: the edges staged (edge bins), the histogram per block, and for
  * weights lane columns (only where two blocks still fit a multiprocessor:
@@ -183,12 +167,6 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   sp.two = sp.ev.axes != HISTD_EV_D;
   sp.width = p->bins.width;
   sp.inv_width = sp.edges ? 0 : 1 / p->bins.width;
-  if (sp.edges && !sp.two && edges_geometric(p->bins.edges, p->bins.count)) {
-    const double e0 = p->bins.edges[0], r = pow(p->bins.edges[p->bins.count] / e0,
-                                                 1.0 / p->bins.count);
-    sp.guess_a = (float)(1 / log2(r));
-    sp.guess_b = (float)(-log2(e0) / log2(r));
-  }
   sp.na = (uint32_t)a->n;
   sp.nb = (uint32_t)b->n;
   sp.cross = p->b != NULL;

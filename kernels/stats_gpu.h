@@ -55,11 +55,6 @@ typedef struct stats_params {
   histd_ev_bin ev;   /* two: the evaluator (its edges: the kernel's) */
   double width, inv_width; /* width bins: w and fl(1 / w) */
   const double *dedges; /* explicit: count1 + 1 edges on the device */
-  /* explicit edges in a geometric row (log bins): a first guess of a
-   * distance's bin, floor(log2(d) guess_a + guess_b) in float32, which the
-   * kernel then moves to the bin the edges themselves say (guess_a 0: none,
-   * a binary search) */
-  float guess_a, guess_b;
   uint32_t na, nb;   /* points of A and B (B = A for self pairs) */
   int cross;         /* 0: self pairs i < j of A */
   int weighted;      /* STATS_W_*: aw and bw hold the weights, and how they sum */

@@ -42,24 +42,6 @@ __host__ __device__ static size_t layout_bytes(uint32_t block, uint32_t count, u
   return bytes;
 }
 
-/* histd_bin_edges's answer for log bins: from a guess by the float32 log
- * (within a bin or two of the answer), moved by the edges themselves to
- * the k with edges[k] <= d < edges[k + 1]. */
-__device__ static inline uint32_t bin_guessed(double d, const double *edges, uint32_t count,
-                                              const stats_params &p) {
-  if (!(d >= edges[0]))
-    return HISTD_BIN_BELOW;
-  if (d >= edges[count])
-    return HISTD_BIN_OVER;
-  const float g = floorf(__fmaf_rn(__log2f((float)d), p.guess_a, p.guess_b));
-  uint32_t k = !(g > 0) ? 0 : g >= (float)(count - 1) ? count - 1 : (uint32_t)g;
-  while (d < edges[k]) /* (k > 0 here: edges[0] <= d) */
-    k--;
-  while (d >= edges[k + 1]) /* (k + 1 < count here: d < edges[count]) */
-    k++;
-  return k;
-}
-
 template <int METRIC, bool EDGES, int W, bool TWO>
 __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uint32_t t1) {
   extern __shared__ double smem[];
@@ -133,8 +115,9 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
             /* histd_ev_bin_slot's rule, written out: through the evaluator's
              * struct the width and its inverse sit in registers, and GS1 ran
              * 6% slower on an H200 (bench/RESULTS.md, 2026-11-28) */
-            uint32_t bin = EDGES ? (p.guess_a != 0 ? bin_guessed(d, edges, count, p)
-                                                   : histd_bin_edges(d, edges, count))
+            uint32_t bin = EDGES ? (p.ev.ga != 0 ? histd_bin_edges_guess(d, edges, count,
+                                                                         p.ev.ga, p.ev.gb)
+                                                 : histd_bin_edges(d, edges, count))
                                  : histd_bin_width(d, p.width, p.inv_width, count);
             k = bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? count + 1 : bin;
           }

@@ -42,6 +42,8 @@
 /* Where a pair counts: bins of d (WIDTH: floor(d / w); EDGES: E[k] <= d <
  * E[k+1]) as a slot 0..count-1, count (below E[0]) or count + 1 (at or
  * beyond the last edge). edges NULL: WIDTH bins of `width`, inv = fl(1/w).
+ * Edges in a geometric row (log bins) are searched from a guess (ga not 0:
+ * histd_bin_edges_guess), with the same answer.
  *
  * Two axes (axes RP_PI or S_MU, histd_ev_bin_pair): axis 1 (r_p, or s =
  * d) in those bins, axis 2 (pi, or mu) in count2 equal bins of width2
@@ -55,6 +57,7 @@ enum { HISTD_EV_D = 0, HISTD_EV_RP_PI = 1, HISTD_EV_S_MU = 2 };
 typedef struct histd_ev_bin {
   const double *edges;
   double width, inv;
+  float ga, gb; /* edges: histd_edges_guess's, or ga 0 */
   uint32_t count;
   int axes;     /* HISTD_EV_*  */
   int midpoint; /* the line of sight: the pair's midpoint, else z */
@@ -62,9 +65,16 @@ typedef struct histd_ev_bin {
   double max2, width2, inv2;
 } histd_ev_bin;
 
+/* Axis 1's bin of u (HISTD_BIN_BELOW, HISTD_BIN_OVER or 0..count-1). */
+HISTD_PAIR_FN uint32_t histd_ev_axis1(const histd_ev_bin *e, double u) {
+  if (e->edges == 0)
+    return histd_bin_width(u, e->width, e->inv, e->count);
+  return e->ga != 0 ? histd_bin_edges_guess(u, e->edges, e->count, e->ga, e->gb)
+                    : histd_bin_edges(u, e->edges, e->count);
+}
+
 HISTD_PAIR_FN uint32_t histd_ev_bin_slot(const histd_ev_bin *e, double d) {
-  uint32_t b = e->edges != 0 ? histd_bin_edges(d, e->edges, e->count)
-                             : histd_bin_width(d, e->width, e->inv, e->count);
+  uint32_t b = histd_ev_axis1(e, d);
   return b == HISTD_BIN_BELOW ? e->count : b == HISTD_BIN_OVER ? e->count + 1 : b;
 }
 
@@ -126,8 +136,7 @@ HISTD_PAIR_FN uint32_t histd_ev_bin_pair(const histd_ev_bin *e, const histd_metr
   *u_out = u;
   if (k2 == HISTD_BIN_OVER)
     return slots + 1;
-  const uint32_t k1 = e->edges != 0 ? histd_bin_edges(u, e->edges, e->count)
-                                    : histd_bin_width(u, e->width, e->inv, e->count);
+  const uint32_t k1 = histd_ev_axis1(e, u);
   return k1 == HISTD_BIN_BELOW ? slots : k1 == HISTD_BIN_OVER ? slots + 1 : k1 * e->count2 + k2;
 }
 

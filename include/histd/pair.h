@@ -46,6 +46,7 @@
 #define HISTD_SQRT(a) __dsqrt_rn(a)
 #define HISTD_RINT(a) rint(a)
 #define HISTD_FLOOR(a) floor(a)
+#define HISTD_LOG2F(a) __log2f(a)
 #else
 #include <math.h>
 #define HISTD_PAIR_FN static inline
@@ -56,6 +57,7 @@
 #define HISTD_SQRT(a) sqrt(a)
 #define HISTD_RINT(a) histd_rint(a)
 #define HISTD_FLOOR(a) floor(a)
+#define HISTD_LOG2F(a) log2f(a)
 /* nearbyint in the default rounding mode, inline: adding and subtracting
  * 1.5 * 2^52 rounds to the nearest integer, ties to even, exactly, for
  * |x| < 2^51; larger doubles are integers already. (libm's nearbyint is a
@@ -173,6 +175,45 @@ HISTD_PAIR_FN uint32_t histd_bin_edges(double d, const double *edges, uint32_t c
       hi = mid;
   }
   return lo;
+}
+
+/* histd_bin_edges's answer where the edges are a geometric row (log bins,
+ * histd_edges_guess below says which): a first guess from the float32 log
+ * of d, floor(log2(d) ga + gb), within a bin or two of the answer, then
+ * moved by the edges themselves to the k with edges[k] <= d < edges[k+1].
+ * The guess only decides where the comparisons start, so any guess gives
+ * the search's answer; a good one saves its steps (GS2 on an H200: 1.46x). */
+HISTD_PAIR_FN uint32_t histd_bin_edges_guess(double d, const double *edges, uint32_t count,
+                                             float ga, float gb) {
+  if (!(d >= edges[0]))
+    return HISTD_BIN_BELOW;
+  if (d >= edges[count])
+    return HISTD_BIN_OVER;
+  const float g = HISTD_LOG2F((float)d) * ga + gb;
+  uint32_t k = !(g > 0) ? 0 : g >= (float)(count - 1) ? count - 1 : (uint32_t)g;
+  while (d < edges[k]) /* (stops at 0 at the latest: edges[0] <= d) */
+    k--;
+  while (d >= edges[k + 1]) /* (stops at count - 1 at the latest: d < edges[count]) */
+    k++;
+  return k;
+}
+
+/* The guess's ga and gb for edges[0..count] (1, and ga 0 where the edges
+ * are no geometric row within a thousandth of a bin, or leave [1e-30,
+ * 1e30], where float32's log would not serve). */
+static inline int histd_edges_guess(const double *e, uint32_t count, float *ga, float *gb) {
+  *ga = *gb = 0;
+  if (e == 0 || count < 2 || !(e[0] >= 1e-30 && e[count] <= 1e30))
+    return 0;
+  const double q = log2(e[count] / e[0]) / count;
+  if (!(q > 0))
+    return 0;
+  for (uint32_t k = 0; k <= count; k++)
+    if (!(fabs(log2(e[k] / e[0]) / q - k) < 1e-3))
+      return 0;
+  *ga = (float)(1 / q);
+  *gb = (float)(-log2(e[0]) / q);
+  return 1;
 }
 
 #endif /* HISTD_PAIR_H */

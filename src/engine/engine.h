@@ -182,7 +182,9 @@ int histd__images_move(const histd_dataset *src, const histd_box *box, const int
 static inline histd_ev_bin histd__ev_bin(const histd_problem *p) {
   const bool edges = p->bins.kind == HISTD_BINS_EDGES;
   histd_ev_bin e = {edges ? p->bins.edges : NULL, p->bins.width, edges ? 0 : 1 / p->bins.width,
-                    p->bins.count, HISTD_EV_D, p->los_midpoint, 0, 0, 0, 0};
+                    0, 0, p->bins.count, HISTD_EV_D, p->los_midpoint, 0, 0, 0, 0};
+  if (edges)
+    histd_edges_guess(p->bins.edges, p->bins.count, &e.ga, &e.gb);
   if (p->statistic == HISTD_STAT_RP_PI || p->statistic == HISTD_STAT_S_MU) {
     e.axes = p->statistic == HISTD_STAT_RP_PI ? HISTD_EV_RP_PI : HISTD_EV_S_MU;
     e.count2 = p->bins.count2;
