@@ -680,6 +680,7 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
 typedef struct cpu_job {
   const cpu_plan *plan;       /* the float32/float64 loops of a plain problem */
   const histd_problem *prob;  /* else the general pair loop on this problem   */
+  histd_ev_bin ev;            /* and its bins (histd__ev_bin, made once)      */
   const histd__grid *grid;    /* tasks are runs of cells (else tile pairs)   */
   uint64_t chunk;             /* grid: cells per task                        */
   uint64_t flush_at;          /* pairs a thread counts before it flushes     */
@@ -808,7 +809,7 @@ static uint64_t run_block(cpu_thread *t, const histd__block *b) {
       const size_t j1 = j0 + T < b->j1 ? j0 + T : b->j1;
       const bool diag = b->diag && j0 == i0;
       if (job->prob != NULL)
-        histd__pairs_block(job->prob, i0, i1, j0, j1, diag, &t->sink);
+        histd__pairs_block(job->prob, &job->ev, i0, i1, j0, j1, diag, &t->sink);
       else
         plan->block(&plan->ctx, i0, i1, j0, j1, diag, t->hist, &t->refined);
       uint64_t n = diag ? (uint64_t)(i1 - i0) * (i1 - i0 - 1) / 2
@@ -913,6 +914,8 @@ static int cpu_run(const histd_problem *p, const histd__grid *grid, const histd_
   memset(&job, 0, sizeof job);
   job.plan = general ? NULL : &plan;
   job.prob = general ? p : NULL;
+  if (general)
+    job.ev = histd__ev_bin(p);
   job.cross = p->b != NULL;
   job.ctl = ctl;
   job.res = res;

@@ -25,8 +25,9 @@ int histd__cpu_reference_run(HISTD__RUN_ARGS) {
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u buckets",
                       res->bins.count);
   int rc = 0;
+  const histd_ev_bin ev = histd__ev_bin(p);
   for (size_t i = 0; i < n; i++) {
-    histd__pairs_block(p, i, i + 1, 0, nb, self, &sink);
+    histd__pairs_block(p, &ev, i, i + 1, 0, nb, self, &sink);
     uint64_t row = self ? n - 1 - i : nb;
     done += row;
     since_poll += row;

@@ -227,8 +227,10 @@ void histd__problem_shard(const histd_problem *pf, const histd_shard *sh, histd_
 
 int histd__sink_init(histd__sink *s, uint32_t count, bool weighted, bool ravg);
 void histd__sink_free(histd__sink *s);
-void histd__pairs_block(const histd_problem *p, size_t i0, size_t i1, size_t j0, size_t j1,
-                        bool diag, histd__sink *s);
+/* The pairs [i0, i1) x [j0, j1) of p (j > i when diag) into s, binned by
+ * ev (histd__ev_bin(p), made once a run: it reads the edges). */
+void histd__pairs_block(const histd_problem *p, const histd_ev_bin *ev, size_t i0, size_t i1,
+                        size_t j0, size_t j1, bool diag, histd__sink *s);
 /* Adds sink s into total (same count); then total into the result. */
 void histd__sink_merge(histd__sink *total, const histd__sink *s, uint32_t count);
 void histd__sink_to_result(histd_result *res, const histd__sink *s);

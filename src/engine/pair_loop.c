@@ -44,15 +44,14 @@ void histd__sink_free(histd__sink *s) {
   memset(s, 0, sizeof *s);
 }
 
-void histd__pairs_block(const histd_problem *p, size_t i0, size_t i1, size_t j0, size_t j1,
-                        bool diag, histd__sink *s) {
+void histd__pairs_block(const histd_problem *p, const histd_ev_bin *ev, size_t i0, size_t i1,
+                        size_t j0, size_t j1, bool diag, histd__sink *s) {
   const histd_metric m = histd__metric(&p->box);
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
-  const histd_ev_bin ev = histd__ev_bin(p);
   for (size_t i = i0; i < i1; i++)
     for (size_t j = diag ? (i + 1 > j0 ? i + 1 : j0) : j0; j < j1; j++) {
       double u;
-      size_t k = histd__pair_slot(p, &m, &ev, i, j, &u);
+      size_t k = histd__pair_slot(p, &m, ev, i, j, &u);
       s->counts[k]++;
       const double wp = s->sum != NULL ? a->w[i] * b->w[j] : 1;
       if (s->sum != NULL)
