@@ -333,10 +333,8 @@ template <bool EDGES, bool W>
 __device__ __forceinline__ void count_s(const grid_params &p, const grid_sink &k, double s,
                                         double wp) {
   const double d = __dsqrt_rn(s);
-  const uint32_t bin =
-      !EDGES ? histd_bin_width(d, p.width, p.inv_width, p.count)
-      : p.ev.ga != 0 ? histd_bin_edges_guess(d, k.edges, p.count, p.ev.ga, p.ev.gb)
-                     : histd_bin_edges(d, k.edges, p.count);
+  const uint32_t bin = EDGES ? histd_bin_edges_guess(d, k.edges, p.count, p.ev.ga, p.ev.gb)
+                             : histd_bin_width(d, p.width, p.inv_width, p.count);
   if (bin == HISTD_BIN_OVER) /* the host counts overflow */
     return;
   const uint32_t slot = bin == HISTD_BIN_BELOW ? p.count : bin;

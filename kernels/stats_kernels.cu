@@ -115,9 +115,7 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
             /* histd_ev_bin_slot's rule, written out: through the evaluator's
              * struct the width and its inverse sit in registers, and GS1 ran
              * 6% slower on an H200 (bench/RESULTS.md, 2026-11-28) */
-            uint32_t bin = EDGES ? (p.ev.ga != 0 ? histd_bin_edges_guess(d, edges, count,
-                                                                         p.ev.ga, p.ev.gb)
-                                                 : histd_bin_edges(d, edges, count))
+            uint32_t bin = EDGES ? histd_bin_edges_guess(d, edges, count, p.ev.ga, p.ev.gb)
                                  : histd_bin_width(d, p.width, p.inv_width, count);
             k = bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? count + 1 : bin;
           }

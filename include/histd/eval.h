@@ -42,8 +42,8 @@
 /* Where a pair counts: bins of d (WIDTH: floor(d / w); EDGES: E[k] <= d <
  * E[k+1]) as a slot 0..count-1, count (below E[0]) or count + 1 (at or
  * beyond the last edge). edges NULL: WIDTH bins of `width`, inv = fl(1/w).
- * Edges in a geometric row (log bins) are searched from a guess (ga not 0:
- * histd_bin_edges_guess), with the same answer.
+ * Edges in a geometric row (log bins) are searched from a guess
+ * (histd_bin_edges_guess with ga, gb; ga 0: none), with the same answer.
  *
  * Two axes (axes RP_PI or S_MU, histd_ev_bin_pair): axis 1 (r_p, or s =
  * d) in those bins, axis 2 (pi, or mu) in count2 equal bins of width2
@@ -67,10 +67,8 @@ typedef struct histd_ev_bin {
 
 /* Axis 1's bin of u (HISTD_BIN_BELOW, HISTD_BIN_OVER or 0..count-1). */
 HISTD_PAIR_FN uint32_t histd_ev_axis1(const histd_ev_bin *e, double u) {
-  if (e->edges == 0)
-    return histd_bin_width(u, e->width, e->inv, e->count);
-  return e->ga != 0 ? histd_bin_edges_guess(u, e->edges, e->count, e->ga, e->gb)
-                    : histd_bin_edges(u, e->edges, e->count);
+  return e->edges == 0 ? histd_bin_width(u, e->width, e->inv, e->count)
+                       : histd_bin_edges_guess(u, e->edges, e->count, e->ga, e->gb);
 }
 
 HISTD_PAIR_FN uint32_t histd_ev_bin_slot(const histd_ev_bin *e, double d) {
