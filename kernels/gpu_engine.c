@@ -1186,6 +1186,14 @@ int histd__cuda_job_split(const gpu_ctx *ctx, const histd_exec *ex, bool splitta
   return nd;
 }
 
+struct part_ctl {
+  const histd_control *ctl; /* a part alone, else NULL */
+  atomic_ullong *done; /* several: done fractions * 1e9, summed */
+  atomic_bool *stop;
+  double weight; /* this part's share of the whole job */
+  double reported; /* the fraction it has reported */
+};
+
 void histd__part_progress(part_ctl *pc, double frac) {
   if (pc->ctl != NULL)
     histd__progress(pc->ctl, frac);

@@ -5,7 +5,6 @@
 #ifndef HISTD_GPU_ENGINE_H
 #define HISTD_GPU_ENGINE_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "histd/histd.h"
@@ -113,15 +112,10 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
  * cut[0..nd] and runs part i, units [cut[i], cut[i+1]), on GPU dev[i], a
  * host thread each; the parts' rows are added into the result. */
 
-/* How a part reports: alone, through the job's control; one of several,
- * through atomics the job's thread polls. */
-typedef struct part_ctl {
-  const histd_control *ctl; /* a part alone, else NULL */
-  atomic_ullong *done; /* several: done fractions * 1e9, summed */
-  atomic_bool *stop;
-  double weight; /* this part's share of the whole job */
-  double reported; /* the fraction it has reported */
-} part_ctl;
+/* How a part reports (gpu_engine.c): alone, through the job's control;
+ * one of several, through atomics the job's thread polls. Opaque here, so
+ * that the header stays C++ (bench/tc_probe.cu includes it). */
+typedef struct part_ctl part_ctl;
 
 /* Reports that a fraction `frac` of the part is done. */
 void histd__part_progress(part_ctl *pc, double frac);
