@@ -329,19 +329,14 @@ static int run_one(histd_worker *w, const histd_problem *q, const histd_exec *ex
                    const histd_control *ctl, uint64_t max_cells, double k, double runs,
                    histd_result *res, double *err, char *msg, size_t msglen) {
   histd_result part;
-  int rc = histd_result_init(&part, &q->bins, q->weighted, msg, msglen);
+  int rc = histd_result_for(&part, q, msg, msglen);
   if (rc != 0)
     return rc;
   histd__part pc = {ctl, k, runs};
   histd_control sub = histd__part_control(&pc);
   rc = histd__cuda_grid_part(w, q, ex, &sub, max_cells, true, &part, msg, msglen);
   if (rc == 0) {
-    for (uint32_t i = 0; i < part.bins.count; i++) {
-      res->counts[i] += part.counts[i];
-      if (err != NULL)
-        histd_ev_neumaier(&res->weighted[i], &err[i], part.weighted[i]);
-    }
-    res->below += part.below;
+    histd_result_add_bins(res, err, &part);
     res->block_size = part.block_size;
     res->timing.transfer_ms += part.timing.transfer_ms;
     res->timing.kernel_ms += part.timing.kernel_ms;
@@ -386,8 +381,8 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
   T = T < 1 ? 1 : T > MAX_THREADS ? MAX_THREADS : T;
   const uint32_t L = g.n[2];
   slab_of = malloc((size_t)L * sizeof *slab_of);
-  err = p->weighted ? calloc(res->bins.count, sizeof *err) : NULL;
-  if (slab_of == NULL || (p->weighted && err == NULL)) {
+  err = histd_result_add_errs(&res->bins);
+  if (slab_of == NULL || err == NULL) {
     rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the grid's slabs");
     goto out;
   }
@@ -500,12 +495,10 @@ int histd__cuda_grid_slabs(histd_worker *w, const histd_problem *p, const histd_
         goto out;
     }
   }
-  uint64_t sum = res->below;
-  for (uint32_t i = 0; i < res->bins.count; i++) {
+  uint64_t sum = res->below; /* every slot: (r_p, pi) and (s, mu) bins have two axes */
+  for (uint64_t i = 0; i < histd_bins_slots(&res->bins); i++)
     sum += res->counts[i];
-    if (err != NULL)
-      res->weighted[i] += err[i];
-  }
+  histd_result_add_done(res, err);
   res->overflow = histd_problem_pairs(p) - sum;
   t_runs = histd_now_ms() - t_start - t_cut - t_gather;
   if (getenv("HISTD_SLAB_TRACE") != NULL)

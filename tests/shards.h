@@ -35,7 +35,7 @@ static inline int run_sharded(const histd_problem *p, const char *kernel, uint64
     rc = histd_result_check(&part, &part.bins, histd_shard_pairs(p, &sh), msg, sizeof msg);
     if (rc == 0 && s == 0) {
       rc = histd_result_copy(r, &part);
-      err = calloc(part.bins.count, sizeof *err);
+      err = histd_result_add_errs(&part.bins);
     } else if (rc == 0) {
       rc = histd_result_add(r, err, &part, msg, sizeof msg);
     }

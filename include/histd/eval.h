@@ -35,6 +35,7 @@
 
 #include <stdint.h>
 
+#include "histd/histd.h" /* histd_sum */
 #include "histd/pair.h"
 
 /* ---- by pair: a bin of the distance ------------------------------------- */
@@ -136,6 +137,16 @@ HISTD_PAIR_FN uint32_t histd_ev_bin_pair(const histd_ev_bin *e, const histd_metr
     return slots + 1;
   const uint32_t k1 = histd_ev_axis1(e, u);
   return k1 == HISTD_BIN_BELOW ? slots : k1 == HISTD_BIN_OVER ? slots + 1 : k1 * e->count2 + k2;
+}
+
+/* ---- by pair: the sums beside a slot's count ---------------------------- */
+
+/* What a binned pair adds to its slot's sum of channel c (histd_sum,
+ * histd.h): wp its weight product (w_i w_j; 1 unweighted), u the value
+ * axis 1 bins (d, r_p or s). A new sum is a channel there and a case here;
+ * the drivers add every channel a result has alike. */
+HISTD_PAIR_FN double histd_ev_sum(int c, double wp, double u) {
+  return c == HISTD_SUM_WU ? HISTD_MUL(wp, u) : wp;
 }
 
 /* ---- by pair: the pairs within a radius --------------------------------- */

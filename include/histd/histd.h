@@ -588,6 +588,10 @@ bool histd_problem_in_pieces(const histd_problem *p);
 /* Piece k's two jackknife regions (s == t: one region's own pairs). */
 void histd_problem_piece_regions(const histd_problem *p, uint32_t k, uint32_t *s, uint32_t *t);
 
+/* The sums (histd_sum) p's binned result carries, bit c for channel c:
+ * HISTD_SUM_W when weighted, HISTD_SUM_WU with ravg. */
+unsigned histd_problem_sums(const histd_problem *p);
+
 /* The number of pairs the problem counts (n(n-1)/2 or n_a * n_b, summed
  * over its frames and pieces). */
 uint64_t histd_problem_pairs(const histd_problem *p);
@@ -694,6 +698,17 @@ typedef struct histd_timing {
   double total_ms;    /* wall time of the whole run               */
 } histd_timing;
 
+/* The sums a pair may add to its slot beside the count, one channel each:
+ * a row here, its value in histd/eval.h's histd_ev_sum, its fields in
+ * schema.c, and the problem's wish in histd_problem_sums. Each is a
+ * float64 per slot, summed with Neumaier's compensation wherever partial
+ * results meet (histd_result_add_bins). */
+typedef enum histd_sum {
+  HISTD_SUM_W = 0,  /* weighted: w_i w_j                              */
+  HISTD_SUM_WU = 1, /* ravg: (w_i w_j) u, u the value axis 1 bins      */
+  HISTD_SUMS = 2
+} histd_sum;
+
 /*
  * A result: its bins (a WIDTH description, or EDGES it owns), the counts,
  * below + overflow, and with weights the per-bin float64 sums. For every
@@ -750,9 +765,18 @@ typedef struct histd_result {
   /* the selections the operands came from ("" for a whole dataset): the
    * caller that made them (sdh, the service) fills these in to be shown */
   char select_a[256], select_b[256];
-  double *weighted;  /* NULL, or bins.count weighted sums           */
-  double *rsum;      /* ravg: NULL, or each bin's sum of (w_i w_j) u (u: d,
-                      * r_p or s), Neumaier-compensated              */
+  /* The sums a binned result carries beside its counts (histd_sum), a
+   * float64 a slot each, NULL where the job asks none: by channel in
+   * sums[] where every sum is handled alike (allocated, added, copied),
+   * by name where a sum's meaning matters. */
+  union {
+    double *sums[HISTD_SUMS];
+    struct {
+      double *weighted; /* HISTD_SUM_W: each slot's sum of w_i w_j */
+      double *rsum;     /* HISTD_SUM_WU, ravg: each slot's sum of (w_i w_j) u
+                         * (u: d, r_p or s), Neumaier-compensated   */
+    };
+  };
   double *theta_edges; /* THETA: the angle's edges in degrees (bins.count + 1),
                         * whose chords are bins.edges                 */
   uint64_t n, n_b;   /* points of A, and of B (0 for self pairs)     */
@@ -808,6 +832,9 @@ typedef struct histd_result {
  * (count resolved, never 0), copying explicit edges. */
 int histd_result_init(histd_result *res, const histd_bins *bins, bool weighted,
                       char *msg, size_t msglen);
+/* A result of p's bins: zeroed counts and the sums p asks
+ * (histd_problem_sums). 0, or an error with a sentence. */
+int histd_result_for(histd_result *res, const histd_problem *p, char *msg, size_t msglen);
 /* A result of these bins owning counts and weighted (NULL when unweighted),
  * which the caller allocated with malloc (bins.count of each); explicit
  * edges are copied. On failure both are freed. */
@@ -1052,9 +1079,16 @@ int histd_result_check(const histd_result *part, const histd_bins *bins, uint64_
  * histd_result_add_done. */
 int histd_result_add(histd_result *sum, double *err, const histd_result *part, char *msg,
                      size_t msglen);
+/* Its first part, which every sum of runs in the same bins shares (a
+ * frame's, a translation's, a slab's, a partial's): part's counts, below and
+ * sums (Neumaier's step, compensations in err; NULL: the counts alone)
+ * added to sum's. The sums sum has must be part's too. */
+void histd_result_add_bins(histd_result *sum, double *err, const histd_result *part);
+/* Adds the compensations in err (NULL: none) into sum's sums, and rebuilds a
+ * volume the parts did not share. */
 void histd_result_add_done(histd_result *sum, double *err);
 /* The compensations histd_result_add keeps for results of these bins,
- * zeroed (two a slot: the weighted sum's, ravg's); NULL: out of memory. */
+ * zeroed (HISTD_SUMS a slot); NULL: out of memory. */
 double *histd_result_add_errs(const histd_bins *bins);
 
 /* The device a worker for ex runs on, as histd_run picks it: a GPU (the

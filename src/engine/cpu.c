@@ -751,13 +751,7 @@ static void flush(cpu_thread *t) {
     pthread_mutex_lock(&job->lock);
     histd__sink_merge(&job->total, &t->sink, count);
     pthread_mutex_unlock(&job->lock);
-    /* merged: the sink starts again (sums too, or the next flush adds them twice) */
-    const size_t slots = (size_t)count + 2;
-    memset(t->sink.counts, 0, slots * sizeof *t->sink.counts);
-    double *sums[4] = {t->sink.sum, t->sink.err, t->sink.rsum, t->sink.rerr};
-    for (int k = 0; k < 4; k++)
-      if (sums[k] != NULL)
-        memset(sums[k], 0, slots * sizeof *sums[k]);
+    histd__sink_zero(&t->sink, count); /* or the next flush adds it twice */
     return;
   }
   const cpu_ctx *c = &job->plan->ctx;
@@ -787,8 +781,8 @@ static void flush(cpu_thread *t) {
     double *sum = cpu_wsums(c, h) + cpu_wacc(c), *err = sum + c->stride;
     for (uint32_t s = 0; s <= c->buckets; s++) {
       uint32_t k = s == c->buckets ? count + 1 : first && s == 0 ? count : s - first;
-      histd_ev_neumaier(&job->total.sum[k], &job->total.err[k], sum[s]);
-      histd_ev_neumaier(&job->total.sum[k], &job->total.err[k], err[s]);
+      histd_ev_neumaier(&job->total.sum[HISTD_SUM_W][k], &job->total.err[HISTD_SUM_W][k], sum[s]);
+      histd_ev_neumaier(&job->total.sum[HISTD_SUM_W][k], &job->total.err[HISTD_SUM_W][k], err[s]);
       sum[s] = err[s] = 0;
     }
   }
@@ -940,7 +934,7 @@ static int cpu_run(const histd_problem *p, const histd__grid *grid, const histd_
   atomic_init(&job.stop, false);
   atomic_init(&job.cancelled, false);
   pthread_mutex_init(&job.lock, NULL);
-  if ((general || weighted) && histd__sink_init(&job.total, count, p->weighted, p->ravg) != 0) {
+  if ((general || weighted) && histd__sink_init(&job.total, count, histd_problem_sums(p)) != 0) {
     plan_free(&plan);
     pthread_mutex_destroy(&job.lock);
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u buckets", count);
@@ -970,7 +964,7 @@ static int cpu_run(const histd_problem *p, const histd__grid *grid, const histd_
     t->job = &job;
     bool ok;
     if (general) {
-      ok = histd__sink_init(&t->sink, count, p->weighted, p->ravg) == 0;
+      ok = histd__sink_init(&t->sink, count, histd_problem_sums(p)) == 0;
     } else {
       t->hist = aligned_alloc(64, (hist_bytes + 63) & ~(size_t)63);
       ok = t->hist != NULL;

@@ -21,7 +21,7 @@ int histd__cpu_reference_run(HISTD__RUN_ARGS) {
   uint64_t done = 0, since_poll = 0;
   double t0 = histd_now_ms();
   histd__sink sink;
-  if (histd__sink_init(&sink, (uint32_t)histd_bins_slots(&res->bins), p->weighted, p->ravg) != 0)
+  if (histd__sink_init(&sink, (uint32_t)histd_bins_slots(&res->bins), histd_problem_sums(p)) != 0)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u buckets",
                       res->bins.count);
   int rc = 0;

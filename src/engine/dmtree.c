@@ -1003,7 +1003,7 @@ int histd__dmtree_run_leaves(HISTD__RUN_ARGS, const histd__dm_leaves *leaves) {
      * sink's slots (bins, below, overflow); weighted sums through
      * Neumaier's compensation, as every kernel sums them */
     histd__sink total;
-    if (histd__sink_init(&total, count, p->weighted, false) != 0)
+    if (histd__sink_init(&total, count, p->weighted ? 1u << HISTD_SUM_W : 0) != 0)
       rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u bins", count);
     for (unsigned i = 0; rc == 0 && i < nalloc; i++) {
       const dm_thread *t = &th[i];
@@ -1011,8 +1011,8 @@ int histd__dmtree_run_leaves(HISTD__RUN_ARGS, const histd__dm_leaves *leaves) {
         const size_t k = l == 0 ? count : l == count + 1 ? (size_t)count + 1 : l - 1;
         total.counts[k] += t->h[l];
         if (p->weighted) {
-          histd_ev_neumaier(&total.sum[k], &total.err[k], t->ws[l]);
-          histd_ev_neumaier(&total.sum[k], &total.err[k], t->we[l]);
+          histd_ev_neumaier(&total.sum[HISTD_SUM_W][k], &total.err[HISTD_SUM_W][k], t->ws[l]);
+          histd_ev_neumaier(&total.sum[HISTD_SUM_W][k], &total.err[HISTD_SUM_W][k], t->we[l]);
         }
       }
       resolved += t->resolved;

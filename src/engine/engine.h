@@ -144,11 +144,10 @@ static inline histd_metric histd__metric(const histd_box *b) {
  * float32 loops do not apply (pair_loop.c).
  */
 typedef struct histd__sink {
-  uint64_t *counts;  /* count + 2: [count] below, [count + 1] overflow */
-  double *sum, *err; /* NULL, or count + 2 Neumaier sums of w_i w_j and their
-                      * running compensations */
-  double *rsum, *rerr; /* ravg: NULL, or count + 2 sums of (w_i w_j) u, u the
-                        * value axis 1 bins (histd_ev_bin_pair) */
+  uint64_t *counts; /* count + 2: [count] below, [count + 1] overflow */
+  /* channel c (histd_sum): NULL, or count + 2 Neumaier sums and their
+   * running compensations */
+  double *sum[HISTD_SUMS], *err[HISTD_SUMS];
 } histd__sink;
 
 /* The sink slot of the pair (i of a, j of b; b = a for self pairs) by the
@@ -225,12 +224,15 @@ int histd__problem_resolve(const histd_problem *p, double within_edges[2], histd
 void histd__problem_shard(const histd_problem *pf, const histd_shard *sh, histd_dataset *a,
                           histd_dataset *b, histd_problem *out);
 
-int histd__sink_init(histd__sink *s, uint32_t count, bool weighted, bool ravg);
+/* A sink of count + 2 slots and the sums in mask `sums` (histd_problem_sums). */
+int histd__sink_init(histd__sink *s, uint32_t count, unsigned sums);
 void histd__sink_free(histd__sink *s);
 /* The pairs [i0, i1) x [j0, j1) of p (j > i when diag) into s, binned by
  * ev (histd__ev_bin(p), made once a run: it reads the edges). */
 void histd__pairs_block(const histd_problem *p, const histd_ev_bin *ev, size_t i0, size_t i1,
                         size_t j0, size_t j1, bool diag, histd__sink *s);
+/* Zeroes the sink's counts and sums (count + 2 slots). */
+void histd__sink_zero(histd__sink *s, uint32_t count);
 /* Adds sink s into total (same count); then total into the result. */
 void histd__sink_merge(histd__sink *total, const histd__sink *s, uint32_t count);
 void histd__sink_to_result(histd_result *res, const histd__sink *s);

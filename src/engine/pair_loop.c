@@ -5,30 +5,27 @@
  * "cpu-reference" runs it over the whole problem on one thread; "cpu" runs
  * it on tiles, on every core, for the problems its float32 loops do not
  * cover. A sink collects what a block counted: 64-bit counts with two extra
- * slots (below, overflow) and, with weights, a Neumaier-compensated sum per
- * bin, so a bin's weighted sum stays within a few ulps of the sum of
- * |w_i w_j| whatever the order or the number of threads (plain summation
- * of 10^10 terms could lose 10^-6 of it).
+ * slots (below, overflow) and, for each sum the job asks (histd_sum: w_i
+ * w_j, ravg's (w_i w_j) u), a Neumaier-compensated sum per slot, so a
+ * slot's sum stays within a few ulps of the sum of the terms' magnitudes
+ * whatever the order or the number of threads (plain summation of 10^10
+ * terms could lose 10^-6 of it). Every channel is handled by the same
+ * loops: a new sum is its histd_sum row and its value in histd_ev_sum.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
 
-int histd__sink_init(histd__sink *s, uint32_t count, bool weighted, bool ravg) {
+int histd__sink_init(histd__sink *s, uint32_t count, unsigned sums) {
   memset(s, 0, sizeof *s);
   size_t slots = (size_t)count + 2;
-  s->counts = calloc(slots, sizeof *s->counts);
-  if (weighted) {
-    s->sum = calloc(slots, sizeof *s->sum);
-    s->err = calloc(slots, sizeof *s->err);
-  }
-  if (ravg) {
-    s->rsum = calloc(slots, sizeof *s->rsum);
-    s->rerr = calloc(slots, sizeof *s->rerr);
-  }
-  if (s->counts == NULL || (weighted && (s->sum == NULL || s->err == NULL)) ||
-      (ravg && (s->rsum == NULL || s->rerr == NULL))) {
+  bool ok = (s->counts = calloc(slots, sizeof *s->counts)) != NULL;
+  for (int c = 0; c < HISTD_SUMS; c++)
+    if (sums >> c & 1)
+      ok = (s->sum[c] = calloc(slots, sizeof(double))) != NULL &&
+           (s->err[c] = calloc(slots, sizeof(double))) != NULL && ok;
+  if (!ok) {
     histd__sink_free(s);
     return HISTD_ENOMEM;
   }
@@ -37,10 +34,10 @@ int histd__sink_init(histd__sink *s, uint32_t count, bool weighted, bool ravg) {
 
 void histd__sink_free(histd__sink *s) {
   free(s->counts);
-  free(s->sum);
-  free(s->err);
-  free(s->rsum);
-  free(s->rerr);
+  for (int c = 0; c < HISTD_SUMS; c++) {
+    free(s->sum[c]);
+    free(s->err[c]);
+  }
   memset(s, 0, sizeof *s);
 }
 
@@ -53,37 +50,40 @@ void histd__pairs_block(const histd_problem *p, const histd_ev_bin *ev, size_t i
       double u;
       size_t k = histd__pair_slot(p, &m, ev, i, j, &u);
       s->counts[k]++;
-      const double wp = s->sum != NULL ? a->w[i] * b->w[j] : 1;
-      if (s->sum != NULL)
-        histd_ev_neumaier(&s->sum[k], &s->err[k], wp);
-      if (s->rsum != NULL) /* ravg: (w_i w_j) u, one rounding */
-        histd_ev_neumaier(&s->rsum[k], &s->rerr[k], wp * u);
+      const double wp = s->sum[HISTD_SUM_W] != NULL ? a->w[i] * b->w[j] : 1;
+      for (int c = 0; c < HISTD_SUMS; c++)
+        if (s->sum[c] != NULL)
+          histd_ev_neumaier(&s->sum[c][k], &s->err[c][k], histd_ev_sum(c, wp, u));
+    }
+}
+
+void histd__sink_zero(histd__sink *s, uint32_t count) {
+  const size_t slots = (size_t)count + 2;
+  memset(s->counts, 0, slots * sizeof *s->counts);
+  for (int c = 0; c < HISTD_SUMS; c++)
+    if (s->sum[c] != NULL) {
+      memset(s->sum[c], 0, slots * sizeof(double));
+      memset(s->err[c], 0, slots * sizeof(double));
     }
 }
 
 void histd__sink_merge(histd__sink *total, const histd__sink *s, uint32_t count) {
-  for (size_t k = 0; k < (size_t)count + 2; k++) {
+  for (size_t k = 0; k < (size_t)count + 2; k++)
     total->counts[k] += s->counts[k];
-    if (total->sum != NULL && s->sum != NULL) {
-      histd_ev_neumaier(&total->sum[k], &total->err[k], s->sum[k]);
-      histd_ev_neumaier(&total->sum[k], &total->err[k], s->err[k]);
+  for (int c = 0; c < HISTD_SUMS; c++)
+    for (size_t k = 0; total->sum[c] != NULL && s->sum[c] != NULL && k < (size_t)count + 2; k++) {
+      histd_ev_neumaier(&total->sum[c][k], &total->err[c][k], s->sum[c][k]);
+      histd_ev_neumaier(&total->sum[c][k], &total->err[c][k], s->err[c][k]);
     }
-    if (total->rsum != NULL && s->rsum != NULL) {
-      histd_ev_neumaier(&total->rsum[k], &total->rerr[k], s->rsum[k]);
-      histd_ev_neumaier(&total->rsum[k], &total->rerr[k], s->rerr[k]);
-    }
-  }
 }
 
 void histd__sink_to_result(histd_result *res, const histd__sink *s) {
   const uint32_t count = (uint32_t)histd_bins_slots(&res->bins);
-  for (uint32_t k = 0; k < count; k++) {
+  for (uint32_t k = 0; k < count; k++)
     res->counts[k] += s->counts[k];
-    if (res->weighted != NULL && s->sum != NULL)
-      res->weighted[k] = s->sum[k] + s->err[k];
-    if (res->rsum != NULL && s->rsum != NULL)
-      res->rsum[k] = s->rsum[k] + s->rerr[k];
-  }
+  for (int c = 0; c < HISTD_SUMS; c++)
+    for (uint32_t k = 0; res->sums[c] != NULL && s->sum[c] != NULL && k < count; k++)
+      res->sums[c][k] = s->sum[c][k] + s->err[c][k];
   res->below += s->counts[count];
   res->overflow += s->counts[count + 1];
 }

@@ -351,6 +351,10 @@ void histd_problem_piece(const histd_problem *p, uint32_t k, histd_problem *out)
   }
 }
 
+unsigned histd_problem_sums(const histd_problem *p) {
+  return (p->weighted ? 1u << HISTD_SUM_W : 0) | (p->ravg ? 1u << HISTD_SUM_WU : 0);
+}
+
 uint64_t histd_problem_pairs(const histd_problem *p) {
   if (histd_problem_in_pieces(p)) {
     histd_problem piece;

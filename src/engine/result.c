@@ -26,30 +26,42 @@ int histd_result_adopt(histd_result *res, const histd_bins *bins, uint64_t *coun
   return 0;
 }
 
-int histd_result_init(histd_result *res, const histd_bins *bins, bool weighted, char *msg,
-                      size_t msglen) {
+/* Zeroed counts and the sums in mask `sums` (bit c: channel c). */
+static int result_init(histd_result *res, const histd_bins *bins, unsigned sums, char *msg,
+                       size_t msglen) {
   memset(res, 0, sizeof *res);
   const uint64_t count = histd_bins_slots(bins);
   if (bins->count == 0 || count > HISTD_MAX_BUCKETS)
     return histd_fail(msg, msglen, HISTD_EINVAL, "buckets must be 1 to %u, got %llu",
                       HISTD_MAX_BUCKETS, (unsigned long long)count);
   uint64_t *counts = calloc(count, sizeof *counts);
-  double *sums = weighted ? calloc(count, sizeof *sums) : NULL;
-  if (counts == NULL || (weighted && sums == NULL)) {
-    free(counts);
-    free(sums);
+  int rc = counts == NULL ? HISTD_ENOMEM : histd_result_adopt(res, bins, counts, NULL, msg, msglen);
+  for (int c = 0; rc == 0 && c < HISTD_SUMS; c++)
+    if ((sums >> c & 1) && (res->sums[c] = calloc(count, sizeof(double))) == NULL)
+      rc = HISTD_ENOMEM;
+  if (rc == HISTD_ENOMEM) {
+    histd_result_free(res);
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %llu buckets",
                       (unsigned long long)count);
   }
-  return histd_result_adopt(res, bins, counts, sums, msg, msglen);
+  return rc;
+}
+
+int histd_result_init(histd_result *res, const histd_bins *bins, bool weighted, char *msg,
+                      size_t msglen) {
+  return result_init(res, bins, weighted ? 1u << HISTD_SUM_W : 0, msg, msglen);
+}
+
+int histd_result_for(histd_result *res, const histd_problem *p, char *msg, size_t msglen) {
+  return result_init(res, &p->bins, histd_problem_sums(p), msg, msglen);
 }
 
 void histd_result_free(histd_result *res) {
   if (res == NULL)
     return;
   free(res->counts);
-  free(res->weighted);
-  free(res->rsum);
+  for (int c = 0; c < HISTD_SUMS; c++)
+    free(res->sums[c]);
   free(res->theta_edges);
   free((double *)res->bins.edges);
   free(res->frame_counts);
@@ -222,15 +234,13 @@ int histd_result_regions(histd_result *res, uint32_t count, bool cross) {
 int histd_result_copy(histd_result *dst, const histd_result *src) {
   *dst = *src;
   dst->counts = NULL;
-  dst->weighted = NULL;
-  dst->rsum = NULL;
+  for (int c = 0; c < HISTD_SUMS; c++)
+    dst->sums[c] = NULL;
   dst->theta_edges = NULL;
   dst->bins.edges = NULL;
   const size_t count = src->bins.count, slots = (size_t)histd_bins_slots(&src->bins);
   if (src->counts != NULL && (dst->counts = malloc(slots * sizeof *dst->counts)) != NULL)
     memcpy(dst->counts, src->counts, slots * sizeof *dst->counts);
-  if (src->weighted != NULL && (dst->weighted = malloc(slots * sizeof *dst->weighted)) != NULL)
-    memcpy(dst->weighted, src->weighted, slots * sizeof *dst->weighted);
   double *e = NULL;
   if (src->bins.edges != NULL && (e = malloc((count + 1) * sizeof *e)) != NULL)
     memcpy(e, src->bins.edges, (count + 1) * sizeof *e);
@@ -272,7 +282,8 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
   points_ok = dup_array(&dst->partial_na, src->partial_na, parts, 8) && points_ok;
   points_ok = dup_array(&dst->partial_nb, src->partial_nb, parts, 8) && points_ok;
   points_ok = dup_array(&dst->partial_density, src->partial_density, parts, 8) && points_ok;
-  points_ok = dup_array(&dst->rsum, src->rsum, slots, 8) && points_ok;
+  for (int c = 0; c < HISTD_SUMS; c++)
+    points_ok = dup_array(&dst->sums[c], src->sums[c], slots, 8) && points_ok;
   const size_t regions = src->regions;
   points_ok = dup_array(&dst->region_counts, src->region_counts, regions * slots, 8) && points_ok;
   points_ok = dup_array(&dst->region_total, src->region_total, regions, 8) && points_ok;
@@ -285,7 +296,7 @@ int histd_result_copy(histd_result *dst, const histd_result *src) {
   points_ok = dup_array(&dst->region_wb, src->region_wb, regions, 8) && points_ok;
   points_ok = dup_array(&dst->region_wb2, src->region_wb2, regions, 8) && points_ok;
   points_ok = dup_array(&dst->theta_edges, src->theta_edges, count + 1, 8) && points_ok;
-  if ((src->counts && !dst->counts) || (src->weighted && !dst->weighted) ||
+  if ((src->counts && !dst->counts) ||
       (src->bins.edges && !e) || !frames_ok || !points_ok) {
     histd_result_free(dst);
     return HISTD_ENOMEM;

@@ -212,22 +212,15 @@ int histd_result_add(histd_result *sum, double *err, const histd_result *part, c
                      size_t msglen) {
   if (!same_bins(&sum->bins, &part->bins))
     return histd_fail(msg, msglen, HISTD_EINVAL, "a partial's bins are not the job's");
-  if ((sum->weighted == NULL) != (part->weighted == NULL) ||
-      (sum->frame_counts == NULL) != (part->frame_counts == NULL) ||
+  bool same_sums = true;
+  for (int c = 0; c < HISTD_SUMS; c++)
+    same_sums = same_sums && (sum->sums[c] == NULL) == (part->sums[c] == NULL);
+  if (!same_sums || (sum->frame_counts == NULL) != (part->frame_counts == NULL) ||
       (sum->frame_counts != NULL && sum->frames != part->frames))
     return histd_fail(msg, msglen, HISTD_EINVAL,
-                      "a partial's weighted sums or frames are not the job's");
-  if ((sum->rsum == NULL) != (part->rsum == NULL))
-    return histd_fail(msg, msglen, HISTD_EINVAL, "a partial's ravg sums are not the job's");
+                      "a partial's weighted or ravg sums or frames are not the job's");
   const uint32_t count = sum->bins.count;
-  const uint64_t slots = histd_bins_slots(&sum->bins);
-  for (uint64_t k = 0; k < slots; k++) {
-    sum->counts[k] += part->counts[k];
-    if (sum->weighted != NULL)
-      histd_ev_neumaier(&sum->weighted[k], &err[k], part->weighted[k]);
-    if (sum->rsum != NULL)
-      histd_ev_neumaier(&sum->rsum[k], &err[slots + k], part->rsum[k]);
-  }
+  histd_result_add_bins(sum, err, part);
   for (uint64_t f = 0; sum->frame_counts != NULL && f < sum->frames; f++) {
     for (uint32_t k = 0; k < count; k++)
       sum->frame_counts[f * count + k] += part->frame_counts[f * count + k];
@@ -240,7 +233,6 @@ int histd_result_add(histd_result *sum, double *err, const histd_result *part, c
    * the densities in histd_result_add_done */
   if (sum->volume != part->volume)
     sum->volume = NAN;
-  sum->below += part->below;
   sum->overflow += part->overflow;
   sum->total += part->total;
   sum->excluded += part->excluded;
@@ -253,16 +245,25 @@ int histd_result_add(histd_result *sum, double *err, const histd_result *part, c
   return 0;
 }
 
+void histd_result_add_bins(histd_result *sum, double *err, const histd_result *part) {
+  const uint64_t slots = histd_bins_slots(&sum->bins);
+  for (uint64_t k = 0; k < slots; k++)
+    sum->counts[k] += part->counts[k];
+  sum->below += part->below;
+  for (int c = 0; err != NULL && c < HISTD_SUMS; c++)
+    for (uint64_t k = 0; sum->sums[c] != NULL && k < slots; k++)
+      histd_ev_neumaier(&sum->sums[c][k], &err[c * slots + k], part->sums[c][k]);
+}
+
 double *histd_result_add_errs(const histd_bins *bins) {
-  return calloc(2 * histd_bins_slots(bins) + 1, sizeof(double));
+  return calloc(HISTD_SUMS * histd_bins_slots(bins) + 1, sizeof(double));
 }
 
 void histd_result_add_done(histd_result *sum, double *err) {
   const uint64_t slots = histd_bins_slots(&sum->bins);
-  for (uint64_t k = 0; err != NULL && sum->weighted != NULL && k < slots; k++)
-    sum->weighted[k] += err[k];
-  for (uint64_t k = 0; err != NULL && sum->rsum != NULL && k < slots; k++)
-    sum->rsum[k] += err[slots + k];
+  for (int c = 0; err != NULL && c < HISTD_SUMS; c++)
+    for (uint64_t k = 0; sum->sums[c] != NULL && k < slots; k++)
+      sum->sums[c][k] += err[c * slots + k];
   if (isnan(sum->volume))
     sum->volume = sum->density > 0 ? (double)sum->total / sum->density : 0;
 }

@@ -60,32 +60,11 @@ static int run_images(histd_worker *w, const histd_kernel *k, const histd_proble
                       const histd_exec *ex, const histd_control *ctl, histd_result *res,
                       char *msg, size_t msglen);
 
-/* A result of p's bins: its counts, and its weighted and ravg sums as p
- * asks. */
-static int result_init(histd_result *r, const histd_problem *p, char *msg, size_t msglen) {
-  int rc = histd_result_init(r, &p->bins, p->weighted, msg, msglen);
-  if (rc == 0 && p->ravg &&
-      (r->rsum = calloc(histd_bins_slots(&p->bins), sizeof *r->rsum)) == NULL) {
-    histd_result_free(r);
-    rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the ravg sums");
-  }
-  return rc;
-}
-
 /* Adds part (a frame's, a translation's run in the same bins) to res: its
- * counts, below, weighted sums (Neumaier's step, compensations in err;
- * NULL: unweighted), refined pairs, exactness, timing, and where it ran
+ * counts, below, sums (histd_result_add_bins; err NULL: none), refined pairs, exactness, timing, and where it ran
  * (and, for auto, the kernel it chose and why). */
 static void add_part(histd_result *res, const histd_result *part, double *err, bool chose) {
-  const uint64_t slots = histd_bins_slots(&res->bins);
-  for (uint64_t i = 0; i < slots; i++) {
-    res->counts[i] += part->counts[i];
-    if (err != NULL && res->weighted != NULL)
-      histd_ev_neumaier(&res->weighted[i], &err[i], part->weighted[i]);
-    if (err != NULL && res->rsum != NULL) /* histd_result_add_errs' second half */
-      histd_ev_neumaier(&res->rsum[i], &err[slots + i], part->rsum[i]);
-  }
-  res->below += part->below;
+  histd_result_add_bins(res, err, part);
   res->refined_pairs += part->refined_pairs;
   res->exact = res->exact && part->exact;
   res->block_size = part->block_size;
@@ -139,7 +118,7 @@ static int run_images(histd_worker *w, const histd_kernel *k, const histd_proble
     return rc;
   histd_dataset moved;
   memset(&moved, 0, sizeof moved);
-  double *err = calloc(count, sizeof *err);
+  double *err = histd_result_add_errs(&res->bins);
   if (err == NULL || (rc = histd_dataset_alloc(&moved, b->n, msg, msglen)) != 0 ||
       (b->w != NULL && (rc = histd_dataset_alloc_weights(&moved, msg, msglen)) != 0))
     rc = rc ? rc : histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u sums", count);
@@ -156,7 +135,7 @@ static int run_images(histd_worker *w, const histd_kernel *k, const histd_proble
       q.b = &moved;
     }
     histd_result part;
-    if ((rc = histd_result_init(&part, &p->bins, p->weighted, msg, msglen)) != 0)
+    if ((rc = histd_result_for(&part, p, msg, msglen)) != 0)
       break;
     part.precision = res->precision;
     part.statistic = res->statistic;
@@ -167,11 +146,11 @@ static int run_images(histd_worker *w, const histd_kernel *k, const histd_proble
     histd_control sub = histd__part_control(&pc);
     rc = k->run(w, &q, ex, &sub, &part, msg, msglen);
     if (rc == 0)
-      add_part(res, &part, p->weighted ? err : NULL, histd__kernel_is_auto(k));
+      add_part(res, &part, err, histd__kernel_is_auto(k));
     histd_result_free(&part);
   }
-  for (uint32_t i = 0; rc == 0 && p->weighted && i < count; i++)
-    res->weighted[i] += err[i];
+  if (rc == 0)
+    histd_result_add_done(res, err);
   res->overflow = 0;
   res->all_images = true;
   free(err);
@@ -201,7 +180,7 @@ static int take_excluded(const histd__exclusions *x, const histd_problem *pf,
     return 0;
   const uint32_t count = r->bins.count;
   histd__sink s;
-  if (histd__sink_init(&s, count, false, false) != 0)
+  if (histd__sink_init(&s, count, 0) != 0)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u bins", count);
   const uint64_t n = histd__exclusions_count(x, pf, sh, &s);
   for (uint32_t k = 0; k < count; k++)
@@ -223,9 +202,9 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
                       const histd__exclusions *x, histd_result *res, char *msg, size_t msglen) {
   const size_t frames = histd_problem_frames(p);
   const uint32_t count = (uint32_t)histd_bins_slots(&res->bins);
-  double *err = p->weighted || p->ravg ? histd_result_add_errs(&res->bins) : NULL, density = 0,
+  double *err = histd_problem_sums(p) ? histd_result_add_errs(&res->bins) : NULL, density = 0,
          v0 = 0;
-  if ((p->weighted || p->ravg) && err == NULL)
+  if (histd_problem_sums(p) && err == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u weighted sums", count);
   int rc = 0;
   res->exact = true;
@@ -258,7 +237,7 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
     else
       ps = pf;
     histd_result part;
-    if ((rc = result_init(&part, p, msg, msglen)) != 0)
+    if ((rc = histd_result_for(&part, p, msg, msglen)) != 0)
       break;
     part.precision = res->precision;
     part.statistic = res->statistic;
@@ -583,9 +562,8 @@ static int run_pieces(histd_worker *w, const histd_problem *p, const histd_exec 
     if (ran++ == 0) {
       *res = part;
       most = pairs;
-      if ((res->weighted != NULL || res->rsum != NULL) &&
-          (err = histd_result_add_errs(&res->bins)) == NULL)
-        rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the weighted sums");
+      if ((err = histd_result_add_errs(&res->bins)) == NULL)
+        rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the sums' compensations");
       if (rc == 0 && p->species != NULL && histd_result_partials(res, n) != 0)
         rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u partials", n);
       if (rc == 0 && p->species != NULL)
@@ -694,9 +672,8 @@ static int sum_part(histd_result *sum, double **err, int *ran, histd_result *par
   if ((*ran)++ == 0) {
     *sum = *part;
     memset(part, 0, sizeof *part);
-    if ((sum->weighted != NULL || sum->rsum != NULL) &&
-        (*err = histd_result_add_errs(&sum->bins)) == NULL)
-      return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the weighted sums");
+    if ((*err = histd_result_add_errs(&sum->bins)) == NULL)
+      return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the sums' compensations");
     return 0;
   }
   int rc = histd_result_add(sum, *err, part, msg, msglen);
@@ -994,7 +971,7 @@ int histd_worker_run_shard(histd_worker *w, const histd_problem *p_in, const his
       histd_result_free(res);
       return rc;
     }
-  } else if ((rc = result_init(res, &p, msg, msglen)) != 0) {
+  } else if ((rc = histd_result_for(res, &p, msg, msglen)) != 0) {
     return rc;
   }
   res->precision = ex.precision;

@@ -243,6 +243,41 @@ static int run(const histd_problem *p, const char *kernel, histd_result *r, char
   return histd_run(p, &ex, NULL, r, msg, msglen);
 }
 
+/* r (kernel's result of p) against the definition W. */
+static void check(const histd_problem *p, const want *W, const histd_result *r, const char *what,
+                  const char *kernel) {
+  const uint32_t slots = slots_of(&p->bins);
+  if (p->ravg) {
+    CHECK(r->rsum != NULL, "%s on %s: ravg's sums", what, kernel);
+    uint32_t off = 0;
+    for (uint32_t s = 0; r->rsum != NULL && s < slots; s++)
+      if (!(fabsl((long double)r->rsum[s] - W->r[s]) <= 1e-12L * W->rabs[s]) && off++ < 3)
+        CHECK(false, "%s on %s: bin %u's ravg sum %.17g, the definition %.17Lg", what, kernel,
+              s, r->rsum[s], W->r[s]);
+  }
+  CHECK(r->statistic == p->statistic && r->bins.count2 == p->bins.count2 &&
+            r->bins.max2 == p->bins.max2 && r->los_midpoint == p->los_midpoint,
+        "%s on %s: the result's axes", what, kernel);
+  uint32_t bad = 0;
+  for (uint32_t s = 0; s < slots; s++)
+    if (r->counts[s] != W->counts[s] && bad++ < 3)
+      CHECK(false, "%s on %s: bin (%u, %u) counts %llu, the definition %llu", what, kernel,
+            s / (slots / p->bins.count), s % (slots / p->bins.count),
+            (unsigned long long)r->counts[s], (unsigned long long)W->counts[s]);
+  CHECK(r->below == W->below && r->overflow == W->overflow && r->total == W->total,
+        "%s on %s: below %llu overflow %llu total %llu, the definition %llu %llu %llu", what,
+        kernel, (unsigned long long)r->below, (unsigned long long)r->overflow,
+        (unsigned long long)r->total, (unsigned long long)W->below,
+        (unsigned long long)W->overflow, (unsigned long long)W->total);
+  if (p->weighted) {
+    CHECK(r->weighted != NULL, "%s on %s: weighted sums", what, kernel);
+    for (uint32_t s = 0; r->weighted != NULL && s < slots; s++)
+      CHECK(fabsl((long double)r->weighted[s] - W->w[s]) <= 1e-12L * W->wabs[s],
+            "%s on %s: bin %u's weighted sum %.17g, the definition %.17Lg", what, kernel, s,
+            r->weighted[s], W->w[s]);
+  }
+}
+
 static void compare(const histd_problem *p, const char *what) {
   want W;
   definition(p, &W);
@@ -259,36 +294,7 @@ static void compare(const histd_problem *p, const char *what) {
     CHECK(rc == 0, "%s on %s: %s", what, kernels[k], msg);
     if (rc != 0)
       continue;
-    if (p->ravg) {
-      CHECK(r.rsum != NULL, "%s on %s: ravg's sums", what, kernels[k]);
-      uint32_t off = 0;
-      for (uint32_t s = 0; r.rsum != NULL && s < slots; s++)
-        if (!(fabsl((long double)r.rsum[s] - W.r[s]) <= 1e-12L * W.rabs[s]) && off++ < 3)
-          CHECK(false,
-              "%s on %s: bin %u's ravg sum %.17g, the definition %.17Lg", what, kernels[k], s,
-              r.rsum[s], W.r[s]);
-    }
-    CHECK(r.statistic == p->statistic && r.bins.count2 == p->bins.count2 &&
-              r.bins.max2 == p->bins.max2 && r.los_midpoint == p->los_midpoint,
-          "%s on %s: the result's axes", what, kernels[k]);
-    uint32_t bad = 0;
-    for (uint32_t s = 0; s < slots; s++)
-      if (r.counts[s] != W.counts[s] && bad++ < 3)
-        CHECK(false, "%s on %s: bin (%u, %u) counts %llu, the definition %llu", what,
-              kernels[k], s / (slots / p->bins.count), s % (slots / p->bins.count),
-              (unsigned long long)r.counts[s], (unsigned long long)W.counts[s]);
-    CHECK(r.below == W.below && r.overflow == W.overflow && r.total == W.total,
-          "%s on %s: below %llu overflow %llu total %llu, the definition %llu %llu %llu", what,
-          kernels[k], (unsigned long long)r.below, (unsigned long long)r.overflow,
-          (unsigned long long)r.total, (unsigned long long)W.below,
-          (unsigned long long)W.overflow, (unsigned long long)W.total);
-    if (p->weighted) {
-      CHECK(r.weighted != NULL, "%s on %s: weighted sums", what, kernels[k]);
-      for (uint32_t s = 0; r.weighted != NULL && s < slots; s++)
-        CHECK(fabsl((long double)r.weighted[s] - W.w[s]) <= 1e-12L * W.wabs[s],
-              "%s on %s: bin %u's weighted sum %.17g, the definition %.17Lg", what, kernels[k],
-              s, r.weighted[s], W.w[s]);
-    }
+    check(p, &W, &r, what, kernels[k]);
     histd_result_free(&r);
   }
   want_free(&W);
@@ -459,6 +465,54 @@ static void shares_twice(int device) {
   histd_dataset_free(&u);
 }
 
+/* The GPU grid streams a job larger than its (pretended) free memory in
+ * slabs of z (kernels/grid_slabs.c), each slab's result added into the
+ * job's: every slot of the two axes, and every sum the job has (ravg's
+ * too), held to the definition at several memory limits, where at least
+ * one streams in 2 slabs or more; a limit too small even for slabs is
+ * refused with a sentence. */
+static void slabs(void) {
+  histd_dataset u;
+  uniform(&u, 16000, 10, true);
+  const double edges[6] = {0.05, 0.1, 0.2, 0.4, 0.8, 1.0};
+  histd_problem ps[2];
+  const char *names[2] = {"rp_pi, periodic, weighted, ravg, in slabs",
+                          "s_mu, periodic, ravg (unweighted), in slabs"};
+  ps[0] = problem(&u, NULL, 10, HISTD_STAT_RP_PI, (histd_bins){HISTD_BINS_EDGES, 5, 0, edges, 4, 1});
+  ps[0].ravg = true;
+  ps[1] = problem(&u, NULL, 10, HISTD_STAT_S_MU, (histd_bins){HISTD_BINS_WIDTH, 10, 0.1, NULL, 5, 1});
+  ps[1].ravg = true;
+  ps[1].weighted = false;
+  static const char *limits[] = {"80", "68", "66", "65", "64.5", "64.2"};
+  for (int i = 0; i < 2; i++) {
+    want W;
+    definition(&ps[i], &W);
+    unsigned streamed = 0;
+    for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++) {
+      char what[160], msg[512] = "";
+      snprintf(what, sizeof what, "%s, %s MiB free", names[i], limits[l]);
+      histd_result r;
+      setenv("HISTD_GPU_MEM_LIMIT_MB", limits[l], 1);
+      int rc = run(&ps[i], "grid", &r, msg, sizeof msg);
+      unsetenv("HISTD_GPU_MEM_LIMIT_MB");
+      if (rc == HISTD_ETOOBIG) {
+        CHECK(strstr(msg, "even in slabs") != NULL, "%s: refused, saying why: %s", what, msg);
+        continue;
+      }
+      CHECK(rc == 0, "%s: %s", what, msg);
+      if (rc != 0)
+        continue;
+      streamed += strstr(r.device, "slabs") != NULL;
+      printf("  %s: %s\n", what, r.device);
+      check(&ps[i], &W, &r, what, "grid");
+      histd_result_free(&r);
+    }
+    CHECK(streamed >= 1, "%s: streamed in slabs at none of the limits", names[i]);
+    want_free(&W);
+  }
+  histd_dataset_free(&u);
+}
+
 int main(void) {
   histd_device_info info;
   int gpus = test_gpus(&info, "TEST_BINS2_GPU");
@@ -475,6 +529,8 @@ int main(void) {
     shares_twice(info.index);
     unsetenv("HISTD_GPU_FAKE_SPLIT");
     unsetenv("HISTD_GPU_SPLIT_MIN_PAIRS");
+    printf("jobs larger than the GPU's (pretended) memory, in slabs\n");
+    slabs();
   }
   histd_dataset u;
   uniform(&u, 700, 20, true);

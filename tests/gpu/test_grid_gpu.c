@@ -171,7 +171,7 @@ static int run_grid(const histd_problem *p, uint32_t block, const histd_control 
       rc = histd_result_check(&part, &part.bins, histd_shard_pairs(p, &sh), msg, msglen);
     if (rc == 0 && s == 0) {
       rc = histd_result_copy(r, &part);
-      err = calloc(part.bins.count, sizeof *err);
+      err = histd_result_add_errs(&part.bins);
     } else if (rc == 0) {
       rc = histd_result_add(r, err, &part, msg, msglen);
     }
