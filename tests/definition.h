@@ -97,6 +97,83 @@ static inline uint32_t definition_slot(double d, double width, const double *edg
   return count + 1;
 }
 
+/* Axis 2's bin of v in n2 equal bins of width fl(max2 / n2) from 0, or n2
+ * (out of range: v >= max2, or v > max2 when `closed`); floor(v / width),
+ * the last bin where that reaches n2. */
+static inline uint32_t definition_axis2(double v, double max2, uint32_t n2, int closed) {
+  if (closed ? !(v <= max2) : !(v < max2))
+    return n2;
+  double width = max2 / n2;
+  double q = v / width;
+  double f = floor(q);
+  return f < (double)n2 ? (uint32_t)f : n2 - 1;
+}
+
+/* Two axes (shared/DESIGN.md): DEF_D the histogram of d (n2 = 1),
+ * DEF_RP_PI (r_p, pi), DEF_S_MU (s, mu). The pair's minimum-image
+ * difference dx, dy, dz = i - j; line of sight z: r_p = sqrt(dx*dx +
+ * dy*dy), pi = |dz|; midpoint: l = v_i + v_j, pi = |s.l| / sqrt(l.l) (0
+ * when l.l = 0), r_p = sqrt(max(s.s - pi*pi, 0)), each dot product (x + y)
+ * + z; s = sqrt(s.s), mu = pi / s (0 when s.s = 0). Axis 1 (d, r_p or s:
+ * *u) by definition_slot's bins, axis 2 (pi: [0, max2); mu: [0, max2]) by
+ * definition_axis2. Returns k1 * n2 + k2; n1 n2 (below: axis 1 below E[0]
+ * with axis 2 in range) or n1 n2 + 1 (overflow: either out of range). */
+enum { DEF_D = 0, DEF_RP_PI = 1, DEF_S_MU = 2 };
+static inline uint32_t definition_slot2(int axes, int midpoint, const def_box *bx, double width,
+                                        const double *edges, uint32_t n1, double max2,
+                                        uint32_t n2, double xi, double yi, double zi,
+                                        double xj, double yj, double zj, double *u_out) {
+  const uint32_t slots = n1 * n2;
+  double dx = xi - xj;
+  double dy = yi - yj;
+  double dz = zi - zj;
+  definition_min_image(bx, &dx, &dy, &dz);
+  double xx = dx * dx, yy = dy * dy, zz = dz * dz;
+  double ss = xx + yy;
+  ss = ss + zz;
+  double rp, pi;
+  if (!midpoint) {
+    double t = xx + yy;
+    rp = sqrt(t);
+    pi = fabs(dz);
+  } else {
+    double lx = xi + xj, ly = yi + yj, lz = zi + zj;
+    double t1 = dx * lx, t2 = dy * ly, t3 = dz * lz;
+    double sl = t1 + t2;
+    sl = sl + t3;
+    t1 = lx * lx, t2 = ly * ly, t3 = lz * lz;
+    double ll = t1 + t2;
+    ll = ll + t3;
+    if (ll > 0) {
+      double root = sqrt(ll);
+      pi = fabs(sl) / root;
+    } else {
+      pi = 0;
+    }
+    double pp = pi * pi;
+    double t = ss - pp;
+    rp = sqrt(t > 0 ? t : 0);
+  }
+  double u;
+  uint32_t k2;
+  if (axes == DEF_D) {
+    u = sqrt(ss);
+    k2 = 0;
+  } else if (axes == DEF_RP_PI) {
+    u = rp;
+    k2 = definition_axis2(pi, max2, n2, 0);
+  } else {
+    u = sqrt(ss);
+    double mu = ss > 0 ? pi / u : 0;
+    k2 = definition_axis2(mu, max2, n2, 1);
+  }
+  *u_out = u;
+  if (k2 == n2)
+    return slots + 1;
+  uint32_t k1 = definition_slot(u, width, edges, n1);
+  return k1 == n1 ? slots : k1 == n1 + 1 ? slots + 1 : k1 * n2 + k2;
+}
+
 typedef struct def_hist {
   uint64_t *counts;
   uint64_t overflow;

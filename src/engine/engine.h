@@ -119,7 +119,10 @@ int histd__collisions(const histd_problem *p, uint64_t *pairs, double *weighted,
  * most 2^1000, so that no bin's sum, partial sum or compensation term can
  * overflow, and the smallest nonzero |w| of A times that of B at least
  * 2^-1022, so that every nonzero product w_i w_j is a normal number, within
- * 2^-53 of the exact one (the weights' 1e-12 promise). A per-point count
+ * 2^-53 of the exact one (the weights' 1e-12 promise); with ravg, that
+ * bound times axis 1's last edge (2^512 for a default count: any binned
+ * separation's square is finite) at most 2^1000 too, for its sums of
+ * (w_i w_j) u (unweighted ravg cannot overflow). A per-point count
  * (POINT_COUNTS) sums B's weights, no products: the largest |w| of B times
  * its points at most 2^1000. 0, or HISTD_EINVAL with a sentence. */
 int histd__weights_check(const histd_problem *p, char *msg, size_t msglen);

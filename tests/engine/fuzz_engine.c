@@ -23,7 +23,12 @@
  *   ax, by, cz or ax, bx, by, cx, cy, cz), frame 2's box, the width (or
  *   count + 1 edges, sorted, or r_min and r_max) or, for a statistic of a
  *   radius, the radius; A's offset, A's x, y, z (offset + value) and
- *   weights, then B's likewise.
+ *   weights, then B's likewise;
+ *   then (a histogram's, read after the points so that older inputs keep
+ *   their meaning) byte 5: bits 0-1 the axes (0 and 3 d alone, 1 (r_p,
+ *   pi), 2 (s, mu)), bit 2 ravg, bit 3 the midpoint line of sight, bits
+ *   4-6 axis 2's bins 1 + (byte >> 4) % 8; and axis 2's range (pi_max or
+ *   mu_max), a value.
  *
  * A value is a table entry (0, subnormals, 1e-300, the box range's ends
  * 2^-250 and 2^250, simple numbers that land on edges, 2^52, DBL_MAX/4,
@@ -34,8 +39,10 @@
  * either fails with a sentence or its counts, below and overflow are the
  * contract's (with precision "fast", where the result says it is exact),
  * sum(counts) + below + overflow = total = the number of pairs, the
- * default count in open space leaves no overflow, and weighted sums lie
- * within 1e-12 of the exact sum relative to the sum of |w_i w_j|. A count
+ * default count in open space leaves no overflow, and weighted sums (and
+ * ravg's sums of (w_i w_j) u) lie within 1e-12 of the exact sum relative
+ * to the sum of the terms' magnitudes. Two axes bin by definition.h's
+ * definition_slot2. A count
  * per point is each point's partners with d <= R (never itself) and their
  * weights' sum to 1e-12; the nearest point its least d, ties to the lowest
  * index, none (NaN, -1) where no point is within R; the pairs within R the
@@ -113,43 +120,55 @@ static bool collide(const histd_box *box, const histd_dataset *a, size_t i, cons
   return p[0] == q[0] && p[1] == q[1] && p[2] == q[2];
 }
 
-/* The expected result: slots 0..count-1 the bins, count below, count + 1
- * overflow; weighted sums and their magnitudes in long double. */
+/* The expected result: slots 0..count-1 the bins (of both axes), count
+ * below, count + 1 overflow; weighted sums, ravg's sums of (w_i w_j) u, and
+ * their magnitudes in long double. */
 typedef struct expect {
   uint32_t count;
   uint64_t slot[MAX_BINS + 2], total;
-  long double sum[MAX_BINS + 2], mag[MAX_BINS + 2];
+  long double sum[MAX_BINS + 2], mag[MAX_BINS + 2], rsum[MAX_BINS + 2], rmag[MAX_BINS + 2];
 } expect;
 
-static uint32_t slot_of(const histd_problem *p, const histd_bins *bins, double d) {
+/* The slot of pair (i of a, j of c), and in *u the value axis 1 bins. */
+static uint32_t slot_of(const histd_problem *p, const histd_bins *bins, const histd_box *box,
+                        const histd_dataset *a, size_t i, const histd_dataset *c, size_t j,
+                        double *u) {
+  *u = 0;
   if (p->statistic == HISTD_STAT_WITHIN)
-    return d <= p->radius ? 0 : 2; /* the one bin [0, R], else overflow */
-  return definition_slot(d, bins->width, bins->kind == HISTD_BINS_EDGES ? bins->edges : NULL,
-                         bins->count);
+    return distance(box, a, i, c, j) <= p->radius ? 0 : 2; /* [0, R], else overflow */
+  const def_box b = def_of(box);
+  const int axes = p->statistic == HISTD_STAT_RP_PI ? DEF_RP_PI
+                   : p->statistic == HISTD_STAT_S_MU ? DEF_S_MU
+                                                     : DEF_D;
+  return definition_slot2(axes, p->los_midpoint, &b, bins->width,
+                          bins->kind == HISTD_BINS_EDGES ? bins->edges : NULL, bins->count,
+                          bins->max2, bins->count2 ? bins->count2 : 1, a->x[i], a->y[i], a->z[i],
+                          c->x[j], c->y[j], c->z[j], u);
 }
 
 static void expect_pair(expect *e, const histd_problem *p, const histd_bins *bins,
                         const histd_box *box, const histd_dataset *a, size_t i,
                         const histd_dataset *c, size_t j) {
   uint32_t s;
+  double u = 0;
   if (p->statistic == HISTD_STAT_WITHIN && p->radius == 0)
     s = collide(box, a, i, c, j) ? 0 : 2;
   else
-    s = slot_of(p, bins, distance(box, a, i, c, j));
+    s = slot_of(p, bins, box, a, i, c, j, &u);
   e->slot[s]++;
   e->total++;
-  if (p->weighted) {
-    long double w = (long double)a->w[i] * c->w[j];
-    e->sum[s] += w;
-    e->mag[s] += fabsl(w);
-  }
+  const long double w = p->weighted ? (long double)a->w[i] * c->w[j] : 1;
+  e->sum[s] += w;
+  e->mag[s] += fabsl(w);
+  e->rsum[s] += w * u;
+  e->rmag[s] += fabsl(w * u);
 }
 
 /* Every pair of every frame: A's frames each in its own box (frame_boxes)
  * or the job's, with itself (i < j) or with B's one frame. */
 static void expect_all(expect *e, const histd_problem *p, const histd_bins *bins) {
   memset(e, 0, sizeof *e);
-  e->count = bins->count;
+  e->count = bins->count * (bins->count2 ? bins->count2 : 1);
   const histd_dataset *a = p->a;
   const size_t frames = a->frames > 1 ? a->frames : 1;
   for (size_t f = 0; f < frames; f++) {
@@ -179,15 +198,28 @@ static void check_refusal(int rc, const char *msg, size_t msglen, const char *ke
     fail("a refusal without a sentence", kernel, msg);
 }
 
+/* A sum per slot within 1e-12 of the contract's, relative to the sum of
+ * its terms' magnitudes. */
+static void check_sums(const char *what, const double *got, const long double *want,
+                       const long double *mag, uint32_t count, const char *kernel,
+                       const char *device) {
+  for (uint32_t k = 0; k < count; k++)
+    if (!(fabsl((long double)got[k] - want[k]) <= 1e-12L * mag[k])) {
+      fprintf(stderr, "bin %u: %s sum %.17g, the contract %.17Lg (magnitudes %.3Lg)\n", k, what,
+              got[k], want[k], mag[k]);
+      fail("a sum beyond 1e-12 of the contract", kernel, device);
+    }
+}
+
 static void check_result(const histd_problem *p, const histd_result *r, const char *kernel) {
   expect *e = malloc(sizeof *e);
   const histd_bins *bins = &r->bins;
   if (p->statistic == HISTD_STAT_WITHIN && bins->count != 1)
     fail("within R has one bin", kernel, "");
-  if (bins->count > MAX_BINS)
+  if (histd_bins_slots(bins) > MAX_BINS)
     fail("more bins than the case allows", kernel, "");
   expect_all(e, p, bins);
-  const uint32_t count = bins->count;
+  const uint32_t count = e->count;
   uint64_t sum = r->below + r->overflow;
   for (uint32_t k = 0; k < count; k++)
     sum += r->counts[k];
@@ -213,14 +245,12 @@ static void check_result(const histd_problem *p, const histd_result *r, const ch
   if (exact && p->statistic == HISTD_STAT_HISTOGRAM && p->bins.kind == HISTD_BINS_WIDTH &&
       p->bins.count == 0 && p->box.kind == HISTD_BOX_NONE && !p->frame_boxes && r->overflow != 0)
     fail("the default count covers every pair", kernel, r->device);
-  for (uint32_t k = 0; p->weighted && exact && k < count; k++) {
-    long double got = r->weighted[k];
-    if (!(fabsl(got - e->sum[k]) <= 1e-12L * e->mag[k])) {
-      fprintf(stderr, "bin %u: weighted %.17g, the contract %.17Lg (|w w| %.3Lg)\n", k,
-              r->weighted[k], e->sum[k], e->mag[k]);
-      fail("a weighted sum beyond 1e-12 of the contract", kernel, r->device);
-    }
-  }
+  if (exact && ((p->weighted && r->weighted == NULL) || (p->ravg && r->rsum == NULL)))
+    fail("a sum the job asks is missing", kernel, r->device);
+  if (exact && p->weighted)
+    check_sums("weighted", r->weighted, e->sum, e->mag, count, kernel, r->device);
+  if (exact && p->ravg)
+    check_sums("ravg", r->rsum, e->rsum, e->rmag, count, kernel, r->device);
   free(e);
 }
 
@@ -364,7 +394,7 @@ static void run_knobs(const histd_problem *p, const histd_exec *ex, uint8_t how)
       histd__weights_check(p, msg, sizeof msg) != 0)
     return;
   histd_result res;
-  if (histd_result_init(&res, &rp.bins, rp.weighted, msg, sizeof msg) != 0)
+  if (histd_result_for(&res, &rp, msg, sizeof msg) != 0)
     return;
   res.total = histd_problem_pairs(&rp);
   int rc = histd__cpu_run_opts(&rp, ex, NULL, &opt, &res, NULL, msg, sizeof msg);
@@ -388,6 +418,8 @@ static void dump(const histd_problem *p) {
   for (uint32_t k = 0; p->bins.kind == HISTD_BINS_EDGES && k <= p->bins.count; k++)
     fprintf(stderr, " %a", p->bins.edges[k]);
   fputc('\n', stderr);
+  fprintf(stderr, "axis 2: %u bins to %a; ravg %d, midpoint %d\n", p->bins.count2, p->bins.max2,
+          (int)p->ravg, (int)p->los_midpoint);
   const histd_dataset *sets[2] = {p->a, p->b};
   for (int s = 0; s < 2 && sets[s] != NULL; s++) {
     const histd_dataset *d = sets[s];
@@ -474,6 +506,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   bool ok = read_points(&r, n_a, weighted, &a);
   if (cross)
     ok = read_points(&r, n_b, weighted, &b) && ok;
+  const uint8_t ext = byte(&r); /* byte 5, after the points */
+  const double max2 = value(&r);
+  const int axes = radial ? 0 : ext & 3;
   const size_t split[2] = {n_a / 2, n_a - n_a / 2};
   if (ok && frames && n_a >= 2 && histd_dataset_set_frames(&a, 2, split, boxes, NULL, 0) != 0)
     abort();
@@ -489,6 +524,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   p.statistic = stat;
   p.radius = radius;
   p.weighted = weighted;
+  if (axes == 1 || axes == 2) {
+    p.statistic = axes == 1 ? HISTD_STAT_RP_PI : HISTD_STAT_S_MU;
+    p.bins.count2 = 1 + (ext >> 4) % 8;
+    p.bins.max2 = max2;
+    p.los_midpoint = (ext & 8) != 0;
+  }
+  p.ravg = !radial && (ext & 4);
 
   char msg[256] = "";
   int rc = ok ? histd_problem_validate(&p, msg, sizeof msg) : HISTD_EINVAL;
@@ -504,7 +546,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (ok && rc == 0 && !radial && bins_kind == 1 &&
       histd_default_bins(&p, &resolved, msg, sizeof msg) != 0)
     check_refusal(HISTD_EINVAL, msg, sizeof msg, "histd_default_bins");
-  if (ok && rc == 0 && resolved <= MAX_BINS) {
+  if (ok && rc == 0 && (uint64_t)resolved * (p.bins.count2 ? p.bins.count2 : 1) <= MAX_BINS) {
     histd_exec ex;
     histd_exec_init(&ex);
     ex.threads = (how & 1) ? 2 : 1;
@@ -537,9 +579,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(got.r);
         continue;
       }
-      if (stat == HISTD_STAT_PAIRS)
+      if (p.statistic == HISTD_STAT_PAIRS)
         check_pairs(&p, &res, &got, k->name);
-      else if (histd_statistic_per_point(stat))
+      else if (histd_statistic_per_point(p.statistic))
         check_points(&p, &res, k->name);
       else
         check_result(&p, &res, k->name);

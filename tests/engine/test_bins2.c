@@ -60,71 +60,17 @@ typedef struct want {
   long double *w, *wabs, *r, *rabs; /* weighted sums; ravg's sums of (w_i w_j) u */
 } want;
 
-/* Axis 2's bin of v, or n2 (out of range). */
-static uint32_t axis2(double v, double max2, uint32_t n2, int closed) {
-  if (closed ? !(v <= max2) : !(v < max2))
-    return n2;
-  double width = max2 / n2;
-  double q = v / width;
-  double f = floor(q);
-  return f < (double)n2 ? (uint32_t)f : n2 - 1;
-}
-
-/* The slot of pair (i, j): k1 * n2 + k2, slots (below) or slots + 1; and
- * in *u_out the value axis 1 bins (d for the histogram of d: n2 1). */
+/* The slot of pair (i, j) by definition.h's rule of two axes. */
 static uint32_t def_slot(const histd_problem *p, const def_box *bx, const histd_dataset *a,
                          size_t i, const histd_dataset *b, size_t j, double *u_out) {
   const histd_bins *bins = &p->bins;
-  const uint32_t n1 = bins->count, n2 = bins->count2 ? bins->count2 : 1, slots = n1 * n2;
-  double dx = a->x[i] - b->x[j];
-  double dy = a->y[i] - b->y[j];
-  double dz = a->z[i] - b->z[j];
-  definition_min_image(bx, &dx, &dy, &dz);
-  double xx = dx * dx, yy = dy * dy, zz = dz * dz;
-  double ss = xx + yy;
-  ss = ss + zz;
-  double rp, pi;
-  if (!p->los_midpoint) {
-    double t = xx + yy;
-    rp = sqrt(t);
-    pi = fabs(dz);
-  } else {
-    double lx = a->x[i] + b->x[j], ly = a->y[i] + b->y[j], lz = a->z[i] + b->z[j];
-    double t1 = dx * lx, t2 = dy * ly, t3 = dz * lz;
-    double sl = t1 + t2;
-    sl = sl + t3;
-    t1 = lx * lx, t2 = ly * ly, t3 = lz * lz;
-    double ll = t1 + t2;
-    ll = ll + t3;
-    if (ll > 0) {
-      double root = sqrt(ll);
-      pi = fabs(sl) / root;
-    } else {
-      pi = 0;
-    }
-    double pp = pi * pi;
-    double t = ss - pp;
-    rp = sqrt(t > 0 ? t : 0);
-  }
-  double u;
-  uint32_t k2;
-  if (p->statistic == HISTD_STAT_HISTOGRAM) {
-    u = sqrt(ss);
-    k2 = 0;
-  } else if (p->statistic == HISTD_STAT_RP_PI) {
-    u = rp;
-    k2 = axis2(pi, bins->max2, n2, 0);
-  } else {
-    u = sqrt(ss);
-    double mu = ss > 0 ? pi / u : 0;
-    k2 = axis2(mu, bins->max2, n2, 1);
-  }
-  *u_out = u;
-  if (k2 == n2)
-    return slots + 1;
-  uint32_t k1 = definition_slot(u, bins->width,
-                                bins->kind == HISTD_BINS_EDGES ? bins->edges : NULL, n1);
-  return k1 == n1 ? slots : k1 == n1 + 1 ? slots + 1 : k1 * n2 + k2;
+  const int axes = p->statistic == HISTD_STAT_RP_PI ? DEF_RP_PI
+                   : p->statistic == HISTD_STAT_S_MU ? DEF_S_MU
+                                                     : DEF_D;
+  return definition_slot2(axes, p->los_midpoint, bx, bins->width,
+                          bins->kind == HISTD_BINS_EDGES ? bins->edges : NULL, bins->count,
+                          bins->max2, bins->count2 ? bins->count2 : 1, a->x[i], a->y[i], a->z[i],
+                          b->x[j], b->y[j], b->z[j], u_out);
 }
 
 static uint32_t slots_of(const histd_bins *b) { return b->count * (b->count2 ? b->count2 : 1); }

@@ -420,6 +420,45 @@ static void test_weights_range(void) {
   }
 }
 
+/* ravg sums (w_i w_j) u: weights the weighted sums allow, at separations
+ * of 1e100, would overflow them, and are refused with a sentence; the
+ * same weights with separations of 1 run, and each bin's ravg is its mean
+ * separation (the definition's, to 1e-12). */
+static void test_ravg_sums(void) {
+  histd_dataset far = points(6, 0, 1e100, 1e148), near = points(6, 0, 1, 1e148);
+  const double edges[3] = {0, 1e100, 1e101};
+  histd_problem p = problem(&far, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
+                            (histd_bins){HISTD_BINS_EDGES, 2, 0, edges, 0, 0});
+  p.weighted = true;
+  p.ravg = true;
+  expect_refused(&p, "ravg's sums could overflow binary64");
+  const double near_edges[3] = {0, 1, 2};
+  p.a = &near;
+  p.bins.edges = near_edges;
+  histd_exec ex;
+  histd_exec_init(&ex);
+  histd_result r;
+  char msg[256] = "";
+  int rc = histd_run(&p, &ex, NULL, &r, msg, sizeof msg);
+  CHECK(rc == 0, "ravg of weights 1e148 at separations below 2: %s", msg);
+  long double sum[2] = {0, 0}, mag[2] = {0, 0};
+  for (size_t i = 0; i < near.n; i++)
+    for (size_t j = i + 1; j < near.n; j++) {
+      double d = distance(&p.box, near.x[i], near.y[i], near.z[i], near.x[j], near.y[j], near.z[j]);
+      int k = d < 1 ? 0 : 1;
+      long double t = (long double)near.w[i] * near.w[j] * d;
+      sum[k] += t;
+      mag[k] += fabsl(t);
+    }
+  for (int k = 0; rc == 0 && k < 2; k++)
+    CHECK(fabsl(r.rsum[k] - sum[k]) <= 1e-12L * mag[k], "bin %d's ravg sum %.17g, want %.17Lg",
+          k, r.rsum[k], sum[k]);
+  if (rc == 0)
+    histd_result_free(&r);
+  histd_dataset_free(&far);
+  histd_dataset_free(&near);
+}
+
 /* Each point's sum of its neighbours' weights, as same_sums. */
 static void same_point_sums(const histd_result *r, const char *kernel, const char *what,
                             const void *ctx) {
@@ -483,5 +522,6 @@ int main(void) {
   test_edges_range();
   test_weights_range();
   test_point_weights();
+  test_ravg_sums();
   return check_finish("test_limits");
 }
