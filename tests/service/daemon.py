@@ -5,6 +5,7 @@ python3-yaml and python3-jsonschema). The daemon listens on 127.0.0.1:0
 and prints the port it got; nothing here ever leaves loopback. Every wait
 is bounded, and Daemon.__exit__ kills what it started.
 """
+import datetime
 import http.client
 import json
 import math
@@ -272,6 +273,23 @@ def csv_scalars(body):
 def check(cond, what):
     if not cond:
         raise AssertionError(what)
+
+
+def long_poll(d, jid):
+    """GET /v1/jobs/{jid}?wait=60 until the job has ended (each call comes
+    back at the end or at the daemon's cap); the last answer, and how many
+    seconds after the job's finished_at it came."""
+    while True:
+        t0 = time.time()
+        s, _, doc = d.json("GET", "/v1/jobs/%s?wait=60" % jid, timeout=90)
+        now = time.time()
+        check(s == 200, doc)
+        if doc["status"] not in ("queued", "running"):
+            end = datetime.datetime.strptime(doc["finished_at"], "%Y-%m-%dT%H:%M:%S.%fZ")
+            end = end.replace(tzinfo=datetime.timezone.utc).timestamp()
+            return doc, now - end
+        check(now - t0 >= 25, "a long-poll on a running job came back after %.1f s, before "
+              "the daemon's 30 s cap" % (now - t0))
 
 
 def free_port_unused():
