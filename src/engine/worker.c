@@ -61,8 +61,9 @@ static int run_images(histd_worker *w, const histd_kernel *k, const histd_proble
                       char *msg, size_t msglen);
 
 /* Adds part (a frame's, a translation's run in the same bins) to res: its
- * counts, below, sums (histd_result_add_bins; err NULL: none), refined pairs, exactness, timing, and where it ran
- * (and, for auto, the kernel it chose and why). */
+ * counts, below and sums (histd_result_add_bins; err NULL: no sums),
+ * refined pairs, exactness, timing, and where it ran (and, for auto, the
+ * kernel it chose and why). */
 static void add_part(histd_result *res, const histd_result *part, double *err, bool chose) {
   histd_result_add_bins(res, err, part);
   res->refined_pairs += part->refined_pairs;
@@ -205,7 +206,7 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
   double *err = histd_problem_sums(p) ? histd_result_add_errs(&res->bins) : NULL, density = 0,
          v0 = 0;
   if (histd_problem_sums(p) && err == NULL)
-    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u weighted sums", count);
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u slots' sums", count);
   int rc = 0;
   res->exact = true;
   /* On a GPU the next frame's points are copied while this frame's kernels

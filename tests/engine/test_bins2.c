@@ -424,9 +424,11 @@ static void slabs(void) {
   histd_problem ps[2];
   const char *names[2] = {"rp_pi, periodic, weighted, ravg, in slabs",
                           "s_mu, periodic, ravg (unweighted), in slabs"};
-  ps[0] = problem(&u, NULL, 10, HISTD_STAT_RP_PI, (histd_bins){HISTD_BINS_EDGES, 5, 0, edges, 4, 1});
+  ps[0] = problem(&u, NULL, 10, HISTD_STAT_RP_PI,
+                  (histd_bins){HISTD_BINS_EDGES, 5, 0, edges, 4, 1});
   ps[0].ravg = true;
-  ps[1] = problem(&u, NULL, 10, HISTD_STAT_S_MU, (histd_bins){HISTD_BINS_WIDTH, 10, 0.1, NULL, 5, 1});
+  ps[1] = problem(&u, NULL, 10, HISTD_STAT_S_MU,
+                  (histd_bins){HISTD_BINS_WIDTH, 10, 0.1, NULL, 5, 1});
   ps[1].ravg = true;
   ps[1].weighted = false;
   static const char *limits[] = {"80", "68", "66", "65", "64.5", "64.2"};
