@@ -144,7 +144,11 @@ HISTD_PAIR_FN uint32_t histd_ev_bin_pair(const histd_ev_bin *e, const histd_metr
 /* What a binned pair adds to its slot's sum of channel c (histd_sum,
  * histd.h): wp its weight product (w_i w_j; 1 unweighted), u the value
  * axis 1 bins (d, r_p or s). A new sum is a channel there and a case here;
- * the drivers add every channel a result has alike. */
+ * the drivers add every channel a result has alike. Each term is rounded
+ * once more (wp * u): the weights' check keeps every nonzero wp normal,
+ * but a term wp * u below 2^-1022 may lose up to 2^-1075 to underflow
+ * (points within about 1e-300 of each other, or weights near 2^-1022), so
+ * ravg's sums hold the weights' 1e-12 bound plus 2^-1074 a pair. */
 HISTD_PAIR_FN double histd_ev_sum(int c, double wp, double u) {
   return c == HISTD_SUM_WU ? HISTD_MUL(wp, u) : wp;
 }

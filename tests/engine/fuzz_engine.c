@@ -41,7 +41,8 @@
  * sum(counts) + below + overflow = total = the number of pairs, the
  * default count in open space leaves no overflow, and weighted sums (and
  * ravg's sums of (w_i w_j) u) lie within 1e-12 of the exact sum relative
- * to the sum of the terms' magnitudes. Two axes bin by definition.h's
+ * to the sum of the terms' magnitudes (ravg's plus 2^-1074 a term, which
+ * may underflow). Two axes bin by definition.h's
  * definition_slot2. A count
  * per point is each point's partners with d <= R (never itself) and their
  * weights' sum to 1e-12; the nearest point its least d, ties to the lowest
@@ -199,12 +200,16 @@ static void check_refusal(int rc, const char *msg, size_t msglen, const char *ke
 }
 
 /* A sum per slot within 1e-12 of the contract's, relative to the sum of
- * its terms' magnitudes. */
+ * its terms' magnitudes, plus 2^-1074 for each of its terms (terms[k], or
+ * none where terms is NULL) that may underflow in binary64: ravg's (w_i
+ * w_j) u below 2^-1022 (histd_ev_sum; the weights' products are kept
+ * normal by the weights' check). */
 static void check_sums(const char *what, const double *got, const long double *want,
-                       const long double *mag, uint32_t count, const char *kernel,
-                       const char *device) {
+                       const long double *mag, const uint64_t *terms, uint32_t count,
+                       const char *kernel, const char *device) {
   for (uint32_t k = 0; k < count; k++)
-    if (!(fabsl((long double)got[k] - want[k]) <= 1e-12L * mag[k])) {
+    if (!(fabsl((long double)got[k] - want[k]) <=
+          1e-12L * mag[k] + (terms != NULL ? (long double)terms[k] * 0x1p-1074L : 0))) {
       fprintf(stderr, "bin %u: %s sum %.17g, the contract %.17Lg (magnitudes %.3Lg)\n", k, what,
               got[k], want[k], mag[k]);
       fail("a sum beyond 1e-12 of the contract", kernel, device);
@@ -248,9 +253,9 @@ static void check_result(const histd_problem *p, const histd_result *r, const ch
   if (exact && ((p->weighted && r->weighted == NULL) || (p->ravg && r->rsum == NULL)))
     fail("a sum the job asks is missing", kernel, r->device);
   if (exact && p->weighted)
-    check_sums("weighted", r->weighted, e->sum, e->mag, count, kernel, r->device);
+    check_sums("weighted", r->weighted, e->sum, e->mag, NULL, count, kernel, r->device);
   if (exact && p->ravg)
-    check_sums("ravg", r->rsum, e->rsum, e->rmag, count, kernel, r->device);
+    check_sums("ravg", r->rsum, e->rsum, e->rmag, e->slot, count, kernel, r->device);
   free(e);
 }
 
