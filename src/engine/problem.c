@@ -803,15 +803,17 @@ int histd__weights_check(const histd_problem *p, char *msg, size_t msglen) {
                       big_a, p->b ? "B" : "A", big_b, pairs);
   /* ravg sums (w_i w_j) u, u below axis 1's last edge and, as u * u is
    * finite, below 2^512 (a default count's edge is not known yet) */
-  const double u_max = p->bins.count > 0 ? fmin(histd_bins_edge(&p->bins, p->bins.count), 0x1p512)
-                                         : 0x1p512;
-  if (p->ravg && !(big_a * big_b * pairs * u_max <= 0x1p1000))
-    return histd_fail(msg, msglen, HISTD_EINVAL,
-                      "ravg's sums could overflow binary64: the largest |w| of A (%g) times "
-                      "that of %s (%g) times the %.0f pairs times the largest separation "
-                      "binned (%g) exceeds 2^1000 (about 1.1e301); scale the weights or the "
-                      "coordinates down",
-                      big_a, p->b ? "B" : "A", big_b, pairs, u_max);
+  if (p->ravg) {
+    const double u_max =
+        p->bins.count > 0 ? fmin(histd_bins_edge(&p->bins, p->bins.count), 0x1p512) : 0x1p512;
+    if (!(big_a * big_b * pairs * u_max <= 0x1p1000))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "ravg's sums could overflow binary64: the largest |w| of A (%g) times "
+                        "that of %s (%g) times the %.0f pairs times the largest separation "
+                        "binned (%g) exceeds 2^1000 (about 1.1e301); scale the weights or the "
+                        "coordinates down",
+                        big_a, p->b ? "B" : "A", big_b, pairs, u_max);
+  }
   /* scaled by 2^600 each, so that the product of two subnormals is normal */
   if (small_a < INFINITY && small_b < INFINITY &&
       ldexp(small_a, 600) * ldexp(small_b, 600) < 0x1p178)

@@ -203,9 +203,8 @@ static int run_frames(histd_worker *w, const histd_kernel *k, const histd_proble
                       const histd__exclusions *x, histd_result *res, char *msg, size_t msglen) {
   const size_t frames = histd_problem_frames(p);
   const uint32_t count = (uint32_t)histd_bins_slots(&res->bins);
-  double *err = histd_problem_sums(p) ? histd_result_add_errs(&res->bins) : NULL, density = 0,
-         v0 = 0;
-  if (histd_problem_sums(p) && err == NULL)
+  double *err = histd_result_add_errs(&res->bins), density = 0, v0 = 0;
+  if (err == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for %u slots' sums", count);
   int rc = 0;
   res->exact = true;

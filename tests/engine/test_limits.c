@@ -445,7 +445,7 @@ static void test_ravg_sums(void) {
   for (size_t i = 0; i < near.n; i++)
     for (size_t j = i + 1; j < near.n; j++) {
       double d = distance(&p.box, near.x[i], near.y[i], near.z[i], near.x[j], near.y[j], near.z[j]);
-      int k = d < 1 ? 0 : 1;
+      uint32_t k = definition_slot(d, 0, near_edges, 2); /* 0 or 1: every d < 2 */
       long double t = (long double)near.w[i] * near.w[j] * d;
       sum[k] += t;
       mag[k] += fabsl(t);
