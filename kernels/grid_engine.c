@@ -195,9 +195,10 @@ typedef struct copy_in {
 
 /* A job's launch plan: what the pair kernel needs besides memory. */
 typedef struct grid_job {
-  grid_params gp;
-  grid_params rgp;    /* ravg: its pass's (weighted layout, its own grid) */
-  uint32_t rgrid;
+  grid_params gp;     /* the pass that keeps the counts (and sums channel W) */
+  grid_params cgp[HISTD_SUMS]; /* each other channel's pass: the weighted layout
+                                * (weights of 1 without weights), its own rows */
+  uint32_t cgrid[HISTD_SUMS];  /* their blocks per launch (0: no such pass) */
   histd__grid_geom g;
   float delta[81];    /* the float32 filter's offsets */
   uint32_t grid;      /* blocks per launch (persistent) */
@@ -271,20 +272,23 @@ static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
                       "grid with block_size %u and %u bins does not fit a multiprocessor",
                       gp->block, gp->count);
   job->grid = (uint32_t)sms * (uint32_t)per_sm;
-  if (p->ravg) { /* its pass: the weighted layout, weights of 1 without them */
-    grid_params *rgp = &job->rgp;
-    *rgp = *gp;
-    rgp->weighted = 1;
-    rgp->unit = !p->weighted;
-    rgp->ravg_pass = 1;
-    int rper_sm = 0;
-    if ((rc = choose_layout(rgp, ex, optin, msg, msglen)) != 0 ||
-        (rc = grid_blocks_per_sm(rgp, &rper_sm, msg, msglen)) != 0)
+  for (int c = 0; c < HISTD_SUMS; c++) { /* the other channels' passes */
+    if (c == HISTD_SUM_W || !(histd_problem_sums(p) >> c & 1))
+      continue;
+    grid_params *cp = &job->cgp[c];
+    *cp = *gp;
+    cp->weighted = 1;
+    cp->unit = !p->weighted;
+    cp->sum = c;
+    int cper_sm = 0;
+    if ((rc = choose_layout(cp, ex, optin, msg, msglen)) != 0 ||
+        (rc = grid_blocks_per_sm(cp, &cper_sm, msg, msglen)) != 0)
       return rc;
-    if (rper_sm < 1)
+    if (cper_sm < 1)
       return histd_fail(msg, msglen, HISTD_ETOOBIG,
-                        "grid's ravg with %u bins does not fit a multiprocessor", gp->count);
-    job->rgrid = (uint32_t)sms * (uint32_t)rper_sm;
+                        "grid's weighted sums with %u bins do not fit a multiprocessor",
+                        gp->count);
+    job->cgrid[c] = (uint32_t)sms * (uint32_t)cper_sm;
   }
   return grid_temp_bytes(job->na > job->nb ? job->na : job->nb, job->g.cells, &job->temp_bytes,
                          msg, msglen);
@@ -298,7 +302,8 @@ typedef struct grid_mem {
   grid_scratch scr;
   const double *raw_a; /* x, y, z of A, n each, back to back */
   uint32_t *cnt, *chunk_off, *next;
-  double *dedges, *wrows, *rrows, *aw;
+  double *dedges, *aw;
+  double *rows[HISTD_SUMS]; /* channel c's: 2 * its pass's grid * slots (NULL: none) */
   float *ddelta;
   unsigned long long *dcounts, *dcand;
 } grid_mem;
@@ -338,8 +343,10 @@ static void carve_job(arena *ar, const grid_job *job, const double *dev_a, grid_
   m->dedges = gp->edges ? carve(ar, ((size_t)gp->count1 + 1) * 8) : NULL;
   m->ddelta = gp->filter32 ? carve(ar, sizeof job->delta) : NULL;
   m->dcounts = carve(ar, (size_t)slots * 8);
-  m->wrows = weighted ? carve(ar, 2 * (size_t)job->grid * slots * 8) : NULL;
-  m->rrows = job->rgrid ? carve(ar, 2 * (size_t)job->rgrid * slots * 8) : NULL;
+  for (int c = 0; c < HISTD_SUMS; c++) {
+    const uint32_t g = c == HISTD_SUM_W ? (weighted ? job->grid : 0) : job->cgrid[c];
+    m->rows[c] = g != 0 ? carve(ar, 2 * (size_t)g * slots * 8) : NULL;
+  }
   m->next = carve(ar, 4);
   m->dcand = carve(ar, 8);
 }
@@ -459,10 +466,12 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
        "the copy of the offsets");
   CK(cudaMemsetAsync(m.dcounts, 0, (size_t)slots * 8, s), "cudaMemsetAsync");
   CK(cudaMemsetAsync(m.dcand, 0, 8, s), "cudaMemsetAsync");
-  if (weighted)
-    CK(cudaMemsetAsync(m.wrows, 0, 2 * (size_t)grid * slots * 8, s), "cudaMemsetAsync");
-  if (m.rrows != NULL)
-    CK(cudaMemsetAsync(m.rrows, 0, 2 * (size_t)jp->rgrid * slots * 8, s), "cudaMemsetAsync");
+  uint32_t grids[HISTD_SUMS]; /* each channel's pass's blocks */
+  for (int c = 0; c < HISTD_SUMS; c++) {
+    grids[c] = c == HISTD_SUM_W ? grid : jp->cgrid[c];
+    if (m.rows[c] != NULL)
+      CK(cudaMemsetAsync(m.rows[c], 0, 2 * (size_t)grids[c] * slots * 8, s), "cudaMemsetAsync");
+  }
   CK(cudaStreamSynchronize(s), "the copies to the device");
   t_copied = histd_now_ms();
 
@@ -490,8 +499,8 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   gp.start_b = m.sb.start;
   gp.chunk_off = m.chunk_off;
   gp.counts = m.dcounts;
-  gp.wsum = m.wrows;
-  gp.werr = weighted ? m.wrows + (size_t)grid * slots : NULL;
+  gp.wsum = m.rows[HISTD_SUM_W];
+  gp.werr = weighted ? m.rows[HISTD_SUM_W] + (size_t)grid * slots : NULL;
   gp.next = m.next;
   gp.candidates = m.dcand;
   /* too few chunks to give every warp of the grid two: a work item a
@@ -502,20 +511,27 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   double launches = ceil(est / GRID_LAUNCH_PAIRS);
   launches = launches < 1 ? 1 : launches > chunks ? chunks : launches;
   const uint32_t per = items == 0 ? 1 : (uint32_t)ceil(items / launches);
-  /* ravg: the same items again through its pass's kernel, into its rows */
-  grid_params rgp = jp->rgp;
-  if (m.rrows != NULL) {
-    const grid_params *lay = &jp->rgp;
-    rgp = gp;
-    rgp.weighted = 1, rgp.unit = lay->unit, rgp.ravg_pass = 1;
-    rgp.block = lay->block, rgp.smem = lay->smem;
-    rgp.shared_counts = lay->shared_counts, rgp.shared_edges = lay->shared_edges;
-    rgp.wsum = m.rrows;
-    rgp.werr = m.rrows + (size_t)jp->rgrid * slots;
-  }
-  for (int pass = 0; pass < (m.rrows != NULL ? 2 : 1); pass++) {
-    const grid_params *pp = pass == 0 ? &gp : &rgp;
-    const double from = pass == 0 ? 0 : 0.5, span = m.rrows != NULL ? 0.5 : 1;
+  /* the passes: the counts' (gp), then each other channel's, over the same
+   * items through its own layout into its own rows */
+  grid_params pass[HISTD_SUMS];
+  uint32_t pass_grid[HISTD_SUMS];
+  int passes = 0;
+  pass[passes] = gp, pass_grid[passes++] = grid;
+  for (int c = 0; c < HISTD_SUMS; c++)
+    if (c != HISTD_SUM_W && m.rows[c] != NULL) {
+      const grid_params *lay = &jp->cgp[c];
+      grid_params *cp = &pass[passes];
+      *cp = gp;
+      cp->weighted = 1, cp->unit = lay->unit, cp->sum = c;
+      cp->block = lay->block, cp->smem = lay->smem;
+      cp->shared_counts = lay->shared_counts, cp->shared_edges = lay->shared_edges;
+      cp->wsum = m.rows[c];
+      cp->werr = m.rows[c] + (size_t)grids[c] * slots;
+      pass_grid[passes++] = grids[c];
+    }
+  for (int k = 0; k < passes; k++) {
+    const grid_params *pp = &pass[k];
+    const double from = (double)k / passes, span = 1.0 / passes;
     for (uint32_t k0 = 0; k0 < items; k0 += per) {
       if (histd__cancelled(ctl)) {
         rc = histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
@@ -523,7 +539,7 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
       }
       const uint32_t k1 = items - k0 > per ? k0 + per : items;
       CK(cudaMemsetAsync(m.next, 0, 4, s), "cudaMemsetAsync");
-      rc = grid_pairs_launch(pp, k0, k1, pass == 0 ? grid : jp->rgrid, s, msg, msglen);
+      rc = grid_pairs_launch(pp, k0, k1, pass_grid[k], s, msg, msglen);
       if (rc != 0)
         goto out;
       CK(cudaStreamSynchronize(s), "the grid pair kernel");
@@ -546,11 +562,10 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   CK(cudaMemcpy(host_counts, m.dcounts, (size_t)slots * 8, cudaMemcpyDeviceToHost),
      "the copy of the counts");
   CK(cudaMemcpy(&cand, m.dcand, 8, cudaMemcpyDeviceToHost), "the copy of the counts");
-  if ((weighted && (rc = stats_fold_device_rows(m.wrows, grid, slots, count, res->weighted,
-                                                 "weighted sums", msg, msglen)) != 0) ||
-      (m.rrows != NULL && (rc = stats_fold_device_rows(m.rrows, jp->rgrid, slots, count,
-                                                       res->rsum, "ravg sums", msg, msglen)) != 0))
-    goto out;
+  for (int c = 0; c < HISTD_SUMS; c++)
+    if (m.rows[c] != NULL && (rc = stats_fold_device_rows(m.rows[c], grids[c], slots, count,
+                                                          res->sums[c], "sums", msg, msglen)) != 0)
+      goto out;
   t_back = histd_now_ms();
   uint64_t sum = host_counts[count];
   for (uint32_t k = 0; k < count; k++) {

@@ -90,8 +90,8 @@ typedef struct grid_params {
   int cross;               /* 0: self pairs i < j of A */
   int weighted;            /* aw and bw hold the weights */
   int unit;                /* weighted sums with every weight 1 (aw, bw unread) */
-  int ravg_pass;           /* the sums are of (w_i w_j) u, u the separation axis 1
-                            * bins (ravg); counts are not kept */
+  int sum;                 /* weighted: the channel (histd_sum) the rows sum; the
+                            * counts are kept in HISTD_SUM_W's pass only */
   const double *ax, *ay, *az, *aw; /* A sorted by cell */
   const double *bx, *by, *bz, *bw; /* B sorted by cell (A's for self pairs) */
   const float *afx, *afy, *afz, *bfx, *bfy, *bfz; /* float32 filter: relative to the cells */

@@ -338,10 +338,10 @@ __device__ __forceinline__ void count_s(const grid_params &p, const grid_sink &k
   if (bin == HISTD_BIN_OVER) /* the host counts overflow */
     return;
   const uint32_t slot = bin == HISTD_BIN_BELOW ? p.count : bin;
-  if (!W || !p.ravg_pass) /* ravg's pass sums (w_i w_j) d alone */
+  if (!W || p.sum == HISTD_SUM_W) /* another channel's pass sums alone */
     atomicAdd(&k.hist[slot], 1ull);
   if (W)
-    atomicAdd(&k.part[slot], p.ravg_pass ? __dmul_rn(wp, d) : wp);
+    atomicAdd(&k.part[slot], histd_ev_sum(p.sum, wp, d));
 }
 
 /* Two axes: the pair's slot by the evaluator (from the two points, or
@@ -357,10 +357,10 @@ __device__ __forceinline__ void count_two(const grid_params &p, const histd_metr
   const uint32_t slot = histd_ev_bin_pair(&ev, &m, xi, yi, zi, xj, yj, zj, &u);
   if (slot > p.count) /* the host counts overflow */
     return;
-  if (!w || !p.ravg_pass) /* ravg's pass sums (w_i w_j) u alone */
+  if (!w || p.sum == HISTD_SUM_W) /* another channel's pass sums alone */
     atomicAdd(&k.hist[slot], 1ull);
   if (w)
-    atomicAdd(&k.part[slot], p.ravg_pass ? __dmul_rn(wp, u) : wp);
+    atomicAdd(&k.part[slot], histd_ev_sum(p.sum, wp, u));
 }
 
 /* The warp takes the queue's top `take` (<= 32) pairs, one per lane, and
@@ -613,7 +613,7 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
                     p.werr + (size_t)blockIdx.x * slots);
   for (int o = 16; o > 0; o /= 2)
     cand += __shfl_xor_sync(FULL, cand, o);
-  if (lane == 0 && cand != 0 && !p.ravg_pass) /* (its pass meets them again) */
+  if (lane == 0 && cand != 0 && p.sum == HISTD_SUM_W) /* (other passes meet them again) */
     atomicAdd(p.candidates, cand);
 }
 

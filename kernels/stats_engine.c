@@ -8,6 +8,12 @@
  * counts and the blocks' weighted rows come back at the end and are folded
  * here (Neumaier again, over the rows).
  *
+ * The sums (histd_sum's channels): the pass that keeps the counts sums
+ * channel W where the job is weighted; every other channel the result has
+ * runs one pass more over the same tiles, in the weighted layout (weights
+ * of 1 without weights) and into rows of its own. A new channel needs
+ * nothing here: its term is histd_ev_sum's.
+ *
  * The points are copied for each job rather than kept on the device as
  * the plain kernels keep theirs: a statistics job does O(N^2) binary64
  * work on O(N) bytes, so the copy is a small part of it.
@@ -29,8 +35,8 @@
 typedef struct stats_job {
   double *dev;                /* one allocation: A, B, w, edges */
   unsigned long long *counts; /* slots */
-  double *wrows;              /* 2 * grid * slots: sums then compensations */
-  double *rrows;              /* ravg's pass: 2 * its grid * slots */
+  double *rows[HISTD_SUMS];   /* channel c's: 2 * its pass's grid * slots, sums
+                               * then compensations (NULL: not summed) */
 } stats_job;
 
 #define CK SDH_CK_OUT
@@ -170,7 +176,7 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   sp.na = (uint32_t)a->n;
   sp.nb = (uint32_t)b->n;
   sp.cross = p->b != NULL;
-  stats_job job = {NULL, NULL, NULL, NULL};
+  stats_job job = {NULL, NULL, {NULL}};
   int rc = 0;
   double t_start = histd_now_ms(), t_kernel = 0, t_back = 0;
   uint64_t *host_counts = NULL;
@@ -197,7 +203,8 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   CK(cudaMalloc((void **)&job.dev, (doubles ? doubles : 1) * sizeof(double)), "cudaMalloc");
   CK(cudaMalloc((void **)&job.counts, slots * sizeof(unsigned long long)), "cudaMalloc");
   if (weighted)
-    CK(cudaMalloc((void **)&job.wrows, 2 * (size_t)grid * slots * sizeof(double)), "cudaMalloc");
+    CK(cudaMalloc((void **)&job.rows[HISTD_SUM_W], 2 * (size_t)grid * slots * sizeof(double)),
+       "cudaMalloc");
   double *at = job.dev;
   sp.ax = at, at += na;
   sp.ay = at, at += na;
@@ -213,8 +220,8 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   }
   sp.dedges = sp.edges ? at : NULL;
   sp.counts = job.counts;
-  sp.wsum = job.wrows;
-  sp.werr = weighted ? job.wrows + (size_t)grid * slots : NULL;
+  sp.wsum = job.rows[HISTD_SUM_W];
+  sp.werr = weighted ? job.rows[HISTD_SUM_W] + (size_t)grid * slots : NULL;
   CK(put((double *)sp.ax, a->x, na, s), "the copy of A");
   CK(put((double *)sp.ay, a->y, na, s), "the copy of A");
   CK(put((double *)sp.az, a->z, na, s), "the copy of A");
@@ -231,37 +238,43 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
     CK(put((double *)sp.dedges, p->bins.edges, ne, s), "the copy of the edges");
   CK(cudaMemsetAsync(job.counts, 0, slots * sizeof(unsigned long long), s), "cudaMemset");
   if (weighted)
-    CK(cudaMemsetAsync(job.wrows, 0, 2 * (size_t)grid * slots * sizeof(double), s),
+    CK(cudaMemsetAsync(job.rows[HISTD_SUM_W], 0, 2 * (size_t)grid * slots * sizeof(double), s),
        "cudaMemset");
   CK(cudaStreamSynchronize(s), "the copies to the device");
   double t_copied = histd_now_ms();
-  /* ravg: a second pass whose weighted sums are of (w_i w_j) u (weights of
-   * 1 without them), in the weighted layout and its own rows */
-  stats_params rp = sp;
-  uint32_t rgrid = 0;
-  if (p->ravg) {
-    rp.unit = !weighted;
-    rp.ravg_pass = 1;
-    int rper_sm = 0;
-    if ((rc = choose_layout(&rp, true, ex, optin, msg, msglen)) != 0 ||
-        (rc = stats_blocks_per_sm(&rp, &rper_sm, msg, msglen)) != 0)
+  /* the other channels' passes (the file's head) */
+  stats_params cp[HISTD_SUMS];
+  uint32_t grids[HISTD_SUMS] = {0};
+  grids[HISTD_SUM_W] = grid;
+  int passes = 1;
+  for (int c = 0; c < HISTD_SUMS; c++) {
+    if (c == HISTD_SUM_W || !(histd_problem_sums(p) >> c & 1))
+      continue;
+    cp[c] = sp;
+    cp[c].unit = !weighted;
+    cp[c].sum = c;
+    int per = 0;
+    if ((rc = choose_layout(&cp[c], true, ex, optin, msg, msglen)) != 0 ||
+        (rc = stats_blocks_per_sm(&cp[c], &per, msg, msglen)) != 0)
       goto out;
-    rgrid = (uint32_t)sms * (uint32_t)(rper_sm > 0 ? rper_sm : 1);
-    CK(cudaMalloc((void **)&job.rrows, 2 * (size_t)rgrid * slots * sizeof(double)), "cudaMalloc");
-    CK(cudaMemsetAsync(job.rrows, 0, 2 * (size_t)rgrid * slots * sizeof(double), s),
-       "cudaMemset");
-    rp.wsum = job.rrows;
-    rp.werr = job.rrows + (size_t)rgrid * slots;
+    grids[c] = (uint32_t)sms * (uint32_t)(per > 0 ? per : 1);
+    const size_t n = 2 * (size_t)grids[c] * slots;
+    CK(cudaMalloc((void **)&job.rows[c], n * sizeof(double)), "cudaMalloc");
+    CK(cudaMemsetAsync(job.rows[c], 0, n * sizeof(double), s), "cudaMemset");
+    cp[c].wsum = job.rows[c];
+    cp[c].werr = job.rows[c] + (size_t)grids[c] * slots;
+    passes++;
   }
-  const double share = p->ravg ? 0.5 : 1;
+  const double share = 1.0 / passes;
   if ((rc = run_tiles(&sp, grid, tiles_a, tiles_b, s, ctl, 0, share, msg, msglen)) != 0)
     goto out;
-  if (p->ravg) {
-    const uint32_t rtiles_a = (rp.na + rp.block - 1) / rp.block;
-    const uint32_t rtiles_b = (rp.nb + rp.block - 1) / rp.block;
-    if ((rc = run_tiles(&rp, rgrid, rtiles_a, rtiles_b, s, ctl, share, share, msg, msglen)) != 0)
-      goto out;
-  }
+  for (int c = 0, k = 1; c < HISTD_SUMS; c++)
+    if (c != HISTD_SUM_W && job.rows[c] != NULL) {
+      const uint32_t ta = (cp[c].na + cp[c].block - 1) / cp[c].block;
+      const uint32_t tb = (cp[c].nb + cp[c].block - 1) / cp[c].block;
+      if ((rc = run_tiles(&cp[c], grids[c], ta, tb, s, ctl, share * k++, share, msg, msglen)) != 0)
+        goto out;
+    }
   t_kernel = histd_now_ms();
   host_counts = malloc(slots * sizeof *host_counts);
   if (host_counts == NULL) {
@@ -270,11 +283,11 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   }
   CK(cudaMemcpy(host_counts, job.counts, slots * sizeof *host_counts, cudaMemcpyDeviceToHost),
      "the copy of the counts");
-  if ((weighted && (rc = stats_fold_device_rows(job.wrows, grid, slots, count, res->weighted,
-                                                 "weighted sums", msg, msglen)) != 0) ||
-      (p->ravg && (rc = stats_fold_device_rows(job.rrows, rgrid, slots, count, res->rsum,
-                                               "ravg sums", msg, msglen)) != 0))
-    goto out;
+  for (int c = 0; c < HISTD_SUMS; c++)
+    if (job.rows[c] != NULL &&
+        (rc = stats_fold_device_rows(job.rows[c], grids[c], slots, count, res->sums[c], "sums",
+                                     msg, msglen)) != 0)
+      goto out;
   t_back = histd_now_ms();
   for (uint32_t k = 0; k < count; k++)
     res->counts[k] = host_counts[k];
@@ -293,9 +306,8 @@ out:
     cudaFree(job.dev);
   if (job.counts)
     cudaFree(job.counts);
-  if (job.wrows)
-    cudaFree(job.wrows);
-  if (job.rrows)
-    cudaFree(job.rrows);
+  for (int c = 0; c < HISTD_SUMS; c++)
+    if (job.rows[c])
+      cudaFree(job.rows[c]);
   return rc;
 }

@@ -59,8 +59,8 @@ typedef struct stats_params {
   int cross;         /* 0: self pairs i < j of A */
   int weighted;      /* STATS_W_*: aw and bw hold the weights, and how they sum */
   int unit;          /* weighted sums with every weight 1 (aw, bw unread) */
-  int ravg_pass;     /* the sums are of (w_i w_j) u, u the separation axis 1
-                      * bins (ravg); counts are not kept */
+  int sum;           /* weighted: the channel (histd_sum) the rows sum; the
+                      * counts are kept in HISTD_SUM_W's pass only */
   const double *ax, *ay, *az, *aw; /* A on the device */
   const double *bx, *by, *bz, *bw; /* B (the same pointers as A for self) */
   uint32_t block;    /* threads per block = points per tile */

@@ -119,12 +119,10 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
                                  : histd_bin_width(d, p.width, p.inv_width, count);
             k = bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? count + 1 : bin;
           }
-          if (!W || !p.ravg_pass) /* (the unweighted variants: always) */
+          if (!W || p.sum == HISTD_SUM_W) /* (the unweighted variants: always) */
             atomicAdd(&hist[k], 1ull);
-          if (W) { /* w_i w_j, or for ravg (w_i w_j) u: each product rounded once */
-            double v = __dmul_rn(wi, L.tw[jj]);
-            if (p.ravg_pass)
-              v = __dmul_rn(v, u);
+          if (W) { /* the channel's term (w_i w_j; for ravg (w_i w_j) u) */
+            const double v = histd_ev_sum(p.sum, __dmul_rn(wi, L.tw[jj]), u);
             if (W == STATS_W_LANES) /* this lane's own column: no atomic */
               part[(size_t)k * 32 + lane] = __dadd_rn(part[(size_t)k * 32 + lane], v);
             else
