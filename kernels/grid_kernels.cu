@@ -265,6 +265,12 @@ extern "C" int grid_chunks(const uint32_t *start, uint64_t cells, uint32_t *cnt,
 
 /* ---- the pair kernel ------------------------------------------------------- */
 
+/* How a kernel bins: width bins or explicit edges of d, or two axes by the
+ * evaluator (a template argument each, so that the one-axis kernels hold
+ * none of the two-axis code: inlined into them it took G1's kernel from 62
+ * to 89 registers and G1 from 394 to 557 ms on an H200). */
+enum { BIN_WIDTH = 0, BIN_EDGES = 1, BIN_TWO = 2 };
+
 /* The filter's estimate of s (the header's proof says why it may only drop
  * overflow); with cyl, (r_p, pi) along z, of dx^2 + dy^2 and dz^2 apart,
  * each against its own axes' reach (the same proof, axis by axis: an
@@ -272,7 +278,7 @@ extern "C" int grid_chunks(const uint32_t *start, uint64_t cells, uint32_t *cnt,
  * range, in the same image or, in another, a component of at least half
  * the box less 3e, which the host's half-width condition puts beyond
  * either reach). */
-template <int METRIC>
+template <int METRIC, bool CYL>
 __device__ __forceinline__ bool beyond(const grid_params &p, const histd_metric &m, double dx,
                                        double dy, double dz);
 
@@ -296,10 +302,10 @@ __device__ __forceinline__ double estimate_s(const histd_metric &m, double dx, d
   return fma(dz, dz, fma(dy, dy, dx * dx));
 }
 
-template <int METRIC>
+template <int METRIC, bool CYL>
 __device__ __forceinline__ bool beyond(const grid_params &p, const histd_metric &m, double dx,
                                        double dy, double dz) {
-  if (!p.cyl)
+  if (!CYL || !p.cyl)
     return estimate_s<METRIC>(m, dx, dy, dz) > p.s_cut;
   if (METRIC == 1) { /* rp_pi's boxes are orthorhombic */
     dx = fma(-m.ax, rint(dx * m.iax), dx);
@@ -365,7 +371,7 @@ __device__ __forceinline__ void count_two(const grid_params &p, const histd_metr
 
 /* The warp takes the queue's top `take` (<= 32) pairs, one per lane, and
  * counts them by the contract. */
-template <bool F32, int METRIC, bool EDGES, bool W>
+template <bool F32, int METRIC, int BIN, bool W>
 __device__ __forceinline__ void drain(const grid_params &p, const histd_metric &m,
                                       const grid_sink &k, grid_queue &q, uint32_t take,
                                       uint32_t lane) {
@@ -375,16 +381,17 @@ __device__ __forceinline__ void drain(const grid_params &p, const histd_metric &
     if constexpr (F32) {
       const uint32_t a = q.qi[e], b = q.qj[e];
       const double wp = W ? (p.unit ? 1.0 : __dmul_rn(p.aw[a], p.bw[b])) : 0.0;
-      if (p.two)
+      if constexpr (BIN == BIN_TWO)
         count_two(p, m, k, p.ax[a], p.ay[a], p.az[a], p.bx[b], p.by[b], p.bz[b], wp, W);
       else
-        count_s<EDGES, W>(p, k, histd_pair_s(&m, p.ax[a], p.ay[a], p.az[a], p.bx[b], p.by[b],
-                                             p.bz[b]),
-                          wp);
-    } else if (p.two) {
+        count_s<BIN == BIN_EDGES, W>(p, k, histd_pair_s(&m, p.ax[a], p.ay[a], p.az[a], p.bx[b],
+                                                        p.by[b], p.bz[b]),
+                                     wp);
+    } else if constexpr (BIN == BIN_TWO) {
       count_two(p, m, k, q.qx[e], q.qy[e], q.qz[e], 0, 0, 0, W ? q.qw[e] : 0.0, W);
     } else {
-      count_s<EDGES, W>(p, k, histd_diff_s(&m, q.qx[e], q.qy[e], q.qz[e]), W ? q.qw[e] : 0.0);
+      count_s<BIN == BIN_EDGES, W>(p, k, histd_diff_s(&m, q.qx[e], q.qy[e], q.qz[e]),
+                                   W ? q.qw[e] : 0.0);
     }
   }
   q.n -= take;
@@ -396,7 +403,7 @@ __device__ __forceinline__ void drain(const grid_params &p, const histd_metric &
 }
 
 /* One lane's pair after its filter: queued when hit; the warp drains 32. */
-template <bool F32, int METRIC, bool EDGES, bool W>
+template <bool F32, int METRIC, int BIN, bool W>
 __device__ __forceinline__ void push(const grid_params &p, const histd_metric &m,
                                      const grid_sink &k, grid_queue &q, bool hit, uint32_t lane,
                                      uint32_t i, uint32_t j, double dx, double dy, double dz,
@@ -417,7 +424,7 @@ __device__ __forceinline__ void push(const grid_params &p, const histd_metric &m
   }
   q.n += __popc(mask);
   if (q.n >= 32)
-    drain<F32, METRIC, EDGES, W>(p, m, k, q, 32, lane);
+    drain<F32, METRIC, BIN, W>(p, m, k, q, 32, lane);
 }
 
 /* The warp's A points (one per lane, `live` where there is one) meet B's
@@ -425,7 +432,7 @@ __device__ __forceinline__ void push(const grid_params &p, const histd_metric &m
  * Float64 filter: (xi, yi, zi) are the A point's coordinates. Float32
  * filter: they are its coordinates relative to its cell's corner plus
  * the offset of this B cell (rounded to float32). */
-template <bool F32, int METRIC, bool EDGES, bool W, bool DIAG, typename T>
+template <bool F32, int METRIC, int BIN, bool W, bool DIAG, typename T>
 __device__ __forceinline__ void visit(const grid_params &p, const histd_metric &m,
                                       const grid_sink &k, grid_queue &q, uint32_t j0,
                                       uint32_t j1, uint32_t i, bool live, T xi, T yi, T zi,
@@ -458,20 +465,20 @@ __device__ __forceinline__ void visit(const grid_params &p, const histd_metric &
       if constexpr (F32) {
         const float dx = xi - xj, dy = yi - yj, dz = zi - zj;
         const float s = fmaf(dz, dz, fmaf(dy, dy, dx * dx));
-        push<F32, METRIC, EDGES, W>(p, m, k, q, pair && !(s > p.cut32), lane, i, jb + t, 0, 0,
+        push<F32, METRIC, BIN, W>(p, m, k, q, pair && !(s > p.cut32), lane, i, jb + t, 0, 0,
                                     0, 0);
       } else {
         const double wj = W ? __shfl_sync(FULL, bwl, t) : 0.0;
         const double dx = __dsub_rn(xi, xj), dy = __dsub_rn(yi, yj), dz = __dsub_rn(zi, zj);
-        const bool hit = pair && !beyond<METRIC>(p, m, dx, dy, dz);
-        push<F32, METRIC, EDGES, W>(p, m, k, q, hit, lane, i, jb + t, dx, dy, dz,
+        const bool hit = pair && !beyond<METRIC, BIN == BIN_TWO>(p, m, dx, dy, dz);
+        push<F32, METRIC, BIN, W>(p, m, k, q, hit, lane, i, jb + t, dx, dy, dz,
                                     W ? __dmul_rn(wi, wj) : 0.0);
       }
     }
   }
 }
 
-template <bool F32, int METRIC, bool EDGES, bool W, bool CROSS>
+template <bool F32, int METRIC, int BIN, bool W, bool CROSS>
 __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
     k_grid_pairs(grid_params p, uint32_t k0, uint32_t k1) {
   extern __shared__ double smem[];
@@ -552,7 +559,7 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
       const float rx = live ? p.afx[i] : 0.f, ry = live ? p.afy[i] : 0.f,
                   rz = live ? p.afz[i] : 0.f;
       if (!CROSS && (split == 1 || o == 13))
-        visit<true, METRIC, EDGES, W, true>(p, m, k, q, first + 1, a_end, i, live, rx, ry, rz,
+        visit<true, METRIC, BIN, W, true>(p, m, k, q, first + 1, a_end, i, live, rx, ry, rz,
                                             wi, lane, cand);
       const int ci = (int)(c % n0), cj = (int)((c / n0) % n1), ck = (int)(c / n0 / n1);
       /* every neighbour cell by its offset (oz, oy, ox) in {-1, 0, 1}^3, as
@@ -571,14 +578,14 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
         if (!CROSS && c2 <= c) /* self pairs: the cells after c */
           continue;
         const float *dl = p.delta + 3 * oo;
-        visit<true, METRIC, EDGES, W, false>(p, m, k, q, p.start_b[c2], p.start_b[c2 + 1], i,
+        visit<true, METRIC, BIN, W, false>(p, m, k, q, p.start_b[c2], p.start_b[c2 + 1], i,
                                              live, rx + dl[0], ry + dl[1], rz + dl[2], wi, lane,
                                              cand);
       }
     } else {
       const double xi = live ? p.ax[i] : 0, yi = live ? p.ay[i] : 0, zi = live ? p.az[i] : 0;
       if (!CROSS && o == 0)
-        visit<false, METRIC, EDGES, W, true>(p, m, k, q, first + 1, a_end, i, live, xi, yi, zi,
+        visit<false, METRIC, BIN, W, true>(p, m, k, q, first + 1, a_end, i, live, xi, yi, zi,
                                              wi, lane, cand);
       uint32_t nbr[27];
       const uint32_t nn = histd__grid_neighbours(&p.geom, c, nbr);
@@ -591,7 +598,7 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
         uint32_t e = a; /* a run of consecutive cells is one range of points */
         while (split == 1 && e + 1 < nn && nbr[e + 1] == nbr[e] + 1)
           e++;
-        visit<false, METRIC, EDGES, W, false>(p, m, k, q, p.start_b[nbr[a]],
+        visit<false, METRIC, BIN, W, false>(p, m, k, q, p.start_b[nbr[a]],
                                               p.start_b[nbr[e] + 1], i, live, xi, yi, zi, wi,
                                               lane, cand);
         a = e + 1;
@@ -599,7 +606,7 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
     }
   }
   if (q.n > 0)
-    drain<F32, METRIC, EDGES, W>(p, m, k, q, q.n, lane);
+    drain<F32, METRIC, BIN, W>(p, m, k, q, q.n, lane);
   if (W)
     wsum_warp_fold(k.part, k.wsum, k.werr, slots, lane);
   __syncthreads();
@@ -619,34 +626,37 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
 
 typedef void (*grid_fn)(grid_params, uint32_t, uint32_t);
 
-template <bool F32, int METRIC, bool EDGES, bool W> static grid_fn pick5(bool cross) {
-  return cross ? k_grid_pairs<F32, METRIC, EDGES, W, true>
-               : k_grid_pairs<F32, METRIC, EDGES, W, false>;
+template <bool F32, int METRIC, int BIN, bool W> static grid_fn pick5(bool cross) {
+  return cross ? k_grid_pairs<F32, METRIC, BIN, W, true>
+               : k_grid_pairs<F32, METRIC, BIN, W, false>;
 }
 
-template <bool F32, int METRIC, bool EDGES> static grid_fn pick4(bool w, bool cross) {
-  return w ? pick5<F32, METRIC, EDGES, true>(cross) : pick5<F32, METRIC, EDGES, false>(cross);
+template <bool F32, int METRIC, int BIN> static grid_fn pick4(bool w, bool cross) {
+  return w ? pick5<F32, METRIC, BIN, true>(cross) : pick5<F32, METRIC, BIN, false>(cross);
 }
 
-template <bool F32, int METRIC> static grid_fn pick3(bool edges, bool w, bool cross) {
-  return edges ? pick4<F32, METRIC, true>(w, cross) : pick4<F32, METRIC, false>(w, cross);
+template <bool F32, int METRIC> static grid_fn pick3(int bin, bool w, bool cross) {
+  return bin == BIN_TWO     ? pick4<F32, METRIC, BIN_TWO>(w, cross)
+         : bin == BIN_EDGES ? pick4<F32, METRIC, BIN_EDGES>(w, cross)
+                            : pick4<F32, METRIC, BIN_WIDTH>(w, cross);
 }
 
-template <bool F32> static grid_fn pick2(int metric, bool e, bool w, bool c) {
+template <bool F32> static grid_fn pick2(int metric, int bin, bool w, bool c) {
   switch (metric) {
   case 1:
-    return pick3<F32, 1>(e, w, c);
+    return pick3<F32, 1>(bin, w, c);
   case 2:
-    return pick3<F32, 2>(e, w, c);
+    return pick3<F32, 2>(bin, w, c);
   default:
-    return pick3<F32, 0>(e, w, c);
+    return pick3<F32, 0>(bin, w, c);
   }
 }
 
 static grid_fn pick(const grid_params *p) {
-  const bool e = p->edges != 0, w = p->weighted != 0, c = p->cross != 0;
-  return p->filter32 ? pick2<true>(p->metric.kind, e, w, c)
-                     : pick2<false>(p->metric.kind, e, w, c);
+  const int bin = p->two ? BIN_TWO : p->edges ? BIN_EDGES : BIN_WIDTH;
+  const bool w = p->weighted != 0, c = p->cross != 0;
+  return p->filter32 ? pick2<true>(p->metric.kind, bin, w, c)
+                     : pick2<false>(p->metric.kind, bin, w, c);
 }
 
 extern "C" size_t grid_smem_bytes(const grid_params *p) {
