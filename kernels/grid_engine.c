@@ -142,7 +142,9 @@ static int plan_filter32(const histd__grid_geom *g, const histd_problem *p, floa
 /* The block size and the shared-memory layout: the first that fits of the
  * block sizes (the job's, else 256 down to 32) with, in order, the
  * histogram and the edges in shared memory. Weighted jobs need their
- * partials there; one whose partials fit no block is refused. */
+ * partials there, and keep the warps' Neumaier pairs there too where two
+ * blocks still fit a multiprocessor (else those go to global memory,
+ * wglobal); one whose partials fit no block is refused. */
 static int choose_layout(grid_params *gp, const histd_exec *ex, size_t optin, char *msg,
                          size_t msglen) {
   static const uint32_t sizes[] = {256, 128, 64, 32};
@@ -154,19 +156,21 @@ static int choose_layout(grid_params *gp, const histd_exec *ex, size_t optin, ch
                       ex->block_size);
   for (int b = 0; b < ntries; b++)
     for (int counts = 1; counts >= 0; counts--)
-      for (int edges = gp->edges; edges >= 0; edges--) {
-        gp->block = tries[b];
-        gp->shared_counts = counts;
-        gp->shared_edges = edges;
-        size_t bytes = grid_smem_bytes(gp);
-        if (bytes <= optin) {
-          gp->smem = bytes;
-          return 0;
+      for (int edges = gp->edges; edges >= 0; edges--)
+        for (int wglobal = 0; wglobal <= (gp->weighted != 0); wglobal++) {
+          gp->block = tries[b];
+          gp->shared_counts = counts;
+          gp->shared_edges = edges;
+          gp->wglobal = wglobal;
+          size_t bytes = grid_smem_bytes(gp);
+          if (bytes <= (gp->weighted && !wglobal ? optin / 2 : optin)) {
+            gp->smem = bytes;
+            return 0;
+          }
         }
-      }
   return histd_fail(msg, msglen, HISTD_ETOOBIG,
                     "a weighted histogram of %u bins does not fit the GPU's shared memory for "
-                    "grid (its partial sums live there: 24 bytes per bin and warp); use fewer "
+                    "grid (its partial sums live there: 8 bytes per bin and warp); use fewer "
                     "bins, a smaller block_size, or the CPU",
                     gp->count);
 }
@@ -304,6 +308,7 @@ typedef struct grid_mem {
   uint32_t *cnt, *chunk_off, *next;
   double *dedges, *aw;
   double *rows[HISTD_SUMS]; /* channel c's: 2 * its pass's grid * slots (NULL: none) */
+  double *wscr;             /* the weighted passes' scratch (one at a time: the largest) */
   float *ddelta;
   unsigned long long *dcounts, *dcand;
 } grid_mem;
@@ -343,10 +348,14 @@ static void carve_job(arena *ar, const grid_job *job, const double *dev_a, grid_
   m->dedges = gp->edges ? carve(ar, ((size_t)gp->count1 + 1) * 8) : NULL;
   m->ddelta = gp->filter32 ? carve(ar, sizeof job->delta) : NULL;
   m->dcounts = carve(ar, (size_t)slots * 8);
+  size_t wscr = grid_wscr_bytes(gp, job->grid);
   for (int c = 0; c < HISTD_SUMS; c++) {
     const uint32_t g = c == HISTD_SUM_W ? (weighted ? job->grid : 0) : job->cgrid[c];
     m->rows[c] = g != 0 ? carve(ar, 2 * (size_t)g * slots * 8) : NULL;
+    if (c != HISTD_SUM_W && g != 0 && grid_wscr_bytes(&job->cgp[c], g) > wscr)
+      wscr = grid_wscr_bytes(&job->cgp[c], g);
   }
+  m->wscr = wscr ? carve(ar, wscr) : NULL;
   m->next = carve(ar, 4);
   m->dcand = carve(ar, 8);
 }
@@ -501,6 +510,7 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   gp.counts = m.dcounts;
   gp.wsum = m.rows[HISTD_SUM_W];
   gp.werr = weighted ? m.rows[HISTD_SUM_W] + (size_t)grid * slots : NULL;
+  gp.wscr = m.wscr;
   gp.next = m.next;
   gp.candidates = m.dcand;
   /* too few chunks to give every warp of the grid two: a work item a
@@ -525,6 +535,7 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
       cp->weighted = 1, cp->unit = lay->unit, cp->sum = c;
       cp->block = lay->block, cp->smem = lay->smem;
       cp->shared_counts = lay->shared_counts, cp->shared_edges = lay->shared_edges;
+      cp->wglobal = lay->wglobal;
       cp->wsum = m.rows[c];
       cp->werr = m.rows[c] + (size_t)grids[c] * slots;
       pass_grid[passes++] = grids[c];

@@ -104,6 +104,11 @@ typedef struct grid_params {
   size_t smem;             /* dynamic shared memory per block */
   unsigned long long *counts; /* slots; bins, below (overflow is left to the host) */
   double *wsum, *werr;     /* weighted: grid rows of slots (Neumaier pairs) */
+  int wglobal;             /* weighted: the warps' Neumaier pairs in wscr, not in
+                            * shared memory (grid_kernels.cu says when) */
+  double *wscr;            /* wglobal: each block's warps' pairs between folds,
+                            * 2 x warps x slots a block (grid_wscr_bytes),
+                            * zeroed by the kernel at each launch */
   uint32_t split;          /* work items a chunk: 1 (a warp takes a chunk with
                             * every neighbour cell) or 27 (a neighbour offset
                             * each, for jobs of too few chunks to fill the
@@ -114,6 +119,13 @@ typedef struct grid_params {
 
 /* Shared-memory bytes of p's kernel as its fields lay it out. */
 size_t grid_smem_bytes(const grid_params *p);
+
+/* Global scratch bytes (wscr) of p's weighted kernel with `grid` blocks. */
+static inline size_t grid_wscr_bytes(const grid_params *p, uint32_t grid) {
+  return p->weighted && p->wglobal
+             ? (size_t)grid * 2 * (p->block / 32) * ((size_t)p->count + 2) * 8
+             : 0;
+}
 
 /* Blocks of p's kernel that fit on one multiprocessor. */
 int grid_blocks_per_sm(const grid_params *p, int *blocks, char *msg, size_t msglen);

@@ -94,7 +94,11 @@
  * Weights: the queued product w_i w_j (rounded once) goes into the warp's
  * partial of its slot by a shared-memory atomic; after every 128 drains of
  * at most 32 terms (4096 terms) the warp folds its partials into its
- * Neumaier pairs (wsum_device.cuh; stats_gpu.h has the 1e-12 bound).
+ * Neumaier pairs (wsum_device.cuh; stats_gpu.h has the 1e-12 bound). The
+ * partials take shared memory; the pairs, read only at a fold, are there
+ * too where two blocks still fit a multiprocessor, else in global memory
+ * (wglobal, wscr): a 25 x 50 (s, mu) histogram's 30 KB a warp left one
+ * block of 4 warps a multiprocessor, and (s, mu) ran 2.9x slower.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -495,16 +499,23 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
   q.n = 0;
   q.drains = 0;
   double *next = smem + (size_t)warps * per_queue;
-  double *const wbase = next; /* weighted: partials, sums, compensations; warps x slots each */
+  /* weighted: the warps' partials here (warps x slots), then their sums
+   * and compensations (warps x slots each) here too or in the block's
+   * rows of wscr */
+  const size_t wn = (size_t)warps * slots;
+  double *wbase = nullptr;
   grid_sink k;
   k.part = k.wsum = k.werr = nullptr;
   if (W) {
-    k.part = wbase + (size_t)warp * slots;
-    k.wsum = wbase + (size_t)(warps + warp) * slots;
-    k.werr = wbase + (size_t)(2 * warps + warp) * slots;
-    next += 3 * (size_t)warps * slots;
-    for (size_t c = tid; c < 3 * (size_t)warps * slots; c += blockDim.x)
+    wbase = p.wglobal ? p.wscr + (size_t)blockIdx.x * 2 * wn : next + wn;
+    k.part = next + (size_t)warp * slots;
+    k.wsum = wbase + (size_t)warp * slots;
+    k.werr = wbase + wn + (size_t)warp * slots;
+    for (size_t c = tid; c < wn; c += blockDim.x)
+      next[c] = 0;
+    for (size_t c = tid; c < 2 * wn; c += blockDim.x)
       wbase[c] = 0;
+    next += p.wglobal ? wn : 3 * wn;
   }
   k.edges = p.dedges;
   if (p.edges && p.shared_edges) {
@@ -615,9 +626,8 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
       if (k.hist[c] != 0)
         atomicAdd(&p.counts[c], k.hist[c]);
   if (W)
-    wsum_block_fold(wbase + (size_t)warps * slots, wbase + 2 * (size_t)warps * slots, warps,
-                    slots, p.wsum + (size_t)blockIdx.x * slots,
-                    p.werr + (size_t)blockIdx.x * slots);
+    wsum_block_fold(wbase, wbase + wn, warps, slots,
+                    p.wsum + (size_t)blockIdx.x * slots, p.werr + (size_t)blockIdx.x * slots);
   for (int o = 16; o > 0; o /= 2)
     cand += __shfl_xor_sync(FULL, cand, o);
   if (lane == 0 && cand != 0 && p.sum == HISTD_SUM_W) /* (other passes meet them again) */
@@ -663,7 +673,7 @@ extern "C" size_t grid_smem_bytes(const grid_params *p) {
   const size_t warps = p->block / 32, slots = (size_t)p->count + 2;
   size_t bytes = warps * GRID_QUEUE * (p->filter32 ? 1 : p->weighted ? 4 : 3) * sizeof(double);
   if (p->weighted)
-    bytes += 3 * warps * slots * sizeof(double);
+    bytes += (p->wglobal ? 1 : 3) * warps * slots * sizeof(double);
   if (p->edges && p->shared_edges)
     bytes += ((size_t)p->count1 + 1) * sizeof(double);
   if (p->shared_counts)

@@ -306,6 +306,11 @@ static void cases(void) {
   p = problem(&c, NULL, 50, HISTD_STAT_S_MU,
               (histd_bins){HISTD_BINS_EDGES, 5, 0, log_edges, 7, 1});
   compare(&p, "s_mu, clustered, periodic");
+  /* many slots, weighted: the GPU grid keeps its warps' sums in global
+   * memory (25 x 50 slots: 30 KB a warp in shared memory) */
+  p = problem(&c, NULL, 50, HISTD_STAT_S_MU, (histd_bins){HISTD_BINS_WIDTH, 25, 0.4, NULL, 50, 1});
+  p.ravg = true;
+  compare(&p, "s_mu, 25 x 50 slots, clustered, periodic, weighted, ravg");
   p = problem(&c, NULL, 50, HISTD_STAT_HISTOGRAM,
               (histd_bins){HISTD_BINS_EDGES, 5, 0, log_edges, 0, 0});
   p.ravg = true;
