@@ -14,12 +14,16 @@
  * it (stream_a).
  *
  * Cells: at most max(n_a, n_b) / 16 (where r_max allows that many). The
- * cells' side is at least r_max's reach whatever their number, so more
- * cells only shrink them towards it and cut the candidates; but a chunk
- * is one warp's 32 lanes of A points of one cell, and a warp steps
- * through its neighbours' B points whatever number of its lanes are
- * live: below about 16 points a cell the warps' steps per point stop
- * falling while the chunks' overhead (27 neighbours looked up) grows.
+ * cells' side is at least r_max's reach (span 1) or half of it (span 2,
+ * grid.h) whatever their number, so more cells only shrink them towards
+ * it and cut the candidates; but a chunk is one warp's 32 lanes of A
+ * points of one cell, and a warp steps through its neighbours' B points
+ * whatever number of its lanes are live: below about 16 points a cell the
+ * warps' steps per point stop falling while the chunks' overhead (27 or
+ * 125 neighbours looked up) grows. Span 2 is taken where the float32
+ * filter applies to it and a uniform set's estimate (plan_cost) says the
+ * warps step through fewer points: (r_p, pi) of C1 (reach L/5 across, L/25
+ * along z) meets 2.5% of all pairs at span 2 against 7% at span 1.
  *
  * Overflow is never counted on the device: it is the pairs' total less the
  * bins and `below` (pairs in cells that are not adjacent, and visited pairs
@@ -87,18 +91,21 @@ static double span(const histd_dataset *d) {
   return m;
 }
 
-/* The float32 filter (grid_kernels.cu's proof): 1 with its cut and the
- * float32 translations of the 27 neighbour offsets, or 0 where it does not
- * apply (a periodic axis of fewer than 5 cells, reach beyond half the
- * shortest width, or cells too large or small for float32's range). */
-static int plan_filter32(const histd__grid_geom *g, const histd_problem *p, float *cut32,
-                         float delta[81]) {
+/* The float32 filter (grid_kernels.cu's proof): 1 with its cuts and the
+ * float32 translations of the (2K + 1)^3 neighbour offsets of span K, or 0
+ * where it does not apply (a periodic axis of fewer than 2K + 3 cells,
+ * reach beyond half the shortest width, or cells too large or small for
+ * float32's range). With cyl, (r_p, pi) along z, the cuts are the
+ * cylinder's (rp_cut32, pi_cut32), else the sphere's (cut32). */
+static int plan_filter32(const histd__grid_geom *g, const histd_problem *p, bool cyl,
+                         grid_params *gp, float delta[GRID_OFFSETS_MAX * 3]) {
   const histd_box *box = &p->box;
+  const int K = (int)g->span;
   double edge[3][3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}; /* the cell's edge vectors */
   double bsum = 0, rho = 1;
   if (g->periodic) {
     for (int k = 0; k < 3; k++)
-      if (g->n[k] < 5)
+      if (g->n[k] < 2 * g->span + 3)
         return 0;
     if (!(g->reach <= histd_box_half_width(box)))
       return 0;
@@ -115,28 +122,48 @@ static int plan_filter32(const histd__grid_geom *g, const histd_problem *p, floa
   }
   const double m = fmax(span(p->a), p->b != NULL ? span(p->b) : 0);
   const double ed = 0x1p-44 * (m + bsum) * (1 + rho);
-  double e = 0;
+  double e[3]; /* each component's error bound */
   for (int x = 0; x < 3; x++) {
     double r = fabs(edge[0][x]) + fabs(edge[1][x]) + fabs(edge[2][x]);
     if (!(r <= 0x1p60) || (r != 0 && !(r >= 0x1p-60)))
       return 0;
-    e += 8.01 * 0x1p-24 * (r * (1 + 0x1p-20) + ed) + 2 * ed + 0x1p-120;
+    e[x] = (3 * K + 5.01) * 0x1p-24 * (r * (1 + 0x1p-20) + ed) + 2 * ed + 0x1p-120;
   }
-  const double cut = (g->reach + e) * (g->reach + e) * (1 + 0x1p-20);
-  if (!(g->reach >= 0x1p-60 && cut <= 0x1p120))
-    return 0;
-  float c = (float)cut;
-  if ((double)c < cut)
-    c = nextafterf(c, INFINITY);
-  *cut32 = c;
-  for (int oz = -1; oz <= 1; oz++)
-    for (int oy = -1; oy <= 1; oy++)
-      for (int ox = -1; ox <= 1; ox++) {
-        const int at = 3 * ((oz + 1) * 9 + (oy + 1) * 3 + (ox + 1));
+  /* each cut (reach + E)^2 (1 + 2^-20), rounded up to a float */
+  const double rad[3] = {g->reach, g->rk[0], g->rk[2]};
+  const double err[3] = {e[0] + e[1] + e[2], e[0] + e[1], e[2]};
+  float *cuts[3] = {&gp->cut32, &gp->rp_cut32, &gp->pi_cut32};
+  for (int c = 0; c < 3; c++) {
+    const double cut = (rad[c] + err[c]) * (rad[c] + err[c]) * (1 + 0x1p-20);
+    if (!(rad[c] >= 0x1p-60 && cut <= 0x1p120))
+      return 0;
+    float f = (float)cut;
+    if ((double)f < cut)
+      f = nextafterf(f, INFINITY);
+    *cuts[c] = f;
+  }
+  if (!cyl) /* the sphere's alone */
+    gp->rp_cut32 = gp->pi_cut32 = INFINITY;
+  const int side = 2 * K + 1;
+  for (int oz = -K; oz <= K; oz++)
+    for (int oy = -K; oy <= K; oy++)
+      for (int ox = -K; ox <= K; ox++) {
+        const int at = 3 * (((oz + K) * side + (oy + K)) * side + (ox + K));
         for (int x = 0; x < 3; x++)
           delta[at + x] = (float)-(ox * edge[0][x] + oy * edge[1][x] + oz * edge[2][x]);
       }
   return 1;
+}
+
+/* A uniform set's cost of a plan, in B points its warps step through: the
+ * chunks (32 A points each, whatever number of lanes hold one) times the
+ * neighbour cells each meets, a cell costing its points and about 8
+ * points' worth of overhead; the float64 filter 2.2 times the float32
+ * one's a pair (an H200: 4.0 against 1.84 ps a candidate). */
+static double plan_cost(const histd__grid_geom *g, uint32_t na, uint32_t nb, int filter32) {
+  const double cells = (double)g->cells, side = 2.0 * g->span + 1;
+  const double chunks = cells * ceil(na / cells / GRID_CHUNK);
+  return chunks * side * side * side * (nb / cells + 8) * (filter32 ? 1 : 2.2);
 }
 
 /* The block size and the shared-memory layout: the first that fits of the
@@ -183,8 +210,9 @@ static void finish_result(histd_result *res, const grid_params *gp, const gpu_ct
   res->threads = 0;
   if (g != NULL)
     snprintf(res->device, sizeof res->device,
-             "%s, grid %ux%ux%u cells, %s filter, %.4g candidate pairs, cells built in %.2f ms",
-             histd__cuda_context_name(ctx), g->n[0], g->n[1], g->n[2],
+             "%s, grid %ux%ux%u cells of span %u, %s filter, %.4g candidate pairs, cells built "
+             "in %.2f ms",
+             histd__cuda_context_name(ctx), g->n[0], g->n[1], g->n[2], g->span,
              gp->filter32 ? "float32" : "float64", candidates, build_ms);
   else
     snprintf(res->device, sizeof res->device, "%s, grid: no pairs",
@@ -204,7 +232,7 @@ typedef struct grid_job {
                                 * (weights of 1 without weights), its own rows */
   uint32_t cgrid[HISTD_SUMS];  /* their blocks per launch (0: no such pass) */
   histd__grid_geom g;
-  float delta[81];    /* the float32 filter's offsets */
+  float delta[GRID_OFFSETS_MAX * 3]; /* the float32 filter's offsets */
   uint32_t grid;      /* blocks per launch (persistent) */
   size_t temp_bytes;  /* CUB's */
   uint32_t na, nb;    /* A's points, B's (A's for self pairs) */
@@ -244,12 +272,10 @@ static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
   int rc = choose_layout(gp, ex, optin, msg, msglen);
   if (rc != 0 || job->total == 0)
     return rc;
-  rc = histd__grid_plan(p, max_cells ? max_cells : histd__grid_max_cells(p, true), &job->g, msg,
-                        msglen);
+  const uint64_t cap = max_cells ? max_cells : histd__grid_max_cells(p, true);
+  rc = histd__grid_plan(p, cap, &job->g, msg, msglen);
   if (rc != 0)
     return rc;
-  gp->geom = job->g;
-  gp->cells = (uint32_t)job->g.cells; /* 1 to 2^32 - 1: the plan's guard (grid.c) */
   gp->s_cut = filter_cut(&job->g, &p->box);
   /* (r_p, pi) along z: the cylinder of the axes' own reaches (grid_kernels.cu) */
   gp->cyl = gp->two && p->statistic == HISTD_STAT_RP_PI && !p->los_midpoint &&
@@ -257,7 +283,26 @@ static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
             isfinite(gp->s_cut);
   gp->rp_cut = job->g.rk[0] * job->g.rk[0] * (1 + 0x1p-30);
   gp->pi_cut = job->g.rk[2] * job->g.rk[2] * (1 + 0x1p-30);
-  gp->filter32 = plan_filter32(&job->g, p, &gp->cut32, job->delta);
+  gp->filter32 = plan_filter32(&job->g, p, gp->cyl, gp, job->delta);
+  /* span 2 (grid.h) where its float32 filter applies and a uniform set's
+   * warps step through fewer points than at span 1; HISTD_GRID_SPAN=1 or 2
+   * (the tests') takes that span wherever it can */
+  const char *force = getenv("HISTD_GRID_SPAN");
+  const int want = force != NULL ? atoi(force) : 0;
+  grid_job *alt = malloc(sizeof *alt);
+  if (alt == NULL)
+    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory planning a grid");
+  *alt = *job;
+  if (want != 1 && histd__grid_plan_span(p, cap, 2, &alt->g, NULL, 0) == 0 &&
+      plan_filter32(&alt->g, p, gp->cyl, &alt->gp, alt->delta) &&
+      (want == 2 || plan_cost(&alt->g, job->na, job->nb, 1) <
+                        plan_cost(&job->g, job->na, job->nb, gp->filter32))) {
+    alt->gp.filter32 = 1;
+    *job = *alt;
+  }
+  free(alt);
+  gp->geom = job->g;
+  gp->cells = (uint32_t)job->g.cells; /* 1 to 2^32 - 1: the plan's guard (grid.c) */
   if (p->los_midpoint && !gp->filter32) /* its queue would hold differences, not points */
     return histd_fail(msg, msglen, HISTD_ETOOBIG,
                       "the midpoint line of sight on the GPU's grid needs its float32 filter, "
@@ -514,10 +559,11 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   gp.next = m.next;
   gp.candidates = m.dcand;
   /* too few chunks to give every warp of the grid two: a work item a
-   * chunk's neighbour offset (27 an item), so that the device fills */
-  gp.split = chunks < 2 * (grid * (gp.block / 32)) ? 27 : 1;
+   * chunk's neighbour offset (27 or 125 an item), so that the device fills */
+  const uint32_t offsets = grid_offsets(&g);
+  gp.split = chunks < 2 * (grid * (gp.block / 32)) ? offsets : 1;
   const uint32_t items = chunks * gp.split;
-  const double est = (double)na * (27.0 * nb / cells) / (gp.cross ? 1 : 2);
+  const double est = (double)na * ((double)offsets * nb / cells) / (gp.cross ? 1 : 2);
   double launches = ceil(est / GRID_LAUNCH_PAIRS);
   launches = launches < 1 ? 1 : launches > chunks ? chunks : launches;
   const uint32_t per = items == 0 ? 1 : (uint32_t)ceil(items / launches);

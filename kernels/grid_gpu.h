@@ -36,6 +36,15 @@ extern "C" {
 #define GRID_CHUNK 32u      /* A points per chunk: one per lane of a warp */
 #define GRID_MAX_BLOCK HISTD__GRID_MAX_BLOCK /* threads per block, at most (launch bounds) */
 #define GRID_QUEUE 64u      /* per warp: pairs that passed the filter, awaiting the contract */
+/* A cell's neighbour offsets at the largest span: (2K + 1)^3 */
+#define GRID_OFFSETS_MAX                                                                          \
+  ((2 * HISTD__GRID_SPAN_MAX + 1) * (2 * HISTD__GRID_SPAN_MAX + 1) * (2 * HISTD__GRID_SPAN_MAX + 1))
+
+/* The neighbour offsets of a grid of span K: (2K + 1)^3 (27 or 125). */
+static inline uint32_t grid_offsets(const histd__grid_geom *g) {
+  const uint32_t side = 2 * g->span + 1;
+  return side * side * side;
+}
 
 /* One point set sorted by cell, on the device. */
 typedef struct grid_set {
@@ -82,11 +91,13 @@ typedef struct grid_params {
   const double *dedges;    /* explicit: count1 + 1 edges on the device */
   int filter32;            /* 1: the float32 filter, else the float64 one (grid_kernels.cu) */
   double s_cut;            /* float64 filter: an estimate above it is overflow */
-  int cyl;                 /* float64 filter, (r_p, pi) along z: drop by the cylinder */
+  int cyl;                 /* (r_p, pi) along z: drop by the cylinder */
   double rp_cut, pi_cut;   /* cyl: estimates of dx^2 + dy^2, dz^2 above them are overflow */
-  float cut32;             /* float32 filter: likewise */
-  const float *delta;      /* float32 filter: 27 x 3, the translation of each neighbour
-                            * offset (ox, oy, oz), at 3 (9 (oz+1) + 3 (oy+1) + ox+1) */
+  float cut32;             /* float32 filter: likewise, of dx^2 + dy^2 + dz^2 */
+  float rp_cut32, pi_cut32; /* float32 filter with cyl: of dx^2 + dy^2, dz^2 */
+  const float *delta;      /* float32 filter: (2K + 1)^3 x 3 (K the span), the
+                            * translation of each neighbour offset (ox, oy, oz),
+                            * at 3 (((oz+K) (2K+1) + oy+K) (2K+1) + ox+K) */
   int cross;               /* 0: self pairs i < j of A */
   int weighted;            /* aw and bw hold the weights */
   int unit;                /* weighted sums with every weight 1 (aw, bw unread) */
@@ -110,9 +121,10 @@ typedef struct grid_params {
                             * 2 x warps x slots a block (grid_wscr_bytes),
                             * zeroed by the kernel at each launch */
   uint32_t split;          /* work items a chunk: 1 (a warp takes a chunk with
-                            * every neighbour cell) or 27 (a neighbour offset
-                            * each, for jobs of too few chunks to fill the
-                            * device's warps: a species' piece, a small set) */
+                            * every neighbour cell) or the offsets, 27 or 125
+                            * (a neighbour offset each, for jobs of too few
+                            * chunks to fill the device's warps: a species'
+                            * piece, a small set) */
   unsigned int *next;      /* the launch's item counter, zeroed before it */
   unsigned long long *candidates; /* += the pairs the warps met */
 } grid_params;

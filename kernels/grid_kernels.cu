@@ -30,33 +30,46 @@
  * grid.h shows).
  *
  * The float32 filter (the host's choice where it applies: open sets, and
- * periodic boxes with at least 5 cells on each axis and reach <= half the
- * shortest width). Each point is stored, beside its binary64 coordinates,
- * relative to its cell's corner in float32 (cell_relative: in binary64 to
- * within e_d = 2^-44 (M + B)(1 + rho), then rounded once); its components
- * are at most R_k (1 + 2^-20) + e_d, R the cell's extent along each axis
- * (ax/n0 + |bx|/n1 + |cx|/n2, by/n1 + |cy|/n2, cz/n2; open: the cell's
- * sides). A neighbour at offset o in {-1, 0, 1}^3 is met in the image
- * placed o cells away: D = rel_a - rel_b + delta[o], delta[o] = -(o0/n0 a +
- * o1/n1 b + o2/n2 c) (open: -o_k s_k), exact in real numbers, rounded to
- * float32 once (|delta_k| <= R_k). The warp computes
+ * periodic boxes with at least 2K + 3 cells on each axis, K the grid's
+ * span (grid.h), and reach <= half the shortest width). Each point is
+ * stored, beside its binary64 coordinates, relative to its cell's corner
+ * in float32 (cell_relative: in binary64 to within e_d = 2^-44 (M + B)(1 +
+ * rho), then rounded once); its components are at most R_k (1 + 2^-20) +
+ * e_d, R the cell's extent along each axis (ax/n0 + |bx|/n1 + |cx|/n2,
+ * by/n1 + |cy|/n2, cz/n2; open: the cell's sides). A neighbour at offset o
+ * in {-K..K}^3 is met in the image placed o cells away: D = rel_a - rel_b
+ * + delta[o], delta[o] = -(o0/n0 a + o1/n1 b + o2/n2 c) (open: -o_k s_k),
+ * computed in binary64 and rounded to float32 (|delta_k| <= K R_k). The
+ * warp computes
  *     ap = fl32(rel_a + delta)  (once per neighbour cell),
  *     dx = fl32(ap - rel_b) (y, z alike),  s32 = fmaf(dz, dz, fmaf(dy, dy, dx * dx)).
- * Every component carries at most 8.01 2^-24 (R_k (1 + 2^-20) + e_d) + 2 e_d
- * of error (five float32 roundings of values up to R (rel_a), R (delta),
- * 2R (ap), R (rel_b) and 3R (dx), and the binary64 ones) plus 2^-120 for
- * flushed subnormals (-ftz); E is the sum over the axes. s32 is |D32|^2 (1 + t), |t| <= 3.01 2^-24, or less
- * where underflow flushes (an underestimate). The host's cut32 >= (reach +
- * E)^2 (1 + 2^-20), rounded up to a float. So s32 > cut32 gives |D| >
- * reach: this image of the pair is longer than reach. It is the shortest
- * one whenever the shortest is below reach: an image shorter than reach
- * (<= half the shortest width W) has every fractional difference below
- * 1/2 (the distance between the planes f_k = const is W_k >= W); so has
- * ours (the two cells are adjacent: below 2/n_k <= 2/5, plus rounding);
- * two images that differ by a lattice vector and both have every
- * fractional difference below 1/2 are one. Hence every image is at least
- * reach long, and the pair is overflow. In open sets D is the pair's
- * difference itself.
+ * Every component carries at most (3K + 5.01) 2^-24 (R_k (1 + 2^-20) +
+ * e_d) + 2 e_d of error (five float32 roundings of values up to R (rel_a),
+ * K R (delta), (K + 1) R (ap), R (rel_b) and (K + 2) R (dx), delta's
+ * binary64 sum, and the binary64 ones) plus 2^-120 for flushed subnormals
+ * (-ftz); E is the sum over the axes. s32 is |D32|^2 (1 + t), |t| <= 3.01
+ * 2^-24, or less where underflow flushes (an underestimate). The host's
+ * cut32 >= (reach + E)^2 (1 + 2^-20), rounded up to a float. So s32 >
+ * cut32 gives |D| > reach: this image of the pair is longer than reach.
+ * It is the shortest one whenever the shortest is below reach: an image
+ * shorter than reach (<= half the shortest width W) has every fractional
+ * difference below 1/2 (the distance between the planes f_k = const is
+ * W_k >= W); so has ours (the two cells are within K: below (K + 1)/n_k
+ * <= (K + 1)/(2K + 3) < 1/2, plus rounding); two images that differ by a
+ * lattice vector and both have every fractional difference below 1/2 are
+ * one. Hence every image is at least reach long, and the pair is
+ * overflow. In open sets D is the pair's difference itself.
+ *   The cylinder ((r_p, pi) along z, orthorhombic or open: cyl): the same
+ * bounds axis by axis, rp_cut32 >= (rk_0 + E_x + E_y)^2 (1 + 2^-20) for
+ * fmaf(dy, dy, dx * dx) (two roundings) and pi_cut32 >= (rk_2 + E_z)^2 (1
+ * + 2^-20) for dz * dz, rk the cells' reaches (grid.h). Above either, D's
+ * r_p exceeds rk_0 or its |dz| exceeds rk_2. In an orthorhombic box D's
+ * every component is below half the box along its axis, so each is the
+ * minimum image's on that axis, which the contract's per-axis wrap
+ * computes to within e_c, or, where it takes the other image of a
+ * component within e_c of half the box, a component of at least L_k / 2 -
+ * 3e >= reach - 3e: beyond rk_0 and rk_2 either way, so the contract's r_p
+ * > E or pi > pi_max, overflow.
  *
  * The float64 filter (elsewhere: few cells a periodic axis, or r_max near
  * half the box). dx = xi - xj, dy, dz exactly as the contract rounds them
@@ -468,9 +481,13 @@ __device__ __forceinline__ void visit(const grid_params &p, const histd_metric &
       const bool pair = live && (!DIAG || jb + t > i);
       if constexpr (F32) {
         const float dx = xi - xj, dy = yi - yj, dz = zi - zj;
-        const float s = fmaf(dz, dz, fmaf(dy, dy, dx * dx));
-        push<F32, METRIC, BIN, W>(p, m, k, q, pair && !(s > p.cut32), lane, i, jb + t, 0, 0,
-                                    0, 0);
+        bool out;
+        if constexpr (BIN == BIN_TWO) /* (the cylinder's test only in two-axis kernels) */
+          out = p.cyl ? fmaf(dy, dy, dx * dx) > p.rp_cut32 || dz * dz > p.pi_cut32
+                      : fmaf(dz, dz, fmaf(dy, dy, dx * dx)) > p.cut32;
+        else
+          out = fmaf(dz, dz, fmaf(dy, dy, dx * dx)) > p.cut32;
+        push<F32, METRIC, BIN, W>(p, m, k, q, pair && !out, lane, i, jb + t, 0, 0, 0, 0);
       } else {
         const double wj = W ? __shfl_sync(FULL, bwl, t) : 0.0;
         const double dx = __dsub_rn(xi, xj), dy = __dsub_rn(yi, yj), dz = __dsub_rn(zi, zj);
@@ -543,9 +560,9 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
     t = __shfl_sync(FULL, t, 0);
     if (t >= k1)
       break;
-    /* item t: a chunk, and with split, one of its 27 neighbour offsets (its
-     * own cell's pairs j > i go with offset 13, (0, 0, 0), or the float64
-     * filter's first neighbour) */
+    /* item t: a chunk, and with split, one of its neighbour offsets (its
+     * own cell's pairs j > i go with the middle one, (0, 0, 0), or the
+     * float64 filter's first neighbour) */
     const uint32_t split = p.split > 1 ? p.split : 1, o = t % split;
     const uint32_t chunk = t / split;
     /* the chunk's cell: the last c with chunk_off[c] <= chunk (it has chunks) */
@@ -564,19 +581,22 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
     const bool live = i < a_end;
     const double wi = W && live ? (p.unit ? 1.0 : p.aw[i]) : 0;
     if constexpr (F32) {
-      /* every neighbour cell by its offset o in {-1, 0, 1}^3 (periodic axes
-       * have >= 5 cells, so the wrapped ones are distinct), with the
-       * offset's float32 translation delta[o] */
+      /* every neighbour cell by its offset o in {-K..K}^3, K the span
+       * (periodic axes have >= 2K + 3 cells, so the wrapped ones are
+       * distinct), with the offset's float32 translation delta[o] */
       const float rx = live ? p.afx[i] : 0.f, ry = live ? p.afy[i] : 0.f,
                   rz = live ? p.afz[i] : 0.f;
-      if (!CROSS && (split == 1 || o == 13))
+      const int K = (int)p.geom.span, side = 2 * K + 1;
+      const uint32_t offsets = (uint32_t)(side * side * side);
+      if (!CROSS && (split == 1 || o == offsets / 2)) /* (0, 0, 0): the middle offset */
         visit<true, METRIC, BIN, W, true>(p, m, k, q, first + 1, a_end, i, live, rx, ry, rz,
                                             wi, lane, cand);
       const int ci = (int)(c % n0), cj = (int)((c / n0) % n1), ck = (int)(c / n0 / n1);
-      /* every neighbour cell by its offset (oz, oy, ox) in {-1, 0, 1}^3, as
-       * oo = 9 (oz + 1) + 3 (oy + 1) + (ox + 1): all 27, or split's one */
-      for (uint32_t oo = split == 1 ? 0 : o; oo <= (split == 1 ? 26u : o); oo++) {
-        const int oz = (int)(oo / 9) - 1, oy = (int)(oo / 3 % 3) - 1, ox = (int)(oo % 3) - 1;
+      /* offset (ox, oy, oz) as oo = ((oz + K) side + oy + K) side + ox + K:
+       * all of them, or split's one */
+      for (uint32_t oo = split == 1 ? 0 : o; oo < (split == 1 ? offsets : o + 1); oo++) {
+        const int oz = (int)oo / (side * side) - K, oy = (int)oo / side % side - K,
+                  ox = (int)oo % side - K;
         int kz = ck + oz, ky = cj + oy, kx = ci + ox;
         if (kz < 0 || kz >= (int)n2 || ky < 0 || ky >= (int)n1 || kx < 0 || kx >= (int)n0) {
           if (!p.geom.periodic)

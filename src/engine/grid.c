@@ -58,7 +58,15 @@ static int grid_check(const histd__grid_geom *g, uint64_t max_cells, char *msg, 
 
 int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geom *g,
                      char *msg, size_t msglen) {
+  return histd__grid_plan_span(p, max_cells, 1, g, msg, msglen);
+}
+
+int histd__grid_plan_span(const histd_problem *p, uint64_t max_cells, uint32_t span,
+                          histd__grid_geom *g, char *msg, size_t msglen) {
   memset(g, 0, sizeof *g);
+  if (span < 1 || span > HISTD__GRID_SPAN_MAX)
+    return histd_fail(msg, msglen, HISTD_EINVAL, "the grid's span is 1 or %u, got %u",
+                      HISTD__GRID_SPAN_MAX, span);
   max_cells = max_cells < 1 ? 1 : max_cells > UINT32_MAX ? UINT32_MAX : max_cells;
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
   const double r_max = histd_problem_reach(p);
@@ -91,6 +99,10 @@ int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geo
   g->reach = reach;
   memcpy(g->rk, rk, sizeof g->rk);
   g->periodic = periodic;
+  g->span = span;
+  double side[3]; /* each axis's least cell side: rk / K (exact: K is 1 or 2) */
+  for (int k = 0; k < 3; k++)
+    side[k] = rk[k] / span;
   if (periodic) {
     double w[3];
     histd__box_widths(box, w);
@@ -98,9 +110,9 @@ int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geo
       if (!(w[k] > 0 && w[k] <= DBL_MAX)) /* histd_box_check refuses such a box first */
         return histd_fail(msg, msglen, HISTD_EINVAL,
                           "the grid cannot cut a periodic box whose width %d is %g", k + 1, w[k]);
-      double f = floor(w[k] / rk[k]);
+      double f = floor(w[k] / side[k]);
       uint32_t n = f < 1 ? 1 : f > AXIS_CELLS_MAX ? AXIS_CELLS_MAX : (uint32_t)f;
-      while (n > 1 && w[k] / n < rk[k]) /* the division rounded up */
+      while (n > 1 && w[k] / n < side[k]) /* the division rounded up */
         n--;
       g->n[k] = n;
     }
@@ -119,12 +131,12 @@ int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geo
       double lo = fmin(a->min[k], b->min[k]), hi = fmax(a->max[k], b->max[k]);
       g->lo[k] = lo;
       ext[k] = hi - lo;
-      double f = floor(ext[k] / rk[k]) + 1;
+      double f = floor(ext[k] / side[k]) + 1;
       g->n[k] = !(f < AXIS_CELLS_MAX) ? AXIS_CELLS_MAX : (uint32_t)f;
     }
     cap_cells(g->n, max_cells);
-    for (int k = 0; k < 3; k++) /* cells at least rk wide, n of them cover the extent */
-      g->scale[k] = 1 / fmax(rk[k], ext[k] / g->n[k]);
+    for (int k = 0; k < 3; k++) /* cells at least rk / K wide, n of them cover the extent */
+      g->scale[k] = 1 / fmax(side[k], ext[k] / g->n[k]);
   }
   g->cells = (uint64_t)g->n[0] * g->n[1] * g->n[2];
   return grid_check(g, max_cells, msg, msglen);

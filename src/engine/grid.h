@@ -11,13 +11,21 @@
  * contract's as long as no unvisited pair could have d < r_max. That is
  * what the margin below guarantees.
  *
+ * Span. A grid of span K (1, or 2 on the GPU's float32 filter) cuts cells
+ * of side >= reach_eff / K and compares a point with the cells within K of
+ * its own on every axis ((2K + 1)^3 at most): finer cells meet fewer pairs
+ * beyond reach (42% of all pairs for reach L/5 at K = 1, 12.5% at K = 2)
+ * at the cost of more, emptier neighbours. Below, "adjacent" means within
+ * K cells, and a cell's side s_k is at least reach_eff / K: halving is
+ * exact, so K s_k >= reach_eff holds to the same roundings as K = 1's.
+ *
  * Cells. Open sets: axis k is cut into n_k cells of side s_k >= reach_eff
  * from lo_k (the bounding box of A and B together); a point's cell is
  * floor((x_k - lo_k) / s_k) computed as fl(fl(x_k - lo_k) * fl(1 / s_k)),
  * clamped to [0, n_k - 1]. Periodic boxes (orthorhombic and triclinic alike,
  * the lower-triangular cell of histd.h): the fractional coordinates
  *     f_c = z / cz,  f_b = (y - cy f_c) / by,  f_a = (x - bx f_b - cx f_c) / ax
- * are reduced mod 1 and axis k is cut into n_k = floor(W_k / reach_eff)
+ * are reduced mod 1 and axis k is cut into n_k = floor(K W_k / reach_eff)
  * equal slices, W_k the box's perpendicular width across the planes of
  * constant f_k (V / |b x c|, V / |c x a|, cz). Neighbours wrap mod n_k; an
  * axis of one or two cells has one or two distinct neighbours (the lists
@@ -25,11 +33,11 @@
  *
  * Why an unvisited pair is overflow. Two points whose cells are not
  * adjacent on axis k differ there by more than one cell in the computed
- * coordinates. Open: x_j - x_i > s_k minus the rounding of both cell
+ * coordinates. Open: x_j - x_i > K s_k minus the rounding of both cell
  * coordinates. Periodic: the fractional coordinates differ (mod 1) by more
- * than 1 / n_k minus their rounding, and two points whose f_k differ by t
+ * than K / n_k minus their rounding, and two points whose f_k differ by t
  * (mod 1) are at least t W_k apart in every image (W_k is the distance
- * between the planes f_k = 0 and f_k = 1), so again >= W_k / n_k >=
+ * between the planes f_k = 0 and f_k = 1), so again >= K W_k / n_k >=
  * reach_eff less the rounding. Every rounding involved (the cell
  * coordinate's few operations; for periodic boxes also the contract's own
  * wrap, ud (4 |r| + 2 L), histd/pair.h) is at most 2^-48 (M + B) in
@@ -86,6 +94,7 @@ extern "C" {
 typedef struct histd__grid_geom {
   int periodic;       /* 0: open (lo, scale); 1: a periodic box (fractional) */
   uint32_t n[3];      /* cells per axis, >= 1                              */
+  uint32_t span;      /* K: neighbours within K cells an axis (1 or 2)     */
   uint64_t cells;     /* n0 n1 n2                                          */
   double lo[3];       /* open: the cells' origin                          */
   double scale[3];    /* open: 1 / s_k; periodic: n_k                      */
@@ -165,7 +174,9 @@ HISTD_GRID_FN uint32_t histd__grid_axis_neighbours(uint32_t i, uint32_t n, int p
 }
 
 /* The neighbour cells of cell c (itself included), ascending, distinct;
- * returns how many (at most 27). */
+ * returns how many (at most 27). Span 1 only: the CPU's grids and the
+ * GPU's float64 filter are planned with it (a span-2 grid is walked by
+ * its offsets, grid_kernels.cu). */
 HISTD_GRID_FN uint32_t histd__grid_neighbours(const histd__grid_geom *g, uint32_t c,
                                               uint32_t out[27]) {
   uint32_t i = c % g->n[0], j = (c / g->n[0]) % g->n[1], k = c / g->n[0] / g->n[1];
@@ -181,14 +192,18 @@ HISTD_GRID_FN uint32_t histd__grid_neighbours(const histd__grid_geom *g, uint32_
   return m;
 }
 
-/* The geometry for a problem (bins resolved, one frame) with at most
- * max_cells cells (1 to 2^32 - 1: a cell's index is 32 bits): 0, or
+/* The geometry of span 1 (histd__grid_plan_span's) for a problem (bins
+ * resolved, one frame) with at most max_cells cells (1 to 2^32 - 1: a cell's index is 32 bits): 0, or
  * HISTD_EINVAL with a sentence when the grid cannot apply (r_max not
  * finite, a box whose widths are not finite numbers > 0) or its plan fails
  * grid.c's guard (no cells, more than max_cells, a NaN scale): no caller,
  * CPU or GPU, ever indexes a grid of no cells. */
 int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geom *g,
                      char *msg, size_t msglen);
+/* The same of span K, 1 or HISTD__GRID_SPAN_MAX: cells >= reach / K. */
+#define HISTD__GRID_SPAN_MAX 2u
+int histd__grid_plan_span(const histd_problem *p, uint64_t max_cells, uint32_t span,
+                          histd__grid_geom *g, char *msg, size_t msglen);
 
 /* The most cells a grid of this problem gets: on the CPU about a point of
  * B (or A) a cell (emptier cells cost more to visit than they save); on

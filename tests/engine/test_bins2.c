@@ -224,7 +224,10 @@ static void check(const histd_problem *p, const want *W, const histd_result *r, 
   }
 }
 
-static void compare(const histd_problem *p, const char *what) {
+static int span2 = 0; /* GPU grid runs on cells of span 2 */
+
+/* p on the kernels [k0, k1) of the list against the definition. */
+static void compare_on(const histd_problem *p, const char *what, size_t k0, size_t k1) {
   want W;
   definition(p, &W);
   const uint32_t slots = slots_of(&p->bins);
@@ -233,7 +236,7 @@ static void compare(const histd_problem *p, const char *what) {
     inside += W.counts[s];
   CHECK(inside > 0 && W.overflow > 0, "%s: a case that counts pairs in and out (%llu in)", what,
         (unsigned long long)inside);
-  for (size_t k = 0; k < NKERNELS; k++) {
+  for (size_t k = k0; k < k1; k++) {
     histd_result r;
     char msg[512];
     int rc = run(p, kernels[k], &r, msg, sizeof msg);
@@ -241,9 +244,14 @@ static void compare(const histd_problem *p, const char *what) {
     if (rc != 0)
       continue;
     check(p, &W, &r, what, kernels[k]);
+    span2 += strstr(r.device, "of span 2") != NULL;
     histd_result_free(&r);
   }
   want_free(&W);
+}
+
+static void compare(const histd_problem *p, const char *what) {
+  compare_on(p, what, 0, NKERNELS);
 }
 
 static histd_problem problem(const histd_dataset *a, const histd_dataset *b, double box,
@@ -359,6 +367,40 @@ static void cases(void) {
   histd_dataset *sets[] = {&u, &v, &c, &lat, &sh, &sh2};
   for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++)
     histd_dataset_free(sets[k]);
+}
+
+/* Dense sets on the GPU's grid at span 2 (HISTD_GRID_SPAN=2: cells half
+ * the reach, neighbours two cells away, the float32 filter; (r_p, pi) by
+ * its cylinder), each run held to the definition and seen at span 2. */
+static void dense_span2(void) {
+  histd_dataset u, v;
+  uniform(&u, 12000, 100, true);
+  uniform(&v, 7000, 100, true);
+  double edges[26];
+  for (int k = 0; k <= 25; k++)
+    edges[k] = 0.1 * pow(200, k / 25.0); /* 0.1 to 20: a fifth of the box */
+  setenv("HISTD_GRID_SPAN", "2", 1);
+  const int before = span2;
+  const size_t grid = 2; /* kernels[2] */
+  histd_problem p = problem(&u, NULL, 100, HISTD_STAT_RP_PI,
+                            (histd_bins){HISTD_BINS_EDGES, 25, 0, edges, 8, 4});
+  compare_on(&p, "span 2: rp_pi, dense, periodic, weighted (the cylinder)", grid, grid + 1);
+  p.b = &v;
+  p.ravg = true;
+  compare_on(&p, "span 2: rp_pi, dense, periodic, A x B, weighted, ravg", grid, grid + 1);
+  p = problem(&u, NULL, 0, HISTD_STAT_RP_PI, (histd_bins){HISTD_BINS_EDGES, 25, 0, edges, 8, 4});
+  compare_on(&p, "span 2: rp_pi, dense, open, weighted", grid, grid + 1);
+  p = problem(&u, NULL, 100, HISTD_STAT_S_MU, (histd_bins){HISTD_BINS_EDGES, 25, 0, edges, 10, 1});
+  p.ravg = true;
+  compare_on(&p, "span 2: s_mu, dense, periodic, weighted, ravg", grid, grid + 1);
+  p.b = &v;
+  p.weighted = false;
+  p.ravg = false;
+  compare_on(&p, "span 2: s_mu, dense, periodic, A x B", grid, grid + 1);
+  unsetenv("HISTD_GRID_SPAN");
+  CHECK(span2 - before == 5, "the dense cases ran at span 2: %d of 5", span2 - before);
+  histd_dataset_free(&u);
+  histd_dataset_free(&v);
 }
 
 /* A GPU job cut over shares (3 workers of the GPU: run_devices) reports
@@ -484,6 +526,8 @@ int main(void) {
     unsetenv("HISTD_GPU_SPLIT_MIN_PAIRS");
     printf("jobs larger than the GPU's (pretended) memory, in slabs\n");
     slabs();
+    printf("dense sets on cells of span 2\n");
+    dense_span2();
   }
   histd_dataset u;
   uniform(&u, 700, 20, true);

@@ -34,6 +34,7 @@ static int runs = 0;
  * this file's definitions on a machine without a GPU) */
 static bool on_cpu = false;
 static int filter32 = 0, filter64 = 0; /* the runs that took each filter */
+static int span2 = 0;                  /* the runs on cells of span 2 (grid.h) */
 static uint64_t rng = 2026;
 
 static double rnd(void) { return test_rand01(&rng); }
@@ -214,6 +215,7 @@ static int compare(const histd_problem *p, const want *h, const uint32_t *blocks
     CHECK(r.exact, "%s: grid claims inexact counts", what);
     filter32 += strstr(r.device, "float32 filter") != NULL;
     filter64 += strstr(r.device, "float64 filter") != NULL;
+    span2 += strstr(r.device, "of span 2") != NULL;
     uint64_t sum = r.below + r.overflow;
     for (uint32_t k = 0; k < r.bins.count; k++)
       sum += r.counts[k];
@@ -701,6 +703,31 @@ static bool always(void *u) {
   return true;
 }
 
+/* A dense periodic set whose reach is L / 4.5: four cells an axis at span
+ * 1 (the float64 filter), nine at span 2 (float32), which the engine takes
+ * on its own; self, A x B, weights, log edges. */
+static int test_span2(void) {
+  int fails = 0;
+  const histd_box cube = {HISTD_BOX_ORTHO, 9, 0, 9, 0, 0, 9};
+  histd_dataset a = in_box(30000, &cube, 1, true), b = in_box(12000, &cube, 0, true);
+  histd_problem p = width_problem(&a, NULL, cube, 2, 50);
+  fails += check(&p, "dense periodic cube, r_max L/4.5, self");
+  if (!on_cpu)
+    CHECK(strstr(last_device, "of span 2") != NULL, "the dense cube's grid: span 2, got \"%s\"",
+          last_device);
+  p.b = &b;
+  p.weighted = true;
+  fails += check(&p, "dense periodic cube, A x B, weighted");
+  double edges[21];
+  for (int k = 0; k <= 20; k++)
+    edges[k] = 0.02 * pow(100, k / 20.0);
+  p.bins = (histd_bins){HISTD_BINS_EDGES, 20, 0, edges, 0, 0};
+  fails += check(&p, "dense periodic cube, A x B, weighted, log edges");
+  histd_dataset_free(&a);
+  histd_dataset_free(&b);
+  return fails;
+}
+
 static void test_cancel_and_memory(void) {
   const histd_box cube = {HISTD_BOX_ORTHO, 10, 0, 10, 0, 0, 10};
   histd_dataset d = in_box(20000, &cube, 0, false);
@@ -779,16 +806,32 @@ int main(void) {
   fails += test_blocks_and_sizes();
   printf("cut into shards (as a cluster runs them)\n");
   fails += test_shards();
+  printf("span 2 by the engine's choice\n");
+  fails += test_span2();
   if (!on_cpu) {
     printf("larger than the GPU's memory: slabs\n");
     fails += test_slabs();
     test_cancel_and_memory();
+    /* every case again on cells of span 2 wherever its float32 filter
+     * applies (the rest stay at span 1) */
+    printf("the cases again at span 2 (HISTD_GRID_SPAN=2)\n");
+    setenv("HISTD_GRID_SPAN", "2", 1);
+    fails += test_boxes();
+    fails += test_shapes();
+    fails += test_lattice();
+    fails += test_cross_edges_weights();
+    fails += test_within();
+    fails += test_blocks_and_sizes();
+    fails += test_slabs();
+    unsetenv("HISTD_GRID_SPAN");
   }
   histd_worker_destroy(W);
   if (!on_cpu) {
-    printf("filters: float32 in %d runs, float64 in %d\n", filter32, filter64);
+    printf("filters: float32 in %d runs, float64 in %d; span 2 in %d\n", filter32, filter64,
+           span2);
     CHECK(filter32 >= 10 && filter64 >= 10, "both filters must be tested: float32 %d, float64 %d",
           filter32, filter64);
+    CHECK(span2 >= 20, "span 2 must be tested: %d runs", span2);
   }
   printf("%d grid runs on the %s in %.1f s, %d case(s) failed\n", runs, on_cpu ? "CPU" : "GPU",
          (histd_now_ms() - t0) / 1000, fails);
