@@ -168,10 +168,10 @@ static double plan_cost(const histd__grid_geom *g, uint32_t na, uint32_t nb, int
 
 /* The block size and the shared-memory layout: the first that fits of the
  * block sizes (the job's, else 256 down to 32) with, in order, the
- * histogram and the edges in shared memory. Weighted jobs need their
- * partials there, and keep the warps' Neumaier pairs there too where two
- * blocks still fit a multiprocessor (else those go to global memory,
- * wglobal); one whose partials fit no block is refused. */
+ * histogram and the edges in shared memory. Weighted jobs keep their
+ * partials there where the kernel's launch bounds' blocks fit a
+ * multiprocessor (else in global memory: wglobal 2), and the warps'
+ * Neumaier pairs there too where two blocks fit (else wglobal 1). */
 static int choose_layout(grid_params *gp, const histd_exec *ex, size_t optin, char *msg,
                          size_t msglen) {
   static const uint32_t sizes[] = {256, 128, 64, 32};
@@ -184,22 +184,27 @@ static int choose_layout(grid_params *gp, const histd_exec *ex, size_t optin, ch
   for (int b = 0; b < ntries; b++)
     for (int counts = 1; counts >= 0; counts--)
       for (int edges = gp->edges; edges >= 0; edges--)
-        for (int wglobal = 0; wglobal <= (gp->weighted != 0); wglobal++) {
+        for (int wglobal = 0; wglobal <= (gp->weighted ? 2 : 0); wglobal++) {
           gp->block = tries[b];
           gp->shared_counts = counts;
           gp->shared_edges = edges;
           gp->wglobal = wglobal;
           size_t bytes = grid_smem_bytes(gp);
-          if (bytes <= (gp->weighted && !wglobal ? optin / 2 : optin)) {
+          /* weighted: the pairs in shared memory where 2 blocks fit, the
+           * partials where the kernel's launch bounds' blocks do */
+          const size_t room = !gp->weighted ? optin
+                              : wglobal == 0 ? optin / 2
+                              : wglobal == 1 ? optin / (gp->two ? GRID_TWO_BLOCKS : 1)
+                                             : optin;
+          if (bytes <= room) {
             gp->smem = bytes;
             return 0;
           }
         }
   return histd_fail(msg, msglen, HISTD_ETOOBIG,
-                    "a weighted histogram of %u bins does not fit the GPU's shared memory for "
-                    "grid (its partial sums live there: 8 bytes per bin and warp); use fewer "
-                    "bins, a smaller block_size, or the CPU",
-                    gp->count);
+                    "grid's layout for %u bins and block_size %u does not fit the GPU's shared "
+                    "memory; use a smaller block_size, or the CPU",
+                    gp->count, tries[ntries - 1]);
 }
 
 static void finish_result(histd_result *res, const grid_params *gp, const gpu_ctx *ctx,

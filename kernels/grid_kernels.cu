@@ -111,7 +111,10 @@
  * partials take shared memory; the pairs, read only at a fold, are there
  * too where two blocks still fit a multiprocessor, else in global memory
  * (wglobal, wscr): a 25 x 50 (s, mu) histogram's 30 KB a warp left one
- * block of 4 warps a multiprocessor, and (s, mu) ran 2.9x slower.
+ * block of 4 warps a multiprocessor, and (s, mu) ran 2.9x slower. Where
+ * even the partials leave a two-axis kernel fewer blocks than its launch
+ * bounds' 3, they go to global memory too (wglobal 2: float64 atomics
+ * there are the L2's own).
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -500,7 +503,7 @@ __device__ __forceinline__ void visit(const grid_params &p, const histd_metric &
 }
 
 template <bool F32, int METRIC, int BIN, bool W, bool CROSS>
-__global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
+__global__ void __launch_bounds__(GRID_MAX_BLOCK, BIN == BIN_TWO ? GRID_TWO_BLOCKS : 1)
     k_grid_pairs(grid_params p, uint32_t k0, uint32_t k1) {
   extern __shared__ double smem[];
   const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
@@ -516,23 +519,26 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK, 1)
   q.n = 0;
   q.drains = 0;
   double *next = smem + (size_t)warps * per_queue;
-  /* weighted: the warps' partials here (warps x slots), then their sums
-   * and compensations (warps x slots each) here too or in the block's
-   * rows of wscr */
+  /* weighted: the warps' partials (warps x slots), then their sums and
+   * compensations (warps x slots each): all here (wglobal 0), the sums
+   * in the block's rows of wscr (1), or all three there (2) */
   const size_t wn = (size_t)warps * slots;
   double *wbase = nullptr;
   grid_sink k;
   k.part = k.wsum = k.werr = nullptr;
   if (W) {
-    wbase = p.wglobal ? p.wscr + (size_t)blockIdx.x * 2 * wn : next + wn;
-    k.part = next + (size_t)warp * slots;
+    const size_t per_block = (p.wglobal == 2 ? 3 : 2) * wn;
+    double *rows = p.wglobal ? p.wscr + (size_t)blockIdx.x * per_block : nullptr;
+    double *pbase = p.wglobal == 2 ? rows + 2 * wn : next;
+    wbase = p.wglobal ? rows : next + wn;
+    k.part = pbase + (size_t)warp * slots;
     k.wsum = wbase + (size_t)warp * slots;
     k.werr = wbase + wn + (size_t)warp * slots;
     for (size_t c = tid; c < wn; c += blockDim.x)
-      next[c] = 0;
+      pbase[c] = 0;
     for (size_t c = tid; c < 2 * wn; c += blockDim.x)
       wbase[c] = 0;
-    next += p.wglobal ? wn : 3 * wn;
+    next += p.wglobal == 0 ? 3 * wn : p.wglobal == 1 ? wn : 0;
   }
   k.edges = p.dedges;
   if (p.edges && p.shared_edges) {
@@ -693,7 +699,7 @@ extern "C" size_t grid_smem_bytes(const grid_params *p) {
   const size_t warps = p->block / 32, slots = (size_t)p->count + 2;
   size_t bytes = warps * GRID_QUEUE * (p->filter32 ? 1 : p->weighted ? 4 : 3) * sizeof(double);
   if (p->weighted)
-    bytes += (p->wglobal ? 1 : 3) * warps * slots * sizeof(double);
+    bytes += (p->wglobal == 0 ? 3 : p->wglobal == 1 ? 1 : 0) * warps * slots * sizeof(double);
   if (p->edges && p->shared_edges)
     bytes += ((size_t)p->count1 + 1) * sizeof(double);
   if (p->shared_counts)
