@@ -9,7 +9,9 @@
 #             stripped bench_gpu and bench_cpu of each, and libcudart, into DIR,
 #             packed as DIR.tar.xz: the run tool carries at most 64 MiB)
 #   on a GPU: ROUNDS=2 bash bench/before-after.sh run DIR.tar.xz
-#             (the run tool with carry ["DIR.tar.xz"]; logs under $OUT)
+#             (the run tool with carry ["DIR.tar.xz"]; logs under $OUT;
+#             SECTIONS="grid" runs only those of bench_gpu's sections,
+#             NO_CPU=1 leaves bench_cpu out)
 #
 # Each round runs before's bench_gpu, then after's (and bench_cpu the
 # same), so drift in clocks or temperature falls on both. Every figure is a
@@ -43,8 +45,8 @@ nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | head -1
 export BENCH_GPU_WL="W3 W2 B70k" BENCH_GPU_KERNELS=auto BENCH_GPU_PREC=exact
 for r in $(seq 1 "${ROUNDS:-2}"); do
   for side in before after; do
-    "$dir/bench_gpu_$side" table stats grid > "$OUT/gpu_${side}_$r.log" 2>&1
-    "$dir/bench_cpu_$side" --quick --runs 5 > "$OUT/cpu_${side}_$r.log" 2>&1
+    "$dir/bench_gpu_$side" ${SECTIONS:-table stats grid} > "$OUT/gpu_${side}_$r.log" 2>&1
+    [ -n "${NO_CPU:-}" ] || "$dir/bench_cpu_$side" --quick --runs 5 > "$OUT/cpu_${side}_$r.log" 2>&1
   done
 done
 # one figure (ms) from one log: W2 W3 B70k GS1 GS2 G1 G2 W4cpu N200kcpu

@@ -14,16 +14,17 @@
  * it (stream_a).
  *
  * Cells: at most max(n_a, n_b) / 16 (where r_max allows that many). The
- * cells' side is at least r_max's reach (span 1) or half of it (span 2,
+ * cells' side is at least r_max's reach (span 1) or a K-th of it (span K,
  * grid.h) whatever their number, so more cells only shrink them towards
  * it and cut the candidates; but a chunk is one warp's 32 lanes of A
  * points of one cell, and a warp steps through its neighbours' B points
  * whatever number of its lanes are live: below about 16 points a cell the
- * warps' steps per point stop falling while the chunks' overhead (27 or
- * 125 neighbours looked up) grows. Span 2 is taken where the float32
+ * warps' steps per point stop falling while the chunks' overhead (27 to
+ * 343 neighbours looked up) grows. Span 2 or 3 is taken where the float32
  * filter applies to it and a uniform set's estimate (plan_cost) says the
  * warps step through fewer points: (r_p, pi) of C1 (reach L/5 across, L/25
- * along z) meets 2.5% of all pairs at span 2 against 7% at span 1.
+ * along z) meets 3.1% of all pairs at span 2 and 2.0% at span 3 against
+ * 7% at span 1.
  *
  * Overflow is never counted on the device: it is the pairs' total less the
  * bins and `below` (pairs in cells that are not adjacent, and visited pairs
@@ -289,21 +290,24 @@ static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
   gp->rp_cut = job->g.rk[0] * job->g.rk[0] * (1 + 0x1p-30);
   gp->pi_cut = job->g.rk[2] * job->g.rk[2] * (1 + 0x1p-30);
   gp->filter32 = plan_filter32(&job->g, p, gp->cyl, gp, job->delta);
-  /* span 2 (grid.h) where its float32 filter applies and a uniform set's
-   * warps step through fewer points than at span 1; HISTD_GRID_SPAN=1 or 2
-   * (the tests') takes that span wherever it can */
+  /* a finer span (grid.h) where its float32 filter applies and a uniform
+   * set's warps step through fewer points than at the best span below it;
+   * HISTD_GRID_SPAN=K (the tests') takes span K wherever it can */
   const char *force = getenv("HISTD_GRID_SPAN");
-  const int want = force != NULL ? atoi(force) : 0;
+  const uint32_t want = force != NULL ? (uint32_t)atoi(force) : 0;
   grid_job *alt = malloc(sizeof *alt);
   if (alt == NULL)
     return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory planning a grid");
-  *alt = *job;
-  if (want != 1 && histd__grid_plan_span(p, cap, 2, &alt->g, NULL, 0) == 0 &&
-      plan_filter32(&alt->g, p, gp->cyl, &alt->gp, alt->delta) &&
-      (want == 2 || plan_cost(&alt->g, job->na, job->nb, 1) <
-                        plan_cost(&job->g, job->na, job->nb, gp->filter32))) {
-    alt->gp.filter32 = 1;
-    *job = *alt;
+  double cost = plan_cost(&job->g, job->na, job->nb, gp->filter32);
+  for (uint32_t span = 2; span <= HISTD__GRID_SPAN_MAX && want != 1; span++) {
+    *alt = *job;
+    if ((want == 0 || want == span) && histd__grid_plan_span(p, cap, span, &alt->g, NULL, 0) == 0 &&
+        plan_filter32(&alt->g, p, gp->cyl, &alt->gp, alt->delta) &&
+        (want == span || plan_cost(&alt->g, job->na, job->nb, 1) < cost)) {
+      alt->gp.filter32 = 1;
+      cost = plan_cost(&alt->g, job->na, job->nb, 1);
+      *job = *alt;
+    }
   }
   free(alt);
   gp->geom = job->g;
@@ -564,7 +568,7 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   gp.next = m.next;
   gp.candidates = m.dcand;
   /* too few chunks to give every warp of the grid two: a work item a
-   * chunk's neighbour offset (27 or 125 an item), so that the device fills */
+   * chunk's neighbour offset ((2K + 1)^3 an item), so that the device fills */
   const uint32_t offsets = grid_offsets(&g);
   gp.split = chunks < 2 * (grid * (gp.block / 32)) ? offsets : 1;
   const uint32_t items = chunks * gp.split;

@@ -44,7 +44,7 @@ extern "C" {
 #define GRID_OFFSETS_MAX                                                                          \
   ((2 * HISTD__GRID_SPAN_MAX + 1) * (2 * HISTD__GRID_SPAN_MAX + 1) * (2 * HISTD__GRID_SPAN_MAX + 1))
 
-/* The neighbour offsets of a grid of span K: (2K + 1)^3 (27 or 125). */
+/* The neighbour offsets of a grid of span K: (2K + 1)^3 (27, 125 or 343). */
 static inline uint32_t grid_offsets(const histd__grid_geom *g) {
   const uint32_t side = 2 * g->span + 1;
   return side * side * side;
@@ -126,7 +126,7 @@ typedef struct grid_params {
                             * 3 (2) x warps x slots a block (grid_wscr_bytes),
                             * zeroed by the kernel at each launch */
   uint32_t split;          /* work items a chunk: 1 (a warp takes a chunk with
-                            * every neighbour cell) or the offsets, 27 or 125
+                            * every neighbour cell) or the offsets, (2K + 1)^3
                             * (a neighbour offset each, for jobs of too few
                             * chunks to fill the device's warps: a species'
                             * piece, a small set) */

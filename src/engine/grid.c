@@ -65,7 +65,7 @@ int histd__grid_plan_span(const histd_problem *p, uint64_t max_cells, uint32_t s
                           histd__grid_geom *g, char *msg, size_t msglen) {
   memset(g, 0, sizeof *g);
   if (span < 1 || span > HISTD__GRID_SPAN_MAX)
-    return histd_fail(msg, msglen, HISTD_EINVAL, "the grid's span is 1 or %u, got %u",
+    return histd_fail(msg, msglen, HISTD_EINVAL, "the grid's span is 1 to %u, got %u",
                       HISTD__GRID_SPAN_MAX, span);
   max_cells = max_cells < 1 ? 1 : max_cells > UINT32_MAX ? UINT32_MAX : max_cells;
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
@@ -100,9 +100,12 @@ int histd__grid_plan_span(const histd_problem *p, uint64_t max_cells, uint32_t s
   memcpy(g->rk, rk, sizeof g->rk);
   g->periodic = periodic;
   g->span = span;
-  double side[3]; /* each axis's least cell side: rk / K (exact: K is 1 or 2) */
-  for (int k = 0; k < 3; k++)
+  double side[3]; /* each axis's least cell side: rk / K, rounded up (K side >= rk) */
+  for (int k = 0; k < 3; k++) {
     side[k] = rk[k] / span;
+    if (fma(side[k], span, -rk[k]) < 0)
+      side[k] = nextafter(side[k], INFINITY);
+  }
   if (periodic) {
     double w[3];
     histd__box_widths(box, w);

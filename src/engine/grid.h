@@ -11,13 +11,14 @@
  * contract's as long as no unvisited pair could have d < r_max. That is
  * what the margin below guarantees.
  *
- * Span. A grid of span K (1, or 2 on the GPU's float32 filter) cuts cells
- * of side >= reach_eff / K and compares a point with the cells within K of
- * its own on every axis ((2K + 1)^3 at most): finer cells meet fewer pairs
- * beyond reach (42% of all pairs for reach L/5 at K = 1, 12.5% at K = 2)
- * at the cost of more, emptier neighbours. Below, "adjacent" means within
- * K cells, and a cell's side s_k is at least reach_eff / K: halving is
- * exact, so K s_k >= reach_eff holds to the same roundings as K = 1's.
+ * Span. A grid of span K (1, or up to 3 on the GPU's float32 filter) cuts
+ * cells of side >= reach_eff / K and compares a point with the cells
+ * within K of its own on every axis ((2K + 1)^3 at most): finer cells meet
+ * fewer pairs beyond reach (for reach L/5: 42% of all pairs at K = 1, 17%
+ * at K = 2, 10% at K = 3) at the cost of more, emptier neighbours. Below,
+ * "adjacent" means within K cells, and a cell's side s_k is at least
+ * reach_eff / K, rounded up so that K s_k >= reach_eff holds exactly: to
+ * the same roundings as K = 1's.
  *
  * Cells. Open sets: axis k is cut into n_k cells of side s_k >= reach_eff
  * from lo_k (the bounding box of A and B together); a point's cell is
@@ -94,7 +95,7 @@ extern "C" {
 typedef struct histd__grid_geom {
   int periodic;       /* 0: open (lo, scale); 1: a periodic box (fractional) */
   uint32_t n[3];      /* cells per axis, >= 1                              */
-  uint32_t span;      /* K: neighbours within K cells an axis (1 or 2)     */
+  uint32_t span;      /* K: neighbours within K cells an axis (1 to 3)     */
   uint64_t cells;     /* n0 n1 n2                                          */
   double lo[3];       /* open: the cells' origin                          */
   double scale[3];    /* open: 1 / s_k; periodic: n_k                      */
@@ -193,15 +194,16 @@ HISTD_GRID_FN uint32_t histd__grid_neighbours(const histd__grid_geom *g, uint32_
 }
 
 /* The geometry of span 1 (histd__grid_plan_span's) for a problem (bins
- * resolved, one frame) with at most max_cells cells (1 to 2^32 - 1: a cell's index is 32 bits): 0, or
+ * resolved, one frame) with at most max_cells cells (1 to 2^32 - 1: a
+ * cell's index is 32 bits): 0, or
  * HISTD_EINVAL with a sentence when the grid cannot apply (r_max not
  * finite, a box whose widths are not finite numbers > 0) or its plan fails
  * grid.c's guard (no cells, more than max_cells, a NaN scale): no caller,
  * CPU or GPU, ever indexes a grid of no cells. */
 int histd__grid_plan(const histd_problem *p, uint64_t max_cells, histd__grid_geom *g,
                      char *msg, size_t msglen);
-/* The same of span K, 1 or HISTD__GRID_SPAN_MAX: cells >= reach / K. */
-#define HISTD__GRID_SPAN_MAX 2u
+/* The same of span K, 1 to HISTD__GRID_SPAN_MAX: cells >= reach / K. */
+#define HISTD__GRID_SPAN_MAX 3u
 int histd__grid_plan_span(const histd_problem *p, uint64_t max_cells, uint32_t span,
                           histd__grid_geom *g, char *msg, size_t msglen);
 

@@ -224,7 +224,8 @@ static void check(const histd_problem *p, const want *W, const histd_result *r, 
   }
 }
 
-static int span2 = 0; /* GPU grid runs on cells of span 2 */
+static int span_seen = 0;     /* GPU grid runs whose device names span_word */
+static char span_word[16] = "of span 2";
 
 /* p on the kernels [k0, k1) of the list against the definition. */
 static void compare_on(const histd_problem *p, const char *what, size_t k0, size_t k1) {
@@ -244,7 +245,7 @@ static void compare_on(const histd_problem *p, const char *what, size_t k0, size
     if (rc != 0)
       continue;
     check(p, &W, &r, what, kernels[k]);
-    span2 += strstr(r.device, "of span 2") != NULL;
+    span_seen += strstr(r.device, span_word) != NULL;
     histd_result_free(&r);
   }
   want_free(&W);
@@ -369,36 +370,44 @@ static void cases(void) {
     histd_dataset_free(sets[k]);
 }
 
-/* Dense sets on the GPU's grid at span 2 (HISTD_GRID_SPAN=2: cells half
- * the reach, neighbours two cells away, the float32 filter; (r_p, pi) by
- * its cylinder), each run held to the definition and seen at span 2. */
-static void dense_span2(void) {
+/* Dense sets on the GPU's grid at span K (HISTD_GRID_SPAN=K: cells a K-th
+ * of the reach, neighbours K cells away, the float32 filter; (r_p, pi) by
+ * its cylinder), each run held to the definition and seen at span K. */
+static void dense_span(int K) {
   histd_dataset u, v;
   uniform(&u, 12000, 100, true);
   uniform(&v, 7000, 100, true);
   double edges[26];
   for (int k = 0; k <= 25; k++)
     edges[k] = 0.1 * pow(200, k / 25.0); /* 0.1 to 20: a fifth of the box */
-  setenv("HISTD_GRID_SPAN", "2", 1);
-  const int before = span2;
+  char span[8], word[16], what[96];
+  snprintf(span, sizeof span, "%d", K);
+  snprintf(word, sizeof word, "of span %d", K);
+  setenv("HISTD_GRID_SPAN", span, 1);
+  int seen = 0;
   const size_t grid = 2; /* kernels[2] */
-  histd_problem p = problem(&u, NULL, 100, HISTD_STAT_RP_PI,
-                            (histd_bins){HISTD_BINS_EDGES, 25, 0, edges, 8, 4});
-  compare_on(&p, "span 2: rp_pi, dense, periodic, weighted (the cylinder)", grid, grid + 1);
-  p.b = &v;
-  p.ravg = true;
-  compare_on(&p, "span 2: rp_pi, dense, periodic, A x B, weighted, ravg", grid, grid + 1);
-  p = problem(&u, NULL, 0, HISTD_STAT_RP_PI, (histd_bins){HISTD_BINS_EDGES, 25, 0, edges, 8, 4});
-  compare_on(&p, "span 2: rp_pi, dense, open, weighted", grid, grid + 1);
-  p = problem(&u, NULL, 100, HISTD_STAT_S_MU, (histd_bins){HISTD_BINS_EDGES, 25, 0, edges, 10, 1});
-  p.ravg = true;
-  compare_on(&p, "span 2: s_mu, dense, periodic, weighted, ravg", grid, grid + 1);
-  p.b = &v;
-  p.weighted = false;
-  p.ravg = false;
-  compare_on(&p, "span 2: s_mu, dense, periodic, A x B", grid, grid + 1);
+  static const char *const names[5] = {
+      "rp_pi, dense, periodic, weighted (the cylinder)",
+      "rp_pi, dense, periodic, A x B, weighted, ravg", "rp_pi, dense, open, weighted",
+      "s_mu, dense, periodic, weighted, ravg", "s_mu, dense, periodic, A x B"};
+  for (int c = 0; c < 5; c++) {
+    histd_problem p;
+    if (c < 3)
+      p = problem(&u, c == 1 ? &v : NULL, c == 2 ? 0 : 100, HISTD_STAT_RP_PI,
+                  (histd_bins){HISTD_BINS_EDGES, 25, 0, edges, 8, 4});
+    else
+      p = problem(&u, c == 4 ? &v : NULL, 100, HISTD_STAT_S_MU,
+                  (histd_bins){HISTD_BINS_EDGES, 25, 0, edges, 10, 1});
+    p.ravg = c == 1 || c == 3;
+    p.weighted = c != 4;
+    snprintf(what, sizeof what, "span %d: %s", K, names[c]);
+    const int before = span_seen;
+    snprintf(span_word, sizeof span_word, "%s", word);
+    compare_on(&p, what, grid, grid + 1);
+    seen += span_seen - before;
+  }
   unsetenv("HISTD_GRID_SPAN");
-  CHECK(span2 - before == 5, "the dense cases ran at span 2: %d of 5", span2 - before);
+  CHECK(seen == 5, "the dense cases ran at span %d: %d of 5", K, seen);
   histd_dataset_free(&u);
   histd_dataset_free(&v);
 }
@@ -526,8 +535,9 @@ int main(void) {
     unsetenv("HISTD_GPU_SPLIT_MIN_PAIRS");
     printf("jobs larger than the GPU's (pretended) memory, in slabs\n");
     slabs();
-    printf("dense sets on cells of span 2\n");
-    dense_span2();
+    printf("dense sets on cells of span 2 and 3\n");
+    dense_span(2);
+    dense_span(3);
   }
   histd_dataset u;
   uniform(&u, 700, 20, true);

@@ -34,7 +34,7 @@ static int runs = 0;
  * this file's definitions on a machine without a GPU) */
 static bool on_cpu = false;
 static int filter32 = 0, filter64 = 0; /* the runs that took each filter */
-static int span2 = 0;                  /* the runs on cells of span 2 (grid.h) */
+static int span2 = 0, span3 = 0;       /* the runs on cells of span 2 and 3 (grid.h) */
 static uint64_t rng = 2026;
 
 static double rnd(void) { return test_rand01(&rng); }
@@ -216,6 +216,7 @@ static int compare(const histd_problem *p, const want *h, const uint32_t *blocks
     filter32 += strstr(r.device, "float32 filter") != NULL;
     filter64 += strstr(r.device, "float64 filter") != NULL;
     span2 += strstr(r.device, "of span 2") != NULL;
+    span3 += strstr(r.device, "of span 3") != NULL;
     uint64_t sum = r.below + r.overflow;
     for (uint32_t k = 0; k < r.bins.count; k++)
       sum += r.counts[k];
@@ -704,8 +705,8 @@ static bool always(void *u) {
 }
 
 /* A dense periodic set whose reach is L / 4.5: four cells an axis at span
- * 1 (the float64 filter), nine at span 2 (float32), which the engine takes
- * on its own; self, A x B, weights, log edges. */
+ * 1 (the float64 filter), eight at span 2 (float32), which the engine
+ * takes on its own; self, A x B, weights, log edges. */
 static int test_span2(void) {
   int fails = 0;
   const histd_box cube = {HISTD_BOX_ORTHO, 9, 0, 9, 0, 0, 9};
@@ -823,15 +824,23 @@ int main(void) {
     fails += test_within();
     fails += test_blocks_and_sizes();
     fails += test_slabs();
+    printf("the cases again at span 3 (HISTD_GRID_SPAN=3)\n");
+    setenv("HISTD_GRID_SPAN", "3", 1);
+    fails += test_boxes();
+    fails += test_shapes();
+    fails += test_lattice();
+    fails += test_cross_edges_weights();
+    fails += test_within();
     unsetenv("HISTD_GRID_SPAN");
   }
   histd_worker_destroy(W);
   if (!on_cpu) {
-    printf("filters: float32 in %d runs, float64 in %d; span 2 in %d\n", filter32, filter64,
-           span2);
+    printf("filters: float32 in %d runs, float64 in %d; span 2 in %d, span 3 in %d\n", filter32,
+           filter64, span2, span3);
     CHECK(filter32 >= 10 && filter64 >= 10, "both filters must be tested: float32 %d, float64 %d",
           filter32, filter64);
-    CHECK(span2 >= 20, "span 2 must be tested: %d runs", span2);
+    CHECK(span2 >= 20 && span3 >= 5, "spans 2 and 3 must be tested: %d and %d runs", span2,
+          span3);
   }
   printf("%d grid runs on the %s in %.1f s, %d case(s) failed\n", runs, on_cpu ? "CPU" : "GPU",
          (histd_now_ms() - t0) / 1000, fails);
