@@ -574,6 +574,11 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   const uint32_t items = chunks * gp.split;
   const double est = (double)na * ((double)offsets * nb / cells) / (gp.cross ? 1 : 2);
   double launches = ceil(est / GRID_LAUNCH_PAIRS);
+  /* but each launch at least two items for every resident warp: C1's DR
+   * (s, mu), 1,000,000 x 5,000,000 at span 3, had 25 launches of 1,350
+   * chunks for 3,168 warps, and ran 1.8x slower a pair than its RR */
+  const double fill = floor((double)items / (2.0 * grid * (gp.block / 32)));
+  launches = launches > fill ? fill : launches;
   launches = launches < 1 ? 1 : launches > chunks ? chunks : launches;
   const uint32_t per = items == 0 ? 1 : (uint32_t)ceil(items / launches);
   /* the passes: the counts' (gp), then each other channel's, over the same
