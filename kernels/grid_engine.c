@@ -303,7 +303,8 @@ static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
     *alt = *job;
     if ((want == 0 || want == span) && histd__grid_plan_span(p, cap, span, &alt->g, NULL, 0) == 0 &&
         plan_filter32(&alt->g, p, gp->cyl, &alt->gp, alt->delta) &&
-        (want == span || plan_cost(&alt->g, job->na, job->nb, 1) < cost)) {
+        (want == span || plan_cost(&alt->g, job->na, job->nb, 1) < cost ||
+         (p->los_midpoint && !job->gp.filter32))) { /* (the midpoint needs float32) */
       alt->gp.filter32 = 1;
       cost = plan_cost(&alt->g, job->na, job->nb, 1);
       *job = *alt;
