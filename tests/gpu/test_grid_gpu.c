@@ -772,6 +772,24 @@ static void test_cancel_and_memory(void) {
   printf("  cancel and memory limit: done\n");
 }
 
+/* The cases again on cells of span K wherever its float32 filter applies
+ * (the rest stay at span 1); with more, the block sizes and slabs too. */
+static int cases_at_span(const char *K, bool more) {
+  printf("the cases again at span %s (HISTD_GRID_SPAN=%s)\n", K, K);
+  setenv("HISTD_GRID_SPAN", K, 1);
+  int fails = test_boxes(); /* (one at a time: they draw from one generator) */
+  fails += test_shapes();
+  fails += test_lattice();
+  fails += test_cross_edges_weights();
+  fails += test_within();
+  if (more) {
+    fails += test_blocks_and_sizes();
+    fails += test_slabs();
+  }
+  unsetenv("HISTD_GRID_SPAN");
+  return fails;
+}
+
 int main(void) {
   histd_device_info dev[16];
   int count = 0;
@@ -813,25 +831,8 @@ int main(void) {
     printf("larger than the GPU's memory: slabs\n");
     fails += test_slabs();
     test_cancel_and_memory();
-    /* every case again on cells of span 2 wherever its float32 filter
-     * applies (the rest stay at span 1) */
-    printf("the cases again at span 2 (HISTD_GRID_SPAN=2)\n");
-    setenv("HISTD_GRID_SPAN", "2", 1);
-    fails += test_boxes();
-    fails += test_shapes();
-    fails += test_lattice();
-    fails += test_cross_edges_weights();
-    fails += test_within();
-    fails += test_blocks_and_sizes();
-    fails += test_slabs();
-    printf("the cases again at span 3 (HISTD_GRID_SPAN=3)\n");
-    setenv("HISTD_GRID_SPAN", "3", 1);
-    fails += test_boxes();
-    fails += test_shapes();
-    fails += test_lattice();
-    fails += test_cross_edges_weights();
-    fails += test_within();
-    unsetenv("HISTD_GRID_SPAN");
+    fails += cases_at_span("2", true);
+    fails += cases_at_span("3", false);
   }
   histd_worker_destroy(W);
   if (!on_cpu) {
