@@ -77,26 +77,29 @@ HISTD_PAIR_FN uint32_t histd_ev_bin_slot(const histd_ev_bin *e, double d) {
   return b == HISTD_BIN_BELOW ? e->count : b == HISTD_BIN_OVER ? e->count + 1 : b;
 }
 
-/* The pair's (r_p, pi) and its s.s (the contract's s), from the two points
- * and the minimum-image difference (dx, dy, dz) = i - j. Line of sight z:
- * r_p = sqrt(dx*dx + dy*dy), pi = |dz|. Midpoint (open space): with
- * s = v_i - v_j and l = v_i + v_j, pi = |s.l| / sqrt(l.l) (0 when l.l = 0:
- * no line of sight), r_p = sqrt(max(s.s - pi*pi, 0)); each dot product
- * summed (x + y) + z, every operation rounded on its own. */
-HISTD_PAIR_FN double histd_pair_rp_pi(int midpoint, double xi, double yi, double zi, double xj,
-                                      double yj, double zj, double dx, double dy, double dz,
-                                      double *pi) {
-  if (!midpoint) {
-    *pi = dz < 0 ? -dz : dz;
-    return HISTD_SQRT(HISTD_ADD(HISTD_MUL(dx, dx), HISTD_MUL(dy, dy)));
-  }
+/* The pair's pi, from the two points and the minimum-image difference
+ * (dx, dy, dz) = i - j. Line of sight z: pi = |dz|. Midpoint (open space):
+ * with s = v_i - v_j and l = v_i + v_j, pi = |s.l| / sqrt(l.l) (0 when
+ * l.l = 0: no line of sight); each dot product summed (x + y) + z, every
+ * operation rounded on its own. */
+HISTD_PAIR_FN double histd_pair_pi(int midpoint, double xi, double yi, double zi, double xj,
+                                   double yj, double zj, double dx, double dy, double dz) {
+  if (!midpoint)
+    return dz < 0 ? -dz : dz;
   const double lx = HISTD_ADD(xi, xj), ly = HISTD_ADD(yi, yj), lz = HISTD_ADD(zi, zj);
   const double sl = HISTD_ADD(HISTD_ADD(HISTD_MUL(dx, lx), HISTD_MUL(dy, ly)), HISTD_MUL(dz, lz));
   const double ll = HISTD_ADD(HISTD_ADD(HISTD_MUL(lx, lx), HISTD_MUL(ly, ly)), HISTD_MUL(lz, lz));
-  const double ss = HISTD_ADD(HISTD_ADD(HISTD_MUL(dx, dx), HISTD_MUL(dy, dy)), HISTD_MUL(dz, dz));
-  double p = ll > 0 ? HISTD_DIV(sl < 0 ? -sl : sl, HISTD_SQRT(ll)) : 0;
-  *pi = p;
-  double t = HISTD_SUB(ss, HISTD_MUL(p, p));
+  return ll > 0 ? HISTD_DIV(sl < 0 ? -sl : sl, HISTD_SQRT(ll)) : 0;
+}
+
+/* Its r_p, given its pi and ss = s.s (the contract's s): line of sight z,
+ * sqrt(dx*dx + dy*dy); midpoint, sqrt(max(ss - pi*pi, 0)). Apart from pi
+ * because (s, mu) needs pi only: the square root is a tenth of a GPU
+ * drain's work on a pair. */
+HISTD_PAIR_FN double histd_pair_rp(int midpoint, double dx, double dy, double ss, double pi) {
+  if (!midpoint)
+    return HISTD_SQRT(HISTD_ADD(HISTD_MUL(dx, dx), HISTD_MUL(dy, dy)));
+  const double t = HISTD_SUB(ss, HISTD_MUL(pi, pi));
   return HISTD_SQRT(t > 0 ? t : 0);
 }
 
@@ -122,11 +125,11 @@ HISTD_PAIR_FN uint32_t histd_ev_bin_pair(const histd_ev_bin *e, const histd_metr
     return histd_ev_bin_slot(e, *u_out);
   }
   const uint32_t slots = e->count * e->count2;
-  double pi, u;
-  const double rp = histd_pair_rp_pi(e->midpoint, xi, yi, zi, xj, yj, zj, dx, dy, dz, &pi);
+  const double pi = histd_pair_pi(e->midpoint, xi, yi, zi, xj, yj, zj, dx, dy, dz);
+  double u;
   uint32_t k2;
   if (e->axes == HISTD_EV_RP_PI) {
-    u = rp;
+    u = histd_pair_rp(e->midpoint, dx, dy, s, pi);
     k2 = histd_ev_axis2(e, pi);
   } else { /* s = d, mu = pi / s */
     u = HISTD_SQRT(s);
