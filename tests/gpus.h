@@ -26,4 +26,40 @@ static inline int test_gpus(histd_device_info *info, const char *gpu_suite) {
   return gpus;
 }
 
+/* A GPU job's window of memory where it streams in slabs. outcome(ctx,
+ * mib) runs it with HISTD_GPU_MEM_LIMIT_MB = mib (holding it to the
+ * definition) and says 0 refused, 1 whole, n >= 2 streamed in n slabs (2
+ * where the count is not known). Where the window lies moves with every
+ * change of layout, so it is found, not assumed: bisection (to 1/64 MiB,
+ * from 64, CUDA's reserve alone: refused, to 192: whole) for r, the most
+ * memory that refuses the job, and t, the least that runs it whole; the
+ * limits between, at 1/8, 1/2 and 7/8 of the way, must stream. Returns
+ * the most slabs of those runs. */
+static inline unsigned test_slab_window(unsigned (*outcome)(void *ctx, double mib), void *ctx,
+                                        const char *name) {
+  double r = 64, t = 192;
+  CHECK(outcome(ctx, r) == 0, "%s: runs in %.0f MiB", name, r);
+  CHECK(outcome(ctx, t) == 1, "%s: is refused or streams in %.0f MiB", name, t);
+  for (double a = r, b = t; b - a > 1.0 / 64; r = a) {
+    const double mid = (a + b) / 2;
+    *(outcome(ctx, mid) == 0 ? &a : &b) = mid;
+  }
+  for (double a = r, b = t; b - a > 1.0 / 64; t = b) {
+    const double mid = (a + b) / 2;
+    *(outcome(ctx, mid) == 1 ? &b : &a) = mid;
+  }
+  CHECK(t - r > 1.0 / 32, "%s: no limit streams it (refused below %.3f MiB, whole from %.3f)",
+        name, r, t);
+  static const double at[] = {0.125, 0.5, 0.875};
+  unsigned most = 0;
+  for (int k = 0; k < 3 && t - r > 1.0 / 32; k++) {
+    const double mib = r + at[k] * (t - r);
+    const unsigned m = outcome(ctx, mib);
+    CHECK(m >= 2, "%s: %.3f MiB free, between refusal (%.3f) and a whole run (%.3f), did not "
+          "stream (%u)", name, mib, r, t, m);
+    most = m > most ? m : most;
+  }
+  return most;
+}
+
 #endif

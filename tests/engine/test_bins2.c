@@ -465,12 +465,42 @@ static void shares_twice(int device) {
   histd_dataset_free(&u);
 }
 
+/* A job of slabs() at a memory limit (test_slab_window's outcome). */
+typedef struct slab_job {
+  const histd_problem *p;
+  const want *W;
+  const char *name;
+} slab_job;
+
+static unsigned slabs_at(void *ctx, double mib) {
+  const slab_job *j = ctx;
+  char lim[32], what[160], msg[512] = "";
+  snprintf(lim, sizeof lim, "%.4f", mib);
+  snprintf(what, sizeof what, "%s, %s MiB free", j->name, lim);
+  histd_result r;
+  setenv("HISTD_GPU_MEM_LIMIT_MB", lim, 1);
+  int rc = run(j->p, "grid", &r, msg, sizeof msg);
+  unsetenv("HISTD_GPU_MEM_LIMIT_MB");
+  if (rc == HISTD_ETOOBIG) {
+    CHECK(strstr(msg, "even in slabs") != NULL, "%s: refused, saying why: %s", what, msg);
+    return 0;
+  }
+  CHECK(rc == 0, "%s: %s", what, msg);
+  if (rc != 0)
+    return 0;
+  const unsigned streamed = strstr(r.device, "slabs") != NULL;
+  printf("  %s: %s\n", what, r.device);
+  check(j->p, j->W, &r, what, "grid");
+  histd_result_free(&r);
+  return streamed ? 2 : 1;
+}
+
 /* The GPU grid streams a job larger than its (pretended) free memory in
  * slabs of z (kernels/grid_slabs.c), each slab's result added into the
  * job's: every slot of the two axes, and every sum the job has (ravg's
- * too), held to the definition at several memory limits, where at least
- * one streams in 2 slabs or more; a limit too small even for slabs is
- * refused with a sentence. */
+ * too), held to the definition at memory limits around and inside the
+ * window where it streams (test_slab_window, gpus.h); a limit too small
+ * even for slabs is refused with a sentence. */
 static void slabs(void) {
   histd_dataset u;
   uniform(&u, 16000, 10, true);
@@ -485,31 +515,11 @@ static void slabs(void) {
                   (histd_bins){HISTD_BINS_WIDTH, 10, 0.1, NULL, 5, 1});
   ps[1].ravg = true;
   ps[1].weighted = false;
-  static const char *limits[] = {"80", "68", "66", "65", "64.5", "64.2"};
   for (int i = 0; i < 2; i++) {
     want W;
     definition(&ps[i], &W);
-    unsigned streamed = 0;
-    for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++) {
-      char what[160], msg[512] = "";
-      snprintf(what, sizeof what, "%s, %s MiB free", names[i], limits[l]);
-      histd_result r;
-      setenv("HISTD_GPU_MEM_LIMIT_MB", limits[l], 1);
-      int rc = run(&ps[i], "grid", &r, msg, sizeof msg);
-      unsetenv("HISTD_GPU_MEM_LIMIT_MB");
-      if (rc == HISTD_ETOOBIG) {
-        CHECK(strstr(msg, "even in slabs") != NULL, "%s: refused, saying why: %s", what, msg);
-        continue;
-      }
-      CHECK(rc == 0, "%s: %s", what, msg);
-      if (rc != 0)
-        continue;
-      streamed += strstr(r.device, "slabs") != NULL;
-      printf("  %s: %s\n", what, r.device);
-      check(&ps[i], &W, &r, what, "grid");
-      histd_result_free(&r);
-    }
-    CHECK(streamed >= 1, "%s: streamed in slabs at none of the limits", names[i]);
+    slab_job j = {&ps[i], &W, names[i]};
+    test_slab_window(slabs_at, &j, names[i]);
     want_free(&W);
   }
   histd_dataset_free(&u);

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../check.h"
+#include "../gpus.h"
 #include "../pointsets.h"
 #include "histd/histd.h"
 
@@ -626,11 +627,33 @@ static int test_shards(void) {
 }
 
 /* Jobs larger than the (pretended) free memory: streamed in slabs of z
- * (grid_slabs.c), at several memory limits, each against the definition;
- * a limit too small even for slabs must say so. */
+ * (grid_slabs.c), at memory limits around and inside the window where
+ * each streams (test_slab_window, gpus.h), each run against the
+ * definition; a limit too small even for slabs must say so. */
 static unsigned slabs_of(const char *device) {
   const char *at = strstr(device, "streamed in ");
   return at != NULL ? (unsigned)strtoul(at + 12, NULL, 10) : 1;
+}
+
+/* A job of test_slabs at a memory limit (test_slab_window's outcome). */
+typedef struct slab_job {
+  const histd_problem *p;
+  const want *h;
+  const char *name;
+  int fails;
+} slab_job;
+
+static unsigned slabs_at(void *ctx, double mib) {
+  static const uint32_t blocks[] = {0};
+  slab_job *j = ctx;
+  char lim[32], what[160];
+  snprintf(lim, sizeof lim, "%.4f", mib);
+  snprintf(what, sizeof what, "%s, %s MiB free", j->name, lim);
+  setenv("HISTD_GPU_MEM_LIMIT_MB", lim, 1);
+  last_device[0] = '\0';
+  j->fails += compare(j->p, j->h, blocks, 1, what);
+  unsetenv("HISTD_GPU_MEM_LIMIT_MB");
+  return last_rc != 0 ? 0 : slabs_of(last_device);
 }
 
 static int test_slabs(void) {
@@ -659,34 +682,16 @@ static int test_slabs(void) {
   ps[3].statistic = HISTD_STAT_WITHIN;
   ps[3].radius = 0.6;
   ps[4] = width_problem(&c, &c, cube, 1.0, 40);
-  static const char *limits[] = {"80", "68", "66", "65", "64.5", "64.2"};
-  const int nlim = sizeof limits / sizeof limits[0];
   unsigned most = 0;
-  static const uint32_t blocks[] = {0};
   allow_too_big = true;
   for (int i = 0; i < 5; i++) {
     want h;
     definition(&ps[i], &h);
-    unsigned streamed = 0, refused = 0;
-    for (int l = 0; l < nlim; l++) {
-      char what[128];
-      snprintf(what, sizeof what, "%s, %s MiB free", names[i], limits[l]);
-      setenv("HISTD_GPU_MEM_LIMIT_MB", limits[l], 1);
-      last_device[0] = '\0';
-      fails += compare(&ps[i], &h, blocks, 1, what);
-      unsetenv("HISTD_GPU_MEM_LIMIT_MB");
-      if (last_rc == 0) {
-        unsigned m = slabs_of(last_device);
-        streamed += m >= 2;
-        most = m > most ? m : most;
-      } else {
-        refused++;
-      }
-    }
-    CHECK(streamed >= 2, "%s: streamed in slabs at %u of %d limits (want 2 or more)", names[i],
-          streamed, nlim);
+    slab_job j = {&ps[i], &h, names[i], 0};
+    const unsigned m = test_slab_window(slabs_at, &j, names[i]);
+    fails += j.fails;
+    most = m > most ? m : most;
     want_free(&h);
-    (void)refused;
   }
   allow_too_big = false;
   CHECK(most >= 4, "the most slabs any run took is %u (want 4 or more)", most);
@@ -811,6 +816,17 @@ int main(void) {
   }
   double t0 = histd_now_ms();
   int fails = 0;
+  const char *only = getenv("TEST_GRID_GPU_ONLY"); /* "slabs": those alone, spans 1 and 2 */
+  if (!on_cpu && only != NULL && strcmp(only, "slabs") == 0) {
+    printf("larger than the GPU's memory: slabs (TEST_GRID_GPU_ONLY=slabs)\n");
+    fails += test_slabs();
+    setenv("HISTD_GRID_SPAN", "2", 1);
+    fails += test_slabs();
+    unsetenv("HISTD_GRID_SPAN");
+    histd_worker_destroy(W);
+    printf("%d grid runs on the GPU, %d case(s) failed\n", runs, fails);
+    return check_finish("test_grid_gpu");
+  }
   printf("boxes\n");
   fails += test_boxes();
   printf("shapes\n");
