@@ -514,7 +514,8 @@ __device__ __forceinline__ void step_offset(int &ox, int &oy, int &oz, int K) {
 }
 
 template <bool F32, int METRIC, int BIN, bool W, bool CROSS>
-__global__ void __launch_bounds__(GRID_MAX_BLOCK, BIN == BIN_TWO ? GRID_TWO_BLOCKS : F32 ? GRID_ONE_BLOCKS : 1)
+__global__ void __launch_bounds__(GRID_MAX_BLOCK,
+                                  BIN == BIN_TWO ? GRID_TWO_BLOCKS : F32 ? GRID_ONE_BLOCKS : 1)
     k_grid_pairs(grid_params p, uint32_t k0, uint32_t k1) {
   extern __shared__ double smem[];
   const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
