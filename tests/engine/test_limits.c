@@ -27,6 +27,7 @@
 #include "../definition.h"
 #include "grid.h"
 #include "histd/histd.h"
+#include "histd/pair.h"
 #include "histd/params.h"
 
 static uint64_t seed = 2828;
@@ -510,8 +511,54 @@ static void limit_memory(void) {
   CHECK(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit");
 }
 
+/* One axis's periodic image, histd_image (fl(d * (1/L)) and a margin,
+ * else the division), against the definition's nearbyint(fl(d / L)):
+ * d up to 60 ulps either side of every half-integer multiple of L from
+ * -9.5 L to 9.5 L (the ties themselves included), of integer multiples,
+ * far out (|d / L| near 2^20 to 2^45, where the margin passes 1/2) and at
+ * random, for lengths whose inverse is inexact and at the ends of the
+ * range boxes may have. */
+static void test_image_rule(void) {
+  static const double lens[] = {10, 3, 7.3, 0.1, 1e-3, 1000, 1e6, 3 * 0x1p-249, 0x1p249 / 3};
+  unsigned long bad = 0, runs = 0;
+  double bad_d = 0, bad_len = 0;
+#define IMAGE_CHECK(dd, ll)                                                                      \
+  do {                                                                                           \
+    const double d_ = (dd), l_ = (ll);                                                           \
+    runs++;                                                                                      \
+    if (histd_image(d_, l_, 1 / l_) != nearbyint(d_ / l_) && bad++ == 0)                         \
+      bad_d = d_, bad_len = l_;                                                                  \
+  } while (0)
+  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+    const double len = lens[i];
+    for (int h = -19; h <= 19; h++) { /* h / 2: half-integers (odd h) and integers */
+      const double base = h / 2.0 * len;
+      double up = base, down = base;
+      for (int k = 0; k <= 60; k++) {
+        IMAGE_CHECK(up, len);
+        IMAGE_CHECK(down, len);
+        up = nextafter(up, INFINITY);
+        down = nextafter(down, -INFINITY);
+      }
+    }
+    for (int e = 20; e <= 45; e++)
+      for (int k = -2; k <= 2; k++) {
+        const double far = ldexp(1.0, e) * len;
+        IMAGE_CHECK(far + k * len / 2, len);
+        IMAGE_CHECK(-far + k * len / 2, len);
+      }
+    for (int k = 0; k < 20000; k++)
+      IMAGE_CHECK((2 * rnd() - 1) * 10 * len, len);
+  }
+#undef IMAGE_CHECK
+  CHECK(bad == 0, "histd_image differs from nearbyint(d / L) in %lu of %lu cases, first d = %a, "
+        "L = %a", bad, runs, bad_d, bad_len);
+  printf("the image rule: %lu cases, %lu differ\n", runs, bad);
+}
+
 int main(void) {
   limit_memory();
+  test_image_rule();
   test_box_range();
   test_box_ends();
   test_box_far_points();
