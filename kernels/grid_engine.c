@@ -190,9 +190,9 @@ static int choose_layout(grid_params *gp, const histd_exec *ex, size_t optin, ch
    * loop; the global one a native add). HISTD_GRID_WGLOBAL=K, an A/B
    * setting, puts any weighted job's partials at least that far out. */
   const char *wmin = getenv("HISTD_GRID_WGLOBAL");
+  const int wset = wmin != NULL && gp->weighted ? atoi(wmin) : 0;
   int w0 = gp->weighted && gp->two ? 2 : 0;
-  if (wmin != NULL && gp->weighted && atoi(wmin) > w0)
-    w0 = atoi(wmin) > 2 ? 2 : atoi(wmin);
+  w0 = wset > w0 ? (wset > 2 ? 2 : wset) : w0;
   for (int b = 0; b < ntries; b++)
     for (int counts = 1; counts >= 0; counts--)
       for (int edges = gp->edges; edges >= 0; edges--)
@@ -303,22 +303,24 @@ static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
    * HISTD_GRID_SPAN=K (the tests') takes span K wherever it can */
   const char *force = getenv("HISTD_GRID_SPAN");
   const uint32_t want = force != NULL ? (uint32_t)atoi(force) : 0;
-  grid_job *alt = malloc(sizeof *alt);
-  if (alt == NULL)
-    return histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory planning a grid");
+  histd__grid_geom g2;
+  grid_params cuts2 = *gp; /* (plan_filter32 sets only the cuts) */
+  float delta2[GRID_OFFSETS_MAX * 3];
   double cost = plan_cost(&job->g, job->na, job->nb, gp->filter32);
   for (uint32_t span = 2; span <= HISTD__GRID_SPAN_MAX && want != 1; span++) {
-    *alt = *job;
-    if ((want == 0 || want == span) && histd__grid_plan_span(p, cap, span, &alt->g, NULL, 0) == 0 &&
-        plan_filter32(&alt->g, p, gp->cyl, &alt->gp, alt->delta) &&
-        (want == span || plan_cost(&alt->g, job->na, job->nb, 1) < cost ||
-         (p->los_midpoint && !job->gp.filter32))) { /* (the midpoint needs float32) */
-      alt->gp.filter32 = 1;
-      cost = plan_cost(&alt->g, job->na, job->nb, 1);
-      *job = *alt;
+    if ((want != 0 && want != span) || histd__grid_plan_span(p, cap, span, &g2, NULL, 0) != 0 ||
+        !plan_filter32(&g2, p, gp->cyl, &cuts2, delta2))
+      continue;
+    const double cost2 = plan_cost(&g2, job->na, job->nb, 1);
+    if (want == span || cost2 < cost ||
+        (p->los_midpoint && !gp->filter32)) { /* (the midpoint needs float32) */
+      job->g = g2;
+      cost = cost2;
+      gp->filter32 = 1;
+      gp->cut32 = cuts2.cut32, gp->rp_cut32 = cuts2.rp_cut32, gp->pi_cut32 = cuts2.pi_cut32;
+      memcpy(job->delta, delta2, sizeof job->delta);
     }
   }
-  free(alt);
   gp->geom = job->g;
   gp->cells = (uint32_t)job->g.cells; /* 1 to 2^32 - 1: the plan's guard (grid.c) */
   if (p->los_midpoint && !gp->filter32) /* its queue would hold differences, not points */

@@ -111,10 +111,11 @@
  * partials take shared memory; the pairs, read only at a fold, are there
  * too where two blocks still fit a multiprocessor, else in global memory
  * (wglobal, wscr): a 25 x 50 (s, mu) histogram's 30 KB a warp left one
- * block of 4 warps a multiprocessor, and (s, mu) ran 2.9x slower. Where
- * even the partials leave a two-axis kernel fewer blocks than its launch
- * bounds' 3, they go to global memory too (wglobal 2: float64 atomics
- * there are the L2's own).
+ * block of 4 warps a multiprocessor, and (s, mu) ran 2.9x slower. The
+ * two-axis kernels keep the partials in global memory too (wglobal 2:
+ * float64 atomics there are the L2's own, where shared memory's are a
+ * compare-and-swap loop; grid_engine.c's choose_layout says why); a
+ * one-axis kernel does where even they leave it no block.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
