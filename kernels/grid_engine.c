@@ -129,7 +129,9 @@ static int plan_filter32(const histd__grid_geom *g, const histd_problem *p, bool
     if (!(r <= 0x1p60) || (r != 0 && !(r >= 0x1p-60)))
       return 0;
     e[x] = (3 * K + 5.01) * 0x1p-24 * (r * (1 + 0x1p-20) + ed) + 2 * ed + 0x1p-120;
+    gp->e32[x] = e[x];
   }
+  gp->ed = ed;
   /* each cut (reach + E)^2 (1 + 2^-20), rounded up to a float */
   const double rad[3] = {g->reach, g->rk[0], g->rk[2]};
   const double err[3] = {e[0] + e[1] + e[2], e[0] + e[1], e[2]};
@@ -154,6 +156,82 @@ static int plan_filter32(const histd__grid_geom *g, const histd_problem *p, bool
           delta[at + x] = (float)-(ox * edge[0][x] + oy * edge[1][x] + oz * edge[2][x]);
       }
   return 1;
+}
+
+/* A float rounded up (down) from x: at least (at most) x. */
+static float float_up(double x) {
+  float f = (float)x;
+  return (double)f < x ? nextafterf(f, INFINITY) : f;
+}
+
+static float float_down(double x) {
+  float f = (float)x;
+  return (double)f > x ? nextafterf(f, -INFINITY) : f;
+}
+
+/* The float32 bins (grid_kernels.cu's proof, "Float32 bins"): whether
+ * they apply to p's float32-filtered job (the line of sight z, and axis
+ * 1 in width bins or edges in a geometric row, which the first guess
+ * needs), and their guesses and margins. */
+static void plan_fast(grid_params *gp, const histd_problem *p) {
+  gp->fast = gp->filter32 && !p->los_midpoint && (!gp->edges || gp->ev.ga != 0);
+  if (!gp->fast)
+    return;
+  gp->fga = 0.5f * gp->ev.ga, gp->fgb = gp->ev.gb;
+  gp->finv = gp->edges ? 0 : (float)(1 / p->bins.width);
+  gp->finv2 = gp->two ? (float)gp->ev.inv2 : 0;
+  const double e = gp->e32[0] + gp->e32[1] + gp->e32[2];
+  gp->fcmu = float_up((gp->e32[2] + e + 8 * gp->ed) * (1 + 0x1p-18));
+  gp->famu = 0x1p-19f;
+  gp->fsmin = float_up(fmax(16 * e * e * (1 + 0x1p-20), 0x1p-100));
+}
+
+/* The float32 bins' tables into t (grid_fast_entries(gp) pairs). Axis 1
+ * (d or r_p) at k + 1: the squares between which the float32 square a
+ * puts the contract's value in bin k, its boundaries b_j (the edges, or
+ * j w) moved out by the error E1 of the float32 vector (the sum of its
+ * components' bounds), the contract's 4 ed, 2^-40 relative (a width bin's
+ * fl(d / w)) and a's own rounding (2^-21 relative, flushed subnormals
+ * 2^-100): a > lo gives d >= b_k, a < hi gives d < b_(k+1). Axis 2 at k2:
+ * pi's interval [c_k2, c_(k2+1)) moved in by its margin (e_z + 4 ed and
+ * 2^-40 relative; c_j = j w2, c_count2 = pi_max); mu's boundaries as they
+ * are, its margin taken per pair (plan_fast). */
+static void fast_tables(const grid_params *gp, const histd_problem *p, float *t) {
+  const uint32_t n1 = gp->count1;
+  const bool rp = gp->two && gp->ev.axes == HISTD_EV_RP_PI;
+  const double e1 = gp->e32[0] + gp->e32[1] + (rp ? 0 : gp->e32[2]) + 4 * gp->ed + 0x1p-400;
+  for (uint32_t k = 0; k <= n1 + 1; k++) { /* position k: bin k - 1 */
+    double lo = -INFINITY, hi = INFINITY;
+    if (k >= 1) {
+      const double b = gp->edges ? p->bins.edges[k - 1] : (k - 1) * p->bins.width;
+      const double r = b * (1 + 0x1p-40) + e1;
+      lo = b <= 0 ? -1 : r * r * (1 + 0x1p-21) * (1 + 0x1p-40) + 0x1p-100;
+    }
+    if (k <= n1) {
+      const double b = gp->edges ? p->bins.edges[k] : k * p->bins.width;
+      const double r = b * (1 - 0x1p-40) - e1;
+      hi = r <= 0 ? -1 : (r * r - 0x1p-100) * (1 - 0x1p-21) * (1 - 0x1p-40);
+      hi = hi > 0 ? hi : -1;
+    }
+    t[2 * k] = float_up(lo);
+    t[2 * k + 1] = float_down(hi);
+  }
+  if (!gp->two)
+    return;
+  const uint32_t n2 = gp->ev.count2;
+  float *t2 = t + 2 * ((size_t)n1 + 2);
+  for (uint32_t k = 0; k <= n2; k++) { /* bin k (n2: overflow) between c_k and c_(k+1) */
+    const double c0 = k == 0 ? -INFINITY : k == n2 ? gp->ev.max2 : k * gp->ev.width2;
+    const double c1 = k >= n2 - 1 ? (k == n2 ? INFINITY : gp->ev.max2) : (k + 1) * gp->ev.width2;
+    if (rp) {
+      const double m = (gp->e32[2] + 4 * gp->ed) * (1 + 0x1p-20) + 0x1p-400;
+      t2[2 * k] = float_up(c0 + m + 0x1p-40 * fabs(c0));
+      t2[2 * k + 1] = float_down(c1 - m - 0x1p-40 * fabs(c1));
+    } else {
+      t2[2 * k] = (float)c0;
+      t2[2 * k + 1] = (float)c1;
+    }
+  }
 }
 
 /* A uniform set's cost of a plan, in B points its warps step through: the
@@ -224,10 +302,13 @@ static void finish_result(histd_result *res, const grid_params *gp, const gpu_ct
   res->threads = 0;
   if (g != NULL)
     snprintf(res->device, sizeof res->device,
-             "%s, grid %ux%ux%u cells of span %u, %s filter, %.4g candidate pairs, cells built "
+             "%s, grid %ux%ux%u cells of span %u, %s, %.4g candidate pairs, cells built "
              "in %.2f ms",
              histd__cuda_context_name(ctx), g->n[0], g->n[1], g->n[2], g->span,
-             gp->filter32 ? "float32" : "float64", candidates, build_ms);
+             gp->fast       ? "float32 filter and bins"
+             : gp->filter32 ? "float32 filter"
+                            : "float64 filter",
+             candidates, build_ms);
   else
     snprintf(res->device, sizeof res->device, "%s, grid: no pairs",
              histd__cuda_context_name(ctx));
@@ -304,7 +385,7 @@ static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
   const char *force = getenv("HISTD_GRID_SPAN");
   const uint32_t want = force != NULL ? (uint32_t)atoi(force) : 0;
   histd__grid_geom g2;
-  grid_params cuts2 = *gp; /* (plan_filter32 sets only the cuts) */
+  grid_params cuts2 = *gp; /* (plan_filter32 sets only the cuts and their bounds) */
   float delta2[GRID_OFFSETS_MAX * 3];
   double cost = plan_cost(&job->g, job->na, job->nb, gp->filter32);
   for (uint32_t span = 2; span <= HISTD__GRID_SPAN_MAX && want != 1; span++) {
@@ -318,6 +399,8 @@ static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
       cost = cost2;
       gp->filter32 = 1;
       gp->cut32 = cuts2.cut32, gp->rp_cut32 = cuts2.rp_cut32, gp->pi_cut32 = cuts2.pi_cut32;
+      memcpy(gp->e32, cuts2.e32, sizeof gp->e32);
+      gp->ed = cuts2.ed;
       memcpy(job->delta, delta2, sizeof job->delta);
     }
   }
@@ -327,6 +410,7 @@ static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
     return histd_fail(msg, msglen, HISTD_ETOOBIG,
                       "the midpoint line of sight on the GPU's grid needs its float32 filter, "
                       "which these points' range does not allow; brute force takes the job");
+  plan_fast(gp, p);
   if (gp->filter32) { /* its queue is smaller: the layout again */
     rc = choose_layout(gp, ex, optin, msg, msglen);
     if (rc != 0)
@@ -374,7 +458,7 @@ typedef struct grid_mem {
   double *dedges, *aw;
   double *rows[HISTD_SUMS]; /* channel c's: 2 * its pass's grid * slots (NULL: none) */
   double *wscr;             /* the weighted passes' scratch (one at a time: the largest) */
-  float *ddelta;
+  float *ddelta, *dfast;
   unsigned long long *dcounts, *dcand;
 } grid_mem;
 
@@ -412,6 +496,7 @@ static void carve_job(arena *ar, const grid_job *job, const double *dev_a, grid_
   m->chunk_off = carve(ar, ((size_t)cells + 1) * 4);
   m->dedges = gp->edges ? carve(ar, ((size_t)gp->count1 + 1) * 8) : NULL;
   m->ddelta = gp->filter32 ? carve(ar, sizeof job->delta) : NULL;
+  m->dfast = gp->fast ? carve(ar, grid_fast_entries(gp) * 2 * sizeof(float)) : NULL;
   m->dcounts = carve(ar, (size_t)slots * 8);
   size_t wscr = grid_wscr_bytes(gp, job->grid);
   for (int c = 0; c < HISTD_SUMS; c++) {
@@ -478,6 +563,7 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   arena ar = {NULL, 0};
   cudaEvent_t ev[3] = {NULL, NULL, NULL};
   uint64_t *host_counts = NULL;
+  float *host_fast = NULL;
   double t_start = 0, t_points = 0, t_copied = 0, t_back = 0;
 
   /* A's points first, unless streamed: the slot checks its own room */
@@ -538,6 +624,17 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   if (gp.filter32)
     CK(cudaMemcpyAsync(m.ddelta, jp->delta, sizeof jp->delta, cudaMemcpyHostToDevice, s),
        "the copy of the offsets");
+  if (gp.fast) {
+    const size_t fast_bytes = grid_fast_entries(&gp) * 2 * sizeof(float);
+    host_fast = malloc(fast_bytes);
+    if (host_fast == NULL) {
+      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for grid's bin tables");
+      goto out;
+    }
+    fast_tables(&gp, p, host_fast);
+    CK(cudaMemcpyAsync(m.dfast, host_fast, fast_bytes, cudaMemcpyHostToDevice, s),
+       "the copy of the bin tables");
+  }
   CK(cudaMemsetAsync(m.dcounts, 0, (size_t)slots * 8, s), "cudaMemsetAsync");
   CK(cudaMemsetAsync(m.dcand, 0, 8, s), "cudaMemsetAsync");
   uint32_t grids[HISTD_SUMS]; /* each channel's pass's blocks */
@@ -569,6 +666,7 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   gp.afx = m.sa.fx, gp.afy = m.sa.fy, gp.afz = m.sa.fz;
   gp.bfx = m.sb.fx, gp.bfy = m.sb.fy, gp.bfz = m.sb.fz;
   gp.delta = m.ddelta;
+  gp.ftab = m.dfast;
   gp.start_a = m.sa.start;
   gp.start_b = m.sb.start;
   gp.chunk_off = m.chunk_off;
@@ -604,6 +702,7 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
       grid_params *cp = &pass[passes];
       *cp = gp;
       cp->weighted = 1, cp->unit = lay->unit, cp->sum = c;
+      cp->fast = gp.fast && c != HISTD_SUM_WU; /* (ravg sums the contract's u) */
       cp->block = lay->block, cp->smem = lay->smem;
       cp->shared_counts = lay->shared_counts, cp->shared_edges = lay->shared_edges;
       cp->wglobal = lay->wglobal;
@@ -668,6 +767,7 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
             t_back - t_entry);
 out:
   free(host_counts);
+  free(host_fast);
   for (int i = 0; i < 3; i++)
     if (ev[i] != NULL)
       cudaEventDestroy(ev[i]);

@@ -103,6 +103,15 @@ typedef struct grid_params {
   double rp_cut, pi_cut;   /* cyl: estimates of dx^2 + dy^2, dz^2 above them are overflow */
   float cut32;             /* float32 filter: likewise, of dx^2 + dy^2 + dz^2 */
   float rp_cut32, pi_cut32; /* float32 filter with cyl: of dx^2 + dy^2, dz^2 */
+  double e32[3], ed;       /* float32 filter: each component's error bound, and
+                            * 2^-44 (M + B)(1 + rho) (the contract's, 16 times over) */
+  int fast;                /* float32 bins (grid_kernels.cu): queued pairs binned
+                            * from their float32 values where the bounds allow */
+  const float *ftab;       /* fast: grid_fast_entries() (lo, hi) pairs of floats */
+  float fga, fgb, finv;    /* fast: axis 1's first guess (edges: 0.5 ga, gb of
+                            * log2 of the square; width: fl(1 / w)) */
+  float finv2, fcmu, famu, fsmin; /* fast: axis 2's guess, (s, mu)'s margin
+                            * fcmu / |D| + famu, and the least square it takes */
   const float *delta;      /* float32 filter: (2K + 1)^3 x 3 (K the span), the
                             * translation of each neighbour offset (ox, oy, oz),
                             * at 3 (((oz+K) (2K+1) + oy+K) (2K+1) + ox+K) */
@@ -137,6 +146,13 @@ typedef struct grid_params {
   unsigned int *next;      /* the launch's item counter, zeroed before it */
   unsigned long long *candidates; /* += the pairs the warps met */
 } grid_params;
+
+/* The float32 bins' table entries: axis 1 at k + 1 (k = -1 below, 0 to
+ * count1 - 1 its bins, count1 overflow), then axis 2 at count1 + 2 + k2
+ * (k2 = count2: overflow; 0 entries without a second axis). */
+static inline size_t grid_fast_entries(const grid_params *p) {
+  return (size_t)p->count1 + 2 + (p->two ? (size_t)p->ev.count2 + 1 : 0);
+}
 
 /* Shared-memory bytes of p's kernel as its fields lay it out. */
 size_t grid_smem_bytes(const grid_params *p);

@@ -12,14 +12,15 @@
  * overflow (overflow is counted by the host as total - sum(counts) -
  * below), and every other pair (those within reach, about 1/6 of the
  * candidates of a uniform set) is queued in the warp's shared memory.
- * When the queue holds 32 pairs the warp takes them one per lane and
- * applies the contract: histd_pair_s / histd_diff_s (histd/pair.h: the
- * minimum image with its guard, the sum of squares, every operation
- * rounded on its own), sqrt, histd_bin_width / histd_bin_edges, and the
- * counts (a shared-memory histogram per block, or global atomics when it
- * does not fit). So a pair that is counted is counted by the contract's
- * own arithmetic, and the filters need only be right about what they
- * drop. Notation: u = 2^-53, M the largest |coordinate|, B the sum of
+ * When the queue holds 32 pairs the warp takes them one per lane and bins
+ * them: from their float32 values where the bounds decide the bin
+ * ("Float32 bins" below), else by the contract: histd_pair_s /
+ * histd_diff_s (histd/pair.h: the minimum image with its guard, the sum
+ * of squares, every operation rounded on its own), sqrt, histd_bin_width
+ * / histd_bin_edges; then the counts (a shared-memory histogram per
+ * block, or global atomics when it does not fit). So a pair is counted
+ * in the contract's bin, and the filters need only be right about what
+ * they drop. Notation: u = 2^-53, M the largest |coordinate|, B the sum of
  * |box components|, rho the box's aspect ratio, all as in grid.h, whose
  * reach = r_max (1 + 2^-20) + 2^-40 (M + B)(1 + rho). The contract's d of
  * any pair is within e_c = 2^-48 (M + B)(1 + rho) (plus 4u d) of the
@@ -70,6 +71,36 @@
  * component within e_c of half the box, a component of at least L_k / 2 -
  * 3e >= reach - 3e: beyond rk_0 and rk_2 either way, so the contract's r_p
  * > E or pi > pi_max, overflow.
+ *
+ * Float32 bins (fast: the float32 filter's jobs with the line of sight
+ * z, axis 1 in width bins or log edges; not ravg's pass, which sums the
+ * contract's u). The queue keeps each pair's a = fl32 |D|^2 (r_p's
+ * fmaf(dy, dy, dx * dx) for (r_p, pi)) and pz = |dz|, and the drain bins
+ * it from them where the bounds leave no doubt, and by the contract
+ * otherwise. D32's components are within e_k of the image D the proof
+ * above places (the shortest, for every pair within reach), so |D32| is
+ * within E1 (their sum over axis 1's components) of |D|, and a =
+ * |D32|^2 (1 + t) with |t| < 2^-21 (less where -ftz flushes, 2^-100 at
+ * most). The contract's d (r_p, pi) is within 4 ed (ed = 2^-44 (M + B)
+ * (1 + rho), sixteen times grid.h's rounding) and 4u of |D| (|D_xy|,
+ * |D_z|) whenever |D| is within reach, as it must be for a pair counted
+ * in a bin (beyond it the contract's value is overflow whatever image it
+ * takes, and so is the pair's here: a > lo of the last edge). Axis 1's
+ * boundaries b_j (the edges, or j w, where a width bin's fl(d / w) moves
+ * by 2u) widened by 2^-40 relative and E1 + 4 ed become the squares lo_j
+ * and hi_j (rounded outward to float, fast_tables): a > lo_j gives d >=
+ * b_j, a < hi_j gives d < b_j. pi's boundaries (j w2, and pi_max) are
+ * moved by e_z + 4 ed the same way. mu = fl(pi / s) is within (e_z + E +
+ * 8 ed) / |D32| (1 + 2^-19) + 2^-20 of pz rsqrtf(a) for |D32| > 4E (a >
+ * fsmin), given rsqrtf's 2 ulp (the CUDA Guide; 2.09 u measured, sdh's
+ * k_rsqrt_error), a's own rounding and the product's: the margin fcmu r +
+ * famu (2^-19 absolute, for the float boundaries and the differences'
+ * roundings) puts mu clear of its boundaries. A first guess of the bin
+ * (log2 of a, or its root over w) is only confirmed or sent to the
+ * contract; so are pairs near any boundary (within about 1e-5 of a cell
+ * at span 3), a pair on a boundary exactly, mu = 1 along z, and s near
+ * 0. The binned pair skips the contract's binary64 loads, minimum image,
+ * square roots, division and bin searches.
  *
  * The float64 filter (elsewhere: few cells a periodic axis, or r_max near
  * half the box). dx = xi - xj, dy, dz exactly as the contract rounds them
@@ -351,8 +382,52 @@ struct grid_sink {
 struct grid_queue {
   double *qx, *qy, *qz, *qw;
   uint32_t *qi, *qj;
+  float *qa, *qp; /* float32 filter: the pair's float32 a and |dz| (fast_slot) */
   uint32_t n, drains;
 };
+
+/* The float32 bins (the header's proof): the slot of a queued pair from
+ * its float32 a (the square of axis 1's value: s, or r_p's) and pz
+ * (|dz|), where the tables (grid_engine.c's fast_tables) and the margins
+ * leave no doubt: true with `slot` (p.count: below; p.count + 1:
+ * overflow), else false, and the contract decides. A guess picks the bin
+ * (from log2 of a, or its root over the width), the tables confirm it;
+ * a wrong guess only sends the pair to the contract. */
+template <int BIN>
+__device__ __forceinline__ bool fast_slot(const grid_params &p, float a, float pz,
+                                          uint32_t &slot) {
+  const int n1 = (int)p.count1;
+  const float g = p.edges ? __log2f(a) * p.fga + p.fgb : a * rsqrtf(a) * p.finv;
+  const int k = g >= 0 ? (g >= (float)n1 ? n1 : (int)g) : p.edges ? -1 : 0;
+  const float2 t = reinterpret_cast<const float2 *>(p.ftab)[k + 1];
+  if (!(a > t.x && a < t.y))
+    return false;
+  if (k == n1) {
+    slot = p.count + 1;
+    return true;
+  }
+  if constexpr (BIN != BIN_TWO) {
+    slot = k < 0 ? p.count : (uint32_t)k;
+    return true;
+  } else {
+    const int n2 = (int)p.ev.count2;
+    float v = pz, mg = 0;
+    if (p.ev.axes == HISTD_EV_S_MU) { /* mu = pi / s, its margin by the pair's s */
+      if (!(a > p.fsmin))
+        return false;
+      const float r = rsqrtf(a);
+      v = pz * r;
+      mg = fmaf(p.fcmu, r, p.famu);
+    }
+    const float h = v * p.finv2;
+    const int k2 = h >= (float)n2 ? n2 : (int)h;
+    const float2 t2 = reinterpret_cast<const float2 *>(p.ftab)[n1 + 2 + k2];
+    if (!(v - t2.x > mg && t2.y - v > mg))
+      return false;
+    slot = k2 == n2 ? p.count + 1 : k < 0 ? p.count : (uint32_t)k * (uint32_t)n2 + (uint32_t)k2;
+    return true;
+  }
+}
 
 /* The contract's bin of a pair of squared distance s (histd/pair.h's
  * arithmetic), counted with its weight product wp. */
@@ -402,7 +477,15 @@ __device__ __forceinline__ void drain(const grid_params &p, const histd_metric &
     if constexpr (F32) {
       const uint32_t a = q.qi[e], b = q.qj[e];
       const double wp = W ? (p.unit ? 1.0 : __dmul_rn(p.aw[a], p.bw[b])) : 0.0;
-      if constexpr (BIN == BIN_TWO)
+      uint32_t slot;
+      if (p.fast && fast_slot<BIN>(p, q.qa[e], BIN == BIN_TWO ? q.qp[e] : 0.f, slot)) {
+        if (slot <= p.count) { /* (the host counts overflow) */
+          if (!W || p.sum == HISTD_SUM_W)
+            atomicAdd(&k.hist[slot], 1ull);
+          if (W) /* (fast passes sum w_i w_j alone) */
+            atomicAdd(&k.part[slot], wp);
+        }
+      } else if constexpr (BIN == BIN_TWO)
         count_two(p, m, k, p.ax[a], p.ay[a], p.az[a], p.bx[b], p.by[b], p.bz[b], wp, W);
       else
         count_s<BIN == BIN_EDGES, W>(p, k, histd_pair_s(&m, p.ax[a], p.ay[a], p.az[a], p.bx[b],
@@ -428,13 +511,16 @@ template <bool F32, int METRIC, int BIN, bool W>
 __device__ __forceinline__ void push(const grid_params &p, const histd_metric &m,
                                      const grid_sink &k, grid_queue &q, bool hit, uint32_t lane,
                                      uint32_t i, uint32_t j, double dx, double dy, double dz,
-                                     double wp) {
+                                     double wp, float fa, float fp) {
   const unsigned mask = __ballot_sync(FULL, hit);
   if (hit) {
     const uint32_t pos = q.n + __popc(mask & ((1u << lane) - 1));
     if constexpr (F32) {
       q.qi[pos] = i;
       q.qj[pos] = j;
+      q.qa[pos] = fa;
+      if (BIN == BIN_TWO)
+        q.qp[pos] = fp;
     } else {
       q.qx[pos] = dx;
       q.qy[pos] = dy;
@@ -485,19 +571,21 @@ __device__ __forceinline__ void visit(const grid_params &p, const histd_metric &
       const bool pair = live && (!DIAG || jb + t > i);
       if constexpr (F32) {
         const float dx = xi - xj, dy = yi - yj, dz = zi - zj;
+        const float rp2 = fmaf(dy, dy, dx * dx), s2 = fmaf(dz, dz, rp2);
         bool out;
         if constexpr (BIN == BIN_TWO) /* (the cylinder's test only in two-axis kernels) */
-          out = p.cyl ? fmaf(dy, dy, dx * dx) > p.rp_cut32 || dz * dz > p.pi_cut32
-                      : fmaf(dz, dz, fmaf(dy, dy, dx * dx)) > p.cut32;
+          out = p.cyl ? rp2 > p.rp_cut32 || dz * dz > p.pi_cut32 : s2 > p.cut32;
         else
-          out = fmaf(dz, dz, fmaf(dy, dy, dx * dx)) > p.cut32;
-        push<F32, METRIC, BIN, W>(p, m, k, q, pair && !out, lane, i, jb + t, 0, 0, 0, 0);
+          out = s2 > p.cut32;
+        const bool rp = BIN == BIN_TWO && p.ev.axes == HISTD_EV_RP_PI;
+        push<F32, METRIC, BIN, W>(p, m, k, q, pair && !out, lane, i, jb + t, 0, 0, 0, 0,
+                                  rp ? rp2 : s2, fabsf(dz));
       } else {
         const double wj = W ? __shfl_sync(FULL, bwl, t) : 0.0;
         const double dx = __dsub_rn(xi, xj), dy = __dsub_rn(yi, yj), dz = __dsub_rn(zi, zj);
         const bool hit = pair && !beyond<METRIC, BIN == BIN_TWO>(p, m, dx, dy, dz);
         push<F32, METRIC, BIN, W>(p, m, k, q, hit, lane, i, jb + t, dx, dy, dz,
-                                    W ? __dmul_rn(wi, wj) : 0.0);
+                                    W ? __dmul_rn(wi, wj) : 0.0, 0.f, 0.f);
       }
     }
   }
@@ -521,7 +609,7 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK,
   extern __shared__ double smem[];
   const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
   const uint32_t count = p.count, slots = count + 2;
-  const uint32_t per_queue = F32 ? GRID_QUEUE : GRID_QUEUE * (W ? 4 : 3); /* doubles */
+  const uint32_t per_queue = GRID_QUEUE * (F32 ? 2 : W ? 4 : 3); /* doubles */
   grid_queue q;
   q.qx = smem + (size_t)warp * per_queue;
   q.qy = q.qx + GRID_QUEUE;
@@ -529,6 +617,8 @@ __global__ void __launch_bounds__(GRID_MAX_BLOCK,
   q.qw = W ? q.qz + GRID_QUEUE : nullptr;
   q.qi = (uint32_t *)q.qx;
   q.qj = q.qi + GRID_QUEUE;
+  q.qa = (float *)(q.qj + GRID_QUEUE);
+  q.qp = q.qa + GRID_QUEUE;
   q.n = 0;
   q.drains = 0;
   double *next = smem + (size_t)warps * per_queue;
@@ -713,7 +803,7 @@ static grid_fn pick(const grid_params *p) {
 
 extern "C" size_t grid_smem_bytes(const grid_params *p) {
   const size_t warps = p->block / 32, slots = (size_t)p->count + 2;
-  size_t bytes = warps * GRID_QUEUE * (p->filter32 ? 1 : p->weighted ? 4 : 3) * sizeof(double);
+  size_t bytes = warps * GRID_QUEUE * (p->filter32 ? 2 : p->weighted ? 4 : 3) * sizeof(double);
   if (p->weighted)
     bytes += (p->wglobal == 0 ? 3 : p->wglobal == 1 ? 1 : 0) * warps * slots * sizeof(double);
   if (p->edges && p->shared_edges)

@@ -410,6 +410,120 @@ static void dense_span(int K) {
   histd_dataset_free(&v);
 }
 
+/* Pairs placed on and beside the boundaries of every axis: for half of
+ * them s on an edge of `edges` or a multiple of `width` and mu on a
+ * multiple of 1/10, for the other half r_p on one and pi on a whole
+ * number, each off by one of `offs` (relative: from a few ulps to past
+ * the float32 filter's error, about 1e-5 of a cell), the first point
+ * uniform in the box (a quarter within 1 of a face, so that partners
+ * wrap). A set of the first points (a) and one of their partners (b),
+ * weighted. */
+static void near_pairs(histd_dataset *a, histd_dataset *b, size_t pairs, double L,
+                       const double *edges, uint32_t ne, double width) {
+  static const double offs[] = {0,     0x1p-52, 1e-13, 1e-10, 1e-8, 1e-7,
+                                3e-7,  1e-6,    3e-6,  1e-5,  3e-5, 1e-4};
+  const size_t no = sizeof offs / sizeof offs[0];
+  make(a, pairs, true);
+  make(b, pairs, true);
+  for (size_t i = 0; i < pairs; i++) {
+    double p[3], v[3];
+    for (int k = 0; k < 3; k++)
+      p[k] = i % 4 == 0 && k == (int)(i / 4 % 3) ? (rnd() < 0.5 ? rnd() : L - rnd()) : L * rnd();
+    const double d1 = offs[(size_t)(rnd() * no)] * (rnd() < 0.5 ? -1 : 1);
+    const double d2 = offs[(size_t)(rnd() * no)] * (rnd() < 0.5 ? -1 : 1);
+    const double e = rnd() < 0.5 ? edges[(size_t)(rnd() * (ne + 1))]
+                                 : width * (1 + (size_t)(rnd() * 24));
+    const double phi = 6.283185307179586 * rnd(), zs = rnd() < 0.5 ? -1 : 1;
+    if (i % 2 == 0) { /* s on e, mu on k / 10 */
+      double mu = (size_t)(rnd() * 11) / 10.0 * (1 + d2);
+      mu = mu > 1 ? 1 : mu;
+      const double rp = sqrt(1 - mu * mu), s = e * (1 + d1);
+      v[0] = s * rp * cos(phi), v[1] = s * rp * sin(phi), v[2] = zs * s * mu;
+    } else { /* r_p on e, pi on a whole number */
+      const double rp = e * (1 + d1), pi = (size_t)(rnd() * 9) * (1 + d2);
+      v[0] = rp * cos(phi), v[1] = rp * sin(phi), v[2] = zs * pi;
+    }
+    double *pa[3] = {a->x, a->y, a->z}, *pb[3] = {b->x, b->y, b->z};
+    for (int k = 0; k < 3; k++) {
+      pa[k][i] = p[k];
+      const double q = p[k] + v[k];
+      pb[k][i] = q < 0 ? q + L : q >= L ? q - L : q;
+    }
+    a->w[i] = 0.25 + rnd();
+    b->w[i] = 0.25 + rnd();
+  }
+  finish(a);
+  finish(b);
+}
+
+/* The GPU grid's float32 bins (grid_kernels.cu) on near_pairs' sets at
+ * spans 1 to 3 (12,000 pairs: enough cells for span 3's float32 filter):
+ * every pair they bin is in the contract's bin, those near a boundary go
+ * to the contract; each run held to the definition (computed once a
+ * case) and seen to take the float32 bins at its span. */
+static void near_edges(void) {
+  const double L = 100;
+  const size_t n = 12000;
+  double edges[26];
+  for (int k = 0; k <= 25; k++)
+    edges[k] = 0.1 * pow(190, k / 25.0); /* 0.1 to 19: 5 cells an axis at span 1 */
+  histd_dataset a, b, ab;
+  near_pairs(&a, &b, n, L, edges, 25, 0.76);
+  make(&ab, 2 * n, true); /* a and b as one set: self pairs */
+  for (size_t i = 0; i < n; i++) {
+    ab.x[i] = a.x[i], ab.y[i] = a.y[i], ab.z[i] = a.z[i], ab.w[i] = a.w[i];
+    ab.x[n + i] = b.x[i], ab.y[n + i] = b.y[i], ab.z[n + i] = b.z[i], ab.w[n + i] = b.w[i];
+  }
+  finish(&ab);
+  const histd_bins logb = {HISTD_BINS_EDGES, 25, 0, edges, 0, 0};
+  const histd_bins widthb = {HISTD_BINS_WIDTH, 25, 0.76, NULL, 0, 0};
+  struct {
+    const char *name;
+    const histd_dataset *b;
+    double box;
+    histd_statistic stat;
+    histd_bins bins;
+  } cs[] = {
+      {"the histogram of d, log edges, periodic", NULL, L, HISTD_STAT_HISTOGRAM, logb},
+      {"the histogram of d, width bins, periodic, A x B", &b, L, HISTD_STAT_HISTOGRAM, widthb},
+      {"rp_pi, log edges, pi bins of 1, periodic", NULL, L, HISTD_STAT_RP_PI, logb},
+      {"rp_pi, width bins, open, A x B", &b, 0, HISTD_STAT_RP_PI, widthb},
+      {"s_mu, log edges, mu bins of 1/10, periodic", NULL, L, HISTD_STAT_S_MU, logb},
+      {"s_mu, width bins, mu_max 1/2, periodic, A x B", &b, L, HISTD_STAT_S_MU, widthb},
+  };
+  for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+    histd_problem p =
+        problem(cs[c].b != NULL ? &a : &ab, cs[c].b, cs[c].box, cs[c].stat, cs[c].bins);
+    if (cs[c].stat == HISTD_STAT_RP_PI)
+      p.bins.count2 = 8, p.bins.max2 = 8;
+    if (cs[c].stat == HISTD_STAT_S_MU)
+      p.bins.count2 = c == 5 ? 5 : 10, p.bins.max2 = c == 5 ? 0.5 : 1;
+    want W;
+    definition(&p, &W);
+    for (int K = 1; K <= 3; K++) {
+      char span[8], what[128], word[40];
+      snprintf(span, sizeof span, "%d", K);
+      setenv("HISTD_GRID_SPAN", span, 1);
+      snprintf(what, sizeof what, "near edges, span %d: %s", K, cs[c].name);
+      histd_result r;
+      char msg[512];
+      int rc = run(&p, "grid", &r, msg, sizeof msg);
+      CHECK(rc == 0, "%s: %s", what, msg);
+      if (rc != 0)
+        continue;
+      check(&p, &W, &r, what, "grid");
+      snprintf(word, sizeof word, "of span %d, float32 filter and bins", K);
+      CHECK(strstr(r.device, word) != NULL, "%s: ran %s (%s)", what, word, r.device);
+      histd_result_free(&r);
+    }
+    unsetenv("HISTD_GRID_SPAN");
+    want_free(&W);
+  }
+  histd_dataset_free(&a);
+  histd_dataset_free(&b);
+  histd_dataset_free(&ab);
+}
+
 /* A GPU job cut over shares (3 workers of the GPU: run_devices) reports
  * its progress as its shards go, never backwards, up to 1; a second job on
  * the same worker (which keeps the shares' workers) counts the same. */
@@ -543,6 +657,8 @@ int main(void) {
     unsetenv("HISTD_GPU_SPLIT_MIN_PAIRS");
     printf("jobs larger than the GPU's (pretended) memory, in slabs\n");
     slabs();
+    printf("pairs on and beside every boundary, spans 1 to 3\n");
+    near_edges();
     printf("dense sets on cells of span 2 and 3\n");
     dense_span(2);
     dense_span(3);
