@@ -429,9 +429,11 @@ static int g1_same = -1;
 static char g_dev[HISTD_DEVICE_NAME_MAX];
 
 static void grid_parse(const char *dev, double *cand, double *build) {
-  const char *c = strstr(dev, "filter, ");
+  const char *c = strstr(dev, " candidate pairs, cells built in ");
   *cand = 0, *build = 0;
-  if (c == NULL || sscanf(c + 8, "%lf candidate pairs, cells built in %lf ms", cand, build) != 2)
+  while (c != NULL && c > dev && c[-1] != ' ') /* back to the count's first character */
+    c--;
+  if (c == NULL || sscanf(c, "%lf candidate pairs, cells built in %lf ms", cand, build) != 2)
     printf("    (no candidate count in \"%s\")\n", dev);
 }
 
