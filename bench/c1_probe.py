@@ -7,7 +7,7 @@ fraction of pairs in range and sdh's device line (the grid's cells, span
 and filter). ENVS="VAR=value ..." also runs each variant under each
 setting, and says whether its counts (and weighted sums) match the first
 (the engine's A/B settings: HISTD_GRID_SPAN=K, the span; HISTD_GRID_WGLOBAL=K,
-weighted partials at least that far from shared memory, kernels/grid_engine.c).
+the weighted partials' layout tried first, kernels/grid_engine.c).
 
     SDH=... [N=1000000 ROUNDS=3 SETS="D R" VARIANTS="name;name" ENVS=...
         DIR=reuse-the-points] python3 bench/c1_probe.py"""

@@ -247,11 +247,8 @@ static double plan_cost(const histd__grid_geom *g, uint32_t na, uint32_t nb, int
 
 /* The block size and the shared-memory layout: the first that fits of the
  * block sizes (the job's, else 256 down to 32) with, in order, the
- * histogram and the edges in shared memory. Weighted one-axis jobs keep
- * their partials there where a block's fit (else in global memory:
- * wglobal 2), and the warps' Neumaier pairs there too where two blocks
- * fit (else wglobal 1); the two-axis kernels' are in global memory
- * (below). */
+ * histogram and the edges in shared memory. Weighted jobs keep their
+ * warps' partials and Neumaier pairs in global memory (wglobal 2, below). */
 static int choose_layout(grid_params *gp, const histd_exec *ex, size_t optin, char *msg,
                          size_t msglen) {
   static const uint32_t sizes[] = {256, 128, 64, 32};
@@ -261,16 +258,18 @@ static int choose_layout(grid_params *gp, const histd_exec *ex, size_t optin, ch
     return histd_fail(msg, msglen, HISTD_EINVAL,
                       "grid on the GPU runs with block_size up to %u, got %u", GRID_MAX_BLOCK,
                       ex->block_size);
-  /* The two-axis kernels' partials go to global memory (wglobal 2) even
-   * where shared memory would hold them: C1's weighted (r_p, pi), 1,000
-   * slots, ran 16% to 19% faster on an H200 (its warps' pairs crowd few
-   * slots, and the shared-memory float64 atomic is a compare-and-swap
-   * loop; the global one a native add). HISTD_GRID_WGLOBAL=K, an A/B
-   * setting, puts any weighted job's partials at least that far out. */
-  const char *wmin = getenv("HISTD_GRID_WGLOBAL");
-  const int wset = wmin != NULL && gp->weighted ? atoi(wmin) : 0;
-  int w0 = gp->weighted && gp->two ? 2 : 0;
-  w0 = wset > w0 ? (wset > 2 ? 2 : wset) : w0;
+  /* Weighted partials go to global memory (wglobal 2) even where shared
+   * memory would hold them: the shared-memory float64 atomic is a
+   * compare-and-swap loop, the global one the L2's native add, and a
+   * warp's pairs crowd few slots. On an H200, C1's weighted (r_p, pi)
+   * (1,000 slots) ran 16% to 19% faster, the weighted histogram of its 1M
+   * clumped points in 25 log bins 1.65x. HISTD_GRID_WGLOBAL=K (0, 1 or
+   * 2), an A/B setting, tries layout K first (0: partials and pairs in
+   * shared memory, 1: the pairs in global memory). */
+  const char *wset = getenv("HISTD_GRID_WGLOBAL");
+  int w0 = gp->weighted ? 2 : 0;
+  if (wset != NULL && gp->weighted)
+    w0 = atoi(wset) < 0 ? 0 : atoi(wset) > 2 ? 2 : atoi(wset);
   for (int b = 0; b < ntries; b++)
     for (int counts = 1; counts >= 0; counts--)
       for (int edges = gp->edges; edges >= 0; edges--)
@@ -280,8 +279,8 @@ static int choose_layout(grid_params *gp, const histd_exec *ex, size_t optin, ch
           gp->shared_edges = edges;
           gp->wglobal = wglobal;
           size_t bytes = grid_smem_bytes(gp);
-          /* weighted: the pairs in shared memory where 2 blocks fit, the
-           * partials where one block does */
+          /* weighted (the A/B layouts): the pairs in shared memory where 2
+           * blocks fit, the partials where one block does */
           const size_t room = gp->weighted && wglobal == 0 ? optin / 2 : optin;
           if (bytes <= room) {
             gp->smem = bytes;

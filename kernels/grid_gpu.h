@@ -134,7 +134,7 @@ typedef struct grid_params {
   double *wsum, *werr;     /* weighted: grid rows of slots (Neumaier pairs) */
   int wglobal;             /* weighted: 0 the warps' partials and Neumaier pairs
                             * in shared memory; 1 the pairs in wscr; 2 the
-                            * partials too (grid_kernels.cu says when) */
+                            * partials too (the default: choose_layout) */
   double *wscr;            /* wglobal: each block's rows between folds, 2 (1) or
                             * 3 (2) x warps x slots a block (grid_wscr_bytes),
                             * zeroed by the kernel at each launch */

@@ -138,15 +138,14 @@
  * Weights: the queued product w_i w_j (rounded once) goes into the warp's
  * partial of its slot by a shared-memory atomic; after every 128 drains of
  * at most 32 terms (4096 terms) the warp folds its partials into its
- * Neumaier pairs (wsum_device.cuh; stats_gpu.h has the 1e-12 bound). The
- * partials take shared memory; the pairs, read only at a fold, are there
- * too where two blocks still fit a multiprocessor, else in global memory
- * (wglobal, wscr): a 25 x 50 (s, mu) histogram's 30 KB a warp left one
- * block of 4 warps a multiprocessor, and (s, mu) ran 2.9x slower. The
- * two-axis kernels keep the partials in global memory too (wglobal 2:
- * float64 atomics there are the L2's own, where shared memory's are a
- * compare-and-swap loop; grid_engine.c's choose_layout says why); a
- * one-axis kernel does where even they leave it no block.
+ * Neumaier pairs (wsum_device.cuh; stats_gpu.h has the 1e-12 bound).
+ * Both are the block's rows in global memory (wglobal 2, wscr): float64
+ * atomics there are the L2's own, where shared memory's are a
+ * compare-and-swap loop (grid_engine.c's choose_layout has the
+ * measurements). The layouts with the partials (wglobal 0) or the pairs
+ * (1) in shared memory remain as A/B settings: a 25 x 50 (s, mu)
+ * histogram's 30 KB a warp there left one block of 4 warps a
+ * multiprocessor, and (s, mu) ran 2.9x slower.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
