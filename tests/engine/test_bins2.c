@@ -23,7 +23,9 @@
  * A x B and A = B, weights, the midpoint line of sight on a shell of
  * points far from the origin (and a pair through the origin: l.l = 0),
  * on every kernel that takes them (and "grid" and "auto" on the GPU where
- * there is one, histd_run); and the refusals, each with its sentence.
+ * there is one, histd_run); on the GPU also pairs placed on and beside
+ * every boundary of s, r_p, pi and mu, for the grid's float32 bins
+ * (near_edges); and the refusals, each with its sentence.
  */
 #include <math.h>
 #include <stdio.h>
