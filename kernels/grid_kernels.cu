@@ -135,8 +135,8 @@
  *  NaN never compares above either cut, so a pair whose estimate is NaN
  *  goes to the contract, which decides it.
  *
- * Weights: the queued product w_i w_j (rounded once) goes into the warp's
- * partial of its slot by a shared-memory atomic; after every 128 drains of
+ * Weights: the product w_i w_j (rounded once) goes into the warp's
+ * partial of its slot by an atomic add; after every 128 drains of
  * at most 32 terms (4096 terms) the warp folds its partials into its
  * Neumaier pairs (wsum_device.cuh; stats_gpu.h has the 1e-12 bound).
  * Both are the block's rows in global memory (wglobal 2, wscr): float64
