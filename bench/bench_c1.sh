@@ -12,33 +12,26 @@
 #             SDH_ARGS pass through to bench_c1.py; the table lands in $OUT/c1.txt)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# the libraries a lent machine may lack: every one ldd names (libgomp,
-# Debian's libnetcdf and theirs), less glibc's and the C++ runtime (newer
-# there). Only the tools see them (TOOL_LIBS), not python3.
-libs_of() {
-  ldd "$1" | awk '/=> \// { print $3 }' |
-    grep -vE '/lib(c|m|pthread|dl|rt|resolv|anl|util|nsl|nss_[a-z]*|mvec|gcc_s|stdc\+\+)\.so'
-}
+# the libraries a lent machine may lack (pack_util.sh) go to bin/lib: only
+# the tools see them (TOOL_LIBS), not python3
 if [ "${1:-}" = pack ]; then
+  . "$here/pack_util.sh"
   build=$2 cfbin=$3 tarball=$4 dir=$(mktemp -d)
   mkdir -p "$dir/bin/lib" "$dir/bin/corrfunc"
   sdh=$build/src/cli/sdh
   [ -x "$sdh" ] || { echo "pack: no sdh at $sdh"; exit 1; }
-  strip -o "$dir/bin/sdh" "$sdh"
-  libs_of "$sdh" | while read -r lib; do cp -Ln "$lib" "$dir/bin/lib/"; done
+  pack_exe "$sdh" "$dir/bin/sdh" "$dir/bin/lib" || exit 1
   for v in "$cfbin:corrfunc" "${CORRFUNC_BIN_V3:-}:corrfunc-v3"; do
     src=${v%%:*} dst=$dir/bin/${v##*:}
     [ -n "$src" ] || continue
     mkdir -p "$dst"
     for p in DDrppi DDsmu; do
       [ -x "$src/$p" ] || { echo "pack: no $p in $src"; exit 1; }
-      strip -o "$dst/$p" "$src/$p"
-      libs_of "$src/$p" | while read -r lib; do cp -Ln "$lib" "$dir/bin/lib/"; done
+      pack_exe "$src/$p" "$dst/$p" "$dir/bin/lib" || exit 1
     done
   done
   if [ -n "${CUCOUNT_BIN:-}" ]; then
-    strip -o "$dir/bin/cucount_c1" "$CUCOUNT_BIN/cucount_c1"
-    libs_of "$CUCOUNT_BIN/cucount_c1" | while read -r lib; do cp -Ln "$lib" "$dir/bin/lib/"; done
+    pack_exe "$CUCOUNT_BIN/cucount_c1" "$dir/bin/cucount_c1" "$dir/bin/lib" || exit 1
   fi
   cp "$0" "$here/bench_c1.py" "$here/corrfunc_compare.py" "$dir/bin/"
   git -C "$here" rev-parse HEAD > "$dir/bin/commit.txt"

@@ -14,15 +14,13 @@
 set -uo pipefail
 PACK=${PACK:-test_gpu test_grid_gpu test_points test_pairing test_partials test_blocks test_topology test_images test_bins2 sdh}
 if [ "${1:-}" = pack ]; then
+  . "$(dirname "$0")/pack_util.sh"
   build=$2 tarball=$3 dir=$(mktemp -d)
   mkdir -p "$dir/bin/lib"
   for name in $PACK; do
     f=$(find "$build" -name "$name" -type f -perm -u+x | head -1)
     [ -n "$f" ] || { echo "pack: no executable $name under $build"; exit 1; }
-    strip -o "$dir/bin/$name" "$f"
-    # Debian's libraries the lent machine may lack (not libc's own)
-    ldd "$f" | awk '/=> \// { print $3 }' | grep -vE 'lib(c|m|pthread|dl|rt|gcc_s|stdc\+\+|resolv|anl|util|nsl|nss_[a-z]*)\.so' |
-      while read -r lib; do cp -Ln "$lib" "$dir/bin/lib/" 2>/dev/null; done
+    pack_exe "$f" "$dir/bin/$name" "$dir/bin/lib" || exit 1
   done
   cp -L /usr/local/cuda/lib64/libcudart.so.13 "$dir/bin/lib/"
   cp "$0" bench/bench_m1.sh "$dir/bin/"

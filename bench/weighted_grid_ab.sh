@@ -10,13 +10,11 @@
 #   on a GPU: N=500000 bash bench/weighted_grid_ab.sh run DIR.tar.xz   (the run tool, carry it)
 set -uo pipefail
 if [ "${1:-}" = pack ]; then
+  . "$(dirname "$0")/pack_util.sh"
   dir=$(mktemp -d)/wgrid
   mkdir -p "$dir/lib"
-  strip -o "$dir/sdh_before" "$2/src/cli/sdh" && strip -o "$dir/sdh_after" "$3/src/cli/sdh" || exit 1
-  for f in "$2/src/cli/sdh" "$3/src/cli/sdh"; do
-    ldd "$f" | awk '/=> \// { print $3 }' | grep -vE 'lib(c|m|pthread|dl|rt|gcc_s|stdc\+\+)\.so' |
-      while read -r lib; do cp -Ln "$lib" "$dir/lib/" 2>/dev/null; done
-  done
+  pack_exe "$2/src/cli/sdh" "$dir/sdh_before" "$dir/lib" &&
+    pack_exe "$3/src/cli/sdh" "$dir/sdh_after" "$dir/lib" || exit 1
   cp -L /usr/local/cuda/lib64/libcudart.so.13 "$dir/lib/"
   cp "$0" "$dir/"
   tar -cJf "$4" -C "$(dirname "$dir")" wgrid && ls -l "$4"
