@@ -38,6 +38,7 @@
 #include <cuda_runtime_api.h>
 
 #include "engine.h"
+#include "fast_bins.h"
 #include "gpu_engine.h"
 #include "grid.h"
 #include "grid_gpu.h"
@@ -140,10 +141,7 @@ static int plan_filter32(const histd__grid_geom *g, const histd_problem *p, bool
     const double cut = (rad[c] + err[c]) * (rad[c] + err[c]) * (1 + 0x1p-20);
     if (!(rad[c] >= 0x1p-60 && cut <= 0x1p120))
       return 0;
-    float f = (float)cut;
-    if ((double)f < cut)
-      f = nextafterf(f, INFINITY);
-    *cuts[c] = f;
+    *cuts[c] = histd__float_up(cut);
   }
   if (!cyl) /* the sphere's alone */
     gp->rp_cut32 = gp->pi_cut32 = INFINITY;
@@ -158,21 +156,10 @@ static int plan_filter32(const histd__grid_geom *g, const histd_problem *p, bool
   return 1;
 }
 
-/* A float rounded up (down) from x: at least (at most) x. */
-static float float_up(double x) {
-  float f = (float)x;
-  return (double)f < x ? nextafterf(f, INFINITY) : f;
-}
-
-static float float_down(double x) {
-  float f = (float)x;
-  return (double)f > x ? nextafterf(f, -INFINITY) : f;
-}
-
 /* The float32 bins (grid_kernels.cu's proof, "Float32 bins"): whether
  * they apply to p's float32-filtered job (the line of sight z, and axis
  * 1 in width bins or edges in a geometric row, which the first guess
- * needs), and their guesses and margins. */
+ * needs), and their guesses and mu's margin. */
 static void plan_fast(grid_params *gp, const histd_problem *p) {
   gp->fast = gp->filter32 && !p->los_midpoint && (!gp->edges || gp->ev.ga != 0);
   if (!gp->fast)
@@ -180,58 +167,26 @@ static void plan_fast(grid_params *gp, const histd_problem *p) {
   gp->fga = 0.5f * gp->ev.ga, gp->fgb = gp->ev.gb;
   gp->finv = gp->edges ? 0 : (float)(1 / p->bins.width);
   gp->finv2 = gp->two ? (float)gp->ev.inv2 : 0;
-  const double e = gp->e32[0] + gp->e32[1] + gp->e32[2];
-  gp->fcmu = float_up((gp->e32[2] + e + 8 * gp->ed) * (1 + 0x1p-18));
-  gp->famu = 0x1p-19f;
-  gp->fsmin = float_up(fmax(16 * e * e * (1 + 0x1p-20), 0x1p-100));
+  histd__fast_mu(gp->e32[2], gp->e32[0] + gp->e32[1] + gp->e32[2], gp->ed, &gp->fcmu, &gp->famu,
+                 &gp->fsmin);
 }
 
-/* The float32 bins' tables into t (grid_fast_entries(gp) pairs). Axis 1
- * (d or r_p) at k + 1: the squares between which the float32 square a
- * puts the contract's value in bin k, its boundaries b_j (the edges, or
- * j w) moved out by the error E1 of the float32 vector (the sum of its
- * components' bounds), the contract's 4 ed, 2^-40 relative (a width bin's
- * fl(d / w)) and a's own rounding (2^-21 relative, flushed subnormals
- * 2^-100): a > lo gives d >= b_k, a < hi gives d < b_(k+1). Axis 2 at k2:
- * pi's interval [c_k2, c_(k2+1)) moved in by its margin (e_z + 4 ed and
- * 2^-40 relative; c_j = j w2, c_count2 = pi_max); mu's boundaries as they
- * are, its margin taken per pair (plan_fast). */
+/* The float32 bins' tables of gp (fast_bins.h) into t: axis 1's error
+ * the float32 vector's (r_p: x and y only) plus the contract's 4 ed, pi's
+ * e_z + 4 ed. */
 static void fast_tables(const grid_params *gp, const histd_problem *p, float *t) {
-  const uint32_t n1 = gp->count1;
   const bool rp = gp->two && gp->ev.axes == HISTD_EV_RP_PI;
-  const double e1 = gp->e32[0] + gp->e32[1] + (rp ? 0 : gp->e32[2]) + 4 * gp->ed + 0x1p-400;
-  for (uint32_t k = 0; k <= n1 + 1; k++) { /* position k: bin k - 1 */
-    double lo = -INFINITY, hi = INFINITY;
-    if (k >= 1) {
-      const double b = gp->edges ? p->bins.edges[k - 1] : (k - 1) * p->bins.width;
-      const double r = b * (1 + 0x1p-40) + e1;
-      lo = b <= 0 ? -1 : r * r * (1 + 0x1p-21) * (1 + 0x1p-40) + 0x1p-100;
-    }
-    if (k <= n1) {
-      const double b = gp->edges ? p->bins.edges[k] : k * p->bins.width;
-      const double r = b * (1 - 0x1p-40) - e1;
-      hi = r <= 0 ? -1 : (r * r - 0x1p-100) * (1 - 0x1p-21) * (1 - 0x1p-40);
-      hi = hi > 0 ? hi : -1;
-    }
-    t[2 * k] = float_up(lo);
-    t[2 * k + 1] = float_down(hi);
-  }
-  if (!gp->two)
-    return;
-  const uint32_t n2 = gp->ev.count2;
-  float *t2 = t + 2 * ((size_t)n1 + 2);
-  for (uint32_t k = 0; k <= n2; k++) { /* bin k (n2: overflow) between c_k and c_(k+1) */
-    const double c0 = k == 0 ? -INFINITY : k == n2 ? gp->ev.max2 : k * gp->ev.width2;
-    const double c1 = k >= n2 - 1 ? (k == n2 ? INFINITY : gp->ev.max2) : (k + 1) * gp->ev.width2;
-    if (rp) {
-      const double m = (gp->e32[2] + 4 * gp->ed) * (1 + 0x1p-20) + 0x1p-400;
-      t2[2 * k] = float_up(c0 + m + 0x1p-40 * fabs(c0));
-      t2[2 * k + 1] = float_down(c1 - m - 0x1p-40 * fabs(c1));
-    } else {
-      t2[2 * k] = (float)c0;
-      t2[2 * k + 1] = (float)c1;
-    }
-  }
+  const histd__fast_axes x = {
+      .edges = gp->edges ? p->bins.edges : NULL,
+      .width = p->bins.width,
+      .count1 = gp->count1,
+      .e1 = gp->e32[0] + gp->e32[1] + (rp ? 0 : gp->e32[2]) + 4 * gp->ed + 0x1p-400,
+      .axis2 = !gp->two ? HISTD_FAST_NONE : rp ? HISTD_FAST_PI : HISTD_FAST_MU,
+      .count2 = gp->ev.count2,
+      .width2 = gp->ev.width2,
+      .max2 = gp->ev.max2,
+      .m2 = (gp->e32[2] + 4 * gp->ed) * (1 + 0x1p-20) + 0x1p-400};
+  histd__fast_tables(&x, t);
 }
 
 /* A uniform set's cost of a plan, in B points its warps step through: the

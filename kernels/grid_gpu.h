@@ -25,6 +25,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "fast_bins.h"
 #include "grid.h"
 #include "histd/eval.h"
 #include "histd/pair.h"
@@ -147,11 +148,10 @@ typedef struct grid_params {
   unsigned long long *candidates; /* += the pairs the warps met */
 } grid_params;
 
-/* The float32 bins' table entries: axis 1 at k + 1 (k = -1 below, 0 to
- * count1 - 1 its bins, count1 overflow), then axis 2 at count1 + 2 + k2
- * (k2 = count2: overflow; 0 entries without a second axis). */
+/* The float32 bins' table entries (fast_bins.h: axis 1 at k + 1 for k =
+ * -1 to count1, then axis 2 at count1 + 2 + k2 for k2 = 0 to count2). */
 static inline size_t grid_fast_entries(const grid_params *p) {
-  return (size_t)p->count1 + 2 + (p->two ? (size_t)p->ev.count2 + 1 : 0);
+  return histd__fast_entries(p->count1, p->two ? p->ev.count2 : 0);
 }
 
 /* Shared-memory bytes of p's kernel as its fields lay it out. */

@@ -88,11 +88,11 @@
  * takes, and so is the pair's here: a > lo of the last edge). Axis 1's
  * boundaries b_j (the edges, or j w, where a width bin's fl(d / w) moves
  * by 2u) widened by 2^-40 relative and E1 + 4 ed become the squares lo_j
- * and hi_j (rounded outward to float, fast_tables): a > lo_j gives d >=
- * b_j, a < hi_j gives d < b_j. pi's boundaries (j w2, and pi_max) are
- * moved by e_z + 4 ed the same way. mu = fl(pi / s) is within (e_z + E +
- * 8 ed) / |D32| (1 + 2^-19) + 2^-20 of pz rsqrtf(a) for |D32| > 4E (a >
- * fsmin), given rsqrtf's 2 ulp (the CUDA Guide; 2.09 u measured, sdh's
+ * and hi_j (rounded outward to float; src/engine/fast_bins.h): a > lo_j
+ * gives d >= b_j, a < hi_j gives d < b_j. pi's boundaries (j w2, and
+ * pi_max) are moved by e_z + 4 ed the same way. mu = fl(pi / s) is within
+ * (e_z + E + 8 ed) / |D32| (1 + 2^-19) + 2^-20 of pz rsqrtf(a) for |D32|
+ * > 4E (a > fsmin), given rsqrtf's 2 ulp (the CUDA Guide; 2.09 u measured, sdh's
  * k_rsqrt_error), a's own rounding and the product's: the margin fcmu r +
  * famu (2^-19 absolute, for the float boundaries and the differences'
  * roundings) puts mu clear of its boundaries. A first guess of the bin
@@ -387,7 +387,7 @@ struct grid_queue {
 
 /* The float32 bins (the header's proof): the slot of a queued pair from
  * its float32 a (the square of axis 1's value: s, or r_p's) and pz
- * (|dz|), where the tables (grid_engine.c's fast_tables) and the margins
+ * (|dz|), where the tables (src/engine/fast_bins.h) and the margins
  * leave no doubt: true with `slot` (p.count: below; p.count + 1:
  * overflow), else false, and the contract decides. A guess picks the bin
  * (from log2 of a, or its root over the width), the tables confirm it;
