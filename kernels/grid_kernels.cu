@@ -428,6 +428,17 @@ __device__ __forceinline__ bool fast_slot(const grid_params &p, float a, float p
   }
 }
 
+/* A pair counted in `slot` (not overflow, which the host counts): its
+ * count in the counts' pass (another channel's pass sums alone), and with
+ * w the term of the pass's channel. */
+__device__ __forceinline__ void count_slot(const grid_params &p, const grid_sink &k,
+                                           uint32_t slot, bool w, double term) {
+  if (!w || p.sum == HISTD_SUM_W)
+    atomicAdd(&k.hist[slot], 1ull);
+  if (w)
+    atomicAdd(&k.part[slot], term);
+}
+
 /* The contract's bin of a pair of squared distance s (histd/pair.h's
  * arithmetic), counted with its weight product wp. */
 template <bool EDGES, bool W>
@@ -436,13 +447,8 @@ __device__ __forceinline__ void count_s(const grid_params &p, const grid_sink &k
   const double d = __dsqrt_rn(s);
   const uint32_t bin = EDGES ? histd_bin_edges_guess(d, k.edges, p.count, p.ev.ga, p.ev.gb)
                              : histd_bin_width(d, p.width, p.inv_width, p.count);
-  if (bin == HISTD_BIN_OVER) /* the host counts overflow */
-    return;
-  const uint32_t slot = bin == HISTD_BIN_BELOW ? p.count : bin;
-  if (!W || p.sum == HISTD_SUM_W) /* another channel's pass sums alone */
-    atomicAdd(&k.hist[slot], 1ull);
-  if (W)
-    atomicAdd(&k.part[slot], histd_ev_sum(p.sum, wp, d));
+  if (bin != HISTD_BIN_OVER)
+    count_slot(p, k, bin == HISTD_BIN_BELOW ? p.count : bin, W, histd_ev_sum(p.sum, wp, d));
 }
 
 /* Two axes: the pair's slot by the evaluator (from the two points, or
@@ -456,12 +462,8 @@ __device__ __forceinline__ void count_two(const grid_params &p, const histd_metr
   ev.edges = p.edges ? k.edges : nullptr;
   double u;
   const uint32_t slot = histd_ev_bin_pair(&ev, &m, xi, yi, zi, xj, yj, zj, &u);
-  if (slot > p.count) /* the host counts overflow */
-    return;
-  if (!w || p.sum == HISTD_SUM_W) /* another channel's pass sums alone */
-    atomicAdd(&k.hist[slot], 1ull);
-  if (w)
-    atomicAdd(&k.part[slot], histd_ev_sum(p.sum, wp, u));
+  if (slot <= p.count)
+    count_slot(p, k, slot, w, histd_ev_sum(p.sum, wp, u));
 }
 
 /* The warp takes the queue's top `take` (<= 32) pairs, one per lane, and
@@ -478,12 +480,8 @@ __device__ __forceinline__ void drain(const grid_params &p, const histd_metric &
       const double wp = W ? (p.unit ? 1.0 : __dmul_rn(p.aw[a], p.bw[b])) : 0.0;
       uint32_t slot;
       if (p.fast && fast_slot<BIN>(p, q.qa[e], BIN == BIN_TWO ? q.qp[e] : 0.f, slot)) {
-        if (slot <= p.count) { /* (the host counts overflow) */
-          if (!W || p.sum == HISTD_SUM_W)
-            atomicAdd(&k.hist[slot], 1ull);
-          if (W) /* (fast passes sum w_i w_j alone) */
-            atomicAdd(&k.part[slot], wp);
-        }
+        if (slot <= p.count) /* (fast passes sum w_i w_j alone) */
+          count_slot(p, k, slot, W, wp);
       } else if constexpr (BIN == BIN_TWO)
         count_two(p, m, k, p.ax[a], p.ay[a], p.az[a], p.bx[b], p.by[b], p.bz[b], wp, W);
       else
