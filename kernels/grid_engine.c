@@ -222,9 +222,8 @@ static int choose_layout(grid_params *gp, const histd_exec *ex, size_t optin, ch
    * 2), an A/B setting, tries layout K first (0: partials and pairs in
    * shared memory, 1: the pairs in global memory). */
   const char *wset = getenv("HISTD_GRID_WGLOBAL");
-  int w0 = gp->weighted ? 2 : 0;
-  if (wset != NULL && gp->weighted)
-    w0 = atoi(wset) < 0 ? 0 : atoi(wset) > 2 ? 2 : atoi(wset);
+  const int wk = wset != NULL ? atoi(wset) : 2;
+  const int w0 = !gp->weighted ? 0 : wk < 0 ? 0 : wk > 2 ? 2 : wk;
   for (int b = 0; b < ntries; b++)
     for (int counts = 1; counts >= 0; counts--)
       for (int edges = gp->edges; edges >= 0; edges--)
