@@ -31,7 +31,8 @@ seconds is not repeated (the table gives each median's number of runs).
 
 CUCOUNT (bench/cucount_build.sh's cucount_c1) adds cucount on the same GPU
 and the full sets: its weighted runs timed (medians of ROUNDS), one
-unweighted run for its pair counts, both against histd's.
+unweighted run for its pair counts, both against histd's; CU_STEPS (default
+"DD DR RR") picks the steps it runs.
 """
 import os
 import random
@@ -61,6 +62,7 @@ def main():
     cf_r = min(n_r, env_int("CF_R", max(2, n_r // 5)))
     threads = env_int("THREADS", os.cpu_count())
     cucount = os.environ.get("CUCOUNT")
+    cu_steps = os.environ.get("CU_STEPS", "DD DR RR").split()  # cucount's RR of (s, mu) takes minutes
     extra = ["--kernel", os.environ.get("KERNEL", "auto")] + os.environ.get("SDH_ARGS", "").split()
     work = os.environ.get("DIR") or tempfile.mkdtemp(prefix="c1")
     d, r, rs = (os.path.join(work, n) for n in ("D.csv", "R.csv", "Rsub.csv"))
@@ -115,7 +117,7 @@ def main():
                   % (stat, name, hc, hw, cp, scale, cw, rows[-1][11], worst or 0), flush=True)
             for i, j, h, c in diffs[:6]:
                 print("    bin (%d, %d): histd %d, Corrfunc %d" % (i, j, h, c))
-            if cucount:
+            if cucount and name in cu_steps:
                 try:
                     (sums, _, _), us, uw, un = repeat(
                         lambda: cc.run_cucount(cucount, case(stat, *full), res_full["edges"], True, work), rounds)
