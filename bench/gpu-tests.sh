@@ -12,7 +12,7 @@
 #             FRAMES frames, and on the CPU's cores, FRAMES_CPU frames). The
 #             last lines are a short table.
 set -uo pipefail
-PACK=${PACK:-test_gpu test_grid_gpu test_points test_pairing test_partials test_blocks test_topology test_images test_bins2 sdh}
+PACK=${PACK:-test_gpu test_grid_gpu test_points test_pairing test_partials test_blocks test_topology test_images test_bins2 test_stats sdh}
 if [ "${1:-}" = pack ]; then
   . "$(dirname "$0")/pack_util.sh"
   build=$2 tarball=$3 dir=$(mktemp -d)
@@ -39,7 +39,7 @@ export TEST_POINTS_GPU=1 TEST_PAIRING_GPU=1 TEST_BINS2_GPU=1
 echo "commit: $(cat "$bin/commit.txt")"
 nvidia-smi --query-gpu=name --format=csv,noheader | tee "$OUT/gpu.txt"
 summary=()
-for t in ${TESTS:-test_gpu test_grid_gpu test_points test_pairing test_partials test_blocks test_topology test_images test_bins2}; do
+for t in ${TESTS:-test_gpu test_grid_gpu test_points test_pairing test_partials test_blocks test_topology test_images test_bins2 test_stats}; do
   t0=$(date +%s.%N)
   (cd "$(dirname "$0")/.." 2>/dev/null; "$bin/$t") > "$OUT/$t.log" 2>&1
   rc=$?

@@ -156,37 +156,18 @@ static int plan_filter32(const histd__grid_geom *g, const histd_problem *p, bool
   return 1;
 }
 
-/* The float32 bins (grid_kernels.cu's proof, "Float32 bins"): whether
- * they apply to p's float32-filtered job (the line of sight z, and axis
- * 1 in width bins or edges in a geometric row, which the first guess
- * needs), and their guesses and mu's margin. */
-static void plan_fast(grid_params *gp, const histd_problem *p) {
-  gp->fast = gp->filter32 && !p->los_midpoint && (!gp->edges || gp->ev.ga != 0);
-  if (!gp->fast)
-    return;
-  gp->fga = 0.5f * gp->ev.ga, gp->fgb = gp->ev.gb;
-  gp->finv = gp->edges ? 0 : (float)(1 / p->bins.width);
-  gp->finv2 = gp->two ? (float)gp->ev.inv2 : 0;
-  histd__fast_mu(gp->e32[2], gp->e32[0] + gp->e32[1] + gp->e32[2], gp->ed, &gp->fcmu, &gp->famu,
-                 &gp->fsmin);
-}
-
-/* The float32 bins' tables of gp (fast_bins.h) into t: axis 1's error
- * the float32 vector's (r_p: x and y only) plus the contract's 4 ed, pi's
- * e_z + 4 ed. */
-static void fast_tables(const grid_params *gp, const histd_problem *p, float *t) {
-  const bool rp = gp->two && gp->ev.axes == HISTD_EV_RP_PI;
-  const histd__fast_axes x = {
-      .edges = gp->edges ? p->bins.edges : NULL,
-      .width = p->bins.width,
-      .count1 = gp->count1,
-      .e1 = gp->e32[0] + gp->e32[1] + (rp ? 0 : gp->e32[2]) + 4 * gp->ed + 0x1p-400,
-      .axis2 = !gp->two ? HISTD_FAST_NONE : rp ? HISTD_FAST_PI : HISTD_FAST_MU,
-      .count2 = gp->ev.count2,
-      .width2 = gp->ev.width2,
-      .max2 = gp->ev.max2,
-      .m2 = (gp->e32[2] + 4 * gp->ed) * (1 + 0x1p-20) + 0x1p-400};
-  histd__fast_tables(&x, t);
+/* The float32 bins (grid_kernels.cu's proof, "Float32 bins") of gp's
+ * float32-filtered job: their tables' axes (x) and the kernel's guesses and
+ * margins (f), from axis 1's error (the float32 vector's; r_p's: x and y
+ * only), e_z and the contract's ed; false where they do not apply (the
+ * midpoint line of sight, edges that are not a geometric row). */
+static bool fast_plan(const grid_params *gp, const histd_problem *p, histd__fast_axes *x,
+                      histd__fast_dev *f) {
+  const histd_ev_bin ev = histd__ev_bin(p);
+  const double *e = gp->e32;
+  const bool rp = gp->two && ev.axes == HISTD_EV_RP_PI;
+  return gp->filter32 &&
+         histd__fast_plan(&ev, e[0] + e[1] + (rp ? 0 : e[2]), e[2], e[0] + e[1] + e[2], gp->ed, x, f);
 }
 
 /* A uniform set's cost of a plan, in B points its warps step through: the
@@ -363,7 +344,8 @@ static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
     return histd_fail(msg, msglen, HISTD_ETOOBIG,
                       "the midpoint line of sight on the GPU's grid needs its float32 filter, "
                       "which these points' range does not allow; brute force takes the job");
-  plan_fast(gp, p);
+  histd__fast_axes fx;
+  gp->fast = fast_plan(gp, p, &fx, &gp->fb);
   if (gp->filter32) { /* its queue is smaller: the layout again */
     rc = choose_layout(gp, ex, optin, msg, msglen);
     if (rc != 0)
@@ -584,7 +566,10 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
       rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for grid's bin tables");
       goto out;
     }
-    fast_tables(&gp, p, host_fast);
+    histd__fast_axes fx;
+    histd__fast_dev fd;
+    fast_plan(&gp, p, &fx, &fd);
+    histd__fast_tables(&fx, host_fast);
     CK(cudaMemcpyAsync(m.dfast, host_fast, fast_bytes, cudaMemcpyHostToDevice, s),
        "the copy of the bin tables");
   }
@@ -619,7 +604,7 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
   gp.afx = m.sa.fx, gp.afy = m.sa.fy, gp.afz = m.sa.fz;
   gp.bfx = m.sb.fx, gp.bfy = m.sb.fy, gp.bfz = m.sb.fz;
   gp.delta = m.ddelta;
-  gp.ftab = m.dfast;
+  gp.fb.tab = m.dfast;
   gp.start_a = m.sa.start;
   gp.start_b = m.sb.start;
   gp.chunk_off = m.chunk_off;

@@ -108,11 +108,8 @@ typedef struct grid_params {
                             * 2^-44 (M + B)(1 + rho) (the contract's, 16 times over) */
   int fast;                /* float32 bins (grid_kernels.cu): queued pairs binned
                             * from their float32 values where the bounds allow */
-  const float *ftab;       /* fast: grid_fast_entries() (lo, hi) pairs of floats */
-  float fga, fgb, finv;    /* fast: axis 1's first guess (edges: 0.5 ga, gb of
-                            * log2 of the square; width: fl(1 / w)) */
-  float finv2, fcmu, famu, fsmin; /* fast: axis 2's guess, (s, mu)'s margin
-                            * fcmu / |D| + famu, and the least square it takes */
+  histd__fast_dev fb;      /* fast: the tables (on the device), the guesses and
+                            * mu's margin (fast_bins.h, fast_slot.cuh) */
   const float *delta;      /* float32 filter: (2K + 1)^3 x 3 (K the span), the
                             * translation of each neighbour offset (ox, oy, oz),
                             * at 3 (((oz+K) (2K+1) + oy+K) (2K+1) + ox+K) */

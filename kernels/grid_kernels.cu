@@ -92,9 +92,9 @@
  * gives d >= b_j, a < hi_j gives d < b_j. pi's boundaries (j w2, and
  * pi_max) are moved by e_z + 4 ed the same way. mu = fl(pi / s) is within
  * (e_z + E + 8 ed) / |D32| (1 + 2^-19) + 2^-20 of pz rsqrtf(a) for |D32|
- * > 4E (a > fsmin), given rsqrtf's 2 ulp (the CUDA Guide; 2.09 u measured, sdh's
- * k_rsqrt_error), a's own rounding and the product's: the margin fcmu r +
- * famu (2^-19 absolute, for the float boundaries and the differences'
+ * > 4E (a > smin), given rsqrtf's 2 ulp (the CUDA Guide; 2.09 u measured, sdh's
+ * k_rsqrt_error), a's own rounding and the product's: the margin cmu r +
+ * amu (2^-19 absolute, for the float boundaries and the differences'
  * roundings) puts mu clear of its boundaries. A first guess of the bin
  * (log2 of a, or its root over w) is only confirmed or sent to the
  * contract; so are pairs near any boundary (within about 1e-5 of a cell
@@ -156,6 +156,7 @@
 #include "grid_gpu.h"
 #include "histd/histd.h"
 #include "sdh_gpu.h"
+#include "fast_slot.cuh"
 #include "launch_util.cuh"
 #include "wsum_device.cuh"
 
@@ -385,49 +386,6 @@ struct grid_queue {
   uint32_t n, drains;
 };
 
-/* The float32 bins (the header's proof): the slot of a queued pair from
- * its float32 a (the square of axis 1's value: s, or r_p's) and pz
- * (|dz|), where the tables (src/engine/fast_bins.h) and the margins
- * leave no doubt: true with `slot` (p.count: below; p.count + 1:
- * overflow), else false, and the contract decides. A guess picks the bin
- * (from log2 of a, or its root over the width), the tables confirm it;
- * a wrong guess only sends the pair to the contract. */
-template <int BIN>
-__device__ __forceinline__ bool fast_slot(const grid_params &p, float a, float pz,
-                                          uint32_t &slot) {
-  const int n1 = (int)p.count1;
-  const float g = p.edges ? __log2f(a) * p.fga + p.fgb : a * rsqrtf(a) * p.finv;
-  const int k = g >= 0 ? (g >= (float)n1 ? n1 : (int)g) : p.edges ? -1 : 0;
-  const float2 t = reinterpret_cast<const float2 *>(p.ftab)[k + 1];
-  if (!(a > t.x && a < t.y))
-    return false;
-  if (k == n1) {
-    slot = p.count + 1;
-    return true;
-  }
-  if constexpr (BIN != BIN_TWO) {
-    slot = k < 0 ? p.count : (uint32_t)k;
-    return true;
-  } else {
-    const int n2 = (int)p.ev.count2;
-    float v = pz, mg = 0;
-    if (p.ev.axes == HISTD_EV_S_MU) { /* mu = pi / s, its margin by the pair's s */
-      if (!(a > p.fsmin))
-        return false;
-      const float r = rsqrtf(a);
-      v = pz * r;
-      mg = fmaf(p.fcmu, r, p.famu);
-    }
-    const float h = v * p.finv2;
-    const int k2 = h >= (float)n2 ? n2 : (int)h;
-    const float2 t2 = reinterpret_cast<const float2 *>(p.ftab)[n1 + 2 + k2];
-    if (!(v - t2.x > mg && t2.y - v > mg))
-      return false;
-    slot = k2 == n2 ? p.count + 1 : k < 0 ? p.count : (uint32_t)k * (uint32_t)n2 + (uint32_t)k2;
-    return true;
-  }
-}
-
 /* A pair counted in `slot` (not overflow, which the host counts): its
  * count in the counts' pass (another channel's pass sums alone), and with
  * w the term of the pass's channel. */
@@ -479,7 +437,7 @@ __device__ __forceinline__ void drain(const grid_params &p, const histd_metric &
       const uint32_t a = q.qi[e], b = q.qj[e];
       const double wp = W ? (p.unit ? 1.0 : __dmul_rn(p.aw[a], p.bw[b])) : 0.0;
       uint32_t slot;
-      if (p.fast && fast_slot<BIN>(p, q.qa[e], BIN == BIN_TWO ? q.qp[e] : 0.f, slot)) {
+      if (p.fast && histd__fast_slot<BIN == BIN_TWO>(p.fb, q.qa[e], BIN == BIN_TWO ? q.qp[e] : 0.f, slot)) {
         if (slot <= p.count) /* (fast passes sum w_i w_j alone) */
           count_slot(p, k, slot, W, wp);
       } else if constexpr (BIN == BIN_TWO)

@@ -3,7 +3,7 @@
  * family on one GPU, in binary64 (stats_gpu.h has the design).
  *
  * A job copies A (and B, the weights, the edges) to the device, then runs
- * launches over ranges of A's tiles, each about STATS_LAUNCH_PAIRS pairs,
+ * launches over ranges of its tile pairs, each about STATS_LAUNCH_PAIRS pairs,
  * so that progress moves and a cancel is seen between two launches; the
  * counts and the blocks' weighted rows come back at the end and are folded
  * here (Neumaier again, over the rows).
@@ -17,6 +17,12 @@
  * The points are copied for each job rather than kept on the device as
  * the plain kernels keep theirs: a statistics job does O(N^2) binary64
  * work on O(N) bytes, so the copy is a small part of it.
+ *
+ * Float32 pairs (stats_kernels.cu's head): plan_f32 decides whether a job
+ * takes them, centres the points and bounds each component's error; the
+ * float32 copies and the tables travel with the binary64 points, which
+ * the pairs near a boundary still need. HISTD_STATS_F32=0 keeps every
+ * pair in binary64 (the benchmark's baseline, and tests).
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,10 +36,12 @@
 #include "sdh_gpu.h"
 #include "stats_gpu.h"
 
-#define STATS_LAUNCH_PAIRS 4e9 /* about 50 ms of binary64 pairs on an H100 */
+#define STATS_LAUNCH_PAIRS 4e9 /* tens of ms of pairs on an H100 or H200 */
 
 typedef struct stats_job {
   double *dev;                /* one allocation: A, B, w, edges */
+  float *f32;                 /* float32 pairs: A's and B's (x, y, z, 0), the tables */
+  unsigned long long *refined; /* float32 pairs: the contract's count */
   unsigned long long *counts; /* slots */
   double *rows[HISTD_SUMS];   /* channel c's: 2 * its pass's grid * slots, sums
                                * then compensations (NULL: not summed) */
@@ -87,39 +95,27 @@ static int choose_layout(stats_params *sp, bool weighted, const histd_exec *ex, 
                     (room - fixed) / (3 * (block / 32) * 8) - 2, block, sp->count);
 }
 
-/* The next launch's end: tiles from t0 until about STATS_LAUNCH_PAIRS. */
-static uint32_t next_stop(const stats_params *sp, uint32_t t0, uint32_t tiles_a,
-                          uint32_t tiles_b) {
-  double pairs = 0, per_tile = (double)sp->block * sp->block;
-  uint32_t t = t0;
-  while (t < tiles_a && (t == t0 || pairs < STATS_LAUNCH_PAIRS)) {
-    pairs += per_tile * (sp->cross ? tiles_b : tiles_b - t);
-    t++;
-  }
-  return t;
-}
-
-/* Every anchor tile of sp's job through its kernel, `grid` blocks a launch,
- * with progress from `from` to `from + span` of the job. */
+/* Every tile pair of sp's job through its kernel, `grid` blocks a launch
+ * and at least a tile pair a block (about STATS_LAUNCH_PAIRS pairs a
+ * launch), with progress from `from` to `from + span` of the job. */
 static int run_tiles(const stats_params *sp, uint32_t grid, uint32_t tiles_a, uint32_t tiles_b,
                      cudaStream_t s, const histd_control *ctl, double from, double span,
                      char *msg, size_t msglen) {
   int rc = 0;
-  double done = 0, all = 0;
-  for (uint32_t t = 0; t < tiles_a; t++)
-    all += (double)sp->block * sp->block * (sp->cross ? tiles_b : tiles_b - t);
-  for (uint32_t t0 = 0; t0 < tiles_a;) {
+  const uint64_t all = sp->cross ? (uint64_t)tiles_a * tiles_b
+                                 : (uint64_t)tiles_a * (tiles_a + 1) / 2;
+  uint64_t step = (uint64_t)(STATS_LAUNCH_PAIRS / ((double)sp->block * sp->block));
+  step = step > grid ? step : grid;
+  for (uint64_t w0 = 0; w0 < all;) {
     if (histd__cancelled(ctl))
       return histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
-    uint32_t t1 = next_stop(sp, t0, tiles_a, tiles_b);
-    rc = stats_launch(sp, t0, t1, t1 - t0 < grid ? t1 - t0 : grid, s, msg, msglen);
+    const uint64_t w1 = all - w0 > step ? w0 + step : all;
+    rc = stats_launch(sp, w0, w1, w1 - w0 < grid ? (uint32_t)(w1 - w0) : grid, s, msg, msglen);
     if (rc != 0)
       return rc;
     CK(cudaStreamSynchronize(s), "the tiled-stats kernel");
-    for (uint32_t t = t0; t < t1; t++)
-      done += (double)sp->block * sp->block * (sp->cross ? tiles_b : tiles_b - t);
-    histd__progress(ctl, from + span * (all > 0 && done < all ? done / all : 0.99));
-    t0 = t1;
+    histd__progress(ctl, from + span * (w1 < all ? (double)w1 / all : 0.99));
+    w0 = w1;
   }
 out:
   return rc;
@@ -150,6 +146,58 @@ int stats_fold_device_rows(const double *dev, uint32_t grid, uint32_t slots, uin
   return e == cudaSuccess ? 0 : sdh_cuda_fail(msg, msglen, what, e);
 }
 
+/* Float32 pairs for sp's job (stats_kernels.cu's head has the bounds):
+ * false where they do not apply (triclinic boxes, the midpoint line of
+ * sight, edges that are not a geometric row, coordinates or boxes beyond
+ * float32's reach, HISTD_STATS_F32=0); else the centre c, sp's box in
+ * float32 and the float32 bins' guesses (sp->fb) and their tables' axes. */
+static bool plan_f32(stats_params *sp, const histd_problem *p, const histd_dataset *a,
+                     const histd_dataset *b, double c[3], histd__fast_axes *fx) {
+  const char *env = getenv("HISTD_STATS_F32");
+  if ((env != NULL && strcmp(env, "0") == 0) || sp->metric.kind == 2)
+    return false;
+  const double u = 0x1p-24, g = 1 + 0x1p-20;
+  const double len[3] = {sp->metric.ax, sp->metric.by, sp->metric.cz};
+  double e[3], sum = 0;
+  for (int k = 0; k < 3; k++) {
+    const double lo = fmin(a->min[k], b->min[k]), hi = fmax(a->max[k], b->max[k]);
+    c[k] = 0.5 * lo + 0.5 * hi;
+    const double m = fmax(fabs(lo - c[k]), fabs(hi - c[k])) * (1 + 0x1p-50); /* M */
+    if (!(m <= 0x1p100))
+      return false;
+    const double rho = m * (u + 0x1p-52) + 0x1p-125;
+    const double d1 = 2 * rho + u * (2 * m + 2 * rho) + 0x1p-125;
+    e[k] = d1;
+    if (sp->metric.kind == 1) {
+      const double l = len[k];
+      if (!(l >= 0x1p-60 && l <= 0x1p100))
+        return false;
+      sp->len32[k] = (float)l;
+      sp->inv32[k] = (float)(1 / l);
+      const double z = d1 + 2 * u * (2 * m + d1) * g + l * 0x1p-125;
+      e[k] = d1 + u * (2 * m + d1 + l) * g + u * (l / 2 + z) * g + 0x1p-125 + 2 * z;
+      sum += l;
+    }
+    e[k] = e[k] * (1 + 0x1p-16) + 0x1p-120;
+    sum += m;
+  }
+  const double ed = 0x1p-44 * sum;
+  const histd_ev_bin ev = histd__ev_bin(p);
+  const bool rp = ev.axes == HISTD_EV_RP_PI;
+  return histd__fast_plan(&ev, e[0] + e[1] + (rp ? 0 : e[2]), e[2], e[0] + e[1] + e[2], ed, fx,
+                          &sp->fb);
+}
+
+/* n points of ds as float32 (x - c, y - c, z - c, 0) into out. */
+static void points_f32(const histd_dataset *ds, const double c[3], float *out) {
+  for (size_t i = 0; i < ds->n; i++) {
+    out[4 * i] = (float)(ds->x[i] - c[0]);
+    out[4 * i + 1] = (float)(ds->y[i] - c[1]);
+    out[4 * i + 2] = (float)(ds->z[i] - c[2]);
+    out[4 * i + 3] = 0;
+  }
+}
+
 int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   gpu_ctx *ctx = w->gpu;
   int device, sms;
@@ -176,10 +224,14 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   sp.na = (uint32_t)a->n;
   sp.nb = (uint32_t)b->n;
   sp.cross = p->b != NULL;
-  stats_job job = {NULL, NULL, {NULL}};
+  stats_job job = {NULL, NULL, NULL, NULL, {NULL}};
   int rc = 0;
   double t_start = histd_now_ms(), t_kernel = 0, t_back = 0;
   uint64_t *host_counts = NULL;
+  float *host_f32 = NULL;
+  double centre[3];
+  histd__fast_axes fx = {0};
+  sp.f32 = plan_f32(&sp, p, a, b, centre, &fx);
   CK(cudaSetDevice(device), "cudaSetDevice");
   rc = choose_layout(&sp, p->weighted, ex, optin, msg, msglen);
   if (rc != 0)
@@ -219,6 +271,28 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
     sp.bx = sp.ax, sp.by = sp.ay, sp.bz = sp.az, sp.bw = sp.aw;
   }
   sp.dedges = sp.edges ? at : NULL;
+  if (sp.f32) { /* the float32 points (B's only for A x B) and the tables, staged here */
+    const size_t tab = 2 * histd__fast_entries(fx.count1, fx.axis2 ? fx.count2 : 0);
+    const size_t floats = 4 * (na + nb) + tab;
+    host_f32 = malloc(floats * sizeof *host_f32);
+    if (host_f32 == NULL) {
+      rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for the float32 points");
+      goto out;
+    }
+    points_f32(a, centre, host_f32);
+    if (sp.cross)
+      points_f32(b, centre, host_f32 + 4 * na);
+    histd__fast_tables(&fx, host_f32 + 4 * (na + nb));
+    CK(cudaMalloc((void **)&job.f32, floats * sizeof(float)), "cudaMalloc");
+    CK(cudaMalloc((void **)&job.refined, sizeof *job.refined), "cudaMalloc");
+    CK(cudaMemcpyAsync(job.f32, host_f32, floats * sizeof(float), cudaMemcpyHostToDevice, s),
+       "the copy of the float32 points");
+    CK(cudaMemsetAsync(job.refined, 0, sizeof *job.refined, s), "cudaMemset");
+    sp.a32 = job.f32;
+    sp.b32 = sp.cross ? job.f32 + 4 * na : job.f32;
+    sp.fb.tab = job.f32 + 4 * (na + nb);
+    sp.refined = job.refined;
+  }
   sp.counts = job.counts;
   sp.wsum = job.rows[HISTD_SUM_W];
   sp.werr = weighted ? job.rows[HISTD_SUM_W] + (size_t)grid * slots : NULL;
@@ -253,6 +327,7 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
     cp[c] = sp;
     cp[c].unit = !weighted;
     cp[c].sum = c;
+    cp[c].f32 = sp.f32 && c != HISTD_SUM_WU; /* (ravg sums the contract's u) */
     int per = 0;
     if ((rc = choose_layout(&cp[c], true, ex, optin, msg, msglen)) != 0 ||
         (rc = stats_blocks_per_sm(&cp[c], &per, msg, msglen)) != 0)
@@ -288,20 +363,35 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
         (rc = stats_fold_device_rows(job.rows[c], grids[c], slots, count, res->sums[c], "sums",
                                      msg, msglen)) != 0)
       goto out;
+  unsigned long long refined = 0;
+  if (sp.f32)
+    CK(cudaMemcpy(&refined, job.refined, sizeof refined, cudaMemcpyDeviceToHost),
+       "the copy of the refined count");
   t_back = histd_now_ms();
   for (uint32_t k = 0; k < count; k++)
     res->counts[k] = host_counts[k];
   res->below = host_counts[count];
-  res->overflow = host_counts[count + 1];
-  res->exact = true; /* the contract's own arithmetic, whatever the precision asked */
-  res->refined_pairs = 0;
+  /* overflow: the kernel's every pair less those it counted (it adds no
+   * atomics for overflow, nor its sums, which the result does not keep) */
+  uint64_t counted = res->below;
+  for (uint32_t k = 0; k < count; k++)
+    counted += host_counts[k];
+  res->overflow = (sp.cross ? (uint64_t)sp.na * sp.nb : (uint64_t)sp.na * (sp.na - 1) / 2) - counted;
+  res->exact = true; /* the contract's own bins, whatever the precision asked */
+  res->refined_pairs = refined; /* (float32 pairs: those the contract binned) */
   res->block_size = sp.block;
   res->threads = 0;
   res->timing.transfer_ms = (t_copied - t_start) + (t_back - t_kernel);
   res->timing.kernel_ms = t_kernel - t_copied;
-  snprintf(res->device, sizeof res->device, "%s", histd__cuda_context_name(ctx));
+  snprintf(res->device, sizeof res->device, "%s%s", histd__cuda_context_name(ctx),
+           sp.f32 ? ", float32 pairs and bins" : "");
 out:
   free(host_counts);
+  free(host_f32);
+  if (job.f32)
+    cudaFree(job.f32);
+  if (job.refined)
+    cudaFree(job.refined);
   if (job.dev)
     cudaFree(job.dev);
   if (job.counts)

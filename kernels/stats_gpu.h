@@ -8,11 +8,13 @@
  * or without weights. Each pair goes through histd/pair.h, the contract's
  * own binary64 functions, so its counts are the contract's by construction.
  *
- * One launch covers anchor tiles [t0, t1) of A (tiles of `block` points):
- * a block holds one anchor point per thread in registers and meets B's
- * tiles staged in shared memory (self pairs: tiles J >= I, j > i inside
- * tile I). Counts go to a per-block histogram in shared memory when it
- * fits, else straight to global 64-bit atomics.
+ * One launch covers a range of tile pairs (I, J) (tiles of `block`
+ * points), each block an equal run of them: a block holds anchor tile I's
+ * points one per thread in registers and meets B's tile J staged in
+ * shared memory (self pairs: tiles J >= I, j > i inside tile I). Counts go to a per-block histogram in shared memory when it
+ * fits, else straight to global 64-bit atomics; overflow is not counted
+ * there (half of a g(r)'s pairs to half the box: one slot's atomics, all
+ * serialised) but by the host, as every pair less those counted.
  *
  * Weights, within 1e-12 of the exact sum relative to the sum of |w_i w_j|
  * in the bin, whatever the order: each warp adds its pairs' products to
@@ -27,6 +29,14 @@
  * into its own row of (sum, compensation) in global memory, again by
  * Neumaier steps; the host folds the rows. The errors add to well under
  * 1e-12 of sum |w_i w_j|.
+ *
+ * Float32 pairs (f32; stats_kernels.cu's head has the proof): in open and
+ * orthorhombic boxes, with axis 1 in width bins or geometric edges and
+ * the line of sight z, a pair's minimum image is taken in float32 from
+ * centred float32 copies of the points, and its slot from the float32
+ * bins (fast_bins.h) wherever their tables leave no doubt; every other
+ * pair, and every pair of ravg's pass, by the contract as above. The
+ * counts are the contract's either way.
  */
 #ifndef HISTD_STATS_GPU_H
 #define HISTD_STATS_GPU_H
@@ -36,6 +46,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "fast_bins.h"
 #include "histd/eval.h"
 #include "histd/pair.h"
 
@@ -69,6 +80,12 @@ typedef struct stats_params {
   unsigned long long *counts; /* count + 2 slots */
   double *wsum, *werr; /* weighted: grid rows of count + 2 (Neumaier pairs) */
   size_t smem;       /* dynamic shared memory per block */
+  int f32;           /* float32 pairs and bins (the head), else binary64 only */
+  const float *a32, *b32; /* f32: A's and B's points, (x - c, y - c, z - c, 0) as
+                      * float32 (c the centre stats_engine.c picks; b32 = a32 for self) */
+  float len32[3], inv32[3]; /* f32, orthorhombic: fl32(ax, by, cz) and fl32(1 / each) */
+  histd__fast_dev fb; /* f32: the tables (on the device), the guesses, mu's margin */
+  unsigned long long *refined; /* f32: how many pairs the contract binned */
 } stats_params;
 
 /* Shared-memory bytes of p's kernel as its fields lay it out. */
@@ -77,9 +94,11 @@ size_t stats_smem_bytes(const stats_params *p);
 /* Blocks of p's kernel that fit on one multiprocessor. */
 int stats_blocks_per_sm(const stats_params *p, int *blocks, char *msg, size_t msglen);
 
-/* Launches p's kernel over anchor tiles [t0, t1) with `grid` blocks (the
- * same grid on every launch of a job: block b owns row b of wsum/werr). */
-int stats_launch(const stats_params *p, uint32_t t0, uint32_t t1, uint32_t grid,
+/* Launches p's kernel over tile pairs [w0, w1) of the job (row by row:
+ * anchor tile I of A, partner tiles J of B from I for self pairs, from 0
+ * for A x B), each of `grid` blocks an equal share; the same grid on every
+ * launch of a job (block b owns row b of wsum/werr). */
+int stats_launch(const stats_params *p, uint64_t w0, uint64_t w1, uint32_t grid,
                  cudaStream_t s, char *msg, size_t msglen);
 
 /* The host's last step: rows[0..grid) of sums and rows[grid..2 grid) of

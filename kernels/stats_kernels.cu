@@ -9,6 +9,39 @@
  * branches on them at run time. The pair arithmetic is
  * histd/pair.h's, which nvcc compiles with the __d*_rn intrinsics: no FMA
  * contraction, every operation rounded on its own, as the contract says.
+ *
+ * Float32 pairs (F32: open and orthorhombic boxes; stats_engine.c's
+ * plan_f32 computes the bounds below and plans the float32 bins). Each
+ * point is held as X~ = fl32(fl64(x - c)) on each axis, c a centre shared
+ * by A and B, and M >= |x - c| over both sets on that axis. With u =
+ * 2^-24 and flushed subnormals (-ftz) adding 2^-125 to an operation:
+ *   rho = M (u + 2^-52) + 2^-125 bounds |X~ - (x - c)|.
+ *   dx = fl32(X~_j - X~_i) is within d1 = 2 rho + u (2M + 2 rho) + 2^-125
+ *   of t = x_j - x_i (exact), the difference the contract rounds.
+ * Open: the component is dx, within e_c = d1 of the contract's own
+ * (which rounds t once, and is held to within ed below).
+ * Orthorhombic, box length L on the axis: k = rintf(fl32(dx fl32(1/L)))
+ * and c32 = fmaf(-k, fl32(L), dx), one rounding. The product is within
+ * 2u (1 + 2^-20) |dx| / L of dx / L, so |t - k L| <= L / 2 + z with z =
+ * d1 + 2u (2M + d1) (1 + 2^-20); and c32 is within d1 + u (2M + d1 + L)
+ * (1 + 2^-20) (|k| fl32(L)'s error) + u (L / 2 + z) (1 + 2^-20) (its
+ * rounding) of t - k L. The contract takes its own image k' (nearbyint of
+ * its quotient, within 2^-50 of exact), so |t - k' L| <= L / 2 + z too.
+ * Where k = k', |c32| is within that of |t - k' L|. Where they differ,
+ * |t - k L| + |t - k' L| >= L puts both within z of L / 2, so their
+ * magnitudes differ by at most 2 z. So | |c32| - |t - k' L| | <= e_c =
+ * (the rounding terms) + 2 z, whichever image each takes; no test of the
+ * half-box is needed. (The image of the triclinic rule is not chosen axis
+ * by axis, so a different k there moves the other components: triclinic
+ * boxes stay in binary64.)
+ * The vector: ||D32| - |V|| <= e_x + e_y + e_z, V the contract's image
+ * taken exactly, and the contract's d within 4 ed of |V|, ed = 2^-44
+ * (sum M + sum L) (some 2^9 times its roundings); r_p (x and y) and |dz|
+ * alike. These are the bounds the grid's float32 bins take (grid_kernels.cu,
+ * "Float32 bins"), and the same tables and fast_slot.cuh bin the pair from
+ * a = fl32 |D32|^2 (r_p's square for (r_p, pi)) and |dz|: where they leave
+ * doubt (within about e of a boundary), the pair goes to the contract in
+ * the same thread, from the binary64 points, and counts as refined.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -17,6 +50,7 @@
 #include "histd/histd.h"
 #include "sdh_gpu.h"
 #include "stats_gpu.h"
+#include "fast_slot.cuh"
 #include "launch_util.cuh"
 #include "wsum_device.cuh"
 
@@ -42,14 +76,36 @@ __host__ __device__ static size_t layout_bytes(uint32_t block, uint32_t count, u
   return bytes;
 }
 
-template <int METRIC, bool EDGES, int W, bool TWO>
-__global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uint32_t t1) {
-  extern __shared__ double smem[];
+/* Tile pair w of a job, row by row: anchor tile I of A with partner tiles
+ * J of B from I (self pairs: row I holds tiles_b - I of them, and rows
+ * 0..I-1 hold S(I) = I tiles_b - I (I - 1) / 2) or from 0 (A x B). */
+__device__ static void tile_pair(uint64_t w, uint32_t tiles_b, int cross, uint32_t &I,
+                                 uint32_t &J) {
+  if (cross) {
+    I = (uint32_t)(w / tiles_b), J = (uint32_t)(w % tiles_b);
+    return;
+  }
+  const uint64_t n = tiles_b;
+  auto S = [n](uint64_t r) { return r * n - r * (r - 1) / 2; };
+  const double b = 2.0 * (double)n + 1; /* the root of S(r) = w, then corrected */
+  const double x = floor((b - sqrt(fmax(b * b - 8.0 * (double)w, 0.0))) / 2);
+  uint64_t r = x > 0 ? (uint64_t)x : 0;
+  while (r > 0 && S(r) > w)
+    r--;
+  while (r + 1 < n && S(r + 1) <= w)
+    r++;
+  I = (uint32_t)r, J = (uint32_t)(r + (w - S(r)));
+}
+
+template <int METRIC, bool EDGES, int W, bool TWO, bool F32>
+__global__ void __launch_bounds__(1024) k_stats(stats_params p, uint64_t w0, uint64_t w1) {
+  extern __shared__ __align__(16) double smem[];
   const uint32_t B = blockDim.x, tid = threadIdx.x;
   const uint32_t warp = tid / 32, lane = tid % 32, warps = B / 32;
   const uint32_t count = p.count, slots = count + 2;
   smem_layout L;
   L.tx = smem;
+  float4 *const t4 = reinterpret_cast<float4 *>(smem); /* F32: the staged tile, as floats */
   L.ty = L.tx + B;
   L.tz = L.ty + B;
   L.tw = L.tz + B;
@@ -85,18 +141,43 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
   ev.edges = p.edges ? edges : nullptr;
   const uint32_t tiles_b = (p.nb + B - 1) / B;
 
-  for (uint32_t I = t0 + blockIdx.x; I < t1; I += gridDim.x) {
-    const uint32_t i = I * B + tid;
-    const bool live = i < p.na;
-    const double xi = live ? p.ax[i] : 0, yi = live ? p.ay[i] : 0, zi = live ? p.az[i] : 0;
-    const double wi = W && live ? (p.unit ? 1.0 : p.aw[i]) : 0;
-    for (uint32_t J = p.cross ? 0 : I; J < tiles_b; J++) {
+  unsigned long long refined = 0; /* F32: pairs binned by the contract */
+  const float4 *a32 = reinterpret_cast<const float4 *>(p.a32);
+  const float4 *b32 = reinterpret_cast<const float4 *>(p.b32);
+  const bool rp = TWO && p.fb.axis2 == HISTD_FAST_PI;
+
+  /* this block's share of the launch's tile pairs [w0, w1), from (I, J) */
+  const uint64_t span = w1 - w0;
+  const uint64_t wb = w0 + span * blockIdx.x / gridDim.x;
+  const uint64_t we = w0 + span * (blockIdx.x + 1) / gridDim.x;
+  uint32_t I, J, anchor = UINT32_MAX;
+  tile_pair(wb, tiles_b, p.cross, I, J);
+  uint32_t i = 0;
+  bool live = false;
+  double xi = 0, yi = 0, zi = 0, wi = 0;
+  float4 fi = make_float4(0, 0, 0, 0);
+  for (uint64_t w = wb; w < we; w++) {
+    if (I != anchor) { /* a new anchor tile: its points in registers */
+      anchor = I;
+      i = I * B + tid;
+      live = i < p.na;
+      /* (F32: the binary64 anchor is loaded only for a pair the contract bins) */
+      xi = live && !F32 ? p.ax[i] : 0, yi = live && !F32 ? p.ay[i] : 0;
+      zi = live && !F32 ? p.az[i] : 0;
+      fi = F32 && live ? a32[i] : make_float4(0, 0, 0, 0);
+      wi = W && live ? (p.unit ? 1.0 : p.aw[i]) : 0;
+    }
+    {
       __syncthreads(); /* the previous tile is no longer read */
       const uint32_t j = J * B + tid;
       if (j < p.nb) {
-        L.tx[tid] = p.bx[j];
-        L.ty[tid] = p.by[j];
-        L.tz[tid] = p.bz[j];
+        if (F32) {
+          t4[tid] = b32[j];
+        } else {
+          L.tx[tid] = p.bx[j];
+          L.ty[tid] = p.by[j];
+          L.tz[tid] = p.bz[j];
+        }
         if (W)
           L.tw[tid] = p.unit ? 1.0 : p.bw[j];
       }
@@ -106,22 +187,44 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
       if (live)
         for (uint32_t jj = j0; jj < jn; jj++) {
           uint32_t k;
-          double u;
-          if (TWO) { /* (r_p, pi) or (s, mu): slot, below (count) or overflow */
-            k = histd_ev_bin_pair(&ev, &m, xi, yi, zi, L.tx[jj], L.ty[jj], L.tz[jj], &u);
-          } else {
-            double d = histd_pair_d(&m, xi, yi, zi, L.tx[jj], L.ty[jj], L.tz[jj]);
-            u = d;
-            /* histd_ev_bin_slot's rule, written out: through the evaluator's
-             * struct the width and its inverse sit in registers, and GS1 ran
-             * 6% slower on an H200 (bench/RESULTS.md, 2026-11-28) */
-            uint32_t bin = EDGES ? histd_bin_edges_guess(d, edges, count, p.ev.ga, p.ev.gb)
-                                 : histd_bin_width(d, p.width, p.inv_width, count);
-            k = bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? count + 1 : bin;
+          double u = 0;
+          bool binned = false;
+          if constexpr (F32) { /* the head's float32 image, and the float32 bins */
+            const float4 q = t4[jj];
+            float dx = __fsub_rn(q.x, fi.x), dy = __fsub_rn(q.y, fi.y), dz = __fsub_rn(q.z, fi.z);
+            if constexpr (METRIC == 1) {
+              dx = __fmaf_rn(-rintf(__fmul_rn(dx, p.inv32[0])), p.len32[0], dx);
+              dy = __fmaf_rn(-rintf(__fmul_rn(dy, p.inv32[1])), p.len32[1], dy);
+              dz = __fmaf_rn(-rintf(__fmul_rn(dz, p.inv32[2])), p.len32[2], dz);
+            }
+            const float axy = __fmaf_rn(dy, dy, __fmul_rn(dx, dx));
+            binned = histd__fast_slot<TWO>(p.fb, rp ? axy : __fmaf_rn(dz, dz, axy), fabsf(dz), k);
+            refined += !binned;
           }
+          if (!binned) {
+            const uint32_t jg = J * B + jj;
+            const double ax = F32 ? p.ax[i] : xi, ay = F32 ? p.ay[i] : yi, az = F32 ? p.az[i] : zi;
+            const double bx = F32 ? p.bx[jg] : L.tx[jj], by = F32 ? p.by[jg] : L.ty[jj],
+                         bz = F32 ? p.bz[jg] : L.tz[jj];
+            if (TWO) { /* (r_p, pi) or (s, mu): slot, below (count) or overflow */
+              k = histd_ev_bin_pair(&ev, &m, ax, ay, az, bx, by, bz, &u);
+            } else {
+              double d = histd_pair_d(&m, ax, ay, az, bx, by, bz);
+              u = d;
+              /* histd_ev_bin_slot's rule, written out: through the evaluator's
+               * struct the width and its inverse sit in registers, and GS1 ran
+               * 6% slower on an H200 (bench/RESULTS.md, 2026-11-28) */
+              uint32_t bin = EDGES ? histd_bin_edges_guess(d, edges, count, p.ev.ga, p.ev.gb)
+                                   : histd_bin_width(d, p.width, p.inv_width, count);
+              k = bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? count + 1 : bin;
+            }
+          }
+          if (k > count) /* overflow: the host counts it, as every pair less the rest
+                          * (one slot for half of GS1's pairs: its atomics serialised) */
+            continue;
           if (!W || p.sum == HISTD_SUM_W) /* (the unweighted variants: always) */
             atomicAdd(&hist[k], 1ull);
-          if (W) { /* the channel's term (w_i w_j; for ravg (w_i w_j) u) */
+          if (W) { /* the channel's term (w_i w_j; for ravg (w_i w_j) u: never F32) */
             const double v = histd_ev_sum(p.sum, __dmul_rn(wi, L.tw[jj]), u);
             if (W == STATS_W_LANES) /* this lane's own column: no atomic */
               part[(size_t)k * 32 + lane] = __dadd_rn(part[(size_t)k * 32 + lane], v);
@@ -146,7 +249,11 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
                        slots, lane);
       }
     }
+    if (++J == tiles_b) /* the next tile pair */
+      I++, J = p.cross ? 0 : I;
   }
+  if (F32 && refined != 0)
+    atomicAdd(p.refined, refined);
   __syncthreads();
   if (L.hist)
     for (uint32_t k = tid; k < slots; k += B)
@@ -157,29 +264,32 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint32_t t0, uin
                     p.werr + (size_t)blockIdx.x * slots);
 }
 
-typedef void (*stats_fn)(stats_params, uint32_t, uint32_t);
+typedef void (*stats_fn)(stats_params, uint64_t, uint64_t);
 
-template <int METRIC, bool EDGES, bool TWO> static stats_fn pick3(int w) {
-  return w == STATS_W_LANES    ? k_stats<METRIC, EDGES, STATS_W_LANES, TWO>
-         : w == STATS_W_ATOMIC ? k_stats<METRIC, EDGES, STATS_W_ATOMIC, TWO>
-                               : k_stats<METRIC, EDGES, 0, TWO>;
+template <int METRIC, bool EDGES, bool TWO, bool F32> static stats_fn pick3(int w) {
+  return w == STATS_W_LANES    ? k_stats<METRIC, EDGES, STATS_W_LANES, TWO, F32>
+         : w == STATS_W_ATOMIC ? k_stats<METRIC, EDGES, STATS_W_ATOMIC, TWO, F32>
+                               : k_stats<METRIC, EDGES, 0, TWO, F32>;
 }
 
 /* two axes: one variant a metric and weighting (the evaluator reads its
  * edges or width at run time) */
-template <int METRIC> static stats_fn pick2(bool edges, int w, bool two) {
-  return two ? pick3<METRIC, false, true>(w)
-             : edges ? pick3<METRIC, true, false>(w) : pick3<METRIC, false, false>(w);
+template <int METRIC, bool F32> static stats_fn pick2(bool edges, int w, bool two) {
+  return two ? pick3<METRIC, false, true, F32>(w)
+             : edges ? pick3<METRIC, true, false, F32>(w) : pick3<METRIC, false, false, F32>(w);
 }
 
+/* (float32 pairs: open and orthorhombic boxes only) */
 static stats_fn pick(const stats_params *p) {
   switch (p->metric.kind) {
   case 1:
-    return pick2<1>(p->edges, p->weighted, p->two);
+    return p->f32 ? pick2<1, true>(p->edges, p->weighted, p->two)
+                  : pick2<1, false>(p->edges, p->weighted, p->two);
   case 2:
-    return pick2<2>(p->edges, p->weighted, p->two);
+    return pick2<2, false>(p->edges, p->weighted, p->two);
   default:
-    return pick2<0>(p->edges, p->weighted, p->two);
+    return p->f32 ? pick2<0, true>(p->edges, p->weighted, p->two)
+                  : pick2<0, false>(p->edges, p->weighted, p->two);
   }
 }
 
@@ -193,13 +303,13 @@ extern "C" int stats_blocks_per_sm(const stats_params *p, int *blocks, char *msg
   return kernel_blocks_per_sm(pick(p), p->block, p->smem, blocks, msg, msglen);
 }
 
-extern "C" int stats_launch(const stats_params *p, uint32_t t0, uint32_t t1, uint32_t grid,
+extern "C" int stats_launch(const stats_params *p, uint64_t w0, uint64_t w1, uint32_t grid,
                             cudaStream_t s, char *msg, size_t msglen) {
   stats_fn f = pick(p);
   cudaError_t e = kernel_smem_prepare(f, p->smem);
   if (e != cudaSuccess)
     return sdh_cuda_fail(msg, msglen, "the kernel's shared-memory setting", e);
-  f<<<grid, p->block, p->smem, s>>>(*p, t0, t1);
+  f<<<grid, p->block, p->smem, s>>>(*p, w0, w1);
   e = cudaGetLastError();
   return e == cudaSuccess ? 0 : sdh_cuda_fail(msg, msglen, "the tiled-stats launch", e);
 }

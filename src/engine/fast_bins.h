@@ -18,13 +18,19 @@
  * the interval [c_k2, c_(k2+1)) with c_j = j w2 and c_count2 = max2: pi's
  * moved in by its margin m2 (and 2^-40 relative), mu's as they are, its
  * margin taken per pair (histd__fast_mu).
+ *
+ * Its users: the GPU grid's drain and tiled-stats' float32 pairs; both
+ * plan with histd__fast_plan and bin with kernels/fast_slot.cuh.
  */
 #ifndef HISTD_FAST_BINS_H
 #define HISTD_FAST_BINS_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "histd/eval.h"
 
 /* A float rounded up (down) from x: at least (at most) x. */
 static inline float histd__float_up(double x) {
@@ -102,6 +108,63 @@ static inline void histd__fast_mu(double ez, double e, double ed, float *fcmu, f
   *fcmu = histd__float_up((ez + e + 8 * ed) * (1 + 0x1p-18));
   *famu = 0x1p-19f;
   *fsmin = histd__float_up(fmax(16 * e * e * (1 + 0x1p-20), 0x1p-100));
+}
+
+/* What a kernel's histd__fast_slot (kernels/fast_slot.cuh) reads: the
+ * tables on the device, the first guesses and mu's margin. */
+typedef struct histd__fast_dev {
+  const float *tab;   /* histd__fast_entries (lo, hi) pairs, on the device (the caller's) */
+  uint32_t count1;    /* axis 1's bins */
+  uint32_t count2;    /* axis 2's (0: one axis) */
+  uint32_t count;     /* the slots: below is slot count, overflow count + 1 */
+  int axis2;          /* HISTD_FAST_* */
+  int edges;          /* axis 1's guess: log2(a) ga + gb (edges), else sqrt(a) inv */
+  float ga, gb, inv;  /* edges: half histd_edges_guess's ga, and its gb; width: fl(1 / w) */
+  float inv2;         /* axis 2's guess: fl(1 / w2) */
+  float cmu, amu, smin; /* (s, mu): the margin cmu / |D32| + amu, for a > smin */
+} histd__fast_dev;
+
+/* The float32 bins of a job of evaluator ev (its edges on the host), for
+ * float32 values whose error bounds against the image the contract takes
+ * are e1 (axis 1's value: |D32|, or r_p's from x and y), ez (|dz|) and e
+ * (|D32|), with ed the contract's own (2^-44 (M + B) or more, sixteen
+ * times its rounding): the tables' axes x (for histd__fast_tables) and
+ * the kernel's guesses and margins f (f->tab left to the caller). False
+ * where they do not apply: the midpoint line of sight, and explicit edges
+ * that are not a geometric row (no first guess). */
+static inline bool histd__fast_plan(const histd_ev_bin *ev, double e1, double ez, double e,
+                                    double ed, histd__fast_axes *x, histd__fast_dev *f) {
+  const bool edges = ev->edges != NULL, two = ev->axes != HISTD_EV_D;
+  if ((two && ev->midpoint) || (edges && ev->ga == 0))
+    return false;
+  const int axis2 = !two ? HISTD_FAST_NONE : ev->axes == HISTD_EV_RP_PI ? HISTD_FAST_PI
+                                                                        : HISTD_FAST_MU;
+  const histd__fast_axes ax = {.edges = ev->edges,
+                               .width = ev->width,
+                               .count1 = ev->count,
+                               .e1 = e1 + 4 * ed + 0x1p-400,
+                               .axis2 = axis2,
+                               .count2 = ev->count2,
+                               .width2 = ev->width2,
+                               .max2 = ev->max2,
+                               .m2 = (ez + 4 * ed) * (1 + 0x1p-20) + 0x1p-400};
+  *x = ax;
+  histd__fast_dev fd = {.tab = NULL,
+                        .count1 = ev->count,
+                        .count2 = two ? ev->count2 : 0,
+                        .count = ev->count * (two ? ev->count2 : 1),
+                        .axis2 = axis2,
+                        .edges = edges,
+                        .ga = 0.5f * ev->ga,
+                        .gb = ev->gb,
+                        .inv = edges ? 0 : (float)(1 / ev->width),
+                        .inv2 = two ? (float)ev->inv2 : 0,
+                        .cmu = 0,
+                        .amu = 0,
+                        .smin = 0};
+  histd__fast_mu(ez, e, ed, &fd.cmu, &fd.amu, &fd.smin);
+  *f = fd;
+  return true;
 }
 
 #endif /* HISTD_FAST_BINS_H */

@@ -24,8 +24,10 @@
  * points far from the origin (and a pair through the origin: l.l = 0),
  * on every kernel that takes them (and "grid" and "auto" on the GPU where
  * there is one, histd_run); on the GPU also pairs placed on and beside
- * every boundary of s, r_p, pi and mu, for the grid's float32 bins
- * (near_edges); and the refusals, each with its sentence.
+ * every boundary of s, r_p, pi and mu, for the grid's float32 bins and
+ * tiled-stats' float32 pairs (near_edges), and pairs about half the box
+ * for the latter's float32 image (half_box); and the refusals, each with
+ * its sentence.
  */
 #include <math.h>
 #include <stdio.h>
@@ -458,6 +460,24 @@ static void near_pairs(histd_dataset *a, histd_dataset *b, size_t pairs, double 
   finish(b);
 }
 
+/* p on tiled-stats against the definition W, seen to take its float32
+ * pairs (stats_kernels.cu) and to send some pairs to the contract. */
+static void stats_f32(const histd_problem *p, const want *W, const char *name) {
+  char what[160];
+  snprintf(what, sizeof what, "tiled-stats' float32 pairs: %s", name);
+  histd_result r;
+  char msg[512];
+  int rc = run(p, "tiled-stats", &r, msg, sizeof msg);
+  CHECK(rc == 0, "%s: %s", what, msg);
+  if (rc != 0)
+    return;
+  check(p, W, &r, what, "tiled-stats");
+  CHECK(strstr(r.device, "float32 pairs and bins") != NULL && r.refined_pairs > 0,
+        "%s: float32 pairs, %llu of them by the contract (%s)", what,
+        (unsigned long long)r.refined_pairs, r.device);
+  histd_result_free(&r);
+}
+
 /* The GPU grid's float32 bins (grid_kernels.cu) on near_pairs' sets at
  * spans 1 to 3 (12,000 pairs: enough cells for span 3's float32 filter):
  * every pair they bin is in the contract's bin, those near a boundary go
@@ -519,11 +539,100 @@ static void near_edges(void) {
       histd_result_free(&r);
     }
     unsetenv("HISTD_GRID_SPAN");
+    stats_f32(&p, &W, cs[c].name);
     want_free(&W);
   }
   histd_dataset_free(&a);
   histd_dataset_free(&b);
   histd_dataset_free(&ab);
+}
+
+/* tiled-stats' float32 pairs where the image is in doubt (stats_kernels.cu:
+ * the float32 and the contract's images may differ only for a component
+ * within rounding of half the box): pairs with one, two or three
+ * components on or beside half the box (exactly half is a tie, which
+ * nearbyint breaks to even), so at distances beside L / 2, g(r)'s last
+ * edge to half the box; pairs beside every other edge; every point moved
+ * by up to 3 boxes on each axis (unwrapped coordinates). In a cube and a
+ * rectangular box, self and A x B, the histogram, rp_pi and s_mu. */
+static void half_box(void) {
+  static const double offs[] = {0, 0x1p-52, 1e-13, 1e-10, 1e-8, 1e-7, 3e-7, 1e-6, 1e-5, 1e-4};
+  const size_t no = sizeof offs / sizeof offs[0], n = 6000;
+  const double box[2][3] = {{10, 10, 10}, {10, 12, 9}};
+  for (int bx = 0; bx < 2; bx++) {
+    const double *L = box[bx], half = 0.5 * fmin(L[0], fmin(L[1], L[2]));
+    double edges[26];
+    for (int k = 0; k < 25; k++)
+      edges[k] = half * pow(100, (k - 25) / 25.0); /* half / 100 to half */
+    edges[25] = half;
+    histd_dataset a, b, ab;
+    make(&a, n, true);
+    make(&b, n, true);
+    for (size_t i = 0; i < n; i++) {
+      double p[3], v[3];
+      const double off = offs[(size_t)(rnd() * no)] * (rnd() < 0.5 ? -1 : 1);
+      for (int k = 0; k < 3; k++)
+        p[k] = L[k] * rnd();
+      if (i % 2 == 0) { /* components at half the box (1 to 3 of them), the rest tiny */
+        const int first = (int)(rnd() * 3), many = 1 + (int)(rnd() * 3);
+        for (int k = 0; k < 3; k++) {
+          const bool at = (k - first + 3) % 3 < many;
+          const double tiny = offs[(size_t)(rnd() * no)] * L[k];
+          v[k] = (rnd() < 0.5 ? -1 : 1) * (at ? 0.5 * L[k] * (1 + off) : tiny);
+        }
+      } else { /* d beside an edge, in a random direction */
+        const double e = (i % 4 == 1 ? edges[(size_t)(rnd() * 26)] : half) * (1 + off);
+        const double mu = 2 * rnd() - 1, phi = 6.283185307179586 * rnd(), r = sqrt(1 - mu * mu);
+        v[0] = e * r * cos(phi), v[1] = e * r * sin(phi), v[2] = e * mu;
+      }
+      double *pa[3] = {a.x, a.y, a.z}, *pb[3] = {b.x, b.y, b.z};
+      for (int k = 0; k < 3; k++) { /* unwrapped: a few boxes away, either point */
+        pa[k][i] = p[k] + (i % 3 == 0 ? (double)((int)(rnd() * 7) - 3) * L[k] : 0);
+        pb[k][i] = p[k] + v[k] + (i % 5 == 0 ? (double)((int)(rnd() * 7) - 3) * L[k] : 0);
+      }
+      a.w[i] = 0.25 + rnd();
+      b.w[i] = 0.25 + rnd();
+    }
+    finish(&a);
+    finish(&b);
+    make(&ab, 2 * n, true);
+    for (size_t i = 0; i < n; i++) {
+      ab.x[i] = a.x[i], ab.y[i] = a.y[i], ab.z[i] = a.z[i], ab.w[i] = a.w[i];
+      ab.x[n + i] = b.x[i], ab.y[n + i] = b.y[i], ab.z[n + i] = b.z[i], ab.w[n + i] = b.w[i];
+    }
+    finish(&ab);
+    const histd_bins logb = {HISTD_BINS_EDGES, 25, 0, edges, 0, 0};
+    const histd_bins widthb = {HISTD_BINS_WIDTH, 20, half / 20, NULL, 0, 0};
+    const struct {
+      const char *name;
+      bool cross;
+      histd_statistic stat;
+      histd_bins bins;
+    } cs[] = {
+        {"the histogram of d, width bins to half the box", false, HISTD_STAT_HISTOGRAM, widthb},
+        {"the histogram of d, log edges to half the box, A x B", true, HISTD_STAT_HISTOGRAM, logb},
+        {"rp_pi, width bins, pi to half the box, A x B", true, HISTD_STAT_RP_PI, widthb},
+        {"s_mu, log edges, mu bins of 1/10", false, HISTD_STAT_S_MU, logb},
+    };
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+      histd_problem p = problem(cs[c].cross ? &a : &ab, cs[c].cross ? &b : NULL, 0, cs[c].stat,
+                                cs[c].bins);
+      p.box = (histd_box){HISTD_BOX_ORTHO, L[0], 0, L[1], 0, 0, L[2]};
+      if (cs[c].stat == HISTD_STAT_RP_PI)
+        p.bins.count2 = 5, p.bins.max2 = 0.5 * L[2];
+      if (cs[c].stat == HISTD_STAT_S_MU)
+        p.bins.count2 = 10, p.bins.max2 = 1;
+      char name[160];
+      snprintf(name, sizeof name, "half the box (%gx%gx%g): %s", L[0], L[1], L[2], cs[c].name);
+      want W;
+      definition(&p, &W);
+      stats_f32(&p, &W, name);
+      want_free(&W);
+    }
+    histd_dataset_free(&a);
+    histd_dataset_free(&b);
+    histd_dataset_free(&ab);
+  }
 }
 
 /* A GPU job cut over shares (3 workers of the GPU: run_devices) reports
@@ -659,8 +768,10 @@ int main(void) {
     unsetenv("HISTD_GPU_SPLIT_MIN_PAIRS");
     printf("jobs larger than the GPU's (pretended) memory, in slabs\n");
     slabs();
-    printf("pairs on and beside every boundary, spans 1 to 3\n");
+    printf("pairs on and beside every boundary, spans 1 to 3 and tiled-stats\n");
     near_edges();
+    printf("tiled-stats' float32 pairs about half the box\n");
+    half_box();
     printf("dense sets on cells of span 2 and 3\n");
     dense_span(2);
     dense_span(3);
