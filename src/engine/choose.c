@@ -20,7 +20,9 @@
  *   4. on a GPU worker, brute force: the plain self histogram on
  *      "tensor-core" in its envelope, else "balanced" (its block by the
  *      points); the plain A x B on "tiled-privatized", A's tiles meeting
- *      B's; the rest of the family on "tiled-stats";
+ *      B's; the rest of the family on "grid" in open space where it has
+ *      more than one cell, whatever its share (grid_outruns), else on
+ *      "tiled-stats";
  *   5. "cpu".
  * The reason says which rule and its numbers; it is what the result
  * records (histd_result.reason).
@@ -148,6 +150,19 @@ static bool grid_pays(const histd_problem *p, bool gpu, char *why, size_t whylen
   return pays;
 }
 
+/* Whether, on a GPU, the grid outruns tiled-stats for a job of the family
+ * (not the plain histogram) whatever its share: in open space, where its
+ * float32 filter and bins meet every pair of 2 cells an axis faster than
+ * tiled-stats' float32 pairs (GS2, 362,039 x 362,039 in 80 log bins to half
+ * the cube, on an H200: 183.0 against 356.2 ms, weighted 337.3 against
+ * 1855.4; bench/RESULTS.md, 2026-11-29). Periodic boxes at such reaches
+ * take its float64 filter: not measured against tiled-stats, left to it. */
+static bool grid_outruns(const histd_problem *p) {
+  histd__grid_geom g;
+  return p->box.kind == HISTD_BOX_NONE &&
+         histd__grid_plan(p, histd__grid_max_cells(p, true), &g, NULL, 0) == 0 && g.cells > 1;
+}
+
 /* ---- brute force on a GPU ------------------------------------------------------------- */
 
 /* tensor-core's envelope (bench/RESULTS.md, 2026-11-27, tc_probe on an
@@ -245,6 +260,10 @@ void histd__choose(const histd_worker *w, const histd_problem *p, const histd_ex
   } else if (gpu && beyond == HISTD_CAN_CROSS) { /* the plain A x B */
     say(c, "%sA x B on a self kernel: A's tiles meet B's", c->reason[0] ? "; " : "");
     pick(c, "tiled-privatized", ex->block_size, true, 0);
+  } else if (gpu && !(skip & HISTD__CHOOSE_NO_GRID) && grid_outruns(p)) {
+    say(c, "; but on a GPU in open space the grid outruns tiled-stats at any share: grid");
+    pick(c, "grid", ex->block_size > HISTD__GRID_MAX_BLOCK ? 0 : ex->block_size, false,
+         HISTD__CHOOSE_NO_GRID);
   } else if (gpu && !(skip & HISTD__CHOOSE_NO_GPU_STATS)) {
     /* the statistics family; a weighted histogram too large for the GPU's
      * shared memory (or memory) runs on the CPU instead */

@@ -19,7 +19,9 @@
  *     below 50,000 points, 512 below 200,000, else 1,024 (the job's block
  *     where it names one; tensor-core needs the GPU's own plan, so a
  *     worker without one never takes it), the plain A x B on
- *     tiled-privatized, everything else on tiled-stats; on the CPU "cpu";
+ *     tiled-privatized, everything else on the grid in open space (more
+ *     than one cell, whatever its share), else tiled-stats; on the CPU
+ *     "cpu";
  *   - never a float64-only GPU row (tiled-privatized-f64, the baseline).
  *
  * The problems are shapes: n points with their bounds and no coordinates,
@@ -213,6 +215,20 @@ static void test_grid(void) {
   CHECK(open_share(2) > 0.5, "2 cells an axis pay nothing");
   c = choose(&CPU, &p, 0, "cpu", 0, "r_max 60");
   CHECK(starts(c.reason, "brute force: r_max 60 gives 2x2x2 cells"), "%s", c.reason);
+  /* on a GPU the plain histogram at r_max 60 is brute force's own; a
+   * weighted one (the family) runs on the grid in open space whatever its
+   * share, and says why */
+  choose(&GPU, &p, 0, "balanced", 256, "r_max 60, plain");
+  p.weighted = true;
+  c = choose(&GPU, &p, 0, "grid", 0, "r_max 60, weighted");
+  CHECK(starts(c.reason, "brute force: r_max 60 gives 2x2x2 cells") &&
+            strstr(c.reason, "; but on a GPU in open space the grid outruns tiled-stats") != NULL,
+        "%s", c.reason);
+  CHECK(c.retry == HISTD__CHOOSE_NO_GRID, "a grid that does not fit falls back");
+  histd__choose(&GPU, &p, NULL, HISTD__CHOOSE_NO_GRID, &nc);
+  CHECK(strcmp(nc.kernel->name, "tiled-stats") == 0, "without the grid: %s (%s)",
+        nc.kernel->name, nc.reason);
+  p.weighted = false;
   p = hist(&a, NULL, 10, 4);
   CHECK(open_share(3) <= 0.5, "3 cells an axis: %g", open_share(3));
   choose(&CPU, &p, 0, "grid", 0, "r_max 40");
