@@ -3,7 +3,7 @@
  * tables of src/engine/fast_bins.h leave no doubt; the device half of the
  * float32 bins, for every kernel that takes them (the grid's drain,
  * tiled-stats' float32 pairs). Each caller proves its own error bounds
- * (grid_kernels.cu's "Float32 bins", stats_kernels.cu's head) and plans
+ * (grid_kernels.cu's "Float32 bins", src/engine/f32_pair.h) and plans
  * the tables from them with histd__fast_plan.
  */
 #ifndef HISTD_FAST_SLOT_CUH

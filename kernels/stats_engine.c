@@ -18,7 +18,7 @@
  * the plain kernels keep theirs: a statistics job does O(N^2) binary64
  * work on O(N) bytes, so the copy is a small part of it.
  *
- * Float32 pairs (stats_kernels.cu's head): plan_f32 decides whether a job
+ * Float32 pairs (src/engine/f32_pair.h): plan_f32 decides whether a job
  * takes them, centres the points and bounds each component's error; the
  * float32 copies and the tables travel with the binary64 points, which
  * the pairs near a boundary still need. HISTD_STATS_F32=0 keeps every
@@ -32,6 +32,7 @@
 #include <cuda_runtime_api.h>
 
 #include "engine.h"
+#include "f32_pair.h"
 #include "gpu_engine.h"
 #include "sdh_gpu.h"
 #include "stats_gpu.h"
@@ -146,42 +147,21 @@ int stats_fold_device_rows(const double *dev, uint32_t grid, uint32_t slots, uin
   return e == cudaSuccess ? 0 : sdh_cuda_fail(msg, msglen, what, e);
 }
 
-/* Float32 pairs for sp's job (stats_kernels.cu's head has the bounds):
- * false where they do not apply (triclinic boxes, the midpoint line of
- * sight, edges that are not a geometric row, coordinates or boxes beyond
- * float32's reach, HISTD_STATS_F32=0); else the centre c, sp's box in
- * float32 and the float32 bins' guesses (sp->fb) and their tables' axes. */
+/* Float32 pairs for sp's job (f32_pair.h has the bounds): false where
+ * they do not apply (triclinic boxes, the midpoint line of sight, edges
+ * that are not a geometric row, coordinates or boxes beyond float32's
+ * reach, HISTD_STATS_F32=0); else the centre c, sp's box in float32 and
+ * the float32 bins' guesses (sp->fb) and their tables' axes. */
 static bool plan_f32(stats_params *sp, const histd_problem *p, const histd_dataset *a,
                      const histd_dataset *b, double c[3], histd__fast_axes *fx) {
   const char *env = getenv("HISTD_STATS_F32");
-  if ((env != NULL && strcmp(env, "0") == 0) || sp->metric.kind == 2)
+  if (env != NULL && strcmp(env, "0") == 0)
     return false;
-  const double u = 0x1p-24, g = 1 + 0x1p-20;
-  const double len[3] = {sp->metric.ax, sp->metric.by, sp->metric.cz};
-  double e[3], sum = 0;
-  for (int k = 0; k < 3; k++) {
-    const double lo = fmin(a->min[k], b->min[k]), hi = fmax(a->max[k], b->max[k]);
-    c[k] = 0.5 * lo + 0.5 * hi;
-    const double m = fmax(fabs(lo - c[k]), fabs(hi - c[k])) * (1 + 0x1p-50); /* M */
-    if (!(m <= 0x1p100))
-      return false;
-    const double rho = m * (u + 0x1p-52) + 0x1p-125;
-    const double d1 = 2 * rho + u * (2 * m + 2 * rho) + 0x1p-125;
-    e[k] = d1;
-    if (sp->metric.kind == 1) {
-      const double l = len[k];
-      if (!(l >= 0x1p-60 && l <= 0x1p100))
-        return false;
-      sp->len32[k] = (float)l;
-      sp->inv32[k] = (float)(1 / l);
-      const double z = d1 + 2 * u * (2 * m + d1) * g + l * 0x1p-125;
-      e[k] = d1 + u * (2 * m + d1 + l) * g + u * (l / 2 + z) * g + 0x1p-125 + 2 * z;
-      sum += l;
-    }
-    e[k] = e[k] * (1 + 0x1p-16) + 0x1p-120;
-    sum += m;
-  }
-  const double ed = 0x1p-44 * sum;
+  double lo[3], hi[3], e[3], ed;
+  for (int k = 0; k < 3; k++)
+    lo[k] = fmin(a->min[k], b->min[k]), hi[k] = fmax(a->max[k], b->max[k]);
+  if (!histd__f32_bounds(&sp->metric, lo, hi, c, e, &ed, sp->len32, sp->inv32))
+    return false;
   const histd_ev_bin ev = histd__ev_bin(p);
   const bool rp = ev.axes == HISTD_EV_RP_PI;
   return histd__fast_plan(&ev, e[0] + e[1] + (rp ? 0 : e[2]), e[2], e[0] + e[1] + e[2], ed, fx,

@@ -30,7 +30,7 @@
  * Neumaier steps; the host folds the rows. The errors add to well under
  * 1e-12 of sum |w_i w_j|.
  *
- * Float32 pairs (f32; stats_kernels.cu's head has the proof): in open and
+ * Float32 pairs (f32; src/engine/f32_pair.h has the proof): in open and
  * orthorhombic boxes, with axis 1 in width bins or geometric edges and
  * the line of sight z, a pair's minimum image is taken in float32 from
  * centred float32 copies of the points, and its slot from the float32

@@ -11,37 +11,15 @@
  * contraction, every operation rounded on its own, as the contract says.
  *
  * Float32 pairs (F32: open and orthorhombic boxes; stats_engine.c's
- * plan_f32 computes the bounds below and plans the float32 bins). Each
- * point is held as X~ = fl32(fl64(x - c)) on each axis, c a centre shared
- * by A and B, and M >= |x - c| over both sets on that axis. With u =
- * 2^-24 and flushed subnormals (-ftz) adding 2^-125 to an operation:
- *   rho = M (u + 2^-52) + 2^-125 bounds |X~ - (x - c)|.
- *   dx = fl32(X~_j - X~_i) is within d1 = 2 rho + u (2M + 2 rho) + 2^-125
- *   of t = x_j - x_i (exact), the difference the contract rounds.
- * Open: the component is dx, within e_c = d1 of the contract's own
- * (which rounds t once, and is held to within ed below).
- * Orthorhombic, box length L on the axis: k = rintf(fl32(dx fl32(1/L)))
- * and c32 = fmaf(-k, fl32(L), dx), one rounding. The product is within
- * 2u (1 + 2^-20) |dx| / L of dx / L, so |t - k L| <= L / 2 + z with z =
- * d1 + 2u (2M + d1) (1 + 2^-20); and c32 is within d1 + u (2M + d1 + L)
- * (1 + 2^-20) (|k| fl32(L)'s error) + u (L / 2 + z) (1 + 2^-20) (its
- * rounding) of t - k L. The contract takes its own image k' (nearbyint of
- * its quotient, within 2^-50 of exact), so |t - k' L| <= L / 2 + z too.
- * Where k = k', |c32| is within that of |t - k' L|. Where they differ,
- * |t - k L| + |t - k' L| >= L puts both within z of L / 2, so their
- * magnitudes differ by at most 2 z. So | |c32| - |t - k' L| | <= e_c =
- * (the rounding terms) + 2 z, whichever image each takes; no test of the
- * half-box is needed. (The image of the triclinic rule is not chosen axis
- * by axis, so a different k there moves the other components: triclinic
- * boxes stay in binary64.)
- * The vector: ||D32| - |V|| <= e_x + e_y + e_z, V the contract's image
- * taken exactly, and the contract's d within 4 ed of |V|, ed = 2^-44
- * (sum M + sum L) (some 2^9 times its roundings); r_p (x and y) and |dz|
- * alike. These are the bounds the grid's float32 bins take (grid_kernels.cu,
- * "Float32 bins"), and the same tables and fast_slot.cuh bin the pair from
- * a = fl32 |D32|^2 (r_p's square for (r_p, pi)) and |dz|: where they leave
- * doubt (within about e of a boundary), the pair goes to the contract in
- * the same thread, from the binary64 points, and counts as refined.
+ * plan_f32): each pair's difference in float32 from centred float32
+ * points, its minimum image axis by axis (src/engine/f32_pair.h, which
+ * proves each component's magnitude within e_c of the contract's whichever
+ * image either takes, and tests/engine/test_f32_pair.c holds it there on
+ * the CPU), then its slot from the float32 bins (fast_slot.cuh and the
+ * tables of fast_bins.h, the grid's) from a = fl32 |D32|^2 (r_p's square
+ * for (r_p, pi)) and |dz|; where they leave doubt (within about e of a
+ * boundary), the pair goes to the contract in the same thread, from the
+ * binary64 points, and counts as refined.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -50,6 +28,7 @@
 #include "histd/histd.h"
 #include "sdh_gpu.h"
 #include "stats_gpu.h"
+#include "f32_pair.h"
 #include "fast_slot.cuh"
 #include "launch_util.cuh"
 #include "wsum_device.cuh"
@@ -191,12 +170,9 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint64_t w0, uin
           bool binned = false;
           if constexpr (F32) { /* the head's float32 image, and the float32 bins */
             const float4 q = t4[jj];
-            float dx = __fsub_rn(q.x, fi.x), dy = __fsub_rn(q.y, fi.y), dz = __fsub_rn(q.z, fi.z);
-            if constexpr (METRIC == 1) {
-              dx = __fmaf_rn(-rintf(__fmul_rn(dx, p.inv32[0])), p.len32[0], dx);
-              dy = __fmaf_rn(-rintf(__fmul_rn(dy, p.inv32[1])), p.len32[1], dy);
-              dz = __fmaf_rn(-rintf(__fmul_rn(dz, p.inv32[2])), p.len32[2], dz);
-            }
+            const float dx = histd__f32_axis(METRIC, fi.x, q.x, p.len32[0], p.inv32[0]);
+            const float dy = histd__f32_axis(METRIC, fi.y, q.y, p.len32[1], p.inv32[1]);
+            const float dz = histd__f32_axis(METRIC, fi.z, q.z, p.len32[2], p.inv32[2]);
             const float axy = __fmaf_rn(dy, dy, __fmul_rn(dx, dx));
             binned = histd__fast_slot<TWO>(p.fb, rp ? axy : __fmaf_rn(dz, dz, axy), fabsf(dz), k);
             refined += !binned;
