@@ -148,9 +148,9 @@ int stats_fold_device_rows(const double *dev, uint32_t grid, uint32_t slots, uin
 }
 
 /* Float32 pairs for sp's job (f32_pair.h has the bounds): false where
- * they do not apply (triclinic boxes, the midpoint line of sight, edges
- * that are not a geometric row, coordinates or boxes beyond float32's
- * reach, HISTD_STATS_F32=0); else the centre c, sp's box in float32 and
+ * they do not apply (the midpoint line of sight, edges that are not a
+ * geometric row, coordinates or boxes beyond float32's reach,
+ * HISTD_STATS_F32=0); else the centre c, sp's box in float32 and
  * the float32 bins' guesses (sp->fb) and their tables' axes. */
 static bool plan_f32(stats_params *sp, const histd_problem *p, const histd_dataset *a,
                      const histd_dataset *b, double c[3], histd__fast_axes *fx) {
@@ -160,7 +160,7 @@ static bool plan_f32(stats_params *sp, const histd_problem *p, const histd_datas
   double lo[3], hi[3], e[3], ed;
   for (int k = 0; k < 3; k++)
     lo[k] = fmin(a->min[k], b->min[k]), hi[k] = fmax(a->max[k], b->max[k]);
-  if (!histd__f32_bounds(&sp->metric, lo, hi, c, e, &ed, sp->len32, sp->inv32))
+  if (!histd__f32_bounds(&sp->metric, lo, hi, c, e, &ed, &sp->box32))
     return false;
   const histd_ev_bin ev = histd__ev_bin(p);
   const bool rp = ev.axes == HISTD_EV_RP_PI;

@@ -30,8 +30,8 @@
  * Neumaier steps; the host folds the rows. The errors add to well under
  * 1e-12 of sum |w_i w_j|.
  *
- * Float32 pairs (f32; src/engine/f32_pair.h has the proof): in open and
- * orthorhombic boxes, with axis 1 in width bins or geometric edges and
+ * Float32 pairs (f32; src/engine/f32_pair.h has the proof): in open,
+ * orthorhombic and triclinic boxes, with axis 1 in width bins or geometric edges and
  * the line of sight z, a pair's minimum image is taken in float32 from
  * centred float32 copies of the points, and its slot from the float32
  * bins (fast_bins.h) wherever their tables leave no doubt; every other
@@ -46,6 +46,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "f32_pair.h"
 #include "fast_bins.h"
 #include "histd/eval.h"
 #include "histd/pair.h"
@@ -83,7 +84,7 @@ typedef struct stats_params {
   int f32;           /* float32 pairs and bins (the head), else binary64 only */
   const float *a32, *b32; /* f32: A's and B's points, (x - c, y - c, z - c, 0) as
                       * float32 (c the centre stats_engine.c picks; b32 = a32 for self) */
-  float len32[3], inv32[3]; /* f32, orthorhombic: fl32(ax, by, cz) and fl32(1 / each) */
+  histd__f32_box box32; /* f32: the box in float32 (f32_pair.h) */
   histd__fast_dev fb; /* f32: the tables (on the device), the guesses, mu's margin */
   unsigned long long *refined; /* f32: how many pairs the contract binned */
 } stats_params;

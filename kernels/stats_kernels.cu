@@ -10,12 +10,12 @@
  * histd/pair.h's, which nvcc compiles with the __d*_rn intrinsics: no FMA
  * contraction, every operation rounded on its own, as the contract says.
  *
- * Float32 pairs (F32: open and orthorhombic boxes; stats_engine.c's
- * plan_f32): each pair's difference in float32 from centred float32
- * points, its minimum image axis by axis (src/engine/f32_pair.h, which
- * proves each component's magnitude within e_c of the contract's whichever
- * image either takes, and tests/engine/test_f32_pair.c holds it there on
- * the CPU), then its slot from the float32 bins (fast_slot.cuh and the
+ * Float32 pairs (F32; stats_engine.c's plan_f32): each pair's difference
+ * in float32 from centred float32 points, its minimum image as the
+ * contract's rule takes it (src/engine/f32_pair.h, which proves each
+ * component's magnitude within e_c of the contract's, and sends a
+ * triclinic pair whose image is in doubt to the contract;
+ * tests/engine/test_f32_pair.c holds it there on the CPU), then its slot from the float32 bins (fast_slot.cuh and the
  * tables of fast_bins.h, the grid's) from a = fl32 |D32|^2 (r_p's square
  * for (r_p, pi)) and |dz|; where they leave doubt (within about e of a
  * boundary), the pair goes to the contract in the same thread, from the
@@ -124,6 +124,7 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint64_t w0, uin
   const float4 *a32 = reinterpret_cast<const float4 *>(p.a32);
   const float4 *b32 = reinterpret_cast<const float4 *>(p.b32);
   const bool rp = TWO && p.fb.axis2 == HISTD_FAST_PI;
+  const histd__f32_box box32 = p.box32; /* (a local copy: its fields in registers) */
 
   /* this block's share of the launch's tile pairs [w0, w1), from (I, J) */
   const uint64_t span = w1 - w0;
@@ -170,11 +171,11 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint64_t w0, uin
           bool binned = false;
           if constexpr (F32) { /* the head's float32 image, and the float32 bins */
             const float4 q = t4[jj];
-            const float dx = histd__f32_axis(METRIC, fi.x, q.x, p.len32[0], p.inv32[0]);
-            const float dy = histd__f32_axis(METRIC, fi.y, q.y, p.len32[1], p.inv32[1]);
-            const float dz = histd__f32_axis(METRIC, fi.z, q.z, p.len32[2], p.inv32[2]);
-            const float axy = __fmaf_rn(dy, dy, __fmul_rn(dx, dx));
-            binned = histd__fast_slot<TWO>(p.fb, rp ? axy : __fmaf_rn(dz, dz, axy), fabsf(dz), k);
+            float d[3];
+            const bool sure = histd__f32_diff(METRIC, &box32, fi.x, fi.y, fi.z, q.x, q.y, q.z, d);
+            const float axy = __fmaf_rn(d[1], d[1], __fmul_rn(d[0], d[0]));
+            binned = sure && histd__fast_slot<TWO>(p.fb, rp ? axy : __fmaf_rn(d[2], d[2], axy),
+                                                   fabsf(d[2]), k);
             refined += !binned;
           }
           if (!binned) {
@@ -255,14 +256,14 @@ template <int METRIC, bool F32> static stats_fn pick2(bool edges, int w, bool tw
              : edges ? pick3<METRIC, true, false, F32>(w) : pick3<METRIC, false, false, F32>(w);
 }
 
-/* (float32 pairs: open and orthorhombic boxes only) */
 static stats_fn pick(const stats_params *p) {
   switch (p->metric.kind) {
   case 1:
     return p->f32 ? pick2<1, true>(p->edges, p->weighted, p->two)
                   : pick2<1, false>(p->edges, p->weighted, p->two);
   case 2:
-    return pick2<2, false>(p->edges, p->weighted, p->two);
+    return p->f32 ? pick2<2, true>(p->edges, p->weighted, p->two)
+                  : pick2<2, false>(p->edges, p->weighted, p->two);
   default:
     return p->f32 ? pick2<0, true>(p->edges, p->weighted, p->two)
                   : pick2<0, false>(p->edges, p->weighted, p->two);

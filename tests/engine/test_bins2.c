@@ -87,7 +87,8 @@ static void definition(const histd_problem *p, want *W) {
   W->r = calloc(slots + 2, sizeof *W->r);
   W->rabs = calloc(slots + 2, sizeof *W->rabs);
   W->below = W->overflow = W->total = 0;
-  def_box bx = {p->box.kind == HISTD_BOX_NONE ? 0 : 1, p->box.ax, 0, p->box.by, 0, 0, p->box.cz};
+  def_box bx = {p->box.kind == HISTD_BOX_NONE ? 0 : p->box.kind == HISTD_BOX_ORTHO ? 1 : 2,
+                p->box.ax, p->box.bx, p->box.by, p->box.cx, p->box.cy, p->box.cz};
   const histd_dataset *a = p->a, *b = p->b ? p->b : p->a;
   for (size_t i = 0; i < a->n; i++)
     for (size_t j = p->b ? 0 : i + 1; j < b->n; j++) {
@@ -463,7 +464,7 @@ static void near_pairs(histd_dataset *a, histd_dataset *b, size_t pairs, double 
 /* p on tiled-stats against the definition W, seen to take its float32
  * pairs (stats_kernels.cu) and to send some pairs to the contract. */
 static void stats_f32(const histd_problem *p, const want *W, const char *name) {
-  char what[160];
+  char what[256];
   snprintf(what, sizeof what, "tiled-stats' float32 pairs: %s", name);
   histd_result r;
   char msg[512];
@@ -553,14 +554,19 @@ static void near_edges(void) {
  * components on or beside half the box (exactly half is a tie, which
  * nearbyint breaks to even), so at distances beside L / 2, g(r)'s last
  * edge to half the box; pairs beside every other edge; every point moved
- * by up to 3 boxes on each axis (unwrapped coordinates). In a cube and a
- * rectangular box, self and A x B, the histogram, rp_pi and s_mu. */
+ * by up to 3 boxes on each axis (unwrapped coordinates). In a cube, a
+ * rectangular box and a triclinic one (whose image steps send the pairs
+ * in doubt to the contract), self and A x B, the histogram, rp_pi and
+ * s_mu. */
 static void half_box(void) {
   static const double offs[] = {0, 0x1p-52, 1e-13, 1e-10, 1e-8, 1e-7, 3e-7, 1e-6, 1e-5, 1e-4};
   const size_t no = sizeof offs / sizeof offs[0], n = 6000;
-  const double box[2][3] = {{10, 10, 10}, {10, 12, 9}};
-  for (int bx = 0; bx < 2; bx++) {
-    const double *L = box[bx], half = 0.5 * fmin(L[0], fmin(L[1], L[2]));
+  const histd_box boxes[3] = {{HISTD_BOX_ORTHO, 10, 0, 10, 0, 0, 10},
+                              {HISTD_BOX_ORTHO, 10, 0, 12, 0, 0, 9},
+                              {HISTD_BOX_TRICLINIC, 10, 2, 11, -1.5, 3, 9}};
+  for (int bx = 0; bx < 3; bx++) {
+    const double L[3] = {boxes[bx].ax, boxes[bx].by, boxes[bx].cz};
+    const double half = histd_box_half_width(&boxes[bx]);
     double edges[26];
     for (int k = 0; k < 25; k++)
       edges[k] = half * pow(100, (k - 25) / 25.0); /* half / 100 to half */
@@ -615,15 +621,18 @@ static void half_box(void) {
         {"s_mu, log edges, mu bins of 1/10", false, HISTD_STAT_S_MU, logb},
     };
     for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+      if (bx == 2 && cs[c].stat == HISTD_STAT_RP_PI) /* (rp_pi: orthorhombic boxes only) */
+        continue;
       histd_problem p = problem(cs[c].cross ? &a : &ab, cs[c].cross ? &b : NULL, 0, cs[c].stat,
                                 cs[c].bins);
-      p.box = (histd_box){HISTD_BOX_ORTHO, L[0], 0, L[1], 0, 0, L[2]};
+      p.box = boxes[bx];
       if (cs[c].stat == HISTD_STAT_RP_PI)
-        p.bins.count2 = 5, p.bins.max2 = 0.5 * L[2];
+        p.bins.count2 = 5, p.bins.max2 = half;
       if (cs[c].stat == HISTD_STAT_S_MU)
         p.bins.count2 = 10, p.bins.max2 = 1;
       char name[160];
-      snprintf(name, sizeof name, "half the box (%gx%gx%g): %s", L[0], L[1], L[2], cs[c].name);
+      snprintf(name, sizeof name, "half the box (%gx%gx%g%s): %s", L[0], L[1], L[2],
+               bx == 2 ? ", triclinic" : "", cs[c].name);
       want W;
       definition(&p, &W);
       stats_f32(&p, &W, name);
