@@ -801,6 +801,19 @@ int histd__weights_check(const histd_problem *p, char *msg, size_t msglen) {
                       "times that of %s (%g) times the %.0f pairs exceeds 2^1000 (about "
                       "1.1e301); scale the weights down",
                       big_a, p->b ? "B" : "A", big_b, pairs);
+  /* dm-tree's nodes and the CPU's weighted groups add one side's weights
+   * before they multiply: those sums must not overflow either (a tiny w
+   * on one side keeps the products finite, not the other side's sum) */
+  for (int side = 0; side < (p->b != NULL ? 2 : 1); side++) {
+    const histd_dataset *ds = side ? p->b : p->a;
+    const double big = side ? big_b : big_a;
+    if (!(big * (double)ds->n <= 0x1p1000))
+      return histd_fail(msg, msglen, HISTD_EINVAL,
+                        "the sums of %s's weights could overflow binary64: its largest |w| (%g) "
+                        "times its %zu points exceeds 2^1000 (about 1.1e301); scale the weights "
+                        "down",
+                        side ? "B" : "A", big, ds->n);
+  }
   /* ravg sums (w_i w_j) u, u below axis 1's last edge and, as u * u is
    * finite, below 2^512 (a default count's edge is not known yet) */
   if (p->ravg) {

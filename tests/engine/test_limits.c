@@ -421,6 +421,34 @@ static void test_weights_range(void) {
   }
 }
 
+/* One side's weights summed before they multiply (dm-tree's nodes, the
+ * CPU's weighted groups): tiny weights on A keep every product finite
+ * while the sum of B's would overflow, and the job is refused with a
+ * sentence (the engine fuzzer's case of 2026-11-29: dm-tree summed B's
+ * weights to -inf and wrote NaN); with B's weights a little smaller every
+ * kernel runs it to the definition, A x B and A's self pairs. */
+static void test_side_weight_sums(void) {
+  histd_dataset a = points(6, 0, 1, 1e-300), b = points(4, 0, 1, -1e308);
+  histd_problem p = problem(&a, (histd_box){HISTD_BOX_NONE, 0, 0, 0, 0, 0, 0},
+                            (histd_bins){HISTD_BINS_WIDTH, 4, 0.5, NULL, 0, 0});
+  p.b = &b;
+  p.weighted = true;
+  expect_refused(&p, "the sums of B's weights could overflow binary64");
+  histd_dataset_free(&b);
+  b = points(4, 0, 1, -1e300);
+  long double want[6] = {0}, mag[6] = {0};
+  for (size_t i = 0; i < a.n; i++)
+    for (size_t j = 0; j < b.n; j++) {
+      uint32_t s = slot(&p.bins, distance(&p.box, a.x[i], a.y[i], a.z[i], b.x[j], b.y[j], b.z[j]));
+      want[s] += (long double)a.w[i] * b.w[j];
+      mag[s] += fabsl((long double)a.w[i] * b.w[j]);
+    }
+  const long double *sums[2] = {want, mag};
+  each_kernel(&p, "A x B, weights 1e-300 and -1e300", (expected){same_sums, sums});
+  histd_dataset_free(&a);
+  histd_dataset_free(&b);
+}
+
 /* ravg sums (w_i w_j) u: weights the weighted sums allow, at separations
  * of 1e100, would overflow them, and are refused with a sentence; the
  * same weights with separations of 1 run, and each bin's ravg is its mean
@@ -569,6 +597,7 @@ int main(void) {
   test_edges_range();
   test_weights_range();
   test_point_weights();
+  test_side_weight_sums();
   test_ravg_sums();
   return check_finish("test_limits");
 }
