@@ -1,6 +1,6 @@
 /*
  * stats_engine.c -- the host side of "tiled-stats": every statistic of the
- * family on one GPU, in binary64 (stats_gpu.h has the design).
+ * family on one GPU, exact (stats_gpu.h has the design).
  *
  * A job copies A (and B, the weights, the edges) to the device, then runs
  * launches over ranges of its tile pairs, each about STATS_LAUNCH_PAIRS pairs,
@@ -356,7 +356,9 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   uint64_t counted = res->below;
   for (uint32_t k = 0; k < count; k++)
     counted += host_counts[k];
-  res->overflow = (sp.cross ? (uint64_t)sp.na * sp.nb : (uint64_t)sp.na * (sp.na - 1) / 2) - counted;
+  const uint64_t pairs =
+      sp.cross ? (uint64_t)sp.na * sp.nb : (uint64_t)sp.na * (sp.na - 1) / 2;
+  res->overflow = pairs - counted;
   res->exact = true; /* the contract's own bins, whatever the precision asked */
   res->refined_pairs = refined; /* (float32 pairs: those the contract binned) */
   res->block_size = sp.block;

@@ -5,16 +5,18 @@
  * "tiled-stats" runs every problem of the statistics family: open,
  * orthorhombic and triclinic boxes, self and A x B pairs, equal-width and
  * explicit edges (log bins and within-R are explicit edges by then), with
- * or without weights. Each pair goes through histd/pair.h, the contract's
- * own binary64 functions, so its counts are the contract's by construction.
+ * or without weights. Each pair's bin is the contract's: by histd/pair.h,
+ * the contract's own binary64 functions, or by float32 pairs where their
+ * bounds leave no doubt (below).
  *
  * One launch covers a range of tile pairs (I, J) (tiles of `block`
  * points), each block an equal run of them: a block holds anchor tile I's
  * points one per thread in registers and meets B's tile J staged in
- * shared memory (self pairs: tiles J >= I, j > i inside tile I). Counts go to a per-block histogram in shared memory when it
- * fits, else straight to global 64-bit atomics; overflow is not counted
- * there (half of a g(r)'s pairs to half the box: one slot's atomics, all
- * serialised) but by the host, as every pair less those counted.
+ * shared memory (self pairs: tiles J >= I, j > i inside tile I). Counts
+ * go to a per-block histogram in shared memory when it fits, else
+ * straight to global 64-bit atomics; overflow is not counted there (half
+ * of a g(r)'s pairs to half the box: one slot's atomics, all serialised)
+ * but by the host, as every pair less those counted.
  *
  * Weights, within 1e-12 of the exact sum relative to the sum of |w_i w_j|
  * in the bin, whatever the order: each warp adds its pairs' products to

@@ -15,11 +15,16 @@
  * contract's rule takes it (src/engine/f32_pair.h, which proves each
  * component's magnitude within e_c of the contract's, and sends a
  * triclinic pair whose image is in doubt to the contract;
- * tests/engine/test_f32_pair.c holds it there on the CPU), then its slot from the float32 bins (fast_slot.cuh and the
- * tables of fast_bins.h, the grid's) from a = fl32 |D32|^2 (r_p's square
- * for (r_p, pi)) and |dz|; where they leave doubt (within about e of a
- * boundary), the pair goes to the contract in the same thread, from the
- * binary64 points, and counts as refined.
+ * tests/engine/test_f32_pair.c holds it there on the CPU), then its slot
+ * from the float32 bins (fast_slot.cuh and the tables of fast_bins.h, the
+ * grid's) from a = fl32 |D32|^2 (r_p's square for (r_p, pi)) and |dz|;
+ * where they leave doubt (within about e of a boundary), the pair goes to
+ * the contract in the same thread, from the binary64 points, and counts
+ * as refined.
+ *
+ * Launches: a range of tile pairs (I, J), row by row, each block an equal
+ * run of them (tile_pair finds a run's first), so that every block has
+ * work whatever the triangle's shape.
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -147,7 +152,7 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint64_t w0, uin
       fi = F32 && live ? a32[i] : make_float4(0, 0, 0, 0);
       wi = W && live ? (p.unit ? 1.0 : p.aw[i]) : 0;
     }
-    {
+    { /* tile pair (I, J) */
       __syncthreads(); /* the previous tile is no longer read */
       const uint32_t j = J * B + tid;
       if (j < p.nb) {

@@ -94,8 +94,9 @@ static const histd_kernel kernels[] = {
      "(3xTF32), pairs near a bucket edge redone in binary64; exact",
      HISTD_ENGINE_CUDA, GPU_CAPS, histd__cuda_tc_run, 256 /* TC_TILE */, NULL},
     {"tiled-stats",
-     "GPU: every statistic (periodic boxes, A x B, weights, edges, within a radius) in "
-     "binary64, the contract itself; partner tiles in shared memory, a histogram per block",
+     "GPU: every statistic (periodic boxes, A x B, weights, edges, within a radius), exact: "
+     "pairs in float32 where their error bounds leave no doubt of the bin, the rest in "
+     "binary64 by the contract itself; partner tiles in shared memory, a histogram per block",
      HISTD_ENGINE_CUDA, CPU_ALL, histd__cuda_stats_run, 0, NULL},
 };
 
