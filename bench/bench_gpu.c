@@ -332,9 +332,12 @@ static void section_multi(int ndev) {
  *   GS1 periodic g(r): 512,000 points in the 23,000 cube, r_max = L/2,
  *       200 bins; baseline: the plain histogram of the same points,
  *       200 bins of the same width
+ *   GS1 in a triclinic box (tilts L/5), bins of the same width to its
+ *       half width: float32 pairs against binary64
  *   GS2 A x B weighted, 80 log bins from 10 to 11,500: 362,039 x 362,039
  *       (as many pairs as 512,000 self); baseline: W1's 512,000 plain;
- *       and on "grid" (its float32 filter and bins), weighted and not
+ *       and on "grid" (its float32 filter and bins), weighted and not,
+ *       and on "auto"
  * Medians of 3 runs of kernel_ms; counts + below + overflow checked.
  */
 static double stats_ms[4];
@@ -383,6 +386,18 @@ static void section_stats(void) {
   unsetenv("HISTD_STATS_F32");
   printf("  GS1 g(r)   binary64    %10.1f ms %10.3e pairs/s (float32 pairs: %.2fx)\n", b64_ms,
          b64_ps, b64_ms / stats_ms[0]);
+  /* GS1 in a triclinic box: the same points and bins, tilts of L/5 (its
+   * half width is below L/2: 150 bins of the same width) */
+  histd_problem gt = g;
+  gt.box = (histd_box){HISTD_BOX_TRICLINIC, L, L / 5, L, -L / 5, L / 5, L};
+  gt.bins.count = (uint32_t)floor(histd_box_half_width(&gt.box) / gt.bins.width);
+  double tri_ps, tri_ms = stats_median(&gt, "tiled-stats", &tri_ps);
+  setenv("HISTD_STATS_F32", "0", 1);
+  b64_ms = stats_median(&gt, "tiled-stats", &b64_ps);
+  unsetenv("HISTD_STATS_F32");
+  printf("  GS1 triclinic (%u bins) tiled-stats %10.1f ms %10.3e pairs/s; binary64 %10.1f ms "
+         "(float32 pairs: %.2fx)\n",
+         gt.bins.count, tri_ms, tri_ps, b64_ms, b64_ms / tri_ms);
   histd_dataset da, db;
   size_t nab = 362039;
   fill_uniform(&da, nab, 77);
@@ -426,6 +441,10 @@ static void section_stats(void) {
   double ugrid_ps, ugrid_ms = stats_median(&x, "grid", &ugrid_ps);
   printf("  GS2 unweighted grid        %10.1f ms %10.3e pairs/s (%.2fx tiled-stats)\n", ugrid_ms,
          ugrid_ps, unw_ms / ugrid_ms);
+  x.weighted = true; /* what "auto" takes for GS2 (choose.c: the grid in open space) */
+  double gauto_ps, gauto_ms = stats_median(&x, "auto", &gauto_ps);
+  printf("  GS2 A x B  auto        %10.1f ms %10.3e pairs/s (%.2fx tiled-stats)\n", gauto_ms,
+         gauto_ps, stats_ms[2] / gauto_ms);
   histd_dataset_free(&da);
   histd_dataset_free(&db);
 }
