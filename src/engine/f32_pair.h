@@ -39,7 +39,9 @@
  * step by step.
  * The contract's own component is within 2^-51 (2M + L) of t - k' L, and
  * its d within 4 ed of the exact image's length, ed = 2^-44 (sum M + sum
- * L), some 2^9 times its roundings. So |D32| is within e_x + e_y + e_z
+ * L) (triclinic: the tilts' magnitudes added, times 1 + the largest |k|,
+ * for the contract's roundings of k times each entry), some 2^9 times its
+ * roundings. So |D32| is within e_x + e_y + e_z
  * of the exact image's length (r_p: e_x + e_y; |dz|: e_z), and the float32
  * bins' tables (fast_bins.h) take e1 = that plus 4 ed.
  */
