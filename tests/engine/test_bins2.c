@@ -462,7 +462,7 @@ static void near_pairs(histd_dataset *a, histd_dataset *b, size_t pairs, double 
 }
 
 /* p on tiled-stats against the definition W, seen to take its float32
- * pairs (stats_kernels.cu) and to send some pairs to the contract. */
+ * pairs (f32_pair.h) and to send some pairs to the contract. */
 static void stats_f32(const histd_problem *p, const want *W, const char *name) {
   char what[256];
   snprintf(what, sizeof what, "tiled-stats' float32 pairs: %s", name);
@@ -548,7 +548,7 @@ static void near_edges(void) {
   histd_dataset_free(&ab);
 }
 
-/* tiled-stats' float32 pairs where the image is in doubt (stats_kernels.cu:
+/* tiled-stats' float32 pairs where the image is in doubt (f32_pair.h:
  * the float32 and the contract's images may differ only for a component
  * within rounding of half the box): pairs with one, two or three
  * components on or beside half the box (exactly half is a tie, which
