@@ -206,6 +206,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "fast_bins.h"
 #include "grid.h"
 #include "morton.h"
 
@@ -306,11 +307,6 @@ static cpu_isa best_isa(void) {
 static uint32_t edge_slot(const double *edges, uint32_t count, double v) {
   uint32_t k = histd_bin_edges(v, edges, count);
   return k == HISTD_BIN_BELOW ? 0 : k == HISTD_BIN_OVER ? count + 1 : k + 1;
-}
-
-static float f32_up(double v) {
-  float f = (float)v;
-  return (double)f < v ? nextafterf(f, INFINITY) : f;
 }
 
 static float f32_of_bits(uint32_t bits) {
@@ -414,8 +410,8 @@ static bool log_plan(cpu_ctx *c, const double *edges, uint32_t count, double w, 
   c->lg0 = (float)(2 * g0);
   c->lf0 = 2 * f0;
   c->lc1 = c1 / 2;
-  c->ltau = f32_up(tau);
-  c->lsmin = f32_up(qmin * qmin * (1 + 0x1p-20));
+  c->ltau = histd__float_up(tau);
+  c->lsmin = histd__float_up(qmin * qmin * (1 + 0x1p-20));
   float sb = qb > 0 ? (float)(qb * qb * (1 - 0x1p-20)) : -1.0f;
   c->lsbelow = qb > 0 && (double)sb > qb * qb ? nextafterf(sb, -INFINITY) : sb;
   c->kind |= CPU_K_LOG;
@@ -581,8 +577,8 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
       qmax = 2 * r3 * m;
     }
     if (edges) {
-      c->erel = f32_up(8 * u * (1 + 0x1p-20));
-      c->eabs = f32_up((pnt + 0x1p-50) * (1 + 0x1p-10));
+      c->erel = histd__float_up(8 * u * (1 + 0x1p-20));
+      c->eabs = histd__float_up((pnt + 0x1p-50) * (1 + 0x1p-10));
       f32_ok = log_plan(c, pr->bins.edges, count, w, pnt) || c->eabs <= 0x1p-12f;
       delta = c->eabs;
     } else {
@@ -633,9 +629,7 @@ static int plan_make(cpu_plan *p, const histd_problem *pr, histd_precision preci
     c->lz = (float)(len[2] * iw);
     c->width = w;
     c->clamp = clamp;
-    float df = (float)delta;
-    if ((double)df < delta)
-      df = nextafterf(df, INFINITY);
+    const float df = histd__float_up(delta);
     c->delta = df;
     p->delta = df;
     p->path = CPU_PATH_F32;

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "fast_bins.h"
 
 static float f32_of_bits(uint32_t bits) {
   float f;
@@ -71,11 +72,7 @@ double histd__f32_open_pnt(double m) {
 void histd__f32_band(double thr, double pnt, float *sp, float *sm) {
   const double a = 6 * 0x1p-24 * (1 + 0x1p-20), b = pnt + 0x1p-50;
   const double qp = (thr + b) / (1 - a) * (1 + 0x1p-40), qm = (thr - b) / (1 + a) * (1 - 0x1p-40);
-  float fp = (float)qp, fm = (float)qm;
-  if ((double)fp < qp)
-    fp = nextafterf(fp, INFINITY);
-  if ((double)fm > qm)
-    fm = nextafterf(fm, -INFINITY);
+  const float fp = histd__float_up(qp), fm = histd__float_down(qm);
   *sp = s_of_q(fp);
   *sm = qm > 0 ? s_of_q(fm) : 0;
 }
