@@ -167,7 +167,8 @@ static bool fast_plan(const grid_params *gp, const histd_problem *p, histd__fast
   const double *e = gp->e32;
   const bool rp = gp->two && ev.axes == HISTD_EV_RP_PI;
   return gp->filter32 &&
-         histd__fast_plan(&ev, e[0] + e[1] + (rp ? 0 : e[2]), e[2], e[0] + e[1] + e[2], gp->ed, x, f);
+         histd__fast_plan(&ev, e[0] + e[1] + (rp ? 0 : e[2]), e[2], e[0] + e[1] + e[2], gp->ed, x,
+                          f);
 }
 
 /* A uniform set's cost of a plan, in B points its warps step through: the
@@ -262,6 +263,7 @@ typedef struct grid_job {
   uint32_t cgrid[HISTD_SUMS];  /* their blocks per launch (0: no such pass) */
   histd__grid_geom g;
   float delta[GRID_OFFSETS_MAX * 3]; /* the float32 filter's offsets */
+  histd__fast_axes fx; /* gp.fast: the float32 bins' tables' axes */
   uint32_t grid;      /* blocks per launch (persistent) */
   size_t temp_bytes;  /* CUB's */
   uint32_t na, nb;    /* A's points, B's (A's for self pairs) */
@@ -344,8 +346,7 @@ static int plan_job(gpu_ctx *ctx, const histd_problem *p, const histd_exec *ex,
     return histd_fail(msg, msglen, HISTD_ETOOBIG,
                       "the midpoint line of sight on the GPU's grid needs its float32 filter, "
                       "which these points' range does not allow; brute force takes the job");
-  histd__fast_axes fx;
-  gp->fast = fast_plan(gp, p, &fx, &gp->fb);
+  gp->fast = fast_plan(gp, p, &job->fx, &gp->fb);
   if (gp->filter32) { /* its queue is smaller: the layout again */
     rc = choose_layout(gp, ex, optin, msg, msglen);
     if (rc != 0)
@@ -566,10 +567,7 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
       rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for grid's bin tables");
       goto out;
     }
-    histd__fast_axes fx;
-    histd__fast_dev fd;
-    fast_plan(&gp, p, &fx, &fd);
-    histd__fast_tables(&fx, host_fast);
+    histd__fast_tables(&jp->fx, host_fast);
     CK(cudaMemcpyAsync(m.dfast, host_fast, fast_bytes, cudaMemcpyHostToDevice, s),
        "the copy of the bin tables");
   }

@@ -437,7 +437,8 @@ __device__ __forceinline__ void drain(const grid_params &p, const histd_metric &
       const uint32_t a = q.qi[e], b = q.qj[e];
       const double wp = W ? (p.unit ? 1.0 : __dmul_rn(p.aw[a], p.bw[b])) : 0.0;
       uint32_t slot;
-      if (p.fast && histd__fast_slot<BIN == BIN_TWO>(p.fb, q.qa[e], BIN == BIN_TWO ? q.qp[e] : 0.f, slot)) {
+      if (p.fast &&
+          histd__fast_slot<BIN == BIN_TWO>(p.fb, q.qa[e], BIN == BIN_TWO ? q.qp[e] : 0.f, slot)) {
         if (slot <= p.count) /* (fast passes sum w_i w_j alone) */
           count_slot(p, k, slot, W, wp);
       } else if constexpr (BIN == BIN_TWO)
