@@ -157,18 +157,13 @@ static int plan_filter32(const histd__grid_geom *g, const histd_problem *p, bool
 }
 
 /* The float32 bins (grid_kernels.cu's proof, "Float32 bins") of gp's
- * float32-filtered job: their tables' axes (x) and the kernel's guesses and
- * margins (f), from axis 1's error (the float32 vector's; r_p's: x and y
- * only), e_z and the contract's ed; false where they do not apply (the
- * midpoint line of sight, edges that are not a geometric row). */
+ * float32-filtered job, from its components' bounds and the contract's
+ * ed: their tables' axes (x) and the kernel's guesses and margins (f);
+ * false where they do not apply (histd__fast_plan). */
 static bool fast_plan(const grid_params *gp, const histd_problem *p, histd__fast_axes *x,
                       histd__fast_dev *f) {
   const histd_ev_bin ev = histd__ev_bin(p);
-  const double *e = gp->e32;
-  const bool rp = gp->two && ev.axes == HISTD_EV_RP_PI;
-  return gp->filter32 &&
-         histd__fast_plan(&ev, e[0] + e[1] + (rp ? 0 : e[2]), e[2], e[0] + e[1] + e[2], gp->ed, x,
-                          f);
+  return gp->filter32 && histd__fast_plan(&ev, gp->e32, gp->ed, x, f);
 }
 
 /* A uniform set's cost of a plan, in B points its warps step through: the

@@ -163,9 +163,7 @@ static bool plan_f32(stats_params *sp, const histd_problem *p, const histd_datas
   if (!histd__f32_bounds(&sp->metric, lo, hi, c, e, &ed, &sp->box32))
     return false;
   const histd_ev_bin ev = histd__ev_bin(p);
-  const bool rp = ev.axes == HISTD_EV_RP_PI;
-  return histd__fast_plan(&ev, e[0] + e[1] + (rp ? 0 : e[2]), e[2], e[0] + e[1] + e[2], ed, fx,
-                          &sp->fb);
+  return histd__fast_plan(&ev, e, ed, fx, &sp->fb);
 }
 
 /* n points of ds as float32 (x - c, y - c, z - c, 0) into out. */

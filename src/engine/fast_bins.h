@@ -125,18 +125,20 @@ typedef struct histd__fast_dev {
 } histd__fast_dev;
 
 /* The float32 bins of a job of evaluator ev (its edges on the host), for
- * float32 values whose error bounds against the image the contract takes
- * are e1 (axis 1's value: |D32|, or r_p's from x and y), ez (|dz|) and e
- * (|D32|), with ed the contract's own (2^-44 (M + B) or more, sixteen
- * times its rounding): the tables' axes x (for histd__fast_tables) and
- * the kernel's guesses and margins f (f->tab left to the caller). False
- * where they do not apply: the midpoint line of sight, and explicit edges
- * that are not a geometric row (no first guess). */
-static inline bool histd__fast_plan(const histd_ev_bin *ev, double e1, double ez, double e,
-                                    double ed, histd__fast_axes *x, histd__fast_dev *f) {
+ * a float32 vector whose components are within ec[0..2] of the image the
+ * contract takes (so |D32| within their sum, r_p's within ec[0] + ec[1],
+ * |dz| within ec[2]), with ed the contract's own (2^-44 (M + B) or more,
+ * sixteen times its rounding): the tables' axes x (for
+ * histd__fast_tables) and the kernel's guesses and margins f (f->tab left
+ * to the caller). False where they do not apply: the midpoint line of
+ * sight, and explicit edges that are not a geometric row (no first guess). */
+static inline bool histd__fast_plan(const histd_ev_bin *ev, const double ec[3], double ed,
+                                    histd__fast_axes *x, histd__fast_dev *f) {
   const bool edges = ev->edges != NULL, two = ev->axes != HISTD_EV_D;
   if ((two && ev->midpoint) || (edges && ev->ga == 0))
     return false;
+  const double e = ec[0] + ec[1] + ec[2], ez = ec[2];
+  const double e1 = ev->axes == HISTD_EV_RP_PI ? ec[0] + ec[1] : e; /* axis 1's value's */
   const int axis2 = !two ? HISTD_FAST_NONE : ev->axes == HISTD_EV_RP_PI ? HISTD_FAST_PI
                                                                         : HISTD_FAST_MU;
   const histd__fast_axes ax = {.edges = ev->edges,
