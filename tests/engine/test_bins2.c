@@ -461,6 +461,18 @@ static void near_pairs(histd_dataset *a, histd_dataset *b, size_t pairs, double 
   finish(b);
 }
 
+/* The n weighted points of a, then the n of b, as one set (ab). */
+static void joined(const histd_dataset *a, const histd_dataset *b, histd_dataset *ab) {
+  const size_t n = a->n;
+  make(ab, 2 * n, true);
+  for (size_t i = 0; i < n; i++) {
+    ab->x[i] = a->x[i], ab->y[i] = a->y[i], ab->z[i] = a->z[i], ab->w[i] = a->w[i];
+    ab->x[n + i] = b->x[i], ab->y[n + i] = b->y[i], ab->z[n + i] = b->z[i];
+    ab->w[n + i] = b->w[i];
+  }
+  finish(ab);
+}
+
 /* p on tiled-stats against the definition W, seen to take its float32
  * pairs (f32_pair.h) and to send some pairs to the contract. */
 static void stats_f32(const histd_problem *p, const want *W, const char *name) {
@@ -492,12 +504,7 @@ static void near_edges(void) {
     edges[k] = 0.1 * pow(190, k / 25.0); /* 0.1 to 19: 5 cells an axis at span 1 */
   histd_dataset a, b, ab;
   near_pairs(&a, &b, n, L, edges, 25, 0.76);
-  make(&ab, 2 * n, true); /* a and b as one set: self pairs */
-  for (size_t i = 0; i < n; i++) {
-    ab.x[i] = a.x[i], ab.y[i] = a.y[i], ab.z[i] = a.z[i], ab.w[i] = a.w[i];
-    ab.x[n + i] = b.x[i], ab.y[n + i] = b.y[i], ab.z[n + i] = b.z[i], ab.w[n + i] = b.w[i];
-  }
-  finish(&ab);
+  joined(&a, &b, &ab); /* a and b as one set: self pairs */
   const histd_bins logb = {HISTD_BINS_EDGES, 25, 0, edges, 0, 0};
   const histd_bins widthb = {HISTD_BINS_WIDTH, 25, 0.76, NULL, 0, 0};
   struct {
@@ -601,12 +608,7 @@ static void half_box(void) {
     }
     finish(&a);
     finish(&b);
-    make(&ab, 2 * n, true);
-    for (size_t i = 0; i < n; i++) {
-      ab.x[i] = a.x[i], ab.y[i] = a.y[i], ab.z[i] = a.z[i], ab.w[i] = a.w[i];
-      ab.x[n + i] = b.x[i], ab.y[n + i] = b.y[i], ab.z[n + i] = b.z[i], ab.w[n + i] = b.w[i];
-    }
-    finish(&ab);
+    joined(&a, &b, &ab);
     const histd_bins logb = {HISTD_BINS_EDGES, 25, 0, edges, 0, 0};
     const histd_bins widthb = {HISTD_BINS_WIDTH, 20, half / 20, NULL, 0, 0};
     const struct {
