@@ -368,6 +368,15 @@ static double stats_median(const histd_problem *p, const char *k, double *pairs_
   return t[1];
 }
 
+/* tiled-stats with every pair in binary64 (HISTD_STATS_F32=0): the
+ * float32 pairs' baseline, in the same run. */
+static double b64_median(const histd_problem *p, double *pairs_s) {
+  setenv("HISTD_STATS_F32", "0", 1);
+  const double ms = stats_median(p, "tiled-stats", pairs_s);
+  unsetenv("HISTD_STATS_F32");
+  return ms;
+}
+
 static void section_stats(void) {
   printf("\n== stats: the statistics family on tiled-stats (float32 pairs; binary64) ==\n");
   const double L = 23000;
@@ -381,9 +390,7 @@ static void section_stats(void) {
   stats_ms[1] = stats_median(&plain, "auto", &ps[1]);
   printf("  GS1 g(r)   tiled-stats %10.1f ms %10.3e pairs/s; plain auto %8.1f ms: %.1fx\n",
          stats_ms[0], ps[0], stats_ms[1], stats_ms[0] / stats_ms[1]);
-  setenv("HISTD_STATS_F32", "0", 1); /* every pair in binary64: the baseline */
-  double b64_ms = stats_median(&g, "tiled-stats", &b64_ps);
-  unsetenv("HISTD_STATS_F32");
+  double b64_ms = b64_median(&g, &b64_ps);
   printf("  GS1 g(r)   binary64    %10.1f ms %10.3e pairs/s (float32 pairs: %.2fx)\n", b64_ms,
          b64_ps, b64_ms / stats_ms[0]);
   /* GS1 in a triclinic box: the same points and bins, tilts of L/5 (its
@@ -392,9 +399,7 @@ static void section_stats(void) {
   gt.box = (histd_box){HISTD_BOX_TRICLINIC, L, L / 5, L, -L / 5, L / 5, L};
   gt.bins.count = (uint32_t)floor(histd_box_half_width(&gt.box) / gt.bins.width);
   double tri_ps, tri_ms = stats_median(&gt, "tiled-stats", &tri_ps);
-  setenv("HISTD_STATS_F32", "0", 1);
-  b64_ms = stats_median(&gt, "tiled-stats", &b64_ps);
-  unsetenv("HISTD_STATS_F32");
+  b64_ms = b64_median(&gt, &b64_ps);
   printf("  GS1 triclinic (%u bins) tiled-stats %10.1f ms %10.3e pairs/s; binary64 %10.1f ms "
          "(float32 pairs: %.2fx)\n",
          gt.bins.count, tri_ms, tri_ps, b64_ms, b64_ms / tri_ms);
@@ -424,18 +429,14 @@ static void section_stats(void) {
   double grid_ps, grid_ms = stats_median(&x, "grid", &grid_ps);
   printf("  GS2 A x B  grid        %10.1f ms %10.3e pairs/s (%.2fx tiled-stats)\n", grid_ms,
          grid_ps, stats_ms[2] / grid_ms);
-  setenv("HISTD_STATS_F32", "0", 1);
-  b64_ms = stats_median(&x, "tiled-stats", &b64_ps);
-  unsetenv("HISTD_STATS_F32");
+  b64_ms = b64_median(&x, &b64_ps);
   printf("  GS2 A x B  binary64    %10.1f ms %10.3e pairs/s (float32 pairs: %.2fx)\n", b64_ms,
          b64_ps, b64_ms / stats_ms[2]);
   x.weighted = false;
   double unw_ps, unw_ms = stats_median(&x, "tiled-stats", &unw_ps);
   printf("  GS2 unweighted tiled-stats %10.1f ms %10.3e pairs/s (what the weights cost)\n",
          unw_ms, unw_ps);
-  setenv("HISTD_STATS_F32", "0", 1);
-  b64_ms = stats_median(&x, "tiled-stats", &b64_ps);
-  unsetenv("HISTD_STATS_F32");
+  b64_ms = b64_median(&x, &b64_ps);
   printf("  GS2 unweighted binary64    %10.1f ms %10.3e pairs/s (float32 pairs: %.2fx)\n",
          b64_ms, b64_ps, b64_ms / unw_ms);
   double ugrid_ps, ugrid_ms = stats_median(&x, "grid", &ugrid_ps);
