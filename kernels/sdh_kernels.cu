@@ -104,6 +104,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "count_sink.h" /* opaque */
 #include "histd/histd.h"
 #include "sdh_gpu.h"
 #include "sdh_pair.cuh"
@@ -188,11 +189,6 @@ __device__ __forceinline__ uint32_t atom_add_shared_if(uint32_t ok, uint32_t add
                : "+r"(old)
                : "r"(ok), "r"(addr), "r"(v));
   return old;
-}
-__device__ __forceinline__ uint32_t opaque(uint32_t x) {
-  uint32_t y;
-  asm("mov.b32 %0, %1;" : "=r"(y) : "r"(x));
-  return y;
 }
 
 /* add_hi(h): h = rowbase + row (the float32 code's high bits); add_row(r). */

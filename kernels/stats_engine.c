@@ -58,10 +58,13 @@ static cudaError_t put(double *dst, const double *src, size_t n, cudaStream_t s)
 }
 
 /* The block size and the shared-memory layout, the first that fits of,
- * in order: the edges staged (edge bins), the histogram per block, and for
- * weights lane columns (only where two blocks still fit a multiprocessor:
- * one block of 4 warps cannot hide binary64 latency), else warp partials
- * by atomics. A weighted job whose partials do not fit is refused. */
+ * in order: for weights lane columns (only where two blocks still fit a
+ * multiprocessor: one block of 4 warps cannot hide binary64 latency), else
+ * warp partials by atomics; the counts in lane columns (where four blocks
+ * still fit), one column a block, or global atomics (count_sink.h; not
+ * for float32 pairs, which give their float32 up where nothing else
+ * fits); the edges staged (edge bins). A weighted job whose partials do
+ * not fit is refused. */
 static int choose_layout(stats_params *sp, bool weighted, const histd_exec *ex, size_t optin,
                          char *msg, size_t msglen) {
   uint32_t block = ex->block_size != 0 ? ex->block_size : weighted ? STATS_WEIGHTED_BLOCK : 256;
@@ -75,18 +78,24 @@ static int choose_layout(stats_params *sp, bool weighted, const histd_exec *ex, 
   static const int wmodes[2][2] = {{STATS_W_NONE, STATS_W_NONE},
                                    {STATS_W_LANES, STATS_W_ATOMIC}};
   for (int w = 0; w < 2; w++)
-    for (int counts = 1; counts >= 0; counts--)
+    for (int counts = COUNTS_LANES; counts >= (sp->f32 ? COUNTS_BLOCK : COUNTS_GLOBAL); counts--)
       for (int edges = sp->edges; edges >= 0; edges--) {
         sp->weighted = wmodes[weighted][w];
         sp->shared_counts = counts;
         sp->shared_edges = edges;
         size_t bytes = stats_smem_bytes(sp);
-        size_t limit = sp->weighted == STATS_W_LANES ? room / 2 - 1024 : room;
+        size_t limit = sp->weighted == STATS_W_LANES ? room / 2 - 1024
+                       : counts == COUNTS_LANES  ? room / 4
+                                                 : room;
         if (bytes <= limit) {
           sp->smem = bytes;
           return 0;
         }
       }
+  if (sp->f32) { /* float32 pairs count in shared memory only: without them, in global */
+    sp->f32 = 0;
+    return choose_layout(sp, weighted, ex, optin, msg, msglen);
+  }
   sp->weighted = STATS_W_ATOMIC, sp->shared_counts = 0, sp->shared_edges = 0;
   size_t fixed = stats_smem_bytes(sp) - 3 * (block / 32) * ((size_t)sp->count + 2) * 8;
   return histd_fail(msg, msglen, HISTD_ETOOBIG,
@@ -105,8 +114,12 @@ static int run_tiles(const stats_params *sp, uint32_t grid, uint32_t tiles_a, ui
   int rc = 0;
   const uint64_t all = sp->cross ? (uint64_t)tiles_a * tiles_b
                                  : (uint64_t)tiles_a * (tiles_a + 1) / 2;
-  uint64_t step = (uint64_t)(STATS_LAUNCH_PAIRS / ((double)sp->block * sp->block));
+  const uint64_t tile = (uint64_t)sp->block * sp->block; /* pairs of a tile pair, at most */
+  uint64_t step = (uint64_t)(STATS_LAUNCH_PAIRS / (double)tile);
   step = step > grid ? step : grid;
+  /* a block's pairs in a launch below 2^32: its shared counters' bound (count_sink.h) */
+  const uint64_t cap = (uint64_t)grid * (UINT32_MAX / tile);
+  step = step < cap ? step : cap;
   for (uint64_t w0 = 0; w0 < all;) {
     if (histd__cancelled(ctl))
       return histd_fail(msg, msglen, HISTD_ECANCELED, "cancelled");
@@ -163,7 +176,11 @@ static bool plan_f32(stats_params *sp, const histd_problem *p, const histd_datas
   if (!histd__f32_bounds(&sp->metric, lo, hi, c, e, &ed, &sp->box32))
     return false;
   const histd_ev_bin ev = histd__ev_bin(p);
-  return histd__fast_plan(&ev, e, ed, fx, &sp->fb);
+  /* (the kernel stages the tables in shared memory: larger ones, such as
+   * a histogram of 40,000 bins, stay binary64) */
+  return histd__fast_plan(&ev, e, ed, fx, &sp->fb) &&
+         histd__fast_entries(sp->fb.count1, sp->fb.count2) <= STATS_F32_TABLE &&
+         (sp->two || (sp->fb.edges != 0) == (sp->edges != 0)); /* (the kernel's EDGES) */
 }
 
 /* n points of ds as float32 (x - c, y - c, z - c, 0) into out. */

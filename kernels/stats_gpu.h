@@ -13,8 +13,9 @@
  * points), each block an equal run of them: a block holds anchor tile I's
  * points one per thread in registers and meets B's tile J staged in
  * shared memory (self pairs: tiles J >= I, j > i inside tile I). Counts
- * go to a per-block histogram in shared memory when it fits, else
- * straight to global 64-bit atomics; overflow is not counted there (half
+ * go to 32-bit counters in shared memory, one column per lane or one per
+ * block, when they fit, else straight to global 64-bit atomics
+ * (count_sink.h); overflow is not counted there (half
  * of a g(r)'s pairs to half the box: one slot's atomics, all serialised)
  * but by the host, as every pair less those counted.
  *
@@ -34,7 +35,8 @@
  *
  * Float32 pairs (f32; src/engine/f32_pair.h has the proof): in open,
  * orthorhombic and triclinic boxes, with axis 1 in width bins or geometric edges and
- * the line of sight z, a pair's minimum image is taken in float32 from
+ * the line of sight z (tables of at most STATS_F32_TABLE entries, which the
+ * kernel stages in shared memory), a pair's minimum image is taken in float32 from
  * centred float32 copies of the points, and its slot from the float32
  * bins (fast_bins.h) wherever their tables leave no doubt; every other
  * pair, and every pair of ravg's pass, by the contract as above. The
@@ -48,6 +50,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "count_sink.h"
 #include "f32_pair.h"
 #include "fast_bins.h"
 #include "histd/eval.h"
@@ -58,6 +61,7 @@ extern "C" {
 #endif
 
 #define STATS_WEIGHTED_BLOCK 128u /* the bound above needs block <= 128 */
+#define STATS_F32_TABLE 2048u     /* f32: the tables' most entries (staged in shared memory) */
 enum { STATS_W_NONE = 0, STATS_W_ATOMIC = 1, STATS_W_LANES = 2 }; /* weighted */
 
 typedef struct stats_params {
@@ -78,7 +82,7 @@ typedef struct stats_params {
   const double *ax, *ay, *az, *aw; /* A on the device */
   const double *bx, *by, *bz, *bw; /* B (the same pointers as A for self) */
   uint32_t block;    /* threads per block = points per tile */
-  int shared_counts; /* 1: a per-block histogram in shared memory */
+  int shared_counts; /* COUNTS_*: the counts' layout (count_sink.h) */
   int shared_edges;  /* 1: the edges staged in shared memory */
   unsigned long long *counts; /* count + 2 slots */
   double *wsum, *werr; /* weighted: grid rows of count + 2 (Neumaier pairs) */

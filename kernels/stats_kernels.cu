@@ -35,26 +35,32 @@
 #include "stats_gpu.h"
 #include "f32_pair.h"
 #include "fast_slot.cuh"
+#include "count_sink.h"
 #include "launch_util.cuh"
 #include "wsum_device.cuh"
 
 struct smem_layout {
-  double *tx, *ty, *tz, *tw;   /* the staged partner tile */
+  double *tx, *ty, *tz, *tw;   /* the staged partner tile (F32: t4's floats, then tw) */
   double *edges;               /* the edges, or NULL (read from global) */
-  unsigned long long *hist;    /* slots, or NULL (global atomics) */
+  float *tab;                  /* F32: the float32 bins' tables, staged */
+  void *counts;                /* the count sink's shared counters (count_sink.h) */
   double *part, *wsum, *werr;  /* weighted: partials, then warps x slots each */
 };
 
-/* Bytes of the layout, in the order the kernel carves it. Partial sums:
- * STATS_W_ATOMIC one per warp and slot, STATS_W_LANES one per lane. */
+/* Bytes of the layout, in the order the kernel carves it (f32: the tile
+ * as float4s, and the tables' tab entries, pairs of floats). Partial
+ * sums: STATS_W_ATOMIC one per warp and slot, STATS_W_LANES one per lane. */
 __host__ __device__ static size_t layout_bytes(uint32_t block, uint32_t count, uint32_t count1,
-                                               int wmode, bool edges, bool hist) {
+                                               int wmode, bool edges, bool f32, size_t tab,
+                                               int counts) {
   size_t warps = block / 32, slots = (size_t)count + 2;
-  size_t bytes = (size_t)block * sizeof(double) * (wmode ? 4 : 3);
+  size_t bytes = (size_t)block * (f32 ? 2 * sizeof(double) : 3 * sizeof(double));
+  if (wmode)
+    bytes += (size_t)block * sizeof(double);
   if (edges)
     bytes += ((size_t)count1 + 1) * sizeof(double);
-  if (hist)
-    bytes += slots * sizeof(unsigned long long);
+  bytes += tab * 2 * sizeof(float);
+  bytes += count_sink_bytes(counts, (uint32_t)slots);
   if (wmode)
     bytes += (wmode == STATS_W_LANES ? 32 + 2 : 3) * warps * slots * sizeof(double);
   return bytes;
@@ -81,8 +87,12 @@ __device__ static void tile_pair(uint64_t w, uint32_t tiles_b, int cross, uint32
   I = (uint32_t)r, J = (uint32_t)(r + (w - S(r)));
 }
 
+/* F32 variants at 40 registers (six blocks of 256 a multiprocessor): their
+ * hot loop needs fewer, and on an H200 32, 40, 48 and 64 ran GS1 alike
+ * (bench/RESULTS.md, 2026-11-29); the contract's rare path spills instead. */
 template <int METRIC, bool EDGES, int W, bool TWO, bool F32>
-__global__ void __launch_bounds__(1024) k_stats(stats_params p, uint64_t w0, uint64_t w1) {
+__global__ void __launch_bounds__(1024) __maxnreg__(F32 ? 40 : 64)
+    k_stats(stats_params p, uint64_t w0, uint64_t w1) {
   extern __shared__ __align__(16) double smem[];
   const uint32_t B = blockDim.x, tid = threadIdx.x;
   const uint32_t warp = tid / 32, lane = tid % 32, warps = B / 32;
@@ -92,14 +102,16 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint64_t w0, uin
   float4 *const t4 = reinterpret_cast<float4 *>(smem); /* F32: the staged tile, as floats */
   L.ty = L.tx + B;
   L.tz = L.ty + B;
-  L.tw = L.tz + B;
-  double *next = W ? L.tw + B : L.tz + B;
+  L.tw = F32 ? L.tx + 2 * B : L.tz + B;
+  double *next = W ? L.tw + B : F32 ? L.tx + 2 * B : L.tz + B;
   L.edges = (EDGES || TWO) && p.shared_edges ? next : nullptr;
   if (L.edges)
     next += p.count1 + 1;
-  L.hist = p.shared_counts ? (unsigned long long *)next : nullptr;
-  if (L.hist)
-    next += slots;
+  const size_t tab = F32 ? histd__fast_entries(p.fb.count1, p.fb.count2) : 0;
+  L.tab = reinterpret_cast<float *>(next);
+  next += tab;
+  L.counts = next;
+  next += count_sink_bytes(p.shared_counts, slots) / 8;
   const size_t per_warp = (size_t)slots * (W == STATS_W_LANES ? 32 : 1);
   L.part = next;
   L.wsum = L.part + warps * per_warp;
@@ -108,9 +120,11 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint64_t w0, uin
   if (L.edges)
     for (uint32_t k = tid; k <= p.count1; k += B)
       L.edges[k] = p.dedges[k];
-  if (L.hist)
-    for (uint32_t k = tid; k < slots; k += B)
-      L.hist[k] = 0;
+  if constexpr (F32)
+    for (size_t k = tid; k < 2 * tab; k += B)
+      L.tab[k] = p.fb.tab[k];
+  count_sink sink;
+  sink.init(p.shared_counts, L.counts, slots, p.counts);
   if (W)
     for (size_t k = tid; k < warps * (per_warp + 2 * (size_t)slots); k += B)
       L.part[k] = 0;
@@ -119,7 +133,6 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint64_t w0, uin
   histd_metric m = p.metric;
   m.kind = METRIC; /* a constant: histd_min_image's branches fold away */
   const double *edges = L.edges ? L.edges : p.dedges;
-  unsigned long long *hist = L.hist ? L.hist : p.counts;
   double *part = L.part + warp * per_warp;
   histd_ev_bin ev = p.ev; /* two axes: the evaluator, with the kernel's edges */
   ev.edges = p.edges ? edges : nullptr;
@@ -130,6 +143,8 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint64_t w0, uin
   const float4 *b32 = reinterpret_cast<const float4 *>(p.b32);
   const bool rp = TWO && p.fb.axis2 == HISTD_FAST_PI;
   const histd__f32_box box32 = p.box32; /* (a local copy: its fields in registers) */
+  histd__fast_dev fb = p.fb;            /* F32: with the staged tables */
+  fb.tab = L.tab;
 
   /* this block's share of the launch's tile pairs [w0, w1), from (I, J) */
   const uint64_t span = w1 - w0;
@@ -167,7 +182,7 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint64_t w0, uin
           L.tw[tid] = p.unit ? 1.0 : p.bw[j];
       }
       __syncthreads();
-      const uint32_t jn = min(B, p.nb - J * B);
+      const uint32_t jn = opaque(min(B, p.nb - J * B)); /* (in a register: the loop's bound) */
       const uint32_t j0 = (!p.cross && J == I) ? tid + 1 : 0;
       if (live)
         for (uint32_t jj = j0; jj < jn; jj++) {
@@ -179,11 +194,13 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint64_t w0, uin
             float d[3];
             const bool sure = histd__f32_diff(METRIC, &box32, fi.x, fi.y, fi.z, q.x, q.y, q.z, d);
             const float axy = __fmaf_rn(d[1], d[1], __fmul_rn(d[0], d[0]));
-            binned = sure && histd__fast_slot<TWO>(p.fb, rp ? axy : __fmaf_rn(d[2], d[2], axy),
-                                                   fabsf(d[2]), k);
-            refined += !binned;
+            /* (one axis: the kernel's EDGES is the tables', plan_f32 checks) */
+            binned = histd__fast_slot<TWO, TWO ? -1 : EDGES>(
+                         fb, rp ? axy : __fmaf_rn(d[2], d[2], axy), fabsf(d[2]), k) &&
+                     sure;
           }
-          if (!binned) {
+          if (__builtin_expect(!binned, 0)) {
+            refined += F32;
             const uint32_t jg = J * B + jj;
             const double ax = F32 ? p.ax[i] : xi, ay = F32 ? p.ay[i] : yi, az = F32 ? p.az[i] : zi;
             const double bx = F32 ? p.bx[jg] : L.tx[jj], by = F32 ? p.by[jg] : L.ty[jj],
@@ -201,11 +218,14 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint64_t w0, uin
               k = bin == HISTD_BIN_BELOW ? count : bin == HISTD_BIN_OVER ? count + 1 : bin;
             }
           }
-          if (k > count) /* overflow: the host counts it, as every pair less the rest
-                          * (one slot for half of GS1's pairs: its atomics serialised) */
+          /* overflow: the host counts it, as every pair less the rest (one
+           * slot for half of GS1's pairs: in global memory its atomics
+           * serialised); unweighted float32 pairs count it in shared memory,
+           * unread, rather than branch */
+          if (k > count && !(F32 && !W))
             continue;
           if (!W || p.sum == HISTD_SUM_W) /* (the unweighted variants: always) */
-            atomicAdd(&hist[k], 1ull);
+            sink.add<F32>(k); /* (F32: the counts are in shared memory) */
           if (W) { /* the channel's term (w_i w_j; for ravg (w_i w_j) u: never F32) */
             const double v = histd_ev_sum(p.sum, __dmul_rn(wi, L.tw[jj]), u);
             if (W == STATS_W_LANES) /* this lane's own column: no atomic */
@@ -237,10 +257,7 @@ __global__ void __launch_bounds__(1024) k_stats(stats_params p, uint64_t w0, uin
   if (F32 && refined != 0)
     atomicAdd(p.refined, refined);
   __syncthreads();
-  if (L.hist)
-    for (uint32_t k = tid; k < slots; k += B)
-      if (L.hist[k] != 0)
-        atomicAdd(&p.counts[k], L.hist[k]);
+  sink.flush(slots);
   if (W)
     wsum_block_fold(L.wsum, L.werr, warps, slots, p.wsum + (size_t)blockIdx.x * slots,
                     p.werr + (size_t)blockIdx.x * slots);
@@ -276,8 +293,9 @@ static stats_fn pick(const stats_params *p) {
 }
 
 extern "C" size_t stats_smem_bytes(const stats_params *p) {
+  const size_t tab = p->f32 ? histd__fast_entries(p->fb.count1, p->fb.count2) : 0;
   return layout_bytes(p->block, p->count, p->count1, p->weighted, p->shared_edges != 0,
-                      p->shared_counts != 0);
+                      p->f32 != 0, tab, p->shared_counts);
 }
 
 extern "C" int stats_blocks_per_sm(const stats_params *p, int *blocks, char *msg,

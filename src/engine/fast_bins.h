@@ -58,6 +58,9 @@ typedef struct histd__fast_axes {
 } histd__fast_axes;
 
 /* The tables' entries (float pairs): count2 0 without axis 2. */
+#ifdef __CUDACC__
+__host__ __device__ /* (kernels size their staged copy of the tables by it) */
+#endif
 static inline size_t histd__fast_entries(uint32_t count1, uint32_t count2) {
   return (size_t)count1 + 2 + (count2 ? (size_t)count2 + 1 : 0);
 }
