@@ -47,6 +47,7 @@ __device__ __forceinline__ uint32_t opaque(uint32_t x) {
   asm("mov.b32 %0, %1;" : "=r"(y) : "r"(x));
   return y;
 }
+
 struct count_sink {
   int mode;
   uint32_t at;     /* the shared address of this thread's counter of slot 0 */

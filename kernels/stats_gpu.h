@@ -15,9 +15,11 @@
  * shared memory (self pairs: tiles J >= I, j > i inside tile I). Counts
  * go to 32-bit counters in shared memory, one column per lane or one per
  * block, when they fit, else straight to global 64-bit atomics
- * (count_sink.h); overflow is not counted there (half
- * of a g(r)'s pairs to half the box: one slot's atomics, all serialised)
- * but by the host, as every pair less those counted.
+ * (count_sink.h); overflow is not read there (half of a g(r)'s pairs to
+ * half the box: in global memory one slot's atomics, all serialised) but
+ * counted by the host, as every pair less those counted. (Unweighted
+ * float32 pairs add overflow to their shared counters all the same, unread:
+ * cheaper than a branch.)
  *
  * Weights, within 1e-12 of the exact sum relative to the sum of |w_i w_j|
  * in the bin, whatever the order: each warp adds its pairs' products to
