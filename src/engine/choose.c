@@ -154,9 +154,10 @@ static bool grid_pays(const histd_problem *p, bool gpu, char *why, size_t whylen
  * (not the plain histogram) whatever its share: in open space, where its
  * float32 filter and bins meet every pair of 2 cells an axis faster than
  * tiled-stats' float32 pairs (GS2, 362,039 x 362,039 in 80 log bins to half
- * the cube, on an H200: 183.0 against 356.2 ms, weighted 337.3 against
- * 1855.4; bench/RESULTS.md, 2026-11-29). Periodic boxes at such reaches
- * take its float64 filter: not measured against tiled-stats, left to it. */
+ * the cube, on an H200: 173.7 against 193.0 ms, weighted 334.2 against
+ * 1309.1; bench/RESULTS.md, 2026-11-29, the leaner float32 loop).
+ * Periodic boxes at such reaches take its float64 filter: not measured
+ * against tiled-stats, left to it. */
 static bool grid_outruns(const histd_problem *p) {
   histd__grid_geom g;
   return p->box.kind == HISTD_BOX_NONE &&
