@@ -761,6 +761,42 @@ static void slabs(void) {
   histd_dataset_free(&u);
 }
 
+/* tiled-stats where its counts crowd shared memory (count_sink.h): 100 x
+ * 100 slots take the float32 pairs, counting in one 32-bit column a block
+ * (lane columns would take 1.3 MB); 1,000 x 60 fit no shared layout of
+ * any GPU (240 KB), so the job gives its float32 pairs up and counts in
+ * global memory. Each against the definition. */
+static void many_slots(void) {
+  histd_dataset u;
+  uniform(&u, 2000, 10, false);
+  static const struct {
+    uint32_t c1, c2;
+    double width;
+    bool f32;
+  } jobs[2] = {{100, 100, 0.049, true}, {1000, 60, 0.0049, false}};
+  for (int i = 0; i < 2; i++) {
+    histd_problem p = problem(&u, NULL, 10, HISTD_STAT_S_MU,
+                              (histd_bins){HISTD_BINS_WIDTH, jobs[i].c1, jobs[i].width, NULL,
+                                           jobs[i].c2, 1});
+    char what[128];
+    snprintf(what, sizeof what, "s_mu, %u x %u slots", jobs[i].c1, jobs[i].c2);
+    want W;
+    definition(&p, &W);
+    histd_result r;
+    char msg[512];
+    int rc = run(&p, "tiled-stats", &r, msg, sizeof msg);
+    CHECK(rc == 0, "%s: %s", what, msg);
+    if (rc == 0) {
+      check(&p, &W, &r, what, "tiled-stats");
+      CHECK((strstr(r.device, "float32 pairs and bins") != NULL) == jobs[i].f32,
+            "%s: float32 pairs %s (%s)", what, jobs[i].f32 ? "expected" : "given up", r.device);
+      histd_result_free(&r);
+    }
+    want_free(&W);
+  }
+  histd_dataset_free(&u);
+}
+
 int main(void) {
   histd_device_info info;
   int gpus = test_gpus(&info, "TEST_BINS2_GPU");
@@ -783,6 +819,8 @@ int main(void) {
     near_edges();
     printf("tiled-stats' float32 pairs about half the box\n");
     half_box();
+    printf("tiled-stats with its counts crowding shared memory\n");
+    many_slots();
     printf("dense sets on cells of span 2 and 3\n");
     dense_span(2);
     dense_span(3);

@@ -537,8 +537,8 @@ static void test_width_on_multiples(void) {
 
 /* The GPU's tiled-stats on what small sets do not reach: several tiles
  * and launches with partial last tiles, every block size, far-from-origin
- * points, a histogram too large for shared memory (global atomics), and a
- * weighted one too large for it (refused; "auto" runs it on the CPU). */
+ * points, a histogram of 40,000 bins, and a weighted one too large for
+ * shared memory (refused; "auto" runs it on the CPU). */
 static void test_gpu_paths(void) {
   int gpus = 0;
   histd_device_info info;
@@ -585,7 +585,9 @@ static void test_gpu_paths(void) {
         histd_result_free(&r);
       }
     }
-  /* far from the origin, 40,000 bins: counts in global memory */
+  /* far from the origin, 40,000 bins: binary64 (float32 pairs' tables
+   * hold at most STATS_F32_TABLE entries), the counts in one 32-bit column
+   * a block (test_bins2's many_slots has a job whose counts fit nowhere) */
   histd_dataset far = points(2500, 50, 50, 50, true);
   for (size_t i = 0; i < far.n; i++)
     far.x[i] += 1e7, far.y[i] -= 3e6;
