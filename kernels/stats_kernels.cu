@@ -4,9 +4,10 @@
  * keep their bound).
  *
  * One kernel template, specialised on the metric (open, orthorhombic,
- * triclinic), the bins (width, edges) and the weights (none, warp partials
- * by shared atomics, lane partials), so none of its eighteen variants
- * branches on them at run time. The pair arithmetic is
+ * triclinic), the bins (width, edges, two axes), the weights (none, warp
+ * partials by shared atomics, lane partials) and the float32 pairs (on,
+ * off), so none of its fifty-four variants branches on them at run time;
+ * the counts go to count_sink.h's shared counters. The pair arithmetic is
  * histd/pair.h's, which nvcc compiles with the __d*_rn intrinsics: no FMA
  * contraction, every operation rounded on its own, as the contract says.
  *
