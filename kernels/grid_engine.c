@@ -427,7 +427,8 @@ static void carve_job(arena *ar, const grid_job *job, const double *dev_a, grid_
   m->chunk_off = carve(ar, ((size_t)cells + 1) * 4);
   m->dedges = gp->edges ? carve(ar, ((size_t)gp->count1 + 1) * 8) : NULL;
   m->ddelta = gp->filter32 ? carve(ar, sizeof job->delta) : NULL;
-  m->dfast = gp->fast ? carve(ar, grid_fast_entries(gp) * 2 * sizeof(float)) : NULL;
+  const size_t tab = histd__fast_entries(gp->fb.count1, gp->fb.count2);
+  m->dfast = gp->fast ? carve(ar, tab * 2 * sizeof(float)) : NULL;
   m->dcounts = carve(ar, (size_t)slots * 8);
   size_t wscr = grid_wscr_bytes(gp, job->grid);
   for (int c = 0; c < HISTD_SUMS; c++) {
@@ -556,7 +557,7 @@ static int run_job(histd_worker *w, const histd_problem *p, const histd_control 
     CK(cudaMemcpyAsync(m.ddelta, jp->delta, sizeof jp->delta, cudaMemcpyHostToDevice, s),
        "the copy of the offsets");
   if (gp.fast) {
-    const size_t fast_bytes = grid_fast_entries(&gp) * 2 * sizeof(float);
+    const size_t fast_bytes = histd__fast_entries(gp.fb.count1, gp.fb.count2) * 2 * sizeof(float);
     host_fast = malloc(fast_bytes);
     if (host_fast == NULL) {
       rc = histd_fail(msg, msglen, HISTD_ENOMEM, "out of memory for grid's bin tables");

@@ -145,12 +145,6 @@ typedef struct grid_params {
   unsigned long long *candidates; /* += the pairs the warps met */
 } grid_params;
 
-/* The float32 bins' table entries (fast_bins.h: axis 1 at k + 1 for k =
- * -1 to count1, then axis 2 at count1 + 2 + k2 for k2 = 0 to count2). */
-static inline size_t grid_fast_entries(const grid_params *p) {
-  return histd__fast_entries(p->count1, p->two ? p->ev.count2 : 0);
-}
-
 /* Shared-memory bytes of p's kernel as its fields lay it out. */
 size_t grid_smem_bytes(const grid_params *p);
 

@@ -267,7 +267,7 @@ int histd__cuda_stats_run(HISTD__RUN_ARGS) {
   }
   sp.dedges = sp.edges ? at : NULL;
   if (sp.f32) { /* the float32 points (B's only for A x B) and the tables, staged here */
-    const size_t tab = 2 * histd__fast_entries(fx.count1, fx.axis2 ? fx.count2 : 0);
+    const size_t tab = 2 * histd__fast_entries(sp.fb.count1, sp.fb.count2);
     const size_t floats = 4 * (na + nb) + tab;
     host_f32 = malloc(floats * sizeof *host_f32);
     if (host_f32 == NULL) {
